@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Every path the agent touches goes through here, prefixed with ctx->root.
+ * Paths given to these functions are target paths ("/etc/fstab"); the
+ * functions add the root.  Writes are atomic and skipped when the content,
+ * mode and owner are already right.  Outside RUN_APPLY nothing is written:
+ * the change is recorded in the report (with a diff in RUN_PLAN) instead.
+ *
+ * Return convention for writers: 0 = already right, 1 = changed (or would
+ * change), -errno = error (the report's details say which path and why).
+ */
+#ifndef HPCINIT_FSUTIL_H
+#define HPCINIT_FSUTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct ctx;
+struct report;
+
+#define FS_MAX_READ (16u * 1024 * 1024)   /* files larger than this are refused */
+#define FS_KEEP_OWNER ((uid_t)-1)         /* pass as uid/gid: new files get root, existing keep theirs */
+
+/* root + path, malloc'd.  root "" or "/" gives path unchanged. */
+char *fs_rooted(const char *root, const char *path);
+char *ctx_path(const struct ctx *c, const char *path);
+
+/* Read a whole file (under the root).  0 and *ret (NUL-terminated), or -errno. */
+int fs_read(const struct ctx *c, const char *path, char **ret, size_t *ret_len);
+/* Same on an already-rooted host path. */
+int fs_read_host(const char *hostpath, size_t max, char **ret, size_t *ret_len);
+bool fs_exists(const struct ctx *c, const char *path);
+
+/*
+ * Atomically make path hold exactly data, with mode and owner.  Parent
+ * directories must exist (use fs_mkdir_p).  temp file in the same directory,
+ * fchmod/fchown, write, fsync, rename, fsync of the directory.
+ */
+int fs_write(struct ctx *c, struct report *r, const char *path,
+	     const void *data, size_t len, mode_t mode, uid_t uid, gid_t gid);
+
+/* mkdir -p with mode/owner applied to directories it creates (and to the last one always). */
+int fs_mkdir_p(struct ctx *c, struct report *r, const char *path,
+	       mode_t mode, uid_t uid, gid_t gid);
+
+/* Remove a file if present. 0 absent, 1 removed (would remove), -errno. */
+int fs_remove(struct ctx *c, struct report *r, const char *path);
+
+/*
+ * Managed block: lines between "# BEGIN hpcinit <tag>" and "# END hpcinit <tag>".
+ * body (may be NULL or "" to remove the block) replaces the block's inside;
+ * text outside it is kept byte for byte.  A missing file is created with
+ * mode/uid/gid when body is non-empty.  Existing files keep their mode/owner.
+ */
+int fs_managed_block(struct ctx *c, struct report *r, const char *path,
+		     const char *tag, const char *body, mode_t mode, uid_t uid, gid_t gid);
+/* Compute the new content without writing (exposed for tests).  Returns malloc'd text. */
+char *managed_block_apply(const char *old, const char *tag, const char *body);
+/* Extract the block body (malloc'd) or NULL when there is none. */
+char *managed_block_get(const char *text, const char *tag);
+
+/* A unified-style diff of two texts, for plan output (appended to out). */
+struct strbuf;
+void text_diff(struct strbuf *out, const char *path, const char *old, const char *new_);
+
+/* Look up a user under the root (<root>/etc/passwd).  0 or -ENOENT. ret_home malloc'd. */
+int fs_lookup_user(const struct ctx *c, const char *user, uid_t *ret_uid, gid_t *ret_gid,
+		   char **ret_home);
+
+#endif

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Peer records: what one node publishes about itself (DESIGN.md "Peers").
+ * The discovery module fills ctx->peers; ssh, hostfile and mpi read it.
+ * record.c owns the on-disk format (YAML), parsing with limits, and HMAC.
+ */
+#ifndef HPCINIT_RECORD_H
+#define HPCINIT_RECORD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "spec.h"
+
+#define RECORD_MAX_BYTES (64 * 1024)
+#define RECORD_MAX_KEYS 32
+
+struct user_key {
+	char *user;             /* cluster user the key belongs to */
+	char *key;              /* "ssh-ed25519 AAAA... comment" (one line) */
+};
+
+struct peer {
+	char *hostname;         /* the node's hostname as it reports it */
+	char *addr;             /* address inside cluster.network (text) */
+	char *ipoib_addr;       /* IPoIB address or NULL */
+	unsigned slots;         /* usable cores */
+	bool head;              /* role: head */
+	struct strlist host_keys;   /* "ssh-ed25519 AAAA..." (type and base64, no comment) */
+	struct user_key *user_keys;
+	size_t n_user_keys;
+	char *version;          /* agent version that wrote it */
+	char *boot_id;
+	int64_t updated;        /* unix seconds of the last refresh */
+	bool self;              /* this node */
+};
+
+struct peerset {
+	struct peer *v;
+	size_t n;
+};
+
+void peer_clear(struct peer *p);
+struct peerset *peerset_free(struct peerset *s);
+/* Natural sort ("node2" < "node10"), head first. */
+void peerset_sort(struct peerset *s);
+/* strverscmp-like comparison used by peerset_sort, exposed for tests. */
+int natural_cmp(const char *a, const char *b);
+
+#endif

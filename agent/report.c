@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hpcinit.h"
+
+void report_init(struct report *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->status = ST_OK;
+}
+
+void report_free(struct report *r)
+{
+	sb_free(&r->details);
+	strlist_free(&r->changed);
+}
+
+static int rank(enum rstatus st)
+{
+	switch (st) {
+	case ST_OK:
+		return 0;
+	case ST_SKIPPED:
+		return 0;
+	case ST_CHANGED:
+		return 1;
+	case ST_DEGRADED:
+		return 2;
+	case ST_FAILED:
+		return 3;
+	}
+	return 3;
+}
+
+void report_raise(struct report *r, enum rstatus st)
+{
+	if (rank(st) > rank(r->status) || (r->status == ST_OK && st == ST_SKIPPED))
+		r->status = st;
+}
+
+void report_set(struct report *r, enum rstatus st, const char *fmt, ...)
+{
+	va_list ap;
+
+	report_raise(r, st);
+	va_start(ap, fmt);
+	vsnprintf(r->summary, sizeof(r->summary), fmt, ap);
+	va_end(ap);
+	for (char *p = r->summary; *p; p++)
+		if (*p == '\n')
+			*p = ' ';
+}
+
+void report_detail(struct report *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	sb_vprintf(&r->details, fmt, ap);
+	va_end(ap);
+	if (r->details.len && r->details.buf[r->details.len - 1] != '\n')
+		sb_append(&r->details, "\n");
+}
+
+void report_changed(struct report *r, const char *path)
+{
+	for (size_t i = 0; i < r->changed.n; i++)
+		if (strcmp(r->changed.v[i], path) == 0)
+			return;
+	strlist_push(&r->changed, path);
+}
+
+const char *rstatus_name(enum rstatus st, enum run_mode mode)
+{
+	switch (st) {
+	case ST_OK:
+		return "ok";
+	case ST_CHANGED:
+		return mode == RUN_APPLY ? "changed" : mode == RUN_CHECK ? "drift" : "would change";
+	case ST_SKIPPED:
+		return "skipped";
+	case ST_DEGRADED:
+		return "degraded";
+	case ST_FAILED:
+		return "failed";
+	}
+	return "?";
+}

@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The version-1 node spec as typed structs.  spec.c fills them from YAML;
+ * every module reads only these structs, so the contract lives here.
+ */
+#ifndef HPCINIT_SPEC_H
+#define HPCINIT_SPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <netinet/in.h>
+
+#define SPEC_VERSION 1
+#define SPEC_MAX_BYTES (1024 * 1024)   /* a spec larger than this is refused */
+#define SPEC_MAX_HOSTS 100000          /* hard limit on expanded node ranges */
+
+struct strlist {
+	char **v;
+	size_t n;
+};
+
+struct cidr {
+	int family;                     /* AF_INET or AF_INET6 */
+	union {
+		struct in_addr v4;
+		struct in6_addr v6;
+	} addr;                         /* network address, host bits cleared */
+	unsigned prefix;
+	char text[64];                  /* canonical "a.b.c.d/n" */
+};
+
+enum role { ROLE_COMPUTE, ROLE_HEAD };
+enum link_layer { LINK_INFINIBAND, LINK_ETHERNET, LINK_ANY };
+enum disc_method { DISC_SHARED, DISC_STATIC, DISC_SCAN };
+enum key_type { KEY_ED25519, KEY_ECDSA, KEY_RSA };
+enum host_keys { HOSTKEYS_PINNED, HOSTKEYS_SCAN };
+enum hf_address { HF_ADDR_HOSTNAME, HF_ADDR_IP, HF_ADDR_IPOIB };
+
+enum hf_format {
+	HF_OPENMPI = 1u << 0,
+	HF_MPICH   = 1u << 1,
+	HF_PLAIN   = 1u << 2,
+	HF_CLUSH   = 1u << 3,
+};
+
+/* Source position of a value, 1-based, for messages emitted after loading. */
+struct spec_mark {
+	unsigned line, col;
+};
+
+struct spec_cluster {
+	char *name;                     /* required, [a-z0-9-]{1,63} */
+	enum role role;                 /* default compute */
+	bool has_network;
+	struct cidr network;
+	char *secret_file;              /* NULL when absent */
+};
+
+struct spec_memlock {
+	bool present;
+	bool unlimited;                 /* default true */
+	uint64_t limit_bytes;           /* when !unlimited */
+	struct strlist users;           /* default ["*"]; pam domains: user, @group, * */
+	bool systemd;                   /* default true */
+};
+
+struct spec_kernel {
+	bool present;
+	bool hold;                      /* default true */
+	char *expect;                   /* glob, NULL when absent */
+	struct strlist modules;         /* default empty */
+};
+
+struct spec_rdma {
+	bool present;
+	bool required;                  /* default true */
+	char *devices;                  /* glob, default "mlx5_ib*" */
+	enum link_layer link_layer;     /* default infiniband */
+	unsigned min_rate_gbps;         /* default 0 (no minimum) */
+	char *ipoib;                    /* interface name, NULL when absent */
+	uint64_t open_timeout_ms;       /* default 10 s */
+	uint64_t reg_mr_bytes;          /* default 64 MiB; 0 disables the reg_mr probe */
+};
+
+struct spec_nfs_mount {
+	char *source;                   /* "host:/export" */
+	char *host;                     /* split from source */
+	char *export;                   /* split from source, starts with '/' */
+	char *path;                     /* absolute mount point */
+	struct strlist options;         /* default [vers=3,hard,proto=tcp] */
+	uint64_t wait_ms;               /* default 5 min */
+	struct spec_mark mark;
+};
+
+struct spec_nfs_export {
+	char *path;
+	char *clients;                  /* CIDR, host or "*"; default cluster.network */
+	struct strlist options;         /* default [rw,sync,no_subtree_check] */
+	struct spec_mark mark;
+};
+
+struct spec_nfs {
+	bool present;
+	struct spec_nfs_mount *mounts;
+	size_t n_mounts;
+	struct spec_nfs_export *exports;
+	size_t n_exports;
+};
+
+struct spec_discovery {
+	bool present;
+	enum disc_method method;        /* default shared */
+	char *dir;                      /* shared: rendezvous directory */
+	struct strlist hosts;           /* static: expanded names, in spec order */
+	uint16_t scan_port;             /* default 22 */
+	uint64_t scan_timeout_ms;       /* default 500 ms */
+	unsigned expect;                /* default 1 (self) */
+	uint64_t wait_ms;               /* default 10 min */
+	uint64_t lease_ms;              /* default 5 min */
+};
+
+struct spec_ssh {
+	bool present;
+	struct strlist users;
+	enum key_type key_type;         /* default ed25519 */
+	enum host_keys host_keys;       /* default pinned */
+	bool restrict_from;             /* default true */
+};
+
+struct spec_hostfile {
+	bool present;
+	char *dir;                      /* default /etc/hpcinit */
+	unsigned formats;               /* HF_* bits, default all */
+	enum hf_address address;        /* default hostname */
+	bool openmpi_default;           /* default true */
+};
+
+struct spec_mpi {
+	bool present;
+	bool profile;                   /* default true */
+	bool verify_enable;             /* default false */
+	double max_latency_us;          /* default 0 = no threshold */
+};
+
+struct spec {
+	char *file;                     /* path the spec was read from */
+	unsigned version;
+	struct spec_cluster cluster;
+	struct spec_memlock memlock;
+	struct spec_kernel kernel;
+	struct spec_rdma rdma;
+	struct spec_nfs nfs;
+	struct spec_discovery discovery;
+	struct spec_ssh ssh;
+	struct spec_hostfile hostfile;
+	struct spec_mpi mpi;
+};
+
+/* One problem found in a spec, with its place.  line/col are 1-based; 0 = unknown. */
+struct diag {
+	char *file;
+	unsigned line, col;
+	char *msg;                      /* "expected ..., got ...; do ..." */
+	char *source_line;              /* the offending line, NULL when unknown */
+};
+
+struct diags {
+	struct diag *v;
+	size_t n;
+};
+
+/*
+ * Load and validate a spec.  Returns 0 and sets *ret_spec on success;
+ * returns -EINVAL when the spec has errors (all of them in *diags),
+ * or another -errno when the file cannot be read (also described in *diags).
+ */
+int spec_load_file(const char *path, struct spec **ret_spec, struct diags *diags);
+/* Same, from memory; name is used in messages. */
+int spec_load_buffer(const char *name, const char *buf, size_t len,
+		     struct spec **ret_spec, struct diags *diags);
+struct spec *spec_free(struct spec *s);
+
+void diags_free(struct diags *d);
+/* Print "file:line:col: error: msg", the source line and a caret, for each diag. */
+void diags_print(const struct diags *d, FILE *out);
+
+/* Helpers shared with modules and tests. */
+const char *link_layer_name(enum link_layer l);
+const char *disc_method_name(enum disc_method m);
+/* Expand "node[01-16,20]" and plain names into out (appended). 0 or -EINVAL/-E2BIG/-ENOMEM. */
+int noderange_expand(const char *pattern, struct strlist *out, size_t limit);
+int cidr_parse(const char *text, struct cidr *ret);
+bool cidr_contains(const struct cidr *c, int family, const void *addr);
+void strlist_free(struct strlist *l);
+int strlist_push(struct strlist *l, const char *s);
+
+#endif

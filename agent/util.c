@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hpcinit.h"
+
+uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+uint64_t ctx_remaining_ms(const struct ctx *c)
+{
+	uint64_t now = now_ms();
+
+	return c->deadline_ms > now ? c->deadline_ms - now : 0;
+}
+
+bool ctx_backoff(const struct ctx *c, uint64_t *delay_ms, uint64_t cap_ms)
+{
+	uint64_t left = ctx_remaining_ms(c);
+	uint64_t d = *delay_ms ? *delay_ms : 100;
+	struct timespec ts;
+
+	if (left == 0)
+		return false;
+	if (d > cap_ms)
+		d = cap_ms;
+	if (d > left)
+		d = left;
+	ts.tv_sec = (time_t)(d / 1000);
+	ts.tv_nsec = (long)(d % 1000) * 1000000L;
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+	*delay_ms = d * 2;
+	return ctx_remaining_ms(c) > 0;
+}
+
+int strlist_push(struct strlist *l, const char *s)
+{
+	l->v = xrealloc(l->v, (l->n + 2) * sizeof(*l->v));
+	l->v[l->n++] = xstrdup(s);
+	l->v[l->n] = NULL;
+	return 0;
+}
+
+void strlist_free(struct strlist *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+	l->v = NULL;
+	l->n = 0;
+}

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: MIT */
+/* The module table, in run order (DESIGN.md). */
+#include "config.h"
+
+#include <string.h>
+
+#include "hpcinit.h"
+
+extern const struct module memlock_module;
+
+const struct module *const module_table[] = {
+	&memlock_module,
+	NULL,
+};
+
+const struct module *module_find(const char *name)
+{
+	for (size_t i = 0; module_table[i]; i++)
+		if (strcmp(module_table[i]->name, name) == 0)
+			return module_table[i];
+	return NULL;
+}
