@@ -75,9 +75,11 @@ static bool safe_token(const char *s)
 	return true;
 }
 
-static char *sysfs_line(const struct ctx *c, const char *fmt, const char *dev, const char *port)
+/* First line of /sys/class/infiniband/<dev>/ports/<port>/<attr>, or NULL. */
+static char *port_attr(const struct ctx *c, const char *dev, const char *port, const char *attr)
 {
-	char *path = xasprintf(fmt, dev, port), *text = NULL;
+	char *path = xasprintf("/sys/class/infiniband/%s/ports/%s/%s", dev, port, attr);
+	char *text = NULL;
 
 	if (fs_read(c, path, &text, NULL) < 0) {
 		free(path);
@@ -159,10 +161,8 @@ static void rdma_ports(const struct ctx *c, struct strlist *ret, unsigned long *
 
 			if (de->d_name[0] == '.' || !safe_token(de->d_name))
 				continue;
-			ll = sysfs_line(c, "/sys/class/infiniband/%s/ports/%s/link_layer",
-					devs.v[i], de->d_name);
-			state = sysfs_line(c, "/sys/class/infiniband/%s/ports/%s/state",
-					   devs.v[i], de->d_name);
+			ll = port_attr(c, devs.v[i], de->d_name, "link_layer");
+			state = port_attr(c, devs.v[i], de->d_name, "state");
 			if (ll && state && strstr(state, "ACTIVE") && want_link(s, ll)) {
 				char *p = xasprintf("%s:%s", devs.v[i], de->d_name);
 
@@ -561,9 +561,10 @@ static int mpi_run(struct ctx *c, struct report *r)
 		report_set(r, ST_FAILED, "cannot write " PROFILE_PATH);
 		return ret;
 	}
-	if (!c->spec->mpi.verify_enable || c->mode != RUN_APPLY)
+	if (c->mode != RUN_APPLY || (!c->verify && !c->spec->mpi.verify_enable))
 		return 0;
-	if (!is_leader(c->peers)) {
+	/* "hpcinit verify" runs it here and now; apply only on one node. */
+	if (!c->verify && !is_leader(c->peers)) {
 		report_detail(r, "verify runs on the head node (or the first by name), not here");
 		return 0;
 	}

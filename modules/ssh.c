@@ -116,17 +116,6 @@ static void strlist_add_unique(struct strlist *l, const char *s)
 		strlist_push(l, s);
 }
 
-static bool strlist_same_set(const struct strlist *a, const struct strlist *b)
-{
-	for (size_t i = 0; i < a->n; i++)
-		if (!strlist_has(b, a->v[i]))
-			return false;
-	for (size_t i = 0; i < b->n; i++)
-		if (!strlist_has(a, b->v[i]))
-			return false;
-	return true;
-}
-
 static void strlist_copy(struct strlist *dst, const struct strlist *src)
 {
 	strlist_free(dst);
@@ -277,11 +266,11 @@ static char *kh_render(const struct spec *s, const struct khosts *hosts)
 static char *network_pattern(const struct spec *s)
 {
 	const struct cidr *n = &s->cluster.network;
-	unsigned char *b;
+	const unsigned char *b;
 
 	if (!s->cluster.has_network || n->family != AF_INET)
 		return NULL;
-	b = (unsigned char *)&n->addr.v4.s_addr;
+	b = (const unsigned char *)&n->addr.v4.s_addr;
 	switch (n->prefix) {
 	case 8:
 		return xasprintf("%u.*", b[0]);
@@ -435,40 +424,58 @@ static void drop_shared_names(struct report *r, struct khosts *want, struct ssh_
 		}
 }
 
+/* The first key of a that b lacks, NULL when a is a subset of b. */
+static const char *first_new_key(const struct strlist *a, const struct strlist *b)
+{
+	for (size_t i = 0; i < a->n; i++)
+		if (!strlist_has(b, a->v[i]))
+			return a->v[i];
+	return NULL;
+}
+
 /*
- * The rule for a host key that differs from the one pinned for the same
- * node: a rebuilt VM (its record shows a different boot id) replaces it;
- * the same running instance presenting a new key is refused, the old key
- * stays pinned and the run fails, naming the node.
+ * The rule for a host key the pinned entry of the same node lacks: a
+ * rebuilt VM (its record shows a different boot id) replaces the old keys;
+ * the same running instance presenting a new key is refused, the old keys
+ * stay pinned and the run fails, naming the node.  Keys that merely
+ * disappear are dropped: that never lets a new key in.
  */
 static void apply_key_policy(struct report *r, const struct khost *old, struct khost *h,
 			     bool self, struct ssh_tally *t)
 {
-	if (!old || !old->keys.n || !h->keys.n || strlist_same_set(&old->keys, &h->keys))
+	const char *fresh = old && old->keys.n ? first_new_key(&h->keys, &old->keys) : NULL;
+	char *fp_new, *fp_old;
+	size_t tl;
+
+	if (!fresh)
 		return;
+	fp_new = key_fingerprint(fresh);
 	if (self) {
-		report_detail(r, "%s: this node's own host keys changed; pinned the new ones", h->id);
+		report_detail(r, "%s: this node's own host keys changed; pinned %s", h->id, fp_new);
+		free(fp_new);
 		return;
 	}
 	if (*old->boot_id && *h->boot_id && strcmp(old->boot_id, h->boot_id) != 0) {
-		char *fp = key_fingerprint(h->keys.v[0]);
-
 		report_detail(r, "%s: host key replaced (now %s): the node was rebuilt or rebooted "
-			      "(boot id %s -> %s)", h->id, fp, old->boot_id, h->boot_id);
-		free(fp);
+			      "(boot id %s -> %s)", h->id, fp_new, old->boot_id, h->boot_id);
+		free(fp_new);
 		return;
 	}
-	{
-		char *fp_new = key_fingerprint(h->keys.v[0]), *fp_old = key_fingerprint(old->keys.v[0]);
-
-		report_detail(r, "%s: HOST KEY CHANGED while the node stayed up (boot id %s): it "
-			      "publishes %s, pinned is %s. Refused: the pinned key stays and ssh to it "
-			      "fails. If the change is intended, remove its lines (ssh-keygen -R %s -f "
-			      KH_PATH ") and run hpcinit refresh", h->id,
-			      *h->boot_id ? h->boot_id : "unknown", fp_new, fp_old, h->id);
-		free(fp_new);
-		free(fp_old);
-	}
+	/* Name the pinned key of the same type, if any. */
+	tl = strcspn(fresh, " ");
+	fp_old = NULL;
+	for (size_t i = 0; i < old->keys.n && !fp_old; i++)
+		if (strncmp(old->keys.v[i], fresh, tl + 1) == 0)
+			fp_old = key_fingerprint(old->keys.v[i]);
+	if (!fp_old)
+		fp_old = key_fingerprint(old->keys.v[0]);
+	report_detail(r, "%s: HOST KEY CHANGED while the node stayed up (boot id %s): it "
+		      "publishes %s, pinned is %s. Refused: the pinned key stays and ssh to it "
+		      "fails. If the change is intended, remove its lines (ssh-keygen -R %s -f "
+		      KH_PATH ") and run hpcinit refresh", h->id,
+		      *h->boot_id ? h->boot_id : "unknown", fp_new, fp_old, h->id);
+	free(fp_new);
+	free(fp_old);
 	strlist_copy(&h->keys, &old->keys);
 	free(h->boot_id);
 	h->boot_id = xstrdup(old->boot_id);
