@@ -224,6 +224,11 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		free(hosts);
 	}
+	/*
+	 * Every rank exits with the verdict: when only rank 0 fails, mpirun
+	 * aborts the others and its teardown takes seconds.
+	 */
+	MPI_Bcast(&status, 1, MPI_INT, 0, MPI_COMM_WORLD);
 	MPI_Finalize();
 	return status;
 }

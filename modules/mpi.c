@@ -496,6 +496,9 @@ int mpi_verify(struct ctx *c, struct report *r)
 			break;
 		}
 		if (verify_parse(r, pr.out, s->mpi.max_latency_us)) {
+			if (attempt > 1)
+				report_detail(r, "mpirun ran on attempt %d (nodes were not all reachable "
+					      "before)", attempt);
 			if (pr.exit_code != 0 && r->status != ST_FAILED)
 				report_set(r, ST_FAILED, "mpirun exited %d after the check", pr.exit_code);
 			proc_result_free(&pr);
@@ -551,35 +554,34 @@ static bool is_leader(const struct peerset *ps)
 static int mpi_run(struct ctx *c, struct report *r)
 {
 	struct fabric f;
+	struct report vr;
 	int ret;
 
 	fabric_detect(c, &f);
 	ret = profile_converge(c, r, &f);
-	report_set(r, ST_OK, "fabric %s", f.what);
-	fabric_free(&f);
 	if (ret < 0) {
 		report_set(r, ST_FAILED, "cannot write " PROFILE_PATH);
+		fabric_free(&f);
 		return ret;
 	}
-	if (c->mode != RUN_APPLY || (!c->verify && !c->spec->mpi.verify_enable))
+	if (c->mode != RUN_APPLY || (!c->verify && !c->spec->mpi.verify_enable)) {
+		report_set(r, ST_OK, "fabric %s", f.what);
+		fabric_free(&f);
 		return 0;
+	}
 	/* "hpcinit verify" runs it here and now; apply only on one node. */
 	if (!c->verify && !is_leader(c->peers)) {
+		report_set(r, ST_OK, "fabric %s", f.what);
 		report_detail(r, "verify runs on the head node (or the first by name), not here");
+		fabric_free(&f);
 		return 0;
 	}
-	{
-		struct report vr;
-		char summary[sizeof(r->summary)];
-
-		report_init(&vr);
-		ret = mpi_verify(c, &vr);
-		snprintf(summary, sizeof(summary), "%s", r->summary);
-		report_detail(r, "%s", sb_str(&vr.details));
-		report_set(r, vr.status == ST_FAILED ? ST_FAILED : ST_OK, "%s; verify: %s",
-			   summary, vr.summary);
-		report_free(&vr);
-	}
+	report_init(&vr);
+	ret = mpi_verify(c, &vr);
+	report_detail(r, "%s", sb_str(&vr.details));
+	report_set(r, vr.status == ST_FAILED ? ST_FAILED : ST_OK, "%s; fabric %s", vr.summary, f.what);
+	report_free(&vr);
+	fabric_free(&f);
 	return ret;
 }
 
