@@ -66,10 +66,10 @@ run_on 0 check $NODES || fail "check after apply"
 ok "check: in sync"
 
 # 3. What ssh itself makes of the configuration (ssh -G prints the effective options).
-eff=$(on hps-1 runuser -u alice -- ssh -G hps-2)
+eff=$(on hps-1 runuser -u alice -- ssh -G hps-2 2>/dev/null)
 grep -qx 'stricthostkeychecking true' <<<"$eff" || fail "ssh -G hps-2: $(grep stricthost <<<"$eff")"
 grep -q '^globalknownhostsfile /etc/hpcinit/ssh_known_hosts ' <<<"$eff" || fail "ssh -G hps-2: no known_hosts"
-eff=$(on hps-1 runuser -u alice -- ssh -G host.example.org)
+eff=$(on hps-1 runuser -u alice -- ssh -G host.example.org 2>/dev/null)
 grep -qx 'stricthostkeychecking true' <<<"$eff" && fail "the drop-in applies to a non-cluster host"
 grep -q '/etc/hpcinit/' <<<"$eff" && fail "the drop-in's known_hosts applies to a non-cluster host"
 ok "ssh -G: strict checking for cluster hosts only"
