@@ -129,6 +129,7 @@ struct mi_entry {
 struct mountinfo {
 	struct mi_entry *v;
 	size_t n;
+	bool fixture;           /* read from <root>/proc/self/mountinfo of a fake root */
 };
 
 static const struct nfs_ops real_ops;
@@ -299,7 +300,8 @@ static int target_init(struct nfs_target *t, const struct spec_nfs_mount *m, str
 		return -EINVAL;
 	}
 	for (const char *p = t->host; *p; p++)
-		if (*p == ' ' || *p == '\t' || *p == '/' || *p == '\\' || (unsigned char)*p < 0x20) {
+		if (*p == ' ' || *p == '\t' || *p == '/' || *p == '\\' || *p == '[' || *p == ']' ||
+		    (unsigned char)*p < 0x20) {
 			report_detail(r, "nfs.mounts: bad host in source \"%s\"", m->source);
 			return -EINVAL;
 		}
@@ -328,7 +330,9 @@ static int target_init(struct nfs_target *t, const struct spec_nfs_mount *m, str
 			strlist_push(&t->opts, m->options.v[i]);
 		}
 	}
-	t->source = xasprintf("%s:%s", t->host, t->export);
+	/* an IPv6 server is written [addr]:/export, as mount(8) and mountinfo do */
+	t->source = strchr(t->host, ':') ? xasprintf("[%s]:%s", t->host, t->export)
+		: xasprintf("%s:%s", t->host, t->export);
 	t->vers = parse_vers(&t->opts);
 	t->ro = opt_find(&t->opts, "ro") != NULL;
 	port = opt_find(&t->opts, "port");
@@ -507,15 +511,53 @@ static bool source_eq(const char *a, const char *b)
 	return la == lb && strncmp(a, b, la) == 0;
 }
 
-/* Read the mount table the module should look at (see the header comment). */
+/*
+ * Read the mount table the module should look at.  Real root: the kernel's.
+ * Fake root: <root>/proc/self/mountinfo when it exists (a fixture, paths as
+ * on the target); otherwise the kernel's entries below the root, with the
+ * root taken off (a test that really mounts under --root sees its mounts).
+ */
 static void mountinfo_load(const struct ctx *c, struct mountinfo *mi)
 {
 	char *text = NULL;
+	bool fake = !(!c->root || !*c->root || strcmp(c->root, "/") == 0);
 
 	memset(mi, 0, sizeof(*mi));
-	if (fs_read(c, "/proc/self/mountinfo", &text, NULL) == 0) {
+	if (fake && fs_read(c, "/proc/self/mountinfo", &text, NULL) == 0) {
 		mountinfo_parse(text, mi);
+		mi->fixture = true;
 		free(text);
+		return;
+	}
+	if (fs_read_host("/proc/self/mountinfo", FS_MAX_READ, &text, NULL) < 0)
+		return;
+	mountinfo_parse(text, mi);
+	free(text);
+	if (fake) {
+		char *rootdir = fs_rooted(c->root, "/");
+		size_t rl = strlen(rootdir), kept = 0;
+
+		while (rl > 1 && rootdir[rl - 1] == '/')
+			rl--;
+		for (size_t i = 0; i < mi->n; i++) {
+			struct mi_entry *e = &mi->v[i];
+
+			if (strncmp(e->mountpoint, rootdir, rl) == 0 && e->mountpoint[rl] == '/') {
+				char *p = xstrdup(e->mountpoint + rl);
+
+				free(e->mountpoint);
+				e->mountpoint = p;
+				mi->v[kept++] = *e;
+			} else {
+				free(e->mountpoint);
+				free(e->fstype);
+				free(e->source);
+				free(e->mntopts);
+				free(e->superopts);
+			}
+		}
+		mi->n = kept;
+		free(rootdir);
 	}
 }
 
@@ -1250,7 +1292,7 @@ static void note_mode(struct report *r, const struct nfs_target *t, unsigned mod
  * Returns the status for this mount.
  */
 static enum rstatus verify_mounted(struct ctx *c, struct report *r, const struct nfs_target *t,
-				   bool write_probe, char *summary, size_t slen)
+				   bool write_probe, bool check_magic, char *summary, size_t slen)
 {
 	char *hp = ctx_path(c, t->path);
 	struct mp_info mp;
@@ -1271,7 +1313,7 @@ static enum rstatus verify_mounted(struct ctx *c, struct report *r, const struct
 		snprintf(summary, slen, "%s: cannot stat the mount", t->path);
 		return ST_FAILED;
 	}
-	if (real_root(c) && mp.fstype != NFS_SUPER_MAGIC_) {
+	if (check_magic && mp.fstype != NFS_SUPER_MAGIC_) {
 		report_detail(r, "%s: statfs reports filesystem type 0x%lx, not NFS (0x%x)", t->path,
 			      (unsigned long)mp.fstype, NFS_SUPER_MAGIC_);
 		snprintf(summary, slen, "%s: not an NFS filesystem", t->path);
@@ -1299,7 +1341,7 @@ static enum rstatus verify_mounted(struct ctx *c, struct report *r, const struct
 }
 
 static enum rstatus mount_one(struct ctx *c, struct report *r, const struct nfs_target *t,
-			      char *summary, size_t slen)
+			      bool *ret_not_mounted, char *summary, size_t slen)
 {
 	struct mountinfo mi;
 	const struct mi_entry *e;
@@ -1315,7 +1357,7 @@ static enum rstatus mount_one(struct ctx *c, struct report *r, const struct nfs_
 	if (e && is_nfs_type(e->fstype) && source_eq(e->source, t->source)) {
 		struct strbuf diff = STRBUF_INIT;
 
-		st = verify_mounted(c, r, t, c->mode == RUN_APPLY && !t->ro, summary, slen);
+		st = verify_mounted(c, r, t, c->mode == RUN_APPLY && !t->ro, !mi.fixture, summary, slen);
 		if (st != ST_FAILED && options_diff(t, e, &diff)) {
 			report_detail(r, "%s: mounted with other options than the spec: %s; to change them: "
 				      "umount %s && hpcinit apply (not done automatically: it would break "
@@ -1340,6 +1382,7 @@ static enum rstatus mount_one(struct ctx *c, struct report *r, const struct nfs_
 		goto out;
 	}
 	cmd = argv_render(argv);
+	*ret_not_mounted = true;
 	if (c->mode == RUN_CHECK) {
 		report_detail(r, "%s: not mounted (%s)", t->path, t->source);
 		st = ST_CHANGED;
@@ -1424,7 +1467,7 @@ static enum rstatus mount_one(struct ctx *c, struct report *r, const struct nfs_
 		st = ST_FAILED;
 		goto out;
 	}
-	st = verify_mounted(c, r, t, !t->ro, summary, slen);
+	st = verify_mounted(c, r, t, !t->ro, !mi.fixture, summary, slen);
 	if (st != ST_FAILED) {
 		report_detail(r, "%s: mounted %s (%s)", t->path, t->source, cmd);
 		if (st == ST_OK)
@@ -1651,7 +1694,8 @@ static int nfs_run(struct ctx *c, struct report *r)
 	struct nfs_target *t;
 	struct strbuf body = STRBUF_INIT;
 	char first_fail[256] = "", first_degr[256] = "", xsum[256] = "";
-	unsigned n_ok = 0, n_changed = 0, n_failed = 0, n_degraded = 0, n_exports = 0;
+	unsigned n_ok = 0, n_changed = 0, n_drift = 0, n_failed = 0, n_degraded = 0, n_exports = 0;
+	bool fstab_stale = false;
 	enum rstatus xst;
 	size_t bad = 0;
 	int rc;
@@ -1689,15 +1733,18 @@ static int nfs_run(struct ctx *c, struct report *r)
 	if (rc < 0) {
 		snprintf(first_fail, sizeof(first_fail), "cannot update /etc/fstab: %s", strerror(-rc));
 		n_failed++;
-	} else if (rc == 1 && c->mode == RUN_CHECK) {
-		report_detail(r, "/etc/fstab: the managed lines for cluster %s are stale or missing",
-			      s->cluster.name);
+	} else if (rc == 1 && c->mode != RUN_APPLY) {
+		fstab_stale = true;
+		if (c->mode == RUN_CHECK)
+			report_detail(r, "/etc/fstab: the managed lines for cluster %s are stale or missing",
+				      s->cluster.name);
 	}
 	foreign_fstab_lines(c, r, s->cluster.name, t, n->n_mounts);
 
 	for (size_t i = 0; i < n->n_mounts; i++) {
 		char sum[256] = "";
-		enum rstatus st = mount_one(c, r, &t[i], sum, sizeof(sum));
+		bool not_mounted = false;
+		enum rstatus st = mount_one(c, r, &t[i], &not_mounted, sum, sizeof(sum));
 
 		report_raise(r, st);
 		switch (st) {
@@ -1705,7 +1752,10 @@ static int nfs_run(struct ctx *c, struct report *r)
 			n_ok++;
 			break;
 		case ST_CHANGED:
-			n_changed++;
+			if (not_mounted)
+				n_changed++;
+			else
+				n_drift++;
 			break;
 		case ST_DEGRADED:
 			n_degraded++;
@@ -1736,13 +1786,17 @@ static int nfs_run(struct ctx *c, struct report *r)
 	} else {
 		struct strbuf sum = STRBUF_INIT;
 		const char *verb = c->mode == RUN_APPLY ? "mounted" : c->mode == RUN_CHECK ?
-			"not mounted or drifted" : "to mount";
+			"not mounted" : "to mount";
 
 		sb_printf(&sum, "%zu mount%s", n->n_mounts, n->n_mounts == 1 ? "" : "s");
 		if (n->n_mounts)
 			sb_printf(&sum, ": %u ok", n_ok);
 		if (n_changed)
 			sb_printf(&sum, ", %u %s", n_changed, verb);
+		if (n_drift)
+			sb_printf(&sum, ", %u with other options", n_drift);
+		if (fstab_stale)
+			sb_printf(&sum, "; fstab %s", c->mode == RUN_CHECK ? "stale" : "to update");
 		if (n_degraded)
 			sb_printf(&sum, ", %u degraded (%s)", n_degraded, first_degr);
 		if (n_exports)
