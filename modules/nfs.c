@@ -1357,7 +1357,8 @@ static enum rstatus mount_one(struct ctx *c, struct report *r, const struct nfs_
 	if (e && is_nfs_type(e->fstype) && source_eq(e->source, t->source)) {
 		struct strbuf diff = STRBUF_INIT;
 
-		st = verify_mounted(c, r, t, c->mode == RUN_APPLY && !t->ro, !mi.fixture, summary, slen);
+		/* No write probe here: a re-run must not touch the share (its root's mtime). */
+		st = verify_mounted(c, r, t, false, !mi.fixture, summary, slen);
 		if (st != ST_FAILED && options_diff(t, e, &diff)) {
 			report_detail(r, "%s: mounted with other options than the spec: %s; to change them: "
 				      "umount %s && hpcinit apply (not done automatically: it would break "

@@ -551,7 +551,7 @@ static void test_fake_root(void)
 	TEST_INTEQ(r.status, ST_CHANGED);
 	TEST_INTEQ(fake_tcp_calls, 0);
 	TEST_INTEQ(fake_inspect_calls, 2);
-	TEST_CHECK(fake_inspect_wrote);         /* rw mounts get a write probe */
+	TEST_CHECK(!fake_inspect_wrote);        /* already mounted: the share is not written */
 	text = slurp(path);
 	TEST_STREQ(text, "# /etc/fstab: static file system information.\n"
 		   "UUID=1234 / ext4 errors=remount-ro 0 1\n"
@@ -649,6 +649,37 @@ static void test_fake_root(void)
 		 "vers=3,hard,proto=tcp 10.0.0.7:/shared %s/scratch", root);
 	TEST_CHECK(strstr(sb_str(&r.details), path) != NULL);
 	report_free(&r);
+
+	/* a mount program that works (a fake: it adds the mount to the fixture) */
+	snprintf(path, sizeof(path), "%s/fake-mount", root);
+	{
+		char *script = xasprintf("#!/bin/sh\necho \"61 25 0:51 / /scratch rw - nfs $5 rw,$4\" "
+					 ">>%s/proc/self/mountinfo\n", root);
+
+		spit(path, script);
+		free(script);
+	}
+	chmod(path, 0755);
+	setenv("HPCINIT_MOUNT_PROG", path, 1);
+	fake_inspect_wrote = false;
+	report_init(&r);
+	TEST_INTEQ(nfs_apply(&c, &r), 0);
+	TEST_INTEQ(r.status, ST_CHANGED);
+	TEST_STREQ(r.summary, "1 mount: 0 ok, 1 mounted");
+	TEST_CHECK(fake_inspect_wrote);         /* a fresh rw mount gets a write probe */
+	report_free(&r);
+	/* root squashed: degraded, with the reason */
+	snprintf(path, sizeof(path), "%s/proc/self/mountinfo", root);
+	spit(path, "25 1 8:1 / / rw - ext4 /dev/sda1 rw\n");
+	fake_write_err = EACCES;
+	report_init(&r);
+	TEST_INTEQ(nfs_apply(&c, &r), 0);
+	TEST_INTEQ(r.status, ST_DEGRADED);
+	TEST_CHECK(strstr(sb_str(&r.details), "root cannot write to the share (create a probe file: "
+			  "Permission denied)") != NULL);
+	report_free(&r);
+	fake_write_err = 0;
+	spit(path, "25 1 8:1 / / rw - ext4 /dev/sda1 rw\n");
 
 	/* the mount program fails like this machine's mount.nfs: ENODEV is explained */
 	snprintf(path, sizeof(path), "%s/fake-mount", root);
