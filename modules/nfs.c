@@ -35,6 +35,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -748,6 +749,49 @@ static int tcp_connect_real(const char *host, uint16_t port, unsigned timeout_ms
 
 /* ---- real ops: bounded child ------------------------------------------------- */
 
+/* Close every descriptor from lo up, except keep. */
+static void close_from(int lo, int keep)
+{
+	long max;
+
+#ifdef SYS_close_range
+	if ((keep <= lo || syscall(SYS_close_range, (unsigned)lo, (unsigned)keep - 1, 0u) == 0) &&
+	    syscall(SYS_close_range, (unsigned)(keep >= lo ? keep + 1 : lo), ~0u, 0u) == 0)
+		return;
+#endif
+	max = sysconf(_SC_OPEN_MAX);
+	if (max < 0 || max > 65536)
+		max = 65536;
+	for (int fd = lo; fd < max; fd++)
+		if (fd != keep)
+			close(fd);
+}
+
+/*
+ * A child that may get stuck in the kernel must hold nothing its parent's
+ * world waits on: not the run lock (an flock, shared across fork), not the
+ * caller's stdout/stderr pipes.  Keep only *keep (moved to fd 3 or above)
+ * and point 0-2 at /dev/null.
+ */
+static void child_detach_fds(int *keep)
+{
+	int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (*keep < 3) {
+		int k = fcntl(*keep, F_DUPFD_CLOEXEC, 3);
+
+		if (k < 0)
+			_exit(1);
+		*keep = k;
+	}
+	if (nul >= 0) {
+		for (int fd = 0; fd < 3; fd++)
+			if (fd != nul)
+				dup2(nul, fd);
+	}
+	close_from(3, *keep);
+}
+
 /*
  * Run fn(arg, out) in a child and copy its out back, or give up after
  * timeout_ms.  A child that does not finish is killed; one stuck in the
@@ -778,6 +822,7 @@ static int run_bounded(void (*fn)(const void *arg, void *out), const void *arg,
 
 		close(p[0]);
 		signal(SIGPIPE, SIG_DFL);
+		child_detach_fds(&p[1]);
 		fn(arg, out);
 		while (off < outlen) {
 			ssize_t w = write(p[1], o + off, outlen - off);
@@ -841,6 +886,8 @@ struct rpc_args {
 	unsigned timeout_ms;
 };
 
+/* Used by the libnfs probe (and the unit tests' fake); unused --without-libnfs. */
+__attribute__((unused))
 static void exports_add(struct probe_result *res, const char *line)
 {
 	size_t used = strlen(res->exports), n = strlen(line);
@@ -853,6 +900,7 @@ static void exports_add(struct probe_result *res, const char *line)
 }
 
 /* Is export (or a directory above it) in the newline-separated list? */
+__attribute__((unused))
 static bool export_listed(const char *list, const char *export)
 {
 	for (const char *p = list; p && *p;) {
@@ -1423,11 +1471,14 @@ static enum rstatus mount_one(struct ctx *c, struct report *r, const struct nfs_
 		if (attempts > 1)
 			report_detail(r, "%s: server %s answered after %s (%u attempts)", t->path, t->host,
 				      w, attempts);
-	}
-	if (!real_root(c) && !prog) {
-		report_detail(r, "%s: fake root: not mounting; would run: %s", t->path, cmd);
-		st = ST_CHANGED;
-		goto out;
+		if (!real_root(c) && !prog) {
+			report_detail(r, "%s: fake root: not mounting; would run: %s", t->path, cmd);
+			/* what the probe saw of the share's root stands in for the mount's */
+			if (pr.have_mode)
+				note_mode(r, t, pr.mode);
+			st = ST_CHANGED;
+			goto out;
+		}
 	}
 	{
 		struct proc_result pr;

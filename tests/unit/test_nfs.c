@@ -833,6 +833,52 @@ static void test_tcp_real(void)
 	TEST_STREQ(err, "Connection refused");
 }
 
+/* A bounded child keeps none of our descriptors (the run lock is an flock). */
+struct fd_probe {
+	int fd;
+	bool fd_open;
+	bool stdout_null;
+};
+
+static void fd_probe_child(const void *arg, void *out)
+{
+	const int *fd = arg;
+	struct fd_probe *o = out;
+	struct stat a, b;
+
+	o->fd = *fd;
+	o->fd_open = fcntl(*fd, F_GETFD) >= 0;
+	o->stdout_null = fstat(1, &a) == 0 && stat("/dev/null", &b) == 0 && a.st_rdev == b.st_rdev;
+}
+
+static void sleep_child(const void *arg, void *out)
+{
+	sleep(30);
+}
+
+static void test_bounded(void)
+{
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	int hi = fcntl(fd, F_DUPFD_CLOEXEC, 200);
+	struct fd_probe o = { 0 };
+	char buf[8];
+	uint64_t t0;
+
+	TEST_INTEQ(run_bounded(fd_probe_child, &fd, &o, sizeof(o), 5000), 0);
+	TEST_INTEQ(o.fd, fd);
+	TEST_CHECK(!o.fd_open);
+	TEST_CHECK(o.stdout_null);
+	memset(&o, 0, sizeof(o));
+	TEST_INTEQ(run_bounded(fd_probe_child, &hi, &o, sizeof(o), 5000), 0);
+	TEST_CHECK(!o.fd_open);
+	close(fd);
+	close(hi);
+	/* a child that does not answer in time is killed and reported */
+	t0 = now_ms();
+	TEST_INTEQ(run_bounded(sleep_child, NULL, buf, sizeof(buf), 300), -ETIMEDOUT);
+	TEST_CHECK(now_ms() - t0 < 2000);
+}
+
 int main(void)
 {
 	ops = &fake_ops;
@@ -848,5 +894,6 @@ int main(void)
 	test_timeout();
 	test_inspect_real();
 	test_tcp_real();
+	test_bounded();
 	TEST_EXIT();
 }
