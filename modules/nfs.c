@@ -53,8 +53,8 @@
 #include "proc.h"
 
 #define NFS_SUPER_MAGIC_ 0x6969
-#define NFS_PORT 2049
-#define PORTMAP_PORT 111
+#define NFS_PORT 2049u
+#define PORTMAP_PORT 111u
 #define NFS_MAX_MOUNTS 256              /* hard limit on mounts/exports in one spec */
 #define NFS_MOUNT_TIMEOUT_MS 60000u     /* mount(8), once the server answered */
 #define NFS_INSPECT_TIMEOUT_MS 10000u   /* statfs/stat/write probe of a mounted path */
