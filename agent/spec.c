@@ -600,21 +600,30 @@ static int parse_ll(const char *s, long long *ret)
 	return 0;
 }
 
-/* Leading decimal digits as uint64; *end after them.  -ERANGE on overflow. */
+/*
+ * Leading decimal digits as uint64.  *end is set after them in every case
+ * (so the unit can still be checked), and -ERANGE says they overflowed.
+ */
 static int parse_u64_prefix(const char *s, uint64_t *ret, const char **end)
 {
 	uint64_t v = 0;
+	bool over = false;
 
+	*end = s;
+	*ret = 0;
 	if (!is_digit((unsigned char)*s))
 		return -EINVAL;
 	for (; is_digit((unsigned char)*s); s++) {
-		if (v > (UINT64_MAX - 9) / 10)
-			return -ERANGE;
-		v = v * 10 + (unsigned)(*s - '0');
+		unsigned d = (unsigned)(*s - '0');
+
+		if (v > (UINT64_MAX - d) / 10)
+			over = true;
+		else
+			v = v * 10 + d;
 	}
 	*end = s;
 	*ret = v;
-	return 0;
+	return over ? -ERANGE : 0;
 }
 
 /* "64G", "64GiB", "512M", "4096": bytes.  -EINVAL, -ERANGE. */
@@ -627,8 +636,8 @@ static int parse_size(const char *s, uint64_t *ret)
 		{ "G", GIB }, { "g", GIB }, { "GiB", GIB },
 		{ "T", TIB }, { "t", TIB }, { "TiB", TIB },
 	};
-	const char *end;
-	uint64_t v;
+	const char *end = s;
+	uint64_t v = 0;
 	int r = parse_u64_prefix(s, &v, &end);
 
 	for (size_t i = 0; r != -EINVAL && i < sizeof(units) / sizeof(units[0]); i++) {
@@ -648,8 +657,8 @@ static int parse_duration(const char *s, uint64_t *ret)
 	static const struct { const char *unit; uint64_t mult; } units[] = {
 		{ "ms", 1 }, { "s", SEC_MS }, { "m", MIN_MS }, { "h", HOUR_MS },
 	};
-	const char *end;
-	uint64_t v;
+	const char *end = s;
+	uint64_t v = 0;
 	int r = parse_u64_prefix(s, &v, &end);
 
 	if (r == -EINVAL)
