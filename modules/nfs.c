@@ -74,6 +74,7 @@ enum nfs_err {
 	NE_NODEV,               /* the kernel has no NFS client (ENODEV from mount) */
 	NE_TIMEOUT,             /* mount(8) did not finish */
 	NE_NOHELPER,            /* mount.nfs missing */
+	NE_STATD,               /* v3 locking needs rpc.statd, which is not running */
 	NE_OTHER,
 };
 
@@ -646,6 +647,8 @@ static enum nfs_err classify_mount(const struct proc_result *pr)
 		return NE_NODEV;
 	if (contains_ci(e, "helper program") || contains_ci(e, "wrong fs type, bad option"))
 		return NE_NOHELPER;
+	if (contains_ci(e, "rpc.statd is not running"))
+		return NE_STATD;
 	if (contains_ci(e, "access denied") || contains_ci(e, "permission denied") ||
 	    contains_ci(e, "operation not permitted"))
 		return NE_DENIED;
@@ -1277,6 +1280,12 @@ static void explain_mount(struct report *r, const struct nfs_target *t, enum nfs
 		report_detail(r, "%s: mount.nfs is missing (mount: %s): install nfs-common (RHEL: nfs-utils)",
 			      t->path, line);
 		snprintf(summary, slen, "%s: mount.nfs missing", t->path);
+		break;
+	case NE_STATD:
+		report_detail(r, "%s: NFSv3 locking needs rpc.statd, which is not running (mount: %s): "
+			      "start it (systemctl start rpc-statd) or add nolock to the options if "
+			      "locks may stay local to each node", t->path, line);
+		snprintf(summary, slen, "%s: rpc.statd not running (needed for NFSv3 locks)", t->path);
 		break;
 	case NE_DENIED:
 		report_detail(r, "%s: permission denied mounting %s (mount: %s); the export's client list "

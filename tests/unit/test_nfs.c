@@ -339,6 +339,8 @@ static void test_classify(void)
 		{ "mount: /scratch: unknown filesystem type 'nfs'.\n", 32, false, NE_NODEV },
 		{ "mount: /scratch: bad option; for several filesystems (e.g. nfs, cifs) you might "
 		  "need a /sbin/mount.<type> helper program.\n", 32, false, NE_NOHELPER },
+		{ "mount.nfs: rpc.statd is not running but is required for remote locking.\n"
+		  "mount.nfs: Either use '-o nolock' to keep locks local, or start statd.\n", 32, false, NE_STATD },
 		{ "mount.nfs: access denied by server while mounting 10.0.0.7:/shared\n", 32, false, NE_DENIED },
 		{ "mount.nfs: mounting 10.0.0.7:/nope failed, reason given by server: No such file or "
 		  "directory\n", 32, false, NE_NOEXPORT },
