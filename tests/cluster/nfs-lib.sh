@@ -28,6 +28,8 @@ hpn_need() {
 	for p in ip unshare ganesha.nfsd rpcbind rpcinfo python3; do
 		command -v "$p" >/dev/null 2>&1 || missing="$missing $p"
 	done
+	# mount.nfs (nfs-common): the real mount(8) must reach the kernel's ENODEV.
+	[ -x /sbin/mount.nfs ] || [ -x /usr/sbin/mount.nfs ] || missing="$missing mount.nfs(nfs-common)"
 	[ -z "$missing" ] || { echo "missing:$missing (tools/setup.sh installs them)"; exit 1; }
 	[ -e /usr/lib/x86_64-linux-gnu/ganesha/libfsalvfs.so ] || ls /usr/lib*/ganesha/libfsalvfs.so >/dev/null 2>&1 ||
 		{ echo "missing: nfs-ganesha-vfs"; exit 1; }
