@@ -1,0 +1,163 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# The real cloud-init (NoCloud seed) runs conf/cloud-init/static-hosts.yaml
+# end to end and starts the real hpcinit from runcmd.
+#
+# Nothing touches the host's /: the test runs in new mount, UTS, network
+# and PID namespaces, mounts a tmpfs there, builds an overlay of / on it
+# (lower = the host's /, upper = the tmpfs) and chroots into the overlay
+# with its own /proc, /sys (read-only), /run, /tmp and a /dev holding only
+# null, zero, full, random and urandom.  Everything cloud-init and hpcinit
+# write lands in the tmpfs, which disappears with the namespace.  The inner
+# half copies what the test inspects to $T/out; the outer half asserts, and
+# also checks that the host's own files did not change.
+#
+# cloud-init's stages are the ones its systemd units run at boot:
+#   cloud-init init --local; cloud-init init;
+#   cloud-init modules --mode config; cloud-init modules --mode final
+# A drop-in in the overlay selects the NoCloud datasource, turns off network
+# configuration (the network namespace has only lo) and trims the module
+# lists to the ones a VM's first boot needs here: the block-device modules
+# (growpart, resizefs, disk_setup, mounts) and package managers stay off.
+set -eu
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+if [ "${1:-}" = inner ]; then
+	# Inside the namespaces.  $2 scratch mount point, $3 user-data,
+	# $4 hpcinit binary, $5 output directory on the host.
+	T=$2 UD=$3 BIN=$4 OUT=$5
+	mount -t tmpfs -o mode=0700 hpcinit-e2e "$T"
+	mkdir "$T/upper" "$T/work" "$T/root"
+	mount -t overlay overlay -o "lowerdir=/,upperdir=$T/upper,workdir=$T/work" "$T/root"
+	R=$T/root
+	mount -t proc proc "$R/proc"
+	mount -t sysfs -o ro sysfs "$R/sys"
+	for d in run tmp dev; do
+		mount -t tmpfs -o mode=0755 "e2e-$d" "$R/$d"
+	done
+	chmod 1777 "$R/tmp"
+	for n in null zero full random urandom; do
+		: > "$R/dev/$n"
+		mount --bind "/dev/$n" "$R/dev/$n"
+	done
+	ln -s /proc/self/fd "$R/dev/fd"
+
+	# A fresh instance: no state from an earlier cloud-init run.
+	rm -rf "$R/var/lib/cloud" "$R/var/log/cloud-init.log" \
+		"$R/var/log/cloud-init-output.log" "$R/etc/hpcinit" \
+		"$R/var/lib/hpcinit"
+	mkdir -p "$R/var/lib/cloud/seed/nocloud"
+	printf 'instance-id: iid-hpcinit-e2e\nlocal-hostname: lab-node01\n' \
+		> "$R/var/lib/cloud/seed/nocloud/meta-data"
+	cp "$UD" "$R/var/lib/cloud/seed/nocloud/user-data"
+	mkdir -p "$R/etc/cloud/cloud.cfg.d"
+	cat > "$R/etc/cloud/cloud.cfg.d/99-hpcinit-e2e.cfg" <<-'CFG'
+	datasource_list: [NoCloud]
+	network: {config: disabled}
+	cloud_init_modules: [bootcmd, write-files, set_hostname, update_hostname, update_etc_hosts]
+	cloud_config_modules: [runcmd]
+	cloud_final_modules: [scripts-per-once, scripts-per-boot, scripts-per-instance, scripts-user, final-message]
+	CFG
+	install -m 0755 "$BIN" "$R/usr/sbin/hpcinit"
+
+	export PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8
+	rc=0
+	for stage in "init --local" "init" "modules --mode config" "modules --mode final"; do
+		echo "== cloud-init $stage"
+		# shellcheck disable=SC2086
+		chroot "$R" cloud-init $stage || { rc=$?; echo "cloud-init $stage exited $rc"; }
+	done
+
+	mkdir -p "$OUT"
+	echo "$rc" > "$OUT/cloud-init-rc"
+	hostname > "$OUT/uts-hostname"
+	# /var/lib/cloud/instance is an absolute symlink: read it from inside.
+	chroot "$R" cat /var/lib/cloud/instance/scripts/runcmd > "$OUT/runcmd" || true
+	for f in /var/lib/cloud/data/result.json /var/lib/cloud/data/status.json \
+		/var/log/cloud-init.log /run/hpcinit/status.json \
+		/var/lib/hpcinit/last-run.json /etc/hpcinit/node.yaml /etc/hosts; do
+		[ -e "$R$f" ] && cp "$R$f" "$OUT/$(echo "${f#/}" | tr / _)"
+	done
+	exit 0
+fi
+
+: "${HPCINIT:?HPCINIT must name the built binary}" "${TOP_SRCDIR:?}"
+for tool in cloud-init unshare chroot python3; do
+	command -v "$tool" >/dev/null || fail "$tool not found (Debian: cloud-init, util-linux, coreutils, python3)"
+done
+USERDATA=$TOP_SRCDIR/conf/cloud-init/static-hosts.yaml
+[ -r "$USERDATA" ] || fail "missing $USERDATA"
+
+T=$(mktemp -d /tmp/hpcinit-e2e.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+mkdir "$T/ns"
+
+# What the host has before: none of it may change.
+host_state() {
+	for f in /etc/hpcinit /run/hpcinit /var/lib/hpcinit /var/lib/cloud \
+		/etc/security/limits.d/90-hpcinit.conf /usr/sbin/hpcinit \
+		/etc/cloud/cloud.cfg.d/99-hpcinit-e2e.cfg; do
+		if [ -e "$f" ]; then echo "$f present"; else echo "$f absent"; fi
+	done
+	md5sum /etc/hosts /etc/hostname 2>/dev/null || true
+	hostname
+}
+host_state > "$T/before"
+
+# The namespaces end with the inner shell; their mounts go with them.
+unshare --mount --uts --net --pid --fork --propagation private -- \
+	bash "$0" inner "$T/ns" "$USERDATA" "$HPCINIT" "$T/out" > "$T/log" 2>&1 ||
+	{ cat "$T/log"; fail "the namespace script failed"; }
+
+host_state > "$T/after"
+diff -u "$T/before" "$T/after" || fail "the host's files changed"
+[ -z "$(ls -A "$T/ns")" ] || fail "the scratch mount point is not empty on the host"
+
+O=$T/out
+show() { cat "$T/log"; [ -e "$O/var_log_cloud-init.log" ] && tail -40 "$O/var_log_cloud-init.log"; }
+
+[ "$(cat "$O/cloud-init-rc")" = 0 ] || { show; fail "a cloud-init stage failed"; }
+[ "$(cat "$O/uts-hostname")" = lab-node01 ] || { show; fail "cloud-init did not set the host name from meta-data"; }
+
+# cloud-init turned runcmd into its script, with hpcinit as an argv list ...
+grep -qx "'hpcinit' 'apply'" "$O/runcmd" || { cat "$O/runcmd"; fail "runcmd script does not run hpcinit apply"; }
+# ... and scripts-user ran that script.
+grep -q "Running command \['/var/lib/cloud/instance/scripts/runcmd'\]" "$O/var_log_cloud-init.log" ||
+	{ show; fail "cloud-init did not run the runcmd script"; }
+
+# cloud-init reports no errors for the whole boot.
+python3 - "$O/var_lib_cloud_data_result.json" "$O/var_lib_cloud_data_status.json" <<'PY' || { show; fail "cloud-init reported errors"; }
+import json, sys
+res = json.load(open(sys.argv[1]))["v1"]
+if res["errors"]:
+    sys.exit("result.json errors: %s" % res["errors"])
+st = json.load(open(sys.argv[2]))["v1"]
+for stage in ("init-local", "init", "modules-config", "modules-final"):
+    if st[stage]["errors"]:
+        sys.exit("%s errors: %s" % (stage, st[stage]["errors"]))
+    if st[stage]["finished"] is None:
+        sys.exit("%s did not finish" % stage)
+PY
+
+# write_files put the spec in place, and hpcinit's status file landed.
+cmp -s "$O/etc_hpcinit_node.yaml" <(python3 -c '
+import sys, yaml
+d = yaml.safe_load(open(sys.argv[1]))
+print([w["content"] for w in d["write_files"] if w["path"] == "/etc/hpcinit/node.yaml"][0], end="")
+' "$USERDATA") || fail "/etc/hpcinit/node.yaml differs from the custom-data"
+[ -s "$O/run_hpcinit_status.json" ] || { show; fail "/run/hpcinit/status.json did not land"; }
+python3 - "$O/run_hpcinit_status.json" <<'PY' || { show; cat "$O/run_hpcinit_status.json"; fail "status.json is not the report of a successful apply"; }
+import json, sys
+rep = json.load(open(sys.argv[1]))
+text = json.dumps(rep)
+if "memlock" not in text:
+    sys.exit("no memlock step in the report")
+code = rep.get("exit_code", rep.get("exit"))
+if code not in (0, None):
+    sys.exit("exit code %r" % code)
+PY
+cmp -s "$O/run_hpcinit_status.json" "$O/var_lib_hpcinit_last-run.json" ||
+	fail "/var/lib/hpcinit/last-run.json differs from /run/hpcinit/status.json"
+echo "PASS: cloud-init ran hpcinit apply from runcmd; status.json landed; host untouched"
