@@ -44,6 +44,7 @@ struct ctx {
 	enum run_mode mode;
 	int verbose;
 	bool json;
+	bool verify;            /* hpcinit verify: the mpi module runs its cluster check */
 	uint64_t deadline_ms;   /* CLOCK_MONOTONIC ms when the running module must give up */
 	const char *module;     /* name of the running module, for logs */
 	/* Overrides a fake root may supply (documented; tests use them). */

@@ -119,7 +119,10 @@ int proc_run(const char *const argv[], const char *const envp[], const char *std
 		signal(SIGPIPE, SIG_DFL);
 		if (dup2(inp[0], 0) < 0 || dup2(outp[1], 1) < 0 || dup2(errp[1], 2) < 0)
 			_exit(127);
-		execve(prog, (char *const *)argv, (char *const *)(envp ? envp : default_env));
+		/* execve's prototype predates const; the arrays are not modified. */
+		union { const char *const *c; char *const *m; } av = { argv }, ev = { envp ? envp : default_env };
+
+		execve(prog, av.m, ev.m);
 		e = errno;
 		(void)!write(execp[1], &e, sizeof(e));
 		_exit(127);

@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: MIT */
+/* hpcinit: command line. */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fsutil.h"
+#include "log.h"
+#include "runner.h"
+
+#define DEFAULT_CONFIG "/etc/hpcinit/node.yaml"
+
+enum { EXIT_READY = 0, EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_DEGRADED = 3 };
+
+static void usage(FILE *out)
+{
+	fputs("Usage: hpcinit [COMMAND] [OPTIONS]\n"
+	      "Turn a cloud VM into a ready member of an HPC/MPI cluster, from one YAML spec.\n"
+	      "\n"
+	      "Commands:\n"
+	      "  apply            converge this node (default)\n"
+	      "  check            report drift without changing anything (exit 1 on drift)\n"
+	      "  plan             show what apply would change, with diffs\n"
+	      "  refresh          apply discovery, ssh and hostfile only (scale-out/in timer)\n"
+	      "  verify           run the MPI verification across the cluster\n"
+	      "  status           show the last run (/run/hpcinit/status.json)\n"
+	      "  validate FILE    check a spec and print every error\n"
+	      "\n"
+	      "Options:\n"
+	      "  -c, --config FILE        spec file (default " DEFAULT_CONFIG ")\n"
+	      "      --root DIR           act on the tree under DIR instead of /\n"
+	      "      --only LIST          run only these modules (comma-separated; their needs are added)\n"
+	      "      --json               print the run report as JSON\n"
+	      "      --lock-timeout DUR   wait this long for another run to finish (default 10m)\n"
+	      "      --kernel-release REL use REL as the running kernel release (tests, images)\n"
+	      "      --hostname NAME      use NAME as this node's hostname (tests)\n"
+	      "  -v, --verbose            more logging (repeat for debug)\n"
+	      "  -h, --help               this help\n"
+	      "  -V, --version            print the version\n"
+	      "\n"
+	      "Exit codes: 0 ready, 1 a step failed (check: drift), 2 usage or spec error\n"
+	      "(nothing changed), 3 degraded (only optional steps failed).\n"
+	      "Modules, in run order: ", out);
+	for (size_t i = 0; module_table[i]; i++)
+		fprintf(out, "%s%s", i ? ", " : "", module_table[i]->name);
+	fputs(".\nSee hpcinit(8) and hpcinit.yaml(5).\n", out);
+}
+
+/* "90s", "10m", "500ms", "1h"; bare numbers are seconds here (CLI convenience). */
+static int parse_duration_arg(const char *s, uint64_t *ret_ms)
+{
+	char *end;
+	unsigned long long v;
+	uint64_t mult = 1000;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *s == '-')
+		return -EINVAL;
+	if (strcmp(end, "ms") == 0)
+		mult = 1;
+	else if (strcmp(end, "s") == 0 || *end == '\0')
+		mult = 1000;
+	else if (strcmp(end, "m") == 0)
+		mult = 60 * 1000;
+	else if (strcmp(end, "h") == 0)
+		mult = 3600 * 1000;
+	else
+		return -EINVAL;
+	if (v > UINT64_MAX / mult / 2)
+		return -ERANGE;
+	*ret_ms = v * mult;
+	return 0;
+}
+
+static void split_list(const char *s, struct strlist *out)
+{
+	char *copy = xstrdup(s), *save = NULL;
+
+	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+		if (*tok)
+			strlist_push(out, tok);
+	free(copy);
+}
+
+static int load_spec(const char *path, struct spec **ret)
+{
+	struct diags d = { 0 };
+	int r = spec_load_file(path, ret, &d);
+
+	if (r < 0) {
+		diags_print(&d, stderr);
+		if (r == -EINVAL)
+			fprintf(stderr, "hpcinit: %s: %zu error%s; nothing was changed\n", path, d.n,
+				d.n == 1 ? "" : "s");
+	}
+	diags_free(&d);
+	return r;
+}
+
+static const struct option longopts[] = {
+	{ "config", required_argument, NULL, 'c' },
+	{ "root", required_argument, NULL, 'r' },
+	{ "only", required_argument, NULL, 'o' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "lock-timeout", required_argument, NULL, 'L' },
+	{ "kernel-release", required_argument, NULL, 'K' },
+	{ "hostname", required_argument, NULL, 'H' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct cli {
+	const char *config, *root, *command;
+	bool json;
+	struct run_opts ro;
+	struct ctx c;
+};
+
+/* Returns -1 to go on, or an exit code (help, version, usage error). */
+static int parse_opts(int argc, char **argv, struct cli *o)
+{
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "+c:vhV", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			o->config = optarg;
+			break;
+		case 'r':
+			o->root = optarg;
+			break;
+		case 'o':
+			split_list(optarg, &o->ro.only);
+			break;
+		case 'j':
+			o->json = true;
+			break;
+		case 'L':
+			if (parse_duration_arg(optarg, &o->ro.lock_timeout_ms) < 0) {
+				fprintf(stderr, "hpcinit: --lock-timeout: expected a duration like 90s or 10m, got '%s'\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'K':
+			o->c.kernel_release = optarg;
+			break;
+		case 'H':
+			o->c.hostname = optarg;
+			break;
+		case 'v':
+			o->c.verbose++;
+			break;
+		case 'h':
+			usage(stdout);
+			return EXIT_READY;
+		case 'V':
+			printf("hpcinit %s\n", PACKAGE_VERSION);
+			return EXIT_READY;
+		default:
+			fputs("Try 'hpcinit --help'.\n", stderr);
+			return EXIT_USAGE;
+		}
+	}
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	struct cli o = {
+		.config = DEFAULT_CONFIG, .root = "", .command = "apply",
+		.ro = { .lock_timeout_ms = 10 * 60 * 1000 },
+	};
+	struct ctx *cp = &o.c;
+	struct spec *spec = NULL;
+	struct run_result res;
+	int code;
+
+	code = parse_opts(argc, argv, &o);
+	/* Options may also follow the command: "hpcinit apply --root X". */
+	if (code < 0 && optind < argc) {
+		o.command = argv[optind++];
+		code = parse_opts(argc, argv, &o);
+	}
+	if (code >= 0) {
+		strlist_free(&o.ro.only);
+		return code;
+	}
+	cp->root = o.root;
+	cp->json = o.json;
+
+	if (strcmp(o.command, "validate") == 0) {
+		int r;
+
+		if (optind < argc)
+			o.config = argv[optind++];
+		if (optind < argc) {
+			fprintf(stderr, "hpcinit: validate takes one file\n");
+			return EXIT_USAGE;
+		}
+		r = load_spec(o.config, &spec);
+		if (r < 0)
+			return EXIT_USAGE;
+		printf("%s: ok (cluster %s)\n", o.config, spec->cluster.name);
+		spec_free(spec);
+		return EXIT_READY;
+	}
+	if (optind < argc) {
+		fprintf(stderr, "hpcinit: unexpected argument '%s'\nTry 'hpcinit --help'.\n", argv[optind]);
+		return EXIT_USAGE;
+	}
+	if (strcmp(o.command, "status") == 0) {
+		int r;
+
+		if (o.json) {
+			char *text = NULL;
+
+			r = fs_read(cp, STATUS_PATH, &text, NULL);
+			if (r == -ENOENT)
+				r = fs_read(cp, LAST_RUN_PATH, &text, NULL);
+			if (r == 0)
+				fputs(text, stdout);
+			free(text);
+		} else {
+			r = status_print(cp, STATUS_PATH, stdout);
+			if (r == -ENOENT)
+				r = status_print(cp, LAST_RUN_PATH, stdout);
+		}
+		if (r < 0) {
+			fprintf(stderr, "hpcinit: no status: %s%s and %s%s: %s (has hpcinit apply run?)\n",
+				o.root, STATUS_PATH, o.root, LAST_RUN_PATH, strerror(-r));
+			return EXIT_FAILED;
+		}
+		return EXIT_READY;
+	}
+	if (strcmp(o.command, "apply") == 0) {
+		cp->mode = RUN_APPLY;
+	} else if (strcmp(o.command, "check") == 0) {
+		cp->mode = RUN_CHECK;
+	} else if (strcmp(o.command, "plan") == 0) {
+		cp->mode = RUN_PLAN;
+	} else if (strcmp(o.command, "refresh") == 0) {
+		cp->mode = RUN_APPLY;
+		if (o.ro.only.n == 0)
+			split_list("discovery,ssh,hostfile", &o.ro.only);
+	} else if (strcmp(o.command, "verify") == 0) {
+		cp->mode = RUN_APPLY;
+		cp->verify = true;
+		if (o.ro.only.n == 0)
+			split_list("mpi", &o.ro.only);
+	} else {
+		fprintf(stderr, "hpcinit: unknown command '%s'\nTry 'hpcinit --help'.\n", o.command);
+		return EXIT_USAGE;
+	}
+	o.ro.command = o.command;
+	if (runner_check_only(&o.ro.only) < 0) {
+		strlist_free(&o.ro.only);
+		return EXIT_USAGE;
+	}
+	if (load_spec(o.config, &spec) < 0) {
+		strlist_free(&o.ro.only);
+		return EXIT_USAGE;
+	}
+	cp->spec = spec;
+	/* syslog only for the real system: test runs on fake roots stay out of it. */
+	log_init(cp->verbose, o.root[0] == '\0' || strcmp(o.root, "/") == 0);
+
+	code = runner_run(cp, &o.ro, &res);
+	if (o.json) {
+		char *j = runner_json(cp, &o.ro, &res);
+
+		fputs(j, stdout);
+		free(j);
+	} else {
+		runner_print_table(cp, &res, stdout);
+	}
+	run_result_free(&res);
+	strlist_free(&o.ro.only);
+	spec_free(spec);
+	return code;
+}

@@ -1,0 +1,504 @@
+/* SPDX-License-Identifier: MIT */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <yaml.h>
+
+#include "fsutil.h"
+#include "json.h"
+#include "log.h"
+#include "runner.h"
+
+#define DEFAULT_TIMEOUT_MS (60u * 1000)
+
+static bool in_list(const struct strlist *l, const char *s)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (strcmp(l->v[i], s) == 0)
+			return true;
+	return false;
+}
+
+int runner_check_only(const struct strlist *only)
+{
+	int r = 0;
+
+	for (size_t i = 0; i < only->n; i++) {
+		if (module_find(only->v[i]))
+			continue;
+		struct strbuf names = STRBUF_INIT;
+
+		for (size_t j = 0; module_table[j]; j++)
+			sb_printf(&names, "%s%s", j ? ", " : "", module_table[j]->name);
+		fprintf(stderr, "hpcinit: --only: unknown module '%s'; modules are: %s\n",
+			only->v[i], sb_str(&names));
+		sb_free(&names);
+		r = -EINVAL;
+	}
+	return r;
+}
+
+/* --only pulls in the modules the selected ones need, so "--only ssh" still has peers. */
+static void select_modules(const struct run_opts *o, bool *sel, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		sel[i] = o->only.n == 0 || in_list(&o->only, module_table[i]->name);
+	for (size_t i = n; i-- > 0;) {
+		const struct module *m = module_table[i];
+
+		if (!sel[i] || !m->needs)
+			continue;
+		for (const char *const *d = m->needs; *d; d++)
+			for (size_t j = 0; j < i; j++)
+				if (strcmp(module_table[j]->name, *d) == 0)
+					sel[j] = true;
+	}
+}
+
+/*
+ * One run at a time: an flock on /run/hpcinit/lock.  The holder writes its
+ * pid into the file so a waiting run can say who it waits for.
+ */
+static int take_lock(struct ctx *c, uint64_t timeout_ms, int *ret_fd)
+{
+	struct report scratch;
+	char *path = ctx_path(c, LOCK_PATH);
+	uint64_t start = now_ms();
+	bool told = false;
+	int fd, r;
+
+	report_init(&scratch);
+	r = fs_mkdir_p(c, &scratch, "/run/hpcinit", 0755, 0, 0);
+	report_free(&scratch);
+	if (r < 0) {
+		log_errno(LOG_LVL_ERR, r, "cannot create %s/run/hpcinit", c->root);
+		free(path);
+		return r;
+	}
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0) {
+		r = -errno;
+		log_errno(LOG_LVL_ERR, r, "cannot open lock %s", path);
+		free(path);
+		return r;
+	}
+	for (;;) {
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			break;
+		if (errno != EWOULDBLOCK) {
+			r = -errno;
+			log_errno(LOG_LVL_ERR, r, "cannot lock %s", path);
+			goto out_close;
+		}
+		char holder[32] = "";
+		ssize_t n = pread(fd, holder, sizeof(holder) - 1, 0);
+
+		holder[n > 0 ? n : 0] = '\0';
+		holder[strcspn(holder, "\n")] = '\0';
+		if (now_ms() - start >= timeout_ms) {
+			log_err("another hpcinit run (pid %s) still holds %s after %llu s; "
+				"let it finish (hpcinit status) or raise --lock-timeout",
+				*holder ? holder : "?", path, (unsigned long long)(timeout_ms / 1000));
+			r = -EBUSY;
+			goto out_close;
+		}
+		if (!told) {
+			log_warn("another hpcinit run (pid %s) holds %s; waiting up to %llu s",
+				 *holder ? holder : "?", path, (unsigned long long)(timeout_ms / 1000));
+			told = true;
+		}
+		struct timespec ts = { 0, 50 * 1000 * 1000 };
+
+		nanosleep(&ts, NULL);
+	}
+	char pid[32];
+	int len = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)len, 0) != len)
+		log_debug("cannot record pid in %s", path);
+	free(path);
+	*ret_fd = fd;
+	return 0;
+out_close:
+	close(fd);
+	free(path);
+	return r;
+}
+
+static const struct module *find_idx(const char *name, size_t *ret)
+{
+	for (size_t i = 0; module_table[i]; i++)
+		if (strcmp(module_table[i]->name, name) == 0) {
+			*ret = i;
+			return module_table[i];
+		}
+	return NULL;
+}
+
+static void run_one(struct ctx *c, size_t i, struct run_result *res)
+{
+	const struct module *m = module_table[i];
+	struct report *rep = &res->reports[i];
+	uint64_t t0 = now_ms(), tmo;
+	int r;
+
+	if (!m->enabled(c->spec)) {
+		report_set(rep, ST_SKIPPED, "no %s section in the spec", m->name);
+		return;
+	}
+	for (const char *const *d = m->needs; d && *d; d++) {
+		size_t j;
+
+		if (!find_idx(*d, &j))
+			continue;
+		if (res->reports[j].status == ST_FAILED || res->reports[j].status == ST_SKIPPED) {
+			report_set(rep, ST_SKIPPED, "needs %s, which %s", *d,
+				   res->reports[j].status == ST_FAILED ? "failed" : "was skipped");
+			return;
+		}
+	}
+	tmo = m->timeout_ms ? m->timeout_ms(c->spec) : DEFAULT_TIMEOUT_MS;
+	c->deadline_ms = t0 + tmo;
+	c->module = m->name;
+	log_set_module(m->name);
+	if (c->mode == RUN_CHECK)
+		r = m->check(c, rep);
+	else
+		r = m->apply(c, rep);
+	if (r < 0) {
+		report_raise(rep, ST_FAILED);
+		if (!rep->summary[0])
+			report_set(rep, ST_FAILED, "%s", strerror(-r));
+	}
+	if (!rep->summary[0]) {
+		if (rep->status == ST_CHANGED)
+			report_set(rep, ST_CHANGED, "%zu file(s) %s", rep->changed.n,
+				   c->mode == RUN_APPLY ? "changed" : "differ");
+		else
+			report_set(rep, rep->status, "in sync");
+	}
+	rep->duration_ms = now_ms() - t0;
+	if (rep->status == ST_FAILED)
+		log_err("%s", rep->summary);
+	else if (rep->status == ST_DEGRADED)
+		log_warn("%s", rep->summary);
+	else
+		log_info("%s: %s", rstatus_name(rep->status, c->mode), rep->summary);
+	log_set_module(NULL);
+	c->module = NULL;
+}
+
+static int exit_code_of(const struct ctx *c, const struct run_result *res)
+{
+	bool failed = false, degraded = false, drift = false;
+
+	for (size_t i = 0; i < res->n; i++) {
+		if (!res->ran[i])
+			continue;
+		failed |= res->reports[i].status == ST_FAILED;
+		degraded |= res->reports[i].status == ST_DEGRADED;
+		drift |= res->reports[i].status == ST_CHANGED;
+	}
+	if (failed)
+		return 1;
+	if (c->mode == RUN_CHECK && drift)
+		return 1;
+	if (degraded)
+		return 3;
+	return 0;
+}
+
+static void write_status(struct ctx *c, const struct run_opts *o, const struct run_result *res)
+{
+	struct report scratch;
+	char *json = runner_json(c, o, res);
+	const char *paths[] = { STATUS_PATH, LAST_RUN_PATH };
+	const char *dirs[] = { "/run/hpcinit", "/var/lib/hpcinit" };
+
+	report_init(&scratch);
+	for (int i = 0; i < 2; i++) {
+		int r = fs_mkdir_p(c, &scratch, dirs[i], 0755, 0, 0);
+
+		if (r >= 0)
+			r = fs_write(c, &scratch, paths[i], json, strlen(json), 0644, 0, 0);
+		if (r < 0)
+			log_errno(LOG_LVL_WARN, r, "cannot write %s, ignoring", paths[i]);
+	}
+	report_free(&scratch);
+	free(json);
+}
+
+int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
+{
+	size_t n = 0;
+	int lock_fd = -1;
+	uint64_t t0 = now_ms();
+
+	while (module_table[n])
+		n++;
+	memset(res, 0, sizeof(*res));
+	res->n = n;
+	res->reports = xcalloc(n, sizeof(*res->reports));
+	res->ran = xcalloc(n, sizeof(*res->ran));
+	res->started_unix = (uint64_t)time(NULL);
+	for (size_t i = 0; i < n; i++)
+		report_init(&res->reports[i]);
+	select_modules(o, res->ran, n);
+
+	if (c->mode == RUN_APPLY) {
+		int r = take_lock(c, o->lock_timeout_ms, &lock_fd);
+
+		if (r < 0) {
+			res->exit_code = 1;
+			return 1;
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		if (res->ran[i])
+			run_one(c, i, res);
+	res->duration_ms = now_ms() - t0;
+	res->exit_code = exit_code_of(c, res);
+	if (c->mode == RUN_APPLY) {
+		write_status(c, o, res);
+		close(lock_fd);   /* releases the flock */
+	}
+	return res->exit_code;
+}
+
+void run_result_free(struct run_result *res)
+{
+	for (size_t i = 0; i < res->n; i++)
+		report_free(&res->reports[i]);
+	free(res->reports);
+	free(res->ran);
+	memset(res, 0, sizeof(*res));
+}
+
+static const char *result_word(const struct ctx *c, int code)
+{
+	switch (code) {
+	case 0:
+		return c->mode == RUN_APPLY ? "ready" : c->mode == RUN_CHECK ? "in-sync" : "planned";
+	case 3:
+		return "degraded";
+	default:
+		return c->mode == RUN_CHECK ? "drift-or-failed" : "failed";
+	}
+}
+
+char *runner_json(const struct ctx *c, const struct run_opts *o, const struct run_result *res)
+{
+	struct strbuf sb = STRBUF_INIT;
+	bool first_mod = true;
+
+	sb_append(&sb, "{");
+	json_kv_str(&sb, "hpcinit", PACKAGE_VERSION, 1);
+	json_kv_str(&sb, "command", o->command, 0);
+	json_kv_str(&sb, "spec", c->spec ? c->spec->file : NULL, 0);
+	json_kv_str(&sb, "cluster", c->spec ? c->spec->cluster.name : NULL, 0);
+	json_kv_int(&sb, "started", (long long)res->started_unix, 0);
+	json_kv_int(&sb, "duration_ms", (long long)res->duration_ms, 0);
+	json_kv_str(&sb, "result", result_word(c, res->exit_code), 0);
+	json_kv_int(&sb, "exit_code", res->exit_code, 0);
+	sb_append(&sb, ",\n \"modules\": [");
+	for (size_t i = 0; i < res->n; i++) {
+		const struct report *r = &res->reports[i];
+
+		if (!res->ran[i])
+			continue;
+		sb_append(&sb, first_mod ? "\n  {" : ",\n  {");
+		first_mod = false;
+		json_kv_str(&sb, "name", module_table[i]->name, 1);
+		json_kv_str(&sb, "status", rstatus_name(r->status, c->mode), 0);
+		json_kv_int(&sb, "duration_ms", (long long)r->duration_ms, 0);
+		json_kv_str(&sb, "summary", r->summary, 0);
+		sb_append(&sb, ", \"details\": [");
+		const char *p = sb_str(&r->details);
+		bool first = true;
+
+		while (*p) {
+			const char *nl = strchr(p, '\n');
+			size_t len = nl ? (size_t)(nl - p) : strlen(p);
+			char *line = xstrndup(p, len);
+
+			if (!first)
+				sb_append(&sb, ", ");
+			json_str(&sb, line);
+			free(line);
+			first = false;
+			p += len + (nl ? 1 : 0);
+		}
+		sb_append(&sb, "], \"changed\": [");
+		for (size_t j = 0; j < r->changed.n; j++) {
+			if (j)
+				sb_append(&sb, ", ");
+			json_str(&sb, r->changed.v[j]);
+		}
+		sb_append(&sb, "]}");
+	}
+	sb_append(&sb, "\n ]\n}\n");
+	return sb_steal(&sb);
+}
+
+static void print_row(FILE *out, const char *name, const char *status, const char *dur,
+		      const char *summary)
+{
+	fprintf(out, "%-10s %-13s %8s  %s\n", name, status, dur, summary);
+}
+
+void runner_print_table(const struct ctx *c, const struct run_result *res, FILE *out)
+{
+	print_row(out, "MODULE", "RESULT", "TIME", "SUMMARY");
+	for (size_t i = 0; i < res->n; i++) {
+		const struct report *r = &res->reports[i];
+		char dur[32];
+
+		if (!res->ran[i])
+			continue;
+		snprintf(dur, sizeof(dur), "%llums", (unsigned long long)r->duration_ms);
+		print_row(out, module_table[i]->name, rstatus_name(r->status, c->mode), dur, r->summary);
+	}
+	for (size_t i = 0; i < res->n; i++) {
+		const struct report *r = &res->reports[i];
+		bool show = r->details.len && res->ran[i] &&
+			    (c->verbose || c->mode != RUN_APPLY || r->status == ST_FAILED ||
+			     r->status == ST_DEGRADED);
+
+		if (!show)
+			continue;
+		fprintf(out, "\n[%s]\n", module_table[i]->name);
+		const char *p = sb_str(&r->details);
+
+		while (*p) {
+			const char *nl = strchr(p, '\n');
+			size_t len = nl ? (size_t)(nl - p) : strlen(p);
+
+			fprintf(out, "  %.*s\n", (int)len, p);
+			p += len + (nl ? 1 : 0);
+		}
+	}
+	fprintf(out, "\nresult: %s (exit %d, %llu ms)\n", result_word(c, res->exit_code),
+		res->exit_code, (unsigned long long)res->duration_ms);
+}
+
+/*
+ * status reads back the JSON we wrote.  JSON with our escaping is YAML, so
+ * libyaml's document API reads it; no second parser.
+ */
+static const char *map_get(yaml_document_t *doc, yaml_node_t *map, const char *key)
+{
+	if (!map || map->type != YAML_MAPPING_NODE)
+		return NULL;
+	for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+		yaml_node_t *k = yaml_document_get_node(doc, p->key);
+		yaml_node_t *v = yaml_document_get_node(doc, p->value);
+
+		if (k && v && k->type == YAML_SCALAR_NODE && v->type == YAML_SCALAR_NODE &&
+		    strcmp((const char *)k->data.scalar.value, key) == 0)
+			return (const char *)v->data.scalar.value;
+	}
+	return NULL;
+}
+
+static yaml_node_t *map_node(yaml_document_t *doc, yaml_node_t *map, const char *key)
+{
+	if (!map || map->type != YAML_MAPPING_NODE)
+		return NULL;
+	for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+		yaml_node_t *k = yaml_document_get_node(doc, p->key);
+
+		if (k && k->type == YAML_SCALAR_NODE && strcmp((const char *)k->data.scalar.value, key) == 0)
+			return yaml_document_get_node(doc, p->value);
+	}
+	return NULL;
+}
+
+int status_print(const struct ctx *c, const char *path, FILE *out)
+{
+	char *text = NULL;
+	size_t len = 0;
+	yaml_parser_t parser;
+	yaml_document_t doc;
+	yaml_node_t *root, *mods;
+	int r = fs_read(c, path, &text, &len);
+
+	if (r < 0)
+		return r;
+	yaml_parser_initialize(&parser);
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+	if (!yaml_parser_load(&parser, &doc)) {
+		yaml_parser_delete(&parser);
+		free(text);
+		return -EBADMSG;
+	}
+	root = yaml_document_get_root_node(&doc);
+	if (!root || root->type != YAML_MAPPING_NODE) {
+		r = -EBADMSG;
+		goto out;
+	}
+	time_t started = 0;
+	const char *s = map_get(&doc, root, "started");
+	char when[64] = "?";
+
+	if (s) {
+		char *end;
+		long long v = strtoll(s, &end, 10);
+
+		if (!*end && v > 0) {
+			struct tm tm;
+
+			started = (time_t)v;
+			if (localtime_r(&started, &tm))
+				strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S %Z", &tm);
+		}
+	}
+	fprintf(out, "last run: hpcinit %s, %s, cluster %s, spec %s\n",
+		map_get(&doc, root, "command") ?: "?", when,
+		map_get(&doc, root, "cluster") ?: "?", map_get(&doc, root, "spec") ?: "?");
+	print_row(out, "MODULE", "RESULT", "TIME", "SUMMARY");
+	mods = map_node(&doc, root, "modules");
+	if (mods && mods->type == YAML_SEQUENCE_NODE) {
+		for (yaml_node_item_t *it = mods->data.sequence.items.start;
+		     it < mods->data.sequence.items.top; it++) {
+			yaml_node_t *m = yaml_document_get_node(&doc, *it);
+			char dur[32];
+
+			snprintf(dur, sizeof(dur), "%sms", map_get(&doc, m, "duration_ms") ?: "?");
+			print_row(out, map_get(&doc, m, "name") ?: "?", map_get(&doc, m, "status") ?: "?",
+				  dur, map_get(&doc, m, "summary") ?: "");
+		}
+		for (yaml_node_item_t *it = mods->data.sequence.items.start;
+		     it < mods->data.sequence.items.top; it++) {
+			yaml_node_t *m = yaml_document_get_node(&doc, *it);
+			const char *st = map_get(&doc, m, "status");
+			yaml_node_t *det = map_node(&doc, m, "details");
+
+			if (!st || (strcmp(st, "failed") && strcmp(st, "degraded")) || !det ||
+			    det->type != YAML_SEQUENCE_NODE || det->data.sequence.items.start == det->data.sequence.items.top)
+				continue;
+			fprintf(out, "\n[%s]\n", map_get(&doc, m, "name") ?: "?");
+			for (yaml_node_item_t *d = det->data.sequence.items.start; d < det->data.sequence.items.top; d++) {
+				yaml_node_t *line = yaml_document_get_node(&doc, *d);
+
+				if (line && line->type == YAML_SCALAR_NODE)
+					fprintf(out, "  %s\n", (const char *)line->data.scalar.value);
+			}
+		}
+	}
+	fprintf(out, "\nresult: %s (exit %s, %s ms)\n", map_get(&doc, root, "result") ?: "?",
+		map_get(&doc, root, "exit_code") ?: "?", map_get(&doc, root, "duration_ms") ?: "?");
+	r = 0;
+out:
+	yaml_document_delete(&doc);
+	yaml_parser_delete(&parser);
+	free(text);
+	return r;
+}

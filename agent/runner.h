@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/* Runs the module table in order under deadlines, and records the run. */
+#ifndef HPCINIT_RUNNER_H
+#define HPCINIT_RUNNER_H
+
+#include "hpcinit.h"
+
+#define STATUS_PATH "/run/hpcinit/status.json"
+#define LAST_RUN_PATH "/var/lib/hpcinit/last-run.json"
+#define LOCK_PATH "/run/hpcinit/lock"
+
+struct run_opts {
+	const char *command;            /* "apply", "check", "plan", "refresh", "verify" */
+	struct strlist only;            /* empty: every module */
+	uint64_t lock_timeout_ms;
+};
+
+struct run_result {
+	struct report *reports;         /* one per module_table entry */
+	bool *ran;                      /* false: not selected by --only */
+	size_t n;
+	uint64_t started_unix;
+	uint64_t duration_ms;
+	int exit_code;
+};
+
+/* Check --only names; on error print what is known and return -EINVAL. */
+int runner_check_only(const struct strlist *only);
+/* Run; fills res.  Returns the exit code (DESIGN.md "Exit codes"). */
+int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res);
+void run_result_free(struct run_result *res);
+
+/* Render the run as JSON (the status document). */
+char *runner_json(const struct ctx *c, const struct run_opts *o, const struct run_result *res);
+/* Print the human table (and details of interesting modules) to out. */
+void runner_print_table(const struct ctx *c, const struct run_result *res, FILE *out);
+
+/* Read a status document and print it as a table.  0, or -errno. */
+int status_print(const struct ctx *c, const char *path, FILE *out);
+
+#endif
