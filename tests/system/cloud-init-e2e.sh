@@ -5,11 +5,9 @@
 # end to end and starts the real hpcinit from runcmd.
 #
 # Nothing touches the host's /: the test runs in new mount, UTS, network
-# and PID namespaces, mounts a tmpfs there, builds an overlay of / on it
-# (lower = the host's /, upper = the tmpfs) and chroots into the overlay
-# with its own /proc, /sys (read-only), /run, /tmp and a /dev holding only
-# null, zero, full, random and urandom.  Everything cloud-init and hpcinit
-# write lands in the tmpfs, which disappears with the namespace.  The inner
+# and PID namespaces and chroots into a throwaway overlay of / (see
+# overlay.sh).  Everything cloud-init and hpcinit write lands in a tmpfs
+# that disappears with the namespace.  The inner
 # half copies what the test inspects to $T/out; the outer half asserts, and
 # also checks that the host's own files did not change.
 #
@@ -28,21 +26,9 @@ if [ "${1:-}" = inner ]; then
 	# Inside the namespaces.  $2 scratch mount point, $3 user-data,
 	# $4 hpcinit binary, $5 output directory on the host.
 	T=$2 UD=$3 BIN=$4 OUT=$5
-	mount -t tmpfs -o mode=0700 hpcinit-e2e "$T"
-	mkdir "$T/upper" "$T/work" "$T/root"
-	mount -t overlay overlay -o "lowerdir=/,upperdir=$T/upper,workdir=$T/work" "$T/root"
-	R=$T/root
-	mount -t proc proc "$R/proc"
-	mount -t sysfs -o ro sysfs "$R/sys"
-	for d in run tmp dev; do
-		mount -t tmpfs -o mode=0755 "e2e-$d" "$R/$d"
-	done
-	chmod 1777 "$R/tmp"
-	for n in null zero full random urandom; do
-		: > "$R/dev/$n"
-		mount --bind "/dev/$n" "$R/dev/$n"
-	done
-	ln -s /proc/self/fd "$R/dev/fd"
+	. "$(dirname "$0")/overlay.sh"
+	overlay_root "$T"
+	R=$OVERLAY_ROOT
 
 	# A fresh instance: no state from an earlier cloud-init run.
 	rm -rf "$R/var/lib/cloud" "$R/var/log/cloud-init.log" \
