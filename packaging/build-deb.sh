@@ -79,13 +79,8 @@ if [ "${1:-}" = --inner ]; then
 	left=$(comm -13 "$before" "$T/after" |
 		grep -Ev '^\./var/(lib/dpkg|log|cache/debconf|lib/systemd/deb-systemd-helper-(enabled|masked))/' || true)
 	if [ -n "$left" ]; then
-		echo "$left"
-		fail "files left behind after purge (above)"
-	fi
-	wh=$(cd "$U" && find . -type c | grep -v '^\./var/lib/dpkg/' || true)
-	if [ -n "$wh" ]; then
-		echo "$wh"
-		fail "removing hpcinit deleted system files (above)"
+		(cd "$U" && echo "$left" | xargs ls -ld)
+		fail "after purge the files above were left behind (c---------: a deleted system file)"
 	fi
 	echo "removed cleanly"
 	exit 0
