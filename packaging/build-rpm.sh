@@ -53,9 +53,16 @@ for f in /usr/sbin/hpcinit /usr/lib/systemd/system/hpcinit.service \
 	/usr/share/man/man8/hpcinit.8 /usr/share/man/man5/hpcinit.yaml.5; do
 	grep -q "^$f" "$W/files" || { cat "$W/files"; fail "$f is not in the rpm"; }
 done
-rpm2cpio "$RPM" | (mkdir "$W/x" && cd "$W/x" && cpio -idm --quiet)
-v=$("$W/x/usr/sbin/hpcinit" --version)
+# Install it with rpm into a scratch root (its own rpm database; the
+# libraries come from this machine) and run the packaged binary.
+rpm --root "$W/root" --initdb
+rpm --root "$W/root" --install --nodeps --noscripts "$RPM" ||
+	fail "rpm --install into a scratch root failed"
+rpm --root "$W/root" --verify hpcinit || fail "rpm --verify reports changed files"
+v=$("$W/root/usr/sbin/hpcinit" --version)
 [ "$v" = "hpcinit $VERSION" ] || fail "the packaged hpcinit --version printed '$v'"
+rpm --root "$W/root" --erase --nodeps --noscripts hpcinit || fail "rpm --erase failed"
+[ ! -e "$W/root/usr/sbin/hpcinit" ] || fail "rpm --erase left /usr/sbin/hpcinit"
 
 cp "$RPM" "$OUT/"
 echo "=== built"
