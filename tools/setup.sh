@@ -10,7 +10,7 @@ PKGS=(
 	openssh-server openssh-client iproute2 util-linux procps kmod python3 python3-yaml
 	nfs-ganesha nfs-ganesha-vfs libnfs-utils rpcbind
 	cloud-init clustershell sshpass nmap
-	valgrind clang libclang-rt-14-dev man-db
+	valgrind clang libclang-rt-14-dev man-db bc
 	dpkg-dev debhelper devscripts lintian fakeroot rpm
 	rdma-core ibverbs-utils
 )
