@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: MIT
 #
 # The real cloud-init (NoCloud seed) runs conf/cloud-init/static-hosts.yaml
-# end to end and starts the real hpcinit from runcmd.
+# end to end and starts the real hpcinit from runcmd: write_files puts the
+# spec and the hosts entries in place, runcmd runs "hpcinit apply", and
+# hpcinit's memlock, discovery (static) and hostfile steps converge.
 #
 # Nothing touches the host's /: the test runs in new mount, UTS, network
 # and PID namespaces and chroots into a throwaway overlay of / (see
@@ -26,6 +28,13 @@ if [ "${1:-}" = inner ]; then
 	# Inside the namespaces.  $2 scratch mount point, $3 user-data,
 	# $4 hpcinit binary, $5 output directory on the host.
 	T=$2 UD=$3 BIN=$4 OUT=$5
+	# This node's address on the cluster network: a veth pair with both
+	# ends in this network namespace, so nothing leaves it.
+	ip link add hpc0 type veth peer name hpc1
+	ip addr add 198.18.10.11/24 dev hpc0
+	ip link set lo up
+	ip link set hpc0 up
+	ip link set hpc1 up
 	. "$(dirname "$0")/overlay.sh"
 	overlay_root "$T"
 	R=$OVERLAY_ROOT
@@ -59,11 +68,14 @@ if [ "${1:-}" = inner ]; then
 	mkdir -p "$OUT"
 	echo "$rc" > "$OUT/cloud-init-rc"
 	hostname > "$OUT/uts-hostname"
+	# What an admin logging in next would run.
+	chroot "$R" hpcinit status > "$OUT/hpcinit-status" 2>&1 || echo "hpcinit status exited $?" >> "$OUT/hpcinit-status"
 	# /var/lib/cloud/instance is an absolute symlink: read it from inside.
 	chroot "$R" cat /var/lib/cloud/instance/scripts/runcmd > "$OUT/runcmd" || true
 	for f in /var/lib/cloud/data/result.json /var/lib/cloud/data/status.json \
 		/var/log/cloud-init.log /run/hpcinit/status.json \
-		/var/lib/hpcinit/last-run.json /etc/hpcinit/node.yaml /etc/hosts; do
+		/var/lib/hpcinit/last-run.json /etc/hpcinit/node.yaml /etc/hosts \
+		/etc/hpcinit/hostfile.openmpi /etc/security/limits.d/90-hpcinit.conf; do
 		[ -e "$R$f" ] && cp "$R$f" "$OUT/$(echo "${f#/}" | tr / _)"
 	done
 	exit 0
@@ -73,12 +85,20 @@ fi
 for tool in cloud-init unshare chroot python3; do
 	command -v "$tool" >/dev/null || fail "$tool not found (Debian: cloud-init, util-linux, coreutils, python3)"
 done
-USERDATA=$TOP_SRCDIR/conf/cloud-init/static-hosts.yaml
-[ -r "$USERDATA" ] || fail "missing $USERDATA"
+SHIPPED=$TOP_SRCDIR/conf/cloud-init/static-hosts.yaml
+[ -r "$SHIPPED" ] || fail "missing $SHIPPED"
 
 T=$(mktemp -d /tmp/hpcinit-e2e.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 mkdir "$T/ns"
+
+# The shipped file, with its lab network 192.168.10.0/24 moved to the
+# benchmarking range the tests use (198.18.10.0/24): the hosts entries and
+# cluster.network.  Nothing else changes.
+USERDATA=$T/user-data
+sed 's/192\.168\.10\./198.18.10./g' "$SHIPPED" > "$USERDATA"
+[ "$(diff "$SHIPPED" "$USERDATA" | grep -c '^>')" -eq 5 ] ||
+	fail "expected 5 lines with 192.168.10. in $SHIPPED"
 
 # What the host has before: none of it may change.
 host_state() {
@@ -102,7 +122,13 @@ diff -u "$T/before" "$T/after" || fail "the host's files changed"
 [ -z "$(ls -A "$T/ns")" ] || fail "the scratch mount point is not empty on the host"
 
 O=$T/out
-show() { cat "$T/log"; [ -e "$O/var_log_cloud-init.log" ] && tail -40 "$O/var_log_cloud-init.log"; }
+show() {
+	[ -e "$O/var_log_cloud-init.log" ] && tail -40 "$O/var_log_cloud-init.log"
+	echo "--- output of the cloud-init stages (hpcinit's table is in it)"
+	cat "$T/log"
+	[ -e "$O/run_hpcinit_status.json" ] && { echo "--- /run/hpcinit/status.json"; cat "$O/run_hpcinit_status.json"; }
+	return 0
+}
 
 [ "$(cat "$O/cloud-init-rc")" = 0 ] || { show; fail "a cloud-init stage failed"; }
 [ "$(cat "$O/uts-hostname")" = lab-node01 ] || { show; fail "cloud-init did not set the host name from meta-data"; }
@@ -134,16 +160,35 @@ d = yaml.safe_load(open(sys.argv[1]))
 print([w["content"] for w in d["write_files"] if w["path"] == "/etc/hpcinit/node.yaml"][0], end="")
 ' "$USERDATA") || fail "/etc/hpcinit/node.yaml differs from the custom-data"
 [ -s "$O/run_hpcinit_status.json" ] || { show; fail "/run/hpcinit/status.json did not land"; }
-python3 - "$O/run_hpcinit_status.json" <<'PY' || { show; cat "$O/run_hpcinit_status.json"; fail "status.json is not the report of a successful apply"; }
+# Every step of the spec this binary has converged (--help lists them).
+known=$("$HPCINIT" --help | sed -n 's/^Modules, in run order: \(.*\)\.$/\1/p')
+[ -n "$known" ] || fail "hpcinit --help lists no modules"
+python3 - "$O/run_hpcinit_status.json" "$known" <<'PY' || { show; fail "status.json is not the report of a successful apply"; }
 import json, sys
 rep = json.load(open(sys.argv[1]))
-text = json.dumps(rep)
-if "memlock" not in text:
-    sys.exit("no memlock step in the report")
-code = rep.get("exit_code", rep.get("exit"))
-if code not in (0, None):
-    sys.exit("exit code %r" % code)
+known = [m.strip() for m in sys.argv[2].split(",")]
+if rep["command"] != "apply" or rep["exit_code"] != 0 or rep["result"] != "ready":
+    sys.exit("command %r exit_code %r result %r" % (rep["command"], rep["exit_code"], rep["result"]))
+steps = {m["name"]: m["status"] for m in rep["modules"]}
+want = [m for m in ("memlock", "discovery", "hostfile") if m in known]
+if "memlock" not in want:
+    sys.exit("this hpcinit has no memlock step")
+for m in want:
+    if steps.get(m) not in ("ok", "changed"):
+        sys.exit("%s: %r" % (m, steps.get(m)))
+print("steps: " + ", ".join("%s %s" % kv for kv in steps.items()))
 PY
+grep -q '^\* *hard *memlock *unlimited' "$O/etc_security_limits.d_90-hpcinit.conf" ||
+	fail "the memlock limits file in the overlay lacks '* hard memlock unlimited'"
+if echo "$known" | grep -qw hostfile; then
+	for n in 01 02 03 04; do
+		grep -q "^lab-node$n slots=" "$O/etc_hpcinit_hostfile.openmpi" ||
+			{ cat "$O/etc_hpcinit_hostfile.openmpi"; fail "hostfile.openmpi lacks lab-node$n"; }
+	done
+fi
+grep -q '^MODULE  *RESULT  *TIME  *SUMMARY$' "$O/hpcinit-status" &&
+	grep -q '^memlock ' "$O/hpcinit-status" && grep -q '^result: ready (exit 0' "$O/hpcinit-status" ||
+	{ cat "$O/hpcinit-status"; fail "hpcinit status does not show the run"; }
 cmp -s "$O/run_hpcinit_status.json" "$O/var_lib_hpcinit_last-run.json" ||
 	fail "/var/lib/hpcinit/last-run.json differs from /run/hpcinit/status.json"
 echo "PASS: cloud-init ran hpcinit apply from runcmd; status.json landed; host untouched"
