@@ -60,6 +60,10 @@ if [ "${1:-}" = --inner ]; then
 	# deb-systemd-helper enabled the unit for the next boot.
 	[ -L "$R/etc/systemd/system/multi-user.target.wants/hpcinit.service" ] ||
 		fail "hpcinit.service is not enabled after install"
+	if [ -e "$R/lib/systemd/system/hpcinit-refresh.timer" ]; then
+		[ -L "$R/etc/systemd/system/timers.target.wants/hpcinit-refresh.timer" ] ||
+			fail "hpcinit-refresh.timer is not enabled after install"
+	fi
 	in_root man -w hpcinit > /dev/null || fail "man cannot find hpcinit(8)"
 	echo "installed: $(in_root dpkg-query -W -f='${Package} ${Version} ${Status}' hpcinit)"
 
