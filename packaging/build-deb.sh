@@ -10,7 +10,8 @@
 # Steps: copy the tracked files of the tree (git ls-files; every file when
 # the tree is not a git checkout) to a scratch directory, place
 # packaging/debian there as debian/, run "dpkg-buildpackage -us -uc -b",
-# run lintian (any error fails), then in new mount and PID namespaces:
+# run lintian (any error fails), then in new mount, UTS, IPC, network and
+# PID namespaces:
 # dpkg -i, "hpcinit --version", check the installed files, dpkg --purge,
 # and check that nothing but dpkg's own records is left behind.
 # Needs root (namespaces, mounts) and the Build-Depends of debian/control.
@@ -136,7 +137,7 @@ grep -q '^E: ' "$OUT/lintian.txt" && fail "lintian reports errors (above)"
 
 echo "=== install, run, remove (in a throwaway overlay of /)"
 mkdir "$W/ns"
-unshare --mount --pid --fork --propagation private -- \
+unshare --mount --uts --ipc --net --pid --fork --propagation private -- \
 	bash "$0" --inner "$W/ns" "$DEB" "$VERSION" || fail "install test failed"
 
 cp "$DEB" "$CHANGES" "$W"/hpcinit_*.buildinfo "$OUT/" 2>/dev/null || cp "$DEB" "$OUT/"

@@ -5,9 +5,9 @@
 # --propagation private), then call overlay_root DIR.
 #
 # It mounts a tmpfs on DIR and an overlay of / on DIR/root (lower = the
-# host's /, upper = the tmpfs), then gives the overlay its own /proc,
-# a read-only /sys, empty /run and /tmp, and a /dev holding only null, zero,
-# full, random and urandom (no console, no disks).  Whatever runs chrooted
+# host's /, upper = the tmpfs), then gives the overlay its own /proc (with
+# /proc/sys read-only), a read-only /sys, empty /run and /tmp, and a /dev
+# holding only null, zero, full, random and urandom (no console, no disks).  Whatever runs chrooted
 # in DIR/root writes only to the tmpfs, which disappears with the mount
 # namespace: the host's / is never written.  Used by cloud-init-e2e.sh and
 # packaging/build-deb.sh.
@@ -28,6 +28,13 @@ overlay_root() {
 	OVERLAY_ROOT=$t/root
 	OVERLAY_UPPER=$t/upper
 	mount -t proc proc "$OVERLAY_ROOT/proc"
+	# The new /proc is this PID namespace's, but /proc/sys and
+	# /proc/sysrq-trigger still reach the host's kernel: read-only.
+	for d in sys sysrq-trigger; do
+		[ -e "$OVERLAY_ROOT/proc/$d" ] || continue
+		mount --bind "$OVERLAY_ROOT/proc/$d" "$OVERLAY_ROOT/proc/$d"
+		mount -o remount,bind,ro "$OVERLAY_ROOT/proc/$d"
+	done
 	mount -t sysfs -o ro sysfs "$OVERLAY_ROOT/sys"
 	for d in run tmp dev; do
 		mount -t tmpfs -o mode=0755 "overlay-$d" "$OVERLAY_ROOT/$d"
