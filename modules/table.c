@@ -7,9 +7,11 @@
 #include "hpcinit.h"
 
 extern const struct module memlock_module;
+extern const struct module nfs_module;
 
 const struct module *const module_table[] = {
 	&memlock_module,
+	&nfs_module,
 	NULL,
 };
 
