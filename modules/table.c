@@ -7,11 +7,13 @@
 #include "hpcinit.h"
 
 extern const struct module memlock_module;
+extern const struct module nfs_module;
 extern const struct module ssh_module;
 extern const struct module mpi_module;
 
 const struct module *const module_table[] = {
 	&memlock_module,
+	&nfs_module,
 	&ssh_module,
 	&mpi_module,
 	NULL,
