@@ -542,6 +542,8 @@ static void keys_from_network(struct ctx *c, struct report *r, const struct peer
 static void want_hosts(struct ctx *c, struct report *r, const struct peerset *ps,
 		       const struct khosts *old, struct khosts *want, struct ssh_tally *t)
 {
+	/* discovery: scan fetches host keys itself: trust on first use, not records. */
+	bool scanned = c->spec->discovery.present && c->spec->discovery.method == DISC_SCAN;
 	bool have_self = false;
 
 	for (size_t i = 0; ps && i < ps->n; i++) {
@@ -561,7 +563,7 @@ static void want_hosts(struct ctx *c, struct report *r, const struct peerset *ps
 			free(id);
 			continue;
 		}
-		h = khosts_add(want, id, p->boot_id, p->self ? "local" : "record");
+		h = khosts_add(want, id, p->boot_id, p->self ? "local" : scanned ? "scan" : "record");
 		peer_names(p, id, &h->names);
 		if (p->self) {
 			have_self = true;
@@ -606,10 +608,13 @@ static void want_hosts(struct ctx *c, struct report *r, const struct peerset *ps
 		for (size_t k = 0; ps && k < ps->n && !p; k++)
 			if (ps->v[k].hostname && strcasecmp(ps->v[k].hostname, h->id) == 0)
 				p = &ps->v[k];
-		if (!h->keys.n && p && !p->self)
+		if (!h->keys.n && p && !p->self) {
 			keys_from_network(c, r, p, o, h, t);
-		else
+		} else {
 			apply_key_policy(r, o, h, strcmp(h->source, "local") == 0, t);
+			if (strcmp(h->source, "scan") == 0 && h->keys.n)
+				t->tofu++;
+		}
 		t->host_keys += h->keys.n;
 	}
 	for (size_t i = 0; i < old->n; i++)

@@ -372,6 +372,22 @@ static void test_known_hosts(struct spec *s, const char *k_self, const char *k1,
 	TEST_CHECK(strstr(sb_str(&r.details), "apply fetches its host key from 198.18.3.99:22") != NULL);
 	khosts_free(&want);
 	report_free(&r);
+	/* discovery: scan brings the keys: marked scan, counted as trust on first use. */
+	s->discovery.present = true;
+	s->discovery.method = DISC_SCAN;
+	c.mode = RUN_APPLY;
+	memset(&t, 0, sizeof(t));
+	report_init(&r);
+	strlist_push(&ps.v[2].host_keys, k1);
+	want_hosts(&c, &r, &ps, &old, &want, &t);
+	TEST_INTEQ(fake_fetches, 2);
+	TEST_STREQ(want.v[2].source, "scan");
+	TEST_STREQ(want.v[1].source, "scan");
+	TEST_INTEQ(t.tofu, 2);
+	khosts_free(&want);
+	report_free(&r);
+	s->discovery.present = false;
+	s->discovery.method = DISC_SHARED;
 	s->ssh.host_keys = HOSTKEYS_PINNED;
 	fetch_ops = &libssh_fetch_ops;
 	free(fake_host_key);
