@@ -15,6 +15,11 @@ USERS="alice bob"
 
 [ "$(id -u)" = 0 ] || { echo "needs root (network and mount namespaces)"; exit 77; }
 
+# The node names and the bridge are fixed, so tests using them take turns
+# (make -j runs tests in parallel).
+exec 9> /tmp/hpcinit-sim-hps.lock
+flock -w 600 9 || { echo "FAIL: another test holds /tmp/hpcinit-sim-hps.lock for 10 minutes" >&2; exit 1; }
+
 T=$(mktemp -d /tmp/hpcinit-ssh-test.XXXXXX)
 chmod 0755 "$T"
 export SIM_STATE=$T/sim
