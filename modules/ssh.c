@@ -46,6 +46,7 @@ struct khost {
 	char *source;           /* record | local | scan */
 	struct strlist names;   /* hostname, short name, addresses */
 	struct strlist keys;    /* "type base64" */
+	const struct peer *peer;        /* the peer it was built from; NULL when read back */
 };
 
 struct khosts {
@@ -61,6 +62,81 @@ struct ssh_tally {
 	bool failed;            /* a user could not be set up */
 	struct strlist refused_hosts;
 };
+
+/*
+ * A string -> index map (open addressing, FNV-1a), so that a run stays
+ * O(N) in the number of nodes.  Keys are borrowed: they must outlive it.
+ */
+struct smap {
+	const char **keys;
+	size_t *vals;
+	size_t cap, n;
+};
+
+static size_t smap_slot(const struct smap *m, const char *key)
+{
+	uint64_t h = 1469598103934665603ull;
+	size_t i;
+
+	for (const char *p = key; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	for (i = (size_t)h & (m->cap - 1); m->keys[i] && strcmp(m->keys[i], key) != 0;
+	     i = (i + 1) & (m->cap - 1))
+		;
+	return i;
+}
+
+static void smap_init(struct smap *m, size_t expect)
+{
+	m->cap = 16;
+	while (m->cap < 2 * expect)
+		m->cap <<= 1;
+	m->keys = xcalloc(m->cap, sizeof(*m->keys));
+	m->vals = xcalloc(m->cap, sizeof(*m->vals));
+	m->n = 0;
+}
+
+static void smap_free(struct smap *m)
+{
+	free(m->keys);
+	free(m->vals);
+	memset(m, 0, sizeof(*m));
+}
+
+static bool smap_get(const struct smap *m, const char *key, size_t *ret)
+{
+	size_t i = smap_slot(m, key);
+
+	if (!m->keys[i])
+		return false;
+	if (ret)
+		*ret = m->vals[i];
+	return true;
+}
+
+/* Insert key (keeping an existing value); returns false when it was there. */
+static bool smap_add(struct smap *m, const char *key, size_t val)
+{
+	size_t i = smap_slot(m, key);
+
+	if (m->keys[i])
+		return false;
+	if (2 * (m->n + 1) > m->cap) {
+		struct smap bigger;
+
+		smap_init(&bigger, m->cap);
+		for (size_t j = 0; j < m->cap; j++)
+			if (m->keys[j])
+				(void)smap_add(&bigger, m->keys[j], m->vals[j]);
+		smap_free(m);
+		*m = bigger;
+		i = smap_slot(m, key);
+	}
+	m->keys[i] = key;
+	m->vals[i] = val;
+	m->n++;
+	return true;
+}
 
 static void khost_free(struct khost *h)
 {
@@ -95,14 +171,6 @@ static struct khost *khosts_add(struct khosts *s, const char *id, const char *bo
 	return h;
 }
 
-static struct khost *khosts_find(const struct khosts *s, const char *id)
-{
-	for (size_t i = 0; i < s->n; i++)
-		if (strcmp(s->v[i].id, id) == 0)
-			return &s->v[i];
-	return NULL;
-}
-
 static bool strlist_has(const struct strlist *l, const char *s)
 {
 	for (size_t i = 0; i < l->n; i++)
@@ -111,6 +179,14 @@ static bool strlist_has(const struct strlist *l, const char *s)
 	return false;
 }
 
+static void strlist_push_owned(struct strlist *l, char *s)
+{
+	strlist_push(l, "");
+	free(l->v[l->n - 1]);
+	l->v[l->n - 1] = s;
+}
+
+/* For the few names or keys of one node; lists of N use a struct smap. */
 static void strlist_add_unique(struct strlist *l, const char *s)
 {
 	if (!strlist_has(l, s))
@@ -294,14 +370,18 @@ static char *conf_render(const struct spec *s, const struct khosts *hosts)
 {
 	struct strbuf sb = STRBUF_INIT, line = STRBUF_INIT;
 	struct strlist pats = { 0 };
+	struct smap seen;
 	char *net = network_pattern(s);
 
 	if (net)
 		strlist_push(&pats, net);
 	free(net);
+	smap_init(&seen, 4 * hosts->n);
 	for (size_t i = 0; i < hosts->n; i++)
 		for (size_t j = 0; j < hosts->v[i].names.n; j++)
-			strlist_add_unique(&pats, hosts->v[i].names.v[j]);
+			if (smap_add(&seen, hosts->v[i].names.v[j], 0))
+				strlist_push(&pats, hosts->v[i].names.v[j]);
+	smap_free(&seen);
 	sb_printf(&sb, "# hpcinit: host-key checking for the nodes of cluster %s (ssh module).\n"
 		  "# Their keys come from " KH_PATH ", built from the peers' records.\n"
 		  "# Rebuilt on every run; edits are replaced.\n", s->cluster.name);
@@ -396,33 +476,44 @@ static void peer_names(const struct peer *p, const char *id, struct strlist *nam
 /* A name two live peers claim would pin one's key for the other: drop it from both. */
 static void drop_shared_names(struct report *r, struct khosts *want, struct ssh_tally *t)
 {
+	struct smap first, shared;
+	struct strlist dropped = { 0 };
+	size_t k;
+
+	smap_init(&first, 4 * want->n);
 	for (size_t i = 0; i < want->n; i++)
 		for (size_t j = 0; j < want->v[i].names.n; j++) {
 			const char *n = want->v[i].names.v[j];
-			bool shared = false;
 
-			for (size_t k = i + 1; k < want->n; k++)
-				for (size_t m = 0; m < want->v[k].names.n; m++)
-					if (strcmp(want->v[k].names.v[m], n) == 0) {
-						report_detail(r, "%s is claimed by both %s and %s; left out of "
-							      KH_PATH " until one of them leaves",
-							      n, want->v[i].id, want->v[k].id);
-						free(want->v[k].names.v[m]);
-						memmove(&want->v[k].names.v[m], &want->v[k].names.v[m + 1],
-							(want->v[k].names.n - m) * sizeof(char *));
-						want->v[k].names.n--;
-						m--;
-						shared = true;
-					}
-			if (shared) {
-				free(want->v[i].names.v[j]);
-				memmove(&want->v[i].names.v[j], &want->v[i].names.v[j + 1],
-					(want->v[i].names.n - j) * sizeof(char *));
-				want->v[i].names.n--;
-				j--;
-				t->degraded = true;
-			}
+			if (smap_add(&first, n, i) || !smap_get(&first, n, &k) || k == i)
+				continue;
+			report_detail(r, "%s is claimed by both %s and %s; left out of " KH_PATH
+				      " until one of them leaves", n, want->v[k].id, want->v[i].id);
+			strlist_push(&dropped, n);
 		}
+	smap_free(&first);
+	if (!dropped.n)
+		return;
+	t->degraded = true;
+	smap_init(&shared, dropped.n);
+	for (size_t i = 0; i < dropped.n; i++)
+		(void)smap_add(&shared, dropped.v[i], 0);
+	for (size_t i = 0; i < want->n; i++) {
+		struct strlist *names = &want->v[i].names;
+		size_t keep = 0;
+
+		for (size_t j = 0; j < names->n; j++) {
+			if (smap_get(&shared, names->v[j], NULL))
+				free(names->v[j]);
+			else
+				names->v[keep++] = names->v[j];
+		}
+		names->n = keep;
+		if (names->v)
+			names->v[keep] = NULL;
+	}
+	smap_free(&shared);
+	strlist_free(&dropped);
 }
 
 /* The first key of a that b lacks, NULL when a is a subset of b. */
@@ -545,7 +636,10 @@ static void want_hosts(struct ctx *c, struct report *r, const struct peerset *ps
 	/* discovery: scan fetches host keys itself: trust on first use, not records. */
 	bool scanned = c->spec->discovery.present && c->spec->discovery.method == DISC_SCAN;
 	bool have_self = false;
+	struct smap ids, olds;
+	size_t at;
 
+	smap_init(&ids, ps ? ps->n + 1 : 1);
 	for (size_t i = 0; ps && i < ps->n; i++) {
 		const struct peer *p = &ps->v[i];
 		struct khost *h;
@@ -557,13 +651,15 @@ static void want_hosts(struct ctx *c, struct report *r, const struct peerset *ps
 			continue;
 		}
 		id = lowercase(p->hostname);
-		if (khosts_find(want, id)) {
+		if (smap_get(&ids, id, NULL)) {
 			report_detail(r, "%s: two peer records carry this hostname; the first is used", id);
 			t->degraded = true;
 			free(id);
 			continue;
 		}
 		h = khosts_add(want, id, p->boot_id, p->self ? "local" : scanned ? "scan" : "record");
+		h->peer = p;
+		(void)smap_add(&ids, h->id, want->n - 1);
 		peer_names(p, id, &h->names);
 		if (p->self) {
 			have_self = true;
@@ -594,20 +690,22 @@ static void want_hosts(struct ctx *c, struct report *r, const struct peerset *ps
 
 			id = lowercase(name);
 			h = khosts_add(want, id, "", "local");
+			(void)smap_add(&ids, h->id, want->n - 1);
 			strlist_push(&h->names, id);
 			(void)sshkey_host_pubkeys(c, &h->keys);
 			free(id);
 		}
 	}
 	drop_shared_names(r, want, t);
+	smap_init(&olds, old->n);
+	for (size_t i = 0; i < old->n; i++)
+		if (*old->v[i].id)
+			(void)smap_add(&olds, old->v[i].id, i);
 	for (size_t i = 0; i < want->n; i++) {
 		struct khost *h = &want->v[i];
-		const struct khost *o = khosts_find(old, h->id);
-		const struct peer *p = NULL;
+		const struct khost *o = smap_get(&olds, h->id, &at) ? &old->v[at] : NULL;
+		const struct peer *p = h->peer;
 
-		for (size_t k = 0; ps && k < ps->n && !p; k++)
-			if (ps->v[k].hostname && strcasecmp(ps->v[k].hostname, h->id) == 0)
-				p = &ps->v[k];
 		if (!h->keys.n && p && !p->self) {
 			keys_from_network(c, r, p, o, h, t);
 		} else {
@@ -618,71 +716,67 @@ static void want_hosts(struct ctx *c, struct report *r, const struct peerset *ps
 		t->host_keys += h->keys.n;
 	}
 	for (size_t i = 0; i < old->n; i++)
-		if (*old->v[i].id && !khosts_find(want, old->v[i].id))
+		if (*old->v[i].id && !smap_get(&ids, old->v[i].id, NULL))
 			report_detail(r, "%s: no longer a peer; its host keys are pruned", old->v[i].id);
 	t->peers = want->n;
+	smap_free(&ids);
+	smap_free(&olds);
+}
+
+/* Index "name key" and "name type" pairs of a known_hosts model. */
+static void kh_index(const struct khosts *hs, struct strlist *store, struct smap *pairs,
+		     struct smap *types)
+{
+	for (size_t i = 0; i < hs->n; i++)
+		for (size_t j = 0; j < hs->v[i].names.n; j++)
+			for (size_t k = 0; k < hs->v[i].keys.n; k++) {
+				const char *key = hs->v[i].keys.v[k];
+
+				strlist_push_owned(store, xasprintf("%s %s", hs->v[i].names.v[j], key));
+				strlist_push_owned(store, xasprintf("%s %.*s", hs->v[i].names.v[j],
+								    (int)strcspn(key, " "), key));
+			}
+	smap_init(pairs, store->n / 2);
+	smap_init(types, store->n / 2);
+	for (size_t i = 0; i + 1 < store->n; i += 2) {
+		(void)smap_add(pairs, store->v[i], 0);
+		(void)smap_add(types, store->v[i + 1], 0);
+	}
 }
 
 /* check: missing, extra and mismatched keys, by name and key type. */
 static void kh_compare(struct report *r, const struct khosts *have, const struct khosts *want)
 {
-	for (size_t i = 0; i < want->n; i++)
-		for (size_t j = 0; j < want->v[i].names.n; j++) {
-			const char *name = want->v[i].names.v[j];
+	struct strlist hs = { 0 }, ws = { 0 };
+	struct smap hp, ht, wp, wt;
 
-			for (size_t k = 0; k < want->v[i].keys.n; k++) {
-				const char *key = want->v[i].keys.v[k];
-				size_t tl = strcspn(key, " ");
-				bool found = false, other = false;
+	kh_index(have, &hs, &hp, &ht);
+	kh_index(want, &ws, &wp, &wt);
+	for (size_t i = 0; i + 1 < ws.n; i += 2) {
+		char *fp;
 
-				for (size_t a = 0; a < have->n; a++) {
-					if (!strlist_has(&have->v[a].names, name))
-						continue;
-					for (size_t b = 0; b < have->v[a].keys.n; b++) {
-						const char *hk = have->v[a].keys.v[b];
+		if (smap_get(&hp, ws.v[i], NULL))
+			continue;
+		fp = key_fingerprint(ws.v[i] + strcspn(ws.v[i], " ") + 1);
+		report_detail(r, KH_PATH ": %.*s: %s key (want %s)", (int)strcspn(ws.v[i], " "), ws.v[i],
+			      smap_get(&ht, ws.v[i + 1], NULL) ? "mismatched" : "missing", fp);
+		free(fp);
+	}
+	for (size_t i = 0; i + 1 < hs.n; i += 2) {
+		char *fp;
 
-						if (strcmp(hk, key) == 0)
-							found = true;
-						else if (strncmp(hk, key, tl + 1) == 0)
-							other = true;
-					}
-				}
-				if (!found) {
-					char *fp = key_fingerprint(key);
-
-					report_detail(r, KH_PATH ": %s: %s key (want %s)", name,
-						      other ? "mismatched" : "missing", fp);
-					free(fp);
-				}
-			}
-		}
-	for (size_t a = 0; a < have->n; a++)
-		for (size_t j = 0; j < have->v[a].names.n; j++) {
-			const char *name = have->v[a].names.v[j];
-
-			for (size_t b = 0; b < have->v[a].keys.n; b++) {
-				const char *hk = have->v[a].keys.v[b];
-				size_t tl = strcspn(hk, " ");
-				bool wanted = false, same_type = false;
-
-				for (size_t i = 0; i < want->n; i++) {
-					if (!strlist_has(&want->v[i].names, name))
-						continue;
-					for (size_t k = 0; k < want->v[i].keys.n; k++) {
-						if (strcmp(want->v[i].keys.v[k], hk) == 0)
-							wanted = true;
-						else if (strncmp(want->v[i].keys.v[k], hk, tl + 1) == 0)
-							same_type = true;
-					}
-				}
-				if (!wanted && !same_type) {
-					char *fp = key_fingerprint(hk);
-
-					report_detail(r, KH_PATH ": %s: extra key %s", name, fp);
-					free(fp);
-				}
-			}
-		}
+		if (smap_get(&wp, hs.v[i], NULL) || smap_get(&wt, hs.v[i + 1], NULL))
+			continue;
+		fp = key_fingerprint(hs.v[i] + strcspn(hs.v[i], " ") + 1);
+		report_detail(r, KH_PATH ": %.*s: extra key %s", (int)strcspn(hs.v[i], " "), hs.v[i], fp);
+		free(fp);
+	}
+	smap_free(&hp);
+	smap_free(&ht);
+	smap_free(&wp);
+	smap_free(&wt);
+	strlist_free(&hs);
+	strlist_free(&ws);
 }
 
 /* ---- authorized_keys ---- */
@@ -693,20 +787,22 @@ struct akey {
 	struct strlist from;
 };
 
-static void akey_add(struct akey **v, size_t *n, const char *key, const char *user,
-		     const char *host, const struct spec *s, const struct peer *p, bool self)
+static void akey_add(struct akey **v, size_t *n, struct smap *seen, const char *key,
+		     const char *user, const char *host, const struct spec *s, const struct peer *p,
+		     bool self)
 {
-	struct akey *a = NULL;
+	struct akey *a;
+	size_t i;
 
-	for (size_t i = 0; i < *n; i++)
-		if (strcmp((*v)[i].key, key) == 0)
-			a = &(*v)[i];
-	if (!a) {
+	if (smap_get(seen, key, &i)) {
+		a = &(*v)[i];
+	} else {
 		*v = xrealloc(*v, (*n + 1) * sizeof(**v));
 		a = &(*v)[(*n)++];
 		memset(a, 0, sizeof(*a));
 		a->key = xstrdup(key);
 		a->comment = xasprintf("%s@%s", user, host);
+		(void)smap_add(seen, a->key, *n - 1);
 	}
 	if (s->cluster.has_network)
 		strlist_add_unique(&a->from, s->cluster.network.text);
@@ -733,7 +829,10 @@ static char *ak_render(const struct spec *s, const struct peerset *ps, const cha
 	struct akey *v = NULL;
 	size_t n = 0;
 	struct strbuf sb = STRBUF_INIT;
+	struct smap seen;
 	bool self_done = false;
+
+	smap_init(&seen, ps ? ps->n + 1 : 1);
 
 	for (size_t i = 0; ps && i < ps->n; i++) {
 		const struct peer *p = &ps->v[i];
@@ -743,7 +842,7 @@ static char *ak_render(const struct spec *s, const struct peerset *ps, const cha
 			char *canon = self_pub ? sshkey_canonical(self_pub) : NULL;
 
 			if (canon)
-				akey_add(&v, &n, canon, user, host, s, p, true);
+				akey_add(&v, &n, &seen, canon, user, host, s, p, true);
 			free(canon);
 			self_done = true;
 			continue;
@@ -755,7 +854,7 @@ static char *ak_render(const struct spec *s, const struct peerset *ps, const cha
 				continue;
 			canon = p->user_keys[k].key ? sshkey_canonical(p->user_keys[k].key) : NULL;
 			if (canon)
-				akey_add(&v, &n, canon, user, host, s, p, false);
+				akey_add(&v, &n, &seen, canon, user, host, s, p, false);
 			else if (r)
 				report_detail(r, "%s: a published key of %s is malformed; ignored", host, user);
 			free(canon);
@@ -765,7 +864,7 @@ static char *ak_render(const struct spec *s, const struct peerset *ps, const cha
 		char *canon = sshkey_canonical(self_pub);
 
 		if (canon)
-			akey_add(&v, &n, canon, user, self_host, s, NULL, true);
+			akey_add(&v, &n, &seen, canon, user, self_host, s, NULL, true);
 		free(canon);
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -787,6 +886,7 @@ next:
 		free(v[i].comment);
 		strlist_free(&v[i].from);
 	}
+	smap_free(&seen);
 	free(v);
 	return sb_steal(&sb);
 }
@@ -794,6 +894,9 @@ next:
 /* Canonical keys of an authorized_keys block (and their comments), for details. */
 static void ak_keys(const char *block, struct strlist *ret, struct strlist *comments)
 {
+	struct smap seen;
+
+	smap_init(&seen, 64);
 	for (const char *p = block; p && *p;) {
 		const char *nl = strchr(p, '\n');
 		char *line = xstrndup(p, nl ? (size_t)(nl - p) : strlen(p));
@@ -806,31 +909,41 @@ static void ak_keys(const char *block, struct strlist *ret, struct strlist *comm
 			k++;
 		if (k)
 			canon = sshkey_canonical(k);
-		if (canon && !strlist_has(ret, canon)) {
+		if (canon && !smap_get(&seen, canon, NULL)) {
 			/* type, base64, then the comment */
 			k += strspn(k, " \t");
 			k += strcspn(k, " \t");
 			k += strspn(k, " \t");
 			k += strcspn(k, " \t");
 			k += strspn(k, " \t");
-			strlist_push(ret, canon);
+			strlist_push_owned(ret, canon);
+			canon = NULL;
+			(void)smap_add(&seen, ret->v[ret->n - 1], 0);
 			if (comments)
 				strlist_push(comments, k);
 		}
 		free(canon);
 		free(line);
 	}
+	smap_free(&seen);
 }
 
 static void ak_report_diff(struct ctx *c, struct report *r, const char *path,
 			   const char *old_block, const char *new_block)
 {
 	struct strlist a = { 0 }, b = { 0 }, ac = { 0 }, bc = { 0 };
+	struct smap am, bm;
 
 	ak_keys(old_block, &a, &ac);
 	ak_keys(new_block, &b, &bc);
+	smap_init(&am, a.n);
+	smap_init(&bm, b.n);
+	for (size_t i = 0; i < a.n; i++)
+		(void)smap_add(&am, a.v[i], i);
 	for (size_t i = 0; i < b.n; i++)
-		if (!strlist_has(&a, b.v[i])) {
+		(void)smap_add(&bm, b.v[i], i);
+	for (size_t i = 0; i < b.n; i++)
+		if (!smap_get(&am, b.v[i], NULL)) {
 			char *fp = key_fingerprint(b.v[i]);
 
 			report_detail(r, "%s: %s %s %s", path, ctx_may_write(c) ? "authorized" : "missing",
@@ -838,13 +951,15 @@ static void ak_report_diff(struct ctx *c, struct report *r, const char *path,
 			free(fp);
 		}
 	for (size_t i = 0; i < a.n; i++)
-		if (!strlist_has(&b, a.v[i])) {
+		if (!smap_get(&bm, a.v[i], NULL)) {
 			char *fp = key_fingerprint(a.v[i]);
 
 			report_detail(r, "%s: %s %s %s", path, ctx_may_write(c) ? "removed" : "extra",
 				      fp, ac.v[i]);
 			free(fp);
 		}
+	smap_free(&am);
+	smap_free(&bm);
 	strlist_free(&a);
 	strlist_free(&b);
 	strlist_free(&ac);

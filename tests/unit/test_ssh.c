@@ -772,6 +772,57 @@ static void test_run(struct spec *s, const char *khost2, const char *kuser2)
 	peers_free(&ps);
 }
 
+/* Many peers: every host and every key once, the map grows; O(N) keeps this quick. */
+static void test_many(struct spec *s, size_t n)
+{
+	struct ctx c = { .spec = s, .root = root, .mode = RUN_CHECK, .hostname = "n0" };
+	struct peerset ps = { 0 };
+	struct khosts old = { 0 }, want = { 0 };
+	struct ssh_tally t = { 0 };
+	struct report r;
+	char *text;
+	uint64_t t0 = now_ms();
+
+	ps.v = xcalloc(n, sizeof(*ps.v));
+	ps.n = n;
+	for (size_t i = 0; i < n; i++) {
+		char host[32], addr[32], key[96];
+
+		snprintf(host, sizeof(host), "n%zu", i);
+		snprintf(addr, sizeof(addr), "10.%zu.%zu.%zu", (i >> 16) & 255, (i >> 8) & 255, i & 255);
+		snprintf(key, sizeof(key), "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI%08zuxx", i);
+		peer_init(&ps.v[i], host, addr, "b", key);
+		peer_user_key(&ps.v[i], "alice", key);
+	}
+	ps.v[0].self = true;
+	/* two peers claim one address */
+	free(ps.v[n - 1].addr);
+	ps.v[n - 1].addr = xstrdup(ps.v[n - 2].addr);
+	report_init(&r);
+	want_hosts(&c, &r, &ps, &old, &want, &t);
+	TEST_INTEQ(want.n, n);
+	TEST_INTEQ(count(sb_str(&r.details), "is claimed by both"), 1);
+	text = kh_render(s, &want);
+	TEST_INTEQ(count(text, "\n# host "), n);
+	kh_parse(text, &old);
+	TEST_INTEQ(old.n, n);
+	free(text);
+	text = conf_render(s, &want);
+	TEST_INTEQ(count(text, " n1234 "), 1);
+	free(text);
+	kh_compare(&r, &old, &want);
+	TEST_INTEQ(count(sb_str(&r.details), "missing key"), 0);
+	TEST_INTEQ(count(sb_str(&r.details), "extra key"), 0);
+	text = ak_render(s, &ps, "alice", NULL, "n0", &r);
+	TEST_INTEQ(count(text, "alice@n"), n - 1);
+	free(text);
+	fprintf(stderr, "%zu peers: %llu ms\n", n, (unsigned long long)(now_ms() - t0));
+	khosts_free(&old);
+	khosts_free(&want);
+	report_free(&r);
+	peers_free(&ps);
+}
+
 int main(void)
 {
 	struct spec s = { 0 };
@@ -810,6 +861,9 @@ int main(void)
 	test_conf(&s);
 	test_authorized(&s, k1, k2, kself);
 	test_run(&s, k3, k4);
+	test_many(&s, 3000);
+	if (getenv("TEST_SSH_MANY"))
+		test_many(&s, (size_t)strtoul(getenv("TEST_SSH_MANY"), NULL, 10));
 
 	free(k1);
 	free(k2);
