@@ -7,9 +7,11 @@
 #include "hpcinit.h"
 
 extern const struct module memlock_module;
+extern const struct module kernel_module;
 
 const struct module *const module_table[] = {
 	&memlock_module,
+	&kernel_module,
 	NULL,
 };
 
