@@ -8,10 +8,12 @@
 
 extern const struct module memlock_module;
 extern const struct module kernel_module;
+extern const struct module rdma_module;
 
 const struct module *const module_table[] = {
 	&memlock_module,
 	&kernel_module,
+	&rdma_module,
 	NULL,
 };
 
