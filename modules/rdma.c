@@ -834,8 +834,12 @@ static int rdma_run(struct ctx *c, struct report *r)
 
 	memset(&rdma_last, 0, sizeof(rdma_last));
 	c->rdma_result = &rdma_last;
-	if (ops != &rdma_verbs_ops)
-		report_detail(r, "verbs: FAKE fixture ops from %s%s (test only)", c->root, RDMA_FAKE_FILE);
+	if (ops != &rdma_verbs_ops) {
+		char *fake = ctx_path(c, RDMA_FAKE_FILE);
+
+		report_detail(r, "verbs: FAKE fixture ops from %s (test only)", fake);
+		free(fake);
+	}
 	ret = ops->init(c);
 	if (ret < 0)
 		report_detail(r, "verbs: %s init failed: %s", ops->name, strerror(-ret));
@@ -945,18 +949,25 @@ static int rdma_run(struct ctx *c, struct report *r)
 		report_set(r, s->required ? ST_FAILED : ST_DEGRADED, "%s%s%s", a.first, extra,
 			   s->required ? "" : " [rdma.required: false]");
 	} else {
-		char sz[32];
+		struct strbuf sum = STRBUF_INIT;
 		const struct dev_info *d0 = NULL;
+		char sz[32];
 
 		for (size_t i = 0; i < n && !d0; i++)
 			if (devs[i].selected)
 				d0 = &devs[i];
-		fmt_size(sz, sizeof(sz), s->reg_mr_bytes);
-		report_set(r, ST_OK, "%s: %g Gb/s %s, verbs probe ok%s%s%s%s%s%s", rdma_last.devices, rate,
-			   d0 && d0->n_ports ? d0->ports[0].link_layer : "?",
-			   s->reg_mr_bytes ? " (reg_mr " : "", s->reg_mr_bytes ? sz : "",
-			   s->reg_mr_bytes ? ")" : "", s->ipoib ? "; " : "", s->ipoib ? s->ipoib : "",
-			   s->ipoib ? " up" : "");
+		sb_printf(&sum, "%s: %g Gb/s %s, verbs probe ok", rdma_last.devices, rate,
+			  d0 && d0->n_ports ? d0->ports[0].link_layer : "?");
+		if (s->reg_mr_bytes) {
+			fmt_size(sz, sizeof(sz), s->reg_mr_bytes);
+			sb_printf(&sum, " (reg_mr %s)", sz);
+		}
+		for (size_t i = 0; i < n_jobs; i++)
+			if (jobs[i].resolve)
+				sb_printf(&sum, "; %s %s -> %s", jobs[i].what, jobs[i].addr,
+					  jobs[i].res.resolved_dev[0] ? jobs[i].res.resolved_dev : "?");
+		report_set(r, ST_OK, "%s", sb_str(&sum));
+		sb_free(&sum);
 	}
 	if (ops->fini)
 		ops->fini();
