@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -134,6 +135,30 @@ static int write_all(int fd, const void *data, size_t len)
 }
 
 /*
+ * A run killed between creating its temp file and the rename leaves
+ * "<name>.hpcinit-tmp.XXXXXX" behind; the next write of <name> removes it.
+ * Writers hold the run lock, so no live temp file is removed.
+ */
+static void remove_stale_temps(const char *hostpath)
+{
+	const char *slash = strrchr(hostpath, '/');
+	char *dir = slash ? xstrndup(hostpath, (size_t)(slash - hostpath + 1)) : xstrdup(".");
+	char *prefix = xasprintf("%s.hpcinit-tmp.", slash ? slash + 1 : hostpath);
+	size_t pl = strlen(prefix);
+	DIR *d = opendir(dir);
+	struct dirent *de;
+
+	if (d) {
+		while ((de = readdir(d)))
+			if (strncmp(de->d_name, prefix, pl) == 0 && strlen(de->d_name) == pl + 6)
+				(void)unlinkat(dirfd(d), de->d_name, 0);
+		closedir(d);
+	}
+	free(prefix);
+	free(dir);
+}
+
+/*
  * Write to a temp file beside the target and rename it into place, so a
  * reader (or a crash) sees the old or the new content, never a mix.
  */
@@ -206,6 +231,8 @@ int fs_write(struct ctx *c, struct report *r, const char *path,
 	bool exists, same_content = false, same_meta = false;
 	int ret;
 
+	if (ctx_may_write(c))
+		remove_stale_temps(hp);
 	exists = lstat(hp, &st) == 0;
 	if (exists && !S_ISREG(st.st_mode)) {
 		report_detail(r, "%s: exists and is not a regular file; remove it or fix the spec", path);

@@ -1,0 +1,58 @@
+#!/bin/bash
+# Local speed and memory of one node's run: median wall time and peak RSS of
+# `hpcinit apply` (converged, nothing to change) and `hpcinit check`, and of a
+# first apply on an empty root, on a fake root with the full example spec.
+# Baselines in the same run: /bin/true (process start floor) and a shell script
+# that writes the same memlock files the way image scripts do (azhpc-images style).
+# Goal (issue 3): under 10 ms and under 4 MB a run.
+# Usage: tests/bench/local.sh [RUNS]   (run by hand; not part of make check)
+set -euo pipefail
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+HPCINIT=${HPCINIT:-$TOP/build/hpcinit}
+SPEC=${SPEC:-$TOP/tests/fixtures/core/full.yaml}
+RUNS=${1:-50}
+T=$(mktemp -d /tmp/hpcinit-bench.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+eval "$(sed -n '/^mkroot()/,/^}/p' "$TOP/tests/system/lib.sh")"
+mkdir -p "$T/root"
+mkroot "$T/root"
+cat >"$T/baseline.sh" <<'SH'
+#!/bin/bash
+# What image scripts do: write limits and systemd drop-ins unconditionally.
+R=$1
+mkdir -p "$R/etc/security/limits.d" "$R/etc/systemd/system.conf.d"
+printf '* soft memlock unlimited\n* hard memlock unlimited\n' >"$R/etc/security/limits.d/90-hpcinit.conf"
+printf '[Manager]\nDefaultLimitMEMLOCK=infinity\n' >"$R/etc/systemd/system.conf.d/90-hpcinit.conf"
+grep -q pam_limits "$R/etc/pam.d/common-session"
+SH
+"$HPCINIT" apply --root "$T/root" -c "$SPEC" >/dev/null 2>&1 || true   # converge once
+cc -O2 -o "$T/runstat" "$TOP/tests/bench/runstat.c"
+fresh() {
+	rm -rf "$T/fresh"; cp -a "$T/root" "$T/fresh"
+	rm -rf "$T/fresh/etc/security/limits.d"/* "$T/fresh/etc/systemd" "$T/fresh/run/hpcinit" \
+		"$T/fresh/var/lib/hpcinit" "$T/fresh/etc/hpcinit"
+}
+row() { # row NAME N PROG ARGS... -> prints and sets MED RSS
+	local name=$1; shift
+	read -r MED P90 RSS < <("$T/runstat" "$@")
+	printf '%-32s median %7.2f ms   p90 %7.2f ms   peak RSS %6.2f MB\n' "$name" "$MED" "$P90" \
+		"$(echo "$RSS / 1024" | bc -l)"
+}
+echo "hpcinit local benchmark: $RUNS runs each, spec $(basename "$SPEC"), $(nproc) cores"
+row "baseline /bin/true" "$RUNS" /bin/true; T_TRUE=$MED
+row "baseline shell memlock script" "$RUNS" /bin/bash "$T/baseline.sh" "$T/root"; T_SH=$MED
+row "hpcinit apply (converged)" "$RUNS" "$HPCINIT" apply --root "$T/root" -c "$SPEC"; T_APPLY=$MED; R_APPLY=$RSS
+row "hpcinit check" "$RUNS" "$HPCINIT" check --root "$T/root" -c "$SPEC"; T_CHECK=$MED; R_CHECK=$RSS
+# first apply on an empty root: one run at a time, the root rebuilt in between
+tot=0; maxr=0; times=()
+for i in $(seq 1 "$RUNS"); do
+	fresh
+	read -r m _ r < <("$T/runstat" 1 "$HPCINIT" apply --root "$T/fresh" -c "$SPEC")
+	times+=("$m"); [ "$r" -gt "$maxr" ] && maxr=$r
+done
+T_FIRST=$(printf '%s\n' "${times[@]}" | sort -g | sed -n "$((RUNS / 2 + 1))p")
+printf '%-32s median %7.2f ms                    peak RSS %6.2f MB\n' "hpcinit apply (fresh root)" "$T_FIRST" "$(echo "$maxr / 1024" | bc -l)"
+awk -v a="$T_APPLY" -v c="$T_CHECK" -v s="$T_SH" -v t="$T_TRUE" -v ra="$R_APPLY" -v rc="$R_CHECK" 'BEGIN {
+	printf "ratios: apply/shell-script %.2fx, check/shell-script %.2fx, apply//bin/true %.1fx\n", a/s, c/s, a/t
+	m = a > c ? a : c; r = ra > rc ? ra : rc
+	printf "goal under 10 ms a run: %s (%.2f ms); under 4 MB: %s (%.2f MB)\n", m < 10 ? "met" : "NOT met", m, r/1024 < 4 ? "met" : "NOT met", r/1024 }'

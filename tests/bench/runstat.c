@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * runstat N PROG ARGS...: run PROG N times (output to /dev/null), print one line
+ * "median_ms p90_ms peak_rss_kib".  A small C parent, so the child's peak RSS
+ * (ru_maxrss from wait4) is the program's own and not a copy of a big parent.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+	long n, maxrss = 0;
+	double *t;
+	char *end;
+
+	if (argc < 3 || (n = strtol(argv[1], &end, 10)) <= 0 || *end) {
+		fprintf(stderr, "usage: runstat N PROG ARGS...\n");
+		return 2;
+	}
+	t = calloc((size_t)n, sizeof(*t));
+	for (long i = 0; i < n; i++) {
+		struct timespec a, b;
+		struct rusage ru;
+		int status;
+		pid_t pid;
+
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		pid = fork();
+		if (pid == 0) {
+			int fd = open("/dev/null", O_WRONLY);
+
+			dup2(fd, 1);
+			dup2(fd, 2);
+			execv(argv[2], argv + 2);
+			_exit(127);
+		}
+		if (pid < 0 || wait4(pid, &status, 0, &ru) < 0)
+			return 1;
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		t[i] = (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
+		if (ru.ru_maxrss > maxrss)
+			maxrss = ru.ru_maxrss;
+	}
+	qsort(t, (size_t)n, sizeof(*t), cmp);
+	printf("%.3f %.3f %ld\n", t[n / 2], t[(n * 9) / 10 > 0 ? (n * 9) / 10 - 1 : 0], maxrss);
+	free(t);
+	return 0;
+}

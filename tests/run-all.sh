@@ -1,0 +1,71 @@
+#!/bin/bash
+# The whole test suite, as CI runs it (after tools/setup.sh built build/):
+#   1. make check: unit, system and cluster tests on the -Werror build
+#   2. ASan+UBSan build: unit and core system tests
+#   3. valgrind: unit tests and the binary in the core system tests
+#   4. make distcheck
+#   5. packaging: .deb (lintian, install, remove) and .rpm
+# It ends with one line: "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+SRC=$PWD
+J=$(nproc)
+pass=0
+fail=0
+stage_fail=()
+
+count_log() {   # add the PASS/FAIL counts of an automake test-suite.log summary
+	local log=$1 p f
+	p=$(sed -n 's/^# PASS: *//p' "$log" | tail -1)
+	f=$(sed -n 's/^# FAIL: *//p' "$log" | tail -1)
+	x=$(sed -n 's/^# ERROR: *//p' "$log" | tail -1)
+	s=$(sed -n 's/^# SKIP: *//p' "$log" | tail -1)
+	pass=$((pass + ${p:-0}))
+	fail=$((fail + ${f:-0} + ${x:-0} + ${s:-0}))   # skipped is not passed
+}
+stage() {       # stage NAME CMD...: a stage that is one test
+	local name=$1; shift
+	echo "=== $name"
+	if "$@"; then pass=$((pass + 1)); echo "=== $name: ok"
+	else fail=$((fail + 1)); stage_fail+=("$name"); echo "=== $name: FAILED"; fi
+}
+UNIT_AND_CORE() { make -s -C "$1" print-fast-tests; }
+
+echo "=== make check (build/)"
+make -C build -j"$J" check >build/check.out 2>&1
+rc=$?
+grep -E '^(PASS|FAIL|ERROR|SKIP|XFAIL|XPASS):|^# ' build/check.out
+[ $rc -eq 0 ] || { stage_fail+=("make check"); for f in $(grep -lE '^:test-result: (FAIL|ERROR|SKIP)' $(find build/tests -name '*.trs') 2>/dev/null); do echo "--- ${f%.trs}.log"; tail -40 "${f%.trs}.log"; done; }
+count_log build/check.out
+
+asan() {
+	mkdir -p build-asan && cd build-asan &&
+	{ [ -f Makefile ] || ../configure --enable-werror --without-mpi \
+		CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+		LDFLAGS="-fsanitize=address,undefined" >/dev/null; } &&
+	make -j"$J" >/dev/null &&
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		make -j"$J" check TESTS="$(make -s print-fast-tests)" >check.out 2>&1
+	local r=$?; grep -E '^(PASS|FAIL|ERROR|SKIP):|^# (TOTAL|PASS|FAIL)' check.out; [ $r -eq 0 ]
+}
+stage "ASan+UBSan: unit and core system tests" bash -c "$(declare -f asan); cd '$SRC' && J=$J asan"
+
+valgrind_run() {
+	cd build && make -j"$J" check TESTS="$(make -s print-fast-tests)" \
+		LOG_COMPILER="valgrind --error-exitcode=99 -q --leak-check=full --errors-for-leak-kinds=definite" \
+		HPCINIT_WRAPPER="valgrind --error-exitcode=99 -q --leak-check=full --errors-for-leak-kinds=definite" \
+		KILL_TRIALS=5 >check-valgrind.out 2>&1
+	local r=$?; grep -E '^(PASS|FAIL|ERROR|SKIP):|^# (TOTAL|PASS|FAIL)' check-valgrind.out; [ $r -eq 0 ]
+}
+stage "valgrind: unit and core system tests" bash -c "$(declare -f valgrind_run); cd '$SRC' && J=$J valgrind_run"
+
+stage "make distcheck" bash -c "cd '$SRC/build' && make -j$J distcheck DISTCHECK_CONFIGURE_FLAGS='--enable-werror' >distcheck.out 2>&1 || { tail -60 distcheck.out; exit 1; }"
+
+for s in packaging/build-deb.sh packaging/build-rpm.sh; do
+	[ -f "$s" ] && stage "$s" bash "$s"
+done
+
+echo
+[ ${#stage_fail[@]} -eq 0 ] || echo "failed stages: ${stage_fail[*]}"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ] && [ ${#stage_fail[@]} -eq 0 ]

@@ -1,0 +1,44 @@
+#!/bin/bash
+# Two runs never interleave: the second waits for the lock, or gives up with a clear message.
+. "$(dirname "$0")/lib.sh"
+R=$T/root
+mkroot "$R"
+SPEC=$FIX/core/memlock.yaml
+mkdir -p "$R/run/hpcinit"
+
+# Hold the lock from outside (flock(1) on the same file) for 1.5 s: apply waits, then succeeds.
+flock "$R/run/hpcinit/lock" sleep 1.5 &
+holder=$!
+cleanup_add "kill $holder 2>/dev/null || true"
+sleep 0.3
+start=$(date +%s%N)
+run_hpc "$T/wait" apply --root "$R" -c "$SPEC"
+end=$(date +%s%N)
+wait "$holder" || true
+check "apply behind a held lock exits 0" [ "$rc" -eq 0 ]
+check "it said it was waiting" contains "$T/wait" "holds $R/run/hpcinit/lock; waiting up to 600 s"
+check "it waited for the holder (>= 1 s)" [ $(((end - start) / 1000000)) -ge 1000 ]
+
+# Held longer than --lock-timeout: exit 1, clear message, nothing written.
+rm -rf "$R/etc/security/limits.d/90-hpcinit.conf" "$R/etc/systemd"
+flock "$R/run/hpcinit/lock" sleep 3 &
+holder=$!
+cleanup_add "kill $holder 2>/dev/null || true"
+sleep 0.3
+run_hpc "$T/busy" apply --lock-timeout 1s --root "$R" -c "$SPEC"
+check "lock timeout exits 1" [ "$rc" -eq 1 ]
+check "lock timeout message" contains "$T/busy" "still holds $R/run/hpcinit/lock after 1 s; let it finish (hpcinit status) or raise --lock-timeout"
+check "nothing written while locked out" [ ! -e "$R/etc/security/limits.d/90-hpcinit.conf" ]
+kill "$holder" 2>/dev/null || true
+wait "$holder" 2>/dev/null || true
+
+# Two applies started together: both end correctly, the files are right.
+"$HPCINIT" apply --root "$R" -c "$SPEC" >"$T/a1" 2>&1 & p1=$!
+"$HPCINIT" apply --root "$R" -c "$SPEC" >"$T/a2" 2>&1 & p2=$!
+r1=0; wait "$p1" || r1=$?
+r2=0; wait "$p2" || r2=$?
+check "first concurrent apply exits 0" [ "$r1" -eq 0 ]
+check "second concurrent apply exits 0" [ "$r2" -eq 0 ]
+check "exactly one of them changed the files" [ "$(cat "$T/a1" "$T/a2" | grep -c 'memlock    changed')" -eq 1 ]
+check "files are complete" grep -qx '\*                hard memlock unlimited' "$R/etc/security/limits.d/90-hpcinit.conf"
+done_testing

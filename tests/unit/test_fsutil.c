@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: MIT */
+/* fsutil: root prefix, atomic writes that skip unchanged content, managed blocks, plan mode. */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../agent/fsutil.c"
+#include "proc.h"
+#include "test.h"
+
+static char root[] = "/tmp/hpcinit-test-fsutil.XXXXXX";
+
+static char *slurp(const char *rel)
+{
+	char *p = fs_rooted(root, rel), *text = NULL;
+
+	if (fs_read_host(p, 1 << 20, &text, NULL) < 0)
+		text = NULL;
+	free(p);
+	return text;
+}
+
+static void put(const char *rel, const char *text)
+{
+	char *p = fs_rooted(root, rel);
+	FILE *f = fopen(p, "w");
+
+	fputs(text, f);
+	fclose(f);
+	free(p);
+}
+
+static struct stat stat_of(const char *rel)
+{
+	char *p = fs_rooted(root, rel);
+	struct stat st;
+
+	memset(&st, 0, sizeof(st));
+	stat(p, &st);
+	free(p);
+	return st;
+}
+
+static void test_rooted(void)
+{
+	char *p;
+
+	p = fs_rooted("", "/etc/fstab");
+	TEST_STREQ(p, "/etc/fstab");
+	free(p);
+	p = fs_rooted("/", "/etc/fstab");
+	TEST_STREQ(p, "/etc/fstab");
+	free(p);
+	p = fs_rooted("/tmp/r/", "/etc/fstab");
+	TEST_STREQ(p, "/tmp/r/etc/fstab");
+	free(p);
+	p = fs_rooted("/tmp/r", "etc");
+	TEST_STREQ(p, "/tmp/r/etc");
+	free(p);
+}
+
+static void test_write(void)
+{
+	struct ctx c = { .root = root, .mode = RUN_APPLY };
+	struct report r;
+	struct stat st1, st2;
+	char *t;
+
+	report_init(&r);
+	TEST_INTEQ(fs_mkdir_p(&c, &r, "/etc/a/b", 0750, 0, 0), 1);
+	st1 = stat_of("/etc/a/b");
+	TEST_INTEQ(st1.st_mode & 07777, 0750);
+	TEST_INTEQ(stat_of("/etc/a").st_mode & 07777, 0755);
+	TEST_INTEQ(fs_mkdir_p(&c, &r, "/etc/a/b", 0750, 0, 0), 0);
+
+	TEST_INTEQ(fs_write(&c, &r, "/etc/a/b/f", "hello\n", 6, 0640, 0, 0), 1);
+	t = slurp("/etc/a/b/f");
+	TEST_STREQ(t, "hello\n");
+	free(t);
+	st1 = stat_of("/etc/a/b/f");
+	TEST_INTEQ(st1.st_mode & 07777, 0640);
+	TEST_CHECK(r.changed.n >= 1);
+	TEST_STREQ(r.changed.v[r.changed.n - 1], "/etc/a/b/f");
+
+	/* Same content: nothing written, inode and mtime kept. */
+	sleep(1);
+	TEST_INTEQ(fs_write(&c, &r, "/etc/a/b/f", "hello\n", 6, 0640, 0, 0), 0);
+	st2 = stat_of("/etc/a/b/f");
+	TEST_INTEQ(st2.st_ino, st1.st_ino);
+	TEST_INTEQ(st2.st_mtime, st1.st_mtime);
+
+	/* Mode only: fixed in place, same inode. */
+	TEST_INTEQ(fs_write(&c, &r, "/etc/a/b/f", "hello\n", 6, 0600, 0, 0), 1);
+	st2 = stat_of("/etc/a/b/f");
+	TEST_INTEQ(st2.st_ino, st1.st_ino);
+	TEST_INTEQ(st2.st_mode & 07777, 0600);
+
+	/* New content: replaced by rename (new inode), no temp file left. */
+	TEST_INTEQ(fs_write(&c, &r, "/etc/a/b/f", "bye\n", 4, 0600, 0, 0), 1);
+	st2 = stat_of("/etc/a/b/f");
+	TEST_CHECK(st2.st_ino != st1.st_ino);
+	t = slurp("/etc/a/b/f");
+	TEST_STREQ(t, "bye\n");
+	free(t);
+	{
+		char *dir = fs_rooted(root, "/etc/a/b");
+		DIR *d = opendir(dir);
+		struct dirent *de;
+		int n = 0;
+
+		while ((de = readdir(d)))
+			if (de->d_name[0] != '.')
+				n++;
+		closedir(d);
+		free(dir);
+		TEST_INTEQ(n, 1);
+	}
+
+	/* Not a regular file: refused with a message naming the path. */
+	TEST_INTEQ(fs_write(&c, &r, "/etc/a/b", "x", 1, 0644, 0, 0), -EEXIST);
+	TEST_CHECK(strstr(sb_str(&r.details), "/etc/a/b: exists and is not a regular file") != NULL);
+	report_free(&r);
+}
+
+static void test_plan_and_check(void)
+{
+	struct ctx c = { .root = root, .mode = RUN_PLAN };
+	struct report r;
+	char *t;
+
+	put("/etc/plan.conf", "one\ntwo\nthree\n");
+	report_init(&r);
+	TEST_INTEQ(fs_write(&c, &r, "/etc/plan.conf", "one\nTWO\nthree\n", 14, 0644, 0, 0), 1);
+	TEST_INTEQ(r.status, ST_CHANGED);
+	TEST_CHECK(strstr(sb_str(&r.details), "-two\n+TWO\n") != NULL);
+	TEST_CHECK(strstr(sb_str(&r.details), "--- /etc/plan.conf\n") != NULL);
+	t = slurp("/etc/plan.conf");
+	TEST_STREQ(t, "one\ntwo\nthree\n");    /* untouched */
+	free(t);
+	/* plan never creates directories */
+	TEST_INTEQ(fs_mkdir_p(&c, &r, "/etc/newdir/sub", 0755, 0, 0), 1);
+	TEST_CHECK(!fs_exists(&c, "/etc/newdir"));
+	TEST_INTEQ(fs_remove(&c, &r, "/etc/plan.conf"), 1);
+	TEST_CHECK(fs_exists(&c, "/etc/plan.conf"));
+	report_free(&r);
+
+	c.mode = RUN_CHECK;
+	report_init(&r);
+	TEST_INTEQ(fs_write(&c, &r, "/etc/missing.conf", "x\n", 2, 0644, 0, 0), 1);
+	TEST_CHECK(strstr(sb_str(&r.details), "/etc/missing.conf: missing") != NULL);
+	TEST_CHECK(!fs_exists(&c, "/etc/missing.conf"));
+	report_free(&r);
+}
+
+static void test_managed_block(void)
+{
+	struct ctx c = { .root = root, .mode = RUN_APPLY };
+	struct report r;
+	char *t;
+
+	t = managed_block_apply(NULL, "glo", "a\nb\n");
+	TEST_STREQ(t, "# BEGIN hpcinit glo\na\nb\n# END hpcinit glo\n");
+	free(t);
+	/* Appending to a file without a final newline keeps its bytes and adds one. */
+	t = managed_block_apply("x y", "glo", "a");
+	TEST_STREQ(t, "x y\n# BEGIN hpcinit glo\na\n# END hpcinit glo\n");
+	free(t);
+	/* Replace in the middle; outside bytes identical. */
+	t = managed_block_apply("head\n# BEGIN hpcinit glo\nold\n# END hpcinit glo\ntail\n", "glo", "new\n");
+	TEST_STREQ(t, "head\n# BEGIN hpcinit glo\nnew\n# END hpcinit glo\ntail\n");
+	free(t);
+	/* Another cluster's block is not ours. */
+	t = managed_block_apply("# BEGIN hpcinit other\nz\n# END hpcinit other\n", "glo", "new\n");
+	TEST_STREQ(t, "# BEGIN hpcinit other\nz\n# END hpcinit other\n# BEGIN hpcinit glo\nnew\n# END hpcinit glo\n");
+	free(t);
+	/* Empty body removes the block. */
+	t = managed_block_apply("head\n# BEGIN hpcinit glo\nold\n# END hpcinit glo\ntail\n", "glo", "");
+	TEST_STREQ(t, "head\ntail\n");
+	free(t);
+	/* A marker must be a whole line. */
+	t = managed_block_apply("# BEGIN hpcinit glob\nq\n# END hpcinit glob\n", "glo", "n\n");
+	TEST_STREQ(t, "# BEGIN hpcinit glob\nq\n# END hpcinit glob\n# BEGIN hpcinit glo\nn\n# END hpcinit glo\n");
+	free(t);
+	t = managed_block_get("a\n# BEGIN hpcinit glo\nk1\nk2\n# END hpcinit glo\n", "glo");
+	TEST_STREQ(t, "k1\nk2\n");
+	free(t);
+	TEST_CHECK(managed_block_get("a\n", "glo") == NULL);
+
+	put("/etc/fstab", "# static\nUUID=1 / ext4 defaults 0 1\n");
+	report_init(&r);
+	TEST_INTEQ(fs_managed_block(&c, &r, "/etc/fstab", "glo", "srv:/x /x nfs _netdev 0 0\n", 0644, 0, 0), 1);
+	t = slurp("/etc/fstab");
+	TEST_STREQ(t, "# static\nUUID=1 / ext4 defaults 0 1\n# BEGIN hpcinit glo\nsrv:/x /x nfs _netdev 0 0\n# END hpcinit glo\n");
+	free(t);
+	TEST_INTEQ(fs_managed_block(&c, &r, "/etc/fstab", "glo", "srv:/x /x nfs _netdev 0 0\n", 0644, 0, 0), 0);
+	TEST_INTEQ(fs_managed_block(&c, &r, "/etc/fstab", "glo", NULL, 0644, 0, 0), 1);
+	t = slurp("/etc/fstab");
+	TEST_STREQ(t, "# static\nUUID=1 / ext4 defaults 0 1\n");
+	free(t);
+	/* Removing a block from a missing file changes nothing. */
+	TEST_INTEQ(fs_managed_block(&c, &r, "/etc/none", "glo", NULL, 0644, 0, 0), 0);
+	TEST_CHECK(!fs_exists(&c, "/etc/none"));
+	report_free(&r);
+}
+
+static void test_diff(void)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	text_diff(&sb, "/f", "", "a\nb\n");
+	TEST_STREQ(sb_str(&sb), "--- /f\n+++ /f (planned)\n@@ -1,0 +1,2 @@\n+a\n+b\n");
+	sb_reset(&sb);
+	text_diff(&sb, "/f", "a\nb\nc\n", "a\nc\n");
+	TEST_STREQ(sb_str(&sb), "--- /f\n+++ /f (planned)\n@@ -2,1 +2,0 @@\n-b\n");
+	sb_free(&sb);
+}
+
+static void test_users(void)
+{
+	struct ctx c = { .root = root, .mode = RUN_APPLY };
+	uid_t u = 0;
+	gid_t g = 0;
+	char *home = NULL;
+
+	put("/etc/passwd", "root:x:0:0:root:/root:/bin/bash\nazureuser:x:1000:1001:,,,:/home/azureuser:/bin/bash\nbad:x:12a:1::/h:/bin/sh\n");
+	TEST_INTEQ(fs_lookup_user(&c, "azureuser", &u, &g, &home), 0);
+	TEST_INTEQ(u, 1000);
+	TEST_INTEQ(g, 1001);
+	TEST_STREQ(home, "/home/azureuser");
+	free(home);
+	TEST_INTEQ(fs_lookup_user(&c, "azure", &u, &g, NULL), -ENOENT);
+	TEST_INTEQ(fs_lookup_user(&c, "bad", &u, &g, NULL), -ENOENT);
+}
+
+int main(void)
+{
+	if (!mkdtemp(root)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	{
+		char *etc = fs_rooted(root, "/etc");
+
+		mkdir(etc, 0755);
+		free(etc);
+	}
+	test_rooted();
+	test_write();
+	test_plan_and_check();
+	test_managed_block();
+	test_diff();
+	test_users();
+	{
+		const char *argv[] = { "rm", "-rf", root, NULL };
+		struct proc_result pr;
+
+		if (proc_run(argv, NULL, NULL, 10000, &pr) == 0)
+			proc_result_free(&pr);
+	}
+	TEST_EXIT();
+}
