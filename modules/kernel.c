@@ -305,6 +305,7 @@ static void dpkg_db_parse(const char *text, struct dpkg_db *db)
 {
 	struct dpkg_pkg cur = { 0 };
 	const char *p = text;
+	bool in_depends = false;
 
 	memset(db, 0, sizeof(*db));
 	for (;;) {
@@ -323,6 +324,14 @@ static void dpkg_db_parse(const char *text, struct dpkg_db *db)
 			memset(&cur, 0, sizeof(cur));
 			if (end)
 				break;
+		} else if ((p[0] == ' ' || p[0] == '\t') && in_depends) {
+			/* A folded Depends: line continues the field. */
+			char *add = xstrndup(p, ll);
+			char *joined = xasprintf("%s %s", cur.depends ? cur.depends : "", add);
+
+			free(cur.depends);
+			free(add);
+			cur.depends = joined;
 		} else if (strncmp(p, "Package:", 8) == 0) {
 			const char *v = p + 8;
 
@@ -350,6 +359,8 @@ static void dpkg_db_parse(const char *text, struct dpkg_db *db)
 			free(add);
 			cur.depends = joined;
 		}
+		if (p && *p && p[0] != ' ' && p[0] != '\t')
+			in_depends = strncmp(p, "Depends:", 8) == 0 || strncmp(p, "Pre-Depends:", 12) == 0;
 		p = nl ? nl + 1 : NULL;
 	}
 }
@@ -891,8 +902,12 @@ static void ini_scan_main(const char *text, const char *tag, struct ini_main *re
 
 			while (*k == ' ' || *k == '\t')
 				k++;
-			if (*k == '=' && !ret->foreign_exclude)
-				ret->foreign_exclude = xstrndup(k + 1, ll - (size_t)(k + 1 - p));
+			if (*k == '=' && !ret->foreign_exclude) {
+				k++;
+				while (*k == ' ' || *k == '\t')
+					k++;
+				ret->foreign_exclude = xstrndup(k, ll - (size_t)(k - p));
+			}
 		}
 		p = nl ? nl + 1 : NULL;
 	}
