@@ -1,0 +1,45 @@
+# Helpers for the kernel and rdma tests; source after lib.sh.
+# jget FILE MODULE FIELD: that field of MODULE in a --json report (lists: one item a line).
+jget() {
+	python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+for m in d["modules"]:
+    if m["name"] == sys.argv[2]:
+        v = m[sys.argv[3]]
+        print("\n".join(v) if isinstance(v, list) else v)' "$@"
+}
+# is DESC ACTUAL EXPECTED: exact comparison, counted
+is() {
+	if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1"; printf '  got:      %s\n  expected: %s\n' "$2" "$3"; fi
+}
+# has_detail DESC FILE MODULE REGEX: a detail line of MODULE matches the extended regex
+has_detail() {
+	local d
+	d=$(jget "$2" "$3" details)
+	if grep -E -- "$4" >/dev/null <<<"$d"; then ok "$1"; else
+		not_ok "$1"; echo "  no detail matching /$4/ in:"; sed 's/^/  | /' <<<"$d"; fi
+}
+# fixture NAME DEST: a private copy of a fixture root (tests write into it)
+fixture() { rm -rf "$2"; cp -a "$FIX/$1" "$2"; }
+
+# in_verbs_ns SCRIPT: run SCRIPT (bash) in a private mount namespace whose /dev is an
+# overlay with /dev/infiniband/uverbs0 (char 231:192), so the real libibverbs lists a
+# fixture device (TESTBED.md).  Exits 77 (SKIP, never a pass) where that cannot work.
+in_verbs_ns() {
+	if [ "$(id -u)" != 0 ] || ! unshare --mount --propagation private true 2>/dev/null; then
+		echo "SKIP: needs root and mount namespaces (unshare --mount)"; exit 77
+	fi
+	if ls /sys/class/infiniband 2>/dev/null | grep -q .; then
+		echo "SKIP: this machine has real RDMA devices; libibverbs would list them, not the fixture"; exit 77
+	fi
+	mkdir -p "$T/ov"
+	cat >"$T/ns-setup.sh" <<NS
+set -e
+mount -t tmpfs tmpfs "$T/ov"
+mkdir "$T/ov/u" "$T/ov/w"
+mount -t overlay overlay -o "lowerdir=/dev,upperdir=$T/ov/u,workdir=$T/ov/w" /dev
+mkdir -p /dev/infiniband
+mknod /dev/infiniband/uverbs0 c 231 192
+NS
+	unshare --mount --propagation private bash -c ". '$T/ns-setup.sh' && . '$1'"
+}
