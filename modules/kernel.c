@@ -824,8 +824,8 @@ static int hold_debian(struct ctx *c, struct report *r, struct findings *f, cons
 				ret = 0;
 			}
 		} else {
-			report_detail(r, "not held: %s (apply runs: dpkg --set-selections, as apt-mark hold)",
-				      sb_str(&names));
+			report_detail(r, "/var/lib/dpkg/status: not held: %s (apply runs dpkg --set-selections, "
+				      "as apt-mark hold does)", sb_str(&names));
 			report_changed(r, "/var/lib/dpkg/status");
 			note(r, f, ST_CHANGED, "kernel packages not held: %s", sb_str(&names));
 		}
@@ -1132,7 +1132,7 @@ static int hold_azl(struct ctx *c, struct report *r, struct findings *f)
 					*nl = '\0';
 				if (strcmp(l, "kernel") == 0)
 					elsewhere = true;
-				else if (strpbrk(l, "*?[") && fnmatch(l, "kernel", 0) == 0)
+				else if (strpbrk(l, "*?["))
 					report_detail(r, "warning: %s: '%s' locks nothing: tdnf locks.d takes "
 						      "exact package names, no wildcards", tp, l);
 				l = nl ? nl + 1 : NULL;
