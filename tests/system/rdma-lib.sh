@@ -1,7 +1,9 @@
 # Helpers for the kernel and rdma tests; source after lib.sh.
+PY=python3
+[ -x /usr/bin/python3 ] && PY=/usr/bin/python3   # pyenv shims cost ~0.4 s a call
 # jget FILE MODULE FIELD: that field of MODULE in a --json report (lists: one item a line).
 jget() {
-	python3 -c 'import json, sys
+	"$PY" -c 'import json, sys
 d = json.load(open(sys.argv[1]))
 for m in d["modules"]:
     if m["name"] == sys.argv[2]:
