@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -758,8 +759,16 @@ static int dpkg_set_hold(struct ctx *c, struct report *r, const struct strlist *
 		sb_printf(&in, "%s hold\n", pkgs->v[i]);
 	for (;;) {
 		struct proc_result pr;
+		struct sigaction ign = { .sa_handler = SIG_IGN }, old;
 
+		/*
+		 * dpkg exits without reading its input when the lock is taken: the
+		 * write must fail with EPIPE, not kill the agent.
+		 */
+		sigemptyset(&ign.sa_mask);
+		sigaction(SIGPIPE, &ign, &old);
 		ret = proc_run(argv, NULL, sb_str(&in), DPKG_TIMEOUT_MS, &pr);
+		sigaction(SIGPIPE, &old, NULL);
 		if (ret < 0) {
 			report_detail(r, "cannot run dpkg: %s", strerror(-ret));
 			break;
@@ -773,8 +782,12 @@ static int dpkg_set_hold(struct ctx *c, struct report *r, const struct strlist *
 			proc_result_free(&pr);
 			continue;
 		}
+		const char *line = strstr(pr.err, "dpkg: error");
+
+		if (!line)
+			line = pr.err;
 		report_detail(r, "dpkg --set-selections failed (exit %d): %.*s", pr.exit_code,
-			      (int)strcspn(pr.err, "\n"), pr.err);
+			      (int)strcspn(line, "\n"), line);
 		proc_result_free(&pr);
 		ret = -EIO;
 		break;

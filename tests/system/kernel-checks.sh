@@ -71,6 +71,24 @@ is "unknown distro: exit 1" "$rc" 1
 is "unknown distro: summary" "$(jget "$T/out" kernel summary)" \
 	"cannot hold the kernel: unknown distribution 'arch' in /etc/os-release (known: Debian/Ubuntu, RHEL/Alma/Rocky/CentOS, SLES/openSUSE, Azure Linux)"
 
+# apt holding the dpkg lock at boot (unattended-upgrades): apply waits for it, then holds.
+fixture kernel/debian "$R"
+: >"$R/var/lib/dpkg/lock-frontend"
+PY=python3; [ -x /usr/bin/python3 ] && PY=/usr/bin/python3
+"$PY" -c 'import fcntl, sys, time
+f = open(sys.argv[1], "w"); fcntl.lockf(f, fcntl.LOCK_EX); open(sys.argv[2], "w").close(); time.sleep(1.5)' \
+	"$R/var/lib/dpkg/lock-frontend" "$T/locked" &
+locker=$!
+cleanup_add "kill $locker 2>/dev/null"
+while [ ! -e "$T/locked" ]; do sleep 0.05; done
+t0=$(date +%s%N)
+run_hpc_stdout "$T/out" apply --root "$R" -c "$R/node.yaml" --only kernel --json
+ms=$((($(date +%s%N) - t0) / 1000000))
+wait "$locker"
+is "dpkg locked by another process: apply still exits 0" "$rc" 0
+is "dpkg locked: held once the lock is free" "$(jget "$T/out" kernel summary)" "kernel 5.15.0-1057-azure held (Debian/Ubuntu)"
+check "dpkg locked: apply waited for the lock (${ms} ms)" [ "$ms" -ge 1000 ]
+
 # hold: false writes nothing.
 fixture kernel/debian "$R"
 sed -i 's/hold: true/hold: false/' "$R/node.yaml"
