@@ -79,7 +79,7 @@ PY=python3; [ -x /usr/bin/python3 ] && PY=/usr/bin/python3
 f = open(sys.argv[1], "w"); fcntl.lockf(f, fcntl.LOCK_EX); open(sys.argv[2], "w").close(); time.sleep(1.5)' \
 	"$R/var/lib/dpkg/lock-frontend" "$T/locked" &
 locker=$!
-cleanup_add "kill $locker 2>/dev/null"
+cleanup_add "kill $locker 2>/dev/null || true"
 while [ ! -e "$T/locked" ]; do sleep 0.05; done
 t0=$(date +%s%N)
 run_hpc_stdout "$T/out" apply --root "$R" -c "$R/node.yaml" --only kernel --json
