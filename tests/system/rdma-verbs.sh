@@ -29,4 +29,14 @@ run_hpc_stdout "$T/out2" check --root "$R" -c "$R/node.yaml" --only rdma --json
 has_detail "without /dev/infiniband/uverbs0 libibverbs lists nothing" "$T/out2" rdma '^verbs: libibverbs lists 0 device\(s\)$'
 is "and the anomaly is not-listed" "$(jget "$T/out2" rdma summary)" \
 	"not-listed: mlx5_ib0 has uverbs0 but the verbs library does not list it: /dev/infiniband/uverbs0 is missing or no provider (ibverbs-providers) drives it"
+# The real librdmacm path: ipoib on this machine's loopback (real getifaddrs).  There is
+# no rdma_cm device here, so rdma_resolve_addr's setup fails, and says which call and why.
+mkdir -p "$R/sys/class/net/lo"
+printf 'unknown\n' >"$R/sys/class/net/lo/operstate"
+printf '0x9\n' >"$R/sys/class/net/lo/flags"
+printf '772\n' >"$R/sys/class/net/lo/type"
+printf '  ipoib: lo\n' >>"$R/node.yaml"
+in_verbs_ns "$T/run.sh"
+has_detail "ipoib: the real address came from getifaddrs" "$T/out" rdma '^ipoib-resolve: lo: rdma_(create_id|resolve_addr)\(127\.0\.0\.1\) failed: E[A-Z]+ \('
+has_detail "ipoib: a non-IPoIB interface is called out" "$T/out" rdma '^warning: lo has type 772, not InfiniBand \(32\): not an IPoIB interface$'
 done_testing
