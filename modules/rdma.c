@@ -236,6 +236,7 @@ static double parse_rate(const char *s)
 	return 0;
 }
 
+/* A hex sysfs value up to 0xffff (P_Keys, interface flags); 0 when malformed. */
 static unsigned parse_pkey(const char *s)
 {
 	char *end;
@@ -780,7 +781,8 @@ static void check_ipoib(const struct ctx *c, const struct rdma_ops *ops, struct 
 	sysfs_read(c, path, oper, sizeof(oper));
 	snprintf(path, sizeof(path), "/sys/class/net/%s/flags", ifn);
 	sysfs_read(c, path, flags, sizeof(flags));
-	if (strcmp(oper, "up") != 0 && !(strcmp(oper, "unknown") == 0 && (strtoul(flags, NULL, 16) & 1))) {
+	/* Some drivers leave operstate "unknown": then IFF_UP in flags decides. */
+	if (strcmp(oper, "up") != 0 && !(strcmp(oper, "unknown") == 0 && (parse_pkey(flags) & 1))) {
 		anomaly(r, a, "ipoib-down", "%s is %s", ifn, oper[0] ? oper : "not up");
 		return;
 	}
