@@ -222,7 +222,7 @@ static void test_memlock_enforced(void)
 		m = mmap(NULL, 4 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (m == MAP_FAILED)
 			_exit(3);
-		_exit(mlock(m, 4 << 20) < 0 && errno == ENOMEM ? 0 : 1);
+		_exit(syscall(SYS_mlock, m, (size_t)(4 << 20)) < 0 && errno == ENOMEM ? 0 : 1);
 	}
 	waitpid(pid, &st, 0);
 	TEST_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
