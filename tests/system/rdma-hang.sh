@@ -9,6 +9,7 @@ SHIM=$TOP_BUILDDIR/tests/system/hang_shim.so
 R=$T/root
 mkroot "$R"
 cp -a "$FIX/kernel/debian/." "$R/"
+empty_files "$R"
 cp -a "$FIX/rdma/hbv3-healthy/." "$R/"
 rm "$R/etc/hpcinit/fake-rdma"
 cat >"$R/node.yaml" <<'EOF2'

@@ -21,8 +21,17 @@ has_detail() {
 	if grep -E -- "$4" >/dev/null <<<"$d"; then ok "$1"; else
 		not_ok "$1"; echo "  no detail matching /$4/ in:"; sed 's/^/  | /' <<<"$d"; fi
 }
-# fixture NAME DEST: a private copy of a fixture root (tests write into it)
-fixture() { rm -rf "$2"; cp -a "$FIX/$1" "$2"; }
+# fixture NAME DEST: a private copy of a fixture root (tests write into it).  Paths too
+# long for make dist's tar format are listed in the tree's empty-files and made here.
+fixture() { rm -rf "$2"; cp -a "$FIX/$1" "$2"; empty_files "$2"; }
+empty_files() {
+	local p
+	[ -f "$1/empty-files" ] || return 0
+	while read -r p; do
+		case $p in /*) mkdir -p "$1$(dirname "$p")" && : >"$1$p" ;; esac
+	done <"$1/empty-files"
+	rm "$1/empty-files"
+}
 
 # in_verbs_ns SCRIPT: run SCRIPT (bash) in a private mount namespace whose /dev is an
 # overlay with /dev/infiniband/uverbs0 (char 231:192), so the real libibverbs lists a
