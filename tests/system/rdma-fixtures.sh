@@ -64,6 +64,14 @@ run_case hbv3-healthy "sed -i 's/mlx5_ib\*/mlx5_[0-9]*/' \$R/node.yaml"
 is "misnamed devices: summary" "$(jget "$T/out" rdma summary)" \
 	"no-match: no device matches rdma.devices 'mlx5_[0-9]*' (found: mlx5_an0 (Ethernet), mlx5_ib0 (InfiniBand)); Azure names InfiniBand ports mlx5_ib* and accelerated-networking NICs mlx5_an*"
 
+# devices: "*" on HBv3: the accelerated-networking NIC (Ethernet) is skipped, not an error.
+run_case hbv3-healthy "sed -i 's/\"mlx5_ib\*\"/\"*\"/' \$R/node.yaml"
+is "devices '*': exit 0" "$rc" 0
+is "devices '*': same verdict" "$(jget "$T/out" rdma summary)" \
+	"mlx5_ib0: 200 Gb/s InfiniBand, verbs probe ok (reg_mr 1 MiB); ib0 172.16.1.4 -> mlx5_ib0"
+has_detail "devices '*': mlx5_an0 left out for its link layer" "$T/out" rdma \
+	'^mlx5_an0: not selected \(link layer differs from rdma.link_layer\)$'
+
 run_case hbv3-healthy "printf '1: DOWN\n' >\$R/sys/class/infiniband/mlx5_ib0/ports/1/state; printf '2: Polling\n' >\$R/sys/class/infiniband/mlx5_ib0/ports/1/phys_state"
 is "port polling: summary" "$(jget "$T/out" rdma summary)" \
 	"port-polling: mlx5_ib0 port 1 is DOWN with phys_state Polling: no link partner answers (cable, switch port, or the fabric attachment)"
