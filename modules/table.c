@@ -9,11 +9,13 @@
 extern const struct module memlock_module;
 extern const struct module kernel_module;
 extern const struct module rdma_module;
+extern const struct module nfs_module;
 
 const struct module *const module_table[] = {
 	&memlock_module,
 	&kernel_module,
 	&rdma_module,
+	&nfs_module,
 	NULL,
 };
 
