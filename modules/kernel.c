@@ -464,9 +464,16 @@ static void installed_kernels(const struct ctx *c, const struct dpkg_db *db, str
 
 		if (!db->v[i].installed || strncmp(n, "linux-image-", 12) != 0)
 			continue;
+		size_t len;
+
 		n += 12;
 		if (strncmp(n, "unsigned-", 9) == 0)
 			n += 9;
+		len = strlen(n);
+		/* linux-image-<rel>-dbg (Debian) and -dbgsym hold symbols, not a kernel. */
+		if ((len > 4 && strcmp(n + len - 4, "-dbg") == 0) ||
+		    (len > 7 && strcmp(n + len - 7, "-dbgsym") == 0))
+			continue;
 		if (isdigit((unsigned char)n[0]))
 			add_release(out, n);
 	}

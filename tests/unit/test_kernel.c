@@ -275,6 +275,20 @@ static void test_modules(void)
 	TEST_CHECK(strlist_has(&kernels, "5.15.0-1057-azure"));
 	TEST_CHECK(strlist_has(&kernels, "4.18.0-553.el8_10.x86_64"));
 	strlist_free(&kernels);
+	{
+		struct dpkg_db db;
+
+		dpkg_db_parse("Package: linux-image-6.1.0-18-amd64-dbg\nStatus: install ok installed\n\n"
+			      "Package: linux-image-unsigned-6.1.0-20-amd64\nStatus: install ok installed\n\n"
+			      "Package: linux-image-amd64\nStatus: install ok installed\n", &db);
+		installed_kernels(&c, &db, &kernels);
+		TEST_INTEQ(kernels.n, 3);
+		TEST_CHECK(strlist_has(&kernels, "6.1.0-20-amd64"));
+		dpkg_db_free(&db);
+	}
+	TEST_CHECK(strlist_has(&kernels, "5.15.0-1057-azure"));
+	TEST_CHECK(strlist_has(&kernels, "4.18.0-553.el8_10.x86_64"));
+	strlist_free(&kernels);
 	strlist_free(&names);
 }
 
