@@ -117,6 +117,23 @@ int probe_drop_ipc_lock(void)
 	return 0;
 }
 
+/*
+ * On a first boot the memlock limit this spec sets is not yet in force for
+ * anyone (hpcinit itself was started with the old one).  The probe runs
+ * with the limit new sessions and services will get, as an MPI rank will;
+ * where raising is not allowed (no CAP_SYS_RESOURCE) the limit in force stays
+ * and the ENOMEM message names it.
+ */
+void probe_raise_memlock(const struct spec *s)
+{
+	struct rlimit rl;
+
+	if (!s->memlock.present)
+		return;
+	rl.rlim_cur = rl.rlim_max = s->memlock.unlimited ? RLIM_INFINITY : (rlim_t)s->memlock.limit_bytes;
+	(void)setrlimit(RLIMIT_MEMLOCK, &rl);
+}
+
 void probe_read_memlock(struct probe_result *res)
 {
 	struct rlimit rl;
@@ -515,6 +532,7 @@ static int job_start(const struct ctx *c, const struct rdma_ops *ops, struct job
 		close(p[0]);
 		child_setup(p[1]);
 		memset(&res, 0, sizeof(res));
+		probe_raise_memlock(c->spec);
 		probe_read_memlock(&res);
 		if (j->resolve)
 			ops->resolve(c, j->addr, timeout_ms, &io, &res);

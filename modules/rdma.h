@@ -50,6 +50,7 @@ struct probe_io {
 void probe_step(struct probe_io *io, enum probe_step s);
 /* Child side: give up CAP_IPC_LOCK so pinning is charged to RLIMIT_MEMLOCK, as for an MPI rank. */
 int probe_drop_ipc_lock(void);
+void probe_raise_memlock(const struct spec *s);
 void probe_read_memlock(struct probe_result *res);
 const char *probe_step_call(enum probe_step s);
 const char *errno_name(int e);
