@@ -7,12 +7,16 @@
 #include "hpcinit.h"
 
 extern const struct module memlock_module;
+extern const struct module kernel_module;
+extern const struct module rdma_module;
 extern const struct module nfs_module;
 extern const struct module ssh_module;
 extern const struct module mpi_module;
 
 const struct module *const module_table[] = {
 	&memlock_module,
+	&kernel_module,
+	&rdma_module,
 	&nfs_module,
 	&ssh_module,
 	&mpi_module,
