@@ -5,8 +5,10 @@
  *
  * Fabric: RDMA when the spec has an rdma section and sysfs shows an
  * active port of a device matching rdma.devices with the wanted link
- * layer; then Open MPI uses UCX on those ports.  Otherwise TCP, limited to
- * cluster.network for both MPI traffic and Open MPI's launch channel.
+ * layer; then Open MPI uses UCX on those ports.  When the rdma module ran
+ * in this run (ctx->rdma_result), only the devices it found usable count,
+ * and none if it found none.  Otherwise TCP, limited to cluster.network for
+ * both MPI traffic and Open MPI's launch channel.
  * The same settings go into the profile and onto verify's mpirun line
  * (remote daemons started over ssh do not read profile.d).
  */
@@ -23,6 +25,7 @@
 #include "hpcinit.h"
 #include "mpi.h"
 #include "proc.h"
+#include "rdma.h"
 #include "record.h"
 
 #define PROFILE_PATH "/etc/profile.d/hpcinit-mpi.sh"
@@ -122,8 +125,29 @@ static void port_pkey(const struct ctx *c, const char *dev, const char *port, un
 	}
 }
 
-/* Active RDMA ports "dev:port" matching the spec, from <root>/sys/class/infiniband. */
-static void rdma_ports(const struct ctx *c, struct strlist *ret, unsigned long *ret_pkey)
+/* Is name one of the space-separated words of list? */
+static bool in_words(const char *list, const char *name)
+{
+	size_t nl = strlen(name);
+
+	for (const char *p = list; *p;) {
+		size_t wl = strcspn(p, " ");
+
+		if (wl == nl && strncmp(p, name, nl) == 0)
+			return true;
+		p += wl;
+		p += strspn(p, " ");
+	}
+	return false;
+}
+
+/*
+ * Active RDMA ports "dev:port" from <root>/sys/class/infiniband: of the
+ * devices the rdma module selected (only, a space-separated list) or, when
+ * it did not run, of those matching rdma.devices.
+ */
+static void rdma_ports(const struct ctx *c, const char *only, struct strlist *ret,
+		       unsigned long *ret_pkey)
 {
 	const struct spec *s = c->spec;
 	char *dir = ctx_path(c, "/sys/class/infiniband");
@@ -136,7 +160,8 @@ static void rdma_ports(const struct ctx *c, struct strlist *ret, unsigned long *
 		return;
 	while ((de = readdir(d)) && devs.n < IB_MAX_DEVICES)
 		if (de->d_name[0] != '.' && safe_token(de->d_name) &&
-		    fnmatch(s->rdma.devices ? s->rdma.devices : "mlx5_ib*", de->d_name, 0) == 0)
+		    (only ? in_words(only, de->d_name) :
+		     fnmatch(s->rdma.devices ? s->rdma.devices : "mlx5_ib*", de->d_name, 0) == 0))
 			strlist_push(&devs, de->d_name);
 	closedir(d);
 	/* readdir order is arbitrary: sort for a stable profile. */
@@ -181,12 +206,13 @@ static void rdma_ports(const struct ctx *c, struct strlist *ret, unsigned long *
 static void fabric_detect(const struct ctx *c, struct fabric *f)
 {
 	const struct spec *s = c->spec;
+	const struct rdma_result *rr = c->rdma_result;
 	struct strlist ports = { 0 };
 	unsigned long pkey = 0;
 
 	memset(f, 0, sizeof(*f));
-	if (s->rdma.present)
-		rdma_ports(c, &ports, &pkey);
+	if (s->rdma.present && !(rr && !rr->usable))
+		rdma_ports(c, rr ? rr->devices : NULL, &ports, &pkey);
 	if (ports.n) {
 		struct strbuf sb = STRBUF_INIT;
 

@@ -135,6 +135,30 @@ static void test_fabric(struct spec *s)
 	TEST_STREQ(f.ucx_devices, "mlx5_ib0:1,mlx5_ib1:1");
 	fabric_free(&f);
 
+	/* The rdma module ran: only the devices it found usable; none when it found none. */
+	{
+		struct rdma_result rr = { .usable = true, .link_layer = LINK_INFINIBAND };
+
+		snprintf(rr.devices, sizeof(rr.devices), "mlx5_ib1");
+		c.rdma_result = &rr;
+		fabric_detect(&c, &f);
+		TEST_STREQ(f.ucx_devices, "mlx5_ib1:1");
+		fabric_free(&f);
+		snprintf(rr.devices, sizeof(rr.devices), "mlx5_ib0 mlx5_ib1");
+		fabric_detect(&c, &f);
+		TEST_STREQ(f.ucx_devices, "mlx5_ib0:1,mlx5_ib1:1");
+		fabric_free(&f);
+		rr.usable = false;
+		fabric_detect(&c, &f);
+		TEST_CHECK(!f.rdma);
+		TEST_CHECK(strstr(f.what, "ethernet") == f.what);
+		fabric_free(&f);
+		c.rdma_result = NULL;
+		TEST_CHECK(in_words("a bb c", "bb"));
+		TEST_CHECK(!in_words("a bbb c", "bb"));
+		TEST_CHECK(!in_words("", "a"));
+	}
+
 	/* The profile: written, then left alone; mpi.profile: false removes only ours. */
 	{
 		struct report r;
