@@ -260,9 +260,10 @@ static char *key_fingerprint(const char *canon)
 	return ret;
 }
 
-/* "# host <id> boot_id=<id|-> source=<record|local|scan>" */
-static void parse_host_comment(struct khosts *s, const char *line)
+/* "# host <id> boot_id=<id|-> source=<record|local|scan>": the new entry, or NULL. */
+static struct khost *parse_host_comment(struct khosts *s, const char *line)
 {
+	struct khost *h = NULL;
 	char *copy = xstrdup(line + strlen("# host "));
 	char *save = NULL, *tok, *id = NULL, *boot = NULL, *src = NULL;
 
@@ -275,8 +276,9 @@ static void parse_host_comment(struct khosts *s, const char *line)
 			src = tok + 7;
 	}
 	if (id)
-		khosts_add(s, id, boot && strcmp(boot, "-") != 0 ? boot : "", src ? src : "record");
+		h = khosts_add(s, id, boot && strcmp(boot, "-") != 0 ? boot : "", src ? src : "record");
 	free(copy);
+	return h;
 }
 
 /*
@@ -296,8 +298,7 @@ static void kh_parse(const char *text, struct khosts *ret)
 
 		p = nl ? nl + 1 : NULL;
 		if (strncmp(line, "# host ", 7) == 0) {
-			parse_host_comment(ret, line);
-			cur = &ret->v[ret->n - 1];
+			cur = parse_host_comment(ret, line);
 		} else if (line[0] != '#' && (sp = strpbrk(line, " \t")) && (canon = sshkey_canonical(sp))) {
 			char *save = NULL;
 

@@ -397,6 +397,26 @@ static void test_known_hosts(struct spec *s, const char *k_self, const char *k1,
 	peers_free(&ps);
 }
 
+/* Hand edits: lines before any "# host", an empty "# host" comment. */
+static void test_parse_odd(const char *k1)
+{
+	struct khosts hs = { 0 };
+	char *text = xasprintf("# host \nhandmade %s\n# host n1 boot_id=- source=scan\n"
+			       "n1,10.0.0.1 %s\nnot a key line\n", k1, k1);
+
+	kh_parse(text, &hs);
+	TEST_INTEQ(hs.n, 2);
+	TEST_STREQ(hs.v[0].id, "");
+	TEST_STREQ(hs.v[0].names.v[0], "handmade");
+	TEST_STREQ(hs.v[1].id, "n1");
+	TEST_STREQ(hs.v[1].boot_id, "");
+	TEST_STREQ(hs.v[1].source, "scan");
+	TEST_INTEQ(hs.v[1].names.n, 2);
+	TEST_INTEQ(hs.v[1].keys.n, 1);
+	free(text);
+	khosts_free(&hs);
+}
+
 static void test_conf(struct spec *s)
 {
 	struct khosts hs = { 0 };
@@ -858,6 +878,7 @@ int main(void)
 
 	test_names();
 	test_known_hosts(&s, khost_self, k1, k2);
+	test_parse_odd(k1);
 	test_conf(&s);
 	test_authorized(&s, k1, k2, kself);
 	test_run(&s, k3, k4);
