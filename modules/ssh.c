@@ -386,21 +386,16 @@ static char *conf_render(const struct spec *s, const struct khosts *hosts)
 	sb_printf(&sb, "# hpcinit: host-key checking for the nodes of cluster %s (ssh module).\n"
 		  "# Their keys come from " KH_PATH ", built from the peers' records.\n"
 		  "# Rebuilt on every run; edits are replaced.\n", s->cluster.name);
-	for (size_t i = 0; i < pats.n; i++) {
-		if (line.len && line.len + 1 + strlen(pats.v[i]) > HOST_LINE_MAX) {
+	for (size_t i = 0; i <= pats.n; i++) {
+		if (line.len && (i == pats.n || line.len + 1 + strlen(pats.v[i]) > HOST_LINE_MAX)) {
 			sb_printf(&sb, "Host%s\n", sb_str(&line));
 			sb_append(&sb, "\tGlobalKnownHostsFile " KH_PATH
 				  " /etc/ssh/ssh_known_hosts /etc/ssh/ssh_known_hosts2\n"
 				  "\tStrictHostKeyChecking yes\n");
 			sb_reset(&line);
 		}
-		sb_printf(&line, " %s", pats.v[i]);
-	}
-	if (line.len) {
-		sb_printf(&sb, "Host%s\n", sb_str(&line));
-		sb_append(&sb, "\tGlobalKnownHostsFile " KH_PATH
-			  " /etc/ssh/ssh_known_hosts /etc/ssh/ssh_known_hosts2\n"
-			  "\tStrictHostKeyChecking yes\n");
+		if (i < pats.n)
+			sb_printf(&line, " %s", pats.v[i]);
 	}
 	sb_free(&line);
 	strlist_free(&pats);
