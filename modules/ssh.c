@@ -38,6 +38,7 @@
 #define SYS_CONF "/etc/ssh/ssh_config"
 #define HOST_LINE_MAX 900       /* patterns per "Host" line, in characters */
 #define FETCH_TIMEOUT_MS 3000   /* one libssh key exchange (host_keys: scan) */
+#define DETAIL_MAX 10           /* lines of one kind in details; the rest are counted */
 
 /* One node's entry in ssh_known_hosts: its identity, names and host keys. */
 struct khost {
@@ -633,7 +634,7 @@ static void want_hosts(struct ctx *c, struct report *r, const struct peerset *ps
 	bool scanned = c->spec->discovery.present && c->spec->discovery.method == DISC_SCAN;
 	bool have_self = false;
 	struct smap ids, olds;
-	size_t at;
+	size_t at, gone = 0;
 
 	smap_init(&ids, ps ? ps->n + 1 : 1);
 	for (size_t i = 0; ps && i < ps->n; i++) {
@@ -711,9 +712,15 @@ static void want_hosts(struct ctx *c, struct report *r, const struct peerset *ps
 		}
 		t->host_keys += h->keys.n;
 	}
-	for (size_t i = 0; i < old->n; i++)
-		if (*old->v[i].id && !smap_get(&ids, old->v[i].id, NULL))
+	for (size_t i = 0; i < old->n; i++) {
+		if (!*old->v[i].id || smap_get(&ids, old->v[i].id, NULL))
+			continue;
+		if (++gone <= DETAIL_MAX)
 			report_detail(r, "%s: no longer a peer; its host keys are pruned", old->v[i].id);
+	}
+	if (gone > DETAIL_MAX)
+		report_detail(r, "%zu more nodes are no longer peers; their host keys are pruned",
+			      gone - DETAIL_MAX);
 	t->peers = want->n;
 	smap_free(&ids);
 	smap_free(&olds);
@@ -748,25 +755,33 @@ static void kh_compare(struct report *r, const struct khosts *have, const struct
 
 	kh_index(have, &hs, &hp, &ht);
 	kh_index(want, &ws, &wp, &wt);
+	size_t n = 0;
+
 	for (size_t i = 0; i + 1 < ws.n; i += 2) {
 		char *fp;
 
-		if (smap_get(&hp, ws.v[i], NULL))
+		if (smap_get(&hp, ws.v[i], NULL) || ++n > DETAIL_MAX)
 			continue;
 		fp = key_fingerprint(ws.v[i] + strcspn(ws.v[i], " ") + 1);
 		report_detail(r, KH_PATH ": %.*s: %s key (want %s)", (int)strcspn(ws.v[i], " "), ws.v[i],
 			      smap_get(&ht, ws.v[i + 1], NULL) ? "mismatched" : "missing", fp);
 		free(fp);
 	}
+	if (n > DETAIL_MAX)
+		report_detail(r, KH_PATH ": %zu more names lack a key", n - DETAIL_MAX);
+	n = 0;
 	for (size_t i = 0; i + 1 < hs.n; i += 2) {
 		char *fp;
 
-		if (smap_get(&wp, hs.v[i], NULL) || smap_get(&wt, hs.v[i + 1], NULL))
+		if (smap_get(&wp, hs.v[i], NULL) || smap_get(&wt, hs.v[i + 1], NULL) ||
+		    ++n > DETAIL_MAX)
 			continue;
 		fp = key_fingerprint(hs.v[i] + strcspn(hs.v[i], " ") + 1);
 		report_detail(r, KH_PATH ": %.*s: extra key %s", (int)strcspn(hs.v[i], " "), hs.v[i], fp);
 		free(fp);
 	}
+	if (n > DETAIL_MAX)
+		report_detail(r, KH_PATH ": %zu more extra keys", n - DETAIL_MAX);
 	smap_free(&hp);
 	smap_free(&ht);
 	smap_free(&wp);
@@ -938,22 +953,25 @@ static void ak_report_diff(struct ctx *c, struct report *r, const char *path,
 		(void)smap_add(&am, a.v[i], i);
 	for (size_t i = 0; i < b.n; i++)
 		(void)smap_add(&bm, b.v[i], i);
-	for (size_t i = 0; i < b.n; i++)
-		if (!smap_get(&am, b.v[i], NULL)) {
-			char *fp = key_fingerprint(b.v[i]);
+	for (int pass = 0; pass < 2; pass++) {
+		const struct strlist *l = pass ? &a : &b, *cm = pass ? &ac : &bc;
+		const struct smap *other = pass ? &bm : &am;
+		const char *what = pass ? (ctx_may_write(c) ? "removed" : "extra") :
+				   (ctx_may_write(c) ? "authorized" : "missing");
+		size_t n = 0;
 
-			report_detail(r, "%s: %s %s %s", path, ctx_may_write(c) ? "authorized" : "missing",
-				      fp, bc.v[i]);
+		for (size_t i = 0; i < l->n; i++) {
+			char *fp;
+
+			if (smap_get(other, l->v[i], NULL) || ++n > DETAIL_MAX)
+				continue;
+			fp = key_fingerprint(l->v[i]);
+			report_detail(r, "%s: %s %s %s", path, what, fp, cm->v[i]);
 			free(fp);
 		}
-	for (size_t i = 0; i < a.n; i++)
-		if (!smap_get(&bm, a.v[i], NULL)) {
-			char *fp = key_fingerprint(a.v[i]);
-
-			report_detail(r, "%s: %s %s %s", path, ctx_may_write(c) ? "removed" : "extra",
-				      fp, ac.v[i]);
-			free(fp);
-		}
+		if (n > DETAIL_MAX)
+			report_detail(r, "%s: %s %zu more keys", path, what, n - DETAIL_MAX);
+	}
 	smap_free(&am);
 	smap_free(&bm);
 	strlist_free(&a);
@@ -1015,11 +1033,8 @@ static int user_converge(struct ctx *c, struct report *r, const char *user,
 		ret = 0;        /* check/plan without ~/.ssh: reported by sshkey_ensure_user */
 	sshkey_fsid_restore(as_user);
 	if (ret >= 0) {
-		struct strlist keys = { 0 };
-
-		ak_keys(body, &keys, NULL);
-		t->user_keys += keys.n;
-		strlist_free(&keys);
+		for (const char *p = body; (p = strchr(p, '\n')); p++)
+			t->user_keys++;
 		ret = 0;
 	}
 out:

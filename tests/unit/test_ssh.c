@@ -835,6 +835,39 @@ static void test_many(struct spec *s, size_t n)
 	TEST_INTEQ(count(sb_str(&r.details), "extra key"), 0);
 	text = ak_render(s, &ps, "alice", NULL, "n0", &r);
 	TEST_INTEQ(count(text, "alice@n"), n - 1);
+	report_free(&r);
+	/* Details stay short: DETAIL_MAX lines of a kind, then a count. */
+	report_init(&r);
+	ak_report_diff(&c, &r, "/x", NULL, text);
+	TEST_INTEQ(count(sb_str(&r.details), "/x: missing "), DETAIL_MAX + 1);
+	{
+		char *more = xasprintf("/x: missing %zu more keys\n", n - 1 - DETAIL_MAX);
+
+		TEST_CHECK(strstr(sb_str(&r.details), more) != NULL);
+		free(more);
+	}
+	report_free(&r);
+	report_init(&r);
+	{
+		struct khosts none = { 0 };
+		struct peerset pruned = { 0 };
+
+		kh_compare(&r, &none, &want);
+		TEST_INTEQ(count(sb_str(&r.details), "missing key"), DETAIL_MAX);
+		TEST_CHECK(strstr(sb_str(&r.details), "more names lack a key\n") != NULL);
+		khosts_free(&want);
+		memset(&t, 0, sizeof(t));
+		report_free(&r);
+		report_init(&r);
+		want_hosts(&c, &r, &pruned, &old, &want, &t);   /* everyone left */
+		TEST_INTEQ(count(sb_str(&r.details), ": no longer a peer"), DETAIL_MAX);
+		{
+			char *more = xasprintf("%zu more nodes are no longer peers", n - 1 - DETAIL_MAX);
+
+			TEST_CHECK(strstr(sb_str(&r.details), more) != NULL);
+			free(more);
+		}
+	}
 	free(text);
 	fprintf(stderr, "%zu peers: %llu ms\n", n, (unsigned long long)(now_ms() - t0));
 	khosts_free(&old);
