@@ -44,10 +44,8 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 
 #include "record.h"
-#include "sshkey.h"
 #include "strbuf.h"
 
 #define RECORD_FORMAT 1
@@ -220,31 +218,41 @@ static bool addr_valid(const char *s)
 	return inet_pton(AF_INET, s, buf) == 1 || inet_pton(AF_INET6, s, buf) == 1;
 }
 
-/* "type base64" or "type base64 comment" with a plain comment; canonical form kept. */
-static char *key_line_clean(const char *line, bool keep_comment)
+/*
+ * Length of a public key "type base64" at the start of s (the form
+ * sshkey_canonical() produces: the same character sets and minimum
+ * lengths), or 0 when s does not start with one.  No allocation: this runs
+ * for every key of every record.
+ */
+static size_t key_span(const char *s, size_t n)
 {
-	char *canon = sshkey_canonical(line);
-	const char *p;
+	size_t t = 0, b;
 
-	if (!canon || !keep_comment)
-		return canon;
-	/* Skip type and base64 to reach the comment. */
-	p = line;
-	for (int f = 0; f < 2; f++) {
-		while (*p == ' ' || *p == '\t')
-			p++;
-		while (*p && *p != ' ' && *p != '\t')
-			p++;
-	}
-	while (*p == ' ' || *p == '\t')
-		p++;
-	if (*p && token_valid(p, strlen(p), 128, "@._-+")) {
-		char *with = xasprintf("%s %s", canon, p);
+	while (t < n && ((s[t] >= 'a' && s[t] <= 'z') || is_digit(s[t]) || s[t] == '-' ||
+			 s[t] == '@' || s[t] == '.'))
+		t++;
+	if (t < 7 || t >= n || s[t] != ' ' ||
+	    !(memcmp(s, "ssh-", 4) == 0 || memcmp(s, "ecdsa-", 6) == 0 || memcmp(s, "sk-", 3) == 0))
+		return 0;
+	b = t + 1;
+	while (b < n && ((s[b] >= 'A' && s[b] <= 'Z') || (s[b] >= 'a' && s[b] <= 'z') ||
+			 is_digit(s[b]) || s[b] == '+' || s[b] == '/' || s[b] == '='))
+		b++;
+	if (b - t - 1 < 16 || (b < n && s[b] != ' '))
+		return 0;
+	return b;
+}
 
-		free(canon);
-		return with;
-	}
-	return canon;
+/* "type base64" plus a plain comment when there is one; an odd comment is dropped. */
+static char *user_key_clean(const char *s, size_t n)
+{
+	size_t k = key_span(s, n);
+
+	if (!k)
+		return NULL;
+	if (k + 1 < n && token_valid(s + k + 1, n - k - 1, 128, "@._-+"))
+		return xstrndup(s, n);
+	return xstrndup(s, k);
 }
 
 /* ---- formatting ---- */
@@ -260,16 +268,79 @@ static void hex(char *out, const unsigned char *in, size_t n)
 	out[2 * n] = '\0';
 }
 
+/*
+ * HMAC-SHA256 (RFC 2104) with the key's inner and outer pads hashed once and
+ * the digest states copied per record: the same result as HMAC(), without
+ * OpenSSL 3 looking the algorithm up again for each of 10,000 records.
+ */
+static struct {
+	unsigned char *key;
+	size_t keylen;
+	EVP_MD_CTX *inner, *outer, *work;
+} mac_cache;
+
+static int mac_prepare(const void *key, size_t keylen)
+{
+	unsigned char k[64] = { 0 }, pad[64];
+	unsigned int kl = 0;
+
+	if (mac_cache.key && mac_cache.keylen == keylen && memcmp(mac_cache.key, key, keylen) == 0)
+		return 0;
+	if (!mac_cache.inner) {
+		mac_cache.inner = EVP_MD_CTX_new();
+		mac_cache.outer = EVP_MD_CTX_new();
+		mac_cache.work = EVP_MD_CTX_new();
+		if (!mac_cache.inner || !mac_cache.outer || !mac_cache.work)
+			return -ENOMEM;
+	}
+	if (mac_cache.key) {
+		explicit_bzero(mac_cache.key, mac_cache.keylen);
+		free(mac_cache.key);
+		mac_cache.key = NULL;
+	}
+	if (keylen > sizeof(k)) {
+		if (!EVP_Digest(key, keylen, k, &kl, EVP_sha256(), NULL))
+			return -EIO;
+	} else {
+		memcpy(k, key, keylen);
+	}
+	for (size_t i = 0; i < sizeof(k); i++)
+		pad[i] = k[i] ^ 0x36;
+	if (!EVP_DigestInit_ex(mac_cache.inner, EVP_sha256(), NULL) ||
+	    !EVP_DigestUpdate(mac_cache.inner, pad, sizeof(pad)))
+		return -EIO;
+	for (size_t i = 0; i < sizeof(k); i++)
+		pad[i] = k[i] ^ 0x5c;
+	if (!EVP_DigestInit_ex(mac_cache.outer, EVP_sha256(), NULL) ||
+	    !EVP_DigestUpdate(mac_cache.outer, pad, sizeof(pad)))
+		return -EIO;
+	explicit_bzero(k, sizeof(k));
+	explicit_bzero(pad, sizeof(pad));
+	mac_cache.key = xmalloc(keylen ? keylen : 1);
+	memcpy(mac_cache.key, key, keylen);
+	mac_cache.keylen = keylen;
+	return 0;
+}
+
 int record_hmac(const void *key, size_t keylen, const void *data, size_t len,
 		char out[RECORD_HMAC_HEX + 1])
 {
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
+	unsigned char ih[32], md[32];
+	unsigned int n1 = 0, n2 = 0;
 
-	if (keylen > INT_MAX ||
-	    !HMAC(EVP_sha256(), key, (int)keylen, data, len, md, &mdlen) || mdlen != 32)
+	if (mac_prepare(key, keylen) < 0 ||
+	    !EVP_MD_CTX_copy_ex(mac_cache.work, mac_cache.inner) ||
+	    !EVP_DigestUpdate(mac_cache.work, data, len) ||
+	    !EVP_DigestFinal_ex(mac_cache.work, ih, &n1) || n1 != sizeof(ih) ||
+	    !EVP_MD_CTX_copy_ex(mac_cache.work, mac_cache.outer) ||
+	    !EVP_DigestUpdate(mac_cache.work, ih, sizeof(ih)) ||
+	    !EVP_DigestFinal_ex(mac_cache.work, md, &n2) || n2 != sizeof(md)) {
+		/* forget a half-made cache so the next call starts over */
+		free(mac_cache.key);
+		mac_cache.key = NULL;
 		return -EIO;
-	hex(out, md, mdlen);
+	}
+	hex(out, md, sizeof(md));
 	return 0;
 }
 
@@ -374,6 +445,8 @@ static const char *const field_names[F_COUNT] = {
 	"boot_id", "updated", "host_keys", "user_keys", "hmac",
 };
 
+static const unsigned char field_lens[F_COUNT] = { 6, 7, 8, 4, 5, 5, 4, 7, 7, 7, 9, 9, 4 };
+
 static int parse_u64(const char *s, size_t n, uint64_t max, uint64_t *ret)
 {
 	uint64_t v = 0;
@@ -445,28 +518,21 @@ int record_parse(const char *text, size_t len, const char *cluster,
 		if (l[0] == ' ') {
 			/* A list item or the second line of a user_keys item. */
 			if (list == F_HOST_KEYS && n > 4 && memcmp(l, "  - ", 4) == 0) {
-				char *item = xstrndup(l + 4, n - 4), *canon;
-
-				canon = sshkey_canonical(item);
-				if (!canon || strcmp(canon, item) != 0) {
-					free(item);
-					free(canon);
+				if (key_span(l + 4, n - 4) != n - 4) {
 					r = perr(&ps, -EBADMSG, "host key is not \"type base64\"");
 					goto fail;
 				}
-				free(item);
 				if (p.host_keys.n >= RECORD_MAX_KEYS) {
-					free(canon);
 					r = perr(&ps, -EBADMSG, "more than %d host keys", RECORD_MAX_KEYS);
 					goto fail;
 				}
-				strlist_push(&p.host_keys, canon);
-				free(canon);
+				p.host_keys.v = xrealloc(p.host_keys.v, (p.host_keys.n + 2) * sizeof(char *));
+				p.host_keys.v[p.host_keys.n++] = xstrndup(l + 4, n - 4);
+				p.host_keys.v[p.host_keys.n] = NULL;
 				continue;
 			}
 			if (list == F_USER_KEYS && n > 10 && memcmp(l, "  - user: ", 10) == 0) {
 				struct user_key *uk;
-				char *item;
 
 				if (!user_valid(l + 10, n - 10)) {
 					r = perr(&ps, -EBADMSG, "invalid user name");
@@ -480,11 +546,9 @@ int record_parse(const char *text, size_t len, const char *cluster,
 					r = perr(&ps, -EBADMSG, "user_keys item without \"key:\"");
 					goto fail;
 				}
-				item = xstrndup(ps.line + 9, ps.len - 9);
 				p.user_keys = xrealloc(p.user_keys, (p.n_user_keys + 1) * sizeof(*p.user_keys));
 				uk = &p.user_keys[p.n_user_keys];
-				uk->key = key_line_clean(item, true);
-				free(item);
+				uk->key = user_key_clean(ps.line + 9, ps.len - 9);
 				if (!uk->key || memchr(ps.line, '#', ps.len)) {
 					free(uk->key);
 					r = perr(&ps, -EBADMSG, "user key is not \"type base64 [comment]\"");
@@ -515,7 +579,7 @@ int record_parse(const char *text, size_t len, const char *cluster,
 			vl--;
 		}
 		for (f = 0; f < F_COUNT; f++)
-			if (strlen(field_names[f]) == kl && memcmp(field_names[f], l, kl) == 0)
+			if (field_lens[f] == kl && memcmp(field_names[f], l, kl) == 0)
 				break;
 		if (f == F_COUNT)
 			continue;       /* a newer agent's field: skipped */

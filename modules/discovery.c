@@ -23,6 +23,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,7 @@
 
 #include "fsutil.h"
 #include "hpcinit.h"
+#include "log.h"
 #include "record.h"
 #include "sshkey.h"
 
@@ -57,7 +59,10 @@ struct scan_result {
 	struct peerset set;             /* peers read (self not included) */
 	struct report notes;            /* rejections and other findings of this pass */
 	size_t rejected, expired, pruned;
+	bool log;                       /* the pass whose findings are reported: log them too */
 };
+
+#define REJECT_LOG_MAX 10               /* rejections logged (syslog) per run */
 
 static bool disc_enabled(const struct spec *s)
 {
@@ -524,12 +529,16 @@ static bool suffix(const char *s, size_t n, const char *suf)
 	return n >= l && memcmp(s + n - l, suf, l) == 0;
 }
 
-/* Read the whole of fd (size known from fstat) into buf; -EFBIG past max. */
-static ssize_t read_record(int fd, char *buf, size_t max)
+/*
+ * Read the file into buf.  Records are replaced by rename, never written in
+ * place, so the inode holds st_size bytes: stop there instead of paying a
+ * second read for EOF.  -EFBIG past max.
+ */
+static ssize_t read_record(int fd, char *buf, size_t size, size_t max)
 {
 	size_t got = 0;
 
-	for (;;) {
+	while (got < size) {
 		ssize_t n = read(fd, buf + got, max + 1 - got);
 
 		if (n < 0) {
@@ -544,6 +553,29 @@ static ssize_t read_record(int fd, char *buf, size_t max)
 			return -EFBIG;
 	}
 	return (ssize_t)got;
+}
+
+/*
+ * A record not taken: say why in the report and, on the reported pass, in
+ * the log (syslog on a real system), so that a planted or tampered record
+ * leaves a trace even when nobody reads the run's output.
+ */
+static void reject(struct scan_result *res, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void reject(struct scan_result *res, const char *fmt, ...)
+{
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	sb_vprintf(&sb, fmt, ap);
+	va_end(ap);
+	report_detail(&res->notes, "%s", sb_str(&sb));
+	if (res->log && res->rejected < REJECT_LOG_MAX)
+		log_warn("%s", sb_str(&sb));
+	else if (res->log && res->rejected == REJECT_LOG_MAX)
+		log_warn("more records rejected; the run's details list them all");
+	res->rejected++;
+	sb_free(&sb);
 }
 
 static void prune(struct ctx *c, struct scan_result *res, const char *nodes, const char *name,
@@ -604,15 +636,13 @@ static int read_records(struct ctx *c, const struct rendezvous *rv, const struct
 		if (!suffix(name, nl, ".rec"))
 			continue;       /* not ours: left alone */
 		if (nl - 4 >= sizeof(host)) {
-			res->rejected++;
-			report_detail(&res->notes, "record %.64s...: file name too long; rejected", name);
+			reject(res, "record %.64s...: file name too long; rejected", name);
 			continue;
 		}
 		memcpy(host, name, nl - 4);
 		host[nl - 4] = '\0';
 		if (!record_hostname_valid(host)) {
-			res->rejected++;
-			report_detail(&res->notes, "record %s: file name is not <hostname>.rec; rejected",
+			reject(res, "record %s: file name is not <hostname>.rec; rejected",
 				      name);
 			continue;
 		}
@@ -620,49 +650,40 @@ static int read_records(struct ctx *c, const struct rendezvous *rv, const struct
 			continue;       /* this node: described by self, not by its old record */
 		fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
 		if (fd < 0) {
-			res->rejected++;
 			if (errno == ELOOP)
-				report_detail(&res->notes, "record %s: is a symbolic link; rejected", name);
-			else if (errno != ENOENT)
-				report_detail(&res->notes, "record %s: cannot open: %s; rejected", name,
-					      strerror(errno));
-			else
-				res->rejected--;        /* pruned by another node meanwhile */
+				reject(res, "record %s: is a symbolic link; rejected", name);
+			else if (errno != ENOENT)   /* ENOENT: pruned by another node meanwhile */
+				reject(res, "record %s: cannot open: %s; rejected", name, strerror(errno));
 			continue;
 		}
 		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-			res->rejected++;
-			report_detail(&res->notes, "record %s: not a regular file; rejected", name);
+			reject(res, "record %s: not a regular file; rejected", name);
 			close(fd);
 			continue;
 		}
 		if (st.st_uid != rv->trusted) {
-			res->rejected++;
-			report_detail(&res->notes, "record %s: owned by uid %u, not by the trusted writer "
+			reject(res, "record %s: owned by uid %u, not by the trusted writer "
 				      "(uid %u%s); rejected", name, (unsigned)st.st_uid,
 				      (unsigned)rv->trusted, rv->squashed ? ", root squashed" : ", root");
 			close(fd);
 			continue;
 		}
 		if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-			res->rejected++;
-			report_detail(&res->notes, "record %s: writable by group or others (mode %04o); "
+			reject(res, "record %s: writable by group or others (mode %04o); "
 				      "rejected", name, (unsigned)(st.st_mode & 07777));
 			close(fd);
 			continue;
 		}
 		if (st.st_size > RECORD_MAX_BYTES) {
-			res->rejected++;
-			report_detail(&res->notes, "record %s: %lld bytes, over the %d-byte limit; rejected",
+			reject(res, "record %s: %lld bytes, over the %d-byte limit; rejected",
 				      name, (long long)st.st_size, RECORD_MAX_BYTES);
 			close(fd);
 			continue;
 		}
-		len = read_record(fd, buf, RECORD_MAX_BYTES);
+		len = read_record(fd, buf, (size_t)st.st_size, RECORD_MAX_BYTES);
 		close(fd);
 		if (len < 0) {
-			res->rejected++;
-			report_detail(&res->notes, "record %s: cannot read: %s; rejected", name,
+			reject(res, "record %s: cannot read: %s; rejected", name,
 				      strerror((int)-len));
 			continue;
 		}
@@ -674,18 +695,16 @@ static int read_records(struct ctx *c, const struct rendezvous *rv, const struct
 			r = -EBADMSG;
 		}
 		if (r < 0) {
-			res->rejected++;
 			if (r == -ENODATA)
-				report_detail(&res->notes, "record %s: truncated (no \"...\" end marker); "
-					      "rejected", name);
+				reject(res, "record %s: truncated (no \"...\" end marker); rejected", name);
 			else if (r == -EKEYREJECTED)
-				report_detail(&res->notes, "record %s: bad HMAC (tampered, or written with "
-					      "another cluster secret); rejected", name);
+				reject(res, "record %s: bad HMAC (tampered, or written with another cluster "
+				       "secret); rejected", name);
 			else if (r == -ENOKEY)
-				report_detail(&res->notes, "record %s: no HMAC while cluster.secret_file is "
-					      "set; rejected", name);
+				reject(res, "record %s: no HMAC while cluster.secret_file is set; rejected",
+				       name);
 			else
-				report_detail(&res->notes, "record %s: %s; rejected", name, err);
+				reject(res, "record %s: %s; rejected", name, err);
 			if (do_prune && now - (int64_t)st.st_mtime > lease)
 				prune(c, res, rv->nodes, name, "rejected and not refreshed within the lease");
 			continue;
@@ -812,8 +831,10 @@ static int write_self(struct ctx *c, struct report *rep, const struct rendezvous
 	return r;
 }
 
-static void list_peers(struct report *rep, const struct peerset *s, bool all)
+/* Sort s (head first, natural order) and name its nodes in the report. */
+static void list_peers(struct report *rep, struct peerset *s, bool all)
 {
+	peerset_sort(s);
 	if (s->n > LIST_PEERS_MAX && !all) {
 		report_detail(rep, "%zu nodes (listed with -v)", s->n);
 		return;
@@ -829,7 +850,6 @@ static void list_peers(struct report *rep, const struct peerset *s, bool all)
 
 static void set_peers(struct ctx *c, struct peerset *s)
 {
-	peerset_sort(s);
 	c->peers = peerset_free(c->peers);
 	c->peers = s;
 }
@@ -881,6 +901,7 @@ static int shared_run(struct ctx *c, struct report *rep, struct peer *self, cons
 			set = xcalloc(1, sizeof(*set));
 			*peerset_add(set) = *self;
 			memset(self, 0, sizeof(*self));
+			list_peers(rep, set, c->verbose > 0);
 			set_peers(c, set);
 			rendezvous_free(&rv);
 			return 0;
@@ -943,6 +964,7 @@ static int shared_run(struct ctx *c, struct report *rep, struct peer *self, cons
 
 		scan_result_free(&res);
 		report_init(&res.notes);
+		res.log = !ctx_may_write(c);    /* check/plan: this pass is the one reported */
 		r = read_records(c, &rv, sec, self, false, &res);
 		if (r < 0)
 			break;
@@ -973,6 +995,7 @@ static int shared_run(struct ctx *c, struct report *rep, struct peer *self, cons
 		/* The last pass again with pruning, so what is removed is what was seen. */
 		scan_result_free(&res);
 		report_init(&res.notes);
+		res.log = true;
 		r = read_records(c, &rv, sec, self, true, &res);
 	}
 	if (r < 0) {
@@ -1002,14 +1025,15 @@ static int shared_run(struct ctx *c, struct report *rep, struct peer *self, cons
 	if (set->n >= spec->discovery.expect) {
 		if (ctx_may_write(c) && !ready)
 			mark_ready(c);
-		report_set(rep, ST_OK, "%zu nodes known (expect %u)%s%s", set->n,
-			   spec->discovery.expect, waited ? " after waiting" : "",
+		report_set(rep, ST_OK, "%zu node%s known (expect %u)%s%s", set->n,
+			   set->n == 1 ? "" : "s", spec->discovery.expect, waited ? " after waiting" : "",
 			   res.rejected ? "; records rejected, see details" : "");
 	} else if (ready || !ctx_may_write(c)) {
 		report_detail(rep, "%zu nodes known, fewer than expect %u%s", set->n,
 			      spec->discovery.expect, ready ? " (reached earlier in this boot: "
 			      "nodes have left)" : "");
-		report_set(rep, ST_OK, "%zu nodes known (expect %u)%s", set->n, spec->discovery.expect,
+		report_set(rep, ST_OK, "%zu node%s known (expect %u)%s", set->n, set->n == 1 ? "" : "s",
+			   spec->discovery.expect,
 			   res.rejected ? "; records rejected, see details" : "");
 	} else {
 		report_set(rep, ST_DEGRADED, "only %zu of %u expected nodes after waiting %" PRIu64

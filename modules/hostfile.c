@@ -182,8 +182,8 @@ static void hostfile_render(const struct spec *spec, const struct peerset *peers
 		     struct strlist *fallbacks)
 {
 	const char **names = xcalloc(peers->n ? peers->n : 1, sizeof(*names));
-	char *header = xasprintf(HEADER_MARK " cluster %s, %zu nodes; generated, do not edit\n",
-				 spec->cluster.name, peers->n);
+	char *header = xasprintf(HEADER_MARK " cluster %s, %zu node%s; generated, do not edit\n",
+				 spec->cluster.name, peers->n, peers->n == 1 ? "" : "s");
 
 	memset(t, 0, sizeof(*t));
 	sb_append(&t->openmpi, header);
@@ -228,7 +228,7 @@ static int one_file(struct ctx *c, struct report *rep, const char *dir, const ch
 	if (want) {
 		r = fs_write(c, rep, path, text->buf, text->len, 0644, 0, 0);
 		if (r >= 0)
-			sb_printf(written, "%s%s", written->len ? ", " : "", path);
+			sb_printf(written, "%s%s", written->len ? ", " : "", name + strlen("hostfile."));
 	} else {
 		r = remove_ours(c, rep, path);
 	}
@@ -339,17 +339,18 @@ static int hf_run(struct ctx *c, struct report *rep)
 	if (r < 0)
 		ret = r;
 	else if (hf->formats & HF_CLUSH)
-		sb_printf(&written, "%sclush group @%s", written.len ? ", " : "", spec->cluster.name);
+		sb_printf(&written, "%sclush @%s", written.len ? ", " : "", spec->cluster.name);
 	r = ompi_default(c, rep, hf->openmpi_default, sb_str(&t.ompi_block), &ompi_path);
 	if (r < 0)
 		ret = r;
 	else if (hf->openmpi_default && ompi_path)
-		sb_printf(&written, "%s%s", written.len ? ", " : "", ompi_path);
+		sb_printf(&written, "%sOpen MPI default", written.len ? ", " : "");
 out:
 	if (ret < 0)
 		report_set(rep, ST_FAILED, "cannot write the hostfiles (see details)");
 	else
-		report_set(rep, ST_OK, "%zu nodes: %s", c->peers->n, sb_str(&written));
+		report_set(rep, ST_OK, "%zu node%s in %s: %s", c->peers->n, c->peers->n == 1 ? "" : "s",
+			   dir, sb_str(&written));
 	sb_free(&written);
 	strlist_free(&fallbacks);
 	hf_text_free(&t);

@@ -5,6 +5,9 @@
 #include <errno.h>
 
 #include "../../agent/record.c"
+#include <openssl/hmac.h>
+
+#include "sshkey.h"
 #include "test.h"
 
 static const char *const KEY1 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOv3e0Vn3R8wq5xwq0r1T2x1dKp0JmM0mXo1c9c1yqzA";
@@ -287,6 +290,8 @@ static void test_strict(void)
 		{ "version: 0.1.0", "version: 0.1.0 # comment", -EBADMSG, "quoted" },
 	};
 
+	for (int f = 0; f < F_COUNT; f++)
+		TEST_INTEQ(field_lens[f], strlen(field_names[f]));
 	fill(&p);
 	t = record_format(&p, "glo", NULL, 0);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -348,8 +353,72 @@ static void test_strict(void)
 	peer_clear(&p);
 }
 
+/* key_span accepts exactly what sshkey_canonical (the publisher's side) produces. */
+static void test_key_span(void)
+{
+	static const char *const lines[] = {
+		"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOv3e0Vn3R8wq5xwq0r1",
+		"ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAI",
+		"sk-ssh-ed25519@openssh.com AAAAGnNrLXNzaC1lZDI1NTE5QG9wZW5zc2guY29t",
+		"ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABgQC+/=",
+		"ssh-ed25519 AAAA",                     /* base64 too short */
+		"ssh-dss",                              /* no key */
+		"rsa AAAAB3NzaC1yc2EAAAADAQABAAABgQC",  /* unknown type prefix */
+		"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAA$",  /* bad base64 char */
+		"SSH-ED25519 AAAAC3NzaC1lZDI1NTE5AAAAIOv3",
+		"ssh-ed25519  AAAAC3NzaC1lZDI1NTE5AAAAIOv3", /* two spaces */
+		"ssh_ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOv3",
+	};
+
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		char *canon = sshkey_canonical(lines[i]);
+		size_t k = key_span(lines[i], strlen(lines[i]));
+		/* whole line accepted <=> the publisher's canonical form is the line itself */
+		bool same = (k == strlen(lines[i])) == (canon && strcmp(canon, lines[i]) == 0);
+
+		if (!same)
+			fprintf(stderr, "key_span disagrees with sshkey_canonical on \"%s\"\n", lines[i]);
+		TEST_CHECK(same);
+		free(canon);
+	}
+	TEST_INTEQ(key_span("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAA user@h", 44), 36);
+	{
+		char *k = user_key_clean("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAA user@h", 43);
+
+		TEST_STREQ(k, "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAA user@h");
+		free(k);
+		k = user_key_clean("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAA odd:comment!", 49);
+		TEST_STREQ(k, "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAA");
+		free(k);
+	}
+}
+
+/* The cached HMAC equals a plain HMAC() for short, block-sized and long keys. */
+static void test_hmac_cache(void)
+{
+	static const size_t lens[] = { 1, 16, 63, 64, 65, 200, 4096 };
+	char *key = xmalloc(4096), mac[RECORD_HMAC_HEX + 1], want[RECORD_HMAC_HEX + 1];
+	const char *data = "the quick brown fox";
+
+	for (size_t i = 0; i < 4096; i++)
+		key[i] = (char)(i * 7 + 3);
+	for (int round = 0; round < 2; round++)
+		for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+			unsigned char md[32];
+			unsigned int ml = 0;
+
+			HMAC(EVP_sha256(), key, (int)lens[i], (const unsigned char *)data, strlen(data), md, &ml);
+			hex(want, md, ml);
+			TEST_INTEQ(record_hmac(key, lens[i], data, strlen(data), mac), 0);
+			TEST_STREQ(mac, want);
+		}
+	free(key);
+}
+
 int main(void)
 {
+	test_key_span();
+	test_hmac_cache();
 	test_natural();
 	test_sort();
 	test_hostname();
