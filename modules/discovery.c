@@ -842,9 +842,9 @@ static void list_peers(struct report *rep, struct peerset *s, bool all)
 	for (size_t i = 0; i < s->n; i++) {
 		const struct peer *p = &s->v[i];
 
-		report_detail(rep, "node %s %s%s%s slots=%u%s%s", p->hostname, p->addr,
+		report_detail(rep, "node %s %s%s%s slots=%u host_keys=%zu%s%s", p->hostname, p->addr,
 			      p->ipoib_addr ? " ipoib=" : "", p->ipoib_addr ? p->ipoib_addr : "",
-			      p->slots, p->head ? " head" : "", p->self ? " (self)" : "");
+			      p->slots, p->host_keys.n, p->head ? " head" : "", p->self ? " (self)" : "");
 	}
 }
 
