@@ -7,7 +7,7 @@
 # judge the result: every node's hostfiles list all four with the right
 # slots, real mpirun runs MPI hello on every rank with --hostfile and with
 # the Open MPI default hostfile, real nodeset and clush expand the group.
-SIM_PREFIX=dap- SIM_BRIDGE=dapbr0 SIM_NET=198.19.11
+SIM_PREFIX=dap SIM_NET=198.19.11
 . "$(dirname "$0")/lib.sh"
 
 N1=$(node 1) N2=$(node 2) N3=$(node 3) N4=$(node 4)

@@ -7,7 +7,7 @@
 # run is degraded, the others are used.  scan: parallel connects across the
 # /24, each answer confirmed by its SSH banner, in well under a second; with
 # ssh.host_keys: scan the host keys come from the peers' real sshd (libssh).
-SIM_PREFIX=dmt- SIM_BRIDGE=dmtbr0 SIM_NET=198.19.14
+SIM_PREFIX=dmt SIM_NET=198.19.14
 . "$(dirname "$0")/lib.sh"
 
 N1=$(node 1) N2=$(node 2) N3=$(node 3) N4=$(node 4)

@@ -8,7 +8,7 @@
 # the cluster is fine (hostfiles list exactly the four real nodes).  Then
 # the rendezvous directory itself: world-writable, or owned by a user, is
 # refused outright (hostfiles are left as they were) until it is fixed.
-SIM_PREFIX=drj- SIM_BRIDGE=drjbr0 SIM_NET=198.19.13
+SIM_PREFIX=drj SIM_NET=198.19.13
 . "$(dirname "$0")/lib.sh"
 GEN=$TOP_BUILDDIR/tests/bench/gen-records
 

@@ -7,7 +7,7 @@
 # leaves (its VM is deleted, so it stops refreshing): while its lease runs
 # the others still list it, after the lease every node drops it and its
 # record is pruned.  The lease is 6 s here (5 min by default).
-SIM_PREFIX=dsc- SIM_BRIDGE=dscbr0 SIM_NET=198.19.12
+SIM_PREFIX=dsc SIM_NET=198.19.12
 . "$(dirname "$0")/lib.sh"
 LEASE=6
 

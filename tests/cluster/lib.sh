@@ -1,14 +1,19 @@
 # SPDX-License-Identifier: MIT
 # Helpers for the simulated-cluster tests (tests/cluster/*.sh).  Source it
-# after setting SIM_PREFIX, SIM_BRIDGE and SIM_NET: each test has its own,
-# so that "make -j check" can run them side by side.  It sets -eu, creates
+# after setting SIM_PREFIX and SIM_NET: each test has its own, so that
+# "make -j check" can run them side by side.  It sets -eu, creates
 # a scratch directory $T (with the shared directory $SHARED, the simulation
 # of the NFS share) and always tears the cluster down on exit.
 set -eu
 : "${TOP_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
 : "${TOP_BUILDDIR:=$TOP_SRCDIR}"
 : "${HPCINIT:=$TOP_BUILDDIR/hpcinit}"
-: "${SIM_PREFIX:?}" "${SIM_BRIDGE:?}" "${SIM_NET:?}"
+: "${SIM_PREFIX:?}" "${SIM_NET:?}"
+# Names carry a per-run tag so that two runs of the suite on one machine
+# (a CI run and a developer's) do not collide on namespace, veth or bridge
+# names; the addresses may repeat, each run has its own bridge.
+SIM_PREFIX=${SIM_PREFIX%-}$(printf '%x' $(($$ % 4096)))-
+SIM_BRIDGE=${SIM_PREFIX}br
 export SIM_PREFIX SIM_BRIDGE SIM_NET
 SIM_SH=$TOP_SRCDIR/tests/cluster/sim.sh
 MPI_HELLO=$TOP_BUILDDIR/tests/cluster/mpi-hello
