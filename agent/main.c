@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fsutil.h"
@@ -193,6 +194,18 @@ int main(int argc, char **argv)
 	if (code >= 0) {
 		strlist_free(&o.ro.only);
 		return code;
+	}
+	if (strcmp(o.root, "/") == 0)
+		o.root = "";
+	if (o.root[0]) {
+		struct stat st;
+
+		if (stat(o.root, &st) < 0 || !S_ISDIR(st.st_mode)) {
+			fprintf(stderr, "hpcinit: --root %s: not a directory (%s)\n", o.root,
+				errno ? strerror(errno) : "not a directory");
+			strlist_free(&o.ro.only);
+			return EXIT_USAGE;
+		}
 	}
 	cp->root = o.root;
 	cp->json = o.json;

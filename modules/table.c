@@ -7,11 +7,13 @@
 #include "hpcinit.h"
 
 extern const struct module memlock_module;
+extern const struct module nfs_module;
 extern const struct module discovery_module;
 extern const struct module hostfile_module;
 
 const struct module *const module_table[] = {
 	&memlock_module,
+	&nfs_module,
 	&discovery_module,
 	&hostfile_module,
 	NULL,
