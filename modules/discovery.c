@@ -58,8 +58,10 @@ struct secret {
 struct scan_result {
 	struct peerset set;             /* peers read (self not included) */
 	struct report notes;            /* rejections and other findings of this pass */
-	size_t rejected, expired, pruned;
-	bool log;                       /* the pass whose findings are reported: log them too */
+	size_t rejected, expired;
+	struct strlist rejects;         /* the first REJECT_LOG_MAX reasons, for the log */
+	struct report *keep;            /* prunings go here: they outlive the pass */
+	size_t pruned;
 };
 
 #define REJECT_LOG_MAX 10               /* rejections logged (syslog) per run */
@@ -556,9 +558,9 @@ static ssize_t read_record(int fd, char *buf, size_t size, size_t max)
 }
 
 /*
- * A record not taken: say why in the report and, on the reported pass, in
- * the log (syslog on a real system), so that a planted or tampered record
- * leaves a trace even when nobody reads the run's output.
+ * A record not taken: say why in the report, and keep the reason for the
+ * log (syslog on a real system) so that a planted or tampered record leaves
+ * a trace even when nobody reads the run's output.
  */
 static void reject(struct scan_result *res, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void reject(struct scan_result *res, const char *fmt, ...)
@@ -570,10 +572,8 @@ static void reject(struct scan_result *res, const char *fmt, ...)
 	sb_vprintf(&sb, fmt, ap);
 	va_end(ap);
 	report_detail(&res->notes, "%s", sb_str(&sb));
-	if (res->log && res->rejected < REJECT_LOG_MAX)
-		log_warn("%s", sb_str(&sb));
-	else if (res->log && res->rejected == REJECT_LOG_MAX)
-		log_warn("more records rejected; the run's details list them all");
+	if (res->rejects.n < REJECT_LOG_MAX)
+		strlist_push(&res->rejects, sb_str(&sb));
 	res->rejected++;
 	sb_free(&sb);
 }
@@ -583,9 +583,9 @@ static void prune(struct ctx *c, struct scan_result *res, const char *nodes, con
 {
 	char *rel = xasprintf("%s/%s", nodes, name);
 
-	if (fs_remove(c, &res->notes, rel) > 0) {
+	if (fs_remove(c, res->keep, rel) > 0) {
 		res->pruned++;
-		report_detail(&res->notes, "record %s: %s; removed", name, why);
+		report_detail(res->keep, "record %s: %s; removed", name, why);
 	}
 	free(rel);
 }
@@ -593,7 +593,7 @@ static void prune(struct ctx *c, struct scan_result *res, const char *nodes, con
 /*
  * One pass over the nodes directory: every fresh, trusted, well-formed
  * record becomes a peer; each rejected one gets a line saying why.  With
- * do_prune (apply, last pass), records past their lease are removed.
+ * do_prune (apply), records past their lease are removed as they are met.
  */
 static int read_records(struct ctx *c, const struct rendezvous *rv, const struct secret *sec,
 			const struct peer *self, bool do_prune, struct scan_result *res)
@@ -774,13 +774,20 @@ static void drop_duplicate_addrs(struct peerset *s, struct report *notes)
 	s->n = w;
 }
 
+/* Drop a pass's results; the prunings (in res->keep) and their count stay. */
 static void scan_result_free(struct scan_result *res)
 {
+	struct report *keep = res->keep;
+	size_t pruned = res->pruned;
+
 	for (size_t i = 0; i < res->set.n; i++)
 		peer_clear(&res->set.v[i]);
 	free(res->set.v);
 	report_free(&res->notes);
+	strlist_free(&res->rejects);
 	memset(res, 0, sizeof(*res));
+	res->keep = keep;
+	res->pruned = pruned;
 }
 
 /* Write this node's record.  The lease refresh alone is not reported as a change. */
@@ -959,13 +966,18 @@ static int shared_run(struct ctx *c, struct report *rep, struct peer *self, cons
 		free(rel);
 	}
 
+	/*
+	 * Read; while fewer than expect are known on the first run of this
+	 * boot, wait and read again.  In apply, expired records are removed in
+	 * the same pass, so a refresh reads the directory once.
+	 */
+	res.keep = rep;
 	for (;;) {
 		bool last;
 
 		scan_result_free(&res);
 		report_init(&res.notes);
-		res.log = !ctx_may_write(c);    /* check/plan: this pass is the one reported */
-		r = read_records(c, &rv, sec, self, false, &res);
+		r = read_records(c, &rv, sec, self, ctx_may_write(c), &res);
 		if (r < 0)
 			break;
 		last = !ctx_may_write(c) || ready || res.set.n + 1 >= spec->discovery.expect ||
@@ -991,13 +1003,6 @@ static int shared_run(struct ctx *c, struct report *rep, struct peer *self, cons
 			report_free(&scratch);
 		}
 	}
-	if (r >= 0 && ctx_may_write(c)) {
-		/* The last pass again with pruning, so what is removed is what was seen. */
-		scan_result_free(&res);
-		report_init(&res.notes);
-		res.log = true;
-		r = read_records(c, &rv, sec, self, true, &res);
-	}
 	if (r < 0) {
 		sb_append(&rep->details, sb_str(&res.notes.details));
 		report_set(rep, ST_FAILED, "cannot read %s", rv.nodes);
@@ -1014,10 +1019,11 @@ static int shared_run(struct ctx *c, struct report *rep, struct peer *self, cons
 	res.set.n = 0;
 	drop_duplicate_addrs(set, &res.notes);
 	sb_append(&rep->details, sb_str(&res.notes.details));
-	for (size_t i = 0; i < res.notes.changed.n; i++)
-		report_changed(rep, res.notes.changed.v[i]);
-	if (res.pruned)
-		report_raise(rep, ST_CHANGED);
+	for (size_t i = 0; i < res.rejects.n; i++)
+		log_warn("%s", res.rejects.v[i]);
+	if (res.rejected > res.rejects.n)
+		log_warn("%zu more records rejected; the run's details list them all",
+			 res.rejected - res.rejects.n);
 	if (res.rejected)
 		report_raise(rep, ST_DEGRADED);
 	list_peers(rep, set, c->verbose > 0);
