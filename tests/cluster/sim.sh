@@ -37,8 +37,9 @@
 # --no-ssh-trust to prove it.
 #
 # Every process this script starts runs inside a node's namespaces; "down"
-# ends sshd by its PID file and then the processes left in the node's own
-# network namespace (ip netns pids), which only this script's nodes hold.
+# and "del" end the processes in the node's own network namespace (ip netns
+# pids: its sshd, sessions, whatever ran there), which only this script's
+# nodes hold -- TERM, a second of grace, then KILL.
 set -Eeuo pipefail
 
 SIM_PREFIX=${SIM_PREFIX:-hpc-}
@@ -79,19 +80,20 @@ in_node() {
 		--mount="$SIM_STATE/ns/$name.mnt" -- "$@"
 }
 
-# Everything below /etc/hosts and the harness's ssh trust is rewritten for
-# all nodes whenever the membership changes.
+# /etc/hosts (every node) and the harness's ssh trust are rewritten for all
+# nodes whenever the membership changes.  Both live in host paths the nodes
+# see by bind mount (<node>/hosts on /etc/hosts, <node>/root on /root), so
+# they are written from here, in place (a bind mount pins the inode).
 write_hosts() {
-	local f=$SIM_STATE/hosts.new n
+	local f=$SIM_STATE/hosts n
 	{
 		printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n'
 		for n in $(nodes); do
-			printf '%s\t%s\n' "$(node_addr "$(node_index "$n")")" "$n"
+			printf '%s\t%s\n' "$(node_addr "${n#"$SIM_PREFIX"}")" "$n"
 		done
 	} > "$f"
-	mv "$f" "$SIM_STATE/hosts"
 	for n in $(nodes); do
-		in_node "$n" cp "$SIM_STATE/hosts" /etc/hosts
+		[ ! -d "$(node_dir "$n")" ] || cat "$f" > "$(node_dir "$n")/hosts"
 	done
 }
 
@@ -101,17 +103,17 @@ write_trust() {
 	: > "$ak.new"
 	: > "$kh.new"
 	for n in $(nodes); do
-		local d i
+		local d
 		d=$(node_dir "$n")
-		i=$(node_index "$n")
 		printf 'from="%s.0/24" %s\n' "$SIM_NET" "$(cat "$d/root-key.pub")" >> "$ak.new"
-		printf '%s,%s %s\n' "$n" "$(node_addr "$i")" "$(cut -d' ' -f1,2 "$d/ssh_host_ed25519_key.pub")" >> "$kh.new"
+		printf '%s,%s %s\n' "$n" "$(node_addr "${n#"$SIM_PREFIX"}")" \
+			"$(cut -d' ' -f1,2 "$d/ssh_host_ed25519_key.pub")" >> "$kh.new"
 	done
 	mv "$ak.new" "$ak"
 	mv "$kh.new" "$kh"
 	for n in $(nodes); do
-		in_node "$n" install -m 0600 "$ak" /root/.ssh/authorized_keys
-		in_node "$n" install -m 0644 "$kh" /root/.ssh/known_hosts
+		install -m 0600 "$ak" "$(node_dir "$n")/root/.ssh/authorized_keys"
+		install -m 0644 "$kh" "$(node_dir "$n")/root/.ssh/known_hosts"
 	done
 }
 
@@ -153,7 +155,7 @@ inside() {
 	mount -t sysfs "sim-sys-$name" /sys
 	mkdir -p /run/sshd /run/hpcinit
 	echo "$name" > /etc/hostname
-	cp "$SIM_STATE/hosts" /etc/hosts
+	mount --bind "$d/hosts" /etc/hosts
 	# the node's own ssh identity; the host's keys are not visible in it
 	rm -f /etc/ssh/ssh_host_*
 	install -m 0600 "$d/ssh_host_ed25519_key" /etc/ssh/ssh_host_ed25519_key
@@ -177,9 +179,8 @@ add_node() {
 	d=$(node_dir "$name")
 	veth=${SIM_PREFIX}v$i
 	[ ! -e "/run/netns/$name" ] || die "network namespace $name exists already (another run? sim.sh down)"
-	mkdir -p "$d/root"
-	chmod 0700 "$d/root"
-	echo "$name" >> "$SIM_STATE/nodes.list"
+	mkdir -p -m 0700 "$d/root" "$d/root/.ssh"
+	cp "$SIM_STATE/hosts" "$d/hosts"
 	ssh-keygen -q -t ed25519 -N '' -C "root@$name" -f "$d/ssh_host_ed25519_key"
 	if [ "$(conf ssh-trust)" = yes ]; then
 		ssh-keygen -q -t ed25519 -N '' -C "root@$name (sim harness)" -f "$d/root-key"
@@ -195,6 +196,24 @@ add_node() {
 	nsenter --net="/run/netns/$name" unshare --uts="$SIM_STATE/ns/$name.uts" \
 		--mount="$SIM_STATE/ns/$name.mnt" --propagation private true
 	in_node "$name" "$SELF" _inside "$name" "$i"
+}
+
+# add_nodes INDEX...: bring nodes up, up to 8 at a time
+add_nodes() {
+	local i pids=() bad=0 p
+	for i in "$@"; do
+		# the up's ERR trap tears down: only the parent may do that
+		(trap - ERR; add_node "$i") &
+		pids+=($!)
+		if [ ${#pids[@]} -ge 8 ]; then
+			wait "${pids[0]}" || bad=1
+			pids=("${pids[@]:1}")
+		fi
+	done
+	for p in "${pids[@]}"; do
+		wait "$p" || bad=1
+	done
+	[ "$bad" = 0 ] || die "a node did not come up"
 }
 
 wait_sshd() {
@@ -241,14 +260,11 @@ cmd_up() {
 		echo yes > "$SIM_STATE/bridge-ours"
 	fi
 	ip link set "$SIM_BRIDGE" up
-	: > "$SIM_STATE/nodes.list"
-	: > "$SIM_STATE/hosts"
 	for i in $(seq 1 "$n"); do
-		echo "$SIM_NET.$((10 + i))	$(node_name "$i")" >> "$SIM_STATE/hosts"
-	done
-	for i in $(seq 1 "$n"); do
-		add_node "$i"
-	done
+		node_name "$i"
+	done > "$SIM_STATE/nodes.list"
+	write_hosts
+	add_nodes $(seq 1 "$n")
 	write_hosts
 	write_trust
 	# shellcheck disable=SC2046
@@ -260,49 +276,67 @@ cmd_up() {
 cmd_add() {
 	local k=${1:-1} last i new=()
 	[ -s "$SIM_STATE/nodes.list" ] || die "not up"
+	[[ $k =~ ^[0-9]+$ ]] && [ "$k" -ge 1 ] || die "add K: K >= 1"
 	last=$(nodes | sed "s/^$SIM_PREFIX//" | sort -n | tail -1)
 	for i in $(seq $((last + 1)) $((last + k))); do
-		add_node "$i"
 		new+=("$(node_name "$i")")
+		node_name "$i" >> "$SIM_STATE/nodes.list"
 	done
+	write_hosts
+	add_nodes $(seq $((last + 1)) $((last + k)))
 	write_hosts
 	write_trust
 	wait_sshd "${new[@]}"
 	printf '%s\n' "${new[@]}"
 }
 
-stop_node() {
-	local name=$1 d pid pids
-	d=$(node_dir "$name")
-	if [ -f "$d/sshd.pid" ]; then
-		pid=$(cat "$d/sshd.pid")
-		# only if it still is a process in this node's network namespace
-		if [ -e "/run/netns/$name" ] && ip netns pids "$name" 2>/dev/null | grep -qx "$pid"; then
-			kill "$pid" 2>/dev/null || true
-		fi
-	fi
-	if [ -e "/run/netns/$name" ]; then
-		for sig in TERM KILL; do
-			pids=$(ip netns pids "$name" 2>/dev/null || true)
-			[ -n "$pids" ] || break
-			# shellcheck disable=SC2086
-			kill -s "$sig" $pids 2>/dev/null || true
-			for _ in $(seq 1 20); do
-				[ -z "$(ip netns pids "$name" 2>/dev/null || true)" ] && break
-				sleep 0.05
-			done
-		done
-	fi
+# nodes_pids NAME...: the processes of these nodes -- everything that runs in
+# a node's own network namespace (its sshd, sessions, orted, the commands run
+# there), all started by this script.  One look at /proc for all nodes.
+nodes_pids() {
+	local n ino inos=""
+	for n in "$@"; do
+		ino=$(stat -L -c %i "/run/netns/$n" 2>/dev/null) && inos+=" $ino"
+	done
+	[ -n "$inos" ] || return 0
+	# "/proc/PID/ns/net -> net:[INODE]"
+	# shellcheck disable=SC2012
+	# (processes come and go while ls runs: its complaints are expected)
+	{ ls -l /proc/[0-9]*/ns/net 2>/dev/null || true; } | awk -v inos="$inos" '
+		BEGIN { split(inos, a, " "); for (i in a) want["net:[" a[i] "]"] = 1 }
+		($NF in want) { split($(NF - 2), p, "/"); print p[3] }'
+}
+
+# stop_nodes NAME...: TERM, up to 1 s grace, KILL, then remove the namespaces
+stop_nodes() {
+	local pids
+	pids=$(nodes_pids "$@")
+	# shellcheck disable=SC2086
+	[ -z "$pids" ] || kill -s TERM $pids 2>/dev/null || true
+	for _ in $(seq 1 20); do
+		pids=$(nodes_pids "$@")
+		[ -z "$pids" ] && break
+		sleep 0.05
+	done
+	# shellcheck disable=SC2086
+	[ -z "$pids" ] || kill -s KILL $pids 2>/dev/null || true
+	for n in "$@"; do
+		remove_node_ns "$n"
+	done
+}
+
+remove_node_ns() {
+	local name=$1
 	umount "$SIM_STATE/ns/$name.mnt" 2>/dev/null || true
 	umount "$SIM_STATE/ns/$name.uts" 2>/dev/null || true
 	[ ! -e "/run/netns/$name" ] || ip netns del "$name" 2>/dev/null || true
-	ip link del "${SIM_PREFIX}v$(node_index "$name")" 2>/dev/null || true
+	ip link del "${SIM_PREFIX}v${name#"$SIM_PREFIX"}" 2>/dev/null || true
 }
 
 cmd_del() {
 	local name=$1
 	node_index "$name" >/dev/null
-	stop_node "$name"
+	stop_nodes "$name"
 	grep -vx "$name" "$SIM_STATE/nodes.list" > "$SIM_STATE/nodes.list.new" || true
 	mv "$SIM_STATE/nodes.list.new" "$SIM_STATE/nodes.list"
 	rm -rf "$(node_dir "$name")"
@@ -313,9 +347,8 @@ cmd_down() {
 	local n
 	trap - ERR
 	[ -d "$SIM_STATE" ] || return 0
-	for n in $(nodes); do
-		stop_node "$n"
-	done
+	# shellcheck disable=SC2046
+	stop_nodes $(nodes)
 	# nodes whose setup failed before they were listed
 	for f in "$SIM_STATE"/ns/*.mnt; do
 		[ -e "$f" ] || continue
