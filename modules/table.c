@@ -10,7 +10,9 @@ extern const struct module memlock_module;
 extern const struct module kernel_module;
 extern const struct module rdma_module;
 extern const struct module nfs_module;
+extern const struct module discovery_module;
 extern const struct module ssh_module;
+extern const struct module hostfile_module;
 extern const struct module mpi_module;
 
 const struct module *const module_table[] = {
@@ -18,7 +20,9 @@ const struct module *const module_table[] = {
 	&kernel_module,
 	&rdma_module,
 	&nfs_module,
+	&discovery_module,
 	&ssh_module,
+	&hostfile_module,
 	&mpi_module,
 	NULL,
 };
