@@ -370,9 +370,10 @@ void runner_print_table(const struct ctx *c, const struct run_result *res, FILE 
 	}
 	for (size_t i = 0; i < res->n; i++) {
 		const struct report *r = &res->reports[i];
+		/* "hpcinit verify" exists for its details: the per-pair measurements. */
 		bool show = r->details.len && res->ran[i] &&
-			    (c->verbose || c->mode != RUN_APPLY || r->status == ST_FAILED ||
-			     r->status == ST_DEGRADED);
+			    (c->verbose || c->verify || c->mode != RUN_APPLY ||
+			     r->status == ST_FAILED || r->status == ST_DEGRADED);
 
 		if (!show)
 			continue;
