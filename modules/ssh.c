@@ -1026,7 +1026,8 @@ static int user_converge(struct ctx *c, struct report *r, const char *user,
 	as_user = sshkey_fsid_user(c, home, uid, gid);
 	if (fs_read(c, ak, &old, NULL) == 0)
 		old_block = managed_block_get(old, s->cluster.name);
-	ak_report_diff(c, r, ak, old_block, body);
+	if (c->mode != RUN_PLAN)         /* plan shows the diff itself */
+		ak_report_diff(c, r, ak, old_block, body);
 	if (ctx_may_write(c) || fs_exists(c, sshdir))
 		ret = fs_managed_block(c, r, ak, s->cluster.name, body, 0600, uid, gid);
 	else

@@ -51,11 +51,16 @@ pairs_ok() {
 }
 pairs_ok hps-1
 
-# 2. On demand, from another node.
+# 2. On demand, from another node; what a person sees: the per-pair lines.
 hp hps-3 verify
 [ "$(cat "$T/rc.hps-3")" = 0 ] || fail "verify on hps-3 exited $(cat "$T/rc.hps-3")"
 pairs_ok hps-3
 ok "hpcinit verify on hps-3: $(module_field hps-3 mpi summary)"
+on hps-4 "$HPCINIT" verify -c "$T/node.yaml" > "$T/human" 2>&1 || fail "verify on hps-4: $(cat "$T/human")"
+cat "$T/human"
+[ "$(grep -cE '^  pair hps-[0-9] <-> hps-[0-9]: latency [0-9.]+ us, bandwidth [0-9.]+ MiB/s$' "$T/human")" = 3 ] ||
+	fail "hpcinit verify does not print 3 pair lines"
+ok "hpcinit verify prints one line per pair"
 
 # 3. A threshold no pair can meet: exit 1, the slow pair named.
 write_spec "$T/strict.yaml" "mpi: {profile: true, verify: {max_latency_us: 0.01}}"
