@@ -530,8 +530,12 @@ int mpi_verify(struct ctx *c, struct report *r)
 			proc_result_free(&pr);
 			break;
 		}
-		/* No result: a node refused us or is not up yet.  Retry until the deadline. */
-		if (pr.timed_out || now_ms() + delay + 5000 >= end) {
+		/*
+		 * No result: a node refused us or is not up yet.  At boot (apply)
+		 * the others may still be setting up: retry until the deadline.
+		 * Asked for by hand (hpcinit verify), answer now.
+		 */
+		if (c->verify || pr.timed_out || now_ms() + delay + 5000 >= end) {
 			tail_detail(r, "mpirun said", pr.err);
 			report_set(r, ST_FAILED, "mpirun %s after %d attempt%s; see details",
 				   pr.timed_out ? "timed out" : "failed", attempt, attempt > 1 ? "s" : "");

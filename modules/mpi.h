@@ -11,7 +11,9 @@ struct report;
  * hello from every node, then latency and bandwidth between neighbour
  * pairs.  Fills r (one detail per pair, the slow pair in the summary) and
  * returns 0, or -errno when it could not run.  Uses c->deadline_ms when
- * set (retrying while peers are not reachable yet), else 2 minutes.
+ * set, else 2 minutes.  During apply it retries until then while nodes
+ * refuse the login (they may still be setting up); for "hpcinit verify"
+ * (c->verify) it tries once.
  * Runs as the first ssh.users account when started as root.
  */
 int mpi_verify(struct ctx *c, struct report *r);
