@@ -380,19 +380,42 @@ static int verify_parse(struct report *r, const char *out, double limit)
 	return found;
 }
 
-/* The last few lines of a tool's stderr, for a failure detail. */
-static void tail_detail(struct report *r, const char *what, const char *text)
+/*
+ * What mpirun's stderr says about a failed start: the ssh complaints (its
+ * own explanation is a page of boilerplate), else its first lines.
+ * Returns the first ssh line (malloc'd) for the summary, or NULL.
+ */
+static char *launch_failure(struct report *r, const char *err)
 {
-	size_t len = strlen(text), start = len;
-	int lines = 0;
+	static const char *const ssh_says[] = {
+		"ssh:", "Permission denied", "Host key verification failed",
+		"REMOTE HOST IDENTIFICATION HAS CHANGED", "Could not resolve",
+	};
+	char *first = NULL;
+	int shown = 0;
 
-	while (start > 0 && lines < 6) {
-		start--;
-		if (text[start] == '\n' && start + 1 < len)
-			lines++;
-	}
-	if (len)
-		report_detail(r, "%s:\n%s", what, text + start + (text[start] == '\n'));
+	for (int pass = 0; pass < 2 && !shown; pass++)
+		for (const char *p = err; p && *p && shown < 6;) {
+			const char *nl = strchr(p, '\n');
+			size_t len = nl ? (size_t)(nl - p) : strlen(p);
+			bool hit;
+
+			while (len && (p[len - 1] == '\r' || p[len - 1] == ' '))
+				len--;          /* ssh ends its messages with \r\n */
+			hit = pass == 1 && len && *p != '-';
+
+			for (size_t i = 0; !pass && i < sizeof(ssh_says) / sizeof(*ssh_says); i++)
+				if (memmem(p, len, ssh_says[i], strlen(ssh_says[i])))
+					hit = true;
+			if (hit) {
+				report_detail(r, "mpirun said: %.*s", (int)len, p);
+				if (!pass && !first)
+					first = xstrndup(p, len);
+				shown++;
+			}
+			p = nl ? nl + 1 : NULL;
+		}
+	return first;
 }
 
 static const char *verify_program(void)
@@ -536,9 +559,12 @@ int mpi_verify(struct ctx *c, struct report *r)
 		 * Asked for by hand (hpcinit verify), answer now.
 		 */
 		if (c->verify || pr.timed_out || now_ms() + delay + 5000 >= end) {
-			tail_detail(r, "mpirun said", pr.err);
-			report_set(r, ST_FAILED, "mpirun %s after %d attempt%s; see details",
-				   pr.timed_out ? "timed out" : "failed", attempt, attempt > 1 ? "s" : "");
+			char *why = launch_failure(r, pr.err);
+
+			report_set(r, ST_FAILED, "mpirun %s after %d attempt%s: %s",
+				   pr.timed_out ? "timed out" : "failed", attempt, attempt > 1 ? "s" : "",
+				   why ? why : "see details");
+			free(why);
 			proc_result_free(&pr);
 			break;
 		}

@@ -70,3 +70,14 @@ sum=$(module_field hps-2 mpi summary)
 [[ $sum =~ ^slow\ pair\ hps-[0-9]\ \<-\>\ hps-[0-9]:\ latency\ [0-9.]+\ us\ is\ above\ max_latency_us\ 0.01\; ]] ||
 	fail "summary: $sum"
 ok "max_latency_us 0.01: exit 1, '$sum'"
+
+# 4. A node that cannot be reached: hpcinit verify says so at once (no waiting).
+kill "$(cat "$SIM_STATE/nodes/hps-4/sshd.pid")"
+t0=$SECONDS
+hp hps-1 verify
+[ "$(cat "$T/rc.hps-1")" = 1 ] || fail "verify with hps-4 down exited $(cat "$T/rc.hps-1")"
+sum=$(module_field hps-1 mpi summary)
+[[ $sum == "mpirun failed after 1 attempt: ssh: connect to host hps-4 port 22: Connection refused; fabric "* ]] ||
+	fail "summary: $sum"
+[ $((SECONDS - t0)) -lt 60 ] || fail "verify took $((SECONDS - t0)) s"
+ok "a node down: verify fails in $((SECONDS - t0)) s: '$sum'"

@@ -266,6 +266,26 @@ static void test_parse(void)
 	TEST_INTEQ(verify_parse(&r, "ORTE was unable to reliably start one or more daemons.\n", 0), 0);
 	report_free(&r);
 
+	/* A failed start: the ssh line, not Open MPI's page of boilerplate. */
+	report_init(&r);
+	{
+		char *why = launch_failure(&r, "ssh: connect to host n4 port 22: Connection refused\r\n"
+					   "-----\nORTE was unable to reliably start one or more daemons.\n");
+
+		TEST_STREQ(why, "ssh: connect to host n4 port 22: Connection refused");
+		TEST_STREQ(sb_str(&r.details), "mpirun said: ssh: connect to host n4 port 22: Connection refused\n");
+		free(why);
+	}
+	report_free(&r);
+	report_init(&r);
+	{
+		char *why = launch_failure(&r, "-----\nORTE was unable to start.\nline 2\n");
+
+		TEST_CHECK(why == NULL);
+		TEST_STREQ(sb_str(&r.details), "mpirun said: ORTE was unable to start.\nmpirun said: line 2\n");
+	}
+	report_free(&r);
+
 	TEST_INTEQ(count_hosts("# hpcinit\nn1 slots=2\n\n  n2 slots=2\n#n3\nn4"), 3);
 	TEST_INTEQ(count_hosts(""), 0);
 }
