@@ -417,6 +417,36 @@ static void test_parse_odd(const char *k1)
 	khosts_free(&hs);
 }
 
+/* check's vocabulary: missing, mismatched (same name and type, other key), extra. */
+static void test_compare(const char *k1, const char *k2)
+{
+	struct khosts have = { 0 }, want = { 0 };
+	struct khost *h;
+	struct report r;
+
+	h = khosts_add(&have, "n1", "", "record");
+	strlist_push(&h->names, "n1");
+	strlist_push(&h->keys, k1);
+	h = khosts_add(&have, "gone", "", "record");
+	strlist_push(&h->names, "gone");
+	strlist_push(&h->keys, k2);
+	h = khosts_add(&want, "n1", "", "record");
+	strlist_push(&h->names, "n1");
+	strlist_push(&h->keys, k2);
+	h = khosts_add(&want, "n2", "", "record");
+	strlist_push(&h->names, "n2");
+	strlist_push(&h->keys, k2);
+	report_init(&r);
+	kh_compare(&r, &have, &want);
+	TEST_CHECK(strstr(sb_str(&r.details), "ssh_known_hosts: n1: mismatched key (want ssh-ed25519 SHA256:") != NULL);
+	TEST_CHECK(strstr(sb_str(&r.details), "ssh_known_hosts: n2: missing key (want ssh-ed25519 SHA256:") != NULL);
+	TEST_CHECK(strstr(sb_str(&r.details), "ssh_known_hosts: gone: extra key ssh-ed25519 SHA256:") != NULL);
+	TEST_INTEQ(count(sb_str(&r.details), "\n"), 3);
+	report_free(&r);
+	khosts_free(&have);
+	khosts_free(&want);
+}
+
 static void test_conf(struct spec *s)
 {
 	struct khosts hs = { 0 };
@@ -912,6 +942,7 @@ int main(void)
 	test_names();
 	test_known_hosts(&s, khost_self, k1, k2);
 	test_parse_odd(k1);
+	test_compare(k1, k2);
 	test_conf(&s);
 	test_authorized(&s, k1, k2, kself);
 	test_run(&s, k3, k4);
