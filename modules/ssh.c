@@ -637,19 +637,25 @@ static void want_hosts(struct ctx *c, struct report *r, const struct peerset *ps
 	size_t at, gone = 0;
 
 	smap_init(&ids, ps ? ps->n + 1 : 1);
-	for (size_t i = 0; ps && i < ps->n; i++) {
-		const struct peer *p = &ps->v[i];
+	/* This node first: a record that claims its name must not displace it. */
+	for (size_t n = 0; ps && n < 2 * ps->n; n++) {
+		const struct peer *p = &ps->v[n % ps->n];
 		struct khost *h;
 		char *id;
 
+		if (p->self != (n < ps->n))
+			continue;
 		if (!valid_hostname(p->hostname)) {
 			report_detail(r, "a peer record has an invalid hostname; ignored");
 			t->degraded = true;
 			continue;
 		}
 		id = lowercase(p->hostname);
-		if (smap_get(&ids, id, NULL)) {
-			report_detail(r, "%s: two peer records carry this hostname; the first is used", id);
+		if (smap_get(&ids, id, &at)) {
+			report_detail(r, "%s: %s; the other is ignored", id, want->v[at].peer &&
+				      want->v[at].peer->self ?
+				      "a peer record carries this node's hostname" :
+				      "two peer records carry this hostname");
 			t->degraded = true;
 			free(id);
 			continue;
@@ -682,16 +688,19 @@ static void want_hosts(struct ctx *c, struct report *r, const struct peerset *ps
 			snprintf(name, sizeof(name), "%s", c->hostname);
 		else
 			(void)gethostname(name, sizeof(name) - 1);
-		if (valid_hostname(name)) {
+		id = valid_hostname(name) ? lowercase(name) : NULL;
+		if (id && smap_get(&ids, id, NULL)) {
+			report_detail(r, "%s: a peer record carries this node's hostname", id);
+			t->degraded = true;
+		} else if (id) {
 			struct khost *h;
 
-			id = lowercase(name);
 			h = khosts_add(want, id, "", "local");
 			(void)smap_add(&ids, h->id, want->n - 1);
 			strlist_push(&h->names, id);
 			(void)sshkey_host_pubkeys(c, &h->keys);
-			free(id);
 		}
+		free(id);
 	}
 	drop_shared_names(r, want, t);
 	smap_init(&olds, old->n);

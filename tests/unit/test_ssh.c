@@ -297,6 +297,29 @@ static void test_known_hosts(struct spec *s, const char *k_self, const char *k1,
 	khosts_free(&want);
 	report_free(&r);
 
+	/* A record claiming this node's name, listed before it, does not displace it. */
+	{
+		struct peerset two = { 0 };
+
+		two.v = xcalloc(2, sizeof(*two.v));
+		two.n = 2;
+		peer_init(&two.v[0], "hps-1.sim.example", "198.18.3.66", "bx", k2);
+		peer_init(&two.v[1], "hps-1.sim.example", "198.18.3.11", "b1", NULL);
+		two.v[1].self = true;
+		memset(&t, 0, sizeof(t));
+		report_init(&r);
+		want_hosts(&c, &r, &two, &again, &want, &t);
+		TEST_INTEQ(want.n, 1);
+		TEST_CHECK(want.v[0].peer == &two.v[1]);
+		TEST_STREQ(want.v[0].keys.v[0], k_self);
+		TEST_CHECK(strstr(sb_str(&r.details), "hps-1.sim.example: a peer record carries this "
+				  "node's hostname; the other is ignored") != NULL);
+		TEST_CHECK(t.degraded);
+		khosts_free(&want);
+		report_free(&r);
+		peers_free(&two);
+	}
+
 	/* A record whose hostname is a pattern is ignored, not written as "*". */
 	memset(&t, 0, sizeof(t));
 	report_init(&r);
