@@ -11,6 +11,8 @@ TOP=$(cd "$(dirname "$0")/../.." && pwd)
 HPCINIT=${HPCINIT:-$TOP/build/hpcinit}
 SPEC=${SPEC:-$TOP/tests/fixtures/core/full.yaml}
 RUNS=${1:-50}
+# Discovery on a fake root has no interface in cluster.network: give the documented override.
+export HPCINIT_ADDRESS=${HPCINIT_ADDRESS:-198.18.0.10}
 T=$(mktemp -d /tmp/hpcinit-bench.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 eval "$(sed -n '/^mkroot()/,/^}/p' "$TOP/tests/system/lib.sh")"
