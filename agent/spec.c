@@ -1750,7 +1750,8 @@ static bool p_nfs_source(struct loader *L, const struct field *f, yaml_node_t *k
 }
 
 struct list_arg {
-	const char *item;               /* "a user name" */
+	const char *items;              /* "user names": for "a sequence of ..." */
+	const char *item;               /* "a user name": for one entry */
 	check_fn check;
 	size_t max;
 	bool nonempty, unique;
@@ -1760,7 +1761,7 @@ static void describe_list(const struct field *f, struct strbuf *sb)
 {
 	const struct list_arg *a = f->arg;
 
-	sb_printf(sb, "a sequence of %s", a->item);
+	sb_printf(sb, "a sequence of %s", a->items);
 }
 
 static bool seq_count_ok(struct loader *L, const struct field *f, yaml_node_t *k,
@@ -1975,7 +1976,7 @@ static void describe_maplist(const struct field *f, struct strbuf *sb)
 {
 	const struct maplist_arg *a = f->arg;
 
-	sb_printf(sb, "a sequence of %s", a->item);
+	sb_printf(sb, "a sequence, each entry %s", a->item);
 }
 
 static bool p_maplist(struct loader *L, const struct field *f, yaml_node_t *k, yaml_node_t *v,
@@ -2067,12 +2068,14 @@ static const struct dur_arg disc_wait_dur = { 0, 24 * HOUR_MS };
 static const struct dur_arg lease_dur = { SEC_MS, 24 * HOUR_MS };
 static const struct dur_arg scan_timeout_dur = { 10, 60 * SEC_MS };
 static const struct cidr_arg network_cidr = { offsetof(struct spec_cluster, has_network) };
-static const struct list_arg pam_users_list = { "'*', a user name or @group", check_pam_domain,
-						1024, true, true };
-static const struct list_arg modules_list = { "kernel module names", check_module, 256, false, true };
-static const struct list_arg options_list = { "options like hard or vers=3", check_option, 64,
-					      false, false };
-static const struct list_arg ssh_users_list = { "user names", check_user, 1024, false, true };
+static const struct list_arg pam_users_list = {
+	"'*', user names or @groups", "'*', a user name or @group", check_pam_domain, 1024, true, true };
+static const struct list_arg modules_list = {
+	"kernel module names", "a kernel module name", check_module, 256, false, true };
+static const struct list_arg options_list = {
+	"options like hard or vers=3", "an option like hard or vers=3", check_option, 64, false, false };
+static const struct list_arg ssh_users_list = {
+	"user names", "a user name", check_user, 1024, false, true };
 
 static const struct field cluster_fields[] = {
 	{ "name", &T_CLUSTER_NAME, offsetof(struct spec_cluster, name), NULL, F_REQUIRED, M_NONE,
@@ -2535,7 +2538,6 @@ static bool check_events(struct loader *L)
 
 	yaml_parser_initialize(&p);
 	yaml_parser_set_input_string(&p, L->buf, L->len);
-	yaml_parser_set_encoding(&p, YAML_UTF8_ENCODING);
 	while (!done) {
 		if (!yaml_parser_parse(&p, &ev)) {
 			yaml_error(L, &p);
@@ -2639,7 +2641,6 @@ static int load(struct loader *L)
 
 	yaml_parser_initialize(&p);
 	yaml_parser_set_input_string(&p, L->buf, L->len);
-	yaml_parser_set_encoding(&p, YAML_UTF8_ENCODING);
 	if (!yaml_parser_load(&p, &L->doc)) {
 		int r = p.error == YAML_MEMORY_ERROR ? -ENOMEM : -EINVAL;
 
