@@ -1148,22 +1148,24 @@ fail:
 	return -EINVAL;
 }
 
+/* Append the names; the caller has checked count against its limit. */
 static void noderange_emit(const struct noderange *nr, struct strlist *out)
 {
 	if (nr->n == 0) {
 		strlist_push(out, nr->prefix);
 		return;
 	}
+	/* One allocation for the array: a push per name is quadratic where realloc copies. */
+	out->v = xrealloc(out->v, (out->n + (size_t)nr->count + 1) * sizeof(*out->v));
 	for (size_t i = 0; i < nr->n; i++) {
 		for (unsigned long v = nr->r[i].lo;; v++) {
-			char *name = xasprintf("%s%0*lu%s", nr->prefix, nr->r[i].width, v, nr->suffix);
-
-			strlist_push(out, name);
-			free(name);
+			out->v[out->n++] = xasprintf("%s%0*lu%s", nr->prefix, nr->r[i].width, v,
+						     nr->suffix);
 			if (v == nr->r[i].hi)
 				break;
 		}
 	}
+	out->v[out->n] = NULL;
 }
 
 int noderange_expand(const char *pattern, struct strlist *out, size_t limit)
