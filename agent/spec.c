@@ -222,6 +222,16 @@ static size_t utf8_seq(const unsigned char *s, size_t n, uint32_t *cp)
 	return len;
 }
 
+/* Characters (not bytes) in a valid UTF-8 string. */
+static size_t utf8_chars(const char *s)
+{
+	size_t n = 0;
+
+	for (; *s; s++)
+		n += ((unsigned char)*s & 0xc0) != 0x80;
+	return n;
+}
+
 /* Quote a value for a message with q: escapes, cut when long. */
 static void sb_quote_with(struct strbuf *sb, const char *s, char q)
 {
@@ -394,7 +404,8 @@ void diags_print(const struct diags *d, FILE *out)
 		if (!g->line || !g->source_line)
 			continue;
 		fprintf(out, "%s\n", g->source_line);
-		if (!g->col)
+		/* No caret past the end of a source line cut at SOURCE_LINE_MAX. */
+		if (!g->col || g->col - 1 > utf8_chars(g->source_line))
 			continue;
 		/* One pad character per source character; tabs stay tabs so the caret lines up. */
 		const char *s = g->source_line;
@@ -1016,11 +1027,12 @@ int cidr_parse(const char *text, struct cidr *ret)
 
 bool cidr_contains(const struct cidr *c, int family, const void *addr)
 {
-	const unsigned char *net = (const unsigned char *)&c->addr, *a = addr;
+	const unsigned char *net, *a = addr;
 	unsigned full, rest;
 
 	if (!c || !addr || family != c->family)
 		return false;
+	net = (const unsigned char *)&c->addr;
 	full = c->prefix / 8;
 	rest = c->prefix % 8;
 	if (memcmp(net, a, full))

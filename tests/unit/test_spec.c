@@ -1175,6 +1175,31 @@ static void test_print(void)
 	free(out);
 	diags_free(&d);
 
+	/* A caret past a cut source line is left out; one just past the end is kept. */
+	struct strbuf longline = STRBUF_INIT;
+	sb_append(&longline, "version: 1\ncluster: {name: c1, role: compute");
+	for (int i = 0; i < 600; i++)
+		sb_append(&longline, " ");
+	sb_append(&longline, ", x: 1}\n");
+	load_text(sb_str(&longline), &s, &d);
+	TEST_INTEQ(d.n, 1);
+	if (d.n) {
+		TEST_INTEQ(d.v[0].col, 636);
+		TEST_INTEQ(strlen(d.v[0].source_line), SOURCE_LINE_MAX);
+	}
+	out = print_to_string(&d);
+	TEST_CHECK(strchr(out, '^') == NULL);
+	TEST_INTEQ(strlen(out), strlen(d.v[0].msg) + strlen("t.yaml:2:636: error: \n") + SOURCE_LINE_MAX + 1);
+	free(out);
+	diags_free(&d);
+	sb_free(&longline);
+	load_text("version: 1\ncluster: {name: \"c1\n", &s, &d);
+	out = print_to_string(&d);
+	TEST_CHECK(strstr(out, "\ncluster: {name: \"c1\n                ^\n") != NULL);
+	free(out);
+	diags_free(&d);
+	TEST_CHECK(!cidr_contains(NULL, AF_INET, "abcd"));
+
 	/* No position: just the file. */
 	TEST_INTEQ(spec_load_file("/nonexistent/hpcinit/spec.yaml", &s, &d), -ENOENT);
 	out = print_to_string(&d);
