@@ -1160,15 +1160,17 @@ fail:
 	return -EINVAL;
 }
 
-/* Append the names; the caller has checked count against its limit. */
-static void noderange_emit(const struct noderange *nr, struct strlist *out)
+/*
+ * Append the names into an array already sized for them: growing it a name at
+ * a time is quadratic where realloc copies (valgrind, ASan).
+ */
+static void noderange_fill(const struct noderange *nr, struct strlist *out)
 {
 	if (nr->n == 0) {
-		strlist_push(out, nr->prefix);
+		out->v[out->n++] = xstrdup(nr->prefix);
+		out->v[out->n] = NULL;
 		return;
 	}
-	/* One allocation for the array: a push per name is quadratic where realloc copies. */
-	out->v = xrealloc(out->v, (out->n + (size_t)nr->count + 1) * sizeof(*out->v));
 	for (size_t i = 0; i < nr->n; i++) {
 		for (unsigned long v = nr->r[i].lo;; v++) {
 			out->v[out->n++] = xasprintf("%s%0*lu%s", nr->prefix, nr->r[i].width, v,
@@ -1178,6 +1180,13 @@ static void noderange_emit(const struct noderange *nr, struct strlist *out)
 		}
 	}
 	out->v[out->n] = NULL;
+}
+
+/* Append the names; the caller has checked count against its limit. */
+static void noderange_emit(const struct noderange *nr, struct strlist *out)
+{
+	out->v = xrealloc(out->v, (out->n + (size_t)nr->count + 1) * sizeof(*out->v));
+	noderange_fill(nr, out);
 }
 
 int noderange_expand(const char *pattern, struct strlist *out, size_t limit)
@@ -1890,22 +1899,26 @@ static bool p_formats(struct loader *L, const struct field *f, yaml_node_t *k, y
 }
 
 /* discovery.hosts: names and ranges, expanded in spec order. */
+/* discovery.hosts: names and ranges, expanded in spec order. */
 static bool p_hosts(struct loader *L, const struct field *f, yaml_node_t *k, yaml_node_t *v,
 		    void *base, const char *path)
 {
 	struct strlist *out = field_ptr(f, base);
-	size_t n = seq_len(v);
+	size_t n = seq_len(v), total = 0;
+	struct noderange *nrs;
 	bool ok = true;
 
 	strlist_free(out);
 	if (!seq_count_ok(L, f, k, v, path, n, SPEC_MAX_HOSTS, false, "a host name"))
 		return false;
+	if (n == 0)
+		return true;
+	/* First pass: parse every entry and count the names against the limit. */
+	nrs = xcalloc(n, sizeof(*nrs));
 	for (size_t i = 0; i < n; i++) {
 		yaml_node_t *e = node(L, v->data.sequence.items.start[i]);
 		struct strbuf sb = STRBUF_INIT;
-		struct noderange nr;
 		const char *why;
-		size_t first;
 
 		if (!e)
 			continue;
@@ -1919,39 +1932,52 @@ static bool p_hosts(struct loader *L, const struct field *f, yaml_node_t *k, yam
 			continue;
 		}
 		sb_quote(&sb, scalar(e));
-		if (noderange_parse(scalar(e), &nr, &why) < 0) {
+		if (noderange_parse(scalar(e), &nrs[i], &why) < 0) {
 			error_mark(L, e->start_mark, path, "bad node range %s: %s", sb_str(&sb), why);
-			sb_free(&sb);
 			ok = false;
-			continue;
-		}
-		if (nr.count > SPEC_MAX_HOSTS - out->n) {
-			if (nr.count > SPEC_MAX_HOSTS)
+		} else if (nrs[i].count > SPEC_MAX_HOSTS - total) {
+			if (nrs[i].count > SPEC_MAX_HOSTS)
 				error_mark(L, e->start_mark, path, "%s expands to more than %d hosts",
 					   sb_str(&sb), SPEC_MAX_HOSTS);
 			else
 				error_mark(L, e->start_mark, path,
 					   "the list expands to more than %d hosts at %s",
 					   SPEC_MAX_HOSTS, sb_str(&sb));
-			noderange_clear(&nr);
+			noderange_clear(&nrs[i]);
+			sb_free(&sb);
+			ok = false;
+			break;
+		} else {
+			total += (size_t)nrs[i].count;
+		}
+		sb_free(&sb);
+	}
+	/* Second pass: one array for every name, each checked as a host name. */
+	out->v = xmalloc((total + 1) * sizeof(*out->v));
+	out->v[0] = NULL;
+	for (size_t i = 0; i < n; i++) {
+		yaml_node_t *e = node(L, v->data.sequence.items.start[i]);
+		size_t first = out->n;
+
+		if (!nrs[i].prefix)
+			continue;
+		noderange_fill(&nrs[i], out);
+		noderange_clear(&nrs[i]);
+		for (size_t j = first; j < out->n; j++) {
+			struct strbuf sb = STRBUF_INIT;
+
+			if (valid_hostname(out->v[j]) || valid_ip(out->v[j]))
+				continue;
+			sb_quote(&sb, scalar(e));
+			error_mark(L, e->start_mark, path, "%s: \"%s\" is not a valid host name%s",
+				   sb_str(&sb), out->v[j],
+				   strchr(out->v[j], '_') ? " ('_' is not allowed)" : "");
 			sb_free(&sb);
 			ok = false;
 			break;
 		}
-		first = out->n;
-		noderange_emit(&nr, out);
-		noderange_clear(&nr);
-		for (size_t j = first; j < out->n; j++) {
-			if (valid_hostname(out->v[j]) || valid_ip(out->v[j]))
-				continue;
-			error_mark(L, e->start_mark, path, "%s: \"%s\" is not a valid host name%s",
-				   sb_str(&sb), out->v[j],
-				   strchr(out->v[j], '_') ? " ('_' is not allowed)" : "");
-			ok = false;
-			break;
-		}
-		sb_free(&sb);
 	}
+	free(nrs);
 	return ok;
 }
 
