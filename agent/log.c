@@ -26,6 +26,7 @@ void log_set_module(const char *module)
 	cur_module = module;
 }
 
+__attribute__((format(printf, 3, 0)))
 static void vlog(enum log_level lvl, const char *suffix, const char *fmt, va_list ap)
 {
 	static const char *const names[] = { "error", "warning", "info", "debug" };

@@ -97,11 +97,14 @@ int proc_run(const char *const argv[], const char *const envp[], const char *std
 	int status = 0, r = 0, exec_errno = 0;
 	uint64_t deadline, killed_at = 0;
 	bool exited = false;
+	struct sigaction ign = { .sa_handler = SIG_IGN }, old_pipe;
 
 	memset(ret, 0, sizeof(*ret));
 	prog = proc_which(argv[0]);
 	if (!prog)
 		return -ENOENT;
+	/* A child that exits without reading its stdin must not kill us with SIGPIPE. */
+	sigaction(SIGPIPE, &ign, &old_pipe);
 	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
 	    pipe2(inp, O_CLOEXEC) < 0 || pipe2(execp, O_CLOEXEC) < 0) {
 		r = -errno;
@@ -258,6 +261,7 @@ out_close:
 			close(execp[i]);
 	}
 	free(prog);
+	sigaction(SIGPIPE, &old_pipe, NULL);
 	if (r < 0) {
 		sb_free(&out);
 		sb_free(&err);

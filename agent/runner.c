@@ -257,6 +257,8 @@ int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
 		int r = take_lock(c, o->lock_timeout_ms, &lock_fd);
 
 		if (r < 0) {
+			/* Nothing ran: the report lists no module. */
+			memset(res->ran, 0, n * sizeof(*res->ran));
 			res->exit_code = 1;
 			return 1;
 		}

@@ -7,8 +7,8 @@ PKGS=(
 	build-essential autoconf automake libtool libtool-bin pkg-config
 	libyaml-dev libssh-dev libibverbs-dev librdmacm-dev libssl-dev libnfs-dev
 	libopenmpi-dev openmpi-bin
-	openssh-server openssh-client iproute2 util-linux procps kmod python3 python3-yaml
-	nfs-ganesha nfs-ganesha-vfs libnfs-utils rpcbind
+	openssh-server openssh-client git systemd iproute2 util-linux procps kmod python3 python3-yaml
+	nfs-ganesha nfs-ganesha-vfs libnfs-utils rpcbind nfs-common
 	cloud-init clustershell sshpass nmap
 	valgrind clang libclang-rt-14-dev man-db bc
 	dpkg-dev debhelper devscripts lintian fakeroot rpm

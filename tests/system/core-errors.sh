@@ -40,6 +40,10 @@ run_hpc "$T/l" apply --lock-timeout soon --root "$R" -c "$FIX/core/memlock.yaml"
 check "bad --lock-timeout exits 2" [ "$rc" -eq 2 ]
 snapshot "$R" >"$T/after2"
 check "fake root unchanged after usage errors" same_file "$T/after2" "$T/before"
+run_hpc "$T/nr" apply --root "$T/no-such-root" -c "$FIX/core/memlock.yaml"
+check "missing --root exits 2" [ "$rc" -eq 2 ]
+check "missing --root is named" contains "$T/nr" "--root $T/no-such-root: not a directory"
+check "missing --root is not created" [ ! -e "$T/no-such-root" ]
 run_hpc "$T/h" --help
 check "--help exits 0" [ "$rc" -eq 0 ]
 run_hpc "$T/ver" --version

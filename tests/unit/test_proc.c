@@ -60,6 +60,18 @@ int main(void)
 		proc_result_free(&r);
 	}
 	{
+		/* A child that exits without reading its stdin: EPIPE, not SIGPIPE for us. */
+		const char *argv[] = { "true", NULL };
+		char *big = xmalloc(1 << 20);
+
+		memset(big, 'x', (1 << 20) - 1);
+		big[(1 << 20) - 1] = '\0';
+		TEST_INTEQ(proc_run(argv, NULL, big, 5000, &r), 0);
+		TEST_INTEQ(r.exit_code, 0);
+		proc_result_free(&r);
+		free(big);
+	}
+	{
 		const char *argv[] = { "a", "b c", "it's", "", NULL };
 		char *s = argv_render(argv);
 

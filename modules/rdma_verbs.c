@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The real rdma ops: libibverbs and librdmacm.  libibverbs reads SYSFS_PATH
+ * once, at its first call, so init sets it before anything else when the
+ * run has a fake root.  The device list stays open for the run: probe
+ * children (forked) look their device up in it.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "fsutil.h"
+#include "rdma.h"
+
+static struct ibv_device **dev_list;
+static int dev_count;
+
+static int verbs_init(const struct ctx *c)
+{
+	if (c->root && c->root[0] && strcmp(c->root, "/") != 0) {
+		char *sys = fs_rooted(c->root, "/sys");
+		int r = setenv("SYSFS_PATH", sys, 1);
+
+		free(sys);
+		if (r < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+static int verbs_list(const struct ctx *c, struct strlist *ret)
+{
+	if (!dev_list) {
+		errno = 0;
+		dev_list = ibv_get_device_list(&dev_count);
+		if (!dev_list)
+			return errno ? -errno : -ENODEV;
+	}
+	for (int i = 0; i < dev_count; i++)
+		strlist_push(ret, ibv_get_device_name(dev_list[i]));
+	return 0;
+}
+
+static void fail(struct probe_result *res, enum probe_step s, int e)
+{
+	res->step = s;
+	res->err = e ? e : EIO;
+}
+
+static void verbs_probe(const struct ctx *c, const char *name, uint64_t reg_mr,
+			struct probe_io *io, struct probe_result *res)
+{
+	struct ibv_device *dev = NULL;
+	struct ibv_context *ctx;
+	struct ibv_device_attr da;
+	struct ibv_pd *pd;
+	int e;
+
+	for (int i = 0; i < dev_count && !dev; i++)
+		if (strcmp(ibv_get_device_name(dev_list[i]), name) == 0)
+			dev = dev_list[i];
+	if (!dev) {
+		fail(res, STEP_OPEN, ENODEV);
+		return;
+	}
+	probe_step(io, STEP_OPEN);
+	errno = 0;
+	ctx = ibv_open_device(dev);
+	if (!ctx) {
+		fail(res, STEP_OPEN, errno);
+		return;
+	}
+	probe_step(io, STEP_QUERY_DEVICE);
+	memset(&da, 0, sizeof(da));
+	e = ibv_query_device(ctx, &da);
+	if (e) {
+		fail(res, STEP_QUERY_DEVICE, e);
+		goto out_close;
+	}
+	snprintf(res->fw_ver, sizeof(res->fw_ver), "%s", da.fw_ver);
+	res->phys_port_cnt = da.phys_port_cnt;
+	probe_step(io, STEP_QUERY_PORT);
+	for (unsigned p = 1; p <= da.phys_port_cnt && p <= RDMA_MAX_PORTS; p++) {
+		struct ibv_port_attr pa;
+
+		memset(&pa, 0, sizeof(pa));
+		e = ibv_query_port(ctx, (uint8_t)p, &pa);
+		if (e) {
+			fail(res, STEP_QUERY_PORT, e);
+			goto out_close;
+		}
+		res->port_state[p - 1] = pa.state;
+	}
+	probe_step(io, STEP_ALLOC_PD);
+	errno = 0;
+	pd = ibv_alloc_pd(ctx);
+	if (!pd) {
+		fail(res, STEP_ALLOC_PD, errno);
+		goto out_close;
+	}
+	if (reg_mr) {
+		void *buf;
+		struct ibv_mr *mr;
+
+		probe_step(io, STEP_REG_MR);
+		/* Pin as an MPI rank would: without CAP_IPC_LOCK, against RLIMIT_MEMLOCK. */
+		probe_drop_ipc_lock();
+		buf = mmap(NULL, reg_mr, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (buf == MAP_FAILED) {
+			fail(res, STEP_REG_MR, errno);
+			goto out_pd;
+		}
+		errno = 0;
+		mr = ibv_reg_mr(pd, buf, reg_mr, IBV_ACCESS_LOCAL_WRITE);
+		if (!mr) {
+			fail(res, STEP_REG_MR, errno);
+			munmap(buf, reg_mr);
+			goto out_pd;
+		}
+		ibv_dereg_mr(mr);
+		munmap(buf, reg_mr);
+	}
+	res->step = STEP_DONE;
+out_pd:
+	ibv_dealloc_pd(pd);
+out_close:
+	ibv_close_device(ctx);
+}
+
+static bool link_local6(const struct in6_addr *a)
+{
+	return a->s6_addr[0] == 0xfe && (a->s6_addr[1] & 0xc0) == 0x80;
+}
+
+/* The real interfaces: only meaningful for the real root, and the only source there. */
+static int verbs_if_addr(const struct ctx *c, const char *ifname, char *buf, size_t n)
+{
+	struct ifaddrs *ifa, *i;
+	int r = -ENOENT;
+
+	if (getifaddrs(&ifa) < 0)
+		return -errno;
+	for (int pass = 0; pass < 2 && r == -ENOENT; pass++) {
+		for (i = ifa; i; i = i->ifa_next) {
+			if (!i->ifa_addr || strcmp(i->ifa_name, ifname) != 0)
+				continue;
+			if (pass == 0 && i->ifa_addr->sa_family == AF_INET) {
+				inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr, buf,
+					  (socklen_t)n);
+				r = 0;
+				break;
+			}
+			if (pass == 1 && i->ifa_addr->sa_family == AF_INET6) {
+				const struct in6_addr *a6 = &((struct sockaddr_in6 *)(void *)i->ifa_addr)->sin6_addr;
+
+				if (link_local6(a6))
+					continue;
+				inet_ntop(AF_INET6, a6, buf, (socklen_t)n);
+				r = 0;
+				break;
+			}
+		}
+	}
+	freeifaddrs(ifa);
+	return r;
+}
+
+static void verbs_resolve(const struct ctx *c, const char *addr, unsigned timeout_ms,
+			  struct probe_io *io, struct probe_result *res)
+{
+	struct sockaddr_storage ss;
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id = NULL;
+	struct rdma_cm_event *ev = NULL;
+	struct pollfd pf;
+
+	memset(&ss, 0, sizeof(ss));
+	if (inet_pton(AF_INET, addr, &((struct sockaddr_in *)&ss)->sin_addr) == 1) {
+		ss.ss_family = AF_INET;
+	} else if (inet_pton(AF_INET6, addr, &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1) {
+		ss.ss_family = AF_INET6;
+	} else {
+		fail(res, STEP_RESOLVE_ADDR, EINVAL);
+		return;
+	}
+	probe_step(io, STEP_CM_CHANNEL);
+	errno = 0;
+	ch = rdma_create_event_channel();
+	if (!ch) {
+		fail(res, STEP_CM_CHANNEL, errno);
+		return;
+	}
+	if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) < 0) {
+		fail(res, STEP_CM_CHANNEL, errno);
+		goto out_channel;
+	}
+	probe_step(io, STEP_RESOLVE_ADDR);
+	if (rdma_resolve_addr(id, NULL, (struct sockaddr *)&ss, (int)timeout_ms) < 0) {
+		fail(res, STEP_RESOLVE_ADDR, errno);
+		goto out_id;
+	}
+	pf = (struct pollfd){ .fd = ch->fd, .events = POLLIN };
+	if (poll(&pf, 1, (int)timeout_ms + 1000) <= 0) {
+		fail(res, STEP_RESOLVE_ADDR, ETIMEDOUT);
+		goto out_id;
+	}
+	if (rdma_get_cm_event(ch, &ev) < 0) {
+		fail(res, STEP_RESOLVE_ADDR, errno);
+		goto out_id;
+	}
+	if (ev->event != RDMA_CM_EVENT_ADDR_RESOLVED) {
+		snprintf(res->event, sizeof(res->event), "%s", rdma_event_str(ev->event));
+		fail(res, STEP_RESOLVE_ADDR, ev->status < 0 ? -ev->status : EHOSTUNREACH);
+	} else {
+		if (id->verbs)
+			snprintf(res->resolved_dev, sizeof(res->resolved_dev), "%s",
+				 ibv_get_device_name(id->verbs->device));
+		res->step = STEP_DONE;
+	}
+	rdma_ack_cm_event(ev);
+out_id:
+	rdma_destroy_id(id);
+out_channel:
+	rdma_destroy_event_channel(ch);
+}
+
+static void verbs_fini(void)
+{
+	if (dev_list)
+		ibv_free_device_list(dev_list);
+	dev_list = NULL;
+	dev_count = 0;
+}
+
+const struct rdma_ops rdma_verbs_ops = {
+	.name = "libibverbs",
+	.init = verbs_init,
+	.list = verbs_list,
+	.probe = verbs_probe,
+	.if_addr = verbs_if_addr,
+	.resolve = verbs_resolve,
+	.fini = verbs_fini,
+};

@@ -1,0 +1,118 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# Every custom-data file in conf/cloud-init/ is valid for the real
+# cloud-init ("cloud-init schema --config-file"), fits Azure's 64 KB
+# custom-data limit, runs commands as argv lists, and embeds a node spec
+# that "hpcinit validate" accepts.  A broken file must fail the same checks.
+set -eu
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+: "${HPCINIT:?HPCINIT must name the built binary}" "${TOP_SRCDIR:?}"
+command -v cloud-init >/dev/null || fail "cloud-init not found (Debian package cloud-init)"
+python3 -c 'import yaml' || fail "python3-yaml not found"
+
+T=$(mktemp -d /tmp/hpcinit-ci-schema.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+
+LIMIT=65536   # Azure custom-data, before base64
+
+# check_file FILE: 0 when FILE passes every check, 1 otherwise (reasons on stderr).
+check_file() {
+	local f=$1 size base ok=0
+	base=$(basename "$f" .yaml)
+	size=$(stat -c %s "$f")
+	if [ "$size" -ge "$LIMIT" ]; then
+		echo "$f: $size bytes, custom-data must stay under $LIMIT" >&2
+		ok=1
+	fi
+	if ! cloud-init schema --config-file "$f" > "$T/$base.schema" 2>&1; then
+		cat "$T/$base.schema" >&2
+		echo "$f: cloud-init schema rejects it" >&2
+		ok=1
+	fi
+	# Commands are argv lists, and the spec files are pulled out for hpcinit.
+	if ! python3 - "$f" "$T/$base" <<-'PY' >&2; then
+	import sys, yaml
+	path, out = sys.argv[1], sys.argv[2]
+	with open(path) as fh:
+	    text = fh.read()
+	if not text.startswith("#cloud-config\n"):
+	    sys.exit("%s: first line must be #cloud-config" % path)
+	doc = yaml.safe_load(text)
+	if not isinstance(doc, dict):
+	    sys.exit("%s: not a mapping" % path)
+	cmds = doc.get("runcmd") or []
+	if not cmds:
+	    sys.exit("%s: no runcmd" % path)
+	for c in cmds:
+	    if not isinstance(c, list) or not all(isinstance(a, str) for a in c):
+	        sys.exit("%s: runcmd entry %r is not an argv list of strings" % (path, c))
+	if not any(c[0] == "hpcinit" for c in cmds):
+	    sys.exit("%s: runcmd never runs hpcinit" % path)
+	files = {w.get("path"): w for w in doc.get("write_files") or []}
+	spec = files.get("/etc/hpcinit/node.yaml")
+	if spec is None:
+	    sys.exit(0)
+	body = yaml.safe_load(spec["content"])
+	secret = (body.get("cluster") or {}).get("secret_file")
+	want = "0600" if secret else "0644"
+	if spec.get("permissions") != want:
+	    sys.exit("%s: node.yaml permissions %r, want %r" % (path, spec.get("permissions"), want))
+	if secret:
+	    s = files.get(secret)
+	    if s is None or s.get("permissions") != "0600":
+	        sys.exit("%s: secret %s must be written with permissions '0600'" % (path, secret))
+	with open(out + ".node.yaml", "w") as fh:
+	    fh.write(spec["content"])
+	PY
+		echo "$f: structure check failed" >&2
+		ok=1
+	fi
+	if [ -e "$T/$base.node.yaml" ] &&
+		! "$HPCINIT" validate "$T/$base.node.yaml" > "$T/$base.validate" 2>&1; then
+		cat "$T/$base.validate" >&2
+		echo "$f: the embedded spec does not validate" >&2
+		ok=1
+	fi
+	return $ok
+}
+
+n=0
+for f in "$TOP_SRCDIR"/conf/cloud-init/*.yaml; do
+	check_file "$f" || fail "$f"
+	echo "ok $f ($(stat -c %s "$f") bytes)"
+	n=$((n + 1))
+done
+[ "$n" -ge 5 ] || fail "expected at least 5 custom-data files, found $n"
+
+# The checks can fail: each broken file below must be rejected.
+mkdir "$T/bad"
+cp "$TOP_SRCDIR/conf/cloud-init/vmss-compute.yaml" "$T/bad/ok.yaml"
+check_file "$T/bad/ok.yaml" 2>/dev/null || fail "a copy of a good file was rejected"
+
+# Schema: runcmd must be a list; write_files entries need a path.
+sed -e 's/^runcmd:$/runcmd: 5/' -e '/^  - \[hpcinit, apply\]$/d' \
+	"$T/bad/ok.yaml" > "$T/bad/schema.yaml"
+if cloud-init schema --config-file "$T/bad/schema.yaml" >/dev/null 2>&1; then
+	fail "cloud-init schema accepted runcmd: 5"
+fi
+check_file "$T/bad/schema.yaml" 2>/dev/null && fail "check_file accepted runcmd: 5"
+
+# Size: pad a valid file past 64 KB with a comment.
+{ cat "$T/bad/ok.yaml"; head -c 70000 /dev/zero | tr '\0' '#'; echo; } > "$T/bad/big.yaml"
+cloud-init schema --config-file "$T/bad/big.yaml" >/dev/null 2>&1 || fail "padding broke the schema check"
+check_file "$T/bad/big.yaml" 2>/dev/null && fail "a file over 64 KB was accepted"
+
+# A shell string instead of an argv list.
+sed 's/^  - \[hpcinit, apply\]$/  - hpcinit apply/' "$T/bad/ok.yaml" > "$T/bad/string.yaml"
+check_file "$T/bad/string.yaml" 2>/dev/null && fail "a runcmd shell string was accepted"
+
+# An embedded spec hpcinit rejects (unknown key).
+sed 's/^        name: glocluster$/        name: glocluster\n        colour: blue/' \
+	"$T/bad/ok.yaml" > "$T/bad/spec.yaml"
+grep -q 'colour: blue' "$T/bad/spec.yaml" || fail "could not build the bad-spec fixture"
+check_file "$T/bad/spec.yaml" 2>/dev/null && fail "an invalid embedded spec was accepted"
+
+echo "PASS: $n custom-data files valid; 4 broken variants rejected"

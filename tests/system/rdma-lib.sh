@@ -1,0 +1,56 @@
+# Helpers for the kernel and rdma tests; source after lib.sh.
+PY=python3
+[ -x /usr/bin/python3 ] && PY=/usr/bin/python3   # pyenv shims cost ~0.4 s a call
+# jget FILE MODULE FIELD: that field of MODULE in a --json report (lists: one item a line).
+jget() {
+	"$PY" -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+for m in d["modules"]:
+    if m["name"] == sys.argv[2]:
+        v = m[sys.argv[3]]
+        print("\n".join(v) if isinstance(v, list) else v)' "$@"
+}
+# is DESC ACTUAL EXPECTED: exact comparison, counted
+is() {
+	if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1"; printf '  got:      %s\n  expected: %s\n' "$2" "$3"; fi
+}
+# has_detail DESC FILE MODULE REGEX: a detail line of MODULE matches the extended regex
+has_detail() {
+	local d
+	d=$(jget "$2" "$3" details)
+	if grep -E -- "$4" >/dev/null <<<"$d"; then ok "$1"; else
+		not_ok "$1"; echo "  no detail matching /$4/ in:"; sed 's/^/  | /' <<<"$d"; fi
+}
+# fixture NAME DEST: a private copy of a fixture root (tests write into it).  Paths too
+# long for make dist's tar format are listed in the tree's empty-files and made here.
+fixture() { rm -rf "$2"; cp -a "$FIX/$1" "$2"; empty_files "$2"; }
+empty_files() {
+	local p
+	[ -f "$1/empty-files" ] || return 0
+	while read -r p; do
+		case $p in /*) mkdir -p "$1$(dirname "$p")" && : >"$1$p" ;; esac
+	done <"$1/empty-files"
+	rm "$1/empty-files"
+}
+
+# in_verbs_ns SCRIPT: run SCRIPT (bash) in a private mount namespace whose /dev is an
+# overlay with /dev/infiniband/uverbs0 (char 231:192), so the real libibverbs lists a
+# fixture device (TESTBED.md).  Exits 77 (SKIP, never a pass) where that cannot work.
+in_verbs_ns() {
+	if [ "$(id -u)" != 0 ] || ! unshare --mount --propagation private true 2>/dev/null; then
+		echo "SKIP: needs root and mount namespaces (unshare --mount)"; exit 77
+	fi
+	if ls /sys/class/infiniband 2>/dev/null | grep -q .; then
+		echo "SKIP: this machine has real RDMA devices; libibverbs would list them, not the fixture"; exit 77
+	fi
+	mkdir -p "$T/ov"
+	cat >"$T/ns-setup.sh" <<NS
+set -e
+mount -t tmpfs tmpfs "$T/ov"
+mkdir "$T/ov/u" "$T/ov/w"
+mount -t overlay overlay -o "lowerdir=/dev,upperdir=$T/ov/u,workdir=$T/ov/w" /dev
+mkdir -p /dev/infiniband
+mknod /dev/infiniband/uverbs0 c 231 192
+NS
+	unshare --mount --propagation private bash -c ". '$T/ns-setup.sh' && . '$1'"
+}

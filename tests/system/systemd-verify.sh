@@ -1,0 +1,97 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# "systemd-analyze verify" prints nothing for hpcinit's units and for
+# slurmd.service with the hpcinit drop-in.  It needs no running systemd but
+# checks that ExecStart= binaries exist and that Documentation= man pages
+# open, so it runs with --root on a scratch tree holding systemd's own units
+# (copied from this machine), the built units, the binary at the unit's
+# ExecStart path and the man pages on MANPATH.  systemd-analyze exits 0 on
+# warnings, so any output at all is a failure.
+set -eu
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+: "${HPCINIT:?}" "${TOP_SRCDIR:?}" "${TOP_BUILDDIR:?}"
+command -v systemd-analyze >/dev/null || fail "systemd-analyze not found (Debian package systemd)"
+SYSUNITS=$(pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null || echo /lib/systemd/system)
+[ -e "$SYSUNITS/sysinit.target" ] || SYSUNITS=/usr/lib/systemd/system
+[ -e "$SYSUNITS/sysinit.target" ] || fail "systemd's own units not found"
+
+T=$(mktemp -d /tmp/hpcinit-sdverify.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+R=$T/root
+mkdir -p "$R/usr/lib/systemd" "$R/etc/systemd/system" "$T/man/man8" "$T/man/man5"
+cp -a "$SYSUNITS" "$R/usr/lib/systemd/system"
+cp "$TOP_SRCDIR/packaging/man/hpcinit.8" "$T/man/man8/"
+cp "$TOP_SRCDIR/packaging/man/hpcinit.yaml.5" "$T/man/man5/"
+export MANPATH=$T/man LC_ALL=C.UTF-8
+
+# The units as "make" builds them (@sbindir@ etc. substituted), and the timer.
+units=("$TOP_BUILDDIR/packaging/systemd/hpcinit.service"
+	"$TOP_BUILDDIR/packaging/systemd/hpcinit-refresh.service"
+	"$TOP_SRCDIR/packaging/systemd/hpcinit-refresh.timer")
+names=()
+for u in "${units[@]}"; do
+	[ -e "$u" ] || fail "$u not built"
+	grep -q '@[a-z]*dir@' "$u" && fail "$u has unsubstituted @dir@ placeholders"
+	cp "$u" "$R/etc/systemd/system/"
+	names+=("/etc/systemd/system/$(basename "$u")")
+	# Put the real binary where ExecStart= expects it.
+	for exe in $(sed -n 's/^ExecStart=-\{0,1\}\([^ ]*\).*/\1/p' "$u"); do
+		mkdir -p "$R$(dirname "$exe")"
+		cp "$HPCINIT" "$R$exe"
+	done
+done
+
+# slurmd.service from the slurmd package when installed, else a stand-in
+# with the same ordering lines (a fake, named as one), plus the drop-in.
+if [ -e "$SYSUNITS/slurmd.service" ]; then
+	slurmd_unit=$SYSUNITS/slurmd.service
+else
+	slurmd_unit=$T/slurmd.service
+	cat > "$slurmd_unit" <<-'UNIT'
+	[Unit]
+	Description=Slurm node daemon (stand-in for the test: slurmd is not installed)
+	After=munge.service network-online.target remote-fs.target
+	Wants=network-online.target
+
+	[Service]
+	Type=simple
+	ExecStart=/usr/sbin/slurmd -D -s
+	UNIT
+	mkdir -p "$R/usr/sbin"
+	cp /bin/true "$R/usr/sbin/slurmd"
+fi
+cp "$slurmd_unit" "$R/etc/systemd/system/slurmd.service"
+mkdir -p "$R/etc/systemd/system/slurmd.service.d"
+cp "$TOP_SRCDIR/packaging/systemd/slurmd-wait-hpcinit.conf" "$R/etc/systemd/system/slurmd.service.d/hpcinit.conf"
+names+=(/etc/systemd/system/slurmd.service)
+
+# verify ROOT UNIT...: output of systemd-analyze, empty when all is well.
+verify() { local root=$1; shift; systemd-analyze --root="$root" verify "$@" 2>&1 || true; }
+
+out=$(verify "$R" "${names[@]}")
+if [ -n "$out" ]; then
+	echo "$out"
+	fail "systemd-analyze verify printed the lines above"
+fi
+echo "ok systemd-analyze verify is silent for: ${names[*]##*/}"
+
+# The check can fail: an unknown key in the drop-in, a missing binary.
+echo 'Bogus=yes' >> "$R/etc/systemd/system/slurmd.service.d/hpcinit.conf"
+out=$(verify "$R" /etc/systemd/system/slurmd.service)
+echo "$out" | grep -q "Unknown key 'Bogus'" || { echo "$out"; fail "an unknown key went unnoticed"; }
+exe=$(sed -n 's/^ExecStart=\([^ ]*\).*/\1/p' "$R/etc/systemd/system/hpcinit.service")
+rm "$R$exe"
+out=$(verify "$R" /etc/systemd/system/hpcinit.service)
+echo "$out" | grep -q "is not executable" || { echo "$out"; fail "a missing ExecStart binary went unnoticed"; }
+
+# The unit says what the docs say.
+u=$R/etc/systemd/system/hpcinit.service
+for line in Type=oneshot RemainAfterExit=yes SuccessExitStatus=3 \
+	"Wants=network-online.target" "Before=slurmd.service pbs.service"; do
+	grep -qx "$line" "$u" || fail "hpcinit.service lacks $line"
+done
+grep -q '^After=network-online.target' "$u" || fail "hpcinit.service is not after network-online.target"
+grep -qx "ExecStart=$exe apply" "$u" || fail "hpcinit.service does not run hpcinit apply"
+echo "PASS: systemd units"

@@ -1,0 +1,901 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of modules/nfs.c: fstab rendering and option merging, mountinfo
+ * parsing, option drift, mount(8) error classification, the wait loop and
+ * whole runs on a temporary fake root.  The network and the mounted path are
+ * behind struct nfs_ops; the fakes below replace them (this machine's kernel
+ * has no NFS, and unit tests send no traffic).  tests/cluster/nfs-ganesha.sh
+ * runs the real probe against a real nfs-ganesha.
+ */
+#include "../../modules/nfs.c"
+
+#include <ftw.h>
+
+#include "test.h"
+
+/* ---- fakes ---------------------------------------------------------------- */
+
+static int fake_tcp_fail_left;          /* connects that fail before one succeeds; <0: always */
+static unsigned fake_tcp_calls;
+static uint16_t fake_tcp_last_port;
+static enum nfs_err fake_rpc_err;
+static unsigned fake_rpc_calls;
+static unsigned fake_mode = 0755;
+static int fake_inspect_rc;
+static int fake_write_err;
+static unsigned fake_inspect_calls;
+static bool fake_inspect_wrote;
+
+static int fake_tcp(const char *host, uint16_t port, unsigned timeout_ms, char *err, size_t errlen)
+{
+	fake_tcp_calls++;
+	fake_tcp_last_port = port;
+	if (fake_tcp_fail_left != 0) {
+		if (fake_tcp_fail_left > 0)
+			fake_tcp_fail_left--;
+		snprintf(err, errlen, "%s", strerror(ECONNREFUSED));
+		return -ECONNREFUSED;
+	}
+	return 0;
+}
+
+static int fake_rpc(const char *host, const char *export, int vers, unsigned timeout_ms,
+		    struct probe_result *res)
+{
+	fake_rpc_calls++;
+	memset(res, 0, sizeof(*res));
+	res->err = fake_rpc_err;
+	if (fake_rpc_err == NE_OK)
+		return 0;
+	snprintf(res->what, sizeof(res->what), "MOUNT %s", export);
+	snprintf(res->msg, sizeof(res->msg), "MNT3ERR_ACCES(13)");
+	res->have_exports = true;
+	exports_add(res, "/export  *");
+	exports_add(res, "/other");
+	res->errnum = EACCES;
+	return -EACCES;
+}
+
+static int fake_inspect(const char *hostpath, bool write_probe, unsigned timeout_ms,
+			struct mp_info *ret)
+{
+	fake_inspect_calls++;
+	fake_inspect_wrote = write_probe;
+	memset(ret, 0, sizeof(*ret));
+	if (fake_inspect_rc)
+		return fake_inspect_rc;
+	ret->fstype = NFS_SUPER_MAGIC_;
+	ret->mode = fake_mode;
+	ret->write_err = write_probe ? fake_write_err : -1;
+	snprintf(ret->write_step, sizeof(ret->write_step), "create");
+	return 0;
+}
+
+static const struct nfs_ops fake_ops = {
+	.tcp_connect = fake_tcp,
+	.rpc_probe = fake_rpc,
+	.inspect = fake_inspect,
+};
+
+static void fakes_reset(void)
+{
+	fake_tcp_fail_left = 0;
+	fake_tcp_calls = 0;
+	fake_tcp_last_port = 0;
+	fake_rpc_err = NE_OK;
+	fake_rpc_calls = 0;
+	fake_mode = 0755;
+	fake_inspect_rc = 0;
+	fake_write_err = 0;
+	fake_inspect_calls = 0;
+	fake_inspect_wrote = false;
+}
+
+/* ---- helpers ------------------------------------------------------------- */
+
+static void mount_init(struct spec_nfs_mount *m, const char *host, const char *export,
+		       const char *path, const char *const *opts, uint64_t wait_ms)
+{
+	memset(m, 0, sizeof(*m));
+	m->host = xstrdup(host);
+	m->export = xstrdup(export);
+	m->source = xasprintf("%s:%s", host, export);
+	m->path = xstrdup(path);
+	for (size_t i = 0; opts && opts[i]; i++)
+		strlist_push(&m->options, opts[i]);
+	m->wait_ms = wait_ms;
+}
+
+static void mount_fini(struct spec_nfs_mount *m)
+{
+	free(m->host);
+	free(m->export);
+	free(m->source);
+	free(m->path);
+	strlist_free(&m->options);
+}
+
+static char *slurp(const char *path)
+{
+	char *text = NULL;
+
+	if (fs_read_host(path, FS_MAX_READ, &text, NULL) < 0)
+		return NULL;
+	return text;
+}
+
+static void spit(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "we");
+
+	if (!f) {
+		perror(path);
+		exit(1);
+	}
+	fputs(text, f);
+	fclose(f);
+}
+
+static int rm_cb(const char *p, const struct stat *sb, int type, struct FTW *ftw)
+{
+	return remove(p);
+}
+
+static void rm_rf(const char *dir)
+{
+	nftw(dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* ---- tests --------------------------------------------------------------- */
+
+static void test_fstab_line(void)
+{
+	static const char *const blob[] = { "sec=sys", "vers=3", "nolock", "proto=tcp", NULL };
+	static const char *const mine[] = { "vers=4.1", "nofail", "x-systemd.mount-timeout=20s", NULL };
+	struct spec_nfs_mount m;
+	struct report r;
+	struct nfs_target t;
+	char *line, *o;
+
+	report_init(&r);
+	/* defaults when the spec gives no options */
+	mount_init(&m, "10.0.0.7", "/shared", "/scratch", NULL, 300000);
+	TEST_INTEQ(target_init(&t, &m, &r), 0);
+	line = fstab_line(&t);
+	TEST_STREQ(line, "10.0.0.7:/shared /scratch nfs vers=3,hard,proto=tcp,_netdev,nofail,"
+		   "x-systemd.mount-timeout=300s 0 0\n");
+	o = mount_optstr(&t);
+	TEST_STREQ(o, "vers=3,hard,proto=tcp");
+	TEST_INTEQ(t.vers, 3);
+	free(o);
+	free(line);
+	target_free(&t);
+	mount_fini(&m);
+
+	/* Blob NFS; a space in the path is escaped */
+	mount_init(&m, "acct.blob.core.windows.net", "/acct/container", "/mnt/my data", blob, 60000);
+	TEST_INTEQ(target_init(&t, &m, &r), 0);
+	line = fstab_line(&t);
+	TEST_STREQ(line, "acct.blob.core.windows.net:/acct/container /mnt/my\\040data nfs "
+		   "sec=sys,vers=3,nolock,proto=tcp,_netdev,nofail,x-systemd.mount-timeout=60s 0 0\n");
+	free(line);
+	target_free(&t);
+	mount_fini(&m);
+
+	/* keys the user gave are not added twice */
+	mount_init(&m, "anf", "/vol1", "/data", mine, 0);
+	TEST_INTEQ(target_init(&t, &m, &r), 0);
+	line = fstab_line(&t);
+	TEST_STREQ(line, "anf:/vol1 /data nfs vers=4.1,nofail,x-systemd.mount-timeout=20s,_netdev 0 0\n");
+	TEST_INTEQ(t.vers, 4);
+	TEST_INTEQ(t.wait_ms, NFS_DEFAULT_WAIT_MS);
+	free(line);
+	target_free(&t);
+	mount_fini(&m);
+	report_free(&r);
+}
+
+static void test_target_invalid(void)
+{
+	static const char *const comma[] = { "vers=3,hard", NULL };
+	static const char *const port[] = { "vers=4", "port=70000", NULL };
+	static const char *const port_ok[] = { "nfsvers=3", "port=2048", "ro", NULL };
+	struct spec_nfs_mount m;
+	struct report r;
+	struct nfs_target t;
+
+	report_init(&r);
+	mount_init(&m, "h", "/e", "/p", comma, 0);
+	TEST_INTEQ(target_init(&t, &m, &r), -EINVAL);
+	TEST_CHECK(strstr(sb_str(&r.details), "option \"vers=3,hard\" is not valid") != NULL);
+	mount_fini(&m);
+
+	mount_init(&m, "h", "/e", "/p", port, 0);
+	TEST_INTEQ(target_init(&t, &m, &r), -EINVAL);
+	mount_fini(&m);
+
+	mount_init(&m, "h", "/e", "/p", port_ok, 0);
+	TEST_INTEQ(target_init(&t, &m, &r), 0);
+	TEST_INTEQ(t.port, 2048);
+	TEST_INTEQ(t.vers, 3);
+	TEST_CHECK(t.ro);
+	target_free(&t);
+	mount_fini(&m);
+
+	for (size_t i = 0; i < 5; i++) {
+		static const char *const bad[] = { "/", "relative", "/a/../b", "/a/", "/a//b" };
+
+		mount_init(&m, "h", "/e", bad[i], NULL, 0);
+		TEST_INTEQ(target_init(&t, &m, &r), -EINVAL);
+		mount_fini(&m);
+	}
+	mount_init(&m, "h", "e", "/p", NULL, 0);   /* export must start with / */
+	TEST_INTEQ(target_init(&t, &m, &r), -EINVAL);
+	mount_fini(&m);
+	report_free(&r);
+}
+
+static const char mountinfo_text[] =
+	"22 1 0:21 / /proc rw,nosuid,nodev,noexec,relatime shared:5 - proc proc rw\n"
+	"25 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
+	"60 25 0:50 / /scratch rw,relatime shared:30 master:2 - nfs 10.0.0.7:/shared "
+	"rw,vers=3,rsize=1048576,wsize=1048576,namlen=255,hard,nolock,proto=tcp,nconnect=8,timeo=600,"
+	"retrans=2,sec=sys,mountaddr=10.0.0.7,mountvers=3,mountport=20048,mountproto=tcp,"
+	"local_lock=all,addr=10.0.0.7\n"
+	"61 25 0:51 / /mnt/my\\040data ro,relatime - nfs4 acct.blob.core.windows.net:/acct/c "
+	"ro,vers=4.1,hard,proto=tcp,sec=sys\n"
+	"garbage line without separator\n"
+	"62 25 0:52 / /scratch rw,relatime - tmpfs tmpfs rw\n";
+
+static void test_mountinfo(void)
+{
+	struct mountinfo mi;
+	const struct mi_entry *e;
+
+	mountinfo_parse(mountinfo_text, &mi);
+	TEST_INTEQ(mi.n, 5);
+	e = mountinfo_find(&mi, "/scratch");
+	TEST_CHECK(e != NULL);
+	if (e) {                                /* the top of the stack wins */
+		TEST_STREQ(e->fstype, "tmpfs");
+	}
+	e = mountinfo_find(&mi, "/mnt/my data");
+	TEST_CHECK(e != NULL);
+	if (e) {
+		TEST_STREQ(e->fstype, "nfs4");
+		TEST_STREQ(e->source, "acct.blob.core.windows.net:/acct/c");
+		TEST_STREQ(e->mntopts, "ro,relatime");
+	}
+	TEST_CHECK(mountinfo_find(&mi, "/nowhere") == NULL);
+	TEST_STREQ(mi.v[2].source, "10.0.0.7:/shared");
+	TEST_CHECK(source_eq("10.0.0.7:/shared/", "10.0.0.7:/shared"));
+	TEST_CHECK(source_eq("h:/", "h:/"));
+	TEST_CHECK(!source_eq("h:/a", "h:/ab"));
+	mountinfo_free(&mi);
+	mountinfo_parse("", &mi);
+	TEST_INTEQ(mi.n, 0);
+	mountinfo_free(&mi);
+}
+
+static void test_options_diff(void)
+{
+	static const char *const same[] = { "vers=3", "hard", "nolock", "proto=tcp", "nconnect=8",
+					    "rsize=262144", NULL };
+	static const char *const other[] = { "vers=4", "soft", "nconnect=4", NULL };
+	static const char *const v41[] = { "vers=4.1", "ro", NULL };
+	static const char *const v42[] = { "vers=4.2", NULL };
+	struct mountinfo mi;
+	struct spec_nfs_mount m;
+	struct nfs_target t;
+	struct report r;
+	struct strbuf sb = STRBUF_INIT;
+
+	report_init(&r);
+	mountinfo_parse(mountinfo_text, &mi);
+	mount_init(&m, "10.0.0.7", "/shared", "/scratch", same, 0);
+	TEST_INTEQ(target_init(&t, &m, &r), 0);
+	/* rsize differs (server negotiated) but is not compared */
+	TEST_INTEQ(options_diff(&t, &mi.v[2], &sb), 0);
+	TEST_STREQ(sb_str(&sb), "");
+	target_free(&t);
+	mount_fini(&m);
+
+	mount_init(&m, "10.0.0.7", "/shared", "/scratch", other, 0);
+	TEST_INTEQ(target_init(&t, &m, &r), 0);
+	TEST_INTEQ(options_diff(&t, &mi.v[2], &sb), 3);
+	TEST_STREQ(sb_str(&sb), "want vers=4, mounted vers=3; want nconnect=4, mounted nconnect=8; "
+		   "want soft, mounted hard");
+	sb_reset(&sb);
+	target_free(&t);
+	mount_fini(&m);
+
+	mount_init(&m, "acct.blob.core.windows.net", "/acct/c", "/mnt/my data", v41, 0);
+	TEST_INTEQ(target_init(&t, &m, &r), 0);
+	TEST_INTEQ(options_diff(&t, &mi.v[3], &sb), 0);
+	target_free(&t);
+	mount_fini(&m);
+
+	mount_init(&m, "acct.blob.core.windows.net", "/acct/c", "/mnt/my data", v42, 0);
+	TEST_INTEQ(target_init(&t, &m, &r), 0);
+	TEST_INTEQ(options_diff(&t, &mi.v[3], &sb), 2);
+	TEST_STREQ(sb_str(&sb), "want rw, mounted ro; want vers=4.2, mounted vers=4.1");
+	target_free(&t);
+	mount_fini(&m);
+	sb_free(&sb);
+	mountinfo_free(&mi);
+	report_free(&r);
+}
+
+static void test_classify(void)
+{
+	static const struct {
+		const char *err;
+		int code;
+		bool timed_out;
+		enum nfs_err want;
+	} cases[] = {
+		/* as printed by mount.nfs on this machine (kernel without NFS) */
+		{ "mount.nfs: No such device\n", 32, false, NE_NODEV },
+		{ "mount: /scratch: unknown filesystem type 'nfs'.\n", 32, false, NE_NODEV },
+		{ "mount: /scratch: bad option; for several filesystems (e.g. nfs, cifs) you might "
+		  "need a /sbin/mount.<type> helper program.\n", 32, false, NE_NOHELPER },
+		{ "mount.nfs: rpc.statd is not running but is required for remote locking.\n"
+		  "mount.nfs: Either use '-o nolock' to keep locks local, or start statd.\n", 32, false, NE_STATD },
+		{ "mount.nfs: access denied by server while mounting 10.0.0.7:/shared\n", 32, false, NE_DENIED },
+		{ "mount.nfs: mounting 10.0.0.7:/nope failed, reason given by server: No such file or "
+		  "directory\n", 32, false, NE_NOEXPORT },
+		{ "mount.nfs: Connection timed out\n", 32, false, NE_TIMEOUT },
+		{ "", -1, true, NE_TIMEOUT },
+		{ "mount.nfs: Connection refused\n", 32, false, NE_UNREACHABLE },
+		{ "mount.nfs: something else\n", 32, false, NE_OTHER },
+		{ "", 0, false, NE_OK },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct proc_result pr = { 0 };
+
+		pr.err = (char *)(uintptr_t)cases[i].err;
+		pr.exit_code = cases[i].code;
+		pr.timed_out = cases[i].timed_out;
+		TEST_INTEQ(classify_mount(&pr), cases[i].want);
+	}
+}
+
+static void test_escape(void)
+{
+	char *e = field_escape("/a b\\c\td");
+	char *u = field_unescape(e, strlen(e));
+
+	TEST_STREQ(e, "/a\\040b\\134c\\011d");
+	TEST_STREQ(u, "/a b\\c\td");
+	free(e);
+	free(u);
+	u = field_unescape("x\\04", 4);         /* truncated escape stays as is */
+	TEST_STREQ(u, "x\\04");
+	free(u);
+	TEST_CHECK(export_listed("/export  *\n/other\n", "/export"));
+	TEST_CHECK(export_listed("/export  *\n/other\n", "/other/sub"));
+	TEST_CHECK(!export_listed("/export  *\n/other\n", "/exp"));
+	TEST_CHECK(!export_listed("/export  *\n/other\n", "/exportx"));
+	TEST_CHECK(export_listed("/\n", "/anything"));
+	TEST_CHECK(!export_listed("", "/export"));
+}
+
+static struct spec *spec_new(const char *cluster)
+{
+	struct spec *s = xcalloc(1, sizeof(*s));
+
+	s->version = 1;
+	s->cluster.name = xstrdup(cluster);
+	s->nfs.present = true;
+	return s;
+}
+
+static void spec_del(struct spec *s)
+{
+	for (size_t i = 0; i < s->nfs.n_mounts; i++)
+		mount_fini(&s->nfs.mounts[i]);
+	free(s->nfs.mounts);
+	for (size_t i = 0; i < s->nfs.n_exports; i++) {
+		free(s->nfs.exports[i].path);
+		free(s->nfs.exports[i].clients);
+		strlist_free(&s->nfs.exports[i].options);
+	}
+	free(s->nfs.exports);
+	free(s->cluster.name);
+	free(s);
+}
+
+static void ctx_setup(struct ctx *c, const struct spec *s, const char *root, enum run_mode mode)
+{
+	memset(c, 0, sizeof(*c));
+	c->spec = s;
+	c->root = root;
+	c->mode = mode;
+	c->module = "nfs";
+	c->hostname = "head0";
+	c->deadline_ms = now_ms() + 60000;
+}
+
+static void test_wait_loop(void)
+{
+	static const char *const v4[] = { "vers=4", NULL };
+	struct spec_nfs_mount m;
+	struct nfs_target t;
+	struct report r;
+	struct probe_result pr;
+	struct ctx c;
+	struct spec *s = spec_new("c1");
+	uint64_t waited, t0;
+	unsigned attempts;
+	char sum[256];
+
+	report_init(&r);
+	ctx_setup(&c, s, "", RUN_APPLY);
+	fakes_reset();
+	/* server comes up on the third attempt */
+	mount_init(&m, "198.18.2.2", "/export", "/scratch", NULL, 20000);
+	TEST_INTEQ(target_init(&t, &m, &r), 0);
+	fake_tcp_fail_left = 2;
+	TEST_INTEQ(probe_wait(&c, &t, &pr, &waited, &attempts), 0);
+	TEST_INTEQ(attempts, 3);
+	TEST_INTEQ(fake_tcp_last_port, PORTMAP_PORT);     /* v3 goes through the portmapper */
+	TEST_INTEQ(fake_rpc_calls, 1);
+	TEST_CHECK(waited >= 1400);                        /* 500 + 1000 ms of backoff */
+	target_free(&t);
+	mount_fini(&m);
+
+	/* never comes up: gives up after the wait, says host, port and how long */
+	fakes_reset();
+	mount_init(&m, "198.18.2.2", "/export", "/scratch", v4, 1500);
+	TEST_INTEQ(target_init(&t, &m, &r), 0);
+	fake_tcp_fail_left = -1;
+	t0 = now_ms();
+	TEST_INTEQ(probe_wait(&c, &t, &pr, &waited, &attempts), -ECONNREFUSED);
+	TEST_CHECK(now_ms() - t0 >= 1400 && now_ms() - t0 < 3000);
+	TEST_INTEQ(fake_tcp_last_port, NFS_PORT);
+	TEST_INTEQ(fake_rpc_calls, 0);
+	explain_probe(&r, &t, &pr, waited, attempts, sum, sizeof(sum));
+	TEST_CHECK(strstr(sb_str(&r.details), "/scratch: server 198.18.2.2 unreachable on port 2049 (nfs): "
+			  "Connection refused; waited 1.") != NULL);
+	TEST_CHECK(strstr(sum, "server 198.18.2.2 unreachable (port 2049 (nfs)) after 1.") != NULL);
+	target_free(&t);
+	mount_fini(&m);
+
+	/* the server answers but has no such export: the list is shown */
+	fakes_reset();
+	report_free(&r);
+	report_init(&r);
+	mount_init(&m, "198.18.2.2", "/nope", "/scratch", NULL, 600);
+	TEST_INTEQ(target_init(&t, &m, &r), 0);
+	fake_rpc_err = NE_NOEXPORT;
+	TEST_INTEQ(probe_wait(&c, &t, &pr, &waited, &attempts), -EACCES);
+	TEST_CHECK(attempts >= 2);              /* retried: a late head serves its exports late */
+	explain_probe(&r, &t, &pr, waited, attempts, sum, sizeof(sum));
+	TEST_CHECK(strstr(sb_str(&r.details), "export /nope not found on 198.18.2.2") != NULL);
+	TEST_CHECK(strstr(sb_str(&r.details), "198.18.2.2 exports:\n    /export  *\n    /other\n") != NULL);
+	TEST_STREQ(sum, "/scratch: export /nope not found on 198.18.2.2");
+	target_free(&t);
+	mount_fini(&m);
+
+	/* the module deadline is shorter than the mount's wait: it wins */
+	fakes_reset();
+	mount_init(&m, "198.18.2.2", "/export", "/scratch", NULL, 60000);
+	TEST_INTEQ(target_init(&t, &m, &r), 0);
+	fake_tcp_fail_left = -1;
+	c.deadline_ms = now_ms() + 700;
+	t0 = now_ms();
+	TEST_CHECK(probe_wait(&c, &t, &pr, &waited, &attempts) < 0);
+	TEST_CHECK(now_ms() - t0 < 1500);
+	target_free(&t);
+	mount_fini(&m);
+	report_free(&r);
+	spec_del(s);
+}
+
+/* A whole run on a fake root: fstab block, idempotence, removal, exports. */
+static void test_fake_root(void)
+{
+	static const char *const anf[] = { "vers=3", "hard", "nconnect=8", "proto=tcp", NULL };
+	char root[] = "/tmp/test_nfs.XXXXXX";
+	char path[512], *text;
+	struct spec *s = spec_new("glocluster");
+	struct report r;
+	struct ctx c;
+	struct stat st1, st2;
+	const char *foreign = "# /etc/fstab: static file system information.\n"
+		"UUID=1234 / ext4 errors=remount-ro 0 1\n"
+		"   # odd spacing stays\n"
+		"10.0.0.9:/old /scratch nfs defaults 0 0\n"
+		"tmpfs /tmp tmpfs defaults 0 0";   /* no final newline */
+
+	TEST_CHECK(mkdtemp(root) != NULL);
+	snprintf(path, sizeof(path), "%s/etc", root);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/proc", root);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/proc/self", root);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/etc/fstab", root);
+	spit(path, foreign);
+	/* both shares already mounted (fixture mountinfo), so no probe and no mount */
+	snprintf(path, sizeof(path), "%s/proc/self/mountinfo", root);
+	spit(path, "25 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+	     "60 25 0:50 / /scratch rw,relatime - nfs 10.0.0.7:/shared rw,vers=3,hard,proto=tcp,nconnect=8\n"
+	     "61 25 0:51 / /data rw,relatime - nfs 10.0.0.8:/vol1 rw,vers=3,hard,proto=tcp,nconnect=8\n");
+
+	s->nfs.n_mounts = 2;
+	s->nfs.mounts = xcalloc(2, sizeof(*s->nfs.mounts));
+	mount_init(&s->nfs.mounts[0], "10.0.0.7", "/shared", "/scratch", NULL, 5000);
+	mount_init(&s->nfs.mounts[1], "10.0.0.8", "/vol1", "/data", anf, 5000);
+	fakes_reset();
+	fake_mode = 0750;
+
+	/* plan: shows the fstab diff, writes nothing */
+	ctx_setup(&c, s, root, RUN_PLAN);
+	report_init(&r);
+	TEST_INTEQ(nfs_apply(&c, &r), 0);
+	TEST_INTEQ(r.status, ST_CHANGED);
+	TEST_CHECK(strstr(sb_str(&r.details), "+++ /etc/fstab (planned)") != NULL);
+	TEST_CHECK(strstr(sb_str(&r.details), "+10.0.0.7:/shared /scratch nfs vers=3,hard,proto=tcp,"
+			  "_netdev,nofail,x-systemd.mount-timeout=5s 0 0\n") != NULL);
+	snprintf(path, sizeof(path), "%s/etc/fstab", root);
+	text = slurp(path);
+	TEST_STREQ(text, foreign);
+	free(text);
+	report_free(&r);
+
+	/* apply: the block is appended, other lines kept byte for byte */
+	fake_inspect_calls = 0;
+	ctx_setup(&c, s, root, RUN_APPLY);
+	report_init(&r);
+	TEST_INTEQ(nfs_apply(&c, &r), 0);
+	TEST_INTEQ(r.status, ST_CHANGED);
+	TEST_INTEQ(fake_tcp_calls, 0);
+	TEST_INTEQ(fake_inspect_calls, 2);
+	TEST_CHECK(!fake_inspect_wrote);        /* already mounted: the share is not written */
+	text = slurp(path);
+	TEST_STREQ(text, "# /etc/fstab: static file system information.\n"
+		   "UUID=1234 / ext4 errors=remount-ro 0 1\n"
+		   "   # odd spacing stays\n"
+		   "10.0.0.9:/old /scratch nfs defaults 0 0\n"
+		   "tmpfs /tmp tmpfs defaults 0 0\n"
+		   "# BEGIN hpcinit glocluster\n"
+		   "10.0.0.7:/shared /scratch nfs vers=3,hard,proto=tcp,_netdev,nofail,"
+		   "x-systemd.mount-timeout=5s 0 0\n"
+		   "10.0.0.8:/vol1 /data nfs vers=3,hard,nconnect=8,proto=tcp,_netdev,nofail,"
+		   "x-systemd.mount-timeout=5s 0 0\n"
+		   "# END hpcinit glocluster\n");
+	free(text);
+	/* the foreign /scratch line is reported, not touched; 0750 is reported, not chmod'ed */
+	TEST_CHECK(strstr(sb_str(&r.details), "another line (10.0.0.9:/old) also mounts /scratch") != NULL);
+	TEST_CHECK(strstr(sb_str(&r.details), "mode 0750") != NULL);
+	TEST_CHECK(strstr(sb_str(&r.details), "chmod 0755 /data") != NULL);
+	TEST_STREQ(r.summary, "2 mounts: 2 ok");
+	TEST_INTEQ(r.changed.n, 1);
+	if (r.changed.n)
+		TEST_STREQ(r.changed.v[0], "/etc/fstab");
+	report_free(&r);
+
+	/* again: nothing changes, the file is not rewritten */
+	TEST_INTEQ(stat(path, &st1), 0);
+	report_init(&r);
+	TEST_INTEQ(nfs_apply(&c, &r), 0);
+	TEST_INTEQ(r.status, ST_OK);
+	TEST_INTEQ(r.changed.n, 0);
+	TEST_INTEQ(stat(path, &st2), 0);
+	TEST_CHECK(st1.st_ino == st2.st_ino && st1.st_mtim.tv_nsec == st2.st_mtim.tv_nsec);
+	report_free(&r);
+
+	/* check: in sync */
+	ctx_setup(&c, s, root, RUN_CHECK);
+	report_init(&r);
+	TEST_INTEQ(nfs_check(&c, &r), 0);
+	TEST_INTEQ(r.status, ST_OK);
+	TEST_CHECK(!fake_inspect_wrote);        /* check never writes, not even a probe file */
+	report_free(&r);
+
+	/* a mount removed from the spec: its line goes, the rest stays */
+	mount_fini(&s->nfs.mounts[1]);
+	s->nfs.n_mounts = 1;
+	ctx_setup(&c, s, root, RUN_CHECK);
+	report_init(&r);
+	TEST_INTEQ(nfs_check(&c, &r), 0);
+	TEST_INTEQ(r.status, ST_CHANGED);
+	TEST_CHECK(strstr(sb_str(&r.details), "managed lines for cluster glocluster are stale") != NULL);
+	report_free(&r);
+	ctx_setup(&c, s, root, RUN_APPLY);
+	report_init(&r);
+	TEST_INTEQ(nfs_apply(&c, &r), 0);
+	report_free(&r);
+	text = slurp(path);
+	TEST_CHECK(text && strstr(text, "/data") == NULL);
+	TEST_CHECK(text && strncmp(text, foreign, strlen(foreign)) == 0);
+	free(text);
+
+	/* wrong options on a mounted share: drift in check, degraded in apply, no remount */
+	snprintf(path, sizeof(path), "%s/proc/self/mountinfo", root);
+	spit(path, "60 25 0:50 / /scratch rw,relatime - nfs 10.0.0.7:/shared rw,vers=4.2,hard,proto=tcp\n");
+	ctx_setup(&c, s, root, RUN_CHECK);
+	report_init(&r);
+	TEST_INTEQ(nfs_check(&c, &r), 0);
+	TEST_INTEQ(r.status, ST_CHANGED);
+	TEST_CHECK(strstr(sb_str(&r.details), "want vers=3, mounted vers=4.2") != NULL);
+	report_free(&r);
+	ctx_setup(&c, s, root, RUN_APPLY);
+	report_init(&r);
+	TEST_INTEQ(nfs_apply(&c, &r), 0);
+	TEST_INTEQ(r.status, ST_DEGRADED);
+	report_free(&r);
+
+	/* not mounted, server never answers: failed after the wait; fstab stays written */
+	spit(path, "25 1 8:1 / / rw - ext4 /dev/sda1 rw\n");
+	s->nfs.mounts[0].wait_ms = 600;
+	fake_tcp_fail_left = -1;
+	report_init(&r);
+	TEST_CHECK(nfs_apply(&c, &r) < 0);
+	TEST_INTEQ(r.status, ST_FAILED);
+	TEST_CHECK(strstr(r.summary, "/scratch: server 10.0.0.7 unreachable (port 111 (portmapper))") != NULL);
+	snprintf(path, sizeof(path), "%s/scratch", root);
+	TEST_INTEQ(stat(path, &st1), 0);        /* the mount point was created */
+	TEST_CHECK(S_ISDIR(st1.st_mode) && (st1.st_mode & 07777) == 0755);
+	report_free(&r);
+
+	/* server up, fake root, no HPCINIT_MOUNT_PROG: says what it would run */
+	fake_tcp_fail_left = 0;
+	unsetenv("HPCINIT_MOUNT_PROG");
+	report_init(&r);
+	TEST_INTEQ(nfs_apply(&c, &r), 0);
+	TEST_INTEQ(r.status, ST_CHANGED);
+	snprintf(path, sizeof(path), "fake root: not mounting; would run: mount -t nfs -o "
+		 "vers=3,hard,proto=tcp 10.0.0.7:/shared %s/scratch", root);
+	TEST_CHECK(strstr(sb_str(&r.details), path) != NULL);
+	report_free(&r);
+
+	/* a mount program that works (a fake: it adds the mount to the fixture) */
+	snprintf(path, sizeof(path), "%s/fake-mount", root);
+	{
+		char *script = xasprintf("#!/bin/sh\necho \"61 25 0:51 / /scratch rw - nfs $5 rw,$4\" "
+					 ">>%s/proc/self/mountinfo\n", root);
+
+		spit(path, script);
+		free(script);
+	}
+	chmod(path, 0755);
+	setenv("HPCINIT_MOUNT_PROG", path, 1);
+	fake_inspect_wrote = false;
+	report_init(&r);
+	TEST_INTEQ(nfs_apply(&c, &r), 0);
+	TEST_INTEQ(r.status, ST_CHANGED);
+	TEST_STREQ(r.summary, "1 mount: 0 ok, 1 mounted");
+	TEST_CHECK(fake_inspect_wrote);         /* a fresh rw mount gets a write probe */
+	report_free(&r);
+	/* root squashed: degraded, with the reason */
+	snprintf(path, sizeof(path), "%s/proc/self/mountinfo", root);
+	spit(path, "25 1 8:1 / / rw - ext4 /dev/sda1 rw\n");
+	fake_write_err = EACCES;
+	report_init(&r);
+	TEST_INTEQ(nfs_apply(&c, &r), 0);
+	TEST_INTEQ(r.status, ST_DEGRADED);
+	TEST_CHECK(strstr(sb_str(&r.details), "root cannot write to the share (create a probe file: "
+			  "Permission denied)") != NULL);
+	report_free(&r);
+	fake_write_err = 0;
+	spit(path, "25 1 8:1 / / rw - ext4 /dev/sda1 rw\n");
+
+	/* the mount program fails like this machine's mount.nfs: ENODEV is explained */
+	snprintf(path, sizeof(path), "%s/fake-mount", root);
+	spit(path, "#!/bin/sh\necho 'mount.nfs: No such device' >&2\nexit 32\n");
+	chmod(path, 0755);
+	setenv("HPCINIT_MOUNT_PROG", path, 1);
+	report_init(&r);
+	TEST_CHECK(nfs_apply(&c, &r) < 0);
+	TEST_STREQ(r.summary, "/scratch: kernel has no NFS client support (ENODEV)");
+	TEST_CHECK(strstr(sb_str(&r.details), "the kernel has no NFS client support (mount: mount.nfs: "
+			  "No such device; ENODEV") != NULL);
+	report_free(&r);
+	unsetenv("HPCINIT_MOUNT_PROG");
+
+	/* a mount removed entirely: the block goes, the file is as it was (plus a final newline) */
+	mount_fini(&s->nfs.mounts[0]);
+	s->nfs.n_mounts = 0;
+	report_init(&r);
+	TEST_INTEQ(nfs_apply(&c, &r), 0);
+	report_free(&r);
+	snprintf(path, sizeof(path), "%s/etc/fstab", root);
+	text = slurp(path);
+	TEST_CHECK(text && strncmp(text, foreign, strlen(foreign)) == 0);
+	TEST_CHECK(text && strstr(text, "hpcinit") == NULL);
+	free(text);
+
+	rm_rf(root);
+	spec_del(s);
+}
+
+static void test_exports(void)
+{
+	char root[] = "/tmp/test_nfs.XXXXXX";
+	char path[512], *text;
+	struct spec *s = spec_new("glocluster");
+	struct report r;
+	struct ctx c;
+	struct stat st;
+
+	TEST_CHECK(mkdtemp(root) != NULL);
+	snprintf(path, sizeof(path), "%s/etc", root);
+	mkdir(path, 0755);
+	s->cluster.role = ROLE_HEAD;
+	s->cluster.has_network = true;
+	snprintf(s->cluster.network.text, sizeof(s->cluster.network.text), "10.0.0.0/24");
+	s->nfs.n_exports = 2;
+	s->nfs.exports = xcalloc(2, sizeof(*s->nfs.exports));
+	s->nfs.exports[0].path = xstrdup("/shared");
+	strlist_push(&s->nfs.exports[0].options, "rw");
+	strlist_push(&s->nfs.exports[0].options, "no_root_squash");
+	strlist_push(&s->nfs.exports[0].options, "no_subtree_check");
+	s->nfs.exports[1].path = xstrdup("/apps sw");
+	s->nfs.exports[1].clients = xstrdup("*");
+
+	ctx_setup(&c, s, root, RUN_APPLY);
+	report_init(&r);
+	TEST_INTEQ(nfs_apply(&c, &r), 0);
+	TEST_INTEQ(r.status, ST_CHANGED);
+	snprintf(path, sizeof(path), "%s/etc/exports.d/hpcinit.exports", root);
+	text = slurp(path);
+	TEST_STREQ(text, "# Written by hpcinit from nfs.exports of cluster glocluster; edit the spec, not this file.\n"
+		   "/shared 10.0.0.0/24(rw,no_root_squash,no_subtree_check)\n"
+		   "/apps\\040sw *(rw,sync,no_subtree_check)\n");
+	free(text);
+	TEST_CHECK(strstr(sb_str(&r.details), "export: clients in 10.0.0.0/24 may mount head0:/shared "
+			  "(rw,no_root_squash,no_subtree_check)") != NULL);
+	TEST_CHECK(strstr(sb_str(&r.details), "fake root: exportfs -ra not run") != NULL);
+	TEST_STREQ(r.summary, "0 mounts; 2 exports");
+	snprintf(path, sizeof(path), "%s/shared", root);
+	TEST_INTEQ(stat(path, &st), 0);
+	TEST_CHECK(S_ISDIR(st.st_mode));
+	report_free(&r);
+
+	/* idempotent */
+	report_init(&r);
+	TEST_INTEQ(nfs_apply(&c, &r), 0);
+	TEST_INTEQ(r.status, ST_OK);
+	TEST_INTEQ(r.changed.n, 0);
+	report_free(&r);
+
+	/* an invalid clients value: nothing written, failed */
+	free(s->nfs.exports[1].clients);
+	s->nfs.exports[1].clients = xstrdup("10.0.0.0/24(rw)");
+	report_init(&r);
+	TEST_CHECK(nfs_apply(&c, &r) < 0);
+	TEST_INTEQ(r.status, ST_FAILED);
+	TEST_CHECK(strstr(sb_str(&r.details), "must be one host, CIDR or *") != NULL);
+	report_free(&r);
+
+	/* compute role: exports ignored and our file removed */
+	s->cluster.role = ROLE_COMPUTE;
+	report_init(&r);
+	TEST_INTEQ(nfs_apply(&c, &r), 0);
+	TEST_CHECK(strstr(sb_str(&r.details), "cluster.role is compute, ignoring") != NULL);
+	snprintf(path, sizeof(path), "%s/etc/exports.d/hpcinit.exports", root);
+	TEST_CHECK(access(path, F_OK) < 0);
+	report_free(&r);
+
+	rm_rf(root);
+	spec_del(s);
+}
+
+static void test_timeout(void)
+{
+	struct spec *s = spec_new("c");
+
+	TEST_INTEQ(nfs_timeout_ms(s), 30000);
+	s->nfs.n_mounts = 2;
+	s->nfs.mounts = xcalloc(2, sizeof(*s->nfs.mounts));
+	mount_init(&s->nfs.mounts[0], "h", "/a", "/a", NULL, 3000);
+	mount_init(&s->nfs.mounts[1], "h", "/b", "/b", NULL, 0);
+	TEST_INTEQ(nfs_timeout_ms(s), 30000 + 3000 + NFS_DEFAULT_WAIT_MS +
+		   2 * (NFS_MOUNT_TIMEOUT_MS + 2 * NFS_INSPECT_TIMEOUT_MS));
+	spec_del(s);
+}
+
+/* The real inspect op on a local directory (no NFS needed): mode and write probe. */
+static void test_inspect_real(void)
+{
+	char dir[] = "/tmp/test_nfs.XXXXXX";
+	struct mp_info mp;
+
+	TEST_CHECK(mkdtemp(dir) != NULL);
+	chmod(dir, 0750);
+	TEST_INTEQ(inspect_real(dir, true, 5000, &mp), 0);
+	TEST_INTEQ(mp.statfs_err, 0);
+	TEST_INTEQ(mp.mode, 0750);
+	TEST_INTEQ(mp.write_err, 0);
+	TEST_INTEQ(rmdir(dir), 0);              /* the probe file is gone */
+	TEST_INTEQ(inspect_real(dir, false, 5000, &mp), 0);
+	TEST_INTEQ(mp.statfs_err, ENOENT);
+}
+
+/* The real TCP op against a loopback listener, and a closed port. */
+static void test_tcp_real(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	char err[128];
+	uint16_t port;
+
+	TEST_CHECK(fd >= 0);
+	TEST_INTEQ(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	TEST_INTEQ(listen(fd, 4), 0);
+	TEST_INTEQ(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+	port = ntohs(sa.sin_port);
+	TEST_INTEQ(tcp_connect_real("127.0.0.1", port, 2000, err, sizeof(err)), 0);
+	close(fd);
+	TEST_INTEQ(tcp_connect_real("127.0.0.1", port, 2000, err, sizeof(err)), -ECONNREFUSED);
+	TEST_STREQ(err, "Connection refused");
+}
+
+/* A bounded child keeps none of our descriptors (the run lock is an flock). */
+struct fd_probe {
+	int fd;
+	bool fd_open;
+	bool stdout_null;
+};
+
+static void fd_probe_child(const void *arg, void *out)
+{
+	const int *fd = arg;
+	struct fd_probe *o = out;
+	struct stat a, b;
+
+	o->fd = *fd;
+	o->fd_open = fcntl(*fd, F_GETFD) >= 0;
+	o->stdout_null = fstat(1, &a) == 0 && stat("/dev/null", &b) == 0 && a.st_rdev == b.st_rdev;
+}
+
+static void sleep_child(const void *arg, void *out)
+{
+	sleep(30);
+}
+
+static void test_bounded(void)
+{
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	int hi = fcntl(fd, F_DUPFD_CLOEXEC, 200);
+	struct fd_probe o = { 0 };
+	char buf[8];
+	uint64_t t0;
+
+	TEST_INTEQ(run_bounded(fd_probe_child, &fd, &o, sizeof(o), 5000), 0);
+	TEST_INTEQ(o.fd, fd);
+	TEST_CHECK(!o.fd_open);
+	TEST_CHECK(o.stdout_null);
+	memset(&o, 0, sizeof(o));
+	TEST_INTEQ(run_bounded(fd_probe_child, &hi, &o, sizeof(o), 5000), 0);
+	TEST_CHECK(!o.fd_open);
+	close(fd);
+	close(hi);
+	/* a child that does not answer in time is killed and reported */
+	t0 = now_ms();
+	TEST_INTEQ(run_bounded(sleep_child, NULL, buf, sizeof(buf), 300), -ETIMEDOUT);
+	TEST_CHECK(now_ms() - t0 < 2000);
+}
+
+int main(void)
+{
+	ops = &fake_ops;
+	test_fstab_line();
+	test_target_invalid();
+	test_mountinfo();
+	test_options_diff();
+	test_classify();
+	test_escape();
+	test_wait_loop();
+	test_fake_root();
+	test_exports();
+	test_timeout();
+	test_inspect_real();
+	test_tcp_real();
+	test_bounded();
+	TEST_EXIT();
+}

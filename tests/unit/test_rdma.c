@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: MIT */
+/* rdma: sysfs value parsing, the probe protocol, timeouts with real children, anomaly order. */
+#include "config.h"
+
+#include <sys/mman.h>
+
+#include "../../modules/rdma.c"
+#include "test.h"
+
+/* A test ops table: the device name says how the probe behaves. */
+static void t_probe(const struct ctx *c, const char *dev, uint64_t reg_mr, struct probe_io *io,
+		    struct probe_result *res)
+{
+	probe_step(io, STEP_OPEN);
+	if (strcmp(dev, "sleepy") == 0)
+		for (;;)
+			pause();
+	if (strcmp(dev, "crash") == 0)
+		kill(getpid(), SIGKILL);
+	probe_step(io, STEP_QUERY_DEVICE);
+	snprintf(res->fw_ver, sizeof(res->fw_ver), "20.28.4000");
+	if (strcmp(dev, "enomem") == 0) {
+		probe_step(io, STEP_REG_MR);
+		res->step = STEP_REG_MR;
+		res->err = ENOMEM;
+		return;
+	}
+	res->step = STEP_DONE;
+}
+
+static const struct rdma_ops t_ops = { .name = "test", .probe = t_probe };
+
+static void test_parsing(void)
+{
+	char txt[32];
+
+	TEST_INTEQ(parse_num_text("4: ACTIVE", txt, sizeof(txt)), 4);
+	TEST_STREQ(txt, "ACTIVE");
+	TEST_INTEQ(parse_num_text("2: Polling", txt, sizeof(txt)), 2);
+	TEST_STREQ(txt, "Polling");
+	TEST_INTEQ(parse_num_text("", txt, sizeof(txt)), -1);
+	TEST_INTEQ(parse_num_text("ACTIVE", txt, sizeof(txt)), -1);
+	TEST_STREQ(txt, "ACTIVE");
+	TEST_INTEQ(parse_num_text("999: x", txt, sizeof(txt)), -1);
+
+	TEST_CHECK(parse_rate("200 Gb/sec (4X HDR)") == 200);
+	TEST_CHECK(parse_rate("2.5 Gb/sec (1X SDR)") == 2.5);
+	TEST_CHECK(parse_rate("400 Gb/sec (4X NDR)") == 400);
+	TEST_CHECK(parse_rate("") == 0);
+	TEST_CHECK(parse_rate("fast") == 0);
+	TEST_CHECK(parse_rate("-5 Gb/sec") == 0);
+
+	TEST_INTEQ(parse_pkey("0x800b"), 0x800b);
+	TEST_INTEQ(parse_pkey("0xffff"), 0xffff);
+	TEST_INTEQ(parse_pkey("0x10000"), 0);
+	TEST_INTEQ(parse_pkey("zz"), 0);
+
+	TEST_CHECK(ll_matches(LINK_INFINIBAND, "InfiniBand"));
+	TEST_CHECK(!ll_matches(LINK_INFINIBAND, "Ethernet"));
+	TEST_CHECK(ll_matches(LINK_ETHERNET, "Ethernet"));
+	TEST_CHECK(ll_matches(LINK_ANY, "Ethernet"));
+
+	TEST_STREQ(errno_name(ENOMEM), "ENOMEM");
+	TEST_STREQ(errno_name(ENXIO), "ENXIO");
+	TEST_INTEQ(errno_from_name("ENODEV"), ENODEV);
+	TEST_INTEQ(errno_from_name("EBOGUS"), 0);
+	TEST_STREQ(probe_step_call(STEP_OPEN), "ibv_open_device");
+	TEST_STREQ(probe_step_call(STEP_REG_MR), "ibv_reg_mr");
+
+	fmt_kib(txt, sizeof(txt), 8192 * 1024);
+	TEST_STREQ(txt, "8192 KiB");
+	fmt_kib(txt, sizeof(txt), UINT64_MAX);
+	TEST_STREQ(txt, "unlimited");
+	fmt_size(txt, sizeof(txt), 64ull << 20);
+	TEST_STREQ(txt, "64 MiB");
+	fmt_size(txt, sizeof(txt), 1536);
+	TEST_STREQ(txt, "1536 bytes");
+	TEST_CHECK(!safe_name("../x") && !safe_name(".") && safe_name("mlx5_ib0"));
+}
+
+/* The pipe protocol survives being read in pieces. */
+static void test_protocol(void)
+{
+	struct job j;
+	struct probe_result res;
+	unsigned char msg[4 + 1 + sizeof(res)];
+
+	memset(&j, 0, sizeof(j));
+	memset(&res, 0, sizeof(res));
+	res.step = STEP_DONE;
+	snprintf(res.fw_ver, sizeof(res.fw_ver), "1.2.3");
+	msg[0] = 'S';
+	msg[1] = STEP_OPEN;
+	msg[2] = 'S';
+	msg[3] = STEP_ALLOC_PD;
+	msg[4] = 'R';
+	memcpy(msg + 5, &res, sizeof(res));
+	memcpy(j.buf, msg, 3);
+	j.len = 3;
+	job_parse(&j);
+	TEST_INTEQ(j.last_step, STEP_OPEN);
+	TEST_CHECK(!j.have_result);
+	memcpy(j.buf + 3, msg + 3, 10);
+	j.len = 13;
+	job_parse(&j);
+	TEST_INTEQ(j.last_step, STEP_ALLOC_PD);
+	TEST_CHECK(!j.have_result);
+	memcpy(j.buf + 13, msg + 13, sizeof(msg) - 13);
+	j.len = sizeof(msg);
+	job_parse(&j);
+	TEST_CHECK(j.have_result);
+	TEST_STREQ(j.res.fw_ver, "1.2.3");
+}
+
+/* Real children: one answers, one hangs (killed at the timeout), one dies, one fails reg_mr. */
+static void test_jobs(void)
+{
+	struct spec s = { 0 };
+	struct ctx c = { .spec = &s, .root = "" };
+	struct job jobs[4];
+	const char *names[4] = { "good", "sleepy", "crash", "enomem" };
+	uint64_t t0, took;
+
+	memset(jobs, 0, sizeof(jobs));
+	for (int i = 0; i < 4; i++) {
+		jobs[i].what = names[i];
+		TEST_INTEQ(job_start(&c, &t_ops, &jobs[i], 0, 1000), 0);
+	}
+	t0 = now_ms();
+	/* 1 s leaves the answering children time even under valgrind on a busy machine. */
+	jobs_wait(jobs, 4, 1000);
+	took = now_ms() - t0;
+	TEST_CHECK(took >= 990 && took < 1000 + REAP_GRACE_MS + 500);
+
+	TEST_CHECK(jobs[0].have_result && !jobs[0].hung && jobs[0].reaped);
+	TEST_INTEQ(jobs[0].res.step, STEP_DONE);
+	TEST_STREQ(jobs[0].res.fw_ver, "20.28.4000");
+	TEST_CHECK(jobs[0].res.memlock_cur > 0);
+
+	TEST_CHECK(jobs[1].hung && !jobs[1].have_result && jobs[1].reaped);
+	TEST_INTEQ(jobs[1].last_step, STEP_OPEN);
+	TEST_CHECK(WIFSIGNALED(jobs[1].wstatus) && WTERMSIG(jobs[1].wstatus) == SIGKILL);
+
+	TEST_CHECK(!jobs[2].hung && !jobs[2].have_result && jobs[2].reaped);
+	TEST_CHECK(WIFSIGNALED(jobs[2].wstatus));
+
+	TEST_CHECK(jobs[3].have_result);
+	TEST_INTEQ(jobs[3].res.step, STEP_REG_MR);
+	TEST_INTEQ(jobs[3].res.err, ENOMEM);
+}
+
+/* The verdict text for each probe outcome, and the summary order. */
+static void test_verdicts(void)
+{
+	struct spec s = { 0 };
+	struct ctx c = { .spec = &s, .root = "" };
+	struct report r;
+	struct anomalies a = { NULL, 0, 0 };
+	struct dev_info d;
+	struct job j;
+
+	s.rdma.open_timeout_ms = 2000;
+	s.rdma.reg_mr_bytes = 64ull << 20;
+	memset(&d, 0, sizeof(d));
+	snprintf(d.name, sizeof(d.name), "mlx5_ib0");
+	report_init(&r);
+
+	memset(&j, 0, sizeof(j));
+	j.have_result = true;
+	j.res.step = STEP_REG_MR;
+	j.res.err = ENOMEM;
+	j.res.memlock_cur = 8192 * 1024;
+	j.res.memlock_max = 8192 * 1024;
+	check_probe(&c, &r, &a, &d, &j);
+	TEST_STREQ(a.first, "reg-mr-enomem: mlx5_ib0: ibv_reg_mr of 64 MiB failed with ENOMEM: the memlock "
+		   "limit in force is 8192 KiB (hard 8192 KiB); set memlock: unlimited and restart the "
+		   "services that use RDMA");
+
+	memset(&j, 0, sizeof(j));
+	j.hung = true;
+	j.reaped = true;
+	j.last_step = STEP_OPEN;
+	check_probe(&c, &r, &a, &d, &j);
+	/* A hang outranks the ENOMEM found before it. */
+	TEST_STREQ(a.first, "hang: mlx5_ib0: ibv_open_device did not return within 2000 ms; probe killed");
+	TEST_INTEQ(a.n, 2);
+
+	memset(&j, 0, sizeof(j));
+	j.have_result = true;
+	j.res.step = STEP_OPEN;
+	j.res.err = ENOENT;
+	check_probe(&c, &r, &a, &d, &j);
+	TEST_CHECK(strstr(sb_str(&r.details), "open-failed: mlx5_ib0: ibv_open_device failed: ENOENT "
+				     "(No such file or directory)\n") != NULL);
+	free(a.first);
+	report_free(&r);
+}
+
+/* The fixture ops are never chosen for the real root. */
+static void test_select(void)
+{
+	struct ctx c = { .root = "" };
+
+	TEST_CHECK(select_ops(&c) == &rdma_verbs_ops);
+	c.root = "/";
+	TEST_CHECK(select_ops(&c) == &rdma_verbs_ops);
+	c.root = "/nonexistent-hpcinit-root";
+	TEST_CHECK(select_ops(&c) == &rdma_verbs_ops);
+}
+
+/* Without CAP_IPC_LOCK, pinning more than RLIMIT_MEMLOCK fails with ENOMEM (the fake reg_mr relies on it). */
+static void test_memlock_enforced(void)
+{
+	pid_t pid = fork();
+	int st = 0;
+
+	if (pid == 0) {
+		struct rlimit rl = { 1 << 20, 1 << 20 };
+		void *m;
+
+		if (setrlimit(RLIMIT_MEMLOCK, &rl) < 0 || probe_drop_ipc_lock() < 0)
+			_exit(2);
+		m = mmap(NULL, 4 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED)
+			_exit(3);
+		_exit(syscall(SYS_mlock, m, (size_t)(4 << 20)) < 0 && errno == ENOMEM ? 0 : 1);
+	}
+	waitpid(pid, &st, 0);
+	TEST_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+int main(void)
+{
+	test_parsing();
+	test_protocol();
+	test_jobs();
+	test_verdicts();
+	test_select();
+	test_memlock_enforced();
+	TEST_EXIT();
+}
