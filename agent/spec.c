@@ -1185,7 +1185,7 @@ static void noderange_fill(const struct noderange *nr, struct strlist *out)
 /* Append the names; the caller has checked count against its limit. */
 static void noderange_emit(const struct noderange *nr, struct strlist *out)
 {
-	out->v = xrealloc(out->v, (out->n + (size_t)nr->count + 1) * sizeof(*out->v));
+	strlist_reserve(out, (size_t)nr->count);
 	noderange_fill(nr, out);
 }
 
@@ -1953,8 +1953,8 @@ static bool p_hosts(struct loader *L, const struct field *f, yaml_node_t *k, yam
 		sb_free(&sb);
 	}
 	/* Second pass: one array for every name, each checked as a host name. */
-	out->v = xmalloc((total + 1) * sizeof(*out->v));
-	out->v[0] = NULL;
+	strlist_reserve(out, total);
+	out->v[out->n] = NULL;
 	for (size_t i = 0; i < n; i++) {
 		yaml_node_t *e = node(L, v->data.sequence.items.start[i]);
 		size_t first = out->n;
