@@ -12,6 +12,7 @@
 
 #include "fsutil.h"
 #include "log.h"
+#include "record.h"
 #include "runner.h"
 
 #define DEFAULT_CONFIG "/etc/hpcinit/node.yaml"
@@ -87,6 +88,18 @@ static void split_list(const char *s, struct strlist *out)
 		if (*tok)
 			strlist_push(out, tok);
 	free(copy);
+}
+
+/* Default lists of a command: the modules of the list that this build has. */
+static void split_list_known(const char *s, struct strlist *out)
+{
+	struct strlist all = { 0 };
+
+	split_list(s, &all);
+	for (size_t i = 0; i < all.n; i++)
+		if (module_find(all.v[i]))
+			strlist_push(out, all.v[i]);
+	strlist_free(&all);
 }
 
 static int load_spec(const char *path, struct spec **ret)
@@ -263,12 +276,12 @@ int main(int argc, char **argv)
 	} else if (strcmp(o.command, "refresh") == 0) {
 		cp->mode = RUN_APPLY;
 		if (o.ro.only.n == 0)
-			split_list("discovery,ssh,hostfile", &o.ro.only);
+			split_list_known("discovery,ssh,hostfile", &o.ro.only);
 	} else if (strcmp(o.command, "verify") == 0) {
 		cp->mode = RUN_APPLY;
 		cp->verify = true;
 		if (o.ro.only.n == 0)
-			split_list("mpi", &o.ro.only);
+			split_list_known("mpi", &o.ro.only);
 	} else {
 		fprintf(stderr, "hpcinit: unknown command '%s'\nTry 'hpcinit --help'.\n", o.command);
 		return EXIT_USAGE;
@@ -296,6 +309,7 @@ int main(int argc, char **argv)
 		runner_print_table(cp, &res, stdout);
 	}
 	run_result_free(&res);
+	cp->peers = peerset_free(cp->peers);
 	strlist_free(&o.ro.only);
 	spec_free(spec);
 	return code;

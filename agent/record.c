@@ -526,9 +526,7 @@ int record_parse(const char *text, size_t len, const char *cluster,
 					r = perr(&ps, -EBADMSG, "more than %d host keys", RECORD_MAX_KEYS);
 					goto fail;
 				}
-				p.host_keys.v = xrealloc(p.host_keys.v, (p.host_keys.n + 2) * sizeof(char *));
-				p.host_keys.v[p.host_keys.n++] = xstrndup(l + 4, n - 4);
-				p.host_keys.v[p.host_keys.n] = NULL;
+				strlist_push_take(&p.host_keys, xstrndup(l + 4, n - 4));
 				continue;
 			}
 			if (list == F_USER_KEYS && n > 10 && memcmp(l, "  - user: ", 10) == 0) {

@@ -222,6 +222,16 @@ static size_t utf8_seq(const unsigned char *s, size_t n, uint32_t *cp)
 	return len;
 }
 
+/* Characters (not bytes) in a valid UTF-8 string. */
+static size_t utf8_chars(const char *s)
+{
+	size_t n = 0;
+
+	for (; *s; s++)
+		n += ((unsigned char)*s & 0xc0) != 0x80;
+	return n;
+}
+
 /* Quote a value for a message with q: escapes, cut when long. */
 static void sb_quote_with(struct strbuf *sb, const char *s, char q)
 {
@@ -394,7 +404,8 @@ void diags_print(const struct diags *d, FILE *out)
 		if (!g->line || !g->source_line)
 			continue;
 		fprintf(out, "%s\n", g->source_line);
-		if (!g->col)
+		/* No caret past the end of a source line cut at SOURCE_LINE_MAX. */
+		if (!g->col || g->col - 1 > utf8_chars(g->source_line))
 			continue;
 		/* One pad character per source character; tabs stay tabs so the caret lines up. */
 		const char *s = g->source_line;
@@ -1016,11 +1027,12 @@ int cidr_parse(const char *text, struct cidr *ret)
 
 bool cidr_contains(const struct cidr *c, int family, const void *addr)
 {
-	const unsigned char *net = (const unsigned char *)&c->addr, *a = addr;
+	const unsigned char *net, *a = addr;
 	unsigned full, rest;
 
 	if (!c || !addr || family != c->family)
 		return false;
+	net = (const unsigned char *)&c->addr;
 	full = c->prefix / 8;
 	rest = c->prefix % 8;
 	if (memcmp(net, a, full))
@@ -1148,22 +1160,33 @@ fail:
 	return -EINVAL;
 }
 
-static void noderange_emit(const struct noderange *nr, struct strlist *out)
+/*
+ * Append the names into an array already sized for them: growing it a name at
+ * a time is quadratic where realloc copies (valgrind, ASan).
+ */
+static void noderange_fill(const struct noderange *nr, struct strlist *out)
 {
 	if (nr->n == 0) {
-		strlist_push(out, nr->prefix);
+		out->v[out->n++] = xstrdup(nr->prefix);
+		out->v[out->n] = NULL;
 		return;
 	}
 	for (size_t i = 0; i < nr->n; i++) {
 		for (unsigned long v = nr->r[i].lo;; v++) {
-			char *name = xasprintf("%s%0*lu%s", nr->prefix, nr->r[i].width, v, nr->suffix);
-
-			strlist_push(out, name);
-			free(name);
+			out->v[out->n++] = xasprintf("%s%0*lu%s", nr->prefix, nr->r[i].width, v,
+						     nr->suffix);
 			if (v == nr->r[i].hi)
 				break;
 		}
 	}
+	out->v[out->n] = NULL;
+}
+
+/* Append the names; the caller has checked count against its limit. */
+static void noderange_emit(const struct noderange *nr, struct strlist *out)
+{
+	strlist_reserve(out, (size_t)nr->count);
+	noderange_fill(nr, out);
 }
 
 int noderange_expand(const char *pattern, struct strlist *out, size_t limit)
@@ -1750,7 +1773,8 @@ static bool p_nfs_source(struct loader *L, const struct field *f, yaml_node_t *k
 }
 
 struct list_arg {
-	const char *item;               /* "a user name" */
+	const char *items;              /* "user names": for "a sequence of ..." */
+	const char *item;               /* "a user name": for one entry */
 	check_fn check;
 	size_t max;
 	bool nonempty, unique;
@@ -1760,7 +1784,7 @@ static void describe_list(const struct field *f, struct strbuf *sb)
 {
 	const struct list_arg *a = f->arg;
 
-	sb_printf(sb, "a sequence of %s", a->item);
+	sb_printf(sb, "a sequence of %s", a->items);
 }
 
 static bool seq_count_ok(struct loader *L, const struct field *f, yaml_node_t *k,
@@ -1875,22 +1899,26 @@ static bool p_formats(struct loader *L, const struct field *f, yaml_node_t *k, y
 }
 
 /* discovery.hosts: names and ranges, expanded in spec order. */
+/* discovery.hosts: names and ranges, expanded in spec order. */
 static bool p_hosts(struct loader *L, const struct field *f, yaml_node_t *k, yaml_node_t *v,
 		    void *base, const char *path)
 {
 	struct strlist *out = field_ptr(f, base);
-	size_t n = seq_len(v);
+	size_t n = seq_len(v), total = 0;
+	struct noderange *nrs;
 	bool ok = true;
 
 	strlist_free(out);
 	if (!seq_count_ok(L, f, k, v, path, n, SPEC_MAX_HOSTS, false, "a host name"))
 		return false;
+	if (n == 0)
+		return true;
+	/* First pass: parse every entry and count the names against the limit. */
+	nrs = xcalloc(n, sizeof(*nrs));
 	for (size_t i = 0; i < n; i++) {
 		yaml_node_t *e = node(L, v->data.sequence.items.start[i]);
 		struct strbuf sb = STRBUF_INIT;
-		struct noderange nr;
 		const char *why;
-		size_t first;
 
 		if (!e)
 			continue;
@@ -1904,39 +1932,52 @@ static bool p_hosts(struct loader *L, const struct field *f, yaml_node_t *k, yam
 			continue;
 		}
 		sb_quote(&sb, scalar(e));
-		if (noderange_parse(scalar(e), &nr, &why) < 0) {
+		if (noderange_parse(scalar(e), &nrs[i], &why) < 0) {
 			error_mark(L, e->start_mark, path, "bad node range %s: %s", sb_str(&sb), why);
-			sb_free(&sb);
 			ok = false;
-			continue;
-		}
-		if (nr.count > SPEC_MAX_HOSTS - out->n) {
-			if (nr.count > SPEC_MAX_HOSTS)
+		} else if (nrs[i].count > SPEC_MAX_HOSTS - total) {
+			if (nrs[i].count > SPEC_MAX_HOSTS)
 				error_mark(L, e->start_mark, path, "%s expands to more than %d hosts",
 					   sb_str(&sb), SPEC_MAX_HOSTS);
 			else
 				error_mark(L, e->start_mark, path,
 					   "the list expands to more than %d hosts at %s",
 					   SPEC_MAX_HOSTS, sb_str(&sb));
-			noderange_clear(&nr);
+			noderange_clear(&nrs[i]);
+			sb_free(&sb);
+			ok = false;
+			break;
+		} else {
+			total += (size_t)nrs[i].count;
+		}
+		sb_free(&sb);
+	}
+	/* Second pass: one array for every name, each checked as a host name. */
+	strlist_reserve(out, total);
+	out->v[out->n] = NULL;
+	for (size_t i = 0; i < n; i++) {
+		yaml_node_t *e = node(L, v->data.sequence.items.start[i]);
+		size_t first = out->n;
+
+		if (!nrs[i].prefix)
+			continue;
+		noderange_fill(&nrs[i], out);
+		noderange_clear(&nrs[i]);
+		for (size_t j = first; j < out->n; j++) {
+			struct strbuf sb = STRBUF_INIT;
+
+			if (valid_hostname(out->v[j]) || valid_ip(out->v[j]))
+				continue;
+			sb_quote(&sb, scalar(e));
+			error_mark(L, e->start_mark, path, "%s: \"%s\" is not a valid host name%s",
+				   sb_str(&sb), out->v[j],
+				   strchr(out->v[j], '_') ? " ('_' is not allowed)" : "");
 			sb_free(&sb);
 			ok = false;
 			break;
 		}
-		first = out->n;
-		noderange_emit(&nr, out);
-		noderange_clear(&nr);
-		for (size_t j = first; j < out->n; j++) {
-			if (valid_hostname(out->v[j]) || valid_ip(out->v[j]))
-				continue;
-			error_mark(L, e->start_mark, path, "%s: \"%s\" is not a valid host name%s",
-				   sb_str(&sb), out->v[j],
-				   strchr(out->v[j], '_') ? " ('_' is not allowed)" : "");
-			ok = false;
-			break;
-		}
-		sb_free(&sb);
 	}
+	free(nrs);
 	return ok;
 }
 
@@ -1975,7 +2016,7 @@ static void describe_maplist(const struct field *f, struct strbuf *sb)
 {
 	const struct maplist_arg *a = f->arg;
 
-	sb_printf(sb, "a sequence of %s", a->item);
+	sb_printf(sb, "a sequence, each entry %s", a->item);
 }
 
 static bool p_maplist(struct loader *L, const struct field *f, yaml_node_t *k, yaml_node_t *v,
@@ -2067,12 +2108,14 @@ static const struct dur_arg disc_wait_dur = { 0, 24 * HOUR_MS };
 static const struct dur_arg lease_dur = { SEC_MS, 24 * HOUR_MS };
 static const struct dur_arg scan_timeout_dur = { 10, 60 * SEC_MS };
 static const struct cidr_arg network_cidr = { offsetof(struct spec_cluster, has_network) };
-static const struct list_arg pam_users_list = { "'*', a user name or @group", check_pam_domain,
-						1024, true, true };
-static const struct list_arg modules_list = { "kernel module names", check_module, 256, false, true };
-static const struct list_arg options_list = { "options like hard or vers=3", check_option, 64,
-					      false, false };
-static const struct list_arg ssh_users_list = { "user names", check_user, 1024, false, true };
+static const struct list_arg pam_users_list = {
+	"'*', user names or @groups", "'*', a user name or @group", check_pam_domain, 1024, true, true };
+static const struct list_arg modules_list = {
+	"kernel module names", "a kernel module name", check_module, 256, false, true };
+static const struct list_arg options_list = {
+	"options like hard or vers=3", "an option like hard or vers=3", check_option, 64, false, false };
+static const struct list_arg ssh_users_list = {
+	"user names", "a user name", check_user, 1024, false, true };
 
 static const struct field cluster_fields[] = {
 	{ "name", &T_CLUSTER_NAME, offsetof(struct spec_cluster, name), NULL, F_REQUIRED, M_NONE,
@@ -2535,7 +2578,6 @@ static bool check_events(struct loader *L)
 
 	yaml_parser_initialize(&p);
 	yaml_parser_set_input_string(&p, L->buf, L->len);
-	yaml_parser_set_encoding(&p, YAML_UTF8_ENCODING);
 	while (!done) {
 		if (!yaml_parser_parse(&p, &ev)) {
 			yaml_error(L, &p);
@@ -2639,7 +2681,6 @@ static int load(struct loader *L)
 
 	yaml_parser_initialize(&p);
 	yaml_parser_set_input_string(&p, L->buf, L->len);
-	yaml_parser_set_encoding(&p, YAML_UTF8_ENCODING);
 	if (!yaml_parser_load(&p, &L->doc)) {
 		int r = p.error == YAML_MEMORY_ERROR ? -ENOMEM : -EINVAL;
 

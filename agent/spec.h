@@ -195,5 +195,9 @@ int cidr_parse(const char *text, struct cidr *ret);
 bool cidr_contains(const struct cidr *c, int family, const void *addr);
 void strlist_free(struct strlist *l);
 int strlist_push(struct strlist *l, const char *s);
+/* Append s itself (malloc'd; the list owns it from now on). */
+void strlist_push_take(struct strlist *l, char *s);
+/* Make room for extra more entries (and the NULL) before filling v[] directly. */
+void strlist_reserve(struct strlist *l, size_t extra);
 
 #endif

@@ -43,11 +43,33 @@ bool ctx_backoff(const struct ctx *c, uint64_t *delay_ms, uint64_t cap_ms)
 	return ctx_remaining_ms(c) > 0;
 }
 
+/* Slots a list of n entries has allocated (entries + NULL), a power of two: growth is geometric. */
+static size_t strlist_slots(size_t n)
+{
+	size_t c = 2;
+
+	while (c < n + 1)
+		c *= 2;
+	return c;
+}
+
+/* Invariant: a list of n entries has at least strlist_slots(n) slots allocated. */
+void strlist_reserve(struct strlist *l, size_t extra)
+{
+	l->v = xrealloc(l->v, strlist_slots(l->n + extra) * sizeof(*l->v));
+}
+
+void strlist_push_take(struct strlist *l, char *s)
+{
+	if (!l->v || strlist_slots(l->n + 1) != strlist_slots(l->n))
+		l->v = xrealloc(l->v, strlist_slots(l->n + 1) * sizeof(*l->v));
+	l->v[l->n++] = s;
+	l->v[l->n] = NULL;
+}
+
 int strlist_push(struct strlist *l, const char *s)
 {
-	l->v = xrealloc(l->v, (l->n + 2) * sizeof(*l->v));
-	l->v[l->n++] = xstrdup(s);
-	l->v[l->n] = NULL;
+	strlist_push_take(l, xstrdup(s));
 	return 0;
 }
 

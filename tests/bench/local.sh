@@ -11,10 +11,19 @@ TOP=$(cd "$(dirname "$0")/../.." && pwd)
 HPCINIT=${HPCINIT:-$TOP/build/hpcinit}
 SPEC=${SPEC:-$TOP/tests/fixtures/core/full.yaml}
 RUNS=${1:-50}
+# Discovery on a fake root has no interface in cluster.network: give the documented override.
+export HPCINIT_ADDRESS=${HPCINIT_ADDRESS:-198.18.0.10}
 T=$(mktemp -d /tmp/hpcinit-bench.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 eval "$(sed -n '/^mkroot()/,/^}/p' "$TOP/tests/system/lib.sh")"
-mkdir -p "$T/root"
+# The root: an Ubuntu-like tree with a dpkg database and the running kernel's
+# packages (the kernel fixture), plus PAM stacks; rdma finds no devices (as on
+# this machine, rdma.required: false makes that "degraded").
+cp -a "$TOP/tests/fixtures/kernel/debian" "$T/root"
+while read -r p; do
+	case $p in /*) mkdir -p "$T/root$(dirname "$p")" && : >"$T/root$p" ;; esac
+done <"$T/root/empty-files"
+rm "$T/root/empty-files"
 mkroot "$T/root"
 cat >"$T/baseline.sh" <<'SH'
 #!/bin/bash
@@ -25,12 +34,12 @@ printf '* soft memlock unlimited\n* hard memlock unlimited\n' >"$R/etc/security/
 printf '[Manager]\nDefaultLimitMEMLOCK=infinity\n' >"$R/etc/systemd/system.conf.d/90-hpcinit.conf"
 grep -q pam_limits "$R/etc/pam.d/common-session"
 SH
-"$HPCINIT" apply --root "$T/root" -c "$SPEC" >/dev/null 2>&1 || true   # converge once
+"$HPCINIT" apply --hostname node01 --root "$T/root" -c "$SPEC" >/dev/null 2>&1 || true   # converge once
 cc -O2 -o "$T/runstat" "$TOP/tests/bench/runstat.c"
 fresh() {
 	rm -rf "$T/fresh"; cp -a "$T/root" "$T/fresh"
 	rm -rf "$T/fresh/etc/security/limits.d"/* "$T/fresh/etc/systemd" "$T/fresh/run/hpcinit" \
-		"$T/fresh/var/lib/hpcinit" "$T/fresh/etc/hpcinit"
+		"$T/fresh/var/lib/hpcinit" "$T/fresh/etc/hpcinit"/hostfile.* "$T/fresh/etc/clustershell"
 }
 row() { # row NAME N PROG ARGS... -> prints and sets MED RSS
 	local name=$1; shift
@@ -40,14 +49,15 @@ row() { # row NAME N PROG ARGS... -> prints and sets MED RSS
 }
 echo "hpcinit local benchmark: $RUNS runs each, spec $(basename "$SPEC"), $(nproc) cores"
 row "baseline /bin/true" "$RUNS" /bin/true; T_TRUE=$MED
+row "hpcinit --version (startup floor)" "$RUNS" "$HPCINIT" --version; T_VER=$MED
 row "baseline shell memlock script" "$RUNS" /bin/bash "$T/baseline.sh" "$T/root"; T_SH=$MED
-row "hpcinit apply (converged)" "$RUNS" "$HPCINIT" apply --root "$T/root" -c "$SPEC"; T_APPLY=$MED; R_APPLY=$RSS
-row "hpcinit check" "$RUNS" "$HPCINIT" check --root "$T/root" -c "$SPEC"; T_CHECK=$MED; R_CHECK=$RSS
+row "hpcinit apply (converged)" "$RUNS" "$HPCINIT" apply --hostname node01 --root "$T/root" -c "$SPEC"; T_APPLY=$MED; R_APPLY=$RSS
+row "hpcinit check" "$RUNS" "$HPCINIT" check --hostname node01 --root "$T/root" -c "$SPEC"; T_CHECK=$MED; R_CHECK=$RSS
 # first apply on an empty root: one run at a time, the root rebuilt in between
 tot=0; maxr=0; times=()
 for i in $(seq 1 "$RUNS"); do
 	fresh
-	read -r m _ r < <("$T/runstat" 1 "$HPCINIT" apply --root "$T/fresh" -c "$SPEC")
+	read -r m _ r < <("$T/runstat" 1 "$HPCINIT" apply --hostname node01 --root "$T/fresh" -c "$SPEC")
 	times+=("$m"); [ "$r" -gt "$maxr" ] && maxr=$r
 done
 T_FIRST=$(printf '%s\n' "${times[@]}" | sort -g | sed -n "$((RUNS / 2 + 1))p")

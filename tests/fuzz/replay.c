@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Feed files to the spec loader, as the fuzzer does: every file named on the
- * command line, or every file in a directory named there.  It checks that
- * nothing crashes or leaks (under ASan or valgrind); with -v it prints the
- * diagnostics.  Exit 1 when no file was read, so an empty corpus fails.
+ * command line, or every file in a directory named there; with no argument,
+ * the seed corpus ($TOP_SRCDIR/tests/fuzz/corpus, as make check runs it).
+ * It checks that nothing crashes or leaks (under ASan or valgrind) and that a
+ * spec that loads has no diags; with -v it prints the diagnostics.  Exit 1
+ * when no file was read, so an empty or missing corpus fails.
  */
 #include "config.h"
 
@@ -17,7 +19,13 @@
 #include "spec.h"
 #include "strbuf.h"
 
+#ifndef CORPUS_DIR
+#define CORPUS_DIR "tests/fuzz/corpus"
+#endif
+
 static int verbose;
+
+static int replay_path(const char *arg, int *files);
 
 static int replay_file(const char *path)
 {
@@ -66,41 +74,55 @@ static int replay_file(const char *path)
 	return 0;
 }
 
+/* A file, or every regular file in a directory.  Returns the failures. */
+static int replay_path(const char *arg, int *files)
+{
+	struct dirent **ents;
+	struct stat st;
+	int n, failed = 0;
+
+	if (stat(arg, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		(*files)++;
+		return replay_file(arg) < 0;
+	}
+	n = scandir(arg, &ents, NULL, alphasort);
+	if (n < 0) {
+		fprintf(stderr, "replay: %s: %s\n", arg, strerror(errno));
+		return 1;
+	}
+	for (int j = 0; j < n; j++) {
+		char *p = xasprintf("%s/%s", arg, ents[j]->d_name);
+		struct stat fst;
+
+		if (ents[j]->d_name[0] != '.' && stat(p, &fst) == 0 && S_ISREG(fst.st_mode)) {
+			failed += replay_file(p) < 0;
+			(*files)++;
+		}
+		free(p);
+		free(ents[j]);
+	}
+	free(ents);
+	return failed;
+}
+
 int main(int argc, char **argv)
 {
-	int files = 0, failed = 0;
+	int files = 0, failed = 0, args = 0;
 
 	for (int i = 1; i < argc; i++) {
-		struct stat st;
-
 		if (!strcmp(argv[i], "-v")) {
 			verbose = 1;
 			continue;
 		}
-		if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) {
-			struct dirent **ents;
-			int n = scandir(argv[i], &ents, NULL, alphasort);
+		failed += replay_path(argv[i], &files);
+		args++;
+	}
+	if (!args) {
+		const char *top = getenv("TOP_SRCDIR");
+		char *dir = top && *top ? xasprintf("%s/tests/fuzz/corpus", top) : xstrdup(CORPUS_DIR);
 
-			if (n < 0) {
-				fprintf(stderr, "replay: %s: %s\n", argv[i], strerror(errno));
-				return 1;
-			}
-			for (int j = 0; j < n; j++) {
-				char *p = xasprintf("%s/%s", argv[i], ents[j]->d_name);
-				struct stat fst;
-
-				if (ents[j]->d_name[0] != '.' && stat(p, &fst) == 0 && S_ISREG(fst.st_mode)) {
-					failed += replay_file(p) < 0;
-					files++;
-				}
-				free(p);
-				free(ents[j]);
-			}
-			free(ents);
-		} else {
-			failed += replay_file(argv[i]) < 0;
-			files++;
-		}
+		failed += replay_path(dir, &files);
+		free(dir);
 	}
 	printf("replay: %d files, %d failed\n", files, failed);
 	return files == 0 || failed ? 1 : 0;

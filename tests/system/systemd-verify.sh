@@ -26,16 +26,10 @@ cp "$TOP_SRCDIR/packaging/man/hpcinit.8" "$T/man/man8/"
 cp "$TOP_SRCDIR/packaging/man/hpcinit.yaml.5" "$T/man/man5/"
 export MANPATH=$T/man LC_ALL=C.UTF-8
 
-# The units as "make" builds them (@sbindir@ etc. substituted), and the
-# refresh units of the cluster area when they are in the tree.
-units=("$TOP_BUILDDIR/packaging/systemd/hpcinit.service")
-for u in hpcinit-refresh.service hpcinit-refresh.timer; do
-	if [ -e "$TOP_BUILDDIR/packaging/systemd/$u" ]; then
-		units+=("$TOP_BUILDDIR/packaging/systemd/$u")
-	elif [ -e "$TOP_SRCDIR/packaging/systemd/$u" ]; then
-		units+=("$TOP_SRCDIR/packaging/systemd/$u")
-	fi
-done
+# The units as "make" builds them (@sbindir@ etc. substituted), and the timer.
+units=("$TOP_BUILDDIR/packaging/systemd/hpcinit.service"
+	"$TOP_BUILDDIR/packaging/systemd/hpcinit-refresh.service"
+	"$TOP_SRCDIR/packaging/systemd/hpcinit-refresh.timer")
 names=()
 for u in "${units[@]}"; do
 	[ -e "$u" ] || fail "$u not built"

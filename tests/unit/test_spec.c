@@ -1,0 +1,1278 @@
+/* SPDX-License-Identifier: MIT */
+/* The spec loader: typed handlers, node ranges, CIDR, defaults, a full spec, messages. */
+#include "../../agent/spec.c"
+
+#include <sys/stat.h>
+
+#include "test.h"
+
+#ifndef FIXTURE_DIR
+#define FIXTURE_DIR "tests/fixtures"
+#endif
+
+static char fixture_dir[4096];
+
+/* Load text; keep the diags for the caller.  Returns the loader's result. */
+static int load_text(const char *text, struct spec **ret, struct diags *d)
+{
+	return spec_load_buffer("t.yaml", text, strlen(text), ret, d);
+}
+
+/* Load text that must fail; returns the first message (static copy) and the count. */
+static const char *first_error(const char *text, size_t *count, unsigned *line, unsigned *col)
+{
+	static char msg[1024];
+	struct diags d = { NULL, 0 };
+	struct spec *s = NULL;
+	int r = load_text(text, &s, &d);
+
+	TEST_INTEQ(r, -EINVAL);
+	TEST_CHECK(s == NULL);
+	msg[0] = '\0';
+	if (d.n) {
+		snprintf(msg, sizeof(msg), "%s", d.v[0].msg);
+		if (line)
+			*line = d.v[0].line;
+		if (col)
+			*col = d.v[0].col;
+	}
+	if (count)
+		*count = d.n;
+	diags_free(&d);
+	spec_free(s);
+	return msg;
+}
+
+/* A minimal valid spec followed by extra text. */
+static struct spec *load_ok(const char *extra)
+{
+	char *text = xasprintf("version: 1\ncluster: {name: c1, network: 10.0.0.0/24}\n%s", extra);
+	struct diags d = { NULL, 0 };
+	struct spec *s = NULL;
+	int r = load_text(text, &s, &d);
+
+	TEST_INTEQ(r, 0);
+	TEST_INTEQ(d.n, 0);
+	if (d.n)
+		diags_print(&d, stderr);
+	diags_free(&d);
+	free(text);
+	return s;
+}
+
+static const char *bad(const char *extra)
+{
+	char *text = xasprintf("version: 1\ncluster: {name: c1, network: 10.0.0.0/24}\n%s", extra);
+	const char *m = first_error(text, NULL, NULL, NULL);
+
+	free(text);
+	return m;
+}
+
+static void test_size(void)
+{
+	uint64_t v = 0;
+
+	TEST_INTEQ(parse_size("0", &v), 0);
+	TEST_INTEQ(v, 0);
+	TEST_INTEQ(parse_size("4096", &v), 0);
+	TEST_INTEQ(v, 4096);
+	TEST_INTEQ(parse_size("64K", &v), 0);
+	TEST_INTEQ(v, 65536);
+	TEST_INTEQ(parse_size("64k", &v), 0);
+	TEST_INTEQ(v, 65536);
+	TEST_INTEQ(parse_size("64KiB", &v), 0);
+	TEST_INTEQ(v, 65536);
+	TEST_INTEQ(parse_size("512M", &v), 0);
+	TEST_INTEQ(v, 512ULL << 20);
+	TEST_INTEQ(parse_size("64G", &v), 0);
+	TEST_INTEQ(v, 64ULL << 30);
+	TEST_INTEQ(parse_size("2GiB", &v), 0);
+	TEST_INTEQ(v, 2ULL << 30);
+	TEST_INTEQ(parse_size("3T", &v), 0);
+	TEST_INTEQ(v, 3ULL << 40);
+	TEST_INTEQ(parse_size("1TiB", &v), 0);
+	TEST_INTEQ(v, 1ULL << 40);
+	TEST_INTEQ(parse_size("18446744073709551615", &v), 0);
+	TEST_CHECK(v == UINT64_MAX);
+	TEST_INTEQ(parse_size("64Q", &v), -EINVAL);
+	TEST_INTEQ(parse_size("", &v), -EINVAL);
+	TEST_INTEQ(parse_size("G", &v), -EINVAL);
+	TEST_INTEQ(parse_size("-1", &v), -EINVAL);
+	TEST_INTEQ(parse_size("1.5G", &v), -EINVAL);
+	TEST_INTEQ(parse_size("64 G", &v), -EINVAL);
+	TEST_INTEQ(parse_size("64KB", &v), -EINVAL);
+	TEST_INTEQ(parse_size("unlimited", &v), -EINVAL);
+	TEST_INTEQ(parse_size("18446744073709551616", &v), -ERANGE);
+	TEST_INTEQ(parse_size("16777216T", &v), -ERANGE);
+	TEST_INTEQ(parse_size("99999999999999999999999Q", &v), -EINVAL);
+
+	/* Through the schema: bounds, 'unlimited' only where allowed. */
+	struct spec *s = load_ok("memlock: {limit: 64G}\nrdma: {reg_mr: 0}\n");
+	if (s) {
+		TEST_CHECK(!s->memlock.unlimited);
+		TEST_INTEQ(s->memlock.limit_bytes, 64ULL << 30);
+		TEST_INTEQ(s->rdma.reg_mr_bytes, 0);
+	}
+	spec_free(s);
+	s = load_ok("memlock: {limit: unlimited}\nrdma: {reg_mr: 64G}\n");
+	if (s) {
+		TEST_CHECK(s->memlock.unlimited);
+		TEST_INTEQ(s->rdma.reg_mr_bytes, 64ULL << 30);
+	}
+	spec_free(s);
+	s = load_ok("memlock: {limit: 64K}\n");
+	if (s)
+		TEST_INTEQ(s->memlock.limit_bytes, 65536);
+	spec_free(s);
+	TEST_STREQ(bad("memlock: {limit: 64Q}\n"),
+		   "memlock.limit: expected a size like 64G or 'unlimited', got \"64Q\"");
+	TEST_STREQ(bad("memlock: {limit: 63K}\n"),
+		   "memlock.limit: 63K is out of range; use a size of at least 64K, or 'unlimited'");
+	TEST_STREQ(bad("rdma: {reg_mr: 65G}\n"),
+		   "rdma.reg_mr: 65G is out of range; use a size from 0 to 64G");
+	TEST_STREQ(bad("rdma: {reg_mr: unlimited}\n"),
+		   "rdma.reg_mr: expected a size like 64M (K, M, G or T), got \"unlimited\"");
+	TEST_STREQ(bad("rdma: {reg_mr: 18446744073709551616}\n"),
+		   "rdma.reg_mr: 18446744073709551616 is out of range; use a size from 0 to 64G");
+}
+
+static void test_duration(void)
+{
+	uint64_t v = 0;
+
+	TEST_INTEQ(parse_duration("500ms", &v), 0);
+	TEST_INTEQ(v, 500);
+	TEST_INTEQ(parse_duration("10s", &v), 0);
+	TEST_INTEQ(v, 10000);
+	TEST_INTEQ(parse_duration("5m", &v), 0);
+	TEST_INTEQ(v, 300000);
+	TEST_INTEQ(parse_duration("1h", &v), 0);
+	TEST_INTEQ(v, 3600000);
+	TEST_INTEQ(parse_duration("0s", &v), 0);
+	TEST_INTEQ(v, 0);
+	TEST_INTEQ(parse_duration("10", &v), -EDOM);
+	TEST_INTEQ(parse_duration("10x", &v), -EINVAL);
+	TEST_INTEQ(parse_duration("1.5s", &v), -EINVAL);
+	TEST_INTEQ(parse_duration("s", &v), -EINVAL);
+	TEST_INTEQ(parse_duration("", &v), -EINVAL);
+	TEST_INTEQ(parse_duration("10 s", &v), -EINVAL);
+	TEST_INTEQ(parse_duration("10S", &v), -EINVAL);
+	TEST_INTEQ(parse_duration("99999999999999999999h", &v), -ERANGE);
+	TEST_INTEQ(parse_duration("9999999999999999h", &v), -ERANGE);
+
+	struct spec *s = load_ok("rdma: {open_timeout: 100ms}\n"
+				 "discovery: {dir: /d, wait: 0s, lease: 24h, scan: {timeout: 60s}}\n");
+	if (s) {
+		TEST_INTEQ(s->rdma.open_timeout_ms, 100);
+		TEST_INTEQ(s->discovery.wait_ms, 0);
+		TEST_INTEQ(s->discovery.lease_ms, 24 * 3600 * 1000ULL);
+		TEST_INTEQ(s->discovery.scan_timeout_ms, 60000);
+	}
+	spec_free(s);
+	TEST_STREQ(bad("rdma: {open_timeout: 10}\n"),
+		   "rdma.open_timeout: expected a duration like 10s (ms, s, m or h), got \"10\"; "
+		   "add a unit: ms, s, m or h");
+	TEST_STREQ(bad("rdma: {open_timeout: 99ms}\n"),
+		   "rdma.open_timeout: 99ms is out of range; use a duration from 100ms to 10m");
+	TEST_STREQ(bad("rdma: {open_timeout: 11m}\n"),
+		   "rdma.open_timeout: 11m is out of range; use a duration from 100ms to 10m");
+	TEST_STREQ(bad("rdma: {open_timeout: soon}\n"),
+		   "rdma.open_timeout: expected a duration like 10s (ms, s, m or h), got \"soon\"");
+	TEST_STREQ(bad("discovery: {dir: /d, lease: 999ms}\n"),
+		   "discovery.lease: 999ms is out of range; use a duration from 1s to 24h");
+}
+
+static void test_int_and_number(void)
+{
+	long long n = 0;
+	double d = 0;
+
+	TEST_INTEQ(parse_ll("0", &n), 0);
+	TEST_INTEQ(n, 0);
+	TEST_INTEQ(parse_ll("-5", &n), 0);
+	TEST_INTEQ(n, -5);
+	TEST_INTEQ(parse_ll("+3", &n), 0);
+	TEST_INTEQ(n, 3);
+	TEST_INTEQ(parse_ll("", &n), -EINVAL);
+	TEST_INTEQ(parse_ll("-", &n), -EINVAL);
+	TEST_INTEQ(parse_ll("1a", &n), -EINVAL);
+	TEST_INTEQ(parse_ll("0x10", &n), -EINVAL);
+	TEST_INTEQ(parse_ll(" 1", &n), -EINVAL);
+	TEST_INTEQ(parse_ll("9223372036854775807", &n), 0);
+	TEST_INTEQ(parse_ll("9223372036854775808", &n), -ERANGE);
+	TEST_INTEQ(parse_ll("99999999999999999999999", &n), -ERANGE);
+
+	TEST_INTEQ(parse_number("5", &d), 0);
+	TEST_CHECK(d == 5.0);
+	TEST_INTEQ(parse_number("0.5", &d), 0);
+	TEST_CHECK(d == 0.5);
+	TEST_INTEQ(parse_number(".5", &d), 0);
+	TEST_CHECK(d == 0.5);
+	TEST_INTEQ(parse_number("1e3", &d), 0);
+	TEST_CHECK(d == 1000.0);
+	TEST_INTEQ(parse_number("-1", &d), 0);
+	TEST_INTEQ(parse_number("0x10", &d), -EINVAL);
+	TEST_INTEQ(parse_number("inf", &d), -EINVAL);
+	TEST_INTEQ(parse_number("nan", &d), -EINVAL);
+	TEST_INTEQ(parse_number("1e", &d), -EINVAL);
+	TEST_INTEQ(parse_number(".", &d), -EINVAL);
+	TEST_INTEQ(parse_number("1e999", &d), -ERANGE);
+
+	struct spec *s = load_ok("rdma: {min_rate_gbps: 1600}\n"
+				 "discovery: {dir: /d, expect: 100000, scan: {port: 65535}}\n"
+				 "mpi: {verify: {enable: yes, max_latency_us: 2.5}}\n");
+	if (s) {
+		TEST_INTEQ(s->rdma.min_rate_gbps, 1600);
+		TEST_INTEQ(s->discovery.expect, SPEC_MAX_HOSTS);
+		TEST_INTEQ(s->discovery.scan_port, 65535);
+		TEST_CHECK(s->mpi.verify_enable);
+		TEST_CHECK(s->mpi.max_latency_us == 2.5);
+	}
+	spec_free(s);
+	TEST_STREQ(bad("rdma: {min_rate_gbps: 1601}\n"),
+		   "rdma.min_rate_gbps: 1601 is out of range; use a number from 0 to 1600");
+	TEST_STREQ(bad("rdma: {min_rate_gbps: -1}\n"),
+		   "rdma.min_rate_gbps: -1 is out of range; use a number from 0 to 1600");
+	TEST_STREQ(bad("rdma: {min_rate_gbps: 99999999999999999999}\n"),
+		   "rdma.min_rate_gbps: 99999999999999999999 is out of range; use a number from 0 to 1600");
+	TEST_STREQ(bad("rdma: {min_rate_gbps: 1.5}\n"),
+		   "rdma.min_rate_gbps: expected an integer from 0 to 1600, got \"1.5\"");
+	TEST_STREQ(bad("discovery: {dir: /d, scan: {port: 0}}\n"),
+		   "discovery.scan.port: 0 is out of range; use a number from 1 to 65535");
+	TEST_STREQ(bad("discovery: {dir: /d, expect: 0}\n"),
+		   "discovery.expect: 0 is out of range; use a number from 1 to 100000");
+	TEST_STREQ(bad("mpi: {verify: {max_latency_us: -0.5}}\n"),
+		   "mpi.verify.max_latency_us: -0.5 is out of range; use a number from 0 to 1000000");
+	TEST_STREQ(bad("mpi: {verify: {max_latency_us: fast}}\n"),
+		   "mpi.verify.max_latency_us: expected a number from 0 to 1000000, got \"fast\"");
+	TEST_STREQ(bad("mpi: {verify: true}\n"), "mpi.verify: expected a mapping, got \"true\"");
+}
+
+static void test_bool_enum(void)
+{
+	static const char *const truths[] = { "true", "True", "TRUE", "yes", "Yes", "YES" };
+	static const char *const lies[] = { "false", "False", "FALSE", "no", "No", "NO" };
+
+	for (size_t i = 0; i < 6; i++) {
+		char *t = xasprintf("memlock: {systemd: %s}\nkernel: {hold: %s}\n", lies[i], truths[i]);
+		struct spec *s = load_ok(t);
+
+		if (s) {
+			TEST_CHECK(!s->memlock.systemd);
+			TEST_CHECK(s->kernel.hold);
+		}
+		spec_free(s);
+		free(t);
+	}
+	TEST_STREQ(bad("memlock: {systemd: on}\n"),
+		   "memlock.systemd: expected a boolean (true or false), got \"on\"");
+	TEST_STREQ(bad("memlock: {systemd: 1}\n"),
+		   "memlock.systemd: expected a boolean (true or false), got \"1\"");
+	TEST_STREQ(bad("memlock: {systemd: [true]}\n"),
+		   "memlock.systemd: expected a boolean (true or false), got a sequence");
+
+	struct spec *s = load_ok("rdma: {link_layer: ethernet}\ndiscovery: {method: scan}\n"
+				 "ssh: {key_type: rsa, host_keys: scan}\nhostfile: {address: ip}\n");
+	if (s) {
+		TEST_INTEQ(s->rdma.link_layer, LINK_ETHERNET);
+		TEST_INTEQ(s->discovery.method, DISC_SCAN);
+		TEST_INTEQ(s->ssh.key_type, KEY_RSA);
+		TEST_INTEQ(s->ssh.host_keys, HOSTKEYS_SCAN);
+		TEST_INTEQ(s->hostfile.address, HF_ADDR_IP);
+	}
+	spec_free(s);
+	TEST_STREQ(bad("rdma: {link_layer: infiniban}\n"),
+		   "rdma.link_layer: expected one of infiniband, ethernet, any, got \"infiniban\"; "
+		   "did you mean 'infiniband'?");
+	TEST_STREQ(bad("rdma: {link_layer: ib}\n"),
+		   "rdma.link_layer: expected one of infiniband, ethernet, any, got \"ib\"");
+	TEST_STREQ(bad("rdma: {link_layer: Ethernet}\n"),
+		   "rdma.link_layer: expected one of infiniband, ethernet, any, got \"Ethernet\"; "
+		   "did you mean 'ethernet'?");
+	TEST_STREQ(link_layer_name(LINK_INFINIBAND), "infiniband");
+	TEST_STREQ(link_layer_name(LINK_ETHERNET), "ethernet");
+	TEST_STREQ(link_layer_name(LINK_ANY), "any");
+	TEST_STREQ(disc_method_name(DISC_SHARED), "shared");
+	TEST_STREQ(disc_method_name(DISC_STATIC), "static");
+	TEST_STREQ(disc_method_name(DISC_SCAN), "scan");
+}
+
+static void test_paths(void)
+{
+	const char *why = NULL;
+	char *p;
+
+	p = path_normalize("/a//b/./c/", &why);
+	TEST_STREQ(p, "/a/b/c");
+	free(p);
+	p = path_normalize("/", &why);
+	TEST_STREQ(p, "/");
+	free(p);
+	p = path_normalize("//.//", &why);
+	TEST_STREQ(p, "/");
+	free(p);
+	p = path_normalize("/scratch/.hpcinit", &why);
+	TEST_STREQ(p, "/scratch/.hpcinit");
+	free(p);
+	p = path_normalize("/a/..b/c..", &why);
+	TEST_STREQ(p, "/a/..b/c..");
+	free(p);
+	TEST_CHECK(path_normalize("scratch", &why) == NULL);
+	TEST_STREQ(why, "expected an absolute path (starting with /)");
+	TEST_CHECK(path_normalize("", &why) == NULL);
+	TEST_CHECK(path_normalize("/a/../b", &why) == NULL);
+	TEST_STREQ(why, "'..' is not allowed in a path");
+	TEST_CHECK(path_normalize("/a/..", &why) == NULL);
+	TEST_CHECK(path_normalize("/a\nb", &why) == NULL);
+	TEST_STREQ(why, "path holds a control character");
+
+	char long_path[4100];
+	long_path[0] = '/';
+	memset(long_path + 1, 'x', 4095);
+	long_path[4096] = '\0';
+	TEST_CHECK(path_normalize(long_path, &why) == NULL);
+	TEST_STREQ(why, "path is longer than 4095 characters");
+	long_path[4095] = '\0';
+	p = path_normalize(long_path, &why);
+	TEST_CHECK(p != NULL);
+	free(p);
+
+	struct spec *s = load_ok("hostfile: {dir: /opt//hpc/./files/}\n");
+	if (s)
+		TEST_STREQ(s->hostfile.dir, "/opt/hpc/files");
+	spec_free(s);
+	TEST_STREQ(bad("hostfile: {dir: opt/hpc}\n"),
+		   "hostfile.dir: expected an absolute path (starting with /), got \"opt/hpc\"");
+	TEST_STREQ(bad("hostfile: {dir: \"/a\\nb\"}\n"),
+		   "hostfile.dir: path holds a control character, got \"/a\\nb\"");
+}
+
+static void test_names(void)
+{
+	/* glob */
+	TEST_CHECK(check_glob("mlx5_ib*") == NULL);
+	TEST_CHECK(check_glob("5.15.0-*-azure") == NULL);
+	TEST_CHECK(check_glob("[!a]x") == NULL);
+	TEST_CHECK(check_glob("[]a]x") == NULL);
+	TEST_CHECK(check_glob("a\\*") == NULL);
+	TEST_STREQ(check_glob(""), "empty pattern");
+	TEST_STREQ(check_glob("a/b"), "a pattern matches one name and cannot hold '/'");
+	TEST_STREQ(check_glob("[abc"), "'[' without a closing ']'");
+	TEST_STREQ(check_glob("a\\"), "pattern ends with '\\'");
+	TEST_STREQ(check_glob("a b"), "a pattern cannot hold spaces or control characters");
+	char longg[300];
+	memset(longg, 'a', 256);
+	longg[256] = '\0';
+	TEST_STREQ(check_glob(longg), "pattern is longer than 255 characters");
+
+	/* host names (RFC 1123) */
+	TEST_CHECK(valid_hostname("node01"));
+	TEST_CHECK(valid_hostname("a.b-c.d"));
+	TEST_CHECK(valid_hostname("198.18.0.1"));
+	TEST_CHECK(valid_hostname("0node"));
+	TEST_CHECK(!valid_hostname(""));
+	TEST_CHECK(!valid_hostname("-a"));
+	TEST_CHECK(!valid_hostname("a-"));
+	TEST_CHECK(!valid_hostname("a_b"));
+	TEST_CHECK(!valid_hostname("a..b"));
+	TEST_CHECK(!valid_hostname("a."));
+	TEST_CHECK(!valid_hostname("a*"));
+	TEST_CHECK(valid_hostname_ex("*.cluster", true));
+	char label[80];
+	memset(label, 'a', 64);
+	label[64] = '\0';
+	TEST_CHECK(!valid_hostname(label));
+	label[63] = '\0';
+	TEST_CHECK(valid_hostname(label));
+	char longh[300];
+	for (int i = 0; i < 254; i++)
+		longh[i] = i % 2 ? '.' : 'a';
+	longh[253] = 'a';
+	longh[254] = '\0';
+	TEST_CHECK(!valid_hostname(longh));
+	longh[253] = '\0';
+	TEST_CHECK(valid_hostname(longh));
+
+	/* cluster names */
+	TEST_CHECK(check_cluster_name("glocluster") == NULL);
+	TEST_CHECK(check_cluster_name("a") == NULL);
+	TEST_CHECK(check_cluster_name("hpc-01") == NULL);
+	TEST_CHECK(check_cluster_name("") != NULL);
+	TEST_CHECK(check_cluster_name("-a") != NULL);
+	TEST_CHECK(check_cluster_name("a-") != NULL);
+	TEST_CHECK(check_cluster_name("A") != NULL);
+	TEST_CHECK(check_cluster_name("a_b") != NULL);
+	TEST_CHECK(check_cluster_name("a.b") != NULL);
+	TEST_CHECK(check_cluster_name(label) == NULL);  /* 63 */
+	label[63] = 'a';
+	label[64] = '\0';
+	TEST_CHECK(check_cluster_name(label) != NULL);  /* 64 */
+
+	/* users and pam domains */
+	TEST_CHECK(valid_user("azureuser"));
+	TEST_CHECK(valid_user("_apt"));
+	TEST_CHECK(valid_user("bob.smith"));
+	TEST_CHECK(valid_user("host$"));
+	TEST_CHECK(valid_user("u1000"));
+	TEST_CHECK(!valid_user(""));
+	TEST_CHECK(!valid_user("-bob"));
+	TEST_CHECK(!valid_user("1000"));
+	TEST_CHECK(!valid_user("bad user"));
+	TEST_CHECK(!valid_user("a$b"));
+	TEST_CHECK(!valid_user("abcdefghijabcdefghijabcdefghijabc"));   /* 33 */
+	TEST_CHECK(valid_user("abcdefghijabcdefghijabcdefghijab"));     /* 32 */
+	TEST_CHECK(check_pam_domain("*") == NULL);
+	TEST_CHECK(check_pam_domain("@hpc") == NULL);
+	TEST_CHECK(check_pam_domain("alice") == NULL);
+	TEST_CHECK(check_pam_domain("@") != NULL);
+	TEST_CHECK(check_pam_domain("@-x") != NULL);
+	TEST_CHECK(check_pam_domain("**") != NULL);
+
+	/* interfaces, modules, options */
+	TEST_CHECK(valid_ifname("ib0"));
+	TEST_CHECK(valid_ifname("abcdefghijklmno"));    /* 15 */
+	TEST_CHECK(!valid_ifname("abcdefghijklmnop"));  /* 16 */
+	TEST_CHECK(!valid_ifname(""));
+	TEST_CHECK(!valid_ifname("a/b"));
+	TEST_CHECK(!valid_ifname("a:b"));
+	TEST_CHECK(!valid_ifname("a b"));
+	TEST_CHECK(!valid_ifname("."));
+	TEST_CHECK(!valid_ifname(".."));
+	TEST_CHECK(check_module("mlx5_ib") == NULL);
+	TEST_CHECK(check_module("ib-core") == NULL);
+	TEST_CHECK(check_module("mlx5 ib") != NULL);
+	TEST_CHECK(check_module("") != NULL);
+	TEST_CHECK(check_option("vers=3") == NULL);
+	TEST_CHECK(check_option("rsize=1048576") == NULL);
+	TEST_CHECK(check_option("") != NULL);
+	TEST_STREQ(check_option("a,b"), "one option per entry: write [a, b], not \"a,b\"");
+	TEST_CHECK(check_option("a b") != NULL);
+	TEST_CHECK(check_option("a#b") != NULL);
+
+	struct spec *s = load_ok("rdma: {devices: \"mlx5_an*\", ipoib: ib1}\n"
+				 "kernel: {expect: \"6.*-azure\", modules: [mlx5_ib, rdma_ucm]}\n"
+				 "memlock: {users: [\"@hpc\", alice]}\n"
+				 "ssh: {users: [azureuser, hpc.admin]}\n");
+	if (s) {
+		TEST_STREQ(s->rdma.devices, "mlx5_an*");
+		TEST_STREQ(s->rdma.ipoib, "ib1");
+		TEST_STREQ(s->kernel.expect, "6.*-azure");
+		TEST_INTEQ(s->kernel.modules.n, 2);
+		TEST_STREQ(s->kernel.modules.v[1], "rdma_ucm");
+		TEST_CHECK(s->kernel.modules.v[2] == NULL);
+		TEST_INTEQ(s->memlock.users.n, 2);
+		TEST_STREQ(s->memlock.users.v[0], "@hpc");
+		TEST_INTEQ(s->ssh.users.n, 2);
+		TEST_STREQ(s->ssh.users.v[1], "hpc.admin");
+	}
+	spec_free(s);
+	TEST_STREQ(bad("memlock: {users: []}\n"),
+		   "memlock.users: expected at least one entry ('*', a user name or @group)");
+	TEST_STREQ(bad("ssh: {users: [root, root]}\n"), "ssh.users: \"root\" is listed twice");
+	TEST_STREQ(bad("ssh: {users: [root, ~]}\n"),
+		   "ssh.users: entry 2: expected a user name, got an empty value");
+	TEST_STREQ(bad("kernel: {modules: mlx5_ib}\n"),
+		   "kernel.modules: expected a sequence of kernel module names, got \"mlx5_ib\"");
+	TEST_STREQ(bad("cluster2: x\n"), "unknown key 'cluster2'; did you mean 'cluster'?");
+}
+
+static void test_cidr(void)
+{
+	struct cidr c;
+	struct in_addr a4;
+	struct in6_addr a6;
+
+	TEST_INTEQ(cidr_parse("10.0.0.0/24", &c), 0);
+	TEST_INTEQ(c.family, AF_INET);
+	TEST_INTEQ(c.prefix, 24);
+	TEST_STREQ(c.text, "10.0.0.0/24");
+	TEST_INTEQ(cidr_parse("10.0.0.77/24", &c), 0);
+	TEST_STREQ(c.text, "10.0.0.0/24");
+	TEST_INTEQ(cidr_parse("198.18.5.9/15", &c), 0);
+	TEST_STREQ(c.text, "198.18.0.0/15");
+	TEST_INTEQ(cidr_parse("0.0.0.0/0", &c), 0);
+	TEST_STREQ(c.text, "0.0.0.0/0");
+	TEST_INTEQ(cidr_parse("10.1.2.3/32", &c), 0);
+	TEST_STREQ(c.text, "10.1.2.3/32");
+	TEST_INTEQ(cidr_parse("fd00::1/64", &c), 0);
+	TEST_INTEQ(c.family, AF_INET6);
+	TEST_STREQ(c.text, "fd00::/64");
+	TEST_INTEQ(cidr_parse("2001:DB8:0:0:1::ff/128", &c), 0);
+	TEST_STREQ(c.text, "2001:db8::1:0:0:ff/128");
+	TEST_INTEQ(cidr_parse("::/0", &c), 0);
+	TEST_STREQ(c.text, "::/0");
+
+	memset(&c, 0x5a, sizeof(c));
+	struct cidr before = c;
+	TEST_INTEQ(cidr_parse("10.0.0.0/33", &c), -EINVAL);
+	TEST_CHECK(memcmp(&c, &before, sizeof(c)) == 0);    /* untouched on error */
+	TEST_INTEQ(cidr_parse("2001:db8::/129", &c), -EINVAL);
+	TEST_INTEQ(cidr_parse("10.0.0.0", &c), -EINVAL);
+	TEST_INTEQ(cidr_parse("10.0.0/24", &c), -EINVAL);
+	TEST_INTEQ(cidr_parse("10.0.0.0/", &c), -EINVAL);
+	TEST_INTEQ(cidr_parse("10.0.0.0/2a", &c), -EINVAL);
+	TEST_INTEQ(cidr_parse("10.0.0.0/-1", &c), -EINVAL);
+	TEST_INTEQ(cidr_parse("10.0.0.0/1000", &c), -EINVAL);
+	TEST_INTEQ(cidr_parse("/24", &c), -EINVAL);
+	TEST_INTEQ(cidr_parse("010.0.0.0/8", &c), -EINVAL);
+	TEST_INTEQ(cidr_parse("host/24", &c), -EINVAL);
+	TEST_INTEQ(cidr_parse("", &c), -EINVAL);
+
+	TEST_INTEQ(cidr_parse("10.0.0.0/24", &c), 0);
+	inet_pton(AF_INET, "10.0.0.200", &a4);
+	TEST_CHECK(cidr_contains(&c, AF_INET, &a4));
+	inet_pton(AF_INET, "10.0.1.1", &a4);
+	TEST_CHECK(!cidr_contains(&c, AF_INET, &a4));
+	inet_pton(AF_INET6, "::ffff:10.0.0.1", &a6);
+	TEST_CHECK(!cidr_contains(&c, AF_INET6, &a6));
+	TEST_INTEQ(cidr_parse("172.16.0.0/12", &c), 0);     /* not on a byte boundary */
+	inet_pton(AF_INET, "172.31.255.255", &a4);
+	TEST_CHECK(cidr_contains(&c, AF_INET, &a4));
+	inet_pton(AF_INET, "172.32.0.0", &a4);
+	TEST_CHECK(!cidr_contains(&c, AF_INET, &a4));
+	TEST_INTEQ(cidr_parse("0.0.0.0/0", &c), 0);
+	TEST_CHECK(cidr_contains(&c, AF_INET, &a4));
+	TEST_INTEQ(cidr_parse("10.1.2.3/32", &c), 0);
+	inet_pton(AF_INET, "10.1.2.3", &a4);
+	TEST_CHECK(cidr_contains(&c, AF_INET, &a4));
+	inet_pton(AF_INET, "10.1.2.2", &a4);
+	TEST_CHECK(!cidr_contains(&c, AF_INET, &a4));
+	TEST_INTEQ(cidr_parse("fd00:1::/33", &c), 0);
+	inet_pton(AF_INET6, "fd00:1:7fff::1", &a6);
+	TEST_CHECK(cidr_contains(&c, AF_INET6, &a6));
+	inet_pton(AF_INET6, "fd00:1:8000::1", &a6);
+	TEST_CHECK(!cidr_contains(&c, AF_INET6, &a6));
+	TEST_CHECK(!cidr_contains(&c, AF_INET, &a4));
+
+	struct spec *s = load_ok("");
+	if (s) {
+		TEST_CHECK(s->cluster.has_network);
+		TEST_STREQ(s->cluster.network.text, "10.0.0.0/24");
+	}
+	spec_free(s);
+	TEST_STREQ(first_error("version: 1\ncluster: {name: c, network: 10.0.0.0/33}\n", NULL, NULL, NULL),
+		   "cluster.network: expected a network like 10.0.0.0/24, got \"10.0.0.0/33\"");
+}
+
+static void expect_range(const char *pat, size_t n, const char *first, const char *last)
+{
+	struct strlist l = { NULL, 0 };
+
+	TEST_INTEQ(noderange_expand(pat, &l, SPEC_MAX_HOSTS), 0);
+	TEST_INTEQ(l.n, n);
+	if (l.n == n && n) {
+		TEST_STREQ(l.v[0], first);
+		TEST_STREQ(l.v[n - 1], last);
+		TEST_CHECK(l.v[n] == NULL);
+	}
+	strlist_free(&l);
+}
+
+static void test_noderange(void)
+{
+	struct strlist l = { NULL, 0 };
+
+	expect_range("node[01-16,20]", 17, "node01", "node20");
+	TEST_INTEQ(noderange_expand("node[01-16,20]", &l, 100), 0);
+	if (l.n == 17) {
+		TEST_STREQ(l.v[8], "node09");
+		TEST_STREQ(l.v[9], "node10");
+		TEST_STREQ(l.v[15], "node16");
+	}
+	strlist_free(&l);
+	expect_range("node[1-3]", 3, "node1", "node3");
+	expect_range("n[8-10]", 3, "n8", "n10");
+	expect_range("n[08-10]", 3, "n08", "n10");
+	expect_range("n[001-100]", 100, "n001", "n100");
+	expect_range("n[0-3]", 4, "n0", "n3");
+	expect_range("rack[1-2]-ib", 2, "rack1-ib", "rack2-ib");
+	expect_range("[1-2].example", 2, "1.example", "2.example");
+	expect_range("plain", 1, "plain", "plain");
+	expect_range("n[7]", 1, "n7", "n7");
+	expect_range("n[3,1,2]", 3, "n3", "n2");       /* spec order is kept */
+
+	/* Appends to what is there; errors leave it as it was. */
+	strlist_push(&l, "head");
+	TEST_INTEQ(noderange_expand("c[1-2]", &l, 10), 0);
+	TEST_INTEQ(l.n, 3);
+	TEST_STREQ(l.v[0], "head");
+	TEST_STREQ(l.v[2], "c2");
+	static const char *const bads[] = {
+		"", "n[", "n]", "n]1[", "n[1-2][3]", "n[1-2]x[3]", "n[[1]]", "n[1-[2]]", "n[]",
+		"n[2-1]", "n[a]", "n[1,]", "n[,1]", "n[1-]", "n[-1]", "n[1--2]", "n[1234567890]",
+		"n[1 - 2]", "n[1-2",
+	};
+	for (size_t i = 0; i < sizeof(bads) / sizeof(bads[0]); i++) {
+		int r = noderange_expand(bads[i], &l, 1000);
+
+		TEST_INTEQ(r, -EINVAL);
+		if (r != -EINVAL)
+			fprintf(stderr, "  pattern \"%s\"\n", bads[i]);
+	}
+	TEST_INTEQ(l.n, 3);
+	TEST_INTEQ(noderange_expand("n[1-5]", &l, 5), 0);
+	TEST_INTEQ(l.n, 8);
+	TEST_INTEQ(noderange_expand("n[1-5]", &l, 4), -E2BIG);
+	TEST_INTEQ(noderange_expand("n[0-999999999]", &l, SPEC_MAX_HOSTS), -E2BIG);
+	TEST_INTEQ(noderange_expand("n[0-999999999,0-999999999]", &l, SPEC_MAX_HOSTS), -E2BIG);
+	TEST_INTEQ(l.n, 8);
+	TEST_INTEQ(noderange_expand(NULL, &l, 1), -EINVAL);
+	strlist_free(&l);
+
+	/* The exact limit expands; one more is refused. */
+	TEST_INTEQ(noderange_expand("n[1-100000]", &l, SPEC_MAX_HOSTS), 0);
+	TEST_INTEQ(l.n, SPEC_MAX_HOSTS);
+	if (l.n == SPEC_MAX_HOSTS)
+		TEST_STREQ(l.v[SPEC_MAX_HOSTS - 1], "n100000");
+	strlist_free(&l);
+	TEST_INTEQ(noderange_expand("n[0-100000]", &l, SPEC_MAX_HOSTS), -E2BIG);
+	TEST_INTEQ(l.n, 0);
+
+	/* Through the schema: several patterns, spec order, a total bound. */
+	struct spec *s = load_ok("discovery: {method: static, hosts: [head, \"node[01-03]\", "
+				 "\"198.18.0.[7-8]\", \"fd00::7\"]}\n");
+	if (s) {
+		TEST_INTEQ(s->discovery.hosts.n, 7);
+		if (s->discovery.hosts.n == 7) {
+			TEST_STREQ(s->discovery.hosts.v[0], "head");
+			TEST_STREQ(s->discovery.hosts.v[1], "node01");
+			TEST_STREQ(s->discovery.hosts.v[3], "node03");
+			TEST_STREQ(s->discovery.hosts.v[5], "198.18.0.8");
+			TEST_STREQ(s->discovery.hosts.v[6], "fd00::7");
+		}
+	}
+	spec_free(s);
+	TEST_STREQ(bad("discovery: {method: static, hosts: [\"n[1-60000]\", \"m[1-60000]\"]}\n"),
+		   "discovery.hosts: the list expands to more than 100000 hosts at \"m[1-60000]\"");
+	TEST_STREQ(bad("discovery: {method: static, hosts: [\"n[0-100000]\"]}\n"),
+		   "discovery.hosts: \"n[0-100000]\" expands to more than 100000 hosts");
+	TEST_STREQ(bad("discovery: {method: static, hosts: [\"n[1-2\"]}\n"),
+		   "discovery.hosts: bad node range \"n[1-2\": '[' without a closing ']'");
+	TEST_STREQ(bad("discovery: {method: static, hosts: [\"-n[1-2]\"]}\n"),
+		   "discovery.hosts: \"-n[1-2]\": \"-n1\" is not a valid host name");
+}
+
+static void test_defaults(void)
+{
+	struct diags d = { NULL, 0 };
+	struct spec *s = NULL;
+	const char *text = "version: 1\ncluster:\n  name: tiny\n";
+	int r = load_text(text, &s, &d);
+
+	TEST_INTEQ(r, 0);
+	TEST_INTEQ(d.n, 0);
+	if (!s)
+		return;
+	TEST_STREQ(s->file, "t.yaml");
+	TEST_INTEQ(s->version, 1);
+	TEST_STREQ(s->cluster.name, "tiny");
+	TEST_INTEQ(s->cluster.role, ROLE_COMPUTE);
+	TEST_CHECK(!s->cluster.has_network);
+	TEST_CHECK(s->cluster.secret_file == NULL);
+	TEST_CHECK(!s->memlock.present);
+	TEST_CHECK(s->memlock.unlimited);
+	TEST_INTEQ(s->memlock.users.n, 1);
+	TEST_STREQ(s->memlock.users.v[0], "*");
+	TEST_CHECK(s->memlock.systemd);
+	TEST_CHECK(!s->kernel.present);
+	TEST_CHECK(s->kernel.hold);
+	TEST_CHECK(s->kernel.expect == NULL);
+	TEST_INTEQ(s->kernel.modules.n, 0);
+	TEST_CHECK(!s->rdma.present);
+	TEST_CHECK(s->rdma.required);
+	TEST_STREQ(s->rdma.devices, "mlx5_ib*");
+	TEST_INTEQ(s->rdma.link_layer, LINK_INFINIBAND);
+	TEST_INTEQ(s->rdma.min_rate_gbps, 0);
+	TEST_CHECK(s->rdma.ipoib == NULL);
+	TEST_INTEQ(s->rdma.open_timeout_ms, 10000);
+	TEST_INTEQ(s->rdma.reg_mr_bytes, 64 << 20);
+	TEST_CHECK(!s->nfs.present);
+	TEST_INTEQ(s->nfs.n_mounts, 0);
+	TEST_INTEQ(s->nfs.n_exports, 0);
+	TEST_CHECK(!s->discovery.present);
+	TEST_INTEQ(s->discovery.method, DISC_SHARED);
+	TEST_CHECK(s->discovery.dir == NULL);
+	TEST_INTEQ(s->discovery.hosts.n, 0);
+	TEST_INTEQ(s->discovery.scan_port, 22);
+	TEST_INTEQ(s->discovery.scan_timeout_ms, 500);
+	TEST_INTEQ(s->discovery.expect, 1);
+	TEST_INTEQ(s->discovery.wait_ms, 600000);
+	TEST_INTEQ(s->discovery.lease_ms, 300000);
+	TEST_CHECK(!s->ssh.present);
+	TEST_INTEQ(s->ssh.users.n, 0);
+	TEST_INTEQ(s->ssh.key_type, KEY_ED25519);
+	TEST_INTEQ(s->ssh.host_keys, HOSTKEYS_PINNED);
+	TEST_CHECK(s->ssh.restrict_from);
+	TEST_CHECK(!s->hostfile.present);
+	TEST_STREQ(s->hostfile.dir, "/etc/hpcinit");
+	TEST_INTEQ(s->hostfile.formats, HF_OPENMPI | HF_MPICH | HF_PLAIN | HF_CLUSH);
+	TEST_INTEQ(s->hostfile.address, HF_ADDR_HOSTNAME);
+	TEST_CHECK(s->hostfile.openmpi_default);
+	TEST_CHECK(!s->mpi.present);
+	TEST_CHECK(s->mpi.profile);
+	TEST_CHECK(!s->mpi.verify_enable);
+	TEST_CHECK(s->mpi.max_latency_us == 0);
+	spec_free(s);
+
+	/* Present sections: an empty mapping and a null value both count, with defaults. */
+	s = load_ok("memlock: {}\nkernel:\nmpi: ~\nhostfile: {formats: [plain]}\n");
+	if (s) {
+		TEST_CHECK(s->memlock.present);
+		TEST_CHECK(s->memlock.unlimited);
+		TEST_INTEQ(s->memlock.users.n, 1);
+		TEST_CHECK(s->kernel.present);
+		TEST_CHECK(s->kernel.hold);
+		TEST_CHECK(s->mpi.present);
+		TEST_CHECK(s->mpi.profile);
+		TEST_CHECK(s->hostfile.present);
+		TEST_INTEQ(s->hostfile.formats, HF_PLAIN);
+		TEST_CHECK(!s->rdma.present);
+		TEST_CHECK(!s->ssh.present);
+	}
+	spec_free(s);
+}
+
+static char *read_fixture(const char *rel, size_t *len)
+{
+	char *path = xasprintf("%s/%s", fixture_dir, rel);
+	FILE *f = fopen(path, "rb");
+	struct strbuf sb = STRBUF_INIT;
+	char chunk[4096];
+	size_t n;
+
+	TEST_CHECK(f != NULL);
+	if (!f) {
+		fprintf(stderr, "  cannot open %s\n", path);
+		free(path);
+		return NULL;
+	}
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		sb_appendn(&sb, chunk, n);
+	fclose(f);
+	free(path);
+	*len = sb.len;
+	return sb_steal(&sb);
+}
+
+static void test_full(void)
+{
+	struct diags d = { NULL, 0 };
+	struct spec *s = NULL;
+	size_t len = 0;
+	char *text = read_fixture("good/full.yaml", &len);
+	char *path = xasprintf("%s/good/full.yaml", fixture_dir);
+	int r;
+
+	if (!text) {
+		free(path);
+		return;
+	}
+	r = spec_load_buffer("full.yaml", text, len, &s, &d);
+	TEST_INTEQ(r, 0);
+	TEST_INTEQ(d.n, 0);
+	diags_print(&d, stderr);
+	free(text);
+	if (s) {
+		TEST_INTEQ(s->version, 1);
+		TEST_STREQ(s->cluster.name, "glocluster");
+		TEST_INTEQ(s->cluster.role, ROLE_HEAD);
+		TEST_CHECK(s->cluster.has_network);
+		TEST_STREQ(s->cluster.network.text, "10.0.0.0/24");
+		TEST_STREQ(s->cluster.secret_file, "/etc/hpcinit/cluster.key");
+		TEST_CHECK(s->memlock.present);
+		TEST_CHECK(s->memlock.unlimited);
+		TEST_INTEQ(s->memlock.users.n, 1);
+		TEST_STREQ(s->memlock.users.v[0], "*");
+		TEST_CHECK(s->memlock.systemd);
+		TEST_CHECK(s->kernel.present);
+		TEST_CHECK(s->kernel.hold);
+		TEST_STREQ(s->kernel.expect, "5.15.0-*-azure");
+		TEST_INTEQ(s->kernel.modules.n, 3);
+		TEST_STREQ(s->kernel.modules.v[0], "mlx5_ib");
+		TEST_STREQ(s->kernel.modules.v[2], "rdma_ucm");
+		TEST_CHECK(s->rdma.present);
+		TEST_CHECK(s->rdma.required);
+		TEST_STREQ(s->rdma.devices, "mlx5_ib*");
+		TEST_INTEQ(s->rdma.link_layer, LINK_INFINIBAND);
+		TEST_INTEQ(s->rdma.min_rate_gbps, 100);
+		TEST_STREQ(s->rdma.ipoib, "ib0");
+		TEST_INTEQ(s->rdma.open_timeout_ms, 10000);
+		TEST_INTEQ(s->rdma.reg_mr_bytes, 64 << 20);
+		TEST_CHECK(s->nfs.present);
+		TEST_INTEQ(s->nfs.n_mounts, 1);
+		if (s->nfs.n_mounts == 1) {
+			struct spec_nfs_mount *m = &s->nfs.mounts[0];
+
+			TEST_STREQ(m->source, "10.0.0.7:/shared");
+			TEST_STREQ(m->host, "10.0.0.7");
+			TEST_STREQ(m->export, "/shared");
+			TEST_STREQ(m->path, "/scratch");
+			TEST_INTEQ(m->options.n, 7);
+			TEST_STREQ(m->options.v[0], "vers=3");
+			TEST_STREQ(m->options.v[6], "nconnect=8");
+			TEST_INTEQ(m->wait_ms, 300000);
+			TEST_INTEQ(m->mark.line, 27);
+			TEST_INTEQ(m->mark.col, 7);
+		}
+		TEST_INTEQ(s->nfs.n_exports, 1);
+		if (s->nfs.n_exports == 1) {
+			struct spec_nfs_export *x = &s->nfs.exports[0];
+
+			TEST_STREQ(x->path, "/shared");
+			TEST_STREQ(x->clients, "10.0.0.0/24");
+			TEST_INTEQ(x->options.n, 3);
+			TEST_STREQ(x->options.v[1], "no_root_squash");
+			TEST_INTEQ(x->mark.line, 32);
+			TEST_INTEQ(x->mark.col, 7);
+		}
+		TEST_CHECK(s->discovery.present);
+		TEST_INTEQ(s->discovery.method, DISC_SHARED);
+		TEST_STREQ(s->discovery.dir, "/scratch/.hpcinit");
+		TEST_INTEQ(s->discovery.hosts.n, 4);
+		TEST_STREQ(s->discovery.hosts.v[0], "glocluster0");
+		TEST_STREQ(s->discovery.hosts.v[3], "glocluster3");
+		TEST_INTEQ(s->discovery.scan_port, 22);
+		TEST_INTEQ(s->discovery.scan_timeout_ms, 500);
+		TEST_INTEQ(s->discovery.expect, 4);
+		TEST_INTEQ(s->discovery.wait_ms, 600000);
+		TEST_INTEQ(s->discovery.lease_ms, 300000);
+		TEST_CHECK(s->ssh.present);
+		TEST_INTEQ(s->ssh.users.n, 1);
+		TEST_STREQ(s->ssh.users.v[0], "azureuser");
+		TEST_INTEQ(s->ssh.key_type, KEY_ED25519);
+		TEST_INTEQ(s->ssh.host_keys, HOSTKEYS_PINNED);
+		TEST_CHECK(s->ssh.restrict_from);
+		TEST_CHECK(s->hostfile.present);
+		TEST_STREQ(s->hostfile.dir, "/etc/hpcinit");
+		TEST_INTEQ(s->hostfile.formats, HF_OPENMPI | HF_MPICH | HF_PLAIN | HF_CLUSH);
+		TEST_INTEQ(s->hostfile.address, HF_ADDR_HOSTNAME);
+		TEST_CHECK(s->hostfile.openmpi_default);
+		TEST_CHECK(s->mpi.present);
+		TEST_CHECK(s->mpi.profile);
+		TEST_CHECK(s->mpi.verify_enable);
+		TEST_CHECK(s->mpi.max_latency_us == 5.0);
+	}
+	spec_free(s);
+
+	/* The same through spec_load_file: the name is the path. */
+	s = NULL;
+	r = spec_load_file(path, &s, &d);
+	TEST_INTEQ(r, 0);
+	TEST_INTEQ(d.n, 0);
+	if (s)
+		TEST_STREQ(s->file, path);
+	spec_free(s);
+	free(path);
+}
+
+static void test_nfs(void)
+{
+	struct spec *s = load_ok("nfs:\n"
+		    "  mounts:\n"
+		    "    - {source: \"[fd00::7]:/export/a/\", path: /mnt/a}\n"
+		    "    - {source: \"nfs-1.cluster:/b\", path: /mnt/b, options: [], wait: 10s}\n");
+	if (s && s->nfs.n_mounts == 2) {
+		TEST_STREQ(s->nfs.mounts[0].host, "fd00::7");
+		TEST_STREQ(s->nfs.mounts[0].export, "/export/a");
+		TEST_STREQ(s->nfs.mounts[0].source, "[fd00::7]:/export/a/");
+		TEST_INTEQ(s->nfs.mounts[0].options.n, 3);
+		TEST_STREQ(s->nfs.mounts[0].options.v[0], "vers=3");
+		TEST_STREQ(s->nfs.mounts[0].options.v[1], "hard");
+		TEST_STREQ(s->nfs.mounts[0].options.v[2], "proto=tcp");
+		TEST_STREQ(s->nfs.mounts[1].host, "nfs-1.cluster");
+		TEST_INTEQ(s->nfs.mounts[1].options.n, 0);    /* [] means none */
+		TEST_INTEQ(s->nfs.mounts[1].wait_ms, 10000);
+	} else {
+		TEST_CHECK(!"two mounts");
+	}
+	spec_free(s);
+
+	/* Exports: clients default to cluster.network; networks are written canonically. */
+	struct diags d = { NULL, 0 };
+	int r = load_text("version: 1\ncluster: {name: h, role: head, network: 10.0.0.9/24}\n"
+		     "nfs:\n  exports:\n    - path: /a\n    - {path: /b, clients: 10.1.2.3/16}\n"
+		     "    - {path: /c, clients: \"*.cluster\", options: [ro]}\n", &s, &d);
+	TEST_INTEQ(r, 0);
+	TEST_INTEQ(d.n, 0);
+	if (s && s->nfs.n_exports == 3) {
+		TEST_STREQ(s->nfs.exports[0].clients, "10.0.0.0/24");
+		TEST_INTEQ(s->nfs.exports[0].options.n, 3);
+		TEST_STREQ(s->nfs.exports[0].options.v[0], "rw");
+		TEST_STREQ(s->nfs.exports[0].options.v[1], "sync");
+		TEST_STREQ(s->nfs.exports[0].options.v[2], "no_subtree_check");
+		TEST_STREQ(s->nfs.exports[1].clients, "10.1.0.0/16");
+		TEST_STREQ(s->nfs.exports[2].clients, "*.cluster");
+		TEST_INTEQ(s->nfs.exports[2].options.n, 1);
+		TEST_INTEQ(s->nfs.exports[1].mark.line, 6);
+	}
+	spec_free(s);
+	diags_free(&d);
+
+	TEST_STREQ(bad("nfs: {mounts: [{source: \"a:/x\", path: /m}, {source: \"b:/y\", path: /m/}]}\n"),
+		   "nfs.mounts[1]: mount point '/m' is already used by nfs.mounts[0]; each mount point needs its own path");
+	TEST_STREQ(bad("nfs: {mounts: [{source: \"a:/x\"}]}\n"),
+		   "nfs.mounts[0]: missing required key 'path'; add path: /mount/point");
+	TEST_STREQ(bad("nfs: {mounts: [x]}\n"),
+		   "nfs.mounts[0]: expected a mapping with source: and path:, got \"x\"");
+	TEST_STREQ(bad("nfs: {mounts: [{source: \"a:/x\", path: /m, size: 1}]}\n"),
+		   "nfs.mounts[0]: unknown key 'size'; valid keys here: source, path, options, wait");
+	TEST_STREQ(bad("nfs: {mounts: [{source: \"a:/../x\", path: /m}]}\n"),
+		   "nfs.mounts[0].source: expected an NFS source like 10.0.0.7:/shared, got \"a:/../x\"; "
+		   "'..' is not allowed in a path");
+	TEST_STREQ(bad("nfs: {mounts: [{source: \"[fd00::7:/x\", path: /m}]}\n"),
+		   "nfs.mounts[0].source: expected an NFS source like 10.0.0.7:/shared, got \"[fd00::7:/x\"; "
+		   "write an IPv6 server as [address]:/export");
+	TEST_STREQ(bad("cluster: {name: h, role: head}\n"),
+		   "duplicate key 'cluster' (first at line 2)");
+}
+
+static void test_cross(void)
+{
+	static const char *const head = "version: 1\ncluster: {name: c1}\n";
+	struct {
+		const char *extra, *msg;
+		unsigned line, col;
+	} cases[] = {
+		{ "discovery: {expect: 2}\n",
+		  "discovery.method: shared needs discovery.dir (a directory on the shared filesystem); add dir:",
+		  3, 1 },
+		{ "discovery:\n  method: static\n",
+		  "discovery.method: static needs discovery.hosts; add hosts: like [\"node[01-04]\"]", 4, 11 },
+		{ "discovery:\n  method: scan\n",
+		  "discovery.method: scan needs cluster.network (the range to scan); set cluster.network",
+		  4, 11 },
+		{ "ssh: {users: [a]}\n",
+		  "ssh.restrict_from: true needs cluster.network; set cluster.network or restrict_from: false",
+		  3, 1 },
+		{ "ssh:\n  restrict_from: yes\n",
+		  "ssh.restrict_from: true needs cluster.network; set cluster.network or restrict_from: false",
+		  4, 18 },
+		{ "hostfile:\n  address: ipoib\n",
+		  "hostfile.address: ipoib needs rdma.ipoib (the IPoIB interface); set rdma.ipoib: ib0 or use address: hostname",
+		  4, 12 },
+		{ "nfs:\n  exports:\n    - {path: /a, clients: \"*\"}\n",
+		  "nfs.exports: only the head node exports; set cluster.role: head, or move exports to the head node's spec",
+		  4, 3 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *t = xasprintf("%s%s", head, cases[i].extra);
+		unsigned line = 0, col = 0;
+		size_t n = 0;
+
+		TEST_STREQ(first_error(t, &n, &line, &col), cases[i].msg);
+		TEST_INTEQ(n, 1);
+		TEST_INTEQ(line, cases[i].line);
+		TEST_INTEQ(col, cases[i].col);
+		free(t);
+	}
+	/* Satisfied cross-field needs load. */
+	struct spec *s = load_ok("discovery: {method: scan}\nssh: {users: [a]}\n"
+				 "rdma: {ipoib: ib0}\nhostfile: {address: ipoib}\n");
+	spec_free(s);
+	/* restrict_from: false needs no network. */
+	struct diags d = { NULL, 0 };
+	int r = load_text("version: 1\ncluster: {name: c}\nssh: {users: [a], restrict_from: false}\n", &s, &d);
+	TEST_INTEQ(r, 0);
+	spec_free(s);
+	diags_free(&d);
+	/* A bad network is reported once, not again as missing. */
+	size_t n = 0;
+	TEST_STREQ(first_error("version: 1\ncluster: {name: c, network: x}\ndiscovery: {method: scan}\n"
+			       "ssh: {users: [a]}\n", &n, NULL, NULL),
+		   "cluster.network: expected a network like 10.0.0.0/24, got \"x\"");
+	TEST_INTEQ(n, 1);
+}
+
+static void test_errors(void)
+{
+	size_t n = 0;
+	unsigned line = 0, col = 0;
+
+	/* Syntax problems, each in its own words. */
+	TEST_STREQ(first_error("version: 1\ncluster:\n\tname: c\n", &n, &line, &col),
+		   "tab character in indentation; YAML indents with spaces only");
+	TEST_INTEQ(line, 3);
+	TEST_INTEQ(col, 1);
+	TEST_STREQ(first_error("version: 1\ncluster:\n  name: c\n role: head\n", &n, &line, &col),
+		   "bad indentation: check that keys at the same level start in the same column "
+		   "(did not find expected key while parsing a block mapping at line 1)");
+	TEST_INTEQ(line, 4);
+	TEST_INTEQ(col, 2);
+	TEST_STREQ(first_error("version: 1\ncluster:\n  name: c\n    role: head\n", &n, &line, &col),
+		   "bad indentation: check that keys at the same level start in the same column, "
+		   "and quote values that contain ': ' (mapping values are not allowed in this context)");
+	TEST_STREQ(first_error("version: 1\ncluster: {name: \"c\xff\"}\n", &n, &line, &col),
+		   "invalid UTF-8 (byte 0xFF); save the file as UTF-8");
+	TEST_INTEQ(line, 2);
+	TEST_INTEQ(col, 19);
+	TEST_STREQ(first_error("version: 1\ncluster: {name: \"\xc3\xa9\xc0\xaf\"}\n", &n, &line, &col),
+		   "invalid UTF-8 (byte 0xC0); save the file as UTF-8");   /* overlong '/' */
+	TEST_INTEQ(col, 19);
+	TEST_STREQ(first_error("version: 1\ncluster: {name: \"\xed\xa0\x80\"}\n", NULL, NULL, NULL),
+		   "invalid UTF-8 (byte 0xED); save the file as UTF-8");   /* surrogate */
+	struct diags d = { NULL, 0 };
+	struct spec *s = NULL;
+	TEST_INTEQ(spec_load_buffer("n.yaml", "version: 1\0\n", 12, &s, &d), -EINVAL);
+	TEST_INTEQ(d.n, 1);
+	if (d.n)
+		TEST_STREQ(d.v[0].msg, "control character U+0000 is not allowed in YAML; remove it");
+	diags_free(&d);
+	TEST_STREQ(first_error("", &n, &line, &col),
+		   "empty spec; expected a mapping with version: 1 and cluster:");
+	TEST_STREQ(first_error("---\n", NULL, NULL, NULL),
+		   "empty spec; expected a mapping with version: 1 and cluster:");
+	TEST_STREQ(first_error("42\n", NULL, NULL, NULL),
+		   "expected a mapping with version: 1 and cluster:, got \"42\"");
+	TEST_STREQ(first_error("version: 1\ncluster: {name: c}\n---\nversion: 1\n", &n, &line, &col),
+		   "a spec holds one YAML document; remove this second one (or its '---')");
+	TEST_INTEQ(line, 3);
+	TEST_STREQ(first_error("version: 1\ncluster: &a {name: c}\nx: *a\ny: *a\n", &n, NULL, NULL),
+		   "aliases (*a) are not supported; write the value out");
+	TEST_INTEQ(n, 2);
+	TEST_STREQ(first_error("version: 1\nversion: 1\ncluster: {name: c}\n", &n, &line, &col),
+		   "duplicate key 'version' (first at line 1)");
+	TEST_INTEQ(line, 2);
+	TEST_STREQ(first_error("version: one\ncluster: {name: c}\n", NULL, NULL, NULL),
+		   "version: expected the spec version (1), got \"one\"");
+	TEST_STREQ(first_error("version: 2\ncluster: {name: c}\n", NULL, NULL, NULL),
+		   "version: unsupported spec version 2; this hpcinit reads version 1");
+	TEST_STREQ(first_error("version: 1\ncluster: {name: c}\n[a]: 1\n", NULL, NULL, NULL),
+		   "expected a key name, got a sequence");
+	TEST_STREQ(first_error("version: 1\ncluster: {name: c}\nmemlock: [a]\n", NULL, NULL, NULL),
+		   "memlock: expected a mapping, got a sequence");
+
+	/* Deep nesting stops early with its own message. */
+	struct strbuf deep = STRBUF_INIT;
+	sb_append(&deep, "version: 1\ncluster: {name: c}\nx: ");
+	for (int i = 0; i < 40; i++)
+		sb_append(&deep, "[");
+	TEST_STREQ(first_error(sb_str(&deep), NULL, NULL, NULL),
+		   "nested more than 32 levels deep; a spec needs 4");
+	sb_free(&deep);
+
+	/* Every error in one run; at most SPEC_MAX_DIAGS, then one line says how many. */
+	struct strbuf many = STRBUF_INIT;
+	sb_append(&many, "version: 1\ncluster: {name: c}\n");
+	for (int i = 0; i < 150; i++)
+		sb_printf(&many, "bogus%d: 1\n", i);
+	TEST_INTEQ(load_text(sb_str(&many), &s, &d), -EINVAL);
+	TEST_INTEQ(d.n, SPEC_MAX_DIAGS + 1);
+	if (d.n == SPEC_MAX_DIAGS + 1) {
+		TEST_INTEQ(d.v[0].line, 3);
+		TEST_INTEQ(d.v[SPEC_MAX_DIAGS - 1].line, 102);
+		TEST_STREQ(d.v[SPEC_MAX_DIAGS].msg, "too many errors (150); fix these first");
+		TEST_INTEQ(d.v[SPEC_MAX_DIAGS].line, 0);
+	}
+	diags_free(&d);
+	sb_free(&many);
+
+	/* Too big: refused before parsing. */
+	char *big = xmalloc(SPEC_MAX_BYTES + 1);
+	memset(big, '#', SPEC_MAX_BYTES + 1);
+	s = NULL;
+	TEST_INTEQ(spec_load_buffer("big.yaml", big, SPEC_MAX_BYTES + 1, &s, &d), -EFBIG);
+	TEST_CHECK(s == NULL);
+	TEST_INTEQ(d.n, 1);
+	if (d.n)
+		TEST_STREQ(d.v[0].msg,
+			   "spec is larger than the limit of 1048576 bytes (1 MiB); is this the right file?");
+	diags_free(&d);
+	free(big);
+
+	/* ret_spec is left alone on failure. */
+	struct spec sentinel;
+	s = &sentinel;
+	TEST_INTEQ(load_text("version: 3\n", &s, &d), -EINVAL);
+	TEST_CHECK(s == &sentinel);
+	diags_free(&d);
+	TEST_CHECK(spec_free(NULL) == NULL);
+	diags_free(NULL);
+	diags_free(&d);
+}
+
+static char *print_to_string(const struct diags *d)
+{
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+
+	diags_print(d, f);
+	fclose(f);
+	return out;
+}
+
+static void test_print(void)
+{
+	struct diags d = { NULL, 0 };
+	struct spec *s = NULL;
+	char *out;
+
+	load_text("version: 1\ncluster:\n  name: c1\nmemlock:\n  limit: 64Q\n", &s, &d);
+	out = print_to_string(&d);
+	TEST_STREQ(out, "t.yaml:5:10: error: memlock.limit: expected a size like 64G or 'unlimited', got \"64Q\"\n"
+			"  limit: 64Q\n"
+			"         ^\n");
+	free(out);
+	diags_free(&d);
+
+	/* Tabs before the column stay tabs in the caret line. */
+	load_text("version: 1\ncluster: {name: c1}\nrdma: {\tlink_layer:\tfoo}\n", &s, &d);
+	out = print_to_string(&d);
+	TEST_STREQ(out, "t.yaml:3:21: error: rdma.link_layer: expected one of infiniband, ethernet, any, got \"foo\"\n"
+			"rdma: {\tlink_layer:\tfoo}\n"
+			"       \t           \t^\n");
+	free(out);
+	diags_free(&d);
+
+	/* Columns count characters: one pad for a two-byte letter. */
+	load_text("version: 1\ncluster: {name: c1}\nkernel: {expect: \"é\", hold: maybe}\n", &s, &d);
+	TEST_INTEQ(d.n, 1);
+	if (d.n)
+		TEST_INTEQ(d.v[0].col, 29);
+	out = print_to_string(&d);
+	TEST_STREQ(out, "t.yaml:3:29: error: kernel.hold: expected a boolean (true or false), got \"maybe\"\n"
+			"kernel: {expect: \"é\", hold: maybe}\n"
+			"                            ^\n");
+	free(out);
+	diags_free(&d);
+
+	/* CR LF line ends: same lines, no CR in the source line. */
+	load_text("version: 1\r\ncluster:\r\n  name: c1\r\n  role: boss\r\n", &s, &d);
+	out = print_to_string(&d);
+	TEST_STREQ(out, "t.yaml:4:9: error: cluster.role: expected one of compute, head, got \"boss\"\n"
+			"  role: boss\n"
+			"        ^\n");
+	free(out);
+	diags_free(&d);
+
+	/* A BOM is not a column. */
+	load_text("\xef\xbb\xbfversion: 1\ncluster: {name: c1, role: x}\n", &s, &d);
+	TEST_INTEQ(d.n, 1);
+	if (d.n) {
+		TEST_INTEQ(d.v[0].line, 2);
+		TEST_INTEQ(d.v[0].col, 27);
+	}
+	diags_free(&d);
+	load_text("\xef\xbb\xbfversoin: 1\ncluster: {name: c1}\n", &s, &d);
+	out = print_to_string(&d);
+	TEST_STREQ(out, "t.yaml:1:1: error: unknown key 'versoin'; did you mean 'version'?\n"
+			"versoin: 1\n"
+			"^\n"
+			"t.yaml:1:1: error: missing required key 'version'; add version: 1 as the first line\n"
+			"versoin: 1\n"
+			"^\n");
+	free(out);
+	diags_free(&d);
+
+	/* Invalid bytes are shown as '?', the caret under them. */
+	load_text("version: 1\ncluster: {name: \"a\x80\"}\n", &s, &d);
+	out = print_to_string(&d);
+	TEST_STREQ(out, "t.yaml:2:19: error: invalid UTF-8 (byte 0x80); save the file as UTF-8\n"
+			"cluster: {name: \"a?\"}\n"
+			"                  ^\n");
+	free(out);
+	diags_free(&d);
+
+	/* A caret past a cut source line is left out; one just past the end is kept. */
+	struct strbuf longline = STRBUF_INIT;
+	sb_append(&longline, "version: 1\ncluster: {name: c1, role: compute");
+	for (int i = 0; i < 600; i++)
+		sb_append(&longline, " ");
+	sb_append(&longline, ", x: 1}\n");
+	load_text(sb_str(&longline), &s, &d);
+	TEST_INTEQ(d.n, 1);
+	if (d.n) {
+		TEST_INTEQ(d.v[0].col, 636);
+		TEST_INTEQ(strlen(d.v[0].source_line), SOURCE_LINE_MAX);
+	}
+	out = print_to_string(&d);
+	TEST_CHECK(strchr(out, '^') == NULL);
+	TEST_INTEQ(strlen(out), strlen(d.v[0].msg) + strlen("t.yaml:2:636: error: \n") + SOURCE_LINE_MAX + 1);
+	free(out);
+	diags_free(&d);
+	sb_free(&longline);
+	load_text("version: 1\ncluster: {name: \"c1\n", &s, &d);
+	out = print_to_string(&d);
+	TEST_CHECK(strstr(out, "\ncluster: {name: \"c1\n                ^\n") != NULL);
+	free(out);
+	diags_free(&d);
+	TEST_CHECK(!cidr_contains(NULL, AF_INET, "abcd"));
+
+	/* No position: just the file. */
+	TEST_INTEQ(spec_load_file("/nonexistent/hpcinit/spec.yaml", &s, &d), -ENOENT);
+	out = print_to_string(&d);
+	TEST_STREQ(out, "/nonexistent/hpcinit/spec.yaml: error: cannot open the spec: No such file or directory\n");
+	free(out);
+	diags_free(&d);
+	TEST_INTEQ(spec_load_file(fixture_dir, &s, &d), -EISDIR);
+	TEST_INTEQ(d.n, 1);
+	diags_free(&d);
+	diags_print(NULL, stderr);
+}
+
+static void test_load_file_big(void)
+{
+	char path[] = "/tmp/test_spec.XXXXXX";
+	int fd = mkstemp(path);
+	struct diags d = { NULL, 0 };
+	struct spec *s = NULL;
+	char block[65536];
+
+	TEST_CHECK(fd >= 0);
+	if (fd < 0)
+		return;
+	memset(block, '#', sizeof(block));
+	for (int i = 0; i < 20; i++)
+		TEST_INTEQ(write(fd, block, sizeof(block)), sizeof(block));
+	close(fd);
+	TEST_INTEQ(spec_load_file(path, &s, &d), -EFBIG);
+	TEST_INTEQ(d.n, 1);
+	diags_free(&d);
+	unlink(path);
+}
+
+static void test_suggest(void)
+{
+	static const char *const names[] = { "version", "cluster", "memlock", "kernel", "rdma",
+					     "nfs", "discovery", "ssh", "hostfile", "mpi" };
+
+	TEST_STREQ(suggest("memlok", names, 10), "memlock");
+	TEST_STREQ(suggest("Kernel", names, 10), "kernel");
+	TEST_STREQ(suggest("discover", names, 10), "discovery");
+	TEST_STREQ(suggest("hostfiles", names, 10), "hostfile");
+	TEST_STREQ(suggest("disc", names, 10), "discovery");       /* a prefix */
+	TEST_CHECK(suggest("zzz", names, 10) == NULL);
+	TEST_CHECK(suggest("x", names, 10) == NULL);
+	TEST_INTEQ(levenshtein("kitten", "sitting"), 3);
+	TEST_INTEQ(levenshtein("", "abc"), 3);
+	TEST_INTEQ(levenshtein("abc", "abc"), 0);
+}
+
+int main(void)
+{
+	const char *top = getenv("TOP_SRCDIR");
+
+	if (top && *top)
+		snprintf(fixture_dir, sizeof(fixture_dir), "%s/tests/fixtures", top);
+	else
+		snprintf(fixture_dir, sizeof(fixture_dir), "%s", FIXTURE_DIR);
+	test_size();
+	test_duration();
+	test_int_and_number();
+	test_bool_enum();
+	test_paths();
+	test_names();
+	test_cidr();
+	test_noderange();
+	test_defaults();
+	test_full();
+	test_nfs();
+	test_cross();
+	test_errors();
+	test_print();
+	test_load_file_big();
+	test_suggest();
+	TEST_EXIT();
+}
