@@ -12,6 +12,7 @@
 #include "../../modules/discovery.c"
 #include "proc.h"
 #include "test.h"
+#include "testfs.h"
 
 static char root[] = "/tmp/hpcinit-test-discovery.XXXXXX";
 static char s_name[] = "glo", s_dir[] = "/share/.hpcinit", s_key[] = "/etc/hpcinit/cluster.key";
@@ -311,12 +312,6 @@ int main(void)
 	c.peers = peerset_free(c.peers);
 	free(before);
 	free(after);
-	{
-		const char *argv[] = { "rm", "-rf", root, NULL };
-		struct proc_result pr;
-
-		proc_run(argv, NULL, NULL, 10000, &pr);
-		proc_result_free(&pr);
-	}
+	test_rm_rf(root);
 	TEST_EXIT();
 }

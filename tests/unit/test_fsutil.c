@@ -12,28 +12,12 @@
 #include "../../agent/fsutil.c"
 #include "proc.h"
 #include "test.h"
+#include "testfs.h"
 
 static char root[] = "/tmp/hpcinit-test-fsutil.XXXXXX";
 
-static char *slurp(const char *rel)
-{
-	char *p = fs_rooted(root, rel), *text = NULL;
-
-	if (fs_read_host(p, 1 << 20, &text, NULL) < 0)
-		text = NULL;
-	free(p);
-	return text;
-}
-
-static void put(const char *rel, const char *text)
-{
-	char *p = fs_rooted(root, rel);
-	FILE *f = fopen(p, "w");
-
-	fputs(text, f);
-	fclose(f);
-	free(p);
-}
+#define slurp(rel) test_get(root, rel)
+#define put(rel, text) test_put(root, rel, text)
 
 static struct stat stat_of(const char *rel)
 {
@@ -255,12 +239,6 @@ int main(void)
 	test_managed_block();
 	test_diff();
 	test_users();
-	{
-		const char *argv[] = { "rm", "-rf", root, NULL };
-		struct proc_result pr;
-
-		if (proc_run(argv, NULL, NULL, 10000, &pr) == 0)
-			proc_result_free(&pr);
-	}
+	test_rm_rf(root);
 	TEST_EXIT();
 }

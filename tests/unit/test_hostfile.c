@@ -12,40 +12,12 @@
 #include "../../modules/hostfile.c"
 #include "proc.h"
 #include "test.h"
+#include "testfs.h"
 
 static char root[] = "/tmp/hpcinit-test-hostfile.XXXXXX";
+#define put(rel, text) test_put(root, rel, text)
+#define get(rel) test_get(root, rel)
 static char s_glo[] = "glo", s_dir[] = "/etc/hpcinit";
-
-static void put(const char *rel, const char *text)
-{
-	char *p = fs_rooted(root, rel);
-	char *dir = xstrdup(p);
-	FILE *f;
-
-	*strrchr(dir, '/') = '\0';
-	for (char *q = dir + strlen(root) + 1; *q; q++)
-		if (*q == '/') {
-			*q = '\0';
-			mkdir(dir, 0755);
-			*q = '/';
-		}
-	mkdir(dir, 0755);
-	f = fopen(p, "w");
-	fputs(text, f);
-	fclose(f);
-	free(dir);
-	free(p);
-}
-
-static char *get(const char *rel)
-{
-	char *p = fs_rooted(root, rel), *t = NULL;
-
-	if (fs_read_host(p, FS_MAX_READ, &t, NULL) < 0)
-		t = NULL;
-	free(p);
-	return t;
-}
 
 /* Expand with the real nodeset and compare with the names, sorted. */
 static void check_nodeset(const char *const *names, size_t n, const char *folded)
@@ -310,13 +282,7 @@ static void test_module(void)
 
 	c.peers = peerset_free(c.peers);
 	free(p1);
-	{
-		const char *argv[] = { "rm", "-rf", root, NULL };
-		struct proc_result pr;
-
-		proc_run(argv, NULL, NULL, 10000, &pr);
-		proc_result_free(&pr);
-	}
+	test_rm_rf(root);
 }
 
 int main(void)

@@ -6,29 +6,10 @@
 
 #include "../../modules/kernel.c"
 #include "test.h"
+#include "testfs.h"
 
 static char root[] = "/tmp/hpcinit-test-kernel.XXXXXX";
-
-static void put(const char *rel, const char *text)
-{
-	char *p = fs_rooted(root, rel);
-	char *dir = xstrdup(p);
-	FILE *f;
-
-	*strrchr(dir, '/') = '\0';
-	for (char *q = dir + strlen(root) + 1; *q; q++)
-		if (*q == '/') {
-			*q = '\0';
-			mkdir(dir, 0755);
-			*q = '/';
-		}
-	mkdir(dir, 0755);
-	f = fopen(p, "w");
-	fputs(text, f);
-	fclose(f);
-	free(dir);
-	free(p);
-}
+#define put(rel, text) test_put(root, rel, text)
 
 static void test_os_release(void)
 {
@@ -326,12 +307,6 @@ int main(void)
 	test_zypp();
 	test_modules();
 	test_release_source();
-	{
-		const char *argv[] = { "rm", "-rf", root, NULL };
-		struct proc_result pr;
-
-		if (proc_run(argv, NULL, NULL, 10000, &pr) == 0)
-			proc_result_free(&pr);
-	}
+	test_rm_rf(root);
 	TEST_EXIT();
 }

@@ -7,29 +7,10 @@
 #include "../../modules/memlock.c"
 #include "proc.h"
 #include "test.h"
+#include "testfs.h"
 
 static char root[] = "/tmp/hpcinit-test-memlock.XXXXXX";
-
-static void put(const char *rel, const char *text)
-{
-	char *p = fs_rooted(root, rel);
-	char *dir = xstrdup(p);
-	FILE *f;
-
-	*strrchr(dir, '/') = '\0';
-	for (char *q = dir + strlen(root) + 1; *q; q++)
-		if (*q == '/') {
-			*q = '\0';
-			mkdir(dir, 0755);
-			*q = '/';
-		}
-	mkdir(dir, 0755);
-	f = fopen(p, "w");
-	fputs(text, f);
-	fclose(f);
-	free(dir);
-	free(p);
-}
+#define put(rel, text) test_put(root, rel, text)
 
 int main(void)
 {
@@ -114,12 +95,6 @@ int main(void)
 	free(t);
 
 	strlist_free(&s.memlock.users);
-	{
-		const char *argv[] = { "rm", "-rf", root, NULL };
-		struct proc_result pr;
-
-		if (proc_run(argv, NULL, NULL, 10000, &pr) == 0)
-			proc_result_free(&pr);
-	}
+	test_rm_rf(root);
 	TEST_EXIT();
 }

@@ -11,41 +11,13 @@
 
 #include "../../modules/mpi.c"
 #include "test.h"
+#include "testfs.h"
 
 static char root[] = "/tmp/hpcinit-test-mpi.XXXXXX";
+#define put(rel, text) test_put(root, rel, text)
+#define get(rel) test_get(root, rel)
 static char name_glo[] = "glo";
 static char devices_glob[] = "mlx5_ib*";
-
-static void put(const char *rel, const char *text)
-{
-	char *p = fs_rooted(root, rel);
-	char *dir = xstrdup(p);
-	FILE *f;
-
-	*strrchr(dir, '/') = '\0';
-	for (char *q = dir + strlen(root) + 1; *q; q++)
-		if (*q == '/') {
-			*q = '\0';
-			mkdir(dir, 0755);
-			*q = '/';
-		}
-	mkdir(dir, 0755);
-	f = fopen(p, "w");
-	fputs(text, f);
-	fclose(f);
-	free(dir);
-	free(p);
-}
-
-static char *get(const char *rel)
-{
-	char *p = fs_rooted(root, rel), *text = NULL;
-
-	if (fs_read_host(p, FS_MAX_READ, &text, NULL) < 0)
-		text = NULL;
-	free(p);
-	return text;
-}
 
 static void ib_port(const char *dev, const char *port, const char *ll, const char *state)
 {
@@ -330,12 +302,6 @@ int main(void)
 	test_parse();
 	test_leader();
 
-	{
-		const char *const rm[] = { "rm", "-rf", root, NULL };
-		struct proc_result pr;
-
-		if (proc_run(rm, NULL, NULL, 10000, &pr) == 0)
-			proc_result_free(&pr);
-	}
+	test_rm_rf(root);
 	TEST_EXIT();
 }

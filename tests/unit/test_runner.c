@@ -8,6 +8,7 @@
 #include "../../agent/runner.c"
 #include "proc.h"
 #include "test.h"
+#include "testfs.h"
 
 static int calls[4];
 static int order[8], norder;
@@ -141,12 +142,6 @@ int main(void)
 		free(text);
 		free(p);
 	}
-	{
-		const char *argv[] = { "rm", "-rf", root, NULL };
-		struct proc_result pr;
-
-		if (proc_run(argv, NULL, NULL, 10000, &pr) == 0)
-			proc_result_free(&pr);
-	}
+	test_rm_rf(root);
 	TEST_EXIT();
 }

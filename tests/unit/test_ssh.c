@@ -12,8 +12,10 @@
 #include "../../modules/ssh.c"
 #include "proc.h"
 #include "test.h"
+#include "testfs.h"
 
 static char root[] = "/tmp/hpcinit-test-ssh.XXXXXX";
+#define get(rel) test_get(root, rel)
 static char name_glo[] = "glo";
 
 static void put(const char *rel, const char *text, mode_t mode)
@@ -36,16 +38,6 @@ static void put(const char *rel, const char *text, mode_t mode)
 	chmod(p, mode);
 	free(dir);
 	free(p);
-}
-
-static char *get(const char *rel)
-{
-	char *p = fs_rooted(root, rel), *text = NULL;
-
-	if (fs_read_host(p, FS_MAX_READ, &text, NULL) < 0)
-		text = NULL;
-	free(p);
-	return text;
 }
 
 static struct stat st_of(const char *rel)
@@ -980,12 +972,6 @@ int main(void)
 	free(kself);
 	free(khost_self);
 	strlist_free(&s.ssh.users);
-	{
-		const char *const rm[] = { "rm", "-rf", root, NULL };
-		struct proc_result pr;
-
-		if (proc_run(rm, NULL, NULL, 10000, &pr) == 0)
-			proc_result_free(&pr);
-	}
+	test_rm_rf(root);
 	TEST_EXIT();
 }
