@@ -388,7 +388,8 @@ static int verify_parse(struct report *r, const char *out, double limit)
 static char *launch_failure(struct report *r, const char *err)
 {
 	static const char *const ssh_says[] = {
-		"ssh:", "Permission denied", "Host key verification failed",
+		/* "Permission denied (" is ssh's; Open MPI warns "...errno=Permission denied(13)" */
+		"ssh:", "Permission denied (", "Host key verification failed",
 		"REMOTE HOST IDENTIFICATION HAS CHANGED", "Could not resolve",
 	};
 	char *first = NULL;

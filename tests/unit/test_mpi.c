@@ -249,6 +249,25 @@ static void test_parse(void)
 		free(why);
 	}
 	report_free(&r);
+	/* Under load Open MPI warns first; its "Permission denied(13)" is not ssh's. */
+	report_init(&r);
+	{
+		char *why = launch_failure(&r, "[n1:28250] plm:rsh: Warning: setpgid(28254,28254) failed in parent "
+					   "with errno=Permission denied(13)\n"
+					   "ssh: connect to host n4 port 22: Connection refused\r\n");
+
+		TEST_STREQ(why, "ssh: connect to host n4 port 22: Connection refused");
+		free(why);
+	}
+	report_free(&r);
+	report_init(&r);
+	{
+		char *why = launch_failure(&r, "alice@n2: Permission denied (publickey).\r\n");
+
+		TEST_STREQ(why, "alice@n2: Permission denied (publickey).");
+		free(why);
+	}
+	report_free(&r);
 	report_init(&r);
 	{
 		char *why = launch_failure(&r, "-----\nORTE was unable to start.\nline 2\n");
