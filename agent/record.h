@@ -48,4 +48,30 @@ void peerset_sort(struct peerset *s);
 /* strverscmp-like comparison used by peerset_sort, exposed for tests. */
 int natural_cmp(const char *a, const char *b);
 
+/* Added by the discovery area (record.c). */
+#define RECORD_HMAC_HEX 64      /* HMAC-SHA256 as lowercase hex */
+
+/* Append a zeroed peer to s and return it (the set owns it). */
+struct peer *peerset_add(struct peerset *s);
+/* A hostname that is safe as a file name and in hostfiles: [A-Za-z0-9._-], no "..". */
+bool record_hostname_valid(const char *name);
+/* HMAC-SHA256 of data as hex.  0 or -EIO. */
+int record_hmac(const void *key, size_t keylen, const void *data, size_t len,
+		char out[RECORD_HMAC_HEX + 1]);
+/*
+ * The record text for p in cluster (malloc'd), ending in the "..." marker.
+ * With key (the cluster secret), an "hmac:" line covers all bytes before it.
+ * NULL only when the HMAC cannot be computed.
+ */
+char *record_format(const struct peer *p, const char *cluster, const void *key, size_t keylen);
+/*
+ * Parse and check one record.  cluster (may be NULL) must match its
+ * "cluster:"; with key, its hmac must be present and right.  Returns 0 and
+ * fills *ret, or fills err with a one-line reason and returns:
+ * -EFBIG too large, -ENODATA truncated (no end marker), -EBADMSG malformed,
+ * -EXDEV another cluster, -ENOKEY no hmac, -EKEYREJECTED wrong hmac.
+ */
+int record_parse(const char *text, size_t len, const char *cluster,
+		 const void *key, size_t keylen, struct peer *ret, char *err, size_t errlen);
+
 #endif

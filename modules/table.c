@@ -10,12 +10,16 @@ extern const struct module memlock_module;
 extern const struct module kernel_module;
 extern const struct module rdma_module;
 extern const struct module nfs_module;
+extern const struct module discovery_module;
+extern const struct module hostfile_module;
 
 const struct module *const module_table[] = {
 	&memlock_module,
 	&kernel_module,
 	&rdma_module,
 	&nfs_module,
+	&discovery_module,
+	&hostfile_module,
 	NULL,
 };
 

@@ -1,0 +1,732 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Peer records (DESIGN.md "Peers").  A record is a small YAML document in a
+ * fixed shape, so that writing it is a printf and reading 10,000 of them is
+ * a single pass over each file with no allocation per line:
+ *
+ *   # hpcinit peer record; written by hpcinit, do not edit
+ *   format: 1
+ *   cluster: glocluster
+ *   hostname: node1
+ *   addr: 10.0.0.4
+ *   ipoib: 172.16.1.4                  (optional)
+ *   slots: 120
+ *   role: compute
+ *   version: 0.1.0
+ *   boot_id: 0f3c...                   (optional)
+ *   updated: 1700000000
+ *   host_keys:
+ *     - ssh-ed25519 AAAA...
+ *   user_keys:
+ *     - user: azureuser
+ *       key: ssh-ed25519 AAAA... azureuser@hpcinit
+ *   hmac: <64 hex digits>              (with a cluster secret)
+ *   ...
+ *
+ * The parser accepts exactly this shape (any valid YAML reader reads it too),
+ * and every value is checked against a character set before it is kept, so
+ * nothing from a record reaches a path, a hostfile or a known_hosts line
+ * unvalidated.  The "..." document end marker is the last line: a record
+ * without it was cut short.  The HMAC covers every byte before the hmac line.
+ * Unknown top-level "key: value" lines are skipped, so a newer agent can add
+ * fields without older nodes rejecting its record during a rolling upgrade.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include "record.h"
+#include "strbuf.h"
+
+#define RECORD_FORMAT 1
+#define RECORD_END "...\n"
+
+void peer_clear(struct peer *p)
+{
+	if (!p)
+		return;
+	free(p->hostname);
+	free(p->addr);
+	free(p->ipoib_addr);
+	strlist_free(&p->host_keys);
+	for (size_t i = 0; i < p->n_user_keys; i++) {
+		free(p->user_keys[i].user);
+		free(p->user_keys[i].key);
+	}
+	free(p->user_keys);
+	free(p->version);
+	free(p->boot_id);
+	memset(p, 0, sizeof(*p));
+}
+
+struct peerset *peerset_free(struct peerset *s)
+{
+	if (!s)
+		return NULL;
+	for (size_t i = 0; i < s->n; i++)
+		peer_clear(&s->v[i]);
+	free(s->v);
+	free(s);
+	return NULL;
+}
+
+struct peer *peerset_add(struct peerset *s)
+{
+	/* Capacity is implied by n: 8, then doubled at every power of two. */
+	if (s->n < 8 || (s->n & (s->n - 1)) == 0) {
+		size_t cap = s->n < 8 ? 8 : s->n * 2;
+
+		s->v = xrealloc(s->v, cap * sizeof(*s->v));
+	}
+	memset(&s->v[s->n], 0, sizeof(s->v[0]));
+	return &s->v[s->n++];
+}
+
+static inline bool is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/*
+ * Natural order: runs of digits compare as numbers ("node2" < "node10"),
+ * everything else byte by byte.  Equal numbers with different zero padding
+ * ("node01" vs "node1") fall back to strcmp so the order stays total.
+ */
+int natural_cmp(const char *a, const char *b)
+{
+	const char *pa = a, *pb = b;
+
+	while (*pa && *pb) {
+		if (is_digit(*pa) && is_digit(*pb)) {
+			const char *sa, *sb;
+			size_t la, lb;
+
+			while (*pa == '0' && is_digit(pa[1]))
+				pa++;
+			while (*pb == '0' && is_digit(pb[1]))
+				pb++;
+			sa = pa;
+			sb = pb;
+			while (is_digit(*pa))
+				pa++;
+			while (is_digit(*pb))
+				pb++;
+			la = (size_t)(pa - sa);
+			lb = (size_t)(pb - sb);
+			if (la != lb)
+				return la < lb ? -1 : 1;
+			for (size_t i = 0; i < la; i++)
+				if (sa[i] != sb[i])
+					return sa[i] < sb[i] ? -1 : 1;
+			continue;
+		}
+		if (*pa != *pb)
+			return (unsigned char)*pa < (unsigned char)*pb ? -1 : 1;
+		pa++;
+		pb++;
+	}
+	if (*pa || *pb)
+		return *pa ? 1 : -1;
+	return strcmp(a, b);
+}
+
+static int peer_order(const void *x, const void *y)
+{
+	const struct peer *a = x, *b = y;
+
+	if (a->head != b->head)
+		return a->head ? -1 : 1;
+	return natural_cmp(a->hostname, b->hostname);
+}
+
+void peerset_sort(struct peerset *s)
+{
+	if (s && s->n > 1)
+		qsort(s->v, s->n, sizeof(s->v[0]), peer_order);
+}
+
+/* ---- validation of single values ---- */
+
+bool record_hostname_valid(const char *s)
+{
+	size_t n = 0;
+
+	if (!s || !*s || *s == '.' || *s == '-')
+		return false;
+	for (; s[n]; n++) {
+		char c = s[n];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) ||
+		      c == '-' || c == '.' || c == '_'))
+			return false;
+		if (c == '.' && s[n + 1] == '.')
+			return false;
+	}
+	return n <= 253;
+}
+
+static bool user_valid(const char *s, size_t n)
+{
+	if (n == 0 || n > 32 || *s == '-')
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) ||
+		      c == '_' || c == '-' || c == '.'))
+			return false;
+	}
+	return true;
+}
+
+static bool token_valid(const char *s, size_t n, size_t max, const char *extra)
+{
+	if (n == 0 || n > max)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) ||
+		      strchr(extra, c)) || c == '\0')
+			return false;
+	}
+	return true;
+}
+
+static bool hex_valid(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!(is_digit(s[i]) || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return true;
+}
+
+static bool addr_valid(const char *s)
+{
+	unsigned char buf[sizeof(struct in6_addr)];
+
+	return inet_pton(AF_INET, s, buf) == 1 || inet_pton(AF_INET6, s, buf) == 1;
+}
+
+/*
+ * Length of a public key "type base64" at the start of s (the form
+ * sshkey_canonical() produces: the same character sets and minimum
+ * lengths), or 0 when s does not start with one.  No allocation: this runs
+ * for every key of every record.
+ */
+static size_t key_span(const char *s, size_t n)
+{
+	size_t t = 0, b;
+
+	while (t < n && ((s[t] >= 'a' && s[t] <= 'z') || is_digit(s[t]) || s[t] == '-' ||
+			 s[t] == '@' || s[t] == '.'))
+		t++;
+	if (t < 7 || t >= n || s[t] != ' ' ||
+	    !(memcmp(s, "ssh-", 4) == 0 || memcmp(s, "ecdsa-", 6) == 0 || memcmp(s, "sk-", 3) == 0))
+		return 0;
+	b = t + 1;
+	while (b < n && ((s[b] >= 'A' && s[b] <= 'Z') || (s[b] >= 'a' && s[b] <= 'z') ||
+			 is_digit(s[b]) || s[b] == '+' || s[b] == '/' || s[b] == '='))
+		b++;
+	if (b - t - 1 < 16 || (b < n && s[b] != ' '))
+		return 0;
+	return b;
+}
+
+/* "type base64" plus a plain comment when there is one; an odd comment is dropped. */
+static char *user_key_clean(const char *s, size_t n)
+{
+	size_t k = key_span(s, n);
+
+	if (!k)
+		return NULL;
+	if (k + 1 < n && token_valid(s + k + 1, n - k - 1, 128, "@._-+"))
+		return xstrndup(s, n);
+	return xstrndup(s, k);
+}
+
+/* ---- formatting ---- */
+
+static void hex(char *out, const unsigned char *in, size_t n)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[in[i] >> 4];
+		out[2 * i + 1] = digits[in[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+/*
+ * HMAC-SHA256 (RFC 2104) with the key's inner and outer pads hashed once and
+ * the digest states copied per record: the same result as HMAC(), without
+ * OpenSSL 3 looking the algorithm up again for each of 10,000 records.
+ */
+static struct {
+	unsigned char *key;
+	size_t keylen;
+	EVP_MD_CTX *inner, *outer, *work;
+} mac_cache;
+
+static int mac_prepare(const void *key, size_t keylen)
+{
+	unsigned char k[64] = { 0 }, pad[64];
+	unsigned int kl = 0;
+
+	if (mac_cache.key && mac_cache.keylen == keylen && memcmp(mac_cache.key, key, keylen) == 0)
+		return 0;
+	if (!mac_cache.inner) {
+		mac_cache.inner = EVP_MD_CTX_new();
+		mac_cache.outer = EVP_MD_CTX_new();
+		mac_cache.work = EVP_MD_CTX_new();
+		if (!mac_cache.inner || !mac_cache.outer || !mac_cache.work)
+			return -ENOMEM;
+	}
+	if (mac_cache.key) {
+		explicit_bzero(mac_cache.key, mac_cache.keylen);
+		free(mac_cache.key);
+		mac_cache.key = NULL;
+	}
+	if (keylen > sizeof(k)) {
+		if (!EVP_Digest(key, keylen, k, &kl, EVP_sha256(), NULL))
+			return -EIO;
+	} else {
+		memcpy(k, key, keylen);
+	}
+	for (size_t i = 0; i < sizeof(k); i++)
+		pad[i] = k[i] ^ 0x36;
+	if (!EVP_DigestInit_ex(mac_cache.inner, EVP_sha256(), NULL) ||
+	    !EVP_DigestUpdate(mac_cache.inner, pad, sizeof(pad)))
+		return -EIO;
+	for (size_t i = 0; i < sizeof(k); i++)
+		pad[i] = k[i] ^ 0x5c;
+	if (!EVP_DigestInit_ex(mac_cache.outer, EVP_sha256(), NULL) ||
+	    !EVP_DigestUpdate(mac_cache.outer, pad, sizeof(pad)))
+		return -EIO;
+	explicit_bzero(k, sizeof(k));
+	explicit_bzero(pad, sizeof(pad));
+	mac_cache.key = xmalloc(keylen ? keylen : 1);
+	memcpy(mac_cache.key, key, keylen);
+	mac_cache.keylen = keylen;
+	return 0;
+}
+
+int record_hmac(const void *key, size_t keylen, const void *data, size_t len,
+		char out[RECORD_HMAC_HEX + 1])
+{
+	unsigned char ih[32], md[32];
+	unsigned int n1 = 0, n2 = 0;
+
+	if (mac_prepare(key, keylen) < 0 ||
+	    !EVP_MD_CTX_copy_ex(mac_cache.work, mac_cache.inner) ||
+	    !EVP_DigestUpdate(mac_cache.work, data, len) ||
+	    !EVP_DigestFinal_ex(mac_cache.work, ih, &n1) || n1 != sizeof(ih) ||
+	    !EVP_MD_CTX_copy_ex(mac_cache.work, mac_cache.outer) ||
+	    !EVP_DigestUpdate(mac_cache.work, ih, sizeof(ih)) ||
+	    !EVP_DigestFinal_ex(mac_cache.work, md, &n2) || n2 != sizeof(md)) {
+		/* forget a half-made cache so the next call starts over */
+		free(mac_cache.key);
+		mac_cache.key = NULL;
+		return -EIO;
+	}
+	hex(out, md, sizeof(md));
+	return 0;
+}
+
+char *record_format(const struct peer *p, const char *cluster, const void *key, size_t keylen)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	sb_append(&sb, "# hpcinit peer record; written by hpcinit, do not edit\n");
+	sb_printf(&sb, "format: %d\n", RECORD_FORMAT);
+	sb_printf(&sb, "cluster: %s\n", cluster);
+	sb_printf(&sb, "hostname: %s\n", p->hostname);
+	sb_printf(&sb, "addr: %s\n", p->addr);
+	if (p->ipoib_addr)
+		sb_printf(&sb, "ipoib: %s\n", p->ipoib_addr);
+	sb_printf(&sb, "slots: %u\n", p->slots);
+	sb_printf(&sb, "role: %s\n", p->head ? "head" : "compute");
+	if (p->version)
+		sb_printf(&sb, "version: %s\n", p->version);
+	if (p->boot_id)
+		sb_printf(&sb, "boot_id: %s\n", p->boot_id);
+	sb_printf(&sb, "updated: %" PRId64 "\n", p->updated);
+	if (p->host_keys.n) {
+		sb_append(&sb, "host_keys:\n");
+		for (size_t i = 0; i < p->host_keys.n; i++)
+			sb_printf(&sb, "  - %s\n", p->host_keys.v[i]);
+	} else {
+		sb_append(&sb, "host_keys: []\n");
+	}
+	if (p->n_user_keys) {
+		sb_append(&sb, "user_keys:\n");
+		for (size_t i = 0; i < p->n_user_keys; i++)
+			sb_printf(&sb, "  - user: %s\n    key: %s\n",
+				  p->user_keys[i].user, p->user_keys[i].key);
+	} else {
+		sb_append(&sb, "user_keys: []\n");
+	}
+	if (key) {
+		char mac[RECORD_HMAC_HEX + 1];
+
+		if (record_hmac(key, keylen, sb.buf, sb.len, mac) < 0) {
+			sb_free(&sb);
+			return NULL;
+		}
+		sb_printf(&sb, "hmac: %s\n", mac);
+	}
+	sb_append(&sb, RECORD_END);
+	return sb_steal(&sb);
+}
+
+/* ---- parsing ---- */
+
+struct parser {
+	const char *text, *end;
+	const char *line;       /* current line */
+	size_t len;             /* its length without '\n' */
+	unsigned lineno;
+	char *err;
+	size_t errlen;
+};
+
+static int perr(struct parser *ps, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int perr(struct parser *ps, int code, const char *fmt, ...)
+{
+	va_list ap;
+	int n = 0;
+
+	if (ps->err && ps->errlen) {
+		if (ps->lineno)
+			n = snprintf(ps->err, ps->errlen, "line %u: ", ps->lineno);
+		if (n < 0 || (size_t)n >= ps->errlen)
+			n = 0;
+		va_start(ap, fmt);
+		vsnprintf(ps->err + n, ps->errlen - (size_t)n, fmt, ap);
+		va_end(ap);
+	}
+	return code;
+}
+
+/* Advance to the next line; false at the end of the text. */
+static bool next_line(struct parser *ps)
+{
+	const char *p = ps->line ? ps->line + ps->len + 1 : ps->text;
+	const char *nl;
+
+	if (p >= ps->end)
+		return false;
+	nl = memchr(p, '\n', (size_t)(ps->end - p));
+	ps->line = p;
+	ps->len = nl ? (size_t)(nl - p) : (size_t)(ps->end - p);
+	ps->lineno++;
+	return true;
+}
+
+enum field {
+	F_FORMAT, F_CLUSTER, F_HOSTNAME, F_ADDR, F_IPOIB, F_SLOTS, F_ROLE, F_VERSION,
+	F_BOOT_ID, F_UPDATED, F_HOST_KEYS, F_USER_KEYS, F_HMAC, F_COUNT
+};
+
+static const char *const field_names[F_COUNT] = {
+	"format", "cluster", "hostname", "addr", "ipoib", "slots", "role", "version",
+	"boot_id", "updated", "host_keys", "user_keys", "hmac",
+};
+
+static const unsigned char field_lens[F_COUNT] = { 6, 7, 8, 4, 5, 5, 4, 7, 7, 7, 9, 9, 4 };
+
+static int parse_u64(const char *s, size_t n, uint64_t max, uint64_t *ret)
+{
+	uint64_t v = 0;
+
+	if (n == 0 || n > 20 || (n > 1 && s[0] == '0'))
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		if (!is_digit(s[i]))
+			return -EINVAL;
+		if (v > (UINT64_MAX - (uint64_t)(s[i] - '0')) / 10)
+			return -ERANGE;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	if (v > max)
+		return -ERANGE;
+	*ret = v;
+	return 0;
+}
+
+int record_parse(const char *text, size_t len, const char *cluster,
+		 const void *key, size_t keylen, struct peer *ret, char *err, size_t errlen)
+{
+	struct parser ps = { .text = text, .end = text + len, .err = err, .errlen = errlen };
+	struct peer p = { 0 };
+	bool seen[F_COUNT] = { false };
+	const char *hmac_line = NULL, *mac = NULL;
+	int list = -1;          /* F_HOST_KEYS / F_USER_KEYS while inside that list */
+	bool ended = false;
+	int r;
+
+	if (err && errlen)
+		err[0] = '\0';
+	if (len > RECORD_MAX_BYTES)
+		return perr(&ps, -EFBIG, "larger than %d bytes", RECORD_MAX_BYTES);
+	if (memchr(text, '\0', len))
+		return perr(&ps, -EBADMSG, "contains a NUL byte");
+	/*
+	 * A record ends with "...\n".  Anything else at the end means the file
+	 * was cut short (a crashed writer without atomic rename, a full disk).
+	 */
+	if (len < sizeof(RECORD_END) - 1 ||
+	    memcmp(text + len - (sizeof(RECORD_END) - 1), RECORD_END, sizeof(RECORD_END) - 1) != 0 ||
+	    (len > sizeof(RECORD_END) - 1 && text[len - sizeof(RECORD_END)] != '\n'))
+		return perr(&ps, -ENODATA, "truncated: the end marker \"...\" is missing");
+
+	while (next_line(&ps)) {
+		const char *l = ps.line, *colon, *v;
+		size_t n = ps.len, kl, vl;
+		int f;
+
+		if (ended) {
+			r = perr(&ps, -EBADMSG, "text after the end marker");
+			goto fail;
+		}
+		if (n == 3 && memcmp(l, "...", 3) == 0) {
+			ended = true;
+			continue;
+		}
+		if (n == 0 || l[0] == '#')
+			continue;
+		if (memchr(l, '\r', n) || memchr(l, '\t', n)) {
+			r = perr(&ps, -EBADMSG, "tab or carriage return");
+			goto fail;
+		}
+		if (hmac_line) {
+			r = perr(&ps, -EBADMSG, "hmac must be the last field");
+			goto fail;
+		}
+		if (l[0] == ' ') {
+			/* A list item or the second line of a user_keys item. */
+			if (list == F_HOST_KEYS && n > 4 && memcmp(l, "  - ", 4) == 0) {
+				if (key_span(l + 4, n - 4) != n - 4) {
+					r = perr(&ps, -EBADMSG, "host key is not \"type base64\"");
+					goto fail;
+				}
+				if (p.host_keys.n >= RECORD_MAX_KEYS) {
+					r = perr(&ps, -EBADMSG, "more than %d host keys", RECORD_MAX_KEYS);
+					goto fail;
+				}
+				p.host_keys.v = xrealloc(p.host_keys.v, (p.host_keys.n + 2) * sizeof(char *));
+				p.host_keys.v[p.host_keys.n++] = xstrndup(l + 4, n - 4);
+				p.host_keys.v[p.host_keys.n] = NULL;
+				continue;
+			}
+			if (list == F_USER_KEYS && n > 10 && memcmp(l, "  - user: ", 10) == 0) {
+				struct user_key *uk;
+
+				if (!user_valid(l + 10, n - 10)) {
+					r = perr(&ps, -EBADMSG, "invalid user name");
+					goto fail;
+				}
+				if (p.n_user_keys >= RECORD_MAX_KEYS) {
+					r = perr(&ps, -EBADMSG, "more than %d user keys", RECORD_MAX_KEYS);
+					goto fail;
+				}
+				if (!next_line(&ps) || ps.len <= 9 || memcmp(ps.line, "    key: ", 9) != 0) {
+					r = perr(&ps, -EBADMSG, "user_keys item without \"key:\"");
+					goto fail;
+				}
+				p.user_keys = xrealloc(p.user_keys, (p.n_user_keys + 1) * sizeof(*p.user_keys));
+				uk = &p.user_keys[p.n_user_keys];
+				uk->key = user_key_clean(ps.line + 9, ps.len - 9);
+				if (!uk->key || memchr(ps.line, '#', ps.len)) {
+					free(uk->key);
+					r = perr(&ps, -EBADMSG, "user key is not \"type base64 [comment]\"");
+					goto fail;
+				}
+				uk->user = xstrndup(l + 10, n - 10);
+				p.n_user_keys++;
+				continue;
+			}
+			r = perr(&ps, -EBADMSG, "unexpected indented line");
+			goto fail;
+		}
+		list = -1;
+		colon = memchr(l, ':', n);
+		if (!colon || !token_valid(l, (size_t)(colon - l), 32, "_")) {
+			r = perr(&ps, -EBADMSG, "expected \"key: value\"");
+			goto fail;
+		}
+		kl = (size_t)(colon - l);
+		v = colon + 1;
+		vl = n - kl - 1;
+		if (vl > 0) {
+			if (*v != ' ' || vl < 2 || v[1] == ' ' || v[vl - 1] == ' ') {
+				r = perr(&ps, -EBADMSG, "expected one space after \"%.*s:\"", (int)kl, l);
+				goto fail;
+			}
+			v++;
+			vl--;
+		}
+		for (f = 0; f < F_COUNT; f++)
+			if (field_lens[f] == kl && memcmp(field_names[f], l, kl) == 0)
+				break;
+		if (f == F_COUNT)
+			continue;       /* a newer agent's field: skipped */
+		if (seen[f]) {
+			r = perr(&ps, -EBADMSG, "duplicate key %s", field_names[f]);
+			goto fail;
+		}
+		seen[f] = true;
+		if (f == F_HOST_KEYS || f == F_USER_KEYS) {
+			if (vl == 2 && memcmp(v, "[]", 2) == 0)
+				continue;
+			if (vl != 0) {
+				r = perr(&ps, -EBADMSG, "%s: expected a list", field_names[f]);
+				goto fail;
+			}
+			list = f;
+			continue;
+		}
+		if (vl == 0 || memchr(v, '#', vl) || memchr(v, '"', vl) || memchr(v, '\'', vl)) {
+			r = perr(&ps, -EBADMSG, "%s: empty or quoted value", field_names[f]);
+			goto fail;
+		}
+		switch ((enum field)f) {
+		case F_FORMAT:
+			if (vl != 1 || v[0] != '0' + RECORD_FORMAT) {
+				r = perr(&ps, -EBADMSG, "format %.*s is not supported (this agent reads %d)",
+					 (int)vl, v, RECORD_FORMAT);
+				goto fail;
+			}
+			break;
+		case F_CLUSTER:
+			if (cluster && (strlen(cluster) != vl || memcmp(cluster, v, vl) != 0)) {
+				r = perr(&ps, -EXDEV, "belongs to cluster \"%.*s\", not \"%s\"",
+					 (int)(vl > 63 ? 63 : vl), v, cluster);
+				goto fail;
+			}
+			break;
+		case F_HOSTNAME:
+			p.hostname = xstrndup(v, vl);
+			if (!record_hostname_valid(p.hostname)) {
+				r = perr(&ps, -EBADMSG, "invalid hostname");
+				goto fail;
+			}
+			break;
+		case F_ADDR:
+		case F_IPOIB: {
+			char *a = xstrndup(v, vl);
+
+			if (vl > 45 || !addr_valid(a)) {
+				free(a);
+				r = perr(&ps, -EBADMSG, "%s: not an IP address", field_names[f]);
+				goto fail;
+			}
+			if (f == F_ADDR)
+				p.addr = a;
+			else
+				p.ipoib_addr = a;
+			break;
+		}
+		case F_SLOTS: {
+			uint64_t s;
+
+			if (parse_u64(v, vl, 1u << 20, &s) < 0 || s == 0) {
+				r = perr(&ps, -EBADMSG, "slots: expected 1..%u", 1u << 20);
+				goto fail;
+			}
+			p.slots = (unsigned)s;
+			break;
+		}
+		case F_ROLE:
+			if (vl == 4 && memcmp(v, "head", 4) == 0)
+				p.head = true;
+			else if (!(vl == 7 && memcmp(v, "compute", 7) == 0)) {
+				r = perr(&ps, -EBADMSG, "role: expected compute or head");
+				goto fail;
+			}
+			break;
+		case F_VERSION:
+			if (!token_valid(v, vl, 64, ".+~-_")) {
+				r = perr(&ps, -EBADMSG, "version: invalid");
+				goto fail;
+			}
+			p.version = xstrndup(v, vl);
+			break;
+		case F_BOOT_ID:
+			if (!token_valid(v, vl, 64, "-")) {
+				r = perr(&ps, -EBADMSG, "boot_id: invalid");
+				goto fail;
+			}
+			p.boot_id = xstrndup(v, vl);
+			break;
+		case F_UPDATED: {
+			uint64_t u;
+
+			if (parse_u64(v, vl, INT64_MAX, &u) < 0) {
+				r = perr(&ps, -EBADMSG, "updated: expected unix seconds");
+				goto fail;
+			}
+			p.updated = (int64_t)u;
+			break;
+		}
+		case F_HMAC:
+			if (vl != RECORD_HMAC_HEX || !hex_valid(v, vl)) {
+				r = perr(&ps, -EBADMSG, "hmac: expected %d hex digits", RECORD_HMAC_HEX);
+				goto fail;
+			}
+			hmac_line = l;
+			mac = v;
+			break;
+		case F_HOST_KEYS:
+		case F_USER_KEYS:
+		case F_COUNT:
+			break;
+		}
+	}
+	ps.lineno = 0;
+	{
+		static const enum field required[] = {
+			F_FORMAT, F_CLUSTER, F_HOSTNAME, F_ADDR, F_SLOTS, F_ROLE, F_UPDATED,
+		};
+
+		for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++)
+			if (!seen[required[i]]) {
+				r = perr(&ps, -EBADMSG, "field %s is missing", field_names[required[i]]);
+				goto fail;
+			}
+	}
+	if (key) {
+		char want[RECORD_HMAC_HEX + 1];
+
+		if (!mac) {
+			r = perr(&ps, -ENOKEY, "no hmac, and cluster.secret_file is set");
+			goto fail;
+		}
+		if (record_hmac(key, keylen, text, (size_t)(hmac_line - text), want) < 0) {
+			r = perr(&ps, -EIO, "cannot compute the HMAC");
+			goto fail;
+		}
+		if (CRYPTO_memcmp(want, mac, RECORD_HMAC_HEX) != 0) {
+			r = perr(&ps, -EKEYREJECTED,
+				 "HMAC does not match (tampered, or written with another cluster secret)");
+			goto fail;
+		}
+	}
+	*ret = p;
+	return 0;
+fail:
+	peer_clear(&p);
+	return r;
+}

@@ -1,0 +1,322 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * discovery (shared method) on a fake root: records written and read,
+ * lease refresh not reported as a change, expiry and pruning, duplicate
+ * addresses, each rejection with its own message, directory refusals,
+ * check/plan changing nothing, and the expect wait giving up degraded.
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include "../../modules/discovery.c"
+#include "proc.h"
+#include "test.h"
+
+static char root[] = "/tmp/hpcinit-test-discovery.XXXXXX";
+static char s_name[] = "glo", s_dir[] = "/share/.hpcinit", s_key[] = "/etc/hpcinit/cluster.key";
+static const char *const KEY = "0123456789abcdef0123456789abcdef";
+#define NODES "/share/.hpcinit/glo/nodes"
+
+static char *host(const char *rel)
+{
+	return fs_rooted(root, rel);
+}
+
+static void put(const char *rel, const char *text, mode_t mode)
+{
+	char *p = host(rel);
+	FILE *f = fopen(p, "w");
+
+	fputs(text, f);
+	fclose(f);
+	chmod(p, mode);
+	free(p);
+}
+
+static bool exists(const char *rel)
+{
+	char *p = host(rel);
+	struct stat st;
+	bool r = lstat(p, &st) == 0;
+
+	free(p);
+	return r;
+}
+
+/* A signed record for name at addr, updated age seconds ago. */
+static void plant(const char *name, const char *addr, int64_t age, const char *key)
+{
+	struct peer p = { 0 };
+	char *rel = xasprintf(NODES "/%s.rec", name), *text;
+
+	p.hostname = xstrdup(name);
+	p.addr = xstrdup(addr);
+	p.slots = 4;
+	p.updated = (int64_t)time(NULL) - age;
+	text = record_format(&p, "glo", key, key ? strlen(key) : 0);
+	put(rel, text, 0644);
+	free(text);
+	free(rel);
+	peer_clear(&p);
+}
+
+static int run(struct ctx *c, struct report *rep)
+{
+	report_init(rep);
+	c->peers = peerset_free(c->peers);
+	return disc_apply(c, rep);
+}
+
+static bool has_peer(const struct ctx *c, const char *name)
+{
+	for (size_t i = 0; c->peers && i < c->peers->n; i++)
+		if (strcmp(c->peers->v[i].hostname, name) == 0)
+			return true;
+	return false;
+}
+
+static bool detail(const struct report *rep, const char *text)
+{
+	if (strstr(sb_str(&rep->details), text))
+		return true;
+	fprintf(stderr, "details lack \"%s\":\n%s", text, sb_str(&rep->details));
+	return false;
+}
+
+static void test_dups(void)
+{
+	struct peerset s = { 0 };
+	struct report notes;
+	const char *names[] = { "a", "b", "c", "d" };
+	const char *addrs[] = { "10.0.0.1", "10.0.0.2", "10.0.0.1", "10.0.0.1" };
+	int64_t upd[] = { 100, 100, 300, 200 };
+
+	report_init(&notes);
+	for (int i = 0; i < 4; i++) {
+		struct peer *p = peerset_add(&s);
+
+		p->hostname = xstrdup(names[i]);
+		p->addr = xstrdup(addrs[i]);
+		p->updated = upd[i];
+	}
+	drop_duplicate_addrs(&s, &notes);
+	TEST_INTEQ(s.n, 2);
+	TEST_STREQ(s.v[0].hostname, "b");
+	TEST_STREQ(s.v[1].hostname, "c");          /* the newest claim of 10.0.0.1 */
+	TEST_CHECK(strstr(sb_str(&notes.details), "keeping c") != NULL);
+	for (size_t i = 0; i < s.n; i++)
+		peer_clear(&s.v[i]);
+	free(s.v);
+	report_free(&notes);
+}
+
+int main(void)
+{
+	struct spec spec = { 0 };
+	struct ctx c = { .spec = &spec, .mode = RUN_APPLY, .hostname = "node1" };
+	struct report rep;
+	char *p, *before = NULL, *after = NULL;
+	struct stat st;
+
+	test_dups();
+
+	TEST_CHECK(mkdtemp(root) != NULL);
+	c.root = root;
+	setenv("HPCINIT_ADDRESS", "10.0.0.1", 1);
+	unsetenv("HPCINIT_IPOIB_ADDRESS");
+	spec.cluster.name = s_name;
+	spec.cluster.secret_file = s_key;
+	TEST_INTEQ(cidr_parse("10.0.0.0/24", &spec.cluster.network), 0);
+	spec.cluster.has_network = true;
+	spec.discovery.present = true;
+	spec.discovery.method = DISC_SHARED;
+	spec.discovery.dir = s_dir;
+	spec.discovery.expect = 1;
+	spec.discovery.wait_ms = 0;
+	spec.discovery.lease_ms = 60000;
+	c.deadline_ms = now_ms() + 60000;
+
+	p = host("/etc");
+	mkdir(p, 0755);
+	free(p);
+	p = host("/etc/hpcinit");
+	mkdir(p, 0755);
+	free(p);
+	p = host("/share");
+	mkdir(p, 0755);
+	free(p);
+	put(s_key, KEY, 0600);
+
+	/* first apply: directories and the record are made */
+	TEST_INTEQ(run(&c, &rep), 0);
+	TEST_INTEQ(rep.status, ST_CHANGED);
+	TEST_CHECK(exists(NODES "/node1.rec"));
+	TEST_CHECK(c.peers && c.peers->n == 1 && c.peers->v[0].self);
+	TEST_CHECK(exists("/run/hpcinit/discovery-ready"));
+	report_free(&rep);
+
+	/* second apply: only the lease moves, reported ok */
+	sleep(1);
+	{
+		char *hp = host(NODES "/node1.rec");
+
+		fs_read_host(hp, 100000, &before, NULL);
+		TEST_INTEQ(run(&c, &rep), 0);
+		TEST_INTEQ(rep.status, ST_OK);
+		TEST_INTEQ(rep.changed.n, 0);
+		fs_read_host(hp, 100000, &after, NULL);
+		TEST_CHECK(strcmp(before, after) != 0);     /* the lease was refreshed */
+		free(hp);
+		report_free(&rep);
+	}
+
+	/* peers, an expired one, a bad one of each kind, a duplicate address */
+	plant("node2", "10.0.0.2", 0, KEY);
+	plant("node10", "10.0.0.10", 0, KEY);
+	plant("gone", "10.0.0.3", 3600, KEY);
+	plant("nohmac", "10.0.0.4", 0, NULL);
+	plant("badhmac", "10.0.0.5", 0, "another-key-of-enough-length");
+	plant("stale-ip", "10.0.0.2", 30, KEY);
+	plant("wrongowner", "10.0.0.6", 0, KEY);
+	p = host(NODES "/wrongowner.rec");
+	TEST_INTEQ(chown(p, 1000, 1000), 0);
+	free(p);
+	plant("groupw", "10.0.0.7", 0, KEY);
+	p = host(NODES "/groupw.rec");
+	chmod(p, 0664);
+	free(p);
+	put(NODES "/trunc.rec", "# hpcinit peer record\nformat: 1\ncluster: glo\nhost", 0644);
+	put(NODES "/Bad Name.rec", "x", 0644);
+	put(NODES "/README", "not a record\n", 0644);
+	put(NODES "/node9.rec.hpcinit-tmp.abcdef", "left by a crash", 0644);
+	{
+		char *hp = host(NODES "/node9.rec.hpcinit-tmp.abcdef");
+		struct timespec ts[2] = { { .tv_sec = time(NULL) - 7200 }, { .tv_sec = time(NULL) - 7200 } };
+
+		utimensat(AT_FDCWD, hp, ts, 0);
+		free(hp);
+	}
+
+	/* check mode first: nothing changes, rejections listed */
+	c.mode = RUN_CHECK;
+	TEST_INTEQ(run(&c, &rep), 0);
+	TEST_INTEQ(rep.status, ST_DEGRADED);
+	TEST_CHECK(exists(NODES "/gone.rec"));              /* not pruned in check */
+	TEST_CHECK(exists(NODES "/node9.rec.hpcinit-tmp.abcdef"));
+	report_free(&rep);
+	c.mode = RUN_APPLY;
+
+	TEST_INTEQ(run(&c, &rep), 0);
+	TEST_INTEQ(rep.status, ST_DEGRADED);
+	TEST_CHECK(detail(&rep, "record nohmac.rec: no HMAC while cluster.secret_file is set; rejected"));
+	TEST_CHECK(detail(&rep, "record badhmac.rec: bad HMAC"));
+	TEST_CHECK(detail(&rep, "record wrongowner.rec: owned by uid 1000, not by the trusted writer (uid 0, root); rejected"));
+	TEST_CHECK(detail(&rep, "record groupw.rec: writable by group or others (mode 0664); rejected"));
+	TEST_CHECK(detail(&rep, "record trunc.rec: truncated"));
+	TEST_CHECK(detail(&rep, "record Bad Name.rec: file name is not <hostname>.rec; rejected"));
+	TEST_CHECK(detail(&rep, "record gone.rec: lease expired (scale-in); removed"));
+	TEST_CHECK(detail(&rep, "stale temporary file; removed"));
+	TEST_CHECK(detail(&rep, "address 10.0.0.2 is claimed by node2 and stale-ip; keeping node2"));
+	TEST_CHECK(!exists(NODES "/gone.rec"));
+	TEST_CHECK(!exists(NODES "/node9.rec.hpcinit-tmp.abcdef"));
+	TEST_CHECK(exists(NODES "/badhmac.rec"));           /* rejected: kept for the admin */
+	TEST_CHECK(exists(NODES "/README"));
+	TEST_INTEQ(c.peers ? c.peers->n : 0, 3);
+	TEST_CHECK(has_peer(&c, "node1") && has_peer(&c, "node2") && has_peer(&c, "node10"));
+	if (c.peers && c.peers->n == 3) {                  /* natural order */
+		TEST_STREQ(c.peers->v[0].hostname, "node1");
+		TEST_STREQ(c.peers->v[1].hostname, "node2");
+		TEST_STREQ(c.peers->v[2].hostname, "node10");
+	}
+	report_free(&rep);
+
+	/* a world-writable directory is refused and left alone */
+	p = host(NODES);
+	chmod(p, 0777);
+	TEST_INTEQ(run(&c, &rep), -EPERM);
+	TEST_INTEQ(rep.status, ST_FAILED);
+	TEST_CHECK(detail(&rep, "is writable by group or others (mode 0777)"));
+	TEST_INTEQ(stat(p, &st), 0);
+	TEST_INTEQ(st.st_mode & 07777, 0777);
+	chmod(p, 0755);
+	report_free(&rep);
+	/* owned by a user while root writes as root: refused */
+	TEST_INTEQ(chown(p, 1000, 1000), 0);
+	TEST_INTEQ(run(&c, &rep), -EPERM);
+	TEST_CHECK(detail(&rep, "refusing a tree with mixed owners"));
+	TEST_INTEQ(chown(p, 0, 0), 0);
+	report_free(&rep);
+	free(p);
+
+	/* a readable secret is refused */
+	p = host(s_key);
+	chmod(p, 0644);
+	TEST_INTEQ(run(&c, &rep), -EPERM);
+	TEST_CHECK(detail(&rep, "chmod 600 it"));
+	chmod(p, 0600);
+	free(p);
+	report_free(&rep);
+
+	/* expect not met and not reached before in this boot: waits, then degraded */
+	p = host(READY_MARK);
+	unlink(p);
+	free(p);
+	spec.discovery.expect = 10;
+	spec.discovery.wait_ms = 600;
+	{
+		uint64_t t0 = now_ms();
+
+		TEST_INTEQ(run(&c, &rep), 0);
+		TEST_CHECK(now_ms() - t0 >= 500);
+		TEST_INTEQ(rep.status, ST_DEGRADED);
+		TEST_CHECK(strstr(rep.summary, "only 3 of 10 expected nodes") != NULL);
+		report_free(&rep);
+	}
+	/* once reached in this boot, fewer nodes is not a reason to wait again */
+	spec.discovery.expect = 3;
+	TEST_INTEQ(run(&c, &rep), 0);
+	report_free(&rep);
+	spec.discovery.expect = 10;
+	{
+		uint64_t t0 = now_ms();
+
+		TEST_INTEQ(run(&c, &rep), 0);
+		TEST_CHECK(now_ms() - t0 < 500);
+		TEST_CHECK(rep.status != ST_DEGRADED || detail(&rep, "bad HMAC"));
+		TEST_CHECK(detail(&rep, "reached earlier in this boot"));
+		report_free(&rep);
+	}
+
+	/* plan: the address change shows as a diff of the record, nothing written */
+	c.mode = RUN_PLAN;
+	setenv("HPCINIT_ADDRESS", "10.0.0.99", 1);
+	free(before);
+	before = NULL;
+	p = host(NODES "/node1.rec");
+	fs_read_host(p, 100000, &before, NULL);
+	TEST_INTEQ(run(&c, &rep), 0);
+	TEST_CHECK(detail(&rep, "+addr: 10.0.0.99"));
+	free(after);
+	after = NULL;
+	fs_read_host(p, 100000, &after, NULL);
+	TEST_STREQ(after, before);
+	free(p);
+	report_free(&rep);
+	/* an override that is not an address is refused */
+	setenv("HPCINIT_ADDRESS", "not-an-ip", 1);
+	TEST_INTEQ(run(&c, &rep), -EINVAL);
+	report_free(&rep);
+
+	c.peers = peerset_free(c.peers);
+	free(before);
+	free(after);
+	{
+		const char *argv[] = { "rm", "-rf", root, NULL };
+		struct proc_result pr;
+
+		proc_run(argv, NULL, NULL, 10000, &pr);
+		proc_result_free(&pr);
+	}
+	TEST_EXIT();
+}

@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hostfile: nodeset folding (checked against the real clustershell
+ * `nodeset -e` when installed), rendering of every format, and the module on
+ * a fake root: files written once, a second run changes nothing, managed
+ * blocks keep the text around them, dropped formats are removed.
+ */
+#include "config.h"
+
+#include <sys/stat.h>
+
+#include "../../modules/hostfile.c"
+#include "proc.h"
+#include "test.h"
+
+static char root[] = "/tmp/hpcinit-test-hostfile.XXXXXX";
+static char s_glo[] = "glo", s_dir[] = "/etc/hpcinit";
+
+static void put(const char *rel, const char *text)
+{
+	char *p = fs_rooted(root, rel);
+	char *dir = xstrdup(p);
+	FILE *f;
+
+	*strrchr(dir, '/') = '\0';
+	for (char *q = dir + strlen(root) + 1; *q; q++)
+		if (*q == '/') {
+			*q = '\0';
+			mkdir(dir, 0755);
+			*q = '/';
+		}
+	mkdir(dir, 0755);
+	f = fopen(p, "w");
+	fputs(text, f);
+	fclose(f);
+	free(dir);
+	free(p);
+}
+
+static char *get(const char *rel)
+{
+	char *p = fs_rooted(root, rel), *t = NULL;
+
+	if (fs_read_host(p, FS_MAX_READ, &t, NULL) < 0)
+		t = NULL;
+	free(p);
+	return t;
+}
+
+/* Expand with the real nodeset and compare with the names, sorted. */
+static void check_nodeset(const char *const *names, size_t n, const char *folded)
+{
+	char *bin = proc_which("nodeset");
+	const char *argv[] = { "nodeset", "-S", "\\n", "-e", folded, NULL };
+	struct proc_result pr;
+	struct strbuf want = STRBUF_INIT;
+	const char **sorted;
+
+	if (!bin) {
+		printf("# nodeset not installed: expansion not cross-checked\n");
+		return;
+	}
+	argv[0] = bin;
+	TEST_INTEQ(proc_run(argv, NULL, NULL, 10000, &pr), 0);
+	TEST_INTEQ(pr.exit_code, 0);
+	sorted = xcalloc(n, sizeof(*sorted));
+	memcpy(sorted, names, n * sizeof(*sorted));
+	/* nodeset prints its own order; compare as sets via sorted lines from both */
+	{
+		struct strlist got = { 0 };
+		char *save = NULL;
+
+		for (char *tok = strtok_r(pr.out, "\n", &save); tok; tok = strtok_r(NULL, "\n", &save))
+			strlist_push(&got, tok);
+		TEST_INTEQ(got.n, n);
+		for (size_t i = 0; i < n; i++) {
+			bool found = false;
+
+			for (size_t j = 0; j < got.n && !found; j++)
+				found = strcmp(got.v[j], names[i]) == 0;
+			if (!found)
+				fprintf(stderr, "nodeset -e %s lacks %s\n", folded, names[i]);
+			TEST_CHECK(found);
+		}
+		strlist_free(&got);
+	}
+	free(sorted);
+	sb_free(&want);
+	proc_result_free(&pr);
+	free(bin);
+}
+
+static void fold_case(const char *const *names, size_t n, const char *want)
+{
+	char *f = nodeset_fold(names, n);
+
+	TEST_STREQ(f, want);
+	check_nodeset(names, n, f);
+	free(f);
+}
+
+static void test_fold(void)
+{
+	{
+		const char *v[] = { "node1", "node2", "node3", "node7" };
+
+		fold_case(v, 4, "node[1-3,7]");
+	}
+	{
+		const char *v[] = { "node10", "node9", "node1", "node2", "node11", "node100" };
+
+		fold_case(v, 6, "node[1-2,9-11,100]");
+	}
+	{
+		const char *v[] = { "node01", "node02", "node03", "node10", "node04" };
+
+		fold_case(v, 5, "node[01-04],node10");
+	}
+	{
+		const char *v[] = { "head", "node1", "login2", "node2" };
+
+		fold_case(v, 4, "head,login2,node[1-2]");
+	}
+	{
+		const char *v[] = { "198.18.1.2", "198.18.1.3", "198.18.1.10" };
+
+		fold_case(v, 3, "198.18.1.[2-3,10]");
+	}
+	{
+		const char *v[] = { "vm-a", "vm-b" };
+
+		fold_case(v, 2, "vm-a,vm-b");
+	}
+	{
+		const char *v[] = { "n5" };
+
+		fold_case(v, 1, "n5");
+	}
+	{
+		char *f = nodeset_fold(NULL, 0);
+
+		TEST_STREQ(f, "");
+		free(f);
+	}
+}
+
+static struct peerset *make_peers(void)
+{
+	struct peerset *s = xcalloc(1, sizeof(*s));
+	const char *names[] = { "node10", "node2", "head1" };
+
+	for (size_t i = 0; i < 3; i++) {
+		struct peer *p = peerset_add(s);
+
+		p->hostname = xstrdup(names[i]);
+		p->addr = xasprintf("10.0.0.%zu", 20 - i);
+		p->ipoib_addr = i == 0 ? NULL : xasprintf("172.16.0.%zu", 20 - i);
+		p->slots = (unsigned)(4 + i);
+		p->head = i == 2;
+	}
+	peerset_sort(s);
+	return s;
+}
+
+static void test_render(void)
+{
+	struct spec spec = { 0 };
+	struct peerset *s = make_peers();
+	struct strlist fb = { 0 };
+	struct hf_text t;
+
+	spec.cluster.name = s_glo;
+	spec.hostfile.address = HF_ADDR_HOSTNAME;
+	hostfile_render(&spec, s, &t, &fb);
+	TEST_STREQ(sb_str(&t.openmpi), "# hpcinit: cluster glo, 3 nodes; generated, do not edit\n"
+		   "head1 slots=6\nnode2 slots=5\nnode10 slots=4\n");
+	TEST_STREQ(sb_str(&t.mpich), "# hpcinit: cluster glo, 3 nodes; generated, do not edit\n"
+		   "head1:6\nnode2:5\nnode10:4\n");
+	TEST_STREQ(sb_str(&t.plain), "# hpcinit: cluster glo, 3 nodes; generated, do not edit\n"
+		   "head1\nnode2\nnode10\n");
+	TEST_STREQ(sb_str(&t.ompi_block), "head1 slots=6\nnode2 slots=5\nnode10 slots=4\n");
+	TEST_STREQ(t.group, "head1,node[2,10]");
+	TEST_INTEQ(fb.n, 0);
+	hf_text_free(&t);
+
+	spec.hostfile.address = HF_ADDR_IP;
+	hostfile_render(&spec, s, &t, &fb);
+	TEST_STREQ(sb_str(&t.mpich), "# hpcinit: cluster glo, 3 nodes; generated, do not edit\n"
+		   "10.0.0.18:6\n10.0.0.19:5\n10.0.0.20:4\n");
+	hf_text_free(&t);
+
+	spec.hostfile.address = HF_ADDR_IPOIB;
+	hostfile_render(&spec, s, &t, &fb);
+	TEST_STREQ(sb_str(&t.plain), "# hpcinit: cluster glo, 3 nodes; generated, do not edit\n"
+		   "172.16.0.18\n172.16.0.19\n10.0.0.20\n");
+	TEST_INTEQ(fb.n, 1);
+	TEST_STREQ(fb.v[0], "node10");
+	hf_text_free(&t);
+	strlist_free(&fb);
+	peerset_free(s);
+}
+
+static void test_module(void)
+{
+	struct spec spec = { 0 };
+	struct ctx c = { .spec = &spec, .root = root, .mode = RUN_APPLY };
+	struct report rep;
+	char *t;
+	struct stat st1, st2;
+	char *p1;
+
+	TEST_CHECK(mkdtemp(root) != NULL);
+	spec.cluster.name = s_glo;
+	spec.hostfile.present = true;
+	spec.hostfile.dir = s_dir;
+	spec.hostfile.formats = HF_OPENMPI | HF_MPICH | HF_PLAIN | HF_CLUSH;
+	spec.hostfile.address = HF_ADDR_HOSTNAME;
+	spec.hostfile.openmpi_default = true;
+
+	/* no peers: refused */
+	report_init(&rep);
+	TEST_INTEQ(hf_run(&c, &rep), -ENODATA);
+	TEST_INTEQ(rep.status, ST_FAILED);
+	report_free(&rep);
+
+	c.peers = make_peers();
+	put("/etc/openmpi/openmpi-default-hostfile", "# This is the default hostfile for Open MPI.\nuserhost slots=2\n");
+	put("/etc/clustershell/groups.d/local.cfg", "# local groups\nadm: example0\n");
+
+	/* check mode on an empty tree: drift, nothing written */
+	c.mode = RUN_CHECK;
+	report_init(&rep);
+	TEST_INTEQ(hf_run(&c, &rep), 0);
+	TEST_INTEQ(rep.status, ST_CHANGED);
+	TEST_CHECK(get("/etc/hpcinit/hostfile.openmpi") == NULL);
+	report_free(&rep);
+
+	c.mode = RUN_APPLY;
+	report_init(&rep);
+	TEST_INTEQ(hf_run(&c, &rep), 0);
+	TEST_INTEQ(rep.status, ST_CHANGED);
+	TEST_CHECK(strstr(rep.summary, "3 nodes") != NULL);
+	report_free(&rep);
+	t = get("/etc/hpcinit/hostfile.openmpi");
+	TEST_STREQ(t, "# hpcinit: cluster glo, 3 nodes; generated, do not edit\n"
+		   "head1 slots=6\nnode2 slots=5\nnode10 slots=4\n");
+	free(t);
+	t = get("/etc/clustershell/groups.d/hpcinit.yaml");
+	TEST_CHECK(t && strstr(t, "\nhpcinit:\n  glo: 'head1,node[2,10]'\n"));
+	free(t);
+	t = get("/etc/clustershell/groups.d/local.cfg");
+	TEST_STREQ(t, "# local groups\nadm: example0\n# BEGIN hpcinit glo\nglo: head1,node[2,10]\n"
+		   "# END hpcinit glo\n");
+	free(t);
+	t = get("/etc/openmpi/openmpi-default-hostfile");
+	TEST_STREQ(t, "# This is the default hostfile for Open MPI.\nuserhost slots=2\n"
+		   "# BEGIN hpcinit glo\nhead1 slots=6\nnode2 slots=5\nnode10 slots=4\n# END hpcinit glo\n");
+	free(t);
+
+	/* second run: nothing changes, mtimes kept */
+	p1 = fs_rooted(root, "/etc/hpcinit/hostfile.mpich");
+	TEST_INTEQ(stat(p1, &st1), 0);
+	report_init(&rep);
+	TEST_INTEQ(hf_run(&c, &rep), 0);
+	TEST_INTEQ(rep.status, ST_OK);
+	TEST_INTEQ(rep.changed.n, 0);
+	report_free(&rep);
+	TEST_INTEQ(stat(p1, &st2), 0);
+	TEST_CHECK(st1.st_mtim.tv_sec == st2.st_mtim.tv_sec && st1.st_mtim.tv_nsec == st2.st_mtim.tv_nsec);
+
+	/* check mode agrees: in sync */
+	c.mode = RUN_CHECK;
+	report_init(&rep);
+	TEST_INTEQ(hf_run(&c, &rep), 0);
+	TEST_INTEQ(rep.status, ST_OK);
+	report_free(&rep);
+	c.mode = RUN_APPLY;
+
+	/* a node leaves: files shrink */
+	peer_clear(&c.peers->v[2]);
+	c.peers->n = 2;
+	report_init(&rep);
+	TEST_INTEQ(hf_run(&c, &rep), 0);
+	TEST_INTEQ(rep.status, ST_CHANGED);
+	report_free(&rep);
+	t = get("/etc/hpcinit/hostfile.plain");
+	TEST_STREQ(t, "# hpcinit: cluster glo, 2 nodes; generated, do not edit\nhead1\nnode2\n");
+	free(t);
+
+	/* formats dropped from the spec: our files go, the user's stay */
+	put("/etc/hpcinit/hostfile.mine", "user file\n");
+	spec.hostfile.formats = HF_OPENMPI;
+	spec.hostfile.openmpi_default = false;
+	report_init(&rep);
+	TEST_INTEQ(hf_run(&c, &rep), 0);
+	report_free(&rep);
+	TEST_CHECK((t = get("/etc/hpcinit/hostfile.mpich")) == NULL);
+	free(t);
+	TEST_CHECK((t = get("/etc/clustershell/groups.d/hpcinit.yaml")) == NULL);
+	free(t);
+	t = get("/etc/clustershell/groups.d/local.cfg");
+	TEST_STREQ(t, "# local groups\nadm: example0\n");
+	free(t);
+	t = get("/etc/openmpi/openmpi-default-hostfile");
+	TEST_STREQ(t, "# This is the default hostfile for Open MPI.\nuserhost slots=2\n");
+	free(t);
+	t = get("/etc/hpcinit/hostfile.mine");
+	TEST_STREQ(t, "user file\n");
+	free(t);
+
+	c.peers = peerset_free(c.peers);
+	free(p1);
+	{
+		const char *argv[] = { "rm", "-rf", root, NULL };
+		struct proc_result pr;
+
+		proc_run(argv, NULL, NULL, 10000, &pr);
+		proc_result_free(&pr);
+	}
+}
+
+int main(void)
+{
+	test_fold();
+	test_render();
+	test_module();
+	TEST_EXIT();
+}

@@ -1,0 +1,430 @@
+/* SPDX-License-Identifier: MIT */
+/* record: natural sort, format/parse round trip, strictness, truncation, HMAC. */
+#include "config.h"
+
+#include <errno.h>
+
+#include "../../agent/record.c"
+#include <openssl/hmac.h>
+
+#include "sshkey.h"
+#include "test.h"
+
+static const char *const KEY1 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOv3e0Vn3R8wq5xwq0r1T2x1dKp0JmM0mXo1c9c1yqzA";
+static const char *const KEY2 = "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBP+u";
+
+static void fill(struct peer *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->hostname = xstrdup("node7");
+	p->addr = xstrdup("10.0.0.7");
+	p->ipoib_addr = xstrdup("172.16.0.7");
+	p->slots = 120;
+	p->head = false;
+	strlist_push(&p->host_keys, KEY1);
+	strlist_push(&p->host_keys, KEY2);
+	p->user_keys = xcalloc(1, sizeof(*p->user_keys));
+	p->user_keys[0].user = xstrdup("azureuser");
+	p->user_keys[0].key = xasprintf("%s azureuser@hpcinit", KEY1);
+	p->n_user_keys = 1;
+	p->version = xstrdup("0.1.0");
+	p->boot_id = xstrdup("0f3c1e2a-1111-2222-3333-444455556666");
+	p->updated = 1700000000;
+}
+
+static int parse_str(const char *t, const char *key, struct peer *p, char *err, size_t el)
+{
+	return record_parse(t, strlen(t), "glo", key, key ? strlen(key) : 0, p, err, el);
+}
+
+/* Replace the first occurrence of from with to; malloc'd. */
+static char *replace(const char *s, const char *from, const char *to)
+{
+	const char *at = strstr(s, from);
+
+	if (!at)
+		return xstrdup(s);
+	return xasprintf("%.*s%s%s", (int)(at - s), s, to, at + strlen(from));
+}
+
+static void test_natural(void)
+{
+	TEST_CHECK(natural_cmp("node2", "node10") < 0);
+	TEST_CHECK(natural_cmp("node10", "node2") > 0);
+	TEST_CHECK(natural_cmp("node10", "node10") == 0);
+	TEST_CHECK(natural_cmp("node01", "node2") < 0);
+	TEST_CHECK(natural_cmp("node01", "node1") != 0);         /* total order */
+	TEST_CHECK(natural_cmp("node1", "node1a") < 0);
+	TEST_CHECK(natural_cmp("a", "b") < 0);
+	TEST_CHECK(natural_cmp("rack2-node10", "rack10-node1") < 0);
+	TEST_CHECK(natural_cmp("10.0.0.9", "10.0.0.10") < 0);
+	TEST_CHECK(natural_cmp("node", "node1") < 0);
+	TEST_CHECK(natural_cmp("", "a") < 0);
+	TEST_CHECK(natural_cmp("node99999999999999999999", "node100000000000000000000") < 0);
+}
+
+static void test_sort(void)
+{
+	struct peerset *s = xcalloc(1, sizeof(*s));
+	const char *names[] = { "node10", "node2", "head9", "node1", "node100", "login1" };
+
+	for (size_t i = 0; i < 6; i++) {
+		struct peer *p = peerset_add(s);
+
+		p->hostname = xstrdup(names[i]);
+		p->addr = xstrdup("10.0.0.1");
+		p->head = strcmp(names[i], "head9") == 0;
+	}
+	for (int i = 0; i < 40; i++) {      /* grow past a few capacity doublings */
+		struct peer *p = peerset_add(s);
+
+		p->hostname = xasprintf("zz%d", 40 - i);
+		p->addr = xstrdup("10.0.0.2");
+	}
+	peerset_sort(s);
+	TEST_INTEQ(s->n, 46);
+	TEST_STREQ(s->v[0].hostname, "head9");
+	TEST_STREQ(s->v[1].hostname, "login1");
+	TEST_STREQ(s->v[2].hostname, "node1");
+	TEST_STREQ(s->v[3].hostname, "node2");
+	TEST_STREQ(s->v[4].hostname, "node10");
+	TEST_STREQ(s->v[5].hostname, "node100");
+	TEST_STREQ(s->v[6].hostname, "zz1");
+	TEST_STREQ(s->v[45].hostname, "zz40");
+	peerset_free(s);
+}
+
+static void test_hostname(void)
+{
+	TEST_CHECK(record_hostname_valid("node1"));
+	TEST_CHECK(record_hostname_valid("vmss-hpc_000001.internal"));
+	TEST_CHECK(!record_hostname_valid(""));
+	TEST_CHECK(!record_hostname_valid("."));
+	TEST_CHECK(!record_hostname_valid(".."));
+	TEST_CHECK(!record_hostname_valid("../etc"));
+	TEST_CHECK(!record_hostname_valid("a/b"));
+	TEST_CHECK(!record_hostname_valid("a..b"));
+	TEST_CHECK(!record_hostname_valid("-rf"));
+	TEST_CHECK(!record_hostname_valid("a b"));
+	TEST_CHECK(!record_hostname_valid("a:1"));
+}
+
+static void test_roundtrip(void)
+{
+	struct peer p, q;
+	char err[160];
+	char *t;
+
+	fill(&p);
+	t = record_format(&p, "glo", NULL, 0);
+	TEST_CHECK(strncmp(t, "# hpcinit peer record", 21) == 0);
+	TEST_CHECK(strstr(t, "\nhostname: node7\n") != NULL);
+	TEST_CHECK(strstr(t, "\n  - user: azureuser\n    key: ssh-ed25519 ") != NULL);
+	TEST_CHECK(strlen(t) > 4 && strcmp(t + strlen(t) - 4, "...\n") == 0);
+	TEST_INTEQ(parse_str(t, NULL, &q, err, sizeof(err)), 0);
+	TEST_STREQ(q.hostname, "node7");
+	TEST_STREQ(q.addr, "10.0.0.7");
+	TEST_STREQ(q.ipoib_addr, "172.16.0.7");
+	TEST_INTEQ(q.slots, 120);
+	TEST_CHECK(!q.head);
+	TEST_INTEQ(q.host_keys.n, 2);
+	TEST_STREQ(q.host_keys.v[1], KEY2);
+	TEST_INTEQ(q.n_user_keys, 1);
+	TEST_STREQ(q.user_keys[0].user, "azureuser");
+	TEST_CHECK(strstr(q.user_keys[0].key, "azureuser@hpcinit") != NULL);
+	TEST_STREQ(q.version, "0.1.0");
+	TEST_STREQ(q.boot_id, "0f3c1e2a-1111-2222-3333-444455556666");
+	TEST_INTEQ(q.updated, 1700000000);
+	/* format(parse(format(p))) == format(p) */
+	{
+		char *t2 = record_format(&q, "glo", NULL, 0);
+
+		TEST_STREQ(t2, t);
+		free(t2);
+	}
+	peer_clear(&q);
+	free(t);
+
+	/* empty lists and no optional fields */
+	free(p.ipoib_addr);
+	p.ipoib_addr = NULL;
+	free(p.boot_id);
+	p.boot_id = NULL;
+	strlist_free(&p.host_keys);
+	free(p.user_keys[0].user);
+	free(p.user_keys[0].key);
+	p.n_user_keys = 0;
+	p.head = true;
+	t = record_format(&p, "glo", NULL, 0);
+	TEST_CHECK(strstr(t, "host_keys: []\n") != NULL);
+	TEST_INTEQ(parse_str(t, NULL, &q, err, sizeof(err)), 0);
+	TEST_CHECK(q.head);
+	TEST_CHECK(q.ipoib_addr == NULL);
+	TEST_INTEQ(q.host_keys.n, 0);
+	peer_clear(&q);
+	free(t);
+	peer_clear(&p);
+}
+
+static void test_hmac(void)
+{
+	char mac[RECORD_HMAC_HEX + 1], err[160];
+	struct peer p, q;
+	char *t, *bad;
+	const char *key = "0123456789abcdef0123456789abcdef";
+
+	/* RFC 4231 test case 2 */
+	TEST_INTEQ(record_hmac("Jefe", 4, "what do ya want for nothing?", 28, mac), 0);
+	TEST_STREQ(mac, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+
+	fill(&p);
+	t = record_format(&p, "glo", key, strlen(key));
+	TEST_CHECK(strstr(t, "\nhmac: ") != NULL);
+	TEST_INTEQ(parse_str(t, key, &q, err, sizeof(err)), 0);
+	peer_clear(&q);
+	/* readable without the secret too (the hmac is just not checked) */
+	TEST_INTEQ(parse_str(t, NULL, &q, err, sizeof(err)), 0);
+	peer_clear(&q);
+	/* another secret */
+	TEST_INTEQ(parse_str(t, "another-secret-of-16+bytes", &q, err, sizeof(err)), -EKEYREJECTED);
+	TEST_CHECK(strstr(err, "HMAC does not match") != NULL);
+	/* one byte changed in the body */
+	bad = replace(t, "slots: 120", "slots: 121");
+	TEST_INTEQ(parse_str(bad, key, &q, err, sizeof(err)), -EKEYREJECTED);
+	free(bad);
+	/* an added host key */
+	bad = replace(t, "host_keys:\n", "host_keys:\n  - ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIattackerattackerattacker\n");
+	TEST_INTEQ(parse_str(bad, key, &q, err, sizeof(err)), -EKEYREJECTED);
+	free(bad);
+	/* hmac removed */
+	{
+		char *h = strstr(t, "hmac: ");
+
+		bad = xasprintf("%.*s...\n", (int)(h - t), t);
+		TEST_INTEQ(parse_str(bad, key, &q, err, sizeof(err)), -ENOKEY);
+		TEST_CHECK(strstr(err, "no hmac") != NULL);
+		free(bad);
+	}
+	/* hmac not last */
+	bad = replace(t, "...\n", "zzz: 1\n...\n");
+	TEST_INTEQ(parse_str(bad, key, &q, err, sizeof(err)), -EBADMSG);
+	free(bad);
+	/* uppercase hex is not the canonical form */
+	{
+		char *h = strstr(t, "hmac: ") + 6;
+
+		bad = xstrdup(t);
+		for (char *x = bad + (h - t); *x != '\n'; x++)
+			if (*x >= 'a' && *x <= 'f')
+				*x = (char)(*x - 'a' + 'A');
+		TEST_INTEQ(parse_str(bad, key, &q, err, sizeof(err)), -EBADMSG);
+		free(bad);
+	}
+	free(t);
+	peer_clear(&p);
+}
+
+static void test_truncation(void)
+{
+	struct peer p, q;
+	char err[160];
+	char *t;
+	size_t len;
+	int accepted = 0, truncated = 0;
+
+	fill(&p);
+	t = record_format(&p, "glo", "0123456789abcdef", 16);
+	len = strlen(t);
+	/* Every proper prefix is refused; a cut before the marker says "truncated". */
+	for (size_t i = 0; i < len; i++) {
+		int r = record_parse(t, i, "glo", "0123456789abcdef", 16, &q, err, sizeof(err));
+
+		if (r == 0) {
+			accepted++;
+			peer_clear(&q);
+		}
+		if (r == -ENODATA)
+			truncated++;
+	}
+	TEST_INTEQ(accepted, 0);
+	TEST_INTEQ(truncated, (long long)len);
+	TEST_INTEQ(record_parse(t, len - 4, "glo", NULL, 0, &q, err, sizeof(err)), -ENODATA);
+	TEST_CHECK(strstr(err, "truncated") != NULL);
+	free(t);
+	peer_clear(&p);
+}
+
+static void test_strict(void)
+{
+	struct peer p, q;
+	char err[160];
+	char *t, *bad;
+	static const struct {
+		const char *from, *to;
+		int want;
+		const char *msg;
+	} cases[] = {
+		{ "hostname: node7", "hostname: ../../etc/passwd", -EBADMSG, "invalid hostname" },
+		{ "hostname: node7", "hostname: node7\nhostname: node8", -EBADMSG, "duplicate key" },
+		{ "addr: 10.0.0.7", "addr: 10.0.0.300", -EBADMSG, "not an IP" },
+		{ "addr: 10.0.0.7", "addr: '10.0.0.7'", -EBADMSG, "quoted" },
+		{ "slots: 120", "slots: 0", -EBADMSG, "slots" },
+		{ "slots: 120", "slots: 012", -EBADMSG, "slots" },
+		{ "slots: 120", "slots: 99999999999999999999999", -EBADMSG, "slots" },
+		{ "slots: 120", "slots: -1", -EBADMSG, "slots" },
+		{ "role: compute", "role: boss", -EBADMSG, "role" },
+		{ "format: 1", "format: 2", -EBADMSG, "not supported" },
+		{ "cluster: glo", "cluster: other", -EXDEV, "other" },
+		{ "updated: 1700000000", "updated: soon", -EBADMSG, "updated" },
+		{ "  - ssh-ed25519", "  - ssh-ed25519 AAAA$(reboot) x\n  - ssh-ed25519", -EBADMSG, "host key" },
+		{ "  - user: azureuser", "  - user: bad/user", -EBADMSG, "user name" },
+		{ "    key: ssh-ed25519", "    kee: ssh-ed25519", -EBADMSG, "without" },
+		{ "role: compute", "role:compute", -EBADMSG, "space" },
+		{ "role: compute", "role:  compute", -EBADMSG, "space" },
+		{ "role: compute", "\trole: compute", -EBADMSG, "tab" },
+		{ "role: compute", "role: compute\r", -EBADMSG, "carriage" },
+		{ "role: compute", "  role: compute", -EBADMSG, "indented" },
+		{ "role: compute", "role compute", -EBADMSG, "key: value" },
+		{ "addr: 10.0.0.7\n", "", -EBADMSG, "addr is missing" },
+		{ "...\n", "...\nmore: 1\n...\n", -EBADMSG, "after the end" },
+		{ "version: 0.1.0", "version: 0.1.0 # comment", -EBADMSG, "quoted" },
+	};
+
+	for (int f = 0; f < F_COUNT; f++)
+		TEST_INTEQ(field_lens[f], strlen(field_names[f]));
+	fill(&p);
+	t = record_format(&p, "glo", NULL, 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int r;
+
+		bad = replace(t, cases[i].from, cases[i].to);
+		TEST_CHECK(strcmp(bad, t) != 0);
+		r = parse_str(bad, NULL, &q, err, sizeof(err));
+		if (r == 0)
+			peer_clear(&q);
+		TEST_INTEQ(r, cases[i].want);
+		if (!strstr(err, cases[i].msg))
+			fprintf(stderr, "case %zu: message \"%s\" lacks \"%s\"\n", i, err, cases[i].msg);
+		TEST_CHECK(strstr(err, cases[i].msg) != NULL);
+		free(bad);
+	}
+	/* a newer agent's extra field is skipped */
+	bad = replace(t, "role: compute", "role: compute\nvm_id: 1234-abcd\nzone: 2");
+	TEST_INTEQ(parse_str(bad, NULL, &q, err, sizeof(err)), 0);
+	peer_clear(&q);
+	free(bad);
+	/* comments and blank lines are fine */
+	bad = replace(t, "role: compute", "# note\n\nrole: compute");
+	TEST_INTEQ(parse_str(bad, NULL, &q, err, sizeof(err)), 0);
+	peer_clear(&q);
+	free(bad);
+	/* NUL byte */
+	bad = xstrdup(t);
+	bad[10] = '\0';
+	TEST_INTEQ(record_parse(bad, strlen(t), "glo", NULL, 0, &q, err, sizeof(err)), -EBADMSG);
+	free(bad);
+	/* too large */
+	{
+		size_t n = RECORD_MAX_BYTES + 10;
+		char *big = xmalloc(n);
+
+		memset(big, '#', n);
+		TEST_INTEQ(record_parse(big, n, "glo", NULL, 0, &q, err, sizeof(err)), -EFBIG);
+		free(big);
+	}
+	/* too many host keys */
+	{
+		struct strbuf sb = STRBUF_INIT;
+
+		for (int i = 0; i <= RECORD_MAX_KEYS; i++)
+			sb_printf(&sb, "  - %s\n", KEY1);
+		bad = replace(t, "host_keys:\n", "host_keys:\n");
+		free(bad);
+		bad = xasprintf("%.*shost_keys:\n%s%s", (int)(strstr(t, "host_keys:") - t), t, sb_str(&sb),
+				strstr(t, "user_keys:"));
+		TEST_INTEQ(parse_str(bad, NULL, &q, err, sizeof(err)), -EBADMSG);
+		TEST_CHECK(strstr(err, "more than") != NULL);
+		free(bad);
+		sb_free(&sb);
+	}
+	/* no error buffer is fine */
+	TEST_INTEQ(record_parse("x", 1, "glo", NULL, 0, &q, NULL, 0), -ENODATA);
+	free(t);
+	peer_clear(&p);
+}
+
+/* key_span accepts exactly what sshkey_canonical (the publisher's side) produces. */
+static void test_key_span(void)
+{
+	static const char *const lines[] = {
+		"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOv3e0Vn3R8wq5xwq0r1",
+		"ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAI",
+		"sk-ssh-ed25519@openssh.com AAAAGnNrLXNzaC1lZDI1NTE5QG9wZW5zc2guY29t",
+		"ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABgQC+/=",
+		"ssh-ed25519 AAAA",                     /* base64 too short */
+		"ssh-dss",                              /* no key */
+		"rsa AAAAB3NzaC1yc2EAAAADAQABAAABgQC",  /* unknown type prefix */
+		"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAA$",  /* bad base64 char */
+		"SSH-ED25519 AAAAC3NzaC1lZDI1NTE5AAAAIOv3",
+		"ssh-ed25519  AAAAC3NzaC1lZDI1NTE5AAAAIOv3", /* two spaces */
+		"ssh_ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOv3",
+	};
+
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		char *canon = sshkey_canonical(lines[i]);
+		size_t k = key_span(lines[i], strlen(lines[i]));
+		/* whole line accepted <=> the publisher's canonical form is the line itself */
+		bool same = (k == strlen(lines[i])) == (canon && strcmp(canon, lines[i]) == 0);
+
+		if (!same)
+			fprintf(stderr, "key_span disagrees with sshkey_canonical on \"%s\"\n", lines[i]);
+		TEST_CHECK(same);
+		free(canon);
+	}
+	TEST_INTEQ(key_span("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAA user@h", 44), 36);
+	{
+		char *k = user_key_clean("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAA user@h", 43);
+
+		TEST_STREQ(k, "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAA user@h");
+		free(k);
+		k = user_key_clean("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAA odd:comment!", 49);
+		TEST_STREQ(k, "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAA");
+		free(k);
+	}
+}
+
+/* The cached HMAC equals a plain HMAC() for short, block-sized and long keys. */
+static void test_hmac_cache(void)
+{
+	static const size_t lens[] = { 1, 16, 63, 64, 65, 200, 4096 };
+	char *key = xmalloc(4096), mac[RECORD_HMAC_HEX + 1], want[RECORD_HMAC_HEX + 1];
+	const char *data = "the quick brown fox";
+
+	for (size_t i = 0; i < 4096; i++)
+		key[i] = (char)(i * 7 + 3);
+	for (int round = 0; round < 2; round++)
+		for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+			unsigned char md[32];
+			unsigned int ml = 0;
+
+			HMAC(EVP_sha256(), key, (int)lens[i], (const unsigned char *)data, strlen(data), md, &ml);
+			hex(want, md, ml);
+			TEST_INTEQ(record_hmac(key, lens[i], data, strlen(data), mac), 0);
+			TEST_STREQ(mac, want);
+		}
+	free(key);
+}
+
+int main(void)
+{
+	test_key_span();
+	test_hmac_cache();
+	test_natural();
+	test_sort();
+	test_hostname();
+	test_roundtrip();
+	test_hmac();
+	test_truncation();
+	test_strict();
+	TEST_EXIT();
+}
