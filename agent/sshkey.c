@@ -6,6 +6,9 @@
 #include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <libssh/libssh.h>
 
@@ -94,6 +97,69 @@ int sshkey_host_pubkeys(const struct ctx *c, struct strlist *ret)
 	return 0;
 }
 
+int sshkey_check_path(const struct ctx *c, struct report *r, const char *path,
+		      bool want_dir, uid_t uid)
+{
+	char *hp = ctx_path(c, path);
+	const char *what = want_dir ? "directory" : "file";
+	struct stat st;
+	int ret = 0;
+
+	if (lstat(hp, &st) < 0) {
+		ret = errno == ENOENT ? 0 : -errno;
+		if (ret < 0)
+			report_detail(r, "%s: %s", path, strerror(-ret));
+	} else if (S_ISLNK(st.st_mode)) {
+		report_detail(r, "%s: is a symbolic link; refusing to follow it "
+			      "(replace it with a real %s owned by the user)", path, what);
+		ret = -ELOOP;
+	} else if (want_dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) {
+		report_detail(r, "%s: is not a %s; move it away", path, what);
+		ret = -EEXIST;
+	} else if (st.st_uid != uid) {
+		report_detail(r, "%s: owned by uid %u, not by its user (uid %u); sshd's StrictModes "
+			      "rejects it: chown it to the user after checking its content",
+			      path, (unsigned)st.st_uid, (unsigned)uid);
+		ret = -EPERM;
+	} else if (st.st_mode & 022) {
+		report_detail(r, "%s: writable by group or others (mode %04o); sshd's StrictModes "
+			      "rejects it and its content cannot be trusted: check it, then chmod go-w",
+			      path, (unsigned)(st.st_mode & 07777));
+		ret = -EPERM;
+	}
+	free(hp);
+	return ret;
+}
+
+bool sshkey_fsid_user(const struct ctx *c, const char *home, uid_t uid, gid_t gid)
+{
+	char *hh, *hs;
+	struct stat st;
+	bool owns;
+
+	if (geteuid() != 0 || uid == 0)
+		return false;
+	hh = ctx_path(c, home);
+	hs = xasprintf("%s/.ssh", hh);
+	owns = (lstat(hh, &st) == 0 && st.st_uid == uid) || (lstat(hs, &st) == 0 && st.st_uid == uid);
+	free(hh);
+	free(hs);
+	if (!owns)
+		return false;
+	/* Group first: after setfsuid the capability to pick any gid is gone. */
+	setfsgid(gid);
+	setfsuid(uid);
+	return true;
+}
+
+void sshkey_fsid_restore(bool switched)
+{
+	if (!switched)
+		return;
+	setfsuid(0);
+	setfsgid(0);
+}
+
 int sshkey_ensure_user(struct ctx *c, struct report *r, const char *user,
 		       enum key_type type, char **ret_pub)
 {
@@ -103,6 +169,7 @@ int sshkey_ensure_user(struct ctx *c, struct report *r, const char *user,
 	char *home = NULL, *sshdir = NULL, *priv = NULL, *pub = NULL, *text = NULL;
 	char *b64 = NULL, *privtxt = NULL, *line = NULL;
 	ssh_key key = NULL;
+	bool as_user = false;
 	uid_t uid;
 	gid_t gid;
 	int ret;
@@ -116,6 +183,19 @@ int sshkey_ensure_user(struct ctx *c, struct report *r, const char *user,
 	sshdir = xasprintf("%s/.ssh", strcmp(home, "/") == 0 ? "" : home);
 	priv = xasprintf("%s/%s", sshdir, key_file(type));
 	pub = xasprintf("%s.pub", priv);
+	if (!fs_exists(c, home)) {
+		/* Creating it here would leave a root-owned home (and defeat pam_mkhomedir). */
+		report_detail(r, "user %s: home directory %s does not exist; create it "
+			      "(useradd -m, cloud-init users:) before hpcinit runs", user, home);
+		ret = -ENOENT;
+		goto out;
+	}
+	ret = sshkey_check_path(c, r, sshdir, true, uid);
+	if (ret == 0)
+		ret = sshkey_check_path(c, r, priv, false, uid);
+	if (ret < 0)
+		goto out;
+	as_user = sshkey_fsid_user(c, home, uid, gid);
 	ret = fs_mkdir_p(c, r, sshdir, 0700, uid, gid);
 	if (ret < 0)
 		goto out;
@@ -167,6 +247,7 @@ int sshkey_ensure_user(struct ctx *c, struct report *r, const char *user,
 	line = NULL;
 	ret = 0;
 out:
+	sshkey_fsid_restore(as_user);
 	if (privtxt) {
 		explicit_bzero(privtxt, strlen(privtxt));
 		ssh_string_free_char(privtxt);

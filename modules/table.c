@@ -11,7 +11,9 @@ extern const struct module kernel_module;
 extern const struct module rdma_module;
 extern const struct module nfs_module;
 extern const struct module discovery_module;
+extern const struct module ssh_module;
 extern const struct module hostfile_module;
+extern const struct module mpi_module;
 
 const struct module *const module_table[] = {
 	&memlock_module,
@@ -19,7 +21,9 @@ const struct module *const module_table[] = {
 	&rdma_module,
 	&nfs_module,
 	&discovery_module,
+	&ssh_module,
 	&hostfile_module,
+	&mpi_module,
 	NULL,
 };
 

@@ -1,0 +1,606 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mpi: the MPI fabric profile (/etc/profile.d/hpcinit-mpi.sh) and the
+ * cluster verification (hpcinit-mpiverify under mpirun).
+ *
+ * Fabric: RDMA when the spec has an rdma section and sysfs shows an
+ * active port of a device matching rdma.devices with the wanted link
+ * layer; then Open MPI uses UCX on those ports.  Otherwise TCP, limited to
+ * cluster.network for both MPI traffic and Open MPI's launch channel.
+ * The same settings go into the profile and onto verify's mpirun line
+ * (remote daemons started over ssh do not read profile.d).
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fsutil.h"
+#include "hpcinit.h"
+#include "mpi.h"
+#include "proc.h"
+#include "record.h"
+
+#define PROFILE_PATH "/etc/profile.d/hpcinit-mpi.sh"
+#define PROFILE_MAGIC "# hpcinit (mpi module)"
+#define VERIFY_DEFAULT_MS (2 * 60 * 1000)
+#define VERIFY_RUN_MAX_MS (5 * 60 * 1000)
+#define IB_MAX_DEVICES 64
+
+struct mca {
+	const char *name;       /* OMPI_MCA_<name> in the profile, --mca <name> on mpirun */
+	char *value;
+};
+
+/* The fabric settings, shared by the profile and verify's mpirun line. */
+struct fabric {
+	bool rdma;
+	char *what;             /* one line for humans */
+	struct mca mca[4];
+	size_t n_mca;
+	char *ucx_devices;      /* UCX_NET_DEVICES, NULL on TCP */
+	char *ucx_pkey;         /* UCX_IB_PKEY, NULL when unknown */
+};
+
+static void fabric_free(struct fabric *f)
+{
+	free(f->what);
+	for (size_t i = 0; i < f->n_mca; i++)
+		free(f->mca[i].value);
+	free(f->ucx_devices);
+	free(f->ucx_pkey);
+	memset(f, 0, sizeof(*f));
+}
+
+static void mca_set(struct fabric *f, const char *name, const char *value)
+{
+	f->mca[f->n_mca].name = name;
+	f->mca[f->n_mca].value = xstrdup(value);
+	f->n_mca++;
+}
+
+/* Values go into a shell file: accept only what device names are made of. */
+static bool safe_token(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || *s == '_' || *s == '-' || *s == '.'))
+			return false;
+	return true;
+}
+
+/* First line of /sys/class/infiniband/<dev>/ports/<port>/<attr>, or NULL. */
+static char *port_attr(const struct ctx *c, const char *dev, const char *port, const char *attr)
+{
+	char *path = xasprintf("/sys/class/infiniband/%s/ports/%s/%s", dev, port, attr);
+	char *text = NULL;
+
+	if (fs_read(c, path, &text, NULL) < 0) {
+		free(path);
+		return NULL;
+	}
+	free(path);
+	text[strcspn(text, "\n")] = '\0';
+	return text;
+}
+
+static bool want_link(const struct spec *s, const char *ll)
+{
+	switch (s->rdma.link_layer) {
+	case LINK_INFINIBAND:
+		return strcmp(ll, "InfiniBand") == 0;
+	case LINK_ETHERNET:
+		return strcmp(ll, "Ethernet") == 0;
+	case LINK_ANY:
+		break;
+	}
+	return true;
+}
+
+/* Largest P_Key of a port: Azure's tenant partition (pkeys/0 or pkeys/1). */
+static void port_pkey(const struct ctx *c, const char *dev, const char *port, unsigned long *best)
+{
+	for (int i = 0; i < 2; i++) {
+		char *path = xasprintf("/sys/class/infiniband/%s/ports/%s/pkeys/%d", dev, port, i);
+		char *text = NULL, *end;
+		unsigned long v;
+
+		if (fs_read(c, path, &text, NULL) == 0) {
+			errno = 0;
+			v = strtoul(text, &end, 0);
+			if (!errno && end != text && v <= 0xffff && (v & 0x7fff) && v > *best)
+				*best = v;
+		}
+		free(text);
+		free(path);
+	}
+}
+
+/* Active RDMA ports "dev:port" matching the spec, from <root>/sys/class/infiniband. */
+static void rdma_ports(const struct ctx *c, struct strlist *ret, unsigned long *ret_pkey)
+{
+	const struct spec *s = c->spec;
+	char *dir = ctx_path(c, "/sys/class/infiniband");
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	struct strlist devs = { 0 };
+
+	free(dir);
+	if (!d)
+		return;
+	while ((de = readdir(d)) && devs.n < IB_MAX_DEVICES)
+		if (de->d_name[0] != '.' && safe_token(de->d_name) &&
+		    fnmatch(s->rdma.devices ? s->rdma.devices : "mlx5_ib*", de->d_name, 0) == 0)
+			strlist_push(&devs, de->d_name);
+	closedir(d);
+	/* readdir order is arbitrary: sort for a stable profile. */
+	for (size_t i = 1; i < devs.n; i++)
+		for (size_t j = i; j > 0 && strcmp(devs.v[j - 1], devs.v[j]) > 0; j--) {
+			char *t = devs.v[j];
+
+			devs.v[j] = devs.v[j - 1];
+			devs.v[j - 1] = t;
+		}
+	for (size_t i = 0; i < devs.n; i++) {
+		char *pdir = xasprintf("/sys/class/infiniband/%s/ports", devs.v[i]);
+		char *hp = ctx_path(c, pdir);
+		DIR *pd = opendir(hp);
+
+		free(pdir);
+		free(hp);
+		if (!pd)
+			continue;
+		while ((de = readdir(pd))) {
+			char *ll, *state;
+
+			if (de->d_name[0] == '.' || !safe_token(de->d_name))
+				continue;
+			ll = port_attr(c, devs.v[i], de->d_name, "link_layer");
+			state = port_attr(c, devs.v[i], de->d_name, "state");
+			if (ll && state && strstr(state, "ACTIVE") && want_link(s, ll)) {
+				char *p = xasprintf("%s:%s", devs.v[i], de->d_name);
+
+				strlist_push(ret, p);
+				free(p);
+				port_pkey(c, devs.v[i], de->d_name, ret_pkey);
+			}
+			free(ll);
+			free(state);
+		}
+		closedir(pd);
+	}
+	strlist_free(&devs);
+}
+
+static void fabric_detect(const struct ctx *c, struct fabric *f)
+{
+	const struct spec *s = c->spec;
+	struct strlist ports = { 0 };
+	unsigned long pkey = 0;
+
+	memset(f, 0, sizeof(*f));
+	if (s->rdma.present)
+		rdma_ports(c, &ports, &pkey);
+	if (ports.n) {
+		struct strbuf sb = STRBUF_INIT;
+
+		for (size_t i = 0; i < ports.n; i++)
+			sb_printf(&sb, "%s%s", i ? "," : "", ports.v[i]);
+		f->rdma = true;
+		f->ucx_devices = sb_steal(&sb);
+		if (pkey)
+			f->ucx_pkey = xasprintf("0x%04lx", pkey);
+		f->what = xasprintf("rdma: UCX on %s", f->ucx_devices);
+		mca_set(f, "pml", "ucx");
+		mca_set(f, "btl", "^vader,tcp,openib,uct");
+	} else {
+		f->what = s->cluster.has_network ?
+			  xasprintf("ethernet: TCP over %s", s->cluster.network.text) :
+			  xstrdup("ethernet: TCP on every interface (no cluster.network)");
+		mca_set(f, "pml", "ob1");
+		mca_set(f, "btl", "tcp,self,vader");
+		if (s->cluster.has_network)
+			mca_set(f, "btl_tcp_if_include", s->cluster.network.text);
+	}
+	if (s->cluster.has_network)
+		mca_set(f, "oob_tcp_if_include", s->cluster.network.text);
+	strlist_free(&ports);
+}
+
+static char *profile_render(const struct spec *s, const struct fabric *f)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	sb_printf(&sb, PROFILE_MAGIC ": MPI settings for cluster %s.\n"
+		  "# Fabric %s.\n"
+		  "# Rebuilt on every run; edits are replaced.  Override per job with mpirun --mca.\n",
+		  s->cluster.name, f->what);
+	for (size_t i = 0; i < f->n_mca; i++)
+		sb_printf(&sb, "export OMPI_MCA_%s=%s\n", f->mca[i].name, f->mca[i].value);
+	if (f->ucx_devices)
+		sb_printf(&sb, "export UCX_NET_DEVICES=%s\n", f->ucx_devices);
+	if (f->ucx_pkey)
+		sb_printf(&sb, "export UCX_IB_PKEY=%s\n", f->ucx_pkey);
+	return sb_steal(&sb);
+}
+
+static int profile_converge(struct ctx *c, struct report *r, const struct fabric *f)
+{
+	char *text = NULL;
+	int ret;
+
+	if (!c->spec->mpi.profile) {
+		/* Turned off: remove the file only if it is ours. */
+		if (fs_read(c, PROFILE_PATH, &text, NULL) == 0 &&
+		    strncmp(text, PROFILE_MAGIC, strlen(PROFILE_MAGIC)) == 0)
+			ret = fs_remove(c, r, PROFILE_PATH);
+		else
+			ret = 0;
+		free(text);
+		return ret;
+	}
+	text = profile_render(c->spec, f);
+	ret = 0;
+	if (!fs_exists(c, "/etc/profile.d"))
+		ret = fs_mkdir_p(c, r, "/etc/profile.d", 0755, 0, 0);
+	if (ret >= 0)
+		ret = fs_write(c, r, PROFILE_PATH, text, strlen(text), 0644, 0, 0);
+	free(text);
+	return ret;
+}
+
+/* ---- verify ---- */
+
+/* Value of key=... in a "k=v k=v" line, malloc'd, or NULL. */
+static char *field(const char *line, const char *key)
+{
+	size_t kl = strlen(key);
+
+	for (const char *p = line; p && *p;) {
+		p += strspn(p, " ");
+		if (strncmp(p, key, kl) == 0 && p[kl] == '=')
+			return xstrndup(p + kl + 1, strcspn(p + kl + 1, " \n"));
+		p = strchr(p, ' ');
+	}
+	return NULL;
+}
+
+static int count_hosts(const char *text)
+{
+	int n = 0;
+
+	for (const char *p = text; p && *p;) {
+		const char *q = p + strspn(p, " \t");
+
+		if (*q && *q != '#' && *q != '\n')
+			n++;
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+	return n;
+}
+
+/*
+ * Turn the verify program's output into details and a summary.  Returns
+ * 1 when a result line was found (the run happened), 0 when not.
+ */
+static int verify_parse(struct report *r, const char *out, double limit)
+{
+	int hellos = 0, pairs = 0, found = 0;
+
+	for (const char *p = out; p && *p;) {
+		const char *nl = strchr(p, '\n');
+		char *line = xstrndup(p, nl ? (size_t)(nl - p) : strlen(p));
+
+		p = nl ? nl + 1 : NULL;
+		if (strncmp(line, "hello ", 6) == 0) {
+			hellos++;
+		} else if (strncmp(line, "pair ", 5) == 0) {
+			char *hosts = field(line, "hosts"), *lat = field(line, "latency_us");
+			char *bw = field(line, "bw_MiBps");
+			char *comma = hosts ? strchr(hosts, ',') : NULL;
+
+			if (comma)
+				*comma = '\0';
+			report_detail(r, "pair %s <-> %s: latency %s us, bandwidth %s MiB/s",
+				      hosts ? hosts : "?", comma ? comma + 1 : "?", lat ? lat : "?",
+				      bw ? bw : "?");
+			pairs++;
+			free(hosts);
+			free(lat);
+			free(bw);
+		} else if (strncmp(line, "result ", 7) == 0) {
+			char *st = field(line, "status"), *nodes = field(line, "nodes");
+			char *maxl = field(line, "max_latency_us"), *slowest = field(line, "slowest");
+			char *minbw = field(line, "min_bw_MiBps"), *host = field(line, "host");
+			char *comma = slowest ? strchr(slowest, ',') : NULL;
+
+			if (comma)
+				*comma = '\0';
+			found = 1;
+			if (st && strcmp(st, "slow") == 0)
+				report_set(r, ST_FAILED, "slow pair %s <-> %s: latency %s us is above "
+					   "max_latency_us %g", slowest, comma ? comma + 1 : "?",
+					   maxl ? maxl : "?", limit);
+			else if (st && strcmp(st, "error") == 0)
+				report_set(r, ST_FAILED, "two ranks ran on %s: the hostfile lists it "
+					   "twice or mpirun did not map by node", host ? host : "?");
+			else if (pairs == 0)
+				report_set(r, ST_OK, "%s node answered (no pair to measure)",
+					   nodes ? nodes : "1");
+			else
+				report_set(r, ST_OK, "%s nodes answered; %d pairs: max latency %s us "
+					   "(%s <-> %s), min bandwidth %s MiB/s", nodes ? nodes : "?",
+					   pairs, maxl ? maxl : "?", slowest ? slowest : "?",
+					   comma ? comma + 1 : "?", minbw ? minbw : "?");
+			free(st);
+			free(nodes);
+			free(maxl);
+			free(slowest);
+			free(minbw);
+			free(host);
+		}
+		free(line);
+	}
+	if (found && hellos)
+		report_detail(r, "hello from %d ranks", hellos);
+	return found;
+}
+
+/* The last few lines of a tool's stderr, for a failure detail. */
+static void tail_detail(struct report *r, const char *what, const char *text)
+{
+	size_t len = strlen(text), start = len;
+	int lines = 0;
+
+	while (start > 0 && lines < 6) {
+		start--;
+		if (text[start] == '\n' && start + 1 < len)
+			lines++;
+	}
+	if (len)
+		report_detail(r, "%s:\n%s", what, text + start + (text[start] == '\n'));
+}
+
+static const char *verify_program(void)
+{
+	const char *p = getenv("HPCINIT_MPIVERIFY");
+
+	return p && *p == '/' ? p : LIBEXECDIR "/hpcinit-mpiverify";
+}
+
+static void argv_add(struct strlist *a, const char *s)
+{
+	strlist_push(a, s);
+}
+
+/* Builds the mpirun command line; exposed to tests through mpi.c's inclusion. */
+static void verify_argv(const struct ctx *c, const struct fabric *f, const char *hostfile,
+			int nodes, const char *run_as, bool as_root, struct strlist *a)
+{
+	char num[32];
+
+	if (run_as) {
+		argv_add(a, "runuser");
+		argv_add(a, "-u");
+		argv_add(a, run_as);
+		argv_add(a, "--");
+	}
+	argv_add(a, "mpirun");
+	if (as_root)
+		argv_add(a, "--allow-run-as-root");
+	argv_add(a, "--hostfile");
+	argv_add(a, hostfile);
+	argv_add(a, "--map-by");
+	argv_add(a, "node");
+	snprintf(num, sizeof(num), "%d", nodes);
+	argv_add(a, "-np");
+	argv_add(a, num);
+	/* Without it every node pins its rank to core 0: ~4 ms instead of ~7 us here. */
+	argv_add(a, "--bind-to");
+	argv_add(a, "none");
+	/* Fail at once, never prompt, when a node does not trust us yet. */
+	argv_add(a, "--mca");
+	argv_add(a, "plm_rsh_args");
+	argv_add(a, "-o BatchMode=yes");
+	for (size_t i = 0; i < f->n_mca; i++) {
+		argv_add(a, "--mca");
+		argv_add(a, f->mca[i].name);
+		argv_add(a, f->mca[i].value);
+	}
+	if (f->ucx_devices) {
+		char *x = xasprintf("UCX_NET_DEVICES=%s", f->ucx_devices);
+
+		argv_add(a, "-x");
+		argv_add(a, x);
+		free(x);
+	}
+	if (f->ucx_pkey) {
+		char *x = xasprintf("UCX_IB_PKEY=%s", f->ucx_pkey);
+
+		argv_add(a, "-x");
+		argv_add(a, x);
+		free(x);
+	}
+	argv_add(a, verify_program());
+	if (c->spec->mpi.max_latency_us > 0) {
+		snprintf(num, sizeof(num), "%g", c->spec->mpi.max_latency_us);
+		argv_add(a, "--max-latency-us");
+		argv_add(a, num);
+	}
+}
+
+int mpi_verify(struct ctx *c, struct report *r)
+{
+	const struct spec *s = c->spec;
+	const char *dir = s->hostfile.present && s->hostfile.dir ? s->hostfile.dir : "/etc/hpcinit";
+	char *hf = xasprintf("%s/hostfile.openmpi", dir), *hfhost = ctx_path(c, hf);
+	char *text = NULL, *mpirun = proc_which("mpirun");
+	const char *run_as = NULL;
+	uint64_t end = now_ms() + VERIFY_DEFAULT_MS, delay = 1000;
+	struct fabric f;
+	struct strlist argv = { 0 };
+	int nodes, ret, attempt = 0;
+
+	fabric_detect(c, &f);
+	if (c->deadline_ms)
+		end = c->deadline_ms;
+	if (!mpirun) {
+		report_set(r, ST_FAILED, "mpirun not found: install Open MPI (openmpi-bin)");
+		ret = -ENOENT;
+		goto out;
+	}
+	if (access(verify_program(), X_OK) < 0) {
+		report_set(r, ST_FAILED, "%s is missing: hpcinit was built without Open MPI "
+			   "(configure found no ompi-c)", verify_program());
+		ret = -ENOENT;
+		goto out;
+	}
+	ret = fs_read(c, hf, &text, NULL);
+	if (ret < 0) {
+		report_set(r, ST_FAILED, "%s: %s; the hostfile module writes it", hf, strerror(-ret));
+		goto out;
+	}
+	nodes = count_hosts(text);
+	if (nodes < 1) {
+		report_set(r, ST_FAILED, "%s lists no hosts", hf);
+		ret = -ENOENT;
+		goto out;
+	}
+	/* mpirun logs in to the nodes as a cluster user: that is the path jobs take. */
+	if (geteuid() == 0 && s->ssh.users.n && strcmp(s->ssh.users.v[0], "root") != 0)
+		run_as = s->ssh.users.v[0];
+	verify_argv(c, &f, hfhost, nodes, run_as, geteuid() == 0 && !run_as, &argv);
+	{
+		char *shown = argv_render((const char *const *)argv.v);
+
+		report_detail(r, "%s", shown);
+		free(shown);
+	}
+	for (;;) {
+		struct proc_result pr = { 0 };
+		uint64_t now = now_ms(), left = end > now ? end - now : 0;
+
+		attempt++;
+		ret = proc_run((const char *const *)argv.v, NULL, NULL,
+			       (unsigned)(left < VERIFY_RUN_MAX_MS ? left : VERIFY_RUN_MAX_MS), &pr);
+		if (ret < 0) {
+			report_set(r, ST_FAILED, "cannot run mpirun: %s", strerror(-ret));
+			break;
+		}
+		if (verify_parse(r, pr.out, s->mpi.max_latency_us)) {
+			if (attempt > 1)
+				report_detail(r, "mpirun ran on attempt %d (nodes were not all reachable "
+					      "before)", attempt);
+			if (pr.exit_code != 0 && r->status != ST_FAILED)
+				report_set(r, ST_FAILED, "mpirun exited %d after the check", pr.exit_code);
+			proc_result_free(&pr);
+			break;
+		}
+		/* No result: a node refused us or is not up yet.  Retry until the deadline. */
+		if (pr.timed_out || now_ms() + delay + 5000 >= end) {
+			tail_detail(r, "mpirun said", pr.err);
+			report_set(r, ST_FAILED, "mpirun %s after %d attempt%s; see details",
+				   pr.timed_out ? "timed out" : "failed", attempt, attempt > 1 ? "s" : "");
+			proc_result_free(&pr);
+			break;
+		}
+		proc_result_free(&pr);
+		{
+			struct ctx tmp = *c;
+
+			tmp.deadline_ms = end;
+			(void)ctx_backoff(&tmp, &delay, 10000);
+		}
+	}
+	ret = 0;
+out:
+	strlist_free(&argv);
+	fabric_free(&f);
+	free(mpirun);
+	free(text);
+	free(hf);
+	free(hfhost);
+	return ret;
+}
+
+/*
+ * Verify runs on one node only, or every node at boot would start N
+ * mpiruns over N nodes: the head node, else the first hostname.
+ */
+static bool is_leader(const struct peerset *ps)
+{
+	const struct peer *best = NULL;
+
+	for (size_t i = 0; ps && i < ps->n; i++) {
+		const struct peer *p = &ps->v[i];
+
+		if (!p->hostname)
+			continue;
+		if (!best || (p->head && !best->head) ||
+		    (p->head == best->head && strcmp(p->hostname, best->hostname) < 0))
+			best = p;
+	}
+	return best && best->self;
+}
+
+static int mpi_run(struct ctx *c, struct report *r)
+{
+	struct fabric f;
+	struct report vr;
+	int ret;
+
+	fabric_detect(c, &f);
+	ret = profile_converge(c, r, &f);
+	if (ret < 0) {
+		report_set(r, ST_FAILED, "cannot write " PROFILE_PATH);
+		fabric_free(&f);
+		return ret;
+	}
+	if (c->mode != RUN_APPLY || (!c->verify && !c->spec->mpi.verify_enable)) {
+		report_set(r, ST_OK, "fabric %s", f.what);
+		fabric_free(&f);
+		return 0;
+	}
+	/* "hpcinit verify" runs it here and now; apply only on one node. */
+	if (!c->verify && !is_leader(c->peers)) {
+		report_set(r, ST_OK, "fabric %s", f.what);
+		report_detail(r, "verify runs on the head node (or the first by name), not here");
+		fabric_free(&f);
+		return 0;
+	}
+	report_init(&vr);
+	ret = mpi_verify(c, &vr);
+	report_detail(r, "%s", sb_str(&vr.details));
+	report_set(r, vr.status == ST_FAILED ? ST_FAILED : ST_OK, "%s; fabric %s", vr.summary, f.what);
+	report_free(&vr);
+	fabric_free(&f);
+	return ret;
+}
+
+static bool mpi_enabled(const struct spec *s)
+{
+	return s->mpi.present;
+}
+
+static uint64_t mpi_timeout(const struct spec *s)
+{
+	/* verify waits for the other nodes to trust this one. */
+	return s->mpi.verify_enable ? 10 * 60 * 1000 : 30 * 1000;
+}
+
+const struct module mpi_module = {
+	.name = "mpi",
+	.enabled = mpi_enabled,
+	.needs = NULL,
+	.timeout_ms = mpi_timeout,
+	.check = mpi_run,
+	.apply = mpi_run,
+};

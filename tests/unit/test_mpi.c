@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mpi: fabric detection from a fixture sysfs (the machine has no RDMA
+ * device: the tree below is a fake of /sys/class/infiniband), the profile,
+ * the mpirun command line, parsing hpcinit-mpiverify's output, the leader.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <sys/stat.h>
+
+#include "../../modules/mpi.c"
+#include "test.h"
+
+static char root[] = "/tmp/hpcinit-test-mpi.XXXXXX";
+static char name_glo[] = "glo";
+static char devices_glob[] = "mlx5_ib*";
+
+static void put(const char *rel, const char *text)
+{
+	char *p = fs_rooted(root, rel);
+	char *dir = xstrdup(p);
+	FILE *f;
+
+	*strrchr(dir, '/') = '\0';
+	for (char *q = dir + strlen(root) + 1; *q; q++)
+		if (*q == '/') {
+			*q = '\0';
+			mkdir(dir, 0755);
+			*q = '/';
+		}
+	mkdir(dir, 0755);
+	f = fopen(p, "w");
+	fputs(text, f);
+	fclose(f);
+	free(dir);
+	free(p);
+}
+
+static char *get(const char *rel)
+{
+	char *p = fs_rooted(root, rel), *text = NULL;
+
+	if (fs_read_host(p, FS_MAX_READ, &text, NULL) < 0)
+		text = NULL;
+	free(p);
+	return text;
+}
+
+static void ib_port(const char *dev, const char *port, const char *ll, const char *state)
+{
+	char *p = xasprintf("/sys/class/infiniband/%s/ports/%s/link_layer", dev, port);
+
+	put(p, ll);
+	free(p);
+	p = xasprintf("/sys/class/infiniband/%s/ports/%s/state", dev, port);
+	put(p, state);
+	free(p);
+}
+
+static char *joined(const struct strlist *l)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	for (size_t i = 0; i < l->n; i++)
+		sb_printf(&sb, "%s%s", i ? " " : "", l->v[i]);
+	return sb_steal(&sb);
+}
+
+static void test_fabric(struct spec *s)
+{
+	struct ctx c = { .spec = s, .root = root, .mode = RUN_APPLY };
+	struct fabric f;
+	char *t;
+
+	/* No rdma section: TCP on the cluster network. */
+	fabric_detect(&c, &f);
+	TEST_CHECK(!f.rdma);
+	t = profile_render(s, &f);
+	TEST_STREQ(t, "# hpcinit (mpi module): MPI settings for cluster glo.\n"
+		   "# Fabric ethernet: TCP over 198.18.3.0/24.\n"
+		   "# Rebuilt on every run; edits are replaced.  Override per job with mpirun --mca.\n"
+		   "export OMPI_MCA_pml=ob1\n"
+		   "export OMPI_MCA_btl=tcp,self,vader\n"
+		   "export OMPI_MCA_btl_tcp_if_include=198.18.3.0/24\n"
+		   "export OMPI_MCA_oob_tcp_if_include=198.18.3.0/24\n");
+	free(t);
+	fabric_free(&f);
+
+	/* rdma section but no device (this machine): still TCP. */
+	s->rdma.present = true;
+	s->rdma.devices = devices_glob;
+	s->rdma.link_layer = LINK_INFINIBAND;
+	fabric_detect(&c, &f);
+	TEST_CHECK(!f.rdma);
+	fabric_free(&f);
+
+	/* A fixture sysfs: two IB ports (one down), an accelerated-networking NIC. */
+	ib_port("mlx5_ib0", "1", "InfiniBand\n", "4: ACTIVE\n");
+	put("/sys/class/infiniband/mlx5_ib0/ports/1/pkeys/0", "0x7fff\n");
+	put("/sys/class/infiniband/mlx5_ib0/ports/1/pkeys/1", "0x800b\n");
+	ib_port("mlx5_ib1", "1", "InfiniBand\n", "1: DOWN\n");
+	ib_port("mlx5_an0", "1", "Ethernet\n", "4: ACTIVE\n");
+	fabric_detect(&c, &f);
+	TEST_CHECK(f.rdma);
+	TEST_STREQ(f.ucx_devices, "mlx5_ib0:1");
+	TEST_STREQ(f.ucx_pkey, "0x800b");
+	t = profile_render(s, &f);
+	TEST_CHECK(strstr(t, "export OMPI_MCA_pml=ucx\n") != NULL);
+	TEST_CHECK(strstr(t, "export UCX_NET_DEVICES=mlx5_ib0:1\n") != NULL);
+	TEST_CHECK(strstr(t, "export UCX_IB_PKEY=0x800b\n") != NULL);
+	TEST_CHECK(strstr(t, "btl_tcp_if_include") == NULL);
+	TEST_CHECK(strstr(t, "export OMPI_MCA_oob_tcp_if_include=198.18.3.0/24\n") != NULL);
+	free(t);
+	fabric_free(&f);
+
+	/* Both ports up: both listed, in name order. */
+	ib_port("mlx5_ib1", "1", "InfiniBand\n", "4: ACTIVE\n");
+	fabric_detect(&c, &f);
+	TEST_STREQ(f.ucx_devices, "mlx5_ib0:1,mlx5_ib1:1");
+	fabric_free(&f);
+
+	/* link_layer: ethernet (RoCE) picks the Ethernet port when the glob allows it. */
+	s->rdma.link_layer = LINK_ETHERNET;
+	s->rdma.devices = NULL;         /* default glob mlx5_ib*: no Ethernet port matches */
+	fabric_detect(&c, &f);
+	TEST_CHECK(!f.rdma);
+	fabric_free(&f);
+	s->rdma.link_layer = LINK_INFINIBAND;
+	s->rdma.devices = devices_glob;
+
+	/* A device name that is not a plain token is never written to the shell file. */
+	ib_port("mlx5_ib$(reboot)", "1", "InfiniBand\n", "4: ACTIVE\n");
+	fabric_detect(&c, &f);
+	TEST_STREQ(f.ucx_devices, "mlx5_ib0:1,mlx5_ib1:1");
+	fabric_free(&f);
+
+	/* The profile: written, then left alone; mpi.profile: false removes only ours. */
+	{
+		struct report r;
+
+		fabric_detect(&c, &f);
+		report_init(&r);
+		TEST_INTEQ(profile_converge(&c, &r, &f), 1);
+		report_free(&r);
+		report_init(&r);
+		TEST_INTEQ(profile_converge(&c, &r, &f), 0);
+		TEST_INTEQ(r.changed.n, 0);
+		report_free(&r);
+		t = get(PROFILE_PATH);
+		TEST_CHECK(t && strstr(t, "UCX_NET_DEVICES=mlx5_ib0:1,mlx5_ib1:1") != NULL);
+		free(t);
+		s->mpi.profile = false;
+		report_init(&r);
+		TEST_INTEQ(profile_converge(&c, &r, &f), 1);
+		report_free(&r);
+		TEST_CHECK(!fs_exists(&c, PROFILE_PATH));
+		put(PROFILE_PATH, "# the admin's own\n");
+		report_init(&r);
+		TEST_INTEQ(profile_converge(&c, &r, &f), 0);
+		report_free(&r);
+		TEST_CHECK(fs_exists(&c, PROFILE_PATH));
+		s->mpi.profile = true;
+		fabric_free(&f);
+	}
+	s->rdma.present = false;
+}
+
+static void test_argv(struct spec *s)
+{
+	struct ctx c = { .spec = s, .root = root };
+	struct fabric f;
+	struct strlist a = { 0 };
+	char *t;
+
+	setenv("HPCINIT_MPIVERIFY", "/opt/x/hpcinit-mpiverify", 1);
+	fabric_detect(&c, &f);
+	verify_argv(&c, &f, "/etc/hpcinit/hostfile.openmpi", 4, NULL, true, &a);
+	t = joined(&a);
+	TEST_STREQ(t, "mpirun --allow-run-as-root --hostfile /etc/hpcinit/hostfile.openmpi "
+		   "--map-by node -np 4 --bind-to none --mca plm_rsh_args -o BatchMode=yes "
+		   "--mca pml ob1 --mca btl tcp,self,vader --mca btl_tcp_if_include 198.18.3.0/24 "
+		   "--mca oob_tcp_if_include 198.18.3.0/24 /opt/x/hpcinit-mpiverify");
+	free(t);
+	strlist_free(&a);
+	s->mpi.max_latency_us = 50;
+	verify_argv(&c, &f, "/h", 2, "alice", false, &a);
+	t = joined(&a);
+	TEST_CHECK(strncmp(t, "runuser -u alice -- mpirun --hostfile /h ", 41) == 0);
+	TEST_CHECK(strstr(t, "--allow-run-as-root") == NULL);
+	TEST_CHECK(strstr(t, " /opt/x/hpcinit-mpiverify --max-latency-us 50") != NULL);
+	free(t);
+	strlist_free(&a);
+	s->mpi.max_latency_us = 0;
+	fabric_free(&f);
+	/* A relative override is ignored: mpirun runs it on every node. */
+	setenv("HPCINIT_MPIVERIFY", "hpcinit-mpiverify", 1);
+	TEST_STREQ(verify_program(), LIBEXECDIR "/hpcinit-mpiverify");
+	unsetenv("HPCINIT_MPIVERIFY");
+}
+
+static void test_parse(void)
+{
+	struct report r;
+
+	report_init(&r);
+	TEST_INTEQ(verify_parse(&r,
+		"hello rank=0 host=n1\nhello rank=1 host=n2\nhello rank=2 host=n3\n"
+		"pair ranks=0-1 hosts=n1,n2 latency_us=7.10 bw_MiBps=1180.3\n"
+		"pair ranks=1-2 hosts=n2,n3 latency_us=9.20 bw_MiBps=900.1\n"
+		"result status=ok nodes=3 pairs=2 max_latency_us=9.20 slowest=n2,n3 min_bw_MiBps=900.1\n",
+		0), 1);
+	TEST_INTEQ(r.status, ST_OK);
+	TEST_STREQ(r.summary, "3 nodes answered; 2 pairs: max latency 9.20 us (n2 <-> n3), "
+		   "min bandwidth 900.1 MiB/s");
+	TEST_CHECK(strstr(sb_str(&r.details), "pair n1 <-> n2: latency 7.10 us, bandwidth 1180.3 MiB/s\n") != NULL);
+	TEST_CHECK(strstr(sb_str(&r.details), "hello from 3 ranks") != NULL);
+	report_free(&r);
+
+	report_init(&r);
+	TEST_INTEQ(verify_parse(&r,
+		"pair ranks=0-1 hosts=n1,n2 latency_us=12.50 bw_MiBps=100.0\n"
+		"result status=slow nodes=2 pairs=1 max_latency_us=12.50 slowest=n1,n2 "
+		"min_bw_MiBps=100.0 limit_us=5\n", 5), 1);
+	TEST_INTEQ(r.status, ST_FAILED);
+	TEST_STREQ(r.summary, "slow pair n1 <-> n2: latency 12.50 us is above max_latency_us 5");
+	report_free(&r);
+
+	report_init(&r);
+	TEST_INTEQ(verify_parse(&r, "result status=error nodes=2 pairs=1 reason=same-host host=n1\n", 0), 1);
+	TEST_INTEQ(r.status, ST_FAILED);
+	TEST_CHECK(strstr(r.summary, "two ranks ran on n1") != NULL);
+	report_free(&r);
+
+	report_init(&r);
+	TEST_INTEQ(verify_parse(&r, "hello rank=0 host=n1\nresult status=ok nodes=1 pairs=0\n", 0), 1);
+	TEST_STREQ(r.summary, "1 node answered (no pair to measure)");
+	report_free(&r);
+
+	/* mpirun's own complaints are not a result. */
+	report_init(&r);
+	TEST_INTEQ(verify_parse(&r, "ORTE was unable to reliably start one or more daemons.\n", 0), 0);
+	report_free(&r);
+
+	TEST_INTEQ(count_hosts("# hpcinit\nn1 slots=2\n\n  n2 slots=2\n#n3\nn4"), 3);
+	TEST_INTEQ(count_hosts(""), 0);
+}
+
+static void test_leader(void)
+{
+	struct peer v[3];
+	struct peerset ps = { v, 3 };
+	char a[] = "node10", b[] = "node2", h[] = "zhead";
+
+	memset(v, 0, sizeof(v));
+	v[0].hostname = a;
+	v[1].hostname = b;
+	v[2].hostname = h;
+	v[0].self = true;
+	TEST_CHECK(is_leader(&ps));     /* "node10" < "node2" by bytes: same answer on every node */
+	v[2].head = true;
+	TEST_CHECK(!is_leader(&ps));    /* a head node leads */
+	v[0].self = false;
+	v[2].self = true;
+	TEST_CHECK(is_leader(&ps));
+	TEST_CHECK(!is_leader(NULL));
+}
+
+int main(void)
+{
+	struct spec s = { 0 };
+
+	if (!mkdtemp(root))
+		return 1;
+	s.cluster.name = name_glo;
+	s.cluster.has_network = true;
+	s.cluster.network.family = AF_INET;
+	inet_pton(AF_INET, "198.18.3.0", &s.cluster.network.addr.v4);
+	s.cluster.network.prefix = 24;
+	snprintf(s.cluster.network.text, sizeof(s.cluster.network.text), "198.18.3.0/24");
+	s.mpi.present = true;
+	s.mpi.profile = true;
+
+	test_fabric(&s);
+	test_argv(&s);
+	test_parse();
+	test_leader();
+
+	{
+		const char *const rm[] = { "rm", "-rf", root, NULL };
+		struct proc_result pr;
+
+		if (proc_run(rm, NULL, NULL, 10000, &pr) == 0)
+			proc_result_free(&pr);
+	}
+	TEST_EXIT();
+}
