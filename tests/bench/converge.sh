@@ -237,6 +237,11 @@ e=$EPOCHREALTIME
 times > "$T/times.$n"
 echo "$rc $s $e" > "$T/res.$n"
 EOF
+# col_stat COLUMN med|max: of $T/timeline
+col_stat() {
+	sort -k"$1,$1"g "$T/timeline" | awk -v c="$1" -v w="$2" '{ v[NR] = $c }
+		END { print (w == "max" ? v[NR] : v[int((NR + 1) / 2)]) }'
+}
 # hpcinit_run K: one timed run on the current nodes; sets H_S (seconds), H_C, H_L
 hpcinit_run() {
 	local k=$1 n pids=() c0 l0 t0 bad=0
@@ -265,19 +270,27 @@ hpcinit_run() {
 		[ "$rc" = 0 ] || { bad=1; echo "    $n: hpcinit apply exited $rc:"; sed 's/^/    | /' "$T/out.$n"; }
 	done
 	[ "$bad" = 0 ] || die "hpcinit run $k: not every node converged"
-	# shellcheck disable=SC2046
-	read -r H_S H_FIRST H_LAST < <(cat "$T"/res.* | awk -v t0="$t0" '
-		{ if ($3 > e) e = $3; if (f == "" || $2 < f) f = $2; if ($2 > l) l = $2 }
-		END { printf "%.3f %.3f %.3f\n", e - t0, f - t0, l - t0 }')
+	H_S=$(cat "$T"/res.* | awk -v t0="$t0" '{ if ($3 > e) e = $3 } END { printf "%.3f", e - t0 }')
 	H_CPU=$(for n in "${NODES[@]}"; do tail -1 "$T/times.$n"; done | awk '{ gsub(/s/, ""); for (i = 1; i <= 2; i++) { split($i, p, "m"); c += p[1] * 60 + p[2] } }
 		END { printf "%.2f", c }')
 	H_DISC=$(cat "$T"/out.* | awk '$1 == "discovery" { sub(/ms$/, "", $3); print $3 }' | sort -n |
 		awk '{ v[NR] = $1 } END { printf "%d/%d/%d", v[1], v[int((NR + 1) / 2)], v[NR] }')
 	H_WAITED=$(grep -l '^discovery .*after waiting' "$T"/out.* | wc -l)
+	# where the time goes: each node's start, end of its discovery step and
+	# exit, from t0 (discovery's own time as the node reported it)
+	for n in "${NODES[@]}"; do
+		read -r _ s e < "$T/res.$n"
+		d=$(awk '$1 == "discovery" { sub(/ms$/, "", $3); print $3 }' "$T/out.$n")
+		awk -v s="$s" -v e="$e" -v d="$d" -v t0="$t0" 'BEGIN {
+			printf "%.3f %.3f %.0f %.3f\n", s - t0, s - t0 + d / 1000, (e - s) * 1000 - d, e - t0 }'
+	done > "$T/timeline"
+	H_TL=$(printf 'last start +%.3f s; discovery done: median +%.3f, last +%.3f s; after discovery (ssh, hostfile, exit): median %d, max %d ms' \
+		"$(col_stat 1 max)" "$(col_stat 2 med)" "$(col_stat 2 max)" "$(col_stat 3 med)" "$(col_stat 3 max)")
 	H_ALL+=("$H_S")
-	echo "    run $k: all $N exited 0 after $H_S s (last process started at +$H_LAST s);" \
-		"$H_C SSH connections; CPU (user+sys, all nodes) $H_CPU s;" \
-		"discovery min/median/max $H_DISC ms, $H_WAITED nodes waited; load $(load)"
+	echo "    run $k: all $N exited 0 after $H_S s; $H_C SSH connections;" \
+		"CPU (user+sys, all nodes) $H_CPU s; discovery min/median/max $H_DISC ms," \
+		"$H_WAITED nodes waited; load $(load)"
+	echo "      timeline: $H_TL"
 }
 
 echo "hpcinit apply on all $N nodes at once (discovery shared, ssh, hostfile; expect $N): $REPEAT runs"
