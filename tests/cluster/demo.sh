@@ -44,7 +44,8 @@ step() { echo; echo "== $*"; }
 on() { local n=$1; shift; bash "$SIM_SH" exec "$n" "$@"; }
 
 step "bringing up a head and 3 compute nodes (network namespaces on bridge $SIM_BRIDGE, $SIM_NET.0/24)"
-mapfile -t NODES < <(bash "$SIM_SH" up 4 --shared "$SHARED")
+# --no-ssh-trust: the nodes start with no SSH trust at all; hpcinit sets it up (ssh: below).
+mapfile -t NODES < <(bash "$SIM_SH" up 4 --shared "$SHARED" --no-ssh-trust)
 HEAD=${NODES[0]}
 for n in "${NODES[@]}"; do
 	printf '   %-8s %-14s %s\n' "$n" "$(bash "$SIM_SH" addr "$n")" "$([ "$n" = "$HEAD" ] && echo head || echo compute)"
@@ -58,7 +59,9 @@ for n in "${NODES[@]}"; do
 	cat > "$T/$n.yaml" <<-EOF
 	version: 1
 	cluster: {name: $CLUSTER, role: $role, network: $SIM_NET.0/24, secret_file: /etc/hpcinit/cluster.key}
+	memlock: {limit: unlimited}
 	discovery: {method: shared, dir: $SHARED/.hpcinit, expect: 4, wait: 2m}
+	ssh: {users: [root]}
 	hostfile: {formats: [openmpi, mpich, plain, clush]}
 	EOF
 	on "$n" install -D -m 0644 "$T/$n.yaml" /etc/hpcinit/node.yaml
