@@ -886,13 +886,21 @@ static void mark_ready(struct ctx *c)
 	free(text);
 }
 
+/*
+ * First re-read of the rendezvous directory while waiting for peers.  Nodes of a
+ * scale set start within a fraction of a second of each other: a short first
+ * poll, doubling up to WAIT_POLL_CAP_MS, finds them without a fixed 250 ms wait,
+ * and a long wait still costs one directory read every 5 s.
+ */
+#define SHARED_FIRST_POLL_MS 50
+
 static int shared_run(struct ctx *c, struct report *rep, struct peer *self, const struct secret *sec)
 {
 	const struct spec *spec = c->spec;
 	struct rendezvous rv;
 	struct scan_result res = { 0 };
 	struct peerset *set;
-	uint64_t wait_end = now_ms() + spec->discovery.wait_ms, delay = 250;
+	uint64_t wait_end = now_ms() + spec->discovery.wait_ms, delay = SHARED_FIRST_POLL_MS;
 	int64_t written = 0;
 	bool waited = false, ready = ready_before(c);
 	int r;
