@@ -170,6 +170,9 @@ hostfiles_ok() {
 }
 
 load() { cut -d' ' -f1 /proc/loadavg; }
+# Before each timed step: let the work of the previous step (node start-up,
+# verification logins) die down, so that a method does not pay for another's.
+settle() { sleep 3; }
 ROWS=()
 row() { # method seconds conns logins strict-mesh asis-mesh hostfiles load
 	ROWS+=("$(printf '%-30s %9s %9s %8s %11s %11s %9s %6s' "$@")")
@@ -182,6 +185,7 @@ sim_up
 # ---- (a) the Azure documentation's script -------------------------------
 if [ "$RUN_A" = yes ]; then
 	echo "(a) azure-doc script (nmap + sshpass, O(N^2) sessions): running..."
+	settle
 	c0=$(conns); l0=$(logins); t0=$(now)
 	waitfor on "$HEAD" runuser -u hpca -- bash -c 'cd && exec timeout 3600 bash "$1" hpca "$2" "$3"' _ \
 		"$T/baseline-user-auth.sh" "$PASS" "$SIM_NET" < /dev/null > "$T/a.log" 2>&1 || true
@@ -208,6 +212,7 @@ if [ "$RUN_B" = yes ]; then
 	done
 	on "$HEAD" install -o hpcb -g hpcb -m 0600 "$T/laptop-key" /home/hpcb/.ssh/id_rsa
 	on "$HEAD" install -o hpcb -g hpcb -m 0644 "$T/laptop-key.pub" /home/hpcb/.ssh/id_rsa.pub
+	settle
 	c0=$(conns); l0=$(logins); t0=$(now)
 	waitfor on "$HEAD" runuser -u hpcb -- bash -c 'cd && exec timeout 600 bash "$@"' _ \
 		"$T/baseline-quickstart.sh" "${NODES[@]}" < /dev/null > "$T/b.log" 2>&1 || true
@@ -262,7 +267,7 @@ hpcinit_run() {
 		sleep 0.05
 	done
 	[ "$(find "$T" -maxdepth 1 -name 'ready.*' | wc -l)" -ge "$N" ] || die "launchers did not start"
-	sleep 0.3                       # let every launcher block on the gate
+	settle                          # also lets every launcher block on the gate
 	c0=$(conns); l0=$(logins)
 	t0=$(now)
 	flock -u 8
