@@ -82,7 +82,7 @@ die() { echo "converge.sh: FAIL: $*" >&2; exit 1; }
 # Long steps run in the background and are waited for, so that a signal
 # (the traps above) is acted on at once rather than when the step ends.
 BG=
-bg() { "$@" & BG=$!; wait "$BG"; BG=; }
+waitfor() { "$@" & BG=$!; wait "$BG"; BG=; }
 on() { bash "$SIM" exec "$@"; }
 now() { echo "$EPOCHREALTIME"; }
 sub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a - b }'; }
@@ -108,7 +108,7 @@ for u in hpca hpcb hpcu; do useradd -m -s /bin/bash "$u"; done
 echo "hpca:$1" | chpasswd'
 sim_up() {
 	mkdir -m 0755 "$T/shared"
-	bg bash "$SIM" up "$N" --shared "$T/shared" --no-ssh-trust > /dev/null 9>&-
+	waitfor bash "$SIM" up "$N" --shared "$T/shared" --no-ssh-trust > /dev/null 9>&-
 	local n pids=()
 	for n in "${NODES[@]}"; do
 		on "$n" bash -c "$NODE_SETUP" _ "$PASS" > "$T/setup.$n" 2>&1 &
@@ -170,6 +170,9 @@ hostfiles_ok() {
 }
 
 load() { cut -d' ' -f1 /proc/loadavg; }
+# Before each timed step: let the work of the previous step (node start-up,
+# verification logins) die down, so that a method does not pay for another's.
+settle() { sleep 3; }
 ROWS=()
 row() { # method seconds conns logins strict-mesh asis-mesh hostfiles load
 	ROWS+=("$(printf '%-30s %9s %9s %8s %11s %11s %9s %6s' "$@")")
@@ -182,8 +185,9 @@ sim_up
 # ---- (a) the Azure documentation's script -------------------------------
 if [ "$RUN_A" = yes ]; then
 	echo "(a) azure-doc script (nmap + sshpass, O(N^2) sessions): running..."
+	settle
 	c0=$(conns); l0=$(logins); t0=$(now)
-	bg on "$HEAD" runuser -u hpca -- bash -c 'cd && exec timeout 3600 bash "$1" hpca "$2" "$3"' _ \
+	waitfor on "$HEAD" runuser -u hpca -- bash -c 'cd && exec timeout 3600 bash "$1" hpca "$2" "$3"' _ \
 		"$T/baseline-user-auth.sh" "$PASS" "$SIM_NET" < /dev/null > "$T/a.log" 2>&1 || true
 	t1=$(now); la=$(load)
 	A_S=$(sub "$t1" "$t0"); A_C=$(( $(conns) - c0 )); A_L=$(( $(logins) - l0 ))
@@ -208,8 +212,9 @@ if [ "$RUN_B" = yes ]; then
 	done
 	on "$HEAD" install -o hpcb -g hpcb -m 0600 "$T/laptop-key" /home/hpcb/.ssh/id_rsa
 	on "$HEAD" install -o hpcb -g hpcb -m 0644 "$T/laptop-key.pub" /home/hpcb/.ssh/id_rsa.pub
+	settle
 	c0=$(conns); l0=$(logins); t0=$(now)
-	bg on "$HEAD" runuser -u hpcb -- bash -c 'cd && exec timeout 600 bash "$@"' _ \
+	waitfor on "$HEAD" runuser -u hpcb -- bash -c 'cd && exec timeout 600 bash "$@"' _ \
 		"$T/baseline-quickstart.sh" "${NODES[@]}" < /dev/null > "$T/b.log" 2>&1 || true
 	t1=$(now); lb=$(load)
 	B_S=$(sub "$t1" "$t0"); B_C=$(( $(conns) - c0 )); B_L=$(( $(logins) - l0 ))
@@ -262,7 +267,7 @@ hpcinit_run() {
 		sleep 0.05
 	done
 	[ "$(find "$T" -maxdepth 1 -name 'ready.*' | wc -l)" -ge "$N" ] || die "launchers did not start"
-	sleep 0.3                       # let every launcher block on the gate
+	settle                          # also lets every launcher block on the gate
 	c0=$(conns); l0=$(logins)
 	t0=$(now)
 	flock -u 8

@@ -114,6 +114,7 @@ for n in "${SIZES[@]}"; do
 	MED[$n]=$med
 	printf '%7d  %-26s %6.1f ms %9s %9s %6.1f MB\n' "$n" "refresh (first run)" "$first" - - \
 		"$(echo "$first_rss / 1024" | bc -l)"
+	# shellcheck disable=SC2054  # the comma is in one argument
 	nossh=(apply --only discovery,hostfile --root "$R" -c "$R/etc/hpcinit/node.yaml" --hostname bench-self)
 	read -r m2 p2 r2 < <("$T/runstat" "$RUNS" "$HPCINIT" "${nossh[@]}")
 	line "$n" "discovery+hostfile only" "$m2" "$p2" "$(cpu_ms "$HPCINIT" "${nossh[@]}")" "$r2"
