@@ -1006,4 +1006,5 @@ const struct module rdma_module = {
 	.timeout_ms = rdma_timeout,
 	.check = rdma_run,
 	.apply = rdma_run,
+	.outputs = OUT_RDMA,
 };
