@@ -1475,4 +1475,5 @@ const struct module discovery_module = {
 	.timeout_ms = disc_timeout,
 	.check = disc_check,
 	.apply = disc_apply,
+	.outputs = OUT_PEERS,
 };

@@ -928,4 +928,5 @@ const struct module rdma_module = {
 	.timeout_ms = rdma_timeout,
 	.check = rdma_run,
 	.apply = rdma_run,
+	.outputs = OUT_RDMA,
 };
