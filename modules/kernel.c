@@ -20,7 +20,6 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,12 +49,6 @@ struct os_info {
 	char pretty[128];
 };
 
-/* Problems found, worst first in the summary. */
-struct findings {
-	struct strbuf failed, degraded, drift;
-	unsigned n_failed, n_degraded, n_drift;
-};
-
 static const char *distro_name(enum distro d)
 {
 	switch (d) {
@@ -71,27 +64,6 @@ static const char *distro_name(enum distro d)
 		break;
 	}
 	return "unknown";
-}
-
-/* Record a problem: a detail line now, and the summary later (worst first). */
-static void note(struct report *r, struct findings *f, enum rstatus st, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static void note(struct report *r, struct findings *f, enum rstatus st, const char *fmt, ...)
-{
-	struct strbuf *sb = st == ST_FAILED ? &f->failed : st == ST_DEGRADED ? &f->degraded : &f->drift;
-	unsigned *n = st == ST_FAILED ? &f->n_failed : st == ST_DEGRADED ? &f->n_degraded : &f->n_drift;
-	struct strbuf msg = STRBUF_INIT;
-	va_list ap;
-
-	va_start(ap, fmt);
-	sb_vprintf(&msg, fmt, ap);
-	va_end(ap);
-	report_detail(r, "%s", sb_str(&msg));
-	if (!sb->len)
-		sb_append(sb, sb_str(&msg));
-	(*n)++;
-	sb_free(&msg);
 }
 
 /* ---- /etc/os-release ------------------------------------------------- */
@@ -805,7 +777,7 @@ static int dpkg_set_hold(struct ctx *c, struct report *r, const struct strlist *
 	return ret;
 }
 
-static int hold_debian(struct ctx *c, struct report *r, struct findings *f, const char *rel,
+static int hold_debian(struct ctx *c, struct report *r, const char *rel,
 		       const struct dpkg_db *db, bool have_db)
 {
 	struct strlist held = { 0 }, todo = { 0 };
@@ -813,13 +785,15 @@ static int hold_debian(struct ctx *c, struct report *r, struct findings *f, cons
 	int ret = 0;
 
 	if (!have_db) {
-		note(r, f, ST_FAILED, "cannot hold the kernel: no dpkg status at /var/lib/dpkg/status");
+		report_finding(r, ST_FAILED, "kernel.hold.no-dpkg-status",
+			       "cannot hold the kernel: no dpkg status at /var/lib/dpkg/status");
 		return 0;
 	}
 	dpkg_hold_set(db, rel, &held);
 	if (held.n == 0) {
-		note(r, f, ST_FAILED, "cannot hold kernel %s: no installed package provides it "
-		     "(looked for linux-image-%s and kernel metapackages)", rel, rel);
+		report_finding(r, ST_FAILED, "kernel.hold.no-package",
+			       "cannot hold kernel %s: no installed package provides it "
+			       "(looked for linux-image-%s and kernel metapackages)", rel, rel);
 		return 0;
 	}
 	for (size_t i = 0; i < held.n; i++) {
@@ -840,14 +814,16 @@ static int hold_debian(struct ctx *c, struct report *r, struct findings *f, cons
 				report_changed(r, "/var/lib/dpkg/status");
 				report_raise(r, ST_CHANGED);
 			} else {
-				note(r, f, ST_FAILED, "could not hold %s with dpkg", sb_str(&names));
+				report_finding(r, ST_FAILED, "kernel.hold.dpkg-failed",
+					       "could not hold %s with dpkg", sb_str(&names));
 				ret = 0;
 			}
 		} else {
 			report_detail(r, "/var/lib/dpkg/status: not held: %s (apply runs dpkg --set-selections, "
 				      "as apt-mark hold does)", sb_str(&names));
 			report_changed(r, "/var/lib/dpkg/status");
-			note(r, f, ST_CHANGED, "kernel packages not held: %s", sb_str(&names));
+			report_finding(r, ST_CHANGED, "kernel.hold.missing",
+				       "kernel packages not held: %s", sb_str(&names));
 		}
 		sb_free(&names);
 	} else {
@@ -861,7 +837,8 @@ static int hold_debian(struct ctx *c, struct report *r, struct findings *f, cons
 		if (ret >= 0)
 			ret = fs_write(c, r, APT_HOLD_PATH, text, strlen(text), 0644, 0, 0);
 		if (ret > 0 && !ctx_may_write(c))
-			note(r, f, ST_CHANGED, "unattended-upgrades may replace the kernel (%s)", APT_HOLD_PATH);
+			report_finding(r, ST_CHANGED, "kernel.hold.unattended-upgrades",
+				       "unattended-upgrades may replace the kernel (%s)", APT_HOLD_PATH);
 		free(text);
 		ret = ret < 0 ? ret : 0;
 	}
@@ -968,7 +945,7 @@ static char *dnf_conf_apply(const char *old, const char *tag, struct ini_main *i
 	return sb_steal(&sb);
 }
 
-static int hold_rhel(struct ctx *c, struct report *r, struct findings *f)
+static int hold_rhel(struct ctx *c, struct report *r)
 {
 	const char *path = fs_exists(c, "/etc/dnf/dnf.conf") ? "/etc/dnf/dnf.conf" :
 			   fs_exists(c, "/etc/yum.conf") ? "/etc/yum.conf" : "/etc/dnf/dnf.conf";
@@ -978,7 +955,8 @@ static int hold_rhel(struct ctx *c, struct report *r, struct findings *f)
 	int ret = fs_read(c, path, &old, NULL);
 
 	if (ret < 0 && ret != -ENOENT) {
-		note(r, f, ST_FAILED, "cannot read %s: %s", path, strerror(-ret));
+		report_finding(r, ST_FAILED, "kernel.hold.unreadable",
+			       "cannot read %s: %s", path, strerror(-ret));
 		return 0;
 	}
 	if (!old)
@@ -992,8 +970,9 @@ static int hold_rhel(struct ctx *c, struct report *r, struct findings *f)
 	}
 	if (im.foreign_exclude) {
 		/* dnf keeps only one exclude= per section: a second line would drop the user's. */
-		note(r, f, ST_FAILED, "%s: [main] already has exclude=%s without kernel*; add kernel* to "
-		     "that line (hpcinit does not edit lines it does not own)", path, im.foreign_exclude);
+		report_finding(r, ST_FAILED, "kernel.hold.foreign-exclude",
+			       "%s: [main] already has exclude=%s without kernel*; add kernel* to "
+			       "that line (hpcinit does not edit lines it does not own)", path, im.foreign_exclude);
 		free(im.foreign_exclude);
 		free(old);
 		return 0;
@@ -1011,7 +990,8 @@ static int hold_rhel(struct ctx *c, struct report *r, struct findings *f)
 		if (ret >= 0)
 			ret = fs_write(c, r, path, new_, strlen(new_), 0644, FS_KEEP_OWNER, FS_KEEP_OWNER);
 		if (ret > 0 && !ctx_may_write(c))
-			note(r, f, ST_CHANGED, "kernel not held: %s has no exclude=kernel* in [main]", path);
+			report_finding(r, ST_CHANGED, "kernel.hold.missing",
+				       "kernel not held: %s has no exclude=kernel* in [main]", path);
 		else if (ret > 0)
 			report_detail(r, "held: exclude=kernel* added to [main] of %s", path);
 	}
@@ -1081,14 +1061,15 @@ static bool zypp_locked(const char *text, const char *pkg)
 	return locked;
 }
 
-static int hold_suse(struct ctx *c, struct report *r, struct findings *f, const char *rel)
+static int hold_suse(struct ctx *c, struct report *r, const char *rel)
 {
 	char pkg[160], *old = NULL, *body, *new_, *zconf = NULL;
 	int ret = fs_read(c, ZYPP_LOCKS_PATH, &old, NULL);
 
 	suse_kernel_pkg(rel, pkg, sizeof(pkg));
 	if (ret < 0 && ret != -ENOENT) {
-		note(r, f, ST_FAILED, "cannot read %s: %s", ZYPP_LOCKS_PATH, strerror(-ret));
+		report_finding(r, ST_FAILED, "kernel.hold.unreadable",
+			       "cannot read %s: %s", ZYPP_LOCKS_PATH, strerror(-ret));
 		return 0;
 	}
 	if (!old)
@@ -1120,7 +1101,8 @@ static int hold_suse(struct ctx *c, struct report *r, struct findings *f, const 
 	if (ret >= 0)
 		ret = fs_write(c, r, ZYPP_LOCKS_PATH, new_, strlen(new_), 0644, FS_KEEP_OWNER, FS_KEEP_OWNER);
 	if (ret > 0 && !ctx_may_write(c))
-		note(r, f, ST_CHANGED, "kernel not held: no lock for %s in %s", pkg, ZYPP_LOCKS_PATH);
+		report_finding(r, ST_CHANGED, "kernel.hold.missing",
+			       "kernel not held: no lock for %s in %s", pkg, ZYPP_LOCKS_PATH);
 	else if (ret > 0)
 		report_detail(r, "held: lock for %s added to %s", pkg, ZYPP_LOCKS_PATH);
 	free(body);
@@ -1129,7 +1111,7 @@ static int hold_suse(struct ctx *c, struct report *r, struct findings *f, const 
 	return ret < 0 ? ret : 0;
 }
 
-static int hold_azl(struct ctx *c, struct report *r, struct findings *f)
+static int hold_azl(struct ctx *c, struct report *r)
 {
 	char *dir = ctx_path(c, "/etc/tdnf/locks.d");
 	DIR *d = opendir(dir);
@@ -1172,7 +1154,8 @@ static int hold_azl(struct ctx *c, struct report *r, struct findings *f)
 	if (ret >= 0)
 		ret = fs_write(c, r, TDNF_LOCK_PATH, "kernel\n", 7, 0644, 0, 0);
 	if (ret > 0 && !ctx_may_write(c))
-		note(r, f, ST_CHANGED, "kernel not held: no tdnf lock for kernel (%s)", TDNF_LOCK_PATH);
+		report_finding(r, ST_CHANGED, "kernel.hold.missing",
+			       "kernel not held: no tdnf lock for kernel (%s)", TDNF_LOCK_PATH);
 	else if (ret > 0)
 		report_detail(r, "held: %s locks kernel", TDNF_LOCK_PATH);
 	else if (ret == 0)
@@ -1192,7 +1175,7 @@ static uint64_t kernel_timeout(const struct spec *s)
 	return 2 * DPKG_TIMEOUT_MS;
 }
 
-static void check_modules(struct ctx *c, struct report *r, struct findings *f, const char *rel)
+static void check_modules(struct ctx *c, struct report *r, const char *rel)
 {
 	const struct strlist *names = &c->spec->kernel.modules;
 	struct kmod *mods;
@@ -1208,17 +1191,20 @@ static void check_modules(struct ctx *c, struct report *r, struct findings *f, c
 
 		free(sysmod);
 		if (!m->path && m->dkms)
-			note(r, f, ST_FAILED, "module %s: built by DKMS (%s) but not installed for %s; "
-			     "run dkms install", m->name, m->dkms, rel);
+			report_finding(r, ST_FAILED, "kernel.module.dkms-not-installed",
+				       "module %s: built by DKMS (%s) but not installed for %s; "
+				       "run dkms install", m->name, m->dkms, rel);
 		else if (!m->path)
-			note(r, f, ST_FAILED, "module %s: not found for the running kernel %s "
-			     "(/lib/modules/%s, modules.builtin, DKMS); reinstall the RDMA drivers "
-			     "for this kernel", m->name, rel, rel);
+			report_finding(r, ST_FAILED, "kernel.module.missing",
+				       "module %s: not found for the running kernel %s "
+				       "(/lib/modules/%s, modules.builtin, DKMS); reinstall the RDMA drivers "
+				       "for this kernel", m->name, rel, rel);
 		else if (m->builtin)
 			report_detail(r, "module %s: built into %s", m->name, rel);
 		else if (!loaded)
-			note(r, f, ST_FAILED, "module %s: present (%s) but not loaded; modprobe %s",
-			     m->name, m->path, m->name);
+			report_finding(r, ST_FAILED, "kernel.module.not-loaded",
+				       "module %s: present (%s) but not loaded; modprobe %s",
+				       m->name, m->path, m->name);
 		else
 			report_detail(r, "module %s: loaded (%s)", m->name, m->path);
 	}
@@ -1226,7 +1212,7 @@ static void check_modules(struct ctx *c, struct report *r, struct findings *f, c
 }
 
 /* A newer installed kernel becomes the default at the next reboot: will RDMA work there? */
-static void check_pending(struct ctx *c, struct report *r, struct findings *f, const char *rel,
+static void check_pending(struct ctx *c, struct report *r, const char *rel,
 			  const struct dpkg_db *db)
 {
 	struct strlist kernels = { 0 };
@@ -1253,12 +1239,14 @@ static void check_pending(struct ctx *c, struct report *r, struct findings *f, c
 			report_detail(r, "newer kernel %s installed; the next reboot boots it, and the "
 				      "listed modules exist for it", newest);
 		else if (names->n)
-			note(r, f, ST_DEGRADED, "newer kernel %s installed: the next reboot boots it and "
-			     "breaks RDMA (missing for it: %s); remove it or rebuild the drivers before "
-			     "rebooting", newest, sb_str(&missing));
+			report_finding(r, ST_DEGRADED, "kernel.pending.breaks-rdma",
+				       "newer kernel %s installed: the next reboot boots it and "
+				       "breaks RDMA (missing for it: %s); remove it or rebuild the drivers before "
+				       "rebooting", newest, sb_str(&missing));
 		else
-			note(r, f, ST_DEGRADED, "newer kernel %s installed: the next reboot boots it; list "
-			     "kernel.modules to have hpcinit check the RDMA drivers exist for it", newest);
+			report_finding(r, ST_DEGRADED, "kernel.pending.unchecked",
+				       "newer kernel %s installed: the next reboot boots it; list "
+				       "kernel.modules to have hpcinit check the RDMA drivers exist for it", newest);
 		sb_free(&missing);
 	}
 	strlist_free(&kernels);
@@ -1267,7 +1255,6 @@ static void check_pending(struct ctx *c, struct report *r, struct findings *f, c
 static int kernel_run(struct ctx *c, struct report *r)
 {
 	const struct spec_kernel *k = &c->spec->kernel;
-	struct findings f = { STRBUF_INIT, STRBUF_INIT, STRBUF_INIT, 0, 0, 0 };
 	struct os_info os;
 	struct dpkg_db db = { 0 };
 	bool have_db = false;
@@ -1297,54 +1284,44 @@ static int kernel_run(struct ctx *c, struct report *r)
 	free(text);
 
 	if (k->expect && fnmatch(k->expect, rel, 0) != 0)
-		note(r, &f, ST_FAILED, "running kernel %s does not match kernel.expect '%s'", rel, k->expect);
-	check_modules(c, r, &f, rel);
+		report_finding(r, ST_FAILED, "kernel.expect.mismatch",
+			       "running kernel %s does not match kernel.expect '%s'", rel, k->expect);
+	check_modules(c, r, rel);
 
 	if (k->hold) {
 		switch (os.family) {
 		case DISTRO_DEBIAN:
-			ret = hold_debian(c, r, &f, rel, &db, have_db);
+			ret = hold_debian(c, r, rel, &db, have_db);
 			break;
 		case DISTRO_RHEL:
-			ret = hold_rhel(c, r, &f);
+			ret = hold_rhel(c, r);
 			break;
 		case DISTRO_SUSE:
-			ret = hold_suse(c, r, &f, rel);
+			ret = hold_suse(c, r, rel);
 			break;
 		case DISTRO_AZL:
-			ret = hold_azl(c, r, &f);
+			ret = hold_azl(c, r);
 			break;
 		case DISTRO_UNKNOWN:
-			note(r, &f, ST_FAILED, "cannot hold the kernel: unknown distribution '%s' in "
-			     "/etc/os-release (known: Debian/Ubuntu, RHEL/Alma/Rocky/CentOS, "
-			     "SLES/openSUSE, Azure Linux)", os.id[0] ? os.id : "(none)");
+			report_finding(r, ST_FAILED, "kernel.hold.unknown-distro",
+				       "cannot hold the kernel: unknown distribution '%s' in "
+				       "/etc/os-release (known: Debian/Ubuntu, RHEL/Alma/Rocky/CentOS, "
+				       "SLES/openSUSE, Azure Linux)", os.id[0] ? os.id : "(none)");
 			break;
 		}
 		if (ret < 0)
-			note(r, &f, ST_FAILED, "cannot hold the kernel: %s", strerror(-ret));
+			report_finding(r, ST_FAILED, "kernel.hold.error",
+				       "cannot hold the kernel: %s", strerror(-ret));
 	}
-	check_pending(c, r, &f, rel, have_db ? &db : NULL);
+	check_pending(c, r, rel, have_db ? &db : NULL);
 
-	unsigned more = f.n_failed + f.n_degraded + f.n_drift;
-	char extra[32] = "";
-
-	if (more > 1)
-		snprintf(extra, sizeof(extra), " (+%u more)", more - 1);
-	if (f.n_failed)
-		report_set(r, ST_FAILED, "%s%s", sb_str(&f.failed), extra);
-	else if (f.n_degraded)
-		report_set(r, ST_DEGRADED, "%s%s", sb_str(&f.degraded), extra);
-	else if (f.n_drift)
-		report_set(r, ST_CHANGED, "%s%s", sb_str(&f.drift), extra);
-	else if (r->status == ST_CHANGED)
+	/* Problems: the runner's summary names the worst first. */
+	if (report_problems(r) == 0 && r->status == ST_CHANGED)
 		report_set(r, ST_CHANGED, "kernel %s held (%s)", rel, distro_name(os.family));
-	else
+	else if (report_problems(r) == 0)
 		report_set(r, ST_OK, "kernel %s%s%s", rel, k->hold ? " held" : "",
 			   k->modules.n ? ", RDMA modules present and loaded" : "");
 	dpkg_db_free(&db);
-	sb_free(&f.failed);
-	sb_free(&f.degraded);
-	sb_free(&f.drift);
 	return 0;
 }
 
