@@ -33,6 +33,7 @@
 
 #include "fsutil.h"
 #include "hpcinit.h"
+#include "proc.h"
 #include "rdma.h"
 
 #define RDMA_MAX_DEVS 64
@@ -461,9 +462,8 @@ struct job {
 	const char *what;               /* device or interface */
 	bool resolve;
 	char addr[64];
-	pid_t pid;
-	int fd;
-	unsigned char buf[512];
+	struct proc_child ch;           /* the probe child (the engine in proc.c) */
+	unsigned char buf[512];         /* what it said */
 	size_t len;
 	bool eof, hung, reaped;
 	int wstatus;
@@ -471,32 +471,12 @@ struct job {
 	bool have_result;
 	struct probe_result res;
 	uint64_t ms;
+	/* for the child */
+	const struct ctx *c;
+	const struct rdma_ops *ops;
+	uint64_t reg_mr;
+	unsigned timeout_ms;
 };
-
-/* In the child: only the result pipe stays open (as fd 3); stdout is /dev/null. */
-static void child_setup(int wfd)
-{
-	int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
-
-	if (nul >= 0) {
-		dup2(nul, 0);
-		dup2(nul, 1);
-	}
-	if (wfd != 3) {
-		dup2(wfd, 3);
-		close(wfd);
-	}
-	/* Inherited descriptors (the run lock among them) must not outlive a stuck probe. */
-#ifdef SYS_close_range
-	if (syscall(SYS_close_range, 4U, ~0U, 0U) < 0)
-#endif
-	{
-		for (int fd = 4; fd < 65536; fd++)
-			close(fd);
-	}
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	signal(SIGPIPE, SIG_DFL);
-}
 
 static void child_send_result(int fd, const struct probe_result *res)
 {
@@ -507,44 +487,32 @@ static void child_send_result(int fd, const struct probe_result *res)
 	(void)!write(fd, m, sizeof(m));
 }
 
+/* In the child: the result pipe is fd; stdin, stdout and stderr are /dev/null. */
+static void job_child(void *arg, int fd)
+{
+	const struct job *j = arg;
+	struct probe_result res;
+	struct probe_io io = { fd };
+
+	memset(&res, 0, sizeof(res));
+	probe_raise_memlock(j->c->spec);
+	probe_read_memlock(&res);
+	if (j->resolve)
+		j->ops->resolve(j->c, j->addr, j->timeout_ms, &io, &res);
+	else
+		j->ops->probe(j->c, j->what, j->reg_mr, &io, &res);
+	child_send_result(fd, &res);
+}
+
 static int job_start(const struct ctx *c, const struct rdma_ops *ops, struct job *j,
 		     uint64_t reg_mr, unsigned timeout_ms)
 {
-	int p[2];
-
-	j->fd = -1;
 	j->last_step = STEP_NONE;
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -errno;
-	fflush(NULL);
-	j->pid = fork();
-	if (j->pid < 0) {
-		int e = errno;
-
-		close(p[0]);
-		close(p[1]);
-		return -e;
-	}
-	if (j->pid == 0) {
-		struct probe_result res;
-		struct probe_io io = { 3 };
-
-		close(p[0]);
-		child_setup(p[1]);
-		memset(&res, 0, sizeof(res));
-		probe_raise_memlock(c->spec);
-		probe_read_memlock(&res);
-		if (j->resolve)
-			ops->resolve(c, j->addr, timeout_ms, &io, &res);
-		else
-			ops->probe(c, j->what, reg_mr, &io, &res);
-		child_send_result(3, &res);
-		_exit(0);
-	}
-	close(p[1]);
-	j->fd = p[0];
-	fcntl(j->fd, F_SETFL, O_NONBLOCK);
-	return 0;
+	j->c = c;
+	j->ops = ops;
+	j->reg_mr = reg_mr;
+	j->timeout_ms = timeout_ms;
+	return proc_start_fn(&j->ch, job_child, j, 0);
 }
 
 static void job_parse(struct job *j)
@@ -572,76 +540,30 @@ static void job_parse(struct job *j)
  */
 static void jobs_wait(struct job *jobs, size_t n, uint64_t timeout_ms)
 {
-	uint64_t t0 = now_ms(), deadline = t0 + timeout_ms;
-	struct pollfd *pf = xcalloc(n ? n : 1, sizeof(*pf));
-	size_t *idx = xcalloc(n ? n : 1, sizeof(*idx));
+	const struct proc_limits lim = { .timeout_ms = (unsigned)timeout_ms, .reap_ms = REAP_GRACE_MS,
+					 .eof_ends = true };
+	struct proc_child *chs = xcalloc(n ? n : 1, sizeof(*chs));
 
-	for (;;) {
-		size_t k = 0;
-		uint64_t now = now_ms();
-
-		for (size_t i = 0; i < n; i++)
-			if (jobs[i].fd >= 0) {
-				pf[k] = (struct pollfd){ .fd = jobs[i].fd, .events = POLLIN };
-				idx[k++] = i;
-			}
-		if (k == 0 || now >= deadline)
-			break;
-		if (poll(pf, (nfds_t)k, (int)(deadline - now)) < 0 && errno != EINTR)
-			break;
-		for (size_t q = 0; q < k; q++) {
-			struct job *j = &jobs[idx[q]];
-			ssize_t got;
-
-			if (!pf[q].revents)
-				continue;
-			got = read(j->fd, j->buf + j->len, sizeof(j->buf) - j->len);
-			if (got > 0) {
-				j->len += (size_t)got;
-				job_parse(j);
-				continue;
-			}
-			if (got < 0 && (errno == EINTR || errno == EAGAIN))
-				continue;
-			/* EOF (the child is gone), error, or a full buffer from a confused child. */
-			close(j->fd);
-			j->fd = -1;
-			j->eof = true;
-			j->ms = now_ms() - t0;
-		}
-	}
+	for (size_t i = 0; i < n; i++)
+		chs[i] = jobs[i].ch;
+	proc_wait(chs, n, &lim);
 	for (size_t i = 0; i < n; i++) {
-		if (jobs[i].fd >= 0) {
-			close(jobs[i].fd);
-			jobs[i].fd = -1;
-		}
-		if (!jobs[i].eof && jobs[i].pid > 0) {
-			jobs[i].hung = true;
-			jobs[i].ms = now_ms() - t0;
-			kill(jobs[i].pid, SIGKILL);
-		}
+		struct job *j = &jobs[i];
+		struct proc_child *ch = &chs[i];
+
+		j->len = ch->out.len < sizeof(j->buf) ? ch->out.len : sizeof(j->buf);
+		if (j->len)
+			memcpy(j->buf, ch->out.buf, j->len);
+		job_parse(j);
+		j->eof = ch->eof;
+		j->hung = ch->pid > 0 && !ch->eof;
+		j->reaped = ch->exited;
+		j->wstatus = ch->status;
+		j->ms = ch->ms;
+		proc_child_free(ch);
+		memset(&j->ch, 0, sizeof(j->ch));
 	}
-	uint64_t reap_until = now_ms() + REAP_GRACE_MS;
-
-	for (;;) {
-		bool pending = false;
-
-		for (size_t i = 0; i < n; i++) {
-			if (jobs[i].pid <= 0 || jobs[i].reaped)
-				continue;
-			if (waitpid(jobs[i].pid, &jobs[i].wstatus, WNOHANG) == jobs[i].pid)
-				jobs[i].reaped = true;
-			else
-				pending = true;
-		}
-		if (!pending || now_ms() >= reap_until)
-			break;
-		struct timespec ts = { 0, 5 * 1000 * 1000 };
-
-		nanosleep(&ts, NULL);
-	}
-	free(pf);
-	free(idx);
+	free(chs);
 }
 
 /* ---- the module -------------------------------------------------------------- */
