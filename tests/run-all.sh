@@ -4,7 +4,8 @@
 #   2. ASan+UBSan build: unit and core system tests
 #   3. valgrind: unit tests and the binary in the core system tests
 #   4. make distcheck
-#   5. packaging: .deb (lintian, install, remove) and .rpm
+#   5. libFuzzer: the spec loader and the peer-record parser, 30 s each
+#   6. packaging: .deb (lintian, install, remove) and .rpm
 # It ends with one line: "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -60,6 +61,10 @@ valgrind_run() {
 stage "valgrind: unit and core system tests" bash -c "$(declare -f valgrind_run); cd '$SRC' && J=$J valgrind_run"
 
 stage "make distcheck" bash -c "cd '$SRC/build' && make -j$J distcheck DISTCHECK_CONFIGURE_FLAGS='--enable-werror' >distcheck.out 2>&1 || { tail -60 distcheck.out; exit 1; }"
+
+# Short libFuzzer runs of the two parsers (the long runs are by hand: run.sh 3600).
+stage "fuzz: spec loader, 30 s" sh tests/fuzz/run.sh 30
+stage "fuzz: peer records, 30 s" sh tests/fuzz/run-record.sh 30
 
 for s in packaging/build-deb.sh packaging/build-rpm.sh; do
 	[ -f "$s" ] && stage "$s" bash "$s"
