@@ -45,6 +45,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+#include "names.h"
 #include "record.h"
 #include "strbuf.h"
 
@@ -157,36 +158,10 @@ void peerset_sort(struct peerset *s)
 
 /* ---- validation of single values ---- */
 
+/* A name a machine calls itself: RFC 1123, and '_' as some images use it. */
 bool record_hostname_valid(const char *s)
 {
-	size_t n = 0;
-
-	if (!s || !*s || *s == '.' || *s == '-')
-		return false;
-	for (; s[n]; n++) {
-		char c = s[n];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) ||
-		      c == '-' || c == '.' || c == '_'))
-			return false;
-		if (c == '.' && s[n + 1] == '.')
-			return false;
-	}
-	return n <= 253;
-}
-
-static bool user_valid(const char *s, size_t n)
-{
-	if (n == 0 || n > 32 || *s == '-')
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) ||
-		      c == '_' || c == '-' || c == '.'))
-			return false;
-	}
-	return true;
+	return s && name_host_valid(s, NAME_UNDERSCORE);
 }
 
 static bool token_valid(const char *s, size_t n, size_t max, const char *extra)
@@ -209,13 +184,6 @@ static bool hex_valid(const char *s, size_t n)
 		if (!(is_digit(s[i]) || (s[i] >= 'a' && s[i] <= 'f')))
 			return false;
 	return true;
-}
-
-static bool addr_valid(const char *s)
-{
-	unsigned char buf[sizeof(struct in6_addr)];
-
-	return inet_pton(AF_INET, s, buf) == 1 || inet_pton(AF_INET6, s, buf) == 1;
 }
 
 /*
@@ -532,7 +500,7 @@ int record_parse(const char *text, size_t len, const char *cluster,
 			if (list == F_USER_KEYS && n > 10 && memcmp(l, "  - user: ", 10) == 0) {
 				struct user_key *uk;
 
-				if (!user_valid(l + 10, n - 10)) {
+				if (!name_user_validn(l + 10, n - 10)) {
 					r = perr(&ps, -EBADMSG, "invalid user name");
 					goto fail;
 				}
@@ -626,7 +594,7 @@ int record_parse(const char *text, size_t len, const char *cluster,
 		case F_IPOIB: {
 			char *a = xstrndup(v, vl);
 
-			if (vl > 45 || !addr_valid(a)) {
+			if (vl > 45 || !name_ip_valid(a)) {
 				free(a);
 				r = perr(&ps, -EBADMSG, "%s: not an IP address", field_names[f]);
 				goto fail;
