@@ -122,11 +122,11 @@ void probe_parse(const char *text, size_t len, struct probe_parsed *ret)
 		if (line_value(p, n, "step", v, sizeof(v))) {
 			ret->last_step = (int)strtol(v, NULL, 10);
 		} else if (line_value(p, n, "fw", v, sizeof(v))) {
-			snprintf(ret->res.fw_ver, sizeof(ret->res.fw_ver), "%s", v);
+			snprintf(ret->res.fw_ver, sizeof(ret->res.fw_ver), "%.*s", (int)sizeof(ret->res.fw_ver) - 1, v);
 		} else if (line_value(p, n, "resolved", v, sizeof(v))) {
-			snprintf(ret->res.resolved_dev, sizeof(ret->res.resolved_dev), "%s", v);
+			snprintf(ret->res.resolved_dev, sizeof(ret->res.resolved_dev), "%.*s", (int)sizeof(ret->res.resolved_dev) - 1, v);
 		} else if (line_value(p, n, "event", v, sizeof(v))) {
-			snprintf(ret->res.event, sizeof(ret->res.event), "%s", v);
+			snprintf(ret->res.event, sizeof(ret->res.event), "%.*s", (int)sizeof(ret->res.event) - 1, v);
 		} else if (line_value(p, n, "result", v, sizeof(v))) {
 			int st, err;
 			unsigned ports;

@@ -116,6 +116,8 @@ static void anomaly(struct report *r, struct anomalies *a, const char *tag, cons
 	sb_free(&sb);
 }
 
+extern char **environ;
+
 /* ---- probes: the helper, one per device, under the child engine ---------- */
 
 struct job {
@@ -164,7 +166,6 @@ static void helper_argv(const struct ctx *c, struct strlist *av, char *path, con
 static int helper_start(const struct ctx *c, struct proc_child *ch, const char *cmd, const char *a1,
 			const char *a2)
 {
-	extern char **environ;
 	char *path = proc_helper_path(RDMA_PROBE_HELPER);
 	struct strlist av = { 0 };
 	int r;
