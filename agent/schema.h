@@ -4,8 +4,9 @@
  * {key, type, offsetof(field), arg} (netplan style), each type a typed
  * handler that stores the value or reports why not, at the value's place.
  * Unknown keys, duplicate keys, missing required keys and wrong node types
- * are reported here; spec.c holds the tables, the defaults and the
- * checks between keys.
+ * are reported by the walker (schema.c); the typed handlers are in
+ * handlers.c; spec.c holds the tables, the defaults and the checks between
+ * keys.
  */
 #ifndef HPCINIT_SCHEMA_H
 #define HPCINIT_SCHEMA_H

@@ -59,28 +59,6 @@ static void test_size(void)
 	TEST_INTEQ(parse_size("18446744073709551615K", &v), -ERANGE);
 }
 
-static void test_size_format(void)
-{
-	static const uint64_t vals[] = { 0, 1, 1023, 1024, 65536, 64ULL << 30, 3ULL << 40,
-					 1ULL << 50, 15ULL << 60, 1ULL << 63, UINT64_MAX,
-					 UINT64_MAX - 1023 };
-	static const char *const texts[] = { "0", "1", "1023", "1K", "64K", "64G", "3T", "1P",
-					     "15E", "8E", "18446744073709551615",
-					     "18014398509481983K" };
-
-	/* The printed form is exact: it parses back to the same number. */
-	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
-		struct strbuf sb = STRBUF_INIT;
-		uint64_t back = 0;
-
-		sb_size(&sb, vals[i]);
-		TEST_STREQ(sb_str(&sb), texts[i]);
-		TEST_INTEQ(parse_size(sb_str(&sb), &back), 0);
-		TEST_CHECK(back == vals[i]);
-		sb_free(&sb);
-	}
-}
-
 static void test_duration(void)
 {
 	uint64_t v = 0;
@@ -114,22 +92,37 @@ static void test_duration(void)
 	TEST_INTEQ(parse_duration("18446744073709552s", &v), -ERANGE);
 }
 
-static void test_duration_format(void)
+/* The printed form is exact: each value prints as its text and parses back to itself. */
+static void check_format(void (*print)(struct strbuf *, uint64_t),
+			 int (*parse)(const char *, uint64_t *),
+			 const uint64_t *vals, const char *const *texts, size_t n)
 {
-	static const uint64_t vals[] = { 0, 1, 500, 1000, 1500, 60000, 90000, 3600000, 86400000 };
-	static const char *const texts[] = { "0ms", "1ms", "500ms", "1s", "1500ms", "1m", "90s",
-					     "1h", "24h" };
-
-	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+	for (size_t i = 0; i < n; i++) {
 		struct strbuf sb = STRBUF_INIT;
-		uint64_t back = 1;
+		uint64_t back = ~vals[i];
 
-		sb_duration(&sb, vals[i]);
+		print(&sb, vals[i]);
 		TEST_STREQ(sb_str(&sb), texts[i]);
-		TEST_INTEQ(parse_duration(sb_str(&sb), &back), 0);
+		TEST_INTEQ(parse(sb_str(&sb), &back), 0);
 		TEST_CHECK(back == vals[i]);
 		sb_free(&sb);
 	}
+}
+
+static void test_formats(void)
+{
+	static const uint64_t sizes[] = { 0, 1, 1023, 1024, 65536, 64ULL << 30, 3ULL << 40,
+					  1ULL << 50, 15ULL << 60, 1ULL << 63, UINT64_MAX,
+					  UINT64_MAX - 1023 };
+	static const char *const size_texts[] = { "0", "1", "1023", "1K", "64K", "64G", "3T", "1P",
+						  "15E", "8E", "18446744073709551615",
+						  "18014398509481983K" };
+	static const uint64_t durs[] = { 0, 1, 500, 1000, 1500, 60000, 90000, 3600000, 86400000 };
+	static const char *const dur_texts[] = { "0ms", "1ms", "500ms", "1s", "1500ms", "1m", "90s",
+						 "1h", "24h" };
+
+	check_format(sb_size, parse_size, sizes, size_texts, sizeof(sizes) / sizeof(sizes[0]));
+	check_format(sb_duration, parse_duration, durs, dur_texts, sizeof(durs) / sizeof(durs[0]));
 }
 
 static void test_numbers(void)
@@ -173,9 +166,8 @@ static void test_numbers(void)
 int main(void)
 {
 	test_size();
-	test_size_format();
 	test_duration();
-	test_duration_format();
+	test_formats();
 	test_numbers();
 	TEST_EXIT();
 }
