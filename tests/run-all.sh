@@ -43,7 +43,7 @@ count_log build/check.out
 
 asan() {
 	mkdir -p build-asan && cd build-asan &&
-	{ [ -f Makefile ] || ../configure --enable-werror --without-mpi \
+	{ [ -f Makefile ] || ../configure --enable-werror --enable-test-backends --without-mpi \
 		CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 		LDFLAGS="-fsanitize=address,undefined" >/dev/null; } &&
 	make -j"$J" >/dev/null &&
