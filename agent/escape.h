@@ -13,9 +13,15 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "strbuf.h"
 
+/*
+ * Length of the UTF-8 sequence at s (at most n bytes), or 0 when it is not
+ * valid UTF-8 (overlong forms, surrogates and values above U+10FFFF included).
+ */
+size_t utf8_seq(const unsigned char *s, size_t n, uint32_t *cp);
 /* Bytes of the character at s (n > 0 bytes left) that may be shown as they
  * are, or 0 when its first byte must be escaped. */
 size_t esc_keep_len(const char *s, size_t n, bool keep_nl);
