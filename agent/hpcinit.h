@@ -28,15 +28,49 @@ enum rstatus {
 	ST_FAILED,      /* the step did not reach its goal */
 };
 
+/*
+ * A finding is data: what the step saw, how bad it is and a stable dotted tag
+ * ("kernel.hold.missing") that scripts can match on while the text changes.
+ * sev is the status the finding implies: ST_OK (information), ST_CHANGED
+ * (drift, or a change made), ST_DEGRADED or ST_FAILED.
+ */
+struct finding {
+	enum rstatus sev;
+	char *tag;
+	char *text;
+};
+
 struct report {
 	enum rstatus status;
 	char summary[256];      /* one line, no newline */
 	struct strbuf details;  /* free text, one finding a line; diffs in plan mode */
 	struct strlist changed; /* paths (as seen on the target, without --root) */
+	struct finding *findings;       /* report_finding(), in the order recorded */
+	size_t n_findings;
 	uint64_t duration_ms;   /* filled by the runner */
 };
 
 struct peerset;                 /* record.h */
+struct rdma_result;             /* modules/rdma.h */
+
+/*
+ * Typed hand-offs between steps.  Each field is declared by exactly one
+ * producer (struct module .outputs) and read only by modules that declare it
+ * in .inputs; the producer must run earlier in module_table.  The runner
+ * checks the declarations at startup (runner_check_table) and hands each
+ * module a view holding only what it declared, so an undeclared read sees
+ * NULL.  The runner owns the values and frees them after the run.
+ */
+enum output_id {
+	OUT_PEERS = 1u << 0,    /* peers: discovery */
+	OUT_RDMA = 1u << 1,     /* rdma: rdma */
+};
+#define OUT_ALL (OUT_PEERS | OUT_RDMA)
+
+struct outputs {
+	struct peerset *peers;          /* OUT_PEERS: every known node, this one flagged self */
+	const struct rdma_result *rdma; /* OUT_RDMA: what the rdma step found usable in this run */
+};
 
 struct ctx {
 	const struct spec *spec;
@@ -50,23 +84,41 @@ struct ctx {
 	/* Overrides a fake root may supply (documented; tests use them). */
 	const char *kernel_release;  /* NULL: uname(2), or <root>/etc/hpcinit/kernel-release */
 	const char *hostname;        /* NULL: gethostname(2) */
-	/* State passed between modules in run order. */
-	struct peerset *peers;  /* set by discovery; read by ssh, hostfile, mpi */
-	void *rdma_result;      /* set by rdma; read by mpi (profile) */
+	/* This module's view of the typed outputs (struct outputs): its declared
+	 * inputs and its own outputs; everything else is NULL. */
+	struct outputs *out;
+	/*
+	 * Going: the old side doors, kept working until their owners read and
+	 * write c->out instead (the runner mirrors them from and into the
+	 * outputs).  Do not add readers.
+	 */
+	struct peerset *peers;  /* = out->peers: set by discovery; read by ssh, hostfile, mpi */
+	void *rdma_result;      /* = out->rdma: set by rdma; read by mpi (profile) */
 };
 
+/*
+ * A step.  Hooks left NULL get defaults, resolved in one place
+ * (runner.c, module_resolve): enabled: always; timeout_ms: 60 s; check:
+ * apply (which writes nothing outside RUN_APPLY); apply: check.  A module
+ * must implement check or apply.
+ */
 struct module {
 	const char *name;
 	/* Is the module's section in the spec?  Absent means skipped. */
 	bool (*enabled)(const struct spec *);
-	/* Modules this one needs; a failed or skipped one skips this one. NULL-terminated. */
+	/* Modules this one needs; a failed or skipped one skips this one.  NULL-terminated;
+	 * each must name a module earlier in the table. */
 	const char *const *needs;
-	/* Default deadline in ms, or a function of the spec (may be NULL: 60 s). */
+	/* Default deadline in ms, or a function of the spec. */
 	uint64_t (*timeout_ms)(const struct spec *);
 	/* Observe only.  Fill rep; return 0 or -errno (-errno also means failed). */
 	int (*check)(struct ctx *, struct report *);
 	/* Converge idempotently.  In RUN_PLAN the core calls apply with writes diverted. */
 	int (*apply)(struct ctx *, struct report *);
+	/* Typed outputs this module sets in c->out, and those of earlier modules it reads
+	 * (enum output_id bits). */
+	unsigned outputs;
+	unsigned inputs;
 };
 
 /* The module table, in run order, NULL-terminated (modules/table.c). */
@@ -83,7 +135,24 @@ void report_raise(struct report *r, enum rstatus st);
 void report_detail(struct report *r, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void report_changed(struct report *r, const char *path);
+/*
+ * Record a finding: a detail line (as report_detail), {sev, tag, text} in
+ * r->findings, and the status raised to sev.  Unless the module sets a
+ * summary, the runner makes one from the findings (report_summarize).
+ */
+void report_finding(struct report *r, enum rstatus sev, const char *tag, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* Findings that are a problem (sev above ST_OK). */
+size_t report_problems(const struct report *r);
+/*
+ * The worst-first summary: the first finding whose severity is the report's
+ * status, and "(+N more)" for the other problems.  False (and nothing set)
+ * when no finding explains the status.
+ */
+bool report_summarize(struct report *r);
 const char *rstatus_name(enum rstatus st, enum run_mode mode);
+/* Severity of a finding in JSON: "info", "change", "degraded", "failed". */
+const char *finding_severity_name(enum rstatus sev);
 
 /* Time (util.c). */
 uint64_t now_ms(void);          /* CLOCK_MONOTONIC */

@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -37,6 +39,15 @@ char *proc_which(const char *name)
 		p += n + (colon ? 1 : 0);
 	}
 	return NULL;
+}
+
+char *proc_helper_path(const char *name)
+{
+	const char *dir = getenv("HPCINIT_LIBEXEC_DIR");
+
+	if (!dir || dir[0] != '/')
+		dir = LIBEXECDIR "/hpcinit";
+	return xasprintf("%s/%s", dir, name);
 }
 
 char *argv_render(const char *const argv[])
@@ -77,199 +88,381 @@ void proc_result_free(struct proc_result *r)
 	r->out_len = r->err_len = 0;
 }
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
+/* ---- the child engine ------------------------------------------------------ */
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+/* Close every descriptor from lo up, except keep (-1: none). */
+static void close_from(int lo, int keep)
+{
+#ifdef SYS_close_range
+	if ((keep < lo || keep == lo ||
+	     syscall(SYS_close_range, (unsigned)lo, (unsigned)keep - 1, 0u) == 0) &&
+	    syscall(SYS_close_range, (unsigned)(keep >= lo ? keep + 1 : lo), ~0u, 0u) == 0)
+		return;
+#endif
+	long max = sysconf(_SC_OPEN_MAX);
+
+	if (max < 0 || max > 65536)
+		max = 65536;
+	for (int fd = lo; fd < max; fd++)
+		if (fd != keep)
+			close(fd);
 }
 
-int proc_run(const char *const argv[], const char *const envp[], const char *stdin_data,
-	     unsigned timeout_ms, struct proc_result *ret)
+/*
+ * In the child: make fds[i] descriptor i (fds[i] < 0: /dev/null for 0-2,
+ * nothing above) and close everything else but keep, so a child that hangs holds
+ * nothing its parent's world waits on (the run lock, the caller's pipes).
+ */
+static void child_fds(const int *fds, int n, int keep)
+{
+	int moved[8];
+	int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	/* First lift every kept descriptor above the targets, so no dup2 clobbers another. */
+	for (int i = 0; i < n; i++) {
+		int src = fds[i] >= 0 ? fds[i] : (i < 3 ? nul : -1);
+
+		moved[i] = src >= 0 ? fcntl(src, F_DUPFD_CLOEXEC, n + 3) : -1;
+		if (src >= 0 && moved[i] < 0)
+			_exit(127);
+	}
+	for (int i = 0; i < n; i++)
+		if (moved[i] >= 0 && dup2(moved[i], i) < 0)
+			_exit(127);
+	close_from(n, keep);
+}
+
+static void child_init(struct proc_child *ch)
+{
+	ch->pid = -1;
+	ch->out_fd = ch->err_fd = ch->in_fd = -1;
+	ch->t_start = now_ms();
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+int proc_start_argv(struct proc_child *ch, const char *prog, const char *const argv[],
+		    const char *const envp[], const char *stdin_data)
 {
 	static const char *const default_env[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL };
 	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, inp[2] = { -1, -1 }, execp[2] = { -1, -1 };
-	struct strbuf out = STRBUF_INIT, err = STRBUF_INIT;
-	size_t in_off = 0, in_len = stdin_data ? strlen(stdin_data) : 0;
-	char *prog;
-	pid_t pid;
-	int status = 0, r = 0, exec_errno = 0;
-	uint64_t deadline, killed_at = 0;
-	bool exited = false;
-	struct sigaction ign = { .sa_handler = SIG_IGN }, old_pipe;
+	int r = 0, exec_errno = 0, status;
+	size_t in_len = stdin_data ? strlen(stdin_data) : 0;
 
-	memset(ret, 0, sizeof(*ret));
-	prog = proc_which(argv[0]);
-	if (!prog)
-		return -ENOENT;
-	/* A child that exits without reading its stdin must not kill us with SIGPIPE. */
-	sigaction(SIGPIPE, &ign, &old_pipe);
+	child_init(ch);
+	ch->own_group = true;
 	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
-	    pipe2(inp, O_CLOEXEC) < 0 || pipe2(execp, O_CLOEXEC) < 0) {
+	    (in_len && pipe2(inp, O_CLOEXEC) < 0) || pipe2(execp, O_CLOEXEC) < 0) {
 		r = -errno;
-		goto out_close;
+		goto out_close_pipes;
 	}
-	pid = fork();
-	if (pid < 0) {
+	fflush(NULL);
+	ch->pid = fork();
+	if (ch->pid < 0) {
 		r = -errno;
-		goto out_close;
+		goto out_close_pipes;
 	}
-	if (pid == 0) {
+	if (ch->pid == 0) {
+		int keep[4] = { inp[0], outp[1], errp[1], execp[1] };
 		int e;
 
 		setpgid(0, 0);
 		signal(SIGPIPE, SIG_DFL);
-		if (dup2(inp[0], 0) < 0 || dup2(outp[1], 1) < 0 || dup2(errp[1], 2) < 0)
-			_exit(127);
+		child_fds(keep, 4, -1);
+		/* fd 3 reports a failed execve; close-on-exec, so a good one closes it. */
+		fcntl(3, F_SETFD, FD_CLOEXEC);
 		/* execve's prototype predates const; the arrays are not modified. */
 		union { const char *const *c; char *const *m; } av = { argv }, ev = { envp ? envp : default_env };
 
 		execve(prog, av.m, ev.m);
 		e = errno;
-		(void)!write(execp[1], &e, sizeof(e));
+		(void)!write(3, &e, sizeof(e));
 		_exit(127);
 	}
-	setpgid(pid, pid);
-	close(inp[0]);
-	inp[0] = -1;
-	close(outp[1]);
-	outp[1] = -1;
-	close(errp[1]);
-	errp[1] = -1;
-	close(execp[1]);
-	execp[1] = -1;
+	setpgid(ch->pid, ch->pid);
+	close_fd(&inp[0]);
+	close_fd(&outp[1]);
+	close_fd(&errp[1]);
+	close_fd(&execp[1]);
 	if (read(execp[0], &exec_errno, sizeof(exec_errno)) == (ssize_t)sizeof(exec_errno)) {
-		waitpid(pid, &status, 0);
+		waitpid(ch->pid, &status, 0);
+		ch->pid = -1;
 		r = -exec_errno;
-		goto out_close;
+		goto out_close_pipes;
 	}
-	if (in_len == 0) {
-		close(inp[1]);
-		inp[1] = -1;
-	} else {
-		fcntl(inp[1], F_SETFL, O_NONBLOCK);
+	close_fd(&execp[0]);
+	ch->out_fd = outp[0];
+	ch->err_fd = errp[0];
+	if (in_len) {
+		ch->in_fd = inp[1];
+		ch->in_data = stdin_data;
+		ch->in_len = in_len;
+		fcntl(ch->in_fd, F_SETFL, O_NONBLOCK);
 	}
+	return 0;
 
-	deadline = mono_ms() + timeout_ms;
-	while (outp[0] >= 0 || errp[0] >= 0 || inp[1] >= 0) {
-		struct pollfd pf[3];
-		int nf = 0, wait_ms;
-		uint64_t now = mono_ms();
+out_close_pipes:
+	for (int i = 0; i < 2; i++) {
+		close_fd(&outp[i]);
+		close_fd(&errp[i]);
+		close_fd(&inp[i]);
+		close_fd(&execp[i]);
+	}
+	return r;
+}
 
-		if (!killed_at && now >= deadline) {
-			kill(-pid, SIGTERM);
-			killed_at = now;
-			ret->timed_out = true;
-		} else if (killed_at && now >= killed_at + 1000) {
-			kill(-pid, SIGKILL);
-			/* Grandchildren holding the pipes open must not keep us here. */
-			break;
+int proc_start_fn(struct proc_child *ch, void (*fn)(void *arg, int fd), void *arg, size_t want)
+{
+	int p[2];
+
+	child_init(ch);
+	ch->want = want;
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	fflush(NULL);
+	ch->pid = fork();
+	if (ch->pid < 0) {
+		int e = errno;
+
+		close(p[0]);
+		close(p[1]);
+		return -e;
+	}
+	if (ch->pid == 0) {
+		int keep[3] = { -1, -1, -1 }, fd = p[1];
+
+		/* The answer pipe keeps its number (above 2), so no descriptor of the parent's reappears. */
+		if (fd < 3 && (fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0)
+			_exit(127);
+		child_fds(keep, 3, fd);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		signal(SIGPIPE, SIG_DFL);
+		fn(arg, fd);
+		_exit(0);
+	}
+	close(p[1]);
+	ch->out_fd = p[0];
+	return 0;
+}
+
+void proc_child_free(struct proc_child *ch)
+{
+	close_fd(&ch->out_fd);
+	close_fd(&ch->err_fd);
+	close_fd(&ch->in_fd);
+	sb_free(&ch->out);
+	sb_free(&ch->err);
+}
+
+static void child_signal(const struct proc_child *ch, int sig)
+{
+	if (ch->exited && !ch->own_group)
+		return;         /* reaped: the pid may belong to someone else by now */
+	kill(ch->own_group ? -ch->pid : ch->pid, sig);
+}
+
+static bool child_reading(const struct proc_child *ch)
+{
+	return ch->out_fd >= 0 || ch->err_fd >= 0 || ch->in_fd >= 0;
+}
+
+static bool child_done(const struct proc_child *ch)
+{
+	return ch->pid <= 0 || ch->exited || ch->abandoned;
+}
+
+/* Stop reading a child: its output so far is what we have. */
+static void child_stop_reading(struct proc_child *ch, uint64_t now)
+{
+	if (child_reading(ch) && !ch->eof)
+		ch->ms = now - ch->t_start;
+	close_fd(&ch->out_fd);
+	close_fd(&ch->err_fd);
+	close_fd(&ch->in_fd);
+}
+
+/* Deadline, escalation and giving up for one child; returns the next time it needs attention. */
+static uint64_t child_tick(struct proc_child *ch, const struct proc_limits *lim, uint64_t deadline,
+			   uint64_t now)
+{
+	if (!child_reading(ch) && child_done(ch))
+		return UINT64_MAX;
+	if (!ch->t_term && !ch->t_kill) {
+		uint64_t end = deadline;
+
+		if (lim->eof_ends && ch->eof && !child_reading(ch))
+			end = ch->t_start + ch->ms + lim->reap_ms;
+		if (now < end)
+			return end;
+		if (lim->eof_ends && ch->eof) {
+			/* It answered but will not exit: leave it, it holds nothing of ours. */
+			ch->abandoned = true;
+			return UINT64_MAX;
 		}
-		wait_ms = killed_at ? (int)(killed_at + 1000 - now) + 1 : (int)(deadline - now) + 1;
-		if (outp[0] >= 0)
-			pf[nf++] = (struct pollfd){ .fd = outp[0], .events = POLLIN };
-		if (errp[0] >= 0)
-			pf[nf++] = (struct pollfd){ .fd = errp[0], .events = POLLIN };
-		if (inp[1] >= 0)
-			pf[nf++] = (struct pollfd){ .fd = inp[1], .events = POLLOUT };
-		if (poll(pf, (nfds_t)nf, wait_ms) < 0) {
+		ch->timed_out = true;
+		if (lim->term_grace_ms) {
+			child_signal(ch, SIGTERM);
+			ch->t_term = now;
+			return now + lim->term_grace_ms;
+		}
+		child_signal(ch, SIGKILL);
+		ch->t_kill = now;
+	} else if (!ch->t_kill) {
+		if (now < ch->t_term + lim->term_grace_ms)
+			return ch->t_term + lim->term_grace_ms;
+		child_signal(ch, SIGKILL);
+		ch->t_kill = now;
+	}
+	/* Killed: grandchildren holding the pipes open must not keep us here. */
+	child_stop_reading(ch, now);
+	if (ch->exited)
+		return UINT64_MAX;
+	if (now >= ch->t_kill + lim->reap_ms) {
+		ch->abandoned = true;
+		return UINT64_MAX;
+	}
+	return ch->t_kill + lim->reap_ms;
+}
+
+static void child_io(struct proc_child *ch, int fd, short revents)
+{
+	char buf[8192];
+	ssize_t n;
+
+	if (!revents)
+		return;
+	if (fd == ch->in_fd) {
+		n = write(fd, ch->in_data + ch->in_off, ch->in_len - ch->in_off);
+		if (n > 0)
+			ch->in_off += (size_t)n;
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n < 0 || ch->in_off == ch->in_len)
+			close_fd(&ch->in_fd);
+		return;
+	}
+	n = read(fd, buf, sizeof(buf));
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	struct strbuf *sb = fd == ch->out_fd ? &ch->out : &ch->err;
+
+	if (n > 0 && sb->len + (size_t)n <= PROC_MAX_OUTPUT)
+		sb_appendn(sb, buf, (size_t)n);
+	if (n <= 0 || (fd == ch->out_fd && ch->want && ch->out.len >= ch->want)) {
+		close_fd(fd == ch->out_fd ? &ch->out_fd : &ch->err_fd);
+		if (ch->out_fd < 0 && ch->err_fd < 0) {
+			close_fd(&ch->in_fd);
+			ch->eof = true;
+			ch->ms = now_ms() - ch->t_start;
+		}
+	}
+}
+
+void proc_wait(struct proc_child *chs, size_t n, const struct proc_limits *lim)
+{
+	uint64_t deadline = now_ms() + lim->timeout_ms;
+	struct pollfd *pf = xcalloc(3 * n + 1, sizeof(*pf));
+	size_t *owner = xcalloc(3 * n + 1, sizeof(*owner));
+	struct sigaction ign = { .sa_handler = SIG_IGN }, old_pipe;
+
+	/* A child that exits without reading its stdin must not kill us with SIGPIPE. */
+	sigaction(SIGPIPE, &ign, &old_pipe);
+	for (;;) {
+		uint64_t now = now_ms(), next = UINT64_MAX;
+		nfds_t k = 0;
+		bool pending = false;
+
+		for (size_t i = 0; i < n; i++) {
+			struct proc_child *ch = &chs[i];
+
+			if (!ch->exited && ch->pid > 0 && !ch->abandoned) {
+				int st;
+
+				if (waitpid(ch->pid, &st, WNOHANG) == ch->pid) {
+					ch->exited = true;
+					ch->status = st;
+				}
+			}
+			/* The child is gone: what is left in the pipes comes at once, or from a grandchild. */
+			if (ch->exited && !child_reading(ch))
+				continue;
+			uint64_t t = child_tick(ch, lim, deadline, now);
+
+			if (t < next)
+				next = t;
+			if (child_reading(ch)) {
+				int fds[3] = { ch->out_fd, ch->err_fd, ch->in_fd };
+
+				for (int f = 0; f < 3; f++)
+					if (fds[f] >= 0) {
+						pf[k] = (struct pollfd){ .fd = fds[f], .events = f == 2 ? POLLOUT : POLLIN };
+						owner[k++] = i;
+					}
+			}
+			if (child_reading(ch) || !child_done(ch))
+				pending = true;
+		}
+		if (!pending)
+			break;
+		/* Exits are noticed by polling waitpid: a short step while a child runs without pipes. */
+		int wait_ms = next == UINT64_MAX ? 1000 : (int)(next > now ? next - now : 0) + 1;
+		bool unpiped = false;
+
+		for (size_t i = 0; i < n; i++)
+			if (!child_reading(&chs[i]) && !child_done(&chs[i]))
+				unpiped = true;
+		if (unpiped && wait_ms > 5)
+			wait_ms = 5;
+		if (poll(pf, k, wait_ms) < 0) {
 			if (errno == EINTR)
 				continue;
-			r = -errno;
 			break;
 		}
-		for (int i = 0; i < nf; i++) {
-			char buf[8192];
-			ssize_t n;
-
-			if (!pf[i].revents)
-				continue;
-			if (pf[i].fd == inp[1]) {
-				n = write(inp[1], stdin_data + in_off, in_len - in_off);
-				if (n > 0)
-					in_off += (size_t)n;
-				if (n < 0 && errno == EAGAIN)
-					continue;
-				if (n < 0 || in_off == in_len) {
-					close(inp[1]);
-					inp[1] = -1;
-				}
-				continue;
-			}
-			n = read(pf[i].fd, buf, sizeof(buf));
-			if (n <= 0) {
-				if (n < 0 && (errno == EINTR || errno == EAGAIN))
-					continue;
-				if (pf[i].fd == outp[0]) {
-					close(outp[0]);
-					outp[0] = -1;
-				} else {
-					close(errp[0]);
-					errp[0] = -1;
-				}
-				continue;
-			}
-			struct strbuf *sb = pf[i].fd == outp[0] ? &out : &err;
-
-			if (sb->len + (size_t)n <= PROC_MAX_OUTPUT)
-				sb_appendn(sb, buf, (size_t)n);
-		}
+		for (nfds_t q = 0; q < k; q++)
+			child_io(&chs[owner[q]], pf[q].fd, pf[q].revents);
 	}
-	/* Reap: the pipes are closed (or we gave up on them); bound the wait too. */
-	for (;;) {
-		pid_t w = waitpid(pid, &status, WNOHANG);
-		uint64_t now = mono_ms();
-
-		if (w == pid) {
-			exited = true;
-			break;
-		}
-		if (w < 0 && errno != EINTR)
-			break;
-		if (!killed_at && now >= deadline) {
-			kill(-pid, SIGTERM);
-			killed_at = now;
-			ret->timed_out = true;
-		} else if (killed_at && now >= killed_at + 1000) {
-			kill(-pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			exited = true;
-			break;
-		}
-		struct timespec ts = { 0, 5 * 1000 * 1000 };
-
-		nanosleep(&ts, NULL);
-	}
-	if (exited) {
-		if (WIFEXITED(status)) {
-			ret->exit_code = WEXITSTATUS(status);
-		} else if (WIFSIGNALED(status)) {
-			ret->exit_code = -1;
-			ret->term_signal = WTERMSIG(status);
-		}
-	}
-out_close:
-	for (int i = 0; i < 2; i++) {
-		if (outp[i] >= 0)
-			close(outp[i]);
-		if (errp[i] >= 0)
-			close(errp[i]);
-		if (inp[i] >= 0)
-			close(inp[i]);
-		if (execp[i] >= 0)
-			close(execp[i]);
-	}
-	free(prog);
 	sigaction(SIGPIPE, &old_pipe, NULL);
-	if (r < 0) {
-		sb_free(&out);
-		sb_free(&err);
+	free(pf);
+	free(owner);
+}
+
+int proc_run(const char *const argv[], const char *const envp[], const char *stdin_data,
+	     unsigned timeout_ms, struct proc_result *ret)
+{
+	const struct proc_limits lim = { .timeout_ms = timeout_ms, .term_grace_ms = 1000, .reap_ms = 500 };
+	struct proc_child ch = { 0 };
+	char *prog;
+	int r;
+
+	memset(ret, 0, sizeof(*ret));
+	prog = proc_which(argv[0]);
+	if (!prog)
+		return -ENOENT;
+	r = proc_start_argv(&ch, prog, argv, envp, stdin_data);
+	free(prog);
+	if (r < 0)
 		return r;
+	proc_wait(&ch, 1, &lim);
+	ret->timed_out = ch.timed_out;
+	if (ch.exited && WIFEXITED(ch.status)) {
+		ret->exit_code = WEXITSTATUS(ch.status);
+	} else if (ch.exited && WIFSIGNALED(ch.status)) {
+		ret->exit_code = -1;
+		ret->term_signal = WTERMSIG(ch.status);
+	} else if (ch.abandoned) {
+		ret->abandoned = true;
+		ret->exit_code = -1;
+		ret->term_signal = SIGKILL;
 	}
-	ret->out_len = out.len;
-	ret->out = sb_steal(&out);
-	ret->err_len = err.len;
-	ret->err = sb_steal(&err);
+	ret->out_len = ch.out.len;
+	ret->out = sb_steal(&ch.out);
+	ret->err_len = ch.err.len;
+	ret->err = sb_steal(&ch.err);
+	proc_child_free(&ch);
 	return 0;
 }

@@ -1,20 +1,74 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Run an external tool: argv array (never a shell), a timeout, captured
- * stdout/stderr (capped), a clean environment unless one is given.
+ * The child engine: run something in a child under a deadline.  One core,
+ * two ways in: an external program (argv array, never a shell) or a
+ * function in a forked child.  Either way the child keeps no inherited
+ * descriptor but its own pipes, its output is captured (capped), and at the
+ * deadline it gets SIGTERM then SIGKILL.  A child that SIGKILL cannot end
+ * (asleep uninterruptibly in the kernel: a hard NFS mount, a wedged driver)
+ * is left behind and reported, never waited for.
  */
 #ifndef HPCINIT_PROC_H
 #define HPCINIT_PROC_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "strbuf.h"
 
 #define PROC_MAX_OUTPUT (1024 * 1024)
+
+/* One child.  Zero it, start it with proc_start_argv or proc_start_fn, wait with proc_wait. */
+struct proc_child {
+	pid_t pid;
+	bool own_group;         /* signals go to its process group (argv children) */
+	int out_fd, err_fd, in_fd;      /* parent's ends; -1 once closed */
+	const char *in_data;    /* written to the child's stdin (argv children) */
+	size_t in_len, in_off;
+	size_t want;            /* fn children: the answer is complete after this many bytes */
+	struct strbuf out, err; /* captured output, PROC_MAX_OUTPUT bytes at most each */
+	bool eof;               /* the child closed its output (or gave its whole answer) */
+	bool timed_out;         /* the deadline passed before it finished */
+	bool exited;            /* reaped; status is valid */
+	bool abandoned;         /* alive after SIGKILL and the reap grace: stuck in the kernel, left behind */
+	int status;             /* waitpid status */
+	uint64_t ms;            /* start to eof, or to giving up on the output */
+	/* engine state */
+	uint64_t t_start, t_term, t_kill;
+};
+
+struct proc_limits {
+	unsigned timeout_ms;    /* deadline, from proc_wait's call */
+	unsigned term_grace_ms; /* SIGTERM at the deadline, SIGKILL this much later; 0: SIGKILL at once */
+	unsigned reap_ms;       /* how long a child may take to die (or exit after eof) before it is left */
+	bool eof_ends;          /* eof ends the wait: exit is awaited for reap_ms, not until the deadline */
+};
+
+/*
+ * Start prog with argv (envp NULL: PATH=/usr/sbin:/usr/bin:/sbin:/bin, LC_ALL=C).
+ * stdin_data may be NULL (stdin is /dev/null); it must outlive proc_wait.
+ * The child gets its own process group.  -errno when it could not be
+ * started (-ENOENT etc. from execve are reported here too).
+ */
+int proc_start_argv(struct proc_child *ch, const char *prog, const char *const argv[],
+		    const char *const envp[], const char *stdin_data);
+/*
+ * Fork and run fn(arg, fd) in the child, then _exit(0); fd is its only open
+ * descriptor besides /dev/null on 0-2, and is read into ch->out.  The child
+ * dies with its parent (PR_SET_PDEATHSIG).  want: see struct proc_child.
+ */
+int proc_start_fn(struct proc_child *ch, void (*fn)(void *arg, int fd), void *arg, size_t want);
+/* Wait for n started children together under one deadline (see struct proc_limits). */
+void proc_wait(struct proc_child *ch, size_t n, const struct proc_limits *lim);
+void proc_child_free(struct proc_child *ch);
 
 struct proc_result {
 	int exit_code;          /* exit status, or -1 when killed by a signal */
 	int term_signal;        /* the signal, 0 when it exited */
 	bool timed_out;         /* killed because timeout_ms passed */
+	bool abandoned;         /* would not die: left behind (exit_code -1, term_signal SIGKILL) */
 	char *out;              /* captured stdout, NUL-terminated, never NULL after run */
 	size_t out_len;
 	char *err;              /* captured stderr */
@@ -22,10 +76,8 @@ struct proc_result {
 };
 
 /*
- * Run argv[0] (a path, or a name searched in a fixed safe PATH) with argv.
- * envp NULL gives PATH=/usr/sbin:/usr/bin:/sbin:/bin and LC_ALL=C.
- * stdin_data may be NULL (stdin is /dev/null).  The child gets its own
- * process group; on timeout the group gets SIGTERM, then SIGKILL after 1 s.
+ * Run argv[0] (a path, or a name searched in a fixed safe PATH) with argv,
+ * through the engine: on timeout the group gets SIGTERM, then SIGKILL after 1 s.
  * Returns 0 when the child ran (see ret->exit_code), -errno when it could
  * not be started (-ENOENT: no such program).
  */
@@ -34,6 +86,12 @@ int proc_run(const char *const argv[], const char *const envp[], const char *std
 void proc_result_free(struct proc_result *r);
 /* "a b 'c d'" rendering of argv, for logs and plan output only. malloc'd. */
 char *argv_render(const char *const argv[]);
+/*
+ * Path of one of hpcinit's own helper programs (hpcinit-rdma-probe, ...):
+ * in $HPCINIT_LIBEXEC_DIR when that is set to an absolute path (the test
+ * suite points it at the build tree), else in LIBEXECDIR/hpcinit.  malloc'd.
+ */
+char *proc_helper_path(const char *name);
 /* Find a program in the fixed safe PATH (under no root). malloc'd or NULL. */
 char *proc_which(const char *name);
 

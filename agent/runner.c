@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,9 +17,180 @@
 #include "fsutil.h"
 #include "json.h"
 #include "log.h"
+#include "record.h"
 #include "runner.h"
 
 #define DEFAULT_TIMEOUT_MS (60u * 1000)
+
+/* ---- hook defaults --------------------------------------------------------- */
+
+static const char *const no_needs[] = { NULL };
+
+static bool default_enabled(const struct spec *s)
+{
+	return true;
+}
+
+static uint64_t default_timeout_ms(const struct spec *s)
+{
+	return DEFAULT_TIMEOUT_MS;
+}
+
+/*
+ * The one place that knows which hooks may be left out (rdma-core's
+ * dummy_ops): everything after this sees a complete module.  check falls back
+ * to apply, which writes nothing outside RUN_APPLY, and apply to check (an
+ * observe-only step).  runner_check_table rejects a module with neither.
+ */
+static void module_resolve(const struct module *m, struct module *ret)
+{
+	*ret = *m;
+	if (!ret->enabled)
+		ret->enabled = default_enabled;
+	if (!ret->needs)
+		ret->needs = no_needs;
+	if (!ret->timeout_ms)
+		ret->timeout_ms = default_timeout_ms;
+	if (!ret->check)
+		ret->check = m->apply;
+	if (!ret->apply)
+		ret->apply = m->check;
+}
+
+/* ---- typed outputs --------------------------------------------------------- */
+
+static void free_peers(void *p)
+{
+	peerset_free(p);
+}
+
+/* One line an output: its bit, its name in messages, its field, who frees it. */
+static const struct output_desc {
+	unsigned id;
+	const char *name;
+	size_t offset;
+	void (*free)(void *);
+} output_descs[] = {
+	{ OUT_PEERS, "peers", offsetof(struct outputs, peers), free_peers },
+	{ OUT_RDMA, "rdma", offsetof(struct outputs, rdma), NULL },     /* the rdma module's static */
+};
+#define N_OUTPUTS (sizeof(output_descs) / sizeof(output_descs[0]))
+
+_Static_assert(sizeof(struct outputs) == N_OUTPUTS * sizeof(void *),
+	       "every field of struct outputs is a pointer with a line in output_descs");
+
+static void *output_get(const struct outputs *o, const struct output_desc *d)
+{
+	void *p;
+
+	memcpy(&p, (const char *)o + d->offset, sizeof(p));
+	return p;
+}
+
+/* Copy the outputs named by bits from src to dst. */
+static void outputs_copy(struct outputs *dst, const struct outputs *src, unsigned bits)
+{
+	for (size_t k = 0; k < N_OUTPUTS; k++)
+		if (bits & output_descs[k].id)
+			memcpy((char *)dst + output_descs[k].offset,
+			       (const char *)src + output_descs[k].offset, sizeof(void *));
+}
+
+static void outputs_free(struct outputs *o)
+{
+	for (size_t k = 0; k < N_OUTPUTS; k++) {
+		void *p = output_get(o, &output_descs[k]);
+
+		if (p && output_descs[k].free)
+			output_descs[k].free(p);
+	}
+	memset(o, 0, sizeof(*o));
+}
+
+static void bits_names(struct strbuf *sb, unsigned bits)
+{
+	bool first = true;
+
+	for (size_t k = 0; k < N_OUTPUTS; k++)
+		if (bits & output_descs[k].id) {
+			sb_printf(sb, "%s%s", first ? "" : ", ", output_descs[k].name);
+			first = false;
+		}
+}
+
+static int table_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int table_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("hpcinit: internal error: module table: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return -EINVAL;
+}
+
+int runner_check_table(const struct module *const *table)
+{
+	int r = 0;
+
+	for (size_t i = 0; table[i]; i++) {
+		const struct module *m = table[i];
+		unsigned unknown = (m->outputs | m->inputs) & ~(unsigned)OUT_ALL;
+
+		if (!m->name || !*m->name) {
+			r = table_err("entry %zu has no name", i);
+			continue;
+		}
+		for (size_t j = 0; j < i; j++)
+			if (table[j]->name && strcmp(table[j]->name, m->name) == 0)
+				r = table_err("two modules named '%s'", m->name);
+		if (!m->check && !m->apply)
+			r = table_err("%s: neither check nor apply", m->name);
+		for (const char *const *d = m->needs; d && *d; d++) {
+			size_t j;
+
+			for (j = 0; j < i; j++)
+				if (strcmp(table[j]->name, *d) == 0)
+					break;
+			if (j == i)
+				r = table_err("%s needs '%s', which is not a module before it", m->name, *d);
+		}
+		if (unknown)
+			r = table_err("%s declares unknown outputs or inputs (bits 0x%x)", m->name, unknown);
+		if (m->outputs & m->inputs) {
+			struct strbuf names = STRBUF_INIT;
+
+			bits_names(&names, m->outputs & m->inputs);
+			r = table_err("%s both produces and reads %s", m->name, sb_str(&names));
+			sb_free(&names);
+		}
+	}
+	for (size_t k = 0; k < N_OUTPUTS; k++) {
+		const struct output_desc *o = &output_descs[k];
+		size_t producer = 0, n_producers = 0;
+
+		for (size_t i = 0; table[i]; i++)
+			if (table[i]->outputs & o->id) {
+				if (n_producers++)
+					r = table_err("output %s has two producers, %s and %s", o->name,
+						      table[producer]->name, table[i]->name);
+				else
+					producer = i;
+			}
+		if (!n_producers) {
+			r = table_err("no module produces output %s", o->name);
+			continue;
+		}
+		for (size_t i = 0; table[i]; i++)
+			if ((table[i]->inputs & o->id) && i < producer)
+				r = table_err("%s reads %s, but its producer %s runs later", table[i]->name,
+					      o->name, table[producer]->name);
+	}
+	return r;
+}
 
 static bool in_list(const struct strlist *l, const char *s)
 {
@@ -47,14 +220,14 @@ int runner_check_only(const struct strlist *only)
 }
 
 /* --only pulls in the modules the selected ones need, so "--only ssh" still has peers. */
-static void select_modules(const struct run_opts *o, bool *sel, size_t n)
+static void select_modules(const struct run_opts *o, const struct module *mods, bool *sel, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		sel[i] = o->only.n == 0 || in_list(&o->only, module_table[i]->name);
+		sel[i] = o->only.n == 0 || in_list(&o->only, mods[i].name);
 	for (size_t i = n; i-- > 0;) {
-		const struct module *m = module_table[i];
+		const struct module *m = &mods[i];
 
-		if (!sel[i] || !m->needs)
+		if (!sel[i])
 			continue;
 		for (const char *const *d = m->needs; *d; d++)
 			for (size_t j = 0; j < i; j++)
@@ -143,10 +316,16 @@ static const struct module *find_idx(const char *name, size_t *ret)
 	return NULL;
 }
 
-static void run_one(struct ctx *c, size_t i, struct run_result *res)
+/*
+ * Run module i with its view of the outputs: its declared inputs and its own
+ * outputs.  Afterwards its outputs go back into res->out.
+ */
+static void run_one(struct ctx *c, const struct module *m, size_t i, struct run_result *res)
 {
-	const struct module *m = module_table[i];
 	struct report *rep = &res->reports[i];
+	struct outputs view = { 0 };
+	struct peerset *legacy_peers = c->peers;
+	void *legacy_rdma = c->rdma_result;
 	uint64_t t0 = now_ms(), tmo;
 	int r;
 
@@ -154,7 +333,7 @@ static void run_one(struct ctx *c, size_t i, struct run_result *res)
 		report_set(rep, ST_SKIPPED, "no %s section in the spec", m->name);
 		return;
 	}
-	for (const char *const *d = m->needs; d && *d; d++) {
+	for (const char *const *d = m->needs; *d; d++) {
 		size_t j;
 
 		if (!find_idx(*d, &j))
@@ -165,19 +344,35 @@ static void run_one(struct ctx *c, size_t i, struct run_result *res)
 			return;
 		}
 	}
-	tmo = m->timeout_ms ? m->timeout_ms(c->spec) : DEFAULT_TIMEOUT_MS;
+	tmo = m->timeout_ms(c->spec);
 	c->deadline_ms = t0 + tmo;
 	c->module = m->name;
+	outputs_copy(&view, &res->out, m->inputs | m->outputs);
+	c->out = &view;
 	log_set_module(m->name);
 	if (c->mode == RUN_CHECK)
 		r = m->check(c, rep);
 	else
 		r = m->apply(c, rep);
-	if (r < 0) {
+	outputs_copy(&res->out, &view, m->outputs);
+	c->out = NULL;
+	/* Going with ctx->peers and ctx->rdma_result: a write to either is an output,
+	 * and readers of the old fields see the outputs. */
+	if (c->peers != legacy_peers)
+		res->out.peers = c->peers;
+	else
+		c->peers = res->out.peers;
+	if (c->rdma_result != legacy_rdma)
+		res->out.rdma = c->rdma_result;
+	else
+		memcpy(&c->rdma_result, &res->out.rdma, sizeof(void *));   /* drops const: going */
+	if (r < 0)
 		report_raise(rep, ST_FAILED);
-		if (!rep->summary[0])
-			report_set(rep, ST_FAILED, "%s", strerror(-r));
-	}
+	/* The worst-first summary from the findings, unless the module wrote one. */
+	if (!rep->summary[0])
+		report_summarize(rep);
+	if (r < 0 && !rep->summary[0])
+		report_set(rep, ST_FAILED, "%s", strerror(-r));
 	if (!rep->summary[0]) {
 		if (rep->status == ST_CHANGED)
 			report_set(rep, ST_CHANGED, "%zu file(s) %s", rep->changed.n,
@@ -241,6 +436,7 @@ int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
 	size_t n = 0;
 	int lock_fd = -1;
 	uint64_t t0 = now_ms();
+	struct module *mods;
 
 	while (module_table[n])
 		n++;
@@ -251,7 +447,14 @@ int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
 	res->started_unix = (uint64_t)time(NULL);
 	for (size_t i = 0; i < n; i++)
 		report_init(&res->reports[i]);
-	select_modules(o, res->ran, n);
+	if (runner_check_table(module_table) < 0) {
+		res->exit_code = 1;
+		return 1;
+	}
+	mods = xcalloc(n, sizeof(*mods));
+	for (size_t i = 0; i < n; i++)
+		module_resolve(module_table[i], &mods[i]);
+	select_modules(o, mods, res->ran, n);
 
 	if (c->mode == RUN_APPLY) {
 		int r = take_lock(c, o->lock_timeout_ms, &lock_fd);
@@ -260,12 +463,17 @@ int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
 			/* Nothing ran: the report lists no module. */
 			memset(res->ran, 0, n * sizeof(*res->ran));
 			res->exit_code = 1;
+			free(mods);
 			return 1;
 		}
 	}
 	for (size_t i = 0; i < n; i++)
 		if (res->ran[i])
-			run_one(c, i, res);
+			run_one(c, &mods[i], i, res);
+	free(mods);
+	/* The outputs belong to res now (run_result_free); the old fields only mirrored them. */
+	c->peers = NULL;
+	c->rdma_result = NULL;
 	res->duration_ms = now_ms() - t0;
 	res->exit_code = exit_code_of(c, res);
 	if (c->mode == RUN_APPLY) {
@@ -279,6 +487,7 @@ void run_result_free(struct run_result *res)
 {
 	for (size_t i = 0; i < res->n; i++)
 		report_free(&res->reports[i]);
+	outputs_free(&res->out);
 	free(res->reports);
 	free(res->ran);
 	memset(res, 0, sizeof(*res));
@@ -337,6 +546,16 @@ char *runner_json(const struct ctx *c, const struct run_opts *o, const struct ru
 			free(line);
 			first = false;
 			p += len + (nl ? 1 : 0);
+		}
+		sb_append(&sb, "], \"findings\": [");
+		for (size_t j = 0; j < r->n_findings; j++) {
+			const struct finding *f = &r->findings[j];
+
+			sb_append(&sb, j ? ", {" : "{");
+			json_kv_str(&sb, "severity", finding_severity_name(f->sev), 1);
+			json_kv_str(&sb, "tag", f->tag, 0);
+			json_kv_str(&sb, "text", f->text, 0);
+			sb_append(&sb, "}");
 		}
 		sb_append(&sb, "], \"changed\": [");
 		for (size_t j = 0; j < r->changed.n; j++) {

@@ -19,6 +19,7 @@ struct run_result {
 	struct report *reports;         /* one per module_table entry */
 	bool *ran;                      /* false: not selected by --only */
 	size_t n;
+	struct outputs out;             /* the typed outputs the steps handed on; freed with res */
 	uint64_t started_unix;
 	uint64_t duration_ms;
 	int exit_code;
@@ -26,6 +27,13 @@ struct run_result {
 
 /* Check --only names; on error print what is known and return -EINVAL. */
 int runner_check_only(const struct strlist *only);
+/*
+ * Check a module table's declarations: unique names, a check or apply hook,
+ * needs that name earlier modules, known outputs and inputs, each output with
+ * exactly one producer that runs before its readers.  Prints each problem;
+ * 0 or -EINVAL.  runner_run checks module_table with it before anything runs.
+ */
+int runner_check_table(const struct module *const *table);
 /* Run; fills res.  Returns the exit code (DESIGN.md "Exit codes"). */
 int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res);
 void run_result_free(struct run_result *res);

@@ -270,11 +270,12 @@ static void observe(struct ctx *c, struct report *r)
 		if (!exists) {
 			report_detail(r, "pam: %s does not exist (no %s PAM stack here)", path, services[i]);
 		} else if (pam_has_limits(c, services[i], 0, &where)) {
-			report_detail(r, "pam: pam_limits is active for %s (%s)", services[i], where);
+			report_finding(r, ST_OK, "memlock.pam.active", "pam: pam_limits is active for %s (%s)",
+				       services[i], where);
 		} else {
-			report_raise(r, ST_DEGRADED);
-			report_detail(r, "pam: pam_limits is NOT active for %s sessions: limits.d is ignored there; "
-				      "add 'session required pam_limits.so' to %s", services[i], path);
+			report_finding(r, ST_DEGRADED, "memlock.pam.inactive",
+				       "pam: pam_limits is NOT active for %s sessions: limits.d is ignored "
+				       "there; add 'session required pam_limits.so' to %s", services[i], path);
 		}
 		free(where);
 		free(path);

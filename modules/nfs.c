@@ -35,7 +35,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
-#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -752,132 +751,52 @@ static int tcp_connect_real(const char *host, uint16_t port, unsigned timeout_ms
 
 /* ---- real ops: bounded child ------------------------------------------------- */
 
-/* Close every descriptor from lo up, except keep. */
-static void close_from(int lo, int keep)
+struct bounded {
+	void (*fn)(const void *arg, void *out);
+	const void *arg;
+	void *out;
+	size_t outlen;
+};
+
+static void bounded_child(void *argp, int fd)
 {
-	long max;
+	struct bounded *b = argp;
+	const char *o = b->out;
+	size_t off = 0;
 
-#ifdef SYS_close_range
-	if ((keep <= lo || syscall(SYS_close_range, (unsigned)lo, (unsigned)keep - 1, 0u) == 0) &&
-	    syscall(SYS_close_range, (unsigned)(keep >= lo ? keep + 1 : lo), ~0u, 0u) == 0)
-		return;
-#endif
-	max = sysconf(_SC_OPEN_MAX);
-	if (max < 0 || max > 65536)
-		max = 65536;
-	for (int fd = lo; fd < max; fd++)
-		if (fd != keep)
-			close(fd);
-}
+	b->fn(b->arg, b->out);
+	while (off < b->outlen) {
+		ssize_t w = write(fd, o + off, b->outlen - off);
 
-/*
- * A child that may get stuck in the kernel must hold nothing its parent's
- * world waits on: not the run lock (an flock, shared across fork), not the
- * caller's stdout/stderr pipes.  Keep only *keep (moved to fd 3 or above)
- * and point 0-2 at /dev/null.
- */
-static void child_detach_fds(int *keep)
-{
-	int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
-
-	if (*keep < 3) {
-		int k = fcntl(*keep, F_DUPFD_CLOEXEC, 3);
-
-		if (k < 0)
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
 			_exit(1);
-		*keep = k;
+		off += (size_t)w;
 	}
-	if (nul >= 0) {
-		for (int fd = 0; fd < 3; fd++)
-			if (fd != nul)
-				dup2(nul, fd);
-	}
-	close_from(3, *keep);
 }
 
 /*
- * Run fn(arg, out) in a child and copy its out back, or give up after
- * timeout_ms.  A child that does not finish is killed; one stuck in the
- * kernel (a hard NFS mount) cannot die and is left behind, not waited for.
+ * Run fn(arg, out) in a child (the engine in proc.c) and copy its out back,
+ * or give up after timeout_ms.  A child that does not finish is killed; one
+ * stuck in the kernel (a hard NFS mount) cannot die and is left behind.
  */
 static int run_bounded(void (*fn)(const void *arg, void *out), const void *arg,
 		       void *out, size_t outlen, unsigned timeout_ms)
 {
-	int p[2], status;
-	size_t got = 0;
-	uint64_t deadline = now_ms() + timeout_ms;
-	pid_t pid;
-	int ret = 0;
+	const struct proc_limits lim = { .timeout_ms = timeout_ms, .reap_ms = 500, .eof_ends = true };
+	struct bounded b = { fn, arg, out, outlen };
+	struct proc_child ch = { 0 };
+	int ret = proc_start_fn(&ch, bounded_child, &b, outlen);
 
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -errno;
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0) {
-		ret = -errno;
-		close(p[0]);
-		close(p[1]);
-		return ret;
-	}
-	if (pid == 0) {
-		const char *o = out;
-		size_t off = 0;
-
-		close(p[0]);
-		signal(SIGPIPE, SIG_DFL);
-		child_detach_fds(&p[1]);
-		fn(arg, out);
-		while (off < outlen) {
-			ssize_t w = write(p[1], o + off, outlen - off);
-
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0)
-				_exit(1);
-			off += (size_t)w;
-		}
-		_exit(0);
-	}
-	close(p[1]);
-	while (got < outlen) {
-		struct pollfd pfd = { .fd = p[0], .events = POLLIN };
-		uint64_t now = now_ms();
-		ssize_t n;
-		int pr;
-
-		if (now >= deadline) {
-			ret = -ETIMEDOUT;
-			break;
-		}
-		pr = poll(&pfd, 1, (int)(deadline - now));
-		if (pr < 0 && errno == EINTR)
-			continue;
-		if (pr == 0) {
-			ret = -ETIMEDOUT;
-			break;
-		}
-		n = read(p[0], (char *)out + got, outlen - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			ret = -EPIPE;       /* the child died before answering */
-			break;
-		}
-		got += (size_t)n;
-	}
-	close(p[0]);
 	if (ret < 0)
-		kill(pid, SIGKILL);
-	/* Reap, but never block on a child the kernel will not let go. */
-	for (int i = 0; i < 50; i++) {
-		pid_t w = waitpid(pid, &status, WNOHANG);
-
-		if (w == pid || (w < 0 && errno != EINTR))
-			break;
-		struct timespec ts = { 0, 10 * 1000 * 1000 };
-
-		nanosleep(&ts, NULL);
-	}
+		return ret;
+	proc_wait(&ch, 1, &lim);
+	if (ch.out.len >= outlen)
+		memcpy(out, ch.out.buf, outlen);
+	else
+		ret = ch.eof ? -EPIPE : -ETIMEDOUT;     /* EPIPE: the child died before answering */
+	proc_child_free(&ch);
 	return ret;
 }
 

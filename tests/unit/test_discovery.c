@@ -9,7 +9,11 @@
 
 #include <sys/stat.h>
 
-#include "../../modules/discovery.c"
+#include "../../modules/discovery/discovery.c"
+#include "../../modules/discovery/node.c"
+#include "../../modules/discovery/shared.c"
+#include "../../modules/discovery/static.c"
+#include "../../modules/discovery/scan.c"
 #include "proc.h"
 #include "test.h"
 #include "testfs.h"
@@ -307,6 +311,24 @@ int main(void)
 	/* an override that is not an address is refused */
 	setenv("HPCINIT_ADDRESS", "not-an-ip", 1);
 	TEST_INTEQ(run(&c, &rep), -EINVAL);
+	report_free(&rep);
+
+	/* leave: this node's record goes (plan only says so), peers are untouched */
+	setenv("HPCINIT_ADDRESS", "10.0.0.1", 1);
+	report_init(&rep);
+	TEST_INTEQ(discovery_leave(&c, &rep), 0);
+	TEST_CHECK(exists(NODES "/node1.rec"));
+	report_free(&rep);
+	c.mode = RUN_APPLY;
+	report_init(&rep);
+	TEST_INTEQ(discovery_leave(&c, &rep), 0);
+	TEST_INTEQ(rep.status, ST_CHANGED);
+	TEST_CHECK(!exists(NODES "/node1.rec"));
+	TEST_CHECK(exists(NODES "/node2.rec"));
+	report_free(&rep);
+	report_init(&rep);
+	TEST_INTEQ(discovery_leave(&c, &rep), 0);
+	TEST_INTEQ(rep.status, ST_OK);
 	report_free(&rep);
 
 	c.peers = peerset_free(c.peers);

@@ -1,12 +1,95 @@
 /* SPDX-License-Identifier: MIT */
-/* proc: argv exec (no shell), captured output, timeouts that kill the group, exit codes. */
+/*
+ * proc: argv exec (no shell), captured output, timeouts that kill the group,
+ * exit codes; the engine underneath: TERM then KILL, inherited descriptors
+ * closed, function children, several children under one deadline.
+ * (A child stuck in the kernel: test_proc_stuck.c.)
+ */
 #include "config.h"
 
 #include "../../agent/proc.c"
 #include "test.h"
 
+static void fn_answer(void *arg, int fd)
+{
+	const int *probe = arg;
+	char msg[64];
+	int n;
+
+	/* The parent's descriptor (not close-on-exec) must be gone; stdout is /dev/null. */
+	n = snprintf(msg, sizeof(msg), "fd %s, fd1 %s", fcntl(*probe, F_GETFD) < 0 ? "closed" : "open",
+		     fcntl(1, F_GETFD) >= 0 ? "open" : "closed");
+	(void)!write(fd, msg, (size_t)n);
+	(void)!write(1, "lost\n", 5);
+}
+
+static void fn_sleep(void *arg, int fd)
+{
+	(void)arg;
+	(void)!write(fd, "S", 1);
+	for (;;)
+		pause();
+}
+
+static void test_engine(void)
+{
+	const struct proc_limits lim = { .timeout_ms = 500, .reap_ms = 500, .eof_ends = true };
+	struct proc_child ch[3];
+	int inherited = open("/dev/null", O_RDONLY);     /* deliberately without O_CLOEXEC */
+	int high = dup2(inherited, 200);
+	uint64_t t0;
+
+	TEST_CHECK(inherited >= 0 && high == 200);
+	memset(ch, 0, sizeof(ch));
+	/* Function children: output captured, inherited descriptors closed, one deadline for all. */
+	TEST_INTEQ(proc_start_fn(&ch[0], fn_answer, &inherited, 0), 0);
+	TEST_INTEQ(proc_start_fn(&ch[1], fn_answer, &high, 0), 0);
+	TEST_INTEQ(proc_start_fn(&ch[2], fn_sleep, NULL, 0), 0);
+	t0 = now_ms();
+	proc_wait(ch, 3, &lim);
+	TEST_CHECK(now_ms() - t0 >= 490 && now_ms() - t0 < 2500);
+	TEST_STREQ(sb_str(&ch[0].out), "fd closed, fd1 open");
+	TEST_STREQ(sb_str(&ch[1].out), "fd closed, fd1 open");
+	TEST_CHECK(ch[0].eof && ch[0].exited && !ch[0].timed_out && WIFEXITED(ch[0].status));
+	/* The sleeper said "S", then was killed at the deadline (SIGKILL at once: no TERM grace). */
+	TEST_STREQ(sb_str(&ch[2].out), "S");
+	TEST_CHECK(!ch[2].eof && ch[2].timed_out && ch[2].exited && !ch[2].abandoned);
+	TEST_CHECK(WIFSIGNALED(ch[2].status) && WTERMSIG(ch[2].status) == SIGKILL);
+	TEST_CHECK(ch[2].ms >= 490);
+	for (int i = 0; i < 3; i++)
+		proc_child_free(&ch[i]);
+
+	/* want: the answer is complete after that many bytes, whatever the child does next. */
+	memset(ch, 0, sizeof(ch));
+	TEST_INTEQ(proc_start_fn(&ch[0], fn_sleep, NULL, 1), 0);
+	t0 = now_ms();
+	proc_wait(ch, 1, &lim);
+	TEST_STREQ(sb_str(&ch[0].out), "S");
+	TEST_CHECK(ch[0].eof && !ch[0].timed_out);
+	/* It answered and keeps running: left behind after the reap grace, not killed, not waited for. */
+	TEST_CHECK(ch[0].abandoned && !ch[0].exited);
+	TEST_CHECK(now_ms() - t0 < 1500);
+	kill(ch[0].pid, SIGKILL);
+	waitpid(ch[0].pid, NULL, 0);
+	proc_child_free(&ch[0]);
+
+	/* argv children: an inherited descriptor does not survive into the program either. */
+	{
+		const char *argv[] = { "sh", "-c", "if [ -e /proc/self/fd/200 ]; then echo open; else echo closed; fi",
+				       NULL };
+		struct proc_result r;
+
+		TEST_INTEQ(proc_run(argv, NULL, NULL, 5000, &r), 0);
+		TEST_STREQ(r.out, "closed\n");
+		proc_result_free(&r);
+	}
+	close(high);
+	close(inherited);
+}
+
 int main(void)
 {
+	test_engine();
 	struct proc_result r;
 	uint64_t t0;
 
@@ -51,12 +134,36 @@ int main(void)
 		/* A child that ignores its deadline is killed with its process group. */
 		const char *argv[] = { "sleep", "30", NULL };
 
-		t0 = mono_ms();
+		t0 = now_ms();
 		TEST_INTEQ(proc_run(argv, NULL, NULL, 300, &r), 0);
 		TEST_CHECK(r.timed_out);
 		TEST_INTEQ(r.exit_code, -1);
 		TEST_INTEQ(r.term_signal, SIGTERM);
-		TEST_CHECK(mono_ms() - t0 < 3000);
+		TEST_CHECK(now_ms() - t0 < 3000);
+		proc_result_free(&r);
+	}
+	{
+		/* A child that ignores SIGTERM gets SIGKILL 1 s later (sleep inherits the ignore). */
+		const char *argv[] = { "sh", "-c", "trap '' TERM; echo ready; sleep 30", NULL };
+
+		t0 = now_ms();
+		TEST_INTEQ(proc_run(argv, NULL, NULL, 300, &r), 0);
+		TEST_CHECK(r.timed_out && !r.abandoned);
+		TEST_INTEQ(r.exit_code, -1);
+		TEST_INTEQ(r.term_signal, SIGKILL);
+		TEST_STREQ(r.out, "ready\n");
+		TEST_CHECK(now_ms() - t0 >= 1290 && now_ms() - t0 < 4000);
+		proc_result_free(&r);
+	}
+	{
+		/* Output that outlives the child (a grandchild holds the pipe) does not hold us past the deadline. */
+		const char *argv[] = { "sh", "-c", "sleep 30 & echo bye", NULL };
+
+		t0 = now_ms();
+		TEST_INTEQ(proc_run(argv, NULL, NULL, 300, &r), 0);
+		TEST_STREQ(r.out, "bye\n");
+		TEST_INTEQ(r.exit_code, 0);
+		TEST_CHECK(now_ms() - t0 < 3000);
 		proc_result_free(&r);
 	}
 	{

@@ -1,18 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * runner: order, skips for absent sections and failed needs, --only with needs,
- * exit codes, JSON report.  Uses a table of test modules instead of the real one.
+ * exit codes, JSON report, findings and their summary, typed outputs and the
+ * table checks, hook defaults.  Uses a table of test modules instead of the
+ * real one (test_table walks the real one).
  */
 #include "config.h"
 
 #include "../../agent/runner.c"
 #include "proc.h"
+#include "record.h"
 #include "test.h"
 #include "testfs.h"
 
 static int calls[4];
 static int order[8], norder;
-static uint64_t seen_deadline;
+static uint64_t seen_deadline, g_deadline;
+static int f_calls, g_calls;
+/* What each module saw of the outputs. */
+static struct peerset *made_peers;
+static const struct peerset *b_saw_out, *b_saw_legacy, *d_saw_out;
+static bool b_had_out;
 
 static bool on(const struct spec *s) { return true; }
 static bool off(const struct spec *s) { return false; }
@@ -23,6 +31,11 @@ static int a_apply(struct ctx *c, struct report *r)
 	calls[0]++;
 	order[norder++] = 0;
 	seen_deadline = c->deadline_ms;
+	/* A producer: its own output is in its view. */
+	if (c->out) {
+		c->out->peers = made_peers = xcalloc(1, sizeof(*made_peers));
+		peerset_add(made_peers)->hostname = xstrdup("node1");
+	}
 	report_set(r, ST_CHANGED, "a did it");
 	report_changed(r, "/etc/a");
 	return 0;
@@ -32,6 +45,10 @@ static int b_apply(struct ctx *c, struct report *r)
 {
 	calls[1]++;
 	order[norder++] = 1;
+	/* Declares nothing: sees no output; the going ctx->peers still mirrors them. */
+	b_had_out = c->out != NULL;
+	b_saw_out = c->out ? c->out->peers : NULL;
+	b_saw_legacy = c->peers;
 	report_detail(r, "b broke: \"quoted\"");
 	return -EIO;
 }
@@ -47,18 +64,45 @@ static int d_apply(struct ctx *c, struct report *r)
 {
 	calls[3]++;
 	order[norder++] = 3;
+	d_saw_out = c->out ? c->out->peers : NULL;
 	report_set(r, ST_DEGRADED, "d is optional");
+	return 0;
+}
+
+/* Findings in a scrambled order: the summary names the worst first. */
+static int f_apply(struct ctx *c, struct report *r)
+{
+	f_calls++;
+	report_finding(r, ST_OK, "f.info", "just so you know");
+	report_finding(r, ST_CHANGED, "f.drift", "drifted");
+	report_finding(r, ST_FAILED, "f.bad.first", "bad \"first\"");
+	report_finding(r, ST_DEGRADED, "f.deg", "degraded");
+	report_finding(r, ST_FAILED, "f.bad.second", "bad second");
+	return 0;
+}
+
+/* Only check, no enabled, no timeout: the defaults fill in. */
+static int g_check(struct ctx *c, struct report *r)
+{
+	g_calls++;
+	g_deadline = c->deadline_ms;
 	return 0;
 }
 
 static const char *const needs_b[] = { "b", NULL };
 static const char *const needs_a[] = { "a", NULL };
-static const struct module ma = { "a", on, NULL, t5, a_apply, a_apply };
-static const struct module mb = { "b", on, NULL, NULL, b_apply, b_apply };
-static const struct module mc = { "c", on, needs_b, NULL, c_apply, c_apply };
-static const struct module md = { "d", on, needs_a, NULL, d_apply, d_apply };
-static const struct module me = { "e", off, NULL, NULL, c_apply, c_apply };
-const struct module *const module_table[] = { &ma, &mb, &mc, &md, &me, NULL };
+static const struct module ma = { .name = "a", .enabled = on, .timeout_ms = t5, .check = a_apply,
+				  .apply = a_apply, .outputs = OUT_PEERS };
+static const struct module mb = { .name = "b", .enabled = on, .check = b_apply, .apply = b_apply };
+static const struct module mc = { .name = "c", .enabled = on, .needs = needs_b, .check = c_apply,
+				  .apply = c_apply };
+static const struct module md = { .name = "d", .enabled = on, .needs = needs_a, .check = d_apply,
+				  .apply = d_apply, .inputs = OUT_PEERS };
+static const struct module me = { .name = "e", .enabled = off, .check = c_apply, .apply = c_apply,
+				  .outputs = OUT_RDMA };
+static const struct module mf = { .name = "f", .enabled = on, .apply = f_apply };
+static const struct module mg = { .name = "g", .check = g_check };
+const struct module *const module_table[] = { &ma, &mb, &mc, &md, &me, &mf, &mg, NULL };
 
 const struct module *module_find(const char *name)
 {
@@ -70,6 +114,102 @@ const struct module *module_find(const char *name)
 
 static char root[] = "/tmp/hpcinit-test-runner.XXXXXX";
 
+/* The worst-first summary, straight from report.c. */
+static void test_summarize(void)
+{
+	struct report r;
+
+	/* information alone explains nothing */
+	report_init(&r);
+	report_finding(&r, ST_OK, "x.info", "fine");
+	TEST_INTEQ(r.status, ST_OK);
+	TEST_INTEQ(report_problems(&r), 0);
+	TEST_CHECK(!report_summarize(&r));
+	TEST_STREQ(r.summary, "");
+	TEST_STREQ(sb_str(&r.details), "fine\n");
+	report_free(&r);
+
+	/* one problem: no "(+N more)" */
+	report_init(&r);
+	report_finding(&r, ST_OK, "x.info", "fine");
+	report_finding(&r, ST_CHANGED, "x.drift", "drift %d", 1);
+	TEST_INTEQ(r.status, ST_CHANGED);
+	TEST_CHECK(report_summarize(&r));
+	TEST_STREQ(r.summary, "drift 1");
+	report_free(&r);
+
+	/* degraded beats changed though recorded later; failed beats both */
+	report_init(&r);
+	report_finding(&r, ST_CHANGED, "x.drift", "drift");
+	report_finding(&r, ST_DEGRADED, "x.deg1", "deg one");
+	report_finding(&r, ST_DEGRADED, "x.deg2", "deg two");
+	TEST_INTEQ(r.status, ST_DEGRADED);
+	TEST_CHECK(report_summarize(&r));
+	TEST_STREQ(r.summary, "deg one (+2 more)");
+	report_finding(&r, ST_FAILED, "x.fail", "multi\nline");
+	TEST_INTEQ(r.status, ST_FAILED);
+	r.summary[0] = '\0';
+	TEST_CHECK(report_summarize(&r));
+	TEST_STREQ(r.summary, "multi line (+3 more)");
+	TEST_INTEQ(r.n_findings, 4);
+	TEST_STREQ(r.findings[3].tag, "x.fail");
+	TEST_INTEQ(r.findings[3].sev, ST_FAILED);
+	report_free(&r);
+
+	/* a status no finding explains (a write, an errno) leaves the summary to others */
+	report_init(&r);
+	report_finding(&r, ST_CHANGED, "x.drift", "drift");
+	report_raise(&r, ST_FAILED);
+	TEST_CHECK(!report_summarize(&r));
+	TEST_STREQ(r.summary, "");
+	report_free(&r);
+
+	TEST_STREQ(finding_severity_name(ST_OK), "info");
+	TEST_STREQ(finding_severity_name(ST_CHANGED), "change");
+	TEST_STREQ(finding_severity_name(ST_DEGRADED), "degraded");
+	TEST_STREQ(finding_severity_name(ST_FAILED), "failed");
+}
+
+static int nop(struct ctx *c, struct report *r) { return 0; }
+
+/* Declarations that must stop the run before anything runs. */
+static void test_check_table(void)
+{
+	static const char *const needs_typo[] = { "discovry", NULL };
+	static const char *const needs_later[] = { "q", NULL };
+	const struct module p = { .name = "p", .apply = nop, .outputs = OUT_PEERS | OUT_RDMA };
+	const struct module q = { .name = "q", .apply = nop, .inputs = OUT_PEERS };
+	const struct module typo = { .name = "t", .apply = nop, .needs = needs_typo };
+	const struct module later = { .name = "l", .apply = nop, .needs = needs_later };
+	const struct module hookless = { .name = "h" };
+	const struct module p2 = { .name = "p2", .apply = nop, .outputs = OUT_PEERS };
+	const struct module odd = { .name = "o", .apply = nop, .inputs = 1u << 7 };
+	const struct module self = { .name = "s", .apply = nop, .outputs = OUT_PEERS, .inputs = OUT_PEERS };
+	const struct module rdma_only = { .name = "r", .apply = nop, .outputs = OUT_RDMA };
+	const struct module *good[] = { &p, &q, NULL };
+	const struct module *t1[] = { &p, &typo, NULL };
+	const struct module *t2[] = { &p, &later, &q, NULL };
+	const struct module *t3[] = { &p, &hookless, NULL };
+	const struct module *t4[] = { &p, &p2, NULL };
+	const struct module *t5_[] = { &q, &p, NULL };
+	const struct module *t6[] = { &p, &odd, NULL };
+	const struct module *t7[] = { &rdma_only, &self, NULL };
+	const struct module *t8[] = { &rdma_only, &q, NULL };
+	const struct module *t9[] = { &p, &q, &q, NULL };
+
+	TEST_INTEQ(runner_check_table(good), 0);
+	TEST_INTEQ(runner_check_table(module_table), 0);
+	TEST_INTEQ(runner_check_table(t1), -EINVAL);   /* misspelled need */
+	TEST_INTEQ(runner_check_table(t2), -EINVAL);   /* need on a later module */
+	TEST_INTEQ(runner_check_table(t3), -EINVAL);   /* neither check nor apply */
+	TEST_INTEQ(runner_check_table(t4), -EINVAL);   /* two producers */
+	TEST_INTEQ(runner_check_table(t5_), -EINVAL);  /* read before produced */
+	TEST_INTEQ(runner_check_table(t6), -EINVAL);   /* unknown output bit */
+	TEST_INTEQ(runner_check_table(t7), -EINVAL);   /* produces what it reads */
+	TEST_INTEQ(runner_check_table(t8), -EINVAL);   /* nobody produces peers */
+	TEST_INTEQ(runner_check_table(t9), -EINVAL);   /* two modules named q */
+}
+
 int main(void)
 {
 	struct spec s = { 0 };
@@ -80,6 +220,8 @@ int main(void)
 	char *j;
 	int code;
 
+	test_summarize();
+	test_check_table();
 	if (!mkdtemp(root))
 		return 1;
 	char name[] = "glo";
@@ -101,8 +243,32 @@ int main(void)
 	TEST_INTEQ(res.reports[3].status, ST_DEGRADED);
 	TEST_INTEQ(res.reports[4].status, ST_SKIPPED);
 	TEST_STREQ(res.reports[4].summary, "no e section in the spec");
+	/* findings: worst first in the summary, structured in the JSON */
+	TEST_INTEQ(f_calls, 1);
+	TEST_INTEQ(res.reports[5].status, ST_FAILED);
+	TEST_STREQ(res.reports[5].summary, "bad \"first\" (+3 more)");
+	TEST_INTEQ(res.reports[5].n_findings, 5);
+	/* hook defaults: g has only check, no enabled, no timeout */
+	TEST_INTEQ(g_calls, 1);
+	TEST_INTEQ(res.reports[6].status, ST_OK);
+	TEST_STREQ(res.reports[6].summary, "in sync");
+	TEST_CHECK(g_deadline >= t0 + DEFAULT_TIMEOUT_MS && g_deadline <= now_ms() + DEFAULT_TIMEOUT_MS);
+	/* outputs: d declared peers and saw a's; b declared nothing and saw none */
+	TEST_CHECK(made_peers != NULL);
+	TEST_CHECK(d_saw_out == made_peers);
+	TEST_CHECK(b_had_out);
+	TEST_CHECK(b_saw_out == NULL);
+	TEST_CHECK(b_saw_legacy == made_peers);       /* the going ctx->peers still works */
+	TEST_CHECK(res.out.peers == made_peers);       /* res owns it now */
+	TEST_CHECK(c.peers == NULL && c.out == NULL);
 	j = runner_json(&c, &o, &res);
 	TEST_CHECK(strstr(j, "\"name\": \"b\", \"status\": \"failed\"") != NULL);
+	TEST_CHECK(strstr(j, "\"findings\": [{\"severity\": \"info\", \"tag\": \"f.info\", "
+			  "\"text\": \"just so you know\"}, {\"severity\": \"change\", \"tag\": \"f.drift\", "
+			  "\"text\": \"drifted\"}, {\"severity\": \"failed\", \"tag\": \"f.bad.first\", "
+			  "\"text\": \"bad \\\"first\\\"\"}, {\"severity\": \"degraded\"") != NULL);
+	TEST_CHECK(strstr(j, "\"summary\": \"a did it\", \"details\": [], \"findings\": [], "
+			  "\"changed\": [\"/etc/a\"]") != NULL);
 	TEST_CHECK(strstr(j, "\"details\": [\"b broke: \\\"quoted\\\"\"]") != NULL);
 	TEST_CHECK(strstr(j, "\"changed\": [\"/etc/a\"]") != NULL);
 	TEST_CHECK(strstr(j, "\"exit_code\": 1") != NULL);
@@ -131,16 +297,39 @@ int main(void)
 	run_result_free(&res);
 	strlist_free(&o.only);
 
+	/* check mode on a module with only apply: apply runs (it writes nothing outside RUN_APPLY) */
+	strlist_push(&o.only, "f");
+	code = runner_run(&c, &o, &res);
+	TEST_INTEQ(code, 1);
+	TEST_INTEQ(f_calls, 2);
+	TEST_STREQ(res.reports[5].summary, "bad \"first\" (+3 more)");
+	run_result_free(&res);
+	strlist_free(&o.only);
+
 	strlist_push(&o.only, "zz");
 	TEST_INTEQ(runner_check_only(&o.only), -EINVAL);
+	strlist_free(&o.only);
+
+	/* the status document of an apply carries the findings */
+	c.mode = RUN_APPLY;
+	strlist_push(&o.only, "f");
+	TEST_INTEQ(runner_run(&c, &o, &res), 1);
+	run_result_free(&res);
 	strlist_free(&o.only);
 	{
 		char *p = fs_rooted(root, STATUS_PATH), *text = NULL;
 
 		TEST_INTEQ(fs_read_host(p, 1 << 20, &text, NULL), 0);
 		TEST_CHECK(text && strstr(text, "\"command\": \"apply\""));
+		TEST_CHECK(text && strstr(text, "\"tag\": \"f.bad.second\""));
 		free(text);
 		free(p);
+		/* the status document with findings still reads back (libyaml) */
+		FILE *out = tmpfile();
+
+		TEST_CHECK(out != NULL);
+		TEST_INTEQ(status_print(&c, STATUS_PATH, out), 0);
+		fclose(out);
 	}
 	test_rm_rf(root);
 	TEST_EXIT();

@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * discovery: learn the cluster (DESIGN.md "Peers").  Every method ends with
+ * ctx->peers = every known node, this one included and flagged self, so
+ * ssh, hostfile and mpi work the same whichever method found them.
+ *
+ * The step describes this node (node.c), lets the method publish it, then
+ * lists the membership until discovery.expect nodes are known or
+ * discovery.wait runs out -- that loop lives here, once, for every method.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "discovery.h"
+#include "log.h"
+
+#define LIST_PEERS_MAX 32               /* details name the nodes up to this many */
+
+/* The methods, by discovery.method.  A new one (etcd) is one file and one line here. */
+static const struct disc_method_ops *const disc_methods[] = {
+	&disc_method_shared,
+	&disc_method_static,
+	&disc_method_scan,
+	NULL,
+};
+
+int disc_nop(struct disc_run *run)
+{
+	(void)run;
+	return 0;
+}
+
+static const struct disc_method_ops *method_of(const struct spec *s)
+{
+	for (size_t i = 0; disc_methods[i]; i++)
+		if (disc_methods[i]->id == s->discovery.method)
+			return disc_methods[i];
+	return NULL;
+}
+
+static bool disc_enabled(const struct spec *s)
+{
+	return s->discovery.present;
+}
+
+static uint64_t disc_timeout(const struct spec *s)
+{
+	/* The wait for peers, plus time for the work around it. */
+	return s->discovery.wait_ms + 60000;
+}
+
+/*
+ * Two records claiming one address: a VM that left and a new one that got
+ * its address.  Keep this node, else the newer record; the older one
+ * expires on its own.
+ */
+static int addr_order(const void *x, const void *y)
+{
+	const struct peer *const *a = x, *const *b = y;
+	int r = strcmp((*a)->addr, (*b)->addr);
+
+	if (r)
+		return r;
+	if ((*a)->self != (*b)->self)
+		return (*a)->self ? -1 : 1;
+	return (*a)->updated > (*b)->updated ? -1 : (*a)->updated < (*b)->updated;
+}
+
+void drop_duplicate_addrs(struct peerset *s, struct report *notes)
+{
+	struct peer **idx, *keep;
+	size_t w = 0;
+
+	if (s->n < 2)
+		return;
+	idx = xmalloc(s->n * sizeof(*idx));
+	for (size_t i = 0; i < s->n; i++)
+		idx[i] = &s->v[i];
+	qsort(idx, s->n, sizeof(*idx), addr_order);
+	keep = idx[0];
+	for (size_t i = 1; i < s->n; i++) {
+		if (strcmp(idx[i]->addr, keep->addr) != 0) {
+			keep = idx[i];
+			continue;
+		}
+		report_detail(notes, "address %s is claimed by %s and %s; keeping %s", keep->addr,
+			      keep->hostname, idx[i]->hostname, keep->hostname);
+		peer_clear(idx[i]);     /* hostname NULL marks it dropped */
+	}
+	free(idx);
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i].hostname)
+			s->v[w++] = s->v[i];
+	s->n = w;
+}
+
+void disc_run_reset(struct disc_run *run)
+{
+	for (size_t i = 0; i < run->found.n; i++)
+		peer_clear(&run->found.v[i]);
+	free(run->found.v);
+	memset(&run->found, 0, sizeof(run->found));
+	report_free(&run->notes);
+	report_init(&run->notes);
+}
+
+/* Sort s (head first, natural order) and name its nodes in the report. */
+static void list_peers(struct report *rep, struct peerset *s, bool all)
+{
+	peerset_sort(s);
+	if (s->n > LIST_PEERS_MAX && !all) {
+		report_detail(rep, "%zu nodes (listed with -v)", s->n);
+		return;
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		const struct peer *p = &s->v[i];
+
+		report_detail(rep, "node %s %s%s%s slots=%u host_keys=%zu%s%s", p->hostname, p->addr,
+			      p->ipoib_addr ? " ipoib=" : "", p->ipoib_addr ? p->ipoib_addr : "",
+			      p->slots, p->host_keys.n, p->head ? " head" : "", p->self ? " (self)" : "");
+	}
+}
+
+/*
+ * List until the method says expect is met, or discovery.wait (or the
+ * step's deadline) runs out; check and plan look once.  When the time is up
+ * during a pause, one last list gives the freshest view at the deadline.
+ */
+static int wait_for_peers(const struct disc_method_ops *m, struct disc_run *run)
+{
+	struct ctx *c = run->c;
+	uint64_t wait_end = now_ms() + c->spec->discovery.wait_ms, delay = m->first_poll_ms;
+
+	for (;;) {
+		struct ctx until = *c;
+		int r;
+
+		disc_run_reset(run);
+		r = m->list(run);
+		if (r != 0)
+			return r < 0 ? r : 0;
+		if (!ctx_may_write(c) || now_ms() >= wait_end || ctx_remaining_ms(c) == 0)
+			return 0;
+		run->waited = true;
+		if (until.deadline_ms > wait_end)
+			until.deadline_ms = wait_end;
+		(void)ctx_backoff(&until, &delay, WAIT_POLL_CAP_MS);
+	}
+}
+
+static int disc_run(struct ctx *c, struct report *rep)
+{
+	const struct disc_method_ops *m = method_of(c->spec);
+	struct disc_run run = { .c = c, .rep = rep };
+	struct peerset *set;
+	int r;
+
+	report_init(&run.notes);
+	r = node_facts(c, rep, &run.self);
+	if (r < 0) {
+		report_set(rep, ST_FAILED, "cannot describe this node");
+		goto out;
+	}
+	if (!m) {
+		report_set(rep, ST_FAILED, "discovery.method %d has no implementation",
+			   (int)c->spec->discovery.method);
+		r = -EINVAL;
+		goto out;
+	}
+	r = m->open(&run);
+	if (r == 0)
+		r = m->publish(&run);
+	if (r == 0)
+		r = wait_for_peers(m, &run);
+	if (r == 0)
+		r = m->collect(&run);
+	if (r < 0)
+		goto out;
+
+	/* This node first, then what the method found (nothing when open said so). */
+	set = xcalloc(1, sizeof(*set));
+	*peerset_add(set) = run.self;
+	memset(&run.self, 0, sizeof(run.self));
+	for (size_t i = 0; r == 0 && i < run.found.n; i++)
+		*peerset_add(set) = run.found.v[i];
+	run.found.n = 0;
+	drop_duplicate_addrs(set, &run.notes);
+	sb_append(&rep->details, sb_str(&run.notes.details));
+	if (r == 0)
+		(void)m->finish(&run, set);
+	list_peers(rep, set, c->verbose > 0);
+	peerset_free(c->peers);
+	c->peers = set;
+	r = 0;
+out:
+	if (m)
+		m->close(&run);
+	disc_run_reset(&run);
+	report_free(&run.notes);
+	peer_clear(&run.self);
+	return r;
+}
+
+/* hpcinit leave: this node's facts, then the method takes it out. */
+int discovery_leave(struct ctx *c, struct report *rep)
+{
+	const struct disc_method_ops *m = method_of(c->spec);
+	struct disc_run run = { .c = c, .rep = rep };
+	int r;
+
+	report_init(&run.notes);
+	r = node_facts(c, rep, &run.self);
+	if (r < 0) {
+		report_set(rep, ST_FAILED, "cannot describe this node");
+	} else if (m) {
+		r = m->open(&run);
+		if (r >= 0)
+			r = m->leave(&run);
+		m->close(&run);
+	}
+	report_free(&run.notes);
+	peer_clear(&run.self);
+	return r;
+}
+
+static int disc_check(struct ctx *c, struct report *rep)
+{
+	return disc_run(c, rep);
+}
+
+static int disc_apply(struct ctx *c, struct report *rep)
+{
+	return disc_run(c, rep);
+}
+
+const struct module discovery_module = {
+	.name = "discovery",
+	.enabled = disc_enabled,
+	.needs = NULL,
+	.timeout_ms = disc_timeout,
+	.check = disc_check,
+	.apply = disc_apply,
+	.outputs = OUT_PEERS,
+};

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Inside the discovery step: "this node's facts" (node.c), one file per
+ * method behind struct disc_method_ops (shared.c, static.c, scan.c), and the
+ * step itself (discovery.c), which runs a method and owns the one loop that
+ * waits for discovery.expect nodes.
+ *
+ * Adding a method (etcd): one file defining a const struct disc_method_ops and
+ * one line in disc_methods[] (discovery.c).
+ */
+#ifndef HPCINIT_DISCOVERY_H
+#define HPCINIT_DISCOVERY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "hpcinit.h"
+#include "record.h"
+
+#define WAIT_POLL_CAP_MS 5000           /* the wait re-reads at least every 5 s */
+
+/* One run of a method: what the step hands it and what it hands back. */
+struct disc_run {
+	struct ctx *c;
+	struct report *rep;
+	struct peer self;               /* this node's facts (node.c) */
+	struct peerset found;           /* peers of the last list, self not included */
+	struct report notes;            /* findings of the last list (rejections ...) */
+	bool waited;                    /* list ran more than once */
+	void *priv;                     /* the method's own state, from open to close */
+};
+
+/*
+ * A rendezvous method.  A hook a method does not need is disc_nop, so the step
+ * never tests for NULL.  Hooks return 0 or -errno; a failing hook has set
+ * the report's status and summary.
+ */
+struct disc_method_ops {
+	const char *name;               /* discovery.method in the spec */
+	enum disc_method id;            /* its value in struct spec */
+	uint64_t first_poll_ms;         /* first pause of the wait; doubles to WAIT_POLL_CAP_MS */
+	/* Check the spec, load what the method needs.  1: nothing to list (self only). */
+	int (*open)(struct disc_run *);
+	/* Make this node known (shared: write, or in check/plan compare, its record). */
+	int (*publish)(struct disc_run *);
+	/* One look at the membership into run->found and run->notes.  1: expect is met. */
+	int (*list)(struct disc_run *);
+	/* After the last list: complete run->found (names, host keys) and notes. */
+	int (*collect)(struct disc_run *);
+	/* Status and summary, from the final set (self included). */
+	int (*finish)(struct disc_run *, const struct peerset *set);
+	/* Take this node out of the cluster (hpcinit leave): remove what publish made. */
+	int (*leave)(struct disc_run *);
+	void (*close)(struct disc_run *);
+};
+
+extern const struct disc_method_ops disc_method_shared;
+extern const struct disc_method_ops disc_method_static;
+extern const struct disc_method_ops disc_method_scan;
+
+/* The default for a hook a method does not need: does nothing, returns 0. */
+int disc_nop(struct disc_run *run);
+
+/* ---- this node's facts (node.c) ---- */
+
+/* Everything this node publishes into *ret.  Failures that leave a usable record are details. */
+int node_facts(struct ctx *c, struct report *rep, struct peer *ret);
+/* Is sa inside cluster.network (true without one)? */
+bool node_in_network(const struct spec *spec, const struct sockaddr *sa);
+/* The address of sa as text (malloc'd), NULL when it cannot be printed. */
+char *node_sa_text(const struct sockaddr *sa);
+
+/* ---- shared by the methods (discovery.c) ---- */
+
+/* Drop all but one peer claiming each address: this node, else the newest record. */
+void drop_duplicate_addrs(struct peerset *s, struct report *notes);
+/* Empty run->found and run->notes for the next list. */
+void disc_run_reset(struct disc_run *run);
+
+/* ---- the step (discovery.c) ---- */
+
+/* hpcinit leave: take this node out of the cluster with the spec's method. */
+int discovery_leave(struct ctx *c, struct report *rep);
+
+#endif

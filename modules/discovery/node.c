@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * This node's facts: what it publishes about itself whichever method runs
+ * (DESIGN.md "Peers"): hostname, cluster and IPoIB addresses, usable cores,
+ * role, boot id, SSH host keys, and the cluster users' public keys.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "discovery.h"
+#include "fsutil.h"
+#include "sshkey.h"
+
+bool node_in_network(const struct spec *spec, const struct sockaddr *sa)
+{
+	if (!spec->cluster.has_network)
+		return true;
+	if (sa->sa_family == AF_INET)
+		return cidr_contains(&spec->cluster.network, AF_INET,
+				     &((const struct sockaddr_in *)(const void *)sa)->sin_addr);
+	if (sa->sa_family == AF_INET6)
+		return cidr_contains(&spec->cluster.network, AF_INET6,
+				     &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr);
+	return false;
+}
+
+char *node_sa_text(const struct sockaddr *sa)
+{
+	char buf[INET6_ADDRSTRLEN];
+	const void *a = sa->sa_family == AF_INET ?
+		(const void *)&((const struct sockaddr_in *)(const void *)sa)->sin_addr :
+		(const void *)&((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+
+	if (!inet_ntop(sa->sa_family, a, buf, sizeof(buf)))
+		return NULL;
+	return xstrdup(buf);
+}
+
+/*
+ * An address given in the environment (documented test override for a fake
+ * root, where the interfaces are the host's).  Must still be an address.
+ */
+static int env_address(const char *var, char **ret)
+{
+	const char *v = getenv(var);
+	unsigned char buf[sizeof(struct in6_addr)];
+
+	if (!v || !*v)
+		return 0;
+	if (inet_pton(AF_INET, v, buf) != 1 && inet_pton(AF_INET6, v, buf) != 1)
+		return -EINVAL;
+	*ret = xstrdup(v);
+	return 1;
+}
+
+/*
+ * This node's address: the first interface address inside cluster.network
+ * (without a network: the first non-loopback IPv4, then IPv6, address).
+ */
+static int local_address(const struct ctx *c, struct report *rep, char **ret)
+{
+	const struct spec *spec = c->spec;
+	struct ifaddrs *ifa, *i;
+	char *best = NULL;
+	int r = env_address("HPCINIT_ADDRESS", ret);
+
+	if (r < 0) {
+		report_detail(rep, "HPCINIT_ADDRESS=%s is not an IP address", getenv("HPCINIT_ADDRESS"));
+		return r;
+	}
+	if (r > 0)
+		return 0;
+	if (getifaddrs(&ifa) < 0) {
+		r = -errno;
+		report_detail(rep, "cannot list interfaces: %s", strerror(errno));
+		return r;
+	}
+	for (int pass = 0; pass < 2 && !best; pass++)
+		for (i = ifa; i && !best; i = i->ifa_next) {
+			int fam = pass == 0 ? AF_INET : AF_INET6;
+
+			if (!i->ifa_addr || i->ifa_addr->sa_family != fam ||
+			    (i->ifa_flags & IFF_LOOPBACK) || !(i->ifa_flags & IFF_UP))
+				continue;
+			if (fam == AF_INET6 && IN6_IS_ADDR_LINKLOCAL(
+				    &((struct sockaddr_in6 *)(void *)i->ifa_addr)->sin6_addr))
+				continue;
+			if (node_in_network(spec, i->ifa_addr))
+				best = node_sa_text(i->ifa_addr);
+		}
+	freeifaddrs(ifa);
+	if (!best) {
+		if (spec->cluster.has_network)
+			report_detail(rep, "no interface has an address inside cluster.network %s",
+				      spec->cluster.network.text);
+		else
+			report_detail(rep, "no interface has a non-loopback address");
+		return -EADDRNOTAVAIL;
+	}
+	*ret = best;
+	return 0;
+}
+
+/* The IPoIB address: rdma.ipoib's interface, else the first ib* interface with IPv4. */
+static char *ipoib_address(const struct ctx *c)
+{
+	const char *want = c->spec->rdma.present ? c->spec->rdma.ipoib : NULL;
+	struct ifaddrs *ifa, *i;
+	char *ret = NULL;
+
+	if (env_address("HPCINIT_IPOIB_ADDRESS", &ret) > 0)
+		return ret;
+	if (getifaddrs(&ifa) < 0)
+		return NULL;
+	for (i = ifa; i && !ret; i = i->ifa_next) {
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP))
+			continue;
+		if (want ? strcmp(i->ifa_name, want) == 0 : strncmp(i->ifa_name, "ib", 2) == 0)
+			ret = node_sa_text(i->ifa_addr);
+	}
+	freeifaddrs(ifa);
+	return ret;
+}
+
+static unsigned usable_cores(void)
+{
+	cpu_set_t set;
+	long n;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+		return (unsigned)CPU_COUNT(&set);
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (unsigned)n : 1;
+}
+
+static char *boot_id(const struct ctx *c)
+{
+	char *text = NULL;
+	size_t n;
+
+	if (fs_read(c, "/proc/sys/kernel/random/boot_id", &text, &n) < 0)
+		return NULL;        /* a fake root without /proc: the record just omits it */
+	while (n && (text[n - 1] == '\n' || text[n - 1] == ' '))
+		text[--n] = '\0';
+	for (size_t i = 0; i < n; i++)
+		if (!((text[i] >= '0' && text[i] <= '9') || (text[i] >= 'a' && text[i] <= 'f') ||
+		      text[i] == '-') || n > 64) {
+			free(text);
+			return NULL;
+		}
+	if (n == 0) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
+static char *self_hostname(const struct ctx *c)
+{
+	char buf[256];
+
+	if (c->hostname)
+		return xstrdup(c->hostname);
+	if (gethostname(buf, sizeof(buf)) < 0)
+		return NULL;
+	buf[sizeof(buf) - 1] = '\0';
+	return xstrdup(buf);
+}
+
+int node_facts(struct ctx *c, struct report *rep, struct peer *p)
+{
+	const struct spec *spec = c->spec;
+	int r;
+
+	memset(p, 0, sizeof(*p));
+	p->self = true;
+	p->hostname = self_hostname(c);
+	if (!p->hostname || !record_hostname_valid(p->hostname)) {
+		report_detail(rep, "this node's hostname \"%s\" is not a valid host name "
+			      "([A-Za-z0-9._-]); set it (hostnamectl) or pass --hostname",
+			      p->hostname ? p->hostname : "");
+		return -EINVAL;
+	}
+	r = local_address(c, rep, &p->addr);
+	if (r < 0)
+		return r;
+	p->ipoib_addr = ipoib_address(c);
+	p->slots = usable_cores();
+	p->head = spec->cluster.role == ROLE_HEAD;
+	p->version = xstrdup(PACKAGE_VERSION);
+	p->boot_id = boot_id(c);
+	p->updated = (int64_t)time(NULL);
+	r = sshkey_host_pubkeys(c, &p->host_keys);
+	if (r < 0 && r != -ENOENT)
+		report_detail(rep, "/etc/ssh: cannot read host keys: %s", strerror(-r));
+	if (p->host_keys.n == 0)
+		report_detail(rep, "no SSH host keys in /etc/ssh; peers cannot pin this node's "
+			      "host key (run ssh-keygen -A)");
+	if (spec->ssh.present) {
+		for (size_t i = 0; i < spec->ssh.users.n; i++) {
+			char *pub = NULL;
+			struct user_key *uk;
+
+			r = sshkey_ensure_user(c, rep, spec->ssh.users.v[i], spec->ssh.key_type, &pub);
+			if (r < 0) {
+				if (r != -ENOENT || ctx_may_write(c))
+					report_raise(rep, ST_DEGRADED);
+				continue;
+			}
+			p->user_keys = xrealloc(p->user_keys, (p->n_user_keys + 1) * sizeof(*p->user_keys));
+			uk = &p->user_keys[p->n_user_keys++];
+			uk->user = xstrdup(spec->ssh.users.v[i]);
+			uk->key = pub;
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,780 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * discovery method "shared": each node keeps one record in
+ * <dir>/<cluster>/nodes/<host>.rec on the shared filesystem and reads
+ * everyone else's: one readdir and one read per node, O(N) per node, no
+ * connection to any peer.  Records are trusted by the directory's owner
+ * (root, or the uid root is squashed to) and, with cluster.secret_file, by
+ * their HMAC.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "discovery.h"
+#include "fsutil.h"
+#include "log.h"
+
+#define SECRET_MIN 16
+#define SECRET_MAX 4096
+#define READY_MARK "/run/hpcinit/discovery-ready"
+#define REJECT_LOG_MAX 10               /* rejections logged (syslog) per run */
+
+struct secret {
+	char *key;                      /* NULL: no cluster secret */
+	size_t len;
+};
+
+static void secret_free(struct secret *s)
+{
+	if (s->key) {
+		explicit_bzero(s->key, s->len);
+		free(s->key);
+	}
+	s->key = NULL;
+	s->len = 0;
+}
+
+/* ---- cluster secret ---- */
+
+static int load_secret(const struct ctx *c, struct report *rep, struct secret *ret)
+{
+	const char *path = c->spec->cluster.secret_file;
+	char *hp, *text = NULL;
+	struct stat st;
+	size_t n;
+	int r;
+
+	if (!path)
+		return 0;
+	hp = ctx_path(c, path);
+	if (lstat(hp, &st) < 0) {
+		r = -errno;
+		report_detail(rep, "cluster.secret_file %s: %s; create it on every node "
+			      "(the same random bytes, mode 0600)", path, strerror(errno));
+		free(hp);
+		return r;
+	}
+	if (!S_ISREG(st.st_mode) || (st.st_mode & 077)) {
+		report_detail(rep, "cluster.secret_file %s: must be a regular file not readable by "
+			      "group or others (mode %04o); chmod 600 it",
+			      path, (unsigned)(st.st_mode & 07777));
+		free(hp);
+		return -EPERM;
+	}
+	r = fs_read_host(hp, SECRET_MAX + 2, &text, &n);
+	free(hp);
+	if (r < 0) {
+		report_detail(rep, "cluster.secret_file %s: %s", path, strerror(-r));
+		return r;
+	}
+	while (n && (text[n - 1] == '\n' || text[n - 1] == '\r'))
+		n--;
+	if (n < SECRET_MIN || n > SECRET_MAX) {
+		report_detail(rep, "cluster.secret_file %s: needs %d to %d bytes (try: "
+			      "openssl rand -hex 32 > %s)", path, SECRET_MIN, SECRET_MAX, path);
+		explicit_bzero(text, n);
+		free(text);
+		return -EINVAL;
+	}
+	ret->key = text;
+	ret->len = n;
+	return 0;
+}
+
+/* ---- shared: the rendezvous directory ---- */
+
+struct rendezvous {
+	char *levels[3];                /* dir, dir/cluster, dir/cluster/nodes (target paths) */
+	const char *nodes;              /* == levels[2] */
+	uid_t trusted;                  /* uid that writes records: 0, or root squashed */
+	gid_t trusted_gid;
+	bool squashed;
+};
+
+static void rendezvous_free(struct rendezvous *rv)
+{
+	for (int i = 0; i < 3; i++)
+		free(rv->levels[i]);
+}
+
+/* The method's state, from open to close. */
+struct shared {
+	struct secret sec;
+	struct rendezvous rv;
+	bool ready;                     /* expect was reached earlier in this boot */
+	int64_t written;                /* when this node's record was last written */
+	size_t rejected, expired, pruned;       /* rejected, expired: of the last pass */
+	struct strlist rejects;         /* the first REJECT_LOG_MAX reasons, for the log */
+};
+
+/* Return the owner of dir if it passes the mode check; -ENOENT when missing. */
+static int check_dir(const struct ctx *c, struct report *rep, const char *path, struct stat *st)
+{
+	char *hp = ctx_path(c, path);
+	int r = 0;
+
+	if (lstat(hp, st) < 0) {
+		r = -errno;
+		if (r != -ENOENT)
+			report_detail(rep, "rendezvous directory %s: %s", path, strerror(errno));
+	} else if (!S_ISDIR(st->st_mode)) {
+		report_detail(rep, "rendezvous directory %s: not a directory (a symlink is refused too)",
+			      path);
+		r = -ENOTDIR;
+	} else if (st->st_mode & (S_IWGRP | S_IWOTH)) {
+		report_detail(rep, "rendezvous directory %s is writable by group or others (mode %04o): "
+			      "anyone could plant a peer record; refusing it (chmod go-w %s)",
+			      path, (unsigned)(st->st_mode & 07777), path);
+		r = -EPERM;
+	}
+	free(hp);
+	return r;
+}
+
+/*
+ * Learn which uid this node's root writes as on the share: create a probe
+ * file and look at its owner.  Root on a root_squash export comes out as
+ * the anonymous uid.  Only called when the directory is not owned by root.
+ */
+static int probe_owner(const struct ctx *c, const char *nodes, const char *host,
+		       uid_t *ret_uid, gid_t *ret_gid)
+{
+	char *rel = xasprintf("%s/.hpcinit-probe.%s.%ld", nodes, host, (long)getpid());
+	char *hp = ctx_path(c, rel);
+	struct stat st;
+	int fd, r = 0;
+
+	fd = open(hp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		r = -errno;
+	} else {
+		if (fstat(fd, &st) < 0)
+			r = -errno;
+		close(fd);
+		(void)unlink(hp);
+	}
+	if (r == 0) {
+		*ret_uid = st.st_uid;
+		*ret_gid = st.st_gid;
+	}
+	free(rel);
+	free(hp);
+	return r;
+}
+
+/*
+ * Make <dir>/<cluster>/nodes exist and decide whom to trust.  Missing levels
+ * are created 0755 (plain mkdir: on a squashed share chown to root fails).
+ * Existing levels must not be writable by group or others and must be owned
+ * by root -- or, on a root_squash share, by the uid root is mapped to, which
+ * a probe file shows.  Anything else is refused with the reason.
+ */
+static int rendezvous_open(struct ctx *c, struct report *rep, const struct peer *self,
+			   struct rendezvous *rv)
+{
+	const struct spec *spec = c->spec;
+	uid_t owner = 0;
+	bool have_owner = false;
+	struct stat st;
+	int r;
+
+	memset(rv, 0, sizeof(*rv));
+	rv->levels[0] = xstrdup(spec->discovery.dir);
+	rv->levels[1] = xasprintf("%s/%s", spec->discovery.dir, spec->cluster.name);
+	rv->levels[2] = xasprintf("%s/nodes", rv->levels[1]);
+	rv->nodes = rv->levels[2];
+	for (int i = 0; i < 3; i++) {
+		r = check_dir(c, rep, rv->levels[i], &st);
+		if (r == -ENOENT) {
+			char *hp;
+
+			if (!ctx_may_write(c)) {
+				report_changed(rep, rv->levels[i]);
+				report_raise(rep, ST_CHANGED);
+				report_detail(rep, "%s: directory missing; apply creates it", rv->levels[i]);
+				return -ENOENT;
+			}
+			hp = ctx_path(c, rv->levels[i]);
+			if (mkdir(hp, 0755) < 0 && errno != EEXIST) {
+				r = -errno;
+				report_detail(rep, "rendezvous directory %s: cannot create: %s%s",
+					      rv->levels[i], strerror(errno),
+					      i == 0 ? " (is the shared filesystem mounted?)" : "");
+				free(hp);
+				return r;
+			}
+			free(hp);
+			report_changed(rep, rv->levels[i]);
+			report_raise(rep, ST_CHANGED);
+			r = check_dir(c, rep, rv->levels[i], &st);
+		}
+		if (r < 0)
+			return r;
+		if (!have_owner) {
+			owner = st.st_uid;
+			rv->trusted_gid = st.st_gid;
+			have_owner = true;
+		} else if (st.st_uid != owner) {
+			report_detail(rep, "rendezvous directory %s is owned by uid %u but %s by uid %u; "
+				      "refusing a tree with mixed owners", rv->levels[i],
+				      (unsigned)st.st_uid, rv->levels[0], (unsigned)owner);
+			return -EPERM;
+		}
+	}
+	rv->trusted = owner;
+	if (owner == 0)
+		return 0;
+
+	/* Not root-owned: trusted only if it is who root writes as on this share. */
+	if (ctx_may_write(c)) {
+		uid_t u = 0;
+		gid_t g = 0;
+
+		r = probe_owner(c, rv->nodes, self->hostname, &u, &g);
+		if (r < 0) {
+			report_detail(rep, "rendezvous directory %s: cannot create a file: %s",
+				      rv->nodes, strerror(-r));
+			return r;
+		}
+		if (u != owner) {
+			report_detail(rep, "rendezvous directory %s is owned by uid %u, not root (and root "
+				      "writes as uid %u here, so it is not a root_squash share); "
+				      "refusing it (chown root %s)", rv->nodes, (unsigned)owner,
+				      (unsigned)u, rv->nodes);
+			return -EPERM;
+		}
+		rv->trusted_gid = g;
+	} else {
+		char *rel = xasprintf("%s/%s.rec", rv->nodes, self->hostname);
+		char *hp = ctx_path(c, rel);
+		bool ok = lstat(hp, &st) == 0 && st.st_uid == owner;
+
+		free(rel);
+		free(hp);
+		if (!ok) {
+			report_detail(rep, "rendezvous directory %s is owned by uid %u, not root; only apply "
+				      "can tell whether that is root_squash", rv->nodes, (unsigned)owner);
+			return -EPERM;
+		}
+	}
+	rv->squashed = true;
+	report_detail(rep, "%s: root is squashed to uid %u on this share; records owned by uid %u "
+		      "are accepted%s", rv->nodes, (unsigned)owner, (unsigned)owner,
+		      spec->cluster.secret_file ? " and authenticated by the cluster secret" :
+		      " -- without cluster.secret_file any client that writes as that uid can "
+		      "plant records");
+	return 0;
+}
+
+static int64_t lease_s(const struct spec *spec)
+{
+	int64_t s = (int64_t)(spec->discovery.lease_ms / 1000);
+
+	return s > 0 ? s : 1;
+}
+
+static bool suffix(const char *s, size_t n, const char *suf)
+{
+	size_t l = strlen(suf);
+
+	return n >= l && memcmp(s + n - l, suf, l) == 0;
+}
+
+/*
+ * Read the file into buf.  Records are replaced by rename, never written in
+ * place, so the inode holds st_size bytes: stop there instead of paying a
+ * second read for EOF.  -EFBIG past max.
+ */
+static ssize_t read_record(int fd, char *buf, size_t size, size_t max)
+{
+	size_t got = 0;
+
+	while (got < size) {
+		ssize_t n = read(fd, buf + got, max + 1 - got);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+		if (got > max)
+			return -EFBIG;
+	}
+	return (ssize_t)got;
+}
+
+/*
+ * A record not taken: say why in the report, and keep the reason for the
+ * log (syslog on a real system) so that a planted or tampered record leaves
+ * a trace even when nobody reads the run's output.
+ */
+static void reject(struct disc_run *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void reject(struct disc_run *run, const char *fmt, ...)
+{
+	struct shared *sh = run->priv;
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	sb_vprintf(&sb, fmt, ap);
+	va_end(ap);
+	report_detail(&run->notes, "%s", sb_str(&sb));
+	if (sh->rejects.n < REJECT_LOG_MAX)
+		strlist_push(&sh->rejects, sb_str(&sb));
+	sh->rejected++;
+	sb_free(&sb);
+}
+
+/* Prunings go to the step's report: they outlive the pass. */
+static void prune(struct disc_run *run, const char *name, const char *why)
+{
+	struct shared *sh = run->priv;
+	char *rel = xasprintf("%s/%s", sh->rv.nodes, name);
+
+	if (fs_remove(run->c, run->rep, rel) > 0) {
+		sh->pruned++;
+		report_detail(run->rep, "record %s: %s; removed", name, why);
+	}
+	free(rel);
+}
+
+/*
+ * One pass over the nodes directory: every fresh, trusted, well-formed
+ * record becomes a peer; each rejected one gets a line saying why.  With
+ * do_prune (apply), records past their lease are removed as they are met.
+ */
+static int read_records(struct disc_run *run, bool do_prune)
+{
+	struct ctx *c = run->c;
+	struct shared *sh = run->priv;
+	const struct rendezvous *rv = &sh->rv;
+	const struct secret *sec = &sh->sec;
+	const struct peer *self = &run->self;
+	const struct spec *spec = c->spec;
+	static char buf[RECORD_MAX_BYTES + 1];
+	int64_t now = (int64_t)time(NULL), lease = lease_s(spec);
+	char *hp = ctx_path(c, rv->nodes);
+	DIR *d;
+	struct dirent *de;
+	int dfd;
+
+	d = opendir(hp);
+	free(hp);
+	if (!d) {
+		int r = -errno;
+
+		report_detail(&run->notes, "rendezvous directory %s: %s", rv->nodes, strerror(errno));
+		return r;
+	}
+	dfd = dirfd(d);
+	while ((errno = 0, de = readdir(d))) {
+		const char *name = de->d_name;
+		size_t nl = strlen(name);
+		char host[256], err[640];
+		struct peer p;
+		struct stat st;
+		ssize_t len;
+		int fd, r;
+
+		if (name[0] == '.')
+			continue;       /* ".", "..", probe files */
+		if (strstr(name, ".rec.hpcinit-tmp.")) {
+			/* A writer's temp file; left behind only by a crash. */
+			if (do_prune && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    now - (int64_t)st.st_mtime > lease)
+				prune(run, name, "stale temporary file");
+			continue;
+		}
+		if (!suffix(name, nl, ".rec"))
+			continue;       /* not ours: left alone */
+		if (nl - 4 >= sizeof(host)) {
+			reject(run, "record %.64s...: file name too long; rejected", name);
+			continue;
+		}
+		memcpy(host, name, nl - 4);
+		host[nl - 4] = '\0';
+		if (!record_hostname_valid(host)) {
+			reject(run, "record %s: file name is not <hostname>.rec; rejected",
+				      name);
+			continue;
+		}
+		if (strcmp(host, self->hostname) == 0)
+			continue;       /* this node: described by self, not by its old record */
+		fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+		if (fd < 0) {
+			if (errno == ELOOP)
+				reject(run, "record %s: is a symbolic link; rejected", name);
+			else if (errno != ENOENT)   /* ENOENT: pruned by another node meanwhile */
+				reject(run, "record %s: cannot open: %s; rejected", name, strerror(errno));
+			continue;
+		}
+		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+			reject(run, "record %s: not a regular file; rejected", name);
+			close(fd);
+			continue;
+		}
+		if (st.st_uid != rv->trusted) {
+			reject(run, "record %s: owned by uid %u, not by the trusted writer "
+				      "(uid %u%s); rejected", name, (unsigned)st.st_uid,
+				      (unsigned)rv->trusted, rv->squashed ? ", root squashed" : ", root");
+			close(fd);
+			continue;
+		}
+		if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+			reject(run, "record %s: writable by group or others (mode %04o); "
+				      "rejected", name, (unsigned)(st.st_mode & 07777));
+			close(fd);
+			continue;
+		}
+		if (st.st_size > RECORD_MAX_BYTES) {
+			reject(run, "record %s: %lld bytes, over the %d-byte limit; rejected",
+				      name, (long long)st.st_size, RECORD_MAX_BYTES);
+			close(fd);
+			continue;
+		}
+		len = read_record(fd, buf, (size_t)st.st_size, RECORD_MAX_BYTES);
+		close(fd);
+		if (len < 0) {
+			reject(run, "record %s: cannot read: %s; rejected", name,
+				      strerror((int)-len));
+			continue;
+		}
+		r = record_parse(buf, (size_t)len, spec->cluster.name, sec->key, sec->len, &p,
+				 err, sizeof(err));
+		if (r == 0 && strcmp(p.hostname, host) != 0) {
+			snprintf(err, sizeof(err), "describes host %s, not %s", p.hostname, host);
+			peer_clear(&p);
+			r = -EBADMSG;
+		}
+		if (r < 0) {
+			if (r == -ENODATA)
+				reject(run, "record %s: truncated (no \"...\" end marker); rejected", name);
+			else if (r == -EKEYREJECTED)
+				reject(run, "record %s: bad HMAC (tampered, or written with another cluster "
+				       "secret); rejected", name);
+			else if (r == -ENOKEY)
+				reject(run, "record %s: no HMAC while cluster.secret_file is set; rejected",
+				       name);
+			else
+				reject(run, "record %s: %s; rejected", name, err);
+			if (do_prune && now - (int64_t)st.st_mtime > lease)
+				prune(run, name, "rejected and not refreshed within the lease");
+			continue;
+		}
+		if (now - p.updated > lease) {
+			sh->expired++;
+			if (do_prune)
+				prune(run, name, "lease expired (scale-in)");
+			peer_clear(&p);
+			continue;
+		}
+		*peerset_add(&run->found) = p;
+	}
+	if (errno) {
+		int r = -errno;
+
+		report_detail(&run->notes, "rendezvous directory %s: %s", rv->nodes, strerror(errno));
+		closedir(d);
+		return r;
+	}
+	closedir(d);
+	return 0;
+}
+
+/* Write this node's record.  The lease refresh alone is not reported as a change. */
+static int write_self(struct ctx *c, struct report *rep, const struct rendezvous *rv,
+		      const struct secret *sec, struct peer *self)
+{
+	const char *cluster = c->spec->cluster.name;
+	char *rel = xasprintf("%s/%s.rec", rv->nodes, self->hostname);
+	char *text, *old = NULL, *oldnorm = NULL, *newnorm;
+	int64_t updated = self->updated;
+	struct report scratch;
+	struct peer oldp;
+	int r;
+
+	self->updated = (int64_t)time(NULL);
+	text = record_format(self, cluster, sec->key, sec->len);
+	if (!text) {
+		report_detail(rep, "%s: cannot compute the record HMAC", rel);
+		free(rel);
+		self->updated = updated;
+		return -EIO;
+	}
+	/* Same record but for the time stamp?  Then it is only a lease refresh. */
+	if (fs_read(c, rel, &old, NULL) == 0 &&
+	    record_parse(old, strlen(old), cluster, NULL, 0, &oldp, NULL, 0) == 0) {
+		struct peer tmp = *self;
+
+		tmp.updated = oldp.updated;
+		oldnorm = record_format(&oldp, cluster, NULL, 0);
+		newnorm = record_format(&tmp, cluster, NULL, 0);
+		if (strcmp(oldnorm, newnorm) != 0) {
+			free(oldnorm);
+			oldnorm = NULL;
+		}
+		free(newnorm);
+		peer_clear(&oldp);
+	}
+	report_init(&scratch);
+	r = fs_write(c, oldnorm ? &scratch : rep, rel, text, strlen(text), 0644,
+		     rv->trusted, rv->trusted_gid);
+	if (r < 0 && oldnorm)
+		sb_append(&rep->details, sb_str(&scratch.details));
+	report_free(&scratch);
+	free(old);
+	free(oldnorm);
+	free(text);
+	free(rel);
+	return r;
+}
+
+/* Has this node seen `expect` nodes since boot?  (/run is per boot.) */
+static bool ready_before(const struct ctx *c)
+{
+	char *text = NULL;
+	bool ok = fs_read(c, READY_MARK, &text, NULL) == 0;
+	char *want = xasprintf("%s\n", c->spec->cluster.name);
+
+	ok = ok && strcmp(text, want) == 0;
+	free(text);
+	free(want);
+	return ok;
+}
+
+static void mark_ready(struct ctx *c)
+{
+	struct report scratch;
+	char *text = xasprintf("%s\n", c->spec->cluster.name);
+
+	report_init(&scratch);
+	if (fs_mkdir_p(c, &scratch, "/run/hpcinit", 0755, 0, 0) >= 0)
+		(void)fs_write(c, &scratch, READY_MARK, text, strlen(text), 0644, 0, 0);
+	report_free(&scratch);
+	free(text);
+}
+
+
+/* ---- the method's hooks ---- */
+
+static int shared_open(struct disc_run *run)
+{
+	struct ctx *c = run->c;
+	const struct spec *spec = c->spec;
+	struct shared *sh = xcalloc(1, sizeof(*sh));
+	int r;
+
+	run->priv = sh;
+	r = load_secret(c, run->rep, &sh->sec);
+	if (r < 0) {
+		report_set(run->rep, ST_FAILED, "cluster secret unusable");
+		return r;
+	}
+	if (!spec->discovery.dir) {
+		report_set(run->rep, ST_FAILED, "discovery.dir is required with method shared");
+		return -EINVAL;
+	}
+	sh->ready = ready_before(c);
+	r = rendezvous_open(c, run->rep, &run->self, &sh->rv);
+	if (r == -ENOENT && !ctx_may_write(c)) {
+		report_set(run->rep, ST_CHANGED, "rendezvous directory %s missing", spec->discovery.dir);
+		return 1;
+	}
+	if (r < 0)
+		report_set(run->rep, ST_FAILED, "rendezvous directory %s refused", spec->discovery.dir);
+	return r;
+}
+
+/* check/plan: is this node's record there, current and fresh? */
+static void compare_self(struct disc_run *run)
+{
+	struct ctx *c = run->c;
+	struct report *rep = run->rep;
+	const struct spec *spec = c->spec;
+	struct shared *sh = run->priv;
+	char *rel = xasprintf("%s/%s.rec", sh->rv.nodes, run->self.hostname), *old = NULL;
+	struct peer oldp;
+	char *want, *have;
+
+	if (fs_read(c, rel, &old, NULL) < 0) {
+		report_changed(rep, rel);
+		report_raise(rep, ST_CHANGED);
+		report_detail(rep, "%s: missing; apply writes this node's record", rel);
+	} else if (record_parse(old, strlen(old), spec->cluster.name, sh->sec.key, sh->sec.len,
+				&oldp, NULL, 0) < 0) {
+		report_changed(rep, rel);
+		report_raise(rep, ST_CHANGED);
+		report_detail(rep, "%s: unreadable or bad HMAC; apply rewrites it", rel);
+	} else {
+		struct peer tmp = run->self;
+
+		tmp.updated = oldp.updated;
+		want = record_format(&tmp, spec->cluster.name, NULL, 0);
+		have = record_format(&oldp, spec->cluster.name, NULL, 0);
+		if (strcmp(want, have) != 0) {
+			report_changed(rep, rel);
+			report_raise(rep, ST_CHANGED);
+			if (c->mode == RUN_PLAN)
+				text_diff(&rep->details, rel, have, want);
+			else
+				report_detail(rep, "%s: differs from this node's state", rel);
+		} else if ((int64_t)time(NULL) - oldp.updated > lease_s(spec)) {
+			report_raise(rep, ST_CHANGED);
+			report_detail(rep, "%s: lease expired; peers have dropped this node", rel);
+		}
+		free(want);
+		free(have);
+		peer_clear(&oldp);
+	}
+	free(old);
+	free(rel);
+}
+
+static int shared_publish(struct disc_run *run)
+{
+	struct shared *sh = run->priv;
+	int r;
+
+	if (!ctx_may_write(run->c)) {
+		compare_self(run);
+		return 0;
+	}
+	r = write_self(run->c, run->rep, &sh->rv, &sh->sec, &run->self);
+	if (r < 0) {
+		report_set(run->rep, ST_FAILED, "cannot write this node's record in %s", sh->rv.nodes);
+		return r;
+	}
+	sh->written = run->self.updated;
+	return 0;
+}
+
+/*
+ * One read of the directory.  In apply, expired records are removed in the
+ * same pass, so a refresh reads the directory once; while the step waits for
+ * peers, this node's own lease is kept fresh.
+ */
+static int shared_list(struct disc_run *run)
+{
+	struct ctx *c = run->c;
+	const struct spec *spec = c->spec;
+	struct shared *sh = run->priv;
+	int r;
+
+	if (run->waited && (int64_t)time(NULL) - sh->written > lease_s(spec) / 3) {
+		struct report scratch;
+
+		report_init(&scratch);
+		if (write_self(c, &scratch, &sh->rv, &sh->sec, &run->self) >= 0)
+			sh->written = run->self.updated;
+		report_free(&scratch);
+	}
+	sh->rejected = sh->expired = 0;
+	strlist_free(&sh->rejects);
+	r = read_records(run, ctx_may_write(c));
+	if (r < 0) {
+		sb_append(&run->rep->details, sb_str(&run->notes.details));
+		report_set(run->rep, ST_FAILED, "cannot read %s", sh->rv.nodes);
+		return r;
+	}
+	/* Reached once in this boot: fewer nodes now means nodes left, not "wait". */
+	return sh->ready || run->found.n + 1 >= spec->discovery.expect;
+}
+
+static int shared_finish(struct disc_run *run, const struct peerset *set)
+{
+	struct ctx *c = run->c;
+	struct report *rep = run->rep;
+	const struct spec *spec = c->spec;
+	struct shared *sh = run->priv;
+
+	for (size_t i = 0; i < sh->rejects.n; i++)
+		log_warn("%s", sh->rejects.v[i]);
+	if (sh->rejected > sh->rejects.n)
+		log_warn("%zu more records rejected; the run's details list them all",
+			 sh->rejected - sh->rejects.n);
+	if (sh->rejected)
+		report_raise(rep, ST_DEGRADED);
+	if (set->n >= spec->discovery.expect) {
+		if (ctx_may_write(c) && !sh->ready)
+			mark_ready(c);
+		report_set(rep, ST_OK, "%zu node%s known (expect %u)%s%s", set->n,
+			   set->n == 1 ? "" : "s", spec->discovery.expect,
+			   run->waited ? " after waiting" : "",
+			   sh->rejected ? "; records rejected, see details" : "");
+	} else if (sh->ready || !ctx_may_write(c)) {
+		report_detail(rep, "%zu nodes known, fewer than expect %u%s", set->n,
+			      spec->discovery.expect, sh->ready ? " (reached earlier in this boot: "
+			      "nodes have left)" : "");
+		report_set(rep, ST_OK, "%zu node%s known (expect %u)%s", set->n, set->n == 1 ? "" : "s",
+			   spec->discovery.expect,
+			   sh->rejected ? "; records rejected, see details" : "");
+	} else {
+		report_set(rep, ST_DEGRADED, "only %zu of %u expected nodes after waiting %" PRIu64
+			   " s for peers in %s", set->n, spec->discovery.expect,
+			   spec->discovery.wait_ms / 1000, sh->rv.nodes);
+	}
+	return 0;
+}
+
+/* hpcinit leave: remove this node's record; peers drop it on their next read. */
+static int shared_leave(struct disc_run *run)
+{
+	struct shared *sh = run->priv;
+	char *rel = xasprintf("%s/%s.rec", sh->rv.nodes, run->self.hostname);
+	int r = fs_remove(run->c, run->rep, rel);
+
+	if (r < 0)
+		report_set(run->rep, ST_FAILED, "cannot remove %s: %s", rel, strerror(-r));
+	else if (r > 0)
+		report_set(run->rep, ST_CHANGED, "%s removed", rel);
+	else
+		report_set(run->rep, ST_OK, "%s: no record to remove", rel);
+	free(rel);
+	return r < 0 ? r : 0;
+}
+
+static void shared_close(struct disc_run *run)
+{
+	struct shared *sh = run->priv;
+
+	if (!sh)
+		return;
+	secret_free(&sh->sec);
+	rendezvous_free(&sh->rv);
+	strlist_free(&sh->rejects);
+	free(sh);
+	run->priv = NULL;
+}
+
+const struct disc_method_ops disc_method_shared = {
+	.name = "shared",
+	.id = DISC_SHARED,
+	/*
+	 * Nodes of a scale set start within a fraction of a second of each
+	 * other: a short first poll, doubling up to WAIT_POLL_CAP_MS, finds
+	 * them without a fixed 250 ms wait, and a long wait still costs one
+	 * directory read every 5 s.
+	 */
+	.first_poll_ms = 50,
+	.open = shared_open,
+	.publish = shared_publish,
+	.list = shared_list,
+	.collect = disc_nop,
+	.finish = shared_finish,
+	.leave = shared_leave,
+	.close = shared_close,
+};
