@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 #include "config.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,15 +137,38 @@ static int write_all(int fd, const void *data, size_t len)
 }
 
 /*
- * A run killed between creating its temp file and the rename leaves
- * "<name>.hpcinit-tmp.XXXXXX" behind; the next write of <name> removes it.
- * Writers hold the run lock, so no live temp file is removed.
+ * Temp files carry this node's name: two nodes writing the same shared home
+ * (NFS) each remove only their own leftovers, never the other's live file.
+ * The name is reduced to the characters a hostname may have.
  */
-static void remove_stale_temps(const char *hostpath)
+static char *tmp_prefix(const struct ctx *c, const char *hostpath)
+{
+	char node[65] = "";
+	size_t i;
+
+	if (c->hostname)
+		snprintf(node, sizeof(node), "%s", c->hostname);
+	else if (gethostname(node, sizeof(node) - 1) < 0)
+		node[0] = '\0';
+	node[sizeof(node) - 1] = '\0';
+	for (i = 0; node[i]; i++)
+		if (!isalnum((unsigned char)node[i]) && node[i] != '-' && node[i] != '.')
+			node[i] = '_';
+	return xasprintf("%s.hpcinit-tmp.%s.", hostpath, i ? node : "localhost");
+}
+
+/*
+ * A run killed between creating its temp file and the rename leaves
+ * "<name>.hpcinit-tmp.<node>.XXXXXX" behind; the next write of <name> on
+ * the same node removes it.  Writers hold the run lock, so no live temp
+ * file of this node is removed.
+ */
+static void remove_stale_temps(const struct ctx *c, const char *hostpath)
 {
 	const char *slash = strrchr(hostpath, '/');
 	char *dir = slash ? xstrndup(hostpath, (size_t)(slash - hostpath + 1)) : xstrdup(".");
-	char *prefix = xasprintf("%s.hpcinit-tmp.", slash ? slash + 1 : hostpath);
+	char *full = tmp_prefix(c, hostpath);
+	const char *prefix = slash ? full + (slash + 1 - hostpath) : full;
 	size_t pl = strlen(prefix);
 	DIR *d = opendir(dir);
 	struct dirent *de;
@@ -154,20 +179,18 @@ static void remove_stale_temps(const char *hostpath)
 				(void)unlinkat(dirfd(d), de->d_name, 0);
 		closedir(d);
 	}
-	free(prefix);
+	free(full);
 	free(dir);
 }
 
-/*
- * Write to a temp file beside the target and rename it into place, so a
- * reader (or a crash) sees the old or the new content, never a mix.
- */
-static int atomic_replace(const char *hostpath, const void *data, size_t len,
+static int atomic_replace(const struct ctx *c, const char *hostpath, const void *data, size_t len,
 			  mode_t mode, uid_t uid, gid_t gid)
 {
-	char *tmp = xasprintf("%s.hpcinit-tmp.XXXXXX", hostpath);
+	char *prefix = tmp_prefix(c, hostpath);
+	char *tmp = xasprintf("%sXXXXXX", prefix);
 	int fd, r;
 
+	free(prefix);
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0) {
 		r = -errno;
@@ -206,6 +229,29 @@ out_free:
 	return r;
 }
 
+/*
+ * Set mode and owner of the regular file that was checked (st) through a
+ * descriptor opened without following links; if what is there now is not
+ * that file (swapped since the check), nothing is changed.
+ */
+static int fix_meta(const char *hostpath, const struct stat *st, mode_t mode, uid_t uid, gid_t gid)
+{
+	struct stat now;
+	int fd = open(hostpath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	int ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &now) < 0)
+		ret = -errno;
+	else if (!S_ISREG(now.st_mode) || now.st_ino != st->st_ino || now.st_dev != st->st_dev)
+		ret = -ESTALE;
+	else if (fchown(fd, uid, gid) < 0 || fchmod(fd, mode) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
 static void note_change(struct ctx *c, struct report *r, const char *path,
 			const char *old, const char *new_, const char *what)
 {
@@ -232,7 +278,7 @@ int fs_write(struct ctx *c, struct report *r, const char *path,
 	int ret;
 
 	if (ctx_may_write(c))
-		remove_stale_temps(hp);
+		remove_stale_temps(c, hp);
 	exists = lstat(hp, &st) == 0;
 	if (exists && !S_ISREG(st.st_mode)) {
 		report_detail(r, "%s: exists and is not a regular file; remove it or fix the spec", path);
@@ -272,13 +318,13 @@ int fs_write(struct ctx *c, struct report *r, const char *path,
 	}
 	if (same_content) {
 		/* Only metadata differs: fix it in place, no rewrite. */
-		if (chmod(hp, mode) < 0 || lchown(hp, uid, gid) < 0) {
-			ret = -errno;
-			report_detail(r, "%s: cannot set mode/owner: %s", path, strerror(errno));
+		ret = fix_meta(hp, &st, mode, uid, gid);
+		if (ret < 0) {
+			report_detail(r, "%s: cannot set mode/owner: %s", path, strerror(-ret));
 			goto out;
 		}
 	} else {
-		ret = atomic_replace(hp, data, len, mode, uid, gid);
+		ret = atomic_replace(c, hp, data, len, mode, uid, gid);
 		if (ret < 0) {
 			report_detail(r, "%s: cannot write: %s", path, strerror(-ret));
 			goto out;
@@ -292,72 +338,136 @@ out:
 	return ret;
 }
 
+/*
+ * Is an existing directory a safe place for what hpcinit writes?  Owned by
+ * root or by the user the files are for, and writable by nobody else.  A
+ * sticky directory (/tmp) is accepted on the way down, never as the place
+ * itself: others can add names there but cannot replace ours.
+ */
+static bool dir_is_safe(const struct stat *st, uid_t uid, bool last)
+{
+	if (st->st_uid != 0 && st->st_uid != uid)
+		return false;
+	if (!(st->st_mode & (S_IWGRP | S_IWOTH)))
+		return true;
+	return !last && (st->st_mode & S_ISVTX);
+}
+
+/*
+ * mkdir -p, walked one component at a time from the root with openat and
+ * O_NOFOLLOW, so a link or a directory swapped in between the check and the
+ * use changes nothing.  Only what it creates gets mode and owner (set on
+ * the open descriptor); an existing directory keeps its own, and one that
+ * is not safe (dir_is_safe) is refused with a message, never "fixed".  A
+ * symbolic link is followed only on the way down, only when root made it in
+ * a directory only root can write (/var/run -> /run).
+ */
 int fs_mkdir_p(struct ctx *c, struct report *r, const char *path,
 	       mode_t mode, uid_t uid, gid_t gid)
 {
 	char *hp = ctx_path(c, path);
 	size_t skip = strlen(hp) - strlen(path);  /* do not create the root itself */
-	int ret = 0;
-	struct stat st;
+	char *rootdir = skip ? xstrndup(hp, skip) : xstrdup("/");
+	char *walk = xstrdup(path);
+	char *save = NULL, *name;
+	struct strbuf done = STRBUF_INIT;      /* the target path walked so far */
+	struct stat pst, st;
+	int dfd, ret = 0;
 
 	if (uid == FS_KEEP_OWNER) {
 		uid = 0;
 		gid = 0;
 	}
-	for (char *p = hp + skip + 1;; p++) {
-		bool last = *p == '\0';
+	dfd = open(rootdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || fstat(dfd, &pst) < 0) {
+		ret = -errno;
+		report_detail(r, "%s: %s", rootdir, strerror(errno));
+		goto out;
+	}
+	name = strtok_r(walk, "/", &save);
+	while (name) {
+		char *next = strtok_r(NULL, "/", &save);
+		bool last = next == NULL;
+		int nfd, oflags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW;
 
-		if (*p != '/' && !last)
-			continue;
-		if (p == hp + skip + 1 && !last)
-			continue;
-		*p = '\0';
-		if (stat(hp, &st) == 0) {
-			if (!S_ISDIR(st.st_mode)) {
-				report_detail(r, "%s: exists and is not a directory", hp + skip);
+		sb_printf(&done, "/%s", name);
+		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+			if (S_ISLNK(st.st_mode)) {
+				if (last || st.st_uid != 0 || pst.st_uid != 0 ||
+				    (pst.st_mode & (S_IWGRP | S_IWOTH))) {
+					report_detail(r, "%s: is a symbolic link; hpcinit does not follow links "
+						      "to create or change directories: replace it with a directory "
+						      "or point the spec at the real path", sb_str(&done));
+					ret = -ELOOP;
+					break;
+				}
+				oflags &= ~O_NOFOLLOW;
+			} else if (!S_ISDIR(st.st_mode)) {
+				report_detail(r, "%s: exists and is not a directory", sb_str(&done));
 				ret = -ENOTDIR;
 				break;
 			}
-			if (last && ((st.st_mode & 07777) != (mode & 07777) ||
-				     st.st_uid != uid || st.st_gid != gid)) {
-				ret = 1;
-				if (!ctx_may_write(c)) {
-					note_change(c, r, path, NULL, NULL, "wrong mode or owner");
-				} else if (chmod(hp, mode) < 0 || chown(hp, uid, gid) < 0) {
-					ret = -errno;
-					report_detail(r, "%s: cannot set mode/owner: %s", path, strerror(errno));
-				} else {
-					note_change(c, r, path, NULL, NULL, "mode/owner set");
-				}
+			nfd = openat(dfd, name, oflags);
+			if (nfd < 0 || fstat(nfd, &st) < 0) {
+				ret = -errno;
+				report_detail(r, "%s: %s", sb_str(&done), strerror(errno));
+				if (nfd >= 0)
+					close(nfd);
+				break;
+			}
+			if (!dir_is_safe(&st, uid, last)) {
+				report_detail(r, "%s: owned by uid %u with mode %04o: someone other than root%s "
+					      "could replace what hpcinit puts there; hpcinit does not change "
+					      "directories it did not create: chown root and chmod go-w it, or "
+					      "choose another directory in the spec", sb_str(&done),
+					      (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777),
+					      uid ? " or its user" : "");
+				close(nfd);
+				ret = -EPERM;
+				break;
 			}
 		} else if (errno != ENOENT) {
 			ret = -errno;
-			report_detail(r, "%s: %s", hp + skip, strerror(errno));
+			report_detail(r, "%s: %s", sb_str(&done), strerror(errno));
 			break;
 		} else if (!ctx_may_write(c)) {
-			note_change(c, r, hp + skip, NULL, NULL, "directory missing");
+			note_change(c, r, sb_str(&done), NULL, NULL, "directory missing");
 			ret = 1;
 			/* parents below do not exist either; report the first only */
 			break;
 		} else {
-			/* Parents get the default 0755 root:root, the leaf gets mode/owner. */
-			if (mkdir(hp, last ? mode : 0755) < 0 && errno != EEXIST) {
+			/* Made private, then given its final mode and owner on the descriptor:
+			 * parents get 0755 root:root, the leaf gets mode/owner. */
+			if (mkdirat(dfd, name, 0700) < 0 && errno != EEXIST) {
 				ret = -errno;
-				report_detail(r, "%s: cannot create directory: %s", hp + skip, strerror(errno));
+				report_detail(r, "%s: cannot create directory: %s", sb_str(&done), strerror(errno));
 				break;
 			}
-			if (last && (chmod(hp, mode) < 0 || chown(hp, uid, gid) < 0)) {
+			nfd = openat(dfd, name, oflags);
+			if (nfd < 0 || fstat(nfd, &st) < 0 ||
+			    ((st.st_uid != (last ? uid : 0) || st.st_gid != (last ? gid : 0)) &&
+			     fchown(nfd, last ? uid : 0, last ? gid : 0) < 0) ||
+			    fchmod(nfd, last ? mode : 0755) < 0) {
 				ret = -errno;
-				report_detail(r, "%s: cannot set mode/owner: %s", path, strerror(errno));
+				report_detail(r, "%s: cannot set mode/owner: %s", sb_str(&done), strerror(errno));
+				if (nfd >= 0)
+					close(nfd);
 				break;
 			}
-			note_change(c, r, hp + skip, NULL, NULL, "directory created");
+			note_change(c, r, sb_str(&done), NULL, NULL, "directory created");
 			ret = 1;
 		}
-		if (last)
-			break;
-		*p = '/';
+		close(dfd);
+		dfd = nfd;
+		pst = st;
+		name = next;
 	}
+out:
+	if (dfd >= 0)
+		close(dfd);
+	sb_free(&done);
+	free(walk);
+	free(rootdir);
 	free(hp);
 	return ret;
 }
@@ -430,6 +540,31 @@ char *managed_block_get(const char *text, const char *tag)
 	return ret;
 }
 
+int managed_block_check(const char *text, const char *tag, unsigned *ret_line)
+{
+	char *begin = xasprintf("# BEGIN hpcinit %s", tag);
+	char *end = xasprintf("# END hpcinit %s", tag);
+	const char *b = text ? find_line(text, begin) : NULL;
+	int ret = 0;
+
+	if (b) {
+		const char *inside = strchr(b, '\n');
+
+		if (!inside || !find_line(inside + 1, end)) {
+			unsigned line = 1;
+
+			for (const char *p = text; p < b; p++)
+				line += *p == '\n';
+			if (ret_line)
+				*ret_line = line;
+			ret = -EBADMSG;
+		}
+	}
+	free(begin);
+	free(end);
+	return ret;
+}
+
 char *managed_block_apply(const char *old, const char *tag, const char *body)
 {
 	char *begin = xasprintf("# BEGIN hpcinit %s", tag);
@@ -449,8 +584,11 @@ char *managed_block_apply(const char *old, const char *tag, const char *body)
 			after = strchr(e, '\n');
 			after = after ? after + 1 : e + strlen(e);
 		} else {
-			/* A BEGIN without END: treat the rest of the file as the block. */
-			after = b + strlen(b);
+			/* A BEGIN without END (a truncated edit): what follows is not
+			 * ours to delete.  Change nothing; managed_block_check says why. */
+			free(begin);
+			free(end);
+			return xstrdup(old);
 		}
 		sb_appendn(&sb, old, (size_t)(b - old));
 	} else if (old) {
@@ -478,6 +616,7 @@ int fs_managed_block(struct ctx *c, struct report *r, const char *path,
 	char *hp = ctx_path(c, path);
 	char *old = NULL, *new_;
 	struct stat st;
+	unsigned line = 0;
 	int ret;
 
 	if (lstat(hp, &st) == 0) {
@@ -495,6 +634,13 @@ int fs_managed_block(struct ctx *c, struct report *r, const char *path,
 		return 0;
 	}
 	free(hp);
+	if (managed_block_check(old, tag, &line) < 0) {
+		report_detail(r, "%s:%u: \"# BEGIN hpcinit %s\" has no \"# END hpcinit %s\" after it "
+			      "(a truncated edit?); hpcinit changes nothing in this file: put the END line "
+			      "back where the block ends, or delete the block by hand", path, line, tag, tag);
+		free(old);
+		return -EBADMSG;
+	}
 	new_ = managed_block_apply(old, tag, body);
 	if (old && strcmp(old, new_) == 0)
 		ret = 0;
@@ -544,12 +690,50 @@ void text_diff(struct strbuf *out, const char *path, const char *old, const char
 	strlist_free(&b);
 }
 
+/*
+ * On the real root a user comes from NSS (getpwnam_r), so users from LDAP,
+ * SSSD or Entra ID work as local ones do; a fake root has only its own
+ * <root>/etc/passwd.
+ */
+static int lookup_nss(const char *user, uid_t *ret_uid, gid_t *ret_gid, char **ret_home)
+{
+	struct passwd pw, *res = NULL;
+	long sz = sysconf(_SC_GETPW_R_SIZE_MAX);
+	size_t bufsz = sz > 0 ? (size_t)sz : 16384;
+	char *buf = NULL;
+	int e;
+
+	for (;;) {
+		buf = xrealloc(buf, bufsz);
+		e = getpwnam_r(user, &pw, buf, bufsz, &res);
+		if (e != ERANGE || bufsz >= 1u << 20)
+			break;
+		bufsz *= 2;
+	}
+	if (e == 0 && !res)
+		e = ENOENT;
+	if (e == 0) {
+		if (ret_uid)
+			*ret_uid = pw.pw_uid;
+		if (ret_gid)
+			*ret_gid = pw.pw_gid;
+		if (ret_home)
+			*ret_home = xstrdup(pw.pw_dir ? pw.pw_dir : "");
+	}
+	free(buf);
+	return -e;
+}
+
 int fs_lookup_user(const struct ctx *c, const char *user, uid_t *ret_uid, gid_t *ret_gid,
 		   char **ret_home)
 {
 	char *text = NULL;
-	int r = fs_read(c, "/etc/passwd", &text, NULL);
+	int r;
 	size_t ul = strlen(user);
+
+	if (!c->root || !c->root[0] || strcmp(c->root, "/") == 0)
+		return lookup_nss(user, ret_uid, ret_gid, ret_home);
+	r = fs_read(c, "/etc/passwd", &text, NULL);
 
 	if (r < 0)
 		return r;

@@ -40,7 +40,12 @@ bool fs_exists(const struct ctx *c, const char *path);
 int fs_write(struct ctx *c, struct report *r, const char *path,
 	     const void *data, size_t len, mode_t mode, uid_t uid, gid_t gid);
 
-/* mkdir -p with mode/owner applied to directories it creates (and to the last one always). */
+/*
+ * mkdir -p without following links: mode/owner go to the leaf it creates,
+ * 0755 root:root to parents it creates.  Existing directories are never
+ * changed; one that root (or uid) does not own, or that group or others can
+ * write, is refused (-EPERM) with a message naming it.
+ */
 int fs_mkdir_p(struct ctx *c, struct report *r, const char *path,
 	       mode_t mode, uid_t uid, gid_t gid);
 
@@ -55,6 +60,13 @@ int fs_remove(struct ctx *c, struct report *r, const char *path);
  */
 int fs_managed_block(struct ctx *c, struct report *r, const char *path,
 		     const char *tag, const char *body, mode_t mode, uid_t uid, gid_t gid);
+/*
+ * A "# BEGIN hpcinit <tag>" with no END after it (a truncated edit) makes
+ * the block's extent unknown: -EBADMSG and the BEGIN's line number, and
+ * fs_managed_block changes nothing in such a file (managed_block_apply
+ * returns the text unchanged).  0 otherwise.
+ */
+int managed_block_check(const char *text, const char *tag, unsigned *ret_line);
 /* Compute the new content without writing (exposed for tests).  Returns malloc'd text. */
 char *managed_block_apply(const char *old, const char *tag, const char *body);
 /* Extract the block body (malloc'd) or NULL when there is none. */
@@ -64,7 +76,8 @@ char *managed_block_get(const char *text, const char *tag);
 struct strbuf;
 void text_diff(struct strbuf *out, const char *path, const char *old, const char *new_);
 
-/* Look up a user under the root (<root>/etc/passwd).  0 or -ENOENT. ret_home malloc'd. */
+/* Look up a user: NSS (getpwnam_r) on the real root, <root>/etc/passwd under a fake
+ * root.  0 or -ENOENT (or another -errno from NSS). ret_home malloc'd. */
 int fs_lookup_user(const struct ctx *c, const char *user, uid_t *ret_uid, gid_t *ret_gid,
 		   char **ret_home);
 

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "record.h"
 #include "runner.h"
+#include "units.h"
 
 #define DEFAULT_CONFIG "/etc/hpcinit/node.yaml"
 
@@ -53,30 +54,19 @@ static void usage(FILE *out)
 	fputs(".\nSee hpcinit(8) and hpcinit.yaml(5).\n", out);
 }
 
-/* "90s", "10m", "500ms", "1h"; bare numbers are seconds here (CLI convenience). */
-static int parse_duration_arg(const char *s, uint64_t *ret_ms)
-{
-	char *end;
-	unsigned long long v;
-	uint64_t mult = 1000;
+#define LOCK_TIMEOUT_MAX_MS (24 * HOUR_MS)
 
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || *s == '-')
-		return -EINVAL;
-	if (strcmp(end, "ms") == 0)
-		mult = 1;
-	else if (strcmp(end, "s") == 0 || *end == '\0')
-		mult = 1000;
-	else if (strcmp(end, "m") == 0)
-		mult = 60 * 1000;
-	else if (strcmp(end, "h") == 0)
-		mult = 3600 * 1000;
-	else
-		return -EINVAL;
-	if (v > UINT64_MAX / mult / 2)
+/* --lock-timeout: a duration as the spec writes one (units.c), 0s to 24h. */
+static int parse_lock_timeout(const char *s, uint64_t *ret_ms)
+{
+	uint64_t ms = 0;
+	int r = parse_duration(s, &ms);
+
+	if (r < 0)
+		return r;
+	if (ms > LOCK_TIMEOUT_MAX_MS)
 		return -ERANGE;
-	*ret_ms = v * mult;
+	*ret_ms = ms;
 	return 0;
 }
 
@@ -158,7 +148,18 @@ static int parse_opts(int argc, char **argv, struct cli *o)
 			o->json = true;
 			break;
 		case 'L':
-			if (parse_duration_arg(optarg, &o->ro.lock_timeout_ms) < 0) {
+			switch (parse_lock_timeout(optarg, &o->ro.lock_timeout_ms)) {
+			case 0:
+				break;
+			case -ERANGE:
+				fprintf(stderr, "hpcinit: --lock-timeout: %s is out of range; use a duration from 0s to 24h\n",
+					optarg);
+				return EXIT_USAGE;
+			case -EDOM:
+				fprintf(stderr, "hpcinit: --lock-timeout: expected a duration like 90s or 10m, got '%s'; "
+					"add a unit: ms, s, m or h\n", optarg);
+				return EXIT_USAGE;
+			default:
 				fprintf(stderr, "hpcinit: --lock-timeout: expected a duration like 90s or 10m, got '%s'\n",
 					optarg);
 				return EXIT_USAGE;
@@ -191,7 +192,7 @@ int main(int argc, char **argv)
 {
 	struct cli o = {
 		.config = DEFAULT_CONFIG, .root = "", .command = "apply",
-		.ro = { .lock_timeout_ms = 10 * 60 * 1000 },
+		.ro = { .lock_timeout_ms = 10 * MIN_MS },
 	};
 	struct ctx *cp = &o.c;
 	struct spec *spec = NULL;

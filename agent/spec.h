@@ -12,24 +12,13 @@
 #include <stdio.h>
 #include <netinet/in.h>
 
+#include "cidr.h"
+#include "diag.h"
+#include "strlist.h"
+
 #define SPEC_VERSION 1
 #define SPEC_MAX_BYTES (1024 * 1024)   /* a spec larger than this is refused */
 #define SPEC_MAX_HOSTS 100000          /* hard limit on expanded node ranges */
-
-struct strlist {
-	char **v;
-	size_t n;
-};
-
-struct cidr {
-	int family;                     /* AF_INET or AF_INET6 */
-	union {
-		struct in_addr v4;
-		struct in6_addr v6;
-	} addr;                         /* network address, host bits cleared */
-	unsigned prefix;
-	char text[64];                  /* canonical "a.b.c.d/n" */
-};
 
 enum role { ROLE_COMPUTE, ROLE_HEAD };
 enum link_layer { LINK_INFINIBAND, LINK_ETHERNET, LINK_ANY };
@@ -88,16 +77,21 @@ struct spec_nfs_mount {
 	char *source;                   /* "host:/export" */
 	char *host;                     /* split from source */
 	char *export;                   /* split from source, starts with '/' */
-	char *path;                     /* absolute mount point */
-	struct strlist options;         /* default [vers=3,hard,proto=tcp] */
-	uint64_t wait_ms;               /* default 5 min */
+	char *path;                     /* absolute mount point, not / */
+	struct strlist options;         /* default [vers=3,hard,proto=tcp]; [] is none */
+	/*
+	 * How long to wait for the server; always set by the loader: the spec's
+	 * value, or 5 min when the key is absent.  0 is the
+	 * spec's "0s": one probe, no waiting (never "unset").
+	 */
+	uint64_t wait_ms;
 	struct spec_mark mark;
 };
 
 struct spec_nfs_export {
-	char *path;
+	char *path;                     /* absolute, not / */
 	char *clients;                  /* CIDR, host or "*"; default cluster.network */
-	struct strlist options;         /* default [rw,sync,no_subtree_check] */
+	struct strlist options;         /* default [rw,sync,no_subtree_check]; [] is none */
 	struct spec_mark mark;
 };
 
@@ -158,19 +152,6 @@ struct spec {
 	struct spec_mpi mpi;
 };
 
-/* One problem found in a spec, with its place.  line/col are 1-based; 0 = unknown. */
-struct diag {
-	char *file;
-	unsigned line, col;
-	char *msg;                      /* "expected ..., got ...; do ..." */
-	char *source_line;              /* the offending line, NULL when unknown */
-};
-
-struct diags {
-	struct diag *v;
-	size_t n;
-};
-
 /*
  * Load and validate a spec.  Returns 0 and sets *ret_spec on success;
  * returns -EINVAL when the spec has errors (all of them in *diags),
@@ -182,22 +163,10 @@ int spec_load_buffer(const char *name, const char *buf, size_t len,
 		     struct spec **ret_spec, struct diags *diags);
 struct spec *spec_free(struct spec *s);
 
-void diags_free(struct diags *d);
-/* Print "file:line:col: error: msg", the source line and a caret, for each diag. */
-void diags_print(const struct diags *d, FILE *out);
-
 /* Helpers shared with modules and tests. */
 const char *link_layer_name(enum link_layer l);
 const char *disc_method_name(enum disc_method m);
-/* Expand "node[01-16,20]" and plain names into out (appended). 0 or -EINVAL/-E2BIG/-ENOMEM. */
-int noderange_expand(const char *pattern, struct strlist *out, size_t limit);
-int cidr_parse(const char *text, struct cidr *ret);
-bool cidr_contains(const struct cidr *c, int family, const void *addr);
-void strlist_free(struct strlist *l);
-int strlist_push(struct strlist *l, const char *s);
-/* Append s itself (malloc'd; the list owns it from now on). */
-void strlist_push_take(struct strlist *l, char *s);
-/* Make room for extra more entries (and the NULL) before filling v[] directly. */
-void strlist_reserve(struct strlist *l, size_t extra);
+/* The defaults of one mount, for a mount not made by the loader (tests). */
+void spec_nfs_mount_defaults(struct spec_nfs_mount *m);
 
 #endif

@@ -22,6 +22,7 @@
 
 #include "fsutil.h"
 #include "hpcinit.h"
+#include "nodeset.h"
 #include "record.h"
 
 #define CLUSH_DIR "/etc/clustershell/groups.d"
@@ -60,105 +61,6 @@ static const char *peer_name(const struct spec *spec, const struct peer *p, bool
 		break;
 	}
 	return p->hostname;
-}
-
-/* ---- nodeset folding: "node1,node2,node3,node7" -> "node[1-3,7]" ---- */
-
-struct nsname {
-	const char *prefix;
-	size_t plen;
-	unsigned long num;
-	unsigned width;         /* zero-padded width, 0 when not padded */
-	bool has_num;
-	const char *full;
-};
-
-static int nsname_cmp(const void *x, const void *y)
-{
-	const struct nsname *a = x, *b = y;
-	size_t m = a->plen < b->plen ? a->plen : b->plen;
-	int r = memcmp(a->prefix, b->prefix, m);
-
-	if (r)
-		return r;
-	if (a->plen != b->plen)
-		return a->plen < b->plen ? -1 : 1;
-	if (a->has_num != b->has_num)
-		return a->has_num ? 1 : -1;
-	if (a->width != b->width)
-		return a->width > b->width ? -1 : 1;   /* padded first */
-	return a->num < b->num ? -1 : a->num > b->num;
-}
-
-/*
- * Fold names into clustershell nodeset syntax.  Only a trailing number is
- * folded, and padded numbers ("node01") only with the same width; the
- * result always expands back to exactly the same names.
- */
-static char *nodeset_fold(const char *const *names, size_t n)
-{
-	struct nsname *v = xcalloc(n ? n : 1, sizeof(*v));
-	struct strbuf sb = STRBUF_INIT;
-
-	for (size_t i = 0; i < n; i++) {
-		const char *s = names[i];
-		size_t len = strlen(s), d = len;
-
-		while (d > 0 && s[d - 1] >= '0' && s[d - 1] <= '9')
-			d--;
-		v[i].full = s;
-		v[i].prefix = s;
-		v[i].plen = len;
-		if (d < len && len - d <= 9) {
-			v[i].has_num = true;
-			v[i].plen = d;
-			v[i].num = strtoul(s + d, NULL, 10);
-			v[i].width = (s[d] == '0' && len - d > 1) ? (unsigned)(len - d) : 0;
-		}
-	}
-	qsort(v, n, sizeof(*v), nsname_cmp);
-	for (size_t i = 0; i < n;) {
-		size_t j = i;
-
-		if (sb.len)
-			sb_append(&sb, ",");
-		if (!v[i].has_num) {
-			sb_append(&sb, v[i].full);
-			/* the same name twice folds to one */
-			while (j < n && nsname_cmp(&v[j], &v[i]) == 0)
-				j++;
-			i = j;
-			continue;
-		}
-		while (j < n && v[j].has_num && v[j].plen == v[i].plen && v[j].width == v[i].width &&
-		       memcmp(v[j].prefix, v[i].prefix, v[i].plen) == 0)
-			j++;
-		sb_appendn(&sb, v[i].prefix, v[i].plen);
-		if (j - i == 1) {
-			sb_printf(&sb, "%0*lu", (int)v[i].width, v[i].num);
-			i = j;
-			continue;
-		}
-		sb_append(&sb, "[");
-		for (size_t k = i; k < j;) {
-			size_t e = k;
-
-			while (e + 1 < j && v[e + 1].num <= v[e].num + 1)
-				e++;
-			if (k != i)
-				sb_append(&sb, ",");
-			if (v[e].num == v[k].num)
-				sb_printf(&sb, "%0*lu", (int)v[k].width, v[k].num);
-			else
-				sb_printf(&sb, "%0*lu-%0*lu", (int)v[k].width, v[k].num,
-					  (int)v[e].width, v[e].num);
-			k = e + 1;
-		}
-		sb_append(&sb, "]");
-		i = j;
-	}
-	free(v);
-	return sb_steal(&sb);
 }
 
 /* ---- the files ---- */

@@ -19,13 +19,15 @@ trap 'exit 1' INT TERM
 
 mkdir -p "$work/corpus" "$work/artifacts"
 cp "$here"/corpus/* "$work/corpus/"
-# spec.c and util.c include config.h; they need nothing from it but _GNU_SOURCE.
+# The loader family includes config.h; it needs nothing from it but _GNU_SOURCE.
 printf '#define _GNU_SOURCE 1\n' >"$work/config.h"
 # shellcheck disable=SC2046
 clang -g -O1 -fno-omit-frame-pointer \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-I"$work" -I"$top/agent" \
-	"$here/fuzz_spec.c" "$top/agent/spec.c" "$top/agent/util.c" "$top/agent/strbuf.c" \
+	"$here/fuzz_spec.c" "$top/agent/spec.c" "$top/agent/diag.c" "$top/agent/schema.c" \
+	"$top/agent/handlers.c" "$top/agent/units.c" "$top/agent/names.c" "$top/agent/cidr.c" \
+	"$top/agent/nodeset.c" "$top/agent/strlist.c" "$top/agent/strbuf.c" \
 	$(pkg-config --cflags --libs yaml-0.1) -lm -o "$work/fuzz_spec"
 
 rc=0

@@ -50,4 +50,19 @@ run_hpc "$T/apply" apply --root "$R" -c "$FIX/bad/several-errors.yaml"
 check "apply with a broken spec exits 2" [ "$rc" -eq 2 ]
 snapshot "$R" >"$T/after"
 check "fake root unchanged" same_file "$T/after" "$T/before"
+
+# --lock-timeout is a duration with the spec's one rule (units.c): a unit is
+# required, 16E-sized numbers are out of range, nothing runs on a bad value.
+run_hpc "$T/lt-bare" apply --lock-timeout 90 --root "$R" -c "$FIX/good/full.yaml"
+check "bare --lock-timeout exits 2" [ "$rc" -eq 2 ]
+check "bare --lock-timeout asks for a unit" contains "$T/lt-bare" "add a unit: ms, s, m or h"
+run_hpc "$T/lt-big" apply --lock-timeout 99999999999999999999h --root "$R" -c "$FIX/good/full.yaml"
+check "huge --lock-timeout exits 2" [ "$rc" -eq 2 ]
+check "huge --lock-timeout is out of range" contains "$T/lt-big" "is out of range; use a duration from 0s to 24h"
+run_hpc "$T/lt-25h" apply --lock-timeout 25h --root "$R" -c "$FIX/good/full.yaml"
+check "--lock-timeout 25h exits 2" [ "$rc" -eq 2 ]
+run_hpc "$T/lt-sp" apply --lock-timeout " 10s" --root "$R" -c "$FIX/good/full.yaml"
+check "--lock-timeout with a space exits 2" [ "$rc" -eq 2 ]
+snapshot "$R" >"$T/after2"
+check "fake root unchanged by bad --lock-timeout" same_file "$T/after2" "$T/before"
 done_testing

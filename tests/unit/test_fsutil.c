@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -219,6 +220,135 @@ static void test_users(void)
 	free(home);
 	TEST_INTEQ(fs_lookup_user(&c, "azure", &u, &g, NULL), -ENOENT);
 	TEST_INTEQ(fs_lookup_user(&c, "bad", &u, &g, NULL), -ENOENT);
+
+	/* The real root asks NSS: this process's own user, by the name NSS gives it. */
+	{
+		struct ctx real = { .root = "", .mode = RUN_CHECK };
+		struct passwd *pw = getpwuid(getuid());
+
+		TEST_CHECK(pw != NULL);
+		if (pw) {
+			char *name = xstrdup(pw->pw_name), *want = xstrdup(pw->pw_dir);
+
+			TEST_INTEQ(fs_lookup_user(&real, name, &u, &g, &home), 0);
+			TEST_INTEQ(u, getuid());
+			TEST_STREQ(home, want);
+			free(home);
+			free(name);
+			free(want);
+		}
+		/* a fake root does not: azureuser is only in the fake passwd */
+		TEST_INTEQ(fs_lookup_user(&real, "azureuser-not-on-this-host", &u, &g, NULL), -ENOENT);
+	}
+}
+
+/* Issue 13: directories hpcinit did not create are never changed, unsafe ones refused. */
+static void test_mkdir_safety(void)
+{
+	struct ctx c = { .root = root, .mode = RUN_APPLY };
+	struct report r;
+	char *p, *q;
+
+	report_init(&r);
+	/* An existing directory keeps its mode: no chmod to what the caller asked. */
+	TEST_INTEQ(fs_mkdir_p(&c, &r, "/etc/keep", 0750, 0, 0), 1);
+	TEST_INTEQ(fs_mkdir_p(&c, &r, "/etc/keep", 0755, 0, 0), 0);
+	TEST_INTEQ(stat_of("/etc/keep").st_mode & 07777, 0750);
+
+	/* Not root-owned: refused, named, left as it is. */
+	p = fs_rooted(root, "/etc/theirs");
+	TEST_INTEQ(mkdir(p, 0755), 0);
+	TEST_INTEQ(chown(p, 1234, 1234), 0);
+	TEST_INTEQ(fs_mkdir_p(&c, &r, "/etc/theirs", 0755, 0, 0), -EPERM);
+	TEST_CHECK(strstr(sb_str(&r.details), "/etc/theirs: owned by uid 1234 with mode 0755") != NULL);
+	TEST_INTEQ(stat_of("/etc/theirs").st_uid, 1234);
+	/* ... also as a parent of what would be created */
+	TEST_INTEQ(fs_mkdir_p(&c, &r, "/etc/theirs/sub", 0755, 0, 0), -EPERM);
+	TEST_CHECK(!fs_exists(&c, "/etc/theirs/sub"));
+	/* ... but it is the right owner when the directory is for that user (~/.ssh) */
+	TEST_INTEQ(fs_mkdir_p(&c, &r, "/etc/theirs/.ssh", 0700, 1234, 1234), 1);
+	TEST_INTEQ(stat_of("/etc/theirs/.ssh").st_uid, 1234);
+	TEST_INTEQ(stat_of("/etc/theirs/.ssh").st_mode & 07777, 0700);
+	free(p);
+
+	/* Writable by others: refused, mode not "fixed". */
+	p = fs_rooted(root, "/etc/open");
+	TEST_INTEQ(mkdir(p, 0755), 0);
+	TEST_INTEQ(chmod(p, 0777), 0);
+	TEST_INTEQ(fs_mkdir_p(&c, &r, "/etc/open", 0755, 0, 0), -EPERM);
+	TEST_INTEQ(stat_of("/etc/open").st_mode & 07777, 0777);
+	/* A sticky world-writable directory is fine on the way down (/tmp), never as the place. */
+	TEST_INTEQ(chmod(p, 01777), 0);
+	TEST_INTEQ(fs_mkdir_p(&c, &r, "/etc/open", 0755, 0, 0), -EPERM);
+	TEST_INTEQ(fs_mkdir_p(&c, &r, "/etc/open/mine", 0755, 0, 0), 1);
+	TEST_INTEQ(stat_of("/etc/open/mine").st_mode & 07777, 0755);
+	free(p);
+
+	/* A symlink is never followed to create or change: leaf or parent. */
+	p = fs_rooted(root, "/etc/target");
+	q = fs_rooted(root, "/etc/link");
+	TEST_INTEQ(mkdir(p, 0700), 0);
+	TEST_INTEQ(symlink(p, q), 0);
+	TEST_INTEQ(fs_mkdir_p(&c, &r, "/etc/link", 0755, 0, 0), -ELOOP);
+	TEST_CHECK(strstr(sb_str(&r.details), "/etc/link: is a symbolic link") != NULL);
+	TEST_INTEQ(stat_of("/etc/target").st_mode & 07777, 0700);
+	/* a root-made link in a root-only directory is followed on the way down (/var/run) */
+	TEST_INTEQ(fs_mkdir_p(&c, &r, "/etc/link/sub", 0755, 0, 0), 1);
+	TEST_INTEQ(stat_of("/etc/target/sub").st_mode & 07777, 0755);
+	/* ... but not one made by someone else */
+	TEST_INTEQ(lchown(q, 1234, 1234), 0);
+	TEST_INTEQ(fs_mkdir_p(&c, &r, "/etc/link/sub2", 0755, 0, 0), -ELOOP);
+	TEST_CHECK(!fs_exists(&c, "/etc/target/sub2"));
+	free(p);
+	free(q);
+	report_free(&r);
+}
+
+/* Issue 13: a BEGIN without END never makes hpcinit delete the lines after it. */
+static void test_truncated_block(void)
+{
+	struct ctx c = { .root = root, .mode = RUN_APPLY };
+	struct report r;
+	const char *text = "a\nb\n# BEGIN hpcinit glo\nold\nsite line 1\nsite line 2\n";
+	unsigned line = 0;
+	char *t;
+
+	TEST_INTEQ(managed_block_check(text, "glo", &line), -EBADMSG);
+	TEST_INTEQ(line, 3);
+	TEST_INTEQ(managed_block_check("# BEGIN hpcinit glo\nx\n# END hpcinit glo\n", "glo", &line), 0);
+	TEST_INTEQ(managed_block_check("# BEGIN hpcinit glo", "glo", &line), -EBADMSG);
+	t = managed_block_apply(text, "glo", "new\n");
+	TEST_STREQ(t, text);
+	free(t);
+
+	put("/etc/trunc", text);
+	report_init(&r);
+	TEST_INTEQ(fs_managed_block(&c, &r, "/etc/trunc", "glo", "new\n", 0644, 0, 0), -EBADMSG);
+	TEST_CHECK(strstr(sb_str(&r.details), "/etc/trunc:3: \"# BEGIN hpcinit glo\" has no \"# END hpcinit glo\"") != NULL);
+	t = slurp("/etc/trunc");
+	TEST_STREQ(t, text);
+	free(t);
+	TEST_INTEQ(fs_managed_block(&c, &r, "/etc/trunc", "glo", NULL, 0644, 0, 0), -EBADMSG);
+	t = slurp("/etc/trunc");
+	TEST_STREQ(t, text);
+	free(t);
+	report_free(&r);
+}
+
+/* Issue 13: temp files carry the node's name; a write removes only its own node's leftovers. */
+static void test_temp_names(void)
+{
+	struct ctx c = { .root = root, .mode = RUN_APPLY, .hostname = "node1" };
+	struct report r;
+
+	report_init(&r);
+	TEST_INTEQ(fs_mkdir_p(&c, &r, "/home/shared", 0755, 0, 0) >= 0, 1);
+	put("/home/shared/authorized_keys.hpcinit-tmp.node2.abcdef", "node2 is writing this");
+	put("/home/shared/authorized_keys.hpcinit-tmp.node1.ghijkl", "node1 crashed here");
+	TEST_INTEQ(fs_write(&c, &r, "/home/shared/authorized_keys", "k\n", 2, 0600, 0, 0), 1);
+	TEST_CHECK(fs_exists(&c, "/home/shared/authorized_keys.hpcinit-tmp.node2.abcdef"));
+	TEST_CHECK(!fs_exists(&c, "/home/shared/authorized_keys.hpcinit-tmp.node1.ghijkl"));
+	report_free(&r);
 }
 
 int main(void)
@@ -239,6 +369,9 @@ int main(void)
 	test_managed_block();
 	test_diff();
 	test_users();
+	test_mkdir_safety();
+	test_truncated_block();
+	test_temp_names();
 	test_rm_rf(root);
 	TEST_EXIT();
 }

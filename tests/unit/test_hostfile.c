@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * hostfile: nodeset folding (checked against the real clustershell
- * `nodeset -e` when installed), rendering of every format, and the module on
+ * hostfile: rendering of every format (folding is test_nodeset's), and the module on
  * a fake root: files written once, a second run changes nothing, managed
  * blocks keep the text around them, dropped formats are removed.
  */
@@ -18,103 +17,6 @@ static char root[] = "/tmp/hpcinit-test-hostfile.XXXXXX";
 #define put(rel, text) test_put(root, rel, text)
 #define get(rel) test_get(root, rel)
 static char s_glo[] = "glo", s_dir[] = "/etc/hpcinit";
-
-/* Expand with the real nodeset and compare with the names, sorted. */
-static void check_nodeset(const char *const *names, size_t n, const char *folded)
-{
-	char *bin = proc_which("nodeset");
-	const char *argv[] = { "nodeset", "-S", "\\n", "-e", folded, NULL };
-	struct proc_result pr;
-	struct strbuf want = STRBUF_INIT;
-	const char **sorted;
-
-	if (!bin) {
-		printf("# nodeset not installed: expansion not cross-checked\n");
-		return;
-	}
-	argv[0] = bin;
-	TEST_INTEQ(proc_run(argv, NULL, NULL, 10000, &pr), 0);
-	TEST_INTEQ(pr.exit_code, 0);
-	sorted = xcalloc(n, sizeof(*sorted));
-	memcpy(sorted, names, n * sizeof(*sorted));
-	/* nodeset prints its own order; compare as sets via sorted lines from both */
-	{
-		struct strlist got = { 0 };
-		char *save = NULL;
-
-		for (char *tok = strtok_r(pr.out, "\n", &save); tok; tok = strtok_r(NULL, "\n", &save))
-			strlist_push(&got, tok);
-		TEST_INTEQ(got.n, n);
-		for (size_t i = 0; i < n; i++) {
-			bool found = false;
-
-			for (size_t j = 0; j < got.n && !found; j++)
-				found = strcmp(got.v[j], names[i]) == 0;
-			if (!found)
-				fprintf(stderr, "nodeset -e %s lacks %s\n", folded, names[i]);
-			TEST_CHECK(found);
-		}
-		strlist_free(&got);
-	}
-	free(sorted);
-	sb_free(&want);
-	proc_result_free(&pr);
-	free(bin);
-}
-
-static void fold_case(const char *const *names, size_t n, const char *want)
-{
-	char *f = nodeset_fold(names, n);
-
-	TEST_STREQ(f, want);
-	check_nodeset(names, n, f);
-	free(f);
-}
-
-static void test_fold(void)
-{
-	{
-		const char *v[] = { "node1", "node2", "node3", "node7" };
-
-		fold_case(v, 4, "node[1-3,7]");
-	}
-	{
-		const char *v[] = { "node10", "node9", "node1", "node2", "node11", "node100" };
-
-		fold_case(v, 6, "node[1-2,9-11,100]");
-	}
-	{
-		const char *v[] = { "node01", "node02", "node03", "node10", "node04" };
-
-		fold_case(v, 5, "node[01-04],node10");
-	}
-	{
-		const char *v[] = { "head", "node1", "login2", "node2" };
-
-		fold_case(v, 4, "head,login2,node[1-2]");
-	}
-	{
-		const char *v[] = { "198.18.1.2", "198.18.1.3", "198.18.1.10" };
-
-		fold_case(v, 3, "198.18.1.[2-3,10]");
-	}
-	{
-		const char *v[] = { "vm-a", "vm-b" };
-
-		fold_case(v, 2, "vm-a,vm-b");
-	}
-	{
-		const char *v[] = { "n5" };
-
-		fold_case(v, 1, "n5");
-	}
-	{
-		char *f = nodeset_fold(NULL, 0);
-
-		TEST_STREQ(f, "");
-		free(f);
-	}
-}
 
 static struct peerset *make_peers(void)
 {
@@ -287,7 +189,6 @@ static void test_module(void)
 
 int main(void)
 {
-	test_fold();
 	test_render();
 	test_module();
 	TEST_EXIT();

@@ -4,7 +4,14 @@
 
 #include <sys/stat.h>
 
-#include "../../modules/kernel.c"
+/* The whole step, to reach its statics: the module, os and kmod, each package manager. */
+#include "../../modules/kernel/kernel.c"
+#include "../../modules/kernel/kmod.c"
+#include "../../modules/kernel/os.c"
+#include "../../modules/kernel/pm_apt.c"
+#include "../../modules/kernel/pm_dnf.c"
+#include "../../modules/kernel/pm_tdnf.c"
+#include "../../modules/kernel/pm_zypper.c"
 #include "test.h"
 #include "testfs.h"
 
@@ -251,7 +258,7 @@ static void test_modules(void)
 	TEST_CHECK(m[4].path == NULL && m[4].dkms == NULL);
 	kmods_free(m, names.n);
 
-	installed_kernels(&c, NULL, &kernels);
+	installed_kernels(&c, &kernels);
 	TEST_INTEQ(kernels.n, 2);
 	TEST_CHECK(strlist_has(&kernels, "5.15.0-1057-azure"));
 	TEST_CHECK(strlist_has(&kernels, "4.18.0-553.el8_10.x86_64"));
@@ -262,7 +269,8 @@ static void test_modules(void)
 		dpkg_db_parse("Package: linux-image-6.1.0-18-amd64-dbg\nStatus: install ok installed\n\n"
 			      "Package: linux-image-unsigned-6.1.0-20-amd64\nStatus: install ok installed\n\n"
 			      "Package: linux-image-amd64\nStatus: install ok installed\n", &db);
-		installed_kernels(&c, &db, &kernels);
+		installed_kernels(&c, &kernels);
+		kernel_pm_apt.installed(&db, &kernels);
 		TEST_INTEQ(kernels.n, 3);
 		TEST_CHECK(strlist_has(&kernels, "6.1.0-20-amd64"));
 		dpkg_db_free(&db);

@@ -71,42 +71,6 @@ static const char *bad(const char *extra)
 
 static void test_size(void)
 {
-	uint64_t v = 0;
-
-	TEST_INTEQ(parse_size("0", &v), 0);
-	TEST_INTEQ(v, 0);
-	TEST_INTEQ(parse_size("4096", &v), 0);
-	TEST_INTEQ(v, 4096);
-	TEST_INTEQ(parse_size("64K", &v), 0);
-	TEST_INTEQ(v, 65536);
-	TEST_INTEQ(parse_size("64k", &v), 0);
-	TEST_INTEQ(v, 65536);
-	TEST_INTEQ(parse_size("64KiB", &v), 0);
-	TEST_INTEQ(v, 65536);
-	TEST_INTEQ(parse_size("512M", &v), 0);
-	TEST_INTEQ(v, 512ULL << 20);
-	TEST_INTEQ(parse_size("64G", &v), 0);
-	TEST_INTEQ(v, 64ULL << 30);
-	TEST_INTEQ(parse_size("2GiB", &v), 0);
-	TEST_INTEQ(v, 2ULL << 30);
-	TEST_INTEQ(parse_size("3T", &v), 0);
-	TEST_INTEQ(v, 3ULL << 40);
-	TEST_INTEQ(parse_size("1TiB", &v), 0);
-	TEST_INTEQ(v, 1ULL << 40);
-	TEST_INTEQ(parse_size("18446744073709551615", &v), 0);
-	TEST_CHECK(v == UINT64_MAX);
-	TEST_INTEQ(parse_size("64Q", &v), -EINVAL);
-	TEST_INTEQ(parse_size("", &v), -EINVAL);
-	TEST_INTEQ(parse_size("G", &v), -EINVAL);
-	TEST_INTEQ(parse_size("-1", &v), -EINVAL);
-	TEST_INTEQ(parse_size("1.5G", &v), -EINVAL);
-	TEST_INTEQ(parse_size("64 G", &v), -EINVAL);
-	TEST_INTEQ(parse_size("64KB", &v), -EINVAL);
-	TEST_INTEQ(parse_size("unlimited", &v), -EINVAL);
-	TEST_INTEQ(parse_size("18446744073709551616", &v), -ERANGE);
-	TEST_INTEQ(parse_size("16777216T", &v), -ERANGE);
-	TEST_INTEQ(parse_size("99999999999999999999999Q", &v), -EINVAL);
-
 	/* Through the schema: bounds, 'unlimited' only where allowed. */
 	struct spec *s = load_ok("memlock: {limit: 64G}\nrdma: {reg_mr: 0}\n");
 	if (s) {
@@ -128,7 +92,24 @@ static void test_size(void)
 	TEST_STREQ(bad("memlock: {limit: 64Q}\n"),
 		   "memlock.limit: expected a size like 64G or 'unlimited', got \"64Q\"");
 	TEST_STREQ(bad("memlock: {limit: 63K}\n"),
-		   "memlock.limit: 63K is out of range; use a size of at least 64K, or 'unlimited'");
+		   "memlock.limit: 63K is out of range; use a size from 64K to 1E, or 'unlimited'");
+	/* Near 2^64: rejected, never wrapped (limits.conf is in KiB, rounded up). */
+	TEST_STREQ(bad("memlock: {limit: 18446744073709551615}\n"),
+		   "memlock.limit: 18446744073709551615 is out of range; use a size from 64K to 1E, "
+		   "or 'unlimited'");
+	TEST_STREQ(bad("memlock: {limit: 18446744073709550592}\n"),
+		   "memlock.limit: 18446744073709550592 is out of range; use a size from 64K to 1E, "
+		   "or 'unlimited'");
+	TEST_STREQ(bad("memlock: {limit: 16E}\n"),
+		   "memlock.limit: 16E is out of range; use a size from 64K to 1E, or 'unlimited'");
+	TEST_STREQ(bad("memlock: {limit: 2E}\n"),
+		   "memlock.limit: 2E is out of range; use a size from 64K to 1E, or 'unlimited'");
+	s = load_ok("memlock: {limit: 1E}\n");
+	if (s) {
+		TEST_CHECK(!s->memlock.unlimited);
+		TEST_CHECK(s->memlock.limit_bytes == 1ULL << 60);
+	}
+	spec_free(s);
 	TEST_STREQ(bad("rdma: {reg_mr: 65G}\n"),
 		   "rdma.reg_mr: 65G is out of range; use a size from 0 to 64G");
 	TEST_STREQ(bad("rdma: {reg_mr: unlimited}\n"),
@@ -139,28 +120,6 @@ static void test_size(void)
 
 static void test_duration(void)
 {
-	uint64_t v = 0;
-
-	TEST_INTEQ(parse_duration("500ms", &v), 0);
-	TEST_INTEQ(v, 500);
-	TEST_INTEQ(parse_duration("10s", &v), 0);
-	TEST_INTEQ(v, 10000);
-	TEST_INTEQ(parse_duration("5m", &v), 0);
-	TEST_INTEQ(v, 300000);
-	TEST_INTEQ(parse_duration("1h", &v), 0);
-	TEST_INTEQ(v, 3600000);
-	TEST_INTEQ(parse_duration("0s", &v), 0);
-	TEST_INTEQ(v, 0);
-	TEST_INTEQ(parse_duration("10", &v), -EDOM);
-	TEST_INTEQ(parse_duration("10x", &v), -EINVAL);
-	TEST_INTEQ(parse_duration("1.5s", &v), -EINVAL);
-	TEST_INTEQ(parse_duration("s", &v), -EINVAL);
-	TEST_INTEQ(parse_duration("", &v), -EINVAL);
-	TEST_INTEQ(parse_duration("10 s", &v), -EINVAL);
-	TEST_INTEQ(parse_duration("10S", &v), -EINVAL);
-	TEST_INTEQ(parse_duration("99999999999999999999h", &v), -ERANGE);
-	TEST_INTEQ(parse_duration("9999999999999999h", &v), -ERANGE);
-
 	struct spec *s = load_ok("rdma: {open_timeout: 100ms}\n"
 				 "discovery: {dir: /d, wait: 0s, lease: 24h, scan: {timeout: 60s}}\n");
 	if (s) {
@@ -185,40 +144,6 @@ static void test_duration(void)
 
 static void test_int_and_number(void)
 {
-	long long n = 0;
-	double d = 0;
-
-	TEST_INTEQ(parse_ll("0", &n), 0);
-	TEST_INTEQ(n, 0);
-	TEST_INTEQ(parse_ll("-5", &n), 0);
-	TEST_INTEQ(n, -5);
-	TEST_INTEQ(parse_ll("+3", &n), 0);
-	TEST_INTEQ(n, 3);
-	TEST_INTEQ(parse_ll("", &n), -EINVAL);
-	TEST_INTEQ(parse_ll("-", &n), -EINVAL);
-	TEST_INTEQ(parse_ll("1a", &n), -EINVAL);
-	TEST_INTEQ(parse_ll("0x10", &n), -EINVAL);
-	TEST_INTEQ(parse_ll(" 1", &n), -EINVAL);
-	TEST_INTEQ(parse_ll("9223372036854775807", &n), 0);
-	TEST_INTEQ(parse_ll("9223372036854775808", &n), -ERANGE);
-	TEST_INTEQ(parse_ll("99999999999999999999999", &n), -ERANGE);
-
-	TEST_INTEQ(parse_number("5", &d), 0);
-	TEST_CHECK(d == 5.0);
-	TEST_INTEQ(parse_number("0.5", &d), 0);
-	TEST_CHECK(d == 0.5);
-	TEST_INTEQ(parse_number(".5", &d), 0);
-	TEST_CHECK(d == 0.5);
-	TEST_INTEQ(parse_number("1e3", &d), 0);
-	TEST_CHECK(d == 1000.0);
-	TEST_INTEQ(parse_number("-1", &d), 0);
-	TEST_INTEQ(parse_number("0x10", &d), -EINVAL);
-	TEST_INTEQ(parse_number("inf", &d), -EINVAL);
-	TEST_INTEQ(parse_number("nan", &d), -EINVAL);
-	TEST_INTEQ(parse_number("1e", &d), -EINVAL);
-	TEST_INTEQ(parse_number(".", &d), -EINVAL);
-	TEST_INTEQ(parse_number("1e999", &d), -ERANGE);
-
 	struct spec *s = load_ok("rdma: {min_rate_gbps: 1600}\n"
 				 "discovery: {dir: /d, expect: 100000, scan: {port: 65535}}\n"
 				 "mpi: {verify: {enable: yes, max_latency_us: 2.5}}\n");
@@ -300,44 +225,6 @@ static void test_bool_enum(void)
 
 static void test_paths(void)
 {
-	const char *why = NULL;
-	char *p;
-
-	p = path_normalize("/a//b/./c/", &why);
-	TEST_STREQ(p, "/a/b/c");
-	free(p);
-	p = path_normalize("/", &why);
-	TEST_STREQ(p, "/");
-	free(p);
-	p = path_normalize("//.//", &why);
-	TEST_STREQ(p, "/");
-	free(p);
-	p = path_normalize("/scratch/.hpcinit", &why);
-	TEST_STREQ(p, "/scratch/.hpcinit");
-	free(p);
-	p = path_normalize("/a/..b/c..", &why);
-	TEST_STREQ(p, "/a/..b/c..");
-	free(p);
-	TEST_CHECK(path_normalize("scratch", &why) == NULL);
-	TEST_STREQ(why, "expected an absolute path (starting with /)");
-	TEST_CHECK(path_normalize("", &why) == NULL);
-	TEST_CHECK(path_normalize("/a/../b", &why) == NULL);
-	TEST_STREQ(why, "'..' is not allowed in a path");
-	TEST_CHECK(path_normalize("/a/..", &why) == NULL);
-	TEST_CHECK(path_normalize("/a\nb", &why) == NULL);
-	TEST_STREQ(why, "path holds a control character");
-
-	char long_path[4100];
-	long_path[0] = '/';
-	memset(long_path + 1, 'x', 4095);
-	long_path[4096] = '\0';
-	TEST_CHECK(path_normalize(long_path, &why) == NULL);
-	TEST_STREQ(why, "path is longer than 4095 characters");
-	long_path[4095] = '\0';
-	p = path_normalize(long_path, &why);
-	TEST_CHECK(p != NULL);
-	free(p);
-
 	struct spec *s = load_ok("hostfile: {dir: /opt//hpc/./files/}\n");
 	if (s)
 		TEST_STREQ(s->hostfile.dir, "/opt/hpc/files");
@@ -350,106 +237,6 @@ static void test_paths(void)
 
 static void test_names(void)
 {
-	/* glob */
-	TEST_CHECK(check_glob("mlx5_ib*") == NULL);
-	TEST_CHECK(check_glob("5.15.0-*-azure") == NULL);
-	TEST_CHECK(check_glob("[!a]x") == NULL);
-	TEST_CHECK(check_glob("[]a]x") == NULL);
-	TEST_CHECK(check_glob("a\\*") == NULL);
-	TEST_STREQ(check_glob(""), "empty pattern");
-	TEST_STREQ(check_glob("a/b"), "a pattern matches one name and cannot hold '/'");
-	TEST_STREQ(check_glob("[abc"), "'[' without a closing ']'");
-	TEST_STREQ(check_glob("a\\"), "pattern ends with '\\'");
-	TEST_STREQ(check_glob("a b"), "a pattern cannot hold spaces or control characters");
-	char longg[300];
-	memset(longg, 'a', 256);
-	longg[256] = '\0';
-	TEST_STREQ(check_glob(longg), "pattern is longer than 255 characters");
-
-	/* host names (RFC 1123) */
-	TEST_CHECK(valid_hostname("node01"));
-	TEST_CHECK(valid_hostname("a.b-c.d"));
-	TEST_CHECK(valid_hostname("198.18.0.1"));
-	TEST_CHECK(valid_hostname("0node"));
-	TEST_CHECK(!valid_hostname(""));
-	TEST_CHECK(!valid_hostname("-a"));
-	TEST_CHECK(!valid_hostname("a-"));
-	TEST_CHECK(!valid_hostname("a_b"));
-	TEST_CHECK(!valid_hostname("a..b"));
-	TEST_CHECK(!valid_hostname("a."));
-	TEST_CHECK(!valid_hostname("a*"));
-	TEST_CHECK(valid_hostname_ex("*.cluster", true));
-	char label[80];
-	memset(label, 'a', 64);
-	label[64] = '\0';
-	TEST_CHECK(!valid_hostname(label));
-	label[63] = '\0';
-	TEST_CHECK(valid_hostname(label));
-	char longh[300];
-	for (int i = 0; i < 254; i++)
-		longh[i] = i % 2 ? '.' : 'a';
-	longh[253] = 'a';
-	longh[254] = '\0';
-	TEST_CHECK(!valid_hostname(longh));
-	longh[253] = '\0';
-	TEST_CHECK(valid_hostname(longh));
-
-	/* cluster names */
-	TEST_CHECK(check_cluster_name("glocluster") == NULL);
-	TEST_CHECK(check_cluster_name("a") == NULL);
-	TEST_CHECK(check_cluster_name("hpc-01") == NULL);
-	TEST_CHECK(check_cluster_name("") != NULL);
-	TEST_CHECK(check_cluster_name("-a") != NULL);
-	TEST_CHECK(check_cluster_name("a-") != NULL);
-	TEST_CHECK(check_cluster_name("A") != NULL);
-	TEST_CHECK(check_cluster_name("a_b") != NULL);
-	TEST_CHECK(check_cluster_name("a.b") != NULL);
-	TEST_CHECK(check_cluster_name(label) == NULL);  /* 63 */
-	label[63] = 'a';
-	label[64] = '\0';
-	TEST_CHECK(check_cluster_name(label) != NULL);  /* 64 */
-
-	/* users and pam domains */
-	TEST_CHECK(valid_user("azureuser"));
-	TEST_CHECK(valid_user("_apt"));
-	TEST_CHECK(valid_user("bob.smith"));
-	TEST_CHECK(valid_user("host$"));
-	TEST_CHECK(valid_user("u1000"));
-	TEST_CHECK(!valid_user(""));
-	TEST_CHECK(!valid_user("-bob"));
-	TEST_CHECK(!valid_user("1000"));
-	TEST_CHECK(!valid_user("bad user"));
-	TEST_CHECK(!valid_user("a$b"));
-	TEST_CHECK(!valid_user("abcdefghijabcdefghijabcdefghijabc"));   /* 33 */
-	TEST_CHECK(valid_user("abcdefghijabcdefghijabcdefghijab"));     /* 32 */
-	TEST_CHECK(check_pam_domain("*") == NULL);
-	TEST_CHECK(check_pam_domain("@hpc") == NULL);
-	TEST_CHECK(check_pam_domain("alice") == NULL);
-	TEST_CHECK(check_pam_domain("@") != NULL);
-	TEST_CHECK(check_pam_domain("@-x") != NULL);
-	TEST_CHECK(check_pam_domain("**") != NULL);
-
-	/* interfaces, modules, options */
-	TEST_CHECK(valid_ifname("ib0"));
-	TEST_CHECK(valid_ifname("abcdefghijklmno"));    /* 15 */
-	TEST_CHECK(!valid_ifname("abcdefghijklmnop"));  /* 16 */
-	TEST_CHECK(!valid_ifname(""));
-	TEST_CHECK(!valid_ifname("a/b"));
-	TEST_CHECK(!valid_ifname("a:b"));
-	TEST_CHECK(!valid_ifname("a b"));
-	TEST_CHECK(!valid_ifname("."));
-	TEST_CHECK(!valid_ifname(".."));
-	TEST_CHECK(check_module("mlx5_ib") == NULL);
-	TEST_CHECK(check_module("ib-core") == NULL);
-	TEST_CHECK(check_module("mlx5 ib") != NULL);
-	TEST_CHECK(check_module("") != NULL);
-	TEST_CHECK(check_option("vers=3") == NULL);
-	TEST_CHECK(check_option("rsize=1048576") == NULL);
-	TEST_CHECK(check_option("") != NULL);
-	TEST_STREQ(check_option("a,b"), "one option per entry: write [a, b], not \"a,b\"");
-	TEST_CHECK(check_option("a b") != NULL);
-	TEST_CHECK(check_option("a#b") != NULL);
-
 	struct spec *s = load_ok("rdma: {devices: \"mlx5_an*\", ipoib: ib1}\n"
 				 "kernel: {expect: \"6.*-azure\", modules: [mlx5_ib, rdma_ucm]}\n"
 				 "memlock: {users: [\"@hpc\", alice]}\n"
@@ -479,72 +266,6 @@ static void test_names(void)
 
 static void test_cidr(void)
 {
-	struct cidr c;
-	struct in_addr a4;
-	struct in6_addr a6;
-
-	TEST_INTEQ(cidr_parse("10.0.0.0/24", &c), 0);
-	TEST_INTEQ(c.family, AF_INET);
-	TEST_INTEQ(c.prefix, 24);
-	TEST_STREQ(c.text, "10.0.0.0/24");
-	TEST_INTEQ(cidr_parse("10.0.0.77/24", &c), 0);
-	TEST_STREQ(c.text, "10.0.0.0/24");
-	TEST_INTEQ(cidr_parse("198.18.5.9/15", &c), 0);
-	TEST_STREQ(c.text, "198.18.0.0/15");
-	TEST_INTEQ(cidr_parse("0.0.0.0/0", &c), 0);
-	TEST_STREQ(c.text, "0.0.0.0/0");
-	TEST_INTEQ(cidr_parse("10.1.2.3/32", &c), 0);
-	TEST_STREQ(c.text, "10.1.2.3/32");
-	TEST_INTEQ(cidr_parse("fd00::1/64", &c), 0);
-	TEST_INTEQ(c.family, AF_INET6);
-	TEST_STREQ(c.text, "fd00::/64");
-	TEST_INTEQ(cidr_parse("2001:DB8:0:0:1::ff/128", &c), 0);
-	TEST_STREQ(c.text, "2001:db8::1:0:0:ff/128");
-	TEST_INTEQ(cidr_parse("::/0", &c), 0);
-	TEST_STREQ(c.text, "::/0");
-
-	memset(&c, 0x5a, sizeof(c));
-	struct cidr before = c;
-	TEST_INTEQ(cidr_parse("10.0.0.0/33", &c), -EINVAL);
-	TEST_CHECK(memcmp(&c, &before, sizeof(c)) == 0);    /* untouched on error */
-	TEST_INTEQ(cidr_parse("2001:db8::/129", &c), -EINVAL);
-	TEST_INTEQ(cidr_parse("10.0.0.0", &c), -EINVAL);
-	TEST_INTEQ(cidr_parse("10.0.0/24", &c), -EINVAL);
-	TEST_INTEQ(cidr_parse("10.0.0.0/", &c), -EINVAL);
-	TEST_INTEQ(cidr_parse("10.0.0.0/2a", &c), -EINVAL);
-	TEST_INTEQ(cidr_parse("10.0.0.0/-1", &c), -EINVAL);
-	TEST_INTEQ(cidr_parse("10.0.0.0/1000", &c), -EINVAL);
-	TEST_INTEQ(cidr_parse("/24", &c), -EINVAL);
-	TEST_INTEQ(cidr_parse("010.0.0.0/8", &c), -EINVAL);
-	TEST_INTEQ(cidr_parse("host/24", &c), -EINVAL);
-	TEST_INTEQ(cidr_parse("", &c), -EINVAL);
-
-	TEST_INTEQ(cidr_parse("10.0.0.0/24", &c), 0);
-	inet_pton(AF_INET, "10.0.0.200", &a4);
-	TEST_CHECK(cidr_contains(&c, AF_INET, &a4));
-	inet_pton(AF_INET, "10.0.1.1", &a4);
-	TEST_CHECK(!cidr_contains(&c, AF_INET, &a4));
-	inet_pton(AF_INET6, "::ffff:10.0.0.1", &a6);
-	TEST_CHECK(!cidr_contains(&c, AF_INET6, &a6));
-	TEST_INTEQ(cidr_parse("172.16.0.0/12", &c), 0);     /* not on a byte boundary */
-	inet_pton(AF_INET, "172.31.255.255", &a4);
-	TEST_CHECK(cidr_contains(&c, AF_INET, &a4));
-	inet_pton(AF_INET, "172.32.0.0", &a4);
-	TEST_CHECK(!cidr_contains(&c, AF_INET, &a4));
-	TEST_INTEQ(cidr_parse("0.0.0.0/0", &c), 0);
-	TEST_CHECK(cidr_contains(&c, AF_INET, &a4));
-	TEST_INTEQ(cidr_parse("10.1.2.3/32", &c), 0);
-	inet_pton(AF_INET, "10.1.2.3", &a4);
-	TEST_CHECK(cidr_contains(&c, AF_INET, &a4));
-	inet_pton(AF_INET, "10.1.2.2", &a4);
-	TEST_CHECK(!cidr_contains(&c, AF_INET, &a4));
-	TEST_INTEQ(cidr_parse("fd00:1::/33", &c), 0);
-	inet_pton(AF_INET6, "fd00:1:7fff::1", &a6);
-	TEST_CHECK(cidr_contains(&c, AF_INET6, &a6));
-	inet_pton(AF_INET6, "fd00:1:8000::1", &a6);
-	TEST_CHECK(!cidr_contains(&c, AF_INET6, &a6));
-	TEST_CHECK(!cidr_contains(&c, AF_INET, &a4));
-
 	struct spec *s = load_ok("");
 	if (s) {
 		TEST_CHECK(s->cluster.has_network);
@@ -555,80 +276,8 @@ static void test_cidr(void)
 		   "cluster.network: expected a network like 10.0.0.0/24, got \"10.0.0.0/33\"");
 }
 
-static void expect_range(const char *pat, size_t n, const char *first, const char *last)
-{
-	struct strlist l = { NULL, 0 };
-
-	TEST_INTEQ(noderange_expand(pat, &l, SPEC_MAX_HOSTS), 0);
-	TEST_INTEQ(l.n, n);
-	if (l.n == n && n) {
-		TEST_STREQ(l.v[0], first);
-		TEST_STREQ(l.v[n - 1], last);
-		TEST_CHECK(l.v[n] == NULL);
-	}
-	strlist_free(&l);
-}
-
 static void test_noderange(void)
 {
-	struct strlist l = { NULL, 0 };
-
-	expect_range("node[01-16,20]", 17, "node01", "node20");
-	TEST_INTEQ(noderange_expand("node[01-16,20]", &l, 100), 0);
-	if (l.n == 17) {
-		TEST_STREQ(l.v[8], "node09");
-		TEST_STREQ(l.v[9], "node10");
-		TEST_STREQ(l.v[15], "node16");
-	}
-	strlist_free(&l);
-	expect_range("node[1-3]", 3, "node1", "node3");
-	expect_range("n[8-10]", 3, "n8", "n10");
-	expect_range("n[08-10]", 3, "n08", "n10");
-	expect_range("n[001-100]", 100, "n001", "n100");
-	expect_range("n[0-3]", 4, "n0", "n3");
-	expect_range("rack[1-2]-ib", 2, "rack1-ib", "rack2-ib");
-	expect_range("[1-2].example", 2, "1.example", "2.example");
-	expect_range("plain", 1, "plain", "plain");
-	expect_range("n[7]", 1, "n7", "n7");
-	expect_range("n[3,1,2]", 3, "n3", "n2");       /* spec order is kept */
-
-	/* Appends to what is there; errors leave it as it was. */
-	strlist_push(&l, "head");
-	TEST_INTEQ(noderange_expand("c[1-2]", &l, 10), 0);
-	TEST_INTEQ(l.n, 3);
-	TEST_STREQ(l.v[0], "head");
-	TEST_STREQ(l.v[2], "c2");
-	static const char *const bads[] = {
-		"", "n[", "n]", "n]1[", "n[1-2][3]", "n[1-2]x[3]", "n[[1]]", "n[1-[2]]", "n[]",
-		"n[2-1]", "n[a]", "n[1,]", "n[,1]", "n[1-]", "n[-1]", "n[1--2]", "n[1234567890]",
-		"n[1 - 2]", "n[1-2",
-	};
-	for (size_t i = 0; i < sizeof(bads) / sizeof(bads[0]); i++) {
-		int r = noderange_expand(bads[i], &l, 1000);
-
-		TEST_INTEQ(r, -EINVAL);
-		if (r != -EINVAL)
-			fprintf(stderr, "  pattern \"%s\"\n", bads[i]);
-	}
-	TEST_INTEQ(l.n, 3);
-	TEST_INTEQ(noderange_expand("n[1-5]", &l, 5), 0);
-	TEST_INTEQ(l.n, 8);
-	TEST_INTEQ(noderange_expand("n[1-5]", &l, 4), -E2BIG);
-	TEST_INTEQ(noderange_expand("n[0-999999999]", &l, SPEC_MAX_HOSTS), -E2BIG);
-	TEST_INTEQ(noderange_expand("n[0-999999999,0-999999999]", &l, SPEC_MAX_HOSTS), -E2BIG);
-	TEST_INTEQ(l.n, 8);
-	TEST_INTEQ(noderange_expand(NULL, &l, 1), -EINVAL);
-	strlist_free(&l);
-
-	/* The exact limit expands; one more is refused. */
-	TEST_INTEQ(noderange_expand("n[1-100000]", &l, SPEC_MAX_HOSTS), 0);
-	TEST_INTEQ(l.n, SPEC_MAX_HOSTS);
-	if (l.n == SPEC_MAX_HOSTS)
-		TEST_STREQ(l.v[SPEC_MAX_HOSTS - 1], "n100000");
-	strlist_free(&l);
-	TEST_INTEQ(noderange_expand("n[0-100000]", &l, SPEC_MAX_HOSTS), -E2BIG);
-	TEST_INTEQ(l.n, 0);
-
 	/* Through the schema: several patterns, spec order, a total bound. */
 	struct spec *s = load_ok("discovery: {method: static, hosts: [head, \"node[01-03]\", "
 				 "\"198.18.0.[7-8]\", \"fd00::7\"]}\n");
@@ -925,6 +574,47 @@ static void test_nfs(void)
 		   "write an IPv6 server as [address]:/export");
 	TEST_STREQ(bad("cluster: {name: h, role: head}\n"),
 		   "duplicate key 'cluster' (first at line 2)");
+
+	/* wait: 0s is one probe, kept as 0; absent is the loader's 5 min, the only default. */
+	s = load_ok("nfs: {mounts: [{source: \"a:/x\", path: /m, wait: 0s},\n"
+		    "               {source: \"a:/y\", path: /n}, {source: \"a:/z\", path: /o, wait: 0ms}]}\n");
+	if (s && s->nfs.n_mounts == 3) {
+		TEST_INTEQ(s->nfs.mounts[0].wait_ms, 0);
+		TEST_INTEQ(s->nfs.mounts[1].wait_ms, 5 * 60 * 1000);
+		TEST_INTEQ(s->nfs.mounts[2].wait_ms, 0);
+	} else {
+		TEST_CHECK(!"three mounts");
+	}
+	spec_free(s);
+	{
+		struct spec_nfs_mount m;
+
+		memset(&m, 0, sizeof(m));
+		spec_nfs_mount_defaults(&m);
+		TEST_INTEQ(m.wait_ms, 5 * 60 * 1000);
+	}
+	TEST_STREQ(bad("nfs: {mounts: [{source: \"a:/x\", path: /m, wait: 25h}]}\n"),
+		   "nfs.mounts[0].wait: 25h is out of range; use a duration from 0ms to 24h");
+
+	/* What the nfs step used to re-check is the loader's: "/" and the option rules. */
+	TEST_STREQ(bad("nfs: {mounts: [{source: \"a:/x\", path: /}]}\n"),
+		   "nfs.mounts[0].path: expected a path other than /, got \"/\"");
+	TEST_STREQ(bad("nfs: {mounts: [{source: \"a:/x\", path: //./}]}\n"),
+		   "nfs.mounts[0].path: expected a path other than /, got \"//./\"");
+	TEST_STREQ(bad("nfs: {mounts: [{source: \"a:/x\", path: /m, options: [\"port=70000\"]}]}\n"),
+		   "nfs.mounts[0].options: \"port=70000\": port= needs a number from 0 to 65535");
+	TEST_STREQ(bad("nfs: {mounts: [{source: \"a:/x\", path: /m, options: [\"sec=(sys)\"]}]}\n"),
+		   "nfs.mounts[0].options: \"sec=(sys)\": options cannot hold '(' or ')'");
+	TEST_STREQ(first_error("version: 1\ncluster: {name: h, role: head, network: 10.0.0.0/24}\n"
+			       "nfs: {exports: [{path: /}]}\n", NULL, NULL, NULL),
+		   "nfs.exports[0].path: expected a path other than /, got \"/\"");
+	TEST_STREQ(first_error("version: 1\ncluster: {name: h, role: head, network: 10.0.0.0/24}\n"
+			       "nfs: {exports: [{path: /a, options: [\"rw)\"]}]}\n", NULL, NULL, NULL),
+		   "nfs.exports[0].options: \"rw)\": options cannot hold '(' or ')'");
+	s = load_ok("nfs: {mounts: [{source: \"a:/x\", path: /m, options: [\"port=2049\"]}]}\n");
+	if (s && s->nfs.n_mounts == 1)
+		TEST_STREQ(s->nfs.mounts[0].options.v[0], "port=2049");
+	spec_free(s);
 }
 
 static void test_cross(void)
@@ -1052,18 +742,18 @@ static void test_errors(void)
 		   "nested more than 32 levels deep; a spec needs 4");
 	sb_free(&deep);
 
-	/* Every error in one run; at most SPEC_MAX_DIAGS, then one line says how many. */
+	/* Every error in one run; at most DIAG_MAX, then one line says how many. */
 	struct strbuf many = STRBUF_INIT;
 	sb_append(&many, "version: 1\ncluster: {name: c}\n");
 	for (int i = 0; i < 150; i++)
 		sb_printf(&many, "bogus%d: 1\n", i);
 	TEST_INTEQ(load_text(sb_str(&many), &s, &d), -EINVAL);
-	TEST_INTEQ(d.n, SPEC_MAX_DIAGS + 1);
-	if (d.n == SPEC_MAX_DIAGS + 1) {
+	TEST_INTEQ(d.n, DIAG_MAX + 1);
+	if (d.n == DIAG_MAX + 1) {
 		TEST_INTEQ(d.v[0].line, 3);
-		TEST_INTEQ(d.v[SPEC_MAX_DIAGS - 1].line, 102);
-		TEST_STREQ(d.v[SPEC_MAX_DIAGS].msg, "too many errors (150); fix these first");
-		TEST_INTEQ(d.v[SPEC_MAX_DIAGS].line, 0);
+		TEST_INTEQ(d.v[DIAG_MAX - 1].line, 102);
+		TEST_STREQ(d.v[DIAG_MAX].msg, "too many errors (150); fix these first");
+		TEST_INTEQ(d.v[DIAG_MAX].line, 0);
 	}
 	diags_free(&d);
 	sb_free(&many);
@@ -1198,7 +888,6 @@ static void test_print(void)
 	TEST_CHECK(strstr(out, "\ncluster: {name: \"c1\n                ^\n") != NULL);
 	free(out);
 	diags_free(&d);
-	TEST_CHECK(!cidr_contains(NULL, AF_INET, "abcd"));
 
 	/* No position: just the file. */
 	TEST_INTEQ(spec_load_file("/nonexistent/hpcinit/spec.yaml", &s, &d), -ENOENT);
@@ -1233,23 +922,6 @@ static void test_load_file_big(void)
 	unlink(path);
 }
 
-static void test_suggest(void)
-{
-	static const char *const names[] = { "version", "cluster", "memlock", "kernel", "rdma",
-					     "nfs", "discovery", "ssh", "hostfile", "mpi" };
-
-	TEST_STREQ(suggest("memlok", names, 10), "memlock");
-	TEST_STREQ(suggest("Kernel", names, 10), "kernel");
-	TEST_STREQ(suggest("discover", names, 10), "discovery");
-	TEST_STREQ(suggest("hostfiles", names, 10), "hostfile");
-	TEST_STREQ(suggest("disc", names, 10), "discovery");       /* a prefix */
-	TEST_CHECK(suggest("zzz", names, 10) == NULL);
-	TEST_CHECK(suggest("x", names, 10) == NULL);
-	TEST_INTEQ(levenshtein("kitten", "sitting"), 3);
-	TEST_INTEQ(levenshtein("", "abc"), 3);
-	TEST_INTEQ(levenshtein("abc", "abc"), 0);
-}
-
 int main(void)
 {
 	const char *top = getenv("TOP_SRCDIR");
@@ -1273,6 +945,5 @@ int main(void)
 	test_errors();
 	test_print();
 	test_load_file_big();
-	test_suggest();
 	TEST_EXIT();
 }

@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: MIT */
+/* Names and paths: the rules, each written once (see names.h). */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "ascii.h"
+#include "names.h"
+#include "strbuf.h"
+
+bool name_has_control(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return true;
+	return false;
+}
+
+const char *name_check_cluster(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 63)
+		return "1 to 63 characters";
+	for (size_t i = 0; i < n; i++)
+		if (!is_lower_alnum((unsigned char)s[i]) && s[i] != '-')
+			return "only lower-case letters, digits and '-'";
+	if (s[0] == '-' || s[n - 1] == '-')
+		return "not starting or ending with '-'";
+	return NULL;
+}
+
+static bool valid_label(const char *s, size_t n, unsigned flags)
+{
+	if (n == 0 || n > 63)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!is_alnum((unsigned char)s[i]) && s[i] != '-' &&
+		    !((flags & NAME_WILD) && (s[i] == '*' || s[i] == '?')) &&
+		    !((flags & NAME_UNDERSCORE) && s[i] == '_'))
+			return false;
+	return s[0] != '-' && s[n - 1] != '-';
+}
+
+bool name_host_valid(const char *s, unsigned flags)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 253)
+		return false;
+	for (const char *p = s;;) {
+		const char *dot = strchr(p, '.');
+		size_t l = dot ? (size_t)(dot - p) : strlen(p);
+
+		if (!valid_label(p, l, flags))
+			return false;
+		if (!dot)
+			return true;
+		p = dot + 1;
+	}
+}
+
+bool name_hostname_valid(const char *s)
+{
+	return name_host_valid(s, 0);
+}
+
+bool name_ip_valid(const char *s)
+{
+	unsigned char a[sizeof(struct in6_addr)];
+
+	return inet_pton(AF_INET, s, a) == 1 || inet_pton(AF_INET6, s, a) == 1;
+}
+
+bool name_user_validn(const char *s, size_t n)
+{
+	if (n == 0 || n > 32)
+		return false;
+	if (!is_alnum((unsigned char)s[0]) && s[0] != '_')
+		return false;
+	for (size_t i = 1; i < n; i++) {
+		if (s[i] == '$' && i == n - 1)
+			break;
+		if (!is_alnum((unsigned char)s[i]) && s[i] != '.' && s[i] != '_' && s[i] != '-')
+			return false;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!is_digit((unsigned char)s[i]))
+			return true;
+	return false;        /* all digits reads as a uid */
+}
+
+bool name_user_valid(const char *s)
+{
+	return name_user_validn(s, strlen(s));
+}
+
+const char *name_check_user(const char *s)
+{
+	return name_user_valid(s) ? NULL :
+		"not a valid user name (letters, digits, '.', '_', '-', at most 32, not starting with '-')";
+}
+
+const char *name_check_pam_domain(const char *s)
+{
+	if (!strcmp(s, "*"))
+		return NULL;
+	if (s[0] == '@')
+		return name_user_valid(s + 1) ? NULL : "not a valid group name after '@'";
+	return name_user_valid(s) ? NULL : "expected '*', a user name or @group";
+}
+
+const char *name_check_module(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 55)
+		return "not a kernel module name (1 to 55 letters, digits, '_' or '-')";
+	for (size_t i = 0; i < n; i++)
+		if (!is_alnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '-')
+			return "not a kernel module name (1 to 55 letters, digits, '_' or '-')";
+	return NULL;
+}
+
+const char *name_check_option(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0)
+		return "empty option";
+	if (n > NAME_ITEM_MAX)
+		return "option is longer than 255 characters";
+	if (strchr(s, ','))
+		return "one option per entry: write [a, b], not \"a,b\"";
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] <= ' ' || s[i] == 0x7f || s[i] == '#' || s[i] == '"' ||
+		    s[i] == '\'' || s[i] == '\\')
+			return "options cannot hold spaces, quotes, '#' or '\\'";
+	/* exports(5) puts the options in parentheses after the clients */
+	if (strpbrk(s, "()"))
+		return "options cannot hold '(' or ')'";
+	return NULL;
+}
+
+const char *name_check_mount_option(const char *s)
+{
+	const char *why = name_check_option(s);
+	unsigned long port = 0;
+
+	if (why || strncmp(s, "port=", 5))
+		return why;
+	/* mount.nfs reads port=N as the server's NFS port: a number up to 65535. */
+	for (const char *p = s + 5; *p; p++) {
+		if (!is_digit((unsigned char)*p) || p - s > 10)
+			return "port= needs a number from 0 to 65535";
+		port = port * 10 + (unsigned long)(*p - '0');
+	}
+	if (!s[5] || port > 65535)
+		return "port= needs a number from 0 to 65535";
+	return NULL;
+}
+
+bool name_ifname_valid(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n >= IFNAMSIZ || !strcmp(s, ".") || !strcmp(s, ".."))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == '/' || s[i] == ':' || (unsigned char)s[i] <= ' ' ||
+		    (unsigned char)s[i] >= 0x7f)
+			return false;
+	return true;
+}
+
+const char *name_check_ifname(const char *s)
+{
+	return name_ifname_valid(s) ? NULL : "1 to 15 characters, no '/', ':' or spaces";
+}
+
+const char *name_check_glob(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0)
+		return "empty pattern";
+	if (n > NAME_ITEM_MAX)
+		return "pattern is longer than 255 characters";
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '/')
+			return "a pattern matches one name and cannot hold '/'";
+		if (c <= ' ' || c == 0x7f)
+			return "a pattern cannot hold spaces or control characters";
+		if (c == '\\') {
+			if (++i >= n)
+				return "pattern ends with '\\'";
+		} else if (c == '[') {
+			size_t j = i + 1;
+
+			if (j < n && (s[j] == '!' || s[j] == '^'))
+				j++;
+			if (j < n && s[j] == ']')
+				j++;
+			while (j < n && s[j] != ']')
+				j++;
+			if (j >= n)
+				return "'[' without a closing ']'";
+			i = j;
+		}
+	}
+	return NULL;
+}
+
+char *name_path_normalize(const char *s, const char **why)
+{
+	size_t n = strlen(s), o = 0;
+	char *out;
+
+	if (s[0] != '/') {
+		*why = "expected an absolute path (starting with /)";
+		return NULL;
+	}
+	if (n > NAME_PATH_MAX) {
+		*why = "path is longer than 4095 characters";
+		return NULL;
+	}
+	if (name_has_control(s)) {
+		*why = "path holds a control character";
+		return NULL;
+	}
+	out = xmalloc(n + 1);
+	for (size_t i = 0; i < n;) {
+		size_t l;
+
+		while (s[i] == '/')
+			i++;
+		l = strcspn(s + i, "/");
+		if (l == 0)
+			break;
+		if (l == 2 && s[i] == '.' && s[i + 1] == '.') {
+			free(out);
+			*why = "'..' is not allowed in a path";
+			return NULL;
+		}
+		if (!(l == 1 && s[i] == '.')) {
+			out[o++] = '/';
+			memcpy(out + o, s + i, l);
+			o += l;
+		}
+		i += l;
+	}
+	if (o == 0)
+		out[o++] = '/';
+	out[o] = '\0';
+	return out;
+}

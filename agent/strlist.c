@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/* String lists (strlist.h). */
+#include "config.h"
+
+#include <stdlib.h>
+
+#include "strbuf.h"
+#include "strlist.h"
+
+/* Slots a list of n entries has allocated (entries + NULL), a power of two: growth is geometric. */
+static size_t strlist_slots(size_t n)
+{
+	size_t c = 2;
+
+	while (c < n + 1)
+		c *= 2;
+	return c;
+}
+
+/* Invariant: a list of n entries has at least strlist_slots(n) slots allocated. */
+void strlist_reserve(struct strlist *l, size_t extra)
+{
+	l->v = xrealloc(l->v, strlist_slots(l->n + extra) * sizeof(*l->v));
+}
+
+void strlist_push_take(struct strlist *l, char *s)
+{
+	if (!l->v || strlist_slots(l->n + 1) != strlist_slots(l->n))
+		l->v = xrealloc(l->v, strlist_slots(l->n + 1) * sizeof(*l->v));
+	l->v[l->n++] = s;
+	l->v[l->n] = NULL;
+}
+
+int strlist_push(struct strlist *l, const char *s)
+{
+	strlist_push_take(l, xstrdup(s));
+	return 0;
+}
+
+void strlist_free(struct strlist *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+	l->v = NULL;
+	l->n = 0;
+}

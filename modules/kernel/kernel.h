@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The kernel step's own files (modules/kernel/): kernel.c (the step),
+ * os.c (os-release, releases, installed kernels), kmod.c (the modules
+ * directory) and one pm_*.c a package-manager family behind struct kernel_pm.
+ */
+#ifndef HPCINIT_KERNEL_H
+#define HPCINIT_KERNEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "hpcinit.h"
+
+#define KREL_MAX 128                    /* longest kernel release we accept */
+#define DPKG_TIMEOUT_MS 60000
+#define KERNEL_RELEASE_FILE "/etc/hpcinit/kernel-release"
+
+enum distro { DISTRO_UNKNOWN, DISTRO_DEBIAN, DISTRO_RHEL, DISTRO_SUSE, DISTRO_AZL };
+
+struct os_info {
+	enum distro family;
+	char id[64];
+	char pretty[128];
+};
+
+static inline bool strlist_has(const struct strlist *l, const char *s)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (strcmp(l->v[i], s) == 0)
+			return true;
+	return false;
+}
+
+/* os.c */
+const char *distro_name(enum distro d);
+/* ID decides; ID_LIKE (space-separated) is the fallback for derivatives. */
+void os_info_parse(const char *text, struct os_info *ret);
+/* A release is used in paths and package names: no '/', no spaces. */
+bool valid_release(const char *s);
+/* --kernel-release, else (fake roots only) <root>/etc/hpcinit/kernel-release, else uname(2). */
+int running_release(const struct ctx *c, char *buf, size_t n, const char **ret_src);
+/* rpm-style version order: <0, 0, >0. */
+int kver_cmp(const char *a, const char *b);
+/* Append rel to out if it is a valid release not yet listed. */
+void add_release(struct strlist *out, const char *rel);
+/* Kernels in /boot and the modules directories. */
+void installed_kernels(const struct ctx *c, struct strlist *out);
+
+/* kmod.c */
+struct kmod {
+	const char *name;       /* as in the spec */
+	char norm[64];          /* '-' -> '_' */
+	char *path;             /* where found (target path), NULL if not */
+	bool builtin;
+	char *dkms;             /* built by DKMS but not installed */
+};
+
+struct kmod *kmods_new(const struct strlist *names);
+/* Look each module up for release rel: modules directory, modules.builtin, DKMS. */
+void kmods_find(const struct ctx *c, const char *rel, struct kmod *mods, size_t n);
+void kmods_free(struct kmod *mods, size_t n);
+
+/*
+ * A package-manager family: how it lists installed kernels and holds the
+ * running one.  Every hook is set (the kernel_pm_no_* defaults below).
+ */
+struct kernel_pm {
+	enum distro family;
+	const char *name;
+	/* Read the package database once; *ret_db may stay NULL (none).  0 or -errno. */
+	int (*db_open)(const struct ctx *c, void **ret_db);
+	void (*db_close)(void *db);
+	/* Add the kernel releases the database says are installed. */
+	void (*installed)(const void *db, struct strlist *out);
+	/* Hold the running kernel rel; problems are findings.  0 or -errno. */
+	int (*hold)(struct ctx *c, struct report *r, const char *rel, const void *db);
+};
+
+extern const struct kernel_pm kernel_pm_apt;
+extern const struct kernel_pm kernel_pm_dnf;
+extern const struct kernel_pm kernel_pm_zypper;
+extern const struct kernel_pm kernel_pm_tdnf;
+
+/* Defaults for families without a database hpcinit reads (kernel.c). */
+int kernel_pm_no_db(const struct ctx *c, void **ret_db);
+void kernel_pm_no_db_close(void *db);
+void kernel_pm_no_installed(const void *db, struct strlist *out);
+
+#endif

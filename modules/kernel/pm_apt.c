@@ -1,0 +1,383 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kernel step, Debian/Ubuntu: the dpkg database, and the hold: dpkg
+ * selections (what apt-mark hold writes) on the running kernel's packages and
+ * every metapackage that pulls in a kernel image, plus an unattended-upgrades
+ * blacklist.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsutil.h"
+#include "kernel.h"
+#include "proc.h"
+
+#define APT_HOLD_PATH "/etc/apt/apt.conf.d/51hpcinit-kernel-hold"
+
+/* ---- dpkg status ------------------------------------------------------ */
+
+struct dpkg_pkg {
+	char *name;
+	char *want;             /* install, hold, deinstall, purge */
+	bool installed;         /* third word of Status: is "installed" */
+	char *depends;          /* Depends: and Pre-Depends:, joined */
+};
+
+struct dpkg_db {
+	struct dpkg_pkg *v;
+	size_t n;
+};
+
+static void dpkg_db_free(struct dpkg_db *db)
+{
+	for (size_t i = 0; i < db->n; i++) {
+		free(db->v[i].name);
+		free(db->v[i].want);
+		free(db->v[i].depends);
+	}
+	free(db->v);
+	db->v = NULL;
+	db->n = 0;
+}
+
+/* Parse /var/lib/dpkg/status (deb822 stanzas; continuation lines start with a blank). */
+static void dpkg_db_parse(const char *text, struct dpkg_db *db)
+{
+	struct dpkg_pkg cur = { 0 };
+	const char *p = text;
+	bool in_depends = false;
+
+	memset(db, 0, sizeof(*db));
+	for (;;) {
+		const char *nl = p ? strchr(p, '\n') : NULL;
+		size_t ll = p ? (nl ? (size_t)(nl - p) : strlen(p)) : 0;
+		bool end = !p || !*p;
+
+		if (end || ll == 0) {
+			if (cur.name) {
+				db->v = xrealloc(db->v, (db->n + 1) * sizeof(*db->v));
+				db->v[db->n++] = cur;
+			} else {
+				free(cur.want);
+				free(cur.depends);
+			}
+			memset(&cur, 0, sizeof(cur));
+			if (end)
+				break;
+		} else if ((p[0] == ' ' || p[0] == '\t') && in_depends) {
+			/* A folded Depends: line continues the field. */
+			char *add = xstrndup(p, ll);
+			char *joined = xasprintf("%s %s", cur.depends ? cur.depends : "", add);
+
+			free(cur.depends);
+			free(add);
+			cur.depends = joined;
+		} else if (strncmp(p, "Package:", 8) == 0) {
+			const char *v = p + 8;
+
+			while (*v == ' ')
+				v++;
+			free(cur.name);
+			cur.name = xstrndup(v, ll - (size_t)(v - p));
+		} else if (strncmp(p, "Status:", 7) == 0) {
+			char *s = xstrndup(p + 7, ll - 7), *save = NULL;
+			char *w1 = strtok_r(s, " ", &save);
+			char *w2 = w1 ? strtok_r(NULL, " ", &save) : NULL;
+			char *w3 = w2 ? strtok_r(NULL, " ", &save) : NULL;
+
+			free(cur.want);
+			cur.want = xstrdup(w1 ? w1 : "");
+			cur.installed = w3 && strcmp(w3, "installed") == 0;
+			free(s);
+		} else if (strncmp(p, "Depends:", 8) == 0 || strncmp(p, "Pre-Depends:", 12) == 0) {
+			const char *v = strchr(p, ':') + 1;
+			char *add = xstrndup(v, ll - (size_t)(v - p));
+			char *joined = xasprintf("%s%s%s", cur.depends ? cur.depends : "",
+						 cur.depends ? "," : "", add);
+
+			free(cur.depends);
+			free(add);
+			cur.depends = joined;
+		}
+		if (p && *p && p[0] != ' ' && p[0] != '\t')
+			in_depends = strncmp(p, "Depends:", 8) == 0 || strncmp(p, "Pre-Depends:", 12) == 0;
+		p = nl ? nl + 1 : NULL;
+	}
+}
+
+/* Does a Depends: value name a kernel image package (linux-image-...)? */
+static bool depends_on_image(const char *deps)
+{
+	for (const char *p = deps; p && *p;) {
+		while (*p == ' ' || *p == ',' || *p == '|')
+			p++;
+		if (strncmp(p, "linux-image-", 12) == 0)
+			return true;
+		p += strcspn(p, ",|");
+	}
+	return false;
+}
+
+/*
+ * What to hold on Debian/Ubuntu: the running kernel's own packages, and
+ * every installed metapackage that pulls in a kernel image (linux-azure,
+ * linux-image-azure, linux-image-amd64, ...), because upgrading those is
+ * what installs the next kernel.
+ */
+static void dpkg_hold_set(const struct dpkg_db *db, const char *rel, struct strlist *out)
+{
+	const char *own[] = { "linux-image-", "linux-image-unsigned-", "linux-modules-",
+			      "linux-modules-extra-" };
+
+	for (size_t i = 0; i < db->n; i++) {
+		const struct dpkg_pkg *p = &db->v[i];
+		bool take = false;
+
+		if (!p->installed)
+			continue;
+		for (size_t k = 0; k < sizeof(own) / sizeof(own[0]) && !take; k++) {
+			size_t pl = strlen(own[k]);
+
+			take = strncmp(p->name, own[k], pl) == 0 && strcmp(p->name + pl, rel) == 0;
+		}
+		if (!take && p->depends && depends_on_image(p->depends))
+			take = true;
+		if (take && !strlist_has(out, p->name))
+			strlist_push(out, p->name);
+	}
+}
+
+static const struct dpkg_pkg *dpkg_find(const struct dpkg_db *db, const char *name)
+{
+	for (size_t i = 0; i < db->n; i++)
+		if (strcmp(db->v[i].name, name) == 0)
+			return &db->v[i];
+	return NULL;
+}
+
+/* ---- the hold --------------------------------------------------------- */
+
+static char *regex_escape(const char *s)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	for (; *s; s++) {
+		if (strchr(".+*?()[]{}|^$\\", *s))
+			sb_append(&sb, "\\");
+		sb_appendn(&sb, s, 1);
+	}
+	return sb_steal(&sb);
+}
+
+static char *render_apt_blacklist(const char *cluster, const char *rel, const struct strlist *held)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	sb_printf(&sb, "// Managed by hpcinit for cluster %s: the running kernel %s is held\n"
+		  "// because the RDMA drivers are built for it.  Keep unattended-upgrades away\n"
+		  "// from kernels; upgrade them by hand, then reboot and re-run hpcinit.\n"
+		  "Unattended-Upgrade::Package-Blacklist {\n"
+		  "\t\"linux-image-\";\n\t\"linux-modules-\";\n\t\"linux-headers-\";\n",
+		  cluster, rel);
+	for (size_t i = 0; i < held->n; i++) {
+		char *e;
+
+		if (strncmp(held->v[i], "linux-image-", 12) == 0 ||
+		    strncmp(held->v[i], "linux-modules-", 14) == 0)
+			continue;
+		e = regex_escape(held->v[i]);
+		sb_printf(&sb, "\t\"%s$\";\n", e);
+		free(e);
+	}
+	sb_append(&sb, "};\n");
+	return sb_steal(&sb);
+}
+
+/* Run dpkg --set-selections against the root's admindir; retry while dpkg is locked. */
+static int dpkg_set_hold(struct ctx *c, struct report *r, const struct strlist *pkgs)
+{
+	char *admindir = ctx_path(c, "/var/lib/dpkg");
+	char *opt = xasprintf("--admindir=%s", admindir);
+	const char *argv[] = { "dpkg", opt, "--set-selections", NULL };
+	struct strbuf in = STRBUF_INIT;
+	uint64_t delay = 0;
+	int ret;
+
+	for (size_t i = 0; i < pkgs->n; i++)
+		sb_printf(&in, "%s hold\n", pkgs->v[i]);
+	for (;;) {
+		struct proc_result pr;
+		struct sigaction ign = { .sa_handler = SIG_IGN }, old;
+
+		/*
+		 * dpkg exits without reading its input when the lock is taken: the
+		 * write must fail with EPIPE, not kill the agent.
+		 */
+		sigemptyset(&ign.sa_mask);
+		sigaction(SIGPIPE, &ign, &old);
+		ret = proc_run(argv, NULL, sb_str(&in), DPKG_TIMEOUT_MS, &pr);
+		sigaction(SIGPIPE, &old, NULL);
+		if (ret < 0) {
+			report_detail(r, "cannot run dpkg: %s", strerror(-ret));
+			break;
+		}
+		if (pr.exit_code == 0) {
+			proc_result_free(&pr);
+			break;
+		}
+		/* apt or unattended-upgrades at boot holds the dpkg lock: wait for it. */
+		if (strstr(pr.err, "lock") && ctx_backoff(c, &delay, 5000)) {
+			proc_result_free(&pr);
+			continue;
+		}
+		const char *line = strstr(pr.err, "dpkg: error");
+
+		if (!line)
+			line = pr.err;
+		report_detail(r, "dpkg --set-selections failed (exit %d): %.*s", pr.exit_code,
+			      (int)strcspn(line, "\n"), line);
+		proc_result_free(&pr);
+		ret = -EIO;
+		break;
+	}
+	sb_free(&in);
+	free(opt);
+	free(admindir);
+	return ret;
+}
+
+static int hold_debian(struct ctx *c, struct report *r, const char *rel, const void *state)
+{
+	const struct dpkg_db *db = state;
+	struct strlist held = { 0 }, todo = { 0 };
+	char *text;
+	int ret = 0;
+
+	if (!db) {
+		report_finding(r, ST_FAILED, "kernel.hold.no-dpkg-status",
+			       "cannot hold the kernel: no dpkg status at /var/lib/dpkg/status");
+		return 0;
+	}
+	dpkg_hold_set(db, rel, &held);
+	if (held.n == 0) {
+		report_finding(r, ST_FAILED, "kernel.hold.no-package",
+			       "cannot hold kernel %s: no installed package provides it "
+			       "(looked for linux-image-%s and kernel metapackages)", rel, rel);
+		return 0;
+	}
+	for (size_t i = 0; i < held.n; i++) {
+		const struct dpkg_pkg *p = dpkg_find(db, held.v[i]);
+
+		if (!p->want || strcmp(p->want, "hold") != 0)
+			strlist_push(&todo, held.v[i]);
+	}
+	if (todo.n) {
+		struct strbuf names = STRBUF_INIT;
+
+		for (size_t i = 0; i < todo.n; i++)
+			sb_printf(&names, "%s%s", i ? " " : "", todo.v[i]);
+		if (ctx_may_write(c)) {
+			ret = dpkg_set_hold(c, r, &todo);
+			if (ret == 0) {
+				report_detail(r, "held with dpkg selections: %s", sb_str(&names));
+				report_changed(r, "/var/lib/dpkg/status");
+				report_raise(r, ST_CHANGED);
+			} else {
+				report_finding(r, ST_FAILED, "kernel.hold.dpkg-failed",
+					       "could not hold %s with dpkg", sb_str(&names));
+				ret = 0;
+			}
+		} else {
+			report_detail(r, "/var/lib/dpkg/status: not held: %s (apply runs dpkg --set-selections, "
+				      "as apt-mark hold does)", sb_str(&names));
+			report_changed(r, "/var/lib/dpkg/status");
+			report_finding(r, ST_CHANGED, "kernel.hold.missing",
+				       "kernel packages not held: %s", sb_str(&names));
+		}
+		sb_free(&names);
+	} else {
+		report_detail(r, "held (dpkg selections): %s", held.v[0]);
+		for (size_t i = 1; i < held.n; i++)
+			report_detail(r, "held (dpkg selections): %s", held.v[i]);
+	}
+	if (fs_exists(c, "/etc/apt/apt.conf.d") || ctx_may_write(c)) {
+		text = render_apt_blacklist(c->spec->cluster.name, rel, &held);
+		ret = fs_mkdir_p(c, r, "/etc/apt/apt.conf.d", 0755, 0, 0);
+		if (ret >= 0)
+			ret = fs_write(c, r, APT_HOLD_PATH, text, strlen(text), 0644, 0, 0);
+		if (ret > 0 && !ctx_may_write(c))
+			report_finding(r, ST_CHANGED, "kernel.hold.unattended-upgrades",
+				       "unattended-upgrades may replace the kernel (%s)", APT_HOLD_PATH);
+		free(text);
+		ret = ret < 0 ? ret : 0;
+	}
+	strlist_free(&todo);
+	strlist_free(&held);
+	return ret;
+}
+
+/* linux-image-<rel> packages dpkg has installed (the boot loader may pick them). */
+static void dpkg_installed(const void *state, struct strlist *out)
+{
+	const struct dpkg_db *db = state;
+
+	for (size_t i = 0; db && i < db->n; i++) {
+		const char *n = db->v[i].name;
+
+		if (!db->v[i].installed || strncmp(n, "linux-image-", 12) != 0)
+			continue;
+		size_t len;
+
+		n += 12;
+		if (strncmp(n, "unsigned-", 9) == 0)
+			n += 9;
+		len = strlen(n);
+		/* linux-image-<rel>-dbg (Debian) and -dbgsym hold symbols, not a kernel. */
+		if ((len > 4 && strcmp(n + len - 4, "-dbg") == 0) ||
+		    (len > 7 && strcmp(n + len - 7, "-dbgsym") == 0))
+			continue;
+		if (isdigit((unsigned char)n[0]))
+			add_release(out, n);
+	}
+}
+
+/* Read /var/lib/dpkg/status once; no database is not an error here (the hold says so). */
+static int dpkg_open(const struct ctx *c, void **ret_db)
+{
+	struct dpkg_db *db;
+	char *text = NULL;
+
+	*ret_db = NULL;
+	if (fs_read(c, "/var/lib/dpkg/status", &text, NULL) < 0)
+		return 0;
+	db = xcalloc(1, sizeof(*db));
+	dpkg_db_parse(text, db);
+	free(text);
+	*ret_db = db;
+	return 0;
+}
+
+static void dpkg_close(void *state)
+{
+	struct dpkg_db *db = state;
+
+	if (!db)
+		return;
+	dpkg_db_free(db);
+	free(db);
+}
+
+const struct kernel_pm kernel_pm_apt = {
+	.family = DISTRO_DEBIAN,
+	.name = "apt/dpkg",
+	.db_open = dpkg_open,
+	.db_close = dpkg_close,
+	.installed = dpkg_installed,
+	.hold = hold_debian,
+};

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kernel step, Azure Linux (tdnf): /etc/tdnf/locks.d/hpcinit-kernel.conf
+ * locks "kernel".  tdnf locks take exact names, no wildcards, so a glob in
+ * another lock file is reported as locking nothing.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsutil.h"
+#include "kernel.h"
+
+#define TDNF_LOCK_PATH "/etc/tdnf/locks.d/hpcinit-kernel.conf"
+
+static int hold_azl(struct ctx *c, struct report *r, const char *rel, const void *db)
+{
+	char *dir = ctx_path(c, "/etc/tdnf/locks.d");
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	bool elsewhere = false;
+	int ret;
+
+	/* Other lock files: tdnf takes exact names only, so a glob there locks nothing. */
+	while (d && (e = readdir(d))) {
+		char *tp, *text = NULL;
+
+		if (fnmatch("*.conf", e->d_name, 0) != 0 || strcmp(e->d_name, "hpcinit-kernel.conf") == 0)
+			continue;
+		tp = xasprintf("/etc/tdnf/locks.d/%s", e->d_name);
+		if (fs_read(c, tp, &text, NULL) == 0) {
+			for (char *l = text; l && *l;) {
+				char *nl = strchr(l, '\n');
+
+				if (nl)
+					*nl = '\0';
+				if (strcmp(l, "kernel") == 0)
+					elsewhere = true;
+				else if (strpbrk(l, "*?["))
+					report_detail(r, "warning: %s: '%s' locks nothing: tdnf locks.d takes "
+						      "exact package names, no wildcards", tp, l);
+				l = nl ? nl + 1 : NULL;
+			}
+		}
+		free(text);
+		free(tp);
+	}
+	if (d)
+		closedir(d);
+	free(dir);
+	if (elsewhere) {
+		report_detail(r, "held: another file in /etc/tdnf/locks.d locks kernel");
+		return 0;
+	}
+	ret = fs_mkdir_p(c, r, "/etc/tdnf/locks.d", 0755, 0, 0);
+	if (ret >= 0)
+		ret = fs_write(c, r, TDNF_LOCK_PATH, "kernel\n", 7, 0644, 0, 0);
+	if (ret > 0 && !ctx_may_write(c))
+		report_finding(r, ST_CHANGED, "kernel.hold.missing",
+			       "kernel not held: no tdnf lock for kernel (%s)", TDNF_LOCK_PATH);
+	else if (ret > 0)
+		report_detail(r, "held: %s locks kernel", TDNF_LOCK_PATH);
+	else if (ret == 0)
+		report_detail(r, "held: %s locks kernel", TDNF_LOCK_PATH);
+	return ret < 0 ? ret : 0;
+}
+
+const struct kernel_pm kernel_pm_tdnf = {
+	.family = DISTRO_AZL,
+	.name = "tdnf",
+	.db_open = kernel_pm_no_db,
+	.db_close = kernel_pm_no_db_close,
+	.installed = kernel_pm_no_installed,
+	.hold = hold_azl,
+};
