@@ -6,7 +6,7 @@
  * Fabric: RDMA when the spec has an rdma section and sysfs shows an
  * active port of a device matching rdma.devices with the wanted link
  * layer; then Open MPI uses UCX on those ports.  When the rdma module ran
- * in this run (ctx->rdma_result), only the devices it found usable count,
+ * in this run (its typed output c->out->rdma), only the devices it found usable count,
  * and none if it found none.  Otherwise TCP, limited to cluster.network for
  * both MPI traffic and Open MPI's launch channel.
  * The same settings go into the profile and onto verify's mpirun line
@@ -14,7 +14,6 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <stdlib.h>
@@ -25,14 +24,14 @@
 #include "hpcinit.h"
 #include "mpi.h"
 #include "proc.h"
-#include "rdma.h"
+#include "rdma/ibsysfs.h"
+#include "rdma/rdma.h"
 #include "record.h"
 
 #define PROFILE_PATH "/etc/profile.d/hpcinit-mpi.sh"
 #define PROFILE_MAGIC "# hpcinit (mpi module)"
 #define VERIFY_DEFAULT_MS (2 * 60 * 1000)
 #define VERIFY_RUN_MAX_MS (5 * 60 * 1000)
-#define IB_MAX_DEVICES 64
 
 struct mca {
 	const char *name;       /* OMPI_MCA_<name> in the profile, --mca <name> on mpirun */
@@ -78,53 +77,6 @@ static bool safe_token(const char *s)
 	return true;
 }
 
-/* First line of /sys/class/infiniband/<dev>/ports/<port>/<attr>, or NULL. */
-static char *port_attr(const struct ctx *c, const char *dev, const char *port, const char *attr)
-{
-	char *path = xasprintf("/sys/class/infiniband/%s/ports/%s/%s", dev, port, attr);
-	char *text = NULL;
-
-	if (fs_read(c, path, &text, NULL) < 0) {
-		free(path);
-		return NULL;
-	}
-	free(path);
-	text[strcspn(text, "\n")] = '\0';
-	return text;
-}
-
-static bool want_link(const struct spec *s, const char *ll)
-{
-	switch (s->rdma.link_layer) {
-	case LINK_INFINIBAND:
-		return strcmp(ll, "InfiniBand") == 0;
-	case LINK_ETHERNET:
-		return strcmp(ll, "Ethernet") == 0;
-	case LINK_ANY:
-		break;
-	}
-	return true;
-}
-
-/* Largest P_Key of a port: Azure's tenant partition (pkeys/0 or pkeys/1). */
-static void port_pkey(const struct ctx *c, const char *dev, const char *port, unsigned long *best)
-{
-	for (int i = 0; i < 2; i++) {
-		char *path = xasprintf("/sys/class/infiniband/%s/ports/%s/pkeys/%d", dev, port, i);
-		char *text = NULL, *end;
-		unsigned long v;
-
-		if (fs_read(c, path, &text, NULL) == 0) {
-			errno = 0;
-			v = strtoul(text, &end, 0);
-			if (!errno && end != text && v <= 0xffff && (v & 0x7fff) && v > *best)
-				*best = v;
-		}
-		free(text);
-		free(path);
-	}
-}
-
 /* Is name one of the space-separated words of list? */
 static bool in_words(const char *list, const char *name)
 {
@@ -142,71 +94,41 @@ static bool in_words(const char *list, const char *name)
 }
 
 /*
- * Active RDMA ports "dev:port" from <root>/sys/class/infiniband: of the
- * devices the rdma module selected (only, a space-separated list) or, when
- * it did not run, of those matching rdma.devices.
+ * Active RDMA ports "dev:port" from the IB sysfs inventory (rdma/ibsysfs.c):
+ * of the devices the rdma step selected (only, a space-separated list) or,
+ * when it did not run, of those matching rdma.devices.  ret_pkey: the
+ * largest P_Key among them (Azure's tenant partition).
  */
 static void rdma_ports(const struct ctx *c, const char *only, struct strlist *ret,
 		       unsigned long *ret_pkey)
 {
 	const struct spec *s = c->spec;
-	char *dir = ctx_path(c, "/sys/class/infiniband");
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	struct strlist devs = { 0 };
+	struct ib_dev *devs = xcalloc(IB_MAX_DEVS, sizeof(*devs));
+	size_t n = ib_read_devices(c, devs, IB_MAX_DEVS);
 
-	free(dir);
-	if (!d)
-		return;
-	while ((de = readdir(d)) && devs.n < IB_MAX_DEVICES)
-		if (de->d_name[0] != '.' && safe_token(de->d_name) &&
-		    (only ? in_words(only, de->d_name) :
-		     fnmatch(s->rdma.devices ? s->rdma.devices : "mlx5_ib*", de->d_name, 0) == 0))
-			strlist_push(&devs, de->d_name);
-	closedir(d);
-	/* readdir order is arbitrary: sort for a stable profile. */
-	for (size_t i = 1; i < devs.n; i++)
-		for (size_t j = i; j > 0 && strcmp(devs.v[j - 1], devs.v[j]) > 0; j--) {
-			char *t = devs.v[j];
+	for (size_t i = 0; i < n; i++) {
+		const struct ib_dev *d = &devs[i];
 
-			devs.v[j] = devs.v[j - 1];
-			devs.v[j - 1] = t;
-		}
-	for (size_t i = 0; i < devs.n; i++) {
-		char *pdir = xasprintf("/sys/class/infiniband/%s/ports", devs.v[i]);
-		char *hp = ctx_path(c, pdir);
-		DIR *pd = opendir(hp);
-
-		free(pdir);
-		free(hp);
-		if (!pd)
+		if (!safe_token(d->name) || !(only ? in_words(only, d->name) :
+		    fnmatch(s->rdma.devices ? s->rdma.devices : "mlx5_ib*", d->name, 0) == 0))
 			continue;
-		while ((de = readdir(pd))) {
-			char *ll, *state;
+		for (unsigned k = 0; k < d->n_ports; k++) {
+			const struct ib_port *p = &d->ports[k];
 
-			if (de->d_name[0] == '.' || !safe_token(de->d_name))
+			if (p->state != 4 || !ib_link_matches(s->rdma.link_layer, p->link_layer))
 				continue;
-			ll = port_attr(c, devs.v[i], de->d_name, "link_layer");
-			state = port_attr(c, devs.v[i], de->d_name, "state");
-			if (ll && state && strstr(state, "ACTIVE") && want_link(s, ll)) {
-				char *p = xasprintf("%s:%s", devs.v[i], de->d_name);
-
-				strlist_push(ret, p);
-				free(p);
-				port_pkey(c, devs.v[i], de->d_name, ret_pkey);
-			}
-			free(ll);
-			free(state);
+			strlist_push_take(ret, xasprintf("%s:%u", d->name, p->num));
+			if (p->pkey_max > *ret_pkey)
+				*ret_pkey = p->pkey_max;
 		}
-		closedir(pd);
 	}
-	strlist_free(&devs);
+	free(devs);
 }
 
 static void fabric_detect(const struct ctx *c, struct fabric *f)
 {
 	const struct spec *s = c->spec;
-	const struct rdma_result *rr = c->rdma_result;
+	const struct rdma_result *rr = c->out ? c->out->rdma : NULL;
 	struct strlist ports = { 0 };
 	unsigned long pkey = 0;
 
@@ -664,4 +586,5 @@ const struct module mpi_module = {
 	.timeout_ms = mpi_timeout,
 	.check = mpi_run,
 	.apply = mpi_run,
+	.inputs = OUT_RDMA,
 };

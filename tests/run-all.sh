@@ -6,7 +6,8 @@
 #   4. make distcheck
 #   5. build variants: --without-libnfs and --without-mpi compile with -Werror
 #      (and run the few quick unit tests their options touch)
-#   6. packaging: .deb (lintian, install, remove) and .rpm
+#   6. libFuzzer: the spec loader and the peer-record parser, 30 s each
+#   7. packaging: .deb (lintian, install, remove) and .rpm
 # It ends with one line: "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -42,7 +43,7 @@ count_log build/check.out
 
 asan() {
 	mkdir -p build-asan && cd build-asan &&
-	{ [ -f Makefile ] || ../configure --enable-werror --without-mpi \
+	{ [ -f Makefile ] || ../configure --enable-werror --enable-test-backends --without-mpi \
 		CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 		LDFLAGS="-fsanitize=address,undefined" >/dev/null; } &&
 	make -j"$J" >/dev/null &&
@@ -77,6 +78,10 @@ variant() {     # variant DIR "TESTS" CONFIGURE-OPTION...
 }
 stage "build --without-libnfs (-Werror)" bash -c "$(declare -f variant); cd '$SRC' && J=$J variant build-nolibnfs 'tests/unit/test_nfs' --without-libnfs"
 stage "build --without-mpi (-Werror)" bash -c "$(declare -f variant); cd '$SRC' && J=$J variant build-nompi 'tests/unit/test_mpi' --without-mpi"
+
+# Short libFuzzer runs of the two parsers (the long runs are by hand: run.sh 3600).
+stage "fuzz: spec loader, 30 s" sh tests/fuzz/run.sh 30
+stage "fuzz: peer records, 30 s" sh tests/fuzz/run-record.sh 30
 
 for s in packaging/build-deb.sh packaging/build-rpm.sh; do
 	[ -f "$s" ] && stage "$s" bash "$s"

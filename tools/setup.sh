@@ -32,6 +32,6 @@ fi
 # Out-of-tree build in build/ (the tree stays clean for sanitizer builds and distcheck).
 mkdir -p build
 if [ ! -f build/Makefile ] || [ configure -nt build/Makefile ]; then
-	(cd build && ../configure --enable-werror --prefix=/usr --sysconfdir=/etc --localstatedir=/var)
+	(cd build && ../configure --enable-werror --enable-test-backends --prefix=/usr --sysconfdir=/etc --localstatedir=/var)
 fi
 make -C build -j"$(nproc)"
