@@ -17,6 +17,7 @@
 #include "proc.h"
 #include "sshkey.h"
 
+#define HELPER "hpcinit-ssh"            /* libexec/hpcinit-ssh.c, found by proc_helper_path */
 #define HELPER_TIMEOUT_MS 60000         /* an RSA key pair takes well under a second */
 
 char *sshkey_canonical(const char *line)
@@ -281,13 +282,6 @@ char *sshkey_fingerprint(const char *canon)
 
 /* ---- the helper program ---- */
 
-const char *sshkey_helper_path(void)
-{
-	const char *p = secure_getenv("HPCINIT_SSH_HELPER");
-
-	return p && *p == '/' ? p : LIBEXECDIR "/" PACKAGE "/hpcinit-ssh";
-}
-
 /*
  * Run the helper with args (NULL-terminated), stdin in (may be NULL).
  * 0 and its output in *res; else -errno and a one-line reason in err.
@@ -295,6 +289,7 @@ const char *sshkey_helper_path(void)
 static int helper_run(const char *const *args, const char *in, unsigned timeout_ms,
 		      struct proc_result *res, char *err, size_t errlen)
 {
+	char *path = proc_helper_path(HELPER);
 	size_t n = 0;
 	const char **argv;
 	int r;
@@ -302,25 +297,23 @@ static int helper_run(const char *const *args, const char *in, unsigned timeout_
 	while (args[n])
 		n++;
 	argv = xcalloc(n + 2, sizeof(*argv));
-	argv[0] = sshkey_helper_path();
+	argv[0] = path;
 	memcpy(argv + 1, args, n * sizeof(*argv));
 	r = proc_run(argv, NULL, in, timeout_ms, res);
 	free(argv);
 	if (r < 0) {
-		snprintf(err, errlen, "cannot run %s: %s", sshkey_helper_path(), strerror(-r));
-		return r;
-	}
-	if (res->timed_out) {
-		snprintf(err, errlen, "%s timed out after %u ms", sshkey_helper_path(), timeout_ms);
-		return -ETIMEDOUT;
-	}
-	if (res->exit_code != 0) {
+		snprintf(err, errlen, "cannot run %s: %s", path, strerror(-r));
+	} else if (res->timed_out) {
+		snprintf(err, errlen, "%s timed out after %u ms", path, timeout_ms);
+		r = -ETIMEDOUT;
+	} else if (res->exit_code != 0) {
 		const char *m = res->err_len ? res->err : "no message";
 
 		snprintf(err, errlen, "%.*s", (int)strcspn(m, "\n"), m);
-		return res->exit_code == 3 ? -EINVAL : -EIO;
+		r = res->exit_code == 3 ? -EINVAL : -EIO;
 	}
-	return 0;
+	free(path);
+	return r;
 }
 
 static void result_wipe(struct proc_result *res)
@@ -352,7 +345,7 @@ int sshkey_generate(enum key_type type, char **ret_pub, char **ret_priv, char *e
 	nl = strchr(res.out, '\n');
 	pub = nl ? sshkey_canonical(res.out) : NULL;
 	if (!pub || !strstr(nl, "PRIVATE KEY-----")) {
-		snprintf(err, errlen, "%s keygen: unexpected output", sshkey_helper_path());
+		snprintf(err, errlen, HELPER " keygen: unexpected output");
 		free(pub);
 		result_wipe(&res);
 		return -EIO;

@@ -51,8 +51,7 @@ int sshkey_public_of_private(const char *text, size_t len, char **ret_pub);
 
 /* ---- the helper program (libexec/hpcinit-ssh) ---- */
 
-/* Its path: $HPCINIT_SSH_HELPER (absolute; tests), else $(libexecdir)/hpcinit/hpcinit-ssh. */
-const char *sshkey_helper_path(void);
+/* (Its path: proc_helper_path("hpcinit-ssh"), $(libexecdir)/hpcinit/hpcinit-ssh.) */
 /*
  * A new key pair of the given type: the public key ("type base64") and the
  * private key text, both malloc'd; the caller wipes and frees the private
