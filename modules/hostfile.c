@@ -201,11 +201,11 @@ static int hf_run(struct ctx *c, struct report *rep)
 	struct hf_text t;
 	int r, ret = 0;
 
-	if (!c->peers || c->peers->n == 0) {
+	if (!c->out->peers || c->out->peers->n == 0) {
 		report_set(rep, ST_FAILED, "no peers known (discovery did not run)");
 		return -ENODATA;
 	}
-	hostfile_render(spec, c->peers, &t, &fallbacks);
+	hostfile_render(spec, c->out->peers, &t, &fallbacks);
 	if (fallbacks.n) {
 		report_detail(rep, "hostfile.address ipoib: %zu node(s) publish no IPoIB address "
 			      "(first: %s); using their cluster address", fallbacks.n, fallbacks.v[0]);
@@ -251,7 +251,7 @@ out:
 	if (ret < 0)
 		report_set(rep, ST_FAILED, "cannot write the hostfiles (see details)");
 	else
-		report_set(rep, ST_OK, "%zu node%s in %s: %s", c->peers->n, c->peers->n == 1 ? "" : "s",
+		report_set(rep, ST_OK, "%zu node%s in %s: %s", c->out->peers->n, c->out->peers->n == 1 ? "" : "s",
 			   dir, sb_str(&written));
 	sb_free(&written);
 	strlist_free(&fallbacks);
@@ -266,4 +266,5 @@ const struct module hostfile_module = {
 	.timeout_ms = NULL,
 	.check = hf_run,
 	.apply = hf_run,
+	.inputs = OUT_PEERS,
 };

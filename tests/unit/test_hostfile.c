@@ -77,7 +77,8 @@ static void test_render(void)
 static void test_module(void)
 {
 	struct spec spec = { 0 };
-	struct ctx c = { .spec = &spec, .root = root, .mode = RUN_APPLY };
+	struct outputs out = { 0 };
+	struct ctx c = { .spec = &spec, .root = root, .mode = RUN_APPLY, .out = &out };
 	struct report rep;
 	char *t;
 	struct stat st1, st2;
@@ -97,7 +98,7 @@ static void test_module(void)
 	TEST_INTEQ(rep.status, ST_FAILED);
 	report_free(&rep);
 
-	c.peers = make_peers();
+	out.peers = make_peers();
 	put("/etc/openmpi/openmpi-default-hostfile", "# This is the default hostfile for Open MPI.\nuserhost slots=2\n");
 	put("/etc/clustershell/groups.d/local.cfg", "# local groups\nadm: example0\n");
 
@@ -151,8 +152,8 @@ static void test_module(void)
 	c.mode = RUN_APPLY;
 
 	/* a node leaves: files shrink */
-	peer_clear(&c.peers->v[2]);
-	c.peers->n = 2;
+	peer_clear(&out.peers->v[2]);
+	out.peers->n = 2;
 	report_init(&rep);
 	TEST_INTEQ(hf_run(&c, &rep), 0);
 	TEST_INTEQ(rep.status, ST_CHANGED);
@@ -182,7 +183,7 @@ static void test_module(void)
 	TEST_STREQ(t, "user file\n");
 	free(t);
 
-	c.peers = peerset_free(c.peers);
+	out.peers = peerset_free(out.peers);
 	free(p1);
 	test_rm_rf(root);
 }
