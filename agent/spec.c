@@ -69,6 +69,9 @@ static const struct enum_val hostkeys_vals[] = {
 static const struct enum_val address_vals[] = {
 	{ "hostname", HF_ADDR_HOSTNAME }, { "ip", HF_ADDR_IP }, { "ipoib", HF_ADDR_IPOIB },
 	{ NULL, 0 } };
+static const struct enum_val etc_hosts_vals[] = {
+	{ "auto", HF_HOSTS_AUTO }, { "always", HF_HOSTS_ALWAYS }, { "never", HF_HOSTS_NEVER },
+	{ NULL, 0 } };
 static const struct enum_val format_vals[] = {
 	{ "openmpi", HF_OPENMPI }, { "mpich", HF_MPICH }, { "plain", HF_PLAIN },
 	{ "clush", HF_CLUSH }, { NULL, 0 } };
@@ -441,6 +444,8 @@ static const struct field hostfile_fields[] = {
 	  NULL },
 	{ "openmpi_default", &T_BOOL, offsetof(struct spec_hostfile, openmpi_default), NULL, 0, M_NONE,
 	  NULL },
+	{ "etc_hosts", &T_ENUM, offsetof(struct spec_hostfile, etc_hosts), etc_hosts_vals, 0, M_NONE,
+	  NULL },
 	{ NULL, NULL, 0, NULL, 0, M_NONE, NULL }
 };
 
@@ -509,6 +514,7 @@ static void spec_defaults(struct spec *s)
 	s->ssh.restrict_from = true;
 	s->hostfile.address = HF_ADDR_HOSTNAME;
 	s->hostfile.openmpi_default = true;
+	s->hostfile.etc_hosts = HF_HOSTS_AUTO;
 	s->mpi.profile = true;
 	s->mpi.verify_enable = false;
 	s->mpi.max_latency_us = 0;

@@ -26,6 +26,7 @@ enum disc_method { DISC_SHARED, DISC_STATIC, DISC_SCAN };
 enum key_type { KEY_ED25519, KEY_ECDSA, KEY_RSA };
 enum host_keys { HOSTKEYS_PINNED, HOSTKEYS_SCAN };
 enum hf_address { HF_ADDR_HOSTNAME, HF_ADDR_IP, HF_ADDR_IPOIB };
+enum hf_etc_hosts { HF_HOSTS_AUTO, HF_HOSTS_ALWAYS, HF_HOSTS_NEVER };
 
 enum hf_format {
 	HF_OPENMPI = 1u << 0,
@@ -129,6 +130,7 @@ struct spec_hostfile {
 	unsigned formats;               /* HF_* bits, default all */
 	enum hf_address address;        /* default hostname */
 	bool openmpi_default;           /* default true */
+	enum hf_etc_hosts etc_hosts;    /* default auto */
 };
 
 struct spec_mpi {

@@ -79,9 +79,12 @@ out=$(bash "$SIM" add)
 [ "$out" = hps-5 ] || fail "sim add gave '$out'"
 on hps-5 useradd -m -s /bin/bash alice
 on hps-5 runuser -u alice -- ssh-keygen -q -t ed25519 -N '' -f /home/alice/.ssh/id_ed25519
-# Give it the cluster's host keys (they are public) so what is judged is authorization.
+# Give it the cluster's host keys (they are public) so what is judged is authorization,
 on hps-1 cat /etc/hpcinit/ssh_known_hosts > "$T/kh"
 on hps-5 install -o alice -m 0644 "$T/kh" /home/alice/.ssh/known_hosts
+# and its names (the members have them from hpcinit's /etc/hosts block).
+on hps-1 cat /etc/hosts > "$T/hosts"
+on hps-5 cp "$T/hosts" /etc/hosts
 for d in $NODES; do
 	if out=$(login hps-5 alice "$d" 2>&1); then fail "outsider hps-5 logged in to $d"; fi
 	grep -q 'Permission denied (publickey)' <<<"$out" || fail "outsider -> $d: $out"

@@ -9,7 +9,11 @@
 #include <arpa/inet.h>
 #include <sys/stat.h>
 
-#include "../../modules/ssh.c"
+#include "../../modules/ssh/common.c"
+#include "../../modules/ssh/known_hosts.c"
+#include "../../modules/ssh/authorized_keys.c"
+#include "../../modules/ssh/userkeys.c"
+#include "../../modules/ssh/ssh.c"
 #include "proc.h"
 #include "test.h"
 #include "testfs.h"
@@ -51,19 +55,121 @@ static struct stat st_of(const char *rel)
 	return st;
 }
 
-/* A fresh ed25519 public key "ssh-ed25519 AAAA..." (malloc'd). */
+/* A fresh ed25519 public key "ssh-ed25519 AAAA..." (malloc'd), made by the real helper. */
 static char *new_key(void)
 {
-	ssh_key k = NULL;
-	char *b64 = NULL, *ret;
+	char *pub = NULL, *priv = NULL, err[256] = "";
 
-	if (ssh_pki_generate(SSH_KEYTYPE_ED25519, 0, &k) != SSH_OK ||
-	    ssh_pki_export_pubkey_base64(k, &b64) != SSH_OK)
+	if (sshkey_generate(KEY_ED25519, &pub, &priv, err, sizeof(err)) < 0) {
+		fprintf(stderr, "hpcinit-ssh keygen: %s\n", err);
 		abort();
-	ret = xasprintf("ssh-ed25519 %s", b64);
-	ssh_string_free_char(b64);
-	ssh_key_free(k);
+	}
+	free(priv);
+	return pub;
+}
+
+/* What ssh-keygen -l says of a public key line ("256 SHA256:... comment (ED25519)"). */
+static char *keygen_fingerprint(const char *pub)
+{
+	char *path = fs_rooted(root, "/fp.pub"), *ret = NULL;
+	const char *argv[] = { "ssh-keygen", "-l", "-f", path, NULL };
+	struct proc_result res;
+	FILE *f = fopen(path, "w");
+
+	fprintf(f, "%s x\n", pub);
+	fclose(f);
+	if (proc_run(argv, NULL, NULL, 10000, &res) == 0 && res.exit_code == 0) {
+		char *sp = strchr(res.out, ' ');
+
+		if (sp)
+			ret = xstrndup(sp + 1, strcspn(sp + 1, " "));
+	}
+	proc_result_free(&res);
+	unlink(path);
+	free(path);
 	return ret;
+}
+
+/*
+ * The agent's own key parsing against the real tools: fingerprints as
+ * ssh-keygen prints them, the public half read from a private key (OpenSSH
+ * format in the agent, PEM through the helper), refusals.
+ */
+static void test_keys(void)
+{
+	static const enum key_type types[] = { KEY_ED25519, KEY_ECDSA, KEY_RSA };
+
+	for (size_t i = 0; i < 3; i++) {
+		char *pub = NULL, *priv = NULL, *again = NULL, *fp, *want;
+
+		TEST_INTEQ(sshkey_generate(types[i], &pub, &priv, NULL, 0), 0);
+		if (!pub || !priv)
+			continue;
+		TEST_CHECK(strstr(priv, "PRIVATE KEY-----") != NULL);
+		TEST_INTEQ(sshkey_public_of_private(priv, strlen(priv), &again), 0);
+		TEST_STREQ(again, pub);
+		fp = sshkey_fingerprint(pub);
+		want = keygen_fingerprint(pub);
+		TEST_CHECK(want != NULL);
+		if (want) {
+			char *line = xasprintf("%.*s %s", (int)strcspn(pub, " "), pub, want);
+
+			TEST_STREQ(fp, line);
+			free(line);
+		}
+		free(want);
+		free(fp);
+		free(again);
+		free(pub);
+		free(priv);
+	}
+	/* An encrypted OpenSSH key (ssh-keygen -N): refused, not guessed at; unencrypted: read. */
+	for (int pass = 0; pass < 2; pass++) {
+		char *path = fs_rooted(root, "/enc_key"), *pubpath = xasprintf("%s.pub", path);
+		const char *argv[] = { "ssh-keygen", "-q", "-t", "ed25519", "-N", pass ? "" : "secret-pass",
+				       "-f", path, NULL };
+		struct proc_result res;
+		char *text = NULL, *want = NULL, *pub = NULL;
+		size_t len = 0;
+
+		unlink(path);
+		unlink(pubpath);
+		TEST_INTEQ(proc_run(argv, NULL, NULL, 20000, &res), 0);
+		TEST_INTEQ(res.exit_code, 0);
+		proc_result_free(&res);
+		TEST_INTEQ(fs_read_host(path, 100000, &text, &len), 0);
+		TEST_INTEQ(fs_read_host(pubpath, 100000, &want, NULL), 0);
+		if (text && want) {
+			char *canon = sshkey_canonical(want);
+
+			TEST_INTEQ(sshkey_public_of_private(text, len, &pub), pass ? 0 : -EINVAL);
+			if (pass)
+				TEST_STREQ(pub, canon);
+			else
+				TEST_CHECK(pub == NULL);
+			free(canon);
+		}
+		free(pub);
+		free(text);
+		free(want);
+		unlink(path);
+		unlink(pubpath);
+		free(pubpath);
+		free(path);
+	}
+	/* Not a key at all: the helper says so. */
+	{
+		char *pub = NULL;
+
+		TEST_INTEQ(sshkey_public_of_private("garbage\n", 8, &pub), -EINVAL);
+		TEST_CHECK(pub == NULL);
+	}
+	{
+		char *fp = sshkey_fingerprint("ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQCextra");
+
+		TEST_STREQ(fp, "ssh-rsa (unparsable)");
+		free(fp);
+	}
 }
 
 static void peer_init(struct peer *p, const char *host, const char *addr, const char *boot,
@@ -404,7 +510,7 @@ static void test_known_hosts(struct spec *s, const char *k_self, const char *k1,
 	s->discovery.present = false;
 	s->discovery.method = DISC_SHARED;
 	s->ssh.host_keys = HOSTKEYS_PINNED;
-	fetch_ops = &libssh_fetch_ops;
+	fetch_ops = &helper_fetch_ops;
 	free(fake_host_key);
 
 	khosts_free(&old);
@@ -955,6 +1061,7 @@ int main(void)
 	strlist_free(&self_keys);
 
 	test_names();
+	test_keys();
 	test_known_hosts(&s, khost_self, k1, k2);
 	test_parse_odd(k1);
 	test_compare(k1, k2);
