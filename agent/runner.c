@@ -14,6 +14,7 @@
 
 #include <yaml.h>
 
+#include "escape.h"
 #include "fsutil.h"
 #include "json.h"
 #include "log.h"
@@ -565,7 +566,12 @@ char *runner_json(const struct ctx *c, const struct run_opts *o, const struct ru
 static void print_row(FILE *out, const char *name, const char *status, const char *dur,
 		      const char *summary)
 {
-	fprintf(out, "%-10s %-13s %8s  %s\n", name, status, dur, summary);
+	struct strbuf sb = STRBUF_INIT;
+
+	/* status prints what a file says: escaped, whoever wrote the file. */
+	esc_append(&sb, summary, strlen(summary), false);
+	fprintf(out, "%-10s %-13s %8s  %s\n", name, status, dur, sb_str(&sb));
+	sb_free(&sb);
 }
 
 void runner_print_table(const struct ctx *c, const struct run_result *res, FILE *out)
@@ -703,8 +709,14 @@ int status_print(const struct ctx *c, const char *path, FILE *out)
 			for (yaml_node_item_t *d = det->data.sequence.items.start; d < det->data.sequence.items.top; d++) {
 				yaml_node_t *line = yaml_document_get_node(&doc, *d);
 
-				if (line && line->type == YAML_SCALAR_NODE)
-					fprintf(out, "  %s\n", (const char *)line->data.scalar.value);
+				if (line && line->type == YAML_SCALAR_NODE) {
+					struct strbuf sb = STRBUF_INIT;
+
+					esc_append(&sb, (const char *)line->data.scalar.value,
+						   line->data.scalar.length, false);
+					fprintf(out, "  %s\n", sb_str(&sb));
+					sb_free(&sb);
+				}
 			}
 		}
 	}
