@@ -14,6 +14,7 @@
 
 #include <yaml.h>
 
+#include "escape.h"
 #include "fsutil.h"
 #include "json.h"
 #include "log.h"
@@ -325,7 +326,6 @@ static void run_one(struct ctx *c, const struct module *m, size_t i, struct run_
 	struct report *rep = &res->reports[i];
 	struct outputs view = { 0 };
 	struct peerset *legacy_peers = c->peers;
-	void *legacy_rdma = c->rdma_result;
 	uint64_t t0 = now_ms(), tmo;
 	int r;
 
@@ -356,16 +356,11 @@ static void run_one(struct ctx *c, const struct module *m, size_t i, struct run_
 		r = m->apply(c, rep);
 	outputs_copy(&res->out, &view, m->outputs);
 	c->out = NULL;
-	/* Going with ctx->peers and ctx->rdma_result: a write to either is an output,
-	 * and readers of the old fields see the outputs. */
+	/* Going with ctx->peers: a write to it is the output, and its readers see the output. */
 	if (c->peers != legacy_peers)
 		res->out.peers = c->peers;
 	else
 		c->peers = res->out.peers;
-	if (c->rdma_result != legacy_rdma)
-		res->out.rdma = c->rdma_result;
-	else
-		memcpy(&c->rdma_result, &res->out.rdma, sizeof(void *));   /* drops const: going */
 	if (r < 0)
 		report_raise(rep, ST_FAILED);
 	/* The worst-first summary from the findings, unless the module wrote one. */
@@ -471,9 +466,8 @@ int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
 		if (res->ran[i])
 			run_one(c, &mods[i], i, res);
 	free(mods);
-	/* The outputs belong to res now (run_result_free); the old fields only mirrored them. */
+	/* The outputs belong to res now (run_result_free); ctx->peers only mirrored them. */
 	c->peers = NULL;
-	c->rdma_result = NULL;
 	res->duration_ms = now_ms() - t0;
 	res->exit_code = exit_code_of(c, res);
 	if (c->mode == RUN_APPLY) {
@@ -572,7 +566,12 @@ char *runner_json(const struct ctx *c, const struct run_opts *o, const struct ru
 static void print_row(FILE *out, const char *name, const char *status, const char *dur,
 		      const char *summary)
 {
-	fprintf(out, "%-10s %-13s %8s  %s\n", name, status, dur, summary);
+	struct strbuf sb = STRBUF_INIT;
+
+	/* status prints what a file says: escaped, whoever wrote the file. */
+	esc_append(&sb, summary, strlen(summary), false);
+	fprintf(out, "%-10s %-13s %8s  %s\n", name, status, dur, sb_str(&sb));
+	sb_free(&sb);
 }
 
 void runner_print_table(const struct ctx *c, const struct run_result *res, FILE *out)
@@ -710,8 +709,14 @@ int status_print(const struct ctx *c, const char *path, FILE *out)
 			for (yaml_node_item_t *d = det->data.sequence.items.start; d < det->data.sequence.items.top; d++) {
 				yaml_node_t *line = yaml_document_get_node(&doc, *d);
 
-				if (line && line->type == YAML_SCALAR_NODE)
-					fprintf(out, "  %s\n", (const char *)line->data.scalar.value);
+				if (line && line->type == YAML_SCALAR_NODE) {
+					struct strbuf sb = STRBUF_INIT;
+
+					esc_append(&sb, (const char *)line->data.scalar.value,
+						   line->data.scalar.length, false);
+					fprintf(out, "  %s\n", sb_str(&sb));
+					sb_free(&sb);
+				}
 			}
 		}
 	}

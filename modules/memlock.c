@@ -268,7 +268,8 @@ static void observe(struct ctx *c, struct report *r)
 		bool exists = fs_exists(c, path);
 
 		if (!exists) {
-			report_detail(r, "pam: %s does not exist (no %s PAM stack here)", path, services[i]);
+			report_finding(r, ST_OK, "memlock.pam.absent",
+				       "pam: %s does not exist (no %s PAM stack here)", path, services[i]);
 		} else if (pam_has_limits(c, services[i], 0, &where)) {
 			report_finding(r, ST_OK, "memlock.pam.active", "pam: pam_limits is active for %s (%s)",
 				       services[i], where);
@@ -289,14 +290,16 @@ static void observe(struct ctx *c, struct report *r)
 
 			fmt_kib(soft, sb, sizeof(sb));
 			fmt_kib(hard, hb, sizeof(hb));
-			report_detail(r, "sshd (pid %s) runs with memlock soft %s, hard %s%s", pid, sb, hb,
-				      hard >= 0 && (want < 0 || hard < want) ?
-				      "; pam_limits raises it per session, services need DefaultLimitMEMLOCK "
-				      "and a restart" : "");
+			report_finding(r, ST_OK, "memlock.sshd.limit",
+				       "sshd (pid %s) runs with memlock soft %s, hard %s%s", pid, sb, hb,
+				       hard >= 0 && (want < 0 || hard < want) ?
+				       "; pam_limits raises it per session, services need DefaultLimitMEMLOCK "
+				       "and a restart" : "");
 		}
 		free(pid);
 	} else {
-		report_detail(r, "sshd: no running sshd found (/run/sshd.pid, /proc)");
+		report_finding(r, ST_OK, "memlock.sshd.absent",
+			       "sshd: no running sshd found (/run/sshd.pid, /proc)");
 	}
 	if (c->root[0] == '\0' || strcmp(c->root, "/") == 0) {
 		struct rlimit rl;
@@ -305,7 +308,8 @@ static void observe(struct ctx *c, struct report *r)
 			char sb[32];
 
 			fmt_kib(rl.rlim_cur == RLIM_INFINITY ? -1 : (long long)rl.rlim_cur, sb, sizeof(sb));
-			report_detail(r, "this process (hpcinit) has memlock %s; wanted %s", sb, wbuf);
+			report_finding(r, ST_OK, "memlock.self.limit",
+				       "this process (hpcinit) has memlock %s; wanted %s", sb, wbuf);
 		}
 	}
 }
