@@ -310,7 +310,7 @@ static size_t names_wrong(const struct ctx *c, const struct peerset *peers, char
 static int etc_hosts(struct ctx *c, struct report *rep, bool *managed)
 {
 	const struct spec *spec = c->spec;
-	const struct peerset *peers = c->peers;
+	const struct peerset *peers = c->out->peers;
 	enum hf_etc_hosts mode = spec->hostfile.etc_hosts;
 	char *old = NULL, *have = NULL, *why = NULL;
 	struct strbuf body = STRBUF_INIT;

@@ -202,7 +202,8 @@ static bool rep_has_detail(const struct report *r, const char *text)
 static void test_etc_hosts(void)
 {
 	struct spec spec = { 0 };
-	struct ctx c = { .spec = &spec, .root = root, .mode = RUN_APPLY };
+	struct outputs out = { 0 };
+	struct ctx c = { .spec = &spec, .root = root, .mode = RUN_APPLY, .out = &out };
 	struct report rep;
 	const char *base = "127.0.0.1 localhost\n";
 	const char *block = "# BEGIN hpcinit glo\n10.0.0.18 head1\n10.0.0.19 node2\n10.0.0.20 node10\n"
@@ -216,7 +217,7 @@ static void test_etc_hosts(void)
 	spec.hostfile.formats = HF_PLAIN;
 	spec.hostfile.address = HF_ADDR_HOSTNAME;
 	spec.hostfile.etc_hosts = HF_HOSTS_AUTO;
-	c.peers = make_peers();
+	out.peers = make_peers();
 
 	/* auto, every name resolves to its record already (DNS or the admin): no block */
 	put("/etc/hosts", "127.0.0.1 localhost\n10.0.0.18 head1\n10.0.0.19 node2 # x\n10.0.0.20\tnode10\n");
@@ -262,8 +263,8 @@ static void test_etc_hosts(void)
 	free(t);
 
 	/* a node leaves: its line goes */
-	peer_clear(&c.peers->v[2]);
-	c.peers->n = 2;
+	peer_clear(&out.peers->v[2]);
+	out.peers->n = 2;
 	report_init(&rep);
 	TEST_INTEQ(hf_run(&c, &rep), 0);
 	report_free(&rep);
@@ -320,7 +321,7 @@ static void test_etc_hosts(void)
 	free(t);
 
 	free(want);
-	c.peers = peerset_free(c.peers);
+	out.peers = peerset_free(out.peers);
 	test_rm_rf(root);
 }
 
