@@ -26,7 +26,8 @@ struct disc_run {
 	struct report *rep;
 	struct peer self;               /* this node's facts (node.c) */
 	struct peerset found;           /* peers of the last list, self not included */
-	struct report notes;            /* findings of the last list (rejections ...) */
+	struct report notes;            /* findings of the last list (rejections ...): only
+					 * report_finding, disc_notes_commit moves them on */
 	bool waited;                    /* list ran more than once */
 	void *priv;                     /* the method's own state, from open to close */
 };
@@ -75,6 +76,8 @@ char *node_sa_text(const struct sockaddr *sa);
 
 /* Drop all but one peer claiming each address: this node, else the newest record. */
 void drop_duplicate_addrs(struct peerset *s, struct report *notes);
+/* Record the findings of the last list (run->notes) in the step's report. */
+void disc_notes_commit(struct disc_run *run);
 /* Empty run->found and run->notes for the next list. */
 void disc_run_reset(struct disc_run *run);
 

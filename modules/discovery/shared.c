@@ -322,17 +322,21 @@ static ssize_t read_record(int fd, char *buf, size_t size, size_t max)
  * log (syslog on a real system) so that a planted or tampered record leaves
  * a trace even when nobody reads the run's output.
  */
-static void reject(struct disc_run *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void reject(struct disc_run *run, const char *fmt, ...)
+static void reject(struct disc_run *run, const char *why, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void reject(struct disc_run *run, const char *why, const char *fmt, ...)
 {
 	struct shared *sh = run->priv;
 	struct strbuf sb = STRBUF_INIT;
+	char *tag;
 	va_list ap;
 
 	va_start(ap, fmt);
 	sb_vprintf(&sb, fmt, ap);
 	va_end(ap);
-	report_detail(&run->notes, "%s", sb_str(&sb));
+	tag = xasprintf("discovery.record.%s", why);
+	report_finding(&run->notes, ST_DEGRADED, tag, "%s", sb_str(&sb));
+	free(tag);
 	if (sh->rejects.n < REJECT_LOG_MAX)
 		strlist_push(&sh->rejects, sb_str(&sb));
 	sh->rejected++;
@@ -377,7 +381,8 @@ static int read_records(struct disc_run *run, bool do_prune)
 	if (!d) {
 		int r = -errno;
 
-		report_detail(&run->notes, "rendezvous directory %s: %s", rv->nodes, strerror(errno));
+		report_finding(&run->notes, ST_FAILED, "discovery.dir.unreadable",
+			       "rendezvous directory %s: %s", rv->nodes, strerror(errno));
 		return r;
 	}
 	dfd = dirfd(d);
@@ -402,13 +407,13 @@ static int read_records(struct disc_run *run, bool do_prune)
 		if (!suffix(name, nl, ".rec"))
 			continue;       /* not ours: left alone */
 		if (nl - 4 >= sizeof(host)) {
-			reject(run, "record %.64s...: file name too long; rejected", name);
+			reject(run, "bad-name", "record %.64s...: file name too long; rejected", name);
 			continue;
 		}
 		memcpy(host, name, nl - 4);
 		host[nl - 4] = '\0';
 		if (!record_hostname_valid(host)) {
-			reject(run, "record %s: file name is not <hostname>.rec; rejected",
+			reject(run, "bad-name", "record %s: file name is not <hostname>.rec; rejected",
 				      name);
 			continue;
 		}
@@ -417,31 +422,31 @@ static int read_records(struct disc_run *run, bool do_prune)
 		fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
 		if (fd < 0) {
 			if (errno == ELOOP)
-				reject(run, "record %s: is a symbolic link; rejected", name);
+				reject(run, "symlink", "record %s: is a symbolic link; rejected", name);
 			else if (errno != ENOENT)   /* ENOENT: pruned by another node meanwhile */
-				reject(run, "record %s: cannot open: %s; rejected", name, strerror(errno));
+				reject(run, "unreadable", "record %s: cannot open: %s; rejected", name, strerror(errno));
 			continue;
 		}
 		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-			reject(run, "record %s: not a regular file; rejected", name);
+			reject(run, "not-a-file", "record %s: not a regular file; rejected", name);
 			close(fd);
 			continue;
 		}
 		if (st.st_uid != rv->trusted) {
-			reject(run, "record %s: owned by uid %u, not by the trusted writer "
+			reject(run, "wrong-owner", "record %s: owned by uid %u, not by the trusted writer "
 				      "(uid %u%s); rejected", name, (unsigned)st.st_uid,
 				      (unsigned)rv->trusted, rv->squashed ? ", root squashed" : ", root");
 			close(fd);
 			continue;
 		}
 		if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-			reject(run, "record %s: writable by group or others (mode %04o); "
+			reject(run, "writable", "record %s: writable by group or others (mode %04o); "
 				      "rejected", name, (unsigned)(st.st_mode & 07777));
 			close(fd);
 			continue;
 		}
 		if (st.st_size > RECORD_MAX_BYTES) {
-			reject(run, "record %s: %lld bytes, over the %d-byte limit; rejected",
+			reject(run, "too-large", "record %s: %lld bytes, over the %d-byte limit; rejected",
 				      name, (long long)st.st_size, RECORD_MAX_BYTES);
 			close(fd);
 			continue;
@@ -449,7 +454,7 @@ static int read_records(struct disc_run *run, bool do_prune)
 		len = read_record(fd, buf, (size_t)st.st_size, RECORD_MAX_BYTES);
 		close(fd);
 		if (len < 0) {
-			reject(run, "record %s: cannot read: %s; rejected", name,
+			reject(run, "unreadable", "record %s: cannot read: %s; rejected", name,
 				      strerror((int)-len));
 			continue;
 		}
@@ -462,15 +467,15 @@ static int read_records(struct disc_run *run, bool do_prune)
 		}
 		if (r < 0) {
 			if (r == -ENODATA)
-				reject(run, "record %s: truncated (no \"...\" end marker); rejected", name);
+				reject(run, "truncated", "record %s: truncated (no \"...\" end marker); rejected", name);
 			else if (r == -EKEYREJECTED)
-				reject(run, "record %s: bad HMAC (tampered, or written with another cluster "
+				reject(run, "bad-hmac", "record %s: bad HMAC (tampered, or written with another cluster "
 				       "secret); rejected", name);
 			else if (r == -ENOKEY)
-				reject(run, "record %s: no HMAC while cluster.secret_file is set; rejected",
+				reject(run, "no-hmac", "record %s: no HMAC while cluster.secret_file is set; rejected",
 				       name);
 			else
-				reject(run, "record %s: %s; rejected", name, err);
+				reject(run, "malformed", "record %s: %s; rejected", name, err);
 			if (do_prune && now - (int64_t)st.st_mtime > lease)
 				prune(run, name, "rejected and not refreshed within the lease");
 			continue;
@@ -487,7 +492,8 @@ static int read_records(struct disc_run *run, bool do_prune)
 	if (errno) {
 		int r = -errno;
 
-		report_detail(&run->notes, "rendezvous directory %s: %s", rv->nodes, strerror(errno));
+		report_finding(&run->notes, ST_FAILED, "discovery.dir.unreadable",
+			       "rendezvous directory %s: %s", rv->nodes, strerror(errno));
 		closedir(d);
 		return r;
 	}
@@ -686,7 +692,7 @@ static int shared_list(struct disc_run *run)
 	strlist_free(&sh->rejects);
 	r = read_records(run, ctx_may_write(c));
 	if (r < 0) {
-		sb_append(&run->rep->details, sb_str(&run->notes.details));
+		disc_notes_commit(run);
 		report_set(run->rep, ST_FAILED, "cannot read %s", sh->rv.nodes);
 		return r;
 	}
@@ -706,8 +712,6 @@ static int shared_finish(struct disc_run *run, const struct peerset *set)
 	if (sh->rejected > sh->rejects.n)
 		log_warn("%zu more records rejected; the run's details list them all",
 			 sh->rejected - sh->rejects.n);
-	if (sh->rejected)
-		report_raise(rep, ST_DEGRADED);
 	if (set->n >= spec->discovery.expect) {
 		if (ctx_may_write(c) && !sh->ready)
 			mark_ready(c);

@@ -69,14 +69,14 @@ static void plant(const char *name, const char *addr, int64_t age, const char *k
 static int run(struct ctx *c, struct report *rep)
 {
 	report_init(rep);
-	c->peers = peerset_free(c->peers);
+	c->out->peers = peerset_free(c->out->peers);
 	return disc_apply(c, rep);
 }
 
 static bool has_peer(const struct ctx *c, const char *name)
 {
-	for (size_t i = 0; c->peers && i < c->peers->n; i++)
-		if (strcmp(c->peers->v[i].hostname, name) == 0)
+	for (size_t i = 0; c->out->peers && i < c->out->peers->n; i++)
+		if (strcmp(c->out->peers->v[i].hostname, name) == 0)
 			return true;
 	return false;
 }
@@ -86,6 +86,16 @@ static bool detail(const struct report *rep, const char *text)
 	if (strstr(sb_str(&rep->details), text))
 		return true;
 	fprintf(stderr, "details lack \"%s\":\n%s", text, sb_str(&rep->details));
+	return false;
+}
+
+/* Did the run record a finding with this tag (and severity)? */
+static bool finding(const struct report *rep, const char *tag, enum rstatus sev)
+{
+	for (size_t i = 0; i < rep->n_findings; i++)
+		if (strcmp(rep->findings[i].tag, tag) == 0 && rep->findings[i].sev == sev)
+			return true;
+	fprintf(stderr, "no finding %s\n", tag);
 	return false;
 }
 
@@ -119,7 +129,8 @@ static void test_dups(void)
 int main(void)
 {
 	struct spec spec = { 0 };
-	struct ctx c = { .spec = &spec, .mode = RUN_APPLY, .hostname = "node1" };
+	struct outputs out = { 0 };
+	struct ctx c = { .spec = &spec, .mode = RUN_APPLY, .hostname = "node1", .out = &out };
 	struct report rep;
 	char *p, *before = NULL, *after = NULL;
 	struct stat st;
@@ -157,7 +168,7 @@ int main(void)
 	TEST_INTEQ(run(&c, &rep), 0);
 	TEST_INTEQ(rep.status, ST_CHANGED);
 	TEST_CHECK(exists(NODES "/node1.rec"));
-	TEST_CHECK(c.peers && c.peers->n == 1 && c.peers->v[0].self);
+	TEST_CHECK(out.peers && out.peers->n == 1 && out.peers->v[0].self);
 	TEST_CHECK(exists("/run/hpcinit/discovery-ready"));
 	report_free(&rep);
 
@@ -223,16 +234,24 @@ int main(void)
 	TEST_CHECK(detail(&rep, "record gone.rec: lease expired (scale-in); removed"));
 	TEST_CHECK(detail(&rep, "stale temporary file; removed"));
 	TEST_CHECK(detail(&rep, "address 10.0.0.2 is claimed by node2 and stale-ip; keeping node2"));
+	/* the same, as data: a stable tag for each reason */
+	TEST_CHECK(finding(&rep, "discovery.record.no-hmac", ST_DEGRADED));
+	TEST_CHECK(finding(&rep, "discovery.record.bad-hmac", ST_DEGRADED));
+	TEST_CHECK(finding(&rep, "discovery.record.wrong-owner", ST_DEGRADED));
+	TEST_CHECK(finding(&rep, "discovery.record.writable", ST_DEGRADED));
+	TEST_CHECK(finding(&rep, "discovery.record.truncated", ST_DEGRADED));
+	TEST_CHECK(finding(&rep, "discovery.record.bad-name", ST_DEGRADED));
+	TEST_CHECK(finding(&rep, "discovery.address.claimed-twice", ST_OK));
 	TEST_CHECK(!exists(NODES "/gone.rec"));
 	TEST_CHECK(!exists(NODES "/node9.rec.hpcinit-tmp.abcdef"));
 	TEST_CHECK(exists(NODES "/badhmac.rec"));           /* rejected: kept for the admin */
 	TEST_CHECK(exists(NODES "/README"));
-	TEST_INTEQ(c.peers ? c.peers->n : 0, 3);
+	TEST_INTEQ(out.peers ? out.peers->n : 0, 3);
 	TEST_CHECK(has_peer(&c, "node1") && has_peer(&c, "node2") && has_peer(&c, "node10"));
-	if (c.peers && c.peers->n == 3) {                  /* natural order */
-		TEST_STREQ(c.peers->v[0].hostname, "node1");
-		TEST_STREQ(c.peers->v[1].hostname, "node2");
-		TEST_STREQ(c.peers->v[2].hostname, "node10");
+	if (out.peers && out.peers->n == 3) {                  /* natural order */
+		TEST_STREQ(out.peers->v[0].hostname, "node1");
+		TEST_STREQ(out.peers->v[1].hostname, "node2");
+		TEST_STREQ(out.peers->v[2].hostname, "node10");
 	}
 	report_free(&rep);
 
@@ -331,7 +350,7 @@ int main(void)
 	TEST_INTEQ(rep.status, ST_OK);
 	report_free(&rep);
 
-	c.peers = peerset_free(c.peers);
+	out.peers = peerset_free(out.peers);
 	free(before);
 	free(after);
 	test_rm_rf(root);
