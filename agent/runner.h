@@ -38,7 +38,7 @@ int runner_check_table(const struct module *const *table);
 int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res);
 void run_result_free(struct run_result *res);
 
-/* Render the run as JSON (the status document). */
+/* The run report (status.c).  Render the run as JSON (the status document). */
 char *runner_json(const struct ctx *c, const struct run_opts *o, const struct run_result *res);
 /* Print the human table (and details of interesting modules) to out. */
 void runner_print_table(const struct ctx *c, const struct run_result *res, FILE *out);
