@@ -3,7 +3,7 @@
  * The runner: checks the module table's declarations, fills in default hooks,
  * runs the selected steps in table order under their deadlines with their
  * views of the typed outputs, skips those whose needs failed, holds the run
- * lock, and records the run (the report itself is status.c).
+ * lock, and hands the run to status.c to record.
  */
 #include "config.h"
 
@@ -341,8 +341,13 @@ static void run_one(struct ctx *c, const struct module *m, size_t i, struct run_
 		if (!find_idx(*d, &j))
 			continue;
 		if (res->reports[j].status == ST_FAILED || res->reports[j].status == ST_SKIPPED) {
+			bool failed = res->reports[j].status == ST_FAILED;
+
+			/* Tagged: status.json counts a step skipped for a failed need as not done. */
+			report_finding(rep, ST_SKIPPED, failed ? NEEDS_FAILED_TAG : "runner.needs.skipped",
+				       "needs %s, which %s", *d, failed ? "failed" : "was skipped");
 			report_set(rep, ST_SKIPPED, "needs %s, which %s", *d,
-				   res->reports[j].status == ST_FAILED ? "failed" : "was skipped");
+				   failed ? "failed" : "was skipped");
 			return;
 		}
 	}
@@ -408,26 +413,6 @@ static int exit_code_of(const struct ctx *c, const struct run_result *res)
 	return 0;
 }
 
-static void write_status(struct ctx *c, const struct run_opts *o, const struct run_result *res)
-{
-	struct report scratch;
-	char *json = runner_json(c, o, res);
-	const char *paths[] = { STATUS_PATH, LAST_RUN_PATH };
-	const char *dirs[] = { "/run/hpcinit", "/var/lib/hpcinit" };
-
-	report_init(&scratch);
-	for (int i = 0; i < 2; i++) {
-		int r = fs_mkdir_p(c, &scratch, dirs[i], 0755, 0, 0);
-
-		if (r >= 0)
-			r = fs_write(c, &scratch, paths[i], json, strlen(json), 0644, 0, 0);
-		if (r < 0)
-			log_errno(LOG_LVL_WARN, r, "cannot write %s, ignoring", paths[i]);
-	}
-	report_free(&scratch);
-	free(json);
-}
-
 int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
 {
 	size_t n = 0;
@@ -473,7 +458,7 @@ int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
 	res->duration_ms = now_ms() - t0;
 	res->exit_code = exit_code_of(c, res);
 	if (c->mode == RUN_APPLY) {
-		write_status(c, o, res);
+		status_write(c, o, res);
 		close(lock_fd);   /* releases the flock */
 	}
 	return res->exit_code;

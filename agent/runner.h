@@ -5,9 +5,14 @@
 
 #include "hpcinit.h"
 
+#define STATUS_DIR "/run/hpcinit"
 #define STATUS_PATH "/run/hpcinit/status.json"
+/* Written instead when a run could not record itself (the status files are removed). */
+#define STATUS_ERROR_PATH "/run/hpcinit/status-error.json"
 #define LAST_RUN_PATH "/var/lib/hpcinit/last-run.json"
 #define LOCK_PATH "/run/hpcinit/lock"
+/* The finding of a step skipped because a step it needs failed (status.json counts it as not done). */
+#define NEEDS_FAILED_TAG "runner.needs.failed"
 
 struct run_opts {
 	const char *command;            /* "apply", "check", "plan", "refresh", "verify" */
@@ -38,12 +43,20 @@ int runner_check_table(const struct module *const *table);
 int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res);
 void run_result_free(struct run_result *res);
 
-/* The run report (status.c).  Render the run as JSON (the status document). */
+/* The run report (status.c).  Record an apply's run: its part and status.json. */
+void status_write(struct ctx *c, const struct run_opts *o, const struct run_result *res);
+/* Render the run as JSON (the status document). */
 char *runner_json(const struct ctx *c, const struct run_opts *o, const struct run_result *res);
 /* Print the human table (and details of interesting modules) to out. */
 void runner_print_table(const struct ctx *c, const struct run_result *res, FILE *out);
 
 /* Read a status document and print it as a table.  0, or -errno. */
 int status_print(const struct ctx *c, const char *path, FILE *out);
+/*
+ * hpcinit status: status.json as a table (or as JSON).  When the last run
+ * could not write its status, or only an earlier boot's last-run.json is
+ * left, say that it is stale and return 1.  Returns the exit code.
+ */
+int status_command(const struct ctx *c, bool json, FILE *out);
 
 #endif

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "discovery.h"
 #include "log.h"
@@ -27,6 +28,19 @@ static const struct disc_method_ops *const disc_methods[] = {
 	&disc_method_scan,
 	NULL,
 };
+
+static int64_t system_now(void)
+{
+	return (int64_t)time(NULL);
+}
+
+static const struct disc_clock system_clock = { system_now };
+const struct disc_clock *disc_clock = &system_clock;
+
+int64_t disc_now(void)
+{
+	return disc_clock->now();
+}
 
 int disc_nop(struct disc_run *run)
 {

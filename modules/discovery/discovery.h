@@ -19,6 +19,20 @@
 #include "record.h"
 
 #define WAIT_POLL_CAP_MS 5000           /* the wait re-reads at least every 5 s */
+/*
+ * How far a record's time may lie ahead of the cluster clock (the shared
+ * directory's file times, see shared.c) before it is rejected.  Documented
+ * in docs/cluster.md.
+ */
+#define DISC_CLOCK_SKEW_S 60
+
+/* Where "now" comes from: time(2), or a skewed clock in tests (STYLE.md 6). */
+struct disc_clock {
+	int64_t (*now)(void);
+};
+extern const struct disc_clock *disc_clock;
+/* This node's clock, unix seconds. */
+int64_t disc_now(void);
 
 /* One run of a method: what the step hands it and what it hands back. */
 struct disc_run {
