@@ -24,6 +24,7 @@ static const struct disc_method_ops *const disc_methods[] = {
 	&disc_method_shared,
 	&disc_method_static,
 	&disc_method_scan,
+	&disc_method_etcd,
 	NULL,
 };
 
