@@ -7,7 +7,9 @@
  * active port of a device matching rdma.devices with the wanted link
  * layer; then Open MPI uses UCX on those ports.  When the rdma module ran
  * in this run (its typed output c->out->rdma), only the devices it found usable count,
- * and none if it found none.  Otherwise TCP, limited to cluster.network for
+ * and none if it found none.  Software devices (Soft-RoCE rdma_rxe, siw)
+ * do not count: they run the RDMA transport on the CPU over the same NIC
+ * that TCP uses directly.  Otherwise TCP, limited to cluster.network for
  * both MPI traffic and Open MPI's launch channel.
  * The same settings go into the profile and onto verify's mpirun line
  * (remote daemons started over ssh do not read profile.d).
@@ -100,7 +102,7 @@ static bool in_words(const char *list, const char *name)
  * largest P_Key among them (Azure's tenant partition).
  */
 static void rdma_ports(const struct ctx *c, const char *only, struct strlist *ret,
-		       unsigned long *ret_pkey)
+		       unsigned long *ret_pkey, struct strlist *soft)
 {
 	const struct spec *s = c->spec;
 	struct ib_dev *devs = xcalloc(IB_MAX_DEVS, sizeof(*devs));
@@ -112,6 +114,11 @@ static void rdma_ports(const struct ctx *c, const char *only, struct strlist *re
 		if (!safe_token(d->name) || !(only ? in_words(only, d->name) :
 		    fnmatch(s->rdma.devices ? s->rdma.devices : "mlx5_ib*", d->name, 0) == 0))
 			continue;
+		if (d->parent[0]) {
+			/* Found on a VM with Soft-RoCE: UCX over rxe timed out where TCP worked. */
+			strlist_push(soft, d->name);
+			continue;
+		}
 		for (unsigned k = 0; k < d->n_ports; k++) {
 			const struct ib_port *p = &d->ports[k];
 
@@ -129,12 +136,12 @@ static void fabric_detect(const struct ctx *c, struct fabric *f)
 {
 	const struct spec *s = c->spec;
 	const struct rdma_result *rr = c->out ? c->out->rdma : NULL;
-	struct strlist ports = { 0 };
+	struct strlist ports = { 0 }, soft = { 0 };
 	unsigned long pkey = 0;
 
 	memset(f, 0, sizeof(*f));
 	if (s->rdma.present && !(rr && !rr->usable))
-		rdma_ports(c, rr ? rr->devices : NULL, &ports, &pkey);
+		rdma_ports(c, rr ? rr->devices : NULL, &ports, &pkey, &soft);
 	if (ports.n) {
 		struct strbuf sb = STRBUF_INIT;
 
@@ -149,8 +156,12 @@ static void fabric_detect(const struct ctx *c, struct fabric *f)
 		mca_set(f, "btl", "^vader,tcp,openib,uct");
 	} else {
 		f->what = s->cluster.has_network ?
-			  xasprintf("ethernet: TCP over %s", s->cluster.network.text) :
-			  xstrdup("ethernet: TCP on every interface (no cluster.network)");
+			  xasprintf("ethernet: TCP over %s%s%s%s", s->cluster.network.text,
+				    soft.n ? " (" : "", soft.n ? soft.v[0] : "",
+				    soft.n ? " is a software RDMA device: not used)" : "") :
+			  xasprintf("ethernet: TCP on every interface (no cluster.network)%s%s%s",
+				    soft.n ? " (" : "", soft.n ? soft.v[0] : "",
+				    soft.n ? " is a software RDMA device: not used)" : "");
 		mca_set(f, "pml", "ob1");
 		mca_set(f, "btl", "tcp,self,vader");
 		if (s->cluster.has_network)
@@ -159,6 +170,7 @@ static void fabric_detect(const struct ctx *c, struct fabric *f)
 	if (s->cluster.has_network)
 		mca_set(f, "oob_tcp_if_include", s->cluster.network.text);
 	strlist_free(&ports);
+	strlist_free(&soft);
 }
 
 static char *profile_render(const struct spec *s, const struct fabric *f)
