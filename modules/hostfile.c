@@ -310,7 +310,7 @@ static size_t names_wrong(const struct ctx *c, const struct peerset *peers, char
 static int etc_hosts(struct ctx *c, struct report *rep, bool *managed)
 {
 	const struct spec *spec = c->spec;
-	const struct peerset *peers = c->peers;
+	const struct peerset *peers = c->out->peers;
 	enum hf_etc_hosts mode = spec->hostfile.etc_hosts;
 	char *old = NULL, *have = NULL, *why = NULL;
 	struct strbuf body = STRBUF_INIT;
@@ -368,11 +368,11 @@ static int hf_run(struct ctx *c, struct report *rep)
 	bool hosts = false;
 	int r, ret = 0;
 
-	if (!c->peers || c->peers->n == 0) {
+	if (!c->out->peers || c->out->peers->n == 0) {
 		report_set(rep, ST_FAILED, "no peers known (discovery did not run)");
 		return -ENODATA;
 	}
-	hostfile_render(spec, c->peers, &t, &fallbacks);
+	hostfile_render(spec, c->out->peers, &t, &fallbacks);
 	if (fallbacks.n) {
 		report_detail(rep, "hostfile.address ipoib: %zu node(s) publish no IPoIB address "
 			      "(first: %s); using their cluster address", fallbacks.n, fallbacks.v[0]);
@@ -423,7 +423,7 @@ out:
 	if (ret < 0)
 		report_set(rep, ST_FAILED, "cannot write the hostfiles (see details)");
 	else
-		report_set(rep, ST_OK, "%zu node%s in %s: %s", c->peers->n, c->peers->n == 1 ? "" : "s",
+		report_set(rep, ST_OK, "%zu node%s in %s: %s", c->out->peers->n, c->out->peers->n == 1 ? "" : "s",
 			   dir, sb_str(&written));
 	sb_free(&written);
 	strlist_free(&fallbacks);
@@ -438,4 +438,5 @@ const struct module hostfile_module = {
 	.timeout_ms = NULL,
 	.check = hf_run,
 	.apply = hf_run,
+	.inputs = OUT_PEERS,
 };

@@ -242,7 +242,7 @@ static void peer_names(const struct peer *p, const char *id, struct strlist *nam
 }
 
 /* A name two live peers claim would pin one's key for the other: drop it from both. */
-static void drop_shared_names(struct report *r, struct khosts *want, struct ssh_tally *t)
+static void drop_shared_names(struct report *r, struct khosts *want)
 {
 	struct smap first, shared;
 	struct strlist dropped = { 0 };
@@ -255,14 +255,14 @@ static void drop_shared_names(struct report *r, struct khosts *want, struct ssh_
 
 			if (smap_add(&first, n, i) || !smap_get(&first, n, &k) || k == i)
 				continue;
-			report_detail(r, "%s is claimed by both %s and %s; left out of " KH_PATH
-				      " until one of them leaves", n, want->v[k].id, want->v[i].id);
+			report_finding(r, ST_DEGRADED, "ssh.known-hosts.name-claimed-twice",
+				       "%s is claimed by both %s and %s; left out of " KH_PATH
+				       " until one of them leaves", n, want->v[k].id, want->v[i].id);
 			strlist_push(&dropped, n);
 		}
 	smap_free(&first);
 	if (!dropped.n)
 		return;
-	t->degraded = true;
 	smap_init(&shared, dropped.n);
 	for (size_t i = 0; i < dropped.n; i++)
 		(void)smap_add(&shared, dropped.v[i], 0);
@@ -329,11 +329,12 @@ static void apply_key_policy(struct report *r, const struct khost *old, struct k
 			fp_old = sshkey_fingerprint(old->keys.v[i]);
 	if (!fp_old)
 		fp_old = sshkey_fingerprint(old->keys.v[0]);
-	report_detail(r, "%s: HOST KEY CHANGED while the node stayed up (boot id %s): it "
-		      "publishes %s, pinned is %s. Refused: the pinned key stays and ssh to it "
-		      "fails. If the change is intended, remove its lines (ssh-keygen -R %s -f "
-		      KH_PATH ") and run hpcinit refresh", h->id,
-		      *h->boot_id ? h->boot_id : "unknown", fp_new, fp_old, h->id);
+	report_finding(r, ST_FAILED, "ssh.host-key.changed",
+		       "%s: HOST KEY CHANGED while the node stayed up (boot id %s): it "
+		       "publishes %s, pinned is %s. Refused: the pinned key stays and ssh to it "
+		       "fails. If the change is intended, remove its lines (ssh-keygen -R %s -f "
+		       KH_PATH ") and run hpcinit refresh", h->id,
+		       *h->boot_id ? h->boot_id : "unknown", fp_new, fp_old, h->id);
 	free(fp_new);
 	free(fp_old);
 	strlist_copy(&h->keys, &old->keys);
@@ -359,10 +360,10 @@ static void keys_from_network(struct ctx *c, struct report *r, const struct peer
 	int ret;
 
 	if (c->spec->ssh.host_keys != HOSTKEYS_SCAN) {
-		report_detail(r, "%s: published no host keys, left out of " KH_PATH " (ssh to it is "
-			      "refused); publish them with discovery: shared, or opt in to trust on "
-			      "first use with ssh: {host_keys: scan}", h->id);
-		t->degraded = true;
+		report_finding(r, ST_DEGRADED, "ssh.host-key.unpublished",
+			       "%s: published no host keys, left out of " KH_PATH " (ssh to it is "
+			       "refused); publish them with discovery: shared, or opt in to trust on "
+			       "first use with ssh: {host_keys: scan}", h->id);
 		return;
 	}
 	free(h->source);
@@ -381,9 +382,9 @@ static void keys_from_network(struct ctx *c, struct report *r, const struct peer
 	}
 	ret = fetch_ops->fetch(target, fetch_port(c->spec), FETCH_TIMEOUT_MS, &key);
 	if (ret < 0) {
-		report_detail(r, "%s: cannot fetch its host key from %s:%u: %s; left out",
-			      h->id, target, fetch_port(c->spec), strerror(-ret));
-		t->degraded = true;
+		report_finding(r, ST_DEGRADED, "ssh.host-key.fetch-failed",
+			       "%s: cannot fetch its host key from %s:%u: %s; left out",
+			       h->id, target, fetch_port(c->spec), strerror(-ret));
 		return;
 	}
 	{
@@ -417,17 +418,17 @@ void want_hosts(struct ctx *c, struct report *r, const struct peerset *ps,
 		if (p->self != (n < ps->n))
 			continue;
 		if (!valid_hostname(p->hostname)) {
-			report_detail(r, "a peer record has an invalid hostname; ignored");
-			t->degraded = true;
+			report_finding(r, ST_DEGRADED, "ssh.peer.bad-hostname",
+				       "a peer record has an invalid hostname; ignored");
 			continue;
 		}
 		id = lowercase(p->hostname);
 		if (smap_get(&ids, id, &at)) {
-			report_detail(r, "%s: %s; the other is ignored", id, want->v[at].peer &&
-				      want->v[at].peer->self ?
-				      "a peer record carries this node's hostname" :
-				      "two peer records carry this hostname");
-			t->degraded = true;
+			report_finding(r, ST_DEGRADED, "ssh.peer.hostname-claimed-twice",
+				       "%s: %s; the other is ignored", id, want->v[at].peer &&
+				       want->v[at].peer->self ?
+				       "a peer record carries this node's hostname" :
+				       "two peer records carry this hostname");
 			free(id);
 			continue;
 		}
@@ -461,8 +462,8 @@ void want_hosts(struct ctx *c, struct report *r, const struct peerset *ps,
 			(void)gethostname(name, sizeof(name) - 1);
 		id = valid_hostname(name) ? lowercase(name) : NULL;
 		if (id && smap_get(&ids, id, NULL)) {
-			report_detail(r, "%s: a peer record carries this node's hostname", id);
-			t->degraded = true;
+			report_finding(r, ST_DEGRADED, "ssh.peer.hostname-claimed-twice",
+				       "%s: a peer record carries this node's hostname", id);
 		} else if (id) {
 			struct khost *h;
 
@@ -473,7 +474,7 @@ void want_hosts(struct ctx *c, struct report *r, const struct peerset *ps,
 		}
 		free(id);
 	}
-	drop_shared_names(r, want, t);
+	drop_shared_names(r, want);
 	smap_init(&olds, old->n);
 	for (size_t i = 0; i < old->n; i++)
 		if (*old->v[i].id)

@@ -63,8 +63,8 @@ static int user_converge(struct ctx *c, struct report *r, const char *user,
 		ret = sshkey_check_path(c, r, ak, false, uid);
 	if (ret < 0)
 		goto out;
-	self_hostname(c, c->peers, host, sizeof(host));
-	body = ak_render(s, c->peers, user, pub, host, r);
+	self_hostname(c, c->out->peers, host, sizeof(host));
+	body = ak_render(s, c->out->peers, user, pub, host, r);
 	as_user = sshkey_fsid_user(c, home, uid, gid);
 	if (fs_read(c, ak, &old, NULL) == 0)
 		old_block = managed_block_get(old, s->cluster.name);
@@ -95,7 +95,7 @@ out:
  * The drop-in only works when the system ssh_config includes
  * ssh_config.d before any line that sets the same options.
  */
-static void check_include(struct ctx *c, struct report *r, struct ssh_tally *t)
+static void check_include(struct ctx *c, struct report *r)
 {
 	char *text = NULL;
 	bool included = false, overridden = false;
@@ -119,13 +119,13 @@ static void check_include(struct ctx *c, struct report *r, struct ssh_tally *t)
 		p = nl ? nl + 1 : NULL;
 	}
 	if (!included) {
-		report_detail(r, SYS_CONF " does not include " CONF_DIR "/*.conf, so " CONF_PATH
-			      " has no effect: add \"Include " CONF_DIR "/*.conf\" at its top");
-		t->degraded = true;
+		report_finding(r, ST_DEGRADED, "ssh.config.no-include",
+			       SYS_CONF " does not include " CONF_DIR "/*.conf, so " CONF_PATH
+			       " has no effect: add \"Include " CONF_DIR "/*.conf\" at its top");
 	} else if (overridden) {
-		report_detail(r, SYS_CONF " sets StrictHostKeyChecking or GlobalKnownHostsFile before "
-			      "it includes " CONF_DIR "; ssh uses the first value, so move the Include up");
-		t->degraded = true;
+		report_finding(r, ST_DEGRADED, "ssh.config.include-too-late",
+			       SYS_CONF " sets StrictHostKeyChecking or GlobalKnownHostsFile before "
+			       "it includes " CONF_DIR "; ssh uses the first value, so move the Include up");
 	}
 	free(text);
 }
@@ -159,17 +159,16 @@ static int ssh_run(struct ctx *c, struct report *r)
 
 	if (fs_read(c, KH_PATH, &text, NULL) == 0)
 		kh_parse(text, &old);
-	want_hosts(c, r, c->peers, &old, &want, &t);
+	want_hosts(c, r, c->out->peers, &old, &want, &t);
 	if (c->mode == RUN_CHECK)
 		kh_compare(r, &old, &want);
 	ret = write_system_files(c, r, &want);
 	if (ret < 0)
 		err = ret;
-	check_include(c, r, &t);
+	check_include(c, r);
 	for (size_t i = 0; i < s->ssh.users.n; i++) {
 		ret = user_converge(c, r, s->ssh.users.v[i], &t);
 		if (ret < 0) {
-			t.failed = true;
 			if (!err)
 				err = ret;
 		} else {
@@ -189,7 +188,8 @@ static int ssh_run(struct ctx *c, struct report *r)
 		report_set(r, ST_FAILED, "%zu of %zu users set up; %s", t.users, s->ssh.users.n,
 			   strerror(-err));
 	} else {
-		report_set(r, t.degraded ? ST_DEGRADED : ST_OK,
+		/* Degraded when a finding says so (report_finding raised the status). */
+		report_set(r, ST_OK,
 			   "%zu nodes, %zu host keys pinned%s, %zu users with %zu authorized keys",
 			   t.peers, t.host_keys, t.tofu ? " (some trusted on first use)" : "",
 			   t.users, t.user_keys);
@@ -221,4 +221,5 @@ const struct module ssh_module = {
 	.timeout_ms = ssh_timeout,
 	.check = ssh_run,
 	.apply = ssh_run,
+	.inputs = OUT_PEERS,
 };

@@ -41,8 +41,6 @@ struct khosts {
 struct ssh_tally {
 	size_t peers, host_keys, tofu, users, user_keys;
 	bool refused;           /* a live peer's host key changed */
-	bool degraded;          /* a peer is left out, a name is ambiguous, ... */
-	bool failed;            /* a user could not be set up */
 	struct strlist refused_hosts;
 };
 

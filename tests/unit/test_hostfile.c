@@ -79,7 +79,8 @@ static void test_render(void)
 static void test_module(void)
 {
 	struct spec spec = { 0 };
-	struct ctx c = { .spec = &spec, .root = root, .mode = RUN_APPLY };
+	struct outputs out = { 0 };
+	struct ctx c = { .spec = &spec, .root = root, .mode = RUN_APPLY, .out = &out };
 	struct report rep;
 	char *t;
 	struct stat st1, st2;
@@ -99,7 +100,7 @@ static void test_module(void)
 	TEST_INTEQ(rep.status, ST_FAILED);
 	report_free(&rep);
 
-	c.peers = make_peers();
+	out.peers = make_peers();
 	put("/etc/openmpi/openmpi-default-hostfile", "# This is the default hostfile for Open MPI.\nuserhost slots=2\n");
 	put("/etc/clustershell/groups.d/local.cfg", "# local groups\nadm: example0\n");
 
@@ -153,8 +154,8 @@ static void test_module(void)
 	c.mode = RUN_APPLY;
 
 	/* a node leaves: files shrink */
-	peer_clear(&c.peers->v[2]);
-	c.peers->n = 2;
+	peer_clear(&out.peers->v[2]);
+	out.peers->n = 2;
 	report_init(&rep);
 	TEST_INTEQ(hf_run(&c, &rep), 0);
 	TEST_INTEQ(rep.status, ST_CHANGED);
@@ -184,7 +185,7 @@ static void test_module(void)
 	TEST_STREQ(t, "user file\n");
 	free(t);
 
-	c.peers = peerset_free(c.peers);
+	out.peers = peerset_free(out.peers);
 	free(p1);
 	test_rm_rf(root);
 }
@@ -201,7 +202,8 @@ static bool rep_has_detail(const struct report *r, const char *text)
 static void test_etc_hosts(void)
 {
 	struct spec spec = { 0 };
-	struct ctx c = { .spec = &spec, .root = root, .mode = RUN_APPLY };
+	struct outputs out = { 0 };
+	struct ctx c = { .spec = &spec, .root = root, .mode = RUN_APPLY, .out = &out };
 	struct report rep;
 	const char *base = "127.0.0.1 localhost\n";
 	const char *block = "# BEGIN hpcinit glo\n10.0.0.18 head1\n10.0.0.19 node2\n10.0.0.20 node10\n"
@@ -215,7 +217,7 @@ static void test_etc_hosts(void)
 	spec.hostfile.formats = HF_PLAIN;
 	spec.hostfile.address = HF_ADDR_HOSTNAME;
 	spec.hostfile.etc_hosts = HF_HOSTS_AUTO;
-	c.peers = make_peers();
+	out.peers = make_peers();
 
 	/* auto, every name resolves to its record already (DNS or the admin): no block */
 	put("/etc/hosts", "127.0.0.1 localhost\n10.0.0.18 head1\n10.0.0.19 node2 # x\n10.0.0.20\tnode10\n");
@@ -261,8 +263,8 @@ static void test_etc_hosts(void)
 	free(t);
 
 	/* a node leaves: its line goes */
-	peer_clear(&c.peers->v[2]);
-	c.peers->n = 2;
+	peer_clear(&out.peers->v[2]);
+	out.peers->n = 2;
 	report_init(&rep);
 	TEST_INTEQ(hf_run(&c, &rep), 0);
 	report_free(&rep);
@@ -319,7 +321,7 @@ static void test_etc_hosts(void)
 	free(t);
 
 	free(want);
-	c.peers = peerset_free(c.peers);
+	out.peers = peerset_free(out.peers);
 	test_rm_rf(root);
 }
 

@@ -236,6 +236,15 @@ static bool same_set(const struct strlist *a, const struct strlist *b)
 	return a->n == b->n && !first_new_key(a, b) && !first_new_key(b, a);
 }
 
+/* Did the run record a finding with this tag? */
+static bool has_finding(const struct report *r, const char *tag)
+{
+	for (size_t i = 0; i < r->n_findings; i++)
+		if (strcmp(r->findings[i].tag, tag) == 0)
+			return true;
+	return false;
+}
+
 static int fake_fetches;
 static char *fake_host_key;
 
@@ -298,7 +307,7 @@ static void test_known_hosts(struct spec *s, const char *k_self, const char *k1,
 	TEST_INTEQ(want.v[1].names.n, 3);
 	TEST_STREQ(want.v[1].names.v[2], "172.16.0.12");
 	TEST_INTEQ(t.host_keys, 3);
-	TEST_CHECK(!t.refused && !t.degraded);
+	TEST_CHECK(!t.refused && report_problems(&r) == 0);
 
 	text = kh_render(s, &want);
 	{
@@ -329,6 +338,7 @@ static void test_known_hosts(struct spec *s, const char *k_self, const char *k1,
 	TEST_STREQ(t.refused_hosts.v[0], "hps-2");
 	TEST_STREQ(want.v[1].keys.v[0], k1);
 	TEST_CHECK(strstr(sb_str(&r.details), "hps-2: HOST KEY CHANGED while the node stayed up") != NULL);
+	TEST_CHECK(has_finding(&r, "ssh.host-key.changed"));
 	TEST_CHECK(strstr(sb_str(&r.details), "SHA256:") != NULL);
 	strlist_free(&t.refused_hosts);
 	khosts_free(&want);
@@ -388,7 +398,7 @@ static void test_known_hosts(struct spec *s, const char *k_self, const char *k1,
 	want_hosts(&c, &r, &ps, &again, &want, &t);
 	TEST_CHECK(strstr(sb_str(&r.details), "hps-3: no longer a peer; its host keys are pruned") != NULL);
 	TEST_CHECK(strstr(sb_str(&r.details), "198.18.3.12 is claimed by both hps-2 and hps-4") != NULL);
-	TEST_CHECK(t.degraded);
+	TEST_CHECK(r.status == ST_DEGRADED && has_finding(&r, "ssh.known-hosts.name-claimed-twice"));
 	TEST_CHECK(!strlist_has(&want.v[1].names, "198.18.3.12"));
 	TEST_CHECK(!strlist_has(&want.v[2].names, "198.18.3.12"));
 	TEST_CHECK(strlist_has(&want.v[2].names, "hps-4"));
@@ -412,7 +422,7 @@ static void test_known_hosts(struct spec *s, const char *k_self, const char *k1,
 		TEST_STREQ(want.v[0].keys.v[0], k_self);
 		TEST_CHECK(strstr(sb_str(&r.details), "hps-1.sim.example: a peer record carries this "
 				  "node's hostname; the other is ignored") != NULL);
-		TEST_CHECK(t.degraded);
+		TEST_CHECK(r.status == ST_DEGRADED && has_finding(&r, "ssh.peer.hostname-claimed-twice"));
 		khosts_free(&want);
 		report_free(&r);
 		peers_free(&two);
@@ -438,7 +448,7 @@ static void test_known_hosts(struct spec *s, const char *k_self, const char *k1,
 	ps.v[2].hostname = xstrdup("hps-5");
 	strlist_free(&ps.v[2].host_keys);
 	want_hosts(&c, &r, &ps, &again, &want, &t);
-	TEST_CHECK(t.degraded);
+	TEST_CHECK(r.status == ST_DEGRADED && has_finding(&r, "ssh.host-key.unpublished"));
 	TEST_CHECK(strstr(sb_str(&r.details), "hps-5: published no host keys") != NULL);
 	text = kh_render(s, &want);
 	TEST_CHECK(strstr(text, "hps-5") == NULL);
@@ -480,7 +490,7 @@ static void test_known_hosts(struct spec *s, const char *k_self, const char *k1,
 	ps.v[2].addr = xstrdup("198.18.3.99");
 	want_hosts(&c, &r, &ps, &old, &want, &t);
 	TEST_INTEQ(fake_fetches, 2);
-	TEST_CHECK(t.degraded);
+	TEST_CHECK(r.status == ST_DEGRADED && has_finding(&r, "ssh.host-key.fetch-failed"));
 	TEST_INTEQ(want.v[2].keys.n, 0);
 	khosts_free(&want);
 	report_free(&r);
@@ -699,7 +709,8 @@ static void test_authorized(struct spec *s, const char *ka, const char *kb, cons
 /* Whole runs on a fake root: files, owners, modes, idempotence, refusals. */
 static void test_run(struct spec *s, const char *khost2, const char *kuser2)
 {
-	struct ctx c = { .spec = s, .root = root, .mode = RUN_APPLY, .hostname = "hps-1" };
+	struct outputs out = { 0 };
+	struct ctx c = { .spec = s, .root = root, .mode = RUN_APPLY, .hostname = "hps-1", .out = &out };
 	struct peerset ps = { 0 };
 	struct report r;
 	struct stat st;
@@ -725,7 +736,7 @@ static void test_run(struct spec *s, const char *khost2, const char *kuser2)
 	ps.v[0].self = true;
 	peer_init(&ps.v[1], "hps-2", "198.18.3.12", "b2", khost2);
 	peer_user_key(&ps.v[1], "alice", kuser2);
-	c.peers = &ps;
+	out.peers = &ps;
 
 	/* plan: nothing is written, the would-be changes are listed. */
 	c.mode = RUN_PLAN;
@@ -910,12 +921,14 @@ static void test_run(struct spec *s, const char *khost2, const char *kuser2)
 	TEST_INTEQ(ssh_run(&c, &r), 0);
 	TEST_INTEQ(r.status, ST_DEGRADED);
 	TEST_CHECK(strstr(sb_str(&r.details), "does not include /etc/ssh/ssh_config.d/*.conf") != NULL);
+	TEST_CHECK(has_finding(&r, "ssh.config.no-include"));
 	report_free(&r);
 	put("/etc/ssh/ssh_config", "StrictHostKeyChecking ask\nInclude /etc/ssh/ssh_config.d/*.conf\n", 0644);
 	report_init(&r);
 	TEST_INTEQ(ssh_run(&c, &r), 0);
 	TEST_INTEQ(r.status, ST_DEGRADED);
 	TEST_CHECK(strstr(sb_str(&r.details), "move the Include up") != NULL);
+	TEST_CHECK(has_finding(&r, "ssh.config.include-too-late"));
 	report_free(&r);
 	put("/etc/ssh/ssh_config", "Include /etc/ssh/ssh_config.d/*.conf\nHost *\n", 0644);
 	report_init(&r);
