@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "discovery.h"
 #include "log.h"
@@ -25,8 +26,22 @@ static const struct disc_method_ops *const disc_methods[] = {
 	&disc_method_shared,
 	&disc_method_static,
 	&disc_method_scan,
+	&disc_method_etcd,
 	NULL,
 };
+
+static int64_t system_now(void)
+{
+	return (int64_t)time(NULL);
+}
+
+static const struct disc_clock system_clock = { system_now };
+const struct disc_clock *disc_clock = &system_clock;
+
+int64_t disc_now(void)
+{
+	return disc_clock->now();
+}
 
 int disc_nop(struct disc_run *run)
 {

@@ -200,7 +200,7 @@ int node_facts(struct ctx *c, struct report *rep, struct peer *p)
 	p->head = spec->cluster.role == ROLE_HEAD;
 	p->version = xstrdup(PACKAGE_VERSION);
 	p->boot_id = boot_id(c);
-	p->updated = (int64_t)time(NULL);
+	p->updated = disc_now();
 	r = sshkey_host_pubkeys(c, &p->host_keys);
 	if (r < 0 && r != -ENOENT)
 		report_detail(rep, "/etc/ssh: cannot read host keys: %s", strerror(-r));

@@ -126,6 +126,96 @@ static void test_dups(void)
 	report_free(&notes);
 }
 
+
+/* A clock skewed by clock_skew seconds from the real one (the shared directory's). */
+static int64_t clock_skew;
+
+static int64_t skewed_now(void)
+{
+	return (int64_t)time(NULL) + clock_skew;
+}
+
+static const struct disc_clock skewed_clock = { skewed_now };
+
+static int64_t record_updated(const char *name)
+{
+	char *rel = xasprintf(NODES "/%s.rec", name), *hp = host(rel), *text = NULL;
+	struct peer p;
+	int64_t u = -1;
+
+	if (fs_read_host(hp, 100000, &text, NULL) == 0 &&
+	    record_parse(text, strlen(text), "glo", NULL, 0, &p, NULL, 0) == 0) {
+		u = p.updated;
+		peer_clear(&p);
+	}
+	free(text);
+	free(hp);
+	free(rel);
+	return u;
+}
+
+static int64_t diff_abs(int64_t a, int64_t b)
+{
+	return a > b ? a - b : b - a;
+}
+
+/*
+ * Leases with skewed clocks, both ways (issue 13): a node whose clock is
+ * ahead prunes no fresh record; a node whose clock is behind stamps its
+ * record with the shared directory's clock, so its peers do not prune it;
+ * a record dated beyond the skew is rejected and wins no address conflict.
+ */
+static void test_clock_skew(struct ctx *c, struct spec *spec)
+{
+	struct report rep;
+
+	spec->discovery.expect = 1;
+	spec->discovery.wait_ms = 0;
+	disc_clock = &skewed_clock;
+
+	/* this node's clock an hour ahead: node2's fresh record stays */
+	plant("node2", "10.0.0.2", 0, KEY);
+	clock_skew = 3600;
+	TEST_INTEQ(run(c, &rep), 0);
+	TEST_CHECK(has_peer(c, "node2"));
+	TEST_CHECK(exists(NODES "/node2.rec"));
+	TEST_CHECK(detail(&rep, "this node's clock is 3600 s ahead of the shared directory's"));
+	TEST_CHECK(diff_abs(record_updated("node1"), (int64_t)time(NULL)) <= DISC_CLOCK_SKEW_S);
+	report_free(&rep);
+
+	/* an hour behind: fresh records are not "in the future", own record stamped right */
+	clock_skew = -3600;
+	TEST_INTEQ(run(c, &rep), 0);
+	TEST_CHECK(has_peer(c, "node2"));
+	TEST_CHECK(detail(&rep, "this node's clock is 3600 s behind the shared directory's"));
+	TEST_CHECK(diff_abs(record_updated("node1"), (int64_t)time(NULL)) <= DISC_CLOCK_SKEW_S);
+	report_free(&rep);
+	/* so node3, with a right clock, keeps node1 instead of pruning it */
+	clock_skew = 0;
+	c->hostname = "node3";
+	setenv("HPCINIT_ADDRESS", "10.0.0.3", 1);
+	TEST_INTEQ(run(c, &rep), 0);
+	TEST_CHECK(has_peer(c, "node1"));
+	TEST_CHECK(exists(NODES "/node1.rec"));
+	report_free(&rep);
+	c->hostname = "node1";
+	setenv("HPCINIT_ADDRESS", "10.0.0.1", 1);
+
+	/* dated an hour ahead: rejected, and node2 keeps its address */
+	plant("future", "10.0.0.2", -3600, KEY);
+	plant("nearfuture", "10.0.0.8", -(DISC_CLOCK_SKEW_S / 2), KEY);
+	TEST_INTEQ(run(c, &rep), 0);
+	TEST_INTEQ(rep.status, ST_DEGRADED);
+	TEST_CHECK(detail(&rep, "record future.rec: dated 3600 s in the future (more than the 60 s "
+			  "of clock skew allowed); rejected"));
+	TEST_CHECK(finding(&rep, "discovery.record.future", ST_DEGRADED));
+	TEST_CHECK(has_peer(c, "node2") && !has_peer(c, "future"));
+	TEST_CHECK(has_peer(c, "nearfuture"));
+	report_free(&rep);
+	disc_clock = &system_clock;
+	clock_skew = 0;
+}
+
 int main(void)
 {
 	struct spec spec = { 0 };
@@ -349,6 +439,8 @@ int main(void)
 	TEST_INTEQ(discovery_leave(&c, &rep), 0);
 	TEST_INTEQ(rep.status, ST_OK);
 	report_free(&rep);
+
+	test_clock_skew(&c, &spec);
 
 	out.peers = peerset_free(out.peers);
 	free(before);
