@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "escape.h"
 #include "strbuf.h"
 
 #define DIAG_MAX 100            /* then "too many errors" */
@@ -39,11 +40,7 @@ void diag_push(struct diags *d, const char *file, unsigned line, unsigned col,
 /* Print "file:line:col: error: msg", the source line and a caret, for each diag. */
 void diags_print(const struct diags *d, FILE *out);
 
-/*
- * Length of the UTF-8 sequence at s (at most n bytes), or 0 when it is not
- * valid UTF-8 (overlong forms, surrogates and values above U+10FFFF included).
- */
-size_t utf8_seq(const unsigned char *s, size_t n, uint32_t *cp);
+/* utf8_seq() is in escape.h. */
 /* Quote a value for a message with q: escapes, cut when long. */
 void sb_quote_with(struct strbuf *sb, const char *s, char q);
 void sb_quote(struct strbuf *sb, const char *s);

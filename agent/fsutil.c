@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "escape.h"
 #include "fsutil.h"
 #include "hpcinit.h"
 #include "log.h"
@@ -682,10 +683,17 @@ void text_diff(struct strbuf *out, const char *path, const char *old, const char
 		suf++;
 	sb_printf(out, "--- %s\n+++ %s (planned)\n@@ -%zu,%zu +%zu,%zu @@\n", path, path,
 		  pre + 1, a.n - pre - suf, pre + 1, b.n - pre - suf);
-	for (size_t i = pre; i < a.n - suf; i++)
-		sb_printf(out, "-%s\n", a.v[i]);
-	for (size_t i = pre; i < b.n - suf; i++)
-		sb_printf(out, "+%s\n", b.v[i]);
+	/* File lines may hold what a peer published: escaped like every detail. */
+	for (size_t i = pre; i < a.n - suf; i++) {
+		sb_append(out, "-");
+		esc_append(out, a.v[i], strlen(a.v[i]), false);
+		sb_append(out, "\n");
+	}
+	for (size_t i = pre; i < b.n - suf; i++) {
+		sb_append(out, "+");
+		esc_append(out, b.v[i], strlen(b.v[i]), false);
+		sb_append(out, "\n");
+	}
 	strlist_free(&a);
 	strlist_free(&b);
 }

@@ -51,7 +51,7 @@ struct report {
 };
 
 struct peerset;                 /* record.h */
-struct rdma_result;             /* modules/rdma.h */
+struct rdma_result;             /* modules/rdma/rdma.h */
 
 /*
  * Typed hand-offs between steps.  Each field is declared by exactly one
@@ -88,12 +88,11 @@ struct ctx {
 	 * inputs and its own outputs; everything else is NULL. */
 	struct outputs *out;
 	/*
-	 * Going: the old side doors, kept working until their owners read and
-	 * write c->out instead (the runner mirrors them from and into the
+	 * Going: the old side door, kept working until discovery, ssh, hostfile
+	 * and mpi use c->out->peers (the runner mirrors it from and into the
 	 * outputs).  Do not add readers.
 	 */
 	struct peerset *peers;  /* = out->peers: set by discovery; read by ssh, hostfile, mpi */
-	void *rdma_result;      /* = out->rdma: set by rdma; read by mpi (profile) */
 };
 
 /*

@@ -3,6 +3,9 @@
 
 #include <stdio.h>
 
+#include <string.h>
+
+#include "escape.h"
 #include "json.h"
 
 void json_str(struct strbuf *sb, const char *s)
@@ -10,7 +13,20 @@ void json_str(struct strbuf *sb, const char *s)
 	sb_append(sb, "\"");
 	if (!s)
 		s = "";
+	/* Always valid UTF-8 JSON: what escape.c would escape becomes the text
+	 * \xNN (an escaped backslash), so readers see the same as the terminal. */
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p >= 0x80) {
+			size_t l = esc_keep_len((const char *)p, strlen((const char *)p), true);
+
+			if (l) {
+				sb_appendn(sb, p, l);
+				p += l - 1;
+			} else {
+				sb_printf(sb, "\\\\x%02x", *p);
+			}
+			continue;
+		}
 		switch (*p) {
 		case '"':
 			sb_append(sb, "\\\"");

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <syslog.h>
 
+#include "escape.h"
 #include "log.h"
 #include "strbuf.h"
 
@@ -31,13 +32,16 @@ static void vlog(enum log_level lvl, const char *suffix, const char *fmt, va_lis
 {
 	static const char *const names[] = { "error", "warning", "info", "debug" };
 	static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
-	struct strbuf sb = STRBUF_INIT;
+	struct strbuf raw = STRBUF_INIT, sb = STRBUF_INIT;
 
 	if ((int)lvl > (int)LOG_LVL_WARN + verbosity && !(syslog_on && lvl <= LOG_LVL_INFO))
 		return;
-	sb_vprintf(&sb, fmt, ap);
+	sb_vprintf(&raw, fmt, ap);
 	if (suffix)
-		sb_printf(&sb, ": %s", suffix);
+		sb_printf(&raw, ": %s", suffix);
+	/* What a message quotes may come from another machine: escaped for the terminal and syslog. */
+	esc_append(&sb, sb_str(&raw), raw.len, true);
+	sb_free(&raw);
 	if ((int)lvl <= (int)LOG_LVL_WARN + verbosity)
 		fprintf(stderr, "hpcinit[%s]: %s: %s\n", cur_module ? cur_module : "core",
 			names[lvl], sb_str(&sb));

@@ -244,30 +244,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "hpcinit: unexpected argument '%s'\nTry 'hpcinit --help'.\n", argv[optind]);
 		return EXIT_USAGE;
 	}
-	if (strcmp(o.command, "status") == 0) {
-		int r;
-
-		if (o.json) {
-			char *text = NULL;
-
-			r = fs_read(cp, STATUS_PATH, &text, NULL);
-			if (r == -ENOENT)
-				r = fs_read(cp, LAST_RUN_PATH, &text, NULL);
-			if (r == 0)
-				fputs(text, stdout);
-			free(text);
-		} else {
-			r = status_print(cp, STATUS_PATH, stdout);
-			if (r == -ENOENT)
-				r = status_print(cp, LAST_RUN_PATH, stdout);
-		}
-		if (r < 0) {
-			fprintf(stderr, "hpcinit: no status: %s%s and %s%s: %s (has hpcinit apply run?)\n",
-				o.root, STATUS_PATH, o.root, LAST_RUN_PATH, strerror(-r));
-			return EXIT_FAILED;
-		}
-		return EXIT_READY;
-	}
+	if (strcmp(o.command, "status") == 0)
+		return status_command(cp, o.json, stdout);
 	if (strcmp(o.command, "apply") == 0) {
 		cp->mode = RUN_APPLY;
 	} else if (strcmp(o.command, "check") == 0) {

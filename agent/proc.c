@@ -41,6 +41,15 @@ char *proc_which(const char *name)
 	return NULL;
 }
 
+char *proc_helper_path(const char *name)
+{
+	const char *dir = getenv("HPCINIT_LIBEXEC_DIR");
+
+	if (!dir || dir[0] != '/')
+		dir = LIBEXECDIR "/hpcinit";
+	return xasprintf("%s/%s", dir, name);
+}
+
 char *argv_render(const char *const argv[])
 {
 	struct strbuf sb = STRBUF_INIT;

@@ -86,6 +86,12 @@ int proc_run(const char *const argv[], const char *const envp[], const char *std
 void proc_result_free(struct proc_result *r);
 /* "a b 'c d'" rendering of argv, for logs and plan output only. malloc'd. */
 char *argv_render(const char *const argv[]);
+/*
+ * Path of one of hpcinit's own helper programs (hpcinit-rdma-probe, ...):
+ * in $HPCINIT_LIBEXEC_DIR when that is set to an absolute path (the test
+ * suite points it at the build tree), else in LIBEXECDIR/hpcinit.  malloc'd.
+ */
+char *proc_helper_path(const char *name);
 /* Find a program in the fixed safe PATH (under no root). malloc'd or NULL. */
 char *proc_which(const char *name);
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "escape.h"
 #include "hpcinit.h"
 
 void report_init(struct report *r)
@@ -51,24 +52,30 @@ void report_raise(struct report *r, enum rstatus st)
 
 void report_set(struct report *r, enum rstatus st, const char *fmt, ...)
 {
+	struct strbuf text = STRBUF_INIT;
 	va_list ap;
 
 	report_raise(r, st);
 	va_start(ap, fmt);
-	vsnprintf(r->summary, sizeof(r->summary), fmt, ap);
+	sb_vprintf(&text, fmt, ap);
 	va_end(ap);
-	for (char *p = r->summary; *p; p++)
+	for (char *p = text.buf; p && *p; p++)
 		if (*p == '\n')
 			*p = ' ';
+	esc_copy(r->summary, sizeof(r->summary), sb_str(&text), false);
+	sb_free(&text);
 }
 
 void report_detail(struct report *r, const char *fmt, ...)
 {
+	struct strbuf text = STRBUF_INIT;
 	va_list ap;
 
 	va_start(ap, fmt);
-	sb_vprintf(&r->details, fmt, ap);
+	sb_vprintf(&text, fmt, ap);
 	va_end(ap);
+	esc_append(&r->details, sb_str(&text), text.len, true);
+	sb_free(&text);
 	if (r->details.len && r->details.buf[r->details.len - 1] != '\n')
 		sb_append(&r->details, "\n");
 }
@@ -83,13 +90,15 @@ void report_changed(struct report *r, const char *path)
 
 void report_finding(struct report *r, enum rstatus sev, const char *tag, const char *fmt, ...)
 {
-	struct strbuf text = STRBUF_INIT;
+	struct strbuf raw = STRBUF_INIT, text = STRBUF_INIT;
 	struct finding *f;
 	va_list ap;
 
 	va_start(ap, fmt);
-	sb_vprintf(&text, fmt, ap);
+	sb_vprintf(&raw, fmt, ap);
 	va_end(ap);
+	esc_append(&text, sb_str(&raw), raw.len, true);
+	sb_free(&raw);
 	report_detail(r, "%s", sb_str(&text));
 	r->findings = xrealloc(r->findings, (r->n_findings + 1) * sizeof(*r->findings));
 	f = &r->findings[r->n_findings++];

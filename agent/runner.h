@@ -5,7 +5,10 @@
 
 #include "hpcinit.h"
 
+#define STATUS_DIR "/run/hpcinit"
 #define STATUS_PATH "/run/hpcinit/status.json"
+/* Written instead when a run could not record itself (the status files are removed). */
+#define STATUS_ERROR_PATH "/run/hpcinit/status-error.json"
 #define LAST_RUN_PATH "/var/lib/hpcinit/last-run.json"
 #define LOCK_PATH "/run/hpcinit/lock"
 
@@ -45,5 +48,11 @@ void runner_print_table(const struct ctx *c, const struct run_result *res, FILE 
 
 /* Read a status document and print it as a table.  0, or -errno. */
 int status_print(const struct ctx *c, const char *path, FILE *out);
+/*
+ * hpcinit status: status.json as a table (or as JSON).  When the last run
+ * could not write its status, or only an earlier boot's last-run.json is
+ * left, say that it is stale and return 1.  Returns the exit code.
+ */
+int status_command(const struct ctx *c, bool json, FILE *out);
 
 #endif

@@ -10,24 +10,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <libssh/libssh.h>
+#include <openssl/bio.h>
+#include <openssl/bn.h>
+#include <openssl/core_names.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
 
 #include "fsutil.h"
 #include "hpcinit.h"
+#include "proc.h"
 #include "sshkey.h"
 
-static const char *key_file(enum key_type t)
-{
-	switch (t) {
-	case KEY_ECDSA:
-		return "id_ecdsa";
-	case KEY_RSA:
-		return "id_rsa";
-	case KEY_ED25519:
-		break;
-	}
-	return "id_ed25519";
-}
+#define HELPER "hpcinit-ssh"            /* libexec/hpcinit-ssh.c, found by proc_helper_path */
+#define HELPER_TIMEOUT_MS 60000         /* an RSA key pair takes well under a second */
 
 char *sshkey_canonical(const char *line)
 {
@@ -160,106 +155,416 @@ void sshkey_fsid_restore(bool switched)
 	setfsgid(0);
 }
 
-int sshkey_ensure_user(struct ctx *c, struct report *r, const char *user,
-		       enum key_type type, char **ret_pub)
+/* ---- key blobs: base64 and the SSH wire format ---- */
+
+static int b64_value(char ch)
 {
-	enum ssh_keytypes_e kt = type == KEY_RSA ? SSH_KEYTYPE_RSA :
-				 type == KEY_ECDSA ? SSH_KEYTYPE_ECDSA_P256 : SSH_KEYTYPE_ED25519;
-	int bits = type == KEY_RSA ? 3072 : type == KEY_ECDSA ? 256 : 0;
-	char *home = NULL, *sshdir = NULL, *priv = NULL, *pub = NULL, *text = NULL;
-	char *b64 = NULL, *privtxt = NULL, *line = NULL;
-	ssh_key key = NULL;
-	bool as_user = false;
-	uid_t uid;
-	gid_t gid;
-	int ret;
+	if (ch >= 'A' && ch <= 'Z')
+		return ch - 'A';
+	if (ch >= 'a' && ch <= 'z')
+		return ch - 'a' + 26;
+	if (ch >= '0' && ch <= '9')
+		return ch - '0' + 52;
+	return ch == '+' ? 62 : ch == '/' ? 63 : -1;
+}
 
-	ret = fs_lookup_user(c, user, &uid, &gid, &home);
-	if (ret < 0) {
-		report_detail(r, "user %s: not found in /etc/passwd; create the account first "
-			      "(cloud-init users:) or remove it from ssh.users", user);
-		return ret;
-	}
-	sshdir = xasprintf("%s/.ssh", strcmp(home, "/") == 0 ? "" : home);
-	priv = xasprintf("%s/%s", sshdir, key_file(type));
-	pub = xasprintf("%s.pub", priv);
-	if (!fs_exists(c, home)) {
-		/* Creating it here would leave a root-owned home (and defeat pam_mkhomedir). */
-		report_detail(r, "user %s: home directory %s does not exist; create it "
-			      "(useradd -m, cloud-init users:) before hpcinit runs", user, home);
-		ret = -ENOENT;
-		goto out;
-	}
-	ret = sshkey_check_path(c, r, sshdir, true, uid);
-	if (ret == 0)
-		ret = sshkey_check_path(c, r, priv, false, uid);
-	if (ret < 0)
-		goto out;
-	as_user = sshkey_fsid_user(c, home, uid, gid);
-	ret = fs_mkdir_p(c, r, sshdir, 0700, uid, gid);
-	if (ret < 0)
-		goto out;
+/* Decode base64 (whitespace skipped, '=' only at the end); NULL when malformed. malloc'd. */
+static unsigned char *b64_decode(const char *s, size_t n, size_t *ret_len)
+{
+	unsigned char *out = xmalloc(n / 4 * 3 + 3);
+	unsigned acc = 0, bits = 0, pad = 0;
+	size_t len = 0;
 
-	if (fs_exists(c, priv)) {
-		/* Never overwrite a key the user has: derive the public half from it. */
-		char *hp = ctx_path(c, priv);
+	for (size_t i = 0; i < n; i++) {
+		int v;
 
-		ret = ssh_pki_import_privkey_file(hp, NULL, NULL, NULL, &key);
-		free(hp);
-		if (ret != SSH_OK) {
-			report_detail(r, "%s: existing private key cannot be read (passphrase or "
-				      "unsupported format); leaving it alone", priv);
-			ret = -EINVAL;
-			goto out;
+		if (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')
+			continue;
+		if (s[i] == '=') {
+			pad++;
+			continue;
 		}
-	} else if (!ctx_may_write(c)) {
-		report_changed(r, priv);
-		report_raise(r, ST_CHANGED);
-		report_detail(r, "%s: missing; apply generates a %s key pair", priv, key_file(type) + 3);
-		ret = -ENOENT;
-		goto out;
-	} else {
-		if (ssh_pki_generate(kt, bits, &key) != SSH_OK) {
-			report_detail(r, "user %s: key generation failed", user);
-			ret = -EIO;
-			goto out;
+		v = b64_value(s[i]);
+		if (v < 0 || pad) {
+			free(out);
+			return NULL;
 		}
-		if (ssh_pki_export_privkey_base64(key, NULL, NULL, NULL, &privtxt) != SSH_OK) {
-			report_detail(r, "user %s: private key export failed", user);
-			ret = -EIO;
-			goto out;
+		acc = (acc << 6) | (unsigned)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			out[len++] = (unsigned char)(acc >> bits);
 		}
-		ret = fs_write(c, r, priv, privtxt, strlen(privtxt), 0600, uid, gid);
-		if (ret < 0)
-			goto out;
+		acc &= (1u << bits) - 1;
 	}
-	if (ssh_pki_export_pubkey_base64(key, &b64) != SSH_OK) {
-		ret = -EIO;
-		goto out;
+	if (pad > 2 || acc) {
+		free(out);
+		return NULL;
 	}
-	line = xasprintf("%s %s %s@hpcinit\n", ssh_key_type_to_char(ssh_key_type(key)), b64, user);
-	/* The .pub file is derived data: keep it matching the private key. */
-	ret = fs_write(c, r, pub, line, strlen(line), 0644, uid, gid);
-	if (ret < 0)
+	*ret_len = len;
+	return out;
+}
+
+static char *b64_encode(const unsigned char *p, size_t n)
+{
+	char *out = xmalloc(4 * ((n + 2) / 3) + 1);
+
+	EVP_EncodeBlock((unsigned char *)out, p, (int)n);
+	return out;
+}
+
+/* One SSH "string" (uint32 length, bytes) at *p; false when it runs past end. */
+static bool wire_string(const unsigned char **p, const unsigned char *end,
+			const unsigned char **ret, size_t *ret_len)
+{
+	uint32_t l;
+
+	if (end - *p < 4)
+		return false;
+	l = (uint32_t)(*p)[0] << 24 | (uint32_t)(*p)[1] << 16 | (uint32_t)(*p)[2] << 8 | (*p)[3];
+	if ((size_t)(end - *p - 4) < l)
+		return false;
+	*ret = *p + 4;
+	*ret_len = l;
+	*p += 4 + l;
+	return true;
+}
+
+/*
+ * A public key blob: its first string is the key type (type, when given,
+ * must match it) and, but for certificates, it is strings to the end.
+ */
+static bool blob_ok(const unsigned char *b, size_t n, const char *type, size_t tl,
+		    const unsigned char **ret_type, size_t *ret_tl)
+{
+	const unsigned char *p = b, *end = b + n, *s;
+	size_t sl;
+
+	if (!wire_string(&p, end, &s, &sl) || sl == 0 || sl > 64)
+		return false;
+	if (type && !(sl == tl && memcmp(s, type, tl) == 0) &&
+	    !(tl > 9 && strncmp(type, "rsa-sha2-", 9) == 0 && sl == 7 && memcmp(s, "ssh-rsa", 7) == 0))
+		return false;
+	if (ret_type) {
+		*ret_type = s;
+		*ret_tl = sl;
+	}
+	if (memmem(s, sl, "-cert-", 6))
+		return true;
+	while (p < end) {
+		const unsigned char *x;
+
+		if (!wire_string(&p, end, &x, &sl))
+			return false;
+	}
+	return true;
+}
+
+char *sshkey_fingerprint(const char *canon)
+{
+	const char *sp = strchr(canon, ' ');
+	unsigned char md[EVP_MAX_MD_SIZE], *blob;
+	unsigned mdlen = 0;
+	size_t len = 0, tl;
+	char *ret = NULL;
+
+	if (!sp)
+		return xstrdup(canon);
+	tl = (size_t)(sp - canon);
+	blob = b64_decode(sp + 1, strlen(sp + 1), &len);
+	if (blob && blob_ok(blob, len, canon, tl, NULL, NULL) &&
+	    EVP_Digest(blob, len, md, &mdlen, EVP_sha256(), NULL) == 1) {
+		char *b64 = b64_encode(md, mdlen);
+
+		b64[strcspn(b64, "=")] = '\0';      /* ssh-keygen -l prints it unpadded */
+		ret = xasprintf("%.*s SHA256:%s", (int)tl, canon, b64);
+		free(b64);
+	}
+	free(blob);
+	return ret ? ret : xasprintf("%.*s (unparsable)", (int)tl, canon);
+}
+
+/* ---- the helper program ---- */
+
+/*
+ * Run the helper with args (NULL-terminated), stdin in (may be NULL).
+ * 0 and its output in *res; else -errno and a one-line reason in err.
+ */
+static int helper_run(const char *const *args, const char *in, unsigned timeout_ms,
+		      struct proc_result *res, char *err, size_t errlen)
+{
+	char *path = proc_helper_path(HELPER);
+	size_t n = 0;
+	const char **argv;
+	int r;
+
+	while (args[n])
+		n++;
+	argv = xcalloc(n + 2, sizeof(*argv));
+	argv[0] = path;
+	memcpy(argv + 1, args, n * sizeof(*argv));
+	r = proc_run(argv, NULL, in, timeout_ms, res);
+	free(argv);
+	if (r < 0) {
+		snprintf(err, errlen, "cannot run %s: %s", path, strerror(-r));
+	} else if (res->timed_out) {
+		snprintf(err, errlen, "%s timed out after %u ms", path, timeout_ms);
+		r = -ETIMEDOUT;
+	} else if (res->exit_code != 0) {
+		const char *m = res->err_len ? res->err : "no message";
+
+		snprintf(err, errlen, "%.*s", (int)strcspn(m, "\n"), m);
+		r = -EIO;
+	}
+	free(path);
+	return r;
+}
+
+static void result_wipe(struct proc_result *res)
+{
+	if (res->out)
+		explicit_bzero(res->out, res->out_len);
+	proc_result_free(res);
+}
+
+int sshkey_generate(enum key_type type, char **ret_pub, char **ret_priv, char *err, size_t errlen)
+{
+	const char *args[] = { "keygen", type == KEY_RSA ? "rsa" : type == KEY_ECDSA ? "ecdsa" :
+			       "ed25519", NULL };
+	struct proc_result res;
+	char buf[256];
+	const char *nl;
+	char *pub;
+	int r;
+
+	if (!err) {
+		err = buf;
+		errlen = sizeof(buf);
+	}
+	r = helper_run(args, NULL, HELPER_TIMEOUT_MS, &res, err, errlen);
+	if (r < 0) {
+		result_wipe(&res);
+		return r;
+	}
+	nl = strchr(res.out, '\n');
+	pub = nl ? sshkey_canonical(res.out) : NULL;
+	if (!pub || !strstr(nl, "PRIVATE KEY-----")) {
+		snprintf(err, errlen, HELPER " keygen: unexpected output");
+		free(pub);
+		result_wipe(&res);
+		return -EIO;
+	}
+	*ret_pub = pub;
+	*ret_priv = xstrdup(nl + 1);
+	result_wipe(&res);
+	return 0;
+}
+
+/* ---- PEM private keys (libssh writes RSA and ECDSA keys so), by OpenSSL ---- */
+
+struct blob {
+	unsigned char *p;
+	size_t n;
+};
+
+/* Append an SSH "string": a uint32 length, then the bytes. */
+static void blob_string(struct blob *b, const void *data, size_t n)
+{
+	b->p = xrealloc(b->p, b->n + 4 + n);
+	b->p[b->n] = (unsigned char)(n >> 24);
+	b->p[b->n + 1] = (unsigned char)(n >> 16);
+	b->p[b->n + 2] = (unsigned char)(n >> 8);
+	b->p[b->n + 3] = (unsigned char)n;
+	if (n)
+		memcpy(b->p + b->n + 4, data, n);
+	b->n += 4 + n;
+}
+
+/* An SSH "mpint" of a key parameter: big-endian, a leading zero when the top bit is set. */
+static bool blob_mpint(struct blob *b, const EVP_PKEY *pk, const char *param)
+{
+	BIGNUM *bn = NULL;
+	unsigned char *buf;
+	size_t l;
+
+	if (EVP_PKEY_get_bn_param(pk, param, &bn) != 1)
+		return false;
+	l = (size_t)BN_num_bytes(bn);
+	buf = xmalloc(l + 1);
+	buf[0] = 0;
+	BN_bn2bin(bn, buf + 1);
+	if (l && (buf[1] & 0x80))
+		blob_string(b, buf, l + 1);
+	else
+		blob_string(b, buf + 1, l);
+	free(buf);
+	BN_free(bn);
+	return true;
+}
+
+/* Never prompt: an encrypted key is one hpcinit cannot use. */
+static int no_passphrase(char *buf, int size, int rwflag, void *u)
+{
+	(void)buf;
+	(void)size;
+	(void)rwflag;
+	(void)u;
+	return -1;
+}
+
+/* The OpenSSH public key ("type base64") of an unencrypted PEM private key. */
+static int pem_public(const char *text, size_t len, char **ret_pub)
+{
+	static const struct { const char *group, *ssh; } curves[] = {
+		{ "prime256v1", "nistp256" }, { "secp384r1", "nistp384" }, { "secp521r1", "nistp521" },
+	};
+	BIO *bio = BIO_new_mem_buf(text, (int)len);
+	EVP_PKEY *pk = bio ? PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, NULL) : NULL;
+	struct blob b = { 0 };
+	const char *type = NULL;
+	bool ok = false;
+
+	if (pk && EVP_PKEY_get_base_id(pk) == EVP_PKEY_RSA) {
+		type = "ssh-rsa";
+		blob_string(&b, type, strlen(type));
+		ok = blob_mpint(&b, pk, OSSL_PKEY_PARAM_RSA_E) && blob_mpint(&b, pk, OSSL_PKEY_PARAM_RSA_N);
+	} else if (pk && EVP_PKEY_get_base_id(pk) == EVP_PKEY_EC) {
+		char group[64];
+		unsigned char q[256];
+		size_t ql = 0;
+
+		if (EVP_PKEY_get_utf8_string_param(pk, OSSL_PKEY_PARAM_GROUP_NAME, group, sizeof(group),
+						   NULL) == 1 &&
+		    EVP_PKEY_get_octet_string_param(pk, OSSL_PKEY_PARAM_PUB_KEY, q, sizeof(q), &ql) == 1)
+			for (size_t i = 0; i < sizeof(curves) / sizeof(curves[0]) && !ok; i++) {
+				char name[32];
+
+				if (strcmp(group, curves[i].group) != 0)
+					continue;
+				snprintf(name, sizeof(name), "ecdsa-sha2-%s", curves[i].ssh);
+				blob_string(&b, name, strlen(name));
+				blob_string(&b, curves[i].ssh, strlen(curves[i].ssh));
+				blob_string(&b, q, ql);
+				ok = true;
+			}
+	} else if (pk && EVP_PKEY_get_base_id(pk) == EVP_PKEY_ED25519) {
+		unsigned char raw[32];
+		size_t rl = sizeof(raw);
+
+		type = "ssh-ed25519";
+		blob_string(&b, type, strlen(type));
+		if (EVP_PKEY_get_raw_public_key(pk, raw, &rl) == 1) {
+			blob_string(&b, raw, rl);
+			ok = true;
+		}
+	}
+	if (ok) {
+		const unsigned char *t;
+		size_t tl;
+		char *b64 = b64_encode(b.p, b.n);
+
+		(void)blob_ok(b.p, b.n, NULL, 0, &t, &tl);
+		*ret_pub = xasprintf("%.*s %s", (int)tl, (const char *)t, b64);
+		free(b64);
+	}
+	free(b.p);
+	EVP_PKEY_free(pk);
+	BIO_free(bio);
+	return ok ? 0 : -EINVAL;
+}
+
+int sshkey_public_of_private(const char *text, size_t len, char **ret_pub)
+{
+	static const char begin[] = "-----BEGIN OPENSSH PRIVATE KEY-----";
+	static const char end[] = "-----END OPENSSH PRIVATE KEY-----";
+	static const char magic[] = "openssh-key-v1";
+	const char *b = memmem(text, len, begin, sizeof(begin) - 1), *e;
+	const unsigned char *p, *stop, *cipher, *skip, *pub, *type;
+	unsigned char *raw = NULL;
+	size_t rl = 0, cl, sl, pl, tl;
+	int r = -EINVAL;
+
+	if (!b)
+		return pem_public(text, len, ret_pub);
+	b += sizeof(begin) - 1;
+	e = memmem(b, len - (size_t)(b - text), end, sizeof(end) - 1);
+	if (e)
+		raw = b64_decode(b, (size_t)(e - b), &rl);
+	if (!raw || rl < sizeof(magic) || memcmp(raw, magic, sizeof(magic)) != 0)
 		goto out;
-	line[strlen(line) - 1] = '\0';
-	*ret_pub = line;
-	line = NULL;
-	ret = 0;
+	p = raw + sizeof(magic);
+	stop = raw + rl;
+	/* cipher, kdf, kdf options, number of keys, the first public key */
+	if (!wire_string(&p, stop, &cipher, &cl) || !wire_string(&p, stop, &skip, &sl) ||
+	    !wire_string(&p, stop, &skip, &sl) || stop - p < 4 || (p += 4, false) ||
+	    !wire_string(&p, stop, &pub, &pl))
+		goto out;
+	if (!(cl == 4 && memcmp(cipher, "none", 4) == 0))
+		goto out;               /* encrypted: a passphrase hpcinit does not have */
+	if (!blob_ok(pub, pl, NULL, 0, &type, &tl))
+		goto out;
+	{
+		char *b64 = b64_encode(pub, pl);
+
+		*ret_pub = xasprintf("%.*s %s", (int)tl, (const char *)type, b64);
+		free(b64);
+	}
+	r = 0;
 out:
-	sshkey_fsid_restore(as_user);
-	if (privtxt) {
-		explicit_bzero(privtxt, strlen(privtxt));
-		ssh_string_free_char(privtxt);
+	if (raw)
+		explicit_bzero(raw, rl);
+	free(raw);
+	return r;
+}
+
+int sshkey_fetch_host_keys(const char *const *hosts, size_t n, unsigned port,
+			   unsigned timeout_ms, bool each_type, unsigned total_ms,
+			   struct strlist *ret, int *errs, char *err, size_t errlen)
+{
+	struct strlist args = { 0 };
+	struct proc_result res;
+	char num[2][16];
+	size_t at = 0;
+	int r;
+
+	if (n == 0)
+		return 0;
+	snprintf(num[0], sizeof(num[0]), "%u", port);
+	snprintf(num[1], sizeof(num[1]), "%u", timeout_ms);
+	strlist_push(&args, "hostkeys");
+	if (each_type)
+		strlist_push(&args, "--each-type");
+	strlist_push(&args, num[0]);
+	strlist_push(&args, num[1]);
+	for (size_t i = 0; i < n; i++) {
+		strlist_push(&args, hosts[i]);
+		if (errs)
+			errs[i] = -EIO;
 	}
-	if (b64)
-		ssh_string_free_char(b64);
-	ssh_key_free(key);
-	free(line);
-	free(text);
-	free(home);
-	free(sshdir);
-	free(priv);
-	free(pub);
-	return ret;
+	r = helper_run((const char *const *)args.v, NULL, total_ms, &res, err, errlen);
+	/* "HOST type base64" or "HOST error ERRNO", hosts in the order given. */
+	for (const char *line = res.out; r == 0 && line && *line;) {
+		const char *nl = strchr(line, '\n'), *sp = strchr(line, ' ');
+		size_t hl = sp ? (size_t)(sp - line) : 0;
+
+		while (sp && at < n && !(strlen(hosts[at]) == hl && memcmp(hosts[at], line, hl) == 0))
+			at++;
+		if (sp && at < n && strncmp(sp + 1, "error ", 6) == 0) {
+			if (errs)
+				errs[at] = -(int)strtol(sp + 7, NULL, 10);
+		} else if (sp && at < n) {
+			char *canon = sshkey_canonical(sp + 1);
+
+			if (canon) {
+				strlist_push(&ret[at], canon);
+				if (errs)
+					errs[at] = 0;
+			}
+			free(canon);
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	proc_result_free(&res);
+	strlist_free(&args);
+	return r;
 }

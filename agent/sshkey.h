@@ -1,9 +1,15 @@
 /* SPDX-License-Identifier: MIT */
-/* SSH key helpers (libssh) shared by discovery (publishing) and ssh (trust). */
+/*
+ * SSH keys for discovery (publishing) and ssh (trust), without libssh in
+ * the agent: OpenSSH key text is parsed here, and the work that needs
+ * libssh (making a key pair, fetching a host key over the network) runs in
+ * the helper program hpcinit-ssh (libexec/hpcinit-ssh.c) through proc.c.
+ */
 #ifndef HPCINIT_SSHKEY_H
 #define HPCINIT_SSHKEY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 #include "spec.h"
@@ -11,14 +17,6 @@
 struct ctx;
 struct report;
 
-/*
- * Make sure ~user/.ssh exists (0700, owned by the user) and holds a key pair
- * of the given type; never overwrite an existing private key.  The public
- * key line ("type base64 comment") is returned in *ret_pub (malloc'd).
- * In check/plan mode nothing is created; a missing key gives -ENOENT.
- */
-int sshkey_ensure_user(struct ctx *c, struct report *r, const char *user,
-		       enum key_type type, char **ret_pub);
 /*
  * Files under ~user are controlled by the user, so root must not follow a
  * link or a swapped directory there.  sshkey_check_path refuses (with a
@@ -40,5 +38,38 @@ void sshkey_fsid_restore(bool switched);
 int sshkey_host_pubkeys(const struct ctx *c, struct strlist *ret);
 /* Keep "type base64" of a public key line; NULL when the line is not a key. malloc'd. */
 char *sshkey_canonical(const char *line);
+/* "type SHA256:..." as ssh-keygen -l prints it; "type (unparsable)" for a malformed key. */
+char *sshkey_fingerprint(const char *canon);
+
+/*
+ * The public key ("type base64") of a private key file's text, read from
+ * the key itself, without the helper: an OpenSSH-format key carries it in
+ * clear, a PEM key (RSA, ECDSA as libssh writes them) is read with OpenSSL.
+ * -EINVAL when the key cannot be used: encrypted (a passphrase) or unreadable.
+ */
+int sshkey_public_of_private(const char *text, size_t len, char **ret_pub);
+
+/* ---- the helper program (libexec/hpcinit-ssh) ---- */
+
+/* (Its path: proc_helper_path("hpcinit-ssh"), $(libexecdir)/hpcinit/hpcinit-ssh.) */
+/*
+ * A new key pair of the given type: the public key ("type base64") and the
+ * private key text, both malloc'd; the caller wipes and frees the private
+ * key.  -errno, with the helper's message in err (may be NULL).
+ */
+int sshkey_generate(enum key_type type, char **ret_pub, char **ret_priv, char *err, size_t errlen);
+
+/*
+ * The one host-key fetcher: for each of hosts[0..n), the host keys its sshd
+ * on port offers, by key exchange (no authentication: trust on first use).
+ * each_type: one exchange per key type (every key the host has), else one
+ * exchange (the key ssh itself would be offered).  Keys go to ret[i] as
+ * "type base64"; errs[i] (may be NULL) gets -errno for a host that gave none.
+ * The whole fetch is bounded by total_ms.  -errno, with a one-line reason
+ * in err, when the helper failed.
+ */
+int sshkey_fetch_host_keys(const char *const *hosts, size_t n, unsigned port,
+			   unsigned timeout_ms, bool each_type, unsigned total_ms,
+			   struct strlist *ret, int *errs, char *err, size_t errlen);
 
 #endif

@@ -12,13 +12,19 @@
  *   /etc/clustershell/groups.d/local.cfg      managed "<cluster>: nodes" line, so that
  *                                             @<cluster> works with the default source
  *   Open MPI's default hostfile               managed block, so a bare mpirun uses the cluster
+ *   /etc/hosts                                managed block "address name" for every node, so
+ *                                             the names in the hostfiles resolve without DNS
+ *                                             (hostfile.etc_hosts: auto, always, never)
  */
 #include "config.h"
 
 #include <errno.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
 
 #include "fsutil.h"
 #include "hpcinit.h"
@@ -29,6 +35,7 @@
 #define CLUSH_YAML CLUSH_DIR "/hpcinit.yaml"
 #define CLUSH_LOCAL CLUSH_DIR "/local.cfg"
 #define HEADER_MARK "# hpcinit:"
+#define ETC_HOSTS "/etc/hosts"
 
 /* Where distributions keep Open MPI's default hostfile, in the order tried. */
 static const char *const ompi_default_paths[] = {
@@ -190,6 +197,165 @@ static int ompi_default(struct ctx *c, struct report *rep, bool want, const char
 				0644, 0, 0);
 }
 
+/* ---- /etc/hosts ---- */
+
+static bool real_root(const struct ctx *c)
+{
+	return !c->root || !*c->root || strcmp(c->root, "/") == 0;
+}
+
+/* The first address a hosts(5) text gives name, into out; false when none. */
+static bool hosts_text_lookup(const char *text, const char *name, char *out, size_t len)
+{
+	const char *ws = " \t";
+
+	for (const char *l = text; l && *l;) {
+		const char *e = strchr(l, '\n');
+		size_t n = e ? (size_t)(e - l) : strlen(l);
+		char *line = xstrndup(l, n), *save = NULL, *addr, *tok;
+		char *hash = strchr(line, '#');
+
+		if (hash)
+			*hash = '\0';
+		addr = strtok_r(line, ws, &save);
+		while (addr && (tok = strtok_r(NULL, ws, &save)))
+			if (strcasecmp(tok, name) == 0) {
+				snprintf(out, len, "%s", addr);
+				free(line);
+				return true;
+			}
+		free(line);
+		l = e ? e + 1 : NULL;
+	}
+	return false;
+}
+
+/*
+ * Where name resolves: 0 to want (its first address, the one ssh and the
+ * MPI launchers use), 1 elsewhere (that address in other), -1 not at all
+ * (the resolver's message in other).  On the real root the system's
+ * resolver answers (nsswitch: files, DNS, ...); under a fake root only the
+ * root's /etc/hosts (hosts_text, may be NULL) can.
+ */
+static int name_resolves(const struct ctx *c, const char *hosts_text, const char *name,
+			 const char *want, char *other, size_t len)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res = NULL;
+	char host[NI_MAXHOST];
+	int r;
+
+	if (!real_root(c)) {
+		if (!hosts_text || !hosts_text_lookup(hosts_text, name, other, len)) {
+			snprintf(other, len, "not in %s/etc/hosts", c->root);
+			return -1;
+		}
+		return strcmp(other, want) == 0 ? 0 : 1;
+	}
+	r = getaddrinfo(name, NULL, &hints, &res);
+	if (r != 0) {
+		snprintf(other, len, "%s", gai_strerror(r));
+		return -1;
+	}
+	r = getnameinfo(res->ai_addr, res->ai_addrlen, host, sizeof(host), NULL, 0, NI_NUMERICHOST);
+	freeaddrinfo(res);
+	if (r != 0) {
+		snprintf(other, len, "%s", gai_strerror(r));
+		return -1;
+	}
+	snprintf(other, len, "%s", host);
+	return strcmp(host, want) == 0 ? 0 : 1;
+}
+
+/* Debian and Ubuntu map the own hostname to 127.0.1.1: not a wrong answer for this node. */
+static bool loopback_text(const char *a)
+{
+	return strncmp(a, "127.", 4) == 0 || strcmp(a, "::1") == 0;
+}
+
+/*
+ * Check every peer's name against its recorded address.  Returns how many
+ * do not resolve there; the first one is described in first (malloc'd).
+ */
+static size_t names_wrong(const struct ctx *c, const struct peerset *peers, char **first)
+{
+	char *hosts_text = NULL;
+	size_t bad = 0;
+
+	*first = NULL;
+	if (!real_root(c) && fs_read(c, ETC_HOSTS, &hosts_text, NULL) < 0)
+		hosts_text = NULL;
+	for (size_t i = 0; i < peers->n; i++) {
+		const struct peer *p = &peers->v[i];
+		char other[NI_MAXHOST + 64];
+		int r = name_resolves(c, hosts_text, p->hostname, p->addr, other, sizeof(other));
+
+		if (r == 0 || (r == 1 && p->self && loopback_text(other)))
+			continue;
+		if (bad++ == 0)
+			*first = r < 0 ? xasprintf("%s does not resolve (%s)", p->hostname, other) :
+				 xasprintf("%s resolves to %s, its record says %s", p->hostname, other,
+					   p->addr);
+	}
+	free(hosts_text);
+	return bad;
+}
+
+/*
+ * The managed block of /etc/hosts: one "address name" line per node.
+ * etc_hosts: always writes it, never removes it, auto writes it when a
+ * node's name does not resolve to its recorded address and keeps it once
+ * written (the block itself then makes the names resolve).
+ */
+static int etc_hosts(struct ctx *c, struct report *rep, bool *managed)
+{
+	const struct spec *spec = c->spec;
+	const struct peerset *peers = c->out->peers;
+	enum hf_etc_hosts mode = spec->hostfile.etc_hosts;
+	char *old = NULL, *have = NULL, *why = NULL;
+	struct strbuf body = STRBUF_INIT;
+	bool want;
+	size_t bad;
+	int r;
+
+	if (fs_read(c, ETC_HOSTS, &old, NULL) == 0)
+		have = managed_block_get(old, spec->cluster.name);
+	free(old);
+	want = mode == HF_HOSTS_ALWAYS || (mode == HF_HOSTS_AUTO && have);
+	if (mode == HF_HOSTS_AUTO && !have && spec->hostfile.address == HF_ADDR_HOSTNAME) {
+		bad = names_wrong(c, peers, &why);
+		if (bad) {
+			want = true;
+			report_detail(rep, "%zu node name%s not resolving to the recorded address "
+				      "(first: %s): %s " ETC_HOSTS, bad, bad == 1 ? "" : "s", why,
+				      ctx_may_write(c) ? "writing them to" : "apply writes them to");
+		}
+		free(why);
+		why = NULL;
+	}
+	free(have);
+	for (size_t i = 0; want && i < peers->n; i++)
+		sb_printf(&body, "%s %s\n", peers->v[i].addr, peers->v[i].hostname);
+	r = fs_managed_block(c, rep, ETC_HOSTS, spec->cluster.name, want ? sb_str(&body) : NULL,
+			     0644, 0, 0);
+	sb_free(&body);
+	*managed = want;
+	if (r < 0)
+		return r;
+	/* What a launcher will really get: a line above the block or DNS can still win. */
+	if (ctx_may_write(c) || r == 0) {
+		bad = names_wrong(c, peers, &why);
+		if (bad) {
+			report_detail(rep, "%zu node name%s resolve%s elsewhere (first: %s); ssh and "
+				      "mpirun would reach the wrong host or none", bad,
+				      bad == 1 ? "" : "s", bad == 1 ? "s" : "", why);
+			report_raise(rep, ST_DEGRADED);
+		}
+		free(why);
+	}
+	return r;
+}
+
 static int hf_run(struct ctx *c, struct report *rep)
 {
 	const struct spec *spec = c->spec;
@@ -199,13 +365,14 @@ static int hf_run(struct ctx *c, struct report *rep)
 	struct strlist fallbacks = { 0 };
 	struct strbuf written = STRBUF_INIT;
 	struct hf_text t;
+	bool hosts = false;
 	int r, ret = 0;
 
-	if (!c->peers || c->peers->n == 0) {
+	if (!c->out->peers || c->out->peers->n == 0) {
 		report_set(rep, ST_FAILED, "no peers known (discovery did not run)");
 		return -ENODATA;
 	}
-	hostfile_render(spec, c->peers, &t, &fallbacks);
+	hostfile_render(spec, c->out->peers, &t, &fallbacks);
 	if (fallbacks.n) {
 		report_detail(rep, "hostfile.address ipoib: %zu node(s) publish no IPoIB address "
 			      "(first: %s); using their cluster address", fallbacks.n, fallbacks.v[0]);
@@ -247,11 +414,16 @@ static int hf_run(struct ctx *c, struct report *rep)
 		ret = r;
 	else if (hf->openmpi_default && ompi_path)
 		sb_printf(&written, "%sOpen MPI default", written.len ? ", " : "");
+	r = etc_hosts(c, rep, &hosts);
+	if (r < 0)
+		ret = r;
+	else if (hosts)
+		sb_printf(&written, "%s" ETC_HOSTS, written.len ? ", " : "");
 out:
 	if (ret < 0)
 		report_set(rep, ST_FAILED, "cannot write the hostfiles (see details)");
 	else
-		report_set(rep, ST_OK, "%zu node%s in %s: %s", c->peers->n, c->peers->n == 1 ? "" : "s",
+		report_set(rep, ST_OK, "%zu node%s in %s: %s", c->out->peers->n, c->out->peers->n == 1 ? "" : "s",
 			   dir, sb_str(&written));
 	sb_free(&written);
 	strlist_free(&fallbacks);
@@ -266,4 +438,5 @@ const struct module hostfile_module = {
 	.timeout_ms = NULL,
 	.check = hf_run,
 	.apply = hf_run,
+	.inputs = OUT_PEERS,
 };

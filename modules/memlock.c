@@ -18,6 +18,7 @@
 
 #include "fsutil.h"
 #include "hpcinit.h"
+#include "proc.h"
 
 #define LIMITS_PATH "/etc/security/limits.d/90-hpcinit.conf"
 #define SYSTEMD_SYSTEM_PATH "/etc/systemd/system.conf.d/90-hpcinit.conf"
@@ -268,7 +269,8 @@ static void observe(struct ctx *c, struct report *r)
 		bool exists = fs_exists(c, path);
 
 		if (!exists) {
-			report_detail(r, "pam: %s does not exist (no %s PAM stack here)", path, services[i]);
+			report_finding(r, ST_OK, "memlock.pam.absent",
+				       "pam: %s does not exist (no %s PAM stack here)", path, services[i]);
 		} else if (pam_has_limits(c, services[i], 0, &where)) {
 			report_finding(r, ST_OK, "memlock.pam.active", "pam: pam_limits is active for %s (%s)",
 				       services[i], where);
@@ -289,14 +291,16 @@ static void observe(struct ctx *c, struct report *r)
 
 			fmt_kib(soft, sb, sizeof(sb));
 			fmt_kib(hard, hb, sizeof(hb));
-			report_detail(r, "sshd (pid %s) runs with memlock soft %s, hard %s%s", pid, sb, hb,
-				      hard >= 0 && (want < 0 || hard < want) ?
-				      "; pam_limits raises it per session, services need DefaultLimitMEMLOCK "
-				      "and a restart" : "");
+			report_finding(r, ST_OK, "memlock.sshd.limit",
+				       "sshd (pid %s) runs with memlock soft %s, hard %s%s", pid, sb, hb,
+				       hard >= 0 && (want < 0 || hard < want) ?
+				       "; pam_limits raises it per session, services need DefaultLimitMEMLOCK "
+				       "and a restart" : "");
 		}
 		free(pid);
 	} else {
-		report_detail(r, "sshd: no running sshd found (/run/sshd.pid, /proc)");
+		report_finding(r, ST_OK, "memlock.sshd.absent",
+			       "sshd: no running sshd found (/run/sshd.pid, /proc)");
 	}
 	if (c->root[0] == '\0' || strcmp(c->root, "/") == 0) {
 		struct rlimit rl;
@@ -305,9 +309,70 @@ static void observe(struct ctx *c, struct report *r)
 			char sb[32];
 
 			fmt_kib(rl.rlim_cur == RLIM_INFINITY ? -1 : (long long)rl.rlim_cur, sb, sizeof(sb));
-			report_detail(r, "this process (hpcinit) has memlock %s; wanted %s", sb, wbuf);
+			report_finding(r, ST_OK, "memlock.self.limit",
+				       "this process (hpcinit) has memlock %s; wanted %s", sb, wbuf);
 		}
 	}
+}
+
+static bool has_finding(const struct report *r, const char *tag)
+{
+	for (size_t i = 0; i < r->n_findings; i++)
+		if (strcmp(r->findings[i].tag, tag) == 0 && r->findings[i].sev != ST_OK)
+			return true;
+	return false;
+}
+
+/*
+ * The running systemd manager reads system.conf.d only when it loads its
+ * configuration: until "systemctl daemon-reload", services it starts keep
+ * the old DefaultLimitMEMLOCK (found on a real VM: the files were right,
+ * and a service still got 8 MiB).  apply reloads after writing; apply and
+ * check report what the manager really has.  1 when it differs from the
+ * spec (drift), else 0.
+ */
+static int systemd_manager(struct ctx *c, struct report *r, bool wrote)
+{
+	const struct spec_memlock *m = &c->spec->memlock;
+	const char *reload[] = { "systemctl", "daemon-reload", NULL };
+	const char *show[] = { "systemctl", "show", "-p", "DefaultLimitMEMLOCK", "--value", NULL };
+	struct proc_result pr;
+	char *end, *v, hb[32], wb[32];
+	long long have, want = m->unlimited ? -1 : (long long)m->limit_bytes;
+	int drift = 0;
+
+	if (!m->systemd || (c->root[0] && strcmp(c->root, "/") != 0) ||
+	    !fs_exists(c, "/run/systemd/system"))
+		return 0;
+	if (wrote && c->mode == RUN_APPLY) {
+		if (proc_run(reload, NULL, NULL, 60000, &pr) != 0 || pr.exit_code != 0)
+			report_finding(r, ST_DEGRADED, "memlock.systemd.reload",
+				       "systemctl daemon-reload failed (%s): services keep the old "
+				       "DefaultLimitMEMLOCK until systemd reloads", pr.err && *pr.err ?
+				       pr.err : "could not run it");
+		proc_result_free(&pr);
+	}
+	if (proc_run(show, NULL, NULL, 10000, &pr) != 0 || pr.exit_code != 0) {
+		proc_result_free(&pr);
+		return 0;
+	}
+	v = pr.out;
+	v[strcspn(v, "\n")] = '\0';
+	have = strcmp(v, "infinity") == 0 ? -1 : strtoll(v, &end, 10);
+	fmt_kib(have, hb, sizeof(hb));
+	fmt_kib(want, wb, sizeof(wb));
+	if (have != want) {
+		report_finding(r, c->mode == RUN_APPLY ? ST_DEGRADED : ST_CHANGED, "memlock.systemd.manager",
+			       "systemd manager has DefaultLimitMEMLOCK %s, not %s: services it starts get %s "
+			       "until 'systemctl daemon-reload'", hb, wb, hb);
+		drift = 1;
+	} else {
+		report_finding(r, ST_OK, "memlock.systemd.manager",
+			       "systemd manager has DefaultLimitMEMLOCK %s%s", hb,
+			       wrote && c->mode == RUN_APPLY ? " (after daemon-reload)" : "");
+	}
+	proc_result_free(&pr);
+	return drift;
 }
 
 static int memlock_apply(struct ctx *c, struct report *r)
@@ -321,9 +386,12 @@ static int memlock_apply(struct ctx *c, struct report *r)
 		return ret;
 	}
 	observe(c, r);
+	ret |= systemd_manager(c, r, ret > 0);
 	limits_value(&c->spec->memlock, val, sizeof(val));
 	if (r->status == ST_DEGRADED)
-		report_set(r, ST_DEGRADED, "memlock %s written, but pam_limits is not active everywhere", val);
+		report_set(r, ST_DEGRADED, "memlock %s written, but %s", val,
+			   has_finding(r, "memlock.pam.inactive") ?
+			   "pam_limits is not active everywhere" : "systemd services do not get it yet");
 	else if (ret && c->mode == RUN_APPLY)
 		report_set(r, ST_CHANGED, "memlock %s set for %zu domain(s)%s", val,
 			   c->spec->memlock.users.n, c->spec->memlock.systemd ? " and systemd" : "");

@@ -6,15 +6,16 @@
  * Fabric: RDMA when the spec has an rdma section and sysfs shows an
  * active port of a device matching rdma.devices with the wanted link
  * layer; then Open MPI uses UCX on those ports.  When the rdma module ran
- * in this run (ctx->rdma_result), only the devices it found usable count,
- * and none if it found none.  Otherwise TCP, limited to cluster.network for
+ * in this run (its typed output c->out->rdma), only the devices it found usable count,
+ * and none if it found none.  Software devices (Soft-RoCE rdma_rxe, siw)
+ * do not count: they run the RDMA transport on the CPU over the same NIC
+ * that TCP uses directly.  Otherwise TCP, limited to cluster.network for
  * both MPI traffic and Open MPI's launch channel.
  * The same settings go into the profile and onto verify's mpirun line
  * (remote daemons started over ssh do not read profile.d).
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <stdlib.h>
@@ -25,14 +26,14 @@
 #include "hpcinit.h"
 #include "mpi.h"
 #include "proc.h"
-#include "rdma.h"
+#include "rdma/ibsysfs.h"
+#include "rdma/rdma.h"
 #include "record.h"
 
 #define PROFILE_PATH "/etc/profile.d/hpcinit-mpi.sh"
 #define PROFILE_MAGIC "# hpcinit (mpi module)"
 #define VERIFY_DEFAULT_MS (2 * 60 * 1000)
 #define VERIFY_RUN_MAX_MS (5 * 60 * 1000)
-#define IB_MAX_DEVICES 64
 
 struct mca {
 	const char *name;       /* OMPI_MCA_<name> in the profile, --mca <name> on mpirun */
@@ -78,53 +79,6 @@ static bool safe_token(const char *s)
 	return true;
 }
 
-/* First line of /sys/class/infiniband/<dev>/ports/<port>/<attr>, or NULL. */
-static char *port_attr(const struct ctx *c, const char *dev, const char *port, const char *attr)
-{
-	char *path = xasprintf("/sys/class/infiniband/%s/ports/%s/%s", dev, port, attr);
-	char *text = NULL;
-
-	if (fs_read(c, path, &text, NULL) < 0) {
-		free(path);
-		return NULL;
-	}
-	free(path);
-	text[strcspn(text, "\n")] = '\0';
-	return text;
-}
-
-static bool want_link(const struct spec *s, const char *ll)
-{
-	switch (s->rdma.link_layer) {
-	case LINK_INFINIBAND:
-		return strcmp(ll, "InfiniBand") == 0;
-	case LINK_ETHERNET:
-		return strcmp(ll, "Ethernet") == 0;
-	case LINK_ANY:
-		break;
-	}
-	return true;
-}
-
-/* Largest P_Key of a port: Azure's tenant partition (pkeys/0 or pkeys/1). */
-static void port_pkey(const struct ctx *c, const char *dev, const char *port, unsigned long *best)
-{
-	for (int i = 0; i < 2; i++) {
-		char *path = xasprintf("/sys/class/infiniband/%s/ports/%s/pkeys/%d", dev, port, i);
-		char *text = NULL, *end;
-		unsigned long v;
-
-		if (fs_read(c, path, &text, NULL) == 0) {
-			errno = 0;
-			v = strtoul(text, &end, 0);
-			if (!errno && end != text && v <= 0xffff && (v & 0x7fff) && v > *best)
-				*best = v;
-		}
-		free(text);
-		free(path);
-	}
-}
-
 /* Is name one of the space-separated words of list? */
 static bool in_words(const char *list, const char *name)
 {
@@ -142,77 +96,52 @@ static bool in_words(const char *list, const char *name)
 }
 
 /*
- * Active RDMA ports "dev:port" from <root>/sys/class/infiniband: of the
- * devices the rdma module selected (only, a space-separated list) or, when
- * it did not run, of those matching rdma.devices.
+ * Active RDMA ports "dev:port" from the IB sysfs inventory (rdma/ibsysfs.c):
+ * of the devices the rdma step selected (only, a space-separated list) or,
+ * when it did not run, of those matching rdma.devices.  ret_pkey: the
+ * largest P_Key among them (Azure's tenant partition).
  */
 static void rdma_ports(const struct ctx *c, const char *only, struct strlist *ret,
-		       unsigned long *ret_pkey)
+		       unsigned long *ret_pkey, struct strlist *soft)
 {
 	const struct spec *s = c->spec;
-	char *dir = ctx_path(c, "/sys/class/infiniband");
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	struct strlist devs = { 0 };
+	struct ib_dev *devs = xcalloc(IB_MAX_DEVS, sizeof(*devs));
+	size_t n = ib_read_devices(c, devs, IB_MAX_DEVS);
 
-	free(dir);
-	if (!d)
-		return;
-	while ((de = readdir(d)) && devs.n < IB_MAX_DEVICES)
-		if (de->d_name[0] != '.' && safe_token(de->d_name) &&
-		    (only ? in_words(only, de->d_name) :
-		     fnmatch(s->rdma.devices ? s->rdma.devices : "mlx5_ib*", de->d_name, 0) == 0))
-			strlist_push(&devs, de->d_name);
-	closedir(d);
-	/* readdir order is arbitrary: sort for a stable profile. */
-	for (size_t i = 1; i < devs.n; i++)
-		for (size_t j = i; j > 0 && strcmp(devs.v[j - 1], devs.v[j]) > 0; j--) {
-			char *t = devs.v[j];
+	for (size_t i = 0; i < n; i++) {
+		const struct ib_dev *d = &devs[i];
 
-			devs.v[j] = devs.v[j - 1];
-			devs.v[j - 1] = t;
-		}
-	for (size_t i = 0; i < devs.n; i++) {
-		char *pdir = xasprintf("/sys/class/infiniband/%s/ports", devs.v[i]);
-		char *hp = ctx_path(c, pdir);
-		DIR *pd = opendir(hp);
-
-		free(pdir);
-		free(hp);
-		if (!pd)
+		if (!safe_token(d->name) || !(only ? in_words(only, d->name) :
+		    fnmatch(s->rdma.devices ? s->rdma.devices : "mlx5_ib*", d->name, 0) == 0))
 			continue;
-		while ((de = readdir(pd))) {
-			char *ll, *state;
-
-			if (de->d_name[0] == '.' || !safe_token(de->d_name))
-				continue;
-			ll = port_attr(c, devs.v[i], de->d_name, "link_layer");
-			state = port_attr(c, devs.v[i], de->d_name, "state");
-			if (ll && state && strstr(state, "ACTIVE") && want_link(s, ll)) {
-				char *p = xasprintf("%s:%s", devs.v[i], de->d_name);
-
-				strlist_push(ret, p);
-				free(p);
-				port_pkey(c, devs.v[i], de->d_name, ret_pkey);
-			}
-			free(ll);
-			free(state);
+		if (d->parent[0]) {
+			/* Found on a VM with Soft-RoCE: UCX over rxe timed out where TCP worked. */
+			strlist_push(soft, d->name);
+			continue;
 		}
-		closedir(pd);
+		for (unsigned k = 0; k < d->n_ports; k++) {
+			const struct ib_port *p = &d->ports[k];
+
+			if (p->state != 4 || !ib_link_matches(s->rdma.link_layer, p->link_layer))
+				continue;
+			strlist_push_take(ret, xasprintf("%s:%u", d->name, p->num));
+			if (p->pkey_max > *ret_pkey)
+				*ret_pkey = p->pkey_max;
+		}
 	}
-	strlist_free(&devs);
+	free(devs);
 }
 
 static void fabric_detect(const struct ctx *c, struct fabric *f)
 {
 	const struct spec *s = c->spec;
-	const struct rdma_result *rr = c->rdma_result;
-	struct strlist ports = { 0 };
+	const struct rdma_result *rr = c->out ? c->out->rdma : NULL;
+	struct strlist ports = { 0 }, soft = { 0 };
 	unsigned long pkey = 0;
 
 	memset(f, 0, sizeof(*f));
 	if (s->rdma.present && !(rr && !rr->usable))
-		rdma_ports(c, rr ? rr->devices : NULL, &ports, &pkey);
+		rdma_ports(c, rr ? rr->devices : NULL, &ports, &pkey, &soft);
 	if (ports.n) {
 		struct strbuf sb = STRBUF_INIT;
 
@@ -227,8 +156,12 @@ static void fabric_detect(const struct ctx *c, struct fabric *f)
 		mca_set(f, "btl", "^vader,tcp,openib,uct");
 	} else {
 		f->what = s->cluster.has_network ?
-			  xasprintf("ethernet: TCP over %s", s->cluster.network.text) :
-			  xstrdup("ethernet: TCP on every interface (no cluster.network)");
+			  xasprintf("ethernet: TCP over %s%s%s%s", s->cluster.network.text,
+				    soft.n ? " (" : "", soft.n ? soft.v[0] : "",
+				    soft.n ? " is a software RDMA device: not used)" : "") :
+			  xasprintf("ethernet: TCP on every interface (no cluster.network)%s%s%s",
+				    soft.n ? " (" : "", soft.n ? soft.v[0] : "",
+				    soft.n ? " is a software RDMA device: not used)" : "");
 		mca_set(f, "pml", "ob1");
 		mca_set(f, "btl", "tcp,self,vader");
 		if (s->cluster.has_network)
@@ -237,6 +170,7 @@ static void fabric_detect(const struct ctx *c, struct fabric *f)
 	if (s->cluster.has_network)
 		mca_set(f, "oob_tcp_if_include", s->cluster.network.text);
 	strlist_free(&ports);
+	strlist_free(&soft);
 }
 
 static char *profile_render(const struct spec *s, const struct fabric *f)
@@ -352,12 +286,13 @@ static int verify_parse(struct report *r, const char *out, double limit)
 				*comma = '\0';
 			found = 1;
 			if (st && strcmp(st, "slow") == 0)
-				report_set(r, ST_FAILED, "slow pair %s <-> %s: latency %s us is above "
-					   "max_latency_us %g", slowest, comma ? comma + 1 : "?",
-					   maxl ? maxl : "?", limit);
+				report_finding(r, ST_FAILED, "mpi.verify.slow-pair", "slow pair %s <-> %s: "
+					       "latency %s us is above max_latency_us %g", slowest,
+					       comma ? comma + 1 : "?", maxl ? maxl : "?", limit);
 			else if (st && strcmp(st, "error") == 0)
-				report_set(r, ST_FAILED, "two ranks ran on %s: the hostfile lists it "
-					   "twice or mpirun did not map by node", host ? host : "?");
+				report_finding(r, ST_FAILED, "mpi.verify.rank-twice", "two ranks ran on %s: the "
+					       "hostfile lists it twice or mpirun did not map by node",
+					       host ? host : "?");
 			else if (pairs == 0)
 				report_set(r, ST_OK, "%s node answered (no pair to measure)",
 					   nodes ? nodes : "1");
@@ -377,6 +312,8 @@ static int verify_parse(struct report *r, const char *out, double limit)
 	}
 	if (found && hellos)
 		report_detail(r, "hello from %d ranks", hellos);
+	if (r->status == ST_FAILED)
+		report_summarize(r);
 	return found;
 }
 
@@ -503,24 +440,25 @@ int mpi_verify(struct ctx *c, struct report *r)
 	if (c->deadline_ms)
 		end = c->deadline_ms;
 	if (!mpirun) {
-		report_set(r, ST_FAILED, "mpirun not found: install Open MPI (openmpi-bin)");
+		report_finding(r, ST_FAILED, "mpi.verify.no-mpirun", "mpirun not found: install Open MPI (openmpi-bin)");
 		ret = -ENOENT;
 		goto out;
 	}
 	if (access(verify_program(), X_OK) < 0) {
-		report_set(r, ST_FAILED, "%s is missing: hpcinit was built without Open MPI "
-			   "(configure found no ompi-c)", verify_program());
+		report_finding(r, ST_FAILED, "mpi.verify.no-program", "%s is missing: hpcinit was built "
+			       "without Open MPI (configure found no ompi-c)", verify_program());
 		ret = -ENOENT;
 		goto out;
 	}
 	ret = fs_read(c, hf, &text, NULL);
 	if (ret < 0) {
-		report_set(r, ST_FAILED, "%s: %s; the hostfile module writes it", hf, strerror(-ret));
+		report_finding(r, ST_FAILED, "mpi.verify.no-hostfile", "%s: %s; the hostfile module writes it",
+			       hf, strerror(-ret));
 		goto out;
 	}
 	nodes = count_hosts(text);
 	if (nodes < 1) {
-		report_set(r, ST_FAILED, "%s lists no hosts", hf);
+		report_finding(r, ST_FAILED, "mpi.verify.no-hosts", "%s lists no hosts", hf);
 		ret = -ENOENT;
 		goto out;
 	}
@@ -542,7 +480,7 @@ int mpi_verify(struct ctx *c, struct report *r)
 		ret = proc_run((const char *const *)argv.v, NULL, NULL,
 			       (unsigned)(left < VERIFY_RUN_MAX_MS ? left : VERIFY_RUN_MAX_MS), &pr);
 		if (ret < 0) {
-			report_set(r, ST_FAILED, "cannot run mpirun: %s", strerror(-ret));
+			report_finding(r, ST_FAILED, "mpi.verify.cannot-run", "cannot run mpirun: %s", strerror(-ret));
 			break;
 		}
 		if (verify_parse(r, pr.out, s->mpi.max_latency_us)) {
@@ -550,7 +488,8 @@ int mpi_verify(struct ctx *c, struct report *r)
 				report_detail(r, "mpirun ran on attempt %d (nodes were not all reachable "
 					      "before)", attempt);
 			if (pr.exit_code != 0 && r->status != ST_FAILED)
-				report_set(r, ST_FAILED, "mpirun exited %d after the check", pr.exit_code);
+				report_finding(r, ST_FAILED, "mpi.verify.exit-status", "mpirun exited %d after the check",
+					       pr.exit_code);
 			proc_result_free(&pr);
 			break;
 		}
@@ -562,9 +501,9 @@ int mpi_verify(struct ctx *c, struct report *r)
 		if (c->verify || pr.timed_out || now_ms() + delay + 5000 >= end) {
 			char *why = launch_failure(r, pr.err);
 
-			report_set(r, ST_FAILED, "mpirun %s after %d attempt%s: %s",
-				   pr.timed_out ? "timed out" : "failed", attempt, attempt > 1 ? "s" : "",
-				   why ? why : "see details");
+			report_finding(r, ST_FAILED, pr.timed_out ? "mpi.verify.timeout" : "mpi.verify.launch-failed",
+				       "mpirun %s after %d attempt%s: %s", pr.timed_out ? "timed out" : "failed",
+				       attempt, attempt > 1 ? "s" : "", why ? why : "see details");
 			free(why);
 			proc_result_free(&pr);
 			break;
@@ -579,6 +518,9 @@ int mpi_verify(struct ctx *c, struct report *r)
 	}
 	ret = 0;
 out:
+	/* The worst finding first (the core's summary), as "hpcinit verify" shows it. */
+	if (r->status == ST_FAILED)
+		report_summarize(r);
 	strlist_free(&argv);
 	fabric_free(&f);
 	free(mpirun);
@@ -611,13 +553,13 @@ static bool is_leader(const struct peerset *ps)
 static int mpi_run(struct ctx *c, struct report *r)
 {
 	struct fabric f;
-	struct report vr;
+	char *summary;
 	int ret;
 
 	fabric_detect(c, &f);
 	ret = profile_converge(c, r, &f);
 	if (ret < 0) {
-		report_set(r, ST_FAILED, "cannot write " PROFILE_PATH);
+		report_finding(r, ST_FAILED, "mpi.profile.write", "cannot write " PROFILE_PATH);
 		fabric_free(&f);
 		return ret;
 	}
@@ -627,17 +569,16 @@ static int mpi_run(struct ctx *c, struct report *r)
 		return 0;
 	}
 	/* "hpcinit verify" runs it here and now; apply only on one node. */
-	if (!c->verify && !is_leader(c->peers)) {
+	if (!c->verify && !is_leader(c->out ? c->out->peers : NULL)) {
 		report_set(r, ST_OK, "fabric %s", f.what);
 		report_detail(r, "verify runs on the head node (or the first by name), not here");
 		fabric_free(&f);
 		return 0;
 	}
-	report_init(&vr);
-	ret = mpi_verify(c, &vr);
-	report_detail(r, "%s", sb_str(&vr.details));
-	report_set(r, vr.status == ST_FAILED ? ST_FAILED : ST_OK, "%s; fabric %s", vr.summary, f.what);
-	report_free(&vr);
+	ret = mpi_verify(c, r);
+	summary = xstrdup(r->summary);
+	report_set(r, r->status == ST_FAILED ? ST_FAILED : ST_OK, "%s; fabric %s", summary, f.what);
+	free(summary);
 	fabric_free(&f);
 	return ret;
 }
@@ -664,4 +605,5 @@ const struct module mpi_module = {
 	.timeout_ms = mpi_timeout,
 	.check = mpi_run,
 	.apply = mpi_run,
+	.inputs = OUT_RDMA | OUT_PEERS,
 };

@@ -4,7 +4,10 @@
 #   2. ASan+UBSan build: unit and core system tests
 #   3. valgrind: unit tests and the binary in the core system tests
 #   4. make distcheck
-#   5. packaging: .deb (lintian, install, remove) and .rpm
+#   5. build variants: --without-libnfs and --without-mpi compile with -Werror
+#      (and run the few quick unit tests their options touch)
+#   6. libFuzzer: the spec loader and the peer-record parser, 30 s each
+#   7. packaging: .deb (lintian, install, remove) and .rpm
 # It ends with one line: "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -40,7 +43,7 @@ count_log build/check.out
 
 asan() {
 	mkdir -p build-asan && cd build-asan &&
-	{ [ -f Makefile ] || ../configure --enable-werror --without-mpi \
+	{ [ -f Makefile ] || ../configure --enable-werror --enable-test-backends --without-mpi \
 		CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 		LDFLAGS="-fsanitize=address,undefined" >/dev/null; } &&
 	make -j"$J" >/dev/null &&
@@ -60,6 +63,25 @@ valgrind_run() {
 stage "valgrind: unit and core system tests" bash -c "$(declare -f valgrind_run); cd '$SRC' && J=$J valgrind_run"
 
 stage "make distcheck" bash -c "cd '$SRC/build' && make -j$J distcheck DISTCHECK_CONFIGURE_FLAGS='--enable-werror' >distcheck.out 2>&1 || { tail -60 distcheck.out; exit 1; }"
+
+# A build variant in its own directory: configure --enable-werror with the
+# options, build everything (check programs too), run the named quick tests.
+variant() {     # variant DIR "TESTS" CONFIGURE-OPTION...
+	local dir=$1 tests=$2; shift 2
+	mkdir -p "$dir" && cd "$dir" || return 1
+	if [ ! -f Makefile ]; then
+		../configure --enable-werror "$@" >configure.out 2>&1 || { tail -20 configure.out; return 1; }
+	fi
+	make -j"$J" >make.out 2>&1 || { grep -E 'error|warning' make.out | head -40; tail -5 make.out; return 1; }
+	make -j"$J" check TESTS="$tests" >check.out 2>&1
+	local r=$?; grep -E '^(PASS|FAIL|ERROR|SKIP):|^# (TOTAL|PASS|FAIL)' check.out; [ $r -eq 0 ]
+}
+stage "build --without-libnfs (-Werror)" bash -c "$(declare -f variant); cd '$SRC' && J=$J variant build-nolibnfs 'tests/unit/test_nfs' --without-libnfs"
+stage "build --without-mpi (-Werror)" bash -c "$(declare -f variant); cd '$SRC' && J=$J variant build-nompi 'tests/unit/test_mpi' --without-mpi"
+
+# Short libFuzzer runs of the two parsers (the long runs are by hand: run.sh 3600).
+stage "fuzz: spec loader, 30 s" sh tests/fuzz/run.sh 30
+stage "fuzz: peer records, 30 s" sh tests/fuzz/run-record.sh 30
 
 for s in packaging/build-deb.sh packaging/build-rpm.sh; do
 	[ -f "$s" ] && stage "$s" bash "$s"

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * discovery: learn the cluster (DESIGN.md "Peers").  Every method ends with
- * ctx->peers = every known node, this one included and flagged self, so
- * ssh, hostfile and mpi work the same whichever method found them.
+ * the typed output peers (c->out->peers, OUT_PEERS) = every known node, this
+ * one included and flagged self, so ssh, hostfile and mpi work the same
+ * whichever method found them.
  *
  * The step describes this node (node.c), lets the method publish it, then
  * lists the membership until discovery.expect nodes are known or
@@ -13,6 +14,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "discovery.h"
 #include "log.h"
@@ -24,8 +26,22 @@ static const struct disc_method_ops *const disc_methods[] = {
 	&disc_method_shared,
 	&disc_method_static,
 	&disc_method_scan,
+	&disc_method_etcd,
 	NULL,
 };
+
+static int64_t system_now(void)
+{
+	return (int64_t)time(NULL);
+}
+
+static const struct disc_clock system_clock = { system_now };
+const struct disc_clock *disc_clock = &system_clock;
+
+int64_t disc_now(void)
+{
+	return disc_clock->now();
+}
 
 int disc_nop(struct disc_run *run)
 {
@@ -86,8 +102,9 @@ void drop_duplicate_addrs(struct peerset *s, struct report *notes)
 			keep = idx[i];
 			continue;
 		}
-		report_detail(notes, "address %s is claimed by %s and %s; keeping %s", keep->addr,
-			      keep->hostname, idx[i]->hostname, keep->hostname);
+		report_finding(notes, ST_OK, "discovery.address.claimed-twice",
+			       "address %s is claimed by %s and %s; keeping %s", keep->addr,
+			       keep->hostname, idx[i]->hostname, keep->hostname);
 		peer_clear(idx[i]);     /* hostname NULL marks it dropped */
 	}
 	free(idx);
@@ -95,6 +112,17 @@ void drop_duplicate_addrs(struct peerset *s, struct report *notes)
 		if (s->v[i].hostname)
 			s->v[w++] = s->v[i];
 	s->n = w;
+}
+
+void disc_notes_commit(struct disc_run *run)
+{
+	for (size_t i = 0; i < run->notes.n_findings; i++) {
+		const struct finding *f = &run->notes.findings[i];
+
+		report_finding(run->rep, f->sev, f->tag, "%s", f->text);
+	}
+	report_free(&run->notes);
+	report_init(&run->notes);
 }
 
 void disc_run_reset(struct disc_run *run)
@@ -188,12 +216,12 @@ static int disc_run(struct ctx *c, struct report *rep)
 		*peerset_add(set) = run.found.v[i];
 	run.found.n = 0;
 	drop_duplicate_addrs(set, &run.notes);
-	sb_append(&rep->details, sb_str(&run.notes.details));
+	disc_notes_commit(&run);
 	if (r == 0)
 		(void)m->finish(&run, set);
 	list_peers(rep, set, c->verbose > 0);
-	peerset_free(c->peers);
-	c->peers = set;
+	peerset_free(c->out->peers);
+	c->out->peers = set;
 	r = 0;
 out:
 	if (m)

@@ -19,6 +19,20 @@
 #include "record.h"
 
 #define WAIT_POLL_CAP_MS 5000           /* the wait re-reads at least every 5 s */
+/*
+ * How far a record's time may lie ahead of the cluster clock (the shared
+ * directory's file times, see shared.c) before it is rejected.  Documented
+ * in docs/cluster.md.
+ */
+#define DISC_CLOCK_SKEW_S 60
+
+/* Where "now" comes from: time(2), or a skewed clock in tests (STYLE.md 6). */
+struct disc_clock {
+	int64_t (*now)(void);
+};
+extern const struct disc_clock *disc_clock;
+/* This node's clock, unix seconds. */
+int64_t disc_now(void);
 
 /* One run of a method: what the step hands it and what it hands back. */
 struct disc_run {
@@ -26,7 +40,8 @@ struct disc_run {
 	struct report *rep;
 	struct peer self;               /* this node's facts (node.c) */
 	struct peerset found;           /* peers of the last list, self not included */
-	struct report notes;            /* findings of the last list (rejections ...) */
+	struct report notes;            /* findings of the last list (rejections ...): only
+					 * report_finding, disc_notes_commit moves them on */
 	bool waited;                    /* list ran more than once */
 	void *priv;                     /* the method's own state, from open to close */
 };
@@ -58,6 +73,13 @@ struct disc_method_ops {
 extern const struct disc_method_ops disc_method_shared;
 extern const struct disc_method_ops disc_method_static;
 extern const struct disc_method_ops disc_method_scan;
+extern const struct disc_method_ops disc_method_etcd;
+
+/* The cluster secret (cluster.secret_file) for a method: *key NULL without one (shared.c). */
+int disc_secret_load(const struct ctx *c, struct report *rep, char **key, size_t *len);
+/* etcd.c: the key prefix of the cluster's nodes, and the helper's argv up to its command. */
+char *etcd_prefix(const struct spec *spec);
+void etcd_helper_argv(const struct ctx *c, struct strlist *argv, unsigned timeout_ms);
 
 /* The default for a hook a method does not need: does nothing, returns 0. */
 int disc_nop(struct disc_run *run);
@@ -75,6 +97,8 @@ char *node_sa_text(const struct sockaddr *sa);
 
 /* Drop all but one peer claiming each address: this node, else the newest record. */
 void drop_duplicate_addrs(struct peerset *s, struct report *notes);
+/* Record the findings of the last list (run->notes) in the step's report. */
+void disc_notes_commit(struct disc_run *run);
 /* Empty run->found and run->notes for the next list. */
 void disc_run_reset(struct disc_run *run);
 

@@ -20,6 +20,7 @@
 #include "discovery.h"
 #include "fsutil.h"
 #include "sshkey.h"
+#include "../ssh/userkeys.h"
 
 bool node_in_network(const struct spec *spec, const struct sockaddr *sa)
 {
@@ -199,7 +200,7 @@ int node_facts(struct ctx *c, struct report *rep, struct peer *p)
 	p->head = spec->cluster.role == ROLE_HEAD;
 	p->version = xstrdup(PACKAGE_VERSION);
 	p->boot_id = boot_id(c);
-	p->updated = (int64_t)time(NULL);
+	p->updated = disc_now();
 	r = sshkey_host_pubkeys(c, &p->host_keys);
 	if (r < 0 && r != -ENOENT)
 		report_detail(rep, "/etc/ssh: cannot read host keys: %s", strerror(-r));
@@ -211,7 +212,7 @@ int node_facts(struct ctx *c, struct report *rep, struct peer *p)
 			char *pub = NULL;
 			struct user_key *uk;
 
-			r = sshkey_ensure_user(c, rep, spec->ssh.users.v[i], spec->ssh.key_type, &pub);
+			r = ssh_user_key(c, rep, spec->ssh.users.v[i], spec->ssh.key_type, &pub);
 			if (r < 0) {
 				if (r != -ENOENT || ctx_may_write(c))
 					report_raise(rep, ST_DEGRADED);

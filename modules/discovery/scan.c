@@ -19,9 +19,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <libssh/libssh.h>
-
 #include "discovery.h"
+#include "sshkey.h"
 
 #define SCAN_CONCURRENCY 256
 
@@ -165,44 +164,34 @@ static int scan_network(const struct spec *spec, uint16_t port, uint64_t timeout
 	return 0;
 }
 
-/* Fetch the host keys sshd offers, one connection per key type (no auth). */
-static void fetch_host_keys(const char *addr, uint16_t port, uint64_t timeout_ms,
-			    struct strlist *keys)
+/*
+ * Every key each peer's sshd offers, one key exchange per key type, by the
+ * one host-key fetcher (sshkey.c, the helper hpcinit-ssh).
+ */
+static void fetch_host_keys(struct disc_run *run)
 {
-	static const char *const algos[] = {
-		"ssh-ed25519", "ecdsa-sha2-nistp256", "rsa-sha2-512,rsa-sha2-256",
-	};
-	long tmo = (long)(timeout_ms / 1000) + 1;
-	unsigned int p = port;
-	int no = 0;
+	const struct spec *spec = run->c->spec;
+	const char **addrs = xcalloc(run->found.n + 1, sizeof(*addrs));
+	struct strlist *keys = xcalloc(run->found.n + 1, sizeof(*keys));
+	/* Each exchange gets the probe timeout, rounded down to seconds, plus one second. */
+	unsigned tmo = (unsigned)(spec->discovery.scan_timeout_ms / 1000 + 1) * 1000;
+	uint64_t left = ctx_remaining_ms(run->c);
+	char why[256] = "";
+	int r;
 
-	for (size_t i = 0; i < sizeof(algos) / sizeof(algos[0]); i++) {
-		ssh_session s = ssh_new();
-		ssh_key key = NULL;
-		char *b64 = NULL;
-
-		if (!s)
-			return;
-		ssh_options_set(s, SSH_OPTIONS_HOST, addr);
-		ssh_options_set(s, SSH_OPTIONS_PORT, &p);
-		ssh_options_set(s, SSH_OPTIONS_TIMEOUT, &tmo);
-		ssh_options_set(s, SSH_OPTIONS_PROCESS_CONFIG, &no);
-		ssh_options_set(s, SSH_OPTIONS_KNOWNHOSTS, "/dev/null");
-		ssh_options_set(s, SSH_OPTIONS_GLOBAL_KNOWNHOSTS, "/dev/null");
-		ssh_options_set(s, SSH_OPTIONS_HOSTKEYS, algos[i]);
-		if (ssh_connect(s) == SSH_OK && ssh_get_server_publickey(s, &key) == SSH_OK &&
-		    ssh_pki_export_pubkey_base64(key, &b64) == SSH_OK) {
-			char *line = xasprintf("%s %s", ssh_key_type_to_char(ssh_key_type(key)), b64);
-
-			strlist_push(keys, line);
-			free(line);
-		}
-		if (b64)
-			ssh_string_free_char(b64);
-		ssh_key_free(key);
-		ssh_disconnect(s);
-		ssh_free(s);
+	for (size_t i = 0; i < run->found.n; i++)
+		addrs[i] = run->found.v[i].addr;
+	r = sshkey_fetch_host_keys(addrs, run->found.n, spec->discovery.scan_port, tmo, true,
+				   left > UINT32_MAX ? UINT32_MAX : (unsigned)left, keys, NULL,
+				   why, sizeof(why));
+	if (r < 0)
+		report_detail(run->rep, "scan: cannot fetch host keys: %s", why);
+	for (size_t i = 0; i < run->found.n; i++) {
+		run->found.v[i].host_keys = keys[i];
+		memset(&keys[i], 0, sizeof(keys[i]));
 	}
+	free(keys);
+	free(addrs);
 }
 
 static int scan_open(struct disc_run *run)
@@ -266,10 +255,9 @@ static int scan_collect(struct disc_run *run)
 		else
 			p->hostname = xstrdup(text);
 		p->slots = run->self.slots;     /* no record: assume a uniform scale set */
-		if (want_keys)
-			fetch_host_keys(text, spec->discovery.scan_port, spec->discovery.scan_timeout_ms,
-					&p->host_keys);
 	}
+	if (want_keys)
+		fetch_host_keys(run);
 	return 0;
 }
 

@@ -6,6 +6,14 @@
  * connection to any peer.  Records are trusted by the directory's owner
  * (root, or the uid root is squashed to) and, with cluster.secret_file, by
  * their HMAC.
+ *
+ * Time: the cluster clock is the shared directory's, seen in the file time
+ * of this node's record just after writing it.  A node whose own clock is
+ * off by more than DISC_CLOCK_SKEW_S stamps its record and judges leases by
+ * that clock instead, so a node that is behind is not pruned by its peers
+ * and a node that is ahead prunes no one; a record dated further than the
+ * skew ahead of the cluster clock is rejected (it would otherwise never
+ * expire and win every address conflict).
  */
 #include "config.h"
 
@@ -113,7 +121,8 @@ struct shared {
 	struct secret sec;
 	struct rendezvous rv;
 	bool ready;                     /* expect was reached earlier in this boot */
-	int64_t written;                /* when this node's record was last written */
+	int64_t written;                /* when this node's record was last written (own clock) */
+	int64_t offset;                 /* cluster clock - own clock; 0 within the skew */
 	size_t rejected, expired, pruned;       /* rejected, expired: of the last pass */
 	struct strlist rejects;         /* the first REJECT_LOG_MAX reasons, for the log */
 };
@@ -284,6 +293,12 @@ static int64_t lease_s(const struct spec *spec)
 	return s > 0 ? s : 1;
 }
 
+/* The cluster clock: this node's, corrected by what the shared directory showed. */
+static int64_t shared_now(const struct shared *sh)
+{
+	return disc_now() + sh->offset;
+}
+
 static bool suffix(const char *s, size_t n, const char *suf)
 {
 	size_t l = strlen(suf);
@@ -322,17 +337,21 @@ static ssize_t read_record(int fd, char *buf, size_t size, size_t max)
  * log (syslog on a real system) so that a planted or tampered record leaves
  * a trace even when nobody reads the run's output.
  */
-static void reject(struct disc_run *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void reject(struct disc_run *run, const char *fmt, ...)
+static void reject(struct disc_run *run, const char *why, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void reject(struct disc_run *run, const char *why, const char *fmt, ...)
 {
 	struct shared *sh = run->priv;
 	struct strbuf sb = STRBUF_INIT;
+	char *tag;
 	va_list ap;
 
 	va_start(ap, fmt);
 	sb_vprintf(&sb, fmt, ap);
 	va_end(ap);
-	report_detail(&run->notes, "%s", sb_str(&sb));
+	tag = xasprintf("discovery.record.%s", why);
+	report_finding(&run->notes, ST_DEGRADED, tag, "%s", sb_str(&sb));
+	free(tag);
 	if (sh->rejects.n < REJECT_LOG_MAX)
 		strlist_push(&sh->rejects, sb_str(&sb));
 	sh->rejected++;
@@ -366,7 +385,7 @@ static int read_records(struct disc_run *run, bool do_prune)
 	const struct peer *self = &run->self;
 	const struct spec *spec = c->spec;
 	static char buf[RECORD_MAX_BYTES + 1];
-	int64_t now = (int64_t)time(NULL), lease = lease_s(spec);
+	int64_t now = shared_now(sh), lease = lease_s(spec);
 	char *hp = ctx_path(c, rv->nodes);
 	DIR *d;
 	struct dirent *de;
@@ -377,7 +396,8 @@ static int read_records(struct disc_run *run, bool do_prune)
 	if (!d) {
 		int r = -errno;
 
-		report_detail(&run->notes, "rendezvous directory %s: %s", rv->nodes, strerror(errno));
+		report_finding(&run->notes, ST_FAILED, "discovery.dir.unreadable",
+			       "rendezvous directory %s: %s", rv->nodes, strerror(errno));
 		return r;
 	}
 	dfd = dirfd(d);
@@ -402,13 +422,13 @@ static int read_records(struct disc_run *run, bool do_prune)
 		if (!suffix(name, nl, ".rec"))
 			continue;       /* not ours: left alone */
 		if (nl - 4 >= sizeof(host)) {
-			reject(run, "record %.64s...: file name too long; rejected", name);
+			reject(run, "bad-name", "record %.64s...: file name too long; rejected", name);
 			continue;
 		}
 		memcpy(host, name, nl - 4);
 		host[nl - 4] = '\0';
 		if (!record_hostname_valid(host)) {
-			reject(run, "record %s: file name is not <hostname>.rec; rejected",
+			reject(run, "bad-name", "record %s: file name is not <hostname>.rec; rejected",
 				      name);
 			continue;
 		}
@@ -417,31 +437,31 @@ static int read_records(struct disc_run *run, bool do_prune)
 		fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
 		if (fd < 0) {
 			if (errno == ELOOP)
-				reject(run, "record %s: is a symbolic link; rejected", name);
+				reject(run, "symlink", "record %s: is a symbolic link; rejected", name);
 			else if (errno != ENOENT)   /* ENOENT: pruned by another node meanwhile */
-				reject(run, "record %s: cannot open: %s; rejected", name, strerror(errno));
+				reject(run, "unreadable", "record %s: cannot open: %s; rejected", name, strerror(errno));
 			continue;
 		}
 		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-			reject(run, "record %s: not a regular file; rejected", name);
+			reject(run, "not-a-file", "record %s: not a regular file; rejected", name);
 			close(fd);
 			continue;
 		}
 		if (st.st_uid != rv->trusted) {
-			reject(run, "record %s: owned by uid %u, not by the trusted writer "
+			reject(run, "wrong-owner", "record %s: owned by uid %u, not by the trusted writer "
 				      "(uid %u%s); rejected", name, (unsigned)st.st_uid,
 				      (unsigned)rv->trusted, rv->squashed ? ", root squashed" : ", root");
 			close(fd);
 			continue;
 		}
 		if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-			reject(run, "record %s: writable by group or others (mode %04o); "
+			reject(run, "writable", "record %s: writable by group or others (mode %04o); "
 				      "rejected", name, (unsigned)(st.st_mode & 07777));
 			close(fd);
 			continue;
 		}
 		if (st.st_size > RECORD_MAX_BYTES) {
-			reject(run, "record %s: %lld bytes, over the %d-byte limit; rejected",
+			reject(run, "too-large", "record %s: %lld bytes, over the %d-byte limit; rejected",
 				      name, (long long)st.st_size, RECORD_MAX_BYTES);
 			close(fd);
 			continue;
@@ -449,7 +469,7 @@ static int read_records(struct disc_run *run, bool do_prune)
 		len = read_record(fd, buf, (size_t)st.st_size, RECORD_MAX_BYTES);
 		close(fd);
 		if (len < 0) {
-			reject(run, "record %s: cannot read: %s; rejected", name,
+			reject(run, "unreadable", "record %s: cannot read: %s; rejected", name,
 				      strerror((int)-len));
 			continue;
 		}
@@ -462,17 +482,25 @@ static int read_records(struct disc_run *run, bool do_prune)
 		}
 		if (r < 0) {
 			if (r == -ENODATA)
-				reject(run, "record %s: truncated (no \"...\" end marker); rejected", name);
+				reject(run, "truncated", "record %s: truncated (no \"...\" end marker); rejected", name);
 			else if (r == -EKEYREJECTED)
-				reject(run, "record %s: bad HMAC (tampered, or written with another cluster "
+				reject(run, "bad-hmac", "record %s: bad HMAC (tampered, or written with another cluster "
 				       "secret); rejected", name);
 			else if (r == -ENOKEY)
-				reject(run, "record %s: no HMAC while cluster.secret_file is set; rejected",
+				reject(run, "no-hmac", "record %s: no HMAC while cluster.secret_file is set; rejected",
 				       name);
 			else
-				reject(run, "record %s: %s; rejected", name, err);
+				reject(run, "malformed", "record %s: %s; rejected", name, err);
 			if (do_prune && now - (int64_t)st.st_mtime > lease)
 				prune(run, name, "rejected and not refreshed within the lease");
+			continue;
+		}
+		if (p.updated > now + DISC_CLOCK_SKEW_S || (int64_t)st.st_mtime > now + DISC_CLOCK_SKEW_S) {
+			int64_t ahead = (p.updated > st.st_mtime ? p.updated : (int64_t)st.st_mtime) - now;
+
+			reject(run, "future", "record %s: dated %" PRId64 " s in the future (more than the %d s of "
+			       "clock skew allowed); rejected", name, ahead, DISC_CLOCK_SKEW_S);
+			peer_clear(&p);
 			continue;
 		}
 		if (now - p.updated > lease) {
@@ -487,7 +515,8 @@ static int read_records(struct disc_run *run, bool do_prune)
 	if (errno) {
 		int r = -errno;
 
-		report_detail(&run->notes, "rendezvous directory %s: %s", rv->nodes, strerror(errno));
+		report_finding(&run->notes, ST_FAILED, "discovery.dir.unreadable",
+			       "rendezvous directory %s: %s", rv->nodes, strerror(errno));
 		closedir(d);
 		return r;
 	}
@@ -495,9 +524,9 @@ static int read_records(struct disc_run *run, bool do_prune)
 	return 0;
 }
 
-/* Write this node's record.  The lease refresh alone is not reported as a change. */
-static int write_self(struct ctx *c, struct report *rep, const struct rendezvous *rv,
-		      const struct secret *sec, struct peer *self)
+/* Write this node's record, stamped now.  The lease refresh alone is not reported as a change. */
+static int write_record(struct ctx *c, struct report *rep, const struct rendezvous *rv,
+			const struct secret *sec, struct peer *self, int64_t now)
 {
 	const char *cluster = c->spec->cluster.name;
 	char *rel = xasprintf("%s/%s.rec", rv->nodes, self->hostname);
@@ -507,7 +536,7 @@ static int write_self(struct ctx *c, struct report *rep, const struct rendezvous
 	struct peer oldp;
 	int r;
 
-	self->updated = (int64_t)time(NULL);
+	self->updated = now;
 	text = record_format(self, cluster, sec->key, sec->len);
 	if (!text) {
 		report_detail(rep, "%s: cannot compute the record HMAC", rel);
@@ -541,6 +570,43 @@ static int write_self(struct ctx *c, struct report *rep, const struct rendezvous
 	free(text);
 	free(rel);
 	return r;
+}
+
+/*
+ * Write this node's record and learn the cluster clock from its file time.
+ * When this node's clock is off by more than the skew, the record is
+ * written again, stamped with the cluster clock, and the run says so.
+ */
+static int write_self(struct ctx *c, struct report *rep, struct shared *sh, struct peer *self)
+{
+	int64_t mine = disc_now(), stamp = mine + sh->offset, off;
+	char *rel, *hp;
+	struct stat st;
+	int r;
+
+	r = write_record(c, rep, &sh->rv, &sh->sec, self, stamp);
+	if (r < 0)
+		return r;
+	sh->written = mine;
+	rel = xasprintf("%s/%s.rec", sh->rv.nodes, self->hostname);
+	hp = ctx_path(c, rel);
+	free(rel);
+	r = lstat(hp, &st);
+	free(hp);
+	if (r < 0)
+		return 0;       /* the record is written; the clock stays this node's */
+	off = (int64_t)st.st_mtime - mine;
+	sh->offset = off > DISC_CLOCK_SKEW_S || off < -DISC_CLOCK_SKEW_S ? off : 0;
+	if (mine + sh->offset - stamp > DISC_CLOCK_SKEW_S || stamp - (mine + sh->offset) > DISC_CLOCK_SKEW_S) {
+		report_detail(rep, "this node's clock is %" PRId64 " s %s the shared directory's "
+			      "(file times in %s); records are stamped and leases judged by the "
+			      "directory's clock; fix the time sync (chrony)", off < 0 ? -off : off,
+			      off < 0 ? "ahead of" : "behind", sh->rv.nodes);
+		r = write_record(c, rep, &sh->rv, &sh->sec, self, mine + sh->offset);
+		if (r < 0)
+			return r;
+	}
+	return 0;
 }
 
 /* Has this node seen `expect` nodes since boot?  (/run is per boot.) */
@@ -632,7 +698,7 @@ static void compare_self(struct disc_run *run)
 				text_diff(&rep->details, rel, have, want);
 			else
 				report_detail(rep, "%s: differs from this node's state", rel);
-		} else if ((int64_t)time(NULL) - oldp.updated > lease_s(spec)) {
+		} else if (shared_now(sh) - oldp.updated > lease_s(spec)) {
 			report_raise(rep, ST_CHANGED);
 			report_detail(rep, "%s: lease expired; peers have dropped this node", rel);
 		}
@@ -653,12 +719,11 @@ static int shared_publish(struct disc_run *run)
 		compare_self(run);
 		return 0;
 	}
-	r = write_self(run->c, run->rep, &sh->rv, &sh->sec, &run->self);
+	r = write_self(run->c, run->rep, sh, &run->self);
 	if (r < 0) {
 		report_set(run->rep, ST_FAILED, "cannot write this node's record in %s", sh->rv.nodes);
 		return r;
 	}
-	sh->written = run->self.updated;
 	return 0;
 }
 
@@ -674,19 +739,18 @@ static int shared_list(struct disc_run *run)
 	struct shared *sh = run->priv;
 	int r;
 
-	if (run->waited && (int64_t)time(NULL) - sh->written > lease_s(spec) / 3) {
+	if (run->waited && disc_now() - sh->written > lease_s(spec) / 3) {
 		struct report scratch;
 
 		report_init(&scratch);
-		if (write_self(c, &scratch, &sh->rv, &sh->sec, &run->self) >= 0)
-			sh->written = run->self.updated;
+		(void)write_self(c, &scratch, sh, &run->self);
 		report_free(&scratch);
 	}
 	sh->rejected = sh->expired = 0;
 	strlist_free(&sh->rejects);
 	r = read_records(run, ctx_may_write(c));
 	if (r < 0) {
-		sb_append(&run->rep->details, sb_str(&run->notes.details));
+		disc_notes_commit(run);
 		report_set(run->rep, ST_FAILED, "cannot read %s", sh->rv.nodes);
 		return r;
 	}
@@ -706,8 +770,6 @@ static int shared_finish(struct disc_run *run, const struct peerset *set)
 	if (sh->rejected > sh->rejects.n)
 		log_warn("%zu more records rejected; the run's details list them all",
 			 sh->rejected - sh->rejects.n);
-	if (sh->rejected)
-		report_raise(rep, ST_DEGRADED);
 	if (set->n >= spec->discovery.expect) {
 		if (ctx_may_write(c) && !sh->ready)
 			mark_ready(c);
@@ -778,3 +840,13 @@ const struct disc_method_ops disc_method_shared = {
 	.leave = shared_leave,
 	.close = shared_close,
 };
+
+int disc_secret_load(const struct ctx *c, struct report *rep, char **key, size_t *len)
+{
+	struct secret s = { NULL, 0 };
+	int r = load_secret(c, rep, &s);
+
+	*key = s.key;
+	*len = s.len;
+	return r;
+}

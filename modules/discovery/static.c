@@ -70,7 +70,8 @@ static int static_list(struct disc_run *run)
 		struct peer *p;
 
 		if (!record_hostname_valid(hosts->v[i])) {
-			report_detail(&run->notes, "static host \"%s\" is not a valid host name", hosts->v[i]);
+			report_finding(&run->notes, ST_DEGRADED, "discovery.static.bad-name",
+				       "static host \"%s\" is not a valid host name", hosts->v[i]);
 			st->unresolved++;
 			continue;
 		}
@@ -79,7 +80,8 @@ static int static_list(struct disc_run *run)
 			continue;
 		}
 		if (resolve(spec, hosts->v[i], &addr, &why) < 0) {
-			report_detail(&run->notes, "static host %s does not resolve: %s", hosts->v[i], why);
+			report_finding(&run->notes, ST_DEGRADED, "discovery.static.unresolved",
+				       "static host %s does not resolve: %s", hosts->v[i], why);
 			st->unresolved++;
 			continue;
 		}
@@ -101,8 +103,8 @@ static int static_collect(struct disc_run *run)
 	const struct statics *st = run->priv;
 
 	if (!st->self_listed)
-		report_detail(&run->notes, "this node (%s) is not in discovery.hosts; added",
-			      run->self.hostname);
+		report_finding(&run->notes, ST_OK, "discovery.static.self-added",
+			       "this node (%s) is not in discovery.hosts; added", run->self.hostname);
 	return 0;
 }
 
@@ -111,8 +113,6 @@ static int static_finish(struct disc_run *run, const struct peerset *set)
 	const struct spec *spec = run->c->spec;
 	const struct statics *st = run->priv;
 
-	if (st->unresolved)
-		report_raise(run->rep, ST_DEGRADED);
 	if (set->n < spec->discovery.expect)
 		report_set(run->rep, ST_DEGRADED, "only %zu of %u expected nodes resolve", set->n,
 			   spec->discovery.expect);

@@ -90,13 +90,15 @@ static void check_modules(struct ctx *c, struct report *r, const char *rel)
 				       "(/lib/modules/%s, modules.builtin, DKMS); reinstall the RDMA drivers "
 				       "for this kernel", m->name, rel, rel);
 		else if (m->builtin)
-			report_detail(r, "module %s: built into %s", m->name, rel);
+			report_finding(r, ST_OK, "kernel.module.builtin",
+				       "module %s: built into %s", m->name, rel);
 		else if (!loaded)
 			report_finding(r, ST_FAILED, "kernel.module.not-loaded",
 				       "module %s: present (%s) but not loaded; modprobe %s",
 				       m->name, m->path, m->name);
 		else
-			report_detail(r, "module %s: loaded (%s)", m->name, m->path);
+			report_finding(r, ST_OK, "kernel.module.loaded",
+				       "module %s: loaded (%s)", m->name, m->path);
 	}
 	kmods_free(mods, names->n);
 }
@@ -128,8 +130,9 @@ static void check_pending(struct ctx *c, struct report *r, const char *rel,
 			kmods_free(mods, names->n);
 		}
 		if (names->n && missing.len == 0)
-			report_detail(r, "newer kernel %s installed; the next reboot boots it, and the "
-				      "listed modules exist for it", newest);
+			report_finding(r, ST_OK, "kernel.pending.ok",
+				       "newer kernel %s installed; the next reboot boots it, and the "
+				       "listed modules exist for it", newest);
 		else if (names->n)
 			report_finding(r, ST_DEGRADED, "kernel.pending.breaks-rdma",
 				       "newer kernel %s installed: the next reboot boots it and "
@@ -166,8 +169,9 @@ static int kernel_run(struct ctx *c, struct report *r)
 	else
 		memset(&os, 0, sizeof(os));
 	free(text);
-	report_detail(r, "running kernel %s (from %s); distribution %s (%s)", rel, src,
-		      os.pretty[0] ? os.pretty : os.id[0] ? os.id : "unknown", distro_name(os.family));
+	report_finding(r, ST_OK, "kernel.release",
+		       "running kernel %s (from %s); distribution %s (%s)", rel, src,
+		       os.pretty[0] ? os.pretty : os.id[0] ? os.id : "unknown", distro_name(os.family));
 	pm = pm_for(os.family);
 	if (pm && (ret = pm->db_open(c, &db)) < 0) {
 		report_set(r, ST_FAILED, "cannot read the %s package database: %s", pm->name,

@@ -285,7 +285,8 @@ static int hold_debian(struct ctx *c, struct report *r, const char *rel, const v
 		if (ctx_may_write(c)) {
 			ret = dpkg_set_hold(c, r, &todo);
 			if (ret == 0) {
-				report_detail(r, "held with dpkg selections: %s", sb_str(&names));
+				report_finding(r, ST_OK, "kernel.hold.ok",
+					       "held with dpkg selections: %s", sb_str(&names));
 				report_changed(r, "/var/lib/dpkg/status");
 				report_raise(r, ST_CHANGED);
 			} else {
@@ -302,9 +303,11 @@ static int hold_debian(struct ctx *c, struct report *r, const char *rel, const v
 		}
 		sb_free(&names);
 	} else {
-		report_detail(r, "held (dpkg selections): %s", held.v[0]);
+		report_finding(r, ST_OK, "kernel.hold.ok",
+			       "held (dpkg selections): %s", held.v[0]);
 		for (size_t i = 1; i < held.n; i++)
-			report_detail(r, "held (dpkg selections): %s", held.v[i]);
+			report_finding(r, ST_OK, "kernel.hold.ok",
+				       "held (dpkg selections): %s", held.v[i]);
 	}
 	if (fs_exists(c, "/etc/apt/apt.conf.d") || ctx_may_write(c)) {
 		text = render_apt_blacklist(c->spec->cluster.name, rel, &held);

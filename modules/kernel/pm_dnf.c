@@ -131,7 +131,8 @@ static int hold_rhel(struct ctx *c, struct report *r, const char *rel, const voi
 		old = xstrdup("");
 	ini_scan_main(old, tag, &im);
 	if (im.foreign_exclude && exclude_covers_kernel(im.foreign_exclude)) {
-		report_detail(r, "held: %s [main] has exclude=%s", path, im.foreign_exclude);
+		report_finding(r, ST_OK, "kernel.hold.ok",
+			       "held: %s [main] has exclude=%s", path, im.foreign_exclude);
 		free(im.foreign_exclude);
 		free(old);
 		return 0;
@@ -148,7 +149,8 @@ static int hold_rhel(struct ctx *c, struct report *r, const char *rel, const voi
 	new_ = dnf_conf_apply(old, tag, &im);
 	free(im.foreign_exclude);
 	if (strcmp(new_, old) == 0) {
-		report_detail(r, "held: %s [main] excludes kernel* (hpcinit block)", path);
+		report_finding(r, ST_OK, "kernel.hold.ok",
+			       "held: %s [main] excludes kernel* (hpcinit block)", path);
 		ret = 0;
 	} else {
 		char *dir = xstrndup(path, (size_t)(strrchr(path, '/') - path));
@@ -161,7 +163,8 @@ static int hold_rhel(struct ctx *c, struct report *r, const char *rel, const voi
 			report_finding(r, ST_CHANGED, "kernel.hold.missing",
 				       "kernel not held: %s has no exclude=kernel* in [main]", path);
 		else if (ret > 0)
-			report_detail(r, "held: exclude=kernel* added to [main] of %s", path);
+			report_finding(r, ST_OK, "kernel.hold.ok",
+				       "held: exclude=kernel* added to [main] of %s", path);
 	}
 	free(new_);
 	free(old);

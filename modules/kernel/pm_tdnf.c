@@ -41,8 +41,9 @@ static int hold_azl(struct ctx *c, struct report *r, const char *rel, const void
 				if (strcmp(l, "kernel") == 0)
 					elsewhere = true;
 				else if (strpbrk(l, "*?["))
-					report_detail(r, "warning: %s: '%s' locks nothing: tdnf locks.d takes "
-						      "exact package names, no wildcards", tp, l);
+					report_finding(r, ST_OK, "kernel.hold.warning",
+						       "warning: %s: '%s' locks nothing: tdnf locks.d takes "
+						       "exact package names, no wildcards", tp, l);
 				l = nl ? nl + 1 : NULL;
 			}
 		}
@@ -53,7 +54,8 @@ static int hold_azl(struct ctx *c, struct report *r, const char *rel, const void
 		closedir(d);
 	free(dir);
 	if (elsewhere) {
-		report_detail(r, "held: another file in /etc/tdnf/locks.d locks kernel");
+		report_finding(r, ST_OK, "kernel.hold.ok",
+			       "held: another file in /etc/tdnf/locks.d locks kernel");
 		return 0;
 	}
 	ret = fs_mkdir_p(c, r, "/etc/tdnf/locks.d", 0755, 0, 0);
@@ -63,9 +65,11 @@ static int hold_azl(struct ctx *c, struct report *r, const char *rel, const void
 		report_finding(r, ST_CHANGED, "kernel.hold.missing",
 			       "kernel not held: no tdnf lock for kernel (%s)", TDNF_LOCK_PATH);
 	else if (ret > 0)
-		report_detail(r, "held: %s locks kernel", TDNF_LOCK_PATH);
+		report_finding(r, ST_OK, "kernel.hold.ok",
+			       "held: %s locks kernel", TDNF_LOCK_PATH);
 	else if (ret == 0)
-		report_detail(r, "held: %s locks kernel", TDNF_LOCK_PATH);
+		report_finding(r, ST_OK, "kernel.hold.ok",
+			       "held: %s locks kernel", TDNF_LOCK_PATH);
 	return ret < 0 ? ret : 0;
 }
 

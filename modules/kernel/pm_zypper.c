@@ -99,15 +99,17 @@ static int hold_suse(struct ctx *c, struct report *r, const char *rel, const voi
 			if (nl)
 				*nl = '\0';
 			if (strncmp(l, "multiversion", 12) == 0 && strstr(l, "multiversion(kernel)"))
-				report_detail(r, "warning: /etc/zypp/zypp.conf installs kernels as multiversion; "
-					      "zypper can install a new %s beside the locked one (openSUSE "
-					      "bug 1177262): check 'zypper locks' after updates", pkg);
+				report_finding(r, ST_OK, "kernel.hold.warning",
+					       "warning: /etc/zypp/zypp.conf installs kernels as multiversion; "
+					       "zypper can install a new %s beside the locked one (openSUSE "
+					       "bug 1177262): check 'zypper locks' after updates", pkg);
 			l = nl ? nl + 1 : NULL;
 		}
 		free(zconf);
 	}
 	if (zypp_locked(old, pkg)) {
-		report_detail(r, "held: %s locks %s", ZYPP_LOCKS_PATH, pkg);
+		report_finding(r, ST_OK, "kernel.hold.ok",
+			       "held: %s locks %s", ZYPP_LOCKS_PATH, pkg);
 		free(old);
 		return 0;
 	}
@@ -121,7 +123,8 @@ static int hold_suse(struct ctx *c, struct report *r, const char *rel, const voi
 		report_finding(r, ST_CHANGED, "kernel.hold.missing",
 			       "kernel not held: no lock for %s in %s", pkg, ZYPP_LOCKS_PATH);
 	else if (ret > 0)
-		report_detail(r, "held: lock for %s added to %s", pkg, ZYPP_LOCKS_PATH);
+		report_finding(r, ST_OK, "kernel.hold.ok",
+			       "held: lock for %s added to %s", pkg, ZYPP_LOCKS_PATH);
 	free(body);
 	free(new_);
 	free(old);

@@ -12,7 +12,7 @@ SIM_PREFIX=dmt SIM_NET=198.19.14
 
 N1=$(node 1) N2=$(node 2) N3=$(node 3) N4=$(node 4)
 ALL=("$N1" "$N2" "$N3" "$N4")
-sim up 4 >/dev/null
+sim up 4 --dns >/dev/null
 
 # --- static ---
 cat > "$T/static.yaml" <<-SPEC

@@ -6,7 +6,7 @@
 # namespace, running its own sshd with its own host key.  Used by the
 # cluster tests, the benchmarks and the README demo.
 #
-#   sim.sh up N [--shared DIR] [--no-ssh-trust]   bring up nodes 1..N
+#   sim.sh up N [--shared DIR] [--no-ssh-trust] [--dns]   bring up nodes 1..N
 #   sim.sh add [K]                  add K more nodes (scale-out), print their names
 #   sim.sh del NAME                 stop one node and remove it (scale-in)
 #   sim.sh exec NAME CMD [ARG...]   run CMD inside the node (absolute paths: cwd is /)
@@ -23,7 +23,15 @@
 # What a node sees (everything else is the host's, read-write):
 #   /etc, /var/lib, /home  copy-on-write overlays of the host's: what the node
 #                          writes there (hpcinit's outputs, its ssh config) is its own
-#   /etc/hostname, /etc/hosts (every node), /etc/ssh (own host key, own sshd_config)
+#   /etc/hostname, /etc/ssh (own host key, own sshd_config)
+#   /etc/hosts             localhost and the node's own name only: the names
+#                          of the other nodes resolve only when hpcinit (the
+#                          hostfile module's managed block) makes them resolve,
+#                          as on a VNet whose DNS does not know them
+#   --dns                  instead, every node's name in every /etc/hosts,
+#                          rewritten on each membership change: the simulation
+#                          of a resolver that knows the nodes (static and scan
+#                          discovery need names before hpcinit runs)
 #   /root                  an empty per-node home (no host shell start-up files)
 #   /run                   a private tmpfs;  /sys  a fresh sysfs (the node's interfaces)
 #   --shared DIR           a host directory every node sees at the same path: the
@@ -80,20 +88,30 @@ in_node() {
 		--mount="$SIM_STATE/ns/$name.mnt" -- "$@"
 }
 
-# /etc/hosts (every node) and the harness's ssh trust are rewritten for all
-# nodes whenever the membership changes.  Both live in host paths the nodes
-# see by bind mount (<node>/hosts on /etc/hosts, <node>/root on /root), so
-# they are written from here, in place (a bind mount pins the inode).
-write_hosts() {
-	local f=$SIM_STATE/hosts n
-	{
-		printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n'
-		for n in $(nodes); do
-			printf '%s\t%s\n' "$(node_addr "${n#"$SIM_PREFIX"}")" "$n"
+# The harness's ssh trust is rewritten for all nodes whenever the membership
+# changes; it lives in host paths the nodes see by bind mount (<node>/root
+# on /root), so it is written from here.  Each node's /etc/hosts is a file
+# of its own /etc overlay (a real file, which hpcinit replaces atomically),
+# written when the node starts and, with --dns, on every membership change.
+hosts_for() {
+	local n=$1 m
+	printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n'
+	if [ "$(conf dns)" = yes ]; then
+		for m in $(nodes); do
+			printf '%s\t%s\n' "$(node_addr "${m#"$SIM_PREFIX"}")" "$m"
 		done
-	} > "$f"
+	else
+		printf '%s\t%s\n' "$(node_addr "${n#"$SIM_PREFIX"}")" "$n"
+	fi
+}
+write_hosts() {
+	local n d
+	[ "$(conf dns)" = yes ] || return 0
 	for n in $(nodes); do
-		[ ! -d "$(node_dir "$n")" ] || cat "$f" > "$(node_dir "$n")/hosts"
+		d=$(node_dir "$n")
+		[ -e "$d/up" ] || continue
+		hosts_for "$n" > "$d/hosts"
+		in_node "$n" sh -c 'cat > /etc/hosts' < "$d/hosts"
 	done
 }
 
@@ -155,7 +173,7 @@ inside() {
 	mount -t sysfs "sim-sys-$name" /sys
 	mkdir -p /run/sshd /run/hpcinit
 	echo "$name" > /etc/hostname
-	mount --bind "$d/hosts" /etc/hosts
+	cat "$d/hosts" > /etc/hosts
 	# the node's own ssh identity; the host's keys are not visible in it
 	rm -f /etc/ssh/ssh_host_*
 	install -m 0600 "$d/ssh_host_ed25519_key" /etc/ssh/ssh_host_ed25519_key
@@ -170,6 +188,7 @@ inside() {
 		chmod 0600 /root/.ssh/config
 	fi
 	/usr/sbin/sshd -f /etc/ssh/sshd_config -E "$d/sshd.log"
+	touch "$d/up"
 }
 
 add_node() {
@@ -180,7 +199,7 @@ add_node() {
 	veth=${SIM_PREFIX}v$i
 	[ ! -e "/run/netns/$name" ] || die "network namespace $name exists already (another run? sim.sh down)"
 	mkdir -p -m 0700 "$d/root" "$d/root/.ssh"
-	cp "$SIM_STATE/hosts" "$d/hosts"
+	hosts_for "$name" > "$d/hosts"
 	ssh-keygen -q -t ed25519 -N '' -C "root@$name" -f "$d/ssh_host_ed25519_key"
 	if [ "$(conf ssh-trust)" = yes ]; then
 		ssh-keygen -q -t ed25519 -N '' -C "root@$name (sim harness)" -f "$d/root-key"
@@ -230,13 +249,14 @@ wait_sshd() {
 }
 
 cmd_up() {
-	local n=$1 shared="" trust=yes i
+	local n=$1 shared="" trust=yes dns=no i
 	shift
 	[[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 200 ] || die "up N: N from 1 to 200"
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--shared) shared=$(readlink -f "$2"); shift 2 ;;
 		--no-ssh-trust) trust=no; shift ;;
+		--dns) dns=yes; shift ;;
 		*) die "up: unknown option $1" ;;
 		esac
 	done
@@ -254,6 +274,7 @@ cmd_up() {
 	mount --bind "$SIM_STATE/ns" "$SIM_STATE/ns"
 	mount --make-private "$SIM_STATE/ns"
 	echo "$trust" > "$SIM_STATE/ssh-trust"
+	echo "$dns" > "$SIM_STATE/dns"
 	echo "$shared" > "$SIM_STATE/shared"
 	if ! ip link show "$SIM_BRIDGE" >/dev/null 2>&1; then
 		ip link add "$SIM_BRIDGE" type bridge
@@ -368,7 +389,7 @@ check_env
 cmd=${1:-}
 [ $# -gt 0 ] && shift
 case $cmd in
-up) [ $# -ge 1 ] || die "usage: sim.sh up N [--shared DIR] [--no-ssh-trust]"; cmd_up "$@" ;;
+up) [ $# -ge 1 ] || die "usage: sim.sh up N [--shared DIR] [--no-ssh-trust] [--dns]"; cmd_up "$@" ;;
 add) cmd_add "$@" ;;
 del) [ $# -eq 1 ] || die "usage: sim.sh del NAME"; cmd_del "$1" ;;
 exec)
@@ -383,5 +404,5 @@ addr) node_addr "$(node_index "$1")" ;;
 net) echo "$SIM_NET.0/24" ;;
 down) cmd_down ;;
 _inside) inside "$@" ;;
-*) die "usage: sim.sh up N [--shared DIR] [--no-ssh-trust] | add [K] | del NAME | exec NAME CMD... | list | addr NAME | net | down" ;;
+*) die "usage: sim.sh up N [--shared DIR] [--no-ssh-trust] [--dns] | add [K] | del NAME | exec NAME CMD... | list | addr NAME | net | down" ;;
 esac

@@ -7,7 +7,7 @@
 #  3. check never connects, and a peer that does not answer is left out, not fatal.
 . "$TOP_SRCDIR/tests/cluster/ssh-lib.sh"
 
-bash "$SIM" up 3 --no-ssh-trust > /dev/null
+bash "$SIM" up 3 --no-ssh-trust --dns > /dev/null
 cat > "$T/node.yaml" <<EOF
 version: 1
 cluster: {name: hpsc, network: $NET}

@@ -25,7 +25,7 @@ printf '#define _GNU_SOURCE 1\n' >"$work/config.h"
 clang -g -O1 -fno-omit-frame-pointer \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-I"$work" -I"$top/agent" \
-	"$here/fuzz_spec.c" "$top/agent/spec.c" "$top/agent/diag.c" "$top/agent/schema.c" \
+	"$here/fuzz_spec.c" "$top/agent/spec.c" "$top/agent/diag.c" "$top/agent/escape.c" "$top/agent/schema.c" \
 	"$top/agent/handlers.c" "$top/agent/units.c" "$top/agent/names.c" "$top/agent/cidr.c" \
 	"$top/agent/nodeset.c" "$top/agent/strlist.c" "$top/agent/strbuf.c" \
 	$(pkg-config --cflags --libs yaml-0.1) -lm -o "$work/fuzz_spec"

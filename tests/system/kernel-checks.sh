@@ -7,6 +7,14 @@
 R=$T/root
 NEW=5.15.0-1061-azure
 
+# findings FILE MODULE: the module's findings, "severity tag" a line
+findings() {
+	"$PY" -c 'import json, sys
+for m in json.load(open(sys.argv[1]))["modules"]:
+    if m["name"] == sys.argv[2]:
+        for f in m["findings"]:
+            print(f["severity"], f["tag"])' "$@"
+}
 # run_check [ARGS...]: check --only kernel on $R
 run_check() { run_hpc_stdout "$T/out" check --root "$R" -c "$R/node.yaml" --only kernel --json "$@"; }
 held_fixture() {
@@ -22,6 +30,7 @@ run_check
 is "pending kernel: exit 3 (degraded)" "$rc" 3
 is "pending kernel: summary" "$(jget "$T/out" kernel summary)" \
 	"newer kernel $NEW installed: the next reboot boots it and breaks RDMA (missing for it: mlx5_ib ib_uverbs rdma_ucm ib_core); remove it or rebuild the drivers before rebooting"
+is "pending kernel: findings" "$(findings "$T/out" kernel | tr '\n' ' ')" "info kernel.release info kernel.module.loaded info kernel.module.loaded info kernel.module.loaded info kernel.module.builtin info kernel.hold.ok info kernel.hold.ok info kernel.hold.ok info kernel.hold.ok degraded kernel.pending.breaks-rdma "
 # With the modules built for it (DKMS did its job), it is only a note.
 for m in mlx5_ib ib_uverbs rdma_ucm; do mkdir -p "$R/lib/modules/$NEW/updates/dkms"; : >"$R/lib/modules/$NEW/updates/dkms/$m.ko"; done
 echo kernel/drivers/infiniband/core/ib_core.ko >"$R/lib/modules/$NEW/modules.builtin"
@@ -41,6 +50,7 @@ run_check
 is "module missing: exit 1" "$rc" 1
 is "module missing: summary" "$(jget "$T/out" kernel summary)" \
 	"module mlx5_ib: not found for the running kernel 5.15.0-1057-azure (/lib/modules/5.15.0-1057-azure, modules.builtin, DKMS); reinstall the RDMA drivers for this kernel (+2 more)"
+is "module missing: findings" "$(findings "$T/out" kernel | tr '\n' ' ')" "info kernel.release failed kernel.module.missing info kernel.module.loaded info kernel.module.loaded info kernel.module.builtin change kernel.hold.missing change kernel.hold.unattended-upgrades "
 # Built by DKMS for this kernel but never installed.
 mkdir -p "$R/var/lib/dkms/mlnx-ofed-kernel/24.01/5.15.0-1057-azure/x86_64/module"
 : >"$R/var/lib/dkms/mlnx-ofed-kernel/24.01/5.15.0-1057-azure/x86_64/module/mlx5_ib.ko"

@@ -147,4 +147,8 @@ run_hpc "$T/h4.out" apply --root "$R" -c "$T/noexp.yaml" --only nfs
 check "head, no exports: our file removed" test ! -e "$R/etc/exports.d/hpcinit.exports"
 check "head, no exports: other exports.d files untouched" test "$(cat "$R/etc/exports.d/other.exports")" = "/other *(ro)"
 
+# libnfs is the helper's (hpcinit-nfs-probe), not the agent's.
+check "the agent binary does not link libnfs" \
+	bash -c '! readelf -d "$1" | grep -q "(NEEDED).*\[libnfs\."' _ "$HPCINIT"
+
 done_testing

@@ -54,3 +54,14 @@ mknod /dev/infiniband/uverbs0 c 231 192
 NS
 	unshare --mount --propagation private bash -c ". '$T/ns-setup.sh' && . '$1'"
 }
+
+# need_fixture_ops: exit 77 (SKIP) when the probe helper has no fixture ops (a build
+# configured without --enable-test-backends, as production builds are).
+need_fixture_ops() {
+	local r=$T/fixture-ops-root
+	mkdir -p "$r/etc/hpcinit" && : >"$r/etc/hpcinit/fake-rdma"
+	if ! "${HPCINIT_LIBEXEC_DIR:-$TOP_BUILDDIR}/hpcinit-rdma-probe" --root "$r" list | grep -q '^backend FAKE'; then
+		echo "SKIP: hpcinit-rdma-probe has no fixture ops (configure --enable-test-backends)"; exit 77
+	fi
+	rm -rf "$r"
+}

@@ -12,4 +12,10 @@ mkdir "$T/root"
 run_hpc_stdout "$T/out" apply --root "$T/root" -c "$T/node.yaml" --only rdma --json
 is "fake root: exit 0" "$rc" 0
 is "fake root: rdma skipped" "$(jget "$T/out" rdma status)" skipped
+# The verbs libraries are the probe helper's, not the agent's: a node without an rdma
+# section never maps them (and an Ethernet image needs no rdma packages).
+needed=$(readelf -d "$HPCINIT" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+check "the agent binary does not link libibverbs or librdmacm" \
+	bash -c '! grep -E "^lib(ibverbs|rdmacm)\." <<<"$1"' _ "$needed"
+check "the probe helper does" grep -q '^libibverbs\.' <<<"$(readelf -d "$TOP_BUILDDIR/hpcinit-rdma-probe" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')"
 done_testing

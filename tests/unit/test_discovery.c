@@ -69,14 +69,14 @@ static void plant(const char *name, const char *addr, int64_t age, const char *k
 static int run(struct ctx *c, struct report *rep)
 {
 	report_init(rep);
-	c->peers = peerset_free(c->peers);
+	c->out->peers = peerset_free(c->out->peers);
 	return disc_apply(c, rep);
 }
 
 static bool has_peer(const struct ctx *c, const char *name)
 {
-	for (size_t i = 0; c->peers && i < c->peers->n; i++)
-		if (strcmp(c->peers->v[i].hostname, name) == 0)
+	for (size_t i = 0; c->out->peers && i < c->out->peers->n; i++)
+		if (strcmp(c->out->peers->v[i].hostname, name) == 0)
 			return true;
 	return false;
 }
@@ -86,6 +86,16 @@ static bool detail(const struct report *rep, const char *text)
 	if (strstr(sb_str(&rep->details), text))
 		return true;
 	fprintf(stderr, "details lack \"%s\":\n%s", text, sb_str(&rep->details));
+	return false;
+}
+
+/* Did the run record a finding with this tag (and severity)? */
+static bool finding(const struct report *rep, const char *tag, enum rstatus sev)
+{
+	for (size_t i = 0; i < rep->n_findings; i++)
+		if (strcmp(rep->findings[i].tag, tag) == 0 && rep->findings[i].sev == sev)
+			return true;
+	fprintf(stderr, "no finding %s\n", tag);
 	return false;
 }
 
@@ -116,10 +126,101 @@ static void test_dups(void)
 	report_free(&notes);
 }
 
+
+/* A clock skewed by clock_skew seconds from the real one (the shared directory's). */
+static int64_t clock_skew;
+
+static int64_t skewed_now(void)
+{
+	return (int64_t)time(NULL) + clock_skew;
+}
+
+static const struct disc_clock skewed_clock = { skewed_now };
+
+static int64_t record_updated(const char *name)
+{
+	char *rel = xasprintf(NODES "/%s.rec", name), *hp = host(rel), *text = NULL;
+	struct peer p;
+	int64_t u = -1;
+
+	if (fs_read_host(hp, 100000, &text, NULL) == 0 &&
+	    record_parse(text, strlen(text), "glo", NULL, 0, &p, NULL, 0) == 0) {
+		u = p.updated;
+		peer_clear(&p);
+	}
+	free(text);
+	free(hp);
+	free(rel);
+	return u;
+}
+
+static int64_t diff_abs(int64_t a, int64_t b)
+{
+	return a > b ? a - b : b - a;
+}
+
+/*
+ * Leases with skewed clocks, both ways (issue 13): a node whose clock is
+ * ahead prunes no fresh record; a node whose clock is behind stamps its
+ * record with the shared directory's clock, so its peers do not prune it;
+ * a record dated beyond the skew is rejected and wins no address conflict.
+ */
+static void test_clock_skew(struct ctx *c, struct spec *spec)
+{
+	struct report rep;
+
+	spec->discovery.expect = 1;
+	spec->discovery.wait_ms = 0;
+	disc_clock = &skewed_clock;
+
+	/* this node's clock an hour ahead: node2's fresh record stays */
+	plant("node2", "10.0.0.2", 0, KEY);
+	clock_skew = 3600;
+	TEST_INTEQ(run(c, &rep), 0);
+	TEST_CHECK(has_peer(c, "node2"));
+	TEST_CHECK(exists(NODES "/node2.rec"));
+	TEST_CHECK(detail(&rep, "this node's clock is 3600 s ahead of the shared directory's"));
+	TEST_CHECK(diff_abs(record_updated("node1"), (int64_t)time(NULL)) <= DISC_CLOCK_SKEW_S);
+	report_free(&rep);
+
+	/* an hour behind: fresh records are not "in the future", own record stamped right */
+	clock_skew = -3600;
+	TEST_INTEQ(run(c, &rep), 0);
+	TEST_CHECK(has_peer(c, "node2"));
+	TEST_CHECK(detail(&rep, "this node's clock is 3600 s behind the shared directory's"));
+	TEST_CHECK(diff_abs(record_updated("node1"), (int64_t)time(NULL)) <= DISC_CLOCK_SKEW_S);
+	report_free(&rep);
+	/* so node3, with a right clock, keeps node1 instead of pruning it */
+	clock_skew = 0;
+	c->hostname = "node3";
+	setenv("HPCINIT_ADDRESS", "10.0.0.3", 1);
+	TEST_INTEQ(run(c, &rep), 0);
+	TEST_CHECK(has_peer(c, "node1"));
+	TEST_CHECK(exists(NODES "/node1.rec"));
+	report_free(&rep);
+	c->hostname = "node1";
+	setenv("HPCINIT_ADDRESS", "10.0.0.1", 1);
+
+	/* dated an hour ahead: rejected, and node2 keeps its address */
+	plant("future", "10.0.0.2", -3600, KEY);
+	plant("nearfuture", "10.0.0.8", -(DISC_CLOCK_SKEW_S / 2), KEY);
+	TEST_INTEQ(run(c, &rep), 0);
+	TEST_INTEQ(rep.status, ST_DEGRADED);
+	TEST_CHECK(detail(&rep, "record future.rec: dated 3600 s in the future (more than the 60 s "
+			  "of clock skew allowed); rejected"));
+	TEST_CHECK(finding(&rep, "discovery.record.future", ST_DEGRADED));
+	TEST_CHECK(has_peer(c, "node2") && !has_peer(c, "future"));
+	TEST_CHECK(has_peer(c, "nearfuture"));
+	report_free(&rep);
+	disc_clock = &system_clock;
+	clock_skew = 0;
+}
+
 int main(void)
 {
 	struct spec spec = { 0 };
-	struct ctx c = { .spec = &spec, .mode = RUN_APPLY, .hostname = "node1" };
+	struct outputs out = { 0 };
+	struct ctx c = { .spec = &spec, .mode = RUN_APPLY, .hostname = "node1", .out = &out };
 	struct report rep;
 	char *p, *before = NULL, *after = NULL;
 	struct stat st;
@@ -157,7 +258,7 @@ int main(void)
 	TEST_INTEQ(run(&c, &rep), 0);
 	TEST_INTEQ(rep.status, ST_CHANGED);
 	TEST_CHECK(exists(NODES "/node1.rec"));
-	TEST_CHECK(c.peers && c.peers->n == 1 && c.peers->v[0].self);
+	TEST_CHECK(out.peers && out.peers->n == 1 && out.peers->v[0].self);
 	TEST_CHECK(exists("/run/hpcinit/discovery-ready"));
 	report_free(&rep);
 
@@ -223,16 +324,24 @@ int main(void)
 	TEST_CHECK(detail(&rep, "record gone.rec: lease expired (scale-in); removed"));
 	TEST_CHECK(detail(&rep, "stale temporary file; removed"));
 	TEST_CHECK(detail(&rep, "address 10.0.0.2 is claimed by node2 and stale-ip; keeping node2"));
+	/* the same, as data: a stable tag for each reason */
+	TEST_CHECK(finding(&rep, "discovery.record.no-hmac", ST_DEGRADED));
+	TEST_CHECK(finding(&rep, "discovery.record.bad-hmac", ST_DEGRADED));
+	TEST_CHECK(finding(&rep, "discovery.record.wrong-owner", ST_DEGRADED));
+	TEST_CHECK(finding(&rep, "discovery.record.writable", ST_DEGRADED));
+	TEST_CHECK(finding(&rep, "discovery.record.truncated", ST_DEGRADED));
+	TEST_CHECK(finding(&rep, "discovery.record.bad-name", ST_DEGRADED));
+	TEST_CHECK(finding(&rep, "discovery.address.claimed-twice", ST_OK));
 	TEST_CHECK(!exists(NODES "/gone.rec"));
 	TEST_CHECK(!exists(NODES "/node9.rec.hpcinit-tmp.abcdef"));
 	TEST_CHECK(exists(NODES "/badhmac.rec"));           /* rejected: kept for the admin */
 	TEST_CHECK(exists(NODES "/README"));
-	TEST_INTEQ(c.peers ? c.peers->n : 0, 3);
+	TEST_INTEQ(out.peers ? out.peers->n : 0, 3);
 	TEST_CHECK(has_peer(&c, "node1") && has_peer(&c, "node2") && has_peer(&c, "node10"));
-	if (c.peers && c.peers->n == 3) {                  /* natural order */
-		TEST_STREQ(c.peers->v[0].hostname, "node1");
-		TEST_STREQ(c.peers->v[1].hostname, "node2");
-		TEST_STREQ(c.peers->v[2].hostname, "node10");
+	if (out.peers && out.peers->n == 3) {                  /* natural order */
+		TEST_STREQ(out.peers->v[0].hostname, "node1");
+		TEST_STREQ(out.peers->v[1].hostname, "node2");
+		TEST_STREQ(out.peers->v[2].hostname, "node10");
 	}
 	report_free(&rep);
 
@@ -331,7 +440,9 @@ int main(void)
 	TEST_INTEQ(rep.status, ST_OK);
 	report_free(&rep);
 
-	c.peers = peerset_free(c.peers);
+	test_clock_skew(&c, &spec);
+
+	out.peers = peerset_free(out.peers);
 	free(before);
 	free(after);
 	test_rm_rf(root);

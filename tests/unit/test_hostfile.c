@@ -2,7 +2,9 @@
 /*
  * hostfile: rendering of every format (folding is test_nodeset's), and the module on
  * a fake root: files written once, a second run changes nothing, managed
- * blocks keep the text around them, dropped formats are removed.
+ * blocks keep the text around them, dropped formats are removed; the
+ * /etc/hosts block in its three modes (resolution under a fake root reads
+ * only the root's /etc/hosts).
  */
 #include "config.h"
 
@@ -77,7 +79,8 @@ static void test_render(void)
 static void test_module(void)
 {
 	struct spec spec = { 0 };
-	struct ctx c = { .spec = &spec, .root = root, .mode = RUN_APPLY };
+	struct outputs out = { 0 };
+	struct ctx c = { .spec = &spec, .root = root, .mode = RUN_APPLY, .out = &out };
 	struct report rep;
 	char *t;
 	struct stat st1, st2;
@@ -97,7 +100,7 @@ static void test_module(void)
 	TEST_INTEQ(rep.status, ST_FAILED);
 	report_free(&rep);
 
-	c.peers = make_peers();
+	out.peers = make_peers();
 	put("/etc/openmpi/openmpi-default-hostfile", "# This is the default hostfile for Open MPI.\nuserhost slots=2\n");
 	put("/etc/clustershell/groups.d/local.cfg", "# local groups\nadm: example0\n");
 
@@ -151,8 +154,8 @@ static void test_module(void)
 	c.mode = RUN_APPLY;
 
 	/* a node leaves: files shrink */
-	peer_clear(&c.peers->v[2]);
-	c.peers->n = 2;
+	peer_clear(&out.peers->v[2]);
+	out.peers->n = 2;
 	report_init(&rep);
 	TEST_INTEQ(hf_run(&c, &rep), 0);
 	TEST_INTEQ(rep.status, ST_CHANGED);
@@ -182,8 +185,143 @@ static void test_module(void)
 	TEST_STREQ(t, "user file\n");
 	free(t);
 
-	c.peers = peerset_free(c.peers);
+	out.peers = peerset_free(out.peers);
 	free(p1);
+	test_rm_rf(root);
+}
+
+static bool rep_has_detail(const struct report *r, const char *text)
+{
+	if (strstr(sb_str(&r->details), text))
+		return true;
+	printf("# details lack '%s':\n%s", text, sb_str(&r->details));
+	return false;
+}
+
+/* The /etc/hosts block: auto, always, never, and a name resolving elsewhere. */
+static void test_etc_hosts(void)
+{
+	struct spec spec = { 0 };
+	struct outputs out = { 0 };
+	struct ctx c = { .spec = &spec, .root = root, .mode = RUN_APPLY, .out = &out };
+	struct report rep;
+	const char *base = "127.0.0.1 localhost\n";
+	const char *block = "# BEGIN hpcinit glo\n10.0.0.18 head1\n10.0.0.19 node2\n10.0.0.20 node10\n"
+			    "# END hpcinit glo\n";
+	char *t, *want;
+
+	TEST_CHECK(mkdtemp(root) != NULL);
+	spec.cluster.name = s_glo;
+	spec.hostfile.present = true;
+	spec.hostfile.dir = s_dir;
+	spec.hostfile.formats = HF_PLAIN;
+	spec.hostfile.address = HF_ADDR_HOSTNAME;
+	spec.hostfile.etc_hosts = HF_HOSTS_AUTO;
+	out.peers = make_peers();
+
+	/* auto, every name resolves to its record already (DNS or the admin): no block */
+	put("/etc/hosts", "127.0.0.1 localhost\n10.0.0.18 head1\n10.0.0.19 node2 # x\n10.0.0.20\tnode10\n");
+	report_init(&rep);
+	TEST_INTEQ(hf_run(&c, &rep), 0);
+	TEST_INTEQ(rep.status, ST_CHANGED);     /* the plain hostfile */
+	TEST_CHECK(strstr(rep.summary, "/etc/hosts") == NULL);
+	report_free(&rep);
+	t = get("/etc/hosts");
+	TEST_CHECK(t && strstr(t, "BEGIN hpcinit") == NULL);
+	free(t);
+
+	/* auto, names unknown: check reports it, apply writes the block after the user's lines */
+	put("/etc/hosts", base);
+	c.mode = RUN_CHECK;
+	report_init(&rep);
+	TEST_INTEQ(hf_run(&c, &rep), 0);
+	TEST_INTEQ(rep.status, ST_CHANGED);
+	TEST_CHECK(rep_has_detail(&rep, "3 node names not resolving to the recorded address "
+				  "(first: head1 does not resolve"));
+	report_free(&rep);
+	t = get("/etc/hosts");
+	TEST_STREQ(t, base);
+	free(t);
+	c.mode = RUN_APPLY;
+	report_init(&rep);
+	TEST_INTEQ(hf_run(&c, &rep), 0);
+	TEST_INTEQ(rep.status, ST_CHANGED);
+	TEST_CHECK(strstr(rep.summary, "/etc/hosts") != NULL);
+	report_free(&rep);
+	want = xasprintf("%s%s", base, block);
+	t = get("/etc/hosts");
+	TEST_STREQ(t, want);
+	free(t);
+
+	/* second run: in sync; the block itself makes the names resolve, and it stays */
+	report_init(&rep);
+	TEST_INTEQ(hf_run(&c, &rep), 0);
+	TEST_INTEQ(rep.status, ST_OK);
+	report_free(&rep);
+	t = get("/etc/hosts");
+	TEST_STREQ(t, want);
+	free(t);
+
+	/* a node leaves: its line goes */
+	peer_clear(&out.peers->v[2]);
+	out.peers->n = 2;
+	report_init(&rep);
+	TEST_INTEQ(hf_run(&c, &rep), 0);
+	report_free(&rep);
+	t = get("/etc/hosts");
+	TEST_STREQ(t, "127.0.0.1 localhost\n# BEGIN hpcinit glo\n10.0.0.18 head1\n10.0.0.19 node2\n"
+		   "# END hpcinit glo\n");
+	free(t);
+
+	/* a line above the block sends node2 elsewhere: degraded, named, in check and apply */
+	put("/etc/hosts", "127.0.0.1 localhost\n10.9.9.9 node2\n# BEGIN hpcinit glo\n10.0.0.18 head1\n"
+	    "10.0.0.19 node2\n# END hpcinit glo\n");
+	c.mode = RUN_CHECK;
+	report_init(&rep);
+	TEST_INTEQ(hf_run(&c, &rep), 0);
+	TEST_INTEQ(rep.status, ST_DEGRADED);
+	TEST_CHECK(rep_has_detail(&rep, "node2 resolves to 10.9.9.9, its record says 10.0.0.19"));
+	report_free(&rep);
+	c.mode = RUN_APPLY;
+	report_init(&rep);
+	TEST_INTEQ(hf_run(&c, &rep), 0);
+	TEST_INTEQ(rep.status, ST_DEGRADED);
+	report_free(&rep);
+
+	/* never: the block goes, the user's lines stay */
+	spec.hostfile.etc_hosts = HF_HOSTS_NEVER;
+	report_init(&rep);
+	TEST_INTEQ(hf_run(&c, &rep), 0);
+	report_free(&rep);
+	t = get("/etc/hosts");
+	TEST_STREQ(t, "127.0.0.1 localhost\n10.9.9.9 node2\n");
+	free(t);
+
+	/* always: written even though every name resolves (here from the user's lines) */
+	put("/etc/hosts", "10.0.0.18 head1\n10.0.0.19 node2\n");
+	spec.hostfile.etc_hosts = HF_HOSTS_ALWAYS;
+	report_init(&rep);
+	TEST_INTEQ(hf_run(&c, &rep), 0);
+	TEST_INTEQ(rep.status, ST_CHANGED);
+	report_free(&rep);
+	t = get("/etc/hosts");
+	TEST_STREQ(t, "10.0.0.18 head1\n10.0.0.19 node2\n# BEGIN hpcinit glo\n10.0.0.18 head1\n"
+		   "10.0.0.19 node2\n# END hpcinit glo\n");
+	free(t);
+
+	/* address: ip -- launchers do not resolve names: auto adds nothing */
+	put("/etc/hosts", base);
+	spec.hostfile.etc_hosts = HF_HOSTS_AUTO;
+	spec.hostfile.address = HF_ADDR_IP;
+	report_init(&rep);
+	TEST_INTEQ(hf_run(&c, &rep), 0);
+	report_free(&rep);
+	t = get("/etc/hosts");
+	TEST_STREQ(t, base);
+	free(t);
+
+	free(want);
+	out.peers = peerset_free(out.peers);
 	test_rm_rf(root);
 }
 
@@ -191,5 +329,7 @@ int main(void)
 {
 	test_render();
 	test_module();
+	memcpy(root + strlen(root) - 6, "XXXXXX", 6);
+	test_etc_hosts();
 	TEST_EXIT();
 }

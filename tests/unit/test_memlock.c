@@ -94,6 +94,31 @@ int main(void)
 	TEST_STREQ(t, "77");
 	free(t);
 
+	/* observe: sshd's PAM stack runs pam_limits, login has none: findings say which */
+	{
+		struct report r;
+
+		s.memlock.unlimited = true;
+		report_init(&r);
+		observe(&c, &r);
+		TEST_INTEQ(r.status, ST_OK);
+		TEST_INTEQ(report_problems(&r), 0);
+		TEST_STREQ(r.findings[0].tag, "memlock.pam.active");
+		TEST_STREQ(r.findings[1].tag, "memlock.pam.absent");
+		TEST_STREQ(r.findings[2].tag, "memlock.sshd.limit");
+		report_free(&r);
+		put("/etc/pam.d/login", "session required pam_unix.so\n");
+		report_init(&r);
+		observe(&c, &r);
+		TEST_INTEQ(r.status, ST_DEGRADED);
+		TEST_INTEQ(report_problems(&r), 1);
+		TEST_INTEQ(r.findings[1].sev, ST_DEGRADED);
+		TEST_STREQ(r.findings[1].tag, "memlock.pam.inactive");
+		TEST_CHECK(report_summarize(&r));
+		TEST_STREQ(r.summary, r.findings[1].text);
+		report_free(&r);
+	}
+
 	strlist_free(&s.memlock.users);
 	test_rm_rf(root);
 	TEST_EXIT();

@@ -110,9 +110,10 @@ static void test_fabric(struct spec *s)
 	/* The rdma module ran: only the devices it found usable; none when it found none. */
 	{
 		struct rdma_result rr = { .usable = true, .link_layer = LINK_INFINIBAND };
+		struct outputs out = { .rdma = &rr };
 
 		snprintf(rr.devices, sizeof(rr.devices), "mlx5_ib1");
-		c.rdma_result = &rr;
+		c.out = &out;
 		fabric_detect(&c, &f);
 		TEST_STREQ(f.ucx_devices, "mlx5_ib1:1");
 		fabric_free(&f);
@@ -125,7 +126,7 @@ static void test_fabric(struct spec *s)
 		TEST_CHECK(!f.rdma);
 		TEST_CHECK(strstr(f.what, "ethernet") == f.what);
 		fabric_free(&f);
-		c.rdma_result = NULL;
+		c.out = NULL;
 		TEST_CHECK(in_words("a bb c", "bb"));
 		TEST_CHECK(!in_words("a bbb c", "bb"));
 		TEST_CHECK(!in_words("", "a"));

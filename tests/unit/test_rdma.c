@@ -3,62 +3,56 @@
 #include "config.h"
 
 #include <sys/mman.h>
+#include <sys/stat.h>
 
-#include "../../modules/rdma.c"
+#include "../../modules/rdma/rdma.c"
+#include "../../modules/rdma/child.c"
 #include "test.h"
 
-/* A test ops table: the device name says how the probe behaves. */
-static void t_probe(const struct ctx *c, const char *dev, uint64_t reg_mr, struct probe_io *io,
-		    struct probe_result *res)
-{
-	probe_step(io, STEP_OPEN);
-	if (strcmp(dev, "sleepy") == 0)
-		for (;;)
-			pause();
-	if (strcmp(dev, "crash") == 0)
-		kill(getpid(), SIGKILL);
-	probe_step(io, STEP_QUERY_DEVICE);
-	snprintf(res->fw_ver, sizeof(res->fw_ver), "20.28.4000");
-	if (strcmp(dev, "enomem") == 0) {
-		probe_step(io, STEP_REG_MR);
-		res->step = STEP_REG_MR;
-		res->err = ENOMEM;
-		return;
-	}
-	res->step = STEP_DONE;
-}
-
-static const struct rdma_ops t_ops = { .name = "test", .probe = t_probe };
+/*
+ * A stand-in for the probe helper, run by the real job code through the
+ * child engine: the device name says how it behaves.
+ */
+static const char fake_helper[] =
+	"#!/bin/sh\n"
+	"while [ \"${1#--}\" != \"$1\" ]; do shift 2; done\n"
+	"echo 'step 1'\n"
+	"case $2 in sleepy) exec sleep 30;; crash) kill -9 $$;; esac\n"
+	"echo 'step 2'\n"
+	"echo 'fw 20.28.4000'\n"
+	"m=$(ulimit -l); [ \"$m\" = unlimited ] && m=18446744073709551615 || m=$((m * 1024))\n"
+	"case $2 in enomem) echo 'step 5'; echo \"result 5 12 $m $m 0\"; exit 0;; esac\n"
+	"echo \"result 8 0 $m $m 1\"\n";
 
 static void test_parsing(void)
 {
 	char txt[32];
 
-	TEST_INTEQ(parse_num_text("4: ACTIVE", txt, sizeof(txt)), 4);
+	TEST_INTEQ(ib_parse_num_text("4: ACTIVE", txt, sizeof(txt)), 4);
 	TEST_STREQ(txt, "ACTIVE");
-	TEST_INTEQ(parse_num_text("2: Polling", txt, sizeof(txt)), 2);
+	TEST_INTEQ(ib_parse_num_text("2: Polling", txt, sizeof(txt)), 2);
 	TEST_STREQ(txt, "Polling");
-	TEST_INTEQ(parse_num_text("", txt, sizeof(txt)), -1);
-	TEST_INTEQ(parse_num_text("ACTIVE", txt, sizeof(txt)), -1);
+	TEST_INTEQ(ib_parse_num_text("", txt, sizeof(txt)), -1);
+	TEST_INTEQ(ib_parse_num_text("ACTIVE", txt, sizeof(txt)), -1);
 	TEST_STREQ(txt, "ACTIVE");
-	TEST_INTEQ(parse_num_text("999: x", txt, sizeof(txt)), -1);
+	TEST_INTEQ(ib_parse_num_text("999: x", txt, sizeof(txt)), -1);
 
-	TEST_CHECK(parse_rate("200 Gb/sec (4X HDR)") == 200);
-	TEST_CHECK(parse_rate("2.5 Gb/sec (1X SDR)") == 2.5);
-	TEST_CHECK(parse_rate("400 Gb/sec (4X NDR)") == 400);
-	TEST_CHECK(parse_rate("") == 0);
-	TEST_CHECK(parse_rate("fast") == 0);
-	TEST_CHECK(parse_rate("-5 Gb/sec") == 0);
+	TEST_CHECK(ib_parse_rate("200 Gb/sec (4X HDR)") == 200);
+	TEST_CHECK(ib_parse_rate("2.5 Gb/sec (1X SDR)") == 2.5);
+	TEST_CHECK(ib_parse_rate("400 Gb/sec (4X NDR)") == 400);
+	TEST_CHECK(ib_parse_rate("") == 0);
+	TEST_CHECK(ib_parse_rate("fast") == 0);
+	TEST_CHECK(ib_parse_rate("-5 Gb/sec") == 0);
 
-	TEST_INTEQ(parse_pkey("0x800b"), 0x800b);
-	TEST_INTEQ(parse_pkey("0xffff"), 0xffff);
-	TEST_INTEQ(parse_pkey("0x10000"), 0);
-	TEST_INTEQ(parse_pkey("zz"), 0);
+	TEST_INTEQ(ib_parse_hex16("0x800b"), 0x800b);
+	TEST_INTEQ(ib_parse_hex16("0xffff"), 0xffff);
+	TEST_INTEQ(ib_parse_hex16("0x10000"), 0);
+	TEST_INTEQ(ib_parse_hex16("zz"), 0);
 
-	TEST_CHECK(ll_matches(LINK_INFINIBAND, "InfiniBand"));
-	TEST_CHECK(!ll_matches(LINK_INFINIBAND, "Ethernet"));
-	TEST_CHECK(ll_matches(LINK_ETHERNET, "Ethernet"));
-	TEST_CHECK(ll_matches(LINK_ANY, "Ethernet"));
+	TEST_CHECK(ib_link_matches(LINK_INFINIBAND, "InfiniBand"));
+	TEST_CHECK(!ib_link_matches(LINK_INFINIBAND, "Ethernet"));
+	TEST_CHECK(ib_link_matches(LINK_ETHERNET, "Ethernet"));
+	TEST_CHECK(ib_link_matches(LINK_ANY, "Ethernet"));
 
 	TEST_STREQ(errno_name(ENOMEM), "ENOMEM");
 	TEST_STREQ(errno_name(ENXIO), "ENXIO");
@@ -75,41 +69,47 @@ static void test_parsing(void)
 	TEST_STREQ(txt, "64 MiB");
 	fmt_size(txt, sizeof(txt), 1536);
 	TEST_STREQ(txt, "1536 bytes");
-	TEST_CHECK(!safe_name("../x") && !safe_name(".") && safe_name("mlx5_ib0"));
+	TEST_CHECK(!ib_safe_name("../x") && !ib_safe_name(".") && ib_safe_name("mlx5_ib0"));
 }
 
-/* The pipe protocol survives being read in pieces. */
+/* The helper's text protocol: a line cut by the kill is not a record. */
 static void test_protocol(void)
 {
-	struct job j;
 	struct probe_result res;
-	unsigned char msg[4 + 1 + sizeof(res)];
+	struct probe_parsed pp;
+	char path[] = "/tmp/hpcinit-rdma-proto.XXXXXX";
+	int fd = mkstemp(path);
+	char *text = NULL;
+	size_t len = 0;
 
-	memset(&j, 0, sizeof(j));
+	TEST_CHECK(fd >= 0);
 	memset(&res, 0, sizeof(res));
 	res.step = STEP_DONE;
+	res.memlock_cur = UINT64_MAX;
+	res.memlock_max = 8192 * 1024;
+	res.phys_port_cnt = 1;
 	snprintf(res.fw_ver, sizeof(res.fw_ver), "1.2.3");
-	msg[0] = 'S';
-	msg[1] = STEP_OPEN;
-	msg[2] = 'S';
-	msg[3] = STEP_ALLOC_PD;
-	msg[4] = 'R';
-	memcpy(msg + 5, &res, sizeof(res));
-	memcpy(j.buf, msg, 3);
-	j.len = 3;
-	job_parse(&j);
-	TEST_INTEQ(j.last_step, STEP_OPEN);
-	TEST_CHECK(!j.have_result);
-	memcpy(j.buf + 3, msg + 3, 10);
-	j.len = 13;
-	job_parse(&j);
-	TEST_INTEQ(j.last_step, STEP_ALLOC_PD);
-	TEST_CHECK(!j.have_result);
-	memcpy(j.buf + 13, msg + 13, sizeof(msg) - 13);
-	j.len = sizeof(msg);
-	job_parse(&j);
-	TEST_CHECK(j.have_result);
-	TEST_STREQ(j.res.fw_ver, "1.2.3");
+	probe_emit_step(fd, STEP_OPEN);
+	probe_emit_step(fd, STEP_ALLOC_PD);
+	probe_emit_result(fd, &res);
+	close(fd);
+	TEST_INTEQ(fs_read_host(path, 4096, &text, &len), 0);
+	unlink(path);
+	probe_parse(text, 9, &pp);              /* "step 1\nst" */
+	TEST_INTEQ(pp.last_step, STEP_OPEN);
+	TEST_CHECK(!pp.have_result);
+	probe_parse(text, 14, &pp);             /* both steps */
+	TEST_INTEQ(pp.last_step, STEP_ALLOC_PD);
+	TEST_CHECK(!pp.have_result);
+	probe_parse(text, len - 1, &pp);        /* the result line without its newline */
+	TEST_CHECK(!pp.have_result);
+	probe_parse(text, len, &pp);
+	TEST_CHECK(pp.have_result);
+	TEST_STREQ(pp.res.fw_ver, "1.2.3");
+	TEST_INTEQ(pp.res.step, STEP_DONE);
+	TEST_CHECK(pp.res.memlock_cur == UINT64_MAX && pp.res.memlock_max == 8192 * 1024);
+	TEST_INTEQ(pp.res.phys_port_cnt, 1);
+	free(text);
 }
 
 /* Real children: one answers, one hangs (killed at the timeout), one dies, one fails reg_mr. */
@@ -119,12 +119,22 @@ static void test_jobs(void)
 	struct ctx c = { .spec = &s, .root = "" };
 	struct job jobs[4];
 	const char *names[4] = { "good", "sleepy", "crash", "enomem" };
+	char dir[] = "/tmp/hpcinit-rdma-helper.XXXXXX", *helper;
+	char *old = getenv("HPCINIT_LIBEXEC_DIR") ? xstrdup(getenv("HPCINIT_LIBEXEC_DIR")) : NULL;
 	uint64_t t0, took;
 
+	TEST_CHECK(mkdtemp(dir) != NULL);
+	helper = xasprintf("%s/%s", dir, RDMA_PROBE_HELPER);
+	{
+		FILE *f = fopen(helper, "we");
+
+		TEST_CHECK(f && fputs(fake_helper, f) >= 0 && fclose(f) == 0 && chmod(helper, 0755) == 0);
+	}
+	setenv("HPCINIT_LIBEXEC_DIR", dir, 1);
 	memset(jobs, 0, sizeof(jobs));
 	for (int i = 0; i < 4; i++) {
 		jobs[i].what = names[i];
-		TEST_INTEQ(job_start(&c, &t_ops, &jobs[i], 0, 1000), 0);
+		TEST_INTEQ(job_start(&c, &jobs[i], 0, 1000), 0);
 	}
 	t0 = now_ms();
 	/* 1 s leaves the answering children time even under valgrind on a busy machine. */
@@ -147,6 +157,19 @@ static void test_jobs(void)
 	TEST_CHECK(jobs[3].have_result);
 	TEST_INTEQ(jobs[3].res.step, STEP_REG_MR);
 	TEST_INTEQ(jobs[3].res.err, ENOMEM);
+
+	/* No helper: the job does not start, and says why. */
+	unlink(helper);
+	memset(jobs, 0, sizeof(jobs));
+	jobs[0].what = "good";
+	TEST_INTEQ(job_start(&c, &jobs[0], 0, 1000), -ENOENT);
+	rmdir(dir);
+	free(helper);
+	if (old)
+		setenv("HPCINIT_LIBEXEC_DIR", old, 1);
+	else
+		unsetenv("HPCINIT_LIBEXEC_DIR");
+	free(old);
 }
 
 /* The verdict text for each probe outcome, and the summary order. */
@@ -155,14 +178,14 @@ static void test_verdicts(void)
 	struct spec s = { 0 };
 	struct ctx c = { .spec = &s, .root = "" };
 	struct report r;
-	struct anomalies a = { NULL, 0, 0 };
+	struct anomalies a = { NULL, 0, 0, ST_FAILED };
 	struct dev_info d;
 	struct job j;
 
 	s.rdma.open_timeout_ms = 2000;
 	s.rdma.reg_mr_bytes = 64ull << 20;
 	memset(&d, 0, sizeof(d));
-	snprintf(d.name, sizeof(d.name), "mlx5_ib0");
+	snprintf(d.ib.name, sizeof(d.ib.name), "mlx5_ib0");
 	report_init(&r);
 
 	memset(&j, 0, sizeof(j));
@@ -181,6 +204,12 @@ static void test_verdicts(void)
 	j.reaped = true;
 	j.last_step = STEP_OPEN;
 	check_probe(&c, &r, &a, &d, &j);
+	/* Each anomaly is a finding: stable tag, severity, the text of its detail line. */
+	TEST_INTEQ(r.n_findings, 2);
+	TEST_STREQ(r.findings[0].tag, "rdma.reg-mr-enomem");
+	TEST_STREQ(r.findings[1].tag, "rdma.hang");
+	TEST_INTEQ(r.findings[1].sev, ST_FAILED);
+	TEST_STREQ(r.findings[1].text, a.first);
 	/* A hang outranks the ENOMEM found before it. */
 	TEST_STREQ(a.first, "hang: mlx5_ib0: ibv_open_device did not return within 2000 ms; probe killed");
 	TEST_INTEQ(a.n, 2);
@@ -196,16 +225,28 @@ static void test_verdicts(void)
 	report_free(&r);
 }
 
-/* The fixture ops are never chosen for the real root. */
+/* The built helper never chooses the fixture ops for the real root. */
 static void test_select(void)
 {
-	struct ctx c = { .root = "" };
+	struct spec s = { 0 };
+	struct ctx c = { .spec = &s, .root = "" };
+	const char *roots[] = { "", "/", "/nonexistent-hpcinit-root" };
 
-	TEST_CHECK(select_ops(&c) == &rdma_verbs_ops);
-	c.root = "/";
-	TEST_CHECK(select_ops(&c) == &rdma_verbs_ops);
-	c.root = "/nonexistent-hpcinit-root";
-	TEST_CHECK(select_ops(&c) == &rdma_verbs_ops);
+	if (!getenv("HPCINIT_LIBEXEC_DIR")) {
+		printf("# test_select: HPCINIT_LIBEXEC_DIR unset (not under make check): not run\n");
+		return;
+	}
+	for (size_t i = 0; i < 3; i++) {
+		struct strbuf out = STRBUF_INIT;
+		char *b;
+
+		c.root = roots[i];
+		TEST_INTEQ(helper_ask(&c, "list", NULL, 10000, &out), 0);
+		b = helper_field(sb_str(&out), "backend");
+		TEST_STREQ(b ? b : "(none)", "libibverbs");
+		free(b);
+		sb_free(&out);
+	}
 }
 
 /* Without CAP_IPC_LOCK, pinning more than RLIMIT_MEMLOCK fails with ENOMEM (the fake reg_mr relies on it). */

@@ -166,6 +166,38 @@ static void test_roundtrip(void)
 	peer_clear(&p);
 }
 
+/* RFC 4231 HMAC-SHA256 test cases 1, 3, 4, 6, 7 (2 is in test_hmac); 5 truncates. */
+static void rfc4231(void)
+{
+	static const char tc6[] = "Test Using Larger Than Block-Size Key - Hash Key First";
+	static const char tc7[] = "This is a test using a larger than block-size key and a larger than "
+				  "block-size data. The key needs to be hashed before being used by the HMAC "
+				  "algorithm.";
+	unsigned char k[131], d[50];
+	char mac[RECORD_HMAC_HEX + 1];
+
+	memset(k, 0x0b, 20);
+	TEST_INTEQ(record_hmac(k, 20, "Hi There", 8, mac), 0);
+	TEST_STREQ(mac, "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+	memset(k, 0xaa, 20);
+	memset(d, 0xdd, 50);
+	TEST_INTEQ(record_hmac(k, 20, d, 50, mac), 0);
+	TEST_STREQ(mac, "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe");
+	for (int i = 0; i < 25; i++)
+		k[i] = (unsigned char)(i + 1);
+	memset(d, 0xcd, 50);
+	TEST_INTEQ(record_hmac(k, 25, d, 50, mac), 0);
+	TEST_STREQ(mac, "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b");
+	memset(k, 0xaa, 131);
+	TEST_INTEQ(record_hmac(k, 131, tc6, strlen(tc6), mac), 0);
+	TEST_STREQ(mac, "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+	/* the same key again: the kept context restarts from its pads */
+	TEST_INTEQ(record_hmac(k, 131, tc7, strlen(tc7), mac), 0);
+	TEST_STREQ(mac, "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2");
+	TEST_INTEQ(record_hmac(k, 131, tc6, strlen(tc6), mac), 0);
+	TEST_STREQ(mac, "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+}
+
 static void test_hmac(void)
 {
 	char mac[RECORD_HMAC_HEX + 1], err[160];
@@ -176,6 +208,7 @@ static void test_hmac(void)
 	/* RFC 4231 test case 2 */
 	TEST_INTEQ(record_hmac("Jefe", 4, "what do ya want for nothing?", 28, mac), 0);
 	TEST_STREQ(mac, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+	rfc4231();
 
 	fill(&p);
 	t = record_format(&p, "glo", key, strlen(key));

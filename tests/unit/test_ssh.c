@@ -9,7 +9,11 @@
 #include <arpa/inet.h>
 #include <sys/stat.h>
 
-#include "../../modules/ssh.c"
+#include "../../modules/ssh/common.c"
+#include "../../modules/ssh/known_hosts.c"
+#include "../../modules/ssh/authorized_keys.c"
+#include "../../modules/ssh/userkeys.c"
+#include "../../modules/ssh/ssh.c"
 #include "proc.h"
 #include "test.h"
 #include "testfs.h"
@@ -51,19 +55,121 @@ static struct stat st_of(const char *rel)
 	return st;
 }
 
-/* A fresh ed25519 public key "ssh-ed25519 AAAA..." (malloc'd). */
+/* A fresh ed25519 public key "ssh-ed25519 AAAA..." (malloc'd), made by the real helper. */
 static char *new_key(void)
 {
-	ssh_key k = NULL;
-	char *b64 = NULL, *ret;
+	char *pub = NULL, *priv = NULL, err[256] = "";
 
-	if (ssh_pki_generate(SSH_KEYTYPE_ED25519, 0, &k) != SSH_OK ||
-	    ssh_pki_export_pubkey_base64(k, &b64) != SSH_OK)
+	if (sshkey_generate(KEY_ED25519, &pub, &priv, err, sizeof(err)) < 0) {
+		fprintf(stderr, "hpcinit-ssh keygen: %s\n", err);
 		abort();
-	ret = xasprintf("ssh-ed25519 %s", b64);
-	ssh_string_free_char(b64);
-	ssh_key_free(k);
+	}
+	free(priv);
+	return pub;
+}
+
+/* What ssh-keygen -l says of a public key line ("256 SHA256:... comment (ED25519)"). */
+static char *keygen_fingerprint(const char *pub)
+{
+	char *path = fs_rooted(root, "/fp.pub"), *ret = NULL;
+	const char *argv[] = { "ssh-keygen", "-l", "-f", path, NULL };
+	struct proc_result res;
+	FILE *f = fopen(path, "w");
+
+	fprintf(f, "%s x\n", pub);
+	fclose(f);
+	if (proc_run(argv, NULL, NULL, 10000, &res) == 0 && res.exit_code == 0) {
+		char *sp = strchr(res.out, ' ');
+
+		if (sp)
+			ret = xstrndup(sp + 1, strcspn(sp + 1, " "));
+	}
+	proc_result_free(&res);
+	unlink(path);
+	free(path);
 	return ret;
+}
+
+/*
+ * The agent's own key parsing against the real tools: fingerprints as
+ * ssh-keygen prints them, the public half read from a private key (OpenSSH
+ * format in the agent, PEM through the helper), refusals.
+ */
+static void test_keys(void)
+{
+	static const enum key_type types[] = { KEY_ED25519, KEY_ECDSA, KEY_RSA };
+
+	for (size_t i = 0; i < 3; i++) {
+		char *pub = NULL, *priv = NULL, *again = NULL, *fp, *want;
+
+		TEST_INTEQ(sshkey_generate(types[i], &pub, &priv, NULL, 0), 0);
+		if (!pub || !priv)
+			continue;
+		TEST_CHECK(strstr(priv, "PRIVATE KEY-----") != NULL);
+		TEST_INTEQ(sshkey_public_of_private(priv, strlen(priv), &again), 0);
+		TEST_STREQ(again, pub);
+		fp = sshkey_fingerprint(pub);
+		want = keygen_fingerprint(pub);
+		TEST_CHECK(want != NULL);
+		if (want) {
+			char *line = xasprintf("%.*s %s", (int)strcspn(pub, " "), pub, want);
+
+			TEST_STREQ(fp, line);
+			free(line);
+		}
+		free(want);
+		free(fp);
+		free(again);
+		free(pub);
+		free(priv);
+	}
+	/* An encrypted OpenSSH key (ssh-keygen -N): refused, not guessed at; unencrypted: read. */
+	for (int pass = 0; pass < 2; pass++) {
+		char *path = fs_rooted(root, "/enc_key"), *pubpath = xasprintf("%s.pub", path);
+		const char *argv[] = { "ssh-keygen", "-q", "-t", "ed25519", "-N", pass ? "" : "secret-pass",
+				       "-f", path, NULL };
+		struct proc_result res;
+		char *text = NULL, *want = NULL, *pub = NULL;
+		size_t len = 0;
+
+		unlink(path);
+		unlink(pubpath);
+		TEST_INTEQ(proc_run(argv, NULL, NULL, 20000, &res), 0);
+		TEST_INTEQ(res.exit_code, 0);
+		proc_result_free(&res);
+		TEST_INTEQ(fs_read_host(path, 100000, &text, &len), 0);
+		TEST_INTEQ(fs_read_host(pubpath, 100000, &want, NULL), 0);
+		if (text && want) {
+			char *canon = sshkey_canonical(want);
+
+			TEST_INTEQ(sshkey_public_of_private(text, len, &pub), pass ? 0 : -EINVAL);
+			if (pass)
+				TEST_STREQ(pub, canon);
+			else
+				TEST_CHECK(pub == NULL);
+			free(canon);
+		}
+		free(pub);
+		free(text);
+		free(want);
+		unlink(path);
+		unlink(pubpath);
+		free(pubpath);
+		free(path);
+	}
+	/* Not a key at all. */
+	{
+		char *pub = NULL;
+
+		TEST_INTEQ(sshkey_public_of_private("garbage\n", 8, &pub), -EINVAL);
+		TEST_CHECK(pub == NULL);
+	}
+	{
+		char *fp = sshkey_fingerprint("ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQCextra");
+
+		TEST_STREQ(fp, "ssh-rsa (unparsable)");
+		free(fp);
+	}
 }
 
 static void peer_init(struct peer *p, const char *host, const char *addr, const char *boot,
@@ -130,6 +236,15 @@ static bool same_set(const struct strlist *a, const struct strlist *b)
 	return a->n == b->n && !first_new_key(a, b) && !first_new_key(b, a);
 }
 
+/* Did the run record a finding with this tag? */
+static bool has_finding(const struct report *r, const char *tag)
+{
+	for (size_t i = 0; i < r->n_findings; i++)
+		if (strcmp(r->findings[i].tag, tag) == 0)
+			return true;
+	return false;
+}
+
 static int fake_fetches;
 static char *fake_host_key;
 
@@ -192,7 +307,7 @@ static void test_known_hosts(struct spec *s, const char *k_self, const char *k1,
 	TEST_INTEQ(want.v[1].names.n, 3);
 	TEST_STREQ(want.v[1].names.v[2], "172.16.0.12");
 	TEST_INTEQ(t.host_keys, 3);
-	TEST_CHECK(!t.refused && !t.degraded);
+	TEST_CHECK(!t.refused && report_problems(&r) == 0);
 
 	text = kh_render(s, &want);
 	{
@@ -223,6 +338,7 @@ static void test_known_hosts(struct spec *s, const char *k_self, const char *k1,
 	TEST_STREQ(t.refused_hosts.v[0], "hps-2");
 	TEST_STREQ(want.v[1].keys.v[0], k1);
 	TEST_CHECK(strstr(sb_str(&r.details), "hps-2: HOST KEY CHANGED while the node stayed up") != NULL);
+	TEST_CHECK(has_finding(&r, "ssh.host-key.changed"));
 	TEST_CHECK(strstr(sb_str(&r.details), "SHA256:") != NULL);
 	strlist_free(&t.refused_hosts);
 	khosts_free(&want);
@@ -282,7 +398,7 @@ static void test_known_hosts(struct spec *s, const char *k_self, const char *k1,
 	want_hosts(&c, &r, &ps, &again, &want, &t);
 	TEST_CHECK(strstr(sb_str(&r.details), "hps-3: no longer a peer; its host keys are pruned") != NULL);
 	TEST_CHECK(strstr(sb_str(&r.details), "198.18.3.12 is claimed by both hps-2 and hps-4") != NULL);
-	TEST_CHECK(t.degraded);
+	TEST_CHECK(r.status == ST_DEGRADED && has_finding(&r, "ssh.known-hosts.name-claimed-twice"));
 	TEST_CHECK(!strlist_has(&want.v[1].names, "198.18.3.12"));
 	TEST_CHECK(!strlist_has(&want.v[2].names, "198.18.3.12"));
 	TEST_CHECK(strlist_has(&want.v[2].names, "hps-4"));
@@ -306,7 +422,7 @@ static void test_known_hosts(struct spec *s, const char *k_self, const char *k1,
 		TEST_STREQ(want.v[0].keys.v[0], k_self);
 		TEST_CHECK(strstr(sb_str(&r.details), "hps-1.sim.example: a peer record carries this "
 				  "node's hostname; the other is ignored") != NULL);
-		TEST_CHECK(t.degraded);
+		TEST_CHECK(r.status == ST_DEGRADED && has_finding(&r, "ssh.peer.hostname-claimed-twice"));
 		khosts_free(&want);
 		report_free(&r);
 		peers_free(&two);
@@ -332,7 +448,7 @@ static void test_known_hosts(struct spec *s, const char *k_self, const char *k1,
 	ps.v[2].hostname = xstrdup("hps-5");
 	strlist_free(&ps.v[2].host_keys);
 	want_hosts(&c, &r, &ps, &again, &want, &t);
-	TEST_CHECK(t.degraded);
+	TEST_CHECK(r.status == ST_DEGRADED && has_finding(&r, "ssh.host-key.unpublished"));
 	TEST_CHECK(strstr(sb_str(&r.details), "hps-5: published no host keys") != NULL);
 	text = kh_render(s, &want);
 	TEST_CHECK(strstr(text, "hps-5") == NULL);
@@ -374,7 +490,7 @@ static void test_known_hosts(struct spec *s, const char *k_self, const char *k1,
 	ps.v[2].addr = xstrdup("198.18.3.99");
 	want_hosts(&c, &r, &ps, &old, &want, &t);
 	TEST_INTEQ(fake_fetches, 2);
-	TEST_CHECK(t.degraded);
+	TEST_CHECK(r.status == ST_DEGRADED && has_finding(&r, "ssh.host-key.fetch-failed"));
 	TEST_INTEQ(want.v[2].keys.n, 0);
 	khosts_free(&want);
 	report_free(&r);
@@ -404,7 +520,7 @@ static void test_known_hosts(struct spec *s, const char *k_self, const char *k1,
 	s->discovery.present = false;
 	s->discovery.method = DISC_SHARED;
 	s->ssh.host_keys = HOSTKEYS_PINNED;
-	fetch_ops = &libssh_fetch_ops;
+	fetch_ops = &helper_fetch_ops;
 	free(fake_host_key);
 
 	khosts_free(&old);
@@ -593,7 +709,8 @@ static void test_authorized(struct spec *s, const char *ka, const char *kb, cons
 /* Whole runs on a fake root: files, owners, modes, idempotence, refusals. */
 static void test_run(struct spec *s, const char *khost2, const char *kuser2)
 {
-	struct ctx c = { .spec = s, .root = root, .mode = RUN_APPLY, .hostname = "hps-1" };
+	struct outputs out = { 0 };
+	struct ctx c = { .spec = s, .root = root, .mode = RUN_APPLY, .hostname = "hps-1", .out = &out };
 	struct peerset ps = { 0 };
 	struct report r;
 	struct stat st;
@@ -619,7 +736,7 @@ static void test_run(struct spec *s, const char *khost2, const char *kuser2)
 	ps.v[0].self = true;
 	peer_init(&ps.v[1], "hps-2", "198.18.3.12", "b2", khost2);
 	peer_user_key(&ps.v[1], "alice", kuser2);
-	c.peers = &ps;
+	out.peers = &ps;
 
 	/* plan: nothing is written, the would-be changes are listed. */
 	c.mode = RUN_PLAN;
@@ -665,13 +782,20 @@ static void test_run(struct spec *s, const char *khost2, const char *kuser2)
 	TEST_CHECK(text && strstr(text, "Host 198.18.3.* hps-1 198.18.3.11 hps-2 198.18.3.12\n") != NULL);
 	free(text);
 
-	/* Re-run: nothing changes, no file is rewritten. */
+	/* Re-run: nothing changes, no file is rewritten, and no helper is needed. */
 	{
 		struct stat before = st_of("/etc/hpcinit/ssh_known_hosts");
 		struct stat ak_before = st_of("/home/alice/.ssh/authorized_keys");
+		char *dir = getenv("HPCINIT_LIBEXEC_DIR") ? xstrdup(getenv("HPCINIT_LIBEXEC_DIR")) : NULL;
 
+		setenv("HPCINIT_LIBEXEC_DIR", "/nonexistent", 1);
 		report_init(&r);
 		ret = ssh_run(&c, &r);
+		if (dir)
+			setenv("HPCINIT_LIBEXEC_DIR", dir, 1);
+		else
+			unsetenv("HPCINIT_LIBEXEC_DIR");
+		free(dir);
 		TEST_INTEQ(ret, 0);
 		TEST_INTEQ(r.status, ST_OK);
 		TEST_INTEQ(r.changed.n, 0);
@@ -804,12 +928,14 @@ static void test_run(struct spec *s, const char *khost2, const char *kuser2)
 	TEST_INTEQ(ssh_run(&c, &r), 0);
 	TEST_INTEQ(r.status, ST_DEGRADED);
 	TEST_CHECK(strstr(sb_str(&r.details), "does not include /etc/ssh/ssh_config.d/*.conf") != NULL);
+	TEST_CHECK(has_finding(&r, "ssh.config.no-include"));
 	report_free(&r);
 	put("/etc/ssh/ssh_config", "StrictHostKeyChecking ask\nInclude /etc/ssh/ssh_config.d/*.conf\n", 0644);
 	report_init(&r);
 	TEST_INTEQ(ssh_run(&c, &r), 0);
 	TEST_INTEQ(r.status, ST_DEGRADED);
 	TEST_CHECK(strstr(sb_str(&r.details), "move the Include up") != NULL);
+	TEST_CHECK(has_finding(&r, "ssh.config.include-too-late"));
 	report_free(&r);
 	put("/etc/ssh/ssh_config", "Include /etc/ssh/ssh_config.d/*.conf\nHost *\n", 0644);
 	report_init(&r);
@@ -955,6 +1081,7 @@ int main(void)
 	strlist_free(&self_keys);
 
 	test_names();
+	test_keys();
 	test_known_hosts(&s, khost_self, k1, k2);
 	test_parse_odd(k1);
 	test_compare(k1, k2);

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The real rdma ops: libibverbs and librdmacm.  libibverbs reads SYSFS_PATH
- * once, at its first call, so init sets it before anything else when the
- * run has a fake root.  The device list stays open for the run: probe
- * children (forked) look their device up in it.
+ * The real rdma ops: libibverbs and librdmacm, linked only into the probe
+ * helper (libexec/hpcinit-rdma-probe).  libibverbs reads SYSFS_PATH once,
+ * at its first call, so init sets it before anything else when the run has
+ * a fake root.  A probe looks its device up in the list that list() opened.
  */
 #include "config.h"
 

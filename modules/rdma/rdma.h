@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rdma: the hardware side sits behind an ops table (STYLE.md item 6),
- * chosen once per run: libibverbs/librdmacm (rdma_verbs.c), or, on a fake
- * root that asks for it, the fixture ops (rdma_fake.c, test only).
- * Everything else -- sysfs inventory, the forked probes with their timeout,
- * the verdicts -- is rdma.c and runs the same with either table.
+ * rdma: the hardware side sits behind an ops table (STYLE.md item 6) in
+ * the probe helper libexec/hpcinit-rdma-probe, chosen once per run:
+ * libibverbs/librdmacm (verbs.c), or, on a fake root that asks for it, the
+ * fixture ops (fake.c, linked only when configured --enable-test-backends).
+ * The agent never maps the verbs libraries: rdma.c runs the helper through
+ * the child engine (agent/proc.c) under rdma.open_timeout and reads its
+ * answer (proto.c).  The sysfs inventory is ibsysfs.c, shared with mpi.
  */
 #ifndef HPCINIT_RDMA_H
 #define HPCINIT_RDMA_H
@@ -13,8 +15,10 @@
 #include <stdint.h>
 
 #include "hpcinit.h"
+#include "ibsysfs.h"
 
-#define RDMA_MAX_PORTS 16
+#define RDMA_MAX_PORTS IB_MAX_PORTS
+#define RDMA_PROBE_HELPER "hpcinit-rdma-probe"
 #define RDMA_FAKE_FILE "/etc/hpcinit/fake-rdma"   /* read only under a fake --root */
 
 /* Steps of a probe child, reported to the parent before each call. */
@@ -30,7 +34,7 @@ enum probe_step {
 	STEP_DONE,
 };
 
-/* The child's answer: a fixed layout written once through a pipe. */
+/* A probe's answer (proto.c carries it as text). */
 struct probe_result {
 	int32_t step;                   /* STEP_DONE, or the step that failed */
 	int32_t err;                    /* errno of the failure (positive); 0 when done */
@@ -43,18 +47,30 @@ struct probe_result {
 	char event[64];                 /* rdma_resolve_addr: the unexpected event, if any */
 };
 
-/* Child side: announce a step (so a hang names its call). */
+/* Probe side (child.c): announce a step on io->fd (so a hang names its call). */
 struct probe_io {
 	int fd;
 };
 void probe_step(struct probe_io *io, enum probe_step s);
-/* Child side: give up CAP_IPC_LOCK so pinning is charged to RLIMIT_MEMLOCK, as for an MPI rank. */
+/* Give up CAP_IPC_LOCK so pinning is charged to RLIMIT_MEMLOCK, as for an MPI rank. */
 int probe_drop_ipc_lock(void);
-void probe_raise_memlock(const struct spec *s);
+/* Set RLIMIT_MEMLOCK to bytes (UINT64_MAX: unlimited), where allowed. */
+void probe_raise_memlock(uint64_t bytes);
 void probe_read_memlock(struct probe_result *res);
+
+/* Both sides (proto.c). */
 const char *probe_step_call(enum probe_step s);
 const char *errno_name(int e);
 int errno_from_name(const char *name);
+void probe_emit_step(int fd, enum probe_step s);
+void probe_emit_result(int fd, const struct probe_result *res);
+struct probe_parsed {
+	int last_step;                  /* the last step announced (STEP_NONE: none) */
+	bool have_result;               /* the result line arrived */
+	struct probe_result res;
+};
+/* Parse a probe's output; a cut last line is ignored. */
+void probe_parse(const char *text, size_t len, struct probe_parsed *ret);
 
 struct rdma_ops {
 	const char *name;
@@ -74,9 +90,10 @@ struct rdma_ops {
 };
 
 extern const struct rdma_ops rdma_verbs_ops;
-extern const struct rdma_ops rdma_fake_ops;
+/* The fixture ops (fake.c) when built --enable-test-backends, else NULL (nofake.c). */
+extern const struct rdma_ops *const rdma_test_ops;
 
-/* What the rdma module found, for later modules (ctx->rdma_result; owned by rdma.c). */
+/* What the rdma module found, for later modules (the typed output c->out->rdma). */
 struct rdma_result {
 	bool usable;                    /* selected devices passed every check */
 	enum link_layer link_layer;     /* of the selected devices */

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * FAKE rdma ops for fixture trees (test only).  This machine has no RDMA
- * hardware, so the fixture says how each verbs call behaves.  rdma.c picks
- * this table only when --root is a fake root holding
- * /etc/hpcinit/fake-rdma; a real node never runs it.  The file, one
+ * hardware, so the fixture says how each verbs call behaves.  The probe
+ * helper (libexec/hpcinit-rdma-probe) picks this table only when --root is
+ * a fake root holding /etc/hpcinit/fake-rdma, and it is linked only into
+ * builds configured --enable-test-backends: a production build has none.  The file, one
  * directive a line ('#' comments):
  *
  *   probe DEV ok                      every call succeeds (the default)
@@ -221,7 +222,7 @@ static void fake_resolve(const struct ctx *c, const char *addr, unsigned timeout
 	res->step = STEP_DONE;
 }
 
-const struct rdma_ops rdma_fake_ops = {
+static const struct rdma_ops rdma_fake_ops = {
 	.name = "FAKE fixture ops",
 	.init = fake_init,
 	.list = fake_list,
@@ -230,3 +231,5 @@ const struct rdma_ops rdma_fake_ops = {
 	.resolve = fake_resolve,
 	.fini = NULL,
 };
+
+const struct rdma_ops *const rdma_test_ops = &rdma_fake_ops;

@@ -1,0 +1,664 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdma: find the RDMA devices, select the ones the spec names, and say by
+ * name what is wrong with them.  sysfs (under the root) gives the inventory:
+ * node type, firmware, GUID, and per port state, physical state, rate, link
+ * layer, LIDs and P_Keys.  The verbs library gives what userspace can see,
+ * and a probe in a child process -- open, query, alloc PD, register memory --
+ * proves the device answers and memlock allows pinning.  A probe that does
+ * not answer within rdma.open_timeout is killed and reported as a hang, and
+ * the run goes on.  rdma writes nothing.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <linux/capability.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fsutil.h"
+#include "hpcinit.h"
+#include "proc.h"
+#include "rdma.h"
+
+#define RDMA_MAX_DEVS 64
+#define RDMA_MAX_PKEYS 256
+#define REAP_GRACE_MS 500       /* after SIGKILL: a probe stuck in the kernel is left behind */
+
+static void fmt_kib(char *buf, size_t n, uint64_t bytes)
+{
+	if (bytes == UINT64_MAX)
+		snprintf(buf, n, "unlimited");
+	else
+		snprintf(buf, n, "%llu KiB", (unsigned long long)(bytes / 1024));
+}
+
+static void fmt_size(char *buf, size_t n, uint64_t bytes)
+{
+	if (bytes >= (1ull << 30) && bytes % (1ull << 30) == 0)
+		snprintf(buf, n, "%llu GiB", (unsigned long long)(bytes >> 30));
+	else if (bytes >= (1ull << 20) && bytes % (1ull << 20) == 0)
+		snprintf(buf, n, "%llu MiB", (unsigned long long)(bytes >> 20));
+	else if (bytes >= 1024 && bytes % 1024 == 0)
+		snprintf(buf, n, "%llu KiB", (unsigned long long)(bytes >> 10));
+	else
+		snprintf(buf, n, "%llu bytes", (unsigned long long)bytes);
+}
+
+/* ---- sysfs inventory ---------------------------------------------------- */
+
+/* A device of the inventory, and what this step makes of it. */
+struct dev_info {
+	struct ib_dev ib;
+	bool listed;                    /* the verbs library lists it */
+	bool name_match, ll_match, selected;
+	int job;                        /* its probe, -1 when not probed */
+};
+
+static const char *ll_spec_name(enum link_layer l)
+{
+	return l == LINK_INFINIBAND ? "infiniband" : l == LINK_ETHERNET ? "ethernet" : "any";
+}
+
+/* ---- anomalies ------------------------------------------------------------ */
+
+/* Summary order: the anomaly that explains most comes first. */
+static const char *const anomaly_order[] = {
+	"no-devices", "no-match", "hang", "iwarp", "fw-0.0.000", "link-layer", "no-uverbs",
+	"not-listed", "port-down", "port-polling", "port-init", "rate", "reg-mr-enomem",
+	"open-failed", "probe-failed", "probe-crashed", "ipoib-missing", "ipoib-down",
+	"ipoib-no-address", "ipoib-resolve", NULL,
+};
+
+struct anomalies {
+	char *first;                    /* "tag: message" of the best-ranked one */
+	int first_rank;
+	unsigned n;
+	enum rstatus sev;               /* of each finding: failed, or degraded (rdma.required: false) */
+};
+
+static void anomaly(struct report *r, struct anomalies *a, const char *tag, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void anomaly(struct report *r, struct anomalies *a, const char *tag, const char *fmt, ...)
+{
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+	int rank = 0;
+
+	while (anomaly_order[rank] && strcmp(anomaly_order[rank], tag) != 0)
+		rank++;
+	sb_printf(&sb, "%s: ", tag);
+	va_start(ap, fmt);
+	sb_vprintf(&sb, fmt, ap);
+	va_end(ap);
+	/* A finding (tag rdma.<tag>); the summary keeps anomaly_order, which ranks causes. */
+	{
+		char *ftag = xasprintf("rdma.%s", tag);
+
+		report_finding(r, a->sev, ftag, "%s", sb_str(&sb));
+		free(ftag);
+	}
+	if (!a->first || rank < a->first_rank) {
+		free(a->first);
+		a->first = sb_steal(&sb);
+		a->first_rank = rank;
+	}
+	a->n++;
+	sb_free(&sb);
+}
+
+extern char **environ;
+
+/* ---- probes: the helper, one per device, under the child engine ---------- */
+
+struct job {
+	const char *what;               /* device or interface */
+	bool resolve;
+	char addr[64];
+	struct proc_child ch;           /* the helper (agent/proc.c) */
+	bool hung, reaped;
+	int wstatus;
+	int last_step;
+	bool have_result;
+	struct probe_result res;
+	uint64_t ms;
+};
+
+/* The helper's argv: hpcinit-rdma-probe [--root R] [--memlock M] CMD ARG... (args NULL-terminated). */
+static void helper_argv(const struct ctx *c, struct strlist *av, char *path, const char *cmd,
+			const char *a1, const char *a2)
+{
+	const struct spec_memlock *m = &c->spec->memlock;
+
+	strlist_push(av, path);
+	if (c->root && c->root[0]) {
+		strlist_push(av, "--root");
+		strlist_push(av, c->root);
+	}
+	/* The probe runs with the limit new sessions get (see child.c). */
+	if (m->present && (strcmp(cmd, "probe") == 0 || strcmp(cmd, "resolve") == 0)) {
+		char buf[32];
+
+		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)m->limit_bytes);
+		strlist_push(av, "--memlock");
+		strlist_push(av, m->unlimited ? "unlimited" : buf);
+	}
+	strlist_push(av, cmd);
+	if (a1)
+		strlist_push(av, a1);
+	if (a2)
+		strlist_push(av, a2);
+}
+
+/*
+ * Start the helper.  It gets the agent's environment: it is part of
+ * hpcinit, and LD_PRELOAD shims and sanitizer options must reach it.
+ */
+static int helper_start(const struct ctx *c, struct proc_child *ch, const char *cmd, const char *a1,
+			const char *a2)
+{
+	char *path = proc_helper_path(RDMA_PROBE_HELPER);
+	struct strlist av = { 0 };
+	int r;
+
+	helper_argv(c, &av, path, cmd, a1, a2);
+	r = proc_start_argv(ch, path, (const char *const *)av.v, (const char *const *)environ, NULL);
+	strlist_free(&av);
+	free(path);
+	return r;
+}
+
+static int job_start(const struct ctx *c, struct job *j, uint64_t reg_mr, unsigned timeout_ms)
+{
+	char num[32];
+
+	j->last_step = STEP_NONE;
+	snprintf(num, sizeof(num), "%llu", (unsigned long long)(j->resolve ? timeout_ms : reg_mr));
+	return helper_start(c, &j->ch, j->resolve ? "resolve" : "probe", j->resolve ? j->addr : j->what, num);
+}
+
+/*
+ * Wait for every job until it answers or the timeout passes; kill the rest
+ * at once.  SIGKILL cannot end a process sleeping uninterruptibly in a
+ * driver, so reaping is bounded too: such a probe is left to init.
+ */
+static void jobs_wait(struct job *jobs, size_t n, uint64_t timeout_ms)
+{
+	const struct proc_limits lim = { .timeout_ms = (unsigned)timeout_ms, .reap_ms = REAP_GRACE_MS,
+					 .eof_ends = true };
+	struct proc_child *chs = xcalloc(n ? n : 1, sizeof(*chs));
+
+	for (size_t i = 0; i < n; i++)
+		chs[i] = jobs[i].ch;
+	proc_wait(chs, n, &lim);
+	for (size_t i = 0; i < n; i++) {
+		struct job *j = &jobs[i];
+		struct proc_child *ch = &chs[i];
+		struct probe_parsed pp;
+
+		probe_parse(ch->out.buf ? ch->out.buf : "", ch->out.len, &pp);
+		j->last_step = pp.last_step;
+		j->have_result = pp.have_result;
+		j->res = pp.res;
+		j->hung = ch->pid > 0 && !ch->eof;
+		j->reaped = ch->exited;
+		j->wstatus = ch->status;
+		j->ms = ch->ms;
+		proc_child_free(ch);
+		memset(&j->ch, 0, sizeof(j->ch));
+	}
+	free(chs);
+}
+
+/* Run the helper to its end (list, ifaddr); its stdout in ret (caller frees), -errno when it did not answer. */
+static int helper_ask(const struct ctx *c, const char *cmd, const char *arg, unsigned timeout_ms,
+		      struct strbuf *ret)
+{
+	const struct proc_limits lim = { .timeout_ms = timeout_ms, .reap_ms = REAP_GRACE_MS, .eof_ends = true };
+	struct proc_child ch = { 0 };
+	int r = helper_start(c, &ch, cmd, arg, NULL);
+
+	if (r < 0)
+		return r;
+	proc_wait(&ch, 1, &lim);
+	r = ch.eof ? 0 : -ETIMEDOUT;
+	*ret = ch.out;
+	ch.out = (struct strbuf)STRBUF_INIT;
+	proc_child_free(&ch);
+	return r;
+}
+
+/* The value of the first "key value" line of text, or NULL (malloc'd). */
+static char *helper_field(const char *text, const char *key)
+{
+	size_t k = strlen(key);
+
+	for (const char *p = text; p && *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) : strlen(p);
+
+		if (n > k && strncmp(p, key, k) == 0 && p[k] == ' ')
+			return xasprintf("%.*s", (int)(n - k - 1), p + k + 1);
+		p = nl ? nl + 1 : NULL;
+	}
+	return NULL;
+}
+
+/* ---- the module -------------------------------------------------------------- */
+
+static struct rdma_result rdma_last;
+
+static bool rdma_enabled(const struct spec *s)
+{
+	return s->rdma.present;
+}
+
+static uint64_t rdma_timeout(const struct spec *s)
+{
+	return s->rdma.open_timeout_ms + 15000;
+}
+
+/* "software RoCE" (rdma_rxe) or "software iWARP" (siw), NULL for a hardware device. */
+static const char *soft_kind(const struct ib_dev *d)
+{
+	if (!d->parent[0])
+		return NULL;
+	return d->node_type == 4 ? "software iWARP" : "software RoCE";
+}
+
+static void describe_device(struct report *r, const struct dev_info *d)
+{
+	if (soft_kind(&d->ib))
+		report_detail(r, "%s: %s device on %s (%s), not an HCA: real verbs, with this host's CPU "
+			      "doing the transport; it has no firmware (fw 0.0.0)", d->ib.name,
+			      soft_kind(&d->ib), d->ib.parent, d->ib.node_type == 4 ? "siw" : "rdma_rxe");
+	report_detail(r, "%s: node_type %s, fw_ver %s, node_guid %s, %s", d->ib.name,
+		      d->ib.node_type_txt[0] ? d->ib.node_type_txt : "?", d->ib.fw_ver[0] ? d->ib.fw_ver : "?",
+		      d->ib.node_guid[0] ? d->ib.node_guid : "?", d->ib.uverbs[0] ? d->ib.uverbs : "no uverbs node");
+	for (unsigned k = 0; k < d->ib.n_ports; k++) {
+		const struct ib_port *p = &d->ib.ports[k];
+
+		report_detail(r, "%s port %u: %s, %s, %s, %s, lid %s, sm_lid %s, pkey 0x%04x (%u set)",
+			      d->ib.name, p->num, p->state_txt[0] ? p->state_txt : "?",
+			      p->phys_txt[0] ? p->phys_txt : "?", p->rate_txt[0] ? p->rate_txt : "rate ?",
+			      p->link_layer, p->lid[0] ? p->lid : "?", p->sm_lid[0] ? p->sm_lid : "?",
+			      p->pkey_max, p->n_pkeys);
+	}
+}
+
+static void check_inventory(const struct ctx *c, struct report *r, struct anomalies *a, struct dev_info *d)
+{
+	const struct spec_rdma *s = &c->spec->rdma;
+
+	/* The Azure A8/A9 signature: Network Direct shown as iWARP, no firmware version. */
+	if (s->link_layer == LINK_INFINIBAND && d->ib.node_type == 4)
+		anomaly(r, a, "iwarp", "%s reports transport iWARP (node_type %d: %s) where InfiniBand "
+			"is expected", d->ib.name, d->ib.node_type, d->ib.node_type_txt);
+	if (strcmp(d->ib.fw_ver, "0.0.000") == 0)
+		anomaly(r, a, "fw-0.0.000", "%s reports fw_ver 0.0.000: no real firmware behind it "
+			"(Azure A8/A9 Network Direct devices look like this; verbs outside MPI do not "
+			"work there)", d->ib.name);
+	if (!d->ll_match)
+		anomaly(r, a, "link-layer", "%s has link layer %s; rdma.link_layer is %s", d->ib.name,
+			d->ib.n_ports ? d->ib.ports[0].link_layer : "unknown", ll_spec_name(s->link_layer));
+	if (!d->ib.uverbs[0])
+		anomaly(r, a, "no-uverbs", "%s has no uverbs node in /sys/class/infiniband_verbs: "
+			"userspace cannot use it (load ib_uverbs)", d->ib.name);
+	else if (!d->listed)
+		anomaly(r, a, "not-listed", "%s has %s but the verbs library does not list it: "
+			"/dev/infiniband/%s is missing or no provider (ibverbs-providers) drives it",
+			d->ib.name, d->ib.uverbs, d->ib.uverbs);
+	if (d->ib.n_ports == 0)
+		anomaly(r, a, "port-down", "%s has no ports in sysfs", d->ib.name);
+	for (unsigned k = 0; k < d->ib.n_ports; k++) {
+		const struct ib_port *p = &d->ib.ports[k];
+
+		if (p->state == 4) {
+			if (s->min_rate_gbps && p->rate_gbps < s->min_rate_gbps)
+				anomaly(r, a, "rate", "%s port %u runs at %s, below rdma.min_rate_gbps %u",
+					d->ib.name, p->num, p->rate_txt[0] ? p->rate_txt : "an unknown rate",
+					s->min_rate_gbps);
+		} else if (p->phys == 2) {
+			anomaly(r, a, "port-polling", "%s port %u is %s with phys_state %s: no link partner "
+				"answers (cable, switch port, or the fabric attachment)", d->ib.name, p->num,
+				p->state_txt, p->phys_txt);
+		} else if (p->phys == 5 && (p->state == 2 || p->state == 3)) {
+			anomaly(r, a, "port-init", "%s port %u has link (LinkUp) but is %s: no subnet "
+				"manager has activated it", d->ib.name, p->num, p->state_txt);
+		} else {
+			anomaly(r, a, "port-down", "%s port %u is %s (phys_state %s)", d->ib.name, p->num,
+				p->state_txt[0] ? p->state_txt : "in an unknown state",
+				p->phys_txt[0] ? p->phys_txt : "unknown");
+		}
+	}
+}
+
+static void check_probe(const struct ctx *c, struct report *r, struct anomalies *a,
+			const struct dev_info *d, const struct job *j)
+{
+	const struct spec_rdma *s = &c->spec->rdma;
+	const struct probe_result *res = &j->res;
+	char lim[32], hard[32], sz[32];
+
+	if (j->hung) {
+		anomaly(r, a, "hang", "%s: %s did not return within %llu ms; probe killed%s", d->ib.name,
+			probe_step_call((enum probe_step)j->last_step),
+			(unsigned long long)s->open_timeout_ms,
+			j->reaped ? "" : " (it is stuck in the kernel and could not be reaped)");
+		return;
+	}
+	if (!j->have_result) {
+		int sig = j->reaped && WIFSIGNALED(j->wstatus) ? WTERMSIG(j->wstatus) : 0;
+
+		anomaly(r, a, "probe-crashed", "%s: the probe died in %s%s%s", d->ib.name,
+			probe_step_call((enum probe_step)j->last_step), sig ? " with signal " : "",
+			sig ? strsignal(sig) : "");
+		return;
+	}
+	fmt_kib(lim, sizeof(lim), res->memlock_cur);
+	fmt_kib(hard, sizeof(hard), res->memlock_max);
+	fmt_size(sz, sizeof(sz), s->reg_mr_bytes);
+	if (res->step == STEP_DONE) {
+		report_detail(r, "%s: verbs probe ok in %llu ms: fw %s, %u port(s)%s%s (memlock %s)", d->ib.name,
+			      (unsigned long long)j->ms, res->fw_ver[0] ? res->fw_ver : "?", res->phys_port_cnt,
+			      s->reg_mr_bytes ? ", registered " : "", s->reg_mr_bytes ? sz : "", lim);
+		return;
+	}
+	if (res->step == STEP_REG_MR && res->err == ENOMEM)
+		anomaly(r, a, "reg-mr-enomem", "%s: ibv_reg_mr of %s failed with ENOMEM: the memlock "
+			"limit in force is %s (hard %s); set memlock: unlimited and restart the "
+			"services that use RDMA", d->ib.name, sz, lim, hard);
+	else
+		anomaly(r, a, res->step == STEP_OPEN ? "open-failed" : "probe-failed",
+			"%s: %s failed: %s (%s)", d->ib.name, probe_step_call((enum probe_step)res->step),
+			errno_name(res->err), strerror(res->err));
+}
+
+static void check_ipoib(const struct ctx *c, struct report *r, struct anomalies *a,
+			struct job *resolve_job, bool *want_resolve)
+{
+	const char *ifn = c->spec->rdma.ipoib;
+	char path[160], oper[32], flags[32], type[16];
+
+	*want_resolve = false;
+	if (!ib_safe_name(ifn) || strlen(ifn) > 15) {
+		anomaly(r, a, "ipoib-missing", "rdma.ipoib '%s' is not an interface name", ifn);
+		return;
+	}
+	snprintf(path, sizeof(path), "/sys/class/net/%s", ifn);
+	if (!fs_exists(c, path)) {
+		anomaly(r, a, "ipoib-missing", "%s: no such interface (/sys/class/net/%s); on Azure, "
+			"waagent creates it with OS.EnableRDMA=y on IPoIB SKUs", ifn, ifn);
+		return;
+	}
+	snprintf(path, sizeof(path), "/sys/class/net/%s/type", ifn);
+	if (ib_sysfs_read(c, path, type, sizeof(type)) && strcmp(type, "32") != 0)
+		report_detail(r, "warning: %s has type %s, not InfiniBand (32): not an IPoIB interface", ifn, type);
+	snprintf(path, sizeof(path), "/sys/class/net/%s/operstate", ifn);
+	ib_sysfs_read(c, path, oper, sizeof(oper));
+	snprintf(path, sizeof(path), "/sys/class/net/%s/flags", ifn);
+	ib_sysfs_read(c, path, flags, sizeof(flags));
+	/* Some drivers leave operstate "unknown": then IFF_UP in flags decides. */
+	if (strcmp(oper, "up") != 0 && !(strcmp(oper, "unknown") == 0 && (ib_parse_hex16(flags) & 1))) {
+		anomaly(r, a, "ipoib-down", "%s is %s", ifn, oper[0] ? oper : "not up");
+		return;
+	}
+	struct strbuf out = STRBUF_INIT;
+	int ret = helper_ask(c, "ifaddr", ifn, (unsigned)c->spec->rdma.open_timeout_ms, &out);
+	char *addr = helper_field(sb_str(&out), "addr"), *noaddr = helper_field(sb_str(&out), "noaddr");
+
+	if (ret == 0 && !addr)
+		ret = noaddr ? -(int)strtol(noaddr, NULL, 10) : -EPROTO;
+	if (ret == 0)
+		snprintf(resolve_job->addr, sizeof(resolve_job->addr), "%s", addr);
+	free(addr);
+	free(noaddr);
+	sb_free(&out);
+	if (ret < 0) {
+		anomaly(r, a, "ipoib-no-address", "%s is up but has no address%s%s", ifn,
+			ret == -ENOENT ? "" : ": ", ret == -ENOENT ? "" : strerror(-ret));
+		return;
+	}
+	snprintf(rdma_last.ipoib_addr, sizeof(rdma_last.ipoib_addr), "%s", resolve_job->addr);
+	resolve_job->what = ifn;
+	resolve_job->resolve = true;
+	*want_resolve = true;
+}
+
+static void check_resolve(const struct ctx *c, struct report *r, struct anomalies *a, const struct job *j)
+{
+	const struct probe_result *res = &j->res;
+
+	if (j->hung)
+		anomaly(r, a, "ipoib-resolve", "%s: rdma_resolve_addr(%s) did not complete within %llu ms "
+			"(stuck in %s)", j->what, j->addr, (unsigned long long)c->spec->rdma.open_timeout_ms,
+			probe_step_call((enum probe_step)j->last_step));
+	else if (!j->have_result)
+		anomaly(r, a, "ipoib-resolve", "%s: the rdma_resolve_addr probe died", j->what);
+	else if (res->step != STEP_DONE && res->event[0])
+		anomaly(r, a, "ipoib-resolve", "%s: rdma_resolve_addr(%s) gave %s (%s)", j->what, j->addr,
+			res->event, res->err ? strerror(res->err) : "no detail");
+	else if (res->step != STEP_DONE)
+		anomaly(r, a, "ipoib-resolve", "%s: %s(%s) failed: %s (%s)", j->what,
+			probe_step_call((enum probe_step)res->step), j->addr, errno_name(res->err),
+			strerror(res->err));
+	else
+		report_detail(r, "%s: %s resolves to RDMA device %s (rdma_resolve_addr, %llu ms)", j->what,
+			      j->addr, res->resolved_dev[0] ? res->resolved_dev : "?", (unsigned long long)j->ms);
+}
+
+/* What the verbs library lists (through the helper), with the details the old in-process call gave. */
+static void verbs_list(const struct ctx *c, struct report *r, struct strlist *listed)
+{
+	struct strbuf out = STRBUF_INIT;
+	int ret = helper_ask(c, "list", NULL, (unsigned)c->spec->rdma.open_timeout_ms, &out);
+	char *backend = helper_field(sb_str(&out), "backend");
+	char *ierr = helper_field(sb_str(&out), "init-error"), *lerr = helper_field(sb_str(&out), "list-error");
+	const char *name = backend ? backend : "libibverbs";
+
+	if (backend && strcmp(backend, "libibverbs") != 0) {
+		char *fake = ctx_path(c, RDMA_FAKE_FILE);
+
+		report_detail(r, "verbs: FAKE fixture ops from %s (test only)", fake);
+		free(fake);
+	}
+	if (ierr)
+		report_detail(r, "verbs: %s init failed: %s", name, strerror((int)strtol(ierr, NULL, 10)));
+	for (const char *p = sb_str(&out); *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) : strlen(p);
+
+		if (n > 7 && strncmp(p, "device ", 7) == 0)
+			strlist_push_take(listed, xasprintf("%.*s", (int)(n - 7), p + 7));
+		p = nl ? nl + 1 : p + n;
+	}
+	if (ret < 0)
+		report_detail(r, "verbs: the %s helper did not answer: %s", RDMA_PROBE_HELPER, strerror(-ret));
+	else if (lerr)
+		report_detail(r, "verbs: %s lists no devices: %s", name, strerror((int)strtol(lerr, NULL, 10)));
+	else
+		report_detail(r, "verbs: %s lists %zu device(s)", name, listed->n);
+	free(backend);
+	free(ierr);
+	free(lerr);
+	sb_free(&out);
+}
+
+static int rdma_run(struct ctx *c, struct report *r)
+{
+	const struct spec_rdma *s = &c->spec->rdma;
+	struct dev_info *devs = xcalloc(RDMA_MAX_DEVS, sizeof(*devs));
+	struct ib_dev *ib = xcalloc(RDMA_MAX_DEVS, sizeof(*ib));
+	struct strlist listed = { 0 };
+	struct anomalies a = { NULL, 0, 0, s->required ? ST_FAILED : ST_DEGRADED };
+	struct job *jobs = xcalloc(RDMA_MAX_DEVS + 1, sizeof(*jobs));
+	size_t n, n_jobs = 0, n_sel = 0, n_named = 0, n_named_ll = 0;
+	bool want_resolve = false;
+	struct strbuf found = STRBUF_INIT;
+	int ret;
+
+	memset(&rdma_last, 0, sizeof(rdma_last));
+	c->out->rdma = &rdma_last;
+	n = ib_read_devices(c, ib, RDMA_MAX_DEVS);
+	for (size_t i = 0; i < n; i++) {
+		devs[i].ib = ib[i];
+		devs[i].job = -1;
+	}
+	free(ib);
+	verbs_list(c, r, &listed);
+	for (size_t i = 0; i < n; i++) {
+		struct dev_info *d = &devs[i];
+
+		for (size_t k = 0; k < listed.n; k++)
+			d->listed |= strcmp(listed.v[k], d->ib.name) == 0;
+		d->name_match = fnmatch(s->devices, d->ib.name, 0) == 0;
+		for (unsigned k = 0; k < d->ib.n_ports; k++)
+			d->ll_match |= ib_link_matches(s->link_layer, d->ib.ports[k].link_layer);
+		n_named += d->name_match;
+		n_named_ll += d->name_match && d->ll_match;
+		sb_printf(&found, "%s%s (%s)", found.len ? ", " : "", d->ib.name,
+			  d->ib.n_ports ? d->ib.ports[0].link_layer : "no ports");
+		describe_device(r, d);
+	}
+	/*
+	 * Select by name and link layer.  When no named device has the wanted
+	 * link layer, keep the named ones anyway so the report says what they are.
+	 */
+	for (size_t i = 0; i < n; i++) {
+		struct dev_info *d = &devs[i];
+
+		d->selected = d->name_match && (d->ll_match || n_named_ll == 0);
+		if (!d->selected)
+			report_detail(r, "%s: not selected (%s)", d->ib.name, !d->name_match ?
+				      "name does not match rdma.devices" : "link layer differs from rdma.link_layer");
+	}
+	if (n == 0 && listed.n == 0)
+		anomaly(r, &a, "no-devices", "no RDMA devices (/sys/class/infiniband is empty): no RDMA "
+			"driver is loaded, or this VM size has no RDMA network");
+	else if (n_named == 0)
+		anomaly(r, &a, "no-match", "no device matches rdma.devices '%s' (found: %s); Azure names "
+			"InfiniBand ports mlx5_ib* and accelerated-networking NICs mlx5_an*",
+			s->devices, found.len ? sb_str(&found) : "none in sysfs");
+
+	for (size_t i = 0; i < n; i++) {
+		struct dev_info *d = &devs[i];
+
+		if (!d->selected)
+			continue;
+		n_sel++;
+		check_inventory(c, r, &a, d);
+		if (d->listed && d->ib.uverbs[0]) {
+			struct job *j = &jobs[n_jobs];
+
+			j->what = d->ib.name;
+			ret = job_start(c, j, s->reg_mr_bytes, (unsigned)s->open_timeout_ms);
+			if (ret < 0)
+				anomaly(r, &a, "probe-failed", "%s: cannot start the probe: %s", d->ib.name,
+					strerror(-ret));
+			else
+				d->job = (int)n_jobs++;
+		}
+	}
+	if (s->ipoib) {
+		check_ipoib(c, r, &a, &jobs[n_jobs], &want_resolve);
+		if (want_resolve && job_start(c, &jobs[n_jobs], 0, (unsigned)s->open_timeout_ms) == 0)
+			n_jobs++;
+	}
+	if (n_jobs) {
+		uint64_t left = ctx_remaining_ms(c), tmo = s->open_timeout_ms;
+
+		if (left > 1000 && tmo > left - 1000)
+			tmo = left - 1000;
+		jobs_wait(jobs, n_jobs, tmo);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (devs[i].job >= 0)
+			check_probe(c, r, &a, &devs[i], &jobs[devs[i].job]);
+	for (size_t i = 0; i < n_jobs; i++)
+		if (jobs[i].resolve)
+			check_resolve(c, r, &a, &jobs[i]);
+
+	/* Verdict. */
+	double rate = 0;
+	bool first = true;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!devs[i].selected)
+			continue;
+		size_t dl = strlen(rdma_last.devices);
+
+		snprintf(rdma_last.devices + dl, sizeof(rdma_last.devices) - dl, "%s%s", dl ? " " : "",
+			 devs[i].ib.name);
+		for (unsigned k = 0; k < devs[i].ib.n_ports; k++)
+			if (devs[i].ib.ports[k].state == 4 && (first || devs[i].ib.ports[k].rate_gbps < rate)) {
+				rate = devs[i].ib.ports[k].rate_gbps;
+				first = false;
+			}
+	}
+	rdma_last.link_layer = s->link_layer;
+	rdma_last.rate_gbps = (unsigned)rate;
+	rdma_last.usable = a.n == 0 && n_sel > 0;
+	if (a.n) {
+		char extra[32] = "";
+
+		if (a.n > 1)
+			snprintf(extra, sizeof(extra), " (+%u more)", a.n - 1);
+		report_set(r, s->required ? ST_FAILED : ST_DEGRADED, "%s%s%s", a.first, extra,
+			   s->required ? "" : " [rdma.required: false]");
+	} else {
+		struct strbuf sum = STRBUF_INIT;
+		const struct dev_info *d0 = NULL;
+		char sz[32];
+
+		for (size_t i = 0; i < n && !d0; i++)
+			if (devs[i].selected)
+				d0 = &devs[i];
+		sb_printf(&sum, "%s: ", rdma_last.devices);
+		if (d0 && soft_kind(&d0->ib))
+			sb_printf(&sum, "%s on %s, ", soft_kind(&d0->ib), d0->ib.parent);
+		sb_printf(&sum, "%g Gb/s %s, verbs probe ok", rate,
+			  d0 && d0->ib.n_ports ? d0->ib.ports[0].link_layer : "?");
+		if (s->reg_mr_bytes) {
+			fmt_size(sz, sizeof(sz), s->reg_mr_bytes);
+			sb_printf(&sum, " (reg_mr %s)", sz);
+		}
+		for (size_t i = 0; i < n_jobs; i++)
+			if (jobs[i].resolve)
+				sb_printf(&sum, "; %s %s -> %s", jobs[i].what, jobs[i].addr,
+					  jobs[i].res.resolved_dev[0] ? jobs[i].res.resolved_dev : "?");
+		report_set(r, ST_OK, "%s", sb_str(&sum));
+		sb_free(&sum);
+	}
+	free(a.first);
+	sb_free(&found);
+	strlist_free(&listed);
+	free(jobs);
+	free(devs);
+	return 0;
+}
+
+const struct module rdma_module = {
+	.name = "rdma",
+	.enabled = rdma_enabled,
+	.needs = NULL,
+	.timeout_ms = rdma_timeout,
+	.check = rdma_run,
+	.apply = rdma_run,
+	.outputs = OUT_RDMA,
+};

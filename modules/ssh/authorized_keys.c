@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ~user/.ssh/authorized_keys: a managed block per cluster holding every
+ * node's key of the same user, this node's own included, with
+ * from="<cluster.network>".
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sshkey.h"
+#include "ssh.h"
+
+struct akey {
+	char *key;              /* "type base64" */
+	char *comment;          /* user@host of the first node publishing it */
+	struct strlist from;
+};
+
+static void akey_add(struct akey **v, size_t *n, struct smap *seen, const char *key,
+		     const char *user, const char *host, const struct spec *s, const struct peer *p,
+		     bool self)
+{
+	struct akey *a;
+	size_t i;
+
+	if (smap_get(seen, key, &i)) {
+		a = &(*v)[i];
+	} else {
+		*v = xrealloc(*v, (*n + 1) * sizeof(**v));
+		a = &(*v)[(*n)++];
+		memset(a, 0, sizeof(*a));
+		a->key = xstrdup(key);
+		a->comment = xasprintf("%s@%s", user, host);
+		(void)smap_add(seen, a->key, *n - 1);
+	}
+	if (s->cluster.has_network)
+		strlist_add_unique(&a->from, s->cluster.network.text);
+	else if (p && valid_addr(p->addr))
+		strlist_add_unique(&a->from, p->addr);
+	/* mpirun over hostfile.address: ipoib comes from the IPoIB address. */
+	if (p && valid_addr(p->ipoib_addr))
+		strlist_add_unique(&a->from, p->ipoib_addr);
+	if (self) {
+		/* "ssh <own hostname>" may resolve to 127.0.1.1 (Debian /etc/hosts). */
+		strlist_add_unique(&a->from, "127.0.0.0/8");
+		strlist_add_unique(&a->from, "::1");
+	}
+}
+
+/*
+ * The authorized_keys block for one user: every node's key for the same
+ * user name, this node's own included (mpirun may ssh to itself).
+ * self_pub is this node's key as read from ~/.ssh (NULL when absent).
+ */
+char *ak_render(const struct spec *s, const struct peerset *ps, const char *user,
+		const char *self_pub, const char *self_host, struct report *r)
+{
+	struct akey *v = NULL;
+	size_t n = 0;
+	struct strbuf sb = STRBUF_INIT;
+	struct smap seen;
+	bool self_done = false;
+
+	smap_init(&seen, ps ? ps->n + 1 : 1);
+
+	for (size_t i = 0; ps && i < ps->n; i++) {
+		const struct peer *p = &ps->v[i];
+		const char *host = valid_hostname(p->hostname) ? p->hostname : "peer";
+
+		if (p->self) {
+			char *canon = self_pub ? sshkey_canonical(self_pub) : NULL;
+
+			if (canon)
+				akey_add(&v, &n, &seen, canon, user, host, s, p, true);
+			free(canon);
+			self_done = true;
+			continue;
+		}
+		for (size_t k = 0; k < p->n_user_keys; k++) {
+			char *canon;
+
+			if (!p->user_keys[k].user || strcmp(p->user_keys[k].user, user) != 0)
+				continue;
+			canon = p->user_keys[k].key ? sshkey_canonical(p->user_keys[k].key) : NULL;
+			if (canon)
+				akey_add(&v, &n, &seen, canon, user, host, s, p, false);
+			else if (r)
+				report_detail(r, "%s: a published key of %s is malformed; ignored", host, user);
+			free(canon);
+		}
+	}
+	if (!self_done && self_pub) {
+		char *canon = sshkey_canonical(self_pub);
+
+		if (canon)
+			akey_add(&v, &n, &seen, canon, user, self_host, s, NULL, true);
+		free(canon);
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (s->ssh.restrict_from) {
+			if (!v[i].from.n) {
+				if (r)
+					report_detail(r, "%s: no address known to restrict %s's key with "
+						      "from=; left out", v[i].comment, user);
+				goto next;
+			}
+			sb_append(&sb, "from=\"");
+			for (size_t j = 0; j < v[i].from.n; j++)
+				sb_printf(&sb, "%s%s", j ? "," : "", v[i].from.v[j]);
+			sb_append(&sb, "\" ");
+		}
+		sb_printf(&sb, "%s %s\n", v[i].key, v[i].comment);
+next:
+		free(v[i].key);
+		free(v[i].comment);
+		strlist_free(&v[i].from);
+	}
+	smap_free(&seen);
+	free(v);
+	return sb_steal(&sb);
+}
+
+/* Canonical keys of an authorized_keys block (and their comments), for details. */
+static void ak_keys(const char *block, struct strlist *ret, struct strlist *comments)
+{
+	struct smap seen;
+
+	smap_init(&seen, 64);
+	for (const char *p = block; p && *p;) {
+		const char *nl = strchr(p, '\n');
+		char *line = xstrndup(p, nl ? (size_t)(nl - p) : strlen(p));
+		const char *k = line;
+		char *canon = NULL;
+
+		p = nl ? nl + 1 : NULL;
+		/* Skip a leading from="..." option. */
+		if (strncmp(k, "from=\"", 6) == 0 && (k = strchr(k + 6, '"')))
+			k++;
+		if (k)
+			canon = sshkey_canonical(k);
+		if (canon && !smap_get(&seen, canon, NULL)) {
+			/* type, base64, then the comment */
+			k += strspn(k, " \t");
+			k += strcspn(k, " \t");
+			k += strspn(k, " \t");
+			k += strcspn(k, " \t");
+			k += strspn(k, " \t");
+			strlist_push_take(ret, canon);
+			canon = NULL;
+			(void)smap_add(&seen, ret->v[ret->n - 1], 0);
+			if (comments)
+				strlist_push(comments, k);
+		}
+		free(canon);
+		free(line);
+	}
+	smap_free(&seen);
+}
+
+void ak_report_diff(struct ctx *c, struct report *r, const char *path,
+		    const char *old_block, const char *new_block)
+{
+	struct strlist a = { 0 }, b = { 0 }, ac = { 0 }, bc = { 0 };
+	struct smap am, bm;
+
+	ak_keys(old_block, &a, &ac);
+	ak_keys(new_block, &b, &bc);
+	smap_init(&am, a.n);
+	smap_init(&bm, b.n);
+	for (size_t i = 0; i < a.n; i++)
+		(void)smap_add(&am, a.v[i], i);
+	for (size_t i = 0; i < b.n; i++)
+		(void)smap_add(&bm, b.v[i], i);
+	for (int pass = 0; pass < 2; pass++) {
+		const struct strlist *l = pass ? &a : &b, *cm = pass ? &ac : &bc;
+		const struct smap *other = pass ? &bm : &am;
+		const char *what = pass ? (ctx_may_write(c) ? "removed" : "extra") :
+				   (ctx_may_write(c) ? "authorized" : "missing");
+		size_t n = 0;
+
+		for (size_t i = 0; i < l->n; i++) {
+			char *fp;
+
+			if (smap_get(other, l->v[i], NULL) || ++n > DETAIL_MAX)
+				continue;
+			fp = sshkey_fingerprint(l->v[i]);
+			report_detail(r, "%s: %s %s %s", path, what, fp, cm->v[i]);
+			free(fp);
+		}
+		if (n > DETAIL_MAX)
+			report_detail(r, "%s: %s %zu more keys", path, what, n - DETAIL_MAX);
+	}
+	smap_free(&am);
+	smap_free(&bm);
+	strlist_free(&a);
+	strlist_free(&b);
+	strlist_free(&ac);
+	strlist_free(&bc);
+}

@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Inside the ssh step (DESIGN.md "Trust"): known_hosts and the ssh_config
+ * drop-in (known_hosts.c), authorized_keys (authorized_keys.c), the users'
+ * key pairs (userkeys.c), small shared pieces (common.c), and the step
+ * itself (ssh.c).
+ */
+#ifndef HPCINIT_SSH_H
+#define HPCINIT_SSH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "hpcinit.h"
+#include "record.h"
+#include "userkeys.h"
+
+#define KH_PATH "/etc/hpcinit/ssh_known_hosts"
+#define CONF_DIR "/etc/ssh/ssh_config.d"
+#define CONF_PATH CONF_DIR "/90-hpcinit.conf"
+#define DETAIL_MAX 10           /* lines of one kind in details; the rest are counted */
+
+/* One node's entry in ssh_known_hosts: its identity, names and host keys. */
+struct khost {
+	char *id;               /* lower-case hostname */
+	char *boot_id;          /* "" when unknown */
+	char *source;           /* record | local | scan */
+	struct strlist names;   /* hostname, short name, addresses */
+	struct strlist keys;    /* "type base64" */
+	const struct peer *peer;        /* the peer it was built from; NULL when read back */
+};
+
+struct khosts {
+	struct khost *v;
+	size_t n;
+};
+
+/* What one run found, for the summary line. */
+struct ssh_tally {
+	size_t peers, host_keys, tofu, users, user_keys;
+	bool refused;           /* a live peer's host key changed */
+	struct strlist refused_hosts;
+};
+
+/*
+ * A string -> index map (open addressing, FNV-1a), so that a run stays
+ * O(N) in the number of nodes.  Keys are borrowed: they must outlive it.
+ */
+struct smap {
+	const char **keys;
+	size_t *vals;
+	size_t cap, n;
+};
+
+/* ---- common.c ---- */
+
+void smap_init(struct smap *m, size_t expect);
+void smap_free(struct smap *m);
+bool smap_get(const struct smap *m, const char *key, size_t *ret);
+/* Insert key (keeping an existing value); returns false when it was there. */
+bool smap_add(struct smap *m, const char *key, size_t val);
+bool strlist_has(const struct strlist *l, const char *s);
+/* For the few names or keys of one node; lists of N use a struct smap. */
+void strlist_add_unique(struct strlist *l, const char *s);
+void strlist_copy(struct strlist *dst, const struct strlist *src);
+/* A plain host name: no pattern characters, nothing that widens a Host line. */
+bool valid_hostname(const char *s);
+bool valid_addr(const char *s);
+char *lowercase(const char *s);
+
+/* ---- known_hosts.c ---- */
+
+void khosts_free(struct khosts *s);
+struct khost *khosts_add(struct khosts *s, const char *id, const char *boot_id,
+			 const char *source);
+/* Read ssh_known_hosts as hpcinit wrote it. */
+void kh_parse(const char *text, struct khosts *ret);
+char *kh_render(const struct spec *s, const struct khosts *hosts);
+char *conf_render(const struct spec *s, const struct khosts *hosts);
+/* The known_hosts this run wants, from the peers and what is pinned (old). */
+void want_hosts(struct ctx *c, struct report *r, const struct peerset *ps,
+		const struct khosts *old, struct khosts *want, struct ssh_tally *t);
+/* check: missing, extra and mismatched keys, by name and key type. */
+void kh_compare(struct report *r, const struct khosts *have, const struct khosts *want);
+
+/* ---- authorized_keys.c ---- */
+
+/* The authorized_keys block for one user (self_pub: this node's key, NULL when absent). */
+char *ak_render(const struct spec *s, const struct peerset *ps, const char *user,
+		const char *self_pub, const char *self_host, struct report *r);
+void ak_report_diff(struct ctx *c, struct report *r, const char *path,
+		    const char *old_block, const char *new_block);
+
+/* ---- userkeys.c (ssh_user_key: userkeys.h) ---- */
+
+/* A cluster user's account and one file in their ~/.ssh. */
+struct ssh_user {
+	uid_t uid;
+	gid_t gid;
+	char *home, *sshdir, *path;     /* path: <sshdir>/<file> (target paths, malloc'd) */
+};
+
+/*
+ * Look the user up and refuse (with a detail) a ~/.ssh or ~/.ssh/<file> that
+ * sshd's StrictModes would refuse (sshkey_check_path); absent is fine.
+ */
+int ssh_user_open(const struct ctx *c, struct report *r, const char *name, const char *file,
+		  struct ssh_user *ret);
+void ssh_user_close(struct ssh_user *u);
+
+#endif
