@@ -26,6 +26,7 @@ static const struct disc_method_ops *const disc_methods[] = {
 	&disc_method_shared,
 	&disc_method_static,
 	&disc_method_scan,
+	&disc_method_etcd,
 	NULL,
 };
 

@@ -83,6 +83,13 @@ struct disc_method_ops {
 extern const struct disc_method_ops disc_method_shared;
 extern const struct disc_method_ops disc_method_static;
 extern const struct disc_method_ops disc_method_scan;
+extern const struct disc_method_ops disc_method_etcd;
+
+/* The cluster secret (cluster.secret_file) for a method: *key NULL without one (shared.c). */
+int disc_secret_load(const struct ctx *c, struct report *rep, char **key, size_t *len);
+/* etcd.c: the key prefix of the cluster's nodes, and the helper's argv up to its command. */
+char *etcd_prefix(const struct spec *spec);
+void etcd_helper_argv(const struct ctx *c, struct strlist *argv, unsigned timeout_ms);
 
 /* The default for a hook a method does not need: does nothing, returns 0. */
 int disc_nop(struct disc_run *run);

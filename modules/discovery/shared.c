@@ -847,3 +847,13 @@ const struct disc_method_ops disc_method_shared = {
 	.leave = shared_leave,
 	.close = shared_close,
 };
+
+int disc_secret_load(const struct ctx *c, struct report *rep, char **key, size_t *len)
+{
+	struct secret s = { NULL, 0 };
+	int r = load_secret(c, rep, &s);
+
+	*key = s.key;
+	*len = s.len;
+	return r;
+}
