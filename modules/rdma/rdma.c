@@ -89,6 +89,7 @@ struct anomalies {
 	char *first;                    /* "tag: message" of the best-ranked one */
 	int first_rank;
 	unsigned n;
+	enum rstatus sev;               /* of each finding: failed, or degraded (rdma.required: false) */
 };
 
 static void anomaly(struct report *r, struct anomalies *a, const char *tag, const char *fmt, ...)
@@ -106,7 +107,13 @@ static void anomaly(struct report *r, struct anomalies *a, const char *tag, cons
 	va_start(ap, fmt);
 	sb_vprintf(&sb, fmt, ap);
 	va_end(ap);
-	report_detail(r, "%s", sb_str(&sb));
+	/* A finding (tag rdma.<tag>); the summary keeps anomaly_order, which ranks causes. */
+	{
+		char *ftag = xasprintf("rdma.%s", tag);
+
+		report_finding(r, a->sev, ftag, "%s", sb_str(&sb));
+		free(ftag);
+	}
 	if (!a->first || rank < a->first_rank) {
 		free(a->first);
 		a->first = sb_steal(&sb);
@@ -499,7 +506,7 @@ static int rdma_run(struct ctx *c, struct report *r)
 	struct dev_info *devs = xcalloc(RDMA_MAX_DEVS, sizeof(*devs));
 	struct ib_dev *ib = xcalloc(RDMA_MAX_DEVS, sizeof(*ib));
 	struct strlist listed = { 0 };
-	struct anomalies a = { NULL, 0, 0 };
+	struct anomalies a = { NULL, 0, 0, s->required ? ST_FAILED : ST_DEGRADED };
 	struct job *jobs = xcalloc(RDMA_MAX_DEVS + 1, sizeof(*jobs));
 	size_t n, n_jobs = 0, n_sel = 0, n_named = 0, n_named_ll = 0;
 	bool want_resolve = false;
