@@ -192,6 +192,7 @@ static int disc_run(struct ctx *c, struct report *rep)
 		report_set(rep, ST_FAILED, "cannot describe this node");
 		goto out;
 	}
+	admit_init(&run.admit, c, &run.self);
 	if (!m) {
 		report_set(rep, ST_FAILED, "discovery.method %d has no implementation",
 			   (int)c->spec->discovery.method);
@@ -215,6 +216,7 @@ static int disc_run(struct ctx *c, struct report *rep)
 	for (size_t i = 0; r == 0 && i < run.found.n; i++)
 		*peerset_add(set) = run.found.v[i];
 	run.found.n = 0;
+	drop_contested_names(set, &run.notes);
 	drop_duplicate_addrs(set, &run.notes);
 	disc_notes_commit(&run);
 	if (r == 0)
@@ -229,6 +231,7 @@ out:
 	disc_run_reset(&run);
 	report_free(&run.notes);
 	peer_clear(&run.self);
+	admit_free(&run.admit);
 	return r;
 }
 

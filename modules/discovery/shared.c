@@ -405,6 +405,7 @@ static int read_records(struct disc_run *run, bool do_prune)
 		const char *name = de->d_name;
 		size_t nl = strlen(name);
 		char host[256], err[640];
+		const char *tag;
 		struct peer p;
 		struct stat st;
 		ssize_t len;
@@ -507,6 +508,12 @@ static int read_records(struct disc_run *run, bool do_prune)
 			sh->expired++;
 			if (do_prune)
 				prune(run, name, "lease expired (scale-in)");
+			peer_clear(&p);
+			continue;
+		}
+		tag = admit_record(&run->admit, &p, &run->notes, err, sizeof(err));
+		if (tag) {
+			reject(run, tag, "record %s: %s; rejected", name, err);
 			peer_clear(&p);
 			continue;
 		}
