@@ -11,6 +11,8 @@
 #define STATUS_ERROR_PATH "/run/hpcinit/status-error.json"
 #define LAST_RUN_PATH "/var/lib/hpcinit/last-run.json"
 #define LOCK_PATH "/run/hpcinit/lock"
+/* The finding of a step skipped because a step it needs failed (status.json counts it as not done). */
+#define NEEDS_FAILED_TAG "runner.needs.failed"
 
 struct run_opts {
 	const char *command;            /* "apply", "check", "plan", "refresh", "verify" */
@@ -41,6 +43,8 @@ int runner_check_table(const struct module *const *table);
 int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res);
 void run_result_free(struct run_result *res);
 
+/* The run report (status.c).  Record an apply's run: its part and status.json. */
+void status_write(struct ctx *c, const struct run_opts *o, const struct run_result *res);
 /* Render the run as JSON (the status document). */
 char *runner_json(const struct ctx *c, const struct run_opts *o, const struct run_result *res);
 /* Print the human table (and details of interesting modules) to out. */

@@ -46,6 +46,8 @@ enum mark_slot {
 	M_DISC_METHOD,
 	M_DISC_HOSTS,
 	M_DISC_DIR,
+	M_DISC_ENDPOINTS,
+	M_DISC_CERT,
 	M_SSH,
 	M_SSH_RESTRICT,
 	M_HF_ADDRESS,
@@ -61,7 +63,8 @@ static const struct enum_val link_vals[] = {
 	{ "infiniband", LINK_INFINIBAND }, { "ethernet", LINK_ETHERNET }, { "any", LINK_ANY },
 	{ NULL, 0 } };
 static const struct enum_val method_vals[] = {
-	{ "shared", DISC_SHARED }, { "static", DISC_STATIC }, { "scan", DISC_SCAN }, { NULL, 0 } };
+	{ "shared", DISC_SHARED }, { "static", DISC_STATIC }, { "scan", DISC_SCAN }, { "etcd", DISC_ETCD },
+	{ NULL, 0 } };
 static const struct enum_val keytype_vals[] = {
 	{ "ed25519", KEY_ED25519 }, { "ecdsa", KEY_ECDSA }, { "rsa", KEY_RSA }, { NULL, 0 } };
 static const struct enum_val hostkeys_vals[] = {
@@ -91,6 +94,74 @@ const char *link_layer_name(enum link_layer l)
 const char *disc_method_name(enum disc_method m)
 {
 	return enum_name(method_vals, (int)m);
+}
+
+/* ---------------------------------------------------------------- spec-only checks */
+
+/*
+ * An etcd client URL: http:// or https://, a host name, IPv4 or [IPv6]
+ * address, an optional :port, nothing after it but an optional "/".
+ */
+static const char *check_endpoint(const char *s)
+{
+	static const char why[] = "expected a URL like https://10.0.0.4:2379 (http or https, a host "
+				  "and an optional port, no path)";
+	const char *h, *end, *colon = NULL;
+	char host[256];
+	size_t n;
+
+	if (!strncmp(s, "https://", 8))
+		h = s + 8;
+	else if (!strncmp(s, "http://", 7))
+		h = s + 7;
+	else
+		return why;
+	end = h + strlen(h);
+	if (end > h && end[-1] == '/')
+		end--;
+	if (*h == '[') {
+		const char *rb = memchr(h, ']', (size_t)(end - h));
+
+		if (!rb)
+			return why;
+		n = (size_t)(rb - h - 1);
+		if (n == 0 || n >= sizeof(host))
+			return why;
+		memcpy(host, h + 1, n);
+		host[n] = '\0';
+		if (!strchr(host, ':') || !name_ip_valid(host))
+			return why;
+		if (rb + 1 < end && rb[1] != ':')
+			return why;
+		colon = rb + 1 < end ? rb + 1 : NULL;
+	} else {
+		colon = memchr(h, ':', (size_t)(end - h));
+		n = (size_t)((colon ? colon : end) - h);
+		if (n == 0 || n >= sizeof(host))
+			return why;
+		memcpy(host, h, n);
+		host[n] = '\0';
+		if (!name_ip_valid(host) && !name_hostname_valid(host))
+			return why;
+	}
+	if (colon) {
+		unsigned long port = 0;
+
+		if (memchr(colon, '/', (size_t)(end - colon)))
+			return why;
+		if (colon + 1 == end || end - colon > 6)
+			return "the port after ':' must be a number from 1 to 65535";
+		for (const char *p = colon + 1; p < end; p++) {
+			if (*p == '/')
+				return why;
+			if (*p < '0' || *p > '9')
+				return "the port after ':' must be a number from 1 to 65535";
+			port = port * 10 + (unsigned long)(*p - '0');
+		}
+		if (port == 0 || port > 65535)
+			return "the port after ':' must be a number from 1 to 65535";
+	}
+	return NULL;
 }
 
 /* ---------------------------------------------------------------- spec-only handlers */
@@ -263,6 +334,9 @@ static const struct list_arg options_list = {
 	false, false };
 static const struct list_arg export_options_list = {
 	"options like rw or no_subtree_check", "an option like rw", name_check_option, 64, false, false };
+static const struct list_arg endpoints_list = {
+	"etcd client URLs like https://10.0.0.4:2379", "a URL like https://10.0.0.4:2379",
+	check_endpoint, 32, true, true };
 static const struct list_arg ssh_users_list = {
 	"user names", "a user name", name_check_user, 1024, false, true };
 
@@ -425,6 +499,12 @@ static const struct field discovery_fields[] = {
 	{ "expect", &T_INT, offsetof(struct spec_discovery, expect), &expect_int, 0, M_NONE, NULL },
 	{ "wait", &T_DURATION, offsetof(struct spec_discovery, wait_ms), &disc_wait_dur, 0, M_NONE, NULL },
 	{ "lease", &T_DURATION, offsetof(struct spec_discovery, lease_ms), &lease_dur, 0, M_NONE, NULL },
+	{ "endpoints", &T_STRLIST, offsetof(struct spec_discovery, endpoints), &endpoints_list, 0,
+	  M_DISC_ENDPOINTS, NULL },
+	{ "ca_file", &T_PATH, offsetof(struct spec_discovery, ca_file), NULL, 0, M_NONE, NULL },
+	{ "cert_file", &T_PATH, offsetof(struct spec_discovery, cert_file), NULL, 0, M_DISC_CERT, NULL },
+	{ "key_file", &T_PATH, offsetof(struct spec_discovery, key_file), NULL, 0, M_NONE, NULL },
+	{ "auth_file", &T_PATH, offsetof(struct spec_discovery, auth_file), NULL, 0, M_NONE, NULL },
 	{ NULL, NULL, 0, NULL, 0, M_NONE, NULL }
 };
 
@@ -588,7 +668,22 @@ static void cross_checks(struct loader *L, struct spec *s)
 				error_mark(L, m, "discovery.method",
 					   "scan needs cluster.network (the range to scan); set cluster.network");
 			break;
+		case DISC_ETCD:
+			if (!s->discovery.endpoints.n && !L->slots[M_DISC_ENDPOINTS].set)
+				error_mark(L, m, "discovery.method",
+					   "etcd needs discovery.endpoints; add endpoints: like [\"https://10.0.0.4:2379\"]");
+			break;
 		}
+		if (s->discovery.method != DISC_ETCD &&
+		    (s->discovery.endpoints.n || s->discovery.ca_file || s->discovery.cert_file ||
+		     s->discovery.key_file || s->discovery.auth_file))
+			error_mark(L, m, "discovery.method",
+				   "endpoints, ca_file, cert_file, key_file and auth_file are for method etcd; "
+				   "set method: etcd or remove them");
+		if (!s->discovery.cert_file != !s->discovery.key_file)
+			error_mark(L, slot_mark(L, M_DISC_CERT, M_DISC), "discovery.cert_file",
+				   "cert_file and key_file go together (the client certificate and its key); "
+				   "set both or neither");
 	}
 	if (s->ssh.present && s->ssh.restrict_from && !network && !L->slots[M_SSH_RESTRICT].bad)
 		error_mark(L, slot_mark(L, M_SSH_RESTRICT, M_SSH), "ssh.restrict_from",
@@ -633,6 +728,11 @@ struct spec *spec_free(struct spec *s)
 	free(s->nfs.exports);
 	free(s->discovery.dir);
 	strlist_free(&s->discovery.hosts);
+	strlist_free(&s->discovery.endpoints);
+	free(s->discovery.ca_file);
+	free(s->discovery.cert_file);
+	free(s->discovery.key_file);
+	free(s->discovery.auth_file);
 	strlist_free(&s->ssh.users);
 	free(s->hostfile.dir);
 	free(s);

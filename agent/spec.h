@@ -22,7 +22,7 @@
 
 enum role { ROLE_COMPUTE, ROLE_HEAD };
 enum link_layer { LINK_INFINIBAND, LINK_ETHERNET, LINK_ANY };
-enum disc_method { DISC_SHARED, DISC_STATIC, DISC_SCAN };
+enum disc_method { DISC_SHARED, DISC_STATIC, DISC_SCAN, DISC_ETCD };
 enum key_type { KEY_ED25519, KEY_ECDSA, KEY_RSA };
 enum host_keys { HOSTKEYS_PINNED, HOSTKEYS_SCAN };
 enum hf_address { HF_ADDR_HOSTNAME, HF_ADDR_IP, HF_ADDR_IPOIB };
@@ -113,7 +113,11 @@ struct spec_discovery {
 	uint64_t scan_timeout_ms;       /* default 500 ms */
 	unsigned expect;                /* default 1 (self) */
 	uint64_t wait_ms;               /* default 10 min */
-	uint64_t lease_ms;              /* default 5 min */
+	uint64_t lease_ms;              /* default 5 min; etcd: the lease TTL */
+	struct strlist endpoints;       /* etcd: client URLs, tried in turn */
+	char *ca_file;                  /* etcd: CA bundle for https endpoints */
+	char *cert_file, *key_file;     /* etcd: client certificate (both or neither) */
+	char *auth_file;                /* etcd: "user:password" for etcd's token auth */
 };
 
 struct spec_ssh {

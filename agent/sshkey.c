@@ -10,7 +10,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/bio.h>
+#include <openssl/bn.h>
+#include <openssl/core_names.h>
 #include <openssl/evp.h>
+#include <openssl/pem.h>
 
 #include "fsutil.h"
 #include "hpcinit.h"
@@ -310,7 +314,7 @@ static int helper_run(const char *const *args, const char *in, unsigned timeout_
 		const char *m = res->err_len ? res->err : "no message";
 
 		snprintf(err, errlen, "%.*s", (int)strcspn(m, "\n"), m);
-		r = res->exit_code == 3 ? -EINVAL : -EIO;
+		r = -EIO;
 	}
 	free(path);
 	return r;
@@ -356,6 +360,119 @@ int sshkey_generate(enum key_type type, char **ret_pub, char **ret_priv, char *e
 	return 0;
 }
 
+/* ---- PEM private keys (libssh writes RSA and ECDSA keys so), by OpenSSL ---- */
+
+struct blob {
+	unsigned char *p;
+	size_t n;
+};
+
+/* Append an SSH "string": a uint32 length, then the bytes. */
+static void blob_string(struct blob *b, const void *data, size_t n)
+{
+	b->p = xrealloc(b->p, b->n + 4 + n);
+	b->p[b->n] = (unsigned char)(n >> 24);
+	b->p[b->n + 1] = (unsigned char)(n >> 16);
+	b->p[b->n + 2] = (unsigned char)(n >> 8);
+	b->p[b->n + 3] = (unsigned char)n;
+	if (n)
+		memcpy(b->p + b->n + 4, data, n);
+	b->n += 4 + n;
+}
+
+/* An SSH "mpint" of a key parameter: big-endian, a leading zero when the top bit is set. */
+static bool blob_mpint(struct blob *b, const EVP_PKEY *pk, const char *param)
+{
+	BIGNUM *bn = NULL;
+	unsigned char *buf;
+	size_t l;
+
+	if (EVP_PKEY_get_bn_param(pk, param, &bn) != 1)
+		return false;
+	l = (size_t)BN_num_bytes(bn);
+	buf = xmalloc(l + 1);
+	buf[0] = 0;
+	BN_bn2bin(bn, buf + 1);
+	if (l && (buf[1] & 0x80))
+		blob_string(b, buf, l + 1);
+	else
+		blob_string(b, buf + 1, l);
+	free(buf);
+	BN_free(bn);
+	return true;
+}
+
+/* Never prompt: an encrypted key is one hpcinit cannot use. */
+static int no_passphrase(char *buf, int size, int rwflag, void *u)
+{
+	(void)buf;
+	(void)size;
+	(void)rwflag;
+	(void)u;
+	return -1;
+}
+
+/* The OpenSSH public key ("type base64") of an unencrypted PEM private key. */
+static int pem_public(const char *text, size_t len, char **ret_pub)
+{
+	static const struct { const char *group, *ssh; } curves[] = {
+		{ "prime256v1", "nistp256" }, { "secp384r1", "nistp384" }, { "secp521r1", "nistp521" },
+	};
+	BIO *bio = BIO_new_mem_buf(text, (int)len);
+	EVP_PKEY *pk = bio ? PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, NULL) : NULL;
+	struct blob b = { 0 };
+	const char *type = NULL;
+	bool ok = false;
+
+	if (pk && EVP_PKEY_get_base_id(pk) == EVP_PKEY_RSA) {
+		type = "ssh-rsa";
+		blob_string(&b, type, strlen(type));
+		ok = blob_mpint(&b, pk, OSSL_PKEY_PARAM_RSA_E) && blob_mpint(&b, pk, OSSL_PKEY_PARAM_RSA_N);
+	} else if (pk && EVP_PKEY_get_base_id(pk) == EVP_PKEY_EC) {
+		char group[64];
+		unsigned char q[256];
+		size_t ql = 0;
+
+		if (EVP_PKEY_get_utf8_string_param(pk, OSSL_PKEY_PARAM_GROUP_NAME, group, sizeof(group),
+						   NULL) == 1 &&
+		    EVP_PKEY_get_octet_string_param(pk, OSSL_PKEY_PARAM_PUB_KEY, q, sizeof(q), &ql) == 1)
+			for (size_t i = 0; i < sizeof(curves) / sizeof(curves[0]) && !ok; i++) {
+				char name[32];
+
+				if (strcmp(group, curves[i].group) != 0)
+					continue;
+				snprintf(name, sizeof(name), "ecdsa-sha2-%s", curves[i].ssh);
+				blob_string(&b, name, strlen(name));
+				blob_string(&b, curves[i].ssh, strlen(curves[i].ssh));
+				blob_string(&b, q, ql);
+				ok = true;
+			}
+	} else if (pk && EVP_PKEY_get_base_id(pk) == EVP_PKEY_ED25519) {
+		unsigned char raw[32];
+		size_t rl = sizeof(raw);
+
+		type = "ssh-ed25519";
+		blob_string(&b, type, strlen(type));
+		if (EVP_PKEY_get_raw_public_key(pk, raw, &rl) == 1) {
+			blob_string(&b, raw, rl);
+			ok = true;
+		}
+	}
+	if (ok) {
+		const unsigned char *t;
+		size_t tl;
+		char *b64 = b64_encode(b.p, b.n);
+
+		(void)blob_ok(b.p, b.n, NULL, 0, &t, &tl);
+		*ret_pub = xasprintf("%.*s %s", (int)tl, (const char *)t, b64);
+		free(b64);
+	}
+	free(b.p);
+	EVP_PKEY_free(pk);
+	BIO_free(bio);
+	return ok ? 0 : -EINVAL;
+}
+
 int sshkey_public_of_private(const char *text, size_t len, char **ret_pub)
 {
 	static const char begin[] = "-----BEGIN OPENSSH PRIVATE KEY-----";
@@ -367,21 +484,8 @@ int sshkey_public_of_private(const char *text, size_t len, char **ret_pub)
 	size_t rl = 0, cl, sl, pl, tl;
 	int r = -EINVAL;
 
-	if (!b) {
-		/* PEM (libssh writes RSA and ECDSA keys so): only libssh reads it. */
-		const char *args[] = { "pubkey", NULL };
-		struct proc_result res;
-		char err[256];
-		char *copy = xstrndup(text, len);
-
-		r = helper_run(args, copy, HELPER_TIMEOUT_MS, &res, err, sizeof(err));
-		explicit_bzero(copy, len);
-		free(copy);
-		if (r == 0 && !(*ret_pub = sshkey_canonical(res.out)))
-			r = -EIO;
-		proc_result_free(&res);
-		return r;
-	}
+	if (!b)
+		return pem_public(text, len, ret_pub);
 	b += sizeof(begin) - 1;
 	e = memmem(b, len - (size_t)(b - text), end, sizeof(end) - 1);
 	if (e)

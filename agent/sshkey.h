@@ -43,9 +43,9 @@ char *sshkey_fingerprint(const char *canon);
 
 /*
  * The public key ("type base64") of a private key file's text, read from
- * the key itself: an OpenSSH-format key carries it in clear; other formats
- * (PEM) go to the helper.  -EINVAL when the key cannot be used: encrypted
- * (a passphrase) or unreadable.
+ * the key itself, without the helper: an OpenSSH-format key carries it in
+ * clear, a PEM key (RSA, ECDSA as libssh writes them) is read with OpenSSL.
+ * -EINVAL when the key cannot be used: encrypted (a passphrase) or unreadable.
  */
 int sshkey_public_of_private(const char *text, size_t len, char **ret_pub);
 

@@ -9,9 +9,6 @@
  *       a new key pair: the public key ("type base64") on the first line,
  *       then the private key (OpenSSH or PEM text, as libssh writes it).
  *       The private key goes to the agent's pipe only; the agent writes it.
- *   hpcinit-ssh pubkey
- *       the public key ("type base64") of the unencrypted private key read
- *       on stdin; exit 3 when it cannot be read (passphrase, format).
  *   hpcinit-ssh hostkeys [--each-type] PORT TIMEOUT_MS HOST...
  *       the host keys sshd offers, fetched by key exchange (no
  *       authentication, nothing verified): one line "HOST type base64" per
@@ -33,12 +30,9 @@
 
 #include <libssh/libssh.h>
 
-#define STDIN_MAX (64 * 1024)
-
 static int usage(void)
 {
 	fprintf(stderr, "usage: hpcinit-ssh keygen ed25519|ecdsa|rsa\n"
-		"       hpcinit-ssh pubkey < PRIVATE_KEY\n"
 		"       hpcinit-ssh hostkeys [--each-type] PORT TIMEOUT_MS HOST...\n");
 	return 2;
 }
@@ -97,36 +91,6 @@ out:
 		explicit_bzero(priv, strlen(priv));
 		ssh_string_free_char(priv);
 	}
-	ssh_key_free(key);
-	return ret;
-}
-
-static int cmd_pubkey(void)
-{
-	char *buf = malloc(STDIN_MAX + 1);
-	size_t n = 0;
-	ssh_key key = NULL;
-	int ret = 3;
-
-	if (!buf)
-		return 1;
-	while (n < STDIN_MAX) {
-		ssize_t r = read(STDIN_FILENO, buf + n, STDIN_MAX - n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		n += (size_t)r;
-	}
-	buf[n] = '\0';
-	if (ssh_pki_import_privkey_base64(buf, NULL, NULL, NULL, &key) == SSH_OK)
-		ret = print_pubkey(key, NULL) == 0 ? 0 : 1;
-	else
-		fprintf(stderr, "hpcinit-ssh: the private key cannot be read (passphrase or "
-			"unsupported format)\n");
-	explicit_bzero(buf, n);
-	free(buf);
 	ssh_key_free(key);
 	return ret;
 }
@@ -225,8 +189,6 @@ int main(int argc, char **argv)
 	ssh_init();
 	if (strcmp(argv[1], "keygen") == 0 && argc == 3)
 		ret = cmd_keygen(argv[2]);
-	else if (strcmp(argv[1], "pubkey") == 0 && argc == 2)
-		ret = cmd_pubkey();
 	else if (strcmp(argv[1], "hostkeys") == 0)
 		ret = cmd_hostkeys(argc - 2, argv + 2);
 	else

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "discovery.h"
 #include "log.h"
@@ -25,8 +26,22 @@ static const struct disc_method_ops *const disc_methods[] = {
 	&disc_method_shared,
 	&disc_method_static,
 	&disc_method_scan,
+	&disc_method_etcd,
 	NULL,
 };
+
+static int64_t system_now(void)
+{
+	return (int64_t)time(NULL);
+}
+
+static const struct disc_clock system_clock = { system_now };
+const struct disc_clock *disc_clock = &system_clock;
+
+int64_t disc_now(void)
+{
+	return disc_clock->now();
+}
 
 int disc_nop(struct disc_run *run)
 {
@@ -177,6 +192,7 @@ static int disc_run(struct ctx *c, struct report *rep)
 		report_set(rep, ST_FAILED, "cannot describe this node");
 		goto out;
 	}
+	admit_init(&run.admit, c, &run.self);
 	if (!m) {
 		report_set(rep, ST_FAILED, "discovery.method %d has no implementation",
 			   (int)c->spec->discovery.method);
@@ -200,6 +216,7 @@ static int disc_run(struct ctx *c, struct report *rep)
 	for (size_t i = 0; r == 0 && i < run.found.n; i++)
 		*peerset_add(set) = run.found.v[i];
 	run.found.n = 0;
+	drop_contested_names(set, &run.notes);
 	drop_duplicate_addrs(set, &run.notes);
 	disc_notes_commit(&run);
 	if (r == 0)
@@ -214,6 +231,7 @@ out:
 	disc_run_reset(&run);
 	report_free(&run.notes);
 	peer_clear(&run.self);
+	admit_free(&run.admit);
 	return r;
 }
 

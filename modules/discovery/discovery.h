@@ -19,12 +19,36 @@
 #include "record.h"
 
 #define WAIT_POLL_CAP_MS 5000           /* the wait re-reads at least every 5 s */
+/*
+ * How far a record's time may lie ahead of the cluster clock (the shared
+ * directory's file times, see shared.c) before it is rejected.  Documented
+ * in docs/cluster.md.
+ */
+#define DISC_CLOCK_SKEW_S 60
+
+/* Where "now" comes from: time(2), or a skewed clock in tests (STYLE.md 6). */
+struct disc_clock {
+	int64_t (*now)(void);
+};
+extern const struct disc_clock *disc_clock;
+/* This node's clock, unix seconds. */
+int64_t disc_now(void);
+
+/* What a record's peer must be to be used (admit.c). */
+struct admit {
+	const struct spec *spec;
+	char *self_name;                /* this node's hostname, lower case */
+	const char *domain;             /* in self_name, after its first dot; NULL: short names */
+	bool has_ipoib;                 /* the IPoIB network is known: */
+	struct cidr ipoib;              /* rdma.ipoib's subnet on this node */
+};
 
 /* One run of a method: what the step hands it and what it hands back. */
 struct disc_run {
 	struct ctx *c;
 	struct report *rep;
 	struct peer self;               /* this node's facts (node.c) */
+	struct admit admit;             /* the rules for records, from self and the spec */
 	struct peerset found;           /* peers of the last list, self not included */
 	struct report notes;            /* findings of the last list (rejections ...): only
 					 * report_finding, disc_notes_commit moves them on */
@@ -59,6 +83,13 @@ struct disc_method_ops {
 extern const struct disc_method_ops disc_method_shared;
 extern const struct disc_method_ops disc_method_static;
 extern const struct disc_method_ops disc_method_scan;
+extern const struct disc_method_ops disc_method_etcd;
+
+/* The cluster secret (cluster.secret_file) for a method: *key NULL without one (shared.c). */
+int disc_secret_load(const struct ctx *c, struct report *rep, char **key, size_t *len);
+/* etcd.c: the key prefix of the cluster's nodes, and the helper's argv up to its command. */
+char *etcd_prefix(const struct spec *spec);
+void etcd_helper_argv(const struct ctx *c, struct strlist *argv, unsigned timeout_ms);
 
 /* The default for a hook a method does not need: does nothing, returns 0. */
 int disc_nop(struct disc_run *run);
@@ -71,6 +102,34 @@ int node_facts(struct ctx *c, struct report *rep, struct peer *ret);
 bool node_in_network(const struct spec *spec, const struct sockaddr *sa);
 /* The address of sa as text (malloc'd), NULL when it cannot be printed. */
 char *node_sa_text(const struct sockaddr *sa);
+
+/*
+ * The IPoIB network: the subnet of the spec's rdma.ipoib interface on this
+ * node (HPCINIT_IPOIB_ADDRESS=addr/prefix on a fake root).  -ENOENT when the
+ * spec names no rdma.ipoib or the interface has no IPv4 address.
+ */
+int node_ipoib_network(const struct ctx *c, struct cidr *ret);
+
+/* ---- what records may do (admit.c) ---- */
+
+void admit_init(struct admit *a, const struct ctx *c, const struct peer *self);
+void admit_free(struct admit *a);
+/* name has the form of this node's: short, or in its domain (case aside). */
+bool admit_name_ours(const struct admit *a, const char *name);
+/*
+ * A record's peer, after its HMAC, owner and lease: NULL when it may be
+ * used (an IPoIB address it may not use is dropped, a note says when that
+ * looks wrong), else a tag word ("outside-network", "foreign-name") and the
+ * reason in why.  Every method that reads records calls it for each one.
+ */
+const char *admit_record(const struct admit *a, struct peer *p, struct report *notes,
+			 char *why, size_t len);
+/*
+ * One node, one name (every method, self included in s): names equal but
+ * for case are one; a peer claiming this node's is dropped, a name two
+ * peers claim is dropped from both.
+ */
+void drop_contested_names(struct peerset *s, struct report *notes);
 
 /* ---- shared by the methods (discovery.c) ---- */
 

@@ -12,6 +12,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -19,6 +20,7 @@
 
 #include "discovery.h"
 #include "fsutil.h"
+#include "names.h"
 #include "sshkey.h"
 #include "../ssh/userkeys.h"
 
@@ -112,14 +114,81 @@ static int local_address(const struct ctx *c, struct report *rep, char **ret)
 	return 0;
 }
 
+/*
+ * HPCINIT_IPOIB_ADDRESS: an address, or address/prefix, which also gives the
+ * IPoIB network.  1 and the parts set when it is usable, 0 when unset.
+ */
+static int env_ipoib(char **ret_addr, struct cidr *ret_net, bool *ret_has_net)
+{
+	const char *v = getenv("HPCINIT_IPOIB_ADDRESS");
+	char *copy, *slash;
+	int r;
+
+	*ret_has_net = false;
+	if (!v || !*v)
+		return 0;
+	copy = xstrdup(v);
+	slash = strchr(copy, '/');
+	if (slash)
+		*slash = '\0';
+	r = name_ip_valid(copy) ? 1 : 0;
+	if (r && slash && cidr_parse(v, ret_net) == 0)
+		*ret_has_net = true;
+	if (r)
+		*ret_addr = copy;
+	else
+		free(copy);
+	return r;
+}
+
+int node_ipoib_network(const struct ctx *c, struct cidr *ret)
+{
+	const char *want = c->spec->rdma.present ? c->spec->rdma.ipoib : NULL;
+	struct ifaddrs *ifa, *i;
+	char *addr = NULL;
+	bool has = false;
+	int r = -ENOENT;
+
+	if (!want)
+		return -ENOENT;         /* the spec names no IPoIB interface */
+	if (env_ipoib(&addr, ret, &has) > 0) {
+		free(addr);
+		return has ? 0 : -ENOENT;
+	}
+	if (getifaddrs(&ifa) < 0)
+		return -errno;
+	for (i = ifa; i && r < 0; i = i->ifa_next) {
+		char text[INET_ADDRSTRLEN + 8], buf[INET_ADDRSTRLEN];
+		uint32_t mask;
+		unsigned prefix = 0;
+
+		if (!i->ifa_addr || !i->ifa_netmask || i->ifa_addr->sa_family != AF_INET ||
+		    strcmp(i->ifa_name, want) != 0)
+			continue;
+		mask = ntohl(((const struct sockaddr_in *)(const void *)i->ifa_netmask)->sin_addr.s_addr);
+		while (prefix < 32 && (mask & (0x80000000u >> prefix)))
+			prefix++;
+		if (!inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)i->ifa_addr)->sin_addr,
+			       buf, sizeof(buf)))
+			continue;
+		snprintf(text, sizeof(text), "%s/%u", buf, prefix);
+		if (cidr_parse(text, ret) == 0)
+			r = 0;
+	}
+	freeifaddrs(ifa);
+	return r;
+}
+
 /* The IPoIB address: rdma.ipoib's interface, else the first ib* interface with IPv4. */
 static char *ipoib_address(const struct ctx *c)
 {
 	const char *want = c->spec->rdma.present ? c->spec->rdma.ipoib : NULL;
 	struct ifaddrs *ifa, *i;
 	char *ret = NULL;
+	struct cidr net;
+	bool has;
 
-	if (env_address("HPCINIT_IPOIB_ADDRESS", &ret) > 0)
+	if (env_ipoib(&ret, &net, &has) > 0)
 		return ret;
 	if (getifaddrs(&ifa) < 0)
 		return NULL;
@@ -200,7 +269,7 @@ int node_facts(struct ctx *c, struct report *rep, struct peer *p)
 	p->head = spec->cluster.role == ROLE_HEAD;
 	p->version = xstrdup(PACKAGE_VERSION);
 	p->boot_id = boot_id(c);
-	p->updated = (int64_t)time(NULL);
+	p->updated = disc_now();
 	r = sshkey_host_pubkeys(c, &p->host_keys);
 	if (r < 0 && r != -ENOENT)
 		report_detail(rep, "/etc/ssh: cannot read host keys: %s", strerror(-r));

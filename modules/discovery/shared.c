@@ -6,6 +6,14 @@
  * connection to any peer.  Records are trusted by the directory's owner
  * (root, or the uid root is squashed to) and, with cluster.secret_file, by
  * their HMAC.
+ *
+ * Time: the cluster clock is the shared directory's, seen in the file time
+ * of this node's record just after writing it.  A node whose own clock is
+ * off by more than DISC_CLOCK_SKEW_S stamps its record and judges leases by
+ * that clock instead, so a node that is behind is not pruned by its peers
+ * and a node that is ahead prunes no one; a record dated further than the
+ * skew ahead of the cluster clock is rejected (it would otherwise never
+ * expire and win every address conflict).
  */
 #include "config.h"
 
@@ -113,7 +121,8 @@ struct shared {
 	struct secret sec;
 	struct rendezvous rv;
 	bool ready;                     /* expect was reached earlier in this boot */
-	int64_t written;                /* when this node's record was last written */
+	int64_t written;                /* when this node's record was last written (own clock) */
+	int64_t offset;                 /* cluster clock - own clock; 0 within the skew */
 	size_t rejected, expired, pruned;       /* rejected, expired: of the last pass */
 	struct strlist rejects;         /* the first REJECT_LOG_MAX reasons, for the log */
 };
@@ -284,6 +293,12 @@ static int64_t lease_s(const struct spec *spec)
 	return s > 0 ? s : 1;
 }
 
+/* The cluster clock: this node's, corrected by what the shared directory showed. */
+static int64_t shared_now(const struct shared *sh)
+{
+	return disc_now() + sh->offset;
+}
+
 static bool suffix(const char *s, size_t n, const char *suf)
 {
 	size_t l = strlen(suf);
@@ -370,7 +385,7 @@ static int read_records(struct disc_run *run, bool do_prune)
 	const struct peer *self = &run->self;
 	const struct spec *spec = c->spec;
 	static char buf[RECORD_MAX_BYTES + 1];
-	int64_t now = (int64_t)time(NULL), lease = lease_s(spec);
+	int64_t now = shared_now(sh), lease = lease_s(spec);
 	char *hp = ctx_path(c, rv->nodes);
 	DIR *d;
 	struct dirent *de;
@@ -390,6 +405,7 @@ static int read_records(struct disc_run *run, bool do_prune)
 		const char *name = de->d_name;
 		size_t nl = strlen(name);
 		char host[256], err[640];
+		const char *tag;
 		struct peer p;
 		struct stat st;
 		ssize_t len;
@@ -480,10 +496,24 @@ static int read_records(struct disc_run *run, bool do_prune)
 				prune(run, name, "rejected and not refreshed within the lease");
 			continue;
 		}
+		if (p.updated > now + DISC_CLOCK_SKEW_S || (int64_t)st.st_mtime > now + DISC_CLOCK_SKEW_S) {
+			int64_t ahead = (p.updated > st.st_mtime ? p.updated : (int64_t)st.st_mtime) - now;
+
+			reject(run, "future", "record %s: dated %" PRId64 " s in the future (more than the %d s of "
+			       "clock skew allowed); rejected", name, ahead, DISC_CLOCK_SKEW_S);
+			peer_clear(&p);
+			continue;
+		}
 		if (now - p.updated > lease) {
 			sh->expired++;
 			if (do_prune)
 				prune(run, name, "lease expired (scale-in)");
+			peer_clear(&p);
+			continue;
+		}
+		tag = admit_record(&run->admit, &p, &run->notes, err, sizeof(err));
+		if (tag) {
+			reject(run, tag, "record %s: %s; rejected", name, err);
 			peer_clear(&p);
 			continue;
 		}
@@ -501,9 +531,9 @@ static int read_records(struct disc_run *run, bool do_prune)
 	return 0;
 }
 
-/* Write this node's record.  The lease refresh alone is not reported as a change. */
-static int write_self(struct ctx *c, struct report *rep, const struct rendezvous *rv,
-		      const struct secret *sec, struct peer *self)
+/* Write this node's record, stamped now.  The lease refresh alone is not reported as a change. */
+static int write_record(struct ctx *c, struct report *rep, const struct rendezvous *rv,
+			const struct secret *sec, struct peer *self, int64_t now)
 {
 	const char *cluster = c->spec->cluster.name;
 	char *rel = xasprintf("%s/%s.rec", rv->nodes, self->hostname);
@@ -513,7 +543,7 @@ static int write_self(struct ctx *c, struct report *rep, const struct rendezvous
 	struct peer oldp;
 	int r;
 
-	self->updated = (int64_t)time(NULL);
+	self->updated = now;
 	text = record_format(self, cluster, sec->key, sec->len);
 	if (!text) {
 		report_detail(rep, "%s: cannot compute the record HMAC", rel);
@@ -547,6 +577,43 @@ static int write_self(struct ctx *c, struct report *rep, const struct rendezvous
 	free(text);
 	free(rel);
 	return r;
+}
+
+/*
+ * Write this node's record and learn the cluster clock from its file time.
+ * When this node's clock is off by more than the skew, the record is
+ * written again, stamped with the cluster clock, and the run says so.
+ */
+static int write_self(struct ctx *c, struct report *rep, struct shared *sh, struct peer *self)
+{
+	int64_t mine = disc_now(), stamp = mine + sh->offset, off;
+	char *rel, *hp;
+	struct stat st;
+	int r;
+
+	r = write_record(c, rep, &sh->rv, &sh->sec, self, stamp);
+	if (r < 0)
+		return r;
+	sh->written = mine;
+	rel = xasprintf("%s/%s.rec", sh->rv.nodes, self->hostname);
+	hp = ctx_path(c, rel);
+	free(rel);
+	r = lstat(hp, &st);
+	free(hp);
+	if (r < 0)
+		return 0;       /* the record is written; the clock stays this node's */
+	off = (int64_t)st.st_mtime - mine;
+	sh->offset = off > DISC_CLOCK_SKEW_S || off < -DISC_CLOCK_SKEW_S ? off : 0;
+	if (mine + sh->offset - stamp > DISC_CLOCK_SKEW_S || stamp - (mine + sh->offset) > DISC_CLOCK_SKEW_S) {
+		report_detail(rep, "this node's clock is %" PRId64 " s %s the shared directory's "
+			      "(file times in %s); records are stamped and leases judged by the "
+			      "directory's clock; fix the time sync (chrony)", off < 0 ? -off : off,
+			      off < 0 ? "ahead of" : "behind", sh->rv.nodes);
+		r = write_record(c, rep, &sh->rv, &sh->sec, self, mine + sh->offset);
+		if (r < 0)
+			return r;
+	}
+	return 0;
 }
 
 /* Has this node seen `expect` nodes since boot?  (/run is per boot.) */
@@ -638,7 +705,7 @@ static void compare_self(struct disc_run *run)
 				text_diff(&rep->details, rel, have, want);
 			else
 				report_detail(rep, "%s: differs from this node's state", rel);
-		} else if ((int64_t)time(NULL) - oldp.updated > lease_s(spec)) {
+		} else if (shared_now(sh) - oldp.updated > lease_s(spec)) {
 			report_raise(rep, ST_CHANGED);
 			report_detail(rep, "%s: lease expired; peers have dropped this node", rel);
 		}
@@ -659,12 +726,11 @@ static int shared_publish(struct disc_run *run)
 		compare_self(run);
 		return 0;
 	}
-	r = write_self(run->c, run->rep, &sh->rv, &sh->sec, &run->self);
+	r = write_self(run->c, run->rep, sh, &run->self);
 	if (r < 0) {
 		report_set(run->rep, ST_FAILED, "cannot write this node's record in %s", sh->rv.nodes);
 		return r;
 	}
-	sh->written = run->self.updated;
 	return 0;
 }
 
@@ -680,12 +746,11 @@ static int shared_list(struct disc_run *run)
 	struct shared *sh = run->priv;
 	int r;
 
-	if (run->waited && (int64_t)time(NULL) - sh->written > lease_s(spec) / 3) {
+	if (run->waited && disc_now() - sh->written > lease_s(spec) / 3) {
 		struct report scratch;
 
 		report_init(&scratch);
-		if (write_self(c, &scratch, &sh->rv, &sh->sec, &run->self) >= 0)
-			sh->written = run->self.updated;
+		(void)write_self(c, &scratch, sh, &run->self);
 		report_free(&scratch);
 	}
 	sh->rejected = sh->expired = 0;
@@ -782,3 +847,13 @@ const struct disc_method_ops disc_method_shared = {
 	.leave = shared_leave,
 	.close = shared_close,
 };
+
+int disc_secret_load(const struct ctx *c, struct report *rep, char **key, size_t *len)
+{
+	struct secret s = { NULL, 0 };
+	int r = load_secret(c, rep, &s);
+
+	*key = s.key;
+	*len = s.len;
+	return r;
+}

@@ -31,6 +31,8 @@ static void exportfs_reload(struct ctx *c, struct report *r, enum rstatus *st)
 	if (!which) {
 		report_detail(r, "exportfs not found: no kernel NFS server here (install nfs-kernel-server; "
 			      "RHEL: nfs-utils); %s is written but nothing serves it", EXPORTS_FILE);
+		report_finding(r, ST_DEGRADED, "nfs.exports.no-server",
+			       "exports written, but no NFS server here to serve them");
 		if (*st != ST_FAILED)
 			*st = ST_DEGRADED;
 		return;
@@ -40,7 +42,8 @@ static void exportfs_reload(struct ctx *c, struct report *r, enum rstatus *st)
 	if (rc < 0 || pr.exit_code != 0) {
 		char *line = rc < 0 ? xstrdup(strerror(-rc)) : nfs_first_line(pr.err);
 
-		report_detail(r, "exportfs -ra failed%s: %s", pr.timed_out ? " (timed out)" : "", line);
+		report_finding(r, ST_FAILED, "nfs.exports.exportfs-failed", "exportfs -ra failed%s: %s",
+			       pr.timed_out ? " (timed out)" : "", line);
 		free(line);
 		*st = ST_FAILED;
 	} else {
@@ -50,8 +53,7 @@ static void exportfs_reload(struct ctx *c, struct report *r, enum rstatus *st)
 		proc_result_free(&pr);
 }
 
-enum rstatus do_exports(struct ctx *c, struct report *r, unsigned *ret_n,
-			       char *summary, size_t slen)
+enum rstatus do_exports(struct ctx *c, struct report *r, unsigned *ret_n)
 {
 	const struct spec *s = c->spec;
 	bool head = s->cluster.role == ROLE_HEAD;
@@ -96,19 +98,20 @@ enum rstatus do_exports(struct ctx *c, struct report *r, unsigned *ret_n,
 		(*ret_n)++;
 	}
 	if (st == ST_FAILED) {
-		snprintf(summary, slen, "nfs.exports: an export directory could not be made; %s not written", EXPORTS_FILE);
+		report_finding(r, ST_FAILED, "nfs.exports.mkdir", "nfs.exports: an export directory could not be made; "
+			       "%s not written", EXPORTS_FILE);
 		sb_free(&body);
 		return st;
 	}
 	if (!fs_exists(c, "/etc/exports.d") && fs_mkdir_p(c, r, "/etc/exports.d", 0755, 0, 0) < 0) {
 		sb_free(&body);
-		snprintf(summary, slen, "cannot create /etc/exports.d");
+		report_finding(r, ST_FAILED, "nfs.exports.mkdir", "cannot create /etc/exports.d");
 		return ST_FAILED;
 	}
 	rc = fs_write(c, r, EXPORTS_FILE, body.buf, body.len, 0644, 0, 0);
 	sb_free(&body);
 	if (rc < 0) {
-		snprintf(summary, slen, "cannot write %s", EXPORTS_FILE);
+		report_finding(r, ST_FAILED, "nfs.exports.write", "cannot write %s", EXPORTS_FILE);
 		return ST_FAILED;
 	}
 	if (c->mode == RUN_APPLY) {
@@ -122,8 +125,6 @@ enum rstatus do_exports(struct ctx *c, struct report *r, unsigned *ret_n,
 			free(which);
 		}
 	}
-	if (st == ST_DEGRADED && !summary[0])
-		snprintf(summary, slen, "exports written, but no NFS server here to serve them");
 	return st;
 }
 

@@ -67,8 +67,7 @@ char *nfs_first_line(const char *s)
 
 /* mount(8)'s failure, in the report. */
 static void explain_mount(struct report *r, const struct nfs_target *t, enum nfs_err e,
-			  const struct proc_result *pr, unsigned timeout_ms,
-			  char *summary, size_t slen)
+			  const struct proc_result *pr, unsigned timeout_ms)
 {
 	char *line = nfs_first_line(pr->err && *pr->err ? pr->err : pr->out);
 
@@ -77,28 +76,28 @@ static void explain_mount(struct report *r, const struct nfs_target *t, enum nfs
 		report_detail(r, "%s: the kernel has no NFS client support (mount: %s; ENODEV, "
 			      "'unknown filesystem type'): install nfs-common (RHEL: nfs-utils) and load "
 			      "the nfs module (modprobe nfs), or use a kernel with NFS", t->path, line);
-		snprintf(summary, slen, "%s: kernel has no NFS client support (ENODEV)", t->path);
+		report_finding(r, ST_FAILED, "nfs.mount.no-kernel-nfs", "%s: kernel has no NFS client support (ENODEV)", t->path);
 		break;
 	case NE_NOHELPER:
 		report_detail(r, "%s: mount.nfs is missing (mount: %s): install nfs-common (RHEL: nfs-utils)",
 			      t->path, line);
-		snprintf(summary, slen, "%s: mount.nfs missing", t->path);
+		report_finding(r, ST_FAILED, "nfs.mount.no-mount-nfs", "%s: mount.nfs missing", t->path);
 		break;
 	case NE_STATD:
 		report_detail(r, "%s: NFSv3 locking needs rpc.statd, which is not running (mount: %s): "
 			      "start it (systemctl start rpc-statd) or add nolock to the options if "
 			      "locks may stay local to each node", t->path, line);
-		snprintf(summary, slen, "%s: rpc.statd not running (needed for NFSv3 locks)", t->path);
+		report_finding(r, ST_FAILED, "nfs.mount.no-statd", "%s: rpc.statd not running (needed for NFSv3 locks)", t->path);
 		break;
 	case NE_DENIED:
 		report_detail(r, "%s: permission denied mounting %s (mount: %s); the export's client list "
 			      "must include this node, and sec= must match", t->path, t->source, line);
-		snprintf(summary, slen, "%s: permission denied mounting %s", t->path, t->source);
+		report_finding(r, ST_FAILED, "nfs.mount.denied", "%s: permission denied mounting %s", t->path, t->source);
 		break;
 	case NE_NOEXPORT:
 		report_detail(r, "%s: %s: no such export or path on the server (mount: %s)",
 			      t->path, t->source, line);
-		snprintf(summary, slen, "%s: export %s not found", t->path, t->export);
+		report_finding(r, ST_FAILED, "nfs.mount.no-export", "%s: export %s not found", t->path, t->export);
 		break;
 	case NE_TIMEOUT:
 		if (pr->timed_out)
@@ -109,16 +108,16 @@ static void explain_mount(struct report *r, const struct nfs_target *t, enum nfs
 			report_detail(r, "%s: mount of %s timed out (mount: %s); the server answered the "
 				      "probe, so check its load and the proto/nconnect options",
 				      t->path, t->source, line);
-		snprintf(summary, slen, "%s: mount timed out", t->path);
+		report_finding(r, ST_FAILED, "nfs.mount.timeout", "%s: mount timed out", t->path);
 		break;
 	case NE_UNREACHABLE:
 		report_detail(r, "%s: mount of %s lost the server (mount: %s)", t->path, t->source, line);
-		snprintf(summary, slen, "%s: server %s unreachable during mount", t->path, t->host);
+		report_finding(r, ST_FAILED, "nfs.mount.unreachable", "%s: server %s unreachable during mount", t->path, t->host);
 		break;
 	default:
 		report_detail(r, "%s: mount of %s failed (exit %d): %s", t->path, t->source,
 			      pr->exit_code, line);
-		snprintf(summary, slen, "%s: mount failed: %s", t->path, line);
+		report_finding(r, ST_FAILED, "nfs.mount.failed", "%s: mount failed: %s", t->path, line);
 		break;
 	}
 	free(line);
@@ -152,7 +151,7 @@ static void note_mode(struct report *r, const struct nfs_target *t, unsigned mod
  * Returns the status for this mount.
  */
 static enum rstatus verify_mounted(struct ctx *c, struct report *r, const struct nfs_target *t,
-				   bool write_probe, bool check_magic, char *summary, size_t slen)
+				   bool write_probe, bool check_magic)
 {
 	char *hp = ctx_path(c, t->path);
 	struct mp_info mp;
@@ -164,19 +163,19 @@ static enum rstatus verify_mounted(struct ctx *c, struct report *r, const struct
 		report_detail(r, "%s: mounted but not answering within %us (%s): the server is down or the "
 			      "mount is stale; check %s, then umount -f %s and run hpcinit apply",
 			      t->path, NFS_INSPECT_TIMEOUT_MS / 1000, strerror(-rc), t->host, t->path);
-		snprintf(summary, slen, "%s: mounted but not answering", t->path);
+		report_finding(r, ST_FAILED, "nfs.mounted.not-answering", "%s: mounted but not answering", t->path);
 		return ST_FAILED;
 	}
 	if (mp.statfs_err || mp.stat_err) {
 		report_detail(r, "%s: cannot stat the mount: %s", t->path,
 			      strerror(mp.statfs_err ? mp.statfs_err : mp.stat_err));
-		snprintf(summary, slen, "%s: cannot stat the mount", t->path);
+		report_finding(r, ST_FAILED, "nfs.mounted.stat-failed", "%s: cannot stat the mount", t->path);
 		return ST_FAILED;
 	}
 	if (check_magic && mp.fstype != NFS_SUPER_MAGIC_) {
 		report_detail(r, "%s: statfs reports filesystem type 0x%lx, not NFS (0x%x)", t->path,
 			      (unsigned long)mp.fstype, NFS_SUPER_MAGIC_);
-		snprintf(summary, slen, "%s: not an NFS filesystem", t->path);
+		report_finding(r, ST_FAILED, "nfs.mounted.not-nfs", "%s: not an NFS filesystem", t->path);
 		return ST_FAILED;
 	}
 	note_mode(r, t, mp.mode);
@@ -186,14 +185,15 @@ static enum rstatus verify_mounted(struct ctx *c, struct report *r, const struct
 				      "squashes root (root_squash; Blob NFS can map root to nobody) or the root "
 				      "directory's mode denies it; users with access can still write",
 				      t->path, mp.write_step, strerror(mp.write_err));
-			snprintf(summary, slen, "%s: root cannot write", t->path);
+			report_finding(r, ST_DEGRADED, "nfs.mounted.root-cannot-write", "%s: root cannot write", t->path);
 			st = ST_DEGRADED;
 		} else {
 			report_detail(r, "%s: the share is mounted rw but a write probe failed (%s: %s)%s",
 				      t->path, mp.write_step, strerror(mp.write_err),
 				      mp.write_err == EROFS ? "; the server exports it read-only: add ro to "
 				      "the options or fix the export" : "");
-			snprintf(summary, slen, "%s: write probe failed: %s", t->path, strerror(mp.write_err));
+			report_finding(r, ST_FAILED, "nfs.mounted.write-failed", "%s: write probe failed: %s", t->path,
+				       strerror(mp.write_err));
 			st = ST_FAILED;
 		}
 	}
@@ -201,7 +201,7 @@ static enum rstatus verify_mounted(struct ctx *c, struct report *r, const struct
 }
 
 enum rstatus mount_one(struct ctx *c, struct report *r, const struct nfs_target *t,
-			      bool *ret_not_mounted, char *summary, size_t slen)
+		       bool *ret_not_mounted)
 {
 	struct mountinfo mi;
 	const struct mi_entry *e;
@@ -218,13 +218,13 @@ enum rstatus mount_one(struct ctx *c, struct report *r, const struct nfs_target 
 		struct strbuf diff = STRBUF_INIT;
 
 		/* No write probe here: a re-run must not touch the share (its root's mtime). */
-		st = verify_mounted(c, r, t, false, !mi.fixture, summary, slen);
+		st = verify_mounted(c, r, t, false, !mi.fixture);
 		if (st != ST_FAILED && options_diff(t, e, &diff)) {
 			report_detail(r, "%s: mounted with other options than the spec: %s; to change them: "
 				      "umount %s && hpcinit apply (not done automatically: it would break "
 				      "running jobs)", t->path, sb_str(&diff), t->path);
 			if (c->mode == RUN_APPLY) {
-				snprintf(summary, slen, "%s: wrong mount options", t->path);
+				report_finding(r, ST_DEGRADED, "nfs.mounted.options-differ", "%s: wrong mount options", t->path);
 				st = st == ST_OK ? ST_DEGRADED : st;
 			} else if (st == ST_OK) {
 				st = ST_CHANGED;        /* drift */
@@ -238,7 +238,7 @@ enum rstatus mount_one(struct ctx *c, struct report *r, const struct nfs_target 
 	if (e) {
 		report_detail(r, "%s: already has %s (%s) mounted; unmount it or change the nfs.mounts path "
 			      "(hpcinit does not stack mounts)", t->path, e->source, e->fstype);
-		snprintf(summary, slen, "%s: another filesystem is mounted there", t->path);
+		report_finding(r, ST_FAILED, "nfs.mountpoint.busy", "%s: another filesystem is mounted there", t->path);
 		st = ST_FAILED;
 		goto out;
 	}
@@ -252,13 +252,13 @@ enum rstatus mount_one(struct ctx *c, struct report *r, const struct nfs_target 
 	/* The mount point: created when missing, never chmod'ed (it may hold a share's root). */
 	if (lstat(hp, &sb) < 0) {
 		if (fs_mkdir_p(c, r, t->path, 0755, 0, 0) < 0) {
-			snprintf(summary, slen, "%s: cannot create the mount point", t->path);
+			report_finding(r, ST_FAILED, "nfs.mountpoint.mkdir", "%s: cannot create the mount point", t->path);
 			st = ST_FAILED;
 			goto out;
 		}
 	} else if (!S_ISDIR(sb.st_mode)) {
 		report_detail(r, "%s: exists and is not a directory; it cannot be a mount point", t->path);
-		snprintf(summary, slen, "%s: not a directory", t->path);
+		report_finding(r, ST_FAILED, "nfs.mountpoint.not-dir", "%s: not a directory", t->path);
 		st = ST_FAILED;
 		goto out;
 	}
@@ -275,7 +275,7 @@ enum rstatus mount_one(struct ctx *c, struct report *r, const struct nfs_target 
 		char w[32];
 
 		if (probe_wait(c, t, &pr, &waited, &attempts) < 0) {
-			explain_probe(r, t, &pr, waited, attempts, summary, slen);
+			explain_probe(r, t, &pr, waited, attempts);
 			st = ST_FAILED;
 			goto out;
 		}
@@ -306,13 +306,13 @@ enum rstatus mount_one(struct ctx *c, struct report *r, const struct nfs_target 
 		if (rc < 0) {
 			report_detail(r, "%s: cannot run %s: %s%s", t->path, argv[0], strerror(-rc),
 				      rc == -ENOENT ? " (install util-linux / mount)" : "");
-			snprintf(summary, slen, "%s: cannot run %s", t->path, argv[0]);
+			report_finding(r, ST_FAILED, "nfs.mount.cannot-run", "%s: cannot run %s", t->path, argv[0]);
 			st = ST_FAILED;
 			goto out;
 		}
 		ne = classify_mount(&pr);
 		if (ne != NE_OK) {
-			explain_mount(r, t, ne, &pr, to, summary, slen);
+			explain_mount(r, t, ne, &pr, to);
 			report_detail(r, "  ran: %s", cmd);
 			proc_result_free(&pr);
 			st = ST_FAILED;
@@ -327,11 +327,11 @@ enum rstatus mount_one(struct ctx *c, struct report *r, const struct nfs_target 
 	if (!e || !nfs_is_nfs_type(e->fstype) || !nfs_source_eq(e->source, t->source)) {
 		report_detail(r, "%s: %s exited 0, but mountinfo shows %s on %s", t->path, argv[0],
 			      e ? e->source : "nothing", t->path);
-		snprintf(summary, slen, "%s: mount not visible after mount(8)", t->path);
+		report_finding(r, ST_FAILED, "nfs.mount.not-visible", "%s: mount not visible after mount(8)", t->path);
 		st = ST_FAILED;
 		goto out;
 	}
-	st = verify_mounted(c, r, t, !t->ro, !mi.fixture, summary, slen);
+	st = verify_mounted(c, r, t, !t->ro, !mi.fixture);
 	if (st != ST_FAILED) {
 		report_detail(r, "%s: mounted %s (%s)", t->path, t->source, cmd);
 		if (st == ST_OK)

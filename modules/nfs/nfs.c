@@ -89,14 +89,29 @@ void target_init(struct nfs_target *t, const struct spec_nfs_mount *m)
 
 /* ---- the module ------------------------------------------------------------------ */
 
+/* The text of the first finding of severity sev among r's findings [from, to), or NULL. */
+static const char *first_finding(const struct report *r, size_t from, size_t to, enum rstatus sev)
+{
+	for (size_t i = from; i < to && i < r->n_findings; i++)
+		if (r->findings[i].sev == sev)
+			return r->findings[i].text;
+	return NULL;
+}
+
+/*
+ * What is wrong is recorded as findings (nfs.*) where it is found; a failed
+ * run leaves the summary to the core (worst first).  A run that reached its
+ * goal says what it did: mounts ok, mounted, drifted, degraded; exports.
+ */
 static int nfs_run(struct ctx *c, struct report *r)
 {
 	const struct spec *s = c->spec;
 	const struct spec_nfs *n = &s->nfs;
 	struct nfs_target *t;
-	struct strbuf body = STRBUF_INIT;
-	char first_fail[256] = "", first_degr[256] = "", xsum[256] = "";
+	struct strbuf body = STRBUF_INIT, sum = STRBUF_INIT;
 	unsigned n_ok = 0, n_changed = 0, n_drift = 0, n_failed = 0, n_degraded = 0, n_exports = 0;
+	size_t f_mounts, f_exports;
+	const char *degr, *xdegr;
 	bool fstab_stale = false;
 	enum rstatus xst;
 	int rc;
@@ -114,7 +129,7 @@ static int nfs_run(struct ctx *c, struct report *r)
 	}
 	rc = fs_managed_block(c, r, "/etc/fstab", s->cluster.name, sb_str(&body), 0644, 0, 0);
 	if (rc < 0) {
-		snprintf(first_fail, sizeof(first_fail), "cannot update /etc/fstab: %s", strerror(-rc));
+		report_finding(r, ST_FAILED, "nfs.fstab.write", "cannot update /etc/fstab: %s", strerror(-rc));
 		n_failed++;
 	} else if (rc == 1 && c->mode != RUN_APPLY) {
 		fstab_stale = true;
@@ -124,76 +139,58 @@ static int nfs_run(struct ctx *c, struct report *r)
 	}
 	foreign_fstab_lines(c, r, s->cluster.name, t, n->n_mounts);
 
+	f_mounts = r->n_findings;
 	for (size_t i = 0; i < n->n_mounts; i++) {
-		char sum[256] = "";
 		bool not_mounted = false;
-		enum rstatus st = mount_one(c, r, &t[i], &not_mounted, sum, sizeof(sum));
+		enum rstatus st = mount_one(c, r, &t[i], &not_mounted);
 
 		report_raise(r, st);
-		switch (st) {
-		case ST_OK:
+		if (st == ST_OK)
 			n_ok++;
-			break;
-		case ST_CHANGED:
-			if (not_mounted)
-				n_changed++;
-			else
-				n_drift++;
-			break;
-		case ST_DEGRADED:
+		else if (st == ST_CHANGED && not_mounted)
+			n_changed++;
+		else if (st == ST_CHANGED)
+			n_drift++;
+		else if (st == ST_DEGRADED)
 			n_degraded++;
-			if (!first_degr[0])
-				snprintf(first_degr, sizeof(first_degr), "%s", sum);
-			break;
-		default:
+		else
 			n_failed++;
-			if (!first_fail[0])
-				snprintf(first_fail, sizeof(first_fail), "%s", sum);
-			break;
-		}
 	}
-
-	xst = do_exports(c, r, &n_exports, xsum, sizeof(xsum));
+	f_exports = r->n_findings;
+	xst = do_exports(c, r, &n_exports);
 	report_raise(r, xst);
-	if (xst == ST_FAILED) {
-		n_failed++;
-		if (!first_fail[0])
-			snprintf(first_fail, sizeof(first_fail), "%s", xsum);
-	} else if (xst == ST_DEGRADED && !first_degr[0]) {
-		snprintf(first_degr, sizeof(first_degr), "%s", xsum);
-	}
-
+	n_failed += xst == ST_FAILED;
+	rc = n_failed ? -EIO : 0;
 	if (n_failed) {
-		report_set(r, ST_FAILED, "%s%s", first_fail, n_failed > 1 ? " (and more failures)" : "");
-		rc = -EIO;
-	} else {
-		struct strbuf sum = STRBUF_INIT;
-		const char *verb = c->mode == RUN_APPLY ? "mounted" : c->mode == RUN_CHECK ?
-			"not mounted" : "to mount";
-
-		sb_printf(&sum, "%zu mount%s", n->n_mounts, n->n_mounts == 1 ? "" : "s");
-		if (n->n_mounts)
-			sb_printf(&sum, ": %u ok", n_ok);
-		if (n_changed)
-			sb_printf(&sum, ", %u %s", n_changed, verb);
-		if (n_drift)
-			sb_printf(&sum, ", %u with other options", n_drift);
-		if (fstab_stale)
-			sb_printf(&sum, "; fstab %s", c->mode == RUN_CHECK ? "stale" : "to update");
-		if (n_degraded)
-			sb_printf(&sum, ", %u degraded (%s)", n_degraded, first_degr);
-		if (n_exports)
-			sb_printf(&sum, "; %u export%s", n_exports, n_exports == 1 ? "" : "s");
-		if (xst == ST_DEGRADED)
-			sb_printf(&sum, " (%s)", xsum);
-		report_set(r, r->status, "%s", sb_str(&sum));
-		sb_free(&sum);
-		rc = 0;
+		report_summarize(r);    /* the core's summary: the worst finding first */
+		goto out;
 	}
+
+	degr = first_finding(r, f_mounts, f_exports, ST_DEGRADED);
+	xdegr = first_finding(r, f_exports, r->n_findings, ST_DEGRADED);
+	sb_printf(&sum, "%zu mount%s", n->n_mounts, n->n_mounts == 1 ? "" : "s");
+	if (n->n_mounts)
+		sb_printf(&sum, ": %u ok", n_ok);
+	if (n_changed)
+		sb_printf(&sum, ", %u %s", n_changed, c->mode == RUN_APPLY ? "mounted" :
+			  c->mode == RUN_CHECK ? "not mounted" : "to mount");
+	if (n_drift)
+		sb_printf(&sum, ", %u with other options", n_drift);
+	if (fstab_stale)
+		sb_printf(&sum, "; fstab %s", c->mode == RUN_CHECK ? "stale" : "to update");
+	if (n_degraded)
+		sb_printf(&sum, ", %u degraded (%s)", n_degraded, degr ? degr : xdegr ? xdegr : "");
+	if (n_exports)
+		sb_printf(&sum, "; %u export%s", n_exports, n_exports == 1 ? "" : "s");
+	if (xst == ST_DEGRADED)
+		sb_printf(&sum, " (%s)", xdegr ? xdegr : "");
+	report_set(r, r->status, "%s", sb_str(&sum));
+out:
 	for (size_t i = 0; i < n->n_mounts; i++)
 		target_free(&t[i]);
 	free(t);
 	sb_free(&body);
+	sb_free(&sum);
 	return rc;
 }
 

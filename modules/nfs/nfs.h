@@ -128,20 +128,21 @@ bool rpc_answer_parse(const char *text, struct nfs_probe_result *res);
 void rpc_classify(struct nfs_probe_result *res, const char *export);
 int probe_wait(const struct ctx *c, const struct nfs_target *t, struct nfs_probe_result *res,
 	uint64_t *ret_waited, unsigned *ret_attempts);
+/* Why the server did not do: details and a finding (nfs.server.*). */
 void explain_probe(struct report *r, const struct nfs_target *t,
-	const struct nfs_probe_result *pr, uint64_t waited, unsigned attempts,
-	char *summary, size_t slen);
+	const struct nfs_probe_result *pr, uint64_t waited, unsigned attempts);
 
 /* one mount: mount(8), verification (mount.c) */
 char *nfs_first_line(const char *s);
 bool nfs_real_root(const struct ctx *c);
+/* One mount; what is wrong is a finding (nfs.mount.*, nfs.mounted.*, nfs.mountpoint.*). */
 enum rstatus mount_one(struct ctx *c, struct report *r, const struct nfs_target *t,
-	bool *ret_not_mounted, char *summary, size_t slen);
+	bool *ret_not_mounted);
 void foreign_fstab_lines(const struct ctx *c, struct report *r, const char *tag,
 	const struct nfs_target *t, size_t n);
 
 /* exports, head role (export.c) */
-enum rstatus do_exports(struct ctx *c, struct report *r, unsigned *ret_n,
-	char *summary, size_t slen);
+/* The exports file; what is wrong is a finding (nfs.exports.*). */
+enum rstatus do_exports(struct ctx *c, struct report *r, unsigned *ret_n);
 
 #endif

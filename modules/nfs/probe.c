@@ -475,8 +475,7 @@ static void detail_exports(struct report *r, const struct nfs_target *t,
 
 /* The failure of a probe, in the report: what, where, how long, what to do. */
 void explain_probe(struct report *r, const struct nfs_target *t,
-			  const struct nfs_probe_result *pr, uint64_t waited, unsigned attempts,
-			  char *summary, size_t slen)
+		   const struct nfs_probe_result *pr, uint64_t waited, unsigned attempts)
 {
 	char w[32];
 
@@ -488,7 +487,8 @@ void explain_probe(struct report *r, const struct nfs_target *t,
 		detail_exports(r, t, pr);
 		report_detail(r, "  fix nfs.mounts source \"%s\" to one of the exports, or export it on the server",
 			      t->source);
-		snprintf(summary, slen, "%s: export %s not found on %s", t->path, t->export, t->host);
+		report_finding(r, ST_FAILED, "nfs.server.no-export", "%s: export %s not found on %s", t->path,
+			       t->export, t->host);
 		break;
 	case NE_DENIED:
 		report_detail(r, "%s: %s refused %s: permission denied (%s: %s); waited %s",
@@ -496,7 +496,8 @@ void explain_probe(struct report *r, const struct nfs_target *t,
 		detail_exports(r, t, pr);
 		report_detail(r, "  the export's client list must include this node's address "
 			      "(and sec= must match); on Blob NFS, allow the VNet/subnet on the storage account");
-		snprintf(summary, slen, "%s: %s: permission denied by %s", t->path, t->export, t->host);
+		report_finding(r, ST_FAILED, "nfs.server.denied", "%s: %s: permission denied by %s", t->path,
+			       t->export, t->host);
 		break;
 	default:
 		report_detail(r, "%s: server %s unreachable on %s: %s; waited %s (%u attempts, wait %llus)",
@@ -505,7 +506,8 @@ void explain_probe(struct report *r, const struct nfs_target *t,
 		report_detail(r, "  check that the NFS server is running and that TCP %s is open "
 			      "from this node (NSG, firewall); raise nfs.mounts wait if the server boots later",
 			      pr->what);
-		snprintf(summary, slen, "%s: server %s unreachable (%s) after %s", t->path, t->host,
+		report_finding(r, ST_FAILED, "nfs.server.unreachable", "%s: server %s unreachable (%s) after %s",
+			       t->path, t->host,
 			 pr->what, w);
 		break;
 	}

@@ -190,6 +190,9 @@ size_t ib_read_devices(const struct ctx *c, struct ib_dev *devs, size_t max)
 		ib_sysfs_read(c, path, d->fw_ver, sizeof(d->fw_ver));
 		snprintf(path, sizeof(path), "/sys/class/infiniband/%s/node_guid", d->name);
 		ib_sysfs_read(c, path, d->node_guid, sizeof(d->node_guid));
+		/* Only the software drivers (rdma_rxe, siw) give a device a "parent" netdev. */
+		snprintf(path, sizeof(path), "/sys/class/infiniband/%s/parent", d->name);
+		ib_sysfs_read(c, path, d->parent, sizeof(d->parent));
 		for (size_t k = 0; k < uv.n; k++) {
 			snprintf(path, sizeof(path), "/sys/class/infiniband_verbs/%s/ibdev", uv.v[k]);
 			if (ib_sysfs_read(c, path, buf, sizeof(buf)) && strcmp(buf, d->name) == 0)

@@ -38,6 +38,7 @@ struct ib_dev {
 	char fw_ver[64];
 	char node_guid[40];
 	char uverbs[32];                /* "uverbs0", "" when there is none */
+	char parent[32];                /* software device (rxe, siw): its netdev; "" for hardware */
 	struct ib_port ports[IB_MAX_PORTS];
 	unsigned n_ports;
 };

@@ -90,6 +90,7 @@ struct anomalies {
 	char *first;                    /* "tag: message" of the best-ranked one */
 	int first_rank;
 	unsigned n;
+	enum rstatus sev;               /* of each finding: failed, or degraded (rdma.required: false) */
 };
 
 static void anomaly(struct report *r, struct anomalies *a, const char *tag, const char *fmt, ...)
@@ -107,7 +108,13 @@ static void anomaly(struct report *r, struct anomalies *a, const char *tag, cons
 	va_start(ap, fmt);
 	sb_vprintf(&sb, fmt, ap);
 	va_end(ap);
-	report_detail(r, "%s", sb_str(&sb));
+	/* A finding (tag rdma.<tag>); the summary keeps anomaly_order, which ranks causes. */
+	{
+		char *ftag = xasprintf("rdma.%s", tag);
+
+		report_finding(r, a->sev, ftag, "%s", sb_str(&sb));
+		free(ftag);
+	}
 	if (!a->first || rank < a->first_rank) {
 		free(a->first);
 		a->first = sb_steal(&sb);
@@ -278,8 +285,20 @@ static uint64_t rdma_timeout(const struct spec *s)
 	return s->rdma.open_timeout_ms + 15000;
 }
 
+/* "software RoCE" (rdma_rxe) or "software iWARP" (siw), NULL for a hardware device. */
+static const char *soft_kind(const struct ib_dev *d)
+{
+	if (!d->parent[0])
+		return NULL;
+	return d->node_type == 4 ? "software iWARP" : "software RoCE";
+}
+
 static void describe_device(struct report *r, const struct dev_info *d)
 {
+	if (soft_kind(&d->ib))
+		report_detail(r, "%s: %s device on %s (%s), not an HCA: real verbs, with this host's CPU "
+			      "doing the transport; it has no firmware (fw 0.0.0)", d->ib.name,
+			      soft_kind(&d->ib), d->ib.parent, d->ib.node_type == 4 ? "siw" : "rdma_rxe");
 	report_detail(r, "%s: node_type %s, fw_ver %s, node_guid %s, %s", d->ib.name,
 		      d->ib.node_type_txt[0] ? d->ib.node_type_txt : "?", d->ib.fw_ver[0] ? d->ib.fw_ver : "?",
 		      d->ib.node_guid[0] ? d->ib.node_guid : "?", d->ib.uverbs[0] ? d->ib.uverbs : "no uverbs node");
@@ -506,7 +525,7 @@ static int rdma_run(struct ctx *c, struct report *r)
 	struct dev_info *devs = xcalloc(RDMA_MAX_DEVS, sizeof(*devs));
 	struct ib_dev *ib = xcalloc(RDMA_MAX_DEVS, sizeof(*ib));
 	struct strlist listed = { 0 };
-	struct anomalies a = { NULL, 0, 0 };
+	struct anomalies a = { NULL, 0, 0, s->required ? ST_FAILED : ST_DEGRADED };
 	struct job *jobs = xcalloc(RDMA_MAX_DEVS + 1, sizeof(*jobs));
 	size_t n, n_jobs = 0, n_sel = 0, n_named = 0, n_named_ll = 0;
 	bool want_resolve = false;
@@ -633,7 +652,10 @@ static int rdma_run(struct ctx *c, struct report *r)
 		for (size_t i = 0; i < n && !d0; i++)
 			if (devs[i].selected)
 				d0 = &devs[i];
-		sb_printf(&sum, "%s: %g Gb/s %s, verbs probe ok", rdma_last.devices, rate,
+		sb_printf(&sum, "%s: ", rdma_last.devices);
+		if (d0 && soft_kind(&d0->ib))
+			sb_printf(&sum, "%s on %s, ", soft_kind(&d0->ib), d0->ib.parent);
+		sb_printf(&sum, "%g Gb/s %s, verbs probe ok", rate,
 			  d0 && d0->ib.n_ports ? d0->ib.ports[0].link_layer : "?");
 		if (s->reg_mr_bytes) {
 			fmt_size(sz, sizeof(sz), s->reg_mr_bytes);

@@ -43,37 +43,31 @@ static int user_converge(struct ctx *c, struct report *r, const char *user,
 			 struct ssh_tally *t)
 {
 	const struct spec *s = c->spec;
-	char *home = NULL, *sshdir = NULL, *ak = NULL, *pub = NULL, *body = NULL;
-	char *old = NULL, *old_block = NULL;
+	char *pub = NULL, *body = NULL, *old = NULL, *old_block = NULL;
+	const char *ak;
 	char host[256];
+	struct ssh_user u;
 	bool as_user;
-	uid_t uid;
-	gid_t gid;
 	int ret;
 
-	ret = ssh_user_dirs(c, r, user, &uid, &gid, &home, &sshdir);
+	ret = ssh_user_open(c, r, user, "authorized_keys", &u);
 	if (ret < 0)
-		return ret;
-	ak = xasprintf("%s/authorized_keys", sshdir);
-	ret = ssh_user_key(c, r, user, s->ssh.key_type, &pub);
-	if (ret < 0 && !(ret == -ENOENT && !ctx_may_write(c) && fs_exists(c, home)))
 		goto out;
-	ret = sshkey_check_path(c, r, sshdir, true, uid);
-	if (ret == 0)
-		ret = sshkey_check_path(c, r, ak, false, uid);
-	if (ret < 0)
+	ak = u.path;
+	ret = ssh_user_key(c, r, user, s->ssh.key_type, &pub);
+	if (ret < 0 && !(ret == -ENOENT && !ctx_may_write(c) && fs_exists(c, u.home)))
 		goto out;
 	self_hostname(c, c->out->peers, host, sizeof(host));
 	body = ak_render(s, c->out->peers, user, pub, host, r);
-	as_user = sshkey_fsid_user(c, home, uid, gid);
+	as_user = sshkey_fsid_user(c, u.home, u.uid, u.gid);
 	if (fs_read(c, ak, &old, NULL) == 0)
 		old_block = managed_block_get(old, s->cluster.name);
 	if (c->mode != RUN_PLAN)         /* plan shows the diff itself */
 		ak_report_diff(c, r, ak, old_block, body);
-	if (ctx_may_write(c) || fs_exists(c, sshdir))
-		ret = fs_managed_block(c, r, ak, s->cluster.name, body, 0600, uid, gid);
+	if (ctx_may_write(c) || fs_exists(c, u.sshdir))
+		ret = fs_managed_block(c, r, ak, s->cluster.name, body, 0600, u.uid, u.gid);
 	else
-		ret = 0;        /* check/plan without ~/.ssh: reported by sshkey_ensure_user */
+		ret = 0;        /* check/plan without ~/.ssh: reported by ssh_user_key */
 	sshkey_fsid_restore(as_user);
 	if (ret >= 0) {
 		for (const char *p = body; (p = strchr(p, '\n')); p++)
@@ -85,9 +79,7 @@ out:
 	free(old_block);
 	free(body);
 	free(pub);
-	free(ak);
-	free(sshdir);
-	free(home);
+	ssh_user_close(&u);
 	return ret;
 }
 

@@ -95,8 +95,19 @@ void ak_report_diff(struct ctx *c, struct report *r, const char *path,
 
 /* ---- userkeys.c (ssh_user_key: userkeys.h) ---- */
 
-/* The user's uid, gid, home and ~/.ssh (malloc'd); a missing user is reported. */
-int ssh_user_dirs(const struct ctx *c, struct report *r, const char *user, uid_t *ret_uid,
-		  gid_t *ret_gid, char **ret_home, char **ret_sshdir);
+/* A cluster user's account and one file in their ~/.ssh. */
+struct ssh_user {
+	uid_t uid;
+	gid_t gid;
+	char *home, *sshdir, *path;     /* path: <sshdir>/<file> (target paths, malloc'd) */
+};
+
+/*
+ * Look the user up and refuse (with a detail) a ~/.ssh or ~/.ssh/<file> that
+ * sshd's StrictModes would refuse (sshkey_check_path); absent is fine.
+ */
+int ssh_user_open(const struct ctx *c, struct report *r, const char *name, const char *file,
+		  struct ssh_user *ret);
+void ssh_user_close(struct ssh_user *u);
 
 #endif

@@ -28,18 +28,32 @@ static const char *key_file(enum key_type t)
 	return "id_ed25519";
 }
 
-int ssh_user_dirs(const struct ctx *c, struct report *r, const char *user, uid_t *ret_uid,
-		  gid_t *ret_gid, char **ret_home, char **ret_sshdir)
+int ssh_user_open(const struct ctx *c, struct report *r, const char *name, const char *file,
+		  struct ssh_user *ret)
 {
-	int ret = fs_lookup_user(c, user, ret_uid, ret_gid, ret_home);
+	int r2;
 
-	if (ret < 0) {
+	memset(ret, 0, sizeof(*ret));
+	r2 = fs_lookup_user(c, name, &ret->uid, &ret->gid, &ret->home);
+	if (r2 < 0) {
 		report_detail(r, "user %s: not found in /etc/passwd; create the account first "
-			      "(cloud-init users:) or remove it from ssh.users", user);
-		return ret;
+			      "(cloud-init users:) or remove it from ssh.users", name);
+		return r2;
 	}
-	*ret_sshdir = xasprintf("%s/.ssh", strcmp(*ret_home, "/") == 0 ? "" : *ret_home);
-	return 0;
+	ret->sshdir = xasprintf("%s/.ssh", strcmp(ret->home, "/") == 0 ? "" : ret->home);
+	ret->path = xasprintf("%s/%s", ret->sshdir, file);
+	r2 = sshkey_check_path(c, r, ret->sshdir, true, ret->uid);
+	if (r2 == 0)
+		r2 = sshkey_check_path(c, r, ret->path, false, ret->uid);
+	return r2;
+}
+
+void ssh_user_close(struct ssh_user *u)
+{
+	free(u->home);
+	free(u->sshdir);
+	free(u->path);
+	memset(u, 0, sizeof(*u));
 }
 
 /* Make a pair with the helper and write the private half; its public half in *ret_canon. */
@@ -67,31 +81,26 @@ static int make_pair(struct ctx *c, struct report *r, const char *user, const ch
 int ssh_user_key(struct ctx *c, struct report *r, const char *user, enum key_type type,
 		 char **ret_pub)
 {
-	char *home = NULL, *sshdir = NULL, *priv = NULL, *pub = NULL, *canon = NULL, *line = NULL;
+	char *pub = NULL, *canon = NULL, *line = NULL;
+	const char *priv;
+	struct ssh_user u;
 	bool as_user = false;
-	uid_t uid;
-	gid_t gid;
 	int ret;
 
-	ret = ssh_user_dirs(c, r, user, &uid, &gid, &home, &sshdir);
+	ret = ssh_user_open(c, r, user, key_file(type), &u);
 	if (ret < 0)
-		return ret;
-	priv = xasprintf("%s/%s", sshdir, key_file(type));
+		goto out;
+	priv = u.path;
 	pub = xasprintf("%s.pub", priv);
-	if (!fs_exists(c, home)) {
+	if (!fs_exists(c, u.home)) {
 		/* Creating it here would leave a root-owned home (and defeat pam_mkhomedir). */
 		report_detail(r, "user %s: home directory %s does not exist; create it "
-			      "(useradd -m, cloud-init users:) before hpcinit runs", user, home);
+			      "(useradd -m, cloud-init users:) before hpcinit runs", user, u.home);
 		ret = -ENOENT;
 		goto out;
 	}
-	ret = sshkey_check_path(c, r, sshdir, true, uid);
-	if (ret == 0)
-		ret = sshkey_check_path(c, r, priv, false, uid);
-	if (ret < 0)
-		goto out;
-	as_user = sshkey_fsid_user(c, home, uid, gid);
-	ret = fs_mkdir_p(c, r, sshdir, 0700, uid, gid);
+	as_user = sshkey_fsid_user(c, u.home, u.uid, u.gid);
+	ret = fs_mkdir_p(c, r, u.sshdir, 0700, u.uid, u.gid);
 	if (ret < 0)
 		goto out;
 
@@ -119,13 +128,13 @@ int ssh_user_key(struct ctx *c, struct report *r, const char *user, enum key_typ
 		ret = -ENOENT;
 		goto out;
 	} else {
-		ret = make_pair(c, r, user, priv, type, uid, gid, &canon);
+		ret = make_pair(c, r, user, priv, type, u.uid, u.gid, &canon);
 		if (ret < 0)
 			goto out;
 	}
 	line = xasprintf("%s %s@hpcinit\n", canon, user);
 	/* The .pub file is derived data: keep it matching the private key. */
-	ret = fs_write(c, r, pub, line, strlen(line), 0644, uid, gid);
+	ret = fs_write(c, r, pub, line, strlen(line), 0644, u.uid, u.gid);
 	if (ret < 0)
 		goto out;
 	line[strlen(line) - 1] = '\0';
@@ -136,9 +145,7 @@ out:
 	sshkey_fsid_restore(as_user);
 	free(canon);
 	free(line);
-	free(home);
-	free(sshdir);
-	free(priv);
 	free(pub);
+	ssh_user_close(&u);
 	return ret;
 }

@@ -60,9 +60,9 @@ is "UsePAM no: degraded" "$(jget "$T/mout" memlock status)" degraded
 has_detail "UsePAM no: named" "$T/mout" memlock "^sshd: no 'UsePAM yes' in /etc/ssh/sshd_config \(/etc/ssh/sshd_config:2\)"
 
 # The systemd drop-in takes effect in the same boot: with a running manager
-# (/run/systemd/system) apply runs systemctl daemon-reexec and verifies with
+# (/run/systemd/system) apply runs systemctl daemon-reload and verifies with
 # systemctl show.  The root's own systemctl stands in for systemd here (it
-# re-reads the drop-in on daemon-reexec, as systemd does); the real one is
+# re-reads the drop-in on daemon-reload, as systemd does); the real one is
 # checked in a VM guest by tests/vmcheck/memlock-systemd.sh.
 setup
 mkdir -p "$R/run/systemd/system" "$R/usr/bin"
@@ -70,8 +70,8 @@ cat >"$R/usr/bin/systemctl" <<SH
 #!/bin/sh
 state=$R/run/fake-systemd-memlock
 case "\$1" in
-show) echo "DefaultLimitMEMLOCKSoft=\$(cat "\$state" 2>/dev/null || echo 65536)" ;;
-daemon-reexec) echo reexec >>$R/run/fake-systemd-calls
+show) echo "DefaultLimitMEMLOCK=\$(cat "\$state" 2>/dev/null || echo 65536)" ;;
+daemon-reload) echo reload >>$R/run/fake-systemd-calls
 	v=\$(sed -n 's/^DefaultLimitMEMLOCK=//p' $R/etc/systemd/system.conf.d/90-hpcinit.conf)
 	case "\$v" in *M) v=\$(( \${v%M} * 1048576 ));; esac; echo "\$v" >"\$state" ;;
 *) exit 1 ;;
@@ -80,13 +80,13 @@ SH
 chmod +x "$R/usr/bin/systemctl"
 run_hpc_stdout "$T/c1" check --root "$R" -c "$R/node.yaml" --only memlock --json
 has_detail "check: the running manager is stale" "$T/c1" memlock \
-	'^systemd: the running manager still gives services memlock 64 KiB, not 8192 KiB; apply runs systemctl daemon-reexec$'
-check "check did not re-execute" [ ! -e "$R/run/fake-systemd-calls" ]
+	'^systemd: the running manager still gives services memlock 64 KiB, not 8192 KiB; apply runs systemctl daemon-reload$'
+check "check did not reload" [ ! -e "$R/run/fake-systemd-calls" ]
 run_hpc_stdout "$T/a1" apply --root "$R" -c "$R/node.yaml" --only memlock --json
-has_detail "apply re-executes and verifies" "$T/a1" memlock \
-	'^systemd: re-executed \(systemctl daemon-reexec\); services started from now on get memlock 8192 KiB \(systemctl show\)'
-is "one daemon-reexec" "$(cat "$R/run/fake-systemd-calls")" reexec
+has_detail "apply reloads and verifies" "$T/a1" memlock \
+	'^systemd: reloaded \(systemctl daemon-reload\); services started from now on get memlock 8192 KiB \(systemctl show\)'
+is "one daemon-reload" "$(cat "$R/run/fake-systemd-calls")" reload
 run_hpc_stdout "$T/a2" apply --root "$R" -c "$R/node.yaml" --only memlock --json
 has_detail "the next apply finds it live" "$T/a2" memlock '^systemd: services started now get memlock 8192 KiB \(systemctl show\)$'
-is "no second daemon-reexec" "$(cat "$R/run/fake-systemd-calls")" reexec
+is "no second daemon-reload" "$(cat "$R/run/fake-systemd-calls")" reload
 done_testing

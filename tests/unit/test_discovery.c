@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "../../modules/discovery/discovery.c"
+#include "../../modules/discovery/admit.c"
 #include "../../modules/discovery/node.c"
 #include "../../modules/discovery/shared.c"
 #include "../../modules/discovery/static.c"
@@ -124,6 +125,238 @@ static void test_dups(void)
 		peer_clear(&s.v[i]);
 	free(s.v);
 	report_free(&notes);
+}
+
+
+/* A clock skewed by clock_skew seconds from the real one (the shared directory's). */
+static int64_t clock_skew;
+
+static int64_t skewed_now(void)
+{
+	return (int64_t)time(NULL) + clock_skew;
+}
+
+static const struct disc_clock skewed_clock = { skewed_now };
+
+static int64_t record_updated(const char *name)
+{
+	char *rel = xasprintf(NODES "/%s.rec", name), *hp = host(rel), *text = NULL;
+	struct peer p;
+	int64_t u = -1;
+
+	if (fs_read_host(hp, 100000, &text, NULL) == 0 &&
+	    record_parse(text, strlen(text), "glo", NULL, 0, &p, NULL, 0) == 0) {
+		u = p.updated;
+		peer_clear(&p);
+	}
+	free(text);
+	free(hp);
+	free(rel);
+	return u;
+}
+
+static int64_t diff_abs(int64_t a, int64_t b)
+{
+	return a > b ? a - b : b - a;
+}
+
+/*
+ * Leases with skewed clocks, both ways (issue 13): a node whose clock is
+ * ahead prunes no fresh record; a node whose clock is behind stamps its
+ * record with the shared directory's clock, so its peers do not prune it;
+ * a record dated beyond the skew is rejected and wins no address conflict.
+ */
+static void test_clock_skew(struct ctx *c, struct spec *spec)
+{
+	struct report rep;
+
+	spec->discovery.expect = 1;
+	spec->discovery.wait_ms = 0;
+	disc_clock = &skewed_clock;
+
+	/* this node's clock an hour ahead: node2's fresh record stays */
+	plant("node2", "10.0.0.2", 0, KEY);
+	clock_skew = 3600;
+	TEST_INTEQ(run(c, &rep), 0);
+	TEST_CHECK(has_peer(c, "node2"));
+	TEST_CHECK(exists(NODES "/node2.rec"));
+	TEST_CHECK(detail(&rep, "this node's clock is 3600 s ahead of the shared directory's"));
+	TEST_CHECK(diff_abs(record_updated("node1"), (int64_t)time(NULL)) <= DISC_CLOCK_SKEW_S);
+	report_free(&rep);
+
+	/* an hour behind: fresh records are not "in the future", own record stamped right */
+	clock_skew = -3600;
+	TEST_INTEQ(run(c, &rep), 0);
+	TEST_CHECK(has_peer(c, "node2"));
+	TEST_CHECK(detail(&rep, "this node's clock is 3600 s behind the shared directory's"));
+	TEST_CHECK(diff_abs(record_updated("node1"), (int64_t)time(NULL)) <= DISC_CLOCK_SKEW_S);
+	report_free(&rep);
+	/* so node3, with a right clock, keeps node1 instead of pruning it */
+	clock_skew = 0;
+	c->hostname = "node3";
+	setenv("HPCINIT_ADDRESS", "10.0.0.3", 1);
+	TEST_INTEQ(run(c, &rep), 0);
+	TEST_CHECK(has_peer(c, "node1"));
+	TEST_CHECK(exists(NODES "/node1.rec"));
+	report_free(&rep);
+	c->hostname = "node1";
+	setenv("HPCINIT_ADDRESS", "10.0.0.1", 1);
+
+	/* dated an hour ahead: rejected, and node2 keeps its address */
+	plant("future", "10.0.0.2", -3600, KEY);
+	plant("nearfuture", "10.0.0.8", -(DISC_CLOCK_SKEW_S / 2), KEY);
+	TEST_INTEQ(run(c, &rep), 0);
+	TEST_INTEQ(rep.status, ST_DEGRADED);
+	TEST_CHECK(detail(&rep, "record future.rec: dated 3600 s in the future (more than the 60 s "
+			  "of clock skew allowed); rejected"));
+	TEST_CHECK(finding(&rep, "discovery.record.future", ST_DEGRADED));
+	TEST_CHECK(has_peer(c, "node2") && !has_peer(c, "future"));
+	TEST_CHECK(has_peer(c, "nearfuture"));
+	report_free(&rep);
+	disc_clock = &system_clock;
+	clock_skew = 0;
+}
+
+/* A signed, fresh record for name at addr with an IPoIB address. */
+static void plant_ipoib(const char *name, const char *addr, const char *ipoib)
+{
+	struct peer p = { 0 };
+	char *rel = xasprintf(NODES "/%s.rec", name), *text;
+
+	p.hostname = xstrdup(name);
+	p.addr = xstrdup(addr);
+	p.ipoib_addr = ipoib ? xstrdup(ipoib) : NULL;
+	p.slots = 4;
+	p.updated = (int64_t)time(NULL);
+	text = record_format(&p, "glo", KEY, strlen(KEY));
+	put(rel, text, 0644);
+	free(text);
+	free(rel);
+	peer_clear(&p);
+}
+
+static const struct peer *peer_named(const struct ctx *c, const char *name)
+{
+	for (size_t i = 0; c->out->peers && i < c->out->peers->n; i++)
+		if (strcmp(c->out->peers->v[i].hostname, name) == 0)
+			return &c->out->peers->v[i];
+	return NULL;
+}
+
+static void unplant(const char *name)
+{
+	char *rel = xasprintf(NODES "/%s.rec", name), *hp = host(rel);
+
+	unlink(hp);
+	free(hp);
+	free(rel);
+}
+
+/*
+ * What a record writer cannot do (issue 13): put an address outside
+ * cluster.network or an IPoIB address outside the IPoIB network into use,
+ * take this node's name (in another case), use a foreign name, or share a
+ * name with another record.
+ */
+static void test_admit(struct ctx *c, struct spec *spec)
+{
+	static char ib0[] = "ib0";
+	const struct peer *p;
+	struct report rep;
+
+	spec->discovery.expect = 1;
+	spec->discovery.wait_ms = 0;
+	unplant("future");
+	unplant("nearfuture");
+	unplant("node10");
+
+	/* the spec names no IPoIB interface: records' IPoIB addresses are not used */
+	plant_ipoib("node2", "10.0.0.2", "172.16.0.2");
+	TEST_INTEQ(run(c, &rep), 0);
+	p = peer_named(c, "node2");
+	TEST_CHECK(p && p->ipoib_addr == NULL);
+	report_free(&rep);
+
+	/* rdma.ipoib named, its subnet 172.16.0.0/16: inside kept, outside dropped */
+	spec->rdma.present = true;
+	spec->rdma.ipoib = ib0;
+	setenv("HPCINIT_IPOIB_ADDRESS", "172.16.0.1/16", 1);
+	plant_ipoib("node3", "10.0.0.3", "192.0.2.66");
+	TEST_INTEQ(run(c, &rep), 0);
+	p = peer_named(c, "node2");
+	TEST_CHECK(p && p->ipoib_addr && strcmp(p->ipoib_addr, "172.16.0.2") == 0);
+	p = peer_named(c, "node3");
+	TEST_CHECK(p && p->ipoib_addr == NULL);
+	TEST_CHECK(finding(&rep, "discovery.record.ipoib-outside", ST_DEGRADED));
+	TEST_CHECK(detail(&rep, "node3: IPoIB address 192.0.2.66 is outside this node's IPoIB "
+			  "network 172.16.0.0/16; ignored"));
+	p = peer_named(c, "node1");
+	TEST_CHECK(p && p->self && p->ipoib_addr && strcmp(p->ipoib_addr, "172.16.0.1") == 0);
+	report_free(&rep);
+	unsetenv("HPCINIT_IPOIB_ADDRESS");
+	spec->rdma.present = false;
+	spec->rdma.ipoib = NULL;
+	unplant("node3");
+
+	/* an address outside cluster.network */
+	plant_ipoib("node4", "192.168.7.4", NULL);
+	/* this node's name in another case, at another address */
+	plant_ipoib("NODE1", "10.0.0.41", NULL);
+	/* a foreign name, and a dotted name shadowing node2's short name */
+	plant_ipoib("node5.attacker.example", "10.0.0.5", NULL);
+	plant_ipoib("node2.glo", "10.0.0.42", NULL);
+	/* two records for one name */
+	plant_ipoib("node7", "10.0.0.7", NULL);
+	plant_ipoib("Node7", "10.0.0.17", NULL);
+	TEST_INTEQ(run(c, &rep), 0);
+	TEST_INTEQ(rep.status, ST_DEGRADED);
+	TEST_CHECK(detail(&rep, "record node4.rec: address 192.168.7.4 is outside cluster.network "
+			  "10.0.0.0/24; rejected"));
+	TEST_CHECK(finding(&rep, "discovery.record.outside-network", ST_DEGRADED));
+	TEST_CHECK(detail(&rep, "a record for NODE1 (10.0.0.41) claims this node's name node1"));
+	TEST_CHECK(finding(&rep, "discovery.name.claims-self", ST_DEGRADED));
+	TEST_CHECK(detail(&rep, "record node5.attacker.example.rec: hostname node5.attacker.example "
+			  "is not a short name like this node's (node1); rejected"));
+	TEST_CHECK(detail(&rep, "record node2.glo.rec: hostname node2.glo is not a short name"));
+	TEST_CHECK(finding(&rep, "discovery.record.foreign-name", ST_DEGRADED));
+	TEST_CHECK(detail(&rep, "name Node7 is claimed by 2 records"));
+	TEST_CHECK(finding(&rep, "discovery.name.contested", ST_DEGRADED));
+	TEST_CHECK(!peer_named(c, "node4") && !peer_named(c, "NODE1") &&
+		   !peer_named(c, "node5.attacker.example") && !peer_named(c, "node2.glo") &&
+		   !peer_named(c, "node7") && !peer_named(c, "Node7"));
+	p = peer_named(c, "node1");
+	TEST_CHECK(p && p->self && strcmp(p->addr, "10.0.0.1") == 0);
+	TEST_CHECK(peer_named(c, "node2") != NULL);
+	TEST_INTEQ(c->out->peers ? c->out->peers->n : 0, 2);
+	report_free(&rep);
+	/* once one of the two leaves, the other is used */
+	unplant("Node7");
+	TEST_INTEQ(run(c, &rep), 0);
+	TEST_CHECK(peer_named(c, "node7") != NULL);
+	report_free(&rep);
+	unplant("node4");
+	unplant("NODE1");
+	unplant("node5.attacker.example");
+	unplant("node2.glo");
+	unplant("node7");
+
+	/* a node named in a domain: names in that domain (any case), nothing else */
+	c->hostname = "node1.glo.internal";
+	plant_ipoib("node8.GLO.Internal", "10.0.0.8", NULL);
+	plant_ipoib("node9", "10.0.0.9", NULL);
+	plant_ipoib("node6.glo.internal.attacker.example", "10.0.0.6", NULL);
+	TEST_INTEQ(run(c, &rep), 0);
+	TEST_CHECK(peer_named(c, "node8.GLO.Internal") != NULL);
+	TEST_CHECK(!peer_named(c, "node9") && !peer_named(c, "node2"));
+	TEST_CHECK(!peer_named(c, "node6.glo.internal.attacker.example"));
+	TEST_CHECK(detail(&rep, "record node9.rec: hostname node9 is not a name in this cluster's "
+			  "domain glo.internal; rejected"));
+	report_free(&rep);
+	unplant("node8.GLO.Internal");
+	unplant("node9");
+	unplant("node6.glo.internal.attacker.example");
+	unplant("node1.glo.internal");
+	c->hostname = "node1";
 }
 
 int main(void)
@@ -349,6 +582,9 @@ int main(void)
 	TEST_INTEQ(discovery_leave(&c, &rep), 0);
 	TEST_INTEQ(rep.status, ST_OK);
 	report_free(&rep);
+
+	test_clock_skew(&c, &spec);
+	test_admit(&c, &spec);
 
 	out.peers = peerset_free(out.peers);
 	free(before);

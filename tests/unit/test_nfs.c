@@ -522,7 +522,8 @@ static void test_wait_loop(void)
 	TEST_CHECK(now_ms() - t0 >= 1400 && now_ms() - t0 < 3000);
 	TEST_INTEQ(fake_tcp_last_port, NFS_PORT);
 	TEST_INTEQ(fake_rpc_calls, 0);
-	explain_probe(&r, &t, &pr, waited, attempts, sum, sizeof(sum));
+	explain_probe(&r, &t, &pr, waited, attempts);
+	snprintf(sum, sizeof(sum), "%s", r.n_findings ? r.findings[r.n_findings - 1].text : "");
 	TEST_CHECK(strstr(sb_str(&r.details), "/scratch: server 198.18.2.2 unreachable on port 2049 (nfs): "
 			  "Connection refused; waited 1.") != NULL);
 	TEST_CHECK(strstr(sum, "server 198.18.2.2 unreachable (port 2049 (nfs)) after 1.") != NULL);
@@ -538,7 +539,8 @@ static void test_wait_loop(void)
 	fake_rpc_err = NE_NOEXPORT;
 	TEST_INTEQ(probe_wait(&c, &t, &pr, &waited, &attempts), -EACCES);
 	TEST_CHECK(attempts >= 2);              /* retried: a late head serves its exports late */
-	explain_probe(&r, &t, &pr, waited, attempts, sum, sizeof(sum));
+	explain_probe(&r, &t, &pr, waited, attempts);
+	snprintf(sum, sizeof(sum), "%s", r.n_findings ? r.findings[r.n_findings - 1].text : "");
 	TEST_CHECK(strstr(sb_str(&r.details), "export /nope not found on 198.18.2.2") != NULL);
 	TEST_CHECK(strstr(sb_str(&r.details), "198.18.2.2 exports:\n    /export  *\n    /other\n") != NULL);
 	TEST_STREQ(sum, "/scratch: export /nope not found on 198.18.2.2");
@@ -703,6 +705,11 @@ static void test_fake_root(void)
 	TEST_CHECK(nfs_apply(&c, &r) < 0);
 	TEST_INTEQ(r.status, ST_FAILED);
 	TEST_CHECK(strstr(r.summary, "/scratch: server 10.0.0.7 unreachable (port 111 (portmapper))") != NULL);
+	/* findings are data: a stable tag and the severity, the text the summary shows */
+	TEST_INTEQ(r.n_findings, 1);
+	TEST_STREQ(r.findings[0].tag, "nfs.server.unreachable");
+	TEST_INTEQ(r.findings[0].sev, ST_FAILED);
+	TEST_CHECK(strncmp(r.summary, r.findings[0].text, strlen(r.findings[0].text)) == 0);
 	snprintf(path, sizeof(path), "%s/scratch", root);
 	TEST_INTEQ(stat(path, &st1), 0);        /* the mount point was created */
 	TEST_CHECK(S_ISDIR(st1.st_mode) && (st1.st_mode & 07777) == 0755);
@@ -758,6 +765,7 @@ static void test_fake_root(void)
 	report_init(&r);
 	TEST_CHECK(nfs_apply(&c, &r) < 0);
 	TEST_STREQ(r.summary, "/scratch: kernel has no NFS client support (ENODEV)");
+	TEST_CHECK(r.n_findings == 1 && strcmp(r.findings[0].tag, "nfs.mount.no-kernel-nfs") == 0);
 	TEST_CHECK(strstr(sb_str(&r.details), "the kernel has no NFS client support (mount: mount.nfs: "
 			  "No such device; ENODEV") != NULL);
 	report_free(&r);

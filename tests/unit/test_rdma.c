@@ -178,7 +178,7 @@ static void test_verdicts(void)
 	struct spec s = { 0 };
 	struct ctx c = { .spec = &s, .root = "" };
 	struct report r;
-	struct anomalies a = { NULL, 0, 0 };
+	struct anomalies a = { NULL, 0, 0, ST_FAILED };
 	struct dev_info d;
 	struct job j;
 
@@ -204,6 +204,12 @@ static void test_verdicts(void)
 	j.reaped = true;
 	j.last_step = STEP_OPEN;
 	check_probe(&c, &r, &a, &d, &j);
+	/* Each anomaly is a finding: stable tag, severity, the text of its detail line. */
+	TEST_INTEQ(r.n_findings, 2);
+	TEST_STREQ(r.findings[0].tag, "rdma.reg-mr-enomem");
+	TEST_STREQ(r.findings[1].tag, "rdma.hang");
+	TEST_INTEQ(r.findings[1].sev, ST_FAILED);
+	TEST_STREQ(r.findings[1].text, a.first);
 	/* A hang outranks the ENOMEM found before it. */
 	TEST_STREQ(a.first, "hang: mlx5_ib0: ibv_open_device did not return within 2000 ms; probe killed");
 	TEST_INTEQ(a.n, 2);

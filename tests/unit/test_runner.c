@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include "../../agent/runner.c"
+#include "../../agent/status.c"
 #include "proc.h"
 #include "record.h"
 #include "test.h"

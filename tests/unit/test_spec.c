@@ -675,6 +675,54 @@ static void test_cross(void)
 	TEST_INTEQ(n, 1);
 }
 
+/* discovery method etcd: endpoints, TLS and auth files, the lease. */
+static void test_etcd(void)
+{
+	struct spec *s = load_ok("discovery:\n  method: etcd\n"
+				 "  endpoints: [\"https://10.0.0.4:2379\", \"http://etcd-2:2379/\", "
+				 "\"https://[fd00::5]:2379\", \"http://e3\"]\n"
+				 "  ca_file: /etc/hpcinit/etcd-ca.pem\n"
+				 "  cert_file: /etc/hpcinit/c.pem\n  key_file: /etc/hpcinit/c.key\n"
+				 "  auth_file: /etc/hpcinit/etcd-auth\n  expect: 4\n  wait: 10m\n  lease: 90s\n");
+
+	TEST_INTEQ(s->discovery.method, DISC_ETCD);
+	TEST_STREQ(disc_method_name(DISC_ETCD), "etcd");
+	TEST_INTEQ(s->discovery.endpoints.n, 4);
+	TEST_STREQ(s->discovery.endpoints.v[0], "https://10.0.0.4:2379");
+	TEST_STREQ(s->discovery.endpoints.v[2], "https://[fd00::5]:2379");
+	TEST_STREQ(s->discovery.ca_file, "/etc/hpcinit/etcd-ca.pem");
+	TEST_STREQ(s->discovery.cert_file, "/etc/hpcinit/c.pem");
+	TEST_STREQ(s->discovery.key_file, "/etc/hpcinit/c.key");
+	TEST_STREQ(s->discovery.auth_file, "/etc/hpcinit/etcd-auth");
+	TEST_INTEQ(s->discovery.lease_ms, 90000);
+	TEST_INTEQ(s->discovery.expect, 4);
+	spec_free(s);
+
+	TEST_STREQ(bad("discovery: {method: etcd}\n"),
+		   "discovery.method: etcd needs discovery.endpoints; add endpoints: like [\"https://10.0.0.4:2379\"]");
+	TEST_STREQ(bad("discovery: {method: etcd, endpoints: [\"10.0.0.4:2379\"]}\n"),
+		   "discovery.endpoints: \"10.0.0.4:2379\": expected a URL like https://10.0.0.4:2379 (http or "
+		   "https, a host and an optional port, no path)");
+	TEST_STREQ(bad("discovery: {method: etcd, endpoints: [\"http://a:0\"]}\n"),
+		   "discovery.endpoints: \"http://a:0\": the port after ':' must be a number from 1 to 65535");
+	TEST_STREQ(bad("discovery: {method: etcd, endpoints: [\"http://a:2379/v3\"]}\n"),
+		   "discovery.endpoints: \"http://a:2379/v3\": expected a URL like https://10.0.0.4:2379 (http or "
+		   "https, a host and an optional port, no path)");
+	TEST_STREQ(bad("discovery: {method: etcd, endpoints: [\"http://a b\"]}\n"),
+		   "discovery.endpoints: \"http://a b\": expected a URL like https://10.0.0.4:2379 (http or "
+		   "https, a host and an optional port, no path)");
+	TEST_STREQ(bad("discovery: {method: etcd, endpoints: [\"http://a\"], cert_file: /c}\n"),
+		   "discovery.cert_file: cert_file and key_file go together (the client certificate and its "
+		   "key); set both or neither");
+	TEST_STREQ(bad("discovery: {dir: /d, endpoints: [\"http://a\"]}\n"),
+		   "discovery.method: endpoints, ca_file, cert_file, key_file and auth_file are for method "
+		   "etcd; set method: etcd or remove them");
+	TEST_STREQ(bad("discovery: {method: etcd, endpoints: [\"http://a\", \"http://a\"]}\n"),
+		   first_error("version: 1\ncluster: {name: c1, network: 10.0.0.0/24}\n"
+			       "discovery: {method: etcd, endpoints: [\"http://a\", \"http://a\"]}\n",
+			       NULL, NULL, NULL));
+}
+
 static void test_errors(void)
 {
 	size_t n = 0;
@@ -942,6 +990,7 @@ int main(void)
 	test_full();
 	test_nfs();
 	test_cross();
+	test_etcd();
 	test_errors();
 	test_print();
 	test_load_file_big();

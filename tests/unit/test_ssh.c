@@ -157,7 +157,7 @@ static void test_keys(void)
 		free(pubpath);
 		free(path);
 	}
-	/* Not a key at all: the helper says so. */
+	/* Not a key at all. */
 	{
 		char *pub = NULL;
 
@@ -782,13 +782,20 @@ static void test_run(struct spec *s, const char *khost2, const char *kuser2)
 	TEST_CHECK(text && strstr(text, "Host 198.18.3.* hps-1 198.18.3.11 hps-2 198.18.3.12\n") != NULL);
 	free(text);
 
-	/* Re-run: nothing changes, no file is rewritten. */
+	/* Re-run: nothing changes, no file is rewritten, and no helper is needed. */
 	{
 		struct stat before = st_of("/etc/hpcinit/ssh_known_hosts");
 		struct stat ak_before = st_of("/home/alice/.ssh/authorized_keys");
+		char *dir = getenv("HPCINIT_LIBEXEC_DIR") ? xstrdup(getenv("HPCINIT_LIBEXEC_DIR")) : NULL;
 
+		setenv("HPCINIT_LIBEXEC_DIR", "/nonexistent", 1);
 		report_init(&r);
 		ret = ssh_run(&c, &r);
+		if (dir)
+			setenv("HPCINIT_LIBEXEC_DIR", dir, 1);
+		else
+			unsetenv("HPCINIT_LIBEXEC_DIR");
+		free(dir);
 		TEST_INTEQ(ret, 0);
 		TEST_INTEQ(r.status, ST_OK);
 		TEST_INTEQ(r.changed.n, 0);

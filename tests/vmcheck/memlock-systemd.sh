@@ -3,7 +3,7 @@
 # as PID 1, pam_limits in common-session and hpcinit installed.  Proves what
 # the host cannot (no systemd, no CAP_SYS_RESOURCE there):
 #  1. apply's systemd drop-in reaches services started later in the same boot
-#     (daemon-reexec, verified with systemctl show and a real transient service);
+#     (daemon-reload, verified with systemctl show and a real transient service);
 #  2. a fresh PAM session gets the limits.d value, and a later 99-site.conf that
 #     lowers it is what the session gets and what `hpcinit check` names.
 # Prints "ok - ..." / "not ok - ..." and exits non-zero on any failure.
@@ -19,10 +19,10 @@ cluster: {name: vmcheck}
 memlock: {limit: 8M, users: ["*"], systemd: true}
 YAML
 hpcinit apply -c "$t/node.yaml" --only memlock >"$t/apply" 2>&1
-live=$(systemctl show -p DefaultLimitMEMLOCKSoft --value)
-[ "$live" = 8388608 ] && ok "systemctl show: DefaultLimitMEMLOCKSoft=8388608 after apply" ||
+live=$(systemctl show -p DefaultLimitMEMLOCK --value)
+[ "$live" = 8388608 ] && ok "systemctl show: DefaultLimitMEMLOCK=8388608 after apply" ||
 	no "systemctl show gives $live after apply"
-grep -q 'systemd: re-executed\|systemd: services started now get memlock 8192 KiB' "$t/apply" &&
+grep -q 'systemd: reloaded\|systemd: services started now get memlock 8192 KiB' "$t/apply" &&
 	ok "apply reported the live default" || no "apply did not report the live default"
 svc=$(systemd-run --wait --pipe --quiet /bin/sh -c 'ulimit -l' 2>/dev/null)
 [ "$svc" = 8192 ] && ok "a service started after apply gets 8192 KiB" || no "a new service gets '$svc'"

@@ -1,0 +1,802 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The run report and the node's status, written and read in this file only:
+ * the run as JSON (--json, <part>.json), status.json composed from the last
+ * apply, refresh and verify, the human table, and hpcinit status reading it
+ * all back.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <yaml.h>
+
+#include "escape.h"
+#include "fsutil.h"
+#include "json.h"
+#include "log.h"
+#include "runner.h"
+
+/* ---- status: the last full apply and the last refresh, kept apart ---------- */
+
+/*
+ * Each kind of run keeps its own report (/run/hpcinit/<part>.json); status.json
+ * is composed from them: every step as its latest run left it, and the worst
+ * of those as the result.  A refresh therefore never hides a failed boot: the
+ * steps it does not run keep the apply's verdict, and a step the apply skipped
+ * because its need failed still counts as not done.
+ */
+enum part_id { PART_APPLY, PART_REFRESH, PART_VERIFY, N_PARTS };
+static const char *const part_names[N_PARTS] = { "apply", "refresh", "verify" };
+
+struct part {
+	bool present, owned;
+	const char *command;
+	char *command_buf;              /* owned copy behind command */
+	long long started, duration_ms;
+	int exit_code;
+	struct report *reports;         /* by module_table index */
+	bool *ran;
+	size_t n;
+};
+
+static enum part_id part_of(const struct ctx *c, const struct run_opts *o)
+{
+	if (c->verify)
+		return PART_VERIFY;
+	if (strcmp(o->command, "apply") == 0 && o->only.n == 0)
+		return PART_APPLY;
+	return PART_REFRESH;
+}
+
+static char *part_path(enum part_id p)
+{
+	return xasprintf("%s/%s.json", STATUS_DIR, part_names[p]);
+}
+
+static void part_free(struct part *p)
+{
+	if (p->owned) {
+		for (size_t i = 0; i < p->n; i++)
+			report_free(&p->reports[i]);
+		free(p->reports);
+		free(p->ran);
+		free(p->command_buf);
+	}
+	memset(p, 0, sizeof(*p));
+}
+
+static const char *map_get(yaml_document_t *doc, yaml_node_t *map, const char *key);
+static yaml_node_t *map_node(yaml_document_t *doc, yaml_node_t *map, const char *key);
+
+static bool parse_ll(const char *s, long long *ret)
+{
+	char *end;
+	long long v;
+
+	if (!s || !*s)
+		return false;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || *end)
+		return false;
+	*ret = v;
+	return true;
+}
+
+static bool status_from_name(const char *s, enum rstatus *ret)
+{
+	static const enum rstatus all[] = { ST_OK, ST_CHANGED, ST_SKIPPED, ST_DEGRADED, ST_FAILED };
+
+	for (size_t i = 0; s && i < sizeof(all) / sizeof(all[0]); i++)
+		if (strcmp(s, rstatus_name(all[i], RUN_APPLY)) == 0) {
+			*ret = all[i];
+			return true;
+		}
+	return false;
+}
+
+static bool severity_from_name(const char *s, enum rstatus *ret)
+{
+	static const enum rstatus all[] = { ST_OK, ST_CHANGED, ST_DEGRADED, ST_FAILED };
+
+	for (size_t i = 0; s && i < sizeof(all) / sizeof(all[0]); i++)
+		if (strcmp(s, finding_severity_name(all[i])) == 0) {
+			*ret = all[i];
+			return true;
+		}
+	return false;
+}
+
+static size_t module_index(const char *name)
+{
+	size_t i;
+
+	for (i = 0; name && module_table[i]; i++)
+		if (strcmp(module_table[i]->name, name) == 0)
+			return i;
+	return SIZE_MAX;
+}
+
+/* Read one module entry of a run document back into a report. */
+static void load_module(yaml_document_t *doc, yaml_node_t *m, struct report *r)
+{
+	yaml_node_t *seq;
+	long long v;
+
+	report_init(r);
+	if (!status_from_name(map_get(doc, m, "status"), &r->status))
+		r->status = ST_FAILED;          /* unreadable is not ok */
+	if (parse_ll(map_get(doc, m, "duration_ms"), &v) && v >= 0)
+		r->duration_ms = (uint64_t)v;
+	snprintf(r->summary, sizeof(r->summary), "%s", map_get(doc, m, "summary") ?: "");
+	seq = map_node(doc, m, "details");
+	for (yaml_node_item_t *it = seq && seq->type == YAML_SEQUENCE_NODE ? seq->data.sequence.items.start : NULL;
+	     it && it < seq->data.sequence.items.top; it++) {
+		yaml_node_t *l = yaml_document_get_node(doc, *it);
+
+		if (l && l->type == YAML_SCALAR_NODE)
+			sb_printf(&r->details, "%s\n", (const char *)l->data.scalar.value);
+	}
+	seq = map_node(doc, m, "findings");
+	for (yaml_node_item_t *it = seq && seq->type == YAML_SEQUENCE_NODE ? seq->data.sequence.items.start : NULL;
+	     it && it < seq->data.sequence.items.top; it++) {
+		yaml_node_t *f = yaml_document_get_node(doc, *it);
+		enum rstatus sev;
+
+		if (!severity_from_name(map_get(doc, f, "severity"), &sev))
+			continue;
+		r->findings = xrealloc(r->findings, (r->n_findings + 1) * sizeof(*r->findings));
+		r->findings[r->n_findings].sev = sev;
+		r->findings[r->n_findings].tag = xstrdup(map_get(doc, f, "tag") ?: "");
+		r->findings[r->n_findings].text = xstrdup(map_get(doc, f, "text") ?: "");
+		r->n_findings++;
+	}
+	seq = map_node(doc, m, "changed");
+	for (yaml_node_item_t *it = seq && seq->type == YAML_SEQUENCE_NODE ? seq->data.sequence.items.start : NULL;
+	     it && it < seq->data.sequence.items.top; it++) {
+		yaml_node_t *l = yaml_document_get_node(doc, *it);
+
+		if (l && l->type == YAML_SCALAR_NODE)
+			strlist_push(&r->changed, (const char *)l->data.scalar.value);
+	}
+}
+
+/* Load a part's run document; absent or unreadable leaves p not present. */
+static void part_load(const struct ctx *c, enum part_id id, struct part *p)
+{
+	char *path = part_path(id), *text = NULL;
+	size_t len = 0, n = 0;
+	yaml_parser_t parser;
+	yaml_document_t doc;
+	yaml_node_t *root, *mods;
+	long long v;
+
+	memset(p, 0, sizeof(*p));
+	if (fs_read(c, path, &text, &len) < 0) {
+		free(path);
+		return;
+	}
+	free(path);
+	yaml_parser_initialize(&parser);
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+	if (!yaml_parser_load(&parser, &doc)) {
+		yaml_parser_delete(&parser);
+		free(text);
+		return;
+	}
+	root = yaml_document_get_root_node(&doc);
+	if (!root || root->type != YAML_MAPPING_NODE)
+		goto out;
+	while (module_table[n])
+		n++;
+	p->present = p->owned = true;
+	p->n = n;
+	p->reports = xcalloc(n, sizeof(*p->reports));
+	p->ran = xcalloc(n, sizeof(*p->ran));
+	for (size_t i = 0; i < n; i++)
+		report_init(&p->reports[i]);
+	p->command = p->command_buf = xstrdup(map_get(&doc, root, "command") ?: part_names[id]);
+	p->started = parse_ll(map_get(&doc, root, "started"), &v) ? v : 0;
+	p->duration_ms = parse_ll(map_get(&doc, root, "duration_ms"), &v) ? v : 0;
+	p->exit_code = parse_ll(map_get(&doc, root, "exit_code"), &v) && v >= 0 && v < 256 ? (int)v : 1;
+	mods = map_node(&doc, root, "modules");
+	for (yaml_node_item_t *it = mods && mods->type == YAML_SEQUENCE_NODE ? mods->data.sequence.items.start : NULL;
+	     it && it < mods->data.sequence.items.top; it++) {
+		yaml_node_t *m = yaml_document_get_node(&doc, *it);
+		size_t i = module_index(map_get(&doc, m, "name"));
+
+		if (i == SIZE_MAX || p->ran[i])
+			continue;
+		report_free(&p->reports[i]);
+		load_module(&doc, m, &p->reports[i]);
+		p->ran[i] = true;
+	}
+out:
+	yaml_document_delete(&doc);
+	yaml_parser_delete(&parser);
+	free(text);
+}
+
+/* The part of this run, borrowing res's reports. */
+static void part_from_result(struct part *p, const struct run_opts *o, const struct run_result *res)
+{
+	memset(p, 0, sizeof(*p));
+	p->present = true;
+	p->command = o->command;
+	p->started = (long long)res->started_unix;
+	p->duration_ms = (long long)res->duration_ms;
+	p->exit_code = res->exit_code;
+	p->reports = res->reports;
+	p->ran = res->ran;
+	p->n = res->n;
+}
+
+/* A step skipped because a step it needs failed: not done. */
+static bool blocked(const struct report *r)
+{
+	if (r->status != ST_SKIPPED)
+		return false;
+	for (size_t i = 0; i < r->n_findings; i++)
+		if (strcmp(r->findings[i].tag, NEEDS_FAILED_TAG) == 0)
+			return true;
+	return false;
+}
+
+/* For every module, the part whose run of it is the latest (-1: none). */
+static int latest_part(const struct part *parts, size_t i)
+{
+	int best = -1;
+
+	for (int k = 0; k < N_PARTS; k++)
+		if (parts[k].present && i < parts[k].n && parts[k].ran[i] &&
+		    (best < 0 || parts[k].started >= parts[best].started))
+			best = k;
+	return best;
+}
+
+/*
+ * The worst current state: 1 when a step's latest run failed or was blocked,
+ * or when no full apply is on record (since boot); 3 when one is degraded.
+ */
+static int current_exit(const struct part *parts)
+{
+	bool failed = !parts[PART_APPLY].present, degraded = false;
+
+	for (size_t i = 0; module_table[i]; i++) {
+		int k = latest_part(parts, i);
+
+		if (k < 0)
+			continue;
+		failed |= parts[k].reports[i].status == ST_FAILED || blocked(&parts[k].reports[i]);
+		degraded |= parts[k].reports[i].status == ST_DEGRADED;
+	}
+	return failed ? 1 : degraded ? 3 : 0;
+}
+
+static const char *current_word(int code)
+{
+	return code == 0 ? "ready" : code == 3 ? "degraded" : "failed";
+}
+
+/* "result", "exit_code", "applied" and "parts": when each part last ran and how. */
+static void json_parts(struct strbuf *sb, const struct part *parts)
+{
+	int code = current_exit(parts);
+
+	json_kv_str(sb, "result", current_word(code), 0);
+	json_kv_int(sb, "exit_code", code, 0);
+	sb_printf(sb, ", \"applied\": %s", parts[PART_APPLY].present ? "true" : "false");
+	sb_append(sb, ",\n \"parts\": {");
+	for (int k = 0; k < N_PARTS; k++) {
+		const struct part *p = &parts[k];
+
+		sb_printf(sb, "%s\"%s\": ", k ? ", " : "", part_names[k]);
+		if (!p->present) {
+			sb_append(sb, "null");
+			continue;
+		}
+		sb_append(sb, "{");
+		json_kv_str(sb, "command", p->command, 1);
+		json_kv_int(sb, "started", p->started, 0);
+		json_kv_int(sb, "duration_ms", p->duration_ms, 0);
+		json_kv_str(sb, "result", current_word(p->exit_code == 3 ? 3 : p->exit_code ? 1 : 0), 0);
+		json_kv_int(sb, "exit_code", p->exit_code, 0);
+		sb_append(sb, "}");
+	}
+	sb_append(sb, "}");
+}
+
+static void json_module(struct strbuf *sb, const char *name, const struct report *r, enum run_mode mode,
+			bool first_mod, const char *part, long long ran_at);
+
+/* status.json: this run's identity, the worst current state, the parts, every step's latest report. */
+static char *status_compose(const struct ctx *c, const struct run_opts *o, const struct run_result *res,
+			    const struct part *parts)
+{
+	struct strbuf sb = STRBUF_INIT;
+	bool first = true;
+
+	sb_append(&sb, "{");
+	json_kv_str(&sb, "hpcinit", PACKAGE_VERSION, 1);
+	json_kv_str(&sb, "command", o->command, 0);
+	json_kv_str(&sb, "spec", c->spec ? c->spec->file : NULL, 0);
+	json_kv_str(&sb, "cluster", c->spec ? c->spec->cluster.name : NULL, 0);
+	json_kv_int(&sb, "started", (long long)res->started_unix, 0);
+	json_kv_int(&sb, "duration_ms", (long long)res->duration_ms, 0);
+	json_parts(&sb, parts);
+	sb_append(&sb, ",\n \"modules\": [");
+	for (size_t i = 0; module_table[i]; i++) {
+		int k = latest_part(parts, i);
+
+		if (k < 0)
+			continue;
+		json_module(&sb, module_table[i]->name, &parts[k].reports[i], RUN_APPLY, first,
+			    part_names[k], parts[k].started);
+		first = false;
+	}
+	sb_append(&sb, "\n ]\n}\n");
+	return sb_steal(&sb);
+}
+
+static void load_parts(const struct ctx *c, struct part *parts)
+{
+	for (int k = 0; k < N_PARTS; k++)
+		part_load(c, (enum part_id)k, &parts[k]);
+}
+
+static void free_parts(struct part *parts)
+{
+	for (int k = 0; k < N_PARTS; k++)
+		part_free(&parts[k]);
+}
+
+static int write_file(struct ctx *c, struct report *scratch, const char *path, const char *text)
+{
+	char *dir = xstrdup(path);
+	int r;
+
+	*strrchr(dir, '/') = '\0';
+	r = fs_mkdir_p(c, scratch, dir, 0755, 0, 0);
+	free(dir);
+	if (r >= 0)
+		r = fs_write(c, scratch, path, text, strlen(text), 0644, 0, 0);
+	return r;
+}
+
+static void unlink_rooted(const struct ctx *c, const char *path)
+{
+	char *p = ctx_path(c, path);
+
+	if (unlink(p) < 0 && errno != ENOENT)
+		log_errno(LOG_LVL_WARN, -errno, "cannot remove %s", p);
+	free(p);
+}
+
+/*
+ * A run that cannot record itself must not leave an older "ready" behind:
+ * the status files go, and a small note says why, for hpcinit status.
+ */
+static void status_broken(struct ctx *c, struct report *scratch, const struct run_opts *o,
+			  const struct run_result *res, const char *path, int err, enum part_id id)
+{
+	struct strbuf sb = STRBUF_INIT, why = STRBUF_INIT;
+	char *pp = part_path(id);
+
+	log_errno(LOG_LVL_ERR, err, "cannot write %s; removing the old status so nobody reads it as current", path);
+	unlink_rooted(c, STATUS_PATH);
+	unlink_rooted(c, LAST_RUN_PATH);
+	unlink_rooted(c, pp);
+	free(pp);
+	sb_printf(&why, "hpcinit %s could not write %s: %s", o->command, path, strerror(-err));
+	sb_append(&sb, "{");
+	json_kv_str(&sb, "hpcinit", PACKAGE_VERSION, 1);
+	json_kv_str(&sb, "result", "unknown", 0);
+	json_kv_int(&sb, "exit_code", 1, 0);
+	sb_append(&sb, ", \"stale\": true");
+	json_kv_str(&sb, "reason", sb_str(&why), 0);
+	json_kv_str(&sb, "command", o->command, 0);
+	json_kv_int(&sb, "started", (long long)res->started_unix, 0);
+	json_kv_int(&sb, "run_exit_code", res->exit_code, 0);
+	sb_append(&sb, "}\n");
+	if (write_file(c, scratch, STATUS_ERROR_PATH, sb_str(&sb)) < 0)
+		log_err("cannot write %s either: hpcinit status will find no status", STATUS_ERROR_PATH);
+	sb_free(&why);
+	sb_free(&sb);
+}
+
+void status_write(struct ctx *c, const struct run_opts *o, const struct run_result *res)
+{
+	struct report scratch;
+	struct part parts[N_PARTS];
+	enum part_id id = part_of(c, o);
+	char *json = runner_json(c, o, res), *pp = part_path(id), *status = NULL;
+	const char *paths[] = { STATUS_PATH, LAST_RUN_PATH };
+	int r;
+
+	report_init(&scratch);
+	r = write_file(c, &scratch, pp, json);
+	if (r < 0) {
+		status_broken(c, &scratch, o, res, pp, r, id);
+		goto out;
+	}
+	load_parts(c, parts);
+	part_free(&parts[id]);
+	part_from_result(&parts[id], o, res);
+	status = status_compose(c, o, res, parts);
+	free_parts(parts);
+	for (int i = 0; i < 2; i++) {
+		r = write_file(c, &scratch, paths[i], status);
+		if (r < 0) {
+			status_broken(c, &scratch, o, res, paths[i], r, id);
+			goto out;
+		}
+	}
+	unlink_rooted(c, STATUS_ERROR_PATH);
+out:
+	report_free(&scratch);
+	free(status);
+	free(pp);
+	free(json);
+}
+
+static const char *result_word(const struct ctx *c, int code)
+{
+	switch (code) {
+	case 0:
+		return c->mode == RUN_APPLY ? "ready" : c->mode == RUN_CHECK ? "in-sync" : "planned";
+	case 3:
+		return "degraded";
+	default:
+		return c->mode == RUN_CHECK ? "drift-or-failed" : "failed";
+	}
+}
+
+static void json_module(struct strbuf *sb, const char *name, const struct report *r, enum run_mode mode,
+			bool first_mod, const char *part, long long ran_at)
+{
+	const char *p = sb_str(&r->details);
+	bool first = true;
+
+	sb_append(sb, first_mod ? "\n  {" : ",\n  {");
+	json_kv_str(sb, "name", name, 1);
+	json_kv_str(sb, "status", rstatus_name(r->status, mode), 0);
+	json_kv_int(sb, "duration_ms", (long long)r->duration_ms, 0);
+	json_kv_str(sb, "summary", r->summary, 0);
+	if (part) {
+		json_kv_str(sb, "part", part, 0);
+		json_kv_int(sb, "ran", ran_at, 0);
+	}
+	sb_append(sb, ", \"details\": [");
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		char *line = xstrndup(p, len);
+
+		if (!first)
+			sb_append(sb, ", ");
+		json_str(sb, line);
+		free(line);
+		first = false;
+		p += len + (nl ? 1 : 0);
+	}
+	sb_append(sb, "], \"findings\": [");
+	for (size_t j = 0; j < r->n_findings; j++) {
+		const struct finding *f = &r->findings[j];
+
+		sb_append(sb, j ? ", {" : "{");
+		json_kv_str(sb, "severity", finding_severity_name(f->sev), 1);
+		json_kv_str(sb, "tag", f->tag, 0);
+		json_kv_str(sb, "text", f->text, 0);
+		sb_append(sb, "}");
+	}
+	sb_append(sb, "], \"changed\": [");
+	for (size_t j = 0; j < r->changed.n; j++) {
+		if (j)
+			sb_append(sb, ", ");
+		json_str(sb, r->changed.v[j]);
+	}
+	sb_append(sb, "]}");
+}
+
+char *runner_json(const struct ctx *c, const struct run_opts *o, const struct run_result *res)
+{
+	struct strbuf sb = STRBUF_INIT;
+	bool first_mod = true;
+
+	sb_append(&sb, "{");
+	json_kv_str(&sb, "hpcinit", PACKAGE_VERSION, 1);
+	json_kv_str(&sb, "command", o->command, 0);
+	json_kv_str(&sb, "spec", c->spec ? c->spec->file : NULL, 0);
+	json_kv_str(&sb, "cluster", c->spec ? c->spec->cluster.name : NULL, 0);
+	json_kv_int(&sb, "started", (long long)res->started_unix, 0);
+	json_kv_int(&sb, "duration_ms", (long long)res->duration_ms, 0);
+	json_kv_str(&sb, "result", result_word(c, res->exit_code), 0);
+	json_kv_int(&sb, "exit_code", res->exit_code, 0);
+	if (c->mode == RUN_CHECK) {
+		/* check --json also says how the node was left: the worst current
+		 * state of status.json and when each part last ran. */
+		struct part parts[N_PARTS];
+
+		load_parts(c, parts);
+		sb_append(&sb, ",\n \"status\": {");
+		json_kv_str(&sb, "file", STATUS_PATH, 1);
+		json_parts(&sb, parts);
+		sb_append(&sb, "}");
+		free_parts(parts);
+	}
+	sb_append(&sb, ",\n \"modules\": [");
+	for (size_t i = 0; i < res->n; i++) {
+		if (!res->ran[i])
+			continue;
+		json_module(&sb, module_table[i]->name, &res->reports[i], c->mode, first_mod, NULL, 0);
+		first_mod = false;
+	}
+	sb_append(&sb, "\n ]\n}\n");
+	return sb_steal(&sb);
+}
+
+static void print_row(FILE *out, const char *name, const char *status, const char *dur,
+		      const char *summary)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	/* status prints what a file says: escaped, whoever wrote the file. */
+	esc_append(&sb, summary, strlen(summary), false);
+	fprintf(out, "%-10s %-13s %8s  %s\n", name, status, dur, sb_str(&sb));
+	sb_free(&sb);
+}
+
+void runner_print_table(const struct ctx *c, const struct run_result *res, FILE *out)
+{
+	print_row(out, "MODULE", "RESULT", "TIME", "SUMMARY");
+	for (size_t i = 0; i < res->n; i++) {
+		const struct report *r = &res->reports[i];
+		char dur[32];
+
+		if (!res->ran[i])
+			continue;
+		snprintf(dur, sizeof(dur), "%llums", (unsigned long long)r->duration_ms);
+		print_row(out, module_table[i]->name, rstatus_name(r->status, c->mode), dur, r->summary);
+	}
+	for (size_t i = 0; i < res->n; i++) {
+		const struct report *r = &res->reports[i];
+		/* "hpcinit verify" exists for its details: the per-pair measurements. */
+		bool show = r->details.len && res->ran[i] &&
+			    (c->verbose || c->verify || c->mode != RUN_APPLY ||
+			     r->status == ST_FAILED || r->status == ST_DEGRADED);
+
+		if (!show)
+			continue;
+		fprintf(out, "\n[%s]\n", module_table[i]->name);
+		const char *p = sb_str(&r->details);
+
+		while (*p) {
+			const char *nl = strchr(p, '\n');
+			size_t len = nl ? (size_t)(nl - p) : strlen(p);
+
+			fprintf(out, "  %.*s\n", (int)len, p);
+			p += len + (nl ? 1 : 0);
+		}
+	}
+	fprintf(out, "\nresult: %s (exit %d, %llu ms)\n", result_word(c, res->exit_code),
+		res->exit_code, (unsigned long long)res->duration_ms);
+}
+
+/*
+ * status reads back the JSON we wrote.  JSON with our escaping is YAML, so
+ * libyaml's document API reads it; no second parser.
+ */
+static const char *map_get(yaml_document_t *doc, yaml_node_t *map, const char *key)
+{
+	if (!map || map->type != YAML_MAPPING_NODE)
+		return NULL;
+	for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+		yaml_node_t *k = yaml_document_get_node(doc, p->key);
+		yaml_node_t *v = yaml_document_get_node(doc, p->value);
+
+		if (k && v && k->type == YAML_SCALAR_NODE && v->type == YAML_SCALAR_NODE &&
+		    strcmp((const char *)k->data.scalar.value, key) == 0)
+			return (const char *)v->data.scalar.value;
+	}
+	return NULL;
+}
+
+static yaml_node_t *map_node(yaml_document_t *doc, yaml_node_t *map, const char *key)
+{
+	if (!map || map->type != YAML_MAPPING_NODE)
+		return NULL;
+	for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+		yaml_node_t *k = yaml_document_get_node(doc, p->key);
+
+		if (k && k->type == YAML_SCALAR_NODE && strcmp((const char *)k->data.scalar.value, key) == 0)
+			return yaml_document_get_node(doc, p->value);
+	}
+	return NULL;
+}
+
+/* A unix time from a status file as local time, or "?". */
+static void fmt_time(const char *s, char *buf, size_t size)
+{
+	long long v;
+	struct tm tm;
+	time_t t;
+
+	snprintf(buf, size, "?");
+	if (!parse_ll(s, &v) || v <= 0)
+		return;
+	t = (time_t)v;
+	if (localtime_r(&t, &tm))
+		strftime(buf, size, "%Y-%m-%d %H:%M:%S %Z", &tm);
+}
+
+int status_print(const struct ctx *c, const char *path, FILE *out)
+{
+	char *text = NULL;
+	size_t len = 0;
+	yaml_parser_t parser;
+	yaml_document_t doc;
+	yaml_node_t *root, *mods, *parts;
+	char when[64];
+	int r = fs_read(c, path, &text, &len);
+
+	if (r < 0)
+		return r;
+	yaml_parser_initialize(&parser);
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+	if (!yaml_parser_load(&parser, &doc)) {
+		yaml_parser_delete(&parser);
+		free(text);
+		return -EBADMSG;
+	}
+	root = yaml_document_get_root_node(&doc);
+	if (!root || root->type != YAML_MAPPING_NODE) {
+		r = -EBADMSG;
+		goto out;
+	}
+	fmt_time(map_get(&doc, root, "started"), when, sizeof(when));
+	fprintf(out, "last run: hpcinit %s, %s, cluster %s, spec %s\n",
+		map_get(&doc, root, "command") ?: "?", when,
+		map_get(&doc, root, "cluster") ?: "?", map_get(&doc, root, "spec") ?: "?");
+	parts = map_node(&doc, root, "parts");
+	for (int k = 0; parts && k < N_PARTS; k++) {
+		yaml_node_t *pn = map_node(&doc, parts, part_names[k]);
+
+		if (!pn || pn->type != YAML_MAPPING_NODE) {
+			fprintf(out, "last %-8s never%s\n", part_names[k],
+				k == PART_APPLY ? " since boot: the node is not ready until hpcinit apply runs" : "");
+			continue;
+		}
+		fmt_time(map_get(&doc, pn, "started"), when, sizeof(when));
+		fprintf(out, "last %-8s %s, %s (exit %s, %s ms)\n", part_names[k], when,
+			map_get(&doc, pn, "result") ?: "?", map_get(&doc, pn, "exit_code") ?: "?",
+			map_get(&doc, pn, "duration_ms") ?: "?");
+	}
+	print_row(out, "MODULE", "RESULT", "TIME", "FROM     SUMMARY");
+	mods = map_node(&doc, root, "modules");
+	if (mods && mods->type == YAML_SEQUENCE_NODE) {
+		for (yaml_node_item_t *it = mods->data.sequence.items.start;
+		     it < mods->data.sequence.items.top; it++) {
+			yaml_node_t *m = yaml_document_get_node(&doc, *it);
+			char dur[32];
+
+			struct strbuf sum = STRBUF_INIT;
+
+			snprintf(dur, sizeof(dur), "%sms", map_get(&doc, m, "duration_ms") ?: "?");
+			/* FROM: the part whose run of the step this is (older files have none) */
+			sb_printf(&sum, "%-8s %s", map_get(&doc, m, "part") ?: "-", map_get(&doc, m, "summary") ?: "");
+			print_row(out, map_get(&doc, m, "name") ?: "?", map_get(&doc, m, "status") ?: "?",
+				  dur, sb_str(&sum));
+			sb_free(&sum);
+		}
+		for (yaml_node_item_t *it = mods->data.sequence.items.start;
+		     it < mods->data.sequence.items.top; it++) {
+			yaml_node_t *m = yaml_document_get_node(&doc, *it);
+			const char *st = map_get(&doc, m, "status");
+			yaml_node_t *det = map_node(&doc, m, "details");
+
+			if (!st || (strcmp(st, "failed") && strcmp(st, "degraded")) || !det ||
+			    det->type != YAML_SEQUENCE_NODE || det->data.sequence.items.start == det->data.sequence.items.top)
+				continue;
+			fprintf(out, "\n[%s]\n", map_get(&doc, m, "name") ?: "?");
+			for (yaml_node_item_t *d = det->data.sequence.items.start; d < det->data.sequence.items.top; d++) {
+				yaml_node_t *line = yaml_document_get_node(&doc, *d);
+
+				if (line && line->type == YAML_SCALAR_NODE) {
+					struct strbuf sb = STRBUF_INIT;
+
+					esc_append(&sb, (const char *)line->data.scalar.value,
+						   line->data.scalar.length, false);
+					fprintf(out, "  %s\n", sb_str(&sb));
+					sb_free(&sb);
+				}
+			}
+		}
+	}
+	fprintf(out, "\nresult: %s (exit %s, %s ms)\n", map_get(&doc, root, "result") ?: "?",
+		map_get(&doc, root, "exit_code") ?: "?", map_get(&doc, root, "duration_ms") ?: "?");
+	r = 0;
+out:
+	yaml_document_delete(&doc);
+	yaml_parser_delete(&parser);
+	free(text);
+	return r;
+}
+
+int status_command(const struct ctx *c, bool json, FILE *out)
+{
+	char *text = NULL;
+	int r;
+
+	/* The last run could not record itself: its status is unknown. */
+	if (fs_read(c, STATUS_ERROR_PATH, &text, NULL) == 0) {
+		if (json) {
+			fputs(text, out);
+		} else {
+			yaml_parser_t parser;
+			yaml_document_t doc;
+			const char *why = NULL;
+
+			yaml_parser_initialize(&parser);
+			yaml_parser_set_input_string(&parser, (const unsigned char *)text, strlen(text));
+			if (yaml_parser_load(&parser, &doc)) {
+				why = map_get(&doc, yaml_document_get_root_node(&doc), "reason");
+				fprintf(out, "status unknown (stale): %s; the older status was removed. "
+					"Run hpcinit check to see the node now.\n", why ?: "the last run could not write its status");
+				yaml_document_delete(&doc);
+			} else {
+				fprintf(out, "status unknown (stale): %s%s is unreadable\n", c->root, STATUS_ERROR_PATH);
+			}
+			yaml_parser_delete(&parser);
+		}
+		free(text);
+		return 1;
+	}
+	if (fs_exists(c, STATUS_PATH)) {
+		if (json) {
+			r = fs_read(c, STATUS_PATH, &text, NULL);
+			if (r == 0)
+				fputs(text, out);
+			free(text);
+		} else {
+			r = status_print(c, STATUS_PATH, out);
+		}
+		if (r < 0)
+			fprintf(stderr, "hpcinit: cannot read %s%s: %s\n", c->root, STATUS_PATH, strerror(-r));
+		return r < 0 ? 1 : 0;
+	}
+	/* Only an earlier boot's report is left: show it, never as current. */
+	r = fs_read(c, LAST_RUN_PATH, &text, NULL);
+	if (r < 0) {
+		fprintf(stderr, "hpcinit: no status: %s%s and %s%s: %s (has hpcinit apply run?)\n",
+			c->root, STATUS_PATH, c->root, LAST_RUN_PATH, strerror(-r));
+		return 1;
+	}
+	if (json) {
+		struct strbuf sb = STRBUF_INIT;
+
+		sb_append(&sb, "{");
+		json_kv_str(&sb, "hpcinit", PACKAGE_VERSION, 1);
+		json_kv_str(&sb, "result", "unknown", 0);
+		json_kv_int(&sb, "exit_code", 1, 0);
+		sb_append(&sb, ", \"stale\": true");
+		json_kv_str(&sb, "reason", "no hpcinit run since boot (" STATUS_PATH " is absent); "
+			    "last_run is " LAST_RUN_PATH " from an earlier boot", 0);
+		sb_printf(&sb, ",\n \"last_run\": %s}\n", text);
+		fputs(sb_str(&sb), out);
+		sb_free(&sb);
+	} else {
+		fprintf(out, "stale: no hpcinit run since boot (%s is absent); below is %s from an earlier boot\n",
+			STATUS_PATH, LAST_RUN_PATH);
+		if (status_print(c, LAST_RUN_PATH, out) < 0)
+			fprintf(out, "(%s%s is unreadable)\n", c->root, LAST_RUN_PATH);
+	}
+	free(text);
+	return 1;
+}

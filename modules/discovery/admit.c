@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What a peer must be before ssh, hostfile and mpi act on it (DESIGN.md
+ * "Trust", docs/cluster.md "What a record writer can and cannot do").  A
+ * root on one node can write any record, with the cluster secret if it has
+ * it; what it writes may describe a node, never widen or displace one:
+ *
+ *  - addresses are the cluster's: addr inside cluster.network; the IPoIB
+ *    address inside the IPoIB network, the subnet of this node's
+ *    rdma.ipoib interface -- with no rdma.ipoib in the spec, or no address
+ *    on it, records' IPoIB addresses are dropped, never used;
+ *  - names are the cluster's own: this node's hostname sets the form, a
+ *    short name (no dot) or a name in this node's domain (the part after
+ *    its first dot), compared without regard to case;
+ *  - one node, one name: names equal but for case are one name; a record
+ *    claiming this node's is dropped, and two records claiming one name
+ *    are both dropped until one leaves.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "discovery.h"
+
+static char *lower(const char *s)
+{
+	char *r = xstrdup(s);
+
+	for (char *p = r; *p; p++)
+		if (*p >= 'A' && *p <= 'Z')
+			*p = (char)(*p - 'A' + 'a');
+	return r;
+}
+
+void admit_init(struct admit *a, const struct ctx *c, const struct peer *self)
+{
+	const char *dot;
+
+	memset(a, 0, sizeof(*a));
+	a->spec = c->spec;
+	a->self_name = self->hostname ? lower(self->hostname) : xstrdup("");
+	dot = strchr(a->self_name, '.');
+	a->domain = dot ? dot + 1 : NULL;
+	a->has_ipoib = node_ipoib_network(c, &a->ipoib) == 0;
+}
+
+void admit_free(struct admit *a)
+{
+	free(a->self_name);
+	memset(a, 0, sizeof(*a));
+}
+
+/* The text address s lies in n. */
+static bool addr_in(const struct cidr *n, const char *s)
+{
+	unsigned char buf[sizeof(struct in6_addr)];
+
+	if (inet_pton(AF_INET, s, buf) == 1)
+		return cidr_contains(n, AF_INET, buf);
+	if (inet_pton(AF_INET6, s, buf) == 1)
+		return cidr_contains(n, AF_INET6, buf);
+	return false;
+}
+
+bool admit_name_ours(const struct admit *a, const char *name)
+{
+	const char *dot = strchr(name, '.');
+
+	if (!a->domain)
+		return dot == NULL;
+	return dot && dot > name && strcasecmp(dot + 1, a->domain) == 0;
+}
+
+const char *admit_record(const struct admit *a, struct peer *p, struct report *notes,
+			 char *why, size_t len)
+{
+	const struct spec *spec = a->spec;
+
+	if (spec->cluster.has_network && !addr_in(&spec->cluster.network, p->addr)) {
+		snprintf(why, len, "address %s is outside cluster.network %s", p->addr,
+			 spec->cluster.network.text);
+		return "outside-network";
+	}
+	if (!admit_name_ours(a, p->hostname)) {
+		if (a->domain)
+			snprintf(why, len, "hostname %s is not a name in this cluster's domain %s",
+				 p->hostname, a->domain);
+		else
+			snprintf(why, len, "hostname %s is not a short name like this node's (%s)",
+				 p->hostname, a->self_name);
+		return "foreign-name";
+	}
+	if (p->ipoib_addr && a->has_ipoib && !addr_in(&a->ipoib, p->ipoib_addr)) {
+		report_finding(notes, ST_DEGRADED, "discovery.record.ipoib-outside",
+			       "%s: IPoIB address %s is outside this node's IPoIB network %s; ignored",
+			       p->hostname, p->ipoib_addr, a->ipoib.text);
+		free(p->ipoib_addr);
+		p->ipoib_addr = NULL;
+	} else if (p->ipoib_addr && !a->has_ipoib) {
+		/* No IPoIB network to check it against: never used. */
+		free(p->ipoib_addr);
+		p->ipoib_addr = NULL;
+	}
+	return NULL;
+}
+
+static int name_order(const void *x, const void *y)
+{
+	const struct peer *const *a = x, *const *b = y;
+	int r = strcasecmp((*a)->hostname, (*b)->hostname);
+
+	if (r)
+		return r;
+	if ((*a)->self != (*b)->self)
+		return (*a)->self ? -1 : 1;
+	return strcmp((*a)->hostname, (*b)->hostname);
+}
+
+void drop_contested_names(struct peerset *s, struct report *notes)
+{
+	struct peer **idx;
+	size_t w = 0;
+
+	if (s->n < 2)
+		return;
+	idx = xmalloc(s->n * sizeof(*idx));
+	for (size_t i = 0; i < s->n; i++)
+		idx[i] = &s->v[i];
+	qsort(idx, s->n, sizeof(*idx), name_order);
+	for (size_t i = 0, j; i < s->n; i = j) {
+		for (j = i + 1; j < s->n && strcasecmp(idx[i]->hostname, idx[j]->hostname) == 0; j++)
+			;
+		if (j - i < 2)
+			continue;
+		if (idx[i]->self) {
+			/* This node's entry is never displaced. */
+			for (size_t k = i + 1; k < j; k++) {
+				report_finding(notes, ST_DEGRADED, "discovery.name.claims-self",
+					       "a record for %s (%s) claims this node's name %s "
+					       "(names compare without case); rejected",
+					       idx[k]->hostname, idx[k]->addr, idx[i]->hostname);
+				peer_clear(idx[k]);
+			}
+			continue;
+		}
+		report_finding(notes, ST_DEGRADED, "discovery.name.contested",
+			       "name %s is claimed by %zu records (%s at %s, %s at %s%s); none of "
+			       "them is used until only one is left", idx[i]->hostname, j - i,
+			       idx[i]->hostname, idx[i]->addr, idx[i + 1]->hostname, idx[i + 1]->addr,
+			       j - i > 2 ? ", ..." : "");
+		for (size_t k = i; k < j; k++)
+			peer_clear(idx[k]);
+	}
+	free(idx);
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i].hostname)
+			s->v[w++] = s->v[i];
+	s->n = w;
+}

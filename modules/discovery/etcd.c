@@ -1,0 +1,500 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * discovery method "etcd": each node keeps one key,
+ * /hpcinit/<cluster>/nodes/<host>, whose value is the same record the
+ * shared method writes (HMAC and every check of record.c apply), under an
+ * etcd lease of discovery.lease.  etcd drops the key when the node stops
+ * renewing the lease, so the record's clock is never compared: clocks need
+ * not agree.  A refresh is one "sync" (keep the lease alive, put the record
+ * only when it differs, so an unchanged node wakes no watcher) and one
+ * prefix range.
+ *
+ * Every etcd call runs in the helper hpcinit-etcd (libcurl, json-c) through
+ * proc.c, under a deadline: the agent itself links neither.  The lease ID
+ * lives in /run/hpcinit/etcd-lease (per boot).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "discovery.h"
+#include "fsutil.h"
+#include "log.h"
+#include "proc.h"
+
+#define ETCD_HELPER "hpcinit-etcd"
+#define LEASE_FILE "/run/hpcinit/etcd-lease"
+#define READY_MARK "/run/hpcinit/discovery-ready"
+#define CALL_TIMEOUT_MS 5000            /* one request to one endpoint */
+
+struct etcd {
+	char *key;                      /* this node's key */
+	char *prefix;                   /* /hpcinit/<cluster>/nodes/ */
+	char *secret;                   /* cluster secret or NULL */
+	size_t secret_len;
+	int64_t lease;                  /* 0: none yet */
+	uint64_t synced_ms;             /* when publish last renewed the lease */
+	bool ready;                     /* expect was reached earlier in this boot */
+	bool self_seen, self_same;      /* check/plan: this node's key in the last list */
+	size_t rejected;
+	struct strlist rejects;
+};
+
+char *etcd_prefix(const struct spec *spec)
+{
+	return xasprintf("/hpcinit/%s/nodes/", spec->cluster.name);
+}
+
+void etcd_helper_argv(const struct ctx *c, struct strlist *argv, unsigned timeout_ms)
+{
+	const struct spec_discovery *d = &c->spec->discovery;
+
+	strlist_push_take(argv, proc_helper_path(ETCD_HELPER));
+	for (size_t i = 0; i < d->endpoints.n; i++) {
+		strlist_push(argv, "--endpoint");
+		strlist_push(argv, d->endpoints.v[i]);
+	}
+	if (d->ca_file) {
+		strlist_push(argv, "--cacert");
+		strlist_push_take(argv, ctx_path(c, d->ca_file));
+	}
+	if (d->cert_file && d->key_file) {
+		strlist_push(argv, "--cert");
+		strlist_push_take(argv, ctx_path(c, d->cert_file));
+		strlist_push(argv, "--key");
+		strlist_push_take(argv, ctx_path(c, d->key_file));
+	}
+	if (d->auth_file) {
+		strlist_push(argv, "--auth");
+		strlist_push_take(argv, ctx_path(c, d->auth_file));
+	}
+	strlist_push(argv, "--timeout");
+	strlist_push_take(argv, xasprintf("%u", timeout_ms));
+}
+
+/*
+ * Run the helper with the spec's endpoints and args (NULL-terminated).
+ * 0 and its output in *res when it succeeded; otherwise the report gets
+ * what it said (every endpoint and its answer) and -EHOSTUNREACH (no
+ * endpoint answered), -EPROTO (etcd refused) or the start error.
+ */
+static int helper(struct disc_run *run, const char *stdin_data, struct proc_result *res,
+		  const char *a0, ...)
+{
+	const struct spec_discovery *d = &run->c->spec->discovery;
+	struct strlist argv = { 0 };
+	const char **av;
+	va_list ap;
+	int r;
+
+	etcd_helper_argv(run->c, &argv, CALL_TIMEOUT_MS);
+	va_start(ap, a0);
+	for (const char *a = a0; a; a = va_arg(ap, const char *))
+		strlist_push(&argv, a);
+	va_end(ap);
+	av = xcalloc(argv.n + 1, sizeof(*av));
+	for (size_t i = 0; i < argv.n; i++)
+		av[i] = argv.v[i];
+	/* Each endpoint may take the whole request time, plus a margin. */
+	r = proc_run(av, NULL, stdin_data, (unsigned)(CALL_TIMEOUT_MS * (d->endpoints.n + 1) * 3),
+		     res);
+	if (r < 0) {
+		report_detail(run->rep, "%s: cannot run: %s", argv.v[0], strerror(-r));
+	} else if (res->exit_code != 0) {
+		const char *e = res->err && *res->err ? res->err : "no message\n";
+
+		sb_printf(&run->rep->details, "%s", e);
+		if (e[strlen(e) - 1] != '\n')
+			sb_append(&run->rep->details, "\n");
+		r = res->timed_out ? -ETIMEDOUT : res->exit_code == 1 ? -EHOSTUNREACH : -EPROTO;
+	}
+	free(av);
+	strlist_free(&argv);
+	return r;
+}
+
+static int fail(struct disc_run *run, int r, const char *what)
+{
+	const struct spec_discovery *d = &run->c->spec->discovery;
+
+	if (r == -EHOSTUNREACH || r == -ETIMEDOUT)
+		report_set(run->rep, ST_FAILED, "%s: none of the %zu etcd endpoints answered; "
+			   "hostfiles and known hosts are left as they were", what, d->endpoints.n);
+	else
+		report_set(run->rep, ST_FAILED, "%s: etcd refused it (see details)", what);
+	return r;
+}
+
+static int64_t read_lease(struct ctx *c)
+{
+	char *text = NULL;
+	int64_t v = 0;
+
+	if (fs_read(c, LEASE_FILE, &text, NULL) == 0)
+		v = strtoll(text, NULL, 10);
+	free(text);
+	return v > 0 ? v : 0;
+}
+
+static void write_lease(struct ctx *c, int64_t lease)
+{
+	struct report scratch;
+	char *text = xasprintf("%" PRId64 "\n", lease);
+
+	report_init(&scratch);
+	if (fs_mkdir_p(c, &scratch, "/run/hpcinit", 0755, 0, 0) >= 0)
+		(void)fs_write(c, &scratch, LEASE_FILE, text, strlen(text), 0600, 0, 0);
+	report_free(&scratch);
+	free(text);
+}
+
+static bool ready_before(const struct ctx *c)
+{
+	char *text = NULL, *want = xasprintf("%s\n", c->spec->cluster.name);
+	bool ok = fs_read(c, READY_MARK, &text, NULL) == 0 && strcmp(text, want) == 0;
+
+	free(text);
+	free(want);
+	return ok;
+}
+
+static void mark_ready(struct ctx *c)
+{
+	struct report scratch;
+	char *text = xasprintf("%s\n", c->spec->cluster.name);
+
+	report_init(&scratch);
+	if (fs_mkdir_p(c, &scratch, "/run/hpcinit", 0755, 0, 0) >= 0)
+		(void)fs_write(c, &scratch, READY_MARK, text, strlen(text), 0644, 0, 0);
+	report_free(&scratch);
+	free(text);
+}
+
+/* The boot time: the record's "updated" (the lease, not this, ages it out). */
+static int64_t boot_time(void)
+{
+	FILE *f = fopen("/proc/stat", "re");
+	char line[256];
+	long long bt = 0;
+
+	if (f) {
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "btime %lld", &bt) == 1)
+				break;
+		fclose(f);
+	}
+	return bt > 0 ? bt : (int64_t)time(NULL);
+}
+
+/* ---- hooks ---- */
+
+static int etcd_open(struct disc_run *run)
+{
+	struct ctx *c = run->c;
+	struct etcd *e = xcalloc(1, sizeof(*e));
+	int r;
+
+	run->priv = e;
+	r = disc_secret_load(c, run->rep, &e->secret, &e->secret_len);
+	if (r < 0) {
+		report_set(run->rep, ST_FAILED, "cluster secret unusable");
+		return r;
+	}
+	e->prefix = etcd_prefix(c->spec);
+	e->key = xasprintf("%s%s", e->prefix, run->self.hostname);
+	e->lease = read_lease(c);
+	e->ready = ready_before(c);
+	return 0;
+}
+
+static int etcd_publish(struct disc_run *run)
+{
+	struct ctx *c = run->c;
+	struct etcd *e = run->priv;
+	struct proc_result res = { 0 };
+	char ttl[32], lease[32], *text;
+	int64_t got = 0, put = 0;
+	int r;
+
+	if (!ctx_may_write(c))
+		return 0;       /* check/plan: the list compares this node's key */
+	run->self.updated = boot_time();
+	text = record_format(&run->self, c->spec->cluster.name, e->secret, e->secret_len);
+	if (!text) {
+		report_set(run->rep, ST_FAILED, "cannot compute the record HMAC");
+		return -EIO;
+	}
+	snprintf(ttl, sizeof(ttl), "%" PRIu64, c->spec->discovery.lease_ms / 1000 ?
+		 c->spec->discovery.lease_ms / 1000 : 1);
+	snprintf(lease, sizeof(lease), "%" PRId64, e->lease);
+	r = helper(run, text, &res, "sync", e->key, ttl, lease, NULL);
+	free(text);
+	if (r < 0) {
+		proc_result_free(&res);
+		return fail(run, r, "cannot publish this node's record");
+	}
+	for (char *save = NULL, *l = strtok_r(res.out, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		long long v;
+
+		if (sscanf(l, "lease %lld", &v) == 1)
+			got = v;
+		else if (sscanf(l, "put %lld", &v) == 1)
+			put = v;
+	}
+	proc_result_free(&res);
+	e->synced_ms = now_ms();
+	if (got <= 0) {
+		report_set(run->rep, ST_FAILED, "etcd granted no lease");
+		return -EPROTO;
+	}
+	if (got != e->lease) {
+		e->lease = got;
+		write_lease(c, got);
+		report_detail(run->rep, "etcd lease %" PRId64 " (%s s) granted", got, ttl);
+	}
+	if (put) {
+		report_changed(run->rep, e->key);
+		report_raise(run->rep, ST_CHANGED);
+	}
+	return 0;
+}
+
+static void reject(struct disc_run *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void reject(struct disc_run *run, const char *fmt, ...)
+{
+	struct etcd *e = run->priv;
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	sb_vprintf(&sb, fmt, ap);
+	va_end(ap);
+	report_detail(&run->notes, "%s", sb_str(&sb));
+	if (e->rejects.n < 10)
+		strlist_push(&e->rejects, sb_str(&sb));
+	e->rejected++;
+	sb_free(&sb);
+}
+
+/* One key of the list: a peer, this node, or a rejection. */
+static void take_kv(struct disc_run *run, const char *k, size_t kl, const char *v, size_t vl)
+{
+	const struct spec *spec = run->c->spec;
+	struct etcd *e = run->priv;
+	size_t pl = strlen(e->prefix);
+	char host[256], err[640];
+	struct peer p;
+	int r;
+
+	if (kl <= pl || memcmp(k, e->prefix, pl) != 0 || kl - pl >= sizeof(host) ||
+	    memchr(k + pl, '\0', kl - pl)) {
+		reject(run, "key %.*s: not %s<hostname>; rejected", (int)(kl < 200 ? kl : 200), k, e->prefix);
+		return;
+	}
+	memcpy(host, k + pl, kl - pl);
+	host[kl - pl] = '\0';
+	if (!record_hostname_valid(host)) {
+		reject(run, "key %s%.64s: not a valid host name; rejected", e->prefix, host);
+		return;
+	}
+	if (vl > RECORD_MAX_BYTES) {
+		reject(run, "record %s: %zu bytes, over the %d-byte limit; rejected", host, vl,
+		       RECORD_MAX_BYTES);
+		return;
+	}
+	r = record_parse(v, vl, spec->cluster.name, e->secret, e->secret_len, &p, err, sizeof(err));
+	if (r == 0 && strcmp(p.hostname, host) != 0) {
+		snprintf(err, sizeof(err), "describes host %s, not %s", p.hostname, host);
+		peer_clear(&p);
+		r = -EBADMSG;
+	}
+	if (r < 0) {
+		if (r == -ENODATA)
+			reject(run, "record %s: truncated (no \"...\" end marker); rejected", host);
+		else if (r == -EKEYREJECTED)
+			reject(run, "record %s: bad HMAC (tampered, or written with another cluster "
+			       "secret); rejected", host);
+		else if (r == -ENOKEY)
+			reject(run, "record %s: no HMAC while cluster.secret_file is set; rejected", host);
+		else
+			reject(run, "record %s: %s; rejected", host, err);
+		return;
+	}
+	if (strcmp(host, run->self.hostname) == 0) {
+		struct peer tmp = run->self;
+		char *want, *have;
+
+		e->self_seen = true;
+		tmp.updated = p.updated;
+		want = record_format(&tmp, spec->cluster.name, NULL, 0);
+		have = record_format(&p, spec->cluster.name, NULL, 0);
+		e->self_same = strcmp(want, have) == 0;
+		free(want);
+		free(have);
+		peer_clear(&p);
+		return;
+	}
+	*peerset_add(&run->found) = p;
+}
+
+static int etcd_list(struct disc_run *run)
+{
+	struct etcd *e = run->priv;
+	struct proc_result res = { 0 };
+	char *p, *end;
+	int r;
+
+	/* A long wait for peers outlives the lease: renew it on the way. */
+	if (run->waited && ctx_may_write(run->c) &&
+	    now_ms() - e->synced_ms > run->c->spec->discovery.lease_ms / 3) {
+		struct report *keep = run->rep, scratch;
+
+		report_init(&scratch);
+		run->rep = &scratch;
+		(void)etcd_publish(run);
+		run->rep = keep;
+		report_free(&scratch);
+	}
+	e->rejected = 0;
+	e->self_seen = e->self_same = false;
+	strlist_free(&e->rejects);
+	r = helper(run, NULL, &res, "list", e->prefix, NULL);
+	if (r < 0) {
+		proc_result_free(&res);
+		return fail(run, r, "cannot list the cluster's nodes");
+	}
+	p = res.out;
+	end = res.out + res.out_len;
+	while (p < end) {
+		char *nl = memchr(p, '\n', (size_t)(end - p));
+		unsigned long long kl, vl;
+		long long lease;
+
+		if (!nl)
+			break;
+		*nl = '\0';
+		if (sscanf(p, "kv %llu %llu %lld", &kl, &vl, &lease) == 3) {
+			p = nl + 1;
+			if (kl > (size_t)(end - p) || vl > (size_t)(end - p) - kl)
+				break;
+			take_kv(run, p, (size_t)kl, p + kl, (size_t)vl);
+			p += kl + vl + 1;
+		} else {
+			p = nl + 1;     /* "rev R" */
+		}
+	}
+	proc_result_free(&res);
+	return e->ready || run->found.n + 1 >= run->c->spec->discovery.expect;
+}
+
+static int etcd_finish(struct disc_run *run, const struct peerset *set)
+{
+	struct ctx *c = run->c;
+	struct report *rep = run->rep;
+	const struct spec *spec = c->spec;
+	struct etcd *e = run->priv;
+
+	for (size_t i = 0; i < e->rejects.n; i++)
+		log_warn("%s", e->rejects.v[i]);
+	if (e->rejected)
+		report_raise(rep, ST_DEGRADED);
+	if (!ctx_may_write(c) && (!e->self_seen || !e->self_same)) {
+		report_changed(rep, e->key);
+		report_raise(rep, ST_CHANGED);
+		report_detail(rep, "%s: %s; apply writes this node's record", e->key,
+			      e->self_seen ? "differs from this node's state" : "missing in etcd");
+	}
+	if (set->n >= spec->discovery.expect) {
+		if (ctx_may_write(c) && !e->ready)
+			mark_ready(c);
+		report_set(rep, rep->status == ST_CHANGED ? ST_CHANGED : ST_OK,
+			   "%zu node%s known through etcd (expect %u)%s%s", set->n,
+			   set->n == 1 ? "" : "s", spec->discovery.expect, run->waited ? " after waiting" : "",
+			   e->rejected ? "; records rejected, see details" : "");
+		if (e->rejected)
+			report_raise(rep, ST_DEGRADED);
+	} else if (e->ready || !ctx_may_write(c)) {
+		report_detail(rep, "%zu nodes known, fewer than expect %u%s", set->n,
+			      spec->discovery.expect, e->ready ? " (reached earlier in this boot: "
+			      "nodes have left)" : "");
+		report_set(rep, rep->status == ST_CHANGED ? ST_CHANGED : ST_OK,
+			   "%zu node%s known through etcd (expect %u)", set->n, set->n == 1 ? "" : "s",
+			   spec->discovery.expect);
+	} else {
+		report_set(rep, ST_DEGRADED, "only %zu of %u expected nodes after waiting %" PRIu64
+			   " s for peers in etcd", set->n, spec->discovery.expect,
+			   spec->discovery.wait_ms / 1000);
+	}
+	return 0;
+}
+
+/* hpcinit leave: revoke the lease (etcd deletes the key with it) and delete the key. */
+static int etcd_leave(struct disc_run *run)
+{
+	struct ctx *c = run->c;
+	struct etcd *e = run->priv;
+	struct proc_result res = { 0 };
+	char lease[32];
+	long long deleted = 0, revoked = 0;
+	int r;
+
+	snprintf(lease, sizeof(lease), "%" PRId64, e->lease);
+	r = helper(run, NULL, &res, "leave", e->key, lease, NULL);
+	if (r < 0) {
+		proc_result_free(&res);
+		return fail(run, r, "cannot leave");
+	}
+	for (char *save = NULL, *l = strtok_r(res.out, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+		if (sscanf(l, "deleted %lld", &deleted) != 1)
+			(void)sscanf(l, "revoked %lld", &revoked);
+	proc_result_free(&res);
+	if (e->lease) {
+		struct report scratch;
+
+		report_init(&scratch);
+		(void)fs_remove(c, &scratch, LEASE_FILE);
+		report_free(&scratch);
+	}
+	if (deleted || revoked)
+		report_set(run->rep, ST_CHANGED, "%s removed from etcd%s", e->key,
+			   revoked ? " (lease revoked)" : "");
+	else
+		report_set(run->rep, ST_OK, "%s: no record in etcd to remove", e->key);
+	return 0;
+}
+
+static void etcd_close(struct disc_run *run)
+{
+	struct etcd *e = run->priv;
+
+	if (!e)
+		return;
+	if (e->secret) {
+		explicit_bzero(e->secret, e->secret_len);
+		free(e->secret);
+	}
+	free(e->key);
+	free(e->prefix);
+	strlist_free(&e->rejects);
+	free(e);
+	run->priv = NULL;
+}
+
+const struct disc_method_ops disc_method_etcd = {
+	.name = "etcd",
+	.id = DISC_ETCD,
+	.first_poll_ms = 100,
+	.open = etcd_open,
+	.publish = etcd_publish,
+	.list = etcd_list,
+	.collect = disc_nop,
+	.finish = etcd_finish,
+	.leave = etcd_leave,
+	.close = etcd_close,
+};

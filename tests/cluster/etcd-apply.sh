@@ -1,0 +1,96 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# Four simulated nodes meet through a real 3-member etcd cluster
+# (discovery method etcd).  "hpcinit apply" runs on all four at once; each
+# waits until etcd knows four nodes.  Real tools judge the result: the
+# hostfiles list all four, real mpirun (strict host-key checking) runs MPI
+# hello on every rank.  Then the faults: one member killed changes nothing;
+# all three killed make discovery fail naming every endpoint and what it
+# answered, and the last good hostfiles stay.
+SIM_PREFIX=eap SIM_NET=198.19.31
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/etcd-lib.sh"
+
+N1=$(node 1) N2=$(node 2) N3=$(node 3) N4=$(node 4)
+ALL=("$N1" "$N2" "$N3" "$N4")
+sim up 4 >/dev/null
+etcd_up
+etcd_spec 30s 4 > "$T/node.yaml"
+for n in "${ALL[@]}"; do install_spec "$n" "$T/node.yaml"; done
+
+check "apply on 4 nodes at once: every one exits 0" apply_all "$T/apply" "${ALL[@]}"
+check "apply reports 4 nodes known through etcd" contains "$T/apply.$N1" "4 nodes known through etcd (expect 4)"
+
+# One key a node under /hpcinit/<cluster>/nodes/, the record with the node's host key and HMAC,
+# each attached to a lease.
+keys_ok() {
+	local n key rec
+	same_text "$(etcdctl_ get --prefix --keys-only "/hpcinit/$CLUSTER/nodes/" | sed '/^$/d')" \
+		"$(printf "/hpcinit/$CLUSTER/nodes/%s\n" "${ALL[@]}")" || return 1
+	for n in "${ALL[@]}"; do
+		rec=$(etcdctl_ get --print-value-only "/hpcinit/$CLUSTER/nodes/$n")
+		key=$(on "$n" cut -d' ' -f1,2 /etc/ssh/ssh_host_ed25519_key.pub)
+		grep -qxF "  - $key" <<<"$rec" || { echo "  $n: host key $key not in its record"; return 1; }
+		grep -qx "addr: $(sim addr "$n")" <<<"$rec" || { echo "  $n: wrong addr"; echo "$rec"; return 1; }
+		grep -q '^hmac: [0-9a-f]\{64\}$' <<<"$rec" || { echo "  $n: no hmac"; return 1; }
+		etcdctl_ get -w json "/hpcinit/$CLUSTER/nodes/$n" | grep -q '"lease":[1-9]' ||
+			{ echo "  $n: key has no lease"; return 1; }
+	done
+}
+check "one key a node in etcd, with its address, host key, HMAC and a lease" keys_ok
+
+for n in "${ALL[@]}"; do
+	check "$n: hostfiles (openmpi, mpich, plain) list all 4 nodes with their slots" \
+		hostfiles_list "$n" "${ALL[@]}"
+done
+SLOTS=$(on "$N1" nproc)
+NP=$((4 * SLOTS))
+MPIRUN=(mpirun --allow-run-as-root --mca btl tcp,self --mca btl_tcp_if_include eth0
+	--mca oob_tcp_if_include eth0 --bind-to none)
+if [ -x "$MPI_HELLO" ]; then
+	rc=0
+	on "$N2" timeout 60 "${MPIRUN[@]}" --hostfile /etc/hpcinit/hostfile.openmpi -np "$NP" "$MPI_HELLO" \
+		>"$T/mpi.out" 2>&1 || rc=$?
+	mpi_ok() {
+		[ "$rc" = 0 ] || { echo "  mpirun exited $rc"; sed 's/^/  | /' "$T/mpi.out"; return 1; }
+		contains "$T/mpi.out" "allreduce: $NP of $NP ranks" || return 1
+		[ "$(grep -c '^hello from rank' "$T/mpi.out")" = "$NP" ]
+	}
+	check "mpirun --hostfile hostfile.openmpi (strict host keys): $NP ranks over the 4 nodes" mpi_ok
+else
+	not_ok "mpi-hello not built (configure found no Open MPI): cannot run the MPI check"
+fi
+
+# Idempotence: the second apply puts nothing (an unchanged record wakes no watcher).
+rev0=$(etcdctl_ get -w json "/hpcinit/$CLUSTER/nodes/$N1" | sed 's/.*"mod_revision":\([0-9]*\).*/\1/')
+run_hpc "$T/again" "$N1" apply
+check "second apply exits 0 with discovery ok" grep -q '^discovery  *ok ' "$T/again"
+rev1=$(etcdctl_ get -w json "/hpcinit/$CLUSTER/nodes/$N1" | sed 's/.*"mod_revision":\([0-9]*\).*/\1/')
+check "second apply did not rewrite the key (mod_revision $rev0 stays)" test "$rev0" = "$rev1"
+run_hpc "$T/check" "$N2" check
+check "check on a converged node exits 0" test "$rc" = 0
+
+# One member of three down: nothing changes.
+etcd_kill 1
+run_hpc "$T/one-down" "$N3" "${REFRESH[@]}"
+check "refresh with member 1 of 3 killed exits 0" test "$rc" = 0
+check "... and still knows 4 nodes" contains "$T/one-down" "4 nodes known through etcd (expect 4)"
+check "$N3: hostfiles still list all 4" hostfiles_list "$N3" "${ALL[@]}"
+
+# All down: a clear failure naming every endpoint, and the last good files stay.
+etcd_stop
+before=$(on "$N4" cat /etc/hpcinit/hostfile.openmpi /etc/hpcinit/hostfile.plain)
+run_hpc "$T/all-down" "$N4" "${REFRESH[@]}" -v
+check "refresh with every etcd member down exits 1" test "$rc" = 1
+check "... discovery failed: none of the 3 endpoints answered" \
+	contains "$T/all-down" "none of the 3 etcd endpoints answered"
+for i in 1 2 3; do
+	check "... the failure names endpoint $(etcd_client_url "$i") and its answer" \
+		grep -qF "$(etcd_client_url "$i"): Couldn't connect to server" "$T/all-down"
+done
+check "... hostfile was not run (needs discovery)" grep -q '^hostfile  *skipped ' "$T/all-down"
+check "... the last good hostfiles are unchanged" \
+	same_text "$(on "$N4" cat /etc/hpcinit/hostfile.openmpi /etc/hpcinit/hostfile.plain)" "$before"
+
+done_testing
