@@ -598,8 +598,8 @@ static int memlock_apply(struct ctx *c, struct report *r)
 	}
 	observe(c, r);
 	limits_value(&c->spec->memlock, val, sizeof(val));
-	if (r->status == ST_DEGRADED || r->status == ST_FAILED)
-		report_summarize(r);    /* the worst finding first */
+	if (r->status == ST_DEGRADED || r->status == ST_FAILED || (!ret && r->status == ST_CHANGED))
+		report_summarize(r);    /* the worst finding first (a reload counts as a change) */
 	else if (ret && c->mode == RUN_APPLY)
 		report_set(r, ST_CHANGED, "memlock %s set for %zu domain(s)%s", val,
 			   c->spec->memlock.users.n, c->spec->memlock.systemd ? " and systemd" : "");
@@ -620,8 +620,8 @@ static int memlock_check(struct ctx *c, struct report *r)
 		return ret;
 	observe(c, r);
 	limits_value(&c->spec->memlock, val, sizeof(val));
-	if (r->status == ST_DEGRADED || r->status == ST_FAILED)
-		report_summarize(r);    /* the worst finding first */
+	if (r->status == ST_DEGRADED || r->status == ST_FAILED || (!ret && r->status == ST_CHANGED))
+		report_summarize(r);    /* the worst finding first (a reload counts as a change) */
 	else if (ret)
 		report_set(r, ST_CHANGED, "%zu memlock file(s) missing or different", r->changed.n);
 	else
