@@ -15,6 +15,7 @@
 #include "record.h"
 #include "runner.h"
 #include "units.h"
+#include "watch.h"
 
 #define DEFAULT_CONFIG "/etc/hpcinit/node.yaml"
 
@@ -31,6 +32,8 @@ static void usage(FILE *out)
 	      "  plan             show what apply would change, with diffs\n"
 	      "  refresh          apply discovery, ssh and hostfile only (scale-out/in timer)\n"
 	      "  verify           run the MPI verification across the cluster\n"
+	      "  watch            stay running: refresh within a second of a join or leave\n"
+	      "  leave            take this node out of the cluster (shutdown, scale-in)\n"
 	      "  status           show the last run (/run/hpcinit/status.json)\n"
 	      "  validate FILE    check a spec and print every error\n"
 	      "\n"
@@ -256,6 +259,10 @@ int main(int argc, char **argv)
 		cp->mode = RUN_APPLY;
 		if (o.ro.only.n == 0)
 			split_list_known("discovery,ssh,hostfile", &o.ro.only);
+	} else if (strcmp(o.command, "watch") == 0 || strcmp(o.command, "leave") == 0) {
+		cp->mode = RUN_APPLY;
+		if (o.ro.only.n == 0)
+			split_list_known("discovery,ssh,hostfile", &o.ro.only);
 	} else if (strcmp(o.command, "verify") == 0) {
 		cp->mode = RUN_APPLY;
 		cp->verify = true;
@@ -278,6 +285,12 @@ int main(int argc, char **argv)
 	/* syslog only for the real system: test runs on fake roots stay out of it. */
 	log_init(cp->verbose, o.root[0] == '\0' || strcmp(o.root, "/") == 0);
 
+	if (strcmp(o.command, "watch") == 0 || strcmp(o.command, "leave") == 0) {
+		code = strcmp(o.command, "watch") == 0 ? watch_main(cp, &o.ro) : leave_main(cp);
+		strlist_free(&o.ro.only);
+		spec_free(spec);
+		return code;
+	}
 	code = runner_run(cp, &o.ro, &res);
 	if (o.json) {
 		char *j = runner_json(cp, &o.ro, &res);

@@ -65,41 +65,45 @@ char *nfs_first_line(const char *s)
 	return xstrndup(s, strcspn(s, "\n"));
 }
 
-/* mount(8)'s failure, in the report. */
+/* mount(8) failures that need something installed or started on this node. */
+static const struct {
+	enum nfs_err e;
+	const char *tag, *what, *extra, *advice, *summary;
+} local_causes[] = {
+	{ NE_NODEV, "nfs.mount.no-kernel-nfs", "the kernel has no NFS client support",
+	  "; ENODEV, 'unknown filesystem type'", "install nfs-common (RHEL: nfs-utils) and load the nfs "
+	  "module (modprobe nfs), or use a kernel with NFS", "kernel has no NFS client support (ENODEV)" },
+	{ NE_NOHELPER, "nfs.mount.no-mount-nfs", "mount.nfs is missing", "",
+	  "install nfs-common (RHEL: nfs-utils)", "mount.nfs missing" },
+	{ NE_STATD, "nfs.mount.no-statd", "NFSv3 locking needs rpc.statd, which is not running", "",
+	  "start it (systemctl start rpc-statd) or add nolock to the options if locks may stay local "
+	  "to each node", "rpc.statd not running (needed for NFSv3 locks)" },
+};
+
+/* mount(8)'s failure, in the report: details and one finding (nfs.mount.*). */
 static void explain_mount(struct report *r, const struct nfs_target *t, enum nfs_err e,
 			  const struct proc_result *pr, unsigned timeout_ms)
 {
 	char *line = nfs_first_line(pr->err && *pr->err ? pr->err : pr->out);
 
-	switch (e) {
-	case NE_NODEV:
-		report_detail(r, "%s: the kernel has no NFS client support (mount: %s; ENODEV, "
-			      "'unknown filesystem type'): install nfs-common (RHEL: nfs-utils) and load "
-			      "the nfs module (modprobe nfs), or use a kernel with NFS", t->path, line);
-		report_finding(r, ST_FAILED, "nfs.mount.no-kernel-nfs", "%s: kernel has no NFS client support (ENODEV)", t->path);
-		break;
-	case NE_NOHELPER:
-		report_detail(r, "%s: mount.nfs is missing (mount: %s): install nfs-common (RHEL: nfs-utils)",
-			      t->path, line);
-		report_finding(r, ST_FAILED, "nfs.mount.no-mount-nfs", "%s: mount.nfs missing", t->path);
-		break;
-	case NE_STATD:
-		report_detail(r, "%s: NFSv3 locking needs rpc.statd, which is not running (mount: %s): "
-			      "start it (systemctl start rpc-statd) or add nolock to the options if "
-			      "locks may stay local to each node", t->path, line);
-		report_finding(r, ST_FAILED, "nfs.mount.no-statd", "%s: rpc.statd not running (needed for NFSv3 locks)", t->path);
-		break;
-	case NE_DENIED:
+	for (size_t i = 0; i < sizeof(local_causes) / sizeof(local_causes[0]); i++)
+		if (local_causes[i].e == e) {
+			report_detail(r, "%s: %s (mount: %s%s): %s", t->path, local_causes[i].what, line,
+				      local_causes[i].extra, local_causes[i].advice);
+			report_finding(r, ST_FAILED, local_causes[i].tag, "%s: %s", t->path,
+				       local_causes[i].summary);
+			goto out;
+		}
+	if (e == NE_DENIED) {
 		report_detail(r, "%s: permission denied mounting %s (mount: %s); the export's client list "
 			      "must include this node, and sec= must match", t->path, t->source, line);
-		report_finding(r, ST_FAILED, "nfs.mount.denied", "%s: permission denied mounting %s", t->path, t->source);
-		break;
-	case NE_NOEXPORT:
+		report_finding(r, ST_FAILED, "nfs.mount.denied", "%s: permission denied mounting %s",
+			       t->path, t->source);
+	} else if (e == NE_NOEXPORT) {
 		report_detail(r, "%s: %s: no such export or path on the server (mount: %s)",
 			      t->path, t->source, line);
 		report_finding(r, ST_FAILED, "nfs.mount.no-export", "%s: export %s not found", t->path, t->export);
-		break;
-	case NE_TIMEOUT:
+	} else if (e == NE_TIMEOUT) {
 		if (pr->timed_out)
 			report_detail(r, "%s: mount of %s timed out after %us and was killed; the server "
 				      "answered the probe, so check its load and the proto/nconnect options",
@@ -109,17 +113,16 @@ static void explain_mount(struct report *r, const struct nfs_target *t, enum nfs
 				      "probe, so check its load and the proto/nconnect options",
 				      t->path, t->source, line);
 		report_finding(r, ST_FAILED, "nfs.mount.timeout", "%s: mount timed out", t->path);
-		break;
-	case NE_UNREACHABLE:
+	} else if (e == NE_UNREACHABLE) {
 		report_detail(r, "%s: mount of %s lost the server (mount: %s)", t->path, t->source, line);
-		report_finding(r, ST_FAILED, "nfs.mount.unreachable", "%s: server %s unreachable during mount", t->path, t->host);
-		break;
-	default:
+		report_finding(r, ST_FAILED, "nfs.mount.unreachable", "%s: server %s unreachable during mount",
+			       t->path, t->host);
+	} else {
 		report_detail(r, "%s: mount of %s failed (exit %d): %s", t->path, t->source,
 			      pr->exit_code, line);
 		report_finding(r, ST_FAILED, "nfs.mount.failed", "%s: mount failed: %s", t->path, line);
-		break;
 	}
+out:
 	free(line);
 }
 

@@ -29,6 +29,7 @@ export MANPATH=$T/man LC_ALL=C.UTF-8
 # The units as "make" builds them (@sbindir@ etc. substituted), and the timer.
 units=("$TOP_BUILDDIR/packaging/systemd/hpcinit.service"
 	"$TOP_BUILDDIR/packaging/systemd/hpcinit-refresh.service"
+	"$TOP_BUILDDIR/packaging/systemd/hpcinit-leave.service" "$TOP_BUILDDIR/packaging/systemd/hpcinit-watch.service"
 	"$TOP_SRCDIR/packaging/systemd/hpcinit-refresh.timer")
 names=()
 for u in "${units[@]}"; do
@@ -94,4 +95,11 @@ for line in Type=oneshot RemainAfterExit=yes SuccessExitStatus=3 \
 done
 grep -q '^After=network-online.target' "$u" || fail "hpcinit.service is not after network-online.target"
 grep -qx "ExecStart=$exe apply" "$u" || fail "hpcinit.service does not run hpcinit apply"
+# Leave at shutdown while the network and remote file systems are up; the watch stops before it.
+u=$R/etc/systemd/system/hpcinit-leave.service
+grep -qx "ExecStop=$exe leave" "$u" || fail "hpcinit-leave.service does not run hpcinit leave at stop"
+grep -q '^After=network-online.target remote-fs.target' "$u" || fail "hpcinit-leave.service is not after the network"
+u=$R/etc/systemd/system/hpcinit-watch.service
+grep -qx "ExecStart=$exe watch" "$u" || fail "hpcinit-watch.service does not run hpcinit watch"
+grep -q '^After=.*hpcinit-leave.service' "$u" || fail "hpcinit-watch.service does not stop before the leave"
 echo "PASS: systemd units"

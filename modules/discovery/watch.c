@@ -1,0 +1,446 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hpcinit watch: a long-running, low-memory process that keeps this node's
+ * membership fresh and re-applies discovery, ssh and hostfile (the refresh)
+ * when the membership changes, so a join or a leave reaches every node in
+ * about a second instead of at the next timer run.
+ *
+ *  - etcd: the helper's "watch" streams one line "change" per batch of
+ *    events under the cluster's prefix (and after a reconnect or a
+ *    compacted revision, when events may have been missed).  Changes are
+ *    debounced (DEBOUNCE_MS), then one refresh lists the membership anew.
+ *    The lease is renewed every third of its TTL by the helper's
+ *    "keepalive": O(1) work a node, however large the cluster; a lease
+ *    found gone (etcd unreachable for longer than the TTL) is replaced by a
+ *    refresh, which grants a new one and puts the record again.
+ *  - shared: the nodes directory is listed every POLL_MS (names only: a
+ *    join or a leave adds or removes a file); a new name set triggers a
+ *    refresh, and a refresh every third of the lease keeps this node's
+ *    record fresh and prunes expired ones.
+ *
+ * The watch process itself is the agent (no libcurl, no json-c); the
+ * helper it runs links them.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "discovery.h"
+#include "fsutil.h"
+#include "log.h"
+#include "proc.h"
+#include "watch.h"
+
+#define DEBOUNCE_MS 100                 /* changes this close together make one refresh */
+#define POLL_MS 1000                    /* shared: how often the nodes directory is listed */
+#define RESTART_MS 1000                 /* a watch helper that ended is started again after this */
+#define LEASE_FILE "/run/hpcinit/etcd-lease"
+
+#define EVENTS_MS 1000                  /* Scheduled Events: poll about once a second */
+
+static volatile sig_atomic_t stop;
+static uint64_t next_events;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+/* One refresh: the runner with the refresh's modules; one line to stderr. */
+static int refresh(struct ctx *c, const struct run_opts *ro, const char *why)
+{
+	struct run_result res;
+	uint64_t t0 = now_ms();
+	int code;
+
+	code = runner_run(c, ro, &res);
+	if (c->verbose)
+		runner_print_table(c, &res, stderr);
+	for (size_t i = 0; i < res.n; i++)
+		if (res.ran[i] && !strcmp(module_table[i]->name, "discovery"))
+			fprintf(stderr, "hpcinit watch: %s: refresh exit %d in %" PRIu64 " ms: %s\n", why,
+				code, now_ms() - t0, res.reports[i].summary);
+	fflush(stderr);
+	run_result_free(&res);
+	c->peers = peerset_free(c->peers);
+	return code;
+}
+
+static const char **argv_of(struct strlist *l)
+{
+	const char **av = xcalloc(l->n + 1, sizeof(*av));
+
+	for (size_t i = 0; i < l->n; i++)
+		av[i] = l->v[i];
+	return av;
+}
+
+/* ---- Azure Scheduled Events ---- */
+
+static bool is_me(const struct ctx *c, const char *self, const char *resources)
+{
+	char host[256] = "";
+	char *copy = xstrdup(resources), *save = NULL;
+	bool me = false;
+
+	if (c->hostname)
+		snprintf(host, sizeof(host), "%s", c->hostname);
+	else if (gethostname(host, sizeof(host) - 1) < 0)
+		host[0] = '\0';
+	for (char *r = strtok_r(copy, ",", &save); r && !me; r = strtok_r(NULL, ",", &save))
+		me = (self[0] && !strcmp(r, self)) || (host[0] && !strcasecmp(r, host));
+	free(copy);
+	return me;
+}
+
+static int run_helper(const char *const *args, struct proc_result *res)
+{
+	struct strlist argv = { 0 };
+	const char **av;
+	int r;
+
+	strlist_push_take(&argv, proc_helper_path("hpcinit-etcd"));
+	strlist_push(&argv, "--timeout");
+	strlist_push(&argv, "5000");
+	for (size_t i = 0; args[i]; i++)
+		strlist_push(&argv, args[i]);
+	av = argv_of(&argv);
+	r = proc_run(av, NULL, NULL, 15000, res);
+	free(av);
+	strlist_free(&argv);
+	return r == 0 && res->exit_code == 0 ? 0 : -1;
+}
+
+/*
+ * One look at the Scheduled Events document.  A Terminate or Preempt naming
+ * this VM: leave the cluster, then acknowledge the event (which lets Azure
+ * go ahead at once).  true when the node left: the watch then ends.
+ */
+static bool events_poll(struct ctx *c)
+{
+	const char *url = c->spec->discovery.events_url;
+	const char *args[] = { "events", url, NULL };
+	struct proc_result res = { 0 };
+	char self[256] = "";
+	struct strlist mine = { 0 };
+	bool left = false;
+
+	if (now_ms() < next_events)
+		return false;
+	next_events = now_ms() + EVENTS_MS;
+	if (run_helper(args, &res) < 0) {
+		if (res.err && *res.err)
+			log_debug("scheduled events: %s", res.err);
+		proc_result_free(&res);
+		return false;
+	}
+	for (char *save = NULL, *l = strtok_r(res.out, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		char id[128], type[64], st[64], rs[4096];
+
+		if (sscanf(l, "self %255s", self) == 1)
+			continue;
+		if (sscanf(l, "event %127s %63s %63s %4095s", id, type, st, rs) == 4 &&
+		    (!strcmp(type, "Terminate") || !strcmp(type, "Preempt")) && is_me(c, self, rs)) {
+			fprintf(stderr, "hpcinit watch: scheduled event %s: %s of this VM (%s)\n", id, type, st);
+			strlist_push(&mine, id);
+		}
+	}
+	proc_result_free(&res);
+	if (mine.n) {
+		int code = leave_main(c);
+
+		fflush(stdout);
+		for (size_t i = 0; i < mine.n; i++) {
+			const char *ack[] = { "ack", url, mine.v[i], NULL };
+			struct proc_result ar = { 0 };
+
+			fprintf(stderr, "hpcinit watch: left the cluster (exit %d); acknowledging event %s: %s\n",
+				code, mine.v[i], run_helper(ack, &ar) == 0 ? "done" : "failed");
+			proc_result_free(&ar);
+		}
+		left = true;
+	}
+	strlist_free(&mine);
+	return left;
+}
+
+/* ---- shared: poll the names in the nodes directory ---- */
+
+/* A hash of the sorted-independent set of *.rec names (sum of per-name hashes). */
+static int names_hash(const struct ctx *c, uint64_t *ret)
+{
+	char *rel = xasprintf("%s/%s/nodes", c->spec->discovery.dir, c->spec->cluster.name);
+	char *hp = ctx_path(c, rel);
+	DIR *d = opendir(hp);
+	struct dirent *de;
+	uint64_t sum = 0, n = 0;
+
+	free(rel);
+	free(hp);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		size_t l = strlen(de->d_name);
+		uint64_t h = 1469598103934665603ULL;
+
+		if (de->d_name[0] == '.' || l < 5 || strcmp(de->d_name + l - 4, ".rec") != 0)
+			continue;
+		for (size_t i = 0; i < l; i++)
+			h = (h ^ (unsigned char)de->d_name[i]) * 1099511628211ULL;
+		sum += h;
+		n++;
+	}
+	closedir(d);
+	*ret = sum ^ (n * 0x9e3779b97f4a7c15ULL);
+	return 0;
+}
+
+static int watch_shared(struct ctx *c, const struct run_opts *ro)
+{
+	uint64_t lease_ms = c->spec->discovery.lease_ms, last_refresh = now_ms(), have = 0;
+	bool known = names_hash(c, &have) == 0;
+
+	while (!stop) {
+		uint64_t h = 0;
+
+		poll(NULL, 0, POLL_MS);
+		if (stop)
+			break;
+		if (c->spec->discovery.events_enable && events_poll(c))
+			break;
+		if (names_hash(c, &h) == 0 && (!known || h != have)) {
+			known = true;
+			have = h;
+			refresh(c, ro, "membership changed");
+			last_refresh = now_ms();
+			(void)names_hash(c, &have);     /* the refresh may have pruned */
+		} else if (now_ms() - last_refresh >= lease_ms / 3) {
+			refresh(c, ro, "lease renewal");
+			last_refresh = now_ms();
+			(void)names_hash(c, &have);
+		}
+	}
+	return 0;
+}
+
+/* ---- etcd: the helper's watch stream, and keepalives ---- */
+
+static int64_t read_lease(const struct ctx *c)
+{
+	char *text = NULL;
+	int64_t v = 0;
+
+	if (fs_read(c, LEASE_FILE, &text, NULL) == 0)
+		v = strtoll(text, NULL, 10);
+	free(text);
+	return v > 0 ? v : 0;
+}
+
+/* The lease's remaining TTL (0: gone); -1 when etcd could not be asked. */
+static int64_t keepalive(const struct ctx *c, int64_t lease)
+{
+	struct strlist argv = { 0 };
+	struct proc_result res = { 0 };
+	const char **av;
+	char id[32];
+	long long ttl = -1;
+
+	etcd_helper_argv(c, &argv, 5000);
+	strlist_push(&argv, "keepalive");
+	snprintf(id, sizeof(id), "%" PRId64, lease);
+	strlist_push(&argv, id);
+	av = argv_of(&argv);
+	if (proc_run(av, NULL, NULL, 30000, &res) == 0 && res.exit_code == 0 &&
+	    sscanf(res.out, "ttl %lld", &ttl) != 1)
+		ttl = -1;
+	if (res.exit_code != 0 && res.err && *res.err)
+		fprintf(stderr, "hpcinit watch: keepalive: %s", res.err);
+	proc_result_free(&res);
+	free(av);
+	strlist_free(&argv);
+	return ttl;
+}
+
+static int start_watch(const struct ctx *c, struct proc_child *ch)
+{
+	struct strlist argv = { 0 };
+	const char **av;
+	char *prefix = etcd_prefix(c->spec);
+	int r;
+
+	etcd_helper_argv(c, &argv, 5000);
+	strlist_push(&argv, "watch");
+	strlist_push(&argv, prefix);
+	av = argv_of(&argv);
+	memset(ch, 0, sizeof(*ch));
+	r = proc_start_argv(ch, av[0], av, NULL, NULL);
+	if (r < 0)
+		fprintf(stderr, "hpcinit watch: cannot start %s: %s\n", av[0], strerror(-r));
+	free(av);
+	free(prefix);
+	strlist_free(&argv);
+	return r;
+}
+
+static void stop_watch(struct proc_child *ch)
+{
+	if (ch->pid > 0) {
+		kill(-ch->pid, SIGTERM);
+		(void)waitpid(ch->pid, NULL, 0);
+		ch->pid = 0;
+	}
+	proc_child_free(ch);
+}
+
+/* Read what is there; count "change" lines in *changes.  false at end of stream. */
+static bool drain(int fd, struct strbuf *line, unsigned *changes, bool is_err)
+{
+	char buf[4096];
+	ssize_t n = read(fd, buf, sizeof(buf));
+
+	if (n < 0)
+		return errno == EINTR || errno == EAGAIN;
+	if (n == 0)
+		return false;
+	for (ssize_t i = 0; i < n; i++) {
+		if (buf[i] != '\n') {
+			if (line->len < 4096)
+				sb_appendn(line, &buf[i], 1);
+			continue;
+		}
+		if (is_err)
+			fprintf(stderr, "hpcinit watch: %s\n", sb_str(line));
+		else if (!strcmp(sb_str(line), "change"))
+			(*changes)++;
+		sb_reset(line);
+	}
+	return true;
+}
+
+static int watch_etcd(struct ctx *c, const struct run_opts *ro)
+{
+	uint64_t every = c->spec->discovery.lease_ms / 3, next_keepalive = now_ms() + every;
+	uint64_t restart_at = 0;
+	struct strbuf out = STRBUF_INIT, err = STRBUF_INIT;
+	struct proc_child ch = { 0 };
+	bool running = false;
+
+	if (every < 500)
+		every = 500;
+	while (!stop) {
+		struct pollfd pf[2];
+		unsigned changes = 0;
+		uint64_t now = now_ms(), wake;
+		int n = 0, t;
+
+		if (!running && now >= restart_at) {
+			running = start_watch(c, &ch) == 0;
+			if (!running)
+				restart_at = now + RESTART_MS;
+		}
+		wake = next_keepalive;
+		if (!running && restart_at < wake)
+			wake = restart_at;
+		if (c->spec->discovery.events_enable && next_events < wake)
+			wake = next_events;
+		t = wake > now ? (int)(wake - now) : 0;
+		if (running) {
+			pf[n++] = (struct pollfd){ .fd = ch.out_fd, .events = POLLIN };
+			if (ch.err_fd >= 0)
+				pf[n++] = (struct pollfd){ .fd = ch.err_fd, .events = POLLIN };
+		}
+		if (poll(pf, (nfds_t)n, t) < 0 && errno != EINTR)
+			break;
+		if (stop)
+			break;
+		if (running && n > 1 && (pf[1].revents & (POLLIN | POLLHUP)) &&
+		    !drain(ch.err_fd, &err, &changes, true)) {
+			close(ch.err_fd);
+			ch.err_fd = -1;
+		}
+		if (running && (pf[0].revents & (POLLIN | POLLHUP))) {
+			if (!drain(ch.out_fd, &out, &changes, false)) {
+				fprintf(stderr, "hpcinit watch: the etcd watch ended; starting it again\n");
+				stop_watch(&ch);
+				running = false;
+				restart_at = now_ms() + RESTART_MS;
+			}
+			/* Debounce: more changes within DEBOUNCE_MS join this refresh. */
+			while (running && changes) {
+				struct pollfd one = { .fd = ch.out_fd, .events = POLLIN };
+
+				if (poll(&one, 1, DEBOUNCE_MS) <= 0 || !drain(ch.out_fd, &out, &changes, false))
+					break;
+			}
+		}
+		if (c->spec->discovery.events_enable && events_poll(c))
+			break;
+		if (changes)
+			refresh(c, ro, "membership changed");
+		if (now_ms() >= next_keepalive) {
+			int64_t lease = read_lease(c), ttl = lease ? keepalive(c, lease) : 0;
+
+			if (ttl == 0)
+				refresh(c, ro, lease ? "lease expired" : "no lease");
+			next_keepalive = now_ms() + every;
+		}
+	}
+	if (running)
+		stop_watch(&ch);
+	sb_free(&out);
+	sb_free(&err);
+	return 0;
+}
+
+int watch_main(struct ctx *c, const struct run_opts *ro)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+	const struct spec *spec = c->spec;
+
+	if (!spec->discovery.present ||
+	    (spec->discovery.method != DISC_ETCD && spec->discovery.method != DISC_SHARED)) {
+		fprintf(stderr, "hpcinit: watch needs discovery.method etcd or shared (static and scan "
+			"have no membership to watch; the refresh timer covers them)\n");
+		return 2;
+	}
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	fprintf(stderr, "hpcinit watch: watching cluster %s (method %s)\n", spec->cluster.name,
+		disc_method_name(spec->discovery.method));
+	refresh(c, ro, "start");
+	if (spec->discovery.method == DISC_ETCD)
+		return watch_etcd(c, ro);
+	return watch_shared(c, ro);
+}
+
+int leave_main(struct ctx *c)
+{
+	struct report rep;
+	int r;
+
+	if (!c->spec->discovery.present) {
+		fprintf(stderr, "hpcinit: leave: the spec has no discovery section; nothing to leave\n");
+		return 0;
+	}
+	report_init(&rep);
+	c->module = "discovery";
+	r = discovery_leave(c, &rep);
+	printf("leave: %s: %s\n", rep.status == ST_FAILED ? "failed" : rep.status == ST_CHANGED ?
+	       "changed" : "ok", rep.summary[0] ? rep.summary : "nothing to remove");
+	if (rep.details.len)
+		fputs(sb_str(&rep.details), stdout);
+	report_free(&rep);
+	return r < 0 || rep.status == ST_FAILED ? 1 : 0;
+}

@@ -1,0 +1,176 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# Second-scale membership with "hpcinit watch", for discovery method etcd
+# (a real 3-member etcd) and then for method shared (the simulated NFS
+# directory), on four simulated nodes that each run the watch:
+#   - a 5th node joins (apply): it is in every node's hostfile within seconds;
+#   - it leaves gracefully (hpcinit leave): gone from every hostfile within seconds;
+#   - a node is killed (no leave): gone once its lease (3 s here) has run out.
+# The latencies are printed; the checks allow WITHIN seconds.
+SIM_PREFIX=ewa SIM_NET=198.19.32
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/etcd-lib.sh"
+WITHIN=${WITHIN:-5}
+LEASE=3s
+
+# hostfile NODE: the node's plain hostfile, read from its overlay on the host side (no nsenter:
+# the poll below stays cheap)
+hostfile() { cat "$SIM_STATE/nodes/$1/ovl/etc/upper/hpcinit/hostfile.plain" 2>/dev/null || true; }
+# wait_all PRESENT|ABSENT NAME SECONDS NODE...: until NAME is (not) in every NODE's hostfile;
+# prints the milliseconds it took; fails after SECONDS
+wait_all() {
+	local want=$1 name=$2 secs=$3 t0 n ok
+	shift 3
+	t0=$(date +%s%N)
+	while :; do
+		ok=1
+		for n in "$@"; do
+			if hostfile "$n" | grep -qx "$name"; then
+				[ "$want" = PRESENT ] || { ok=0; break; }
+			else
+				[ "$want" = ABSENT ] || { ok=0; break; }
+			fi
+		done
+		[ "$ok" = 0 ] || { echo $((($(date +%s%N) - t0) / 1000000)); return 0; }
+		[ $(($(date +%s%N) - t0)) -lt $((secs * 1000000000)) ] || { echo "timeout"; return 1; }
+		sleep 0.02
+	done
+}
+start_watch() {
+	local n
+	for n in "$@"; do
+		on "$n" "$HPCINIT" watch >"$T/watch.$n" 2>&1 &
+	done
+}
+
+scenario() {
+	local method=$1 n ms rc5
+	local N1 N2 N3 N4 N5
+	N1=$(node 1) N2=$(node 2) N3=$(node 3) N4=$(node 4) N5=$(node 5)
+	local FOUR=("$N1" "$N2" "$N3" "$N4")
+	if [ "$method" = etcd ]; then
+		sim up 4 >/dev/null
+		etcd_up
+		etcd_spec "$LEASE" 4 > "$T/node.yaml"
+	else
+		rm -rf "$SHARED/.hpcinit"
+		sim up 4 --shared "$SHARED" >/dev/null
+		spec "$LEASE" 4 > "$T/node.yaml"
+	fi
+	for n in "${FOUR[@]}"; do install_spec "$n" "$T/node.yaml"; done
+	check "$method: apply on 4 nodes" apply_all "$T/apply" "${FOUR[@]}"
+	start_watch "${FOUR[@]}"
+	sleep 1
+
+	# A 5th node joins: it applies (no watch of its own yet).
+	sim add 1 >/dev/null
+	install_spec "$N5" "$T/node.yaml"
+	run_hpc "$T/apply5" "$N5" apply
+	rc5=$rc
+	ms=$(wait_all PRESENT "$N5" "$WITHIN" "${FOUR[@]}") || true
+	echo "# $method: join: $N5 in all 4 other hostfiles $ms ms after its apply returned (exit $rc5)"
+	check "$method: a 5th node joins: in every hostfile within $WITHIN s (took $ms ms)" \
+		test "$ms" != timeout -a "$rc5" = 0
+	check "$method: the 5th node's own hostfile lists all 5" \
+		hostfiles_list "$N5" "$N1" "$N2" "$N3" "$N4" "$N5"
+
+	# It leaves gracefully.
+	run_hpc "$T/leave5" "$N5" leave
+	check "$method: hpcinit leave exits 0" test "$rc" = 0
+	check "$method: ... and says what it removed" grep -q "^leave: changed: .*removed" "$T/leave5"
+	ms=$(wait_all ABSENT "$N5" "$WITHIN" "${FOUR[@]}") || true
+	echo "# $method: leave: $N5 gone from all 4 hostfiles $ms ms after hpcinit leave returned"
+	check "$method: the leaver is gone from every hostfile within $WITHIN s (took $ms ms)" test "$ms" != timeout
+	run_hpc "$T/leave5b" "$N5" leave
+	check "$method: a second leave has nothing to remove and exits 0" \
+		grep -q "^leave: ok: " "$T/leave5b"
+	sim del "$N5"
+
+	# A node is killed: no leave, its watch dies with it; it is gone once its lease has run out.
+	sim del "$N4"
+	ms=$(wait_all ABSENT "$N4" $((WITHIN + 5)) "$N1" "$N2" "$N3") || true
+	echo "# $method: kill: $N4 gone from the other 3 hostfiles $ms ms after it was killed (lease $LEASE)"
+	check "$method: a killed node is gone after its lease ($LEASE) within $((WITHIN + 5)) s (took $ms ms)" \
+		test "$ms" != timeout
+	for n in "$N1" "$N2" "$N3"; do
+		check "$method: $n: hostfiles list the 3 survivors" hostfiles_list "$n" "$N1" "$N2" "$N3"
+	done
+	check "$method: the watch logged its refreshes" grep -q "membership changed: refresh exit 0" "$T/watch.$N1"
+	if [ "$method" = etcd ]; then
+		check "etcd: the killed node's key is gone (lease expired)" \
+			test -z "$(etcdctl_ get --keys-only "/hpcinit/$CLUSTER/nodes/$N4")"
+		check "etcd: the watch runs without libcurl in the agent: hpcinit maps no libcurl" \
+			bash -c "! grep -q libcurl /proc/\$(pgrep -f -n '$HPCINIT watch')/maps"
+		scheduled_events "$N1" "$N2" "$N3"
+		etcd_stop
+	fi
+	sim down
+}
+
+# Azure Scheduled Events: a STAND-IN for the instance metadata service (python3 http.server,
+# inside the new node, on its 127.0.0.1), serving the documented JSON.  While the file
+# $T/imds/terminate is absent it lists no event; then one Terminate for this VM
+# ("simvmss_6").  A POST (the acknowledgement) is saved to $T/imds/ack.
+scheduled_events() {
+	local NEW ms
+	mkdir -p "$T/imds"
+	cat > "$T/imds/standin.py" <<-'PY'
+	# Stand-in for Azure IMDS scheduled events (tests only; not the real service).
+	import http.server, json, os, sys
+	D = sys.argv[2]
+	class H(http.server.BaseHTTPRequestHandler):
+	    def reply(self, body, ctype):
+	        self.send_response(200)
+	        self.send_header("Content-Type", ctype)
+	        self.send_header("Content-Length", str(len(body)))
+	        self.end_headers()
+	        self.wfile.write(body)
+	    def do_GET(self):
+	        if self.headers.get("Metadata") != "true":
+	            self.send_response(400); self.end_headers(); return
+	        if self.path.startswith("/metadata/instance/compute/name"):
+	            return self.reply(b"simvmss_6", "text/plain")
+	        ev = []
+	        if os.path.exists(D + "/terminate"):
+	            ev = [{"EventId": "602d9444-d2cd-49c7-8624-8643e7171297", "EventType": "Terminate",
+	                   "ResourceType": "VirtualMachine", "Resources": ["simvmss_6"],
+	                   "EventStatus": "Scheduled", "NotBefore": "Mon, 23 Nov 2026 18:00:00 GMT",
+	                   "Description": "Virtual machine is being deleted.", "EventSource": "Platform",
+	                   "DurationInSeconds": -1}]
+	        self.reply(json.dumps({"DocumentIncarnation": 2 if ev else 1, "Events": ev}).encode(),
+	                   "application/json")
+	    def do_POST(self):
+	        n = int(self.headers.get("Content-Length", "0"))
+	        open(D + "/ack", "wb").write(self.rfile.read(n))
+	        self.reply(b"", "application/json")
+	    def log_message(self, *a):
+	        pass
+	http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+	PY
+	NEW=$(sim add 1)
+	on "$NEW" python3 "$T/imds/standin.py" 8089 "$T/imds" &
+	etcd_spec "$LEASE" 4 | sed "/^discovery:/s|}\$|, scheduled_events: {enable: true, url: \"http://127.0.0.1:8089/metadata/scheduledevents?api-version=2020-07-01\"}}|" > "$T/node6.yaml"
+	install_spec "$NEW" "$T/node6.yaml"
+	run_hpc "$T/apply6" "$NEW" apply
+	check "events: a node with scheduled_events enabled applies" test "$rc" = 0
+	on "$NEW" "$HPCINIT" watch >"$T/watch.$NEW" 2>&1 &
+	ms=$(wait_all PRESENT "$NEW" "$WITHIN" "$@") || true
+	check "events: it is in every hostfile (took $ms ms)" test "$ms" != timeout
+	sleep 1.5
+	check "events: no event yet: still a member, nothing acknowledged" test ! -e "$T/imds/ack"
+	touch "$T/imds/terminate"
+	ms=$(wait_all ABSENT "$NEW" "$WITHIN" "$@") || true
+	echo "# events: $NEW gone from the other hostfiles $ms ms after its Terminate event was posted"
+	check "events: a Terminate for this VM: it leaves, gone from every hostfile within $WITHIN s (took $ms ms)" \
+		test "$ms" != timeout
+	for _ in $(seq 1 50); do [ -s "$T/imds/ack" ] && break; sleep 0.1; done
+	check "events: ... then acknowledges it (StartRequests with its EventId)" \
+		same_text "$(cat "$T/imds/ack" 2>/dev/null)" '{"StartRequests":[{"EventId":"602d9444-d2cd-49c7-8624-8643e7171297"}]}'
+	check "events: the watch says why it left" contains "$T/watch.$NEW" "scheduled event 602d9444-d2cd-49c7-8624-8643e7171297: Terminate of this VM"
+	check "events: its key is gone from etcd" test -z "$(etcdctl_ get --keys-only "/hpcinit/$CLUSTER/nodes/$NEW")"
+}
+
+scenario etcd
+scenario shared
+done_testing
