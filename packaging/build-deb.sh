@@ -140,7 +140,9 @@ mkdir "$W/ns"
 unshare --mount --uts --ipc --net --pid --fork --propagation private -- \
 	bash "$0" --inner "$W/ns" "$DEB" "$VERSION" || fail "install test failed"
 
-cp "$DEB" "$CHANGES" "$W"/hpcinit_*.buildinfo "$OUT/" 2>/dev/null || cp "$DEB" "$OUT/"
+# Every binary package (hpcinit, hpcinit-rdma, hpcinit-mpi), with the .changes.
+cp "$W"/hpcinit*_"$DEBVERSION"_"$ARCH".deb "$CHANGES" "$W"/hpcinit_*.buildinfo "$OUT/" 2>/dev/null ||
+	cp "$W"/hpcinit*_"$DEBVERSION"_"$ARCH".deb "$OUT/"
 echo "=== built"
 dpkg-deb --info "$OUT/$(basename "$DEB")" | sed -n 's/^ \(Package\|Version\|Architecture\|Depends\|Installed-Size\):/  &/p'
 dpkg-deb --contents "$OUT/$(basename "$DEB")" | awk '{print "  " $6}' | grep -v '/$'
