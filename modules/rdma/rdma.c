@@ -1,35 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * rdma: find the RDMA devices, select the ones the spec names, and say by
- * name what is wrong with them.  sysfs (under the root) gives the inventory:
- * node type, firmware, GUID, and per port state, physical state, rate, link
- * layer, LIDs and P_Keys.  The verbs library gives what userspace can see,
- * and a probe in a child process -- open, query, alloc PD, register memory --
- * proves the device answers and memlock allows pinning.  A probe that does
+ * name what is wrong with them.  sysfs (under the root, ibsysfs.c) gives the
+ * inventory: node type, firmware, GUID, and per port state, physical state,
+ * rate, link layer, LIDs and P_Keys.  The verbs library -- only ever in the
+ * helper hpcinit-rdma-probe, one per device under the child engine -- gives
+ * what userspace can see, and its probe (open, query, alloc PD, register
+ * memory) proves the device answers and memlock allows pinning.  A probe that does
  * not answer within rdma.open_timeout is killed and reported as a hang, and
  * the run goes on.  rdma writes nothing.
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <fnmatch.h>
-#include <linux/capability.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "fsutil.h"
 #include "hpcinit.h"
@@ -37,7 +27,6 @@
 #include "rdma.h"
 
 #define RDMA_MAX_DEVS 64
-#define RDMA_MAX_PKEYS 256
 #define REAP_GRACE_MS 500       /* after SIGKILL: a probe stuck in the kernel is left behind */
 
 static void fmt_kib(char *buf, size_t n, uint64_t bytes)
