@@ -12,6 +12,7 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <stdarg.h>
@@ -452,14 +453,44 @@ static void check_resolve(const struct ctx *c, struct report *r, struct anomalie
 			      j->addr, res->resolved_dev[0] ? res->resolved_dev : "?", (unsigned long long)j->ms);
 }
 
-/* What the verbs library lists (through the helper), with the details the old in-process call gave. */
+/* Does <root>/sys/class/infiniband_verbs hold a uverbs node?  libibverbs lists only those. */
+static bool have_uverbs(const struct ctx *c)
+{
+	char *dir = ctx_path(c, "/sys/class/infiniband_verbs");
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	bool found = false;
+
+	free(dir);
+	while (d && !found && (e = readdir(d)))
+		found = strncmp(e->d_name, "uverbs", 6) == 0;
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/*
+ * What the verbs library lists, through the helper.  With no uverbs node at
+ * all there is nothing it could list: no helper is started (an Ethernet VM
+ * with an optional rdma section pays no process for it).
+ */
 static void verbs_list(const struct ctx *c, struct report *r, struct strlist *listed)
 {
 	struct strbuf out = STRBUF_INIT;
-	int ret = helper_ask(c, "list", NULL, (unsigned)c->spec->rdma.open_timeout_ms, &out);
-	char *backend = helper_field(sb_str(&out), "backend");
-	char *ierr = helper_field(sb_str(&out), "init-error"), *lerr = helper_field(sb_str(&out), "list-error");
-	const char *name = backend ? backend : "libibverbs";
+	int ret;
+	char *backend, *ierr, *lerr;
+	const char *name;
+
+	if (!have_uverbs(c)) {
+		report_detail(r, "verbs: no uverbs node in /sys/class/infiniband_verbs: nothing for "
+			      "libibverbs to list (not asked)");
+		return;
+	}
+	ret = helper_ask(c, "list", NULL, (unsigned)c->spec->rdma.open_timeout_ms, &out);
+	backend = helper_field(sb_str(&out), "backend");
+	ierr = helper_field(sb_str(&out), "init-error");
+	lerr = helper_field(sb_str(&out), "list-error");
+	name = backend ? backend : "libibverbs";
 
 	if (backend && strcmp(backend, "libibverbs") != 0) {
 		char *fake = ctx_path(c, RDMA_FAKE_FILE);
