@@ -14,6 +14,7 @@ PKGS=(
 	valgrind clang libclang-rt-14-dev man-db bc
 	dpkg-dev debhelper devscripts lintian fakeroot rpm
 	rdma-core ibverbs-utils
+	qemu-system-x86 qemu-utils debootstrap
 )
 if [ "${HPCINIT_SKIP_APT:-0}" != 1 ]; then
 	export DEBIAN_FRONTEND=noninteractive

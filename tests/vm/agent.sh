@@ -1,0 +1,33 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# The test bed's agent inside each VM (started by hpcvm-agent.service of
+# the image that tests/vm/image.sh builds; this file is read from the
+# VM's 9p share /hpcvm, so changing it needs no image rebuild).
+#
+# The harness (tests/vm/cluster.sh) drops scripts into /hpcvm/cmd/ID.sh;
+# the agent takes each one (renames it into /hpcvm/cmd/taken/), runs it as
+# root with bash, and writes /hpcvm/out/ID.out (stdout and stderr) and then
+# /hpcvm/out/ID.rc (its exit status).  Scripts run concurrently.
+# /hpcvm/out/agent-start records when the agent started: wall clock and
+# /proc/uptime (so the harness can tell when the kernel came up).
+OUT=/hpcvm/out CMD=/hpcvm/cmd
+mkdir -p "$OUT" "$CMD/taken"
+read -r up _ < /proc/uptime
+echo "$(date +%s.%N) $up" > "$OUT/agent-start.tmp"
+mv "$OUT/agent-start.tmp" "$OUT/agent-start"
+echo "hpcvm-agent: up at $up s" > /dev/ttyS0 2>/dev/null || true
+while :; do
+	for f in "$CMD"/*.sh; do
+		[ -e "$f" ] || continue
+		id=$(basename "$f" .sh)
+		mv "$f" "$CMD/taken/$id.sh" 2>/dev/null || continue
+		(
+			cd /
+			bash "$CMD/taken/$id.sh" > "$OUT/$id.out" 2>&1 < /dev/null
+			echo $? > "$OUT/$id.rc.tmp"
+			mv "$OUT/$id.rc.tmp" "$OUT/$id.rc"
+		) &
+	done
+	sleep 0.3
+done

@@ -1,0 +1,486 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# A real cluster of virtual machines: a head VM and N compute VMs booted
+# under qemu (software emulation, no KVM) from the image tests/vm/image.sh
+# builds (Debian 12, real kernel, systemd, cloud-init, kernel NFS,
+# Soft-RoCE, and the .deb of this tree installed with apt).  Each VM boots
+# with a NoCloud seed whose user-data is the product's custom-data,
+# conf/cloud-init/vmss-head.yaml or vmss-compute.yaml, with the test
+# network's addresses filled in; cloud-init writes the spec and runs
+# hpcinit exactly as on Azure.  Then named checks run; each prints
+# "ok - NAME" or "not ok - NAME", and the run ends with "# N passed, N failed".
+#
+#   tests/vm/cluster.sh [-n N] [--checks "boot nfs ..."] [--keep]
+#
+#   -n N        compute VMs (default 2)
+#   --checks    which checks, in order (default: all; see CHECKS below)
+#   --keep      leave the work directory (console logs, outputs) behind
+#   --hold      after the checks, keep the VMs running until WORK/release is
+#               created (to look around: tests/vm/exec.sh WORK NAME 'command')
+#
+# Environment: HPCINIT_VM_CACHE (image cache, see image.sh),
+# HPCINIT_VM_MEM (MiB per VM, default 1024), HPCINIT_VM_WORK (work
+# directory, default a new /tmp/hpcinit-vm.XXXXXX), HPCINIT_VM_BOOT_TIMEOUT
+# (seconds for every VM to finish cloud-init, default 900).
+#
+# Network: a Linux bridge inside a network namespace this script makes;
+# one tap per VM on it; 198.18.50.0/24, head .10, computes .11...; no
+# default route and nothing else on that L2.  The harness talks to the VMs
+# only through a 9p share per VM (tests/vm/agent.sh), not over the network.
+# Every qemu it started is killed by PID on exit, also when a check fails
+# or the script is interrupted.
+set -Eeuo pipefail
+
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+N=2
+CHECKS_ALL="boot nfs hosts ssh mpi verify rdma memlock kernel gating"
+CHECKS=$CHECKS_ALL
+KEEP=0
+HOLD=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	-n) N=$2; shift 2 ;;
+	--checks) CHECKS=$2; shift 2 ;;
+	--keep) KEEP=1; shift ;;
+	--hold) HOLD=1; KEEP=1; shift ;;
+	*) echo "usage: $0 [-n N] [--checks LIST] [--keep] [--hold]" >&2; exit 2 ;;
+	esac
+done
+MEM=${HPCINIT_VM_MEM:-1024}
+BOOT_TIMEOUT=${HPCINIT_VM_BOOT_TIMEOUT:-900}
+NET=198.18.50
+NS=hpcvm$$
+# An MPI hello built on this (Debian 12) host against the same Open MPI as the image's.
+MPI_HELLO=${HPCINIT_VM_MPI_HELLO:-$SRC/build/tests/cluster/mpi-hello}
+PASS=0 FAILN=0
+T_START=$(date +%s)
+
+say() { echo "# $(date +%T) $*"; }
+ok() { echo "ok - $1"; PASS=$((PASS + 1)); }
+notok() { echo "not ok - $1"; shift; [ $# -eq 0 ] || printf '#   %s\n' "$@"; FAILN=$((FAILN + 1)); }
+finish() {
+	echo "# $PASS passed, $FAILN failed ($(($(date +%s) - T_START)) s)"
+	[ "$FAILN" -eq 0 ] && [ "$PASS" -gt 0 ]
+}
+
+# ---- preflight: a host that cannot run qemu fails, it does not skip ----
+preflight() {
+	local why=
+	[ "$(id -u)" = 0 ] || why="not root"
+	command -v qemu-system-x86_64 >/dev/null || why="qemu-system-x86_64 not found (apt-get install qemu-system-x86 qemu-utils)"
+	command -v qemu-img >/dev/null || why="qemu-img not found (apt-get install qemu-utils)"
+	[ -c /dev/net/tun ] || why="/dev/net/tun missing (tap devices)"
+	ip netns add "$NS-probe" 2>/dev/null && ip netns del "$NS-probe" || why="cannot make a network namespace"
+	if [ -n "$why" ]; then
+		notok "host can run qemu VMs" "$why"
+		finish
+		exit 1
+	fi
+}
+preflight
+
+names() { echo head; for i in $(seq 1 "$N"); do echo "c$i"; done; }
+addr_of() { [ "$1" = head ] && echo "$NET.10" || echo "$NET.$((10 + ${1#c}))"; }
+
+W=${HPCINIT_VM_WORK:-$(mktemp -d /tmp/hpcinit-vm.XXXXXX)}
+mkdir -p "$W"
+declare -A PID=()
+cleanup() {
+	local rc=$? n p
+	trap - EXIT INT TERM
+	for n in "${!PID[@]}"; do
+		p=${PID[$n]}
+		kill -0 "$p" 2>/dev/null && kill "$p" 2>/dev/null
+	done
+	for n in "${!PID[@]}"; do
+		p=${PID[$n]}
+		for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$p" 2>/dev/null || break; sleep 0.5; done
+		kill -0 "$p" 2>/dev/null && { echo "# qemu $n (pid $p) still running: KILL"; kill -9 "$p" 2>/dev/null; }
+	done
+	ip netns del "$NS" 2>/dev/null || true
+	if [ "$KEEP" = 1 ]; then echo "# work directory kept: $W"
+	elif [ -z "${HPCINIT_VM_WORK:-}" ]; then rm -rf "$W"; fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---- the image ----
+say "image (tests/vm/image.sh)"
+t0=$(date +%s)
+IMG=$(bash "$SRC/tests/vm/image.sh" 2> "$W/image.log" | tail -1) || { tail -40 "$W/image.log"; notok "image" "tests/vm/image.sh failed"; finish; exit 1; }
+sed 's/^/#   /' "$W/image.log" | grep '#   image:' || true
+say "image ready in $(($(date +%s) - t0)) s: $IMG"
+
+# ---- seeds: the product's custom-data, addresses filled in, plus the platform part ----
+# subst FILE: the custom-data for this test network.  Every replaced string
+# must be there: when the shipped file changes, this fails instead of
+# silently booting something else.
+subst() {
+	local f=$1 s
+	s=$(cat "$f")
+	for pat in '10.0.0.4' '10.0.0.0/24'; do
+		grep -qF "$pat" <<< "$s" || { echo "seed: '$pat' not found in $f" >&2; return 1; }
+	done
+	s=${s//10.0.0.4/$NET.10}
+	s=${s//10.0.0.0\/24/$NET.0/24}
+	# Azure's HPC sizes have mlx5 (InfiniBand); these VMs have Soft-RoCE.
+	s=${s//mlx5_ib\*/rxe*}
+	s=${s//\[mlx5_ib, /[rdma_rxe, }
+	# The test cluster: the head and N computes.
+	s=$(sed -E -e "s/^( *expect:) [0-9]+$/\1 $((N + 1))/" \
+		-e 's/^( *)devices: "rxe\*"$/&\n\1link_layer: ethernet/' <<< "$s")
+	printf '%s\n' "$s"
+}
+# What the platform does on Azure and a minbase image does not: the
+# address of the NIC (Azure: DHCP), the admin user (Azure: osProfile), and
+# a verbs device (Azure: the InfiniBand VF; here Soft-RoCE on eth0).
+platform_part() {
+	cat <<-EOF
+	#cloud-config
+	merge_how:
+	  - name: list
+	    settings: [append]
+	  - name: dict
+	    settings: [no_replace, recurse_list]
+	users:
+	  - name: azureuser
+	    shell: /bin/bash
+	    lock_passwd: true
+	bootcmd:
+	  - [ip, link, set, eth0, up]
+	  - [ip, addr, replace, "$1/24", dev, eth0]
+	  - [sh, -c, "modprobe rdma_rxe && { rdma link show rxe0/1 >/dev/null 2>&1 || rdma link add rxe0 type rxe netdev eth0; }"]
+	EOF
+}
+make_seed() {
+	local n=$1 d=$W/vm/$1 role=compute
+	[ "$n" = head ] && role=head
+	mkdir -p "$d/seed" "$d/out" "$d/cmd"
+	cp "$SRC/tests/vm/agent.sh" "$d/agent.sh"
+	[ ! -x "$MPI_HELLO" ] || cp "$MPI_HELLO" "$d/mpi-hello"
+	subst "$SRC/conf/cloud-init/vmss-$role.yaml" > "$d/custom-data.yaml"
+	platform_part "$(addr_of "$n")" > "$d/platform.yaml"
+	cloud-init devel make-mime -a "$d/custom-data.yaml:cloud-config" -a "$d/platform.yaml:cloud-config" \
+		> "$d/seed/user-data"
+	printf 'instance-id: %s-%s\nlocal-hostname: %s\n' "$n" "$NS" "$n" > "$d/seed/meta-data"
+}
+
+# ---- network and VMs ----
+ip netns add "$NS"
+ip -n "$NS" link set lo up
+ip -n "$NS" link add br0 type bridge
+ip -n "$NS" link set br0 up
+declare -A T_LAUNCH=()
+boot() {
+	local n=$1 i=$2 d=$W/vm/$1
+	qemu-img create -q -f qcow2 -b "$IMG/disk.img" -F raw "$d/disk.qcow2"
+	ip -n "$NS" tuntap add "tap$i" mode tap
+	ip -n "$NS" link set "tap$i" master br0 up
+	T_LAUNCH[$n]=$(date +%s.%N)
+	ip netns exec "$NS" qemu-system-x86_64 -name "hpcvm-$n" -accel tcg,thread=multi \
+		-m "$MEM" -smp 1 -nodefaults -display none -monitor none \
+		-serial "file:$d/console.log" \
+		-kernel "$IMG/vmlinuz" -initrd "$IMG/initrd.img" \
+		-append "root=/dev/vda rw console=ttyS0 net.ifnames=0 ds=nocloud;s=file:///hpcvm/seed/ hpcvm.name=$n" \
+		-drive "file=$d/disk.qcow2,format=qcow2,if=virtio" \
+		-netdev "tap,id=n0,ifname=tap$i,script=no,downscript=no" \
+		-device "virtio-net-pci,netdev=n0,mac=52:54:00:12:50:$(printf %02x "$i")" \
+		-virtfs "local,path=$d,mount_tag=hpcvm,security_model=none" \
+		-device virtio-rng-pci \
+		> "$d/qemu.log" 2>&1 &
+	PID[$n]=$!
+	say "booted $n ($(addr_of "$n")) pid ${PID[$n]}"
+}
+
+# vm_exec NAME TIMEOUT SCRIPT: run SCRIPT as root in the VM, print its output, return its status.
+vm_exec() {
+	local n=$1 to=$2 d=$W/vm/$1 id
+	id=c$(date +%s%N)$RANDOM
+	printf '%s\n' "$3" > "$d/cmd/.$id"
+	mv "$d/cmd/.$id" "$d/cmd/$id.sh"
+	local end=$(($(date +%s) + to))
+	while [ ! -e "$d/out/$id.rc" ]; do
+		if [ "$(date +%s)" -ge "$end" ]; then
+			echo "(timed out after $to s)"
+			cat "$d/out/$id.out" 2>/dev/null
+			return 124
+		fi
+		kill -0 "${PID[$n]}" 2>/dev/null || { echo "(qemu of $n is gone)"; return 125; }
+		sleep 0.3
+	done
+	cat "$d/out/$id.out"
+	return "$(cat "$d/out/$id.rc")"
+}
+
+i=0
+for n in $(names); do
+	make_seed "$n"
+	i=$((i + 1))
+	boot "$n" "$i"
+done
+
+# Wait for each agent, then for cloud-init on each VM.
+declare -A T_AGENT=() T_READY=()
+wait_agents() {
+	local end=$(($(date +%s) + BOOT_TIMEOUT)) n left
+	while :; do
+		left=0
+		for n in $(names); do
+			[ -n "${T_AGENT[$n]:-}" ] && continue
+			if [ -e "$W/vm/$n/out/agent-start" ]; then
+				T_AGENT[$n]=$(date +%s.%N)
+				say "$n: agent up ($(awk -v l="${T_LAUNCH[$n]}" '{printf "kernel up %.1f s after power-on, agent at %.1f s", $1 - $2 - l, $1 - l}' "$W/vm/$n/out/agent-start"))"
+			else
+				left=1
+				kill -0 "${PID[$n]}" 2>/dev/null || { say "$n: qemu exited"; tail -30 "$W/vm/$n/console.log" "$W/vm/$n/qemu.log"; return 1; }
+			fi
+		done
+		[ $left = 0 ] && return 0
+		[ "$(date +%s)" -lt "$end" ] || return 1
+		sleep 1
+	done
+}
+BOOT_OK=1
+if ! wait_agents; then
+	BOOT_OK=0
+	say "not every VM came up"
+fi
+declare -A CI_OUT=()
+if [ $BOOT_OK = 1 ]; then
+	for n in $(names); do
+		CI_OUT[$n]=$(vm_exec "$n" "$BOOT_TIMEOUT" 'cloud-init status --wait >/dev/null; cloud-init status --long; systemctl is-system-running --wait' 2>&1) || true
+		T_READY[$n]=$(date +%s.%N)
+		say "$n: cloud-init finished $(awk -v a="${T_READY[$n]}" -v b="${T_LAUNCH[$n]}" 'BEGIN{printf "%.1f", a - b}') s after power-on"
+	done
+fi
+
+# ---- checks ----
+# each_vm NAME SCRIPT: run SCRIPT on every VM; the check passes when it passes everywhere.
+each_vm() {
+	local check=$1 script=$2 n out msgs=()
+	for n in $(names); do
+		if ! out=$(vm_exec "$n" 600 "$script" 2>&1); then
+			msgs+=("$n:" "${out//$'\n'/$'\n'#     }")
+		fi
+	done
+	if [ ${#msgs[@]} -eq 0 ]; then ok "$check"; else notok "$check" "${msgs[@]}"; fi
+}
+
+check_boot() {
+	local n msgs=()
+	for n in $(names); do
+		grep -q '^status: done' <<< "${CI_OUT[$n]:-}" || msgs+=("$n: cloud-init status --long:" "${CI_OUT[$n]:-(no answer)}")
+	done
+	[ ${#msgs[@]} -eq 0 ] && ok "boot: cloud-init status done on every VM" || notok "boot: cloud-init status done on every VM" "${msgs[@]}"
+	each_vm "boot: hpcinit status ready, hpcinit.service ran at boot, no failed unit" '
+		set -e
+		hpcinit status > /tmp/st.txt 2>&1 || { cat /tmp/st.txt; exit 1; }
+		grep -qiw ready /tmp/st.txt || { echo "hpcinit status is not ready:"; cat /tmp/st.txt; exit 1; }
+		systemctl show -p ActiveState,Result hpcinit.service | tr "\n" " " | grep -q "ActiveState=active" ||
+			{ systemctl status --no-pager hpcinit.service; exit 1; }
+		journalctl -b -u hpcinit.service --no-pager -o cat | grep -q "Finished\|hpcinit" ||
+			{ echo "no boot run of hpcinit.service in the journal"; exit 1; }
+		f=$(systemctl list-units --failed --plain --no-legend)
+		[ -z "$f" ] || { echo "failed units: $f"; for u in $(echo "$f" | cut -d" " -f1); do journalctl -b -u "$u" --no-pager | tail -15; done; exit 1; }
+		s=$(systemctl is-system-running); [ "$s" = running ] || { echo "system is $s"; exit 1; }'
+}
+
+# (2) NFS: kernel server on the head, kernel client on the computes.
+check_nfs() {
+	each_vm "nfs: head exports /shared with the kernel server (exports.d, exportfs)" '
+		[ "$(hostname)" = head ] || exit 0
+		set -e
+		cat /etc/exports.d/*.exports | grep -q "^/shared '"$NET"'.0/24(rw,sync,no_root_squash,no_subtree_check)$" ||
+			{ echo "exports.d:"; cat /etc/exports.d/*; exit 1; }
+		exportfs -v | grep -q "^/shared" || { echo "exportfs -v:"; exportfs -v; exit 1; }
+		systemctl is-active --quiet nfs-server || { echo "nfs-server is not active"; exit 1; }'
+	each_vm "nfs: computes mount head:/shared with the spec's options, fstab block right" '
+		[ "$(hostname)" = head ] && exit 0
+		set -e
+		m=$(findmnt -n -o SOURCE,FSTYPE,OPTIONS /shared) || { echo "/shared is not mounted"; exit 1; }
+		echo "$m" | grep -q "^'"$NET"'.10:/shared nfs " || { echo "mounted: $m"; exit 1; }
+		for o in vers=3 hard proto=tcp nconnect=8; do
+			echo "$m" | grep -q "[ ,]$o\(,\|$\)" || { echo "option $o missing: $m"; exit 1; }
+		done
+		b=$(sed -n "/^# BEGIN hpcinit glocluster$/,/^# END hpcinit glocluster$/p" /etc/fstab)
+		echo "$b" | grep -q "^'"$NET"'.10:/shared /shared nfs vers=3,rsize=1048576,wsize=1048576,hard,proto=tcp,nconnect=8,.*_netdev" ||
+			{ echo "fstab block:"; echo "$b"; exit 1; }'
+	local n msgs=() want
+	want=$(names | sort | tr '\n' ' ')
+	for n in $(names); do
+		local got
+		got=$(vm_exec "$n" 60 'ls /shared/.hpcinit/glocluster/nodes/ | sed "s/\.rec$//" | sort | tr "\n" " "' 2>&1) || true
+		[ "$got" = "$want" ] || msgs+=("$n sees records: '$got', want '$want'")
+	done
+	[ ${#msgs[@]} -eq 0 ] && ok "nfs: every node sees every record in the rendezvous directory on the share" ||
+		notok "nfs: every node sees every record in the rendezvous directory on the share" "${msgs[@]}"
+}
+
+# (8) Names resolve without DNS: hpcinit's /etc/hosts block.
+check_hosts() {
+	local script='set -e
+		grep -q "^# BEGIN hpcinit glocluster$" /etc/hosts || { echo "no hpcinit block in /etc/hosts:"; cat /etc/hosts; exit 1; }'
+	for n in $(names); do
+		script+="
+		a=\$(getent hosts $n | awk '{print \$1}'); [ \"\$a\" = $(addr_of "$n") ] || { echo \"$n resolves to '\$a', want $(addr_of "$n")\"; exit 1; }"
+	done
+	each_vm "hosts: every hostfile name resolves to its address on every node (/etc/hosts block, no DNS)" "$script"
+}
+
+# (5) SSH with pinned host keys, by name, between every pair.
+check_ssh() {
+	local script='set -e'
+	for n in $(names); do
+		script+="
+		h=\$(runuser -u azureuser -- ssh -o BatchMode=yes -o StrictHostKeyChecking=yes -o ConnectTimeout=30 $n hostname 2>&1) || { echo \"ssh $n: \$h\"; exit 1; }
+		[ \"\$h\" = $n ] || { echo \"ssh $n ran on \$h\"; exit 1; }"
+	done
+	each_vm "ssh: azureuser on every VM logs in to every VM by name, StrictHostKeyChecking=yes" "$script"
+}
+
+# (5) mpirun with the generated hostfile: an MPI hello on every VM.
+check_mpi() {
+	local out
+	if out=$(vm_exec head 300 '
+		set -e
+		cp /hpcvm/mpi-hello /shared/mpi-hello 2>/dev/null || true
+		[ -x /shared/mpi-hello ] || { echo "no MPI hello binary (tests/cluster/mpi-hello, built by make check)"; exit 1; }
+		runuser -u azureuser -- mpirun --hostfile /etc/hpcinit/hostfile.openmpi --map-by node \
+			-np '"$((N + 1))"' --bind-to none --mca plm_rsh_args "-o BatchMode=yes" \
+			--mca pml ob1 --mca btl tcp,self,vader --mca btl_tcp_if_include '"$NET"'.0/24 \
+			--mca oob_tcp_if_include '"$NET"'.0/24 /shared/mpi-hello' 2>&1); then
+		local n miss=()
+		for n in $(names); do grep -q "$n" <<< "$out" || miss+=("$n"); done
+		[ ${#miss[@]} -eq 0 ] && ok "mpi: mpirun --hostfile /etc/hpcinit/hostfile.openmpi runs hello on every VM" ||
+			notok "mpi: mpirun --hostfile /etc/hpcinit/hostfile.openmpi runs hello on every VM" "no rank on: ${miss[*]}" "$out"
+	else
+		notok "mpi: mpirun --hostfile /etc/hpcinit/hostfile.openmpi runs hello on every VM" "$out"
+	fi
+}
+
+# (5) hpcinit verify (its own MPI check) from a compute, whose spec has mpi:.
+check_verify() {
+	local out
+	if out=$(vm_exec c1 600 'hpcinit verify' 2>&1) && grep -q "^result: ready" <<< "$out" &&
+		grep -q "^mpi  *ok" <<< "$out"; then
+		ok "verify: hpcinit verify runs its MPI check across all VMs"
+		grep '^mpi' <<< "$out" | sed 's/^/#   /'
+	else
+		notok "verify: hpcinit verify runs its MPI check across all VMs" "$out"
+	fi
+}
+
+# (3) RDMA on Soft-RoCE: the rdma module opens rxe0, registers memory, names it honestly.
+check_rdma() {
+	each_vm "rdma: rxe0 enumerated, opened, reg_mr, Ethernet, rate, named as software RoCE" '
+		[ "$(hostname)" = head ] && exit 0
+		set -e
+		out=$(hpcinit check --only rdma 2>&1) || { echo "$out"; exit 1; }
+		for want in "rxe0: software RoCE on eth0, 2.5 Gb/s Ethernet, verbs probe ok (reg_mr 64 MiB)" \
+			"rxe0: software RoCE device on eth0 (rdma_rxe), not an HCA" \
+			"fw 0.0.0, 1 port(s), registered 64 MiB (memlock unlimited)" \
+			"rxe0 port 1: ACTIVE, LinkUp, 2.5 Gb/sec (1X SDR), Ethernet"; do
+			grep -qF "$want" <<< "$out" || { echo "missing: $want"; echo "$out"; exit 1; }
+		done'
+}
+
+# (4) memlock: a PAM login and a systemd service get the spec's limit.
+check_memlock() {
+	# Both custom-data files leave memlock.limit at its default: unlimited.
+	each_vm "memlock: ssh login (PAM) and a systemd service get the spec's limit" '
+		set -e
+		l=$(runuser -u azureuser -- ssh -o BatchMode=yes -o StrictHostKeyChecking=yes $(hostname) "ulimit -l")
+		[ "$l" = unlimited ] || { echo "ssh login: ulimit -l = $l, want unlimited"; exit 1; }
+		l=$(systemd-run --wait --pipe --quiet sh -c "ulimit -l")
+		[ "$l" = unlimited ] || { echo "systemd service: ulimit -l = $l, want unlimited"; exit 1; }'
+}
+
+# (9) Gating: a stand-in slurmd with the shipped drop-in starts only when hpcinit is ready.
+check_gating() {
+	each_vm "gating: slurmd with the shipped drop-in refuses to start when hpcinit failed, starts when ready" '
+		[ "$(hostname)" = c1 ] || exit 0
+		set -e
+		printf "[Unit]\nDescription=stand-in slurmd\n[Service]\nExecStart=/bin/sleep infinity\n" > /etc/systemd/system/slurmd.service
+		mkdir -p /etc/systemd/system/slurmd.service.d
+		cp /usr/share/hpcinit/systemd/slurmd-wait-hpcinit.conf /etc/systemd/system/slurmd.service.d/hpcinit.conf
+		cp /etc/hpcinit/node.yaml /root/node.yaml.good
+		# An NFS server that never comes: the run fails, hpcinit.service fails.
+		sed -i "s|^\(  *\)mounts:$|&\n\1  - {source: \"'"$NET"'.99:/never\", path: /mnt/never, options: [vers=3], wait: 5s}|" /etc/hpcinit/node.yaml
+		systemctl daemon-reload
+		systemctl restart hpcinit.service && { echo "hpcinit.service started with a missing NFS server"; cp /root/node.yaml.good /etc/hpcinit/node.yaml; exit 1; }
+		if systemctl start slurmd.service 2>/tmp/slurmd.err; then echo "slurmd started although hpcinit failed"; cp /root/node.yaml.good /etc/hpcinit/node.yaml; exit 1; fi
+		cat /tmp/slurmd.err
+		cp /root/node.yaml.good /etc/hpcinit/node.yaml
+		sed -i "/\/mnt\/never/d" /etc/fstab
+		systemctl restart hpcinit.service || { systemctl status --no-pager hpcinit.service | tail; exit 1; }
+		systemctl start slurmd.service
+		systemctl is-active slurmd.service
+		[ "$(systemctl show -p LimitMEMLOCK --value slurmd.service)" = infinity ]
+		systemctl stop slurmd.service'
+}
+
+# (7) Kernel hold: a newer linux-image-amd64 offered by the local repository stays out.
+check_kernel() {
+	each_vm "kernel: apt-get upgrade leaves the held kernel packages alone; hpcinit check agrees" '
+		[ "$(hostname)" = c2 ] || exit 0
+		set -e
+		v0=$(dpkg-query -W -f="\${Version}" linux-image-amd64)
+		apt-cache policy linux-image-amd64 | grep -q "99.0" || { echo "the repository offers no newer linux-image-amd64"; apt-cache policy linux-image-amd64; exit 1; }
+		DEBIAN_FRONTEND=noninteractive apt-get upgrade -y -q > /tmp/up.log 2>&1 || { cat /tmp/up.log; exit 1; }
+		v1=$(dpkg-query -W -f="\${Version}" linux-image-amd64)
+		[ "$v0" = "$v1" ] || { echo "linux-image-amd64 went from $v0 to $v1"; cat /tmp/up.log; exit 1; }
+		grep -q "held back\|kept back" /tmp/up.log || { echo "apt did not report the package held back:"; cat /tmp/up.log; exit 1; }
+		hpcinit check --only kernel | grep -q "^result: in-sync" || { hpcinit check --only kernel; exit 1; }'
+}
+
+# Boot-to-ready split of every VM (tests/bench/vm-boot.sh prints it; not asserted).
+# Times are from qemu's start (power-on); kernel start from the agent's clock
+# and /proc/uptime, the rest from systemd's monotonic timestamps.
+check_bench() {
+	local n out k
+	printf '# %-6s %9s %9s %11s %11s %11s %11s %10s %10s\n' VM kernel userspace cloud-init hpcinit-go \
+		hpcinit-ok cloud-final run-ms rerun-ms
+	for n in $(names); do
+		k=$(awk -v l="${T_LAUNCH[$n]}" '{printf "%.1f", $1 - $2 - l}' "$W/vm/$n/out/agent-start")
+		out=$(vm_exec "$n" 120 '
+			mono() { systemctl show -p "$2" --value "$1"; }
+			s() { awk -v u="$1" "BEGIN{printf \"%.1f\", u / 1e6}"; }
+			ud=$(mono systemd-journald.service InactiveExitTimestampMonotonic)
+			ci=$(mono cloud-init-local.service InactiveExitTimestampMonotonic)
+			hs=$(mono hpcinit.service InactiveExitTimestampMonotonic)
+			he=$(mono hpcinit.service ActiveEnterTimestampMonotonic)
+			cf=$(mono cloud-final.service ActiveEnterTimestampMonotonic)
+			[ "$cf" != 0 ] || cf=$(mono cloud-final.service ExecMainExitTimestampMonotonic)
+			run=$(journalctl -b -u hpcinit.service -o cat | sed -n "s/^result: .*, \([0-9]*\) ms)$/\1/p" | head -1)
+			re=$(hpcinit apply 2>&1 | sed -n "s/^result: .*, \([0-9]*\) ms)$/\1/p")
+			echo "$(s "$ud") $(s "$ci") $(s "$hs") $(s "$he") $(s "$cf") ${run:-?} ${re:-?}"' 2>&1) ||
+			{ notok "bench: timestamps from $n" "$out"; return; }
+		read -r ud ci hs he cf run re <<< "$out"
+		awk -v n="$n" -v k="$k" -v ud="$ud" -v ci="$ci" -v hs="$hs" -v he="$he" -v cf="$cf" -v run="$run" -v re="$re" \
+			'BEGIN{printf "# %-6s %8.1fs %8.1fs %10.1fs %10.1fs %10.1fs %10.1fs %10s %10s\n", n, k, k + ud, k + ci, k + hs, k + he, k + cf, run, re}'
+	done
+	echo "# (seconds after power-on: kernel start, userspace (journald), cloud-init-local start,"
+	echo "#  hpcinit.service start and ready, cloud-final done; run-ms: hpcinit's boot run,"
+	echo "#  waits for the NFS server and peers included; rerun-ms: a converged hpcinit apply,"
+	echo "#  hpcinit's own share once its server and peers are up)"
+	ok "bench: boot-to-ready split of every VM printed"
+}
+
+for c in $CHECKS; do
+	if [ $BOOT_OK = 0 ]; then notok "$c" "the VMs did not come up (consoles: $W/vm/*/console.log)"; continue; fi
+	if declare -f "check_$c" >/dev/null; then "check_$c"; else say "check $c: not written yet"; fi
+done
+
+if [ "$HOLD" = 1 ]; then
+	say "holding the VMs: touch $W/release to power them off"
+	while [ ! -e "$W/release" ]; do sleep 2; done
+fi
+say "powering off"
+for n in $(names); do vm_exec "$n" 5 'systemctl poweroff --no-block' >/dev/null 2>&1 || true; done
+end=$(($(date +%s) + 60))
+for n in $(names); do
+	while kill -0 "${PID[$n]}" 2>/dev/null && [ "$(date +%s)" -lt "$end" ]; do sleep 0.5; done
+done
+finish

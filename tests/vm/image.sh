@@ -1,0 +1,245 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# Build (or reuse) the Debian 12 disk image the VM test bed boots.
+#
+#   tests/vm/image.sh [--deb FILE]      prints the image directory on its last line
+#
+# The image directory holds disk.img (raw ext4, root=/dev/vda), vmlinuz and
+# initrd.img (booted with qemu -kernel/-initrd, no boot loader) and
+# repo/ (the local apt repository the VMs use, also inside the image).
+#
+# Three layers, each cached by content under $HPCINIT_VM_CACHE (default
+# /var/cache/hpcinit-vm), so a second run reuses everything and a changed
+# tree rebuilds only what depends on it:
+#   base/KEY   debootstrap --variant=minbase + the packages of BASE_PKGS
+#              (KEY: hash of the package list and of the base_build function)
+#   deb/KEY    the .deb packaging/build-deb.sh builds from this tree
+#              (KEY: hash of the tree's tracked files; or --deb FILE)
+#   img/KEY    base + the .deb installed with apt inside the chroot, as a
+#              user would, made into disk.img (KEY: base key, the .deb's
+#              hash and the final_build function)
+# Needs root, debootstrap, mkfs.ext4 (e2fsprogs >= 1.43 for -d) and the
+# Debian archive (the one apt-get uses) for the base layer only.
+set -Eeuo pipefail
+
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+CACHE=${HPCINIT_VM_CACHE:-/var/cache/hpcinit-vm}
+MIRROR=${HPCINIT_VM_MIRROR:-http://deb.debian.org/debian}
+SUITE=bookworm
+DEB=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--deb) DEB=$(readlink -f "$2"); shift 2 ;;
+	*) echo "usage: $0 [--deb FILE]" >&2; exit 2 ;;
+	esac
+done
+
+log() { echo "image: $*" >&2; }
+die() { echo "image: FAIL: $*" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || die "run as root (debootstrap, chroot, mounts)"
+for t in debootstrap mkfs.ext4 unshare chroot sha256sum; do
+	command -v "$t" >/dev/null || die "$t not found (Debian: debootstrap e2fsprogs util-linux coreutils)"
+done
+
+# What the VMs need besides hpcinit: a kernel (with rdma_rxe, nfs, 9p),
+# systemd, sshd, the kernel NFS server and client, verbs (rxe provider),
+# Open MPI (Debian's build uses UCX), cloud-init, clustershell.
+BASE_INCLUDE=systemd,systemd-sysv,dbus,iproute2,udev,kmod
+BASE_PKGS=(
+	linux-image-amd64 initramfs-tools
+	libpam-systemd netbase procps iputils-ping less ca-certificates locales
+	openssh-server openssh-client
+	nfs-kernel-server nfs-common
+	rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest
+	openmpi-bin libopenmpi3 libucx0
+	cloud-init clustershell python3
+	libyaml-0-2 libssh-4 libnfs13 libibverbs1 librdmacm1
+)
+
+# The base layer: runs with the target directory $1, in a private mount namespace.
+base_build() {
+	local R=$1
+	debootstrap --variant=minbase --include="$BASE_INCLUDE" "$SUITE" "$R" "$MIRROR" >&2
+	mount -t proc proc "$R/proc"
+	mount --rbind /sys "$R/sys"
+	mount --rbind /dev "$R/dev"
+	cp /etc/resolv.conf "$R/etc/resolv.conf"
+	printf 'deb %s %s main\n' "$MIRROR" "$SUITE" > "$R/etc/apt/sources.list"
+	chroot "$R" env DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
+	chroot "$R" env DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -q --no-install-recommends "${BASE_PKGS[@]}" >&2
+	chroot "$R" apt-get clean
+	rm -rf "$R"/var/lib/apt/lists/*_dists_* "$R/etc/resolv.conf"
+	: > "$R/etc/resolv.conf"
+}
+
+# The last layer: $1 the merged root (base below, writable overlay above),
+# $2 the .deb.  Installs hpcinit as a user would and configures the image
+# for the test bed (no internet, console on ttyS0, NoCloud seeds).
+final_build() {
+	local R=$1 deb=$2
+	mount -t proc proc "$R/proc"
+	mount --rbind /sys "$R/sys"
+	mount --rbind /dev "$R/dev"
+	# The local apt repository: the .deb and the packages the custom-data
+	# names, so cloud-init's "packages:" works without the internet.
+	local repo=$R/srv/hpcinit-repo
+	mkdir -p "$repo"
+	cp "$deb" "$repo/"
+	# A newer kernel metapackage, for the kernel hold check: apt-get
+	# upgrade must keep it back once hpcinit has held the kernel.
+	local k=$R/tmp/kernel-next
+	mkdir -p "$k/DEBIAN"
+	cat > "$k/DEBIAN/control" <<-'EOF'
+	Package: linux-image-amd64
+	Version: 99.0
+	Architecture: amd64
+	Maintainer: hpcinit test bed <root@localhost>
+	Description: newer kernel metapackage offered by the test bed (empty)
+	EOF
+	dpkg-deb --build "$k" "$repo/linux-image-amd64_99.0_amd64.deb" >&2
+	rm -rf "$k"
+	(cd "$repo" && dpkg-scanpackages --multiversion . /dev/null > Packages 2>/dev/null)
+	echo 'deb [trusted=yes] file:/srv/hpcinit-repo ./' > "$R/etc/apt/sources.list"
+	chroot "$R" env DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
+	chroot "$R" env DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -q --no-install-recommends hpcinit >&2
+	chroot "$R" hpcinit --version >&2
+	# cloud-init's locale module sets en_US.UTF-8 (as on Azure's images, where it exists).
+	sed -i 's/^# *\(en_US.UTF-8 UTF-8\)/\1/' "$R/etc/locale.gen"
+	chroot "$R" locale-gen >&2
+	# A getty on the serial console hangs up the line (later console output is lost).
+	# e2scrub_reap takes minutes under emulation; the timers only add load.
+	local u
+	for u in serial-getty@ttyS0.service e2scrub_reap.service e2scrub_all.timer \
+		apt-daily.timer apt-daily-upgrade.timer man-db.timer fstrim.timer; do
+		ln -sf /dev/null "$R/etc/systemd/system/$u"
+	done
+	# No network renderer in minbase (addresses come from a bootcmd in the
+	# custom-data); seeds only from the kernel command line.
+	cat > "$R/etc/cloud/cloud.cfg.d/90-hpcinit-testbed.cfg" <<-'EOF'
+	datasource_list: [NoCloud, None]
+	network: {config: disabled}
+	EOF
+	printf '/dev/vda / ext4 rw,errors=remount-ro 0 1\n' > "$R/etc/fstab"
+	echo localhost > "$R/etc/hostname"
+	# Root logs in with keys only (the test harness's key comes in the seed).
+	passwd -R "$R" -l root >/dev/null 2>&1 || true
+	rm -f "$R"/etc/ssh/ssh_host_*
+	# sshd makes its host keys at first boot (as on a cloud image).
+	chroot "$R" systemctl enable ssh >/dev/null 2>&1 || true
+	mkdir -p "$R/etc/systemd/system/ssh.service.d"
+	cat > "$R/etc/systemd/system/ssh.service.d/hostkeys.conf" <<-'EOF'
+	[Service]
+	ExecStartPre=/usr/bin/ssh-keygen -A
+	EOF
+	# The test bed's own channel (not part of hpcinit): a 9p share per VM
+	# (tag hpcvm) mounted before cloud-init looks for its NoCloud seed in
+	# /hpcvm/seed/, and an agent that runs the harness's commands from
+	# /hpcvm/cmd/ and writes their output to /hpcvm/out/ (tests/vm/agent.sh,
+	# read from the share, so changing it does not rebuild the image).
+	mkdir -p "$R/hpcvm"
+	cat > "$R/etc/systemd/system/hpcvm-share.service" <<-'EOF'
+	[Unit]
+	Description=Test bed: mount the 9p share hpcvm on /hpcvm
+	DefaultDependencies=no
+	After=systemd-remount-fs.service
+	Before=cloud-init-local.service sysinit.target
+	ConditionKernelCommandLine=hpcvm.name
+	[Service]
+	Type=oneshot
+	RemainAfterExit=yes
+	ExecStart=/bin/mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 hpcvm /hpcvm
+	[Install]
+	WantedBy=sysinit.target
+	EOF
+	cat > "$R/etc/systemd/system/hpcvm-agent.service" <<-'EOF'
+	[Unit]
+	Description=Test bed: run the harness's commands (tests/vm/agent.sh)
+	DefaultDependencies=no
+	Requires=hpcvm-share.service
+	After=hpcvm-share.service
+	Conflicts=shutdown.target
+	Before=shutdown.target
+	[Service]
+	ExecStart=/bin/bash /hpcvm/agent.sh
+	Environment=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+	Restart=on-failure
+	[Install]
+	WantedBy=sysinit.target
+	EOF
+	chroot "$R" systemctl enable hpcvm-share.service hpcvm-agent.service >&2
+	chroot "$R" apt-get clean
+	truncate -s 0 "$R/etc/machine-id"
+}
+
+hash_of() { sha256sum | cut -c1-16; }
+
+BKEY=$( { printf '%s\n' "$SUITE" "$MIRROR" "$BASE_INCLUDE" "${BASE_PKGS[@]}"; declare -f base_build; } | hash_of)
+BASE=$CACHE/base/$BKEY
+if [ -f "$BASE/done" ]; then
+	log "base $BKEY: cached"
+else
+	log "base $BKEY: debootstrap $SUITE + ${#BASE_PKGS[@]} packages (a few minutes)"
+	t0=$(date +%s)
+	rm -rf "$BASE"
+	mkdir -p "$BASE"
+	export -f base_build
+	export SUITE MIRROR BASE_INCLUDE
+	BASE_PKGS_S="${BASE_PKGS[*]}" unshare --mount --propagation private -- bash -c \
+		'set -Eeuo pipefail; read -ra BASE_PKGS <<< "$BASE_PKGS_S"; base_build "$1"' _ "$BASE/root" ||
+		die "base build failed"
+	touch "$BASE/done"
+	log "base $BKEY: built in $(($(date +%s) - t0)) s"
+fi
+
+if [ -z "$DEB" ]; then
+	SKEY=$(cd "$SRC" && { git ls-files -z 2>/dev/null || find . -path ./build -prune -o -type f -print0; } |
+		sort -z | xargs -0 sha256sum 2>/dev/null | hash_of)
+	DDIR=$CACHE/deb/$SKEY
+	DEB=$(ls "$DDIR"/hpcinit_*.deb 2>/dev/null | head -1 || true)
+	if [ -z "$DEB" ]; then
+		log "deb $SKEY: packaging/build-deb.sh (builds, lintian, install test)"
+		t0=$(date +%s)
+		rm -rf "$DDIR.tmp"
+		bash "$SRC/packaging/build-deb.sh" "$DDIR.tmp" >&2 || die "packaging/build-deb.sh failed"
+		rm -rf "$DDIR"
+		mv "$DDIR.tmp" "$DDIR"
+		DEB=$(ls "$DDIR"/hpcinit_*.deb | head -1)
+		log "deb $SKEY: built in $(($(date +%s) - t0)) s"
+	else
+		log "deb $SKEY: cached"
+	fi
+fi
+[ -f "$DEB" ] || die "no .deb: $DEB"
+
+FKEY=$( { echo "$BKEY"; sha256sum < "$DEB"; declare -f final_build; } | hash_of)
+IMG=$CACHE/img/$FKEY
+if [ -f "$IMG/done" ]; then
+	log "image $FKEY: cached"
+else
+	log "image $FKEY: base $BKEY + $(basename "$DEB")"
+	t0=$(date +%s)
+	rm -rf "$IMG"
+	mkdir -p "$IMG/ovl/upper" "$IMG/ovl/work" "$IMG/ovl/root"
+	export -f final_build
+	unshare --mount --propagation private -- bash -c '
+		set -Eeuo pipefail
+		mount -t overlay overlay -o "lowerdir=$1/root,upperdir=$2/upper,workdir=$2/work" "$2/root"
+		final_build "$2/root" "$3"
+		umount -R "$2/root/proc" "$2/root/sys" "$2/root/dev" 2>/dev/null || umount -l "$2/root/dev" "$2/root/sys" || true
+		umount "$2/root/proc" 2>/dev/null || true
+		cp -L "$2"/root/boot/vmlinuz-* "$4/vmlinuz"
+		cp -L "$2"/root/boot/initrd.img-* "$4/initrd.img"
+		cp -a "$2/root/srv/hpcinit-repo" "$4/repo"
+		truncate -s 4G "$4/disk.img.tmp"
+		mkfs.ext4 -q -F -L hpcinit-vm -d "$2/root" "$4/disk.img.tmp"
+	' _ "$BASE" "$IMG/ovl" "$DEB" "$IMG" || die "image build failed"
+	rm -rf "$IMG/ovl"
+	mv "$IMG/disk.img.tmp" "$IMG/disk.img"
+	basename "$DEB" > "$IMG/deb"
+	touch "$IMG/done"
+	log "image $FKEY: built in $(($(date +%s) - t0)) s"
+fi
+echo "$IMG"
