@@ -204,6 +204,26 @@ static bool p_clients(struct loader *L, const struct field *f, yaml_node_t *k, y
 	return false;
 }
 
+/* An http:// URL with no spaces, quotes or control characters (scheduled_events.url). */
+static bool p_url(struct loader *L, const struct field *f, yaml_node_t *k, yaml_node_t *v,
+		  void *base, const char *path)
+{
+	const char *s = node_text(v);
+	size_t n = strlen(s);
+	bool ok = (!strncmp(s, "http://", 7) || !strncmp(s, "https://", 8)) && n <= 1024 && n > 8;
+
+	for (size_t i = 0; ok && i < n; i++)
+		if ((unsigned char)s[i] <= ' ' || s[i] == 0x7f || s[i] == '"' || s[i] == '\'' ||
+		    s[i] == '\\')
+			ok = false;
+	if (!ok) {
+		bad_value(L, f, k, v, path, NULL);
+		return false;
+	}
+	set_string(f, base, xstrdup(s));
+	return true;
+}
+
 /* "host:/export", "[v6]:/export".  Fills source, host and export of a mount. */
 static bool p_nfs_source(struct loader *L, const struct field *f, yaml_node_t *k, yaml_node_t *v,
 			 void *base, const char *path)
@@ -296,6 +316,7 @@ static bool p_formats(struct loader *L, const struct field *f, yaml_node_t *k, y
 
 /* ---------------------------------------------------------------- the schema */
 
+static const struct type T_URL = { "an http:// or https:// URL", YAML_SCALAR_NODE, p_url, NULL };
 static const struct type T_VERSION = { "the spec version (1)", YAML_SCALAR_NODE, p_version, NULL };
 static const struct type T_CLIENTS = {
 	"NFS clients: a network like 10.0.0.0/24, a host name or '*'", YAML_SCALAR_NODE,
@@ -491,6 +512,13 @@ static const struct field scan_fields[] = {
 };
 static const struct schema scan_schema = { scan_fields, -1, true };
 
+static const struct field events_fields[] = {
+	{ "enable", &T_BOOL, offsetof(struct spec_discovery, events_enable), NULL, 0, M_NONE, NULL },
+	{ "url", &T_URL, offsetof(struct spec_discovery, events_url), NULL, 0, M_NONE, NULL },
+	{ NULL, NULL, 0, NULL, 0, M_NONE, NULL }
+};
+static const struct schema events_schema = { events_fields, -1, true };
+
 static const struct field discovery_fields[] = {
 	{ "method", &T_ENUM, offsetof(struct spec_discovery, method), method_vals, 0, M_DISC_METHOD, NULL },
 	{ "dir", &T_PATH, offsetof(struct spec_discovery, dir), NULL, 0, M_DISC_DIR, NULL },
@@ -505,6 +533,7 @@ static const struct field discovery_fields[] = {
 	{ "cert_file", &T_PATH, offsetof(struct spec_discovery, cert_file), NULL, 0, M_DISC_CERT, NULL },
 	{ "key_file", &T_PATH, offsetof(struct spec_discovery, key_file), NULL, 0, M_NONE, NULL },
 	{ "auth_file", &T_PATH, offsetof(struct spec_discovery, auth_file), NULL, 0, M_NONE, NULL },
+	{ "scheduled_events", &T_MAP, 0, &events_schema, 0, M_NONE, NULL },
 	{ NULL, NULL, 0, NULL, 0, M_NONE, NULL }
 };
 
@@ -608,6 +637,8 @@ static void spec_late_defaults(struct spec *s)
 		s->rdma.devices = xstrdup("mlx5_ib*");
 	if (!s->hostfile.dir)
 		s->hostfile.dir = xstrdup("/etc/hpcinit");
+	if (!s->discovery.events_url)
+		s->discovery.events_url = xstrdup(SPEC_EVENTS_URL);
 	if (!s->hostfile.formats)
 		s->hostfile.formats = HF_OPENMPI | HF_MPICH | HF_PLAIN | HF_CLUSH;
 }
@@ -733,6 +764,7 @@ struct spec *spec_free(struct spec *s)
 	free(s->discovery.cert_file);
 	free(s->discovery.key_file);
 	free(s->discovery.auth_file);
+	free(s->discovery.events_url);
 	strlist_free(&s->ssh.users);
 	free(s->hostfile.dir);
 	free(s);

@@ -118,6 +118,8 @@ struct spec_discovery {
 	char *ca_file;                  /* etcd: CA bundle for https endpoints */
 	char *cert_file, *key_file;     /* etcd: client certificate (both or neither) */
 	char *auth_file;                /* etcd: "user:password" for etcd's token auth */
+	bool events_enable;             /* watch: follow Azure Scheduled Events (default false) */
+	char *events_url;               /* their endpoint (default: the instance metadata service) */
 };
 
 struct spec_ssh {
@@ -172,6 +174,7 @@ struct spec *spec_free(struct spec *s);
 /* Helpers shared with modules and tests. */
 const char *link_layer_name(enum link_layer l);
 const char *disc_method_name(enum disc_method m);
+#define SPEC_EVENTS_URL "http://169.254.169.254/metadata/scheduledevents?api-version=2020-07-01"
 /* The defaults of one mount, for a mount not made by the loader (tests). */
 void spec_nfs_mount_defaults(struct spec_nfs_mount *m);
 

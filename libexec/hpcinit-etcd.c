@@ -16,6 +16,13 @@
  *       value bytes, then a newline.
  *   hpcinit-etcd [OPTIONS] keepalive LEASE       "ttl T" (0: the lease is gone)
  *   hpcinit-etcd [OPTIONS] leave KEY [LEASE]     revoke LEASE, delete KEY
+ *   hpcinit-etcd events URL
+ *       Azure Scheduled Events (no --endpoint needed): GET URL with the
+ *       header "Metadata: true"; "self NAME" (this VM's name from the
+ *       instance metadata service at the same address), then one line
+ *       "event ID TYPE STATUS RESOURCE,RESOURCE..." per event.
+ *   hpcinit-etcd ack URL EVENT_ID
+ *       acknowledge (start) the event: POST {"StartRequests":[{"EventId":ID}]}.
  *   hpcinit-etcd [OPTIONS] watch PREFIX
  *       runs until killed: one line "change" when it starts watching and
  *       after every batch of events under PREFIX (and after a reconnect or
@@ -779,6 +786,134 @@ static int cmd_watch(const char *prefix)
 	return EX_OK;
 }
 
+/* ---- Azure Scheduled Events ---- */
+
+/* One request to one URL with "Metadata: true"; 0 and the body, or -1 (stderr says why). */
+static int imds(const char *url, const char *body, struct buf *b)
+{
+	struct curl_slist *h = curl_slist_append(NULL, "Metadata: true");
+	long status = 0;
+	CURLcode cc;
+
+	if (body)
+		h = curl_slist_append(h, "Content-Type: application/json");
+	curl_easy_reset(curl);
+	curl_easy_setopt(curl, CURLOPT_URL, url);
+	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(curl, CURLOPT_NOPROXY, "*");       /* IMDS is never proxied */
+	curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(curl, CURLOPT_WRITEDATA, b);
+	if (body)
+		curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+	cc = curl_easy_perform(curl);
+	curl_slist_free_all(h);
+	if (cc == CURLE_OK)
+		curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+	if (cc != CURLE_OK || status < 200 || status > 299) {
+		fprintf(stderr, "hpcinit-etcd: %s: %s\n", url,
+			cc != CURLE_OK ? curl_easy_strerror(cc) : "unexpected HTTP status");
+		if (cc == CURLE_OK)
+			fprintf(stderr, "hpcinit-etcd: %s answered HTTP %ld\n", url, status);
+		return -1;
+	}
+	return 0;
+}
+
+/* Text fields of the events document may hold anything: print them as one safe word. */
+static void put_word(const char *s)
+{
+	if (!s || !*s)
+		s = "-";
+	for (; *s; s++)
+		putchar((*s > ' ' && *s < 0x7f && *s != ',') ? *s : '_');
+}
+
+static int cmd_events(const char *url)
+{
+	struct buf b = { 0 }, nb = { 0 };
+	json_object *j, *evs = NULL;
+	const char *p = strstr(url, "://");
+	char base[512], name_url[640];
+	size_t bl;
+
+	/* This VM's name: the instance metadata service at the same scheme, host and port. */
+	p = p ? strchr(p + 3, '/') : NULL;
+	bl = p ? (size_t)(p - url) : strlen(url);
+	if (bl >= sizeof(base)) {
+		fprintf(stderr, "hpcinit-etcd: %s: URL too long\n", url);
+		return EX_USAGE;
+	}
+	memcpy(base, url, bl);
+	base[bl] = '\0';
+	snprintf(name_url, sizeof(name_url),
+		 "%s/metadata/instance/compute/name?api-version=2021-02-01&format=text", base);
+	if (imds(name_url, NULL, &nb) == 0 && nb.p) {
+		fputs("self ", stdout);
+		put_word(nb.p);
+		putchar('\n');
+	}
+	free(nb.p);
+	if (imds(url, NULL, &b) < 0) {
+		free(b.p);
+		return EX_DOWN;
+	}
+	j = json_tokener_parse(b.p ? b.p : "");
+	free(b.p);
+	if (!j) {
+		fprintf(stderr, "hpcinit-etcd: %s: the answer is not JSON\n", url);
+		return EX_REFUSED;
+	}
+	printf("incarnation %" PRId64 "\n", get_i64(j, "DocumentIncarnation"));
+	if (json_object_object_get_ex(j, "Events", &evs) && json_object_is_type(evs, json_type_array)) {
+		for (size_t i = 0; i < json_object_array_length(evs); i++) {
+			json_object *e = json_object_array_get_idx(evs, i), *v = NULL, *res = NULL;
+
+			fputs("event ", stdout);
+			put_word(json_object_object_get_ex(e, "EventId", &v) ? json_object_get_string(v) : NULL);
+			putchar(' ');
+			put_word(json_object_object_get_ex(e, "EventType", &v) ? json_object_get_string(v) : NULL);
+			putchar(' ');
+			put_word(json_object_object_get_ex(e, "EventStatus", &v) ? json_object_get_string(v) : NULL);
+			putchar(' ');
+			if (json_object_object_get_ex(e, "Resources", &res) &&
+			    json_object_is_type(res, json_type_array) && json_object_array_length(res) > 0) {
+				for (size_t k = 0; k < json_object_array_length(res); k++) {
+					if (k)
+						putchar(',');
+					put_word(json_object_get_string(json_object_array_get_idx(res, k)));
+				}
+			} else {
+				putchar('-');
+			}
+			putchar('\n');
+		}
+	}
+	json_object_put(j);
+	return EX_OK;
+}
+
+static int cmd_ack(const char *url, const char *id)
+{
+	json_object *req = json_object_new_object(), *arr = json_object_new_array(),
+		    *one = json_object_new_object();
+	struct buf b = { 0 };
+	int r;
+
+	json_object_object_add(one, "EventId", json_object_new_string(id));
+	json_object_array_add(arr, one);
+	json_object_object_add(req, "StartRequests", arr);
+	r = imds(url, json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN), &b);
+	json_object_put(req);
+	free(b.p);
+	if (r < 0)
+		return EX_DOWN;
+	printf("acknowledged %s\n", id);
+	return EX_OK;
+}
+
 /* ---- main ---- */
 
 static int usage(void)
@@ -786,7 +921,8 @@ static int usage(void)
 	fprintf(stderr, "usage: hpcinit-etcd --endpoint URL... [--cacert F] [--cert F --key F] [--auth F] "
 		"[--timeout MS] COMMAND\n"
 		"  sync KEY TTL_S [LEASE] < VALUE | list PREFIX | keepalive LEASE | leave KEY [LEASE] | "
-		"watch PREFIX\n");
+		"watch PREFIX\n"
+		"       hpcinit-etcd [--timeout MS] events URL | ack URL EVENT_ID\n");
 	return EX_USAGE;
 }
 
@@ -829,15 +965,17 @@ int main(int argc, char **argv)
 		else
 			return usage();
 	}
-	if (i >= argc || n_endpoints == 0 || !cert != !key)
+	if (i >= argc || !cert != !key)
 		return usage();
 	cmd = argv[i++];
+	if (n_endpoints == 0 && strcmp(cmd, "events") != 0 && strcmp(cmd, "ack") != 0)
+		return usage();
 	signal(SIGPIPE, SIG_DFL);
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0 || !(curl = curl_easy_init())) {
 		fprintf(stderr, "hpcinit-etcd: libcurl did not start\n");
 		return EX_DOWN;
 	}
-	if (auth_file) {
+	if (auth_file && n_endpoints) {
 		int r = authenticate();
 
 		if (r < 0)
@@ -853,6 +991,10 @@ int main(int argc, char **argv)
 	else if (!strcmp(cmd, "leave") && (argc - i == 1 || argc - i == 2) &&
 		 (argc - i == 1 || parse_i64(argv[i + 1], &b)))
 		ret = cmd_leave(argv[i], b);
+	else if (!strcmp(cmd, "events") && argc - i == 1)
+		ret = cmd_events(argv[i]);
+	else if (!strcmp(cmd, "ack") && argc - i == 2)
+		ret = cmd_ack(argv[i], argv[i + 1]);
 	else if (!strcmp(cmd, "watch") && argc - i == 1)
 		ret = cmd_watch(argv[i]);
 	else

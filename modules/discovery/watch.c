@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -45,7 +46,10 @@
 #define RESTART_MS 1000                 /* a watch helper that ended is started again after this */
 #define LEASE_FILE "/run/hpcinit/etcd-lease"
 
+#define EVENTS_MS 1000                  /* Scheduled Events: poll about once a second */
+
 static volatile sig_atomic_t stop;
+static uint64_t next_events;
 
 static void on_signal(int sig)
 {
@@ -71,6 +75,104 @@ static int refresh(struct ctx *c, const struct run_opts *ro, const char *why)
 	run_result_free(&res);
 	c->peers = peerset_free(c->peers);
 	return code;
+}
+
+static const char **argv_of(struct strlist *l)
+{
+	const char **av = xcalloc(l->n + 1, sizeof(*av));
+
+	for (size_t i = 0; i < l->n; i++)
+		av[i] = l->v[i];
+	return av;
+}
+
+/* ---- Azure Scheduled Events ---- */
+
+static bool is_me(const struct ctx *c, const char *self, const char *resources)
+{
+	char host[256] = "";
+	char *copy = xstrdup(resources), *save = NULL;
+	bool me = false;
+
+	if (c->hostname)
+		snprintf(host, sizeof(host), "%s", c->hostname);
+	else if (gethostname(host, sizeof(host) - 1) < 0)
+		host[0] = '\0';
+	for (char *r = strtok_r(copy, ",", &save); r && !me; r = strtok_r(NULL, ",", &save))
+		me = (self[0] && !strcmp(r, self)) || (host[0] && !strcasecmp(r, host));
+	free(copy);
+	return me;
+}
+
+static int run_helper(const char *const *args, struct proc_result *res)
+{
+	struct strlist argv = { 0 };
+	const char **av;
+	int r;
+
+	strlist_push_take(&argv, proc_helper_path("hpcinit-etcd"));
+	strlist_push(&argv, "--timeout");
+	strlist_push(&argv, "5000");
+	for (size_t i = 0; args[i]; i++)
+		strlist_push(&argv, args[i]);
+	av = argv_of(&argv);
+	r = proc_run(av, NULL, NULL, 15000, res);
+	free(av);
+	strlist_free(&argv);
+	return r == 0 && res->exit_code == 0 ? 0 : -1;
+}
+
+/*
+ * One look at the Scheduled Events document.  A Terminate or Preempt naming
+ * this VM: leave the cluster, then acknowledge the event (which lets Azure
+ * go ahead at once).  true when the node left: the watch then ends.
+ */
+static bool events_poll(struct ctx *c)
+{
+	const char *url = c->spec->discovery.events_url;
+	const char *args[] = { "events", url, NULL };
+	struct proc_result res = { 0 };
+	char self[256] = "";
+	struct strlist mine = { 0 };
+	bool left = false;
+
+	if (now_ms() < next_events)
+		return false;
+	next_events = now_ms() + EVENTS_MS;
+	if (run_helper(args, &res) < 0) {
+		if (res.err && *res.err)
+			log_debug("scheduled events: %s", res.err);
+		proc_result_free(&res);
+		return false;
+	}
+	for (char *save = NULL, *l = strtok_r(res.out, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		char id[128], type[64], st[64], rs[4096];
+
+		if (sscanf(l, "self %255s", self) == 1)
+			continue;
+		if (sscanf(l, "event %127s %63s %63s %4095s", id, type, st, rs) == 4 &&
+		    (!strcmp(type, "Terminate") || !strcmp(type, "Preempt")) && is_me(c, self, rs)) {
+			fprintf(stderr, "hpcinit watch: scheduled event %s: %s of this VM (%s)\n", id, type, st);
+			strlist_push(&mine, id);
+		}
+	}
+	proc_result_free(&res);
+	if (mine.n) {
+		int code = leave_main(c);
+
+		fflush(stdout);
+		for (size_t i = 0; i < mine.n; i++) {
+			const char *ack[] = { "ack", url, mine.v[i], NULL };
+			struct proc_result ar = { 0 };
+
+			fprintf(stderr, "hpcinit watch: left the cluster (exit %d); acknowledging event %s: %s\n",
+				code, mine.v[i], run_helper(ack, &ar) == 0 ? "done" : "failed");
+			proc_result_free(&ar);
+		}
+		left = true;
+	}
+	strlist_free(&mine);
+	return left;
 }
 
 /* ---- shared: poll the names in the nodes directory ---- */
@@ -115,6 +217,8 @@ static int watch_shared(struct ctx *c, const struct run_opts *ro)
 		poll(NULL, 0, POLL_MS);
 		if (stop)
 			break;
+		if (c->spec->discovery.events_enable && events_poll(c))
+			break;
 		if (names_hash(c, &h) == 0 && (!known || h != have)) {
 			known = true;
 			have = h;
@@ -141,15 +245,6 @@ static int64_t read_lease(const struct ctx *c)
 		v = strtoll(text, NULL, 10);
 	free(text);
 	return v > 0 ? v : 0;
-}
-
-static const char **argv_of(struct strlist *l)
-{
-	const char **av = xcalloc(l->n + 1, sizeof(*av));
-
-	for (size_t i = 0; i < l->n; i++)
-		av[i] = l->v[i];
-	return av;
 }
 
 /* The lease's remaining TTL (0: gone); -1 when etcd could not be asked. */
@@ -257,6 +352,8 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro)
 		wake = next_keepalive;
 		if (!running && restart_at < wake)
 			wake = restart_at;
+		if (c->spec->discovery.events_enable && next_events < wake)
+			wake = next_events;
 		t = wake > now ? (int)(wake - now) : 0;
 		if (running) {
 			pf[n++] = (struct pollfd){ .fd = ch.out_fd, .events = POLLIN };
@@ -287,6 +384,8 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro)
 					break;
 			}
 		}
+		if (c->spec->discovery.events_enable && events_poll(c))
+			break;
 		if (changes)
 			refresh(c, ro, "membership changed");
 		if (now_ms() >= next_keepalive) {

@@ -102,9 +102,73 @@ scenario() {
 			test -z "$(etcdctl_ get --keys-only "/hpcinit/$CLUSTER/nodes/$N4")"
 		check "etcd: the watch runs without libcurl in the agent: hpcinit maps no libcurl" \
 			bash -c "! grep -q libcurl /proc/\$(pgrep -f -n '$HPCINIT watch')/maps"
+		scheduled_events "$N1" "$N2" "$N3"
 		etcd_stop
 	fi
 	sim down
+}
+
+# Azure Scheduled Events: a STAND-IN for the instance metadata service (python3 http.server,
+# inside the new node, on its 127.0.0.1), serving the documented JSON.  While the file
+# $T/imds/terminate is absent it lists no event; then one Terminate for this VM
+# ("simvmss_6").  A POST (the acknowledgement) is saved to $T/imds/ack.
+scheduled_events() {
+	local NEW ms
+	mkdir -p "$T/imds"
+	cat > "$T/imds/standin.py" <<-'PY'
+	# Stand-in for Azure IMDS scheduled events (tests only; not the real service).
+	import http.server, json, os, sys
+	D = sys.argv[2]
+	class H(http.server.BaseHTTPRequestHandler):
+	    def reply(self, body, ctype):
+	        self.send_response(200)
+	        self.send_header("Content-Type", ctype)
+	        self.send_header("Content-Length", str(len(body)))
+	        self.end_headers()
+	        self.wfile.write(body)
+	    def do_GET(self):
+	        if self.headers.get("Metadata") != "true":
+	            self.send_response(400); self.end_headers(); return
+	        if self.path.startswith("/metadata/instance/compute/name"):
+	            return self.reply(b"simvmss_6", "text/plain")
+	        ev = []
+	        if os.path.exists(D + "/terminate"):
+	            ev = [{"EventId": "602d9444-d2cd-49c7-8624-8643e7171297", "EventType": "Terminate",
+	                   "ResourceType": "VirtualMachine", "Resources": ["simvmss_6"],
+	                   "EventStatus": "Scheduled", "NotBefore": "Mon, 23 Nov 2026 18:00:00 GMT",
+	                   "Description": "Virtual machine is being deleted.", "EventSource": "Platform",
+	                   "DurationInSeconds": -1}]
+	        self.reply(json.dumps({"DocumentIncarnation": 2 if ev else 1, "Events": ev}).encode(),
+	                   "application/json")
+	    def do_POST(self):
+	        n = int(self.headers.get("Content-Length", "0"))
+	        open(D + "/ack", "wb").write(self.rfile.read(n))
+	        self.reply(b"", "application/json")
+	    def log_message(self, *a):
+	        pass
+	http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+	PY
+	NEW=$(sim add 1)
+	on "$NEW" python3 "$T/imds/standin.py" 8089 "$T/imds" &
+	etcd_spec "$LEASE" 4 | sed "/^discovery:/s|}\$|, scheduled_events: {enable: true, url: \"http://127.0.0.1:8089/metadata/scheduledevents?api-version=2020-07-01\"}}|" > "$T/node6.yaml"
+	install_spec "$NEW" "$T/node6.yaml"
+	run_hpc "$T/apply6" "$NEW" apply
+	check "events: a node with scheduled_events enabled applies" test "$rc" = 0
+	on "$NEW" "$HPCINIT" watch >"$T/watch.$NEW" 2>&1 &
+	ms=$(wait_all PRESENT "$NEW" "$WITHIN" "$@") || true
+	check "events: it is in every hostfile (took $ms ms)" test "$ms" != timeout
+	sleep 1.5
+	check "events: no event yet: still a member, nothing acknowledged" test ! -e "$T/imds/ack"
+	touch "$T/imds/terminate"
+	ms=$(wait_all ABSENT "$NEW" "$WITHIN" "$@") || true
+	echo "# events: $NEW gone from the other hostfiles $ms ms after its Terminate event was posted"
+	check "events: a Terminate for this VM: it leaves, gone from every hostfile within $WITHIN s (took $ms ms)" \
+		test "$ms" != timeout
+	for _ in $(seq 1 50); do [ -s "$T/imds/ack" ] && break; sleep 0.1; done
+	check "events: ... then acknowledges it (StartRequests with its EventId)" \
+		same_text "$(cat "$T/imds/ack" 2>/dev/null)" '{"StartRequests":[{"EventId":"602d9444-d2cd-49c7-8624-8643e7171297"}]}'
+	check "events: the watch says why it left" contains "$T/watch.$NEW" "scheduled event 602d9444-d2cd-49c7-8624-8643e7171297: Terminate of this VM"
+	check "events: its key is gone from etcd" test -z "$(etcdctl_ get --keys-only "/hpcinit/$CLUSTER/nodes/$NEW")"
 }
 
 scenario etcd

@@ -698,6 +698,17 @@ static void test_etcd(void)
 	TEST_INTEQ(s->discovery.expect, 4);
 	spec_free(s);
 
+	s = load_ok("discovery: {dir: /d}\n");
+	TEST_CHECK(!s->discovery.events_enable);
+	TEST_STREQ(s->discovery.events_url, SPEC_EVENTS_URL);
+	spec_free(s);
+	s = load_ok("discovery: {dir: /d, scheduled_events: {enable: true, url: \"http://127.0.0.1:8080/se?a=1\"}}\n");
+	TEST_CHECK(s->discovery.events_enable);
+	TEST_STREQ(s->discovery.events_url, "http://127.0.0.1:8080/se?a=1");
+	spec_free(s);
+	TEST_STREQ(bad("discovery: {dir: /d, scheduled_events: {url: \"ftp://x/y\"}}\n"),
+		   "discovery.scheduled_events.url: expected an http:// or https:// URL, got \"ftp://x/y\"");
+
 	TEST_STREQ(bad("discovery: {method: etcd}\n"),
 		   "discovery.method: etcd needs discovery.endpoints; add endpoints: like [\"https://10.0.0.4:2379\"]");
 	TEST_STREQ(bad("discovery: {method: etcd, endpoints: [\"10.0.0.4:2379\"]}\n"),
