@@ -512,6 +512,28 @@ int main(void)
 	TEST_INTEQ(run(&c, &rep), -EPERM);
 	TEST_CHECK(detail(&rep, "chmod 600 it"));
 	chmod(p, 0600);
+	report_free(&rep);
+	/* a secret owned by a user, even 0600, is refused: that user could forge records */
+	TEST_INTEQ(chown(p, 1000, 1000), 0);
+	TEST_INTEQ(run(&c, &rep), -EPERM);
+	TEST_CHECK(detail(&rep, "cluster.secret_file /etc/hpcinit/cluster.key: owned by uid 1000, "
+			  "not root: that user could read it and forge records; refused"));
+	TEST_INTEQ(chown(p, 0, 0), 0);
+	report_free(&rep);
+	/* a symlink to a good secret is refused too */
+	{
+		char *q = host("/etc/hpcinit/real.key");
+
+		TEST_INTEQ(rename(p, q), 0);
+		TEST_INTEQ(symlink(q, p), 0);
+		TEST_INTEQ(run(&c, &rep), -ELOOP);
+		TEST_CHECK(detail(&rep, "cluster.secret_file /etc/hpcinit/cluster.key: is a symbolic link; refused"));
+		report_free(&rep);
+		unlink(p);
+		TEST_INTEQ(rename(q, p), 0);
+		free(q);
+	}
+	TEST_INTEQ(run(&c, &rep), 0);
 	free(p);
 	report_free(&rep);
 
