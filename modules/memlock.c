@@ -14,16 +14,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
+#include <unistd.h>
+
+#include <glob.h>
+#include <sys/stat.h>
 
 #include "fsutil.h"
 #include "hpcinit.h"
+#include "memlock.h"
 #include "proc.h"
 
 #define LIMITS_PATH "/etc/security/limits.d/90-hpcinit.conf"
 #define SYSTEMD_SYSTEM_PATH "/etc/systemd/system.conf.d/90-hpcinit.conf"
 #define SYSTEMD_USER_PATH "/etc/systemd/user.conf.d/90-hpcinit.conf"
 #define PAM_MAX_DEPTH 8
+#define SYSTEMCTL_TIMEOUT_MS 30000
 
 static bool memlock_enabled(const struct spec *s)
 {
@@ -245,6 +252,14 @@ static char *find_sshd(const struct ctx *c)
 	return ret;
 }
 
+/* a < b with -1 (unlimited) the largest. */
+static bool lim_lt(long long a, long long b)
+{
+	if (a < 0)
+		return false;
+	return b < 0 || a < b;
+}
+
 static void fmt_kib(long long bytes, char *buf, size_t n)
 {
 	if (bytes < 0)
@@ -253,21 +268,265 @@ static void fmt_kib(long long bytes, char *buf, size_t n)
 		snprintf(buf, n, "%lld KiB", bytes / 1024);
 }
 
-/* Observations that do not change anything; shared by check and apply. */
+/*
+ * sshd's UsePAM, as sshd reads its configuration: the first value of a
+ * keyword wins, Include expands globs in order.  1 yes, 0 no (or unset: the
+ * OpenSSH default is no), -ENOENT when there is no sshd_config.
+ */
+static int sshd_use_pam(const struct ctx *c, const char *path, int depth, char **ret_where)
+{
+	char *text = NULL;
+	int r = -ENOENT;
+	unsigned lineno = 0;
+
+	if (depth > 4 || fs_read(c, path, &text, NULL) < 0)
+		return -ENOENT;
+	for (char *line = text; line && *line && r < 0;) {
+		char *nl = strchr(line, '\n'), *save = NULL, *kw, *val;
+
+		lineno++;
+		if (nl)
+			*nl = '\0';
+		line[strcspn(line, "#")] = '\0';
+		kw = strtok_r(line, " \t=", &save);
+		val = kw ? strtok_r(NULL, " \t=", &save) : NULL;
+		line = nl ? nl + 1 : NULL;
+		if (!kw || !val)
+			continue;
+		if (strcasecmp(kw, "Match") == 0)
+			break;          /* UsePAM is not allowed in Match blocks */
+		if (strcasecmp(kw, "UsePAM") == 0) {
+			r = strcasecmp(val, "yes") == 0;
+			*ret_where = xasprintf("%s:%u", path, lineno);
+		} else if (strcasecmp(kw, "Include") == 0) {
+			for (; val && r < 0; val = strtok_r(NULL, " \t", &save)) {
+				char *pat = val[0] == '/' ? xstrdup(val) : xasprintf("/etc/ssh/%s", val);
+				char *rooted = ctx_path(c, pat);
+				size_t skip = strlen(rooted) - strlen(pat);
+				glob_t g;
+
+				if (glob(rooted, 0, NULL, &g) == 0) {
+					for (size_t i = 0; i < g.gl_pathc && r < 0; i++)
+						r = sshd_use_pam(c, g.gl_pathv[i] + skip, depth + 1, ret_where);
+					globfree(&g);
+				}
+				free(rooted);
+				free(pat);
+			}
+		}
+	}
+	free(text);
+	if (r == -ENOENT && depth == 0)
+		r = 0;                  /* the file exists and does not say: OpenSSH's default, no */
+	return r;
+}
+
+/* The running system manager under the root (sd_booted: /run/systemd/system is a directory). */
+static bool systemd_running(const struct ctx *c)
+{
+	char *p = ctx_path(c, "/run/systemd/system");
+	struct stat st;
+	bool yes = stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+
+	free(p);
+	return yes;
+}
+
+/*
+ * systemctl of the root: <root>/usr/bin/systemctl, else /bin/systemctl (the
+ * same file on merged-/usr systems).  Under a fake root it is the root's
+ * own, which is how tests stand in for a running systemd.
+ */
+static char *systemctl_path(const struct ctx *c)
+{
+	static const char *const cands[] = { "/usr/bin/systemctl", "/bin/systemctl" };
+
+	for (size_t i = 0; i < 2; i++) {
+		char *p = ctx_path(c, cands[i]);
+
+		if (access(p, X_OK) == 0)
+			return p;
+		free(p);
+	}
+	return NULL;
+}
+
+/* systemctl ARG...: 0 and its stdout, or -errno. */
+static int systemctl(const struct ctx *c, const char *a1, const char *a2, char **ret_out)
+{
+	char *prog = systemctl_path(c);
+	const char *argv[] = { prog, a1, a2, NULL };
+	struct proc_result pr;
+	int r;
+
+	if (!prog)
+		return -ENOENT;
+	r = proc_run(argv, NULL, NULL, SYSTEMCTL_TIMEOUT_MS, &pr);
+	free(prog);
+	if (r < 0)
+		return r;
+	r = pr.exit_code == 0 ? 0 : pr.timed_out ? -ETIMEDOUT : -EIO;
+	if (r == 0 && ret_out) {
+		*ret_out = pr.out;
+		pr.out = NULL;
+	}
+	proc_result_free(&pr);
+	return r;
+}
+
+/* The live default of the running manager: systemctl show's DefaultLimitMEMLOCK (bytes or infinity). */
+static int live_default(const struct ctx *c, long long *ret)
+{
+	char *out = NULL;
+	int r = systemctl(c, "show", "--property=DefaultLimitMEMLOCK", &out);
+
+	if (r < 0)
+		return r;
+	r = -EBADMSG;
+	for (char *line = out; line && *line;) {
+		char *nl = strchr(line, '\n');
+
+		if (nl)
+			*nl = '\0';
+		if (strncmp(line, "DefaultLimitMEMLOCK=", 20) == 0) {
+			char *v = line + 20, *end;
+			long long n;
+
+			if (strcmp(v, "infinity") == 0) {
+				*ret = MEMLOCK_UNLIMITED;
+				r = 0;
+			} else {
+				errno = 0;
+				n = strtoll(v, &end, 10);
+				if (!errno && !*end && end != v && n >= 0) {
+					*ret = n;
+					r = 0;
+				}
+			}
+			break;
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	free(out);
+	return r;
+}
+
+/*
+ * The drop-in reaches services started later in this boot (slurmd after
+ * hpcinit) only once the manager re-reads its configuration (found on a real
+ * VM: the files were right and a new service still got 8 MiB).
+ * "systemctl daemon-reload" re-reads system.conf.d there; what counts is
+ * the manager's own answer afterwards (systemctl show), so apply reloads
+ * whenever the live value differs, and says what the manager has.
+ */
+static void systemd_live(struct ctx *c, struct report *r, long long want)
+{
+	char wbuf[32], lbuf[32];
+	long long live;
+	int ret;
+
+	if (!c->spec->memlock.systemd)
+		return;
+	if (!systemd_running(c)) {
+		report_finding(r, ST_OK, "memlock.systemd.not-running",
+			       "systemd: not running here (no /run/systemd/system): the drop-in applies when it starts");
+		return;
+	}
+	memlock_fmt(want, wbuf, sizeof(wbuf));
+	ret = live_default(c, &live);
+	if (ret < 0) {
+		report_finding(r, ST_DEGRADED, "memlock.systemd.unknown",
+			       "systemd: cannot read the running manager's DefaultLimitMEMLOCK (systemctl show: %s)",
+			       strerror(-ret));
+		return;
+	}
+	if (live == want) {
+		memlock_fmt(live, lbuf, sizeof(lbuf));
+		report_finding(r, ST_OK, "memlock.systemd.live",
+			       "systemd: services started now get memlock %s (systemctl show)", lbuf);
+		return;
+	}
+	memlock_fmt(live, lbuf, sizeof(lbuf));
+	if (!ctx_may_write(c)) {
+		report_finding(r, ST_CHANGED, "memlock.systemd.stale",
+			       "systemd: the running manager still gives services memlock %s, not %s; apply "
+			       "runs systemctl daemon-reload", lbuf, wbuf);
+		return;
+	}
+	ret = systemctl(c, "daemon-reload", NULL, NULL);
+	if (ret == 0)
+		ret = live_default(c, &live);
+	if (ret == 0 && live == want) {
+		report_finding(r, ST_CHANGED, "memlock.systemd.reloaded",
+			       "systemd: reloaded (systemctl daemon-reload); services started from now on get "
+			       "memlock %s (systemctl show); running services keep %s until restarted", wbuf, lbuf);
+		return;
+	}
+	if (ret == 0)
+		memlock_fmt(live, lbuf, sizeof(lbuf));
+	report_finding(r, ST_FAILED, "memlock.systemd.stale",
+		       "systemd: after daemon-reload services still get memlock %s, not %s%s%s", lbuf, wbuf,
+		       ret < 0 ? ": " : "", ret < 0 ? strerror(-ret) : "");
+}
+
+/* The limit a job gets: a new PAM session of the spec's user, and systemd services. */
+static void job_limits(struct ctx *c, struct report *r, long long want)
+{
+	const struct spec_memlock *m = &c->spec->memlock;
+	const char *user = memlock_job_user(c);
+	struct memlock_job j;
+	char wbuf[32], sbuf[32], hbuf[32];
+	char who[96];
+
+	memlock_job_limit(c, user, &j);
+	memlock_fmt(want, wbuf, sizeof(wbuf));
+	memlock_fmt(j.pam_soft, sbuf, sizeof(sbuf));
+	memlock_fmt(j.pam_hard, hbuf, sizeof(hbuf));
+	snprintf(who, sizeof(who), "%s%s", *user ? "user " : "any user", user);
+	report_finding(r, ST_OK, "memlock.job.pam",
+		       "job: a new PAM session of %s gets memlock soft %s%s%s, hard %s%s%s (pam_limits' reading of "
+		       "limits.conf and limits.d)", who, sbuf, *j.pam_soft_from ? " from " : "", j.pam_soft_from,
+		       hbuf, *j.pam_hard_from ? " from " : "", j.pam_hard_from);
+	if (j.pam_soft != MEMLOCK_UNSET && lim_lt(j.pam_soft, want)) {
+		bool ours = strncmp(j.pam_soft_from, LIMITS_PATH ":", strlen(LIMITS_PATH) + 1) == 0;
+
+		if (!ours)
+			report_finding(r, ST_FAILED, "memlock.limits.overridden",
+				       "%s sets memlock %s for %s, below memlock.limit %s: it overrides %s "
+				       "(pam_limits reads limits.d in name order; a later or more specific line wins)",
+				       j.pam_soft_from, sbuf, who, wbuf, LIMITS_PATH);
+	} else if (j.pam_soft == MEMLOCK_UNSET && fs_exists(c, LIMITS_PATH)) {
+		report_finding(r, ST_FAILED, "memlock.job.uncovered",
+			       "no limits line applies to %s: memlock.users (%s%s) does not cover the users whose "
+			       "jobs run here", who, m->users.n ? m->users.v[0] : "", m->users.n > 1 ? ", ..." : "");
+	}
+	memlock_fmt(j.svc_soft, sbuf, sizeof(sbuf));
+	report_finding(r, ST_OK, "memlock.job.services",
+		       "job: systemd services (slurmd and what it starts) get memlock %s%s%s", sbuf,
+		       *j.svc_from ? " from " : " (systemd's built-in default)", j.svc_from);
+	if (m->systemd && j.svc_soft != MEMLOCK_UNSET && lim_lt(j.svc_soft, want) &&
+	    strstr(j.svc_from, SYSTEMD_SYSTEM_PATH ":") != j.svc_from)
+		report_finding(r, ST_FAILED, "memlock.systemd.overridden",
+			       "%s sets DefaultLimitMEMLOCK %s, below memlock.limit %s: it is read after %s",
+			       j.svc_from, sbuf, wbuf, SYSTEMD_SYSTEM_PATH);
+}
+
+/* Observations that do not change anything but the running manager's view; shared by check and apply. */
 static void observe(struct ctx *c, struct report *r)
 {
 	const struct spec_memlock *m = &c->spec->memlock;
 	long long want = m->unlimited ? -1 : (long long)m->limit_bytes;
 	const char *services[] = { "sshd", "login" };
-	char *pid;
+	char *pid, *where = NULL;
 	char wbuf[32];
+	int usepam;
 
 	fmt_kib(want, wbuf, sizeof(wbuf));
 	for (int i = 0; i < 2; i++) {
-		char *where = NULL;
 		char *path = xasprintf("/etc/pam.d/%s", services[i]);
 		bool exists = fs_exists(c, path);
 
+		where = NULL;
 		if (!exists) {
 			report_finding(r, ST_OK, "memlock.pam.absent",
 				       "pam: %s does not exist (no %s PAM stack here)", path, services[i]);
@@ -282,20 +541,31 @@ static void observe(struct ctx *c, struct report *r)
 		free(where);
 		free(path);
 	}
+	where = NULL;
+	usepam = sshd_use_pam(c, "/etc/ssh/sshd_config", 0, &where);
+	if (usepam == 0)
+		report_finding(r, ST_DEGRADED, "memlock.sshd.no-pam",
+			       "sshd: no 'UsePAM yes' in /etc/ssh/sshd_config%s%s%s: ssh sessions (mpirun's "
+			       "launches) skip pam_limits and keep sshd's own limit", where ? " (" : "",
+			       where ? where : "", where ? ")" : "");
+	else if (usepam > 0)
+		report_finding(r, ST_OK, "memlock.sshd.pam", "sshd: UsePAM yes (%s)", where);
+	free(where);
+	job_limits(c, r, want);
 	pid = find_sshd(c);
 	if (pid) {
 		long long soft, hard;
 
 		if (read_proc_memlock(c, pid, &soft, &hard) == 0) {
 			char sb[32], hb[32];
+			bool low = lim_lt(hard, want) || lim_lt(soft, want);
 
 			fmt_kib(soft, sb, sizeof(sb));
 			fmt_kib(hard, hb, sizeof(hb));
-			report_finding(r, ST_OK, "memlock.sshd.limit",
+			report_finding(r, low ? ST_DEGRADED : ST_OK, low ? "memlock.sshd.low" : "memlock.sshd.limit",
 				       "sshd (pid %s) runs with memlock soft %s, hard %s%s", pid, sb, hb,
-				       hard >= 0 && (want < 0 || hard < want) ?
-				       "; pam_limits raises it per session, services need DefaultLimitMEMLOCK "
-				       "and a restart" : "");
+				       low ? "; below memlock.limit: what it starts outside a pam_limits session "
+				       "keeps that; restart sshd (systemctl restart ssh) once the systemd default is in force" : "");
 		}
 		free(pid);
 	} else {
@@ -313,66 +583,7 @@ static void observe(struct ctx *c, struct report *r)
 				       "this process (hpcinit) has memlock %s; wanted %s", sb, wbuf);
 		}
 	}
-}
-
-static bool has_finding(const struct report *r, const char *tag)
-{
-	for (size_t i = 0; i < r->n_findings; i++)
-		if (strcmp(r->findings[i].tag, tag) == 0 && r->findings[i].sev != ST_OK)
-			return true;
-	return false;
-}
-
-/*
- * The running systemd manager reads system.conf.d only when it loads its
- * configuration: until "systemctl daemon-reload", services it starts keep
- * the old DefaultLimitMEMLOCK (found on a real VM: the files were right,
- * and a service still got 8 MiB).  apply reloads after writing; apply and
- * check report what the manager really has.  1 when it differs from the
- * spec (drift), else 0.
- */
-static int systemd_manager(struct ctx *c, struct report *r, bool wrote)
-{
-	const struct spec_memlock *m = &c->spec->memlock;
-	const char *reload[] = { "systemctl", "daemon-reload", NULL };
-	const char *show[] = { "systemctl", "show", "-p", "DefaultLimitMEMLOCK", "--value", NULL };
-	struct proc_result pr;
-	char *end, *v, hb[32], wb[32];
-	long long have, want = m->unlimited ? -1 : (long long)m->limit_bytes;
-	int drift = 0;
-
-	if (!m->systemd || (c->root[0] && strcmp(c->root, "/") != 0) ||
-	    !fs_exists(c, "/run/systemd/system"))
-		return 0;
-	if (wrote && c->mode == RUN_APPLY) {
-		if (proc_run(reload, NULL, NULL, 60000, &pr) != 0 || pr.exit_code != 0)
-			report_finding(r, ST_DEGRADED, "memlock.systemd.reload",
-				       "systemctl daemon-reload failed (%s): services keep the old "
-				       "DefaultLimitMEMLOCK until systemd reloads", pr.err && *pr.err ?
-				       pr.err : "could not run it");
-		proc_result_free(&pr);
-	}
-	if (proc_run(show, NULL, NULL, 10000, &pr) != 0 || pr.exit_code != 0) {
-		proc_result_free(&pr);
-		return 0;
-	}
-	v = pr.out;
-	v[strcspn(v, "\n")] = '\0';
-	have = strcmp(v, "infinity") == 0 ? -1 : strtoll(v, &end, 10);
-	fmt_kib(have, hb, sizeof(hb));
-	fmt_kib(want, wb, sizeof(wb));
-	if (have != want) {
-		report_finding(r, c->mode == RUN_APPLY ? ST_DEGRADED : ST_CHANGED, "memlock.systemd.manager",
-			       "systemd manager has DefaultLimitMEMLOCK %s, not %s: services it starts get %s "
-			       "until 'systemctl daemon-reload'", hb, wb, hb);
-		drift = 1;
-	} else {
-		report_finding(r, ST_OK, "memlock.systemd.manager",
-			       "systemd manager has DefaultLimitMEMLOCK %s%s", hb,
-			       wrote && c->mode == RUN_APPLY ? " (after daemon-reload)" : "");
-	}
-	proc_result_free(&pr);
-	return drift;
+	systemd_live(c, r, want);
 }
 
 static int memlock_apply(struct ctx *c, struct report *r)
@@ -386,12 +597,9 @@ static int memlock_apply(struct ctx *c, struct report *r)
 		return ret;
 	}
 	observe(c, r);
-	ret |= systemd_manager(c, r, ret > 0);
 	limits_value(&c->spec->memlock, val, sizeof(val));
-	if (r->status == ST_DEGRADED)
-		report_set(r, ST_DEGRADED, "memlock %s written, but %s", val,
-			   has_finding(r, "memlock.pam.inactive") ?
-			   "pam_limits is not active everywhere" : "systemd services do not get it yet");
+	if (r->status == ST_DEGRADED || r->status == ST_FAILED || (!ret && r->status == ST_CHANGED))
+		report_summarize(r);    /* the worst finding first (a reload counts as a change) */
 	else if (ret && c->mode == RUN_APPLY)
 		report_set(r, ST_CHANGED, "memlock %s set for %zu domain(s)%s", val,
 			   c->spec->memlock.users.n, c->spec->memlock.systemd ? " and systemd" : "");
@@ -412,8 +620,8 @@ static int memlock_check(struct ctx *c, struct report *r)
 		return ret;
 	observe(c, r);
 	limits_value(&c->spec->memlock, val, sizeof(val));
-	if (r->status == ST_DEGRADED)
-		report_set(r, ST_DEGRADED, "pam_limits is not active everywhere");
+	if (r->status == ST_DEGRADED || r->status == ST_FAILED || (!ret && r->status == ST_CHANGED))
+		report_summarize(r);    /* the worst finding first (a reload counts as a change) */
 	else if (ret)
 		report_set(r, ST_CHANGED, "%zu memlock file(s) missing or different", r->changed.n);
 	else

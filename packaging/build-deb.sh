@@ -48,7 +48,7 @@ if [ "${1:-}" = --inner ]; then
 	echo "$v"
 	[ "$v" = "hpcinit $VERSION" ] || fail "hpcinit --version printed '$v', want 'hpcinit $VERSION'"
 	in_root hpcinit --help > /dev/null || fail "hpcinit --help failed"
-	for f in /usr/sbin/hpcinit /lib/systemd/system/hpcinit.service \
+	for f in /usr/sbin/hpcinit /usr/libexec/hpcinit/hpcinit-ssh /lib/systemd/system/hpcinit.service \
 		/usr/share/man/man8/hpcinit.8.gz /usr/share/man/man5/hpcinit.yaml.5.gz \
 		/usr/share/hpcinit/systemd/slurmd-wait-hpcinit.conf \
 		/usr/share/doc/hpcinit/examples/full.yaml \
@@ -140,7 +140,9 @@ mkdir "$W/ns"
 unshare --mount --uts --ipc --net --pid --fork --propagation private -- \
 	bash "$0" --inner "$W/ns" "$DEB" "$VERSION" || fail "install test failed"
 
-cp "$DEB" "$CHANGES" "$W"/hpcinit_*.buildinfo "$OUT/" 2>/dev/null || cp "$DEB" "$OUT/"
+# Every binary package (hpcinit, hpcinit-rdma, hpcinit-mpi), with the .changes.
+cp "$W"/hpcinit*_"$DEBVERSION"_"$ARCH".deb "$CHANGES" "$W"/hpcinit_*.buildinfo "$OUT/" 2>/dev/null ||
+	cp "$W"/hpcinit*_"$DEBVERSION"_"$ARCH".deb "$OUT/"
 echo "=== built"
 dpkg-deb --info "$OUT/$(basename "$DEB")" | sed -n 's/^ \(Package\|Version\|Architecture\|Depends\|Installed-Size\):/  &/p'
 dpkg-deb --contents "$OUT/$(basename "$DEB")" | awk '{print "  " $6}' | grep -v '/$'

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * rdma: find the RDMA devices, select the ones the spec names, and say by
- * name what is wrong with them.  sysfs (under the root) gives the inventory:
- * node type, firmware, GUID, and per port state, physical state, rate, link
- * layer, LIDs and P_Keys.  The verbs library gives what userspace can see,
- * and a probe in a child process -- open, query, alloc PD, register memory --
- * proves the device answers and memlock allows pinning.  A probe that does
+ * name what is wrong with them.  sysfs (under the root, ibsysfs.c) gives the
+ * inventory: node type, firmware, GUID, and per port state, physical state,
+ * rate, link layer, LIDs and P_Keys.  The verbs library -- only ever in the
+ * helper hpcinit-rdma-probe, one per device under the child engine -- gives
+ * what userspace can see, and its probe (open, query, alloc PD, register
+ * memory) proves the device answers and memlock allows pinning.  A probe that does
  * not answer within rdma.open_timeout is killed and reported as a hang, and
  * the run goes on.  rdma writes nothing.
  */
@@ -13,31 +14,21 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <fnmatch.h>
-#include <linux/capability.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "fsutil.h"
 #include "hpcinit.h"
 #include "proc.h"
 #include "rdma.h"
+#include "../memlock.h"
 
 #define RDMA_MAX_DEVS 64
-#define RDMA_MAX_PKEYS 256
 #define REAP_GRACE_MS 500       /* after SIGKILL: a probe stuck in the kernel is left behind */
 
 static void fmt_kib(char *buf, size_t n, uint64_t bytes)
@@ -141,6 +132,9 @@ struct job {
 };
 
 /* The helper's argv: hpcinit-rdma-probe [--root R] [--memlock M] CMD ARG... (args NULL-terminated). */
+/* What a job gets (memlock section present), measured once a run; the probe registers under it. */
+static struct memlock_job job_limit;
+
 static void helper_argv(const struct ctx *c, struct strlist *av, char *path, const char *cmd,
 			const char *a1, const char *a2)
 {
@@ -151,13 +145,20 @@ static void helper_argv(const struct ctx *c, struct strlist *av, char *path, con
 		strlist_push(av, "--root");
 		strlist_push(av, c->root);
 	}
-	/* The probe runs with the limit new sessions get (see child.c). */
+	/*
+	 * The probe registers under the limit a job gets here (memlock_job.c: a
+	 * new PAM session of the spec's user, and systemd services; the lower),
+	 * never under the spec's wish: it proves the node, not the spec.
+	 */
 	if (m->present && (strcmp(cmd, "probe") == 0 || strcmp(cmd, "resolve") == 0)) {
+		long long lim = memlock_job_min(&job_limit);
 		char buf[32];
 
-		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)m->limit_bytes);
-		strlist_push(av, "--memlock");
-		strlist_push(av, m->unlimited ? "unlimited" : buf);
+		if (lim != MEMLOCK_UNSET) {
+			snprintf(buf, sizeof(buf), "%lld", lim);
+			strlist_push(av, "--memlock");
+			strlist_push(av, lim == MEMLOCK_UNLIMITED ? "unlimited" : buf);
+		}
 	}
 	strlist_push(av, cmd);
 	if (a1)
@@ -354,7 +355,7 @@ static void check_probe(const struct ctx *c, struct report *r, struct anomalies 
 {
 	const struct spec_rdma *s = &c->spec->rdma;
 	const struct probe_result *res = &j->res;
-	char lim[32], hard[32], sz[32];
+	char lim[32], hard[32], sz[32], job[256] = "";
 
 	if (j->hung) {
 		anomaly(r, a, "hang", "%s: %s did not return within %llu ms; probe killed%s", d->ib.name,
@@ -374,16 +375,24 @@ static void check_probe(const struct ctx *c, struct report *r, struct anomalies 
 	fmt_kib(lim, sizeof(lim), res->memlock_cur);
 	fmt_kib(hard, sizeof(hard), res->memlock_max);
 	fmt_size(sz, sizeof(sz), s->reg_mr_bytes);
+	if (c->spec->memlock.present) {
+		char ps[32], sv[32];
+
+		memlock_fmt(job_limit.pam_soft, ps, sizeof(ps));
+		memlock_fmt(job_limit.svc_soft, sv, sizeof(sv));
+		snprintf(job, sizeof(job), "; a job gets: PAM session of %s %s, systemd services %s",
+			 job_limit.user[0] ? job_limit.user : "any user", ps, sv);
+	}
 	if (res->step == STEP_DONE) {
-		report_detail(r, "%s: verbs probe ok in %llu ms: fw %s, %u port(s)%s%s (memlock %s)", d->ib.name,
+		report_detail(r, "%s: verbs probe ok in %llu ms: fw %s, %u port(s)%s%s (memlock %s%s)", d->ib.name,
 			      (unsigned long long)j->ms, res->fw_ver[0] ? res->fw_ver : "?", res->phys_port_cnt,
-			      s->reg_mr_bytes ? ", registered " : "", s->reg_mr_bytes ? sz : "", lim);
+			      s->reg_mr_bytes ? ", registered " : "", s->reg_mr_bytes ? sz : "", lim, job);
 		return;
 	}
 	if (res->step == STEP_REG_MR && res->err == ENOMEM)
 		anomaly(r, a, "reg-mr-enomem", "%s: ibv_reg_mr of %s failed with ENOMEM: the memlock "
-			"limit in force is %s (hard %s); set memlock: unlimited and restart the "
-			"services that use RDMA", d->ib.name, sz, lim, hard);
+			"limit in force is %s (hard %s%s); set memlock: unlimited and restart the "
+			"services that use RDMA", d->ib.name, sz, lim, hard, job);
 	else
 		anomaly(r, a, res->step == STEP_OPEN ? "open-failed" : "probe-failed",
 			"%s: %s failed: %s (%s)", d->ib.name, probe_step_call((enum probe_step)res->step),
@@ -463,14 +472,44 @@ static void check_resolve(const struct ctx *c, struct report *r, struct anomalie
 			      j->addr, res->resolved_dev[0] ? res->resolved_dev : "?", (unsigned long long)j->ms);
 }
 
-/* What the verbs library lists (through the helper), with the details the old in-process call gave. */
+/* Does <root>/sys/class/infiniband_verbs hold a uverbs node?  libibverbs lists only those. */
+static bool have_uverbs(const struct ctx *c)
+{
+	char *dir = ctx_path(c, "/sys/class/infiniband_verbs");
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	bool found = false;
+
+	free(dir);
+	while (d && !found && (e = readdir(d)))
+		found = strncmp(e->d_name, "uverbs", 6) == 0;
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/*
+ * What the verbs library lists, through the helper.  With no uverbs node at
+ * all there is nothing it could list: no helper is started (an Ethernet VM
+ * with an optional rdma section pays no process for it).
+ */
 static void verbs_list(const struct ctx *c, struct report *r, struct strlist *listed)
 {
 	struct strbuf out = STRBUF_INIT;
-	int ret = helper_ask(c, "list", NULL, (unsigned)c->spec->rdma.open_timeout_ms, &out);
-	char *backend = helper_field(sb_str(&out), "backend");
-	char *ierr = helper_field(sb_str(&out), "init-error"), *lerr = helper_field(sb_str(&out), "list-error");
-	const char *name = backend ? backend : "libibverbs";
+	int ret;
+	char *backend, *ierr, *lerr;
+	const char *name;
+
+	if (!have_uverbs(c)) {
+		report_detail(r, "verbs: no uverbs node in /sys/class/infiniband_verbs: nothing for "
+			      "libibverbs to list (not asked)");
+		return;
+	}
+	ret = helper_ask(c, "list", NULL, (unsigned)c->spec->rdma.open_timeout_ms, &out);
+	backend = helper_field(sb_str(&out), "backend");
+	ierr = helper_field(sb_str(&out), "init-error");
+	lerr = helper_field(sb_str(&out), "list-error");
+	name = backend ? backend : "libibverbs";
 
 	if (backend && strcmp(backend, "libibverbs") != 0) {
 		char *fake = ctx_path(c, RDMA_FAKE_FILE);
@@ -515,6 +554,10 @@ static int rdma_run(struct ctx *c, struct report *r)
 
 	memset(&rdma_last, 0, sizeof(rdma_last));
 	c->out->rdma = &rdma_last;
+	memset(&job_limit, 0, sizeof(job_limit));
+	job_limit.pam_soft = job_limit.svc_soft = MEMLOCK_UNSET;
+	if (c->spec->memlock.present)
+		memlock_job_limit(c, memlock_job_user(c), &job_limit);
 	n = ib_read_devices(c, ib, RDMA_MAX_DEVS);
 	for (size_t i = 0; i < n; i++) {
 		devs[i].ib = ib[i];

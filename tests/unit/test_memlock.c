@@ -12,6 +12,14 @@
 static char root[] = "/tmp/hpcinit-test-memlock.XXXXXX";
 #define put(rel, text) test_put(root, rel, text)
 
+static const struct finding *tagged(const struct report *r, const char *tag)
+{
+	for (size_t i = 0; i < r->n_findings; i++)
+		if (strcmp(r->findings[i].tag, tag) == 0)
+			return &r->findings[i];
+	return NULL;
+}
+
 int main(void)
 {
 	struct spec s = { 0 };
@@ -99,13 +107,18 @@ int main(void)
 		struct report r;
 
 		s.memlock.unlimited = true;
+		s.memlock.systemd = true;
+		put("/proc/77/limits", "Max locked memory         unlimited            unlimited            bytes\n");
 		report_init(&r);
 		observe(&c, &r);
 		TEST_INTEQ(r.status, ST_OK);
 		TEST_INTEQ(report_problems(&r), 0);
 		TEST_STREQ(r.findings[0].tag, "memlock.pam.active");
 		TEST_STREQ(r.findings[1].tag, "memlock.pam.absent");
-		TEST_STREQ(r.findings[2].tag, "memlock.sshd.limit");
+		TEST_CHECK(tagged(&r, "memlock.sshd.limit") != NULL);
+		TEST_CHECK(tagged(&r, "memlock.job.pam") != NULL);
+		TEST_CHECK(tagged(&r, "memlock.job.services") != NULL);
+		TEST_CHECK(tagged(&r, "memlock.systemd.not-running") != NULL);
 		report_free(&r);
 		put("/etc/pam.d/login", "session required pam_unix.so\n");
 		report_init(&r);
@@ -116,6 +129,98 @@ int main(void)
 		TEST_STREQ(r.findings[1].tag, "memlock.pam.inactive");
 		TEST_CHECK(report_summarize(&r));
 		TEST_STREQ(r.summary, r.findings[1].text);
+		report_free(&r);
+		put("/etc/pam.d/login", "session required pam_limits.so\n");
+
+		/* The running sshd's limit below the spec changes the status, not only a detail. */
+		put("/proc/77/limits", "Max locked memory         8388608              unlimited            bytes\n");
+		report_init(&r);
+		observe(&c, &r);
+		TEST_INTEQ(r.status, ST_DEGRADED);
+		TEST_CHECK(tagged(&r, "memlock.sshd.low") && tagged(&r, "memlock.sshd.low")->sev == ST_DEGRADED);
+		report_free(&r);
+		put("/proc/77/limits", "Max locked memory         unlimited            unlimited            bytes\n");
+
+		/* sshd without UsePAM yes: ssh sessions skip pam_limits */
+		put("/etc/ssh/sshd_config", "Include /etc/ssh/sshd_config.d/*.conf\nPort 22\n");
+		report_init(&r);
+		observe(&c, &r);
+		TEST_CHECK(tagged(&r, "memlock.sshd.no-pam") && r.status == ST_DEGRADED);
+		report_free(&r);
+		put("/etc/ssh/sshd_config.d/50-pam.conf", "# Debian\nusepam yes\n");
+		put("/etc/ssh/sshd_config.d/60-late.conf", "UsePAM no\n");     /* first value wins */
+		report_init(&r);
+		observe(&c, &r);
+		TEST_CHECK(tagged(&r, "memlock.sshd.pam") != NULL);
+		TEST_CHECK(tagged(&r, "memlock.sshd.no-pam") == NULL);
+		TEST_INTEQ(r.status, ST_OK);
+		report_free(&r);
+	}
+
+	/* pam_limits' reading: order, specificity, '-' and KiB values */
+	{
+		struct memlock_job j;
+		struct report r;
+
+		put("/etc/passwd", "root:x:0:0::/root:/bin/sh\nazureuser:x:1000:1000::/home/azureuser:/bin/sh\n");
+		put("/etc/group", "azureuser:x:1000:\nhpc:x:2000:other,azureuser\n");
+		put("/etc/security/limits.conf", "*  hard  memlock  1024\n");
+		put("/etc/security/limits.d/90-hpcinit.conf", "*  soft memlock 8192\n*  hard memlock 8192\n");
+		memlock_job_limit(&c, "azureuser", &j);
+		TEST_INTEQ(j.pam_soft, 8192 * 1024);
+		TEST_INTEQ(j.pam_hard, 8192 * 1024);
+		TEST_STREQ(j.pam_soft_from, "/etc/security/limits.d/90-hpcinit.conf:1");
+		/* a later file lowers it */
+		put("/etc/security/limits.d/99-site.conf", "# site policy\n*  -  memlock  4096\n");
+		memlock_job_limit(&c, "azureuser", &j);
+		TEST_INTEQ(j.pam_soft, 4096 * 1024);
+		TEST_INTEQ(j.pam_hard, 4096 * 1024);
+		TEST_STREQ(j.pam_soft_from, "/etc/security/limits.d/99-site.conf:2");
+		/* a group line beats a later '*' line; a user line beats both */
+		put("/etc/security/limits.d/80-grp.conf", "@hpc soft memlock unlimited\n");
+		memlock_job_limit(&c, "azureuser", &j);
+		TEST_INTEQ(j.pam_soft, MEMLOCK_UNLIMITED);
+		TEST_INTEQ(j.pam_hard, 4096 * 1024);
+		memlock_job_limit(&c, "", &j);          /* any user: '*' lines only */
+		TEST_INTEQ(j.pam_soft, 4096 * 1024);
+		put("/etc/security/limits.d/10-user.conf", "azureuser soft memlock 2048\n1000:1999 hard memlock 3072\n");
+		memlock_job_limit(&c, "azureuser", &j);
+		TEST_INTEQ(j.pam_soft, 2048 * 1024);
+		TEST_INTEQ(j.pam_hard, 3072 * 1024);
+		test_put(root, "/etc/security/limits.d/10-user.conf", "");
+		test_put(root, "/etc/security/limits.d/80-grp.conf", "");
+
+		/* systemd: system.conf, then drop-ins by name; /etc hides /usr/lib of the same name */
+		put("/etc/systemd/system.conf", "[Manager]\nDefaultLimitMEMLOCK=64K\n");
+		put("/usr/lib/systemd/system.conf.d/95-vendor.conf", "[Manager]\nDefaultLimitMEMLOCK=1M:2M\n");
+		memlock_job_limit(&c, "azureuser", &j);
+		TEST_INTEQ(j.svc_soft, 1 << 20);
+		TEST_INTEQ(j.svc_hard, 2 << 20);
+		TEST_STREQ(j.svc_from, "/usr/lib/systemd/system.conf.d/95-vendor.conf:2");
+		put("/etc/systemd/system.conf.d/90-hpcinit.conf", "[Manager]\nDefaultLimitMEMLOCK=infinity\n");
+		memlock_job_limit(&c, "azureuser", &j);
+		TEST_INTEQ(j.svc_soft, 1 << 20);        /* 95-vendor sorts after 90-hpcinit */
+		put("/etc/systemd/system.conf.d/95-vendor.conf", "# masked\n");
+		memlock_job_limit(&c, "azureuser", &j);
+		TEST_INTEQ(j.svc_soft, MEMLOCK_UNLIMITED);
+		TEST_STREQ(j.svc_from, "/etc/systemd/system.conf.d/90-hpcinit.conf:2");
+		TEST_INTEQ(memlock_job_min(&j), 4096 * 1024);
+
+		/* observe names the file that lowers the limit, and fails */
+		s.memlock.unlimited = false;
+		s.memlock.limit_bytes = 8192 * 1024;
+		put("/etc/security/limits.d/90-hpcinit.conf", "*  soft memlock 8192\n*  hard memlock 8192\n");
+		report_init(&r);
+		observe(&c, &r);
+		TEST_INTEQ(r.status, ST_FAILED);
+		TEST_CHECK(tagged(&r, "memlock.limits.overridden") != NULL);
+		TEST_CHECK(strstr(tagged(&r, "memlock.limits.overridden")->text,
+				  "/etc/security/limits.d/99-site.conf:2 sets memlock 4096 KiB for any user, below memlock.limit 8192 KiB") != NULL);
+		report_free(&r);
+		put("/etc/security/limits.d/99-site.conf", "# gone\n");
+		report_init(&r);
+		observe(&c, &r);
+		TEST_CHECK(tagged(&r, "memlock.limits.overridden") == NULL);
 		report_free(&r);
 	}
 

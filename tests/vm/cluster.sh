@@ -16,6 +16,9 @@
 #   -n N        compute VMs (default 2)
 #   --checks    which checks, in order (default: all; see CHECKS below)
 #   --keep      leave the work directory (console logs, outputs) behind
+#   --squash    the head exports /shared with root_squash (the NFS default)
+#               instead of the shipped no_root_squash, and every node gets a
+#               cluster secret (cluster.secret_file), as docs/cluster.md advises
 #   --hold      after the checks, keep the VMs running until WORK/release is
 #               created (to look around: tests/vm/exec.sh WORK NAME 'command')
 #
@@ -38,12 +41,14 @@ CHECKS_ALL="boot nfs hosts ssh mpi verify rdma memlock kernel gating"
 CHECKS=$CHECKS_ALL
 KEEP=0
 HOLD=0
+SQUASH=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	-n) N=$2; shift 2 ;;
 	--checks) CHECKS=$2; shift 2 ;;
 	--keep) KEEP=1; shift ;;
 	--hold) HOLD=1; KEEP=1; shift ;;
+	--squash) SQUASH=1; shift ;;
 	*) echo "usage: $0 [-n N] [--checks LIST] [--keep] [--hold]" >&2; exit 2 ;;
 	esac
 done
@@ -123,6 +128,12 @@ subst() {
 	for pat in '10.0.0.4' '10.0.0.0/24'; do
 		grep -qF "$pat" <<< "$s" || { echo "seed: '$pat' not found in $f" >&2; return 1; }
 	done
+	if [ "$SQUASH" = 1 ]; then
+		grep -qF 'no_root_squash' <<< "$s" || [ "$f" = "${f%head.yaml}" ] ||
+			{ echo "seed: no_root_squash not found in $f" >&2; return 1; }
+		s=${s//no_root_squash/root_squash}
+		s=$(sed -E 's|^( *)network: 10\.0\.0\.0/24$|&\n\1secret_file: /etc/hpcinit/cluster.key|' <<< "$s")
+	fi
 	s=${s//10.0.0.4/$NET.10}
 	s=${s//10.0.0.0\/24/$NET.0/24}
 	# Azure's HPC sizes have mlx5 (InfiniBand); these VMs have Soft-RoCE.
@@ -148,6 +159,7 @@ platform_part() {
 	  - name: azureuser
 	    shell: /bin/bash
 	    lock_passwd: true
+	$( [ "$SQUASH" = 1 ] && printf 'write_files:\n  - path: /etc/hpcinit/cluster.key\n    permissions: "0600"\n    content: %s\n' "$SECRET")
 	bootcmd:
 	  - [ip, link, set, eth0, up]
 	  - [ip, addr, replace, "$1/24", dev, eth0]
@@ -166,6 +178,10 @@ make_seed() {
 		> "$d/seed/user-data"
 	printf 'instance-id: %s-%s\nlocal-hostname: %s\n' "$n" "$NS" "$n" > "$d/seed/meta-data"
 }
+
+SECRET=$(openssl rand -hex 32)
+SQUASH_OPT=no_root_squash
+[ "$SQUASH" = 0 ] || SQUASH_OPT=root_squash
 
 # ---- network and VMs ----
 ip netns add "$NS"
@@ -292,7 +308,7 @@ check_nfs() {
 	each_vm "nfs: head exports /shared with the kernel server (exports.d, exportfs)" '
 		[ "$(hostname)" = head ] || exit 0
 		set -e
-		cat /etc/exports.d/*.exports | grep -q "^/shared '"$NET"'.0/24(rw,sync,no_root_squash,no_subtree_check)$" ||
+		cat /etc/exports.d/*.exports | grep -q "^/shared '"$NET"'.0/24(rw,sync,'"$SQUASH_OPT"',no_subtree_check)$" ||
 			{ echo "exports.d:"; cat /etc/exports.d/*; exit 1; }
 		exportfs -v | grep -q "^/shared" || { echo "exportfs -v:"; exportfs -v; exit 1; }
 		systemctl is-active --quiet nfs-server || { echo "nfs-server is not active"; exit 1; }'
@@ -433,6 +449,42 @@ check_kernel() {
 		[ "$v0" = "$v1" ] || { echo "linux-image-amd64 went from $v0 to $v1"; cat /tmp/up.log; exit 1; }
 		grep -q "held back\|kept back" /tmp/up.log || { echo "apt did not report the package held back:"; cat /tmp/up.log; exit 1; }
 		hpcinit check --only kernel | grep -q "^result: in-sync" || { hpcinit check --only kernel; exit 1; }'
+}
+
+# (6) Scale-out under real systemd: a VM booted later reaches every old node's
+# hostfile and known_hosts through hpcinit-refresh.timer.
+check_scaleout() {
+	local n=c$((N + 1)) i=$((N + 2)) t0 end out old left
+	make_seed "$n"
+	t0=$(date +%s)
+	boot "$n" "$i"
+	end=$((t0 + BOOT_TIMEOUT))
+	while [ ! -e "$W/vm/$n/out/agent-start" ]; do
+		[ "$(date +%s)" -lt "$end" ] && kill -0 "${PID[$n]}" 2>/dev/null ||
+			{ notok "scale-out: $n boots" "no agent (console: $W/vm/$n/console.log)"; return; }
+		sleep 1
+	done
+	out=$(vm_exec "$n" "$BOOT_TIMEOUT" 'cloud-init status --wait >/dev/null; cloud-init status; hpcinit status | tail -2' 2>&1) || true
+	say "$n: cloud-init done $(($(date +%s) - t0)) s after power-on: $(tr '\n' ' ' <<< "$out")"
+	grep -q "result: ready" <<< "$out" && ok "scale-out: $n boots into the running cluster, ready" ||
+		notok "scale-out: $n boots into the running cluster, ready" "$out"
+	end=$(($(date +%s) + 300))
+	while :; do
+		left=()
+		for old in $(names); do
+			vm_exec "$old" 30 "grep -q '^$n slots=' /etc/hpcinit/hostfile.openmpi && grep -q '\\b$n\\b' /etc/hpcinit/ssh_known_hosts" >/dev/null 2>&1 ||
+				left+=("$old")
+		done
+		[ ${#left[@]} -gt 0 ] || break
+		[ "$(date +%s)" -lt "$end" ] || break
+		sleep 5
+	done
+	if [ ${#left[@]} -eq 0 ]; then
+		ok "scale-out: $n in every old node's hostfile and known_hosts ($(($(date +%s) - t0)) s after its power-on)"
+	else
+		notok "scale-out: $n in every old node's hostfile and known_hosts" "not on: ${left[*]} after $(($(date +%s) - t0)) s" \
+			"$(vm_exec "${left[0]}" 30 'systemctl list-timers --no-pager hpcinit-refresh.timer; journalctl -b -u hpcinit-refresh.service --no-pager | tail -5' 2>&1)"
+	fi
 }
 
 # Boot-to-ready split of every VM (tests/bench/vm-boot.sh prints it; not asserted).

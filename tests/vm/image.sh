@@ -3,7 +3,7 @@
 #
 # Build (or reuse) the Debian 12 disk image the VM test bed boots.
 #
-#   tests/vm/image.sh [--deb FILE]      prints the image directory on its last line
+#   tests/vm/image.sh [--debs DIR]      prints the image directory on its last line
 #
 # The image directory holds disk.img (raw ext4, root=/dev/vda), vmlinuz and
 # initrd.img (booted with qemu -kernel/-initrd, no boot loader) and
@@ -14,8 +14,9 @@
 # tree rebuilds only what depends on it:
 #   base/KEY   debootstrap --variant=minbase + the packages of BASE_PKGS
 #              (KEY: hash of the package list and of the base_build function)
-#   deb/KEY    the .deb packaging/build-deb.sh builds from this tree
-#              (KEY: hash of the tree's tracked files; or --deb FILE)
+#   deb/KEY    the .debs packaging/build-deb.sh builds from this tree
+#              (hpcinit, hpcinit-rdma, hpcinit-mpi; KEY: hash of the tree's
+#              tracked files; or the hpcinit*.deb in --debs DIR)
 #   img/KEY    base + the .deb installed with apt inside the chroot, as a
 #              user would, made into disk.img (KEY: base key, the .deb's
 #              hash and the final_build function)
@@ -27,11 +28,11 @@ SRC=$(cd "$(dirname "$0")/../.." && pwd)
 CACHE=${HPCINIT_VM_CACHE:-/var/cache/hpcinit-vm}
 MIRROR=${HPCINIT_VM_MIRROR:-http://deb.debian.org/debian}
 SUITE=bookworm
-DEB=
+DDIR=
 while [ $# -gt 0 ]; do
 	case $1 in
-	--deb) DEB=$(readlink -f "$2"); shift 2 ;;
-	*) echo "usage: $0 [--deb FILE]" >&2; exit 2 ;;
+	--debs) DDIR=$(readlink -f "$2"); shift 2 ;;
+	*) echo "usage: $0 [--debs DIR]" >&2; exit 2 ;;
 	esac
 done
 
@@ -75,10 +76,10 @@ base_build() {
 }
 
 # The last layer: $1 the merged root (base below, writable overlay above),
-# $2 the .deb.  Installs hpcinit as a user would and configures the image
+# $2 the directory of the .debs.  Installs hpcinit as a user would and configures the image
 # for the test bed (no internet, console on ttyS0, NoCloud seeds).
 final_build() {
-	local R=$1 deb=$2
+	local R=$1 debs=$2
 	mount -t proc proc "$R/proc"
 	mount --rbind /sys "$R/sys"
 	mount --rbind /dev "$R/dev"
@@ -86,7 +87,7 @@ final_build() {
 	# names, so cloud-init's "packages:" works without the internet.
 	local repo=$R/srv/hpcinit-repo
 	mkdir -p "$repo"
-	cp "$deb" "$repo/"
+	cp "$debs"/hpcinit*.deb "$repo/"
 	# A newer kernel metapackage, for the kernel hold check: apt-get
 	# upgrade must keep it back once hpcinit has held the kernel.
 	local k=$R/tmp/kernel-next
@@ -104,7 +105,7 @@ final_build() {
 	echo 'deb [trusted=yes] file:/srv/hpcinit-repo ./' > "$R/etc/apt/sources.list"
 	chroot "$R" env DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
 	chroot "$R" env DEBIAN_FRONTEND=noninteractive \
-		apt-get install -y -q --no-install-recommends hpcinit >&2
+		apt-get install -y -q --no-install-recommends $(cd "$debs" && ls hpcinit*.deb | sed 's/_.*//') >&2
 	chroot "$R" hpcinit --version >&2
 	# cloud-init's locale module sets en_US.UTF-8 (as on Azure's images, where it exists).
 	sed -i 's/^# *\(en_US.UTF-8 UTF-8\)/\1/' "$R/etc/locale.gen"
@@ -194,32 +195,30 @@ else
 	log "base $BKEY: built in $(($(date +%s) - t0)) s"
 fi
 
-if [ -z "$DEB" ]; then
+if [ -z "$DDIR" ]; then
 	SKEY=$(cd "$SRC" && { git ls-files -z 2>/dev/null || find . -path ./build -prune -o -type f -print0; } |
 		sort -z | xargs -0 sha256sum 2>/dev/null | hash_of)
 	DDIR=$CACHE/deb/$SKEY
-	DEB=$(ls "$DDIR"/hpcinit_*.deb 2>/dev/null | head -1 || true)
-	if [ -z "$DEB" ]; then
+	if ! ls "$DDIR"/hpcinit_*.deb >/dev/null 2>&1; then
 		log "deb $SKEY: packaging/build-deb.sh (builds, lintian, install test)"
 		t0=$(date +%s)
 		rm -rf "$DDIR.tmp"
 		bash "$SRC/packaging/build-deb.sh" "$DDIR.tmp" >&2 || die "packaging/build-deb.sh failed"
 		rm -rf "$DDIR"
 		mv "$DDIR.tmp" "$DDIR"
-		DEB=$(ls "$DDIR"/hpcinit_*.deb | head -1)
 		log "deb $SKEY: built in $(($(date +%s) - t0)) s"
 	else
 		log "deb $SKEY: cached"
 	fi
 fi
-[ -f "$DEB" ] || die "no .deb: $DEB"
+ls "$DDIR"/hpcinit_*.deb >/dev/null 2>&1 || die "no hpcinit_*.deb in $DDIR"
 
-FKEY=$( { echo "$BKEY"; sha256sum < "$DEB"; declare -f final_build; } | hash_of)
+FKEY=$( { echo "$BKEY"; cat "$DDIR"/hpcinit*.deb | sha256sum; declare -f final_build; } | hash_of)
 IMG=$CACHE/img/$FKEY
 if [ -f "$IMG/done" ]; then
 	log "image $FKEY: cached"
 else
-	log "image $FKEY: base $BKEY + $(basename "$DEB")"
+	log "image $FKEY: base $BKEY + $(cd "$DDIR" && echo hpcinit*.deb)"
 	t0=$(date +%s)
 	rm -rf "$IMG"
 	mkdir -p "$IMG/ovl/upper" "$IMG/ovl/work" "$IMG/ovl/root"
@@ -235,10 +234,10 @@ else
 		cp -a "$2/root/srv/hpcinit-repo" "$4/repo"
 		truncate -s 4G "$4/disk.img.tmp"
 		mkfs.ext4 -q -F -L hpcinit-vm -d "$2/root" "$4/disk.img.tmp"
-	' _ "$BASE" "$IMG/ovl" "$DEB" "$IMG" || die "image build failed"
+	' _ "$BASE" "$IMG/ovl" "$DDIR" "$IMG" || die "image build failed"
 	rm -rf "$IMG/ovl"
 	mv "$IMG/disk.img.tmp" "$IMG/disk.img"
-	basename "$DEB" > "$IMG/deb"
+	(cd "$DDIR" && ls hpcinit*.deb) > "$IMG/debs"
 	touch "$IMG/done"
 	log "image $FKEY: built in $(($(date +%s) - t0)) s"
 fi

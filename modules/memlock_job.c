@@ -1,0 +1,410 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What a job gets (memlock.h).  Two readers, each following the program it
+ * stands for:
+ *
+ * - pam_limits (Linux-PAM modules/pam_limits): /etc/security/limits.conf,
+ *   then /etc/security/limits.d/\*.conf in C-locale name order.  A line
+ *   applies when its domain matches: the user name or a uid range (most
+ *   specific), @group or a gid range, then '*'.  A later line overrides an
+ *   earlier one of the same or lower specificity, never a more specific
+ *   one.  "-" sets soft and hard.  Values are KiB; unlimited/infinity/-1.
+ *   We parse rather than open a PAM session: a session (su, runuser) runs
+ *   that service's stack, not sshd's, needs a login-capable user and, run
+ *   as root without CAP_SYS_RESOURCE (containers), cannot show a limit above
+ *   root's own hard limit; the parse shows the value and the file:line
+ *   that sets it on every node and on a fake root.  The stacks themselves
+ *   (is pam_limits in sshd's session phase, UsePAM) are checked by memlock.c.
+ * - systemd (src/core/main.c, system.conf(5)): /etc/systemd/system.conf,
+ *   then the drop-ins of system.conf.d in /usr/lib, /usr/local/lib, /run,
+ *   /etc (a name in a later directory hides the same name in an earlier
+ *   one), in name order; the last DefaultLimitMEMLOCK= wins.  Sizes take
+ *   K/M/G/T (1024-based); "SOFT:HARD" sets both.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "fsutil.h"
+#include "memlock.h"
+
+void memlock_fmt(long long bytes, char *buf, size_t n)
+{
+	if (bytes == MEMLOCK_UNLIMITED)
+		snprintf(buf, n, "unlimited");
+	else if (bytes == MEMLOCK_UNSET)
+		snprintf(buf, n, "unset");
+	else
+		snprintf(buf, n, "%lld KiB", bytes / 1024);
+}
+
+/* a < b with unlimited as the largest. */
+static bool lim_lt(long long a, long long b)
+{
+	if (a == MEMLOCK_UNLIMITED)
+		return false;
+	if (b == MEMLOCK_UNLIMITED)
+		return true;
+	return a < b;
+}
+
+long long memlock_job_min(const struct memlock_job *j)
+{
+	long long m = MEMLOCK_UNSET;
+
+	if (j->pam_soft != MEMLOCK_UNSET)
+		m = j->pam_soft;
+	if (j->svc_soft != MEMLOCK_UNSET && (m == MEMLOCK_UNSET || lim_lt(j->svc_soft, m)))
+		m = j->svc_soft;
+	return m;
+}
+
+const char *memlock_job_user(const struct ctx *c)
+{
+	const struct spec *s = c->spec;
+
+	for (size_t i = 0; s->ssh.present && i < s->ssh.users.n; i++)
+		if (fs_lookup_user(c, s->ssh.users.v[i], NULL, NULL, NULL) == 0)
+			return s->ssh.users.v[i];
+	return "";
+}
+
+struct who {
+	const char *name;       /* "" = any user */
+	bool known;
+	unsigned long uid, gid;
+	struct strlist groups;  /* names of the groups it is in */
+};
+
+static bool parse_ul(const char *s, unsigned long *ret)
+{
+	char *end;
+
+	if (!*s)
+		return false;
+	errno = 0;
+	*ret = strtoul(s, &end, 10);
+	return !errno && !*end;
+}
+
+/* "a:b", "a:", ":b" (uid or gid ranges); false when s is not a range. */
+static bool in_range(const char *s, unsigned long v, bool *ret_match)
+{
+	const char *colon = strchr(s, ':');
+	char lo[32] = "", hi[32] = "";
+	unsigned long a = 0, b = (unsigned long)-1;
+
+	if (!colon || (size_t)(colon - s) >= sizeof(lo) || strlen(colon + 1) >= sizeof(hi))
+		return false;
+	memcpy(lo, s, (size_t)(colon - s));
+	strcpy(hi, colon + 1);
+	if ((*lo && !parse_ul(lo, &a)) || (*hi && !parse_ul(hi, &b)))
+		return false;
+	*ret_match = v >= a && v <= b;
+	return true;
+}
+
+/* pam_limits' specificity of a domain for w: 0 user, 1 group, 2 '*'; -1 no match. */
+static int domain_rank(const struct who *w, const char *dom)
+{
+	bool m;
+
+	if (strcmp(dom, "*") == 0)
+		return 2;
+	if (dom[0] == '%')
+		return -1;              /* maxlogins domains */
+	if (dom[0] == '@') {
+		if (w->known && in_range(dom + 1, w->gid, &m))
+			return m ? 1 : -1;
+		for (size_t i = 0; i < w->groups.n; i++)
+			if (strcmp(w->groups.v[i], dom + 1) == 0)
+				return 1;
+		return -1;
+	}
+	if (w->known && in_range(dom, w->uid, &m))
+		return m ? 0 : -1;
+	return *w->name && strcmp(dom, w->name) == 0 ? 0 : -1;
+}
+
+/* limits.conf value in KiB -> bytes. */
+static bool parse_pam_value(const char *v, long long *ret)
+{
+	unsigned long kib;
+
+	if (strcmp(v, "unlimited") == 0 || strcmp(v, "infinity") == 0 || strcmp(v, "-1") == 0) {
+		*ret = MEMLOCK_UNLIMITED;
+		return true;
+	}
+	if (!parse_ul(v, &kib) || kib > (unsigned long)(LLONG_MAX / 1024))
+		return false;
+	*ret = (long long)kib * 1024;
+	return true;
+}
+
+struct pam_acc {
+	long long soft, hard;
+	int soft_rank, hard_rank;
+	char *soft_from, *hard_from;
+};
+
+static void pam_file(const struct ctx *c, const char *path, const struct who *w, struct pam_acc *a)
+{
+	char *text = NULL;
+	unsigned lineno = 0;
+
+	if (fs_read(c, path, &text, NULL) < 0)
+		return;
+	for (char *line = text; line && *line;) {
+		char *nl = strchr(line, '\n'), *f[4] = { 0 }, *save = NULL;
+		int nf = 0, rank;
+		long long v;
+
+		lineno++;
+		if (nl)
+			*nl = '\0';
+		line[strcspn(line, "#")] = '\0';
+		for (char *t = strtok_r(line, " \t", &save); t && nf < 4; t = strtok_r(NULL, " \t", &save))
+			f[nf++] = t;
+		line = nl ? nl + 1 : NULL;
+		if (nf < 4 || strcasecmp(f[2], "memlock") != 0 || !parse_pam_value(f[3], &v))
+			continue;
+		rank = domain_rank(w, f[0]);
+		if (rank < 0)
+			continue;
+		bool soft = strcmp(f[1], "soft") == 0 || strcmp(f[1], "-") == 0;
+		bool hard = strcmp(f[1], "hard") == 0 || strcmp(f[1], "-") == 0;
+
+		if (soft && rank <= a->soft_rank) {
+			a->soft = v;
+			a->soft_rank = rank;
+			free(a->soft_from);
+			a->soft_from = xasprintf("%s:%u", path, lineno);
+		}
+		if (hard && rank <= a->hard_rank) {
+			a->hard = v;
+			a->hard_rank = rank;
+			free(a->hard_from);
+			a->hard_from = xasprintf("%s:%u", path, lineno);
+		}
+	}
+	free(text);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Names in dir ending in ".conf", sorted (C locale). */
+static void conf_names(const struct ctx *c, const char *dir, struct strlist *ret)
+{
+	char *p = ctx_path(c, dir);
+	DIR *d = opendir(p);
+	struct dirent *de;
+
+	free(p);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		size_t l = strlen(de->d_name);
+
+		if (l > 5 && de->d_name[0] != '.' && strcmp(de->d_name + l - 5, ".conf") == 0)
+			strlist_push(ret, de->d_name);
+	}
+	closedir(d);
+	if (ret->n)
+		qsort(ret->v, ret->n, sizeof(*ret->v), cmp_str);
+}
+
+static void load_groups(const struct ctx *c, struct who *w)
+{
+	char *text = NULL;
+
+	if (!*w->name || fs_read(c, "/etc/group", &text, NULL) < 0)
+		return;
+	for (char *line = text; line && *line;) {
+		char *nl = strchr(line, '\n'), *f[4] = { 0 }, *s = line;
+		int i;
+		unsigned long gid;
+
+		if (nl)
+			*nl = '\0';
+		line = nl ? nl + 1 : NULL;
+		for (i = 0; i < 4 && s; i++) {
+			f[i] = s;
+			s = strchr(s, ':');
+			if (s)
+				*s++ = '\0';
+		}
+		if (i < 4 || !parse_ul(f[2], &gid))
+			continue;
+		bool member = w->known && gid == w->gid;
+
+		for (char *save = NULL, *m = strtok_r(f[3], ",", &save); m && !member; m = strtok_r(NULL, ",", &save))
+			member = strcmp(m, w->name) == 0;
+		if (member)
+			strlist_push(&w->groups, f[0]);
+	}
+	free(text);
+}
+
+/* systemd's size: "infinity", N, N{K,M,G,T}; false when unparsable. */
+static bool parse_sd_size(const char *s, long long *ret)
+{
+	char *end;
+	unsigned long long v;
+	unsigned shift = 0;
+
+	if (strcmp(s, "infinity") == 0) {
+		*ret = MEMLOCK_UNLIMITED;
+		return true;
+	}
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return false;
+	switch (*end) {
+	case '\0':
+		break;
+	case 'K':
+		shift = 10;
+		break;
+	case 'M':
+		shift = 20;
+		break;
+	case 'G':
+		shift = 30;
+		break;
+	case 'T':
+		shift = 40;
+		break;
+	default:
+		return false;
+	}
+	if (*end && end[1])
+		return false;
+	if (v > (unsigned long long)LLONG_MAX >> shift)
+		return false;
+	*ret = (long long)(v << shift);
+	return true;
+}
+
+static void sd_file(const struct ctx *c, const char *path, struct memlock_job *j)
+{
+	char *text = NULL;
+	bool manager = false;
+	unsigned lineno = 0;
+
+	if (fs_read(c, path, &text, NULL) < 0)
+		return;
+	for (char *line = text; line && *line;) {
+		char *nl = strchr(line, '\n');
+
+		lineno++;
+		if (nl)
+			*nl = '\0';
+		line += strspn(line, " \t");
+		if (*line == '[') {
+			manager = strncmp(line, "[Manager]", 9) == 0;
+		} else if (manager && strncmp(line, "DefaultLimitMEMLOCK=", 20) == 0) {
+			char *v = line + 20, *colon;
+			long long soft, hard;
+
+			v[strcspn(v, " \t\r")] = '\0';
+			colon = strchr(v, ':');
+			if (colon)
+				*colon = '\0';
+			if (parse_sd_size(v, &soft) && (!colon ? (hard = soft, true) : parse_sd_size(colon + 1, &hard))) {
+				j->svc_soft = soft;
+				j->svc_hard = hard;
+				snprintf(j->svc_from, sizeof(j->svc_from), "%s:%u", path, lineno);
+			}
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	free(text);
+}
+
+static void systemd_default(const struct ctx *c, struct memlock_job *j)
+{
+	static const char *const dirs[] = { "/usr/lib/systemd/system.conf.d", "/usr/local/lib/systemd/system.conf.d",
+					    "/run/systemd/system.conf.d", "/etc/systemd/system.conf.d" };
+	struct strlist names = { 0 };
+
+	sd_file(c, "/etc/systemd/system.conf", j);
+	for (size_t d = 0; d < 4; d++) {
+		struct strlist here = { 0 };
+
+		conf_names(c, dirs[d], &here);
+		for (size_t i = 0; i < here.n; i++) {
+			bool dup = false;
+
+			for (size_t k = 0; k < names.n && !dup; k++)
+				dup = strcmp(names.v[k], here.v[i]) == 0;
+			if (!dup)
+				strlist_push(&names, here.v[i]);
+		}
+		strlist_free(&here);
+	}
+	if (names.n)
+		qsort(names.v, names.n, sizeof(*names.v), cmp_str);
+	for (size_t i = 0; i < names.n; i++) {
+		/* the last directory holding the name wins */
+		for (size_t d = 4; d-- > 0;) {
+			char *p = xasprintf("%s/%s", dirs[d], names.v[i]);
+
+			if (fs_exists(c, p)) {
+				sd_file(c, p, j);
+				free(p);
+				break;
+			}
+			free(p);
+		}
+	}
+	strlist_free(&names);
+}
+
+void memlock_job_limit(const struct ctx *c, const char *user, struct memlock_job *ret)
+{
+	struct who w = { .name = user ? user : "" };
+	struct pam_acc a = { .soft = MEMLOCK_UNSET, .hard = MEMLOCK_UNSET, .soft_rank = 99, .hard_rank = 99 };
+	struct strlist names = { 0 };
+
+	memset(ret, 0, sizeof(*ret));
+	snprintf(ret->user, sizeof(ret->user), "%s", w.name);
+	if (*w.name) {
+		uid_t u;
+		gid_t g;
+
+		if (fs_lookup_user(c, w.name, &u, &g, NULL) == 0) {
+			w.known = true;
+			w.uid = u;
+			w.gid = g;
+		}
+		load_groups(c, &w);
+	}
+	pam_file(c, "/etc/security/limits.conf", &w, &a);
+	conf_names(c, "/etc/security/limits.d", &names);
+	for (size_t i = 0; i < names.n; i++) {
+		char *p = xasprintf("/etc/security/limits.d/%s", names.v[i]);
+
+		pam_file(c, p, &w, &a);
+		free(p);
+	}
+	strlist_free(&names);
+	strlist_free(&w.groups);
+	ret->pam_soft = a.soft;
+	ret->pam_hard = a.hard;
+	snprintf(ret->pam_soft_from, sizeof(ret->pam_soft_from), "%s", a.soft_from ? a.soft_from : "");
+	snprintf(ret->pam_hard_from, sizeof(ret->pam_hard_from), "%s", a.hard_from ? a.hard_from : "");
+	free(a.soft_from);
+	free(a.hard_from);
+	ret->svc_soft = ret->svc_hard = MEMLOCK_UNSET;
+	systemd_default(c, ret);
+}
