@@ -197,6 +197,7 @@ static int disc_run(struct ctx *c, struct report *rep)
 		goto out;
 	}
 	admit_init(&run.admit, c, &run.self);
+	run.admit.check_names = !(m && m->names_from_spec);
 	if (!m) {
 		report_set(rep, ST_FAILED, "discovery.method %d has no implementation",
 			   (int)c->spec->discovery.method);
@@ -212,6 +213,7 @@ static int disc_run(struct ctx *c, struct report *rep)
 		r = m->collect(&run);
 	if (r < 0)
 		goto out;
+	admit_found(&run);
 
 	/* This node first, then what the method found (nothing when open said so). */
 	set = xcalloc(1, sizeof(*set));
