@@ -445,6 +445,81 @@ static bool p_hosts(struct loader *L, const struct field *f, yaml_node_t *k, yam
 }
 
 /* A mapping: its own table (a section, or inline keys like scan:). */
+static bool p_url(struct loader *L, const struct field *f, yaml_node_t *k, yaml_node_t *v,
+		  void *base, const char *path)
+{
+	return p_checked(L, f, k, v, base, path, name_check_url, false);
+}
+
+/* exports(5) clients: '*', a network, an address, a host name (wildcards allowed), @netgroup. */
+static bool p_clients(struct loader *L, const struct field *f, yaml_node_t *k, yaml_node_t *v,
+		      void *base, const char *path)
+{
+	const char *s = node_text(v);
+	struct cidr c;
+
+	if (cidr_parse(s, &c) == 0) {
+		set_string(f, base, xstrdup(c.text));
+		return true;
+	}
+	if (!strcmp(s, "*") || name_ip_valid(s) || name_host_valid(s, NAME_WILD) ||
+	    (s[0] == '@' && name_hostname_valid(s + 1))) {
+		set_string(f, base, xstrdup(s));
+		return true;
+	}
+	bad_value(L, f, k, v, path, NULL);
+	return false;
+}
+
+/* A sequence of enum names, stored as bits (hostfile.formats). */
+static bool p_flags(struct loader *L, const struct field *f, yaml_node_t *k, yaml_node_t *v,
+		      void *base, const char *path)
+{
+	const struct flags_arg *a = f->arg;
+	unsigned *dst = field_ptr(f, base), bits = 0;
+	size_t n = seq_len(v);
+	struct field ef = *f;
+	bool ok = true;
+
+	ef.type = &T_ENUM;      /* entries are reported as single enum values */
+	ef.arg = a->vals;
+	if (!seq_count_ok(L, f, k, v, path, n, 16, true, a->list))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		yaml_node_t *e = ld_node(L, v->data.sequence.items.start[i]);
+		int x;
+
+		if (!e)
+			continue;
+		if (e->type != YAML_SCALAR_NODE || node_is_null(e)) {
+			bad_value(L, &ef, NULL, e, path, NULL);
+			ok = false;
+			continue;
+		}
+		if (!enum_lookup(L, &ef, NULL, e, path, &x)) {
+			ok = false;
+			continue;
+		}
+		if (bits & (unsigned)x) {
+			error_mark(L, e->start_mark, path, "%s '%s' is listed twice", a->item,
+				   node_text(e));
+			ok = false;
+			continue;
+		}
+		bits |= (unsigned)x;
+	}
+	if (ok)
+		*dst = bits;
+	return ok;
+}
+
+static void describe_flags(const struct field *f, struct strbuf *sb)
+{
+	const struct flags_arg *a = f->arg;
+
+	sb_printf(sb, "a sequence of %s", a->list);
+}
+
 /* ---- the types ---- */
 
 const struct type T_BOOL = { "a boolean (true or false)", YAML_SCALAR_NODE, p_bool, NULL };
@@ -467,3 +542,8 @@ const struct type T_CIDR = { "a network like 10.0.0.0/24", YAML_SCALAR_NODE, p_c
 const struct type T_STRLIST = { "a sequence", YAML_SEQUENCE_NODE, p_strlist, describe_list };
 const struct type T_HOSTS = { "a sequence of host names or ranges like node[01-16]",
 			       YAML_SEQUENCE_NODE, p_hosts, NULL };
+const struct type T_URL = { "an http:// or https:// URL", YAML_SCALAR_NODE, p_url, NULL };
+const struct type T_CLIENTS = {
+	"NFS clients: a network like 10.0.0.0/24, a host name or '*'", YAML_SCALAR_NODE,
+	p_clients, NULL };
+const struct type T_FLAGS = { "a sequence", YAML_SEQUENCE_NODE, p_flags, describe_flags };

@@ -110,6 +110,64 @@ static int load_spec(const char *path, struct spec **ret)
 	return r;
 }
 
+/*
+ * Who besides root (and the user running hpcinit) could change what st is?
+ * NULL when no one; else a phrase for the message.  A directory with the
+ * sticky bit (/tmp) may be writable by others: they cannot replace a file
+ * they do not own there.
+ */
+static const char *writable_by_others(const struct stat *st, char *buf, size_t len)
+{
+	if (st->st_uid != 0 && st->st_uid != geteuid()) {
+		snprintf(buf, len, "owned by uid %u", (unsigned)st->st_uid);
+		return buf;
+	}
+	if (S_ISDIR(st->st_mode) && (st->st_mode & S_ISVTX))
+		return NULL;
+	if (st->st_mode & (S_IWGRP | S_IWOTH)) {
+		snprintf(buf, len, "writable by %s (mode %04o)",
+			 st->st_mode & S_IWOTH ? "others" : "its group", (unsigned)(st->st_mode & 07777));
+		return buf;
+	}
+	return NULL;
+}
+
+/*
+ * The spec decides what root does to this machine, so on the real root a
+ * spec that anyone but root could change -- the file, or a directory above
+ * it -- is refused before anything runs.  `hpcinit validate` and fake roots
+ * (--root) are not judged: they change nothing of the system.
+ */
+static bool spec_file_refused(const char *path)
+{
+	char *real = realpath(path, NULL), why[64];
+	const char *w = NULL;
+	bool dir = false;
+	struct stat st;
+
+	if (!real)
+		return false;           /* the loader says why it cannot be read */
+	if (stat(real, &st) == 0)
+		w = writable_by_others(&st, why, sizeof(why));
+	while (!w && strcmp(real, "/") != 0) {
+		char *slash = strrchr(real, '/');
+
+		if (!slash)
+			break;
+		slash[slash == real ? 1 : 0] = '\0';
+		dir = true;
+		if (stat(real, &st) == 0)
+			w = writable_by_others(&st, why, sizeof(why));
+	}
+	if (w)
+		fprintf(stderr, "hpcinit: %s: %s%s%s is %s; whoever can change the spec decides what "
+			"root does to this machine: refusing it (chown root, chmod go-w); nothing was "
+			"changed\n", path, dir ? "its directory " : "", dir ? real : "", dir ? "" : "the file",
+			w);
+	free(real);
+	return w != NULL;
+}
+
 static const struct option longopts[] = {
 	{ "config", required_argument, NULL, 'c' },
 	{ "root", required_argument, NULL, 'r' },
@@ -277,7 +335,7 @@ int main(int argc, char **argv)
 		strlist_free(&o.ro.only);
 		return EXIT_USAGE;
 	}
-	if (load_spec(o.config, &spec) < 0) {
+	if ((!o.root[0] && spec_file_refused(o.config)) || load_spec(o.config, &spec) < 0) {
 		strlist_free(&o.ro.only);
 		return EXIT_USAGE;
 	}

@@ -260,3 +260,18 @@ char *name_path_normalize(const char *s, const char **why)
 	out[o] = '\0';
 	return out;
 }
+
+const char *name_check_url(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (!((!strncmp(s, "http://", 7) || !strncmp(s, "https://", 8)) && n > 8))
+		return "expected http:// or https:// and a host";
+	if (n > 1024)
+		return "a URL is at most 1024 characters";
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] <= ' ' || s[i] == 0x7f || s[i] == '"' || s[i] == '\'' ||
+		    s[i] == '\\')
+			return "a URL cannot hold spaces, quotes, '\\' or control characters";
+	return NULL;
+}

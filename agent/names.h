@@ -46,6 +46,8 @@ bool name_ifname_valid(const char *s);
 const char *name_check_ifname(const char *s);
 /* An fnmatch(3) pattern for one name: no '/', brackets closed, no trailing '\'. */
 const char *name_check_glob(const char *s);
+/* An http:// or https:// URL without spaces, quotes, '\' or control characters. */
+const char *name_check_url(const char *s);
 /*
  * Canonical absolute path: repeated '/' and "." components dropped, no
  * trailing '/', no "..".  malloc'd, or NULL with *why set.

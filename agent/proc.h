@@ -61,7 +61,12 @@ int proc_start_argv(struct proc_child *ch, const char *prog, const char *const a
  * dies with its parent (PR_SET_PDEATHSIG).  want: see struct proc_child.
  */
 int proc_start_fn(struct proc_child *ch, void (*fn)(void *arg, int fd), void *arg, size_t want);
-/* Wait for n started children together under one deadline (see struct proc_limits). */
+/*
+ * Wait for n started children together under one deadline (see struct
+ * proc_limits).  timeout_ms 0 stops running children now: SIGTERM, SIGKILL
+ * after term_grace_ms, and a child that still does not die is left, not
+ * waited for (use this rather than kill + waitpid).
+ */
 void proc_wait(struct proc_child *ch, size_t n, const struct proc_limits *lim);
 void proc_child_free(struct proc_child *ch);
 

@@ -99,6 +99,12 @@ struct list_arg {
 	size_t max;
 	bool nonempty, unique;
 };
+/* A sequence of enum names stored as bits; entries are checked against vals. */
+struct flags_arg {
+	const struct enum_val *vals;
+	const char *item;               /* "format": "format 'x' is listed twice" */
+	const char *list;               /* "openmpi, mpich, plain or clush" */
+};
 /* Host names and ranges like node[01-16], expanded; at most max names. */
 struct hosts_arg {
 	size_t max;
@@ -120,8 +126,9 @@ struct maplist_arg {
 		       void *base, const char *path);
 };
 
-extern const struct type T_BOOL, T_INT, T_FLOAT, T_SIZE, T_DURATION, T_ENUM, T_PATH, T_GLOB,
-	T_CLUSTER_NAME, T_IFNAME, T_CIDR, T_STRLIST, T_HOSTS, T_MAP, T_MAPLIST;
+extern const struct type T_BOOL, T_INT, T_FLOAT, T_SIZE, T_DURATION, T_ENUM, T_FLAGS, T_PATH,
+	T_GLOB, T_CLUSTER_NAME, T_IFNAME, T_URL, T_CIDR, T_CLIENTS, T_STRLIST, T_HOSTS, T_MAP,
+	T_MAPLIST;
 
 /* ---- for handlers and checks outside this file ---- */
 

@@ -185,45 +185,6 @@ static bool p_version(struct loader *L, const struct field *f, yaml_node_t *k, y
 	return true;
 }
 
-static bool p_clients(struct loader *L, const struct field *f, yaml_node_t *k, yaml_node_t *v,
-		      void *base, const char *path)
-{
-	const char *s = node_text(v);
-	struct cidr c;
-
-	if (cidr_parse(s, &c) == 0) {
-		set_string(f, base, xstrdup(c.text));
-		return true;
-	}
-	if (!strcmp(s, "*") || name_ip_valid(s) || name_host_valid(s, NAME_WILD) ||
-	    (s[0] == '@' && name_hostname_valid(s + 1))) {
-		set_string(f, base, xstrdup(s));
-		return true;
-	}
-	bad_value(L, f, k, v, path, NULL);
-	return false;
-}
-
-/* An http:// URL with no spaces, quotes or control characters (scheduled_events.url). */
-static bool p_url(struct loader *L, const struct field *f, yaml_node_t *k, yaml_node_t *v,
-		  void *base, const char *path)
-{
-	const char *s = node_text(v);
-	size_t n = strlen(s);
-	bool ok = (!strncmp(s, "http://", 7) || !strncmp(s, "https://", 8)) && n <= 1024 && n > 8;
-
-	for (size_t i = 0; ok && i < n; i++)
-		if ((unsigned char)s[i] <= ' ' || s[i] == 0x7f || s[i] == '"' || s[i] == '\'' ||
-		    s[i] == '\\')
-			ok = false;
-	if (!ok) {
-		bad_value(L, f, k, v, path, NULL);
-		return false;
-	}
-	set_string(f, base, xstrdup(s));
-	return true;
-}
-
 /* "host:/export", "[v6]:/export".  Fills source, host and export of a mount. */
 static bool p_nfs_source(struct loader *L, const struct field *f, yaml_node_t *k, yaml_node_t *v,
 			 void *base, const char *path)
@@ -274,60 +235,13 @@ static bool p_nfs_source(struct loader *L, const struct field *f, yaml_node_t *k
 	return false;
 }
 
-/* hostfile.formats: a sequence of enum names, stored as bits. */
-static bool p_formats(struct loader *L, const struct field *f, yaml_node_t *k, yaml_node_t *v,
-		      void *base, const char *path)
-{
-	unsigned *dst = field_ptr(f, base), bits = 0;
-	size_t n = seq_len(v);
-	struct field ef = *f;
-	bool ok = true;
-
-	ef.type = &T_ENUM;      /* entries are reported as single enum values */
-
-	if (!seq_count_ok(L, f, k, v, path, n, 16, true, "openmpi, mpich, plain or clush"))
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		yaml_node_t *e = ld_node(L, v->data.sequence.items.start[i]);
-		int x;
-
-		if (!e)
-			continue;
-		if (e->type != YAML_SCALAR_NODE || node_is_null(e)) {
-			bad_value(L, &ef, NULL, e, path, NULL);
-			ok = false;
-			continue;
-		}
-		if (!enum_lookup(L, &ef, NULL, e, path, &x)) {
-			ok = false;
-			continue;
-		}
-		if (bits & (unsigned)x) {
-			error_mark(L, e->start_mark, path, "format '%s' is listed twice", node_text(e));
-			ok = false;
-			continue;
-		}
-		bits |= (unsigned)x;
-	}
-	if (ok)
-		*dst = bits;
-	return ok;
-}
-
 /* ---------------------------------------------------------------- the schema */
 
-static const struct type T_URL = { "an http:// or https:// URL", YAML_SCALAR_NODE, p_url, NULL };
 static const struct type T_VERSION = { "the spec version (1)", YAML_SCALAR_NODE, p_version, NULL };
-static const struct type T_CLIENTS = {
-	"NFS clients: a network like 10.0.0.0/24, a host name or '*'", YAML_SCALAR_NODE,
-	p_clients, NULL };
 static const struct type T_NFS_SOURCE = { "an NFS source like 10.0.0.7:/shared", YAML_SCALAR_NODE,
 					   p_nfs_source, NULL };
-static const struct type T_FORMATS = { "a sequence of openmpi, mpich, plain or clush",
-					YAML_SEQUENCE_NODE, p_formats, NULL };
 
-/* T_FORMATS reports each entry through the enum handler, which reads the arg. */
-#define FMT_FIELD(k, st, m) { k, &T_FORMATS, offsetof(st, m), format_vals, 0, M_NONE, NULL }
+static const struct flags_arg formats_flags = { format_vals, "format", "openmpi, mpich, plain or clush" };
 
 static const struct int_arg version_int = { 1, 1, 4 };
 static const struct int_arg rate_int = { 0, 1600, 4 };
@@ -548,7 +462,7 @@ static const struct field ssh_fields[] = {
 
 static const struct field hostfile_fields[] = {
 	{ "dir", &T_PATH, offsetof(struct spec_hostfile, dir), NULL, 0, M_NONE, NULL },
-	FMT_FIELD("formats", struct spec_hostfile, formats),
+	{ "formats", &T_FLAGS, offsetof(struct spec_hostfile, formats), &formats_flags, 0, M_NONE, NULL },
 	{ "address", &T_ENUM, offsetof(struct spec_hostfile, address), address_vals, 0, M_HF_ADDRESS,
 	  NULL },
 	{ "openmpi_default", &T_BOOL, offsetof(struct spec_hostfile, openmpi_default), NULL, 0, M_NONE,

@@ -542,8 +542,11 @@ int sshkey_fetch_host_keys(const char *const *hosts, size_t n, unsigned port,
 			errs[i] = -EIO;
 	}
 	r = helper_run((const char *const *)args.v, NULL, total_ms, &res, err, errlen);
-	/* "HOST type base64" or "HOST error ERRNO", hosts in the order given. */
-	for (const char *line = res.out; r == 0 && line && *line;) {
+	/*
+	 * "HOST type base64" or "HOST error ERRNO", hosts in the order given.
+	 * Read even after a timeout: the hosts done by then keep their keys.
+	 */
+	for (const char *line = res.out; line && *line;) {
 		const char *nl = strchr(line, '\n'), *sp = strchr(line, ' ');
 		size_t hl = sp ? (size_t)(sp - line) : 0;
 

@@ -48,7 +48,7 @@ if [ "${1:-}" = --inner ]; then
 	echo "$v"
 	[ "$v" = "hpcinit $VERSION" ] || fail "hpcinit --version printed '$v', want 'hpcinit $VERSION'"
 	in_root hpcinit --help > /dev/null || fail "hpcinit --help failed"
-	for f in /usr/sbin/hpcinit /lib/systemd/system/hpcinit.service \
+	for f in /usr/sbin/hpcinit /usr/libexec/hpcinit/hpcinit-ssh /lib/systemd/system/hpcinit.service \
 		/usr/share/man/man8/hpcinit.8.gz /usr/share/man/man5/hpcinit.yaml.5.gz \
 		/usr/share/hpcinit/systemd/slurmd-wait-hpcinit.conf \
 		/usr/share/doc/hpcinit/examples/full.yaml \

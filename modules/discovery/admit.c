@@ -42,6 +42,7 @@ void admit_init(struct admit *a, const struct ctx *c, const struct peer *self)
 
 	memset(a, 0, sizeof(*a));
 	a->spec = c->spec;
+	a->check_names = true;
 	a->self_name = self->hostname ? lower(self->hostname) : xstrdup("");
 	dot = strchr(a->self_name, '.');
 	a->domain = dot ? dot + 1 : NULL;
@@ -85,7 +86,7 @@ const char *admit_record(const struct admit *a, struct peer *p, struct report *n
 			 spec->cluster.network.text);
 		return "outside-network";
 	}
-	if (!admit_name_ours(a, p->hostname)) {
+	if (a->check_names && !admit_name_ours(a, p->hostname)) {
 		if (a->domain)
 			snprintf(why, len, "hostname %s is not a name in this cluster's domain %s",
 				 p->hostname, a->domain);
@@ -106,6 +107,28 @@ const char *admit_record(const struct admit *a, struct peer *p, struct report *n
 		p->ipoib_addr = NULL;
 	}
 	return NULL;
+}
+
+void admit_found(struct disc_run *run)
+{
+	struct peerset *s = &run->found;
+	size_t w = 0;
+
+	for (size_t i = 0; i < s->n; i++) {
+		struct peer *p = &s->v[i];
+		char why[512], tag[64];
+		const char *t = admit_record(&run->admit, p, &run->notes, why, sizeof(why));
+
+		if (t) {
+			snprintf(tag, sizeof(tag), "discovery.record.%s", t);
+			report_finding(&run->notes, ST_DEGRADED, tag, "record %s: %s; rejected",
+				       p->hostname, why);
+			peer_clear(p);
+			continue;
+		}
+		s->v[w++] = *p;
+	}
+	s->n = w;
 }
 
 static int name_order(const void *x, const void *y)

@@ -173,6 +173,10 @@ static int wait_for_peers(const struct disc_method_ops *m, struct disc_run *run)
 		if (!ctx_may_write(c) || now_ms() >= wait_end || ctx_remaining_ms(c) == 0)
 			return 0;
 		run->waited = true;
+		if (run->listen_again) {
+			run->listen_again = false;
+			continue;
+		}
 		if (until.deadline_ms > wait_end)
 			until.deadline_ms = wait_end;
 		(void)ctx_backoff(&until, &delay, WAIT_POLL_CAP_MS);
@@ -193,6 +197,7 @@ static int disc_run(struct ctx *c, struct report *rep)
 		goto out;
 	}
 	admit_init(&run.admit, c, &run.self);
+	run.admit.check_names = !(m && m->names_from_spec);
 	if (!m) {
 		report_set(rep, ST_FAILED, "discovery.method %d has no implementation",
 			   (int)c->spec->discovery.method);
@@ -208,6 +213,7 @@ static int disc_run(struct ctx *c, struct report *rep)
 		r = m->collect(&run);
 	if (r < 0)
 		goto out;
+	admit_found(&run);
 
 	/* This node first, then what the method found (nothing when open said so). */
 	set = xcalloc(1, sizeof(*set));

@@ -37,6 +37,7 @@ int64_t disc_now(void);
 /* What a record's peer must be to be used (admit.c). */
 struct admit {
 	const struct spec *spec;
+	bool check_names;               /* false: the method's names come from the spec or DNS */
 	char *self_name;                /* this node's hostname, lower case */
 	const char *domain;             /* in self_name, after its first dot; NULL: short names */
 	bool has_ipoib;                 /* the IPoIB network is known: */
@@ -53,6 +54,7 @@ struct disc_run {
 	struct report notes;            /* findings of the last list (rejections ...): only
 					 * report_finding, disc_notes_commit moves them on */
 	bool waited;                    /* list ran more than once */
+	bool listen_again;              /* list waited for a change itself: list again without a pause */
 	void *priv;                     /* the method's own state, from open to close */
 };
 
@@ -65,6 +67,12 @@ struct disc_method_ops {
 	const char *name;               /* discovery.method in the spec */
 	enum disc_method id;            /* its value in struct spec */
 	uint64_t first_poll_ms;         /* first pause of the wait; doubles to WAIT_POLL_CAP_MS */
+	/*
+	 * The peers' names come from the spec or DNS (static, scan), not from
+	 * records other nodes wrote: the cluster's naming rule (admit.c) is
+	 * not applied to them.  A method that reads records leaves it false.
+	 */
+	bool names_from_spec;
 	/* Check the spec, load what the method needs.  1: nothing to list (self only). */
 	int (*open)(struct disc_run *);
 	/* Make this node known (shared: write, or in check/plan compare, its record). */
@@ -124,6 +132,11 @@ bool admit_name_ours(const struct admit *a, const char *name);
  */
 const char *admit_record(const struct admit *a, struct peer *p, struct report *notes,
 			 char *why, size_t len);
+/*
+ * Every method's peers pass admit_record once more before they are used
+ * (a method that already rejected with its own messages loses nothing).
+ */
+void admit_found(struct disc_run *run);
 /*
  * One node, one name (every method, self included in s): names equal but
  * for case are one; a peer claiming this node's is dropped, a name two

@@ -288,6 +288,7 @@ const struct disc_method_ops disc_method_scan = {
 	.name = "scan",
 	.id = DISC_SCAN,
 	.first_poll_ms = 250,
+	.names_from_spec = true,        /* reverse DNS, else the address */
 	.open = scan_open,
 	.publish = disc_nop,            /* this node's sshd answers the others' scans */
 	.list = scan_list,

@@ -132,6 +132,7 @@ const struct disc_method_ops disc_method_static = {
 	.name = "static",
 	.id = DISC_STATIC,
 	.first_poll_ms = 250,
+	.names_from_spec = true,        /* discovery.hosts */
 	.open = static_open,
 	.publish = disc_nop,            /* the names are in every node's spec */
 	.list = static_list,

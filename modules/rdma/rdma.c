@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * rdma: find the RDMA devices, select the ones the spec names, and say by
- * name what is wrong with them.  sysfs (under the root) gives the inventory:
- * node type, firmware, GUID, and per port state, physical state, rate, link
- * layer, LIDs and P_Keys.  The verbs library gives what userspace can see,
- * and a probe in a child process -- open, query, alloc PD, register memory --
- * proves the device answers and memlock allows pinning.  A probe that does
+ * name what is wrong with them.  sysfs (under the root, ibsysfs.c) gives the
+ * inventory: node type, firmware, GUID, and per port state, physical state,
+ * rate, link layer, LIDs and P_Keys.  The verbs library -- only ever in the
+ * helper hpcinit-rdma-probe, one per device under the child engine -- gives
+ * what userspace can see, and its probe (open, query, alloc PD, register
+ * memory) proves the device answers and memlock allows pinning.  A probe that does
  * not answer within rdma.open_timeout is killed and reported as a hang, and
  * the run goes on.  rdma writes nothing.
  */
@@ -13,23 +14,13 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <fnmatch.h>
-#include <linux/capability.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "fsutil.h"
 #include "hpcinit.h"
@@ -38,7 +29,6 @@
 #include "../memlock.h"
 
 #define RDMA_MAX_DEVS 64
-#define RDMA_MAX_PKEYS 256
 #define REAP_GRACE_MS 500       /* after SIGKILL: a probe stuck in the kernel is left behind */
 
 static void fmt_kib(char *buf, size_t n, uint64_t bytes)
@@ -482,14 +472,44 @@ static void check_resolve(const struct ctx *c, struct report *r, struct anomalie
 			      j->addr, res->resolved_dev[0] ? res->resolved_dev : "?", (unsigned long long)j->ms);
 }
 
-/* What the verbs library lists (through the helper), with the details the old in-process call gave. */
+/* Does <root>/sys/class/infiniband_verbs hold a uverbs node?  libibverbs lists only those. */
+static bool have_uverbs(const struct ctx *c)
+{
+	char *dir = ctx_path(c, "/sys/class/infiniband_verbs");
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	bool found = false;
+
+	free(dir);
+	while (d && !found && (e = readdir(d)))
+		found = strncmp(e->d_name, "uverbs", 6) == 0;
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/*
+ * What the verbs library lists, through the helper.  With no uverbs node at
+ * all there is nothing it could list: no helper is started (an Ethernet VM
+ * with an optional rdma section pays no process for it).
+ */
 static void verbs_list(const struct ctx *c, struct report *r, struct strlist *listed)
 {
 	struct strbuf out = STRBUF_INIT;
-	int ret = helper_ask(c, "list", NULL, (unsigned)c->spec->rdma.open_timeout_ms, &out);
-	char *backend = helper_field(sb_str(&out), "backend");
-	char *ierr = helper_field(sb_str(&out), "init-error"), *lerr = helper_field(sb_str(&out), "list-error");
-	const char *name = backend ? backend : "libibverbs";
+	int ret;
+	char *backend, *ierr, *lerr;
+	const char *name;
+
+	if (!have_uverbs(c)) {
+		report_detail(r, "verbs: no uverbs node in /sys/class/infiniband_verbs: nothing for "
+			      "libibverbs to list (not asked)");
+		return;
+	}
+	ret = helper_ask(c, "list", NULL, (unsigned)c->spec->rdma.open_timeout_ms, &out);
+	backend = helper_field(sb_str(&out), "backend");
+	ierr = helper_field(sb_str(&out), "init-error");
+	lerr = helper_field(sb_str(&out), "list-error");
+	name = backend ? backend : "libibverbs";
 
 	if (backend && strcmp(backend, "libibverbs") != 0) {
 		char *fake = ctx_path(c, RDMA_FAKE_FILE);

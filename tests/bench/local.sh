@@ -13,6 +13,8 @@ SPEC=${SPEC:-$TOP/tests/fixtures/core/full.yaml}
 RUNS=${1:-50}
 # Discovery on a fake root has no interface in cluster.network: give the documented override.
 export HPCINIT_ADDRESS=${HPCINIT_ADDRESS:-198.18.0.10}
+# The libexec helpers (rdma probe, ...) from the build tree, so a run spawns them as on a node.
+export HPCINIT_LIBEXEC_DIR=${HPCINIT_LIBEXEC_DIR:-$(dirname "$HPCINIT")}
 T=$(mktemp -d /tmp/hpcinit-bench.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 eval "$(sed -n '/^mkroot()/,/^}/p' "$TOP/tests/system/lib.sh")"

@@ -9,9 +9,10 @@
 #     with hps-4's host key: no node's ssh to hps-1 reaches hps-4, hps-1 keeps
 #     itself, no known_hosts, /etc/hosts or hostfile line maps the name there
 #     (the others leave hps-1 out while two records claim its name);
-#  3. a foreign name (hps-2.attacker.example) and an address outside
-#     cluster.network get no known_hosts entry, no ssh_config Host pattern,
-#     no hostfile or /etc/hosts line, and hps-2 stays reachable by its name;
+#  3. a foreign name (hps-2.attacker.example), an address outside
+#     cluster.network and a record dated an hour ahead get no known_hosts
+#     entry, no ssh_config Host pattern, no hostfile or /etc/hosts line, and
+#     hps-2 stays reachable by its name;
 #  4. once the records are gone, everything is back.
 # cluster.network is a /25: the nodes (.11-.14) are inside, .200 is not.
 NET=198.18.3.0/25
@@ -87,6 +88,8 @@ resign "$T/hps-4.rec.orig" "$REC/HPS-1.rec" hostname=HPS-1 addr=198.18.3.20
 resign "$T/hps-4.rec.orig" "$REC/hps-2.attacker.example.rec" hostname=hps-2.attacker.example \
 	addr=198.18.3.21
 resign "$T/hps-4.rec.orig" "$REC/hps-6.rec" hostname=hps-6 addr=198.18.3.201
+# and a record dated an hour ahead (it would never expire and win address conflicts)
+resign "$T/hps-4.rec.orig" "$REC/hps-7.rec" hostname=hps-7 addr=198.18.3.27 updated=$(($(date +%s) + 3600))
 k4key=$(on hps-4 cut -d' ' -f2 /etc/ssh/ssh_host_ed25519_key.pub)
 for n in $NODES; do
 	hp "$n" refresh
@@ -101,6 +104,8 @@ grep -q "record hps-2.attacker.example.rec: hostname hps-2.attacker.example is n
 	fail "hps-2: foreign name not named: $det"
 grep -q "record hps-6.rec: address 198.18.3.201 is outside cluster.network 198.18.3.0/25" <<<"$det" ||
 	fail "hps-2: outside address not named: $det"
+grep -q "record hps-7.rec: dated 3[56][0-9][0-9] s in the future (more than the 60 s of clock skew allowed); rejected" <<<"$det" ||
+	fail "hps-2: future-dated record not named: $det"
 ok "each planted record is named on the nodes ($(grep -c 'rejected\|claimed' <<<"$det") findings on hps-2)"
 for n in $NODES; do
 	on "$n" cat /etc/hpcinit/ssh_known_hosts > "$T/kh.$n"
@@ -110,8 +115,8 @@ for n in $NODES; do
 	if grep "$k4key" "$T/kh.$n" | grep -v '^hps-4,198.18.3.14 ' | grep -q .; then
 		fail "$n: hps-4's host key pinned under another name: $(grep "$k4key" "$T/kh.$n")"
 	fi
-	grep -qiE 'attacker|198\.18\.3\.(20|21|201)\b' "$T/kh.$n" "$T/conf.$n" "$T/names.$n" &&
-		fail "$n: a planted name or address reached known_hosts, ssh_config, /etc/hosts or a hostfile: $(grep -iE 'attacker|198\.18\.3\.(20|21|201)\b' "$T/kh.$n" "$T/conf.$n" "$T/names.$n")"
+	grep -qiE 'attacker|hps-[67]|198\.18\.3\.(20|21|27|201)\b' "$T/kh.$n" "$T/conf.$n" "$T/names.$n" &&
+		fail "$n: a planted name or address reached known_hosts, ssh_config, /etc/hosts or a hostfile: $(grep -iE 'attacker|hps-[67]|198\.18\.3\.(20|21|27|201)\b' "$T/kh.$n" "$T/conf.$n" "$T/names.$n")"
 	grep -q 'HPS-1' "$T/names.$n" && fail "$n: HPS-1 in /etc/hosts or a hostfile"
 	eff=$(on "$n" runuser -u alice -- ssh -G hps-2.attacker.example 2>/dev/null)
 	grep -q '/etc/hpcinit/' <<<"$eff" && fail "$n: the drop-in applies to hps-2.attacker.example"
@@ -132,7 +137,7 @@ done
 ok "ssh to hps-1 by name never reaches hps-4; hps-1 keeps itself; hps-2 is reachable despite its foreign twin"
 
 # 4. The planted records go; one refresh later everything is back.
-rm -f "$REC/HPS-1.rec" "$REC/hps-2.attacker.example.rec" "$REC/hps-6.rec"
+rm -f "$REC/HPS-1.rec" "$REC/hps-2.attacker.example.rec" "$REC/hps-6.rec" "$REC/hps-7.rec"
 ip -n hps-4 addr del 198.18.3.20/25 dev eth0
 bash "$SIM" del hps-5 >/dev/null
 for n in $NODES; do

@@ -48,6 +48,8 @@ run_case no-devices
 is "no devices: exit 1" "$rc" 1
 is "no devices: summary" "$(jget "$T/out" rdma summary)" \
 	"no-devices: no RDMA devices (/sys/class/infiniband is empty): no RDMA driver is loaded, or this VM size has no RDMA network"
+has_detail "no devices: no probe helper is started for them" "$T/out" rdma \
+	'^verbs: no uverbs node in /sys/class/infiniband_verbs: nothing for libibverbs to list \(not asked\)$'
 
 t0=$(date +%s%N)
 run_case a8a9

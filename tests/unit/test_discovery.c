@@ -359,6 +359,38 @@ static void test_admit(struct ctx *c, struct spec *spec)
 	c->hostname = "node1";
 }
 
+/* The backstop every method's peers pass (etcd's included): admit_found. */
+static void test_admit_found(struct ctx *c)
+{
+	struct disc_run run = { .c = c };
+	const char *names[] = { "node2", "node3.attacker.example", "node4" };
+	const char *addrs[] = { "10.0.0.2", "10.0.0.3", "192.168.0.4" };
+
+	report_init(&run.notes);
+	run.self.hostname = xstrdup("node1");
+	admit_init(&run.admit, c, &run.self);
+	for (int pass = 0; pass < 2; pass++) {
+		run.admit.check_names = pass == 0;
+		for (int i = 0; i < 3; i++) {
+			struct peer *p = peerset_add(&run.found);
+
+			p->hostname = xstrdup(names[i]);
+			p->addr = xstrdup(addrs[i]);
+		}
+		admit_found(&run);
+		TEST_INTEQ(run.found.n, pass == 0 ? 1 : 2);
+		TEST_STREQ(run.found.v[0].hostname, "node2");
+		if (pass == 1 && run.found.n == 2)
+			TEST_STREQ(run.found.v[1].hostname, "node3.attacker.example");
+		TEST_CHECK(finding(&run.notes, "discovery.record.outside-network", ST_DEGRADED));
+		TEST_CHECK(pass == 1 || finding(&run.notes, "discovery.record.foreign-name", ST_DEGRADED));
+		disc_run_reset(&run);
+	}
+	report_free(&run.notes);
+	admit_free(&run.admit);
+	peer_clear(&run.self);
+}
+
 int main(void)
 {
 	struct spec spec = { 0 };
@@ -607,6 +639,7 @@ int main(void)
 
 	test_clock_skew(&c, &spec);
 	test_admit(&c, &spec);
+	test_admit_found(&c);
 
 	out.peers = peerset_free(out.peers);
 	free(before);

@@ -204,11 +204,31 @@ static void test_self_names(void)
 	TEST_CHECK(name_check_ifname("ib0") == NULL);
 }
 
+static void test_url(void)
+{
+	TEST_CHECK(name_check_url("http://169.254.169.254/metadata/scheduledevents?api-version=2020-07-01") == NULL);
+	TEST_CHECK(name_check_url("https://h") == NULL);
+	TEST_STREQ(name_check_url("http://a"), "expected http:// or https:// and a host");
+	TEST_STREQ(name_check_url("ftp://host/x"), "expected http:// or https:// and a host");
+	TEST_STREQ(name_check_url("http://h/a b"),
+		   "a URL cannot hold spaces, quotes, '\\' or control characters");
+	TEST_STREQ(name_check_url("http://h/\"x"),
+		   "a URL cannot hold spaces, quotes, '\\' or control characters");
+	char longu[1100];
+	memcpy(longu, "http://", 7);
+	memset(longu + 7, 'a', 1018);
+	longu[1025] = '\0';
+	TEST_STREQ(name_check_url(longu), "a URL is at most 1024 characters");
+	longu[1024] = '\0';
+	TEST_CHECK(name_check_url(longu) == NULL);
+}
+
 int main(void)
 {
 	test_paths();
 	test_rules();
 	test_options();
 	test_self_names();
+	test_url();
 	TEST_EXIT();
 }

@@ -164,6 +164,19 @@ static void test_keys(void)
 		TEST_INTEQ(sshkey_public_of_private("garbage\n", 8, &pub), -EINVAL);
 		TEST_CHECK(pub == NULL);
 	}
+	/* The real fetcher: nothing listens on port 1, the host is reported as refused. */
+	{
+		const char *hosts[] = { "127.0.0.1" };
+		struct strlist keys[1] = { { 0 } };
+		int errs[1] = { 0 };
+		char why[256] = "";
+
+		TEST_INTEQ(sshkey_fetch_host_keys(hosts, 1, 1, 1000, false, 20000, keys, errs, why,
+						  sizeof(why)), 0);
+		TEST_INTEQ(errs[0], -ECONNREFUSED);
+		TEST_INTEQ(keys[0].n, 0);
+		strlist_free(&keys[0]);
+	}
 	{
 		char *fp = sshkey_fingerprint("ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQCextra");
 
