@@ -367,7 +367,7 @@ static void iso_child(void *arg, int fd)
 	js = report_to_json(a->m->name, a->rep);
 	iso_put(&sb, 'J', "-", js);
 	free(js);
-	peers = a->view->peers ? a->view->peers : c->peers;
+	peers = a->view->peers;
 	for (size_t i = 0; peers && (a->m->outputs & OUT_PEERS) && i < peers->n; i++) {
 		char *text = record_format(&peers->v[i], c->spec->cluster.name, NULL, 0);
 
