@@ -118,6 +118,9 @@ struct module {
 	 * (enum output_id bits). */
 	unsigned outputs;
 	unsigned inputs;
+	/* Touches shared storage or the network: the runner runs the hook in a child
+	 * (agent/proc.c) and gives up on it at the deadline, naming what it waited for. */
+	bool isolate;
 };
 
 /* The module table, in run order, NULL-terminated (modules/table.c). */

@@ -186,7 +186,7 @@ if echo "$known" | grep -qw hostfile; then
 			{ cat "$O/etc_hpcinit_hostfile.openmpi"; fail "hostfile.openmpi lacks lab-node$n"; }
 	done
 fi
-for want in '^MODULE  *RESULT  *TIME  *SUMMARY$' '^memlock  *changed ' '^result: ready (exit 0'; do
+for want in '^last apply  *.*, ready (exit 0' '^MODULE  *RESULT  *TIME  *FROM  *SUMMARY$' '^memlock  *changed  *[0-9]*ms  *apply ' '^result: ready (exit 0'; do
 	grep -q "$want" "$O/hpcinit-status" || { cat "$O/hpcinit-status"; fail "hpcinit status lacks /$want/"; }
 done
 cmp -s "$O/run_hpcinit_status.json" "$O/var_lib_hpcinit_last-run.json" ||
