@@ -284,6 +284,11 @@ static const char *soft_kind(const struct ib_dev *d)
 	return d->node_type == 4 ? "software iWARP" : "software RoCE";
 }
 
+static bool soft_allowed(const struct spec_rdma *s)
+{
+	return s->software == SOFT_ALLOW || (s->software == SOFT_AUTO && s->link_layer != LINK_INFINIBAND);
+}
+
 static void describe_device(struct report *r, const struct dev_info *d)
 {
 	if (soft_kind(&d->ib))
@@ -308,8 +313,21 @@ static void check_inventory(const struct ctx *c, struct report *r, struct anomal
 {
 	const struct spec_rdma *s = &c->spec->rdma;
 
+	/*
+	 * A software device (rdma_rxe, siw: a "parent" netdev, fw 0.0.0) gives
+	 * real verbs with the CPU doing the transport: never an HCA.  It counts
+	 * only where rdma.software allows it (auto: unless link_layer is
+	 * infiniband, which a software device cannot be).
+	 */
+	if (soft_kind(&d->ib) && !soft_allowed(s))
+		anomaly(r, a, "software-device", "%s is a %s device on %s (%s, fw %s), not an HCA; "
+			"rdma.software: %s%s", d->ib.name, soft_kind(&d->ib), d->ib.parent,
+			d->ib.node_type == 4 ? "siw" : "rdma_rxe", d->ib.fw_ver[0] ? d->ib.fw_ver : "?",
+			s->software == SOFT_DENY ? "deny" : "auto",
+			s->software == SOFT_DENY ? "" : " (denied with link_layer: infiniband; set software: allow "
+			"to accept it)");
 	/* The Azure A8/A9 signature: Network Direct shown as iWARP, no firmware version. */
-	if (s->link_layer == LINK_INFINIBAND && d->ib.node_type == 4)
+	if (s->link_layer == LINK_INFINIBAND && d->ib.node_type == 4 && !soft_kind(&d->ib))
 		anomaly(r, a, "iwarp", "%s reports transport iWARP (node_type %d: %s) where InfiniBand "
 			"is expected", d->ib.name, d->ib.node_type, d->ib.node_type_txt);
 	if (strcmp(d->ib.fw_ver, "0.0.000") == 0)
@@ -690,7 +708,8 @@ static int rdma_run(struct ctx *c, struct report *r)
 				d0 = &devs[i];
 		sb_printf(&sum, "%s: ", rdma_last.devices);
 		if (d0 && soft_kind(&d0->ib))
-			sb_printf(&sum, "%s on %s, ", soft_kind(&d0->ib), d0->ib.parent);
+			sb_printf(&sum, "%s on %s (fw %s, not an HCA), ", soft_kind(&d0->ib), d0->ib.parent,
+				  d0->ib.fw_ver[0] ? d0->ib.fw_ver : "?");
 		sb_printf(&sum, "%g Gb/s %s, verbs probe ok", rate,
 			  d0 && d0->ib.n_ports ? d0->ib.ports[0].link_layer : "?");
 		if (s->reg_mr_bytes) {
