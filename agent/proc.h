@@ -24,6 +24,7 @@
 struct proc_child {
 	pid_t pid;
 	bool own_group;         /* signals go to its process group (argv children) */
+	bool keep_stderr;       /* set before proc_start_fn: the child writes to our stderr (logs) */
 	int out_fd, err_fd, in_fd;      /* parent's ends; -1 once closed */
 	const char *in_data;    /* written to the child's stdin (argv children) */
 	size_t in_len, in_off;
@@ -60,7 +61,12 @@ int proc_start_argv(struct proc_child *ch, const char *prog, const char *const a
  * dies with its parent (PR_SET_PDEATHSIG).  want: see struct proc_child.
  */
 int proc_start_fn(struct proc_child *ch, void (*fn)(void *arg, int fd), void *arg, size_t want);
-/* Wait for n started children together under one deadline (see struct proc_limits). */
+/*
+ * Wait for n started children together under one deadline (see struct
+ * proc_limits).  timeout_ms 0 stops running children now: SIGTERM, SIGKILL
+ * after term_grace_ms, and a child that still does not die is left, not
+ * waited for (use this rather than kill + waitpid).
+ */
 void proc_wait(struct proc_child *ch, size_t n, const struct proc_limits *lim);
 void proc_child_free(struct proc_child *ch);
 

@@ -65,6 +65,8 @@ static const struct enum_val role_vals[] = {
 static const struct enum_val link_vals[] = {
 	{ "infiniband", LINK_INFINIBAND }, { "ethernet", LINK_ETHERNET }, { "any", LINK_ANY },
 	{ NULL, 0 } };
+static const struct enum_val soft_vals[] = {
+	{ "auto", SOFT_AUTO }, { "allow", SOFT_ALLOW }, { "deny", SOFT_DENY }, { NULL, 0 } };
 static const struct enum_val method_vals[] = {
 	{ "shared", DISC_SHARED }, { "static", DISC_STATIC }, { "scan", DISC_SCAN }, { "etcd", DISC_ETCD },
 	{ NULL, 0 } };
@@ -84,6 +86,7 @@ static const struct enum_val format_vals[] = {
 
 _Static_assert(sizeof(enum role) == sizeof(int), "enums are stored as int");
 _Static_assert(sizeof(enum link_layer) == sizeof(int), "enums are stored as int");
+_Static_assert(sizeof(enum soft_rdma) == sizeof(int), "enums are stored as int");
 _Static_assert(sizeof(enum disc_method) == sizeof(int), "enums are stored as int");
 _Static_assert(sizeof(enum key_type) == sizeof(int), "enums are stored as int");
 _Static_assert(sizeof(enum host_keys) == sizeof(int), "enums are stored as int");
@@ -311,6 +314,7 @@ static const struct field rdma_fields[] = {
 	{ "open_timeout", &T_DURATION, offsetof(struct spec_rdma, open_timeout_ms), &open_timeout_dur,
 	  0, M_NONE, NULL },
 	{ "reg_mr", &T_SIZE, offsetof(struct spec_rdma, reg_mr_bytes), &reg_mr_size, 0, M_NONE, NULL },
+	{ "software", &T_ENUM, offsetof(struct spec_rdma, software), soft_vals, 0, M_NONE, NULL },
 	{ NULL, NULL, 0, NULL, 0, M_NONE, NULL }
 };
 

@@ -22,6 +22,8 @@
 
 enum role { ROLE_COMPUTE, ROLE_HEAD };
 enum link_layer { LINK_INFINIBAND, LINK_ETHERNET, LINK_ANY };
+/* rdma.software: may a software RDMA device (rdma_rxe, siw) satisfy the spec? */
+enum soft_rdma { SOFT_AUTO, SOFT_ALLOW, SOFT_DENY };
 enum disc_method { DISC_SHARED, DISC_STATIC, DISC_SCAN, DISC_ETCD };
 enum key_type { KEY_ED25519, KEY_ECDSA, KEY_RSA };
 enum host_keys { HOSTKEYS_PINNED, HOSTKEYS_SCAN, HOSTKEYS_CA };
@@ -72,6 +74,7 @@ struct spec_rdma {
 	char *ipoib;                    /* interface name, NULL when absent */
 	uint64_t open_timeout_ms;       /* default 10 s */
 	uint64_t reg_mr_bytes;          /* default 64 MiB; 0 disables the reg_mr probe */
+	enum soft_rdma software;        /* default auto: allowed unless link_layer is infiniband */
 };
 
 struct spec_nfs_mount {

@@ -173,6 +173,10 @@ static int wait_for_peers(const struct disc_method_ops *m, struct disc_run *run)
 		if (!ctx_may_write(c) || now_ms() >= wait_end || ctx_remaining_ms(c) == 0)
 			return 0;
 		run->waited = true;
+		if (run->listen_again) {
+			run->listen_again = false;
+			continue;
+		}
 		if (until.deadline_ms > wait_end)
 			until.deadline_ms = wait_end;
 		(void)ctx_backoff(&until, &delay, WAIT_POLL_CAP_MS);
@@ -277,4 +281,5 @@ const struct module discovery_module = {
 	.check = disc_check,
 	.apply = disc_apply,
 	.outputs = OUT_PEERS,
+	.isolate = true,        /* the shared directory, scans: a dead server must not hang the run */
 };

@@ -54,6 +54,7 @@ struct disc_run {
 	struct report notes;            /* findings of the last list (rejections ...): only
 					 * report_finding, disc_notes_commit moves them on */
 	bool waited;                    /* list ran more than once */
+	bool listen_again;              /* list waited for a change itself: list again without a pause */
 	void *priv;                     /* the method's own state, from open to close */
 };
 

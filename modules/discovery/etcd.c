@@ -40,6 +40,7 @@ struct etcd {
 	size_t secret_len;
 	int64_t lease;                  /* 0: none yet */
 	uint64_t synced_ms;             /* when publish last renewed the lease */
+	uint64_t wait_end_ms;           /* end of discovery.wait, from the first list */
 	bool ready;                     /* expect was reached earlier in this boot */
 	bool self_seen, self_same;      /* check/plan: this node's key in the last list */
 	size_t rejected;
@@ -343,11 +344,50 @@ static void take_kv(struct disc_run *run, const char *k, size_t kl, const char *
 	*peerset_add(&run->found) = p;
 }
 
+/*
+ * Waiting for peers: instead of polling, wait (up to 5 s, within
+ * discovery.wait) for the first change after rev, then list again at once:
+ * a join reaches a waiting node within a round trip.
+ */
+static void wait_for_change(struct disc_run *run, int64_t rev)
+{
+	struct ctx *c = run->c;
+	struct etcd *e = run->priv;
+	struct proc_result res = { 0 };
+	uint64_t left = ctx_remaining_ms(c), ms = 5000;
+	char revs[32], mss[32];
+
+	if (!ctx_may_write(c) || rev <= 0)
+		return;
+	if (!run->waited)
+		e->wait_end_ms = now_ms() + c->spec->discovery.wait_ms;
+	if (e->wait_end_ms - now_ms() < ms && e->wait_end_ms > now_ms())
+		ms = e->wait_end_ms - now_ms();
+	if (left && left < ms + 1000)
+		ms = left > 1000 ? left - 1000 : 0;
+	if (now_ms() >= e->wait_end_ms || ms < 50)
+		return;
+	snprintf(revs, sizeof(revs), "%" PRId64, rev);
+	snprintf(mss, sizeof(mss), "%" PRIu64, ms);
+	{
+		struct report *keep = run->rep, scratch;
+
+		report_init(&scratch);
+		run->rep = &scratch;
+		if (helper(run, NULL, &res, "waitchange", e->prefix, revs, mss, NULL) == 0)
+			run->listen_again = true;
+		run->rep = keep;
+		report_free(&scratch);
+	}
+	proc_result_free(&res);
+}
+
 static int etcd_list(struct disc_run *run)
 {
 	struct etcd *e = run->priv;
 	struct proc_result res = { 0 };
 	char *p, *end;
+	int64_t rev;
 	int r;
 
 	/* A long wait for peers outlives the lease: renew it on the way. */
@@ -371,6 +411,7 @@ static int etcd_list(struct disc_run *run)
 	}
 	p = res.out;
 	end = res.out + res.out_len;
+	rev = 0;
 	while (p < end) {
 		char *nl = memchr(p, '\n', (size_t)(end - p));
 		unsigned long long kl, vl;
@@ -386,11 +427,18 @@ static int etcd_list(struct disc_run *run)
 			take_kv(run, p, (size_t)kl, p + kl, (size_t)vl);
 			p += kl + vl + 1;
 		} else {
-			p = nl + 1;     /* "rev R" */
+			long long v;
+
+			if (sscanf(p, "rev %lld", &v) == 1)
+				rev = v;
+			p = nl + 1;
 		}
 	}
 	proc_result_free(&res);
-	return e->ready || run->found.n + 1 >= run->c->spec->discovery.expect;
+	if (e->ready || run->found.n + 1 >= run->c->spec->discovery.expect)
+		return 1;
+	wait_for_change(run, rev);
+	return 0;
 }
 
 static int etcd_finish(struct disc_run *run, const struct peerset *set)

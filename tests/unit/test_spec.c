@@ -215,6 +215,21 @@ static void test_bool_enum(void)
 	TEST_STREQ(bad("rdma: {link_layer: Ethernet}\n"),
 		   "rdma.link_layer: expected one of infiniband, ethernet, any, got \"Ethernet\"; "
 		   "did you mean 'ethernet'?");
+	/* rdma.software: auto (default), allow, deny */
+	s = load_ok("rdma: {link_layer: ethernet}\n");
+	if (s)
+		TEST_INTEQ(s->rdma.software, SOFT_AUTO);
+	spec_free(s);
+	s = load_ok("rdma: {link_layer: any, software: deny}\n");
+	if (s)
+		TEST_INTEQ(s->rdma.software, SOFT_DENY);
+	spec_free(s);
+	s = load_ok("rdma: {software: allow}\n");
+	if (s)
+		TEST_INTEQ(s->rdma.software, SOFT_ALLOW);
+	spec_free(s);
+	TEST_STREQ(bad("rdma: {software: yes}\n"),
+		   "rdma.software: expected one of auto, allow, deny, got \"yes\"");
 	TEST_STREQ(link_layer_name(LINK_INFINIBAND), "infiniband");
 	TEST_STREQ(link_layer_name(LINK_ETHERNET), "ethernet");
 	TEST_STREQ(link_layer_name(LINK_ANY), "any");

@@ -1,0 +1,54 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# Convergence of N simulated nodes (default 128) started at once, for
+# discovery method etcd (a real 3-member etcd) and method shared: "hpcinit
+# apply" (discovery with expect: N, hostfile) starts on all N nodes at the
+# same moment; printed: the time until the last one exits 0 with all N in
+# its hostfile, for each method, and the ratio.  Each node is one process
+# tree in its own namespaces, all on this machine's cores, so the time also
+# measures how much work each method makes the machine do.
+# Goal (issue 16): under 1 s with etcd.
+# Usage: tests/bench/etcd-converge.sh [N]   (root; run by hand, not by make check)
+set -euo pipefail
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${TOP_BUILDDIR:-$TOP/build}
+N=${1:-128}
+export TOP_SRCDIR=$TOP TOP_BUILDDIR=$BUILD HPCINIT=${HPCINIT:-$BUILD/hpcinit}
+export HPCINIT_LIBEXEC_DIR=${HPCINIT_LIBEXEC_DIR:-$BUILD}
+SIM_PREFIX=bec SIM_NET=198.19.42
+. "$TOP/tests/cluster/lib.sh"
+. "$TOP/tests/cluster/etcd-lib.sh"
+
+declare -A MS
+run_method() {
+	local method=$1 nodes=() n i t0 ok=0
+	for i in $(seq 1 "$N"); do nodes+=("$(node "$i")"); done
+	if [ "$method" = etcd ]; then
+		sim up "$N" --no-ssh-trust >/dev/null
+		etcd_up
+		etcd_spec 60s "$N" > "$T/node.yaml"
+	else
+		rm -rf "$SHARED/.hpcinit"
+		sim up "$N" --no-ssh-trust --shared "$SHARED" >/dev/null
+		spec 5m "$N" > "$T/node.yaml"
+	fi
+	for n in "${nodes[@]}"; do install_spec "$n" "$T/node.yaml"; done
+	t0=$(date +%s%N)
+	apply_all "$T/apply.$method" "${nodes[@]}" >/dev/null && ok=1
+	MS[$method]=$((($(date +%s%N) - t0) / 1000000))
+	for n in "${nodes[@]}"; do
+		[ "$(hostfile_count "$n")" = "$N" ] || { ok=0; echo "  $n: hostfile does not list $N nodes"; }
+	done
+	[ "$ok" = 1 ] || MS[$method]="${MS[$method]} (FAILED)"
+	[ "$method" != etcd ] || etcd_stop
+	sim down
+}
+hostfile_count() { grep -vc '^#' "$SIM_STATE/nodes/$1/ovl/etc/upper/hpcinit/hostfile.plain" 2>/dev/null || echo 0; }
+
+echo "convergence of $N simulated nodes started at once, $(nproc) cores"
+run_method etcd
+run_method shared
+printf '%-8s %s\n' method "all $N applied and listing $N (ms)"
+printf '%-8s %s\n' etcd "${MS[etcd]}" shared "${MS[shared]}"
+echo "shared / etcd = $(awk -v a="${MS[shared]%% *}" -v b="${MS[etcd]%% *}" 'BEGIN{printf "%.2f", a / b}')x; goal: etcd under 1000 ms ($([ "${MS[etcd]%% *}" -lt 1000 ] && echo met || echo NOT met))"

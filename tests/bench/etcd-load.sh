@@ -1,0 +1,135 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# Steady-state load of N nodes (default 1,000) on the rendezvous, per minute:
+#   etcd+watch    N real "hpcinit watch" processes, each on its own fake root
+#                 (--root, --hostname, HPCINIT_ADDRESS), against one etcd
+#                 member on 127.0.0.1 (the load on the store does not depend
+#                 on how many members share it).  After the start-up settles,
+#                 etcd's own counters are read before and after MINUTES
+#                 (default 2): requests started (grpc_server_started_total;
+#                 the JSON gateway forwards each HTTP call as one gRPC call)
+#                 and bytes (etcd_network_client_grpc_{received,sent}_bytes_total).
+#   shared+timer  every node runs "hpcinit refresh" once a minute against the
+#                 directory: one refresh against N records (tests/bench/gen-records,
+#                 the real format) is traced (strace -c: file system calls) and
+#                 multiplied by N; bytes = the records' size times N.
+# Printed with the ratio.  Goal (issue 16): the etcd path does O(N) work a
+# minute in total, at least 100x less than the directory at N=1,000.
+# Memory: N watch processes and N helper processes run at once (about
+# 10 MB per node together); use a smaller N on a small machine.
+# Usage: tests/bench/etcd-load.sh [N] [MINUTES]   (run by hand; not by make check)
+set -euo pipefail
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${TOP_BUILDDIR:-$TOP/build}
+HPCINIT=${HPCINIT:-$BUILD/hpcinit}
+export HPCINIT_LIBEXEC_DIR=${HPCINIT_LIBEXEC_DIR:-$BUILD}
+N=${1:-1000}
+MINUTES=${2:-2}
+LEASE=90
+PORT=23379
+GEN=$BUILD/tests/bench/gen-records
+[ -x "$GEN" ] || make -s -C "$BUILD" tests/bench/gen-records
+command -v etcd >/dev/null || { echo "etcd-load.sh: needs etcd (Debian package etcd-server)" >&2; exit 2; }
+command -v strace >/dev/null || { echo "etcd-load.sh: needs strace" >&2; exit 2; }
+T=$(mktemp -d /tmp/hpcinit-bench-etcd.XXXXXX)
+PIDS=()
+cleanup() {
+	local p
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+etcd --name b1 --data-dir "$T/etcd" --listen-client-urls "http://127.0.0.1:$PORT" \
+	--advertise-client-urls "http://127.0.0.1:$PORT" --listen-peer-urls "http://127.0.0.1:$((PORT + 1))" \
+	--initial-advertise-peer-urls "http://127.0.0.1:$((PORT + 1))" \
+	--initial-cluster "b1=http://127.0.0.1:$((PORT + 1))" >"$T/etcd.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$PORT/health" >/dev/null && break; sleep 0.1; done
+metric() { curl -s "http://127.0.0.1:$PORT/metrics" | awk -v m="$1" '$1 ~ "^"m {s += $2} END {printf "%.0f", s}'; }
+
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$T/cluster.key"
+chmod 0600 "$T/cluster.key"
+mkroot() {
+	local R=$1
+	mkdir -p "$R/etc/hpcinit" "$R/etc/ssh" "$R/etc/openmpi" "$R/run/hpcinit"
+	printf 'root:x:0:0:root:/root:/bin/bash\n' > "$R/etc/passwd"
+	echo "# This is the default hostfile for Open MPI." > "$R/etc/openmpi/openmpi-default-hostfile"
+	install -m 0600 "$T/cluster.key" "$R/etc/hpcinit/cluster.key"
+	cat > "$R/etc/hpcinit/node.yaml" <<-EOF
+	version: 1
+	cluster: {name: bench, network: 10.0.0.0/8, secret_file: /etc/hpcinit/cluster.key}
+	discovery: {method: etcd, endpoints: ["http://127.0.0.1:$PORT"], expect: 1, wait: 0s, lease: ${LEASE}s}
+	hostfile: {}
+	EOF
+}
+addr() { echo "10.$(($1 / 65536 % 256)).$(($1 / 256 % 256)).$(($1 % 256 + 1))"; }
+
+echo "steady-state load of $N nodes for $MINUTES min, $(nproc) cores"
+echo "setup: publishing $N nodes (one apply each, one after another)..."
+t0=$(date +%s)
+for i in $(seq 1 "$N"); do
+	mkroot "$T/n$i"
+	HPCINIT_ADDRESS=$(addr "$i") "$HPCINIT" apply --only discovery --root "$T/n$i" \
+		-c "$T/n$i/etc/hpcinit/node.yaml" --hostname "node$i" >/dev/null 2>&1 ||
+		{ echo "apply on node$i failed" >&2; exit 1; }
+done
+echo "setup: $N nodes published in $(($(date +%s) - t0)) s; starting $N watches..."
+for i in $(seq 1 "$N"); do
+	HPCINIT_ADDRESS=$(addr "$i") "$HPCINIT" watch --root "$T/n$i" -c "$T/n$i/etc/hpcinit/node.yaml" \
+		--hostname "node$i" >"$T/n$i/watch.log" 2>&1 &
+	PIDS+=($!)
+done
+# Settled: every watch has done its start-up refreshes (two lines each).
+for _ in $(seq 1 600); do
+	started=$(cat "$T"/n*/watch.log 2>/dev/null | grep -c 'refresh exit' || true)
+	[ "$started" -ge $((2 * N)) ] && break
+	sleep 1
+done
+sleep 5
+grep -q "$N nodes known through etcd" "$T/n$N/watch.log" || { echo "node$N does not see $N nodes:" >&2; tail -3 "$T/n$N/watch.log" >&2; }
+rss=$(ps -o rss= -p "${PIDS[1]}" | tr -d ' ')
+helper_rss=$(ps -o rss= --ppid "${PIDS[1]}" | head -1 | tr -d ' ')
+r0=$(metric grpc_server_started_total) in0=$(metric etcd_network_client_grpc_received_bytes_total)
+out0=$(metric etcd_network_client_grpc_sent_bytes_total) rev0=$(curl -s -X POST -d '{"key":"AA==","count_only":true}' "http://127.0.0.1:$PORT/v3/kv/range" | sed 's/.*"revision":"\([0-9]*\)".*/\1/')
+sleep $((MINUTES * 60))
+r1=$(metric grpc_server_started_total) in1=$(metric etcd_network_client_grpc_received_bytes_total)
+out1=$(metric etcd_network_client_grpc_sent_bytes_total) rev1=$(curl -s -X POST -d '{"key":"AA==","count_only":true}' "http://127.0.0.1:$PORT/v3/kv/range" | sed 's/.*"revision":"\([0-9]*\)".*/\1/')
+alive=0
+for p in "${PIDS[@]:1}"; do kill -0 "$p" 2>/dev/null && alive=$((alive + 1)); done
+e_req=$(((r1 - r0) / MINUTES)) e_bytes=$((((in1 - in0) + (out1 - out0)) / MINUTES))
+
+# The directory: one traced refresh against N records, times N nodes a minute.
+R=$T/shared
+mkdir -p "$R/etc/hpcinit" "$R/etc/ssh" "$R/etc/openmpi" "$R/srv/share/.hpcinit/bench/nodes"
+printf 'root:x:0:0:root:/root:/bin/bash\n' > "$R/etc/passwd"
+echo "# This is the default hostfile for Open MPI." > "$R/etc/openmpi/openmpi-default-hostfile"
+install -m 0600 "$T/cluster.key" "$R/etc/hpcinit/cluster.key"
+cat > "$R/etc/hpcinit/node.yaml" <<-EOF
+version: 1
+cluster: {name: bench, network: 10.0.0.0/8, secret_file: /etc/hpcinit/cluster.key}
+discovery: {method: shared, dir: /srv/share/.hpcinit, expect: 1, lease: 1h}
+hostfile: {}
+EOF
+"$GEN" -s "$R/etc/hpcinit/cluster.key" "$R/srv/share/.hpcinit/bench/nodes" bench "$((N - 1))"
+args=(apply --only discovery,hostfile --root "$R" -c "$R/etc/hpcinit/node.yaml" --hostname bench-self)
+HPCINIT_ADDRESS=10.0.0.1 "$HPCINIT" "${args[@]}" >/dev/null 2>&1
+# Only the calls on the shared directory count (the hostfile's writes are local).
+HPCINIT_ADDRESS=10.0.0.1 strace -f -qq -o "$T/strace" -e trace=%file,%desc "$HPCINIT" "${args[@]}" >/dev/null 2>&1 || true
+fd_ops=$(awk '/srv\/share/ {n++} END {print n + 0}' "$T/strace")
+# reads and closes by descriptor on records: one of each per record opened under the share
+rec_opens=$(grep -c 'openat(.*srv/share.*\.rec"' "$T/strace" || true)
+s_ops=$((fd_ops + 3 * rec_opens))           # + fstat, read, close of each record by descriptor
+s_bytes=$(du -sb "$R/srv/share/.hpcinit/bench/nodes" | cut -f1)
+s_ops_min=$((s_ops * N)) s_bytes_min=$((s_bytes * N))
+
+printf '%-14s %18s %18s\n' "per minute" "requests / ops" "bytes"
+printf '%-14s %18s %18s\n' "etcd+watch" "$e_req" "$e_bytes"
+printf '%-14s %18s %18s\n' "shared+timer" "$s_ops_min" "$s_bytes_min"
+echo "etcd: $(((r1 - r0))) requests in $MINUTES min from $alive of $N watches still running; store revision $rev0 -> $rev1 (no change: no put)"
+echo "etcd: per node per minute $(awk -v a="$e_req" -v n="$N" 'BEGIN{printf "%.2f", a / n}') requests (lease ${LEASE}s: a keepalive every $((LEASE / 3)) s); watch RSS: agent ${rss} KiB, helper ${helper_rss:-?} KiB"
+echo "shared: one refresh = $s_ops file operations on the share ($rec_opens records opened), $s_bytes bytes of records"
+echo "shared / etcd: $(awk -v a="$s_ops_min" -v b="$e_req" 'BEGIN{printf "%.0f", a / b}')x operations, $(awk -v a="$s_bytes_min" -v b="$e_bytes" 'BEGIN{printf "%.0f", a / b}')x bytes; goal: at least 100x"
