@@ -66,7 +66,7 @@ mkroot() {
 	hostfile: {}
 	EOF
 }
-addr() { echo "10.$(($1 / 65536 % 256)).$(($1 / 256 % 256)).$(($1 % 256 + 1))"; }
+addr() { local n=$(($1 + 256)); echo "10.$((n >> 16 & 255)).$((n >> 8 & 255)).$((n & 255))"; }
 
 echo "steady-state load of $N nodes for $MINUTES min, $(nproc) cores"
 echo "setup: publishing $N nodes (one apply each, one after another)..."
