@@ -73,8 +73,8 @@ check "check on a converged node exits 0" test "$rc" = 0
 
 # Records in etcd get the checks of every record: a planted one (edited: its HMAC no longer
 # matches) and a key that names no valid host are rejected, logged, and make the run degraded.
-etcdctl_ put "/hpcinit/$CLUSTER/nodes/intruder" \
-	"$(etcdctl_ get --print-value-only "/hpcinit/$CLUSTER/nodes/$N1" | sed 's/^hostname: .*/hostname: intruder/')" >/dev/null
+printf '%s\n' "$(etcdctl_ get --print-value-only "/hpcinit/$CLUSTER/nodes/$N1" | sed 's/^hostname: .*/hostname: intruder/')" |
+	etcdctl_ put "/hpcinit/$CLUSTER/nodes/intruder" >/dev/null
 etcdctl_ put "/hpcinit/$CLUSTER/nodes/bad..name" "x" >/dev/null
 run_hpc "$T/planted" "$N2" "${REFRESH[@]}"
 check "a planted record: refresh exits 3 (degraded)" test "$rc" = 3
