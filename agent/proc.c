@@ -234,7 +234,7 @@ int proc_start_fn(struct proc_child *ch, void (*fn)(void *arg, int fd), void *ar
 		return -e;
 	}
 	if (ch->pid == 0) {
-		int keep[3] = { -1, -1, -1 }, fd = p[1];
+		int keep[3] = { -1, -1, ch->keep_stderr ? 2 : -1 }, fd = p[1];
 
 		/* The answer pipe keeps its number (above 2), so no descriptor of the parent's reappears. */
 		if (fd < 3 && (fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0)

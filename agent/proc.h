@@ -24,6 +24,7 @@
 struct proc_child {
 	pid_t pid;
 	bool own_group;         /* signals go to its process group (argv children) */
+	bool keep_stderr;       /* set before proc_start_fn: the child writes to our stderr (logs) */
 	int out_fd, err_fd, in_fd;      /* parent's ends; -1 once closed */
 	const char *in_data;    /* written to the child's stdin (argv children) */
 	size_t in_len, in_off;

@@ -14,16 +14,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/file.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "fsutil.h"
 #include "log.h"
+#include "proc.h"
 #include "record.h"
 #include "runner.h"
 
 #define DEFAULT_TIMEOUT_MS (60u * 1000)
+#define ISO_GRACE_MS 1000u       /* an isolated step may overrun its deadline this much to report */
 
 /* ---- hook defaults --------------------------------------------------------- */
 
@@ -163,6 +168,8 @@ int runner_check_table(const struct module *const *table)
 		}
 		if (unknown)
 			r = table_err("%s declares unknown outputs or inputs (bits 0x%x)", m->name, unknown);
+		if (m->isolate && (m->outputs & ~(unsigned)OUT_PEERS))
+			r = table_err("%s runs isolated, but only the peers output can come back from a child", m->name);
 		if (m->outputs & m->inputs) {
 			struct strbuf names = STRBUF_INIT;
 
@@ -319,6 +326,283 @@ static const struct module *find_idx(const char *name, size_t *ret)
 	return NULL;
 }
 
+/* ---- isolation: steps that touch shared storage or the network -------------- */
+
+/*
+ * A step flagged isolate runs in a child (the child engine, agent/proc.c).
+ * A hard NFS mount whose server died, or a FUSE server that never answers,
+ * puts the process that touches it to sleep in the kernel where no signal
+ * reaches it; in a child that only costs the child.  The child sends back
+ * the step's return value, its report (the status document's module entry)
+ * and its peers (record text), then "E".  At the deadline the runner looks
+ * at what the child is blocked in (/proc/PID/syscall, the descriptor's path,
+ * wchan), kills it, leaves it behind if it cannot die, and the run goes on.
+ */
+struct iso {
+	struct ctx *c;
+	const struct module *m;
+	struct report *rep;
+	struct outputs *view;
+};
+
+static void iso_put(struct strbuf *sb, char tag, const char *a, const char *text)
+{
+	sb_printf(sb, "%c %s %zu\n", tag, a, strlen(text));
+	sb_append(sb, text);
+	sb_append(sb, "\n");
+}
+
+static void iso_child(void *arg, int fd)
+{
+	struct iso *a = arg;
+	struct ctx *c = a->c;
+	struct strbuf sb = STRBUF_INIT;
+	char *js;
+	struct peerset *peers;
+	int r = c->mode == RUN_CHECK ? a->m->check(c, a->rep) : a->m->apply(c, a->rep);
+	const char *p;
+	size_t left;
+
+	sb_printf(&sb, "R %d\n", r);
+	js = report_to_json(a->m->name, a->rep);
+	iso_put(&sb, 'J', "-", js);
+	free(js);
+	peers = a->view->peers;
+	for (size_t i = 0; peers && (a->m->outputs & OUT_PEERS) && i < peers->n; i++) {
+		char *text = record_format(&peers->v[i], c->spec->cluster.name, NULL, 0);
+
+		if (text)
+			iso_put(&sb, 'P', peers->v[i].self ? "1" : "0", text);
+		free(text);
+	}
+	sb_append(&sb, "E\n");
+	for (p = sb_str(&sb), left = sb.len; left;) {
+		ssize_t n = write(fd, p, left);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		p += n;
+		left -= (size_t)n;
+	}
+	sb_free(&sb);
+}
+
+/* Parse the child's answer; false when it is incomplete. */
+static bool iso_parse(struct ctx *c, const char *text, size_t len, struct report *rep, struct outputs *view,
+		      int *ret)
+{
+	const char *p = text, *end = text + len;
+	struct peerset *peers = NULL;
+	bool done = false, have_report = false;
+
+	while (p < end && !done) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		char tag, a[8];
+		size_t n;
+
+		if (!nl)
+			break;
+		tag = *p;
+		if (tag == 'E') {
+			done = true;
+		} else if (tag == 'R') {
+			*ret = (int)strtol(p + 2, NULL, 10);
+		} else if ((tag == 'J' || tag == 'P') && sscanf(p + 2, "%7s %zu", a, &n) == 2 &&
+			   n <= (size_t)(end - nl - 1)) {
+			const char *body = nl + 1;
+
+			if (tag == 'J') {
+				have_report = report_from_json(body, n, rep) == 0;
+			} else {
+				struct peer pe = { 0 };
+				char err[160];
+
+				if (record_parse(body, n, c->spec->cluster.name, NULL, 0, &pe, err, sizeof(err)) == 0) {
+					struct peer *slot;
+
+					if (!peers)
+						peers = xcalloc(1, sizeof(*peers));
+					slot = peerset_add(peers);
+					*slot = pe;
+					slot->self = a[0] == '1';
+				}
+			}
+			nl = body + n;
+		} else {
+			break;
+		}
+		p = nl + 1;
+	}
+	if (!done || !have_report) {
+		peerset_free(peers);
+		return false;
+	}
+	view->peers = peers;
+	return true;
+}
+
+/* What a blocked child waits for: its system call, the file behind its descriptor, its kernel wait. */
+static void iso_describe(pid_t pid, struct strbuf *sb)
+{
+	static const struct { long nr; const char *name; bool fd_arg; } calls[] = {
+#ifdef SYS_getdents64
+		{ SYS_getdents64, "getdents64 (readdir)", true },
+#endif
+#ifdef SYS_openat
+		{ SYS_openat, "openat", true },
+#endif
+#ifdef SYS_newfstatat
+		{ SYS_newfstatat, "fstatat (stat)", true },
+#endif
+#ifdef SYS_statx
+		{ SYS_statx, "statx (stat)", true },
+#endif
+#ifdef SYS_read
+		{ SYS_read, "read", true },
+#endif
+#ifdef SYS_write
+		{ SYS_write, "write", true },
+#endif
+#ifdef SYS_fsync
+		{ SYS_fsync, "fsync", true },
+#endif
+#ifdef SYS_renameat2
+		{ SYS_renameat2, "rename", true },
+#endif
+#ifdef SYS_mkdirat
+		{ SYS_mkdirat, "mkdir", true },
+#endif
+#ifdef SYS_unlinkat
+		{ SYS_unlinkat, "unlink", true },
+#endif
+#ifdef SYS_connect
+		{ SYS_connect, "connect", true },
+#endif
+#ifdef SYS_poll
+		{ SYS_poll, "poll", false },
+#endif
+#ifdef SYS_ppoll
+		{ SYS_ppoll, "ppoll", false },
+#endif
+	};
+	char path[64], buf[256] = "", wchan[64] = "";
+	long nr = -2;
+	unsigned long long a1 = 0;
+	const char *name = NULL;
+	bool fd_arg = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
+	if ((f = fopen(path, "re"))) {
+		if (fgets(buf, sizeof(buf), f) && sscanf(buf, "%ld %llx", &nr, &a1) < 1)
+			nr = -2;
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/wchan", (int)pid);
+	if ((f = fopen(path, "re"))) {
+		if (!fgets(wchan, sizeof(wchan), f))
+			wchan[0] = '\0';
+		fclose(f);
+	}
+	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++)
+		if (calls[i].nr == nr) {
+			name = calls[i].name;
+			fd_arg = calls[i].fd_arg;
+		}
+	if (nr < 0) {
+		sb_append(sb, "running, not in a system call");
+	} else {
+		if (name)
+			sb_printf(sb, "%s", name);
+		else
+			sb_printf(sb, "system call %ld", nr);
+		if (fd_arg) {
+			char link[64], target[512];
+			ssize_t n;
+
+			if ((long long)a1 == -100LL || a1 == 0xffffffffffffff9cULL)
+				snprintf(link, sizeof(link), "/proc/%d/cwd", (int)pid);
+			else
+				snprintf(link, sizeof(link), "/proc/%d/fd/%llu", (int)pid, a1);
+			n = readlink(link, target, sizeof(target) - 1);
+			if (n > 0) {
+				target[n] = '\0';
+				sb_printf(sb, " on %s", target);
+			}
+		}
+	}
+	if (wchan[0] && strcmp(wchan, "0") != 0)
+		sb_printf(sb, " (kernel: %s)", wchan);
+}
+
+static int run_isolated(struct ctx *c, const struct module *m, struct report *rep, struct outputs *view,
+			uint64_t tmo)
+{
+	struct iso a = { c, m, rep, view };
+	struct proc_child ch = { 0 };
+	uint64_t until = c->deadline_ms + ISO_GRACE_MS;
+	int r = -EIO, ret;
+	bool eof = false;
+
+	ch.keep_stderr = true;  /* the step's log lines */
+	ret = proc_start_fn(&ch, iso_child, &a, 0);
+	if (ret < 0) {
+		report_set(rep, ST_FAILED, "cannot start the step in a child: %s", strerror(-ret));
+		return ret;
+	}
+	/* Read the answer until the deadline; the child may write more than a pipe holds. */
+	while (!eof) {
+		uint64_t now = now_ms();
+		struct pollfd pf = { .fd = ch.out_fd, .events = POLLIN };
+		char buf[8192];
+		ssize_t n;
+
+		if (now >= until)
+			break;
+		if (poll(&pf, 1, (int)(until - now)) <= 0)
+			continue;
+		n = read(ch.out_fd, buf, sizeof(buf));
+		if (n > 0)
+			sb_appendn(&ch.out, buf, (size_t)n);
+		else if (n == 0 || errno != EINTR)
+			eof = true;
+	}
+	if (!eof) {
+		struct strbuf why = STRBUF_INIT;
+		const struct proc_limits kill_now = { .timeout_ms = 0, .term_grace_ms = 0, .reap_ms = 500 };
+
+		iso_describe(ch.pid, &why);
+		proc_wait(&ch, 1, &kill_now);
+		report_free(rep);
+		report_init(rep);
+		report_finding(rep, ST_FAILED, "runner.deadline",
+			       "did not finish within its deadline (%llu s): blocked in %s; the step was killed%s",
+			       (unsigned long long)((tmo + 999) / 1000), sb_str(&why),
+			       ch.abandoned ? " but cannot die (asleep in the kernel) and was left behind" : "");
+		sb_free(&why);
+		proc_child_free(&ch);
+		return -ETIMEDOUT;
+	}
+	{
+		const struct proc_limits reap = { .timeout_ms = ISO_GRACE_MS, .reap_ms = 500, .eof_ends = true };
+
+		proc_wait(&ch, 1, &reap);
+	}
+	if (!iso_parse(c, ch.out.buf ? ch.out.buf : "", ch.out.len, rep, view, &r)) {
+		int sig = ch.exited && WIFSIGNALED(ch.status) ? WTERMSIG(ch.status) : 0;
+
+		report_free(rep);
+		report_init(rep);
+		report_finding(rep, ST_FAILED, "runner.crashed", "the step's child ended without an answer%s%s",
+			       sig ? ": signal " : "", sig ? strsignal(sig) : "");
+		r = -EIO;
+	}
+	proc_child_free(&ch);
+	return r;
+}
+
 /*
  * Run module i with its view of the outputs: its declared inputs and its own
  * outputs.  Afterwards its outputs go back into res->out.
@@ -327,7 +611,6 @@ static void run_one(struct ctx *c, const struct module *m, size_t i, struct run_
 {
 	struct report *rep = &res->reports[i];
 	struct outputs view = { 0 };
-	struct peerset *legacy_peers = c->peers;
 	uint64_t t0 = now_ms(), tmo;
 	int r;
 
@@ -357,17 +640,14 @@ static void run_one(struct ctx *c, const struct module *m, size_t i, struct run_
 	outputs_copy(&view, &res->out, m->inputs | m->outputs);
 	c->out = &view;
 	log_set_module(m->name);
-	if (c->mode == RUN_CHECK)
+	if (m->isolate)
+		r = run_isolated(c, m, rep, &view, tmo);
+	else if (c->mode == RUN_CHECK)
 		r = m->check(c, rep);
 	else
 		r = m->apply(c, rep);
 	outputs_copy(&res->out, &view, m->outputs);
 	c->out = NULL;
-	/* Going with ctx->peers: a write to it is the output, and its readers see the output. */
-	if (c->peers != legacy_peers)
-		res->out.peers = c->peers;
-	else
-		c->peers = res->out.peers;
 	if (r < 0)
 		report_raise(rep, ST_FAILED);
 	/* The worst-first summary from the findings, unless the module wrote one. */
@@ -453,8 +733,6 @@ int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
 		if (res->ran[i])
 			run_one(c, &mods[i], i, res);
 	free(mods);
-	/* The outputs belong to res now (run_result_free); ctx->peers only mirrored them. */
-	c->peers = NULL;
 	res->duration_ms = now_ms() - t0;
 	res->exit_code = exit_code_of(c, res);
 	if (c->mode == RUN_APPLY) {

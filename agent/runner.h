@@ -45,6 +45,9 @@ void run_result_free(struct run_result *res);
 
 /* The run report (status.c).  Record an apply's run: its part and status.json. */
 void status_write(struct ctx *c, const struct run_opts *o, const struct run_result *res);
+/* One step's report as its status-document entry (JSON), and parsed back (0 or -EBADMSG). */
+char *report_to_json(const char *name, const struct report *r);
+int report_from_json(const char *text, size_t len, struct report *r);
 /* Render the run as JSON (the status document). */
 char *runner_json(const struct ctx *c, const struct run_opts *o, const struct run_result *res);
 /* Print the human table (and details of interesting modules) to out. */

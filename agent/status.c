@@ -800,3 +800,34 @@ int status_command(const struct ctx *c, bool json, FILE *out)
 	free(text);
 	return 1;
 }
+
+/* One step's report as its status-document entry, and back (runner.c's isolated steps). */
+char *report_to_json(const char *name, const struct report *r)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	json_module(&sb, name, r, RUN_APPLY, true, NULL, 0);
+	return sb_steal(&sb);
+}
+
+int report_from_json(const char *text, size_t len, struct report *r)
+{
+	yaml_parser_t parser;
+	yaml_document_t doc;
+	int ret = -EBADMSG;
+
+	yaml_parser_initialize(&parser);
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+	if (yaml_parser_load(&parser, &doc)) {
+		yaml_node_t *root = yaml_document_get_root_node(&doc);
+
+		if (root && root->type == YAML_MAPPING_NODE) {
+			report_free(r);
+			load_module(&doc, root, r);
+			ret = 0;
+		}
+		yaml_document_delete(&doc);
+	}
+	yaml_parser_delete(&parser);
+	return ret;
+}

@@ -281,4 +281,5 @@ const struct module discovery_module = {
 	.check = disc_check,
 	.apply = disc_apply,
 	.outputs = OUT_PEERS,
+	.isolate = true,        /* the shared directory, scans: a dead server must not hang the run */
 };

@@ -73,7 +73,6 @@ static int refresh(struct ctx *c, const struct run_opts *ro, const char *why)
 				code, now_ms() - t0, res.reports[i].summary);
 	fflush(stderr);
 	run_result_free(&res);
-	c->peers = peerset_free(c->peers);
 	return code;
 }
 

@@ -16,6 +16,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,23 @@
 #include "kernel.h"
 
 /* ---- package managers -------------------------------------------------- */
+
+void kernel_released(struct ctx *c, struct report *r, const char *fmt, ...)
+{
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	sb_vprintf(&sb, fmt, ap);
+	va_end(ap);
+	if (ctx_may_write(c)) {
+		report_finding(r, ST_CHANGED, "kernel.hold.released", "released (kernel.hold: false): %s", sb_str(&sb));
+	} else {
+		report_finding(r, ST_CHANGED, "kernel.hold.release", "kernel.hold: false, but hpcinit's hold is "
+			       "in place: %s (apply releases it)", sb_str(&sb));
+	}
+	sb_free(&sb);
+}
 
 /* The families, one file each (pm_*.c). */
 static const struct kernel_pm *const kernel_pms[] = {
@@ -189,6 +207,11 @@ static int kernel_run(struct ctx *c, struct report *r)
 		if (ret < 0)
 			report_finding(r, ST_FAILED, "kernel.hold.error",
 				       "cannot hold the kernel: %s", strerror(-ret));
+	} else if (!k->hold && pm) {
+		ret = pm->release(c, r, rel, db);
+		if (ret < 0)
+			report_finding(r, ST_FAILED, "kernel.hold.error",
+				       "cannot release hpcinit's kernel hold: %s", strerror(-ret));
 	} else if (k->hold) {
 		report_finding(r, ST_FAILED, "kernel.hold.unknown-distro",
 			       "cannot hold the kernel: unknown distribution '%s' in "

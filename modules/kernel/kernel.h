@@ -76,7 +76,17 @@ struct kernel_pm {
 	void (*installed)(const void *db, struct strlist *out);
 	/* Hold the running kernel rel; problems are findings.  0 or -errno. */
 	int (*hold)(struct ctx *c, struct report *r, const char *rel, const void *db);
+	/*
+	 * kernel.hold: false: undo the holds hpcinit made (and only those), say
+	 * so (kernel.hold.released), and name holds made by others, left alone
+	 * (kernel.hold.foreign).  Outside RUN_APPLY, what would go is drift.
+	 */
+	int (*release)(struct ctx *c, struct report *r, const char *rel, const void *db);
 };
+
+/* Report a release: "released" (apply) or drift naming what apply would release. */
+void kernel_released(struct ctx *c, struct report *r, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 extern const struct kernel_pm kernel_pm_apt;
 extern const struct kernel_pm kernel_pm_dnf;

@@ -19,6 +19,8 @@
 #include "proc.h"
 
 #define APT_HOLD_PATH "/etc/apt/apt.conf.d/51hpcinit-kernel-hold"
+/* The packages hpcinit put on hold, one a line: kernel.hold: false releases these and no others. */
+#define HOLD_LEDGER_PATH "/var/lib/hpcinit/kernel-holds"
 
 /* ---- dpkg status ------------------------------------------------------ */
 
@@ -199,8 +201,8 @@ static char *render_apt_blacklist(const char *cluster, const char *rel, const st
 	return sb_steal(&sb);
 }
 
-/* Run dpkg --set-selections against the root's admindir; retry while dpkg is locked. */
-static int dpkg_set_hold(struct ctx *c, struct report *r, const struct strlist *pkgs)
+/* Run dpkg --set-selections (pkg word) against the root's admindir; retry while dpkg is locked. */
+static int dpkg_set_selection(struct ctx *c, struct report *r, const struct strlist *pkgs, const char *word)
 {
 	char *admindir = ctx_path(c, "/var/lib/dpkg");
 	char *opt = xasprintf("--admindir=%s", admindir);
@@ -210,7 +212,7 @@ static int dpkg_set_hold(struct ctx *c, struct report *r, const struct strlist *
 	int ret;
 
 	for (size_t i = 0; i < pkgs->n; i++)
-		sb_printf(&in, "%s hold\n", pkgs->v[i]);
+		sb_printf(&in, "%s %s\n", pkgs->v[i], word);
 	for (;;) {
 		struct proc_result pr;
 		struct sigaction ign = { .sa_handler = SIG_IGN }, old;
@@ -252,6 +254,93 @@ static int dpkg_set_hold(struct ctx *c, struct report *r, const struct strlist *
 	return ret;
 }
 
+static void ledger_read(const struct ctx *c, struct strlist *out)
+{
+	char *text = NULL;
+
+	if (fs_read(c, HOLD_LEDGER_PATH, &text, NULL) < 0)
+		return;
+	for (char *save = NULL, *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+		if (*l != '#' && !strlist_has(out, l))
+			strlist_push(out, l);
+	free(text);
+}
+
+static void ledger_add(struct ctx *c, struct report *r, const struct strlist *pkgs)
+{
+	struct strlist all = { 0 };
+	struct strbuf sb = STRBUF_INIT;
+	struct report scratch;
+
+	ledger_read(c, &all);
+	for (size_t i = 0; i < pkgs->n; i++)
+		if (!strlist_has(&all, pkgs->v[i]))
+			strlist_push(&all, pkgs->v[i]);
+	sb_append(&sb, "# Packages hpcinit put on hold (dpkg selections); kernel.hold: false releases these.\n");
+	for (size_t i = 0; i < all.n; i++)
+		sb_printf(&sb, "%s\n", all.v[i]);
+	report_init(&scratch);
+	if (fs_mkdir_p(c, &scratch, "/var/lib/hpcinit", 0755, 0, 0) < 0 ||
+	    fs_write(c, &scratch, HOLD_LEDGER_PATH, sb_str(&sb), sb.len, 0644, 0, 0) < 0)
+		report_finding(r, ST_DEGRADED, "kernel.hold.ledger",
+			       "cannot record the held packages in %s: kernel.hold: false will not know them",
+			       HOLD_LEDGER_PATH);
+	report_free(&scratch);
+	sb_free(&sb);
+	strlist_free(&all);
+}
+
+static int release_debian(struct ctx *c, struct report *r, const char *rel, const void *state)
+{
+	const struct dpkg_db *db = state;
+	struct strlist ours = { 0 }, todo = { 0 };
+	int ret = 0;
+
+	ledger_read(c, &ours);
+	for (size_t i = 0; db && i < ours.n; i++) {
+		const struct dpkg_pkg *p = dpkg_find(db, ours.v[i]);
+
+		if (p && p->want && strcmp(p->want, "hold") == 0)
+			strlist_push(&todo, ours.v[i]);
+	}
+	if (todo.n) {
+		struct strbuf names = STRBUF_INIT;
+
+		for (size_t i = 0; i < todo.n; i++)
+			sb_printf(&names, "%s%s", i ? " " : "", todo.v[i]);
+		if (ctx_may_write(c)) {
+			ret = dpkg_set_selection(c, r, &todo, "install");
+			if (ret == 0) {
+				report_changed(r, "/var/lib/dpkg/status");
+				kernel_released(c, r, "dpkg selections back to install: %s", sb_str(&names));
+			} else {
+				report_finding(r, ST_FAILED, "kernel.hold.dpkg-failed",
+					       "could not release %s with dpkg", sb_str(&names));
+			}
+		} else {
+			report_changed(r, "/var/lib/dpkg/status");
+			kernel_released(c, r, "dpkg selections on hold: %s", sb_str(&names));
+		}
+		sb_free(&names);
+	}
+	if (ret == 0 && ours.n && fs_remove(c, r, HOLD_LEDGER_PATH) < 0)
+		ret = 0;
+	if (fs_exists(c, APT_HOLD_PATH) && fs_remove(c, r, APT_HOLD_PATH) > 0)
+		kernel_released(c, r, "the unattended-upgrades blacklist %s", APT_HOLD_PATH);
+	/* Holds hpcinit did not make: named, never touched. */
+	for (size_t i = 0; db && i < db->n; i++) {
+		const struct dpkg_pkg *p = &db->v[i];
+
+		if (p->want && strcmp(p->want, "hold") == 0 && strncmp(p->name, "linux-", 6) == 0 &&
+		    !strlist_has(&ours, p->name))
+			report_finding(r, ST_OK, "kernel.hold.foreign",
+				       "left alone: %s is on hold (not by hpcinit)", p->name);
+	}
+	strlist_free(&todo);
+	strlist_free(&ours);
+	return 0;
+}
+
 static int hold_debian(struct ctx *c, struct report *r, const char *rel, const void *state)
 {
 	const struct dpkg_db *db = state;
@@ -283,7 +372,9 @@ static int hold_debian(struct ctx *c, struct report *r, const char *rel, const v
 		for (size_t i = 0; i < todo.n; i++)
 			sb_printf(&names, "%s%s", i ? " " : "", todo.v[i]);
 		if (ctx_may_write(c)) {
-			ret = dpkg_set_hold(c, r, &todo);
+			ret = dpkg_set_selection(c, r, &todo, "hold");
+			if (ret == 0)
+				ledger_add(c, r, &todo);
 			if (ret == 0) {
 				report_finding(r, ST_OK, "kernel.hold.ok",
 					       "held with dpkg selections: %s", sb_str(&names));
@@ -377,6 +468,7 @@ static void dpkg_close(void *state)
 }
 
 const struct kernel_pm kernel_pm_apt = {
+	.release = release_debian,
 	.family = DISTRO_DEBIAN,
 	.name = "apt/dpkg",
 	.db_open = dpkg_open,

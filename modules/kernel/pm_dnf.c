@@ -171,7 +171,38 @@ static int hold_rhel(struct ctx *c, struct report *r, const char *rel, const voi
 	return ret < 0 ? ret : 0;
 }
 
+static int release_rhel(struct ctx *c, struct report *r, const char *rel, const void *db)
+{
+	static const char *const paths[] = { "/etc/dnf/dnf.conf", "/etc/yum.conf" };
+	const char *tag = c->spec->cluster.name;
+	int ret = 0;
+
+	for (size_t i = 0; i < 2 && ret >= 0; i++) {
+		char *old = NULL, *ours;
+		struct ini_main im;
+
+		if (fs_read(c, paths[i], &old, NULL) < 0)
+			continue;
+		ours = managed_block_get(old, tag);
+		if (ours) {
+			ret = fs_managed_block(c, r, paths[i], tag, "", 0644, FS_KEEP_OWNER, FS_KEEP_OWNER);
+			if (ret >= 0)
+				kernel_released(c, r, "hpcinit's exclude=kernel* block in %s", paths[i]);
+			free(ours);
+		}
+		ini_scan_main(old, tag, &im);
+		if (im.foreign_exclude && exclude_covers_kernel(im.foreign_exclude))
+			report_finding(r, ST_OK, "kernel.hold.foreign",
+				       "left alone: %s [main] has exclude=%s (not hpcinit's)", paths[i],
+				       im.foreign_exclude);
+		free(im.foreign_exclude);
+		free(old);
+	}
+	return ret < 0 ? ret : 0;
+}
+
 const struct kernel_pm kernel_pm_dnf = {
+	.release = release_rhel,
 	.family = DISTRO_RHEL,
 	.name = "dnf/yum",
 	.db_open = kernel_pm_no_db,

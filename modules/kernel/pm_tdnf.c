@@ -73,7 +73,50 @@ static int hold_azl(struct ctx *c, struct report *r, const char *rel, const void
 	return ret < 0 ? ret : 0;
 }
 
+/* Other lock files that lock kernel: not ours, named and left alone. */
+static void foreign_azl(struct ctx *c, struct report *r)
+{
+	char *dir = ctx_path(c, "/etc/tdnf/locks.d");
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	while (d && (e = readdir(d))) {
+		char *tp, *text = NULL;
+
+		if (fnmatch("*.conf", e->d_name, 0) != 0 || strcmp(e->d_name, "hpcinit-kernel.conf") == 0)
+			continue;
+		tp = xasprintf("/etc/tdnf/locks.d/%s", e->d_name);
+		if (fs_read(c, tp, &text, NULL) == 0)
+			for (char *l = text; l && *l;) {
+				char *nl = strchr(l, '\n');
+
+				if (nl)
+					*nl = '\0';
+				if (strcmp(l, "kernel") == 0 || strncmp(l, "kernel-", 7) == 0)
+					report_finding(r, ST_OK, "kernel.hold.foreign",
+						       "left alone: %s locks %s (not hpcinit's)", tp, l);
+				l = nl ? nl + 1 : NULL;
+			}
+		free(text);
+		free(tp);
+	}
+	if (d)
+		closedir(d);
+	free(dir);
+}
+
+static int release_azl(struct ctx *c, struct report *r, const char *rel, const void *db)
+{
+	int ret = fs_exists(c, TDNF_LOCK_PATH) ? fs_remove(c, r, TDNF_LOCK_PATH) : 0;
+
+	if (ret > 0)
+		kernel_released(c, r, "%s (it locked kernel)", TDNF_LOCK_PATH);
+	foreign_azl(c, r);
+	return ret < 0 ? ret : 0;
+}
+
 const struct kernel_pm kernel_pm_tdnf = {
+	.release = release_azl,
 	.family = DISTRO_AZL,
 	.name = "tdnf",
 	.db_open = kernel_pm_no_db,

@@ -131,7 +131,38 @@ static int hold_suse(struct ctx *c, struct report *r, const char *rel, const voi
 	return ret < 0 ? ret : 0;
 }
 
+static int release_suse(struct ctx *c, struct report *r, const char *rel, const void *db)
+{
+	char pkg[160], *old = NULL, *ours;
+	int ret = fs_read(c, ZYPP_LOCKS_PATH, &old, NULL);
+
+	suse_kernel_pkg(rel, pkg, sizeof(pkg));
+	if (ret < 0)
+		return ret == -ENOENT ? 0 : ret;
+	ours = managed_block_get(old, c->spec->cluster.name);
+	if (ours) {
+		char *rest = managed_block_apply(old, c->spec->cluster.name, "");
+
+		ret = fs_managed_block(c, r, ZYPP_LOCKS_PATH, c->spec->cluster.name, "", 0644,
+				       FS_KEEP_OWNER, FS_KEEP_OWNER);
+		if (ret >= 0)
+			kernel_released(c, r, "hpcinit's lock block in %s", ZYPP_LOCKS_PATH);
+		if (zypp_locked(rest, pkg))
+			report_finding(r, ST_OK, "kernel.hold.foreign",
+				       "left alone: another lock in %s still locks %s (not hpcinit's)",
+				       ZYPP_LOCKS_PATH, pkg);
+		free(rest);
+		free(ours);
+	} else if (zypp_locked(old, pkg)) {
+		report_finding(r, ST_OK, "kernel.hold.foreign",
+			       "left alone: %s locks %s (not hpcinit's)", ZYPP_LOCKS_PATH, pkg);
+	}
+	free(old);
+	return ret < 0 ? ret : 0;
+}
+
 const struct kernel_pm kernel_pm_zypper = {
+	.release = release_suse,
 	.family = DISTRO_SUSE,
 	.name = "zypper",
 	.db_open = kernel_pm_no_db,

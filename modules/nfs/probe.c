@@ -261,6 +261,12 @@ static int rpc_probe_real(const char *host, const char *export, int vers, unsign
 	snprintf(vbuf, sizeof(vbuf), "%d", vers);
 	snprintf(tbuf, sizeof(tbuf), "%u", timeout_ms);
 	r = proc_start_argv(&ch, path, argv, (const char *const *)environ, NULL);
+	if (r == -ENOENT) {
+		/* Not installed: as a build without libnfs, the probe stops at TCP. */
+		log_warn("%s is not installed: the NFS server probe stops at TCP", path);
+		free(path);
+		return -ENOSYS;
+	}
 	free(path);
 	if (r == 0) {
 		proc_wait(&ch, 1, &lim);

@@ -58,6 +58,7 @@ struct dev_info {
 	struct ib_dev ib;
 	bool listed;                    /* the verbs library lists it */
 	bool name_match, ll_match, selected;
+	bool verbs_unknown;             /* no probe helper: what libibverbs lists is unknown */
 	int job;                        /* its probe, -1 when not probed */
 };
 
@@ -70,7 +71,7 @@ static const char *ll_spec_name(enum link_layer l)
 
 /* Summary order: the anomaly that explains most comes first. */
 static const char *const anomaly_order[] = {
-	"no-devices", "no-match", "hang", "iwarp", "fw-0.0.000", "link-layer", "no-uverbs",
+	"no-devices", "no-helper", "no-match", "hang", "iwarp", "fw-0.0.000", "link-layer", "no-uverbs",
 	"not-listed", "port-down", "port-polling", "port-init", "rate", "reg-mr-enomem",
 	"open-failed", "probe-failed", "probe-crashed", "ipoib-missing", "ipoib-down",
 	"ipoib-no-address", "ipoib-resolve", NULL,
@@ -283,6 +284,11 @@ static const char *soft_kind(const struct ib_dev *d)
 	return d->node_type == 4 ? "software iWARP" : "software RoCE";
 }
 
+static bool soft_allowed(const struct spec_rdma *s)
+{
+	return s->software == SOFT_ALLOW || (s->software == SOFT_AUTO && s->link_layer != LINK_INFINIBAND);
+}
+
 static void describe_device(struct report *r, const struct dev_info *d)
 {
 	if (soft_kind(&d->ib))
@@ -307,8 +313,21 @@ static void check_inventory(const struct ctx *c, struct report *r, struct anomal
 {
 	const struct spec_rdma *s = &c->spec->rdma;
 
+	/*
+	 * A software device (rdma_rxe, siw: a "parent" netdev, fw 0.0.0) gives
+	 * real verbs with the CPU doing the transport: never an HCA.  It counts
+	 * only where rdma.software allows it (auto: unless link_layer is
+	 * infiniband, which a software device cannot be).
+	 */
+	if (soft_kind(&d->ib) && !soft_allowed(s))
+		anomaly(r, a, "software-device", "%s is a %s device on %s (%s, fw %s), not an HCA; "
+			"rdma.software: %s%s", d->ib.name, soft_kind(&d->ib), d->ib.parent,
+			d->ib.node_type == 4 ? "siw" : "rdma_rxe", d->ib.fw_ver[0] ? d->ib.fw_ver : "?",
+			s->software == SOFT_DENY ? "deny" : "auto",
+			s->software == SOFT_DENY ? "" : " (denied with link_layer: infiniband; set software: allow "
+			"to accept it)");
 	/* The Azure A8/A9 signature: Network Direct shown as iWARP, no firmware version. */
-	if (s->link_layer == LINK_INFINIBAND && d->ib.node_type == 4)
+	if (s->link_layer == LINK_INFINIBAND && d->ib.node_type == 4 && !soft_kind(&d->ib))
 		anomaly(r, a, "iwarp", "%s reports transport iWARP (node_type %d: %s) where InfiniBand "
 			"is expected", d->ib.name, d->ib.node_type, d->ib.node_type_txt);
 	if (strcmp(d->ib.fw_ver, "0.0.000") == 0)
@@ -321,7 +340,7 @@ static void check_inventory(const struct ctx *c, struct report *r, struct anomal
 	if (!d->ib.uverbs[0])
 		anomaly(r, a, "no-uverbs", "%s has no uverbs node in /sys/class/infiniband_verbs: "
 			"userspace cannot use it (load ib_uverbs)", d->ib.name);
-	else if (!d->listed)
+	else if (!d->listed && !d->verbs_unknown)
 		anomaly(r, a, "not-listed", "%s has %s but the verbs library does not list it: "
 			"/dev/infiniband/%s is missing or no provider (ibverbs-providers) drives it",
 			d->ib.name, d->ib.uverbs, d->ib.uverbs);
@@ -491,9 +510,10 @@ static bool have_uverbs(const struct ctx *c)
 /*
  * What the verbs library lists, through the helper.  With no uverbs node at
  * all there is nothing it could list: no helper is started (an Ethernet VM
- * with an optional rdma section pays no process for it).
+ * with an optional rdma section pays no process for it).  -ENOENT: the
+ * helper is not installed.
  */
-static void verbs_list(const struct ctx *c, struct report *r, struct strlist *listed)
+static int verbs_list(const struct ctx *c, struct report *r, struct strlist *listed)
 {
 	struct strbuf out = STRBUF_INIT;
 	int ret;
@@ -503,9 +523,13 @@ static void verbs_list(const struct ctx *c, struct report *r, struct strlist *li
 	if (!have_uverbs(c)) {
 		report_detail(r, "verbs: no uverbs node in /sys/class/infiniband_verbs: nothing for "
 			      "libibverbs to list (not asked)");
-		return;
+		return 0;
 	}
 	ret = helper_ask(c, "list", NULL, (unsigned)c->spec->rdma.open_timeout_ms, &out);
+	if (ret == -ENOENT) {
+		sb_free(&out);
+		return ret;
+	}
 	backend = helper_field(sb_str(&out), "backend");
 	ierr = helper_field(sb_str(&out), "init-error");
 	lerr = helper_field(sb_str(&out), "list-error");
@@ -537,6 +561,7 @@ static void verbs_list(const struct ctx *c, struct report *r, struct strlist *li
 	free(ierr);
 	free(lerr);
 	sb_free(&out);
+	return 0;
 }
 
 static int rdma_run(struct ctx *c, struct report *r)
@@ -548,7 +573,7 @@ static int rdma_run(struct ctx *c, struct report *r)
 	struct anomalies a = { NULL, 0, 0, s->required ? ST_FAILED : ST_DEGRADED };
 	struct job *jobs = xcalloc(RDMA_MAX_DEVS + 1, sizeof(*jobs));
 	size_t n, n_jobs = 0, n_sel = 0, n_named = 0, n_named_ll = 0;
-	bool want_resolve = false;
+	bool want_resolve = false, no_helper = false;
 	struct strbuf found = STRBUF_INIT;
 	int ret;
 
@@ -564,7 +589,16 @@ static int rdma_run(struct ctx *c, struct report *r)
 		devs[i].job = -1;
 	}
 	free(ib);
-	verbs_list(c, r, &listed);
+	if (verbs_list(c, r, &listed) == -ENOENT) {
+		char *path = proc_helper_path(RDMA_PROBE_HELPER);
+
+		anomaly(r, &a, "no-helper", "%s is not installed: the verbs probes cannot run; install "
+			"the hpcinit-rdma package", path);
+		free(path);
+		no_helper = true;
+		for (size_t i = 0; i < n; i++)
+			devs[i].verbs_unknown = true;
+	}
 	for (size_t i = 0; i < n; i++) {
 		struct dev_info *d = &devs[i];
 
@@ -618,7 +652,7 @@ static int rdma_run(struct ctx *c, struct report *r)
 				d->job = (int)n_jobs++;
 		}
 	}
-	if (s->ipoib) {
+	if (s->ipoib && !no_helper) {
 		check_ipoib(c, r, &a, &jobs[n_jobs], &want_resolve);
 		if (want_resolve && job_start(c, &jobs[n_jobs], 0, (unsigned)s->open_timeout_ms) == 0)
 			n_jobs++;
@@ -674,7 +708,8 @@ static int rdma_run(struct ctx *c, struct report *r)
 				d0 = &devs[i];
 		sb_printf(&sum, "%s: ", rdma_last.devices);
 		if (d0 && soft_kind(&d0->ib))
-			sb_printf(&sum, "%s on %s, ", soft_kind(&d0->ib), d0->ib.parent);
+			sb_printf(&sum, "%s on %s (fw %s, not an HCA), ", soft_kind(&d0->ib), d0->ib.parent,
+				  d0->ib.fw_ver[0] ? d0->ib.fw_ver : "?");
 		sb_printf(&sum, "%g Gb/s %s, verbs probe ok", rate,
 			  d0 && d0->ib.n_ports ? d0->ib.ports[0].link_layer : "?");
 		if (s->reg_mr_bytes) {

@@ -44,6 +44,15 @@ is "IPoIB missing: summary" "$(jget "$T/out" rdma summary)" \
 	"ipoib-missing: ib0: no such interface (/sys/class/net/ib0); on Azure, waagent creates it with OS.EnableRDMA=y on IPoIB SKUs"
 has_detail "IPoIB missing: the device itself still probed fine" "$T/out" rdma '^mlx5_ib0: verbs probe ok'
 
+# The probe helper is not installed (an image without the hpcinit-rdma package):
+# said first, not as "libibverbs does not list the device".
+mkdir -p "$T/no-helper"
+HPCINIT_LIBEXEC_DIR=$T/no-helper run_case hbv3-healthy
+is "no helper: exit 1" "$rc" 1
+is "no helper: summary" "$(jget "$T/out" rdma summary)" \
+	"no-helper: $T/no-helper/hpcinit-rdma-probe is not installed: the verbs probes cannot run; install the hpcinit-rdma package"
+check "no helper: not reported as not-listed" bash -c '! grep -q "not-listed" <<<"$1"' _ "$(jget "$T/out" rdma details)"
+
 run_case no-devices
 is "no devices: exit 1" "$rc" 1
 is "no devices: summary" "$(jget "$T/out" rdma summary)" \

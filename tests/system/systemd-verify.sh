@@ -90,9 +90,11 @@ echo "$out" | grep -q "is not executable" || { echo "$out"; fail "a missing Exec
 # The unit says what the docs say.
 u=$R/etc/systemd/system/hpcinit.service
 for line in Type=oneshot RemainAfterExit=yes SuccessExitStatus=3 \
-	"Wants=network-online.target" "Before=slurmd.service pbs.service"; do
+	"Wants=network-online.target" DefaultDependencies=no "Conflicts=shutdown.target"; do
 	grep -qx "$line" "$u" || fail "hpcinit.service lacks $line"
 done
+# After cloud-init's final stage (packages: installed), so not before multi-user.target.
+grep -q '^After=.*cloud-final.service' "$u" || fail "hpcinit.service is not after cloud-final.service"
 grep -q '^After=network-online.target' "$u" || fail "hpcinit.service is not after network-online.target"
 grep -qx "ExecStart=$exe apply" "$u" || fail "hpcinit.service does not run hpcinit apply"
 # Leave at shutdown while the network and remote file systems are up; the watch stops before it.

@@ -952,6 +952,48 @@ static void test_bounded(void)
 	TEST_CHECK(now_ms() - t0 < 2000);
 }
 
+/* The helper's answer, parsed and judged by the agent; a missing helper stops the probe at TCP. */
+static void test_rpc_answer(void)
+{
+	static const char answer[] = "exports\nexport /export  *\nexport /other\nwhat MOUNT /nope\n"
+				     "errnum 13\nmsg MNT3ERR_ACCES(13)\ndone\n";
+	struct nfs_probe_result res;
+
+	memset(&res, 0, sizeof(res));
+	TEST_CHECK(rpc_answer_parse(answer, &res));
+	TEST_CHECK(res.have_exports);
+	TEST_STREQ(res.exports, "/export  *\n/other\n");
+	TEST_STREQ(res.what, "MOUNT /nope");
+	TEST_STREQ(res.msg, "MNT3ERR_ACCES(13)");
+	rpc_classify(&res, "/nope");
+	TEST_INTEQ(res.err, NE_NOEXPORT);       /* refused, and not in the list: missing */
+	rpc_classify(&res, "/export/sub");
+	TEST_INTEQ(res.err, NE_DENIED);         /* in the list: this client is refused */
+	memset(&res, 0, sizeof(res));
+	TEST_CHECK(rpc_answer_parse("what LOOKUP /x\nmode 755\nerrnum 0\ndone\n", &res));
+	TEST_CHECK(res.have_mode && res.mode == 0755);
+	rpc_classify(&res, "/x");
+	TEST_INTEQ(res.err, NE_OK);
+	memset(&res, 0, sizeof(res));
+	TEST_CHECK(!rpc_answer_parse("exports\nexport /a\nwhat MOUNT /a\n", &res));   /* cut short */
+#ifdef HAVE_LIBNFS
+	{
+		char dir[] = "/tmp/test_nfs_helper.XXXXXX";
+		char *old = getenv("HPCINIT_LIBEXEC_DIR") ? xstrdup(getenv("HPCINIT_LIBEXEC_DIR")) : NULL;
+
+		TEST_CHECK(mkdtemp(dir) != NULL);
+		setenv("HPCINIT_LIBEXEC_DIR", dir, 1);
+		TEST_INTEQ(rpc_probe_real("198.18.2.2", "/export", 3, 1000, &res), -ENOSYS);
+		if (old)
+			setenv("HPCINIT_LIBEXEC_DIR", old, 1);
+		else
+			unsetenv("HPCINIT_LIBEXEC_DIR");
+		free(old);
+		rmdir(dir);
+	}
+#endif
+}
+
 int main(void)
 {
 	nfs_io = &fake_ops;
@@ -969,5 +1011,6 @@ int main(void)
 	test_inspect_real();
 	test_tcp_real();
 	test_bounded();
+	test_rpc_answer();
 	TEST_EXIT();
 }

@@ -301,6 +301,16 @@ check_boot() {
 		f=$(systemctl list-units --failed --plain --no-legend)
 		[ -z "$f" ] || { echo "failed units: $f"; for u in $(echo "$f" | cut -d" " -f1); do journalctl -b -u "$u" --no-pager | tail -15; done; exit 1; }
 		s=$(systemctl is-system-running); [ "$s" = running ] || { echo "system is $s"; exit 1; }'
+	# The custom-data packages: came from the local repository during this
+	# first boot, in cloud-init'"'"'s final stage; hpcinit.service ran after it.
+	each_vm "boot: cloud-init installed the custom-data's packages in this boot; hpcinit.service ran after" '
+		set -e
+		p=nfs-common; [ "$(hostname)" = head ] && p=nfs-kernel-server
+		grep -q "^Unpacking $p " /var/log/cloud-init-output.log || { echo "$p was not installed by cloud-init:"; tail -20 /var/log/cloud-init-output.log; exit 1; }
+		cf=$(systemctl show -p ExecMainExitTimestampMonotonic --value cloud-final.service)
+		hs=$(systemctl show -p ExecMainStartTimestampMonotonic --value hpcinit.service)
+		[ "$cf" -gt 0 ] && [ "$hs" -ge "$cf" ] || { echo "hpcinit.service started at $hs us, cloud-final ended at $cf us"; exit 1; }
+		systemctl is-active --quiet hpcinit.service || { systemctl status --no-pager hpcinit.service; exit 1; }'
 }
 
 # (2) NFS: kernel server on the head, kernel client on the computes.
@@ -449,6 +459,33 @@ check_kernel() {
 		[ "$v0" = "$v1" ] || { echo "linux-image-amd64 went from $v0 to $v1"; cat /tmp/up.log; exit 1; }
 		grep -q "held back\|kept back" /tmp/up.log || { echo "apt did not report the package held back:"; cat /tmp/up.log; exit 1; }
 		hpcinit check --only kernel | grep -q "^result: in-sync" || { hpcinit check --only kernel; exit 1; }'
+}
+
+# (2) A reboot of a compute brings the NFS mount back (hpcinit.service at a
+# later boot: runcmd is per instance), and the node is ready again.
+check_reboot() {
+	local n=c1 before end out
+	before=$(cat "$W/vm/$n/out/agent-start")
+	vm_exec "$n" 10 'systemctl reboot --no-block' >/dev/null 2>&1 || true
+	end=$(($(date +%s) + BOOT_TIMEOUT))
+	while [ "$(cat "$W/vm/$n/out/agent-start" 2>/dev/null)" = "$before" ]; do
+		[ "$(date +%s)" -lt "$end" ] && kill -0 "${PID[$n]}" 2>/dev/null ||
+			{ notok "reboot: $n comes back with /shared mounted and hpcinit ready" "it did not come back (console: $W/vm/$n/console.log)"; return; }
+		sleep 1
+	done
+	if out=$(vm_exec "$n" "$BOOT_TIMEOUT" '
+		systemctl is-system-running --wait >/dev/null
+		while [ "$(systemctl show -p ActiveState --value hpcinit.service)" = activating ]; do sleep 1; done
+		set -e
+		[ "$(cat /proc/sys/kernel/random/boot_id)" != "" ]
+		systemctl is-active hpcinit.service
+		findmnt -n -o SOURCE,FSTYPE /shared
+		journalctl -b -u hpcinit.service -o cat | grep "^result: "
+		hpcinit status | grep -q "result: ready"' 2>&1); then
+		ok "reboot: $n comes back with /shared mounted and hpcinit ready"
+	else
+		notok "reboot: $n comes back with /shared mounted and hpcinit ready" "$out"
+	fi
 }
 
 # (6) Scale-out under real systemd: a VM booted later reaches every old node's

@@ -70,6 +70,14 @@ base_build() {
 	chroot "$R" env DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
 	chroot "$R" env DEBIAN_FRONTEND=noninteractive \
 		apt-get install -y -q --no-install-recommends "${BASE_PKGS[@]}" >&2
+	# The custom-data's packages: (nfs-common, nfs-kernel-server) are
+	# installed by cloud-init at first boot, from the image's local
+	# repository, as on Azure: keep their .debs, remove the packages
+	# (their dependencies stay installed).
+	mkdir -p "$R/srv/hpcinit-base-debs"
+	cp "$R"/var/cache/apt/archives/nfs-common_*.deb "$R"/var/cache/apt/archives/nfs-kernel-server_*.deb \
+		"$R/srv/hpcinit-base-debs/"
+	chroot "$R" env DEBIAN_FRONTEND=noninteractive dpkg --purge nfs-kernel-server nfs-common >&2
 	chroot "$R" apt-get clean
 	rm -rf "$R"/var/lib/apt/lists/*_dists_* "$R/etc/resolv.conf"
 	: > "$R/etc/resolv.conf"
@@ -87,7 +95,7 @@ final_build() {
 	# names, so cloud-init's "packages:" works without the internet.
 	local repo=$R/srv/hpcinit-repo
 	mkdir -p "$repo"
-	cp "$debs"/hpcinit*.deb "$repo/"
+	cp "$debs"/hpcinit*.deb "$R"/srv/hpcinit-base-debs/*.deb "$repo/"
 	# A newer kernel metapackage, for the kernel hold check: apt-get
 	# upgrade must keep it back once hpcinit has held the kernel.
 	local k=$R/tmp/kernel-next
@@ -102,10 +110,17 @@ final_build() {
 	dpkg-deb --build "$k" "$repo/linux-image-amd64_99.0_amd64.deb" >&2
 	rm -rf "$k"
 	(cd "$repo" && dpkg-scanpackages --multiversion . /dev/null > Packages 2>/dev/null)
-	echo 'deb [trusted=yes] file:/srv/hpcinit-repo ./' > "$R/etc/apt/sources.list"
+	# hpcinit's dependencies come from the Debian archive, as for a user;
+	# then the VMs (no internet) see only the local repository.
+	cp /etc/resolv.conf "$R/etc/resolv.conf"
+	printf 'deb [trusted=yes] file:/srv/hpcinit-repo ./\ndeb %s %s main\n' "$MIRROR" "$SUITE" > "$R/etc/apt/sources.list"
 	chroot "$R" env DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
 	chroot "$R" env DEBIAN_FRONTEND=noninteractive \
-		apt-get install -y -q --no-install-recommends $(cd "$debs" && ls hpcinit*.deb | sed 's/_.*//') >&2
+		apt-get install -y -q --no-install-recommends $(cd "$debs" && ls hpcinit*.deb | grep -v -- -dbgsym_ | sed 's/_.*//') >&2
+	: > "$R/etc/resolv.conf"
+	echo 'deb [trusted=yes] file:/srv/hpcinit-repo ./' > "$R/etc/apt/sources.list"
+	rm -rf "$R"/var/lib/apt/lists/*_dists_*
+	chroot "$R" env DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
 	chroot "$R" hpcinit --version >&2
 	# cloud-init's locale module sets en_US.UTF-8 (as on Azure's images, where it exists).
 	sed -i 's/^# *\(en_US.UTF-8 UTF-8\)/\1/' "$R/etc/locale.gen"
@@ -223,6 +238,7 @@ else
 	rm -rf "$IMG"
 	mkdir -p "$IMG/ovl/upper" "$IMG/ovl/work" "$IMG/ovl/root"
 	export -f final_build
+	export SUITE MIRROR
 	unshare --mount --propagation private -- bash -c '
 		set -Eeuo pipefail
 		mount -t overlay overlay -o "lowerdir=$1/root,upperdir=$2/upper,workdir=$2/work" "$2/root"
