@@ -87,12 +87,6 @@ struct ctx {
 	/* This module's view of the typed outputs (struct outputs): its declared
 	 * inputs and its own outputs; everything else is NULL. */
 	struct outputs *out;
-	/*
-	 * Going: the old side door, kept working until discovery, ssh, hostfile
-	 * and mpi use c->out->peers (the runner mirrors it from and into the
-	 * outputs).  Do not add readers.
-	 */
-	struct peerset *peers;  /* = out->peers: set by discovery; read by ssh, hostfile, mpi */
 };
 
 /*

@@ -359,7 +359,6 @@ int main(int argc, char **argv)
 		runner_print_table(cp, &res, stdout);
 	}
 	run_result_free(&res);
-	cp->peers = peerset_free(cp->peers);
 	strlist_free(&o.ro.only);
 	spec_free(spec);
 	return code;

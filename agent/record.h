@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Peer records: what one node publishes about itself (DESIGN.md "Peers").
- * The discovery module fills ctx->peers; ssh, hostfile and mpi read it.
+ * The discovery module hands them on as the typed output peers (c->out->peers);
+ * ssh, hostfile and mpi read it.
  * record.c owns the on-disk format (YAML), parsing with limits, and HMAC.
  */
 #ifndef HPCINIT_RECORD_H

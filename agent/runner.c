@@ -367,7 +367,7 @@ static void iso_child(void *arg, int fd)
 	js = report_to_json(a->m->name, a->rep);
 	iso_put(&sb, 'J', "-", js);
 	free(js);
-	peers = a->view->peers ? a->view->peers : c->peers;
+	peers = a->view->peers;
 	for (size_t i = 0; peers && (a->m->outputs & OUT_PEERS) && i < peers->n; i++) {
 		char *text = record_format(&peers->v[i], c->spec->cluster.name, NULL, 0);
 
@@ -611,7 +611,6 @@ static void run_one(struct ctx *c, const struct module *m, size_t i, struct run_
 {
 	struct report *rep = &res->reports[i];
 	struct outputs view = { 0 };
-	struct peerset *legacy_peers = c->peers;
 	uint64_t t0 = now_ms(), tmo;
 	int r;
 
@@ -649,11 +648,6 @@ static void run_one(struct ctx *c, const struct module *m, size_t i, struct run_
 		r = m->apply(c, rep);
 	outputs_copy(&res->out, &view, m->outputs);
 	c->out = NULL;
-	/* Going with ctx->peers: a write to it is the output, and its readers see the output. */
-	if (c->peers != legacy_peers)
-		res->out.peers = c->peers;
-	else
-		c->peers = res->out.peers;
 	if (r < 0)
 		report_raise(rep, ST_FAILED);
 	/* The worst-first summary from the findings, unless the module wrote one. */
@@ -739,8 +733,6 @@ int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
 		if (res->ran[i])
 			run_one(c, &mods[i], i, res);
 	free(mods);
-	/* The outputs belong to res now (run_result_free); ctx->peers only mirrored them. */
-	c->peers = NULL;
 	res->duration_ms = now_ms() - t0;
 	res->exit_code = exit_code_of(c, res);
 	if (c->mode == RUN_APPLY) {

@@ -64,7 +64,7 @@ static int load_secret(const struct ctx *c, struct report *rep, struct secret *r
 {
 	const char *path = c->spec->cluster.secret_file;
 	char *hp, *text;
-	struct stat st;
+	struct stat st = { 0 };
 	size_t n = 0;
 	int fd, r;
 

@@ -20,7 +20,7 @@ static uint64_t seen_deadline, g_deadline;
 static int f_calls, g_calls;
 /* What each module saw of the outputs. */
 static struct peerset *made_peers;
-static const struct peerset *b_saw_out, *b_saw_legacy, *d_saw_out;
+static const struct peerset *b_saw_out, *d_saw_out;
 static bool b_had_out;
 
 static bool on(const struct spec *s) { return true; }
@@ -46,10 +46,9 @@ static int b_apply(struct ctx *c, struct report *r)
 {
 	calls[1]++;
 	order[norder++] = 1;
-	/* Declares nothing: sees no output; the going ctx->peers still mirrors them. */
+	/* Declares nothing: sees no output. */
 	b_had_out = c->out != NULL;
 	b_saw_out = c->out ? c->out->peers : NULL;
-	b_saw_legacy = c->peers;
 	report_detail(r, "b broke: \"quoted\"");
 	return -EIO;
 }
@@ -259,9 +258,8 @@ int main(void)
 	TEST_CHECK(d_saw_out == made_peers);
 	TEST_CHECK(b_had_out);
 	TEST_CHECK(b_saw_out == NULL);
-	TEST_CHECK(b_saw_legacy == made_peers);       /* the going ctx->peers still works */
 	TEST_CHECK(res.out.peers == made_peers);       /* res owns it now */
-	TEST_CHECK(c.peers == NULL && c.out == NULL);
+	TEST_CHECK(c.out == NULL);
 	j = runner_json(&c, &o, &res);
 	TEST_CHECK(strstr(j, "\"name\": \"b\", \"status\": \"failed\"") != NULL);
 	TEST_CHECK(strstr(j, "\"findings\": [{\"severity\": \"info\", \"tag\": \"f.info\", "

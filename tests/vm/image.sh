@@ -238,6 +238,7 @@ else
 	rm -rf "$IMG"
 	mkdir -p "$IMG/ovl/upper" "$IMG/ovl/work" "$IMG/ovl/root"
 	export -f final_build
+	export SUITE MIRROR
 	unshare --mount --propagation private -- bash -c '
 		set -Eeuo pipefail
 		mount -t overlay overlay -o "lowerdir=$1/root,upperdir=$2/upper,workdir=$2/work" "$2/root"
