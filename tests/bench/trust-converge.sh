@@ -32,13 +32,19 @@ apply_par() {           # cmd nodes...
 		on "$n" "$HPCINIT" "$cmd" -c "$(spec_of "$n")" > "$T/out.$n" 2>&1 &
 		pids+=($!)
 	done
-	for p in "${pids[@]}"; do wait "$p" || true; done
+	local i=0 bad=0
+	for n in "$@"; do
+		wait "${pids[$i]}" || { bad=1; echo "$cmd on $n failed:"; tail -5 "$T/out.$n"; }
+		i=$((i + 1))
+	done
+	return $bad
 }
 hostkey_ok() {          # src addr: strict host-key check passes (user auth aside)
 	local out
 	out=$(on "$1" ssh -o BatchMode=yes -o StrictHostKeyChecking=yes -o ConnectTimeout=5 \
 		-o PreferredAuthentications=none "$2" true 2>&1) || true
-	! grep -q 'Host key verification failed\|No .* host key is known\|REMOTE HOST IDENTIFICATION' <<<"$out"
+	# accepted host key: the server gets to say no to the (absent) user authentication
+	grep -q 'Permission denied' <<<"$out"
 }
 
 run_mode() {
@@ -57,7 +63,7 @@ run_mode() {
 	old=$(nodes)
 	t0=$(now)
 	# shellcheck disable=SC2086
-	apply_par apply $old
+	apply_par apply $old || fail "$mode: apply"
 	t1=$(now)
 	for s in hps-2 "hps-$N"; do
 		for d in hps-1 hps-3; do
@@ -75,13 +81,13 @@ run_mode() {
 	if [ "$mode" = ca ]; then
 		# the head signs as soon as the record is there (hpcinit watch would; here: poll)
 		until [ -e "$SHARED/hpsc/nodes/$new.rec" ]; do sleep 0.1; done
-		apply_par refresh hps-1
+		apply_par refresh hps-1 || fail "$mode: head refresh"
 	else
 		until [ -e "$SHARED/hpsc/nodes/$new.rec" ]; do sleep 0.1; done
 		# shellcheck disable=SC2086
-		apply_par refresh $old
+		apply_par refresh $old || fail "$mode: refresh"
 	fi
-	wait $joiner || true
+	wait $joiner || fail "$mode: apply on $new: $(tail -5 "$T/out.$new")"
 	for s in $old; do
 		until hostkey_ok "$s" "$a"; do
 			[ "$(secs "$t0" "$(now)" | cut -d. -f1)" -lt 120 ] || fail "$mode: $s never accepted $new"
