@@ -88,6 +88,8 @@ run_mode() {
 		apply_par refresh $old || fail "$mode: refresh"
 	fi
 	wait $joiner || fail "$mode: apply on $new: $(tail -5 "$T/out.$new")"
+	local tr
+	tr=$(now)
 	for s in $old; do
 		until hostkey_ok "$s" "$a"; do
 			[ "$(secs "$t0" "$(now)" | cut -d. -f1)" -lt 120 ] || fail "$mode: $s never accepted $new"
@@ -95,7 +97,9 @@ run_mode() {
 		done
 	done
 	t1=$(now)
-	printf '%-7s join      node %-6s trusted by all %d old nodes after %6s s (%s)\n' "$mode" "$new" "$N" \
+	printf '%-7s join      node %-6s: the runs that make it trusted end after %5s s; all %d old nodes\n' \
+		"$mode" "$new" "$(secs "$t0" "$tr")" "$N"
+	printf '%-7s                  checked one by one (ssh from each) by %5s s (%s)\n' "$mode" \
 		"$(secs "$t0" "$t1")" "$([ "$mode" = ca ] && echo "runs on old nodes: the head's refresh only" ||
 			echo "runs on old nodes: a refresh on every one")"
 	bash "$SIM" down > /dev/null 2>&1 || true
