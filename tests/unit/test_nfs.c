@@ -218,6 +218,15 @@ static void test_fstab_line(void)
 	target_free(&t);
 	mount_fini(&m);
 
+	/* wait: 0s (one probe) never writes systemd's "0 = no timeout": the floor is 1 s */
+	mount_init(&m, "198.18.2.2", "/export", "/zero", NULL, 0);
+	target_init(&t, &m);
+	line = fstab_line(&t);
+	TEST_CHECK(strstr(line, ",x-systemd.mount-timeout=1s 0 0\n") != NULL);
+	free(line);
+	target_free(&t);
+	mount_fini(&m);
+
 	/* keys the user gave are not added twice */
 	mount_init(&m, "anf", "/vol1", "/data", mine, WAIT_UNSET);
 	target_init(&t, &m);
