@@ -451,6 +451,52 @@ static bool p_url(struct loader *L, const struct field *f, yaml_node_t *k, yaml_
 	return p_checked(L, f, k, v, base, path, name_check_url, false);
 }
 
+/*
+ * An OpenSSH public key line, "type base64 [comment]": a known plain key
+ * type and a base64 blob whose first field names the same type (RFC 4253
+ * string), so a certificate or a truncated paste is caught at load time.
+ */
+static const char *check_ssh_pubkey(const char *s)
+{
+	static const char *const types[] = { "ssh-ed25519", "ecdsa-sha2-nistp256",
+		"ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521", "ssh-rsa", NULL };
+	static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	unsigned char blob[64];
+	size_t tl = strcspn(s, " "), bl, n = 0, i;
+	const char *p = s + tl;
+	uint32_t acc = 0;
+	int bits = 0;
+	bool known = false;
+
+	for (i = 0; types[i]; i++)
+		if (strlen(types[i]) == tl && strncmp(s, types[i], tl) == 0)
+			known = true;
+	if (!known || *p != ' ')
+		return "expected a public key like \"ssh-ed25519 AAAA... comment\"";
+	p++;
+	bl = strcspn(p, " ");
+	if (bl < 16 || strspn(p, b64) + strspn(p + strspn(p, b64), "=") != bl)
+		return "expected a public key like \"ssh-ed25519 AAAA... comment\"";
+	for (i = 0; i < bl && p[i] != '=' && n < sizeof(blob); i++) {
+		acc = (acc << 6) | (uint32_t)(strchr(b64, p[i]) - b64);
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			blob[n++] = (unsigned char)(acc >> bits);
+		}
+	}
+	if (n < 4 + tl || ((uint32_t)blob[0] << 24 | (uint32_t)blob[1] << 16 | (uint32_t)blob[2] << 8 |
+			   blob[3]) != tl || memcmp(blob + 4, s, tl) != 0)
+		return "the key's base64 does not hold a key of the type it names";
+	return NULL;
+}
+
+static bool p_ssh_pubkey(struct loader *L, const struct field *f, yaml_node_t *k, yaml_node_t *v,
+			 void *base, const char *path)
+{
+	return p_checked(L, f, k, v, base, path, check_ssh_pubkey, true);
+}
+
 /* exports(5) clients: '*', a network, an address, a host name (wildcards allowed), @netgroup. */
 static bool p_clients(struct loader *L, const struct field *f, yaml_node_t *k, yaml_node_t *v,
 		      void *base, const char *path)
@@ -542,6 +588,7 @@ const struct type T_CIDR = { "a network like 10.0.0.0/24", YAML_SCALAR_NODE, p_c
 const struct type T_STRLIST = { "a sequence", YAML_SEQUENCE_NODE, p_strlist, describe_list };
 const struct type T_HOSTS = { "a sequence of host names or ranges like node[01-16]",
 			       YAML_SEQUENCE_NODE, p_hosts, NULL };
+const struct type T_SSH_PUBKEY = { "an OpenSSH public key", YAML_SCALAR_NODE, p_ssh_pubkey, NULL };
 const struct type T_URL = { "an http:// or https:// URL", YAML_SCALAR_NODE, p_url, NULL };
 const struct type T_CLIENTS = {
 	"NFS clients: a network like 10.0.0.0/24, a host name or '*'", YAML_SCALAR_NODE,

@@ -19,7 +19,7 @@
 #include "diag.h"
 #include "strbuf.h"
 
-#define SCHEMA_SLOTS 16         /* marks a table can keep for later checks */
+#define SCHEMA_SLOTS 24         /* marks a table can keep for later checks */
 
 /* Where a key and its value were, for checks after the walk. */
 struct slot {
@@ -128,7 +128,7 @@ struct maplist_arg {
 
 extern const struct type T_BOOL, T_INT, T_FLOAT, T_SIZE, T_DURATION, T_ENUM, T_FLAGS, T_PATH,
 	T_GLOB, T_CLUSTER_NAME, T_IFNAME, T_URL, T_CIDR, T_CLIENTS, T_STRLIST, T_HOSTS, T_MAP,
-	T_MAPLIST;
+	T_MAPLIST, T_SSH_PUBKEY;
 
 /* ---- for handlers and checks outside this file ---- */
 

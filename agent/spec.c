@@ -50,6 +50,9 @@ enum mark_slot {
 	M_DISC_CERT,
 	M_SSH,
 	M_SSH_RESTRICT,
+	M_SSH_HOSTKEYS,
+	M_SSH_CA_KEY,
+	M_SSH_CA_PUB,
 	M_HF_ADDRESS,
 	M_COUNT
 };
@@ -70,7 +73,7 @@ static const struct enum_val method_vals[] = {
 static const struct enum_val keytype_vals[] = {
 	{ "ed25519", KEY_ED25519 }, { "ecdsa", KEY_ECDSA }, { "rsa", KEY_RSA }, { NULL, 0 } };
 static const struct enum_val hostkeys_vals[] = {
-	{ "pinned", HOSTKEYS_PINNED }, { "scan", HOSTKEYS_SCAN }, { NULL, 0 } };
+	{ "pinned", HOSTKEYS_PINNED }, { "scan", HOSTKEYS_SCAN }, { "ca", HOSTKEYS_CA }, { NULL, 0 } };
 static const struct enum_val address_vals[] = {
 	{ "hostname", HF_ADDR_HOSTNAME }, { "ip", HF_ADDR_IP }, { "ipoib", HF_ADDR_IPOIB },
 	{ NULL, 0 } };
@@ -255,11 +258,13 @@ static const struct float_arg latency_float = { 0, 1e6 };
 static const struct size_arg memlock_size = {
 	64 * KIB, EIB, true, offsetof(struct spec_memlock, unlimited) };
 static const struct size_arg reg_mr_size = { 0, 64 * GIB, false, 0 };
+static const struct size_arg bandwidth_size = { 0, 1024 * GIB, false, 0 };     /* per second */
 static const struct dur_arg open_timeout_dur = { 100, 10 * MIN_MS };
 static const struct dur_arg nfs_wait_dur = { 0, 24 * HOUR_MS };
 static const struct dur_arg disc_wait_dur = { 0, 24 * HOUR_MS };
 static const struct dur_arg lease_dur = { SEC_MS, 24 * HOUR_MS };
 static const struct dur_arg scan_timeout_dur = { 10, 60 * SEC_MS };
+static const struct dur_arg cert_validity_dur = { 5 * MIN_MS, 5 * 366 * 24 * HOUR_MS };
 static const struct cidr_arg network_cidr = { offsetof(struct spec_cluster, has_network) };
 static const struct path_arg not_root_path = { true };
 static const struct hosts_arg hosts_max = { SPEC_MAX_HOSTS };
@@ -458,9 +463,16 @@ static const struct field discovery_fields[] = {
 static const struct field ssh_fields[] = {
 	{ "users", &T_STRLIST, offsetof(struct spec_ssh, users), &ssh_users_list, 0, M_NONE, NULL },
 	{ "key_type", &T_ENUM, offsetof(struct spec_ssh, key_type), keytype_vals, 0, M_NONE, NULL },
-	{ "host_keys", &T_ENUM, offsetof(struct spec_ssh, host_keys), hostkeys_vals, 0, M_NONE, NULL },
+	{ "host_keys", &T_ENUM, offsetof(struct spec_ssh, host_keys), hostkeys_vals, 0, M_SSH_HOSTKEYS,
+	  NULL },
 	{ "restrict_from", &T_BOOL, offsetof(struct spec_ssh, restrict_from), NULL, 0, M_SSH_RESTRICT,
 	  NULL },
+	{ "ca_key_file", &T_PATH, offsetof(struct spec_ssh, ca_key_file), NULL, 0, M_SSH_CA_KEY, NULL },
+	{ "ca_public_key", &T_SSH_PUBKEY, offsetof(struct spec_ssh, ca_public_key), NULL, 0, M_SSH_CA_PUB,
+	  NULL },
+	{ "cert_validity", &T_DURATION, offsetof(struct spec_ssh, cert_validity_ms), &cert_validity_dur,
+	  0, M_NONE, NULL },
+	{ "hostbased", &T_BOOL, offsetof(struct spec_ssh, hostbased), NULL, 0, M_NONE, NULL },
 	{ NULL, NULL, 0, NULL, 0, M_NONE, NULL }
 };
 
@@ -479,6 +491,8 @@ static const struct field hostfile_fields[] = {
 static const struct field verify_fields[] = {
 	{ "enable", &T_BOOL, offsetof(struct spec_mpi, verify_enable), NULL, 0, M_NONE, NULL },
 	{ "max_latency_us", &T_FLOAT, offsetof(struct spec_mpi, max_latency_us), &latency_float, 0,
+	  M_NONE, NULL },
+	{ "min_bandwidth", &T_SIZE, offsetof(struct spec_mpi, min_bandwidth), &bandwidth_size, 0,
 	  M_NONE, NULL },
 	{ NULL, NULL, 0, NULL, 0, M_NONE, NULL }
 };
@@ -539,6 +553,7 @@ static void spec_defaults(struct spec *s)
 	s->ssh.key_type = KEY_ED25519;
 	s->ssh.host_keys = HOSTKEYS_PINNED;
 	s->ssh.restrict_from = true;
+	s->ssh.cert_validity_ms = 7 * 24 * HOUR_MS;
 	s->hostfile.address = HF_ADDR_HOSTNAME;
 	s->hostfile.openmpi_default = true;
 	s->hostfile.etc_hosts = HF_HOSTS_AUTO;
@@ -637,6 +652,18 @@ static void cross_checks(struct loader *L, struct spec *s)
 	if (s->ssh.present && s->ssh.restrict_from && !network && !L->slots[M_SSH_RESTRICT].bad)
 		error_mark(L, slot_mark(L, M_SSH_RESTRICT, M_SSH), "ssh.restrict_from",
 			   "true needs cluster.network; set cluster.network or restrict_from: false");
+	if (s->ssh.present && s->ssh.host_keys == HOSTKEYS_CA && !s->ssh.ca_public_key &&
+	    !L->slots[M_SSH_HOSTKEYS].bad && !L->slots[M_SSH_CA_PUB].bad)
+		error_mark(L, slot_mark(L, M_SSH_HOSTKEYS, M_SSH), "ssh.host_keys",
+			   "ca needs ssh.ca_public_key (the CA every node trusts); add ca_public_key: \"ssh-ed25519 AAAA...\"");
+	if (s->ssh.present && s->ssh.host_keys != HOSTKEYS_CA && (s->ssh.ca_key_file || s->ssh.ca_public_key) &&
+	    !L->slots[M_SSH_HOSTKEYS].bad)
+		error_mark(L, slot_mark(L, M_SSH_HOSTKEYS, M_SSH), "ssh.host_keys",
+			   "ca_key_file and ca_public_key are for host_keys: ca; set host_keys: ca or remove them");
+	if (s->ssh.ca_key_file && s->cluster.role != ROLE_HEAD && !L->slots[M_ROLE].bad)
+		error_mark(L, L->slots[M_SSH_CA_KEY].key, "ssh.ca_key_file",
+			   "only the head node holds the CA private key; set cluster.role: head, or remove "
+			   "ca_key_file from this node's spec (compute nodes need only ca_public_key)");
 	if (s->hostfile.present && s->hostfile.address == HF_ADDR_IPOIB && !s->rdma.ipoib &&
 	    !L->slots[M_RDMA_IPOIB].bad)
 		error_mark(L, L->slots[M_HF_ADDRESS].val, "hostfile.address",
@@ -684,6 +711,8 @@ struct spec *spec_free(struct spec *s)
 	free(s->discovery.auth_file);
 	free(s->discovery.events_url);
 	strlist_free(&s->ssh.users);
+	free(s->ssh.ca_key_file);
+	free(s->ssh.ca_public_key);
 	free(s->hostfile.dir);
 	free(s);
 	return NULL;

@@ -26,7 +26,7 @@ enum link_layer { LINK_INFINIBAND, LINK_ETHERNET, LINK_ANY };
 enum soft_rdma { SOFT_AUTO, SOFT_ALLOW, SOFT_DENY };
 enum disc_method { DISC_SHARED, DISC_STATIC, DISC_SCAN, DISC_ETCD };
 enum key_type { KEY_ED25519, KEY_ECDSA, KEY_RSA };
-enum host_keys { HOSTKEYS_PINNED, HOSTKEYS_SCAN };
+enum host_keys { HOSTKEYS_PINNED, HOSTKEYS_SCAN, HOSTKEYS_CA };
 enum hf_address { HF_ADDR_HOSTNAME, HF_ADDR_IP, HF_ADDR_IPOIB };
 enum hf_etc_hosts { HF_HOSTS_AUTO, HF_HOSTS_ALWAYS, HF_HOSTS_NEVER };
 
@@ -131,6 +131,10 @@ struct spec_ssh {
 	enum key_type key_type;         /* default ed25519 */
 	enum host_keys host_keys;       /* default pinned */
 	bool restrict_from;             /* default true */
+	char *ca_key_file;              /* host_keys ca, head only: the CA private key */
+	char *ca_public_key;            /* host_keys ca: "type base64 [comment]" of the CA */
+	uint64_t cert_validity_ms;      /* host_keys ca: default 7 days */
+	bool hostbased;                 /* host-based login between members (default false) */
 };
 
 struct spec_hostfile {
@@ -147,6 +151,7 @@ struct spec_mpi {
 	bool profile;                   /* default true */
 	bool verify_enable;             /* default false */
 	double max_latency_us;          /* default 0 = no threshold */
+	uint64_t min_bandwidth;         /* bytes per second at 4 MiB; default 0 = no threshold */
 };
 
 struct spec {

@@ -17,8 +17,8 @@
  *   hpcinit-etcd [OPTIONS] keepalive LEASE       "ttl T" (0: the lease is gone)
  *   hpcinit-etcd [OPTIONS] leave KEY [LEASE]     revoke LEASE, delete KEY
  *   hpcinit-etcd [OPTIONS] waitchange PREFIX REV MS
- *       "change" 200 ms after the first event under PREFIX after revision
- *       REV (a compaction counts), "timeout" after MS without one.
+ *       "change" at the first event under PREFIX after revision REV (a
+ *       compaction counts), "timeout" after MS without one.
  *   hpcinit-etcd events URL
  *       Azure Scheduled Events (no --endpoint needed): GET URL with the
  *       header "Metadata: true"; "self NAME" (this VM's name from the
@@ -790,26 +790,10 @@ static int cmd_watch(const char *prefix)
 }
 
 /* waitchange: the first event under PREFIX after REV, or MS without one. */
-#define WAIT_LINGER_MS 200             /* after the first event, gather more this long */
-
 struct wait_state {
 	struct buf line;
 	bool event;
-	struct timespec until;          /* set at the first event */
 };
-
-static int on_wait_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
-{
-	struct wait_state *w = arg;
-	struct timespec now;
-
-	(void)dt, (void)dn, (void)ut, (void)un;
-	if (!w->event)
-		return 0;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return now.tv_sec > w->until.tv_sec ||
-	       (now.tv_sec == w->until.tv_sec && now.tv_nsec >= w->until.tv_nsec);
-}
 
 static size_t on_wait(char *data, size_t size, size_t nmemb, void *arg)
 {
@@ -833,20 +817,13 @@ static size_t on_wait(char *data, size_t size, size_t nmemb, void *arg)
 		if (json_object_object_get_ex(j, "result", &res) &&
 		    ((json_object_object_get_ex(res, "events", &ev) && json_object_array_length(ev) > 0) ||
 		     get_i64(res, "compact_revision") > 0 ||
-		     (json_object_object_get_ex(res, "canceled", &ev) && json_object_get_boolean(ev))) &&
-		    !w->event) {
-			/* Nodes of a scale set start together: gather the joins of the next moment. */
+		     (json_object_object_get_ex(res, "canceled", &ev) && json_object_get_boolean(ev))))
 			w->event = true;
-			clock_gettime(CLOCK_MONOTONIC, &w->until);
-			w->until.tv_nsec += WAIT_LINGER_MS * 1000000L;
-			if (w->until.tv_nsec >= 1000000000L) {
-				w->until.tv_sec++;
-				w->until.tv_nsec -= 1000000000L;
-			}
-		}
 		json_object_put(j);
 		w->line.n = 0;
 		w->line.p[0] = '\0';
+		if (w->event)
+			return 0;       /* enough: end the stream */
 	}
 	return n;
 }
@@ -871,10 +848,7 @@ static int cmd_waitchange(const char *prefix, int64_t rev, long ms)
 	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_wait);
 	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &w);
 	curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, ms);
-	curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_wait_progress);
-	curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &w);
-	(void)curl_easy_perform(curl);  /* ends after the first event and its linger, the timeout, or an error */
+	(void)curl_easy_perform(curl);  /* ends at the first event, the timeout, or an error */
 	curl_slist_free_all(hdrs);
 	free(body);
 	free(w.line.p);

@@ -330,7 +330,7 @@ static bool drain(int fd, struct strbuf *line, unsigned *changes, bool is_err)
 static int watch_etcd(struct ctx *c, const struct run_opts *ro)
 {
 	uint64_t every = c->spec->discovery.lease_ms / 3, next_keepalive = now_ms() + every;
-	uint64_t restart_at = 0;
+	uint64_t restart_at = 0, retry_at = 0, retry_ms = 1000;
 	struct strbuf out = STRBUF_INIT, err = STRBUF_INIT;
 	struct proc_child ch = { 0 };
 	bool running = false;
@@ -351,6 +351,8 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro)
 		wake = next_keepalive;
 		if (!running && restart_at < wake)
 			wake = restart_at;
+		if (retry_at && retry_at < wake)
+			wake = retry_at;
 		if (c->spec->discovery.events_enable && next_events < wake)
 			wake = next_events;
 		t = wake > now ? (int)(wake - now) : 0;
@@ -385,8 +387,21 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro)
 		}
 		if (c->spec->discovery.events_enable && events_poll(c))
 			break;
-		if (changes)
-			refresh(c, ro, "membership changed");
+		if (changes || (retry_at && now_ms() >= retry_at)) {
+			/*
+			 * A refresh that failed (etcd unreachable or overloaded: a
+			 * whole scale set starting at once) is tried again with
+			 * backoff and jitter, not only at the next change.
+			 */
+			if (refresh(c, ro, changes ? "membership changed" : "retry") == 1) {
+				retry_at = now_ms() + retry_ms / 2 + (uint64_t)(random() % (long)retry_ms);
+				if (retry_ms < 30000)
+					retry_ms *= 2;
+			} else {
+				retry_at = 0;
+				retry_ms = 1000;
+			}
+		}
 		if (now_ms() >= next_keepalive) {
 			int64_t lease = read_lease(c), ttl = lease ? keepalive(c, lease) : 0;
 
@@ -418,6 +433,7 @@ int watch_main(struct ctx *c, const struct run_opts *ro)
 	sigaction(SIGINT, &sa, NULL);
 	fprintf(stderr, "hpcinit watch: watching cluster %s (method %s)\n", spec->cluster.name,
 		disc_method_name(spec->discovery.method));
+	srandom((unsigned)getpid() ^ (unsigned)now_ms());
 	refresh(c, ro, "start");
 	if (spec->discovery.method == DISC_ETCD)
 		return watch_etcd(c, ro);

@@ -166,25 +166,43 @@ char *conf_render(const struct spec *s, const struct khosts *hosts)
 	struct strlist pats = { 0 };
 	struct smap seen;
 	char *net = network_pattern(s);
+	bool ca = s->ssh.host_keys == HOSTKEYS_CA;
 
-	if (net)
-		strlist_push(&pats, net);
+	if (ca) {
+		/* The CA vouches for names and addresses: patterns, not a list of N. */
+		ca_host_patterns(s, hosts, &pats);
+	} else {
+		if (net)
+			strlist_push(&pats, net);
+		smap_init(&seen, 4 * hosts->n);
+		for (size_t i = 0; i < hosts->n; i++)
+			for (size_t j = 0; j < hosts->v[i].names.n; j++)
+				if (smap_add(&seen, hosts->v[i].names.v[j], 0))
+					strlist_push(&pats, hosts->v[i].names.v[j]);
+		smap_free(&seen);
+	}
 	free(net);
-	smap_init(&seen, 4 * hosts->n);
-	for (size_t i = 0; i < hosts->n; i++)
-		for (size_t j = 0; j < hosts->v[i].names.n; j++)
-			if (smap_add(&seen, hosts->v[i].names.v[j], 0))
-				strlist_push(&pats, hosts->v[i].names.v[j]);
-	smap_free(&seen);
 	sb_printf(&sb, "# hpcinit: host-key checking for the nodes of cluster %s (ssh module).\n"
-		  "# Their keys come from " KH_PATH ", built from the peers' records.\n"
+		  "# Their keys (host_keys: ca: their CA) come from " KH_PATH ".\n"
 		  "# Rebuilt on every run; edits are replaced.\n", s->cluster.name);
+	/*
+	 * ssh-keysign reads ssh_config for the host "", so no Host pattern
+	 * can limit EnableSSHKeysign: it stands before the first Host line.
+	 * Which hosts get host-based login is HostbasedAuthentication's job.
+	 */
+	if (s->ssh.hostbased)
+		sb_append(&sb, "EnableSSHKeysign yes\n");
 	for (size_t i = 0; i <= pats.n; i++) {
-		if (line.len && (i == pats.n || line.len + 1 + strlen(pats.v[i]) > HOST_LINE_MAX)) {
+		/* ca: one stanza per pattern (a negated pattern voids its whole line). */
+		if (line.len && (i == pats.n || ca || line.len + 1 + strlen(pats.v[i]) > HOST_LINE_MAX)) {
 			sb_printf(&sb, "Host%s\n", sb_str(&line));
 			sb_append(&sb, "\tGlobalKnownHostsFile " KH_PATH
 				  " /etc/ssh/ssh_known_hosts /etc/ssh/ssh_known_hosts2\n"
 				  "\tStrictHostKeyChecking yes\n");
+			if (ca)
+				sb_append(&sb, "\tRevokedHostKeys " REVOKED_PATH "\n");
+			if (s->ssh.hostbased)
+				sb_append(&sb, "\tHostbasedAuthentication yes\n");
 			sb_reset(&line);
 		}
 		if (i < pats.n)

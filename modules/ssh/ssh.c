@@ -125,7 +125,8 @@ static void check_include(struct ctx *c, struct report *r)
 static int write_system_files(struct ctx *c, struct report *r, const struct khosts *want)
 {
 	const struct spec *s = c->spec;
-	char *kh = kh_render(s, want), *conf = conf_render(s, want);
+	char *kh = s->ssh.host_keys == HOSTKEYS_CA ? ca_kh_render(s, want) : kh_render(s, want);
+	char *conf = conf_render(s, want);
 	int ret = 0;
 
 	if (!fs_exists(c, "/etc/hpcinit"))
@@ -136,6 +137,8 @@ static int write_system_files(struct ctx *c, struct report *r, const struct khos
 		ret = fs_mkdir_p(c, r, CONF_DIR, 0755, 0, 0);
 	if (ret >= 0)
 		ret = fs_write(c, r, CONF_PATH, conf, strlen(conf), 0644, 0, 0);
+	if (ret >= 0 && (s->ssh.host_keys == HOSTKEYS_CA || s->ssh.hostbased))
+		ret = ca_hostbased_converge(c, r, want, kh);
 	free(kh);
 	free(conf);
 	return ret < 0 ? ret : 0;
@@ -152,7 +155,7 @@ static int ssh_run(struct ctx *c, struct report *r)
 	if (fs_read(c, KH_PATH, &text, NULL) == 0)
 		kh_parse(text, &old);
 	want_hosts(c, r, c->out->peers, &old, &want, &t);
-	if (c->mode == RUN_CHECK)
+	if (c->mode == RUN_CHECK && s->ssh.host_keys != HOSTKEYS_CA)
 		kh_compare(r, &old, &want);
 	ret = write_system_files(c, r, &want);
 	if (ret < 0)
@@ -201,7 +204,9 @@ static bool ssh_enabled(const struct spec *s)
 static uint64_t ssh_timeout(const struct spec *s)
 {
 	/* A first scan fetches one host key per peer, one after the other. */
-	return s->ssh.host_keys == HOSTKEYS_SCAN ? 10 * 60 * 1000 : 60 * 1000;
+	/* ca: the head may sign one certificate per member (ssh-keygen each). */
+	return s->ssh.host_keys == HOSTKEYS_SCAN || s->ssh.host_keys == HOSTKEYS_CA ? 10 * 60 * 1000 :
+	       60 * 1000;
 }
 
 static const char *const ssh_needs[] = { "discovery", NULL };

@@ -85,6 +85,44 @@ void want_hosts(struct ctx *c, struct report *r, const struct peerset *ps,
 /* check: missing, extra and mismatched keys, by name and key type. */
 void kh_compare(struct report *r, const struct khosts *have, const struct khosts *want);
 
+/* ---- cert.c: an OpenSSH certificate, read far enough to judge it ---- */
+
+struct sshcert {
+	char *type;             /* "ssh-ed25519-cert-v01@openssh.com" */
+	char *key;              /* the certified key, "type base64" */
+	uint32_t cert_type;     /* 1 user, 2 host */
+	char *key_id;
+	struct strlist principals;
+	uint64_t valid_after, valid_before;
+	char *ca_key;           /* the key that signed it, "type base64" */
+};
+
+/* Parse "type base64 [comment]".  0, or -EBADMSG (ret is then empty). */
+int sshcert_parse(const char *line, struct sshcert *ret);
+void sshcert_free(struct sshcert *c);
+
+/* ---- ca.c: host_keys: ca and hostbased (docs/ssh.md) ---- */
+
+#define CA_KEY_DEFAULT "/etc/hpcinit/ssh-ca"            /* where a compute must hold no CA key */
+#define REVOKED_PATH "/etc/hpcinit/ssh_revoked_keys"    /* the cluster's KRL, a local copy */
+#define SSHD_CONF_DIR "/etc/ssh/sshd_config.d"
+#define SSHD_CONF_PATH SSHD_CONF_DIR "/90-hpcinit.conf"
+#define SHOSTS_PATH "/etc/ssh/shosts.equiv"
+#define SYS_KNOWN_HOSTS "/etc/ssh/ssh_known_hosts"
+
+/* The known_hosts of ca mode: @cert-authority lines for the cluster's names and network. */
+char *ca_kh_render(const struct spec *s, const struct khosts *hosts);
+/* Host patterns (ssh_config "Host" syntax) for the cluster's names and network in ca mode. */
+void ca_host_patterns(const struct spec *s, const struct khosts *hosts, struct strlist *ret);
+/*
+ * ca mode: the head signs the members' host keys and revokes departed ones;
+ * every node installs its own certificate and the cluster's KRL.
+ * hostbased: shosts.equiv and the system known_hosts sshd reads.  Then the
+ * sshd drop-in, and a reload when it or a certificate changed.
+ */
+int ca_hostbased_converge(struct ctx *c, struct report *r, const struct khosts *want,
+			  const char *kh_text);
+
 /* ---- authorized_keys.c ---- */
 
 /* The authorized_keys block for one user (self_pub: this node's key, NULL when absent). */

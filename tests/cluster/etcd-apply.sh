@@ -71,6 +71,21 @@ check "second apply did not rewrite the key (mod_revision $rev0 stays)" test "$r
 run_hpc "$T/check" "$N2" check
 check "check on a converged node exits 0" test "$rc" = 0
 
+# Records in etcd get the checks of every record: a planted one (edited: its HMAC no longer
+# matches) and a key that names no valid host are rejected, logged, and make the run degraded.
+printf '%s\n' "$(etcdctl_ get --print-value-only "/hpcinit/$CLUSTER/nodes/$N1" | sed 's/^hostname: .*/hostname: intruder/')" |
+	etcdctl_ put "/hpcinit/$CLUSTER/nodes/intruder" >/dev/null
+etcdctl_ put "/hpcinit/$CLUSTER/nodes/bad..name" "x" >/dev/null
+run_hpc "$T/planted" "$N2" "${REFRESH[@]}"
+check "a planted record: refresh exits 3 (degraded)" test "$rc" = 3
+check "... the edited record is rejected for its HMAC" \
+	contains "$T/planted" "record intruder: bad HMAC (tampered, or written with another cluster secret); rejected"
+check "... the key with an invalid host name is rejected" \
+	contains "$T/planted" "key /hpcinit/$CLUSTER/nodes/bad..name: not a valid host name; rejected"
+check "$N2: hostfiles still list exactly the 4 nodes" hostfiles_list "$N2" "${ALL[@]}"
+etcdctl_ del "/hpcinit/$CLUSTER/nodes/intruder" >/dev/null
+etcdctl_ del "/hpcinit/$CLUSTER/nodes/bad..name" >/dev/null
+
 # One member of three down: nothing changes.
 etcd_kill 1
 run_hpc "$T/one-down" "$N3" "${REFRESH[@]}"

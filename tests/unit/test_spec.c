@@ -215,6 +215,13 @@ static void test_bool_enum(void)
 	TEST_STREQ(bad("rdma: {link_layer: Ethernet}\n"),
 		   "rdma.link_layer: expected one of infiniband, ethernet, any, got \"Ethernet\"; "
 		   "did you mean 'ethernet'?");
+	/* mpi.verify.min_bandwidth: a size per second */
+	s = load_ok("mpi: {verify: {min_bandwidth: 10G}}\n");
+	if (s)
+		TEST_CHECK(s->mpi.min_bandwidth == 10ull << 30);
+	spec_free(s);
+	TEST_STREQ(bad("mpi: {verify: {min_bandwidth: fast}}\n"),
+		   "mpi.verify.min_bandwidth: expected a size like 64M (K, M, G or T), got \"fast\"");
 	/* rdma.software: auto (default), allow, deny */
 	s = load_ok("rdma: {link_layer: ethernet}\n");
 	if (s)
@@ -996,6 +1003,55 @@ static void test_load_file_big(void)
 	unlink(path);
 }
 
+/* ssh.host_keys: ca and ssh.hostbased (issue 17). */
+static void test_ssh_ca(void)
+{
+	static const char *const pub =
+		"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHlEh3b2c7dZ4k5C8o7ZmZbqC8lR5Sx7Z2kFq2w3Yx1A hpcinit-ca";
+	char *text = xasprintf("version: 1\ncluster: {name: c1, network: 10.0.0.0/24, role: head}\n"
+			       "ssh: {host_keys: ca, ca_key_file: /etc/hpcinit/ssh-ca, "
+			       "ca_public_key: \"%s\", cert_validity: 48h, hostbased: true}\n", pub);
+	struct diags d = { NULL, 0 };
+	struct spec *s = NULL;
+	char *extra;
+
+	TEST_INTEQ(load_text(text, &s, &d), 0);
+	TEST_INTEQ(d.n, 0);
+	if (s) {
+		TEST_INTEQ(s->ssh.host_keys, HOSTKEYS_CA);
+		TEST_STREQ(s->ssh.ca_key_file, "/etc/hpcinit/ssh-ca");
+		TEST_STREQ(s->ssh.ca_public_key, pub);
+		TEST_INTEQ(s->ssh.cert_validity_ms, 48ull * 3600 * 1000);
+		TEST_CHECK(s->ssh.hostbased);
+	}
+	spec_free(s);
+	diags_free(&d);
+	free(text);
+	/* A compute: the public key only; default validity 7 days; hostbased off. */
+	extra = xasprintf("ssh: {host_keys: ca, ca_public_key: \"%s\"}\n", pub);
+	s = load_ok(extra);
+	if (s) {
+		TEST_CHECK(s->ssh.ca_key_file == NULL);
+		TEST_INTEQ(s->ssh.cert_validity_ms, 7ull * 24 * 3600 * 1000);
+		TEST_CHECK(!s->ssh.hostbased);
+	}
+	spec_free(s);
+	free(extra);
+	extra = xasprintf("ssh: {host_keys: ca, ca_public_key: \"%s\", ca_key_file: /etc/hpcinit/ssh-ca}\n", pub);
+	TEST_STREQ(bad(extra), "ssh.ca_key_file: only the head node holds the CA private key; set "
+		   "cluster.role: head, or remove ca_key_file from this node's spec (compute nodes need "
+		   "only ca_public_key)");
+	free(extra);
+	TEST_STREQ(bad("ssh: {host_keys: ca}\n"),
+		   "ssh.host_keys: ca needs ssh.ca_public_key (the CA every node trusts); add "
+		   "ca_public_key: \"ssh-ed25519 AAAA...\"");
+	TEST_STREQ(bad("ssh: {host_keys: ca, ca_public_key: \"ssh-ed25519-cert-v01@openssh.com AAAAAAAAAAAAAAAAAAAA\"}\n"),
+		   "ssh.ca_public_key: expected an OpenSSH public key, got \"ssh-ed25519-cert-v01@openssh.com "
+		   "AAAAAAAAAAAAAAAAAAAA\"; expected a public key like \"ssh-ed25519 AAAA... comment\"");
+	TEST_STREQ(bad("ssh: {cert_validity: 1m}\n"),
+		   "ssh.cert_validity: 1m is out of range; use a duration from 5m to 43920h");
+}
+
 int main(void)
 {
 	const char *top = getenv("TOP_SRCDIR");
@@ -1020,5 +1076,6 @@ int main(void)
 	test_errors();
 	test_print();
 	test_load_file_big();
+	test_ssh_ca();
 	TEST_EXIT();
 }

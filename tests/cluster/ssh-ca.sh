@@ -1,0 +1,180 @@
+#!/bin/bash
+# ssh.host_keys: ca on simulated nodes, judged by the real OpenSSH client and sshd:
+#  1. 4 nodes (hps-1 the head, holding the CA key), one apply each: every node
+#     logs in to every node by name and address with StrictHostKeyChecking=yes;
+#     known_hosts is the same two @cert-authority lines on every node;
+#  2. a 5th node joins: the old compute nodes accept it with no hpcinit run on
+#     them (their known_hosts does not change); only the head runs, to sign;
+#  3. a removed node's certificate is refused once the nodes have the KRL,
+#     and a rebuilt node at the same address gets a new certificate;
+#  4. refusals: a certificate from another CA (the node refuses to install
+#     it, and ssh refuses a host that presents one), a certificate for a
+#     name the node does not own, a compute holding the CA key, and a spec
+#     giving a compute ca_key_file.
+. "$TOP_SRCDIR/tests/cluster/ssh-lib.sh"
+
+ssh-keygen -q -t ed25519 -N '' -C hpsc-ca -f "$T/ca"
+CAPUB=$(cut -d' ' -f1,2 "$T/ca.pub")
+cluster_up 4
+sed -i "s|^ssh: {users: \[alice, bob\]}|ssh: {users: [alice, bob], host_keys: ca, ca_public_key: \"$CAPUB hpsc-ca\", cert_validity: 24h}|" "$T/node.yaml"
+sed "s|^cluster: {name: hpsc,|cluster: {name: hpsc, role: head,|; s|cert_validity: 24h}|cert_validity: 24h, ca_key_file: /etc/hpcinit/ssh-ca}|" \
+	"$T/node.yaml" > "$T/head.yaml"
+grep -q 'role: head' "$T/head.yaml" && grep -q ca_key_file "$T/head.yaml" || fail "test bug: head spec"
+on hps-1 install -D -m 0600 "$T/ca" /etc/hpcinit/ssh-ca
+# The sim's sshd_config has no Include; Debian's has it at its top.
+for n in $(nodes); do
+	on "$n" sed -i '1i Include /etc/ssh/sshd_config.d/*.conf' /etc/ssh/sshd_config
+done
+
+# spec_of NODE: the spec file that node uses
+spec_of() { [ "$1" = hps-1 ] && echo "$T/head.yaml" || echo "$T/node.yaml"; }
+apply_nodes() {         # cmd nodes...: in parallel, each with its own spec; all must exit 0
+	local cmd=$1 n pids=() bad=0 i=0
+	shift
+	for n in "$@"; do
+		on "$n" "$HPCINIT" "$cmd" -c "$(spec_of "$n")" --json > "$T/out.$n" 2> "$T/err.$n" &
+		pids+=($!)
+	done
+	for n in "$@"; do
+		wait "${pids[$i]}" || { bad=1; echo "$cmd on $n failed"; cat "$T/err.$n" "$T/out.$n"; }
+		i=$((i + 1))
+	done
+	return $bad
+}
+sshs() {                # src user target [ssh options]: the remote hostname
+	local s=$1 u=$2 d=$3
+	shift 3
+	on "$s" runuser -u "$u" -- ssh -o BatchMode=yes -o StrictHostKeyChecking=yes "$@" "$d" hostname
+}
+addr() { bash "$SIM" addr "$1"; }
+
+# ---- 1. one apply on 4 nodes
+apply_nodes apply hps-1 hps-2 hps-3 hps-4 || fail "apply"
+for n in hps-1 hps-2 hps-3 hps-4; do
+	[ "$(module_field "$n" ssh status)" = changed ] || { module_field "$n" ssh details; fail "$n: ssh $(module_field "$n" ssh status)"; }
+	on "$n" test -s /etc/ssh/ssh_host_ed25519_key-cert.pub || fail "$n: no certificate installed"
+done
+ok "apply on 4 nodes; every node has its certificate ($(module_field hps-1 ssh details | grep -m1 'CA:'))"
+for s in hps-1 hps-2 hps-3 hps-4; do
+	for d in hps-1 hps-2 hps-3 hps-4; do
+		got=$(sshs "$s" alice "$d" 2>&1) || fail "alice@$s -> $d: $got"
+		[ "$got" = "$d" ] || fail "alice@$s -> $d: got '$got'"
+		got=$(sshs "$s" bob "$(addr "$d")" 2>&1) || fail "bob@$s -> $(addr "$d"): $got"
+		[ "$got" = "$d" ] || fail "bob@$s -> $d by address: got '$got'"
+	done
+done
+ok "32 logins (4x4, by name and by address) with StrictHostKeyChecking=yes"
+# The host key that was checked is the certificate: ssh -v says so.
+on hps-2 runuser -u alice -- ssh -v -o BatchMode=yes -o StrictHostKeyChecking=yes hps-3 true 2>&1 |
+	grep -q 'Server host certificate: ssh-ed25519-cert-v01@openssh.com' || fail "hps-3 did not present a certificate"
+kh=$(on hps-1 cat /etc/hpcinit/ssh_known_hosts)
+for n in hps-2 hps-3 hps-4; do
+	[ "$(on "$n" cat /etc/hpcinit/ssh_known_hosts)" = "$kh" ] || fail "$n: known_hosts differs from hps-1's"
+done
+[ "$(grep -vc '^#' <<<"$kh")" = 2 ] || fail "known_hosts: $(grep -v '^#' <<<"$kh")"
+grep -v '^#' <<<"$kh" | grep -qv '^@cert-authority ' && fail "known_hosts has a line that is not @cert-authority"
+ok "known_hosts: the same 2 lines on every node: $(grep -v '^#' <<<"$kh" | cut -c1-60 | tr '\n' '|')"
+
+# Idempotence: a second apply changes nothing and reloads no sshd.
+apply_nodes apply hps-1 hps-2 hps-3 hps-4 || fail "second apply"
+for n in hps-1 hps-2 hps-3 hps-4; do
+	[ "$(module_field "$n" ssh status)" = ok ] || { module_field "$n" ssh details; fail "$n: second apply: ssh $(module_field "$n" ssh status)"; }
+done
+ok "second apply: ssh ok on every node (nothing re-signed, nothing rewritten)"
+
+# ---- 2. a 5th node joins
+for n in hps-2 hps-3 hps-4; do on "$n" sha256sum /etc/hpcinit/ssh_known_hosts /etc/hpcinit/ssh_revoked_keys; done > "$T/kh.before"
+new=$(bash "$SIM" add)
+[ "$new" = hps-5 ] || fail "sim add gave '$new'"
+prepare_node hps-5
+on hps-5 sed -i '1i Include /etc/ssh/sshd_config.d/*.conf' /etc/ssh/sshd_config
+t0=$(date +%s.%N)
+on hps-5 "$HPCINIT" apply -c "$T/node.yaml" --json > "$T/out.hps-5" 2> "$T/err.hps-5" &
+joiner=$!
+sleep 1
+hp hps-1 refresh -c "$T/head.yaml"
+[ "$(cat "$T/rc.hps-1")" = 0 ] || fail "head refresh: $(cat "$T/err.hps-1")"
+wait $joiner || fail "apply on hps-5: $(cat "$T/err.hps-5")"
+for s in hps-2 hps-3 hps-4; do
+	got=$(sshs "$s" alice "$(addr hps-5)" 2>&1) || fail "old node $s -> new hps-5: $got"
+	[ "$got" = hps-5 ] || fail "$s -> hps-5: got '$got'"
+done
+t1=$(date +%s.%N)
+for n in hps-2 hps-3 hps-4; do on "$n" sha256sum /etc/hpcinit/ssh_known_hosts /etc/hpcinit/ssh_revoked_keys; done > "$T/kh.after"
+cmp -s "$T/kh.before" "$T/kh.after" || fail "an old node's trust files changed"
+# (The other way, alice's key from hps-5 reaches authorized_keys with each
+# node's next refresh; host-based login, ssh-hostbased.sh, needs none.)
+got=$(sshs hps-5 alice hps-1 2>&1) || fail "hps-5 -> hps-1: $got"
+ok "hps-5 joined: hps-2..4 accept it with no run on them (files unchanged), trusted by all $(awk "BEGIN { printf \"%.1f\", $t1 - $t0 }") s after its apply started"
+
+# ---- 3. a removed node: its record goes, the head revokes its key
+cp "$SHARED/hpsc/nodes/hps-4.rec" "$T/hps-4.rec"
+rm -f "$SHARED/hpsc/nodes/hps-4.rec"
+hp hps-1 refresh -c "$T/head.yaml"
+module_field hps-1 ssh details | grep -q 'hps-4: no longer a member; its host keys are revoked' ||
+	fail "head did not revoke hps-4: $(module_field hps-1 ssh details)"
+got=$(sshs hps-2 alice "$(addr hps-4)" 2>&1) || fail "control: before hps-2 has the KRL, hps-4 is still accepted: $got"
+hp hps-2 refresh
+if out=$(sshs hps-2 alice "$(addr hps-4)" 2>&1); then fail "hps-2 accepted removed hps-4's certificate"; fi
+grep -qi 'revoked' <<<"$out" || fail "refused, but not for revocation: $out"
+ok "removed hps-4's certificate is refused once hps-2 has the KRL: $(grep -i -m1 revoked <<<"$out")"
+
+# A rebuilt hps-4 at the same address: a new host key, a new certificate.
+on hps-4 rm -f /etc/ssh/ssh_host_ed25519_key /etc/ssh/ssh_host_ed25519_key.pub
+on hps-4 ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key
+cat /proc/sys/kernel/random/uuid > "$T/boot_id.hps-4"
+on hps-4 "$HPCINIT" apply -c "$T/node.yaml" --json > "$T/out.hps-4" 2> "$T/err.hps-4" &
+joiner=$!
+sleep 1
+hp hps-1 refresh -c "$T/head.yaml"
+wait $joiner || fail "apply on rebuilt hps-4: $(cat "$T/err.hps-4")"
+got=$(sshs hps-2 alice "$(addr hps-4)" 2>&1) || fail "rebuilt hps-4 refused: $got"
+[ "$got" = hps-4 ] || fail "rebuilt hps-4: got '$got'"
+ok "rebuilt hps-4 (new host key, same address) has a new certificate and is accepted (its old key stays revoked)"
+
+# ---- 4. refusals
+CERTS=$SHARED/hpsc/certs
+cp "$CERTS/hps-3.cert" "$T/hps-3.cert.good"
+on hps-3 cat /etc/ssh/ssh_host_ed25519_key.pub > "$T/hps-3.pub"
+# (a) another CA signed hps-3's key
+ssh-keygen -q -t ed25519 -N '' -C evil-ca -f "$T/evil"
+ssh-keygen -q -s "$T/evil" -h -I evil -n hps-3,"$(addr hps-3)" -V +1h "$T/hps-3.pub"
+cp "$T/hps-3-cert.pub" "$CERTS/hps-3.cert"
+hp hps-3 refresh
+[ "$(cat "$T/rc.hps-3")" != 0 ] || fail "hps-3 accepted a certificate from another CA"
+module_field hps-3 ssh details | grep -q 'ssh.ca.other-ca\|another CA' || fail "no other-ca finding: $(module_field hps-3 ssh details)"
+on hps-3 cmp -s /etc/ssh/ssh_host_ed25519_key-cert.pub "$T/hps-3-cert.pub" && fail "the foreign certificate was installed"
+ok "a certificate from another CA is refused: $(module_field hps-3 ssh details | grep -m1 'another CA' | cut -c1-100)"
+# ... and ssh refuses a host presenting one (installed by hand, as an attacker would).
+on hps-3 cp /etc/ssh/ssh_host_ed25519_key-cert.pub "$T/hps-3-cert.installed"
+on hps-3 cp "$T/hps-3-cert.pub" /etc/ssh/ssh_host_ed25519_key-cert.pub
+on hps-3 sh -c 'kill -HUP $(cat '"$T"'/sim/nodes/hps-3/sshd.pid)'
+sleep 0.5
+if out=$(sshs hps-2 alice hps-3 2>&1); then fail "ssh accepted a host certificate from another CA"; fi
+ok "ssh refuses hps-3 presenting another CA's certificate: $(grep -m1 -i 'host key\|certificate\|verification' <<<"$out")"
+on hps-3 cp "$T/hps-3-cert.installed" /etc/ssh/ssh_host_ed25519_key-cert.pub
+# (b) our CA, but for a name hps-3 does not own
+ssh-keygen -q -s "$T/ca" -h -I wrong -n hps-3,hps-2 -V +1h "$T/hps-3.pub"
+cp "$T/hps-3-cert.pub" "$CERTS/hps-3.cert"
+hp hps-3 refresh
+[ "$(cat "$T/rc.hps-3")" != 0 ] || fail "hps-3 accepted a certificate naming hps-2"
+module_field hps-3 ssh details | grep -q 'names hps-2, which is not this node' || fail "no foreign-name finding: $(module_field hps-3 ssh details)"
+ok "a certificate for a name the node does not own is refused"
+cp "$T/hps-3.cert.good" "$CERTS/hps-3.cert"
+on hps-3 sh -c 'kill -HUP $(cat '"$T"'/sim/nodes/hps-3/sshd.pid)'
+# (c) a compute holding the CA key
+on hps-3 install -m 0600 "$T/ca" /etc/hpcinit/ssh-ca
+hp hps-3 refresh
+[ "$(cat "$T/rc.hps-3")" != 0 ] || fail "a compute with the CA key was not refused"
+module_field hps-3 ssh details | grep -q 'ssh.ca.key-on-compute\|on a compute node' || fail "no key-on-compute finding: $(module_field hps-3 ssh details)"
+on hps-3 rm -f /etc/hpcinit/ssh-ca
+ok "a compute holding the CA private key is refused: $(module_field hps-3 ssh summary | cut -c1-100)"
+# (d) a compute spec naming ca_key_file: a spec error
+sed "s|cert_validity: 24h}|cert_validity: 24h, ca_key_file: /etc/hpcinit/ssh-ca}|" "$T/node.yaml" > "$T/bad.yaml"
+if out=$(on hps-3 "$HPCINIT" check -c "$T/bad.yaml" 2>&1); then fail "a compute spec with ca_key_file was accepted"; fi
+grep -q 'ssh.ca_key_file: only the head node holds the CA private key' <<<"$out" || fail "spec error: $out"
+ok "a compute spec with ca_key_file is a spec error"
+hp hps-3 refresh
+[ "$(cat "$T/rc.hps-3")" = 0 ] || fail "hps-3 after cleanup: $(module_field hps-3 ssh details)"
+got=$(sshs hps-2 alice hps-3 2>&1) || fail "hps-3 after cleanup: $got"
+ok "after the bad certificates are gone, hps-3 is accepted again"
