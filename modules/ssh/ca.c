@@ -378,7 +378,24 @@ static int head_sign(struct ctx *c, struct report *r, const struct khosts *want,
 
 		(void)fs_read(c, path, &old, NULL);
 		for (size_t k = 0; k < h->keys.n; k++) {
-			char *cert = old ? cert_still_good(old, h->keys.v[k], ca, &h->names, secs, now) : NULL;
+			struct sshcert pc;
+			char *cert;
+
+			/* A record publishes plain host keys; a certificate there is refused. */
+			if (sshcert_parse(h->keys.v[k], &pc) == 0) {
+				bool ours = ca && strcmp(pc.ca_key, ca) == 0;
+				char *fp = sshkey_fingerprint(pc.ca_key);
+
+				report_finding(r, ours ? ST_DEGRADED : ST_FAILED,
+					       ours ? "ssh.ca.record-cert" : "ssh.ca.record-other-ca",
+					       "%s: its record publishes a host certificate signed by %s (%s) "
+					       "instead of a host key; not signed, left out", h->id,
+					       ours ? "this CA" : "another CA", fp);
+				free(fp);
+				sshcert_free(&pc);
+				continue;
+			}
+			cert = old ? cert_still_good(old, h->keys.v[k], ca, &h->names, secs, now) : NULL;
 
 			if (!cert) {
 				cert = sign_key(r, tmp, cakey, s->cluster.name, h->id, &h->names,
