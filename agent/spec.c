@@ -258,6 +258,7 @@ static const struct float_arg latency_float = { 0, 1e6 };
 static const struct size_arg memlock_size = {
 	64 * KIB, EIB, true, offsetof(struct spec_memlock, unlimited) };
 static const struct size_arg reg_mr_size = { 0, 64 * GIB, false, 0 };
+static const struct size_arg bandwidth_size = { 0, 1024 * GIB, false, 0 };     /* per second */
 static const struct dur_arg open_timeout_dur = { 100, 10 * MIN_MS };
 static const struct dur_arg nfs_wait_dur = { 0, 24 * HOUR_MS };
 static const struct dur_arg disc_wait_dur = { 0, 24 * HOUR_MS };
@@ -490,6 +491,8 @@ static const struct field hostfile_fields[] = {
 static const struct field verify_fields[] = {
 	{ "enable", &T_BOOL, offsetof(struct spec_mpi, verify_enable), NULL, 0, M_NONE, NULL },
 	{ "max_latency_us", &T_FLOAT, offsetof(struct spec_mpi, max_latency_us), &latency_float, 0,
+	  M_NONE, NULL },
+	{ "min_bandwidth", &T_SIZE, offsetof(struct spec_mpi, min_bandwidth), &bandwidth_size, 0,
 	  M_NONE, NULL },
 	{ NULL, NULL, 0, NULL, 0, M_NONE, NULL }
 };

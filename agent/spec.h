@@ -151,6 +151,7 @@ struct spec_mpi {
 	bool profile;                   /* default true */
 	bool verify_enable;             /* default false */
 	double max_latency_us;          /* default 0 = no threshold */
+	uint64_t min_bandwidth;         /* bytes per second at 4 MiB; default 0 = no threshold */
 };
 
 struct spec {

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "fsutil.h"
+#include "log.h"
 #include "hpcinit.h"
 #include "mpi.h"
 #include "proc.h"
@@ -187,6 +188,18 @@ static char *profile_render(const struct spec *s, const struct fabric *f)
 		sb_printf(&sb, "export UCX_NET_DEVICES=%s\n", f->ucx_devices);
 	if (f->ucx_pkey)
 		sb_printf(&sb, "export UCX_IB_PKEY=%s\n", f->ucx_pkey);
+	/*
+	 * Intel MPI (2019 and later: libfabric) and MPICH builds on libfabric
+	 * read FI_PROVIDER: "mlx" (UCX underneath, the provider the Azure HPC
+	 * documentation uses on InfiniBand) or "tcp".  UCX builds of MPICH read
+	 * UCX_NET_DEVICES above.  I_MPI_TCP_NETMASK keeps Intel MPI's TCP
+	 * traffic on cluster.network.
+	 */
+	sb_append(&sb, "# Intel MPI and MPICH (libfabric): the same fabric.\n"
+		  "export I_MPI_FABRICS=shm:ofi\n");
+	sb_printf(&sb, "export FI_PROVIDER=%s\n", f->rdma ? "mlx" : "tcp");
+	if (!f->rdma && s->cluster.has_network)
+		sb_printf(&sb, "export I_MPI_TCP_NETMASK=%s\n", s->cluster.network.text);
 	return sb_steal(&sb);
 }
 
@@ -251,7 +264,7 @@ static int count_hosts(const char *text)
  * Turn the verify program's output into details and a summary.  Returns
  * 1 when a result line was found (the run happened), 0 when not.
  */
-static int verify_parse(struct report *r, const char *out, double limit)
+static int verify_parse(struct report *r, const char *out, double limit, uint64_t min_bw)
 {
 	int hellos = 0, pairs = 0, found = 0;
 
@@ -264,18 +277,20 @@ static int verify_parse(struct report *r, const char *out, double limit)
 			hellos++;
 		} else if (strncmp(line, "pair ", 5) == 0) {
 			char *hosts = field(line, "hosts"), *lat = field(line, "latency_us");
-			char *bw = field(line, "bw_MiBps");
+			char *bw = field(line, "bw_MiBps"), *l8 = field(line, "lat8_us"), *l512 = field(line, "lat512_us");
 			char *comma = hosts ? strchr(hosts, ',') : NULL;
 
 			if (comma)
 				*comma = '\0';
-			report_detail(r, "pair %s <-> %s: latency %s us, bandwidth %s MiB/s",
+			report_detail(r, "pair %s <-> %s: latency %s us (8 B %s, 512 B %s), bandwidth %s MiB/s at 4 MiB",
 				      hosts ? hosts : "?", comma ? comma + 1 : "?", lat ? lat : "?",
-				      bw ? bw : "?");
+				      l8 ? l8 : "?", l512 ? l512 : "?", bw ? bw : "?");
 			pairs++;
 			free(hosts);
 			free(lat);
 			free(bw);
+			free(l8);
+			free(l512);
 		} else if (strncmp(line, "result ", 7) == 0) {
 			char *st = field(line, "status"), *nodes = field(line, "nodes");
 			char *maxl = field(line, "max_latency_us"), *slowest = field(line, "slowest");
@@ -284,10 +299,37 @@ static int verify_parse(struct report *r, const char *out, double limit)
 
 			if (comma)
 				*comma = '\0';
+			char *narrowest = field(line, "narrowest"), *rnd = field(line, "round");
+			char *rounds = field(line, "rounds");
+			char *ncomma = narrowest ? strchr(narrowest, ',') : NULL;
+			bool judged = false;
+
+			if (ncomma)
+				*ncomma = '\0';
 			found = 1;
-			if (st && strcmp(st, "slow") == 0)
+			if (rnd && rounds)
+				report_detail(r, "round %s of %s (round-robin pairs: every pair of nodes is measured "
+					      "once in %s runs)", rnd, rounds, rounds);
+			if (st && strcmp(st, "slow") == 0 && limit > 0 && maxl && strtod(maxl, NULL) > limit) {
 				report_finding(r, ST_FAILED, "mpi.verify.slow-pair", "slow pair %s <-> %s: "
 					       "latency %s us is above max_latency_us %g", slowest,
+					       comma ? comma + 1 : "?", maxl, limit);
+				judged = true;
+			}
+			if (st && strcmp(st, "slow") == 0 && min_bw && minbw &&
+			    strtod(minbw, NULL) * 1024.0 * 1024.0 < (double)min_bw) {
+				report_finding(r, ST_FAILED, "mpi.verify.low-bandwidth", "narrow pair %s <-> %s: "
+					       "bandwidth %s MiB/s at 4 MiB is below min_bandwidth %.1f MiB/s",
+					       narrowest ? narrowest : "?", ncomma ? ncomma + 1 : "?", minbw,
+					       (double)min_bw / (1024.0 * 1024.0));
+				judged = true;
+			}
+			free(narrowest);
+			free(rnd);
+			free(rounds);
+			if (st && strcmp(st, "slow") == 0 && !judged)
+				report_finding(r, ST_FAILED, "mpi.verify.slow-pair", "slow pair %s <-> %s: "
+					       "latency %s us (limit %g us)", slowest ? slowest : "?",
 					       comma ? comma + 1 : "?", maxl ? maxl : "?", limit);
 			else if (st && strcmp(st, "error") == 0)
 				report_finding(r, ST_FAILED, "mpi.verify.rank-twice", "two ranks ran on %s: the "
@@ -369,7 +411,7 @@ static void argv_add(struct strlist *a, const char *s)
 }
 
 /* Builds the mpirun command line; exposed to tests through mpi.c's inclusion. */
-static void verify_argv(const struct ctx *c, const struct fabric *f, const char *hostfile,
+static void verify_argv(const struct ctx *c, const struct fabric *f, const char *hostfile, unsigned long round,
 			int nodes, const char *run_as, bool as_root, struct strlist *a)
 {
 	char num[32];
@@ -422,6 +464,52 @@ static void verify_argv(const struct ctx *c, const struct fabric *f, const char 
 		argv_add(a, "--max-latency-us");
 		argv_add(a, num);
 	}
+	if (c->spec->mpi.min_bandwidth > 0) {
+		snprintf(num, sizeof(num), "%.1f", (double)c->spec->mpi.min_bandwidth / (1024.0 * 1024.0));
+		argv_add(a, "--min-bw-mibps");
+		argv_add(a, num);
+	}
+	snprintf(num, sizeof(num), "%lu", round);
+	argv_add(a, "--round");
+	argv_add(a, num);
+}
+
+/*
+ * The round-robin round of the next verify (hpcinit-mpiverify pairs every
+ * rank with a new partner each round): one counter on this node, advanced
+ * after every run that measured, so successive runs cover every pair in
+ * N-1 rounds.  The program takes it modulo the number of rounds.
+ */
+#define VERIFY_ROUND_PATH "/var/lib/hpcinit/mpi-verify-round"
+
+static unsigned long verify_round_load(const struct ctx *c)
+{
+	char *text = NULL, *end;
+	unsigned long v = 0;
+
+	if (fs_read(c, VERIFY_ROUND_PATH, &text, NULL) == 0) {
+		errno = 0;
+		v = strtoul(text, &end, 10);
+		if (errno || end == text || v > 1000000000ul)
+			v = 0;
+	}
+	free(text);
+	return v;
+}
+
+static void verify_round_save(struct ctx *c, unsigned long round)
+{
+	struct report scratch;
+	char buf[32];
+	int n = snprintf(buf, sizeof(buf), "%lu\n", round);
+
+	if (!ctx_may_write(c))
+		return;
+	report_init(&scratch);
+	if (fs_mkdir_p(c, &scratch, "/var/lib/hpcinit", 0755, 0, 0) < 0 ||
+	    fs_write(c, &scratch, VERIFY_ROUND_PATH, buf, (size_t)n, 0644, 0, 0) < 0)
+		log_warn("cannot write %s: the next verify measures the same pairs again", VERIFY_ROUND_PATH);
+	report_free(&scratch);
 }
 
 int mpi_verify(struct ctx *c, struct report *r)
@@ -430,6 +518,7 @@ int mpi_verify(struct ctx *c, struct report *r)
 	const char *dir = s->hostfile.present && s->hostfile.dir ? s->hostfile.dir : "/etc/hpcinit";
 	char *hf = xasprintf("%s/hostfile.openmpi", dir), *hfhost = ctx_path(c, hf);
 	char *text = NULL, *mpirun = proc_which("mpirun");
+	unsigned long round = 0;
 	const char *run_as = NULL;
 	uint64_t end = now_ms() + VERIFY_DEFAULT_MS, delay = 1000;
 	struct fabric f;
@@ -465,7 +554,8 @@ int mpi_verify(struct ctx *c, struct report *r)
 	/* mpirun logs in to the nodes as a cluster user: that is the path jobs take. */
 	if (geteuid() == 0 && s->ssh.users.n && strcmp(s->ssh.users.v[0], "root") != 0)
 		run_as = s->ssh.users.v[0];
-	verify_argv(c, &f, hfhost, nodes, run_as, geteuid() == 0 && !run_as, &argv);
+	round = verify_round_load(c);
+	verify_argv(c, &f, hfhost, round, nodes, run_as, geteuid() == 0 && !run_as, &argv);
 	{
 		char *shown = argv_render((const char *const *)argv.v);
 
@@ -483,7 +573,8 @@ int mpi_verify(struct ctx *c, struct report *r)
 			report_finding(r, ST_FAILED, "mpi.verify.cannot-run", "cannot run mpirun: %s", strerror(-ret));
 			break;
 		}
-		if (verify_parse(r, pr.out, s->mpi.max_latency_us)) {
+		if (verify_parse(r, pr.out, s->mpi.max_latency_us, s->mpi.min_bandwidth)) {
+			verify_round_save(c, round + 1);
 			if (attempt > 1)
 				report_detail(r, "mpirun ran on attempt %d (nodes were not all reachable "
 					      "before)", attempt);

@@ -2,12 +2,17 @@
 /* The head role: /etc/exports.d/hpcinit.exports and exportfs -ra. */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cidr.h"
 #include "fsutil.h"
 #include "hpcinit.h"
 #include "log.h"
@@ -15,6 +20,83 @@
 #include "proc.h"
 
 /* ---- exports (head role) ------------------------------------------------------- */
+
+#define NFS_SELF_WAIT_MS 15000u         /* nfsd may take a moment after exportfs -ra */
+
+/*
+ * The head's address as its clients reach it: HPCINIT_ADDRESS, else the
+ * first IPv4 address inside cluster.network, else 127.0.0.1.  Probing that
+ * address makes the server see this node as a client inside the network
+ * the exports name.
+ */
+static void self_address(const struct ctx *c, char *buf, size_t n)
+{
+	const char *env = getenv("HPCINIT_ADDRESS");
+	struct ifaddrs *ifa, *i;
+
+	snprintf(buf, n, "127.0.0.1");
+	if (env && *env) {
+		struct in_addr a;
+
+		if (inet_pton(AF_INET, env, &a) == 1)
+			snprintf(buf, n, "%s", env);
+		return;
+	}
+	if (!c->spec->cluster.has_network || getifaddrs(&ifa) < 0)
+		return;
+	for (i = ifa; i; i = i->ifa_next) {
+		const struct sockaddr_in *sin = (const void *)i->ifa_addr;
+
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP) ||
+		    !cidr_contains(&c->spec->cluster.network, AF_INET, &sin->sin_addr))
+			continue;
+		inet_ntop(AF_INET, &sin->sin_addr, buf, (socklen_t)n);
+		break;
+	}
+	freeifaddrs(ifa);
+}
+
+/*
+ * Before telling clients they may mount: the server runs and answers for
+ * each export, asked the way a client asks (TCP to the portmapper, then
+ * MOUNT v3 of the path, through the same probe the mounts use), at this
+ * node's own address.  exportfs -ra succeeding says nothing about nfsd.
+ */
+static void export_self_probe(struct ctx *c, struct report *r, enum rstatus *st)
+{
+	const struct spec *s = c->spec;
+	char addr[64];
+
+	self_address(c, addr, sizeof(addr));
+	for (size_t i = 0; i < s->nfs.n_exports; i++) {
+		const struct spec_nfs_export *x = &s->nfs.exports[i];
+		struct nfs_target t = { 0 };
+		struct nfs_probe_result res;
+		uint64_t waited = 0;
+		unsigned attempts = 0;
+
+		t.host = addr;
+		t.export = x->path;
+		t.path = x->path;
+		t.source = xasprintf("%s:%s", addr, x->path);
+		t.vers = 3;
+		t.wait_ms = NFS_SELF_WAIT_MS;
+		if (probe_wait(c, &t, &res, &waited, &attempts) == 0) {
+			report_finding(r, ST_OK, "nfs.exports.self-probe",
+				       "export %s answers at %s (this node probed itself as a client: %s); "
+				       "clients in %s may mount %s", x->path, addr,
+				       res.what[0] ? res.what : "TCP", x->clients, t.source);
+		} else {
+			report_finding(r, ST_FAILED, "nfs.exports.self-probe",
+				       "the NFS server does not serve %s: %s: %s (probed at %s, %u attempt%s in %llu s); "
+				       "is the NFS server running (systemctl status nfs-server)?", t.source,
+				       res.what[0] ? res.what : "probe", res.msg[0] ? res.msg : "no answer", addr,
+				       attempts, attempts == 1 ? "" : "s", (unsigned long long)(waited / 1000));
+			*st = ST_FAILED;
+		}
+		free(t.source);
+	}
+}
 
 static void exportfs_reload(struct ctx *c, struct report *r, enum rstatus *st)
 {
@@ -89,7 +171,7 @@ enum rstatus do_exports(struct ctx *c, struct report *r, unsigned *ret_n)
 		o = nfs_strlist_join(&x->options, ",");
 		path = field_escape(x->path);
 		sb_printf(&body, "%s %s(%s)\n", path, clients, o);
-		report_detail(r, "export: clients in %s may mount %s:%s (%s)", clients, hostname, x->path, o);
+		report_detail(r, "export: %s:%s to clients in %s (%s)", hostname, x->path, clients, o);
 		free(path);
 		free(o);
 		/* Directories: created when missing, existing ones are left as they are. */
@@ -125,6 +207,11 @@ enum rstatus do_exports(struct ctx *c, struct report *r, unsigned *ret_n)
 			free(which);
 		}
 	}
+	/* Only where a server could serve them (the real root, exportfs done): does it? */
+	if (nfs_real_root(c) && st == ST_OK && c->mode != RUN_PLAN)
+		export_self_probe(c, r, &st);
+	else if (!nfs_real_root(c))
+		report_detail(r, "fake root: the export self-probe does not run");
 	return st;
 }
 

@@ -119,6 +119,8 @@ char *mount_optstr(const struct nfs_target *t)
  * equal to the wait, so a hard mount on a dead server cannot hang the boot.
  * A key the user already gave is not added again.
  */
+#define FSTAB_MIN_TIMEOUT_S 1ull
+
 static char *fstab_optstr(const struct nfs_target *t)
 {
 	struct strlist l = { 0 };
@@ -131,8 +133,11 @@ static char *fstab_optstr(const struct nfs_target *t)
 	if (!nfs_opt_find(&l, "nofail"))
 		strlist_push(&l, "nofail");
 	if (!nfs_opt_find(&l, "x-systemd.mount-timeout")) {
+		/* systemd reads 0 as "no timeout": `wait: 0s` (one probe) must not
+		 * become a boot that waits for ever; the floor is FSTAB_MIN_TIMEOUT_S. */
+		unsigned long long s = (t->wait_ms + 999) / 1000;
 		char *o = xasprintf("x-systemd.mount-timeout=%llus",
-				    (unsigned long long)((t->wait_ms + 999) / 1000));
+				    s < FSTAB_MIN_TIMEOUT_S ? FSTAB_MIN_TIMEOUT_S : s);
 
 		strlist_push(&l, o);
 		free(o);

@@ -185,6 +185,13 @@ char *conf_render(const struct spec *s, const struct khosts *hosts)
 	sb_printf(&sb, "# hpcinit: host-key checking for the nodes of cluster %s (ssh module).\n"
 		  "# Their keys (host_keys: ca: their CA) come from " KH_PATH ".\n"
 		  "# Rebuilt on every run; edits are replaced.\n", s->cluster.name);
+	/*
+	 * ssh-keysign reads ssh_config for the host "", so no Host pattern
+	 * can limit EnableSSHKeysign: it stands before the first Host line.
+	 * Which hosts get host-based login is HostbasedAuthentication's job.
+	 */
+	if (s->ssh.hostbased)
+		sb_append(&sb, "EnableSSHKeysign yes\n");
 	for (size_t i = 0; i <= pats.n; i++) {
 		/* ca: one stanza per pattern (a negated pattern voids its whole line). */
 		if (line.len && (i == pats.n || ca || line.len + 1 + strlen(pats.v[i]) > HOST_LINE_MAX)) {
@@ -195,7 +202,7 @@ char *conf_render(const struct spec *s, const struct khosts *hosts)
 			if (ca)
 				sb_append(&sb, "\tRevokedHostKeys " REVOKED_PATH "\n");
 			if (s->ssh.hostbased)
-				sb_append(&sb, "\tHostbasedAuthentication yes\n\tEnableSSHKeysign yes\n");
+				sb_append(&sb, "\tHostbasedAuthentication yes\n");
 			sb_reset(&line);
 		}
 		if (i < pats.n)

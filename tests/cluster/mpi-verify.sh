@@ -4,8 +4,11 @@
 #     leader (first hostname) runs the check, retrying until the other nodes
 #     trust it, and reports per-pair latency and bandwidth from a real mpirun;
 #  2. "hpcinit verify" on another node prints the same per-pair lines;
+#     successive runs on one node pair the ranks by a round-robin schedule
+#     (/var/lib/hpcinit/mpi-verify-round), so 3 runs on 4 nodes measure all
+#     6 pairs, each run only 2 (O(N) work a run);
 #  3. with max_latency_us below what the pairs measure, verify fails and
-#     names the slow pair.
+#     names the slow pair; with min_bandwidth above it, the narrow pair.
 . "$TOP_SRCDIR/tests/cluster/ssh-lib.sh"
 
 [ -x "$TOP_BUILDDIR/hpcinit-mpiverify" ] || fail "hpcinit-mpiverify not built (configure without Open MPI?)"
@@ -30,23 +33,26 @@ for n in hps-2 hps-3 hps-4; do
 		fail "$n: $(module_field "$n" mpi details)"
 done
 sum=$(module_field hps-1 mpi summary)
-[[ $sum == "4 nodes answered; 3 pairs: max latency "*" us ("*"), min bandwidth "*" MiB/s; fabric ethernet: TCP over $NET" ]] ||
+[[ $sum == "4 nodes answered; 2 pairs: max latency "*" us ("*"), min bandwidth "*" MiB/s; fabric ethernet: TCP over $NET" ]] ||
 	fail "hps-1 mpi: $sum"
 ok "apply: hps-1 ran the check: $sum"
 
-# The pair lines a report must hold: 3 neighbour pairs for 4 nodes, numbers in each.
+# The pair lines a report must hold: 2 disjoint pairs for 4 nodes (one round), numbers in each.
+PAIR_RE='^pair hps-[0-9] <-> hps-[0-9]: latency [0-9]+\.[0-9]+ us \(8 B [0-9]+\.[0-9]+, 512 B [0-9]+\.[0-9]+\), bandwidth [0-9]+\.[0-9] MiB/s at 4 MiB$'
 pairs_ok() {
 	local det n
 	det=$(module_field "$1" mpi details)
-	n=$(grep -cE '^pair hps-[0-9] <-> hps-[0-9]: latency [0-9]+\.[0-9]+ us, bandwidth [0-9]+\.[0-9] MiB/s$' <<<"$det" || true)
-	[ "$n" = 3 ] || fail "$1: expected 3 pair lines: $det"
-	# neighbours in rank order (rank 0 is where mpirun runs): every node in a pair
+	n=$(grep -cE "$PAIR_RE" <<<"$det" || true)
+	[ "$n" = 2 ] || fail "$1: expected 2 pair lines: $det"
+	# a round pairs every node with one other
 	for x in $NODES; do
 		grep -qE "^pair ($x <->|.* <-> $x:)" <<<"$det" || fail "$1: $x in no pair: $det"
 	done
 	grep -q 'hello from 4 ranks' <<<"$det" || fail "$1: hello lines: $det"
 	grep -q -- '--map-by node -np 4 --bind-to none' <<<"$det" || fail "$1: mpirun line: $det"
 	grep -q '^runuser -u alice -- mpirun ' <<<"$det" || fail "$1: not run as alice: $det"
+	grep -qE '^round [0-2] of 3 ' <<<"$det" || fail "$1: no round line: $det"
+	grep -E '^pair' <<<"$det" | sed -E 's/^pair (hps-[0-9]) <-> (hps-[0-9]):.*/\1 \2/' >>"$T/seen.$1"
 	grep '^pair' <<<"$det"
 }
 pairs_ok hps-1
@@ -58,9 +64,18 @@ pairs_ok hps-3
 ok "hpcinit verify on hps-3: $(module_field hps-3 mpi summary)"
 on hps-4 "$HPCINIT" verify -c "$T/node.yaml" > "$T/human" 2>&1 || fail "verify on hps-4: $(cat "$T/human")"
 cat "$T/human"
-[ "$(grep -cE '^  pair hps-[0-9] <-> hps-[0-9]: latency [0-9.]+ us, bandwidth [0-9.]+ MiB/s$' "$T/human")" = 3 ] ||
-	fail "hpcinit verify does not print 3 pair lines"
+[ "$(grep -cE "^  ${PAIR_RE#^}" "$T/human")" = 2 ] ||
+	fail "hpcinit verify does not print 2 pair lines"
 ok "hpcinit verify prints one line per pair"
+# Two more runs on hps-1 (rounds 1 and 2): with the apply's round 0, every pair once.
+for _ in 1 2; do
+	hp hps-1 verify
+	[ "$(cat "$T/rc.hps-1")" = 0 ] || fail "verify on hps-1 exited $(cat "$T/rc.hps-1")"
+	pairs_ok hps-1
+done
+distinct=$(awk '{ if ($1 > $2) { t = $1; $1 = $2; $2 = t } print $1, $2 }' "$T/seen.hps-1" | sort -u | wc -l)
+[ "$distinct" = 6 ] || fail "3 rounds on 4 nodes measured $distinct distinct pairs, not 6: $(cat "$T/seen.hps-1")"
+ok "3 runs (rounds 0, 1, 2) measured all 6 pairs of 4 nodes, 2 a run"
 
 # 3. A threshold no pair can meet: exit 1, the slow pair named.
 write_spec "$T/strict.yaml" "mpi: {profile: true, verify: {max_latency_us: 0.01}}"
@@ -70,6 +85,13 @@ sum=$(module_field hps-2 mpi summary)
 [[ $sum =~ ^slow\ pair\ hps-[0-9]\ \<-\>\ hps-[0-9]:\ latency\ [0-9.]+\ us\ is\ above\ max_latency_us\ 0.01\; ]] ||
 	fail "summary: $sum"
 ok "max_latency_us 0.01: exit 1, '$sum'"
+write_spec "$T/wide.yaml" "mpi: {profile: true, verify: {min_bandwidth: 1T}}"
+hp hps-2 verify -c "$T/wide.yaml"
+[ "$(cat "$T/rc.hps-2")" = 1 ] || fail "verify below min_bandwidth exited $(cat "$T/rc.hps-2")"
+sum=$(module_field hps-2 mpi summary)
+[[ $sum =~ ^narrow\ pair\ hps-[0-9]\ \<-\>\ hps-[0-9]:\ bandwidth\ [0-9.]+\ MiB/s\ at\ 4\ MiB\ is\ below\ min_bandwidth\ 1048576.0\ MiB/s ]] ||
+	fail "summary: $sum"
+ok "min_bandwidth 1T: exit 1, '$sum'"
 
 # 4. A node that cannot be reached: hpcinit verify says so at once (no waiting).
 kill "$(cat "$SIM_STATE/nodes/hps-4/sshd.pid")"

@@ -128,7 +128,8 @@ cat >"$T/exports.want" <<EOF
 /apps 10.0.0.0/24(ro,sync,root_squash,no_subtree_check)
 EOF
 check "head: the exports file" same_file "$R/etc/exports.d/hpcinit.exports" "$T/exports.want"
-check "head: reports what clients may mount" contains "$T/h1.out" "export: clients in 10.0.0.0/24 may mount head0:/shared (rw,sync,no_root_squash,no_subtree_check)"
+check "head: lists the exports" contains "$T/h1.out" "export: head0:/shared to clients in 10.0.0.0/24 (rw,sync,no_root_squash,no_subtree_check)"
+check "head: no 'may mount' without the self-probe (fake root)" contains "$T/h1.out" "fake root: the export self-probe does not run"
 check "head: /shared created" test -d "$R/shared"
 check "head: existing /apps left as it was (0700)" test "$(stat -c %a "$R/apps")" = 700
 check "head: /etc/exports untouched" test "$(cat "$R/etc/exports")" = "/legacy 10.1.0.0/16(ro)"

@@ -55,7 +55,11 @@ static void test_fabric(struct spec *s)
 		   "export OMPI_MCA_pml=ob1\n"
 		   "export OMPI_MCA_btl=tcp,self,vader\n"
 		   "export OMPI_MCA_btl_tcp_if_include=198.18.3.0/24\n"
-		   "export OMPI_MCA_oob_tcp_if_include=198.18.3.0/24\n");
+		   "export OMPI_MCA_oob_tcp_if_include=198.18.3.0/24\n"
+		   "# Intel MPI and MPICH (libfabric): the same fabric.\n"
+		   "export I_MPI_FABRICS=shm:ofi\n"
+		   "export FI_PROVIDER=tcp\n"
+		   "export I_MPI_TCP_NETMASK=198.18.3.0/24\n");
 	free(t);
 	fabric_free(&f);
 
@@ -81,6 +85,9 @@ static void test_fabric(struct spec *s)
 	TEST_CHECK(strstr(t, "export OMPI_MCA_pml=ucx\n") != NULL);
 	TEST_CHECK(strstr(t, "export UCX_NET_DEVICES=mlx5_ib0:1\n") != NULL);
 	TEST_CHECK(strstr(t, "export UCX_IB_PKEY=0x800b\n") != NULL);
+	TEST_CHECK(strstr(t, "export FI_PROVIDER=mlx\n") != NULL);
+	TEST_CHECK(strstr(t, "export I_MPI_FABRICS=shm:ofi\n") != NULL);
+	TEST_CHECK(strstr(t, "I_MPI_TCP_NETMASK") == NULL);
 	TEST_CHECK(strstr(t, "btl_tcp_if_include") == NULL);
 	TEST_CHECK(strstr(t, "export OMPI_MCA_oob_tcp_if_include=198.18.3.0/24\n") != NULL);
 	free(t);
@@ -172,23 +179,25 @@ static void test_argv(struct spec *s)
 
 	setenv("HPCINIT_MPIVERIFY", "/opt/x/hpcinit-mpiverify", 1);
 	fabric_detect(&c, &f);
-	verify_argv(&c, &f, "/etc/hpcinit/hostfile.openmpi", 4, NULL, true, &a);
+	verify_argv(&c, &f, "/etc/hpcinit/hostfile.openmpi", 0, 4, NULL, true, &a);
 	t = joined(&a);
 	TEST_STREQ(t, "mpirun --allow-run-as-root --hostfile /etc/hpcinit/hostfile.openmpi "
 		   "--map-by node -np 4 --bind-to none --mca plm_rsh_args -o BatchMode=yes "
 		   "--mca pml ob1 --mca btl tcp,self,vader --mca btl_tcp_if_include 198.18.3.0/24 "
-		   "--mca oob_tcp_if_include 198.18.3.0/24 /opt/x/hpcinit-mpiverify");
+		   "--mca oob_tcp_if_include 198.18.3.0/24 /opt/x/hpcinit-mpiverify --round 0");
 	free(t);
 	strlist_free(&a);
 	s->mpi.max_latency_us = 50;
-	verify_argv(&c, &f, "/h", 2, "alice", false, &a);
+	s->mpi.min_bandwidth = 10ull << 30;
+	verify_argv(&c, &f, "/h", 7, 2, "alice", false, &a);
 	t = joined(&a);
 	TEST_CHECK(strncmp(t, "runuser -u alice -- mpirun --hostfile /h ", 41) == 0);
 	TEST_CHECK(strstr(t, "--allow-run-as-root") == NULL);
-	TEST_CHECK(strstr(t, " /opt/x/hpcinit-mpiverify --max-latency-us 50") != NULL);
+	TEST_CHECK(strstr(t, " /opt/x/hpcinit-mpiverify --max-latency-us 50 --min-bw-mibps 10240.0 --round 7") != NULL);
 	free(t);
 	strlist_free(&a);
 	s->mpi.max_latency_us = 0;
+	s->mpi.min_bandwidth = 0;
 	fabric_free(&f);
 	/* A relative override is ignored: mpirun runs it on every node. */
 	setenv("HPCINIT_MPIVERIFY", "hpcinit-mpiverify", 1);
@@ -203,14 +212,17 @@ static void test_parse(void)
 	report_init(&r);
 	TEST_INTEQ(verify_parse(&r,
 		"hello rank=0 host=n1\nhello rank=1 host=n2\nhello rank=2 host=n3\n"
-		"pair ranks=0-1 hosts=n1,n2 latency_us=7.10 bw_MiBps=1180.3\n"
-		"pair ranks=1-2 hosts=n2,n3 latency_us=9.20 bw_MiBps=900.1\n"
-		"result status=ok nodes=3 pairs=2 max_latency_us=9.20 slowest=n2,n3 min_bw_MiBps=900.1\n",
-		0), 1);
+		"pair ranks=0-1 hosts=n1,n2 latency_us=7.10 lat8_us=6.90 lat64_us=7.00 lat512_us=7.10 bw_MiBps=1180.3\n"
+		"pair ranks=1-2 hosts=n2,n3 latency_us=9.20 lat8_us=9.00 lat64_us=9.10 lat512_us=9.20 bw_MiBps=900.1\n"
+		"result status=ok nodes=3 pairs=2 round=1 rounds=3 max_latency_us=9.20 slowest=n2,n3 "
+		"min_bw_MiBps=900.1 narrowest=n2,n3\n",
+		0, 0), 1);
 	TEST_INTEQ(r.status, ST_OK);
 	TEST_STREQ(r.summary, "3 nodes answered; 2 pairs: max latency 9.20 us (n2 <-> n3), "
 		   "min bandwidth 900.1 MiB/s");
-	TEST_CHECK(strstr(sb_str(&r.details), "pair n1 <-> n2: latency 7.10 us, bandwidth 1180.3 MiB/s\n") != NULL);
+	TEST_CHECK(strstr(sb_str(&r.details), "pair n1 <-> n2: latency 7.10 us (8 B 6.90, 512 B 7.10), "
+			  "bandwidth 1180.3 MiB/s at 4 MiB\n") != NULL);
+	TEST_CHECK(strstr(sb_str(&r.details), "round 1 of 3 (round-robin pairs") != NULL);
 	TEST_CHECK(strstr(sb_str(&r.details), "hello from 3 ranks") != NULL);
 	report_free(&r);
 
@@ -218,25 +230,35 @@ static void test_parse(void)
 	TEST_INTEQ(verify_parse(&r,
 		"pair ranks=0-1 hosts=n1,n2 latency_us=12.50 bw_MiBps=100.0\n"
 		"result status=slow nodes=2 pairs=1 max_latency_us=12.50 slowest=n1,n2 "
-		"min_bw_MiBps=100.0 limit_us=5\n", 5), 1);
+		"min_bw_MiBps=100.0 limit_us=5\n", 5, 0), 1);
 	TEST_INTEQ(r.status, ST_FAILED);
 	TEST_STREQ(r.summary, "slow pair n1 <-> n2: latency 12.50 us is above max_latency_us 5");
 	report_free(&r);
 
+	/* bandwidth is judged too: min_bandwidth 1 GiB/s, the narrow pair named */
 	report_init(&r);
-	TEST_INTEQ(verify_parse(&r, "result status=error nodes=2 pairs=1 reason=same-host host=n1\n", 0), 1);
+	TEST_INTEQ(verify_parse(&r,
+		"pair ranks=0-1 hosts=n1,n2 latency_us=3.00 bw_MiBps=100.0\n"
+		"result status=slow nodes=2 pairs=1 round=0 rounds=1 max_latency_us=3.00 slowest=n1,n2 "
+		"min_bw_MiBps=100.0 narrowest=n1,n2 limit_MiBps=1024\n", 0, 1ull << 30), 1);
+	TEST_INTEQ(r.status, ST_FAILED);
+	TEST_STREQ(r.summary, "narrow pair n1 <-> n2: bandwidth 100.0 MiB/s at 4 MiB is below min_bandwidth 1024.0 MiB/s");
+	report_free(&r);
+
+	report_init(&r);
+	TEST_INTEQ(verify_parse(&r, "result status=error nodes=2 pairs=1 reason=same-host host=n1\n", 0, 0), 1);
 	TEST_INTEQ(r.status, ST_FAILED);
 	TEST_CHECK(strstr(r.summary, "two ranks ran on n1") != NULL);
 	report_free(&r);
 
 	report_init(&r);
-	TEST_INTEQ(verify_parse(&r, "hello rank=0 host=n1\nresult status=ok nodes=1 pairs=0\n", 0), 1);
+	TEST_INTEQ(verify_parse(&r, "hello rank=0 host=n1\nresult status=ok nodes=1 pairs=0\n", 0, 0), 1);
 	TEST_STREQ(r.summary, "1 node answered (no pair to measure)");
 	report_free(&r);
 
 	/* mpirun's own complaints are not a result. */
 	report_init(&r);
-	TEST_INTEQ(verify_parse(&r, "ORTE was unable to reliably start one or more daemons.\n", 0), 0);
+	TEST_INTEQ(verify_parse(&r, "ORTE was unable to reliably start one or more daemons.\n", 0, 0), 0);
 	report_free(&r);
 
 	/* A failed start: the ssh line, not Open MPI's page of boilerplate. */

@@ -218,6 +218,15 @@ static void test_fstab_line(void)
 	target_free(&t);
 	mount_fini(&m);
 
+	/* wait: 0s (one probe) never writes systemd's "0 = no timeout": the floor is 1 s */
+	mount_init(&m, "198.18.2.2", "/export", "/zero", NULL, 0);
+	target_init(&t, &m);
+	line = fstab_line(&t);
+	TEST_CHECK(strstr(line, ",x-systemd.mount-timeout=1s 0 0\n") != NULL);
+	free(line);
+	target_free(&t);
+	mount_fini(&m);
+
 	/* keys the user gave are not added twice */
 	mount_init(&m, "anf", "/vol1", "/data", mine, WAIT_UNSET);
 	target_init(&t, &m);
@@ -817,9 +826,12 @@ static void test_exports(void)
 		   "/shared 10.0.0.0/24(rw,no_root_squash,no_subtree_check)\n"
 		   "/apps\\040sw *(rw,sync,no_subtree_check)\n");
 	free(text);
-	TEST_CHECK(strstr(sb_str(&r.details), "export: clients in 10.0.0.0/24 may mount head0:/shared "
+	/* "may mount" is said only after the head's self-probe, which a fake root does not run. */
+	TEST_CHECK(strstr(sb_str(&r.details), "export: head0:/shared to clients in 10.0.0.0/24 "
 			  "(rw,no_root_squash,no_subtree_check)") != NULL);
+	TEST_CHECK(strstr(sb_str(&r.details), "may mount") == NULL);
 	TEST_CHECK(strstr(sb_str(&r.details), "fake root: exportfs -ra not run") != NULL);
+	TEST_CHECK(strstr(sb_str(&r.details), "fake root: the export self-probe does not run") != NULL);
 	TEST_STREQ(r.summary, "0 mounts; 2 exports");
 	snprintf(path, sizeof(path), "%s/shared", root);
 	TEST_INTEQ(stat(path, &st), 0);
@@ -994,6 +1006,68 @@ static void test_rpc_answer(void)
 #endif
 }
 
+
+/*
+ * The head probes its own exports before it tells clients they may mount:
+ * a server that answers gives "clients in ... may mount"; one that refuses
+ * (or is not running) fails the step, naming the call and its answer.
+ * (On the real root, after exportfs; tests/vmcheck/nfs-self-probe.sh runs it
+ * against a real kernel NFS server.)
+ */
+static void test_self_probe(void)
+{
+	struct spec *s = spec_new("c1");
+	struct report r;
+	struct ctx c;
+	enum rstatus st = ST_OK;
+
+	s->cluster.role = ROLE_HEAD;
+	s->nfs.n_exports = 1;
+	s->nfs.exports = xcalloc(1, sizeof(*s->nfs.exports));
+	s->nfs.exports[0].path = xstrdup("/shared");
+	s->nfs.exports[0].clients = xstrdup("198.18.0.0/24");
+	ctx_setup(&c, s, "", RUN_APPLY);
+	setenv("HPCINIT_ADDRESS", "198.18.0.7", 1);
+
+	fakes_reset();
+	report_init(&r);
+	export_self_probe(&c, &r, &st);
+	TEST_INTEQ(st, ST_OK);
+	TEST_INTEQ(r.n_findings, 1);
+	TEST_STREQ(r.findings[0].tag, "nfs.exports.self-probe");
+	TEST_CHECK(strstr(r.findings[0].text, "export /shared answers at 198.18.0.7") != NULL);
+	TEST_CHECK(strstr(r.findings[0].text, "clients in 198.18.0.0/24 may mount 198.18.0.7:/shared") != NULL);
+	TEST_INTEQ(fake_tcp_last_port, PORTMAP_PORT);
+	TEST_INTEQ(fake_rpc_calls, 1);
+	report_free(&r);
+
+	/* The server refuses the head itself: failed, with the MOUNT answer. */
+	fakes_reset();
+	fake_rpc_err = NE_DENIED;
+	s->nfs.exports[0].clients[0] = '1';
+	c.deadline_ms = now_ms() + 1500;        /* the probe retries until its wait or the deadline */
+	report_init(&r);
+	export_self_probe(&c, &r, &st);
+	TEST_INTEQ(st, ST_FAILED);
+	TEST_INTEQ(r.status, ST_FAILED);
+	TEST_CHECK(strstr(r.findings[0].text, "the NFS server does not serve 198.18.0.7:/shared: MOUNT /shared: "
+			  "MNT3ERR_ACCES(13)") != NULL);
+	report_free(&r);
+
+	/* Nothing listens: the connect is named. */
+	fakes_reset();
+	fake_tcp_fail_left = -1;
+	st = ST_OK;
+	c.deadline_ms = now_ms() + 1500;
+	report_init(&r);
+	export_self_probe(&c, &r, &st);
+	TEST_INTEQ(st, ST_FAILED);
+	TEST_CHECK(strstr(r.findings[0].text, "port 111 (portmapper): Connection refused") != NULL);
+	report_free(&r);
+	unsetenv("HPCINIT_ADDRESS");
+	spec_del(s);
+}
+
 int main(void)
 {
 	nfs_io = &fake_ops;
@@ -1007,6 +1081,7 @@ int main(void)
 	test_wait_zero();
 	test_fake_root();
 	test_exports();
+	test_self_probe();
 	test_timeout();
 	test_inspect_real();
 	test_tcp_real();

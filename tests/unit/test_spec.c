@@ -215,6 +215,13 @@ static void test_bool_enum(void)
 	TEST_STREQ(bad("rdma: {link_layer: Ethernet}\n"),
 		   "rdma.link_layer: expected one of infiniband, ethernet, any, got \"Ethernet\"; "
 		   "did you mean 'ethernet'?");
+	/* mpi.verify.min_bandwidth: a size per second */
+	s = load_ok("mpi: {verify: {min_bandwidth: 10G}}\n");
+	if (s)
+		TEST_CHECK(s->mpi.min_bandwidth == 10ull << 30);
+	spec_free(s);
+	TEST_STREQ(bad("mpi: {verify: {min_bandwidth: fast}}\n"),
+		   "mpi.verify.min_bandwidth: expected a size like 64M (K, M, G or T), got \"fast\"");
 	/* rdma.software: auto (default), allow, deny */
 	s = load_ok("rdma: {link_layer: ethernet}\n");
 	if (s)

@@ -1,0 +1,112 @@
+#!/bin/bash
+# ssh.hostbased: true on simulated nodes, judged by the real OpenSSH client,
+# ssh-keysign and sshd:
+#  1. pinned host keys: carol, a user on every node (same uid, as NSS would
+#     give her) whom hpcinit made nothing for (no ~/.ssh), logs in from every
+#     node to every node with StrictHostKeyChecking=yes;
+#  2. an outsider on the subnet (a namespace not in the cluster, with the
+#     cluster's public files copied) and a removed node are refused;
+#  3. the same with host_keys: ca (the host proves itself with its certificate);
+#  4. nothing turns host-key checking off; root stays on keys.
+. "$TOP_SRCDIR/tests/cluster/ssh-lib.sh"
+
+ks=$(stat -c %a:%U /usr/lib/openssh/ssh-keysign 2>/dev/null) || { echo "SKIP: no ssh-keysign"; exit 77; }
+[ "$ks" = 4755:root ] || { echo "SKIP: /usr/lib/openssh/ssh-keysign is $ks, not setuid root"; exit 77; }
+
+cluster_up 4
+sed -i 's|^ssh: {users: \[alice, bob\]}|ssh: {users: [alice], hostbased: true}|' "$T/node.yaml"
+grep -q 'hostbased: true' "$T/node.yaml" || fail "test bug: spec"
+# carol's home is on the "NFS" share (a host directory every node sees), with no ~/.ssh.
+mkdir -p "$T/nfs-home/carol"
+chown 2345:2345 "$T/nfs-home/carol"
+chmod 0700 "$T/nfs-home/carol"
+for n in $(nodes); do
+	on "$n" sed -i '1i Include /etc/ssh/sshd_config.d/*.conf' /etc/ssh/sshd_config
+	on "$n" useradd -u 2345 -M -d "$T/nfs-home/carol" -s /bin/bash carol
+done
+run_on 0 apply $(nodes) || fail "apply"
+ok "apply on 4 nodes: $(module_field hps-1 ssh summary)"
+
+carol() {               # src target: carol's login, prints the remote hostname
+	on "$1" runuser -u carol -- ssh -o BatchMode=yes -o StrictHostKeyChecking=yes "$2" hostname
+}
+all_pairs() {           # what
+	local s d got
+	for s in hps-1 hps-2 hps-3 hps-4; do
+		for d in hps-1 hps-2 hps-3 hps-4; do
+			got=$(carol "$s" "$d" 2>&1) || fail "$1: carol@$s -> $d: $got"
+			[ "$got" = "$d" ] || fail "$1: carol@$s -> $d: got '$got'"
+			got=$(carol "$s" "$(bash "$SIM" addr "$d")" 2>&1) || fail "$1: carol@$s -> $d by address: $got"
+		done
+	done
+}
+all_pairs pinned
+[ -e "$T/nfs-home/carol/.ssh" ] && fail "something made carol a ~/.ssh"
+ok "pinned: carol (home on the share, no ~/.ssh, no key anywhere) logs in 4x4 by name and address, strict host-key checking"
+on hps-2 runuser -u carol -- ssh -v -o BatchMode=yes -o StrictHostKeyChecking=yes hps-3 true 2>&1 |
+	grep -q 'Authenticated to hps-3 .* using "hostbased"' || fail "the login was not host-based"
+ok "the login method was hostbased (ssh -v)"
+eff=$(on hps-1 runuser -u carol -- ssh -G hps-2 2>/dev/null)
+grep -qx 'stricthostkeychecking true' <<<"$eff" || fail "ssh -G hps-2: $(grep stricthost <<<"$eff")"
+grep -qx 'hostbasedauthentication yes' <<<"$eff" || fail "ssh -G hps-2: not hostbased"
+eff=$(on hps-1 runuser -u carol -- ssh -G host.example.org 2>/dev/null)
+grep -qx 'hostbasedauthentication yes' <<<"$eff" && fail "hostbased applies to a non-cluster host"
+on hps-1 grep -rqi 'StrictHostKeyChecking \(no\|accept-new\|off\)' /etc/ssh/ssh_config.d/ /etc/ssh/sshd_config.d/ && fail "a drop-in turns checking off"
+ok "ssh -G: strict checking and hostbased for cluster hosts only"
+# root stays on keys: sshd never applies shosts.equiv to root.
+if out=$(on hps-2 ssh -o BatchMode=yes -o StrictHostKeyChecking=yes hps-3 hostname 2>&1); then
+	fail "root logged in host-based: $out"
+fi
+ok "root is not let in host-based (root has no key here): $(tail -1 <<<"$out")"
+
+# 2a. An outsider on the subnet: the cluster's public files, its own host key.
+out=$(bash "$SIM" add)
+[ "$out" = hps-5 ] || fail "sim add gave '$out'"
+on hps-5 useradd -u 2345 -M -d "$T/nfs-home/carol" -s /bin/bash carol
+for f in /etc/hpcinit/ssh_known_hosts /etc/ssh/ssh_config.d/90-hpcinit.conf /etc/hosts; do
+	on hps-1 cat "$f" > "$T/copy"
+	on hps-5 install -D -m 0644 "$T/copy" "$f"
+done
+for d in hps-1 hps-2 hps-3 hps-4; do
+	if out=$(carol hps-5 "$d" 2>&1); then fail "outsider hps-5 logged in to $d"; fi
+	grep -q 'Permission denied' <<<"$out" || fail "outsider -> $d: $out"
+done
+ok "an outsider on the subnet is refused everywhere: $(tail -1 <<<"$out")"
+
+# 2b. A removed node: its record goes; after their refresh the others refuse it.
+rm -f "$SHARED/hpsc/nodes/hps-4.rec"
+run_on 0 refresh hps-1 hps-2 hps-3 || fail "refresh"
+on hps-2 grep -qx hps-4 /etc/ssh/shosts.equiv && fail "hps-4 still in shosts.equiv"
+for d in hps-1 hps-2 hps-3; do
+	if out=$(carol hps-4 "$d" 2>&1); then fail "removed hps-4 logged in to $d"; fi
+done
+ok "a removed node is refused after the members' refresh: $(tail -1 <<<"$out")"
+
+# 3. host_keys: ca: the client host proves itself with its certificate.
+ssh-keygen -q -t ed25519 -N '' -C hpsc-ca -f "$T/ca"
+CAPUB=$(cut -d' ' -f1,2 "$T/ca.pub")
+sed -i "s|hostbased: true}|hostbased: true, host_keys: ca, ca_public_key: \"$CAPUB\"}|" "$T/node.yaml"
+sed "s|^cluster: {name: hpsc,|cluster: {name: hpsc, role: head,|; s|hostbased: true,|hostbased: true, ca_key_file: /etc/hpcinit/ssh-ca,|" \
+	"$T/node.yaml" > "$T/head.yaml"
+on hps-1 install -D -m 0600 "$T/ca" /etc/hpcinit/ssh-ca
+hp hps-1 refresh -c "$T/head.yaml"
+[ "$(cat "$T/rc.hps-1")" = 0 ] || fail "head refresh in ca mode: $(cat "$T/err.hps-1")"
+run_on 0 refresh hps-2 hps-3 || fail "refresh in ca mode"
+for n in hps-1 hps-2 hps-3; do
+	[ "$(on "$n" grep -vc '^#' /etc/hpcinit/ssh_known_hosts)" = 2 ] || fail "$n: known_hosts is not the CA lines"
+	on "$n" grep -q '^@cert-authority' /etc/ssh/ssh_known_hosts || fail "$n: sshd's known_hosts has no CA line"
+	on "$n" grep -q '^ssh-ed25519 ' /etc/ssh/ssh_known_hosts && fail "$n: a pinned key left in sshd's known_hosts"
+done
+for s in hps-1 hps-2 hps-3; do
+	for d in hps-1 hps-2 hps-3; do
+		got=$(carol "$s" "$d" 2>&1) || fail "ca: carol@$s -> $d: $got"
+		[ "$got" = "$d" ] || fail "ca: carol@$s -> $d: got '$got'"
+	done
+done
+on hps-2 runuser -u carol -- ssh -v -o BatchMode=yes -o StrictHostKeyChecking=yes hps-3 true 2>&1 |
+	grep -q 'Authenticated to hps-3 .* using "hostbased"' || fail "ca: the login was not host-based"
+ok "ca: carol logs in 3x3 host-based, the hosts checked through the CA only"
+for d in hps-1 hps-2 hps-3; do
+	if out=$(carol hps-5 "$d" 2>&1); then fail "ca: outsider hps-5 logged in to $d"; fi
+done
+ok "ca: the outsider is still refused"
