@@ -170,6 +170,15 @@ int runner_check_table(const struct module *const *table)
 			r = table_err("%s declares unknown outputs or inputs (bits 0x%x)", m->name, unknown);
 		if (m->isolate && (m->outputs & ~(unsigned)OUT_PEERS))
 			r = table_err("%s runs isolated, but only the peers output can come back from a child", m->name);
+		if (m->isolate && (m->outputs & ~(unsigned)OUT_PEERS)) {
+			/* run_isolated brings back the report and peers only */
+			struct strbuf names = STRBUF_INIT;
+
+			bits_names(&names, m->outputs & ~(unsigned)OUT_PEERS);
+			r = table_err("%s runs isolated, but its output %s cannot come back from the child",
+				      m->name, sb_str(&names));
+			sb_free(&names);
+		}
 		if (m->outputs & m->inputs) {
 			struct strbuf names = STRBUF_INIT;
 

@@ -35,7 +35,8 @@ int runner_check_only(const struct strlist *only);
 /*
  * Check a module table's declarations: unique names, a check or apply hook,
  * needs that name earlier modules, known outputs and inputs, each output with
- * exactly one producer that runs before its readers.  Prints each problem;
+ * exactly one producer that runs before its readers, and isolated modules
+ * producing only what the child can send back (peers).  Prints each problem;
  * 0 or -EINVAL.  runner_run checks module_table with it before anything runs.
  */
 int runner_check_table(const struct module *const *table);

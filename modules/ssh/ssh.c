@@ -150,7 +150,7 @@ static int ssh_run(struct ctx *c, struct report *r)
 	struct khosts old = { 0 }, want = { 0 };
 	struct ssh_tally t = { 0 };
 	char *text = NULL;
-	int ret, err = 0;
+	int ret, err = 0, sys_err = 0;
 
 	if (fs_read(c, KH_PATH, &text, NULL) == 0)
 		kh_parse(text, &old);
@@ -159,7 +159,7 @@ static int ssh_run(struct ctx *c, struct report *r)
 		kh_compare(r, &old, &want);
 	ret = write_system_files(c, r, &want);
 	if (ret < 0)
-		err = ret;
+		err = sys_err = ret;
 	check_include(c, r);
 	for (size_t i = 0; i < s->ssh.users.n; i++) {
 		ret = user_converge(c, r, s->ssh.users.v[i], &t);
@@ -179,15 +179,23 @@ static int ssh_run(struct ctx *c, struct report *r)
 		report_set(r, ST_FAILED, "host key changed while the node stayed up: %s; refused "
 			   "(see details)", sb_str(&names));
 		sb_free(&names);
+	} else if (sys_err) {
+		report_set(r, ST_FAILED, "the system ssh files are not in place: %s (see findings); "
+			   "%zu of %zu users set up", strerror(-sys_err), t.users, s->ssh.users.n);
 	} else if (err) {
 		report_set(r, ST_FAILED, "%zu of %zu users set up; %s", t.users, s->ssh.users.n,
 			   strerror(-err));
 	} else {
 		/* Degraded when a finding says so (report_finding raised the status). */
-		report_set(r, ST_OK,
-			   "%zu nodes, %zu host keys pinned%s, %zu users with %zu authorized keys",
-			   t.peers, t.host_keys, t.tofu ? " (some trusted on first use)" : "",
-			   t.users, t.user_keys);
+		if (s->ssh.host_keys == HOSTKEYS_CA)
+			report_set(r, ST_OK, "%zu nodes, host keys trusted through the cluster's CA%s, "
+				   "%zu users with %zu authorized keys", t.peers,
+				   s->ssh.hostbased ? ", host-based login" : "", t.users, t.user_keys);
+		else
+			report_set(r, ST_OK,
+				   "%zu nodes, %zu host keys pinned%s%s, %zu users with %zu authorized keys",
+				   t.peers, t.host_keys, t.tofu ? " (some trusted on first use)" : "",
+				   s->ssh.hostbased ? ", host-based login" : "", t.users, t.user_keys);
 	}
 	strlist_free(&t.refused_hosts);
 	khosts_free(&old);

@@ -196,6 +196,10 @@ static void test_check_table(void)
 	const struct module *t7[] = { &rdma_only, &self, NULL };
 	const struct module *t8[] = { &rdma_only, &q, NULL };
 	const struct module *t9[] = { &p, &q, &q, NULL };
+	const struct module iso_rdma = { .name = "ir", .apply = nop, .outputs = OUT_RDMA, .isolate = true };
+	const struct module iso_peers = { .name = "ip", .apply = nop, .outputs = OUT_PEERS, .isolate = true };
+	const struct module *t10[] = { &iso_peers, &iso_rdma, NULL };
+	const struct module *good2[] = { &iso_peers, &rdma_only, &q, NULL };
 
 	TEST_INTEQ(runner_check_table(good), 0);
 	TEST_INTEQ(runner_check_table(module_table), 0);
@@ -208,6 +212,8 @@ static void test_check_table(void)
 	TEST_INTEQ(runner_check_table(t7), -EINVAL);   /* produces what it reads */
 	TEST_INTEQ(runner_check_table(t8), -EINVAL);   /* nobody produces peers */
 	TEST_INTEQ(runner_check_table(t9), -EINVAL);   /* two modules named q */
+	TEST_INTEQ(runner_check_table(t10), -EINVAL);  /* isolated, with an output the child cannot send */
+	TEST_INTEQ(runner_check_table(good2), 0);      /* isolated producer of peers */
 }
 
 int main(void)

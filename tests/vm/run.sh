@@ -23,7 +23,7 @@ run() {
 	fail=$((fail + $(grep -c '^not ok - ' "$out")))
 	rm -f "$out"
 }
-run -n "$N" --checks "boot nfs hosts ssh mpi verify rdma memlock kernel gating bench reboot scaleout"
+run -n "$N" --checks "boot bench nfs hosts ssh mpi verify rdma memlock kernel reboot gating scaleout"
 run -n 2 --squash --checks "boot nfs hosts ssh verify"
 echo "# full scenario: $pass passed, $fail failed"
 [ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]
