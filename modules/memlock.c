@@ -419,18 +419,18 @@ static int live_default(const struct ctx *c, long long *ret)
  * the manager's own answer afterwards (systemctl show), so apply reloads
  * whenever the live value differs, and says what the manager has.
  */
-static void systemd_live(struct ctx *c, struct report *r, long long want)
+static bool systemd_live(struct ctx *c, struct report *r, long long want)
 {
 	char wbuf[32], lbuf[32];
 	long long live;
 	int ret;
 
 	if (!c->spec->memlock.systemd)
-		return;
+		return false;
 	if (!systemd_running(c)) {
 		report_finding(r, ST_OK, "memlock.systemd.not-running",
 			       "systemd: not running here (no /run/systemd/system): the drop-in applies when it starts");
-		return;
+		return false;
 	}
 	memlock_fmt(want, wbuf, sizeof(wbuf));
 	ret = live_default(c, &live);
@@ -438,20 +438,20 @@ static void systemd_live(struct ctx *c, struct report *r, long long want)
 		report_finding(r, ST_DEGRADED, "memlock.systemd.unknown",
 			       "systemd: cannot read the running manager's DefaultLimitMEMLOCK (systemctl show: %s)",
 			       strerror(-ret));
-		return;
+		return false;
 	}
 	if (live == want) {
 		memlock_fmt(live, lbuf, sizeof(lbuf));
 		report_finding(r, ST_OK, "memlock.systemd.live",
 			       "systemd: services started now get memlock %s (systemctl show)", lbuf);
-		return;
+		return true;
 	}
 	memlock_fmt(live, lbuf, sizeof(lbuf));
 	if (!ctx_may_write(c)) {
 		report_finding(r, ST_CHANGED, "memlock.systemd.stale",
 			       "systemd: the running manager still gives services memlock %s, not %s; apply "
 			       "runs systemctl daemon-reload", lbuf, wbuf);
-		return;
+		return false;
 	}
 	ret = systemctl(c, "daemon-reload", NULL, NULL);
 	if (ret == 0)
@@ -460,13 +460,42 @@ static void systemd_live(struct ctx *c, struct report *r, long long want)
 		report_finding(r, ST_CHANGED, "memlock.systemd.reloaded",
 			       "systemd: reloaded (systemctl daemon-reload); services started from now on get "
 			       "memlock %s (systemctl show); running services keep %s until restarted", wbuf, lbuf);
-		return;
+		return true;
 	}
 	if (ret == 0)
 		memlock_fmt(live, lbuf, sizeof(lbuf));
 	report_finding(r, ST_FAILED, "memlock.systemd.stale",
 		       "systemd: after daemon-reload services still get memlock %s, not %s%s%s", lbuf, wbuf,
 		       ret < 0 ? ": " : "", ret < 0 ? strerror(-ret) : "");
+	return false;
+}
+
+/*
+ * On a first boot sshd starts long before hpcinit and keeps the limit the
+ * manager gave it then (8 MiB); what mpirun starts through ssh outside a
+ * pam_limits session inherits that.  Once the manager's default is right,
+ * apply restarts sshd (try-restart: only if it runs; ssh.service on
+ * Debian/Ubuntu, sshd.service elsewhere).  Open sessions survive: both
+ * units stop only the listener (KillMode=process).
+ */
+static int restart_sshd(struct ctx *c)
+{
+	int r = systemctl(c, "try-restart", "ssh.service", NULL);
+
+	if (r < 0)
+		r = systemctl(c, "try-restart", "sshd.service", NULL);
+	return r;
+}
+
+/* The running sshd's memlock: 0 and soft/hard, or -errno; ret_pid malloc'd. */
+static int sshd_limits(const struct ctx *c, char **ret_pid, long long *soft, long long *hard)
+{
+	char *pid = find_sshd(c);
+
+	*ret_pid = pid;
+	if (!pid)
+		return -ESRCH;
+	return read_proc_memlock(c, pid, soft, hard);
 }
 
 /* The limit a job gets: a new PAM session of the spec's user, and systemd services. */
@@ -517,8 +546,10 @@ static void observe(struct ctx *c, struct report *r)
 	const struct spec_memlock *m = &c->spec->memlock;
 	long long want = m->unlimited ? -1 : (long long)m->limit_bytes;
 	const char *services[] = { "sshd", "login" };
-	char *pid, *where = NULL;
+	char *pid = NULL, *where = NULL;
 	char wbuf[32];
+	long long soft, hard;
+	bool live_ok;
 	int usepam;
 
 	fmt_kib(want, wbuf, sizeof(wbuf));
@@ -552,10 +583,27 @@ static void observe(struct ctx *c, struct report *r)
 		report_finding(r, ST_OK, "memlock.sshd.pam", "sshd: UsePAM yes (%s)", where);
 	free(where);
 	job_limits(c, r, want);
-	pid = find_sshd(c);
-	if (pid) {
-		long long soft, hard;
+	live_ok = systemd_live(c, r, want);
+	if (sshd_limits(c, &pid, &soft, &hard) == 0 && (lim_lt(hard, want) || lim_lt(soft, want)) &&
+	    live_ok && ctx_may_write(c)) {
+		char sb[32];
+		int ret = restart_sshd(c);
 
+		fmt_kib(soft, sb, sizeof(sb));
+		free(pid);
+		if (ret == 0 && sshd_limits(c, &pid, &soft, &hard) == 0 &&
+		    !lim_lt(hard, want) && !lim_lt(soft, want))
+			report_finding(r, ST_CHANGED, "memlock.sshd.restarted",
+				       "sshd ran with memlock %s (started before the systemd default); "
+				       "restarted (systemctl try-restart), open sessions kept", sb);
+		else if (ret < 0)
+			report_finding(r, ST_DEGRADED, "memlock.sshd.restart-failed",
+				       "sshd runs with memlock %s; systemctl try-restart ssh.service/sshd.service: %s",
+				       sb, strerror(-ret));
+		if (!pid)
+			pid = find_sshd(c);
+	}
+	if (pid) {
 		if (read_proc_memlock(c, pid, &soft, &hard) == 0) {
 			char sb[32], hb[32];
 			bool low = lim_lt(hard, want) || lim_lt(soft, want);
@@ -583,7 +631,6 @@ static void observe(struct ctx *c, struct report *r)
 				       "this process (hpcinit) has memlock %s; wanted %s", sb, wbuf);
 		}
 	}
-	systemd_live(c, r, want);
 }
 
 static int memlock_apply(struct ctx *c, struct report *r)

@@ -83,13 +83,20 @@ for i in $(seq 1 "$N"); do
 		--hostname "node$i" >"$T/n$i/watch.log" 2>&1 &
 	PIDS+=($!)
 done
-# Settled: every watch has done its start-up refreshes (two lines each).
-for _ in $(seq 1 600); do
+# Settled: every watch has done its start-up refreshes (two lines each) and no refresh
+# (first tries and retries of the start-up storm) has run for 20 s.
+last=-1 quiet=0
+for _ in $(seq 1 900); do
 	started=$(cat "$T"/n*/watch.log 2>/dev/null | grep -c 'refresh exit' || true)
-	[ "$started" -ge $((2 * N)) ] && break
+	if [ "$started" = "$last" ] && [ "$started" -ge $((2 * N)) ]; then
+		quiet=$((quiet + 1))
+		[ "$quiet" -lt 20 ] || break
+	else
+		quiet=0
+	fi
+	last=$started
 	sleep 1
 done
-sleep 5
 grep -q "$N nodes known through etcd" "$T/n$N/watch.log" || { echo "node$N does not see $N nodes:" >&2; tail -3 "$T/n$N/watch.log" >&2; }
 rss=$(ps -o rss= -p "${PIDS[1]}" | tr -d ' ')
 helper_rss=$(ps -o rss= --ppid "${PIDS[1]}" | head -1 | tr -d ' ')

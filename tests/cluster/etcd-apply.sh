@@ -94,7 +94,7 @@ check "... and still knows 4 nodes" contains "$T/one-down" "4 nodes known throug
 check "$N3: hostfiles still list all 4" hostfiles_list "$N3" "${ALL[@]}"
 
 # All down: a clear failure naming every endpoint, and the last good files stay.
-etcd_stop
+etcd_stop_members
 before=$(on "$N4" cat /etc/hpcinit/hostfile.openmpi /etc/hpcinit/hostfile.plain)
 run_hpc "$T/all-down" "$N4" "${REFRESH[@]}" -v
 check "refresh with every etcd member down exits 1" test "$rc" = 1

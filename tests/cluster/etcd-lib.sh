@@ -1,16 +1,20 @@
 # SPDX-License-Identifier: MIT
 # A real 3-member etcd cluster (Debian's etcd-server) for the tests that use
-# discovery method etcd.  Source after lib.sh and "sim up": the members
-# listen on the simulated bridge's host side, $SIM_NET.1 (the nodes reach
-# that address; 127.0.0.1 inside a node is the node's own loopback), each
-# with its own data directory under $T/etcd.  The test's exit stops them, by
-# PID, before lib.sh tears the cluster down.
+# discovery method etcd.  Source after lib.sh; call etcd_up after "sim up".
+# The members run in a network namespace of their own on the simulated
+# bridge, at $SIM_NET.250 (the nodes reach it; 127.0.0.1 inside a node is the
+# node's own loopback; an address on the host's side of the bridge would
+# clash with another run of the same test), each with its own data directory
+# under $T/etcd.  The test's exit stops them, by PID, and removes the
+# namespace before lib.sh tears the cluster down.
 ETCD_BIN=$(command -v etcd || true)
 if [ -z "$ETCD_BIN" ]; then
 	echo "SKIP: etcd not installed (Debian package etcd-server; tools/setup.sh installs it)"
 	exit 77
 fi
-ETCD_HOST=$SIM_NET.1
+ETCD_HOST=$SIM_NET.250
+ETCD_NS=${SIM_PREFIX}etcd
+ETCD_VETH=${SIM_PREFIX}ve
 # Ports from the test's network number, so tests running side by side do not collide.
 ETCD_PORT0=$((20000 + ${SIM_NET##*.} * 10))
 ETCD_PIDS=()
@@ -32,7 +36,7 @@ etcd_start_member() {
 	local i=$1 initial="" j
 	for j in 1 2 3; do initial+="${initial:+,}m$j=$(etcd_peer_url "$j")"; done
 	mkdir -p "$T/etcd"
-	"$ETCD_BIN" --name "m$i" --data-dir "$T/etcd/m$i" \
+	ip netns exec "$ETCD_NS" "$ETCD_BIN" --name "m$i" --data-dir "$T/etcd/m$i" \
 		--listen-client-urls "$(etcd_client_url "$i")" --advertise-client-urls "$(etcd_client_url "$i")" \
 		--listen-peer-urls "$(etcd_peer_url "$i")" --initial-advertise-peer-urls "$(etcd_peer_url "$i")" \
 		--initial-cluster "$initial" --initial-cluster-token "hpcinit-test-$$" \
@@ -41,15 +45,20 @@ etcd_start_member() {
 	ETCD_PIDS[$i]=$!
 }
 
-# etcd_up: bring the host side of the bridge up as $ETCD_HOST, start 3 members, wait until healthy
+# etcd_up: the etcd namespace on the bridge as $ETCD_HOST, 3 members in it, wait until healthy
 etcd_up() {
 	local t
-	ip addr add "$ETCD_HOST/24" dev "$SIM_BRIDGE"
+	ip netns add "$ETCD_NS"
+	ip link add "$ETCD_VETH" type veth peer name eth0 netns "$ETCD_NS"
+	ip link set "$ETCD_VETH" master "$SIM_BRIDGE" up
+	ip -n "$ETCD_NS" addr add "$ETCD_HOST/24" dev eth0
+	ip -n "$ETCD_NS" link set lo up
+	ip -n "$ETCD_NS" link set eth0 up
 	etcd_start_member 1
 	etcd_start_member 2
 	etcd_start_member 3
 	for t in $(seq 1 100); do
-		if ETCDCTL_API=3 etcdctl --endpoints "$(etcd_client_url 1),$(etcd_client_url 2),$(etcd_client_url 3)" \
+		if ETCDCTL_API=3 ip netns exec "$ETCD_NS" etcdctl --endpoints "$(etcd_client_url 1),$(etcd_client_url 2),$(etcd_client_url 3)" \
 			endpoint health >/dev/null 2>&1; then
 			return 0
 		fi
@@ -66,10 +75,17 @@ etcd_kill() {
 	wait "$p" 2>/dev/null || true
 	ETCD_PIDS[$1]=""
 }
-etcd_stop() { local i; for i in 1 2 3; do etcd_kill "$i"; done; }
+etcd_stop() {
+	local i
+	for i in 1 2 3; do etcd_kill "$i"; done
+	[ ! -e "/run/netns/$ETCD_NS" ] || ip netns del "$ETCD_NS" 2>/dev/null || true
+	ip link del "$ETCD_VETH" 2>/dev/null || true
+}
+# etcd_stop_members: kill every member, keep the namespace (the "all down" fault)
+etcd_stop_members() { local i; for i in 1 2 3; do etcd_kill "$i"; done; }
 # etcdctl_ ARGS: etcdctl against the live members
 etcdctl_() {
-	ETCDCTL_API=3 etcdctl --endpoints "$(etcd_client_url 1),$(etcd_client_url 2),$(etcd_client_url 3)" "$@"
+	ETCDCTL_API=3 ip netns exec "$ETCD_NS" etcdctl --endpoints "$(etcd_client_url 1),$(etcd_client_url 2),$(etcd_client_url 3)" "$@"
 }
 
 # etcd_spec LEASE EXPECT [EXTRA YAML...]: a node spec with method etcd

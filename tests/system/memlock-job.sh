@@ -74,6 +74,11 @@ show) echo "DefaultLimitMEMLOCK=\$(cat "\$state" 2>/dev/null || echo 65536)" ;;
 daemon-reload) echo reload >>$R/run/fake-systemd-calls
 	v=\$(sed -n 's/^DefaultLimitMEMLOCK=//p' $R/etc/systemd/system.conf.d/90-hpcinit.conf)
 	case "\$v" in *M) v=\$(( \${v%M} * 1048576 ));; esac; echo "\$v" >"\$state" ;;
+try-restart) [ "\$2" = ssh.service ] || exit 5
+	echo "restart \$2" >>$R/run/fake-systemd-calls
+	[ -s "$R/run/sshd.pid" ] || exit 0
+	v=\$(cat "\$state" 2>/dev/null || echo 65536)
+	printf 'Limit                     Soft Limit           Hard Limit           Units     \nMax locked memory         %s              %s              bytes     \n' "\$v" "\$v" >"$R/proc/\$(cat $R/run/sshd.pid)/limits" ;;
 *) exit 1 ;;
 esac
 SH
@@ -89,4 +94,21 @@ is "one daemon-reload" "$(cat "$R/run/fake-systemd-calls")" reload
 run_hpc_stdout "$T/a2" apply --root "$R" -c "$R/node.yaml" --only memlock --json
 has_detail "the next apply finds it live" "$T/a2" memlock '^systemd: services started now get memlock 8192 KiB \(systemctl show\)$'
 is "no second daemon-reload" "$(cat "$R/run/fake-systemd-calls")" reload
+
+# A first boot: sshd started before hpcinit and runs with 4 MiB.  Once the
+# manager gives 8 MiB, apply restarts it (try-restart ssh.service) and the
+# node is not left degraded by a limit only a restart fixes; check only says so.
+rm -f "$R/run/fake-systemd-calls"
+mkdir -p "$R/proc/4242"
+echo 4242 >"$R/run/sshd.pid"
+printf 'Limit                     Soft Limit           Hard Limit           Units     \nMax locked memory         4194304              4194304              bytes     \n' >"$R/proc/4242/limits"
+run_hpc_stdout "$T/c3" check --root "$R" -c "$R/node.yaml" --only memlock --json
+is "check: sshd low is degraded" "$(jget "$T/c3" memlock status)" degraded
+check "check did not restart sshd" [ ! -e "$R/run/fake-systemd-calls" ]
+run_hpc_stdout "$T/a3" apply --root "$R" -c "$R/node.yaml" --only memlock --json
+has_detail "apply restarts the low sshd" "$T/a3" memlock \
+	'^sshd ran with memlock 4096 KiB \(started before the systemd default\); restarted \(systemctl try-restart\), open sessions kept$'
+has_detail "... and reads its new limit" "$T/a3" memlock '^sshd \(pid 4242\) runs with memlock soft 8192 KiB, hard 8192 KiB$'
+is "apply: not degraded" "$(jget "$T/a3" memlock status)" changed
+is "one restart" "$(cat "$R/run/fake-systemd-calls")" "restart ssh.service"
 done_testing
