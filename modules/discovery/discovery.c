@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "discovery.h"
+#include "fsutil.h"
 #include "log.h"
 
 #define LIST_PEERS_MAX 32               /* details name the nodes up to this many */
@@ -112,6 +113,30 @@ void drop_duplicate_addrs(struct peerset *s, struct report *notes)
 		if (s->v[i].hostname)
 			s->v[w++] = s->v[i];
 	s->n = w;
+}
+
+#define READY_MARK "/run/hpcinit/discovery-ready"
+
+bool disc_ready_before(const struct ctx *c)
+{
+	char *text = NULL, *want = xasprintf("%s\n", c->spec->cluster.name);
+	bool ok = fs_read(c, READY_MARK, &text, NULL) == 0 && strcmp(text, want) == 0;
+
+	free(text);
+	free(want);
+	return ok;
+}
+
+void disc_mark_ready(struct ctx *c)
+{
+	struct report scratch;
+	char *text = xasprintf("%s\n", c->spec->cluster.name);
+
+	report_init(&scratch);
+	if (fs_mkdir_p(c, &scratch, "/run/hpcinit", 0755, 0, 0) >= 0)
+		(void)fs_write(c, &scratch, READY_MARK, text, strlen(text), 0644, 0, 0);
+	report_free(&scratch);
+	free(text);
 }
 
 void disc_notes_commit(struct disc_run *run)

@@ -148,6 +148,11 @@ void drop_contested_names(struct peerset *s, struct report *notes);
 
 /* Drop all but one peer claiming each address: this node, else the newest record. */
 void drop_duplicate_addrs(struct peerset *s, struct report *notes);
+/* Has this node seen `expect` nodes since boot (/run is per boot), in this cluster? */
+bool disc_ready_before(const struct ctx *c);
+void disc_mark_ready(struct ctx *c);
+/* The etcd lease this node holds (/run/hpcinit/etcd-lease), 0 when none (etcd.c). */
+int64_t etcd_read_lease(const struct ctx *c);
 /* Record the findings of the last list (run->notes) in the step's report. */
 void disc_notes_commit(struct disc_run *run);
 /* Empty run->found and run->notes for the next list. */

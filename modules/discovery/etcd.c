@@ -30,7 +30,6 @@
 
 #define ETCD_HELPER "hpcinit-etcd"
 #define LEASE_FILE "/run/hpcinit/etcd-lease"
-#define READY_MARK "/run/hpcinit/discovery-ready"
 #define CALL_TIMEOUT_MS 5000            /* one request to one endpoint */
 
 struct etcd {
@@ -132,7 +131,7 @@ static int fail(struct disc_run *run, int r, const char *what)
 	return r;
 }
 
-static int64_t read_lease(struct ctx *c)
+int64_t etcd_read_lease(const struct ctx *c)
 {
 	char *text = NULL;
 	int64_t v = 0;
@@ -151,28 +150,6 @@ static void write_lease(struct ctx *c, int64_t lease)
 	report_init(&scratch);
 	if (fs_mkdir_p(c, &scratch, "/run/hpcinit", 0755, 0, 0) >= 0)
 		(void)fs_write(c, &scratch, LEASE_FILE, text, strlen(text), 0600, 0, 0);
-	report_free(&scratch);
-	free(text);
-}
-
-static bool ready_before(const struct ctx *c)
-{
-	char *text = NULL, *want = xasprintf("%s\n", c->spec->cluster.name);
-	bool ok = fs_read(c, READY_MARK, &text, NULL) == 0 && strcmp(text, want) == 0;
-
-	free(text);
-	free(want);
-	return ok;
-}
-
-static void mark_ready(struct ctx *c)
-{
-	struct report scratch;
-	char *text = xasprintf("%s\n", c->spec->cluster.name);
-
-	report_init(&scratch);
-	if (fs_mkdir_p(c, &scratch, "/run/hpcinit", 0755, 0, 0) >= 0)
-		(void)fs_write(c, &scratch, READY_MARK, text, strlen(text), 0644, 0, 0);
 	report_free(&scratch);
 	free(text);
 }
@@ -209,8 +186,8 @@ static int etcd_open(struct disc_run *run)
 	}
 	e->prefix = etcd_prefix(c->spec);
 	e->key = xasprintf("%s%s", e->prefix, run->self.hostname);
-	e->lease = read_lease(c);
-	e->ready = ready_before(c);
+	e->lease = etcd_read_lease(c);
+	e->ready = disc_ready_before(c);
 	return 0;
 }
 
@@ -460,7 +437,7 @@ static int etcd_finish(struct disc_run *run, const struct peerset *set)
 	}
 	if (set->n >= spec->discovery.expect) {
 		if (ctx_may_write(c) && !e->ready)
-			mark_ready(c);
+			disc_mark_ready(c);
 		report_set(rep, rep->status == ST_CHANGED ? ST_CHANGED : ST_OK,
 			   "%zu node%s known through etcd (expect %u)%s%s", set->n,
 			   set->n == 1 ? "" : "s", spec->discovery.expect, run->waited ? " after waiting" : "",

@@ -35,7 +35,6 @@
 
 #define SECRET_MIN 16
 #define SECRET_MAX 4096
-#define READY_MARK "/run/hpcinit/discovery-ready"
 #define REJECT_LOG_MAX 10               /* rejections logged (syslog) per run */
 
 struct secret {
@@ -660,32 +659,6 @@ static int write_self(struct ctx *c, struct report *rep, struct shared *sh, stru
 	return 0;
 }
 
-/* Has this node seen `expect` nodes since boot?  (/run is per boot.) */
-static bool ready_before(const struct ctx *c)
-{
-	char *text = NULL;
-	bool ok = fs_read(c, READY_MARK, &text, NULL) == 0;
-	char *want = xasprintf("%s\n", c->spec->cluster.name);
-
-	ok = ok && strcmp(text, want) == 0;
-	free(text);
-	free(want);
-	return ok;
-}
-
-static void mark_ready(struct ctx *c)
-{
-	struct report scratch;
-	char *text = xasprintf("%s\n", c->spec->cluster.name);
-
-	report_init(&scratch);
-	if (fs_mkdir_p(c, &scratch, "/run/hpcinit", 0755, 0, 0) >= 0)
-		(void)fs_write(c, &scratch, READY_MARK, text, strlen(text), 0644, 0, 0);
-	report_free(&scratch);
-	free(text);
-}
-
-
 /* ---- the method's hooks ---- */
 
 static int shared_open(struct disc_run *run)
@@ -705,7 +678,7 @@ static int shared_open(struct disc_run *run)
 		report_set(run->rep, ST_FAILED, "discovery.dir is required with method shared");
 		return -EINVAL;
 	}
-	sh->ready = ready_before(c);
+	sh->ready = disc_ready_before(c);
 	r = rendezvous_open(c, run->rep, &run->self, &sh->rv);
 	if (r == -ENOENT && !ctx_may_write(c)) {
 		report_set(run->rep, ST_CHANGED, "rendezvous directory %s missing", spec->discovery.dir);
@@ -823,7 +796,7 @@ static int shared_finish(struct disc_run *run, const struct peerset *set)
 			 sh->rejected - sh->rejects.n);
 	if (set->n >= spec->discovery.expect) {
 		if (ctx_may_write(c) && !sh->ready)
-			mark_ready(c);
+			disc_mark_ready(c);
 		report_set(rep, ST_OK, "%zu node%s known (expect %u)%s%s", set->n,
 			   set->n == 1 ? "" : "s", spec->discovery.expect,
 			   run->waited ? " after waiting" : "",

@@ -44,7 +44,6 @@
 #define DEBOUNCE_MS 100                 /* changes this close together make one refresh */
 #define POLL_MS 1000                    /* shared: how often the nodes directory is listed */
 #define RESTART_MS 1000                 /* a watch helper that ended is started again after this */
-#define LEASE_FILE "/run/hpcinit/etcd-lease"
 
 #define EVENTS_MS 1000                  /* Scheduled Events: poll about once a second */
 
@@ -235,17 +234,6 @@ static int watch_shared(struct ctx *c, const struct run_opts *ro)
 
 /* ---- etcd: the helper's watch stream, and keepalives ---- */
 
-static int64_t read_lease(const struct ctx *c)
-{
-	char *text = NULL;
-	int64_t v = 0;
-
-	if (fs_read(c, LEASE_FILE, &text, NULL) == 0)
-		v = strtoll(text, NULL, 10);
-	free(text);
-	return v > 0 ? v : 0;
-}
-
 /* The lease's remaining TTL (0: gone); -1 when etcd could not be asked. */
 static int64_t keepalive(const struct ctx *c, int64_t lease)
 {
@@ -403,7 +391,7 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro)
 			}
 		}
 		if (now_ms() >= next_keepalive) {
-			int64_t lease = read_lease(c), ttl = lease ? keepalive(c, lease) : 0;
+			int64_t lease = etcd_read_lease(c), ttl = lease ? keepalive(c, lease) : 0;
 
 			if (ttl == 0)
 				refresh(c, ro, lease ? "lease expired" : "no lease");
