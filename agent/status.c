@@ -316,6 +316,19 @@ static void json_parts(struct strbuf *sb, const struct part *parts)
 static void json_module(struct strbuf *sb, const char *name, const struct report *r, enum run_mode mode,
 			bool first_mod, const char *part, long long ran_at);
 
+/* The run's identity, the first keys of every run report and of status.json (opens the object). */
+static void json_identity(struct strbuf *sb, const struct ctx *c, const struct run_opts *o,
+			  const struct run_result *res)
+{
+	sb_append(sb, "{");
+	json_kv_str(sb, "hpcinit", PACKAGE_VERSION, 1);
+	json_kv_str(sb, "command", o->command, 0);
+	json_kv_str(sb, "spec", c->spec ? c->spec->file : NULL, 0);
+	json_kv_str(sb, "cluster", c->spec ? c->spec->cluster.name : NULL, 0);
+	json_kv_int(sb, "started", (long long)res->started_unix, 0);
+	json_kv_int(sb, "duration_ms", (long long)res->duration_ms, 0);
+}
+
 /* status.json: this run's identity, the worst current state, the parts, every step's latest report. */
 static char *status_compose(const struct ctx *c, const struct run_opts *o, const struct run_result *res,
 			    const struct part *parts)
@@ -323,13 +336,7 @@ static char *status_compose(const struct ctx *c, const struct run_opts *o, const
 	struct strbuf sb = STRBUF_INIT;
 	bool first = true;
 
-	sb_append(&sb, "{");
-	json_kv_str(&sb, "hpcinit", PACKAGE_VERSION, 1);
-	json_kv_str(&sb, "command", o->command, 0);
-	json_kv_str(&sb, "spec", c->spec ? c->spec->file : NULL, 0);
-	json_kv_str(&sb, "cluster", c->spec ? c->spec->cluster.name : NULL, 0);
-	json_kv_int(&sb, "started", (long long)res->started_unix, 0);
-	json_kv_int(&sb, "duration_ms", (long long)res->duration_ms, 0);
+	json_identity(&sb, c, o, res);
 	json_parts(&sb, parts);
 	sb_append(&sb, ",\n \"modules\": [");
 	for (size_t i = 0; module_table[i]; i++) {
@@ -510,13 +517,7 @@ char *runner_json(const struct ctx *c, const struct run_opts *o, const struct ru
 	struct strbuf sb = STRBUF_INIT;
 	bool first_mod = true;
 
-	sb_append(&sb, "{");
-	json_kv_str(&sb, "hpcinit", PACKAGE_VERSION, 1);
-	json_kv_str(&sb, "command", o->command, 0);
-	json_kv_str(&sb, "spec", c->spec ? c->spec->file : NULL, 0);
-	json_kv_str(&sb, "cluster", c->spec ? c->spec->cluster.name : NULL, 0);
-	json_kv_int(&sb, "started", (long long)res->started_unix, 0);
-	json_kv_int(&sb, "duration_ms", (long long)res->duration_ms, 0);
+	json_identity(&sb, c, o, res);
 	json_kv_str(&sb, "result", result_word(c, res->exit_code), 0);
 	json_kv_int(&sb, "exit_code", res->exit_code, 0);
 	if (c->mode == RUN_CHECK) {
