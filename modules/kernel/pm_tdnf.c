@@ -17,15 +17,18 @@
 
 #define TDNF_LOCK_PATH "/etc/tdnf/locks.d/hpcinit-kernel.conf"
 
-static int hold_azl(struct ctx *c, struct report *r, const char *rel, const void *db)
+/*
+ * Every line of the other lock files in /etc/tdnf/locks.d (not ours), with
+ * the file it is in; fn returns true to count the line.  The count.
+ */
+static unsigned each_foreign_lock(struct ctx *c, struct report *r,
+				  bool (*fn)(struct report *r, const char *file, const char *line))
 {
 	char *dir = ctx_path(c, "/etc/tdnf/locks.d");
 	DIR *d = opendir(dir);
 	struct dirent *e;
-	bool elsewhere = false;
-	int ret;
+	unsigned n = 0;
 
-	/* Other lock files: tdnf takes exact names only, so a glob there locks nothing. */
 	while (d && (e = readdir(d))) {
 		char *tp, *text = NULL;
 
@@ -38,12 +41,7 @@ static int hold_azl(struct ctx *c, struct report *r, const char *rel, const void
 
 				if (nl)
 					*nl = '\0';
-				if (strcmp(l, "kernel") == 0)
-					elsewhere = true;
-				else if (strpbrk(l, "*?["))
-					report_finding(r, ST_OK, "kernel.hold.warning",
-						       "warning: %s: '%s' locks nothing: tdnf locks.d takes "
-						       "exact package names, no wildcards", tp, l);
+				n += fn(r, tp, l);
 				l = nl ? nl + 1 : NULL;
 			}
 		}
@@ -53,7 +51,35 @@ static int hold_azl(struct ctx *c, struct report *r, const char *rel, const void
 	if (d)
 		closedir(d);
 	free(dir);
-	if (elsewhere) {
+	return n;
+}
+
+/* tdnf takes exact names only, so a glob in another lock file locks nothing. */
+static bool locks_kernel_or_warn(struct report *r, const char *file, const char *l)
+{
+	if (strcmp(l, "kernel") == 0)
+		return true;
+	if (strpbrk(l, "*?["))
+		report_finding(r, ST_OK, "kernel.hold.warning",
+			       "warning: %s: '%s' locks nothing: tdnf locks.d takes "
+			       "exact package names, no wildcards", file, l);
+	return false;
+}
+
+/* Other lock files that lock kernel: not ours, named and left alone. */
+static bool name_foreign(struct report *r, const char *file, const char *l)
+{
+	if (strcmp(l, "kernel") != 0 && strncmp(l, "kernel-", 7) != 0)
+		return false;
+	report_finding(r, ST_OK, "kernel.hold.foreign", "left alone: %s locks %s (not hpcinit's)", file, l);
+	return true;
+}
+
+static int hold_azl(struct ctx *c, struct report *r, const char *rel, const void *db)
+{
+	int ret;
+
+	if (each_foreign_lock(c, r, locks_kernel_or_warn)) {
 		report_finding(r, ST_OK, "kernel.hold.ok",
 			       "held: another file in /etc/tdnf/locks.d locks kernel");
 		return 0;
@@ -64,45 +90,10 @@ static int hold_azl(struct ctx *c, struct report *r, const char *rel, const void
 	if (ret > 0 && !ctx_may_write(c))
 		report_finding(r, ST_CHANGED, "kernel.hold.missing",
 			       "kernel not held: no tdnf lock for kernel (%s)", TDNF_LOCK_PATH);
-	else if (ret > 0)
-		report_finding(r, ST_OK, "kernel.hold.ok",
-			       "held: %s locks kernel", TDNF_LOCK_PATH);
-	else if (ret == 0)
+	else if (ret >= 0)
 		report_finding(r, ST_OK, "kernel.hold.ok",
 			       "held: %s locks kernel", TDNF_LOCK_PATH);
 	return ret < 0 ? ret : 0;
-}
-
-/* Other lock files that lock kernel: not ours, named and left alone. */
-static void foreign_azl(struct ctx *c, struct report *r)
-{
-	char *dir = ctx_path(c, "/etc/tdnf/locks.d");
-	DIR *d = opendir(dir);
-	struct dirent *e;
-
-	while (d && (e = readdir(d))) {
-		char *tp, *text = NULL;
-
-		if (fnmatch("*.conf", e->d_name, 0) != 0 || strcmp(e->d_name, "hpcinit-kernel.conf") == 0)
-			continue;
-		tp = xasprintf("/etc/tdnf/locks.d/%s", e->d_name);
-		if (fs_read(c, tp, &text, NULL) == 0)
-			for (char *l = text; l && *l;) {
-				char *nl = strchr(l, '\n');
-
-				if (nl)
-					*nl = '\0';
-				if (strcmp(l, "kernel") == 0 || strncmp(l, "kernel-", 7) == 0)
-					report_finding(r, ST_OK, "kernel.hold.foreign",
-						       "left alone: %s locks %s (not hpcinit's)", tp, l);
-				l = nl ? nl + 1 : NULL;
-			}
-		free(text);
-		free(tp);
-	}
-	if (d)
-		closedir(d);
-	free(dir);
 }
 
 static int release_azl(struct ctx *c, struct report *r, const char *rel, const void *db)
@@ -111,7 +102,7 @@ static int release_azl(struct ctx *c, struct report *r, const char *rel, const v
 
 	if (ret > 0)
 		kernel_released(c, r, "%s (it locked kernel)", TDNF_LOCK_PATH);
-	foreign_azl(c, r);
+	(void)each_foreign_lock(c, r, name_foreign);
 	return ret < 0 ? ret : 0;
 }
 
