@@ -707,9 +707,14 @@ static int rdma_run(struct ctx *c, struct report *r)
 			if (devs[i].selected)
 				d0 = &devs[i];
 		sb_printf(&sum, "%s: ", rdma_last.devices);
-		if (d0 && soft_kind(&d0->ib))
-			sb_printf(&sum, "%s on %s (fw %s, not an HCA), ", soft_kind(&d0->ib), d0->ib.parent,
-				  d0->ib.fw_ver[0] ? d0->ib.fw_ver : "?");
+		if (d0 && soft_kind(&d0->ib)) {
+			/* rxe has no fw_ver in sysfs: the verbs probe's answer (0.0.0) is the truth. */
+			const struct job *j = d0->job >= 0 ? &jobs[d0->job] : NULL;
+			const char *fw = d0->ib.fw_ver[0] ? d0->ib.fw_ver :
+					 j && j->have_result && j->res.fw_ver[0] ? j->res.fw_ver : "?";
+
+			sb_printf(&sum, "%s on %s (fw %s, not an HCA), ", soft_kind(&d0->ib), d0->ib.parent, fw);
+		}
 		sb_printf(&sum, "%g Gb/s %s, verbs probe ok", rate,
 			  d0 && d0->ib.n_ports ? d0->ib.ports[0].link_layer : "?");
 		if (s->reg_mr_bytes) {

@@ -345,8 +345,28 @@ check_nfs() {
 		notok "nfs: every node sees every record in the rendezvous directory on the share" "${msgs[@]}"
 }
 
+# The head (no expect) is ready alone at boot and learns the computes from
+# hpcinit-refresh.timer (every minute), as on Azure: wait until every node's
+# hostfile lists every VM (up to 3 minutes) before judging names and logins.
+wait_converged() {
+	local t0 n all left
+	t0=$(date +%s)
+	all=$(names | tr '\n' ' ')
+	while :; do
+		left=()
+		for n in $(names); do
+			vm_exec "$n" 30 "for m in $all; do grep -q \"^\$m slots=\" /etc/hpcinit/hostfile.openmpi || exit 1; done" \
+				>/dev/null 2>&1 || left+=("$n")
+		done
+		[ ${#left[@]} -eq 0 ] && { say "converged: every hostfile lists every VM ($(($(date +%s) - t0)) s after the boot checks)"; return 0; }
+		[ $(($(date +%s) - t0)) -ge 180 ] && { say "not converged after 180 s: ${left[*]}"; return 1; }
+		sleep 5
+	done
+}
+
 # (8) Names resolve without DNS: hpcinit's /etc/hosts block.
 check_hosts() {
+	wait_converged || true
 	local script='set -e
 		grep -q "^# BEGIN hpcinit glocluster$" /etc/hosts || { echo "no hpcinit block in /etc/hosts:"; cat /etc/hosts; exit 1; }'
 	for n in $(names); do
@@ -405,7 +425,7 @@ check_rdma() {
 		[ "$(hostname)" = head ] && exit 0
 		set -e
 		out=$(hpcinit check --only rdma 2>&1) || { echo "$out"; exit 1; }
-		for want in "rxe0: software RoCE on eth0, 2.5 Gb/s Ethernet, verbs probe ok (reg_mr 64 MiB)" \
+		for want in "rxe0: software RoCE on eth0 (fw 0.0.0, not an HCA), 2.5 Gb/s Ethernet, verbs probe ok (reg_mr 64 MiB)" \
 			"rxe0: software RoCE device on eth0 (rdma_rxe), not an HCA" \
 			"fw 0.0.0, 1 port(s), registered 64 MiB (memlock unlimited" \
 			"rxe0 port 1: ACTIVE, LinkUp, 2.5 Gb/sec (1X SDR), Ethernet"; do
