@@ -127,8 +127,11 @@ trap 'exit 130' INT TERM
 say "image (tests/vm/image.sh)"
 t0=$(date +%s)
 IMG=$(bash "$SRC/tests/vm/image.sh" 2> "$W/image.log" | tail -1) || { tail -40 "$W/image.log"; notok "image" "tests/vm/image.sh failed"; finish; exit 1; }
-sed 's/^/#   /' "$W/image.log" | grep '#   image:' || true
+sed 's/^/#   /' "$W/image.log" | grep "#   image:" || true
 say "image ready in $(($(date +%s) - t0)) s: $IMG"
+# image.sh prunes old images, never one held like this (the qemus inherit the lock)
+exec 7< "$IMG/done"
+flock -s 7
 
 # ---- seeds: the product's custom-data, addresses filled in, plus the platform part ----
 # subst FILE: the custom-data for this test network.  Every replaced string
