@@ -75,7 +75,7 @@ T_START=$(date +%s)
 
 say() { echo "# $(date +%T) $*"; }
 ok() { echo "ok - $1"; PASS=$((PASS + 1)); }
-notok() { echo "not ok - $1"; shift; [ $# -eq 0 ] || printf '#   %s\n' "$@"; FAILN=$((FAILN + 1)); }
+notok() { echo "not ok - $1"; shift; [ $# -eq 0 ] || printf '%s\n' "$@" | sed 's/^/#   /'; FAILN=$((FAILN + 1)); }
 finish() {
 	echo "# $PASS passed, $FAILN failed ($(($(date +%s) - T_START)) s)"
 	[ "$FAILN" -eq 0 ] && [ "$PASS" -gt 0 ]
@@ -305,7 +305,7 @@ each_vm() {
 	local check=$1 script=$2 n out msgs=()
 	for n in $(names); do
 		if ! out=$(vm_exec "$n" 600 "$script" 2>&1); then
-			msgs+=("$n:" "${out//$'\n'/$'\n'#     }")
+			msgs+=("$n:" "$out")
 		fi
 	done
 	if [ ${#msgs[@]} -eq 0 ]; then ok "$check"; else notok "$check" "${msgs[@]}"; fi
