@@ -73,6 +73,34 @@ check "three refreshes later: still one stuck child" [ "$(stuck_children)" -eq 1
 run_hpc_stdout "$T/st.json" status --json --root "$R"
 check "status shows it (exit 1)" [ "$rc" -eq 1 ]
 check "status.json: discovery failed, still blocked" [ "$(jv "$T/st.json" '[f["tag"] for m in d["modules"] if m["name"]=="discovery" for f in m["findings"]][0]')" = runner.still-blocked ]
+# A health checker's "hpcinit check" of an NFS mount that never answers (the
+# same FUSE mount, listed as NFS in a mountinfo fixture): one stuck probe per
+# mount point, however many checks run.
+mkdir -p "$R/proc/self"
+printf '25 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw\n60 25 0:50 / /shared rw,relatime - nfs 198.18.0.9:/shared rw,vers=3,hard,proto=tcp\n' >"$R/proc/self/mountinfo"
+cat >"$T/nfs.yaml" <<YAML
+version: 1
+cluster: {name: glocluster, network: 198.18.0.0/24}
+nfs:
+  mounts:
+    - {source: "198.18.0.9:/shared", path: /shared, options: [vers=3, hard, proto=tcp], wait: 1m}
+YAML
+for i in 1 2 3; do
+	start=$(date +%s%N)
+	run_hpc "$T/c$i" check --root "$R" -c "$T/nfs.yaml" --only nfs -v
+	took=$(( ($(date +%s%N) - start) / 1000000 ))
+	echo "# nfs check $i took $took ms"
+	check "nfs check $i: the mount is not answering (exit 1)" [ "$rc" -eq 1 ]
+	check "nfs check $i names the mount" contains "$T/c$i" "/shared: mounted but not answering"
+	if [ "$i" -eq 1 ]; then
+		check "nfs check 1 waits for its probe's deadline (10 s)" [ "$took" -ge 10000 ]
+	else
+		check "nfs check $i starts no new probe" contains "$T/c$i" "no new probe started"
+		check "nfs check $i: the stuck probe, since when, its pid" grep -qE "/shared: mounted but not answering: the last probe of it is still blocked since [0-9-]+ [0-9:]+ [A-Z]+ \(pid [0-9]+, waiting in " "$T/c$i"
+		check "nfs check $i returns at once" [ "$took" -lt 5000 ]
+	fi
+done
+check "three checks later: two stuck children (discovery's and the mount probe's)" [ "$(stuck_children)" -eq 2 ]
 # The server goes (the mount aborts): the stuck child ends, and the next refresh starts a new one.
 kill -KILL $stall_pid
 wait $stall_pid 2>/dev/null || true
