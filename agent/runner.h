@@ -59,10 +59,13 @@ void runner_print_table(const struct ctx *c, const struct run_result *res, FILE 
 /* Read a status document and print it as a table.  0, or -errno. */
 int status_print(const struct ctx *c, const char *path, FILE *out);
 /*
- * hpcinit status: status.json as a table (or as JSON).  When the last run
- * could not write its status, or only an earlier boot's last-run.json is
- * left, say that it is stale and return 1.  Returns the exit code.
+ * hpcinit status: status.json as a table (or as JSON).  Returns the node's
+ * worst current state as the exit code: 0 ready, 1 failed, 3 degraded, and
+ * STATUS_EXIT_UNKNOWN when it is unknown: the last run could not write its
+ * status, only an earlier boot's last-run.json is left (stale), or
+ * status.json is absent or unreadable.
  */
+#define STATUS_EXIT_UNKNOWN 4
 int status_command(const struct ctx *c, bool json, FILE *out);
 
 #endif
