@@ -670,18 +670,22 @@ check_leave() {
 		ok "leave: hpcinit leave ran at poweroff (its record is gone from the share when it is off)"
 		grep -a 'hpcinit-leave\|Leave the HPC' "$W/vm/$n/console.log" | tail -2 | sed 's/^/#   console: /'
 	fi
-	if left=$(wait_member "$n" "$(addr_of "$n")" out 150 $(names)); then
-		ok "leave: $n gone from every node's hostfiles, known_hosts, nodeset and /etc/hosts ($(since "$t0") s after poweroff)"
+	# a refresh (every minute, 10 s spread) drops it; its lease must not be what did
+	local lim=$(($(lease_s) - 15))
+	[ "$lim" -le 150 ] || lim=150
+	if left=$(wait_member "$n" "$(addr_of "$n")" out "$lim" $(names)); then
+		ok "leave: $n gone from every node's hostfiles, known_hosts, nodeset and /etc/hosts ($(since "$t0") s after poweroff, before its lease of $(lease_s) s)"
 	else
-		notok "leave: $n gone from every node's hostfiles, known_hosts, nodeset and /etc/hosts" "after $(since "$t0") s: $left"
+		notok "leave: $n gone from every node's hostfiles, known_hosts, nodeset and /etc/hosts before its lease" "after $(since "$t0") s: $left"
 	fi
 }
 
 # (6) Scale-in without a goodbye: c2's power is cut (qemu killed); its record
 # stays on the share until it is a lease old, then every other node drops it.
+lease_s() { awk -v l="${LEASE:-5m}" 'BEGIN{v=l+0; if (l ~ /m$/) v*=60; if (l ~ /h$/) v*=3600; print v}'; }
 check_scalein() {
 	local n=c2 t0 left lease_s
-	lease_s=$(awk -v l="${LEASE:-5m}" 'BEGIN{v=l+0; if (l ~ /m$/) v*=60; if (l ~ /h$/) v*=3600; print v}')
+	lease_s=$(lease_s)
 	[ "$N" -ge 2 ] && kill -0 "${PID[$n]}" 2>/dev/null || { notok "scalein: $n powered off hard" "$n is not running"; return; }
 	t0=$(date +%s.%N)
 	kill -9 "${PID[$n]}"
