@@ -1088,6 +1088,9 @@ static void test_export_squash(void)
 		{ "[rw]", "/shared", true, false, 65534, 65534 },
 		{ "[rw]", "/sharedx/.hpcinit", false, false, 0, 0 },                      /* not inside */
 		{ "[rw]", "/data/.hpcinit", false, false, 0, 0 },
+		{ "[rw]", "/shared/../etc/.hpcinit", false, false, 0, 0 },              /* not by its text */
+		{ "[rw]", "/shared/./x", false, false, 0, 0 },
+		{ "[rw]", "/shared/.hpcinit/", true, false, 65534, 65534 },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -1104,6 +1107,7 @@ static void test_export_squash(void)
 				fprintf(stderr, "case %zu: %s %s\n", i, cases[i].opts, cases[i].path);
 			TEST_INTEQ(got, cases[i].squash);
 			if (got && cases[i].squash) {
+				TEST_INTEQ(sq.at_export, strcmp(cases[i].path, "/shared") == 0);
 				TEST_INTEQ(sq.all, cases[i].all);
 				TEST_INTEQ(sq.anonuid, cases[i].uid);
 				TEST_INTEQ(sq.anongid, cases[i].gid);
