@@ -753,15 +753,20 @@ static void test_fake_root(void)
 	TEST_STREQ(r.summary, "1 mount: 0 ok, 1 mounted");
 	TEST_CHECK(fake_inspect_wrote);         /* a fresh rw mount gets a write probe */
 	report_free(&r);
-	/* root squashed: degraded, with the reason */
+	/* root squashed (the NFS default): said, with the reason, as information, not degraded */
 	snprintf(path, sizeof(path), "%s/proc/self/mountinfo", root);
 	spit(path, "25 1 8:1 / / rw - ext4 /dev/sda1 rw\n");
 	fake_write_err = EACCES;
 	report_init(&r);
 	TEST_INTEQ(nfs_apply(&c, &r), 0);
-	TEST_INTEQ(r.status, ST_DEGRADED);
+	TEST_INTEQ(r.status, ST_CHANGED);
 	TEST_CHECK(strstr(sb_str(&r.details), "root cannot write to the share (create a probe file: "
 			  "Permission denied)") != NULL);
+	TEST_INTEQ(r.n_findings, 1);
+	if (r.n_findings == 1) {
+		TEST_STREQ(r.findings[0].tag, "nfs.mounted.root-cannot-write");
+		TEST_INTEQ(r.findings[0].sev, ST_OK);
+	}
 	report_free(&r);
 	fake_write_err = 0;
 	spit(path, "25 1 8:1 / / rw - ext4 /dev/sda1 rw\n");
