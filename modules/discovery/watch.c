@@ -125,7 +125,7 @@ static int run_helper(const char *const *args, struct proc_result *res)
  * this VM: leave the cluster, then acknowledge the event (which lets Azure
  * go ahead at once).  true when the node left: the watch then ends.
  */
-static bool events_poll(struct ctx *c)
+static bool events_poll(struct ctx *c, uint64_t lock_timeout_ms)
 {
 	const char *url = c->spec->discovery.events_url;
 	const char *args[] = { "events", url, NULL };
@@ -156,7 +156,7 @@ static bool events_poll(struct ctx *c)
 	}
 	proc_result_free(&res);
 	if (mine.n) {
-		int code = leave_main(c);
+		int code = leave_main(c, lock_timeout_ms);
 
 		fflush(stdout);
 		for (size_t i = 0; i < mine.n; i++) {
@@ -215,7 +215,7 @@ static int watch_shared(struct ctx *c, const struct run_opts *ro)
 		poll(NULL, 0, POLL_MS);
 		if (stop)
 			break;
-		if (c->spec->discovery.events_enable && events_poll(c))
+		if (c->spec->discovery.events_enable && events_poll(c, ro->lock_timeout_ms))
 			break;
 		if (names_hash(c, &h) == 0 && (!known || h != have)) {
 			known = true;
@@ -373,7 +373,7 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro)
 					break;
 			}
 		}
-		if (c->spec->discovery.events_enable && events_poll(c))
+		if (c->spec->discovery.events_enable && events_poll(c, ro->lock_timeout_ms))
 			break;
 		if (changes || (retry_at && now_ms() >= retry_at)) {
 			/*
@@ -428,22 +428,31 @@ int watch_main(struct ctx *c, const struct run_opts *ro)
 	return watch_shared(c, ro);
 }
 
-int leave_main(struct ctx *c)
+int leave_main(struct ctx *c, uint64_t lock_timeout_ms)
 {
 	struct report rep;
-	int r;
+	int r, lock_fd = -1;
 
 	if (!c->spec->discovery.present) {
 		fprintf(stderr, "hpcinit: leave: the spec has no discovery section; nothing to leave\n");
 		return 0;
 	}
+	/* After a run in flight: its publish cannot come after this removal. */
+	r = runner_take_lock(c, lock_timeout_ms, &lock_fd);
+	if (r < 0) {
+		printf("leave: failed: cannot take the run lock: %s; this node's record was not removed\n",
+		       strerror(-r));
+		return 1;
+	}
 	report_init(&rep);
 	c->module = "discovery";
 	r = discovery_leave(c, &rep);
+	close(lock_fd);
 	printf("leave: %s: %s\n", rep.status == ST_FAILED ? "failed" : rep.status == ST_CHANGED ?
 	       "changed" : "ok", rep.summary[0] ? rep.summary : "nothing to remove");
 	if (rep.details.len)
 		fputs(sb_str(&rep.details), stdout);
+	r = r < 0 || rep.status == ST_FAILED ? 1 : 0;
 	report_free(&rep);
-	return r < 0 || rep.status == ST_FAILED ? 1 : 0;
+	return r;
 }

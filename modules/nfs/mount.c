@@ -162,6 +162,13 @@ static enum rstatus verify_mounted(struct ctx *c, struct report *r, const struct
 	int rc = nfs_io->inspect(hp, write_probe, NFS_INSPECT_TIMEOUT_MS, &mp);
 
 	free(hp);
+	if (rc == -EBUSY && mp.blocked[0]) {
+		report_detail(r, "%s: mounted but not answering: the last probe of it is %s; no new probe "
+			      "started: the server is down or the mount is stale; check %s, then umount -f %s "
+			      "and run hpcinit apply", t->path, mp.blocked, t->host, t->path);
+		report_finding(r, ST_FAILED, "nfs.mounted.not-answering", "%s: mounted but not answering", t->path);
+		return ST_FAILED;
+	}
 	if (rc < 0) {
 		report_detail(r, "%s: mounted but not answering within %us (%s): the server is down or the "
 			      "mount is stale; check %s, then umount -f %s and run hpcinit apply",

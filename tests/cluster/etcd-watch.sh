@@ -44,6 +44,35 @@ start_watch() {
 	done
 }
 
+# leave_waits_for_apply NODE: a leave racing an apply takes the run lock after it.  The apply
+# waits for peers that never come (expect 9, wait 4 s) and renews its record on the way (every
+# third of the 3 s lease); a leave started meanwhile waits for it, so the record is gone once both
+# ended.  (Without the lock, the apply's next renewal would put the record back after the leave.)
+leave_waits_for_apply() {
+	local n=$1 t0 took apid
+	etcd_spec "$LEASE" 9 | sed 's/wait: 60s/wait: 4s/' | on "$n" tee /etc/hpcinit/wait.yaml >/dev/null
+	on "$n" rm -f /run/hpcinit/discovery-ready     # expect counts again (not "reached earlier")
+	hpc "$n" apply -c /etc/hpcinit/wait.yaml >"$T/race-apply" 2>&1 &
+	apid=$!
+	for _ in $(seq 1 50); do
+		[ -z "$(etcdctl_ get --keys-only "/hpcinit/$CLUSTER/nodes/$n")" ] || break
+		sleep 0.1
+	done
+	sleep 0.5
+	t0=$(date +%s%N)
+	run_hpc "$T/race-leave" "$n" leave
+	took=$((($(date +%s%N) - t0) / 1000000))
+	wait "$apid" || true
+	echo "# etcd: a leave during an apply's wait for peers returned after $took ms"
+	check "etcd: leave during an apply: waits for the run lock (another run holds it)" \
+		contains "$T/race-leave" "holds"
+	check "etcd: ... the apply did wait for peers meanwhile" contains "$T/race-apply" "of 9 expected nodes"
+	check "etcd: ... then removes the record and exits 0" \
+		test "$rc" = 0 -a -n "$(grep '^leave: changed: .*removed' "$T/race-leave")"
+	check "etcd: ... and the record stays gone after the apply ended" \
+		test -z "$(etcdctl_ get --keys-only "/hpcinit/$CLUSTER/nodes/$n")"
+}
+
 scenario() {
 	local method=$1 n ms rc5
 	local N1 N2 N3 N4 N5
@@ -85,6 +114,7 @@ scenario() {
 	run_hpc "$T/leave5b" "$N5" leave
 	check "$method: a second leave has nothing to remove and exits 0" \
 		grep -q "^leave: ok: " "$T/leave5b"
+	[ "$method" != etcd ] || leave_waits_for_apply "$N5"
 	sim del "$N5"
 
 	# A node is killed: no leave, its watch dies with it; it is gone once its lease has run out.

@@ -954,18 +954,18 @@ static void test_bounded(void)
 	char buf[8];
 	uint64_t t0;
 
-	TEST_INTEQ(run_bounded(fd_probe_child, &fd, &o, sizeof(o), 5000), 0);
+	TEST_INTEQ(run_bounded(fd_probe_child, &fd, &o, sizeof(o), 5000, NULL, NULL), 0);
 	TEST_INTEQ(o.fd, fd);
 	TEST_CHECK(!o.fd_open);
 	TEST_CHECK(o.stdout_null);
 	memset(&o, 0, sizeof(o));
-	TEST_INTEQ(run_bounded(fd_probe_child, &hi, &o, sizeof(o), 5000), 0);
+	TEST_INTEQ(run_bounded(fd_probe_child, &hi, &o, sizeof(o), 5000, NULL, NULL), 0);
 	TEST_CHECK(!o.fd_open);
 	close(fd);
 	close(hi);
 	/* a child that does not answer in time is killed and reported */
 	t0 = now_ms();
-	TEST_INTEQ(run_bounded(sleep_child, NULL, buf, sizeof(buf), 300), -ETIMEDOUT);
+	TEST_INTEQ(run_bounded(sleep_child, NULL, buf, sizeof(buf), 300, NULL, NULL), -ETIMEDOUT);
 	TEST_CHECK(now_ms() - t0 < 2000);
 }
 
