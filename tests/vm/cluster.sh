@@ -42,7 +42,7 @@ set -Eeuo pipefail
 
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 N=2
-CHECKS_ALL="boot nfs hosts ssh mpi verify rdma memlock kernel gating vmcheck"
+CHECKS_ALL="boot nfs hosts ssh mpi verify rdma rdmacm memlock kernel gating vmcheck"
 # bench and reboot run before gating and vmcheck (which restart hpcinit and
 # the head's NFS server); scaleout, leave and scalein come last (they add a
 # VM, shut it down, and pull the plug of c2).
@@ -75,7 +75,7 @@ T_START=$(date +%s)
 
 say() { echo "# $(date +%T) $*"; }
 ok() { echo "ok - $1"; PASS=$((PASS + 1)); }
-notok() { echo "not ok - $1"; shift; [ $# -eq 0 ] || printf '#   %s\n' "$@"; FAILN=$((FAILN + 1)); }
+notok() { echo "not ok - $1"; shift; [ $# -eq 0 ] || printf '%s\n' "$@" | sed 's/^/#   /'; FAILN=$((FAILN + 1)); }
 finish() {
 	echo "# $PASS passed, $FAILN failed ($(($(date +%s) - T_START)) s)"
 	[ "$FAILN" -eq 0 ] && [ "$PASS" -gt 0 ]
@@ -305,7 +305,7 @@ each_vm() {
 	local check=$1 script=$2 n out msgs=()
 	for n in $(names); do
 		if ! out=$(vm_exec "$n" 600 "$script" 2>&1); then
-			msgs+=("$n:" "${out//$'\n'/$'\n'#     }")
+			msgs+=("$n:" "$out")
 		fi
 	done
 	if [ ${#msgs[@]} -eq 0 ]; then ok "$check"; else notok "$check" "${msgs[@]}"; fi
@@ -457,6 +457,24 @@ check_rdma() {
 			"rxe0 port 1: ACTIVE, LinkUp, 2.5 Gb/sec (1X SDR), Ethernet"; do
 			grep -qF "$want" <<< "$out" || { echo "missing: $want"; echo "$out"; exit 1; }
 		done'
+}
+
+# (3) rdma_cm between two VMs over rxe: c1 resolves c2's address and route
+# to the soft device and connects (rping: rdma_resolve_addr,
+# rdma_resolve_route, rdma_connect, RDMA reads and writes).
+check_rdmacm() {
+	local srv=c2 cli=c1 a out
+	[ "$N" -ge 2 ] || { notok "rdmacm: c1 reaches c2 with rdma_cm over rxe" "needs 2 computes"; return; }
+	a=$(addr_of "$srv")
+	vm_exec "$srv" 30 "rm -f /tmp/rping-srv.*; (timeout 120 rping -s -a $a -v -C 3 > /tmp/rping-srv.out 2>&1; echo \$? > /tmp/rping-srv.rc) > /dev/null 2>&1 &
+		sleep 2; rdma resource show cm_id | grep -q LISTEN || { echo no rping listener; cat /tmp/rping-srv.out; exit 1; }" > /dev/null 2>&1 || true
+	if out=$(vm_exec "$cli" 120 "timeout 60 rping -c -a $a -v -C 3 2>&1; rc=\$?; echo rc=\$rc; exit \$rc" 2>&1) &&
+		[ "$(grep -c '^ping data: rdma-ping-' <<< "$out")" -ge 3 ]; then
+		ok "rdmacm: c1 reaches c2 with rdma_cm over rxe (rping: resolve address and route, connect, 3 RDMA pings)"
+		grep -m1 '^ping data' <<< "$out" | sed 's/^/#   /'
+	else
+		notok "rdmacm: c1 reaches c2 with rdma_cm over rxe" "$out" "server: $(vm_exec "$srv" 30 'cat /tmp/rping-srv.out /tmp/rping-srv.rc' 2>&1)"
+	fi
 }
 
 # (4) memlock: a PAM login and a systemd service get the spec's limit.
