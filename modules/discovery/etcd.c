@@ -49,6 +49,38 @@ struct etcd {
 	struct strlist rejects;
 };
 
+static const char *watch_members;      /* etcd_watch_members: not owned */
+static size_t watch_members_len;
+
+void etcd_watch_members(const char *text, size_t len)
+{
+	watch_members = text;
+	watch_members_len = len;
+}
+
+/* The value of key in the watch's membership; NULL when it has none. */
+static const char *watch_value(const char *key, size_t *ret_len)
+{
+	const char *p = watch_members, *end = watch_members + watch_members_len;
+	size_t want = strlen(key);
+
+	while (p && p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		unsigned long long kl, vl;
+		long long lease;
+
+		if (!nl || sscanf(p, "kv %llu %llu %lld", &kl, &vl, &lease) != 3 ||
+		    kl + vl + 1 > (size_t)(end - nl - 1))
+			break;
+		if (kl == want && memcmp(nl + 1, key, want) == 0) {
+			*ret_len = (size_t)vl;
+			return nl + 1 + kl;
+		}
+		p = nl + 1 + kl + vl + 1;
+	}
+	return NULL;
+}
+
 char *etcd_prefix(const struct spec *spec)
 {
 	return xasprintf("/hpcinit/%s/nodes/", spec->cluster.name);
@@ -233,6 +265,17 @@ static int etcd_publish(struct disc_run *run)
 	snprintf(ttl, sizeof(ttl), "%" PRIu64, c->spec->discovery.lease_ms / 1000 ?
 		 c->spec->discovery.lease_ms / 1000 : 1);
 	snprintf(lease, sizeof(lease), "%" PRId64, e->lease);
+	if (watch_members && e->lease) {
+		/* In the watch: etcd holds exactly this record (the stream says so), the watch keeps the lease. */
+		size_t have_len = 0;
+		const char *have = watch_value(e->key, &have_len);
+
+		if (have && have_len == strlen(text) && memcmp(have, text, have_len) == 0) {
+			free(text);
+			e->synced_ms = now_ms();
+			return 0;
+		}
+	}
 	r = helper(run, text, &res, "sync", e->key, ttl, lease, NULL);
 	free(text);
 	if (r < 0) {
@@ -477,6 +520,18 @@ static int etcd_list(struct disc_run *run)
 	e->rejected = 0;
 	e->self_seen = e->self_same = false;
 	strlist_free(&e->rejects);
+	if (watch_members && !e->unreachable) {
+		/* In the watch: the membership its stream keeps, without asking etcd again. */
+		char *copy = xmalloc(watch_members_len + 1);
+
+		memcpy(copy, watch_members, watch_members_len);
+		copy[watch_members_len] = '\0';
+		if (ctx_may_write(run->c))
+			keep_members(run, copy, watch_members_len);
+		(void)take_list(run, copy, copy + watch_members_len);
+		free(copy);
+		return 1;
+	}
 	r = e->unreachable ? -EHOSTUNREACH : helper(run, NULL, &res, "list", e->prefix, NULL);
 	if (r < 0 && !e->unreachable && fail(run, r, "cannot list the cluster's nodes", true) < 0) {
 		proc_result_free(&res);
