@@ -618,7 +618,9 @@ check_scaleout() {
 		mono() { systemctl show -p "$2" --value "$1"; }
 		read -r up _ < /proc/uptime
 		# seconds before now: hpcinit ready
-		awk -v u="$up" -v he="$(mono hpcinit.service ActiveEnterTimestampMonotonic)" "BEGIN{printf \"ready-ago %.1f\\n\", u - he / 1e6}"' 2>&1) || true
+		awk -v u="$up" -v he="$(mono hpcinit.service ActiveEnterTimestampMonotonic)" "BEGIN{printf \"ready-ago %.1f\\n\", u - he / 1e6}"
+		# the boot run (runcmd): its own time, waits for the server and peers included
+		sed -n "s/^result: .*, \\([0-9]*\\) ms)$/run-ms \\1/p" /var/log/cloud-init-output.log | head -1' 2>&1) || true
 	ci=$(since "${T_LAUNCH[$n]}")
 	he=$(awk -v c="$ci" '/^ready-ago /{printf "%.1f", c - $2}' <<< "$out")
 	if grep -q "result: ready" <<< "$out"; then
@@ -638,7 +640,7 @@ check_scaleout() {
 			"$(vm_exec head 30 'systemctl list-timers --no-pager hpcinit-refresh.timer; journalctl -b -u hpcinit-refresh.service --no-pager | tail -5' 2>&1)"
 		return
 	fi
-	echo "# join of $n (s after power-on): kernel $k, cloud-init done $ci, hpcinit ready ${he:-?}, listed by every old node $T_JOINED"
+	echo "# join of $n (s after power-on): kernel $k, cloud-init done $ci, hpcinit ready ${he:-?}, listed by every old node $T_JOINED; hpcinit's boot run $(awk '/^run-ms /{print $2}' <<< "$out") ms"
 	echo "#   (cloud-init done is when the harness saw it; the last step waits for the old nodes' refresh timer, 1 min)"
 }
 
