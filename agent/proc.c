@@ -88,6 +88,276 @@ void proc_result_free(struct proc_result *r)
 	r->out_len = r->err_len = 0;
 }
 
+/* ---- what a blocked child waits for, and children stuck in the kernel ------- */
+
+/* The kernel function pid sleeps in (/proc/PID/wchan), "" when unknown. */
+static void read_wchan(pid_t pid, char *buf, size_t size)
+{
+	char path[64];
+	FILE *f;
+
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/wchan", (int)pid);
+	if ((f = fopen(path, "re"))) {
+		if (!fgets(buf, (int)size, f))
+			buf[0] = '\0';
+		fclose(f);
+	}
+	buf[strcspn(buf, "\n")] = '\0';
+	if (strcmp(buf, "0") == 0)
+		buf[0] = '\0';
+}
+
+/* What a blocked child waits for: its system call, the file behind its descriptor, its kernel wait. */
+void proc_describe_blocked(pid_t pid, struct strbuf *sb)
+{
+	static const struct { long nr; const char *name; bool fd_arg; } calls[] = {
+#ifdef SYS_getdents64
+		{ SYS_getdents64, "getdents64 (readdir)", true },
+#endif
+#ifdef SYS_openat
+		{ SYS_openat, "openat", true },
+#endif
+#ifdef SYS_newfstatat
+		{ SYS_newfstatat, "fstatat (stat)", true },
+#endif
+#ifdef SYS_statx
+		{ SYS_statx, "statx (stat)", true },
+#endif
+#ifdef SYS_read
+		{ SYS_read, "read", true },
+#endif
+#ifdef SYS_write
+		{ SYS_write, "write", true },
+#endif
+#ifdef SYS_fsync
+		{ SYS_fsync, "fsync", true },
+#endif
+#ifdef SYS_renameat2
+		{ SYS_renameat2, "rename", true },
+#endif
+#ifdef SYS_mkdirat
+		{ SYS_mkdirat, "mkdir", true },
+#endif
+#ifdef SYS_unlinkat
+		{ SYS_unlinkat, "unlink", true },
+#endif
+#ifdef SYS_connect
+		{ SYS_connect, "connect", true },
+#endif
+#ifdef SYS_poll
+		{ SYS_poll, "poll", false },
+#endif
+#ifdef SYS_ppoll
+		{ SYS_ppoll, "ppoll", false },
+#endif
+	};
+	char path[64], buf[256] = "", wchan[64] = "";
+	long nr = -2;
+	unsigned long long a1 = 0;
+	const char *name = NULL;
+	bool fd_arg = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
+	if ((f = fopen(path, "re"))) {
+		if (fgets(buf, sizeof(buf), f) && sscanf(buf, "%ld %llx", &nr, &a1) < 1)
+			nr = -2;
+		fclose(f);
+	}
+	read_wchan(pid, wchan, sizeof(wchan));
+	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++)
+		if (calls[i].nr == nr) {
+			name = calls[i].name;
+			fd_arg = calls[i].fd_arg;
+		}
+	if (nr < 0) {
+		sb_append(sb, "running, not in a system call");
+	} else {
+		if (name)
+			sb_printf(sb, "%s", name);
+		else
+			sb_printf(sb, "system call %ld", nr);
+		if (fd_arg) {
+			char link[64], target[512];
+			ssize_t n;
+
+			if ((long long)a1 == -100LL || a1 == 0xffffffffffffff9cULL)
+				snprintf(link, sizeof(link), "/proc/%d/cwd", (int)pid);
+			else
+				snprintf(link, sizeof(link), "/proc/%d/fd/%llu", (int)pid, a1);
+			n = readlink(link, target, sizeof(target) - 1);
+			if (n > 0) {
+				target[n] = '\0';
+				sb_printf(sb, " on %s", target);
+			}
+		}
+	}
+	if (wchan[0])
+		sb_printf(sb, " (kernel: %s)", wchan);
+}
+
+
+static char *stuck_dir;
+
+void proc_stuck_dir(const char *dir)
+{
+	free(stuck_dir);
+	stuck_dir = dir ? xstrdup(dir) : NULL;
+}
+
+/* The record's file: the key with anything but [A-Za-z0-9._-] as %XX. */
+static char *stuck_path(const char *key)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	sb_printf(&sb, "%s/", stuck_dir);
+	for (const unsigned char *q = (const unsigned char *)key; *q; q++) {
+		if ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9') ||
+		    *q == '-' || *q == '_' || (*q == '.' && q != (const unsigned char *)key))
+			sb_appendn(&sb, (const char *)q, 1);
+		else
+			sb_printf(&sb, "%%%02X", *q);
+	}
+	return sb_steal(&sb);
+}
+
+/* State (R, S, D, Z, ...) and start time (clock ticks since boot) of pid; false when it is gone. */
+static bool proc_stat_of(pid_t pid, char *state, unsigned long long *starttime)
+{
+	char path[64], buf[1024], *p;
+	FILE *f;
+	size_t n;
+	int field = 3;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (!(f = fopen(path, "re")))
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* "pid (comm) state ppid ...": comm may hold anything, so count from its last ')'. */
+	if (!(p = strrchr(buf, ')')) || p[1] != ' ')
+		return false;
+	*state = p[2];
+	for (p += 2; *p && field < 22; p++)
+		if (*p == ' ')
+			field++;
+	return field == 22 && sscanf(p, "%llu", starttime) == 1;
+}
+
+int proc_stuck_find(const char *key, struct proc_stuck *st)
+{
+	char *path, buf[1024];
+	unsigned long long start = 0, now_start = 0;
+	long long pid = 0, since = 0;
+	char state = '?';
+	FILE *f;
+	int ret = 0;
+
+	memset(st, 0, sizeof(*st));
+	if (!stuck_dir || !key)
+		return 0;
+	path = stuck_path(key);
+	if (!(f = fopen(path, "re"))) {
+		free(path);
+		return 0;
+	}
+	while (fgets(buf, sizeof(buf), f)) {
+		buf[strcspn(buf, "\n")] = '\0';
+		if (strncmp(buf, "pid ", 4) == 0)
+			pid = strtoll(buf + 4, NULL, 10);
+		else if (strncmp(buf, "starttime ", 10) == 0)
+			start = strtoull(buf + 10, NULL, 10);
+		else if (strncmp(buf, "since ", 6) == 0)
+			since = strtoll(buf + 6, NULL, 10);
+		else if (strncmp(buf, "what ", 5) == 0)
+			snprintf(st->what, sizeof(st->what), "%.*s", (int)sizeof(st->what) - 1, buf + 5);
+	}
+	fclose(f);
+	/* The same process (pid and start time), still asleep in the kernel: still stuck. */
+	if (pid > 0 && pid < INT32_MAX && proc_stat_of((pid_t)pid, &state, &now_start) &&
+	    now_start == start && state == 'D') {
+		st->pid = (pid_t)pid;
+		st->since = since;
+		read_wchan(st->pid, st->wchan, sizeof(st->wchan));
+		ret = 1;
+	} else {
+		/* It ended (or the pid is someone else's now): the record is stale. */
+		unlink(path);
+		memset(st, 0, sizeof(*st));
+	}
+	free(path);
+	return ret;
+}
+
+void proc_stuck_text(const struct proc_stuck *st, struct strbuf *sb)
+{
+	char when[64] = "?";
+	time_t t = (time_t)st->since;
+	struct tm tm;
+
+	if (st->since > 0 && localtime_r(&t, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S %Z", &tm);
+	sb_printf(sb, "still blocked since %s (pid %d, waiting in %s)", when, (int)st->pid,
+		  st->wchan[0] ? st->wchan : "the kernel");
+	if (st->what[0])
+		sb_printf(sb, ": %s", st->what);
+}
+
+/* An abandoned child with a key: keep its record, so the next run does not start another. */
+static void stuck_note(const struct proc_child *ch)
+{
+	struct strbuf sb = STRBUF_INIT, what = STRBUF_INIT;
+	unsigned long long start;
+	char state, *path, *tmp;
+	int fd;
+
+	if (!stuck_dir || !ch->stuck_key || !proc_stat_of(ch->pid, &state, &start))
+		return;
+	if (mkdir(stuck_dir, 0755) < 0 && errno == ENOENT) {
+		/* its parent (/run/hpcinit) too: a check run may come first */
+		char *parent = xstrdup(stuck_dir), *sl = strrchr(parent, '/');
+
+		if (sl && sl != parent) {
+			*sl = '\0';
+			(void)!mkdir(parent, 0755);
+		}
+		free(parent);
+		(void)!mkdir(stuck_dir, 0755);
+	}
+	if (ch->stuck_what && *ch->stuck_what)
+		sb_append(&what, ch->stuck_what);
+	else
+		proc_describe_blocked(ch->pid, &what);
+	for (char *q = what.buf; q && *q; q++)
+		if (*q == '\n')
+			*q = ' ';
+	sb_printf(&sb, "pid %d\nstarttime %llu\nsince %lld\nwhat %s\n", (int)ch->pid, start,
+		  (long long)time(NULL), sb_str(&what));
+	path = stuck_path(ch->stuck_key);
+	tmp = xasprintf("%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd >= 0) {
+		bool ok = write(fd, sb.buf, sb.len) == (ssize_t)sb.len;
+
+		close(fd);
+		if (!ok || rename(tmp, path) < 0)
+			unlink(tmp);
+	}
+	free(tmp);
+	free(path);
+	sb_free(&what);
+	sb_free(&sb);
+}
+
+static int stuck_check(struct proc_child *ch)
+{
+	if (ch->stuck_key && proc_stuck_find(ch->stuck_key, &ch->blocked) == 1)
+		return -EBUSY;
+	return 0;
+}
+
 /* ---- the child engine ------------------------------------------------------ */
 
 /* Close every descriptor from lo up, except keep (-1: none). */
@@ -155,6 +425,8 @@ int proc_start_argv(struct proc_child *ch, const char *prog, const char *const a
 	size_t in_len = stdin_data ? strlen(stdin_data) : 0;
 
 	child_init(ch);
+	if ((r = stuck_check(ch)) < 0)
+		return r;
 	ch->own_group = true;
 	if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
 	    (in_len && pipe2(inp, O_CLOEXEC) < 0) || pipe2(execp, O_CLOEXEC) < 0) {
@@ -218,10 +490,12 @@ out_close_pipes:
 
 int proc_start_fn(struct proc_child *ch, void (*fn)(void *arg, int fd), void *arg, size_t want)
 {
-	int p[2];
+	int p[2], ret;
 
 	child_init(ch);
 	ch->want = want;
+	if ((ret = stuck_check(ch)) < 0)
+		return ret;
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -errno;
 	fflush(NULL);
@@ -427,6 +701,9 @@ void proc_wait(struct proc_child *chs, size_t n, const struct proc_limits *lim)
 			child_io(&chs[owner[q]], pf[q].fd, pf[q].revents);
 	}
 	sigaction(SIGPIPE, &old_pipe, NULL);
+	for (size_t i = 0; i < n; i++)
+		if (chs[i].abandoned && chs[i].timed_out)
+			stuck_note(&chs[i]);
 	free(pf);
 	free(owner);
 }

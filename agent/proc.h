@@ -20,8 +20,28 @@
 
 #define PROC_MAX_OUTPUT (1024 * 1024)
 
+/*
+ * A child left behind asleep in the kernel, as the record its run kept
+ * (<stuck dir>/<key>: pid, start time, since when, what it waits for).
+ */
+struct proc_stuck {
+	pid_t pid;
+	long long since;        /* unix time it was left behind */
+	char wchan[64];         /* the kernel function it sleeps in now, "" when unknown */
+	char what[384];         /* what it was blocked in when it was left (system call, file) */
+};
+
 /* One child.  Zero it, start it with proc_start_argv or proc_start_fn, wait with proc_wait. */
 struct proc_child {
+	/*
+	 * Set before start: at most one child per key may be stuck in the kernel.
+	 * While the key's earlier child (this run's or an earlier run's) is still
+	 * asleep there, the start returns -EBUSY with it in blocked, and no second
+	 * child is started.  An abandoned child with a key is recorded (see
+	 * proc_stuck_dir); stuck_what, when set, says what it waits for.
+	 */
+	const char *stuck_key, *stuck_what;
+	struct proc_stuck blocked;
 	pid_t pid;
 	bool own_group;         /* signals go to its process group (argv children) */
 	bool keep_stderr;       /* set before proc_start_fn: the child writes to our stderr (logs) */
@@ -98,6 +118,22 @@ char *argv_render(const char *const argv[]);
  * suite points it at the build tree), else in LIBEXECDIR/hpcinit.  malloc'd.
  */
 char *proc_helper_path(const char *name);
+/*
+ * Children stuck in the kernel: where their records are kept (a run sets
+ * <root>/run/hpcinit/stuck; NULL, the default: none are kept, keys are not
+ * checked).
+ */
+void proc_stuck_dir(const char *dir);
+/*
+ * 1 when key's recorded child is still stuck: the same process (pid and
+ * /proc/PID/stat start time) still asleep in the kernel (state D); st is
+ * filled.  0 otherwise; a record of a child that ended is removed.
+ */
+int proc_stuck_find(const char *key, struct proc_stuck *st);
+/* "still blocked since TIME (pid N, waiting in WCHAN): WHAT" */
+void proc_stuck_text(const struct proc_stuck *st, struct strbuf *sb);
+/* What pid is blocked in: its system call, the file behind its descriptor, its kernel wait. */
+void proc_describe_blocked(pid_t pid, struct strbuf *sb);
 /* Find a program in the fixed safe PATH (under no root). malloc'd or NULL. */
 char *proc_which(const char *name);
 

@@ -259,7 +259,7 @@ static void select_modules(const struct run_opts *o, const struct module *mods, 
  * One run at a time: an flock on /run/hpcinit/lock.  The holder writes its
  * pid into the file so a waiting run can say who it waits for.
  */
-static int take_lock(struct ctx *c, uint64_t timeout_ms, int *ret_fd)
+int runner_take_lock(struct ctx *c, uint64_t timeout_ms, int *ret_fd)
 {
 	struct report scratch;
 	char *path = ctx_path(c, LOCK_PATH);
@@ -452,100 +452,6 @@ static bool iso_parse(struct ctx *c, const char *text, size_t len, struct report
 	return true;
 }
 
-/* What a blocked child waits for: its system call, the file behind its descriptor, its kernel wait. */
-static void iso_describe(pid_t pid, struct strbuf *sb)
-{
-	static const struct { long nr; const char *name; bool fd_arg; } calls[] = {
-#ifdef SYS_getdents64
-		{ SYS_getdents64, "getdents64 (readdir)", true },
-#endif
-#ifdef SYS_openat
-		{ SYS_openat, "openat", true },
-#endif
-#ifdef SYS_newfstatat
-		{ SYS_newfstatat, "fstatat (stat)", true },
-#endif
-#ifdef SYS_statx
-		{ SYS_statx, "statx (stat)", true },
-#endif
-#ifdef SYS_read
-		{ SYS_read, "read", true },
-#endif
-#ifdef SYS_write
-		{ SYS_write, "write", true },
-#endif
-#ifdef SYS_fsync
-		{ SYS_fsync, "fsync", true },
-#endif
-#ifdef SYS_renameat2
-		{ SYS_renameat2, "rename", true },
-#endif
-#ifdef SYS_mkdirat
-		{ SYS_mkdirat, "mkdir", true },
-#endif
-#ifdef SYS_unlinkat
-		{ SYS_unlinkat, "unlink", true },
-#endif
-#ifdef SYS_connect
-		{ SYS_connect, "connect", true },
-#endif
-#ifdef SYS_poll
-		{ SYS_poll, "poll", false },
-#endif
-#ifdef SYS_ppoll
-		{ SYS_ppoll, "ppoll", false },
-#endif
-	};
-	char path[64], buf[256] = "", wchan[64] = "";
-	long nr = -2;
-	unsigned long long a1 = 0;
-	const char *name = NULL;
-	bool fd_arg = false;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
-	if ((f = fopen(path, "re"))) {
-		if (fgets(buf, sizeof(buf), f) && sscanf(buf, "%ld %llx", &nr, &a1) < 1)
-			nr = -2;
-		fclose(f);
-	}
-	snprintf(path, sizeof(path), "/proc/%d/wchan", (int)pid);
-	if ((f = fopen(path, "re"))) {
-		if (!fgets(wchan, sizeof(wchan), f))
-			wchan[0] = '\0';
-		fclose(f);
-	}
-	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++)
-		if (calls[i].nr == nr) {
-			name = calls[i].name;
-			fd_arg = calls[i].fd_arg;
-		}
-	if (nr < 0) {
-		sb_append(sb, "running, not in a system call");
-	} else {
-		if (name)
-			sb_printf(sb, "%s", name);
-		else
-			sb_printf(sb, "system call %ld", nr);
-		if (fd_arg) {
-			char link[64], target[512];
-			ssize_t n;
-
-			if ((long long)a1 == -100LL || a1 == 0xffffffffffffff9cULL)
-				snprintf(link, sizeof(link), "/proc/%d/cwd", (int)pid);
-			else
-				snprintf(link, sizeof(link), "/proc/%d/fd/%llu", (int)pid, a1);
-			n = readlink(link, target, sizeof(target) - 1);
-			if (n > 0) {
-				target[n] = '\0';
-				sb_printf(sb, " on %s", target);
-			}
-		}
-	}
-	if (wchan[0] && strcmp(wchan, "0") != 0)
-		sb_printf(sb, " (kernel: %s)", wchan);
-}
-
 static int run_isolated(struct ctx *c, const struct module *m, struct report *rep, struct outputs *view,
 			uint64_t tmo)
 {
@@ -554,9 +460,22 @@ static int run_isolated(struct ctx *c, const struct module *m, struct report *re
 	uint64_t until = c->deadline_ms + ISO_GRACE_MS;
 	int r = -EIO, ret;
 	bool eof = false;
+	char *key;
 
 	ch.keep_stderr = true;  /* the step's log lines */
+	ch.stuck_key = key = xasprintf("step.%s", m->name);
 	ret = proc_start_fn(&ch, iso_child, &a, 0);
+	free(key);
+	ch.stuck_key = NULL;
+	if (ret == -EBUSY) {
+		/* The last run's child of this step still sleeps in the kernel: start no second one. */
+		struct strbuf why = STRBUF_INIT;
+
+		proc_stuck_text(&ch.blocked, &why);
+		report_finding(rep, ST_FAILED, "runner.still-blocked", "%s; no new child started", sb_str(&why));
+		sb_free(&why);
+		return -ETIMEDOUT;
+	}
 	if (ret < 0) {
 		report_set(rep, ST_FAILED, "cannot start the step in a child: %s", strerror(-ret));
 		return ret;
@@ -582,8 +501,11 @@ static int run_isolated(struct ctx *c, const struct module *m, struct report *re
 		struct strbuf why = STRBUF_INIT;
 		const struct proc_limits kill_now = { .timeout_ms = 0, .term_grace_ms = 0, .reap_ms = 500 };
 
-		iso_describe(ch.pid, &why);
+		proc_describe_blocked(ch.pid, &why);
+		ch.stuck_key = key = xasprintf("step.%s", m->name);
+		ch.stuck_what = sb_str(&why);
 		proc_wait(&ch, 1, &kill_now);
+		free(key);
 		report_free(rep);
 		report_init(rep);
 		report_finding(rep, ST_FAILED, "runner.deadline",
@@ -728,7 +650,7 @@ int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
 	select_modules(o, mods, res->ran, n);
 
 	if (c->mode == RUN_APPLY) {
-		int r = take_lock(c, o->lock_timeout_ms, &lock_fd);
+		int r = runner_take_lock(c, o->lock_timeout_ms, &lock_fd);
 
 		if (r < 0) {
 			/* Nothing ran: the report lists no module. */
@@ -738,9 +660,17 @@ int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
 			return 1;
 		}
 	}
+	{
+		/* Children stuck in the kernel are recorded here, so no run starts a second one. */
+		char *sd = ctx_path(c, STATUS_DIR "/stuck");
+
+		proc_stuck_dir(sd);
+		free(sd);
+	}
 	for (size_t i = 0; i < n; i++)
 		if (res->ran[i])
 			run_one(c, &mods[i], i, res);
+	proc_stuck_dir(NULL);
 	free(mods);
 	res->duration_ms = now_ms() - t0;
 	res->exit_code = exit_code_of(c, res);

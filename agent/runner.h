@@ -42,6 +42,8 @@ int runner_check_only(const struct strlist *only);
 int runner_check_table(const struct module *const *table);
 /* Run; fills res.  Returns the exit code (DESIGN.md "Exit codes"). */
 int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res);
+/* The run lock (LOCK_PATH), waiting up to timeout_ms: 0 and the fd that holds it, or -errno. */
+int runner_take_lock(struct ctx *c, uint64_t timeout_ms, int *ret_fd);
 void run_result_free(struct run_result *res);
 
 /* The run report (status.c).  Record an apply's run: its part and status.json. */
@@ -57,10 +59,13 @@ void runner_print_table(const struct ctx *c, const struct run_result *res, FILE 
 /* Read a status document and print it as a table.  0, or -errno. */
 int status_print(const struct ctx *c, const char *path, FILE *out);
 /*
- * hpcinit status: status.json as a table (or as JSON).  When the last run
- * could not write its status, or only an earlier boot's last-run.json is
- * left, say that it is stale and return 1.  Returns the exit code.
+ * hpcinit status: status.json as a table (or as JSON).  Returns the node's
+ * worst current state as the exit code: 0 ready, 1 failed, 3 degraded, and
+ * STATUS_EXIT_UNKNOWN when it is unknown: the last run could not write its
+ * status, only an earlier boot's last-run.json is left (stale), or
+ * status.json is absent or unreadable.
  */
+#define STATUS_EXIT_UNKNOWN 4
 int status_command(const struct ctx *c, bool json, FILE *out);
 
 #endif

@@ -405,7 +405,7 @@ static void status_broken(struct ctx *c, struct report *scratch, const struct ru
 	sb_append(&sb, "{");
 	json_kv_str(&sb, "hpcinit", PACKAGE_VERSION, 1);
 	json_kv_str(&sb, "result", "unknown", 0);
-	json_kv_int(&sb, "exit_code", 1, 0);
+	json_kv_int(&sb, "exit_code", STATUS_EXIT_UNKNOWN, 0);
 	sb_append(&sb, ", \"stale\": true");
 	json_kv_str(&sb, "reason", sb_str(&why), 0);
 	json_kv_str(&sb, "command", o->command, 0);
@@ -730,10 +730,37 @@ out:
 	return r;
 }
 
+/*
+ * status's exit code: what status.json says the node is (its "result",
+ * cross-checked with its "exit_code"): ready 0, failed 1, degraded 3.
+ * A document that says anything else, or cannot be read, is unknown: 4.
+ */
+static int status_code(const char *text)
+{
+	yaml_parser_t parser;
+	yaml_document_t doc;
+	int code = STATUS_EXIT_UNKNOWN;
+
+	yaml_parser_initialize(&parser);
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text, strlen(text));
+	if (yaml_parser_load(&parser, &doc)) {
+		yaml_node_t *root = yaml_document_get_root_node(&doc);
+		const char *res = map_get(&doc, root, "result"), *ec = map_get(&doc, root, "exit_code");
+		long long v;
+
+		if (res && parse_ll(ec, &v) && (v == 0 || v == 1 || v == 3) &&
+		    strcmp(res, current_word((int)v)) == 0)
+			code = (int)v;
+		yaml_document_delete(&doc);
+	}
+	yaml_parser_delete(&parser);
+	return code;
+}
+
 int status_command(const struct ctx *c, bool json, FILE *out)
 {
 	char *text = NULL;
-	int r;
+	int r, code;
 
 	/* The last run could not record itself: its status is unknown. */
 	if (fs_read(c, STATUS_ERROR_PATH, &text, NULL) == 0) {
@@ -757,27 +784,31 @@ int status_command(const struct ctx *c, bool json, FILE *out)
 			yaml_parser_delete(&parser);
 		}
 		free(text);
-		return 1;
+		return STATUS_EXIT_UNKNOWN;
 	}
 	if (fs_exists(c, STATUS_PATH)) {
-		if (json) {
-			r = fs_read(c, STATUS_PATH, &text, NULL);
-			if (r == 0)
-				fputs(text, out);
-			free(text);
-		} else {
+		r = fs_read(c, STATUS_PATH, &text, NULL);
+		code = r < 0 ? STATUS_EXIT_UNKNOWN : status_code(text);
+		if (r == 0 && json)
+			fputs(text, out);
+		else if (r == 0)
 			r = status_print(c, STATUS_PATH, out);
-		}
-		if (r < 0)
+		free(text);
+		if (r < 0) {
 			fprintf(stderr, "hpcinit: cannot read %s%s: %s\n", c->root, STATUS_PATH, strerror(-r));
-		return r < 0 ? 1 : 0;
+			return STATUS_EXIT_UNKNOWN;
+		}
+		if (code == STATUS_EXIT_UNKNOWN)
+			fprintf(stderr, "hpcinit: %s%s does not say ready, degraded or failed: status unknown\n",
+				c->root, STATUS_PATH);
+		return code;
 	}
 	/* Only an earlier boot's report is left: show it, never as current. */
 	r = fs_read(c, LAST_RUN_PATH, &text, NULL);
 	if (r < 0) {
 		fprintf(stderr, "hpcinit: no status: %s%s and %s%s: %s (has hpcinit apply run?)\n",
 			c->root, STATUS_PATH, c->root, LAST_RUN_PATH, strerror(-r));
-		return 1;
+		return STATUS_EXIT_UNKNOWN;
 	}
 	if (json) {
 		struct strbuf sb = STRBUF_INIT;
@@ -785,7 +816,7 @@ int status_command(const struct ctx *c, bool json, FILE *out)
 		sb_append(&sb, "{");
 		json_kv_str(&sb, "hpcinit", PACKAGE_VERSION, 1);
 		json_kv_str(&sb, "result", "unknown", 0);
-		json_kv_int(&sb, "exit_code", 1, 0);
+		json_kv_int(&sb, "exit_code", STATUS_EXIT_UNKNOWN, 0);
 		sb_append(&sb, ", \"stale\": true");
 		json_kv_str(&sb, "reason", "no hpcinit run since boot (" STATUS_PATH " is absent); "
 			    "last_run is " LAST_RUN_PATH " from an earlier boot", 0);
@@ -799,7 +830,7 @@ int status_command(const struct ctx *c, bool json, FILE *out)
 			fprintf(out, "(%s%s is unreadable)\n", c->root, LAST_RUN_PATH);
 	}
 	free(text);
-	return 1;
+	return STATUS_EXIT_UNKNOWN;
 }
 
 /* One step's report as its status-document entry, and back (runner.c's isolated steps). */

@@ -12,6 +12,10 @@
  *   hpcinit-rdma-probe [--root DIR] [--memlock unlimited|BYTES] probe DEVICE REG_MR_BYTES
  *   hpcinit-rdma-probe [--root DIR] ifaddr INTERFACE
  *   hpcinit-rdma-probe [--root DIR] [--memlock unlimited|BYTES] resolve ADDRESS TIMEOUT_MS
+ *   hpcinit-rdma-probe [--root DIR] [--memlock unlimited|BYTES] route ADDRESS TIMEOUT_MS
+ *
+ * resolve: rdma_resolve_addr of this node's own (IPoIB) address; route: a
+ * peer's, rdma_resolve_addr then rdma_resolve_route.
  *
  * Exit status: 0 when it answered (the answer may be a failure), 2 on usage.
  */
@@ -30,7 +34,7 @@
 static int usage(void)
 {
 	fprintf(stderr, "usage: hpcinit-rdma-probe [--root DIR] [--memlock unlimited|BYTES] "
-		"list | probe DEVICE REG_MR_BYTES | ifaddr INTERFACE | resolve ADDRESS TIMEOUT_MS\n");
+		"list | probe DEVICE REG_MR_BYTES | ifaddr INTERFACE | resolve|route ADDRESS TIMEOUT_MS\n");
 	return 2;
 }
 
@@ -107,7 +111,8 @@ int main(int argc, char **argv)
 			printf("noaddr %d\n", -r);
 		else
 			printf("addr %s\n", addr);
-	} else if ((strcmp(argv[i], "probe") == 0 || strcmp(argv[i], "resolve") == 0) &&
+	} else if ((strcmp(argv[i], "probe") == 0 || strcmp(argv[i], "resolve") == 0 ||
+		    strcmp(argv[i], "route") == 0) &&
 		   argc == i + 3 && parse_u64(argv[i + 2], &n)) {
 		if (set_memlock)
 			probe_raise_memlock(memlock);
@@ -119,7 +124,7 @@ int main(int argc, char **argv)
 			strlist_free(&names);
 			ops->probe(&c, argv[i + 1], n, &io, &res);
 		} else {
-			ops->resolve(&c, argv[i + 1], n > 600000 ? 600000 : (unsigned)n, &io, &res);
+			ops->resolve(&c, argv[i + 1], n > 600000 ? 600000 : (unsigned)n, argv[i][1] == 'o', &io, &res);
 		}
 		probe_emit_result(1, &res);
 	} else {

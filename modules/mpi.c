@@ -45,6 +45,7 @@ struct mca {
 struct fabric {
 	bool rdma;
 	char *what;             /* one line for humans */
+	char *what_extra;       /* "; rdma_cm to N of M peer(s) ok", or NULL */
 	struct mca mca[4];
 	size_t n_mca;
 	char *ucx_devices;      /* UCX_NET_DEVICES, NULL on TCP */
@@ -54,6 +55,7 @@ struct fabric {
 static void fabric_free(struct fabric *f)
 {
 	free(f->what);
+	free(f->what_extra);
 	for (size_t i = 0; i < f->n_mca; i++)
 		free(f->mca[i].value);
 	free(f->ucx_devices);
@@ -654,21 +656,32 @@ static int mpi_run(struct ctx *c, struct report *r)
 		fabric_free(&f);
 		return ret;
 	}
+	/* rdma_cm to peers: the rdma step runs before discovery, so the peers are checked here. */
+	if (f.rdma && c->mode != RUN_PLAN && c->out && c->out->peers) {
+		unsigned n_checked = 0, n_ok = 0;
+		enum rstatus pst = rdma_check_peers(c, r, c->out->peers, &n_checked, &n_ok);
+
+		if (n_checked)
+			f.what_extra = xasprintf("; rdma_cm to %u of %u peer(s) ok", n_ok, n_checked);
+		if (pst != ST_OK)
+			report_raise(r, pst);
+	}
 	if (c->mode != RUN_APPLY || (!c->verify && !c->spec->mpi.verify_enable)) {
-		report_set(r, ST_OK, "fabric %s", f.what);
+		report_set(r, ST_OK, "fabric %s%s", f.what, f.what_extra ? f.what_extra : "");
 		fabric_free(&f);
 		return 0;
 	}
 	/* "hpcinit verify" runs it here and now; apply only on one node. */
 	if (!c->verify && !is_leader(c->out ? c->out->peers : NULL)) {
-		report_set(r, ST_OK, "fabric %s", f.what);
+		report_set(r, ST_OK, "fabric %s%s", f.what, f.what_extra ? f.what_extra : "");
 		report_detail(r, "verify runs on the head node (or the first by name), not here");
 		fabric_free(&f);
 		return 0;
 	}
 	ret = mpi_verify(c, r);
 	summary = xstrdup(r->summary);
-	report_set(r, r->status == ST_FAILED ? ST_FAILED : ST_OK, "%s; fabric %s", summary, f.what);
+	report_set(r, r->status == ST_FAILED ? ST_FAILED : ST_OK, "%s; fabric %s%s", summary, f.what,
+		   f.what_extra ? f.what_extra : "");
 	free(summary);
 	fabric_free(&f);
 	return ret;

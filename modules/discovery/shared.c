@@ -5,7 +5,9 @@
  * everyone else's: one readdir and one read per node, O(N) per node, no
  * connection to any peer.  Records are trusted by the directory's owner
  * (root, or the uid root is squashed to) and, with cluster.secret_file, by
- * their HMAC.
+ * their HMAC.  A head that exports the share with root squashed makes the
+ * tree and its own record the export's anonymous uid's, so that every
+ * record has the owner the clients' root writes as.
  *
  * Time: the cluster clock is the shared directory's, seen in the file time
  * of this node's record just after writing it.  A node whose own clock is
@@ -32,6 +34,7 @@
 #include "discovery.h"
 #include "fsutil.h"
 #include "log.h"
+#include "../nfs/squash.h"
 
 #define SECRET_MIN 16
 #define SECRET_MAX 4096
@@ -141,6 +144,7 @@ struct rendezvous {
 	uid_t trusted;                  /* uid that writes records: 0, or root squashed */
 	gid_t trusted_gid;
 	bool squashed;
+	bool head_squash;               /* this node exports the share, root squashed */
 };
 
 static void rendezvous_free(struct rendezvous *rv)
@@ -216,6 +220,124 @@ static int probe_owner(const struct ctx *c, const char *nodes, const char *host,
 }
 
 /*
+ * This node is the NFS server of the share and exports it with root (or
+ * all) squashed: root on every client writes as the export's anonymous uid,
+ * while root here writes as itself.  So the head makes each level of the
+ * tree that uid's -- creating it 0755, or re-owning what an earlier run (or
+ * a no_root_squash export) made as root -- and its record is written as
+ * that uid (write_record): every level and every record then has the one
+ * owner the clients' probe finds.  Walked with openat and O_NOFOLLOW from
+ * the directory above the tree, owner and mode set on the descriptor, so a
+ * link swapped in is never followed.  A level that is a link, not a
+ * directory, writable by group or others or owned by someone else is left
+ * alone for check_dir and the owner rule to refuse with the reason.  The
+ * export's own directory is never re-owned: discovery.dir must lie inside it.
+ */
+static int head_tree(struct ctx *c, struct report *rep, const struct rendezvous *rv,
+		     const struct nfs_squash *sq)
+{
+	char *top = xstrdup(rv->levels[0]), *slash, *parent, *hp;
+	size_t tl = strlen(top);
+	const char *names[3];
+	int dfd, r = 0;
+
+	while (tl > 1 && top[tl - 1] == '/')
+		top[--tl] = '\0';
+	slash = strrchr(top, '/');
+	if (sq->at_export || !slash || slash[1] == '\0') {
+		report_detail(rep, "discovery.dir %s is the export %s itself: root on the clients (squashed "
+			      "to uid %u) cannot create records in a directory root owns there, and hpcinit "
+			      "does not hand the export to that uid; use a directory inside it "
+			      "(e.g. %s/.hpcinit)", rv->levels[0], sq->export, (unsigned)sq->anonuid,
+			      sq->export);
+		free(top);
+		return -EPERM;
+	}
+	names[0] = slash + 1;
+	names[1] = c->spec->cluster.name;
+	names[2] = "nodes";
+	parent = slash == top ? xstrdup("/") : xstrndup(top, (size_t)(slash - top));
+	hp = ctx_path(c, parent);
+	dfd = open(hp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	free(hp);
+	free(parent);
+	if (dfd < 0) {
+		free(top);
+		return 0;       /* rendezvous_open says why it cannot make the tree */
+	}
+	for (int i = 0; i < 3 && r == 0; i++) {
+		const int oflags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW;
+		int nfd = openat(dfd, names[i], oflags);
+		struct stat st;
+
+		if (nfd < 0 && errno == ENOENT && ctx_may_write(c)) {
+			if (mkdirat(dfd, names[i], 0700) < 0 && errno != EEXIST) {
+				r = -errno;
+				report_detail(rep, "rendezvous directory %s: cannot create: %s", rv->levels[i],
+					      strerror(errno));
+				break;
+			}
+			nfd = openat(dfd, names[i], oflags);
+			if (nfd < 0 || fstat(nfd, &st) < 0 ||
+			    ((st.st_uid != sq->anonuid || st.st_gid != sq->anongid) &&
+			     fchown(nfd, sq->anonuid, sq->anongid) < 0) || fchmod(nfd, 0755) < 0) {
+				r = -errno;
+				report_detail(rep, "rendezvous directory %s: cannot give it to uid %u: %s",
+					      rv->levels[i], (unsigned)sq->anonuid, strerror(errno));
+			} else {
+				report_changed(rep, rv->levels[i]);
+				report_raise(rep, ST_CHANGED);
+				report_detail(rep, "%s: created, owned by uid %u", rv->levels[i],
+					      (unsigned)sq->anonuid);
+			}
+		} else if (nfd >= 0 && fstat(nfd, &st) == 0 && !(st.st_mode & (S_IWGRP | S_IWOTH)) &&
+			   (st.st_uid == 0 || st.st_uid == sq->anonuid) &&
+			   (st.st_uid != sq->anonuid || st.st_gid != sq->anongid)) {
+			/* Made as root earlier (an upgrade, or the export squashed root later). */
+			report_changed(rep, rv->levels[i]);
+			report_raise(rep, ST_CHANGED);
+			if (!ctx_may_write(c)) {
+				report_detail(rep, "%s: owned by %u:%u; apply gives it to %u:%u (the export's "
+					      "anonymous uid)", rv->levels[i], (unsigned)st.st_uid,
+					      (unsigned)st.st_gid, (unsigned)sq->anonuid, (unsigned)sq->anongid);
+			} else if (fchown(nfd, sq->anonuid, sq->anongid) < 0) {
+				r = -errno;
+				report_detail(rep, "rendezvous directory %s: cannot give it to uid %u: %s",
+					      rv->levels[i], (unsigned)sq->anonuid, strerror(errno));
+			} else {
+				report_detail(rep, "%s: re-owned from %u:%u to %u:%u (the export's anonymous uid)",
+					      rv->levels[i], (unsigned)st.st_uid, (unsigned)st.st_gid,
+					      (unsigned)sq->anonuid, (unsigned)sq->anongid);
+			}
+		}
+		close(dfd);
+		dfd = nfd;
+		if (dfd < 0)
+			break;  /* missing in check/plan, a link, ...: check_dir says what */
+	}
+	if (dfd >= 0)
+		close(dfd);
+	free(top);
+	return r;
+}
+
+/*
+ * Tell the admin, as a finding, that a squashed share needs the secret:
+ * there any client process that runs as the anonymous uid can write a
+ * record, and a record names host keys and authorized user keys.
+ */
+static void squash_note(const struct ctx *c, struct report *rep, const struct rendezvous *rv)
+{
+	if (c->spec->cluster.secret_file)
+		return;
+	report_finding(rep, ST_DEGRADED, "discovery.squash.no-secret",
+		       "%s: root is squashed to uid %u on this share and there is no cluster.secret_file: "
+		       "any process that writes as uid %u on any client of the share can plant a record "
+		       "(host keys, users' keys); set cluster.secret_file on every node (docs/cluster.md)",
+		       rv->nodes, (unsigned)rv->trusted, (unsigned)rv->trusted);
+}
+
+/*
  * Make <dir>/<cluster>/nodes exist and decide whom to trust.  Missing levels
  * are created 0755 (plain mkdir: on a squashed share chown to root fails).
  * Existing levels must not be writable by group or others and must be owned
@@ -228,6 +350,7 @@ static int rendezvous_open(struct ctx *c, struct report *rep, const struct peer 
 	const struct spec *spec = c->spec;
 	uid_t owner = 0;
 	bool have_owner = false;
+	struct nfs_squash sq;
 	struct stat st;
 	int r;
 
@@ -236,6 +359,9 @@ static int rendezvous_open(struct ctx *c, struct report *rep, const struct peer 
 	rv->levels[1] = xasprintf("%s/%s", spec->discovery.dir, spec->cluster.name);
 	rv->levels[2] = xasprintf("%s/nodes", rv->levels[1]);
 	rv->nodes = rv->levels[2];
+	rv->head_squash = nfs_export_squash(spec, spec->discovery.dir, &sq);
+	if (rv->head_squash && (r = head_tree(c, rep, rv, &sq)) < 0)
+		return r;
 	for (int i = 0; i < 3; i++) {
 		r = check_dir(c, rep, rv->levels[i], &st);
 		if (r == -ENOENT) {
@@ -275,6 +401,33 @@ static int rendezvous_open(struct ctx *c, struct report *rep, const struct peer 
 		}
 	}
 	rv->trusted = owner;
+	if (rv->head_squash) {
+		/*
+		 * Known from this node's own export, not probed: root here writes
+		 * as itself, its clients' root as the anonymous uid.  A tree still
+		 * root's is read as it is in check and plan (apply re-owns it).
+		 */
+		if (owner != sq.anonuid && (owner != 0 || ctx_may_write(c))) {
+			report_detail(rep, "rendezvous directory %s is owned by uid %u, but this node exports "
+				      "%s with %s (anonymous uid %u), so its clients' root writes as uid %u; "
+				      "refusing it (chown -R %u:%u %s)", rv->nodes, (unsigned)owner, sq.export,
+				      sq.all ? "all_squash" : "root_squash", (unsigned)sq.anonuid,
+				      (unsigned)sq.anonuid, (unsigned)sq.anonuid, (unsigned)sq.anongid,
+				      rv->levels[0]);
+			return -EPERM;
+		}
+		rv->trusted = sq.anonuid;
+		rv->trusted_gid = sq.anongid;
+		rv->squashed = true;
+		report_detail(rep, "%s: this node exports %s with %s: root on its clients writes as uid %u "
+			      "(the anonymous uid), so the tree and this node's record are owned by uid %u "
+			      "and records owned by uid %u are accepted%s", rv->nodes, sq.export,
+			      sq.all ? "all_squash" : "root_squash", (unsigned)sq.anonuid,
+			      (unsigned)sq.anonuid, (unsigned)sq.anonuid,
+			      spec->cluster.secret_file ? " and authenticated by the cluster secret" : "");
+		squash_note(c, rep, rv);
+		return 0;
+	}
 	if (owner == 0)
 		return 0;
 
@@ -313,9 +466,8 @@ static int rendezvous_open(struct ctx *c, struct report *rep, const struct peer 
 	rv->squashed = true;
 	report_detail(rep, "%s: root is squashed to uid %u on this share; records owned by uid %u "
 		      "are accepted%s", rv->nodes, (unsigned)owner, (unsigned)owner,
-		      spec->cluster.secret_file ? " and authenticated by the cluster secret" :
-		      " -- without cluster.secret_file any client that writes as that uid can "
-		      "plant records");
+		      spec->cluster.secret_file ? " and authenticated by the cluster secret" : "");
+	squash_note(c, rep, rv);
 	return 0;
 }
 
@@ -481,7 +633,17 @@ static int read_records(struct disc_run *run, bool do_prune)
 			close(fd);
 			continue;
 		}
-		if (st.st_uid != rv->trusted) {
+		if (st.st_uid == 0 && rv->head_squash && st.st_uid != rv->trusted) {
+			/*
+			 * On the head's own squashed export only root on this node
+			 * writes as root: a record from before the export squashed
+			 * root (or from an older hpcinit).  apply gives it to the
+			 * trusted writer, on the descriptor that was checked.
+			 */
+			if (do_prune && fchown(fd, rv->trusted, rv->trusted_gid) == 0)
+				report_detail(run->rep, "record %s: owned by root (written before root was "
+					      "squashed); re-owned to uid %u", name, (unsigned)rv->trusted);
+		} else if (st.st_uid != rv->trusted) {
 			reject(run, "wrong-owner", "record %s: owned by uid %u, not by the trusted writer "
 				      "(uid %u%s); rejected", name, (unsigned)st.st_uid,
 				      (unsigned)rv->trusted, rv->squashed ? ", root squashed" : ", root");
@@ -745,6 +907,12 @@ static int shared_publish(struct disc_run *run)
 	}
 	r = write_self(run->c, run->rep, sh, &run->self);
 	if (r < 0) {
+		if ((r == -EACCES || r == -EPERM) && sh->rv.trusted == 0)
+			report_detail(run->rep, "%s is root's, and root cannot write there: does the share "
+				      "squash root (root_squash is the NFS default)?  Then the tree must belong "
+				      "to the uid root is squashed to: hpcinit on the head that exports the share "
+				      "makes it so; for another server, chown -R 65534:65534 %s on it",
+				      sh->rv.nodes, sh->rv.levels[0]);
 		report_set(run->rep, ST_FAILED, "cannot write this node's record in %s", sh->rv.nodes);
 		return r;
 	}

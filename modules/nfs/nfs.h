@@ -63,6 +63,7 @@ struct mp_info {
 	unsigned mode;
 	int write_err;          /* 0 ok, errno, or -1 not tried */
 	char write_step[16];
+	char blocked[512];      /* inspect returned -EBUSY: an earlier probe of the path is still stuck */
 };
 
 struct nfs_ops {

@@ -141,13 +141,15 @@ static void bounded_child(void *argp, int fd)
  * stuck in the kernel (a hard NFS mount) cannot die and is left behind.
  */
 static int run_bounded(void (*fn)(const void *arg, void *out), const void *arg,
-		       void *out, size_t outlen, unsigned timeout_ms)
+		       void *out, size_t outlen, unsigned timeout_ms, const char *key, struct proc_stuck *blocked)
 {
 	const struct proc_limits lim = { .timeout_ms = timeout_ms, .reap_ms = 500, .eof_ends = true };
 	struct bounded b = { fn, arg, out, outlen };
-	struct proc_child ch = { 0 };
+	struct proc_child ch = { .stuck_key = key };
 	int ret = proc_start_fn(&ch, bounded_child, &b, outlen);
 
+	if (ret == -EBUSY && blocked)
+		*blocked = ch.blocked;  /* an earlier run's probe of it still sleeps in the kernel */
 	if (ret < 0)
 		return ret;
 	proc_wait(&ch, 1, &lim);
@@ -350,9 +352,23 @@ static int inspect_real(const char *hostpath, bool write_probe, unsigned timeout
 			struct mp_info *ret)
 {
 	struct inspect_args a = { hostpath, write_probe };
+	struct proc_stuck blocked;
+	char *key = xasprintf("nfs.inspect.%s", hostpath);
+	int r;
 
 	memset(ret, 0, sizeof(*ret));
-	return run_bounded(inspect_child, &a, ret, sizeof(*ret), timeout_ms);
+	/* One stuck probe per mount point: a dead hard mount does not collect one per run. */
+	r = run_bounded(inspect_child, &a, ret, sizeof(*ret), timeout_ms, key, &blocked);
+	free(key);
+	if (r == -EBUSY) {
+		struct strbuf sb = STRBUF_INIT;
+
+		memset(ret, 0, sizeof(*ret));
+		proc_stuck_text(&blocked, &sb);
+		snprintf(ret->blocked, sizeof(ret->blocked), "%s", sb_str(&sb));
+		sb_free(&sb);
+	}
+	return r;
 }
 
 static const struct nfs_ops real_ops = {

@@ -13,6 +13,11 @@
  *   ipoib IF ADDR RESULT              IF has address ADDR ("-": none);
  *                                     rdma_resolve_addr gives RESULT: a device
  *                                     name, an ERRNO, or "hang"
+ *   peer ADDR RESULT [ROUTE]          a peer's address: rdma_resolve_addr gives
+ *                                     RESULT (as above), rdma_resolve_route
+ *                                     ROUTE: ok (the default), an ERRNO, or
+ *                                     "hang".  An address no line names gives
+ *                                     EADDRNOTAVAIL.
  *
  * CALL is ibv_open_device, ibv_query_device, ibv_query_port, ibv_alloc_pd,
  * ibv_reg_mr.  What is not faked: the device list comes from the fixture's
@@ -195,14 +200,24 @@ static int fake_if_addr(const struct ctx *c, const char *ifname, char *buf, size
 	return 0;
 }
 
-static void fake_resolve(const struct ctx *c, const char *addr, unsigned timeout_ms,
+static void fake_resolve(const struct ctx *c, const char *addr, unsigned timeout_ms, bool route,
 			 struct probe_io *io, struct probe_result *res)
 {
 	const struct fake_line *f = NULL;
 
 	for (size_t i = 0; i < n_fake && !f; i++)
-		if (strcmp(fake[i].kind, "ipoib") == 0 && strcmp(fake[i].a, addr) == 0)
+		if (strcmp(fake[i].kind, route ? "peer" : "ipoib") == 0 &&
+		    strcmp(route ? fake[i].name : fake[i].a, addr) == 0)
 			f = &fake[i];
+	if (f && route) {
+		/* "peer ADDR RESULT [ROUTE]": name is ADDR, a RESULT, b ROUTE */
+		static struct fake_line pl;
+
+		pl = *f;
+		snprintf(pl.b, sizeof(pl.b), "%s", f->a);
+		snprintf(pl.c, sizeof(pl.c), "%s", f->b[0] ? f->b : "ok");
+		f = &pl;
+	}
 	probe_step(io, STEP_CM_CHANNEL);
 	probe_step(io, STEP_RESOLVE_ADDR);
 	if (!f || !f->b[0]) {
@@ -219,6 +234,17 @@ static void fake_resolve(const struct ctx *c, const char *addr, unsigned timeout
 		return;
 	}
 	snprintf(res->resolved_dev, sizeof(res->resolved_dev), "%s", f->b);
+	if (route) {
+		probe_step(io, STEP_RESOLVE_ROUTE);
+		if (strcmp(f->c, "hang") == 0)
+			for (;;)
+				pause();
+		if (errno_from_name(f->c)) {
+			res->step = STEP_RESOLVE_ROUTE;
+			res->err = errno_from_name(f->c);
+			return;
+		}
+	}
 	res->step = STEP_DONE;
 }
 

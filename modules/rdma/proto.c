@@ -72,6 +72,8 @@ const char *probe_step_call(enum probe_step s)
 		return "rdma_create_id";
 	case STEP_RESOLVE_ADDR:
 		return "rdma_resolve_addr";
+	case STEP_RESOLVE_ROUTE:
+		return "rdma_resolve_route";
 	case STEP_DONE:
 		return "the probe end";
 	}

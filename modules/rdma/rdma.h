@@ -32,6 +32,8 @@ enum probe_step {
 	STEP_CM_CHANNEL,        /* rdma_create_event_channel / rdma_create_id */
 	STEP_RESOLVE_ADDR,      /* rdma_resolve_addr and its event */
 	STEP_DONE,
+	STEP_RESOLVE_ROUTE,     /* rdma_resolve_route and its event (a peer's address); after
+				 * STEP_DONE so the wire numbers of the others stay */
 };
 
 /* A probe's answer (proto.c carries it as text). */
@@ -83,8 +85,11 @@ struct rdma_ops {
 		      struct probe_result *res);
 	/* An interface's address (IPv4 first, then global IPv6).  0, -ENOENT (none), -errno. */
 	int (*if_addr)(const struct ctx *c, const char *ifname, char *buf, size_t n);
-	/* In a probe child: rdma_resolve_addr(addr) within timeout_ms; resolved_dev on success. */
-	void (*resolve)(const struct ctx *c, const char *addr, unsigned timeout_ms,
+	/*
+	 * In a probe child: rdma_resolve_addr(addr) within timeout_ms, then, with
+	 * route (a peer's address), rdma_resolve_route; resolved_dev on success.
+	 */
+	void (*resolve)(const struct ctx *c, const char *addr, unsigned timeout_ms, bool route,
 			struct probe_io *io, struct probe_result *res);
 	void (*fini)(void);
 };
@@ -101,5 +106,21 @@ struct rdma_result {
 	char devices[256];              /* selected device names, space-separated */
 	char ipoib_addr[64];            /* "" when none */
 };
+
+/* Peers whose address rdma_cm resolves (addr and route) per run, at most. */
+#define RDMA_PEERS_MAX 3
+struct peerset;
+/*
+ * rdma_cm to peers (the mpi step calls it: peers are known after discovery):
+ * resolve the address and the route to the IPoIB address (rdma.ipoib set) or,
+ * on an Ethernet link layer (RoCE, rxe), the cluster address of up to
+ * RDMA_PEERS_MAX peers that follow this node in peers' order, in parallel
+ * helpers under rdma.open_timeout.  One detail a peer; a failure is a finding
+ * (rdma.peer-resolve: failed, degraded when rdma.required is false).
+ * Returns the worst status (ST_OK when nothing was to check); n_checked
+ * peers were probed, n_ok of them resolved.
+ */
+enum rstatus rdma_check_peers(struct ctx *c, struct report *r, const struct peerset *peers,
+			      unsigned *n_checked, unsigned *n_ok);
 
 #endif

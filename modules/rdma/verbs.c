@@ -178,14 +178,37 @@ static int verbs_if_addr(const struct ctx *c, const char *ifname, char *buf, siz
 	return r;
 }
 
-static void verbs_resolve(const struct ctx *c, const char *addr, unsigned timeout_ms,
+/* Wait for the next rdma_cm event on ch (want), within timeout_ms; 0, or the step's failure in res. */
+static int cm_wait(struct rdma_event_channel *ch, enum rdma_cm_event_type want, enum probe_step step,
+		   unsigned timeout_ms, struct probe_result *res)
+{
+	struct pollfd pf = { .fd = ch->fd, .events = POLLIN };
+	struct rdma_cm_event *ev = NULL;
+	int ret = 0;
+
+	if (poll(&pf, 1, (int)timeout_ms + 1000) <= 0) {
+		fail(res, step, ETIMEDOUT);
+		return -1;
+	}
+	if (rdma_get_cm_event(ch, &ev) < 0) {
+		fail(res, step, errno);
+		return -1;
+	}
+	if (ev->event != want) {
+		snprintf(res->event, sizeof(res->event), "%s", rdma_event_str(ev->event));
+		fail(res, step, ev->status < 0 ? -ev->status : EHOSTUNREACH);
+		ret = -1;
+	}
+	rdma_ack_cm_event(ev);
+	return ret;
+}
+
+static void verbs_resolve(const struct ctx *c, const char *addr, unsigned timeout_ms, bool route,
 			  struct probe_io *io, struct probe_result *res)
 {
 	struct sockaddr_storage ss;
 	struct rdma_event_channel *ch;
 	struct rdma_cm_id *id = NULL;
-	struct rdma_cm_event *ev = NULL;
-	struct pollfd pf;
 
 	memset(&ss, 0, sizeof(ss));
 	if (inet_pton(AF_INET, addr, &((struct sockaddr_in *)&ss)->sin_addr) == 1) {
@@ -212,25 +235,21 @@ static void verbs_resolve(const struct ctx *c, const char *addr, unsigned timeou
 		fail(res, STEP_RESOLVE_ADDR, errno);
 		goto out_id;
 	}
-	pf = (struct pollfd){ .fd = ch->fd, .events = POLLIN };
-	if (poll(&pf, 1, (int)timeout_ms + 1000) <= 0) {
-		fail(res, STEP_RESOLVE_ADDR, ETIMEDOUT);
+	if (cm_wait(ch, RDMA_CM_EVENT_ADDR_RESOLVED, STEP_RESOLVE_ADDR, timeout_ms, res) < 0)
 		goto out_id;
+	if (id->verbs)
+		snprintf(res->resolved_dev, sizeof(res->resolved_dev), "%s", ibv_get_device_name(id->verbs->device));
+	if (route) {
+		/* A peer: the path to it too (the SA's path record on IB; the neighbour on RoCE). */
+		probe_step(io, STEP_RESOLVE_ROUTE);
+		if (rdma_resolve_route(id, (int)timeout_ms) < 0) {
+			fail(res, STEP_RESOLVE_ROUTE, errno);
+			goto out_id;
+		}
+		if (cm_wait(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, STEP_RESOLVE_ROUTE, timeout_ms, res) < 0)
+			goto out_id;
 	}
-	if (rdma_get_cm_event(ch, &ev) < 0) {
-		fail(res, STEP_RESOLVE_ADDR, errno);
-		goto out_id;
-	}
-	if (ev->event != RDMA_CM_EVENT_ADDR_RESOLVED) {
-		snprintf(res->event, sizeof(res->event), "%s", rdma_event_str(ev->event));
-		fail(res, STEP_RESOLVE_ADDR, ev->status < 0 ? -ev->status : EHOSTUNREACH);
-	} else {
-		if (id->verbs)
-			snprintf(res->resolved_dev, sizeof(res->resolved_dev), "%s",
-				 ibv_get_device_name(id->verbs->device));
-		res->step = STEP_DONE;
-	}
-	rdma_ack_cm_event(ev);
+	res->step = STEP_DONE;
 out_id:
 	rdma_destroy_id(id);
 out_channel:

@@ -7,6 +7,9 @@
 # hpcinit.service start and ready, cloud-final done, hpcinit's boot run
 # (its waits for the NFS server and the peers included) and a converged
 # "hpcinit apply" (hpcinit's own share once server and peers are up).
+# Then a compute that joins the running cluster: power-on to kernel,
+# cloud-init done, hpcinit ready, and listed by every old node (their
+# hpcinit-refresh.timer, every minute).
 # Printed, not asserted.  Software emulation (no KVM): the absolute numbers
 # are those of this machine's CPUs, shared with whatever else runs.
 #
@@ -15,4 +18,4 @@ set -euo pipefail
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 N=${1:-2}
 echo "# vm-boot: head + $N computes, $(nproc) host cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-exec bash "$SRC/tests/vm/cluster.sh" -n "$N" --checks "boot bench"
+exec bash "$SRC/tests/vm/cluster.sh" -n "$N" --checks "boot bench scaleout"

@@ -46,6 +46,12 @@ hpn_teardown() {
 
 hpn_setup() {
 	hpn_need
+	# The names are fixed, so two runs of the suite on one machine (a CI
+	# run and a developer's make check) take turns instead of tearing down
+	# each other's namespaces ("Network is unreachable" half way through).
+	exec {HPN_LOCK_FD}>"/tmp/hpcinit-${HPN_PREFIX}nfs.lock"
+	flock -w 900 "$HPN_LOCK_FD" ||
+		{ echo "FAIL: another test holds /tmp/hpcinit-${HPN_PREFIX}nfs.lock for 15 minutes" >&2; exit 1; }
 	# Leftovers of a killed run use our reserved names: they are ours to remove.
 	hpn_teardown
 	cleanup_add hpn_teardown

@@ -82,7 +82,7 @@ check "check reports sshd's memlock" contains "$T/check3" "sshd (pid 4242) runs 
 
 # status: table and JSON of the last apply
 run_hpc "$T/status" status --root "$R"
-check "status exits 0" [ "$rc" -eq 0 ]
+check "status exits 3: the node is degraded" [ "$rc" -eq 3 ]
 check "status shows the module row" contains "$T/status" "memlock    degraded"
 check "status shows the result" contains "$T/status" "result: degraded (exit 3"
 run_hpc_stdout "$T/statusj" status --json --root "$R"

@@ -38,7 +38,7 @@ check "status.json holds no raw escape byte" not_contains "$R/run/hpcinit/status
 run_hpc_stdout "$T/check.json" check --json --root "$R" -c "$T/spec.yaml"
 check "check --json is valid UTF-8 JSON" valid_json "$T/check.json"
 run_hpc "$T/status" status --root "$R"
-check "hpcinit status reads it back" [ "$rc" -eq 0 ]
+check "hpcinit status reads it back: degraded (exit 3)" [ "$rc" -eq 3 ]
 check "status shows the cluster" contains "$T/status" "cluster esc"
 check "status output has no escape byte" not_contains "$T/status" "$esc"
 done_testing

@@ -37,7 +37,7 @@ done
 for cmd in apply check plan refresh status verify validate; do
 	grep -Eq "^       $cmd( |\$)" "$T/hpcinit.8.txt" || fail "hpcinit(8) does not describe the command $cmd"
 done
-for code in 0 1 2 3; do
+for code in 0 1 2 3 4; do
 	grep -Eq "^       $code +" "$T/hpcinit.8.txt" || fail "hpcinit(8) does not describe exit status $code"
 done
 

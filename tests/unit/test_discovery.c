@@ -7,7 +7,9 @@
  */
 #include "config.h"
 
+#include <grp.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "../../modules/discovery/discovery.c"
 #include "../../modules/discovery/admit.c"
@@ -391,6 +393,251 @@ static void test_admit_found(struct ctx *c)
 	peer_clear(&run.self);
 }
 
+static bool owned(const char *rel, uid_t uid, gid_t gid, mode_t mode)
+{
+	char *p = host(rel);
+	struct stat st;
+	bool ok = lstat(p, &st) == 0 && st.st_uid == uid && st.st_gid == gid &&
+		  (mode == 0 || (st.st_mode & 07777) == mode);
+
+	if (!ok)
+		fprintf(stderr, "%s: uid %u gid %u mode %04o, want %u %u %04o\n", rel, (unsigned)st.st_uid,
+			(unsigned)st.st_gid, (unsigned)(st.st_mode & 07777), (unsigned)uid, (unsigned)gid,
+			(unsigned)mode);
+	free(p);
+	return ok;
+}
+
+static void own(const char *rel, uid_t uid, gid_t gid)
+{
+	char *p = host(rel);
+
+	TEST_INTEQ(lchown(p, uid, gid), 0);
+	free(p);
+}
+
+/*
+ * A compute whose root the head's export squashes, simulated: the same
+ * run in a child that writes as uid 65534, as root on an NFS client of a
+ * root_squash export does.  The probe finds 65534, records owned by it are
+ * trusted, a record owned by root (which no squashed client can write) is
+ * not.  No cluster secret: a child running as 65534 could not read root's.
+ * Returns the child's number of failed checks.
+ */
+static int squashed_compute(struct ctx *head)
+{
+	pid_t pid = fork();
+	int status = 0;
+
+	if (pid == 0) {
+		struct spec spec = *head->spec;
+		struct outputs out = { 0 };
+		struct ctx c = *head;
+		struct report rep;
+
+		spec.cluster.role = ROLE_COMPUTE;
+		spec.cluster.secret_file = NULL;
+		spec.nfs.n_exports = 0;
+		c.spec = &spec;
+		c.out = &out;
+		c.hostname = "c1";
+		setenv("HPCINIT_ADDRESS", "10.0.0.31", 1);
+		test_failures = 0;
+		if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+		    setresuid(65534, 65534, 65534) < 0)
+			_exit(100);
+		TEST_INTEQ(run(&c, &rep), 0);
+		TEST_CHECK(detail(&rep, NODES ": root is squashed to uid 65534 on this share; records owned "
+				  "by uid 65534 are accepted"));
+		TEST_CHECK(finding(&rep, "discovery.squash.no-secret", ST_DEGRADED));
+		TEST_CHECK(has_peer(&c, "node1") && has_peer(&c, "node2"));
+		TEST_CHECK(!has_peer(&c, "rootrec"));
+		TEST_CHECK(detail(&rep, "record rootrec.rec: owned by uid 0, not by the trusted writer "
+				  "(uid 65534, root squashed); rejected"));
+		TEST_CHECK(owned(NODES "/c1.rec", 65534, 65534, 0644));
+		report_free(&rep);
+		out.peers = peerset_free(out.peers);
+		_exit(test_failures > 99 ? 99 : test_failures);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return 1;
+	return WEXITSTATUS(status);
+}
+
+/*
+ * The head exports the share with root squashed (issue 12): it makes the
+ * tree and its record the anonymous uid's, re-owns what an earlier run made
+ * as root, trusts records of that uid, and refuses what it must.
+ */
+static void test_head_squash(struct ctx *c, struct spec *spec)
+{
+	struct spec_nfs_export x = { 0 };
+	struct strlist sq = { 0 }, no = { 0 }, anon = { 0 };
+	char export_path[] = "/share";
+	struct report rep;
+	char *p;
+
+	spec->discovery.expect = 1;
+	spec->discovery.wait_ms = 0;
+	disc_clock = &system_clock;
+	setenv("HPCINIT_ADDRESS", "10.0.0.1", 1);
+	p = host("/share/.hpcinit");
+	test_rm_rf(p);
+	free(p);
+	strlist_push(&sq, "rw");
+	strlist_push(&sq, "sync");
+	strlist_push(&sq, "no_subtree_check");
+	strlist_push(&no, "rw");
+	strlist_push(&no, "no_root_squash");
+	strlist_push(&anon, "all_squash");
+	strlist_push(&anon, "anonuid=1234");
+	strlist_push(&anon, "anongid=1235");
+	spec->cluster.role = ROLE_HEAD;
+	x.path = export_path;
+	x.options = no;
+	spec->nfs.exports = &x;
+	spec->nfs.n_exports = 1;
+
+	/* no_root_squash (the shipped conf): as before, root's tree */
+	TEST_INTEQ(run(c, &rep), 0);
+	TEST_CHECK(owned("/share/.hpcinit", 0, 0, 0755) && owned(NODES, 0, 0, 0755));
+	TEST_CHECK(owned(NODES "/node1.rec", 0, 0, 0644));
+	report_free(&rep);
+	plant("node2", "10.0.0.2", 0, KEY);
+
+	/* the export now squashes root: check says what apply will do, and changes nothing */
+	x.options = sq;
+	c->mode = RUN_CHECK;
+	TEST_INTEQ(run(c, &rep), 0);
+	TEST_INTEQ(rep.status, ST_CHANGED);
+	TEST_CHECK(detail(&rep, NODES ": owned by 0:0; apply gives it to 65534:65534 (the export's anonymous uid)"));
+	TEST_CHECK(has_peer(c, "node2"));
+	TEST_CHECK(owned(NODES, 0, 0, 0755) && owned(NODES "/node2.rec", 0, 0, 0644));
+	report_free(&rep);
+
+	/* apply: every level, this node's record and the root-owned record go to 65534 */
+	c->mode = RUN_APPLY;
+	TEST_INTEQ(run(c, &rep), 0);
+	TEST_INTEQ(rep.status, ST_CHANGED);
+	TEST_CHECK(owned("/share/.hpcinit", 65534, 65534, 0755));
+	TEST_CHECK(owned("/share/.hpcinit/glo", 65534, 65534, 0755));
+	TEST_CHECK(owned(NODES, 65534, 65534, 0755));
+	TEST_CHECK(owned(NODES "/node1.rec", 65534, 65534, 0644));
+	TEST_CHECK(owned(NODES "/node2.rec", 65534, 65534, 0644));
+	TEST_CHECK(owned("/share", 0, 0, 0755));       /* the export itself is never handed over */
+	TEST_CHECK(detail(&rep, NODES ": re-owned from 0:0 to 65534:65534"));
+	TEST_CHECK(detail(&rep, "record node2.rec: owned by root (written before root was squashed); "
+			  "re-owned to uid 65534"));
+	TEST_CHECK(detail(&rep, NODES ": this node exports /share with root_squash: root on its clients "
+			  "writes as uid 65534"));
+	TEST_CHECK(has_peer(c, "node2"));
+	report_free(&rep);
+
+	/* converged: nothing changes; records of 65534 trusted, others not */
+	plant("node3", "10.0.0.3", 0, KEY);
+	own(NODES "/node3.rec", 65534, 65534);
+	plant("evil", "10.0.0.9", 0, KEY);
+	own(NODES "/evil.rec", 1000, 1000);
+	TEST_INTEQ(run(c, &rep), 0);
+	TEST_INTEQ(rep.changed.n, 0);
+	TEST_CHECK(has_peer(c, "node2") && has_peer(c, "node3") && !has_peer(c, "evil"));
+	TEST_CHECK(detail(&rep, "record evil.rec: owned by uid 1000, not by the trusted writer (uid 65534, "
+			  "root squashed); rejected"));
+	TEST_CHECK(!finding(&rep, "discovery.squash.no-secret", ST_DEGRADED));
+	report_free(&rep);
+	p = host(NODES "/evil.rec");
+	unlink(p);
+	free(p);
+
+	/* a tree made from scratch is the anonymous uid's from the start */
+	p = host("/share/.hpcinit");
+	test_rm_rf(p);
+	free(p);
+	TEST_INTEQ(run(c, &rep), 0);
+	TEST_CHECK(owned("/share/.hpcinit", 65534, 65534, 0755) && owned(NODES, 65534, 65534, 0755));
+	TEST_CHECK(owned(NODES "/node1.rec", 65534, 65534, 0644));
+	report_free(&rep);
+
+	/* a compute, squashed, trusts the head's records and refuses root's */
+	plant("node2", "10.0.0.2", 0, KEY);
+	own(NODES "/node2.rec", 65534, 65534);
+	plant("rootrec", "10.0.0.8", 0, KEY);
+	p = host("");
+	chmod(p, 0755);         /* mkdtemp made it 0700: the child must get through */
+	free(p);
+	TEST_INTEQ(squashed_compute(c), 0);
+	p = host(NODES "/rootrec.rec");
+	unlink(p);
+	free(p);
+	/* the compute's record (written as 65534, without the secret it lacked) passes the owner rule */
+	TEST_INTEQ(run(c, &rep), 0);
+	TEST_CHECK(!has_peer(c, "c1"));
+	TEST_CHECK(detail(&rep, "record c1.rec: no HMAC while cluster.secret_file is set; rejected"));
+	report_free(&rep);
+
+	/* without the secret: the head trusts it, and a finding tells the admin to set the secret */
+	spec->cluster.secret_file = NULL;
+	TEST_INTEQ(run(c, &rep), 0);
+	TEST_CHECK(has_peer(c, "c1"));
+	TEST_INTEQ(rep.status, ST_DEGRADED);
+	TEST_CHECK(finding(&rep, "discovery.squash.no-secret", ST_DEGRADED));
+	report_free(&rep);
+	spec->cluster.secret_file = s_key;
+
+	/* another anonymous uid (all_squash, anonuid=1234): a tree of 65534 is someone else's: refused */
+	x.options = anon;
+	TEST_INTEQ(run(c, &rep), -EPERM);
+	TEST_CHECK(detail(&rep, "is owned by uid 65534, but this node exports /share with all_squash "
+			  "(anonymous uid 1234)"));
+	TEST_CHECK(owned(NODES, 65534, 65534, 0755));
+	report_free(&rep);
+	x.options = sq;
+
+	/* a level swapped for a link is not followed: refused, its target untouched */
+	p = host("/share/elsewhere");
+	mkdir(p, 0755);
+	free(p);
+	p = host("/share/.hpcinit");
+	test_rm_rf(p);
+	TEST_INTEQ(symlink("elsewhere", p), 0);
+	TEST_INTEQ(run(c, &rep), -ENOTDIR);
+	TEST_CHECK(owned("/share/elsewhere", 0, 0, 0755));
+	report_free(&rep);
+	unlink(p);
+	free(p);
+
+	/* discovery.dir is the export itself: refused with the reason */
+	spec->discovery.dir = export_path;
+	TEST_INTEQ(run(c, &rep), -EPERM);
+	TEST_CHECK(detail(&rep, "discovery.dir /share is the export /share itself"));
+	TEST_CHECK(owned("/share", 0, 0, 0755));
+	report_free(&rep);
+	/* ...also when either is written with a trailing slash */
+	{
+		char slashed[] = "/share/";
+
+		spec->discovery.dir = slashed;
+		TEST_INTEQ(run(c, &rep), -EPERM);
+		TEST_CHECK(detail(&rep, "discovery.dir /share/ is the export /share itself"));
+		TEST_CHECK(owned("/share", 0, 0, 0755));
+		report_free(&rep);
+		x.path = slashed;
+		spec->discovery.dir = export_path;
+		TEST_INTEQ(run(c, &rep), -EPERM);
+		TEST_CHECK(owned("/share", 0, 0, 0755));
+		report_free(&rep);
+		x.path = export_path;
+	}
+	spec->discovery.dir = s_dir;
+
+	spec->nfs.exports = NULL;
+	spec->nfs.n_exports = 0;
+	spec->cluster.role = ROLE_COMPUTE;
+	strlist_free(&sq);
+	strlist_free(&no);
+	strlist_free(&anon);
+}
+
 int main(void)
 {
 	struct spec spec = { 0 };
@@ -640,6 +887,7 @@ int main(void)
 	test_clock_skew(&c, &spec);
 	test_admit(&c, &spec);
 	test_admit_found(&c);
+	test_head_squash(&c, &spec);
 
 	out.peers = peerset_free(out.peers);
 	free(before);

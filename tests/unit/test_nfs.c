@@ -753,15 +753,20 @@ static void test_fake_root(void)
 	TEST_STREQ(r.summary, "1 mount: 0 ok, 1 mounted");
 	TEST_CHECK(fake_inspect_wrote);         /* a fresh rw mount gets a write probe */
 	report_free(&r);
-	/* root squashed: degraded, with the reason */
+	/* root squashed (the NFS default): said, with the reason, as information, not degraded */
 	snprintf(path, sizeof(path), "%s/proc/self/mountinfo", root);
 	spit(path, "25 1 8:1 / / rw - ext4 /dev/sda1 rw\n");
 	fake_write_err = EACCES;
 	report_init(&r);
 	TEST_INTEQ(nfs_apply(&c, &r), 0);
-	TEST_INTEQ(r.status, ST_DEGRADED);
+	TEST_INTEQ(r.status, ST_CHANGED);
 	TEST_CHECK(strstr(sb_str(&r.details), "root cannot write to the share (create a probe file: "
 			  "Permission denied)") != NULL);
+	TEST_INTEQ(r.n_findings, 1);
+	if (r.n_findings == 1) {
+		TEST_STREQ(r.findings[0].tag, "nfs.mounted.root-cannot-write");
+		TEST_INTEQ(r.findings[0].sev, ST_OK);
+	}
 	report_free(&r);
 	fake_write_err = 0;
 	spit(path, "25 1 8:1 / / rw - ext4 /dev/sda1 rw\n");
@@ -949,18 +954,18 @@ static void test_bounded(void)
 	char buf[8];
 	uint64_t t0;
 
-	TEST_INTEQ(run_bounded(fd_probe_child, &fd, &o, sizeof(o), 5000), 0);
+	TEST_INTEQ(run_bounded(fd_probe_child, &fd, &o, sizeof(o), 5000, NULL, NULL), 0);
 	TEST_INTEQ(o.fd, fd);
 	TEST_CHECK(!o.fd_open);
 	TEST_CHECK(o.stdout_null);
 	memset(&o, 0, sizeof(o));
-	TEST_INTEQ(run_bounded(fd_probe_child, &hi, &o, sizeof(o), 5000), 0);
+	TEST_INTEQ(run_bounded(fd_probe_child, &hi, &o, sizeof(o), 5000, NULL, NULL), 0);
 	TEST_CHECK(!o.fd_open);
 	close(fd);
 	close(hi);
 	/* a child that does not answer in time is killed and reported */
 	t0 = now_ms();
-	TEST_INTEQ(run_bounded(sleep_child, NULL, buf, sizeof(buf), 300), -ETIMEDOUT);
+	TEST_INTEQ(run_bounded(sleep_child, NULL, buf, sizeof(buf), 300, NULL, NULL), -ETIMEDOUT);
 	TEST_CHECK(now_ms() - t0 < 2000);
 }
 
@@ -1068,6 +1073,78 @@ static void test_self_probe(void)
 	spec_del(s);
 }
 
+/* Which exports squash root, read as exportfs reads the options (modules/nfs/squash.h). */
+static void test_export_squash(void)
+{
+	static const struct {
+		const char *opts;       /* the options list of the export /shared */
+		const char *path;
+		bool squash, all;
+		unsigned uid, gid;
+	} cases[] = {
+		{ "[rw, sync, no_subtree_check]", "/shared/.hpcinit", true, false, 65534, 65534 },  /* NFS default */
+		{ "[rw, sync, no_root_squash, no_subtree_check]", "/shared/.hpcinit", false, false, 0, 0 },
+		{ "[rw, root_squash]", "/shared/.hpcinit", true, false, 65534, 65534 },
+		{ "[rw, root_squash, no_root_squash]", "/shared/x", false, false, 0, 0 },   /* last wins */
+		{ "[rw, no_root_squash, all_squash]", "/shared/x", true, true, 65534, 65534 },
+		{ "[rw, all_squash, no_all_squash, no_root_squash]", "/shared/x", false, false, 0, 0 },
+		{ "[rw, root_squash, anonuid=1000, anongid=1001]", "/shared/x", true, false, 1000, 1001 },
+		{ "[rw, anonuid=nobody]", "/shared/x", true, false, 65534, 65534 },        /* not a number */
+		{ "[rw]", "/shared", true, false, 65534, 65534 },
+		{ "[rw]", "/sharedx/.hpcinit", false, false, 0, 0 },                      /* not inside */
+		{ "[rw]", "/data/.hpcinit", false, false, 0, 0 },
+		{ "[rw]", "/shared/../etc/.hpcinit", false, false, 0, 0 },              /* not by its text */
+		{ "[rw]", "/shared/./x", false, false, 0, 0 },
+		{ "[rw]", "/shared/.hpcinit/", true, false, 65534, 65534 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *y = xasprintf("version: 1\ncluster: {name: glo, role: head, network: 10.0.0.0/24}\n"
+				    "nfs:\n  exports:\n    - {path: /shared/, options: %s}\n", cases[i].opts);
+		struct spec *s = load(y);
+		struct nfs_squash sq = { 0 };
+
+		TEST_CHECK(s != NULL);
+		if (s) {
+			bool got = nfs_export_squash(s, cases[i].path, &sq);
+
+			if (got != cases[i].squash)
+				fprintf(stderr, "case %zu: %s %s\n", i, cases[i].opts, cases[i].path);
+			TEST_INTEQ(got, cases[i].squash);
+			if (got && cases[i].squash) {
+				TEST_INTEQ(sq.at_export, strcmp(cases[i].path, "/shared") == 0);
+				TEST_INTEQ(sq.all, cases[i].all);
+				TEST_INTEQ(sq.anonuid, cases[i].uid);
+				TEST_INTEQ(sq.anongid, cases[i].gid);
+			}
+		}
+		spec_free(s);
+		free(y);
+	}
+	/* the innermost export decides; a compute never; the spec's own mount makes the head a client */
+	{
+		struct spec *s = load("version: 1\ncluster: {name: glo, role: head, network: 10.0.0.0/24}\n"
+				      "nfs:\n  exports:\n"
+				      "    - {path: /shared, options: [rw, no_root_squash]}\n"
+				      "    - {path: /shared/rdv, options: [rw, anonuid=7]}\n"
+				      "  mounts:\n"
+				      "    - {source: \"10.0.0.9:/home\", path: /shared/home}\n");
+		struct nfs_squash sq = { 0 };
+
+		TEST_CHECK(s != NULL);
+		if (s) {
+			TEST_CHECK(nfs_export_squash(s, "/shared/rdv/.hpcinit", &sq));
+			TEST_STREQ(sq.export, "/shared/rdv");
+			TEST_INTEQ(sq.anonuid, 7);
+			TEST_CHECK(!nfs_export_squash(s, "/shared/.hpcinit", &sq));
+			TEST_CHECK(!nfs_export_squash(s, "/shared/home/.hpcinit", &sq));
+			s->cluster.role = ROLE_COMPUTE;
+			TEST_CHECK(!nfs_export_squash(s, "/shared/rdv/.hpcinit", &sq));
+		}
+		spec_free(s);
+	}
+}
+
 int main(void)
 {
 	nfs_io = &fake_ops;
@@ -1081,6 +1158,7 @@ int main(void)
 	test_wait_zero();
 	test_fake_root();
 	test_exports();
+	test_export_squash();
 	test_self_probe();
 	test_timeout();
 	test_inspect_real();

@@ -14,8 +14,13 @@
 #   tests/vm/cluster.sh [-n N] [--checks "boot nfs ..."] [--keep]
 #
 #   -n N        compute VMs (default 2)
-#   --checks    which checks, in order (default: all; see CHECKS below)
+#   --checks    which checks, in order (default: CHECKS_ALL below; the others
+#               are reboot, bench, scaleout, leave, scalein, latehead)
 #   --keep      leave the work directory (console logs, outputs) behind
+#   --lease D   every node's spec gets discovery.lease: D (the shipped
+#               custom-data leaves the 5 min default; scalein waits a lease)
+#   --late-head S  boot the head S seconds after the computes (they wait for
+#               its export and then converge: check latehead)
 #   --squash    the head exports /shared with root_squash (the NFS default)
 #               instead of the shipped no_root_squash, and every node gets a
 #               cluster secret (cluster.secret_file), as docs/cluster.md advises
@@ -37,12 +42,16 @@ set -Eeuo pipefail
 
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 N=2
-CHECKS_ALL="boot nfs hosts ssh mpi verify rdma memlock kernel gating"
-# bench and reboot run before gating and scaleout, which restart hpcinit.service and add a VM.
+CHECKS_ALL="boot nfs hosts ssh mpi verify rdma rdmacm memlock kernel gating vmcheck"
+# bench and reboot run before gating and vmcheck (which restart hpcinit and
+# the head's NFS server); scaleout, leave and scalein come last (they add a
+# VM, shut it down, and pull the plug of c2).
 CHECKS=$CHECKS_ALL
 KEEP=0
 HOLD=0
 SQUASH=0
+LEASE=
+LATE_HEAD=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	-n) N=$2; shift 2 ;;
@@ -50,7 +59,9 @@ while [ $# -gt 0 ]; do
 	--keep) KEEP=1; shift ;;
 	--hold) HOLD=1; KEEP=1; shift ;;
 	--squash) SQUASH=1; shift ;;
-	*) echo "usage: $0 [-n N] [--checks LIST] [--keep] [--hold]" >&2; exit 2 ;;
+	--lease) LEASE=$2; shift 2 ;;
+	--late-head) LATE_HEAD=$2; shift 2 ;;
+	*) echo "usage: $0 [-n N] [--checks LIST] [--keep] [--hold] [--squash] [--lease DUR] [--late-head SECONDS]" >&2; exit 2 ;;
 	esac
 done
 MEM=${HPCINIT_VM_MEM:-1024}
@@ -64,7 +75,7 @@ T_START=$(date +%s)
 
 say() { echo "# $(date +%T) $*"; }
 ok() { echo "ok - $1"; PASS=$((PASS + 1)); }
-notok() { echo "not ok - $1"; shift; [ $# -eq 0 ] || printf '#   %s\n' "$@"; FAILN=$((FAILN + 1)); }
+notok() { echo "not ok - $1"; shift; [ $# -eq 0 ] || printf '%s\n' "$@" | sed 's/^/#   /'; FAILN=$((FAILN + 1)); }
 finish() {
 	echo "# $PASS passed, $FAILN failed ($(($(date +%s) - T_START)) s)"
 	[ "$FAILN" -eq 0 ] && [ "$PASS" -gt 0 ]
@@ -116,8 +127,11 @@ trap 'exit 130' INT TERM
 say "image (tests/vm/image.sh)"
 t0=$(date +%s)
 IMG=$(bash "$SRC/tests/vm/image.sh" 2> "$W/image.log" | tail -1) || { tail -40 "$W/image.log"; notok "image" "tests/vm/image.sh failed"; finish; exit 1; }
-sed 's/^/#   /' "$W/image.log" | grep '#   image:' || true
+sed 's/^/#   /' "$W/image.log" | grep "#   image:" || true
 say "image ready in $(($(date +%s) - t0)) s: $IMG"
+# image.sh prunes old images, never one held like this (the qemus inherit the lock)
+exec 7< "$IMG/done"
+flock -s 7
 
 # ---- seeds: the product's custom-data, addresses filled in, plus the platform part ----
 # subst FILE: the custom-data for this test network.  Every replaced string
@@ -134,6 +148,10 @@ subst() {
 			{ echo "seed: no_root_squash not found in $f" >&2; return 1; }
 		s=${s//no_root_squash/root_squash}
 		s=$(sed -E 's|^( *)network: 10\.0\.0\.0/24$|&\n\1secret_file: /etc/hpcinit/cluster.key|' <<< "$s")
+	fi
+	if [ -n "$LEASE" ]; then
+		grep -qE '^ *dir: /shared/\.hpcinit$' <<< "$s" || { echo "seed: 'dir: /shared/.hpcinit' not found in $f" >&2; return 1; }
+		s=$(sed -E "s|^( *)dir: /shared/\.hpcinit$|&\n\1lease: $LEASE|" <<< "$s")
 	fi
 	s=${s//10.0.0.4/$NET.10}
 	s=${s//10.0.0.0\/24/$NET.0/24}
@@ -172,6 +190,8 @@ make_seed() {
 	[ "$n" = head ] && role=head
 	mkdir -p "$d/seed" "$d/out" "$d/cmd"
 	cp "$SRC/tests/vm/agent.sh" "$d/agent.sh"
+	mkdir -p "$d/vmcheck"
+	cp "$SRC"/tests/vmcheck/*.sh "$d/vmcheck/"
 	[ ! -x "$MPI_HELLO" ] || cp "$MPI_HELLO" "$d/mpi-hello"
 	subst "$SRC/conf/cloud-init/vmss-$role.yaml" > "$d/custom-data.yaml"
 	platform_part "$(addr_of "$n")" > "$d/platform.yaml"
@@ -235,8 +255,14 @@ i=0
 for n in $(names); do
 	make_seed "$n"
 	i=$((i + 1))
+	[ "$n" = head ] && [ "$LATE_HEAD" -gt 0 ] && continue
 	boot "$n" "$i"
 done
+if [ "$LATE_HEAD" -gt 0 ]; then
+	say "the head boots $LATE_HEAD s after the computes"
+	sleep "$LATE_HEAD"
+	boot head 1
+fi
 
 # Wait for each agent, then for cloud-init on each VM.
 declare -A T_AGENT=() T_READY=()
@@ -279,7 +305,7 @@ each_vm() {
 	local check=$1 script=$2 n out msgs=()
 	for n in $(names); do
 		if ! out=$(vm_exec "$n" 600 "$script" 2>&1); then
-			msgs+=("$n:" "${out//$'\n'/$'\n'#     }")
+			msgs+=("$n:" "$out")
 		fi
 	done
 	if [ ${#msgs[@]} -eq 0 ]; then ok "$check"; else notok "$check" "${msgs[@]}"; fi
@@ -433,6 +459,24 @@ check_rdma() {
 		done'
 }
 
+# (3) rdma_cm between two VMs over rxe: c1 resolves c2's address and route
+# to the soft device and connects (rping: rdma_resolve_addr,
+# rdma_resolve_route, rdma_connect, RDMA reads and writes).
+check_rdmacm() {
+	local srv=c2 cli=c1 a out
+	[ "$N" -ge 2 ] || { notok "rdmacm: c1 reaches c2 with rdma_cm over rxe" "needs 2 computes"; return; }
+	a=$(addr_of "$srv")
+	vm_exec "$srv" 30 "rm -f /tmp/rping-srv.*; (timeout 120 rping -s -a $a -v -C 3 > /tmp/rping-srv.out 2>&1; echo \$? > /tmp/rping-srv.rc) > /dev/null 2>&1 &
+		sleep 2; rdma resource show cm_id | grep -q LISTEN || { echo no rping listener; cat /tmp/rping-srv.out; exit 1; }" > /dev/null 2>&1 || true
+	if out=$(vm_exec "$cli" 120 "timeout 60 rping -c -a $a -v -C 3 2>&1; rc=\$?; echo rc=\$rc; exit \$rc" 2>&1) &&
+		[ "$(grep -c '^ping data: rdma-ping-' <<< "$out")" -ge 3 ]; then
+		ok "rdmacm: c1 reaches c2 with rdma_cm over rxe (rping: resolve address and route, connect, 3 RDMA pings)"
+		grep -m1 '^ping data' <<< "$out" | sed 's/^/#   /'
+	else
+		notok "rdmacm: c1 reaches c2 with rdma_cm over rxe" "$out" "server: $(vm_exec "$srv" 30 'cat /tmp/rping-srv.out /tmp/rping-srv.rc' 2>&1)"
+	fi
+}
+
 # (4) memlock: a PAM login and a systemd service get the spec's limit.
 check_memlock() {
 	# Both custom-data files leave memlock.limit at its default: unlimited.
@@ -509,40 +553,224 @@ check_reboot() {
 	fi
 }
 
-# (6) Scale-out under real systemd: a VM booted later reaches every old node's
-# hostfile and known_hosts through hpcinit-refresh.timer.
-check_scaleout() {
-	local n=c$((N + 1)) i=$((N + 2)) t0 end out old left
-	make_seed "$n"
-	t0=$(date +%s)
-	boot "$n" "$i"
-	end=$((t0 + BOOT_TIMEOUT))
-	while [ ! -e "$W/vm/$n/out/agent-start" ]; do
-		[ "$(date +%s)" -lt "$end" ] && kill -0 "${PID[$n]}" 2>/dev/null ||
-			{ notok "scale-out: $n boots" "no agent (console: $W/vm/$n/console.log)"; return; }
-		sleep 1
-	done
-	out=$(vm_exec "$n" "$BOOT_TIMEOUT" 'cloud-init status --wait >/dev/null; cloud-init status; hpcinit status | tail -2' 2>&1) || true
-	say "$n: cloud-init done $(($(date +%s) - t0)) s after power-on: $(tr '\n' ' ' <<< "$out")"
-	grep -q "result: ready" <<< "$out" && ok "scale-out: $n boots into the running cluster, ready" ||
-		notok "scale-out: $n boots into the running cluster, ready" "$out"
-	end=$(($(date +%s) + 300))
+# member_script NAME ADDR in|out: a script for a VM that succeeds when NAME
+# is in (out of) every file hpcinit keeps the membership in: the three MPI
+# hostfiles, known_hosts, clustershell's group and the /etc/hosts block;
+# otherwise it prints where it is (is not).
+member_script() {
+	local n=$1 a=$2 want=$3
+	cat <<-EOF
+	d=/etc/hpcinit bad=
+	has() { if [ "\$1" = 1 ]; then r=in; else r=out; fi; [ \$r = $want ] || bad="\$bad \$2"; }
+	grep -q '^$n slots=' \$d/hostfile.openmpi; has \$((! \$?)) hostfile.openmpi
+	grep -q '^$n:' \$d/hostfile.mpich; has \$((! \$?)) hostfile.mpich
+	grep -qx '$n' \$d/hostfile.plain; has \$((! \$?)) hostfile.plain
+	grep -qE '(^|[ ,])$n([ ,]|\$)' \$d/ssh_known_hosts; has \$((! \$?)) ssh_known_hosts
+	nodeset -e @glocluster 2>/dev/null | tr ' ' '\n' | grep -qx '$n'; has \$((! \$?)) "nodeset @glocluster"
+	sed -n '/^# BEGIN hpcinit glocluster\$/,/^# END hpcinit glocluster\$/p' /etc/hosts | grep -qE '^${a//./\\.}[[:space:]]+$n\b'; has \$((! \$?)) /etc/hosts
+	[ -z "\$bad" ] || { echo "$n not $want of:\$bad"; exit 1; }
+	EOF
+}
+
+# wait_member NAME ADDR in|out SECONDS VM...: poll the VMs until each passes
+# member_script; prints the VMs that did not, returns 1 then.
+wait_member() {
+	local n=$1 a=$2 want=$3 end=$(($(date +%s) + $4)) script v left
+	shift 4
+	script=$(member_script "$n" "$a" "$want")
 	while :; do
 		left=()
-		for old in $(names); do
-			vm_exec "$old" 30 "grep -q '^$n slots=' /etc/hpcinit/hostfile.openmpi && grep -q '\\b$n\\b' /etc/hpcinit/ssh_known_hosts" >/dev/null 2>&1 ||
-				left+=("$old")
+		for v in "$@"; do
+			vm_exec "$v" 30 "$script" >/dev/null 2>&1 || left+=("$v")
 		done
-		[ ${#left[@]} -gt 0 ] || break
+		[ ${#left[@]} -gt 0 ] || return 0
 		[ "$(date +%s)" -lt "$end" ] || break
-		sleep 5
+		sleep 3
 	done
-	if [ ${#left[@]} -eq 0 ]; then
-		ok "scale-out: $n in every old node's hostfile and known_hosts ($(($(date +%s) - t0)) s after its power-on)"
+	for v in "${left[@]}"; do echo "$v: $(vm_exec "$v" 30 "$script" 2>&1)"; done
+	return 1
+}
+
+late() { echo "c$((N + 1))"; }
+since() { awk -v a="$(date +%s.%N)" -v b="$1" 'BEGIN{printf "%.1f", a - b}'; }
+
+# (6) Scale-out under real systemd: a VM booted later reaches every old node's
+# hostfiles and known_hosts through hpcinit-refresh.timer (the shipped
+# custom-data enables no watch).  Prints the join's split (the benchmark of a
+# VM that joins a running cluster).
+T_JOINED=
+check_scaleout() {
+	local n i=$((N + 2)) end out old left k ci he
+	n=$(late)
+	make_seed "$n"
+	boot "$n" "$i"
+	end=$(($(date +%s) + BOOT_TIMEOUT))
+	while [ ! -e "$W/vm/$n/out/agent-start" ]; do
+		[ "$(date +%s)" -lt "$end" ] && kill -0 "${PID[$n]}" 2>/dev/null ||
+			{ notok "scaleout: $n boots into the running cluster, ready" "no agent (console: $W/vm/$n/console.log)"; return; }
+		sleep 1
+	done
+	k=$(awk -v l="${T_LAUNCH[$n]}" '{printf "%.1f", $1 - $2 - l}' "$W/vm/$n/out/agent-start")
+	out=$(vm_exec "$n" "$BOOT_TIMEOUT" '
+		cloud-init status --wait >/dev/null; cloud-init status
+		while [ "$(systemctl show -p ActiveState --value hpcinit.service)" = activating ]; do sleep 1; done
+		hpcinit status | grep "result:"
+		mono() { systemctl show -p "$2" --value "$1"; }
+		read -r up _ < /proc/uptime
+		# seconds before now: hpcinit ready
+		awk -v u="$up" -v he="$(mono hpcinit.service ActiveEnterTimestampMonotonic)" "BEGIN{printf \"ready-ago %.1f\\n\", u - he / 1e6}"' 2>&1) || true
+	ci=$(since "${T_LAUNCH[$n]}")
+	he=$(awk -v c="$ci" '/^ready-ago /{printf "%.1f", c - $2}' <<< "$out")
+	if grep -q "result: ready" <<< "$out"; then
+		ok "scaleout: $n boots into the running cluster, ready"
 	else
-		notok "scale-out: $n in every old node's hostfile and known_hosts" "not on: ${left[*]} after $(($(date +%s) - t0)) s" \
-			"$(vm_exec "${left[0]}" 30 'systemctl list-timers --no-pager hpcinit-refresh.timer; journalctl -b -u hpcinit-refresh.service --no-pager | tail -5' 2>&1)"
+		notok "scaleout: $n boots into the running cluster, ready" "$out"
+		return
 	fi
+	old=$(names | tr '\n' ' ')
+	# every old node's refresh timer (every minute, 10 s spread) must list it
+	if left=$(wait_member "$n" "$(addr_of "$n")" in 240 $old); then
+		T_JOINED=$(since "${T_LAUNCH[$n]}")
+		ok "scaleout: $n in every old node's hostfiles, known_hosts, nodeset and /etc/hosts"
+	else
+		notok "scaleout: $n in every old node's hostfiles, known_hosts, nodeset and /etc/hosts" \
+			"after $(since "${T_LAUNCH[$n]}") s: $left" \
+			"$(vm_exec head 30 'systemctl list-timers --no-pager hpcinit-refresh.timer; journalctl -b -u hpcinit-refresh.service --no-pager | tail -5' 2>&1)"
+		return
+	fi
+	echo "# join of $n (s after power-on): kernel $k, cloud-init done $ci, hpcinit ready ${he:-?}, listed by every old node $T_JOINED"
+	echo "#   (cloud-init done is when the harness saw it; the last step waits for the old nodes' refresh timer, 1 min)"
+}
+
+# (6) A VM shut down cleanly leaves at once: hpcinit-leave.service's ExecStop
+# ("hpcinit leave") runs at poweroff while the network and the share are up,
+# so its record is gone from the share when the VM is off (long before its
+# lease), and every old node's refresh timer drops it.
+check_leave() {
+	local n t0 end out left
+	n=$(late)
+	[ -n "${PID[$n]:-}" ] && kill -0 "${PID[$n]}" 2>/dev/null ||
+		{ notok "leave: $n (booted by scaleout) shuts down" "$n is not running (run scaleout first)"; return; }
+	out=$(vm_exec "$n" 30 'systemctl is-active hpcinit-leave.service; systemctl is-enabled hpcinit-leave.service; ls /shared/.hpcinit/glocluster/nodes/' 2>&1) || true
+	grep -q "^active$" <<< "$out" && grep -q "^$n.rec$" <<< "$out" ||
+		{ notok "leave: hpcinit-leave.service active on $n, its record on the share" "$out"; return; }
+	t0=$(date +%s.%N)
+	vm_exec "$n" 10 'systemctl poweroff --no-block' >/dev/null 2>&1 || true
+	end=$(($(date +%s) + 180))
+	while kill -0 "${PID[$n]}" 2>/dev/null; do
+		[ "$(date +%s)" -lt "$end" ] || { notok "leave: $n powers off" "still running after 180 s"; return; }
+		sleep 0.5
+	done
+	say "$n: powered off $(since "$t0") s after systemctl poweroff"
+	out=$(vm_exec head 30 "ls /shared/.hpcinit/glocluster/nodes/" 2>&1) || true
+	if grep -q "^$n.rec$" <<< "$out"; then
+		notok "leave: hpcinit leave ran at poweroff (its record is gone from the share when it is off)" \
+			"records: $(tr '\n' ' ' <<< "$out")" "console:" "$(grep -a -i 'leave\|hpcinit' "$W/vm/$n/console.log" | tail -8)"
+	else
+		ok "leave: hpcinit leave ran at poweroff (its record is gone from the share when it is off)"
+		grep -a 'hpcinit-leave\|Leave the HPC' "$W/vm/$n/console.log" | tail -2 | sed 's/^/#   console: /'
+	fi
+	# a refresh (every minute, 10 s spread) drops it; its lease must not be what did
+	local lim=$(($(lease_s) - 15))
+	[ "$lim" -le 150 ] || lim=150
+	if left=$(wait_member "$n" "$(addr_of "$n")" out "$lim" $(names)); then
+		ok "leave: $n gone from every node's hostfiles, known_hosts, nodeset and /etc/hosts ($(since "$t0") s after poweroff, before its lease of $(lease_s) s)"
+	else
+		notok "leave: $n gone from every node's hostfiles, known_hosts, nodeset and /etc/hosts before its lease" "after $(since "$t0") s: $left"
+	fi
+}
+
+# (6) Scale-in without a goodbye: c2's power is cut (qemu killed); its record
+# stays on the share until it is a lease old, then every other node drops it.
+lease_s() { awk -v l="${LEASE:-5m}" 'BEGIN{v=l+0; if (l ~ /m$/) v*=60; if (l ~ /h$/) v*=3600; print v}'; }
+check_scalein() {
+	local n=c2 t0 left lease_s
+	lease_s=$(lease_s)
+	[ "$N" -ge 2 ] && kill -0 "${PID[$n]}" 2>/dev/null || { notok "scalein: $n powered off hard" "$n is not running"; return; }
+	t0=$(date +%s.%N)
+	kill -9 "${PID[$n]}"
+	wait "${PID[$n]}" 2>/dev/null || true
+	unset "PID[$n]"
+	say "$n: power cut (qemu killed); lease $lease_s s"
+	local others
+	others=$(names | grep -vx "$n" | tr '\n' ' ')
+	if vm_exec head 30 "ls /shared/.hpcinit/glocluster/nodes/$n.rec" >/dev/null 2>&1; then
+		ok "scalein: $n's record stays on the share (no leave ran)"
+	else
+		notok "scalein: $n's record stays on the share (no leave ran)"
+	fi
+	if left=$(wait_member "$n" "$(addr_of "$n")" out $((lease_s + 180)) $others); then
+		local t
+		t=$(since "$t0")
+		if awk -v t="$t" -v l="$lease_s" 'BEGIN{exit !(t >= l - 70)}'; then
+			ok "scalein: $n gone from every other node's hostfiles, known_hosts, nodeset and /etc/hosts after its lease ($t s after the power cut, lease $lease_s s)"
+		else
+			notok "scalein: $n dropped after its lease" "gone after $t s, before its lease ($lease_s s) could have run out"
+		fi
+	else
+		notok "scalein: $n gone from every other node's hostfiles after its lease" "after $(since "$t0") s: $left"
+	fi
+	vm_exec head 30 "ls /shared/.hpcinit/glocluster/nodes/$n.rec" >/dev/null 2>&1 &&
+		notok "scalein: $n's expired record removed from the share" || ok "scalein: $n's expired record removed from the share"
+}
+
+# (2) The head booted --late-head seconds after the computes: their boot run
+# waited for its NFS server (the mount's wait), then everything converged
+# (the boot, nfs and hosts checks judge the rest).
+check_latehead() {
+	[ "$LATE_HEAD" -gt 0 ] || { notok "latehead: computes wait for a late head" "run with --late-head SECONDS"; return; }
+	local n out msgs=() info=() name="latehead: computes booted ${LATE_HEAD} s before the head waited for its server, then mounted and were ready"
+	for n in $(names); do
+		[ "$n" = head ] && continue
+		if out=$(vm_exec "$n" 120 '
+		set -e
+		# the boot run (runcmd) prints its table to cloud-init-output.log: the nfs row'"'"'s time
+		l=$(grep -m1 -E "^nfs +[a-z]+ +[0-9]+ms" /var/log/cloud-init-output.log) ||
+			{ echo "no nfs row in the boot run:"; tail -30 /var/log/cloud-init-output.log; exit 1; }
+		echo "boot run: $l"
+		ms=$(echo "$l" | awk "{print \$3}" | tr -d ms)
+		[ "$ms" -ge 20000 ] || { echo "the nfs step took $ms ms: it did not wait for the late head"; exit 1; }
+		findmnt -n /shared >/dev/null
+		hpcinit status | grep -q "result: ready"' 2>&1); then info+=("$n $out"); else msgs+=("$n:" "$out"); fi
+	done
+	if [ ${#msgs[@]} -eq 0 ]; then ok "$name"; printf '#   %s\n' "${info[@]}"; else notok "$name" "${msgs[@]}"; fi
+}
+
+# tests/vmcheck/*.sh: proofs that only a real kernel and systemd can give,
+# run inside the VMs.  Where each runs and what it needs after (it changes
+# the node): memlock-systemd.sh on c1, then the spec is applied again;
+# nfs-self-probe.sh on the head (it stops and starts the NFS server), then
+# the spec's exports are applied again.  Any other file runs on c1.
+vmcheck_where() {
+	case $1 in
+	nfs-*) echo head ;;
+	*) echo c1 ;;
+	esac
+}
+check_vmcheck() {
+	local f b v out args
+	for f in "$SRC"/tests/vmcheck/*.sh; do
+		b=$(basename "$f")
+		v=$(vmcheck_where "$b")
+		args=
+		case $b in nfs-self-probe.sh) args=$NET.0/24 ;; esac
+		if out=$(vm_exec "$v" 600 "sh /hpcvm/vmcheck/$b $args" 2>&1); then
+			ok "vmcheck: $b on $v"
+			grep '^ok - ' <<< "$out" | sed 's/^/#   /'
+		else
+			notok "vmcheck: $b on $v" "$out"
+		fi
+		# put the node back to its own spec (and prove it is back)
+		if ! out=$(vm_exec "$v" 300 '
+			hpcinit apply > /tmp/reapply.txt 2>&1; rc=$?
+			[ $rc = 0 ] || { cat /tmp/reapply.txt; exit 1; }
+			[ "$(hostname)" = head ] && { exportfs -v | grep -q "^/shared" || { echo "/shared not exported again"; exit 1; }; }
+			m=$(systemctl show -p DefaultLimitMEMLOCK --value)
+			want=infinity; [ "$(hostname)" = head ] && want=$m
+			[ "$m" = "$want" ] || [ "$m" = 18446744073709551615 ] || { echo "DefaultLimitMEMLOCK=$m after apply"; exit 1; }' 2>&1); then
+			notok "vmcheck: $v back to its spec after $b" "$out"
+		fi
+	done
 }
 
 # Boot-to-ready split of every VM (tests/bench/vm-boot.sh prints it; not asserted).

@@ -3,7 +3,7 @@
 #
 # Build (or reuse) the Debian 12 disk image the VM test bed boots.
 #
-#   tests/vm/image.sh [--debs DIR]      prints the image directory on its last line
+#   tests/vm/image.sh [--debs DIR] [--keep N]   prints the image directory on its last line
 #
 # The image directory holds disk.img (raw ext4, root=/dev/vda), vmlinuz and
 # initrd.img (booted with qemu -kernel/-initrd, no boot loader) and
@@ -20,6 +20,13 @@
 #   img/KEY    base + the .deb installed with apt inside the chroot, as a
 #              user would, made into disk.img (KEY: base key, the .deb's
 #              hash and the final_build function)
+# Pruning: after a build, each layer keeps its newest N entries (by last
+# use; --keep N or HPCINIT_VM_KEEP, default 2; the ones this run uses
+# always stay) and the rest is deleted and printed ("image: pruned ...").
+# An image in use is never deleted: tests/vm/cluster.sh holds a shared
+# flock on its img/KEY/done while its VMs run, and an image whose disk a
+# process has open (a qemu of any run) is kept too.  Builds and pruning
+# hold $CACHE/.lock, so two runs never build or prune at once.
 # Needs root, debootstrap, mkfs.ext4 (e2fsprogs >= 1.43 for -d) and the
 # Debian archive (the one apt-get uses) for the base layer only.
 set -Eeuo pipefail
@@ -29,12 +36,15 @@ CACHE=${HPCINIT_VM_CACHE:-/var/cache/hpcinit-vm}
 MIRROR=${HPCINIT_VM_MIRROR:-http://deb.debian.org/debian}
 SUITE=bookworm
 DDIR=
+KEEPN=${HPCINIT_VM_KEEP:-2}
 while [ $# -gt 0 ]; do
 	case $1 in
 	--debs) DDIR=$(readlink -f "$2"); shift 2 ;;
-	*) echo "usage: $0 [--debs DIR]" >&2; exit 2 ;;
+	--keep) KEEPN=$2; shift 2 ;;
+	*) echo "usage: $0 [--debs DIR] [--keep N]" >&2; exit 2 ;;
 	esac
 done
+case $KEEPN in ''|*[!0-9]*|0) echo "image: --keep wants a number >= 1" >&2; exit 2 ;; esac
 
 log() { echo "image: $*" >&2; }
 die() { echo "image: FAIL: $*" >&2; exit 1; }
@@ -192,10 +202,43 @@ final_build() {
 
 hash_of() { sha256sum | cut -c1-16; }
 
+mkdir -p "$CACHE"
+exec 9> "$CACHE/.lock"
+flock 9
+
+# prune LAYER KEEPKEY: keep KEEPKEY and the newest KEEPN-1 others of
+# $CACHE/LAYER (by the mtime of their "done", touched at every use), delete
+# the rest unless in use; unfinished entries go when older than an hour.
+in_use() {
+	local d=$1
+	# a run of tests/vm/cluster.sh holds a shared lock on done
+	[ -e "$d/done" ] && ! flock -xn "$d/done" true && return 0
+	# a qemu (of this or an older harness) has its disk open
+	[ -n "$(find /proc/[0-9]*/fd -lname "$d/*" -print -quit 2>/dev/null)" ]
+}
+prune() {
+	local layer=$1 keep=$2 d k n=1 size
+	[ -d "$CACHE/$layer" ] || return 0
+	while read -r _ d; do
+		k=$(basename "$d")
+		if [ "$k" = "$keep" ]; then continue; fi
+		if [ -e "$d/done" ] && [ $n -lt "$KEEPN" ]; then n=$((n + 1)); continue; fi
+		if [ ! -e "$d/done" ] && [ -n "$(find "$d" -maxdepth 0 -mmin -60)" ]; then continue; fi
+		if in_use "$d"; then log "kept $layer/$k: in use"; continue; fi
+		size=$(du -sh "$d" 2>/dev/null | cut -f1)
+		rm -rf "$d"
+		log "pruned $layer/$k ($size)"
+	done < <(for d in "$CACHE/$layer"/*; do
+			[ -d "$d" ] || continue
+			printf '%s %s\n' "$(stat -c %Y "$d/done" 2>/dev/null || echo 0)" "$d"
+		done | sort -rn)
+}
+
 BKEY=$( { printf '%s\n' "$SUITE" "$MIRROR" "$BASE_INCLUDE" "${BASE_PKGS[@]}"; declare -f base_build; } | hash_of)
 BASE=$CACHE/base/$BKEY
 if [ -f "$BASE/done" ]; then
 	log "base $BKEY: cached"
+	touch "$BASE/done"
 else
 	log "base $BKEY: debootstrap $SUITE + ${#BASE_PKGS[@]} packages (a few minutes)"
 	t0=$(date +%s)
@@ -225,6 +268,7 @@ if [ -z "$DDIR" ]; then
 	else
 		log "deb $SKEY: cached"
 	fi
+	touch "$DDIR/done"
 fi
 ls "$DDIR"/hpcinit_*.deb >/dev/null 2>&1 || die "no hpcinit_*.deb in $DDIR"
 
@@ -232,6 +276,7 @@ FKEY=$( { echo "$BKEY"; cat "$DDIR"/hpcinit*.deb | sha256sum; declare -f final_b
 IMG=$CACHE/img/$FKEY
 if [ -f "$IMG/done" ]; then
 	log "image $FKEY: cached"
+	touch "$IMG/done"
 else
 	log "image $FKEY: base $BKEY + $(cd "$DDIR" && echo hpcinit*.deb)"
 	t0=$(date +%s)
@@ -257,4 +302,9 @@ else
 	touch "$IMG/done"
 	log "image $FKEY: built in $(($(date +%s) - t0)) s"
 fi
+
+prune img "$FKEY"
+prune deb "$(basename "$DDIR")"
+prune base "$BKEY"
+log "cache $CACHE: $(du -sh "$CACHE" 2>/dev/null | cut -f1) (keeps $KEEPN per layer)"
 echo "$IMG"

@@ -2,13 +2,17 @@
 # SPDX-License-Identifier: MIT
 #
 # The full VM scenario, by hand (CI runs the short one: tests/vm/cluster.sh):
-#   1. a head and N computes (default 3) with the shipped custom-data: every
-#      check of cluster.sh, then a reboot of a compute (the NFS mount and the
-#      node come back), a compute booted later (scale-out through the refresh
-#      timer), and the boot-to-ready split;
+#   1. a head and N computes (default 3) with the shipped custom-data and a
+#      2 min lease: every check of cluster.sh, then a reboot of a compute (the
+#      NFS mount and the node come back), the boot-to-ready split, a compute
+#      booted later (scale-out through the refresh timer, its join split),
+#      that compute shut down cleanly (hpcinit-leave.service at poweroff) and
+#      c2's power cut (gone after its lease);
 #   2. a head and 2 computes with root_squash on the export and a cluster
-#      secret (--squash): boot, NFS, rendezvous, names, ssh, hpcinit verify.
-# Prints every check; ends with "# N passed, N failed" over both runs.
+#      secret (--squash): boot, NFS, rendezvous, names, ssh, hpcinit verify;
+#   3. a head and 2 computes, the head booted 60 s after the computes: they
+#      wait for its export, then converge.
+# Prints every check; ends with "# N passed, N failed" over all runs.
 #
 #   tests/vm/run.sh [N]
 set -uo pipefail
@@ -23,7 +27,8 @@ run() {
 	fail=$((fail + $(grep -c '^not ok - ' "$out")))
 	rm -f "$out"
 }
-run -n "$N" --checks "boot bench nfs hosts ssh mpi verify rdma memlock kernel reboot gating scaleout"
+run -n "$N" --lease 2m --checks "boot bench nfs hosts ssh mpi verify rdma memlock kernel reboot gating vmcheck scaleout leave scalein"
 run -n 2 --squash --checks "boot nfs hosts ssh verify"
+run -n 2 --late-head 60 --checks "boot latehead nfs hosts ssh"
 echo "# full scenario: $pass passed, $fail failed"
 [ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]
