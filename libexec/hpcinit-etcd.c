@@ -10,7 +10,8 @@
  *   hpcinit-etcd [OPTIONS] sync KEY TTL_S [LEASE]    (the value on stdin)
  *       keep LEASE alive (or grant a new lease of TTL_S when it is gone or
  *       0), and put KEY=value under it unless etcd holds exactly that.
- *       Prints "lease ID", "ttl T", "put 0|1", "rev R".
+ *       Prints "lease ID", "ttl T", "put 0|1", "rev R".  TTL_S 0: put with
+ *       no lease (the ssh CA's certificates, which outlive any one lease).
  *   hpcinit-etcd [OPTIONS] list PREFIX
  *       "rev R", then per key "kv KEYLEN VALUELEN LEASE" and the key and
  *       value bytes, then a newline.
@@ -489,12 +490,14 @@ static int cmd_sync(const char *k, int64_t ttl_s, int64_t lease)
 	int r;
 
 	read_stdin(&value, &vlen);
+	if (ttl_s == 0)
+		lease = 0;
 	if (lease > 0) {
 		r = lease_keepalive(lease, &ttl);
 		if (r < 0)
 			goto out;
 	}
-	if (ttl <= 0) {
+	if (ttl <= 0 && ttl_s > 0) {
 		req = json_object_new_object();
 		json_object_object_add(req, "TTL", i64_obj(ttl_s));
 		r = request("/v3/lease/grant", req, &j);
@@ -1271,7 +1274,7 @@ int main(int argc, char **argv)
 			return exit_of(r);
 	}
 	if (!strcmp(cmd, "sync") && (argc - i == 2 || argc - i == 3) && parse_i64(argv[i + 1], &a) &&
-	    a > 0 && (argc - i == 2 || parse_i64(argv[i + 2], &b)))
+	    (argc - i == 2 || parse_i64(argv[i + 2], &b)))
 		ret = cmd_sync(argv[i], a, b);
 	else if (!strcmp(cmd, "list") && argc - i == 1)
 		ret = cmd_list(argv[i]);
