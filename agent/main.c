@@ -344,7 +344,7 @@ int main(int argc, char **argv)
 	log_init(cp->verbose, o.root[0] == '\0' || strcmp(o.root, "/") == 0);
 
 	if (strcmp(o.command, "watch") == 0 || strcmp(o.command, "leave") == 0) {
-		code = strcmp(o.command, "watch") == 0 ? watch_main(cp, &o.ro) : leave_main(cp);
+		code = strcmp(o.command, "watch") == 0 ? watch_main(cp, &o.ro) : leave_main(cp, o.ro.lock_timeout_ms);
 		strlist_free(&o.ro.only);
 		spec_free(spec);
 		return code;

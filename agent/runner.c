@@ -259,7 +259,7 @@ static void select_modules(const struct run_opts *o, const struct module *mods, 
  * One run at a time: an flock on /run/hpcinit/lock.  The holder writes its
  * pid into the file so a waiting run can say who it waits for.
  */
-static int take_lock(struct ctx *c, uint64_t timeout_ms, int *ret_fd)
+int runner_take_lock(struct ctx *c, uint64_t timeout_ms, int *ret_fd)
 {
 	struct report scratch;
 	char *path = ctx_path(c, LOCK_PATH);
@@ -650,7 +650,7 @@ int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
 	select_modules(o, mods, res->ran, n);
 
 	if (c->mode == RUN_APPLY) {
-		int r = take_lock(c, o->lock_timeout_ms, &lock_fd);
+		int r = runner_take_lock(c, o->lock_timeout_ms, &lock_fd);
 
 		if (r < 0) {
 			/* Nothing ran: the report lists no module. */

@@ -42,6 +42,8 @@ int runner_check_only(const struct strlist *only);
 int runner_check_table(const struct module *const *table);
 /* Run; fills res.  Returns the exit code (DESIGN.md "Exit codes"). */
 int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res);
+/* The run lock (LOCK_PATH), waiting up to timeout_ms: 0 and the fd that holds it, or -errno. */
+int runner_take_lock(struct ctx *c, uint64_t timeout_ms, int *ret_fd);
 void run_result_free(struct run_result *res);
 
 /* The run report (status.c).  Record an apply's run: its part and status.json. */

@@ -48,6 +48,7 @@ enum mark_slot {
 	M_DISC_DIR,
 	M_DISC_ENDPOINTS,
 	M_DISC_CERT,
+	M_DISC_UNREACH,
 	M_SSH,
 	M_SSH_RESTRICT,
 	M_SSH_HOSTKEYS,
@@ -70,6 +71,8 @@ static const struct enum_val soft_vals[] = {
 static const struct enum_val method_vals[] = {
 	{ "shared", DISC_SHARED }, { "static", DISC_STATIC }, { "scan", DISC_SCAN }, { "etcd", DISC_ETCD },
 	{ NULL, 0 } };
+static const struct enum_val unreachable_vals[] = {
+	{ "fail", DISC_UNREACH_FAIL }, { "degrade", DISC_UNREACH_DEGRADE }, { NULL, 0 } };
 static const struct enum_val keytype_vals[] = {
 	{ "ed25519", KEY_ED25519 }, { "ecdsa", KEY_ECDSA }, { "rsa", KEY_RSA }, { NULL, 0 } };
 static const struct enum_val hostkeys_vals[] = {
@@ -459,6 +462,8 @@ static const struct field discovery_fields[] = {
 	{ "cert_file", &T_PATH, offsetof(struct spec_discovery, cert_file), NULL, 0, M_DISC_CERT, NULL },
 	{ "key_file", &T_PATH, offsetof(struct spec_discovery, key_file), NULL, 0, M_NONE, NULL },
 	{ "auth_file", &T_PATH, offsetof(struct spec_discovery, auth_file), NULL, 0, M_NONE, NULL },
+	{ "on_unreachable", &T_ENUM, offsetof(struct spec_discovery, unreachable), unreachable_vals, 0,
+	  M_DISC_UNREACH, NULL },
 	{ "scheduled_events", &T_MAP, 0, &events_schema, 0, M_NONE, NULL },
 	{ NULL, NULL, 0, NULL, 0, M_NONE, NULL }
 };
@@ -649,6 +654,10 @@ static void cross_checks(struct loader *L, struct spec *s)
 			error_mark(L, m, "discovery.method",
 				   "endpoints, ca_file, cert_file, key_file and auth_file are for method etcd; "
 				   "set method: etcd or remove them");
+		if (s->discovery.method != DISC_ETCD && L->slots[M_DISC_UNREACH].set)
+			error_mark(L, slot_mark(L, M_DISC_UNREACH, M_DISC), "discovery.on_unreachable",
+				   "on_unreachable is for method etcd (the other methods have no store to "
+				   "reach); set method: etcd or remove it");
 		if (!s->discovery.cert_file != !s->discovery.key_file)
 			error_mark(L, slot_mark(L, M_DISC_CERT, M_DISC), "discovery.cert_file",
 				   "cert_file and key_file go together (the client certificate and its key); "

@@ -25,6 +25,8 @@ enum link_layer { LINK_INFINIBAND, LINK_ETHERNET, LINK_ANY };
 /* rdma.software: may a software RDMA device (rdma_rxe, siw) satisfy the spec? */
 enum soft_rdma { SOFT_AUTO, SOFT_ALLOW, SOFT_DENY };
 enum disc_method { DISC_SHARED, DISC_STATIC, DISC_SCAN, DISC_ETCD };
+/* etcd: what discovery does when no endpoint answers. */
+enum disc_unreachable { DISC_UNREACH_FAIL, DISC_UNREACH_DEGRADE };
 enum key_type { KEY_ED25519, KEY_ECDSA, KEY_RSA };
 enum host_keys { HOSTKEYS_PINNED, HOSTKEYS_SCAN, HOSTKEYS_CA };
 enum hf_address { HF_ADDR_HOSTNAME, HF_ADDR_IP, HF_ADDR_IPOIB };
@@ -121,6 +123,7 @@ struct spec_discovery {
 	char *ca_file;                  /* etcd: CA bundle for https endpoints */
 	char *cert_file, *key_file;     /* etcd: client certificate (both or neither) */
 	char *auth_file;                /* etcd: "user:password" for etcd's token auth */
+	enum disc_unreachable unreachable; /* etcd, no endpoint answers: fail (default) or degrade */
 	bool events_enable;             /* watch: follow Azure Scheduled Events (default false) */
 	char *events_url;               /* their endpoint (default: the instance metadata service) */
 };

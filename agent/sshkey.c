@@ -55,6 +55,14 @@ char *sshkey_canonical(const char *line)
 	return xasprintf("%.*s %.*s", (int)tl, t, (int)bl, b);
 }
 
+bool sshkey_is_cert(const char *key)
+{
+	static const char sfx[] = "-cert-v01@openssh.com";
+	size_t tl = strcspn(key, " \t");
+
+	return tl > sizeof(sfx) - 1 && strncmp(key + tl - (sizeof(sfx) - 1), sfx, sizeof(sfx) - 1) == 0;
+}
+
 int sshkey_host_pubkeys(const struct ctx *c, struct strlist *ret)
 {
 	char *dir = ctx_path(c, "/etc/ssh");
@@ -81,8 +89,10 @@ int sshkey_host_pubkeys(const struct ctx *c, struct strlist *ret)
 		char *path = xasprintf("/etc/ssh/%s", names.v[i]);
 		char *text = NULL, *canon;
 
+		/* A certificate in a key's .pub file is not this node's host key. */
 		if (fs_read(c, path, &text, NULL) == 0 && (canon = sshkey_canonical(text))) {
-			strlist_push(ret, canon);
+			if (!sshkey_is_cert(canon))
+				strlist_push(ret, canon);
 			free(canon);
 		}
 		free(text);

@@ -38,6 +38,13 @@ void sshkey_fsid_restore(bool switched);
 int sshkey_host_pubkeys(const struct ctx *c, struct strlist *ret);
 /* Keep "type base64" of a public key line; NULL when the line is not a key. malloc'd. */
 char *sshkey_canonical(const char *line);
+/*
+ * Is key ("type base64", canonical) an OpenSSH certificate
+ * ("...-cert-v01@openssh.com")?  sshkey_canonical accepts one; where a
+ * plain host key is expected (a node's own key files, pinned known_hosts)
+ * callers refuse it.
+ */
+bool sshkey_is_cert(const char *key);
 /* "type SHA256:..." as ssh-keygen -l prints it; "type (unparsable)" for a malformed key. */
 char *sshkey_fingerprint(const char *canon);
 

@@ -10,7 +10,8 @@
  *   hpcinit-etcd [OPTIONS] sync KEY TTL_S [LEASE]    (the value on stdin)
  *       keep LEASE alive (or grant a new lease of TTL_S when it is gone or
  *       0), and put KEY=value under it unless etcd holds exactly that.
- *       Prints "lease ID", "ttl T", "put 0|1", "rev R".
+ *       Prints "lease ID", "ttl T", "put 0|1", "rev R".  TTL_S 0: put with
+ *       no lease (the ssh CA's certificates, which outlive any one lease).
  *   hpcinit-etcd [OPTIONS] list PREFIX
  *       "rev R", then per key "kv KEYLEN VALUELEN LEASE" and the key and
  *       value bytes, then a newline.
@@ -26,11 +27,16 @@
  *       "event ID TYPE STATUS RESOURCE,RESOURCE..." per event.
  *   hpcinit-etcd ack URL EVENT_ID
  *       acknowledge (start) the event: POST {"StartRequests":[{"EventId":ID}]}.
- *   hpcinit-etcd [OPTIONS] watch PREFIX
- *       runs until killed: one line "change" when it starts watching and
- *       after every batch of events under PREFIX (and after a reconnect or
- *       a compacted revision, when events may have been missed: the reader
- *       lists again).  Lines "endpoint URL: ..." on stderr say what failed.
+ *   hpcinit-etcd [OPTIONS] watch PREFIX [REV]
+ *       runs until killed, streaming the membership under PREFIX: "reset",
+ *       every key as list prints it, "synced" when it starts (and again
+ *       after a reconnect or a compacted revision, when events may have been
+ *       missed); then per batch of events one "kv KL VL LEASE" (a put, key
+ *       and value follow) or "del KL" (a deletion, the key follows) each,
+ *       and "synced".  The reader keeps the membership without listing
+ *       again.  With REV (a reader that has the view at revision REV) it
+ *       starts with the events after REV instead; a REV compacted away
+ *       gives the whole membership as at a start.  Lines "endpoint URL: ..." on stderr say what failed.
  *
  * Options: --endpoint URL (repeat; tried in turn, the next after a
  * connection failure or a 5xx answer), --cacert FILE, --cert FILE --key
@@ -481,12 +487,14 @@ static int cmd_sync(const char *k, int64_t ttl_s, int64_t lease)
 	int r;
 
 	read_stdin(&value, &vlen);
+	if (ttl_s == 0)
+		lease = 0;
 	if (lease > 0) {
 		r = lease_keepalive(lease, &ttl);
 		if (r < 0)
 			goto out;
 	}
-	if (ttl <= 0) {
+	if (ttl <= 0 && ttl_s > 0) {
 		req = json_object_new_object();
 		json_object_object_add(req, "TTL", i64_obj(ttl_s));
 		r = request("/v3/lease/grant", req, &j);
@@ -540,7 +548,33 @@ out:
 	return r < 0 ? exit_of(r) : EX_OK;
 }
 
-static int cmd_list(const char *prefix)
+/* One key and value as "kv KL VL LEASE\n" KEY VALUE "\n" ("del KL\n" KEY "\n" for a deletion). */
+static void print_kv(json_object *kv, bool deleted)
+{
+	json_object *kk = NULL, *vv = NULL;
+	unsigned char *kb, *vb;
+	size_t kl = 0, vl = 0;
+
+	if (!json_object_object_get_ex(kv, "key", &kk))
+		return;
+	kb = b64_decode(json_object_get_string(kk), &kl);
+	vb = !deleted && json_object_object_get_ex(kv, "value", &vv) ?
+		b64_decode(json_object_get_string(vv), &vl) : (unsigned char *)strdup("");
+	if (kb && vb) {
+		if (deleted)
+			printf("del %zu\n", kl);
+		else
+			printf("kv %zu %zu %" PRId64 "\n", kl, vl, get_i64(kv, "lease"));
+		fwrite(kb, 1, kl, stdout);
+		fwrite(vb, 1, vl, stdout);
+		putchar('\n');
+	}
+	free(kb);
+	free(vb);
+}
+
+/* Every key under prefix, printed; the store's revision of that view in *ret_rev. */
+static int list_prefix(const char *prefix, int64_t *ret_rev)
 {
 	json_object *req = json_object_new_object(), *j = NULL, *kvs = NULL;
 	char *end = prefix_end_b64(prefix);
@@ -551,33 +585,40 @@ static int cmd_list(const char *prefix)
 	free(end);
 	r = request("/v3/kv/range", req, &j);
 	if (r < 0)
-		return exit_of(r);
-	printf("rev %" PRId64 "\n", header_rev(j));
+		return r;
+	*ret_rev = header_rev(j);
 	if (json_object_object_get_ex(j, "kvs", &kvs)) {
 		size_t n = json_object_array_length(kvs);
 
-		for (size_t i = 0; i < n; i++) {
-			json_object *kv = json_object_array_get_idx(kvs, i), *kk = NULL, *vv = NULL;
-			unsigned char *kb, *vb;
-			size_t kl = 0, vl = 0;
-
-			if (!json_object_object_get_ex(kv, "key", &kk))
-				continue;
-			kb = b64_decode(json_object_get_string(kk), &kl);
-			vb = json_object_object_get_ex(kv, "value", &vv) ?
-				b64_decode(json_object_get_string(vv), &vl) : (unsigned char *)strdup("");
-			if (kb && vb) {
-				printf("kv %zu %zu %" PRId64 "\n", kl, vl, get_i64(kv, "lease"));
-				fwrite(kb, 1, kl, stdout);
-				fwrite(vb, 1, vl, stdout);
-				putchar('\n');
-			}
-			free(kb);
-			free(vb);
-		}
+		for (size_t i = 0; i < n; i++)
+			print_kv(json_object_array_get_idx(kvs, i), false);
 	}
 	json_object_put(j);
-	return EX_OK;
+	return 0;
+}
+
+static int cmd_list(const char *prefix)
+{
+	int64_t rev = 0;
+	int r;
+
+	/* The revision goes first: buffer the list (stdout is not seekable). */
+	char *text = NULL;
+	size_t len = 0;
+	FILE *keep = stdout, *mem = open_memstream(&text, &len);
+
+	if (!mem)
+		return EX_DOWN;
+	stdout = mem;
+	r = list_prefix(prefix, &rev);
+	fclose(mem);
+	stdout = keep;
+	if (r == 0) {
+		printf("rev %" PRId64 "\n", rev);
+		fwrite(text, 1, len, stdout);
+	}
+	free(text);
+	return r < 0 ? exit_of(r) : EX_OK;
 }
 
 static int cmd_keepalive(int64_t lease)
@@ -624,9 +665,10 @@ struct watch_state {
 	int64_t next_rev;
 };
 
-static void say_change(void)
+/* The end of a batch: the reader's view is whole again. */
+static void say_synced(void)
 {
-	if (fputs("change\n", stdout) == EOF || fflush(stdout) == EOF)
+	if (fputs("synced\n", stdout) == EOF || fflush(stdout) == EOF)
 		exit(0);        /* the reader is gone */
 }
 
@@ -657,7 +699,17 @@ static void watch_message(struct watch_state *w, const char *text)
 	} else if (json_object_object_get_ex(res, "created", &ev) && json_object_get_boolean(ev)) {
 		w->created = true;
 	}
-	if (json_object_object_get_ex(res, "events", &ev) && json_object_array_length(ev) > 0) {
+	if (!w->restart && json_object_object_get_ex(res, "events", &ev) &&
+	    json_object_array_length(ev) > 0) {
+		size_t n = json_object_array_length(ev);
+
+		for (size_t i = 0; i < n; i++) {
+			json_object *e = json_object_array_get_idx(ev, i), *t = NULL, *kv = NULL;
+
+			if (json_object_object_get_ex(e, "kv", &kv))
+				print_kv(kv, json_object_object_get_ex(e, "type", &t) &&
+					 !strcmp(json_object_get_string(t), "DELETE"));
+		}
 		w->changed = true;
 		w->next_rev = header_rev(res) + 1;
 	}
@@ -695,33 +747,15 @@ static size_t on_watch(char *data, size_t size, size_t nmemb, void *arg)
 	}
 	if (w->changed) {
 		w->changed = false;
-		say_change();
+		say_synced();
 	}
 	return w->restart ? 0 : n;      /* 0 ends this stream: reconnect */
 }
 
-/* The current revision of the store (a count-only range). */
-static int current_rev(const char *prefix, int64_t *ret)
-{
-	json_object *req = json_object_new_object(), *j = NULL;
-	char *end = prefix_end_b64(prefix);
-	int r;
-
-	json_object_object_add(req, "key", b64_obj(prefix, strlen(prefix)));
-	json_object_object_add(req, "range_end", str_obj(end));
-	json_object_object_add(req, "count_only", json_object_new_boolean(1));
-	free(end);
-	r = request("/v3/kv/range", req, &j);
-	if (r == 0)
-		*ret = header_rev(j);
-	json_object_put(j);
-	return r;
-}
-
-static int cmd_watch(const char *prefix)
+static int cmd_watch(const char *prefix, int64_t from)
 {
 	unsigned backoff_ms = 100;
-	int64_t rev = 0;
+	int64_t rev = from > 0 ? from + 1 : 0;
 
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 	for (;;) {
@@ -732,17 +766,24 @@ static int cmd_watch(const char *prefix)
 		CURLcode cc;
 
 		if (rev == 0) {
-			/* First start, or events may be lost: the reader lists anew. */
-			if (current_rev(prefix, &rev) < 0) {
+			/*
+			 * First start, or events may be lost (a reconnect, a
+			 * compacted revision): the whole membership again, as
+			 * "reset", the keys, "synced"; then the events after it.
+			 */
+			fputs("reset\n", stdout);
+			if (list_prefix(prefix, &rev) < 0) {
 				struct timespec ts = { backoff_ms / 1000, (long)(backoff_ms % 1000) * 1000000L };
 
+				fflush(stdout);
 				nanosleep(&ts, NULL);
 				if (backoff_ms < 2000)
 					backoff_ms *= 2;
+				rev = 0;
 				continue;
 			}
 			rev++;
-			say_change();
+			say_synced();
 		}
 		backoff_ms = 100;
 		end = prefix_end_b64(prefix);
@@ -991,7 +1032,7 @@ static int usage(void)
 	fprintf(stderr, "usage: hpcinit-etcd --endpoint URL... [--cacert F] [--cert F --key F] [--auth F] "
 		"[--timeout MS] COMMAND\n"
 		"  sync KEY TTL_S [LEASE] < VALUE | list PREFIX | keepalive LEASE | leave KEY [LEASE] | "
-		"watch PREFIX | waitchange PREFIX REV MS\n"
+		"watch PREFIX [REV] | waitchange PREFIX REV MS\n"
 		"       hpcinit-etcd [--timeout MS] events URL | ack URL EVENT_ID\n");
 	return EX_USAGE;
 }
@@ -1052,7 +1093,7 @@ int main(int argc, char **argv)
 			return exit_of(r);
 	}
 	if (!strcmp(cmd, "sync") && (argc - i == 2 || argc - i == 3) && parse_i64(argv[i + 1], &a) &&
-	    a > 0 && (argc - i == 2 || parse_i64(argv[i + 2], &b)))
+	    (argc - i == 2 || parse_i64(argv[i + 2], &b)))
 		ret = cmd_sync(argv[i], a, b);
 	else if (!strcmp(cmd, "list") && argc - i == 1)
 		ret = cmd_list(argv[i]);
@@ -1068,8 +1109,8 @@ int main(int argc, char **argv)
 		ret = cmd_events(argv[i]);
 	else if (!strcmp(cmd, "ack") && argc - i == 2)
 		ret = cmd_ack(argv[i], argv[i + 1]);
-	else if (!strcmp(cmd, "watch") && argc - i == 1)
-		ret = cmd_watch(argv[i]);
+	else if (!strcmp(cmd, "watch") && (argc - i == 1 || (argc - i == 2 && parse_i64(argv[i + 1], &a))))
+		ret = cmd_watch(argv[i], argc - i == 2 ? a : 0);
 	else
 		ret = usage();
 	fflush(stdout);

@@ -98,6 +98,13 @@ int disc_secret_load(const struct ctx *c, struct report *rep, char **key, size_t
 /* etcd.c: the key prefix of the cluster's nodes, and the helper's argv up to its command. */
 char *etcd_prefix(const struct spec *spec);
 void etcd_helper_argv(const struct ctx *c, struct strlist *argv, unsigned timeout_ms);
+/*
+ * hpcinit watch: the membership its etcd watch stream keeps, in the helper's
+ * list format ("kv KL VL LEASE", key, value), for the refreshes it runs:
+ * list takes it instead of asking etcd, publish puts nothing while it holds
+ * this node's record unchanged.  NULL: ask etcd (the stream is not in sync).
+ */
+void etcd_watch_members(const char *text, size_t len);
 
 /* The default for a hook a method does not need: does nothing, returns 0. */
 int disc_nop(struct disc_run *run);

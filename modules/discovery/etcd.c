@@ -30,6 +30,7 @@
 
 #define ETCD_HELPER "hpcinit-etcd"
 #define LEASE_FILE "/run/hpcinit/etcd-lease"
+#define MEMBERS_FILE "/run/hpcinit/etcd-members"  /* the last list etcd answered (this boot) */
 #define CALL_TIMEOUT_MS 5000            /* one request to one endpoint */
 
 struct etcd {
@@ -42,9 +43,43 @@ struct etcd {
 	uint64_t wait_end_ms;           /* end of discovery.wait, from the first list */
 	bool ready;                     /* expect was reached earlier in this boot */
 	bool self_seen, self_same;      /* check/plan: this node's key in the last list */
+	bool unreachable;               /* no endpoint answered; on_unreachable: degrade */
+	bool stale;                     /* the peers are the last membership etcd gave */
 	size_t rejected;
 	struct strlist rejects;
 };
+
+static const char *watch_members;      /* etcd_watch_members: not owned */
+static size_t watch_members_len;
+
+void etcd_watch_members(const char *text, size_t len)
+{
+	watch_members = text;
+	watch_members_len = len;
+}
+
+/* The value of key in the watch's membership; NULL when it has none. */
+static const char *watch_value(const char *key, size_t *ret_len)
+{
+	const char *p = watch_members, *end = watch_members + watch_members_len;
+	size_t want = strlen(key);
+
+	while (p && p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		unsigned long long kl, vl;
+		long long lease;
+
+		if (!nl || sscanf(p, "kv %llu %llu %lld", &kl, &vl, &lease) != 3 ||
+		    kl + vl + 1 > (size_t)(end - nl - 1))
+			break;
+		if (kl == want && memcmp(nl + 1, key, want) == 0) {
+			*ret_len = (size_t)vl;
+			return nl + 1 + kl;
+		}
+		p = nl + 1 + kl + vl + 1;
+	}
+	return NULL;
+}
 
 char *etcd_prefix(const struct spec *spec)
 {
@@ -119,15 +154,34 @@ static int helper(struct disc_run *run, const char *stdin_data, struct proc_resu
 	return r;
 }
 
-static int fail(struct disc_run *run, int r, const char *what)
+static int fail(struct disc_run *run, int r, const char *what, bool may_degrade)
 {
 	const struct spec_discovery *d = &run->c->spec->discovery;
+	struct etcd *e = run->priv;
+
+	/*
+	 * discovery.on_unreachable: degrade: go on with the last membership
+	 * etcd gave in this boot (list reads it back, HMACs and all), so ssh
+	 * and hostfile keep their files; the run ends degraded.
+	 */
+	if (may_degrade && (r == -EHOSTUNREACH || r == -ETIMEDOUT) &&
+	    d->unreachable == DISC_UNREACH_DEGRADE && fs_exists(run->c, MEMBERS_FILE)) {
+		report_detail(run->rep, "%s: none of the %zu etcd endpoints answered; "
+			      "discovery.on_unreachable is degrade: using the last membership etcd gave "
+			      "(%s)", what, d->endpoints.n, MEMBERS_FILE);
+		e->unreachable = true;
+		return 0;
+	}
 
 	if (r == -EHOSTUNREACH || r == -ETIMEDOUT)
 		report_set(run->rep, ST_FAILED, "%s: none of the %zu etcd endpoints answered; "
 			   "hostfiles and known hosts are left as they were", what, d->endpoints.n);
 	else
 		report_set(run->rep, ST_FAILED, "%s: etcd refused it (see details)", what);
+	if (may_degrade && (r == -EHOSTUNREACH || r == -ETIMEDOUT) &&
+	    d->unreachable == DISC_UNREACH_DEGRADE)
+		report_detail(run->rep, "discovery.on_unreachable is degrade, but etcd gave no "
+			      "membership yet in this boot: nothing to degrade to");
 	return r;
 }
 
@@ -211,11 +265,22 @@ static int etcd_publish(struct disc_run *run)
 	snprintf(ttl, sizeof(ttl), "%" PRIu64, c->spec->discovery.lease_ms / 1000 ?
 		 c->spec->discovery.lease_ms / 1000 : 1);
 	snprintf(lease, sizeof(lease), "%" PRId64, e->lease);
+	if (watch_members && e->lease) {
+		/* In the watch: etcd holds exactly this record (the stream says so), the watch keeps the lease. */
+		size_t have_len = 0;
+		const char *have = watch_value(e->key, &have_len);
+
+		if (have && have_len == strlen(text) && memcmp(have, text, have_len) == 0) {
+			free(text);
+			e->synced_ms = now_ms();
+			return 0;
+		}
+	}
 	r = helper(run, text, &res, "sync", e->key, ttl, lease, NULL);
 	free(text);
 	if (r < 0) {
 		proc_result_free(&res);
-		return fail(run, r, "cannot publish this node's record");
+		return fail(run, r, "cannot publish this node's record", true);   /* 0: degrade */
 	}
 	for (char *save = NULL, *l = strtok_r(res.out, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
 		long long v;
@@ -243,17 +308,25 @@ static int etcd_publish(struct disc_run *run)
 	return 0;
 }
 
-static void reject(struct disc_run *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void reject(struct disc_run *run, const char *fmt, ...)
+/*
+ * A rejected key: a finding tagged discovery.record.WHY (the same tags as
+ * the shared method), counted for the summary, the first ones logged.
+ */
+static void reject(struct disc_run *run, const char *why, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void reject(struct disc_run *run, const char *why, const char *fmt, ...)
 {
 	struct etcd *e = run->priv;
 	struct strbuf sb = STRBUF_INIT;
+	char *tag;
 	va_list ap;
 
 	va_start(ap, fmt);
 	sb_vprintf(&sb, fmt, ap);
 	va_end(ap);
-	report_detail(&run->notes, "%s", sb_str(&sb));
+	tag = xasprintf("discovery.record.%s", why);
+	report_finding(&run->notes, ST_DEGRADED, tag, "%s", sb_str(&sb));
+	free(tag);
 	if (e->rejects.n < 10)
 		strlist_push(&e->rejects, sb_str(&sb));
 	e->rejected++;
@@ -267,22 +340,23 @@ static void take_kv(struct disc_run *run, const char *k, size_t kl, const char *
 	struct etcd *e = run->priv;
 	size_t pl = strlen(e->prefix);
 	char host[256], err[640];
+	const char *tag;
 	struct peer p;
 	int r;
 
 	if (kl <= pl || memcmp(k, e->prefix, pl) != 0 || kl - pl >= sizeof(host) ||
 	    memchr(k + pl, '\0', kl - pl)) {
-		reject(run, "key %.*s: not %s<hostname>; rejected", (int)(kl < 200 ? kl : 200), k, e->prefix);
+		reject(run, "bad-name", "key %.*s: not %s<hostname>; rejected", (int)(kl < 200 ? kl : 200), k, e->prefix);
 		return;
 	}
 	memcpy(host, k + pl, kl - pl);
 	host[kl - pl] = '\0';
 	if (!record_hostname_valid(host)) {
-		reject(run, "key %s%.64s: not a valid host name; rejected", e->prefix, host);
+		reject(run, "bad-name", "key %s%.64s: not a valid host name; rejected", e->prefix, host);
 		return;
 	}
 	if (vl > RECORD_MAX_BYTES) {
-		reject(run, "record %s: %zu bytes, over the %d-byte limit; rejected", host, vl,
+		reject(run, "too-large", "record %s: %zu bytes, over the %d-byte limit; rejected", host, vl,
 		       RECORD_MAX_BYTES);
 		return;
 	}
@@ -294,14 +368,14 @@ static void take_kv(struct disc_run *run, const char *k, size_t kl, const char *
 	}
 	if (r < 0) {
 		if (r == -ENODATA)
-			reject(run, "record %s: truncated (no \"...\" end marker); rejected", host);
+			reject(run, "truncated", "record %s: truncated (no \"...\" end marker); rejected", host);
 		else if (r == -EKEYREJECTED)
-			reject(run, "record %s: bad HMAC (tampered, or written with another cluster "
+			reject(run, "bad-hmac", "record %s: bad HMAC (tampered, or written with another cluster "
 			       "secret); rejected", host);
 		else if (r == -ENOKEY)
-			reject(run, "record %s: no HMAC while cluster.secret_file is set; rejected", host);
+			reject(run, "no-hmac", "record %s: no HMAC while cluster.secret_file is set; rejected", host);
 		else
-			reject(run, "record %s: %s; rejected", host, err);
+			reject(run, "malformed", "record %s: %s; rejected", host, err);
 		return;
 	}
 	if (strcmp(host, run->self.hostname) == 0) {
@@ -315,6 +389,13 @@ static void take_kv(struct disc_run *run, const char *k, size_t kl, const char *
 		e->self_same = strcmp(want, have) == 0;
 		free(want);
 		free(have);
+		peer_clear(&p);
+		return;
+	}
+	/* The cluster's rules for records (admit.c), counted here like every rejection. */
+	tag = admit_record(&run->admit, &p, &run->notes, err, sizeof(err));
+	if (tag) {
+		reject(run, tag, "record %s: %s; rejected", host, err);
 		peer_clear(&p);
 		return;
 	}
@@ -359,36 +440,11 @@ static void wait_for_change(struct disc_run *run, int64_t rev)
 	proc_result_free(&res);
 }
 
-static int etcd_list(struct disc_run *run)
+/* The helper's list output ("kv KL VL LEASE", key, value; "rev N") into run->found; its revision. */
+static int64_t take_list(struct disc_run *run, char *p, char *end)
 {
-	struct etcd *e = run->priv;
-	struct proc_result res = { 0 };
-	char *p, *end;
-	int64_t rev;
-	int r;
+	int64_t rev = 0;
 
-	/* A long wait for peers outlives the lease: renew it on the way. */
-	if (run->waited && ctx_may_write(run->c) &&
-	    now_ms() - e->synced_ms > run->c->spec->discovery.lease_ms / 3) {
-		struct report *keep = run->rep, scratch;
-
-		report_init(&scratch);
-		run->rep = &scratch;
-		(void)etcd_publish(run);
-		run->rep = keep;
-		report_free(&scratch);
-	}
-	e->rejected = 0;
-	e->self_seen = e->self_same = false;
-	strlist_free(&e->rejects);
-	r = helper(run, NULL, &res, "list", e->prefix, NULL);
-	if (r < 0) {
-		proc_result_free(&res);
-		return fail(run, r, "cannot list the cluster's nodes");
-	}
-	p = res.out;
-	end = res.out + res.out_len;
-	rev = 0;
 	while (p < end) {
 		char *nl = memchr(p, '\n', (size_t)(end - p));
 		unsigned long long kl, vl;
@@ -411,6 +467,94 @@ static int etcd_list(struct disc_run *run)
 			p = nl + 1;
 		}
 	}
+	return rev;
+}
+
+/* Keep the list's keys and values (not its revision) for on_unreachable: degrade. */
+static void keep_members(struct disc_run *run, const char *out, size_t len)
+{
+	struct report scratch;
+	struct strbuf sb = STRBUF_INIT;
+	const char *p = out, *end = out + len;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		unsigned long long kl, vl;
+		long long lease;
+
+		if (!nl)
+			break;
+		if (sscanf(p, "kv %llu %llu %lld", &kl, &vl, &lease) == 3 &&
+		    kl + vl + 1 <= (size_t)(end - nl - 1)) {
+			sb_appendn(&sb, p, (size_t)(nl + 1 - p) + kl + vl + 1);
+			p = nl + 1 + kl + vl + 1;
+		} else {
+			p = nl + 1;
+		}
+	}
+	report_init(&scratch);
+	if (fs_mkdir_p(run->c, &scratch, "/run/hpcinit", 0755, 0, 0) >= 0)
+		(void)fs_write(run->c, &scratch, MEMBERS_FILE, sb.len ? sb_str(&sb) : "", sb.len, 0600, 0, 0);
+	report_free(&scratch);
+	sb_free(&sb);
+}
+
+static int etcd_list(struct disc_run *run)
+{
+	struct etcd *e = run->priv;
+	struct proc_result res = { 0 };
+	int64_t rev;
+	int r;
+
+	/* A long wait for peers outlives the lease: renew it on the way. */
+	if (run->waited && ctx_may_write(run->c) && !e->unreachable &&
+	    now_ms() - e->synced_ms > run->c->spec->discovery.lease_ms / 3) {
+		struct report *keep = run->rep, scratch;
+
+		report_init(&scratch);
+		run->rep = &scratch;
+		(void)etcd_publish(run);
+		run->rep = keep;
+		report_free(&scratch);
+	}
+	e->rejected = 0;
+	e->self_seen = e->self_same = false;
+	strlist_free(&e->rejects);
+	if (watch_members && !e->unreachable) {
+		/* In the watch: the membership its stream keeps, without asking etcd again. */
+		char *copy = xmalloc(watch_members_len + 1);
+
+		memcpy(copy, watch_members, watch_members_len);
+		copy[watch_members_len] = '\0';
+		if (ctx_may_write(run->c))
+			keep_members(run, copy, watch_members_len);
+		(void)take_list(run, copy, copy + watch_members_len);
+		free(copy);
+		return 1;
+	}
+	r = e->unreachable ? -EHOSTUNREACH : helper(run, NULL, &res, "list", e->prefix, NULL);
+	if (r < 0 && !e->unreachable && fail(run, r, "cannot list the cluster's nodes", true) < 0) {
+		proc_result_free(&res);
+		return r;
+	}
+	if (r < 0) {
+		/* on_unreachable: degrade: the last membership etcd gave, checked like a fresh one. */
+		char *text = NULL;
+		size_t len = 0;
+
+		proc_result_free(&res);
+		if (fs_read(run->c, MEMBERS_FILE, &text, &len) < 0) {
+			report_set(run->rep, ST_FAILED, "cannot read %s", MEMBERS_FILE);
+			return -EIO;
+		}
+		e->stale = true;
+		(void)take_list(run, text, text + len);
+		free(text);
+		return 1;
+	}
+	if (ctx_may_write(run->c))
+		keep_members(run, res.out, res.out_len);
+	rev = take_list(run, res.out, res.out + res.out_len);
 	proc_result_free(&res);
 	if (e->ready || run->found.n + 1 >= run->c->spec->discovery.expect)
 		return 1;
@@ -427,6 +571,9 @@ static int etcd_finish(struct disc_run *run, const struct peerset *set)
 
 	for (size_t i = 0; i < e->rejects.n; i++)
 		log_warn("%s", e->rejects.v[i]);
+	if (e->rejected > e->rejects.n)
+		log_warn("%zu more records rejected; the run's details list them all",
+			 e->rejected - e->rejects.n);
 	if (e->rejected)
 		report_raise(rep, ST_DEGRADED);
 	if (!ctx_may_write(c) && (!e->self_seen || !e->self_same)) {
@@ -434,6 +581,12 @@ static int etcd_finish(struct disc_run *run, const struct peerset *set)
 		report_raise(rep, ST_CHANGED);
 		report_detail(rep, "%s: %s; apply writes this node's record", e->key,
 			      e->self_seen ? "differs from this node's state" : "missing in etcd");
+	}
+	if (e->stale) {
+		report_set(rep, ST_DEGRADED, "%zu node%s from the last membership etcd gave: none of the "
+			   "%zu etcd endpoints answered (discovery.on_unreachable: degrade; see details)",
+			   set->n, set->n == 1 ? "" : "s", spec->discovery.endpoints.n);
+		return 0;
 	}
 	if (set->n >= spec->discovery.expect) {
 		if (ctx_may_write(c) && !e->ready)
@@ -449,8 +602,10 @@ static int etcd_finish(struct disc_run *run, const struct peerset *set)
 			      spec->discovery.expect, e->ready ? " (reached earlier in this boot: "
 			      "nodes have left)" : "");
 		report_set(rep, rep->status == ST_CHANGED ? ST_CHANGED : ST_OK,
-			   "%zu node%s known through etcd (expect %u)", set->n, set->n == 1 ? "" : "s",
-			   spec->discovery.expect);
+			   "%zu node%s known through etcd (expect %u)%s", set->n, set->n == 1 ? "" : "s",
+			   spec->discovery.expect, e->rejected ? "; records rejected, see details" : "");
+		if (e->rejected)
+			report_raise(rep, ST_DEGRADED);
 	} else {
 		report_set(rep, ST_DEGRADED, "only %zu of %u expected nodes after waiting %" PRIu64
 			   " s for peers in etcd", set->n, spec->discovery.expect,
@@ -473,7 +628,7 @@ static int etcd_leave(struct disc_run *run)
 	r = helper(run, NULL, &res, "leave", e->key, lease, NULL);
 	if (r < 0) {
 		proc_result_free(&res);
-		return fail(run, r, "cannot leave");
+		return fail(run, r, "cannot leave", false);
 	}
 	for (char *save = NULL, *l = strtok_r(res.out, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
 		if (sscanf(l, "deleted %lld", &deleted) != 1)

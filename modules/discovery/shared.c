@@ -236,16 +236,21 @@ static int probe_owner(const struct ctx *c, const char *nodes, const char *host,
 static int head_tree(struct ctx *c, struct report *rep, const struct rendezvous *rv,
 		     const struct nfs_squash *sq)
 {
-	const char *names[3], *top = rv->levels[0];
-	const char *slash = strrchr(top, '/');
-	char *parent, *hp;
+	char *top = xstrdup(rv->levels[0]), *slash, *parent, *hp;
+	size_t tl = strlen(top);
+	const char *names[3];
 	int dfd, r = 0;
 
-	if (!slash || slash[1] == '\0' || strcmp(top, sq->export) == 0) {
+	while (tl > 1 && top[tl - 1] == '/')
+		top[--tl] = '\0';
+	slash = strrchr(top, '/');
+	if (sq->at_export || !slash || slash[1] == '\0') {
 		report_detail(rep, "discovery.dir %s is the export %s itself: root on the clients (squashed "
 			      "to uid %u) cannot create records in a directory root owns there, and hpcinit "
 			      "does not hand the export to that uid; use a directory inside it "
-			      "(e.g. %s/.hpcinit)", top, sq->export, (unsigned)sq->anonuid, sq->export);
+			      "(e.g. %s/.hpcinit)", rv->levels[0], sq->export, (unsigned)sq->anonuid,
+			      sq->export);
+		free(top);
 		return -EPERM;
 	}
 	names[0] = slash + 1;
@@ -256,8 +261,10 @@ static int head_tree(struct ctx *c, struct report *rep, const struct rendezvous 
 	dfd = open(hp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	free(hp);
 	free(parent);
-	if (dfd < 0)
+	if (dfd < 0) {
+		free(top);
 		return 0;       /* rendezvous_open says why it cannot make the tree */
+	}
 	for (int i = 0; i < 3 && r == 0; i++) {
 		const int oflags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW;
 		int nfd = openat(dfd, names[i], oflags);
@@ -310,6 +317,7 @@ static int head_tree(struct ctx *c, struct report *rep, const struct rendezvous 
 	}
 	if (dfd >= 0)
 		close(dfd);
+	free(top);
 	return r;
 }
 

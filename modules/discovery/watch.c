@@ -5,10 +5,14 @@
  * when the membership changes, so a join or a leave reaches every node in
  * about a second instead of at the next timer run.
  *
- *  - etcd: the helper's "watch" streams one line "change" per batch of
- *    events under the cluster's prefix (and after a reconnect or a
- *    compacted revision, when events may have been missed).  Changes are
- *    debounced (DEBOUNCE_MS), then one refresh lists the membership anew.
+ *  - etcd: the helper's "watch" streams the membership under the cluster's
+ *    prefix: the whole of it when it starts (and again after a reconnect
+ *    or a compacted revision, when events may have been missed), then each
+ *    put and deletion.  This process keeps that membership; a batch of
+ *    changes is debounced (DEBOUNCE_MS), then one refresh runs on it
+ *    without asking etcd again (etcd_watch_members: no list, and no put
+ *    while etcd holds this node's record unchanged), so a join or a leave
+ *    costs every watcher no request and no helper process.
  *    The lease is renewed every third of its TTL by the helper's
  *    "keepalive": O(1) work a node, however large the cluster; a lease
  *    found gone (etcd unreachable for longer than the TTL) is replaced by a
@@ -63,13 +67,21 @@ static int refresh(struct ctx *c, const struct run_opts *ro, const char *why)
 	uint64_t t0 = now_ms();
 	int code;
 
+	struct strbuf parts = STRBUF_INIT;
+
 	code = runner_run(c, ro, &res);
 	if (c->verbose)
 		runner_print_table(c, &res, stderr);
+	/* Where the time went: each step's own time, the rest is the runner (lock, status). */
+	for (size_t i = 0; i < res.n; i++)
+		if (res.ran[i])
+			sb_printf(&parts, "%s%s %" PRIu64, parts.len ? ", " : "", module_table[i]->name,
+				  res.reports[i].duration_ms);
 	for (size_t i = 0; i < res.n; i++)
 		if (res.ran[i] && !strcmp(module_table[i]->name, "discovery"))
-			fprintf(stderr, "hpcinit watch: %s: refresh exit %d in %" PRIu64 " ms: %s\n", why,
-				code, now_ms() - t0, res.reports[i].summary);
+			fprintf(stderr, "hpcinit watch: %s: refresh exit %d in %" PRIu64 " ms (%s): %s\n",
+				why, code, now_ms() - t0, sb_str(&parts), res.reports[i].summary);
+	sb_free(&parts);
 	fflush(stderr);
 	run_result_free(&res);
 	return code;
@@ -125,7 +137,7 @@ static int run_helper(const char *const *args, struct proc_result *res)
  * this VM: leave the cluster, then acknowledge the event (which lets Azure
  * go ahead at once).  true when the node left: the watch then ends.
  */
-static bool events_poll(struct ctx *c)
+static bool events_poll(struct ctx *c, uint64_t lock_timeout_ms)
 {
 	const char *url = c->spec->discovery.events_url;
 	const char *args[] = { "events", url, NULL };
@@ -156,7 +168,7 @@ static bool events_poll(struct ctx *c)
 	}
 	proc_result_free(&res);
 	if (mine.n) {
-		int code = leave_main(c);
+		int code = leave_main(c, lock_timeout_ms);
 
 		fflush(stdout);
 		for (size_t i = 0; i < mine.n; i++) {
@@ -215,7 +227,7 @@ static int watch_shared(struct ctx *c, const struct run_opts *ro)
 		poll(NULL, 0, POLL_MS);
 		if (stop)
 			break;
-		if (c->spec->discovery.events_enable && events_poll(c))
+		if (c->spec->discovery.events_enable && events_poll(c, ro->lock_timeout_ms))
 			break;
 		if (names_hash(c, &h) == 0 && (!known || h != have)) {
 			known = true;
@@ -290,8 +302,147 @@ static void stop_watch(struct proc_child *ch)
 	proc_child_free(ch);
 }
 
-/* Read what is there; count "change" lines in *changes.  false at end of stream. */
-static bool drain(int fd, struct strbuf *line, unsigned *changes, bool is_err)
+/* The membership the stream keeps: key -> the helper's "kv" item (header, key, value). */
+struct members {
+	char **key, **item;
+	size_t *item_len;
+	size_t n, cap;
+	bool synced;                    /* a whole view since the last "reset" */
+	struct strbuf in;               /* stream bytes not parsed yet */
+};
+
+static void members_clear(struct members *m)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		free(m->key[i]);
+		free(m->item[i]);
+	}
+	m->n = 0;
+	m->synced = false;
+}
+
+static void members_free(struct members *m)
+{
+	members_clear(m);
+	free(m->key);
+	free(m->item);
+	free(m->item_len);
+	sb_free(&m->in);
+}
+
+static size_t members_find(const struct members *m, const char *k, size_t kl)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (strlen(m->key[i]) == kl && memcmp(m->key[i], k, kl) == 0)
+			return i;
+	return m->n;
+}
+
+static void members_put(struct members *m, const char *k, size_t kl, const char *item, size_t len)
+{
+	size_t i = members_find(m, k, kl);
+
+	if (i == m->n) {
+		if (m->n == m->cap) {
+			m->cap = m->cap ? 2 * m->cap : 64;
+			m->key = xrealloc(m->key, m->cap * sizeof(*m->key));
+			m->item = xrealloc(m->item, m->cap * sizeof(*m->item));
+			m->item_len = xrealloc(m->item_len, m->cap * sizeof(*m->item_len));
+		}
+		m->key[m->n] = xstrndup(k, kl);
+		m->item[m->n] = NULL;
+		m->n++;
+	}
+	free(m->item[i]);
+	m->item[i] = xmalloc(len);
+	memcpy(m->item[i], item, len);
+	m->item_len[i] = len;
+}
+
+static void members_del(struct members *m, const char *k, size_t kl)
+{
+	size_t i = members_find(m, k, kl);
+
+	if (i == m->n)
+		return;
+	free(m->key[i]);
+	free(m->item[i]);
+	m->n--;
+	m->key[i] = m->key[m->n];
+	m->item[i] = m->item[m->n];
+	m->item_len[i] = m->item_len[m->n];
+}
+
+/* The membership in the helper's list format, for etcd_watch_members. */
+static void members_text(const struct members *m, struct strbuf *out)
+{
+	sb_reset(out);
+	for (size_t i = 0; i < m->n; i++)
+		sb_appendn(out, m->item[i], m->item_len[i]);
+}
+
+/*
+ * Parse the whole items in m->in: "reset", "synced" (one more change in
+ * *changes), "kv KL VL LEASE\n" KEY VALUE "\n", "del KL\n" KEY "\n".
+ */
+static void members_parse(struct members *m, unsigned *changes)
+{
+	const char *p = sb_str(&m->in), *end = p + m->in.len;
+	size_t used;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		unsigned long long kl, vl;
+		long long lease;
+		size_t hl;
+
+		if (!nl)
+			break;
+		hl = (size_t)(nl + 1 - p);
+		if (sscanf(p, "kv %llu %llu %lld", &kl, &vl, &lease) == 3) {
+			if ((size_t)(end - nl - 1) < kl + vl + 1)
+				break;          /* the rest is still coming */
+			members_put(m, nl + 1, (size_t)kl, p, hl + kl + vl + 1);
+			p = nl + 1 + kl + vl + 1;
+		} else if (sscanf(p, "del %llu", &kl) == 1) {
+			if ((size_t)(end - nl - 1) < kl + 1)
+				break;
+			members_del(m, nl + 1, (size_t)kl);
+			p = nl + 1 + kl + 1;
+		} else {
+			if (hl == 6 && !memcmp(p, "reset\n", 6)) {
+				members_clear(m);
+			} else if (hl == 7 && !memcmp(p, "synced\n", 7)) {
+				m->synced = true;
+				(*changes)++;
+			}
+			p = nl + 1;
+		}
+	}
+	used = (size_t)(p - sb_str(&m->in));
+	if (used) {
+		memmove(m->in.buf, m->in.buf + used, m->in.len - used + 1);
+		m->in.len -= used;
+	}
+}
+
+/* Read what is there into the stream's membership.  false at end of stream. */
+static bool drain_members(int fd, struct members *m, unsigned *changes)
+{
+	char buf[65536];
+	ssize_t n = read(fd, buf, sizeof(buf));
+
+	if (n < 0)
+		return errno == EINTR || errno == EAGAIN;
+	if (n == 0)
+		return false;
+	sb_appendn(&m->in, buf, (size_t)n);
+	members_parse(m, changes);
+	return true;
+}
+
+/* The helper's stderr, line by line, to ours.  false at end of stream. */
+static bool drain_err(int fd, struct strbuf *line)
 {
 	char buf[4096];
 	ssize_t n = read(fd, buf, sizeof(buf));
@@ -306,10 +457,7 @@ static bool drain(int fd, struct strbuf *line, unsigned *changes, bool is_err)
 				sb_appendn(line, &buf[i], 1);
 			continue;
 		}
-		if (is_err)
-			fprintf(stderr, "hpcinit watch: %s\n", sb_str(line));
-		else if (!strcmp(sb_str(line), "change"))
-			(*changes)++;
+		fprintf(stderr, "hpcinit watch: %s\n", sb_str(line));
 		sb_reset(line);
 	}
 	return true;
@@ -319,7 +467,8 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro)
 {
 	uint64_t every = c->spec->discovery.lease_ms / 3, next_keepalive = now_ms() + every;
 	uint64_t restart_at = 0, retry_at = 0, retry_ms = 1000;
-	struct strbuf out = STRBUF_INIT, err = STRBUF_INIT;
+	struct strbuf text = STRBUF_INIT, err = STRBUF_INIT;
+	struct members mem = { 0 };
 	struct proc_child ch = { 0 };
 	bool running = false;
 
@@ -332,6 +481,8 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro)
 		int n = 0, t;
 
 		if (!running && now >= restart_at) {
+			members_clear(&mem);
+			sb_reset(&mem.in);
 			running = start_watch(c, &ch) == 0;
 			if (!running)
 				restart_at = now + RESTART_MS;
@@ -354,26 +505,34 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro)
 		if (stop)
 			break;
 		if (running && n > 1 && (pf[1].revents & (POLLIN | POLLHUP)) &&
-		    !drain(ch.err_fd, &err, &changes, true)) {
+		    !drain_err(ch.err_fd, &err)) {
 			close(ch.err_fd);
 			ch.err_fd = -1;
 		}
 		if (running && (pf[0].revents & (POLLIN | POLLHUP))) {
-			if (!drain(ch.out_fd, &out, &changes, false)) {
+			if (!drain_members(ch.out_fd, &mem, &changes)) {
 				fprintf(stderr, "hpcinit watch: the etcd watch ended; starting it again\n");
 				stop_watch(&ch);
 				running = false;
+				members_clear(&mem);
 				restart_at = now_ms() + RESTART_MS;
 			}
 			/* Debounce: more changes within DEBOUNCE_MS join this refresh. */
 			while (running && changes) {
 				struct pollfd one = { .fd = ch.out_fd, .events = POLLIN };
 
-				if (poll(&one, 1, DEBOUNCE_MS) <= 0 || !drain(ch.out_fd, &out, &changes, false))
+				if (poll(&one, 1, DEBOUNCE_MS) <= 0 || !drain_members(ch.out_fd, &mem, &changes))
 					break;
 			}
 		}
-		if (c->spec->discovery.events_enable && events_poll(c))
+		/* The refreshes run on the stream's membership while it is whole. */
+		if (running && mem.synced) {
+			members_text(&mem, &text);
+			etcd_watch_members(sb_str(&text), text.len);
+		} else {
+			etcd_watch_members(NULL, 0);
+		}
+		if (c->spec->discovery.events_enable && events_poll(c, ro->lock_timeout_ms))
 			break;
 		if (changes || (retry_at && now_ms() >= retry_at)) {
 			/*
@@ -381,7 +540,9 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro)
 			 * whole scale set starting at once) is tried again with
 			 * backoff and jitter, not only at the next change.
 			 */
-			if (refresh(c, ro, changes ? "membership changed" : "retry") == 1) {
+			if (refresh(c, ro, !changes ? "retry" : running && mem.synced ?
+				    "membership changed (the stream's view, no list)" :
+				    "membership changed") == 1) {
 				retry_at = now_ms() + retry_ms / 2 + (uint64_t)(random() % (long)retry_ms);
 				if (retry_ms < 30000)
 					retry_ms *= 2;
@@ -400,7 +561,9 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro)
 	}
 	if (running)
 		stop_watch(&ch);
-	sb_free(&out);
+	etcd_watch_members(NULL, 0);
+	members_free(&mem);
+	sb_free(&text);
 	sb_free(&err);
 	return 0;
 }
@@ -428,22 +591,31 @@ int watch_main(struct ctx *c, const struct run_opts *ro)
 	return watch_shared(c, ro);
 }
 
-int leave_main(struct ctx *c)
+int leave_main(struct ctx *c, uint64_t lock_timeout_ms)
 {
 	struct report rep;
-	int r;
+	int r, lock_fd = -1;
 
 	if (!c->spec->discovery.present) {
 		fprintf(stderr, "hpcinit: leave: the spec has no discovery section; nothing to leave\n");
 		return 0;
 	}
+	/* After a run in flight: its publish cannot come after this removal. */
+	r = runner_take_lock(c, lock_timeout_ms, &lock_fd);
+	if (r < 0) {
+		printf("leave: failed: cannot take the run lock: %s; this node's record was not removed\n",
+		       strerror(-r));
+		return 1;
+	}
 	report_init(&rep);
 	c->module = "discovery";
 	r = discovery_leave(c, &rep);
+	close(lock_fd);
 	printf("leave: %s: %s\n", rep.status == ST_FAILED ? "failed" : rep.status == ST_CHANGED ?
 	       "changed" : "ok", rep.summary[0] ? rep.summary : "nothing to remove");
 	if (rep.details.len)
 		fputs(sb_str(&rep.details), stdout);
+	r = r < 0 || rep.status == ST_FAILED ? 1 : 0;
 	report_free(&rep);
-	return r < 0 || rep.status == ST_FAILED ? 1 : 0;
+	return r;
 }

@@ -22,14 +22,29 @@
 
 /* ---- exports (head role) ------------------------------------------------------- */
 
-/* Is path the directory dir or inside it?  Trailing slashes do not count. */
+/* Does path have a "." or ".." component?  Then where it ends is not told by its text. */
+static bool dot_component(const char *path)
+{
+	for (const char *p = path; (p = strchr(p, '/')); p++) {
+		size_t k = p[1] == '.' ? (p[2] == '.' ? 3 : 2) : 0;
+
+		if (k && (p[k] == '/' || p[k] == '\0'))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Is path the directory dir or inside it?  The length of dir without its
+ * trailing slashes, 0 when not.  A path with "." or ".." in it is in none.
+ */
 static size_t path_within(const char *path, const char *dir)
 {
 	size_t n = strlen(dir);
 
 	while (n > 1 && dir[n - 1] == '/')
 		n--;
-	if (strncmp(path, dir, n) != 0 || (path[n] != '\0' && path[n] != '/'))
+	if (dot_component(path) || strncmp(path, dir, n) != 0 || (path[n] != '\0' && path[n] != '/'))
 		return 0;
 	return n;
 }
@@ -91,6 +106,7 @@ bool nfs_export_squash(const struct spec *s, const char *path, struct nfs_squash
 	if (!root && !all)
 		return false;
 	ret->export = x->path;
+	ret->at_export = path[best + strspn(path + best, "/")] == '\0';
 	ret->all = all;
 	ret->anonuid = (uid_t)uid;
 	ret->anongid = (gid_t)gid;

@@ -18,6 +18,7 @@
 
 struct nfs_squash {
 	const char *export;     /* the export holding the path (the spec's string) */
+	bool at_export;         /* the path is the export's directory itself */
 	bool all;               /* all_squash (else root_squash) */
 	uid_t anonuid;
 	gid_t anongid;
@@ -28,8 +29,9 @@ struct nfs_squash {
  * root squashed?  The innermost export holding it decides; its options are
  * read as exportfs reads them (root_squash unless no_root_squash,
  * all_squash, anonuid=/anongid=, the last of each wins).  false on a
- * compute, outside every export, and under the spec's own NFS mounts (then
- * this node is a client like any other).
+ * compute, outside every export, for a path with "." or ".." components,
+ * and under the spec's own NFS mounts (then this node is a client like any
+ * other).
  */
 bool nfs_export_squash(const struct spec *s, const char *path, struct nfs_squash *ret);
 

@@ -5,15 +5,18 @@
  *
  *   head (cluster.role head, ssh.ca_key_file): signs every member's host
  *       keys with ssh-keygen -s (principals: the names known_hosts.c gives
- *       it: hostname, short name, addresses) into <dir>/<cluster>/certs/<id>.cert
- *       and revokes the keys of members that left into certs/revoked.krl;
+ *       it: hostname, short name, addresses) into <id>.cert of the
+ *       rendezvous (store.c: the shared directory or etcd), revokes the
+ *       keys of members that left into revoked.krl and prunes revocations
+ *       whose certificates have expired;
  *   every node: installs its own certificate (checked: our CA, its own
  *       key, its own names) as /etc/ssh/ssh_host_<type>_key-cert.pub, the
  *       KRL as /etc/hpcinit/ssh_revoked_keys, and names them in an
  *       sshd_config.d drop-in; reloads sshd when that changed;
  *   hostbased: /etc/ssh/shosts.equiv (members' names and addresses) and
  *       the members' keys (or the CA line) in /etc/ssh/ssh_known_hosts,
- *       the file sshd reads to check a client host.
+ *       the file sshd reads to check a client host;
+ *   neither (any more): what hpcinit made for them is removed.
  */
 #include "config.h"
 
@@ -188,11 +191,6 @@ static bool same_set(const struct strlist *a, const struct strlist *b)
 	return true;
 }
 
-static char *certs_dir(const struct spec *s)
-{
-	return xasprintf("%s/%s/certs", s->discovery.dir, s->cluster.name);
-}
-
 /*
  * The certificate of key in text (a .cert file) that still serves: signed
  * by ca for exactly names, and less than half its validity used.
@@ -224,8 +222,70 @@ static char *cert_still_good(const char *text, const char *key, const char *ca,
 	return NULL;
 }
 
-/* Add the certified keys of a departed member's .cert file to revoked. */
-static void revoke_file(const char *text, struct strlist *revoked)
+/*
+ * The revocation list the head keeps (revoked.keys): one line
+ * "<until> <type> <base64>" per revoked host key, until the time (epoch s)
+ * the last certificate the head issued for it expires.  After that no
+ * certificate of the key is valid anyway, so the entry is pruned and the KRL
+ * does not grow forever.  A line with no time (written before times were
+ * kept) gets now + cert_validity, the longest any certificate of it can run.
+ */
+struct revoked {
+	char *key;
+	int64_t until;
+};
+
+struct revlist {
+	struct revoked *v;
+	size_t n, cap;
+};
+
+static void rev_add(struct revlist *l, const char *key, int64_t until)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (strcmp(l->v[i].key, key) == 0) {
+			if (until > l->v[i].until)
+				l->v[i].until = until;
+			return;
+		}
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 16;
+		l->v = xrealloc(l->v, l->cap * sizeof(*l->v));
+	}
+	l->v[l->n].key = xstrdup(key);
+	l->v[l->n++].until = until;
+}
+
+static void rev_free(struct revlist *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i].key);
+	free(l->v);
+	memset(l, 0, sizeof(*l));
+}
+
+static void rev_parse(char *text, int64_t dflt, struct revlist *l)
+{
+	for (char *p = text, *nl; p && *p; p = nl ? nl + 1 : NULL) {
+		char *end, *canon;
+		long long until;
+
+		nl = strchr(p, '\n');
+		if (nl)
+			*nl = '\0';
+		until = strtoll(p, &end, 10);
+		if (end == p || *end != ' ')
+			until = dflt;
+		else
+			p = end + 1;
+		if ((canon = sshkey_canonical(p)))
+			rev_add(l, canon, until);
+		free(canon);
+	}
+}
+
+/* Add the certified keys of a departed member's .cert file, until their certificates expire. */
+static void revoke_file(const char *text, struct revlist *revoked)
 {
 	for (const char *p = text; p && *p;) {
 		const char *nl = strchr(p, '\n');
@@ -234,35 +294,55 @@ static void revoke_file(const char *text, struct strlist *revoked)
 
 		p = nl ? nl + 1 : NULL;
 		if (sshcert_parse(line, &ct) == 0) {
-			strlist_add_unique(revoked, ct.key);
+			rev_add(revoked, ct.key, ct.valid_before > INT64_MAX ? INT64_MAX :
+				(int64_t)ct.valid_before);
 			sshcert_free(&ct);
 		}
 		free(line);
 	}
 }
 
+/* Build the KRL of keys with ssh-keygen -k and store it as revoked.krl. */
+static int write_krl(struct cstore *st, struct report *r, const char *tmp, const char *keys)
+{
+	char *kf = xasprintf("%s/revoked.keys", tmp), *kk = xasprintf("%s/revoked.krl", tmp);
+	const char *argv[] = { "ssh-keygen", "-q", "-k", "-f", kk, kf, NULL };
+	char *krl = NULL;
+	size_t krl_len = 0;
+	int w;
+
+	if (write_host(kf, keys) == 0 && keygen(r, argv) == 0 &&
+	    fs_read_host(kk, FS_MAX_READ, &krl, &krl_len) == 0)
+		w = cstore_write(st, r, "revoked.krl", krl, krl_len);
+	else
+		w = -EIO;
+	(void)unlink(kf);
+	(void)unlink(kk);
+	free(kf);
+	free(kk);
+	free(krl);
+	return w;
+}
+
 /*
  * The head: sign what lacks a good certificate, revoke the keys of members
- * whose certificate file has no member any more, keep the KRL.
+ * whose certificate has no member any more, keep (and prune) the KRL.
  */
-static int head_sign(struct ctx *c, struct report *r, const struct khosts *want, const char *dir,
-		     size_t *ret_signed, size_t *ret_revoked)
+static int head_sign(struct ctx *c, struct report *r, const struct khosts *want,
+		     struct cstore *st, size_t *ret_signed, size_t *ret_revoked, size_t *ret_pruned)
 {
 	const struct spec *s = c->spec;
 	uint64_t secs = s->ssh.cert_validity_ms / 1000;
 	char *ca = sshkey_canonical(s->ssh.ca_public_key), *cakey = ctx_path(c, s->ssh.ca_key_file);
 	char tmp[] = "/tmp/hpcinit-ca.XXXXXX";
-	char *hdir = ctx_path(c, dir), *rk_path = xasprintf("%s/revoked.keys", dir);
-	char *old_rk = NULL, *ca_file_pub = NULL;
-	struct strlist revoked = { 0 }, current = { 0 };
+	char *old_rk = NULL;
+	struct revlist revoked = { 0 };
+	struct strlist current = { 0 }, names = { 0 };
 	struct smap ids;
 	int64_t now = (int64_t)time(NULL);
-	DIR *d;
-	struct dirent *de;
 	int ret = 0, w;
 
-	*ret_signed = *ret_revoked = 0;
-	/* The CA key file must hold the private half of ca_public_key. */
+	*ret_signed = *ret_revoked = *ret_pruned = 0;
 	if (!ctx_may_write(c)) {
 		report_detail(r, "apply signs the members' host keys with %s", s->ssh.ca_key_file);
 		goto out;
@@ -272,6 +352,7 @@ static int head_sign(struct ctx *c, struct report *r, const struct khosts *want,
 		report_detail(r, "cannot make a temporary directory: %s", strerror(-ret));
 		goto out;
 	}
+	/* The CA key file must hold the private half of ca_public_key. */
 	{
 		const char *argv[] = { "ssh-keygen", "-y", "-f", cakey, NULL };
 		struct proc_result pr = { 0 };
@@ -299,84 +380,61 @@ static int head_sign(struct ctx *c, struct report *r, const struct khosts *want,
 		for (size_t k = 0; k < want->v[i].keys.n; k++)
 			strlist_push(&current, want->v[i].keys.v[k]);
 	}
-	/* Departed members: their certificate files name an id no member has. */
-	if (fs_read(c, rk_path, &old_rk, NULL) == 0)
-		for (char *p = old_rk, *nl; p && *p; p = nl ? nl + 1 : NULL) {
-			char *canon;
+	if (cstore_read(st, "revoked.keys", &old_rk, NULL) == 0)
+		rev_parse(old_rk, now + (int64_t)secs, &revoked);
+	/* Departed members: their certificates name an id no member has. */
+	cstore_names(st, &names);
+	for (size_t n = 0; n < names.n; n++) {
+		size_t l = strlen(names.v[n]);
+		char *id, *text = NULL;
 
-			nl = strchr(p, '\n');
-			if (nl)
-				*nl = '\0';
-			if ((canon = sshkey_canonical(p)))
-				strlist_add_unique(&revoked, canon);
-			free(canon);
-		}
-	d = opendir(hdir);
-	while (d && (de = readdir(d))) {
-		size_t l = strlen(de->d_name);
-		char *id, *path, *text = NULL;
-
-		if (l <= 5 || strcmp(de->d_name + l - 5, ".cert") != 0)
+		if (l <= 5 || strcmp(names.v[n] + l - 5, ".cert") != 0)
 			continue;
-		id = xstrndup(de->d_name, l - 5);
+		id = xstrndup(names.v[n], l - 5);
 		if (smap_get(&ids, id, NULL)) {
 			free(id);
 			continue;
 		}
-		path = xasprintf("%s/%s", dir, de->d_name);
-		if (fs_read(c, path, &text, NULL) == 0) {
+		if (cstore_read(st, names.v[n], &text, NULL) == 0) {
 			revoke_file(text, &revoked);
 			report_detail(r, "%s: no longer a member; its host keys are revoked", id);
 		}
-		(void)fs_remove(c, r, path);
+		if ((w = cstore_remove(st, r, names.v[n])) < 0)
+			ret = w;
 		free(text);
-		free(path);
 		free(id);
 	}
-	if (d)
-		closedir(d);
 	smap_free(&ids);
 	{
 		/* A member back with the same key (a lease that lapsed) is not revoked. */
-		struct strbuf rk = STRBUF_INIT;
-		char *krl_path = xasprintf("%s/revoked.krl", dir);
+		struct strbuf rk = STRBUF_INIT, keys = STRBUF_INIT;
 
-		for (size_t i = 0; i < revoked.n; i++)
-			if (!strlist_has(&current, revoked.v[i])) {
-				sb_printf(&rk, "%s\n", revoked.v[i]);
-				(*ret_revoked)++;
+		for (size_t i = 0; i < revoked.n; i++) {
+			if (strlist_has(&current, revoked.v[i].key))
+				continue;
+			if (revoked.v[i].until <= now) {
+				(*ret_pruned)++;
+				continue;
 			}
-		w = fs_write(c, r, rk_path, sb_str(&rk), rk.len, 0644, 0, 0);
-		if (w < 0) {
-			ret = w;
-		} else if (w > 0 || !fs_exists(c, krl_path)) {
-			char *kf = xasprintf("%s/revoked.keys", tmp), *kk = xasprintf("%s/revoked.krl", tmp);
-			const char *argv[] = { "ssh-keygen", "-q", "-k", "-f", kk, kf, NULL };
-			char *krl = NULL;
-			size_t krl_len = 0;
-
-			if (write_host(kf, sb_str(&rk)) == 0 && keygen(r, argv) == 0 &&
-			    fs_read_host(kk, FS_MAX_READ, &krl, &krl_len) == 0)
-				w = fs_write(c, r, krl_path, krl, krl_len, 0644, 0, 0);
-			else
-				w = -EIO;
-			if (w < 0)
-				ret = w;
-			(void)unlink(kf);
-			(void)unlink(kk);
-			free(kf);
-			free(kk);
-			free(krl);
+			sb_printf(&rk, "%lld %s\n", (long long)revoked.v[i].until, revoked.v[i].key);
+			sb_printf(&keys, "%s\n", revoked.v[i].key);
+			(*ret_revoked)++;
 		}
-		free(krl_path);
+		w = cstore_write(st, r, "revoked.keys", sb_str(&rk), rk.len);
+		if (w < 0)
+			ret = w;
+		else if ((w > 0 || !cstore_has(st, "revoked.krl")) &&
+			 (w = write_krl(st, r, tmp, sb_str(&keys))) < 0)
+			ret = w;
 		sb_free(&rk);
+		sb_free(&keys);
 	}
 	for (size_t i = 0; i < want->n; i++) {
 		const struct khost *h = &want->v[i];
-		char *path = xasprintf("%s/%s.cert", dir, h->id), *old = NULL;
+		char *name = xasprintf("%s.cert", h->id), *old = NULL;
 		struct strbuf out = STRBUF_INIT;
 
-		(void)fs_read(c, path, &old, NULL);
+		(void)cstore_read(st, name, &old, NULL);
 		for (size_t k = 0; k < h->keys.n; k++) {
 			struct sshcert pc;
 			char *cert;
@@ -407,9 +465,9 @@ static int head_sign(struct ctx *c, struct report *r, const struct khosts *want,
 				sb_printf(&out, "%s %s\n", cert, h->id);
 			free(cert);
 		}
-		if (out.len && (w = fs_write(c, r, path, sb_str(&out), out.len, 0644, 0, 0)) < 0)
+		if (out.len && (w = cstore_write(st, r, name, sb_str(&out), out.len)) < 0)
 			ret = w;
-		free(path);
+		free(name);
 		free(old);
 		sb_free(&out);
 	}
@@ -424,12 +482,10 @@ rm:
 		(void)rmdir(tmp);
 	}
 out:
-	strlist_free(&revoked);
+	rev_free(&revoked);
 	strlist_free(&current);
+	strlist_free(&names);
 	free(old_rk);
-	free(ca_file_pub);
-	free(hdir);
-	free(rk_path);
 	free(cakey);
 	free(ca);
 	return ret;
@@ -453,17 +509,18 @@ static const char *key_file_type(const char *key)
  * keys, naming only names this node has.  The accepted ones are installed
  * next to their keys; *conf gets their HostCertificate lines.
  */
-static int install_own(struct ctx *c, struct report *r, const struct khost *self, const char *dir,
-		       struct strbuf *conf, bool *changed)
+static int install_own(struct ctx *c, struct report *r, const struct khost *self,
+		       const struct cstore *st, struct strbuf *conf, bool *changed)
 {
 	const struct spec *s = c->spec;
-	char *path = xasprintf("%s/%s.cert", dir, self->id), *text = NULL;
+	char *name = xasprintf("%s.cert", self->id), *text = NULL;
+	char *path = xasprintf("%s%s", st->where, name);
 	char *ca = sshkey_canonical(s->ssh.ca_public_key);
 	int64_t now = (int64_t)time(NULL);
 	size_t installed = 0;
 	int ret = 0;
 
-	if (fs_read(c, path, &text, NULL) < 0) {
+	if (cstore_read(st, name, &text, NULL) < 0) {
 		report_finding(r, ST_DEGRADED, "ssh.ca.no-certificate",
 			       "%s: no certificate for this node yet (the head signs it on its next run); "
 			       "members cannot check this node's host key until then", path);
@@ -534,16 +591,17 @@ out:
 	free(ca);
 	free(text);
 	free(path);
+	free(name);
 	return ret;
 }
 
-/* Does dir/<id>.cert hold a certificate of one of self's keys? */
-static bool cert_ready(const struct ctx *c, const struct khost *self, const char *dir)
+/* Does <id>.cert hold a certificate of one of self's keys? */
+static bool cert_ready(const struct cstore *st, const struct khost *self)
 {
-	char *path = xasprintf("%s/%s.cert", dir, self->id), *text = NULL;
+	char *name = xasprintf("%s.cert", self->id), *text = NULL;
 	bool ready = false;
 
-	if (fs_read(c, path, &text, NULL) == 0)
+	if (cstore_read(st, name, &text, NULL) == 0)
 		for (const char *p = text; p && *p && !ready;) {
 			const char *nl = strchr(p, '\n');
 			char *line = xstrndup(p, nl ? (size_t)(nl - p) : strlen(p));
@@ -557,7 +615,7 @@ static bool cert_ready(const struct ctx *c, const struct khost *self, const char
 			free(line);
 		}
 	free(text);
-	free(path);
+	free(name);
 	return ready;
 }
 
@@ -566,15 +624,20 @@ static bool cert_ready(const struct ctx *c, const struct khost *self, const char
  * waits for it a little (CERT_WAIT_MS), so that a node brought up together
  * with the head ends its first run with its certificate installed.
  */
-static void wait_for_cert(struct ctx *c, struct report *r, const struct khost *self, const char *dir)
+static void wait_for_cert(struct report *r, const struct khost *self, struct cstore *st)
 {
 	struct timespec ts = { 0, 250 * 1000 * 1000 };
 	unsigned waited = 0;
+	struct report scratch;
 
-	while (!cert_ready(c, self, dir) && waited < CERT_WAIT_MS) {
+	report_init(&scratch);
+	while (!cert_ready(st, self) && waited < CERT_WAIT_MS) {
 		nanosleep(&ts, NULL);
 		waited += 250;
+		if (cstore_reload(st, &scratch) < 0)
+			break;
 	}
+	report_free(&scratch);
 	if (waited)
 		report_detail(r, "waited %u ms for this node's certificate", waited);
 }
@@ -701,6 +764,77 @@ static void check_sshd_include(struct ctx *c, struct report *r)
 	free(text);
 }
 
+/* Is the file at path a host certificate hpcinit installed (key id "hpcinit:...")? */
+static bool our_cert(struct ctx *c, const char *path)
+{
+	char *text = NULL;
+	struct sshcert ct;
+	bool ours = false;
+
+	if (fs_read(c, path, &text, NULL) == 0 && sshcert_parse(text, &ct) == 0) {
+		ours = strncmp(ct.key_id, "hpcinit:", 8) == 0;
+		sshcert_free(&ct);
+	}
+	free(text);
+	return ours;
+}
+
+/* Does the file at path begin with hpcinit's header line? */
+static bool our_file(struct ctx *c, const char *path)
+{
+	char *text = NULL;
+	bool ours = fs_read(c, path, &text, NULL) == 0 && strncmp(text, "# hpcinit: ", 11) == 0;
+
+	free(text);
+	return ours;
+}
+
+/*
+ * host_keys no longer ca: the certificates hpcinit installed and the local
+ * KRL go (the drop-in that named them is rewritten or removed by the caller).
+ */
+static int ca_remove(struct ctx *c, struct report *r, bool *changed)
+{
+	static const char *const types[] = { "ed25519", "ecdsa", "rsa" };
+	int ret = 0, w;
+
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		char *p = xasprintf("/etc/ssh/ssh_host_%s_key-cert.pub", types[i]);
+
+		if (our_cert(c, p)) {
+			if ((w = fs_remove(c, r, p)) < 0)
+				ret = w;
+			else if (w > 0)
+				*changed = true;
+		}
+		free(p);
+	}
+	if (fs_exists(c, REVOKED_PATH) && (w = fs_remove(c, r, REVOKED_PATH)) < 0)
+		ret = w;
+	return ret;
+}
+
+/* hostbased no longer on: hpcinit's shosts.equiv and its block of the system known_hosts go. */
+static int hostbased_remove(struct ctx *c, struct report *r)
+{
+	int ret = 0, w;
+
+	if (our_file(c, SHOSTS_PATH) && (w = fs_remove(c, r, SHOSTS_PATH)) < 0)
+		ret = w;
+	if (fs_exists(c, SYS_KNOWN_HOSTS)) {
+		char *text = NULL, *block = NULL;
+
+		if (fs_read(c, SYS_KNOWN_HOSTS, &text, NULL) == 0)
+			block = managed_block_get(text, c->spec->cluster.name);
+		if (block && (w = fs_managed_block(c, r, SYS_KNOWN_HOSTS, c->spec->cluster.name, NULL,
+						    0644, 0, 0)) < 0)
+			ret = w;
+		free(block);
+		free(text);
+	}
+	return ret;
+}
+
 int ca_hostbased_converge(struct ctx *c, struct report *r, const struct khosts *want,
 			  const char *kh_text)
 {
@@ -708,7 +842,8 @@ int ca_hostbased_converge(struct ctx *c, struct report *r, const struct khosts *
 	const struct khost *self = self_host(want);
 	struct strbuf conf = STRBUF_INIT;
 	bool changed = false, ca = s->ssh.host_keys == HOSTKEYS_CA;
-	char *dir = NULL;
+	struct cstore st = { 0 };
+	bool st_open = false;
 	int ret = 0, w;
 
 	if (ca && s->cluster.role != ROLE_HEAD && fs_exists(c, CA_KEY_DEFAULT)) {
@@ -720,65 +855,91 @@ int ca_hostbased_converge(struct ctx *c, struct report *r, const struct khosts *
 	}
 	sb_printf(&conf, "# hpcinit: sshd settings of cluster %s (ssh module); rebuilt on every run.\n",
 		  s->cluster.name);
-	if (ca && !(s->discovery.present && s->discovery.method == DISC_SHARED)) {
+	if (ca && !(s->discovery.present && (s->discovery.method == DISC_SHARED ||
+					     s->discovery.method == DISC_ETCD))) {
 		report_finding(r, ST_FAILED, "ssh.ca.no-rendezvous",
-			       "host_keys: ca publishes certificates in the shared directory; "
-			       "discovery.method %s has no place for them yet",
+			       "host_keys: ca publishes certificates in the rendezvous (discovery.method "
+			       "shared or etcd); discovery.method %s has no place for them",
 			       s->discovery.present ? disc_method_name(s->discovery.method) : "(none)");
 		ca = false;
 		ret = -EOPNOTSUPP;
 	}
 	if (ca) {
-		dir = certs_dir(s);
+		if ((w = cstore_open(c, r, &st)) < 0) {
+			report_finding(r, ST_FAILED, "ssh.ca.store-unreachable",
+				       "cannot read the certificates in %s: %s; nothing signed or installed",
+				       st.where, strerror(-w));
+			cstore_close(&st);
+			sb_free(&conf);
+			return w;
+		}
+		st_open = true;
 		if (s->cluster.role == ROLE_HEAD && s->ssh.ca_key_file) {
-			size_t nsigned = 0, nrevoked = 0;
+			size_t nsigned = 0, nrevoked = 0, npruned = 0;
 
-			if (!fs_exists(c, dir) && ctx_may_write(c))
-				(void)fs_mkdir_p(c, r, dir, 0755, 0, 0);
-			w = head_sign(c, r, want, dir, &nsigned, &nrevoked);
+			if (!st.etcd && !fs_exists(c, st.dir) && ctx_may_write(c))
+				(void)fs_mkdir_p(c, r, st.dir, 0755, 0, 0);
+			w = head_sign(c, r, want, &st, &nsigned, &nrevoked, &npruned);
 			if (w < 0)
 				ret = w;
-			report_detail(r, "CA: %zu certificate%s signed, %zu host key%s revoked", nsigned,
-				      nsigned == 1 ? "" : "s", nrevoked, nrevoked == 1 ? "" : "s");
+			report_detail(r, "CA: %zu certificate%s signed, %zu host key%s revoked, "
+				      "%zu expired revocation%s pruned (in %s)", nsigned,
+				      nsigned == 1 ? "" : "s", nrevoked, nrevoked == 1 ? "" : "s",
+				      npruned, npruned == 1 ? "" : "s", st.where);
 		}
 		if (self && ctx_may_write(c) && s->cluster.role != ROLE_HEAD)
-			wait_for_cert(c, r, self, dir);
+			wait_for_cert(r, self, &st);
 		if (self) {
-			w = install_own(c, r, self, dir, &conf, &changed);
+			w = install_own(c, r, self, &st, &conf, &changed);
 			if (w < 0)
 				ret = w;
 		}
 		{
-			char *krl_path = xasprintf("%s/revoked.krl", dir), *krl = NULL;
+			char *krl = NULL;
 			size_t len = 0;
 
 			/* No KRL yet: an empty list (ssh reads it as "nothing revoked"). */
-			if (fs_read(c, krl_path, &krl, &len) < 0)
+			if (cstore_read(&st, "revoked.krl", &krl, &len) < 0)
 				len = 0;
 			w = fs_write(c, r, REVOKED_PATH, krl ? krl : "", len, 0644, 0, 0);
 			if (w < 0)
 				ret = w;
 			free(krl);
-			free(krl_path);
 		}
+	} else if ((w = ca_remove(c, r, &changed)) < 0) {
+		ret = w;
 	}
 	if (s->ssh.hostbased) {
 		w = hostbased_files(c, r, want, kh_text);
 		if (w < 0)
 			ret = w;
 		sb_append(&conf, "HostbasedAuthentication yes\n");
-	}
-	if (!fs_exists(c, SSHD_CONF_DIR))
-		(void)fs_mkdir_p(c, r, SSHD_CONF_DIR, 0755, 0, 0);
-	w = fs_write(c, r, SSHD_CONF_PATH, sb_str(&conf), conf.len, 0644, 0, 0);
-	if (w < 0)
+	} else if ((w = hostbased_remove(c, r)) < 0) {
 		ret = w;
-	else if (w > 0)
-		changed = true;
-	check_sshd_include(c, r);
+	}
+	if (!ca && !s->ssh.hostbased) {
+		/* Nothing for sshd: the drop-in goes (sshd's own settings apply again). */
+		if (our_file(c, SSHD_CONF_PATH)) {
+			w = fs_remove(c, r, SSHD_CONF_PATH);
+			if (w < 0)
+				ret = w;
+			else if (w > 0)
+				changed = true;
+		}
+	} else {
+		if (!fs_exists(c, SSHD_CONF_DIR))
+			(void)fs_mkdir_p(c, r, SSHD_CONF_DIR, 0755, 0, 0);
+		w = fs_write(c, r, SSHD_CONF_PATH, sb_str(&conf), conf.len, 0644, 0, 0);
+		if (w < 0)
+			ret = w;
+		else if (w > 0)
+			changed = true;
+		check_sshd_include(c, r);
+	}
 	if (changed && ctx_may_write(c) && (w = sshd_reload(c, r)) < 0)
 		ret = w;
 	sb_free(&conf);
-	free(dir);
+	if (st_open)
+		cstore_close(&st);
 	return ret;
 }

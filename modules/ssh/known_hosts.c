@@ -461,7 +461,13 @@ void want_hosts(struct ctx *c, struct report *r, const struct peerset *ps,
 			for (size_t k = 0; k < p->host_keys.n; k++) {
 				char *canon = sshkey_canonical(p->host_keys.v[k]);
 
-				if (canon)
+				/* ca: the head judges (and refuses) a certificate in a record. */
+				if (canon && sshkey_is_cert(canon) && c->spec->ssh.host_keys != HOSTKEYS_CA)
+					report_finding(r, ST_DEGRADED, "ssh.hostkey.certificate",
+						       "%s: its record publishes a certificate (%.*s) where a "
+						       "plain host key belongs; not pinned", id,
+						       (int)strcspn(canon, " "), canon);
+				else if (canon)
 					strlist_add_unique(&h->keys, canon);
 				else
 					report_detail(r, "%s: a published host key is malformed; ignored", id);

@@ -137,7 +137,8 @@ static int write_system_files(struct ctx *c, struct report *r, const struct khos
 		ret = fs_mkdir_p(c, r, CONF_DIR, 0755, 0, 0);
 	if (ret >= 0)
 		ret = fs_write(c, r, CONF_PATH, conf, strlen(conf), 0644, 0, 0);
-	if (ret >= 0 && (s->ssh.host_keys == HOSTKEYS_CA || s->ssh.hostbased))
+	/* Also when neither is on: what an earlier ca or hostbased spec made goes. */
+	if (ret >= 0)
 		ret = ca_hostbased_converge(c, r, want, kh);
 	free(kh);
 	free(conf);

@@ -10,7 +10,11 @@
 #              every old node's ssh (StrictHostKeyChecking=yes) accepts its
 #              host key.  pinned: the old nodes must refresh (run here at
 #              once, as their timers would, in the best case); ca: only the
-#              head runs (to sign), the other old nodes run nothing.
+#              head runs (to sign; here started by hand the moment the
+#              joiner's record appears), the other old nodes run nothing;
+#              ca+watch: the head runs "hpcinit watch" (docs/ssh.md: run
+#              hpcinit-watch.service on the head in ca mode), nothing is run
+#              by hand: the watch sees the record and signs.
 # Usage (root): tests/bench/trust-converge.sh [N]
 set -euo pipefail
 TOP_SRCDIR=$(cd "$(dirname "$0")/../.." && pwd)
@@ -48,9 +52,9 @@ hostkey_ok() {          # src addr: strict host-key check passes (user auth asid
 }
 
 run_mode() {
-	local mode=$1 t0 t1 old new a s
+	local mode=$1 t0 t1 old new a s watch=
 	cluster_up "$N"
-	if [ "$mode" = ca ]; then
+	if [ "$mode" != pinned ]; then
 		ssh-keygen -q -t ed25519 -N '' -C bench-ca -f "$T/ca"
 		sed -i "s|^ssh: {users: \[alice, bob\]}|ssh: {users: [alice], host_keys: ca, ca_public_key: \"$(cut -d' ' -f1,2 "$T/ca.pub")\"}|" "$T/node.yaml"
 		sed "s|^cluster: {name: hpsc,|cluster: {name: hpsc, role: head,|; s|host_keys: ca,|host_keys: ca, ca_key_file: /etc/hpcinit/ssh-ca,|" \
@@ -75,6 +79,11 @@ run_mode() {
 	prepare_node "$new"
 	on "$new" sed -i '1i Include /etc/ssh/sshd_config.d/*.conf' /etc/ssh/sshd_config
 	a=$(bash "$SIM" addr "$new")
+	if [ "$mode" = ca+watch ]; then
+		on hps-1 "$HPCINIT" watch -c "$T/head.yaml" > "$T/watch.hps-1" 2>&1 &
+		watch=$!
+		sleep 2         # its first refresh
+	fi
 	t0=$(now)
 	on "$new" "$HPCINIT" apply -c "$T/node.yaml" > "$T/out.$new" 2>&1 &
 	local joiner=$!
@@ -82,6 +91,8 @@ run_mode() {
 		# the head signs as soon as the record is there (hpcinit watch would; here: poll)
 		until [ -e "$SHARED/hpsc/nodes/$new.rec" ]; do sleep 0.1; done
 		apply_par refresh hps-1 || fail "$mode: head refresh"
+	elif [ "$mode" = ca+watch ]; then
+		:               # the head's watch signs; nothing is run by hand
 	else
 		until [ -e "$SHARED/hpsc/nodes/$new.rec" ]; do sleep 0.1; done
 		# shellcheck disable=SC2086
@@ -100,8 +111,11 @@ run_mode() {
 	printf '%-7s join      node %-6s: the runs that make it trusted end after %5s s; all %d old nodes\n' \
 		"$mode" "$new" "$(secs "$t0" "$tr")" "$N"
 	printf '%-7s                  checked one by one (ssh from each) by %5s s (%s)\n' "$mode" \
-		"$(secs "$t0" "$t1")" "$([ "$mode" = ca ] && echo "runs on old nodes: the head's refresh only" ||
-			echo "runs on old nodes: a refresh on every one")"
+		"$(secs "$t0" "$t1")" "$(case $mode in
+			ca) echo "runs on old nodes: the head's refresh only" ;;
+			ca+watch) echo "runs on old nodes: the head's watch only, nothing by hand" ;;
+			*) echo "runs on old nodes: a refresh on every one" ;; esac)"
+	[ -z "$watch" ] || { kill "$watch" 2>/dev/null || true; wait "$watch" 2>/dev/null || true; }
 	bash "$SIM" down > /dev/null 2>&1 || true
 	rm -rf "$SHARED"/* "$T/head.yaml"
 }
@@ -109,3 +123,4 @@ run_mode() {
 echo "trust convergence, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 run_mode pinned
 run_mode ca
+run_mode ca+watch

@@ -86,6 +86,21 @@ check "$N2: hostfiles still list exactly the 4 nodes" hostfiles_list "$N2" "${AL
 etcdctl_ del "/hpcinit/$CLUSTER/nodes/intruder" >/dev/null
 etcdctl_ del "/hpcinit/$CLUSTER/nodes/bad..name" >/dev/null
 
+# A record with a good HMAC that the cluster's rules (admit.c) refuse - its address is outside
+# cluster.network - is counted among the rejections like any other: the summary says so.
+GEN=$TOP_BUILDDIR/tests/bench/gen-records
+[ -x "$GEN" ] || make -s -C "$TOP_BUILDDIR" tests/bench/gen-records
+mkdir -p "$T/gen"
+"$GEN" -s "$T/cluster.key" -p "${SIM_PREFIX}x" "$T/gen" "$CLUSTER" 1
+etcdctl_ put "/hpcinit/$CLUSTER/nodes/${SIM_PREFIX}x1" <"$T/gen/${SIM_PREFIX}x1.rec" >/dev/null
+run_hpc "$T/outside" "$N2" "${REFRESH[@]}"
+check "a signed record from outside cluster.network: refresh exits 3 (degraded)" test "$rc" = 3
+check "... rejected, naming why" contains "$T/outside" \
+	"record ${SIM_PREFIX}x1: address 10.200.0.2 is outside cluster.network $SIM_NET.0/24; rejected"
+check "... and counted in the summary" contains "$T/outside" "records rejected, see details"
+check "$N2: hostfiles still list exactly the 4 nodes" hostfiles_list "$N2" "${ALL[@]}"
+etcdctl_ del "/hpcinit/$CLUSTER/nodes/${SIM_PREFIX}x1" >/dev/null
+
 # One member of three down: nothing changes.
 etcd_kill 1
 run_hpc "$T/one-down" "$N3" "${REFRESH[@]}"
@@ -107,5 +122,35 @@ done
 check "... hostfile was not run (needs discovery)" grep -q '^hostfile  *skipped ' "$T/all-down"
 check "... the last good hostfiles are unchanged" \
 	same_text "$(on "$N4" cat /etc/hpcinit/hostfile.openmpi /etc/hpcinit/hostfile.plain)" "$before"
+
+# The same with discovery.on_unreachable: degrade: discovery goes on with the last membership etcd
+# gave in this boot (its records checked again), ends degraded (exit 3) naming every endpoint,
+# and ssh and hostfile run on it: the files stay as they were.
+etcd_spec 30s 4 | sed 's/lease: 30s}/lease: 30s, on_unreachable: degrade}/' > "$T/degrade.yaml"
+grep -q 'on_unreachable: degrade' "$T/degrade.yaml" || echo "  the degrade spec was not made"
+install_spec "$N4" "$T/degrade.yaml"
+run_hpc "$T/degrade" "$N4" "${REFRESH[@]}" -v
+check "degrade: refresh with every etcd member down exits 3 (degraded)" test "$rc" = 3
+check "... discovery: 4 nodes from the last membership etcd gave" \
+	contains "$T/degrade" "4 nodes from the last membership etcd gave: none of the 3 etcd endpoints answered"
+for i in 1 2 3; do
+	check "... names endpoint $(etcd_client_url "$i") and its answer" \
+		grep -qF "$(etcd_client_url "$i"): Couldn't connect to server" "$T/degrade"
+done
+check "... hostfile ran on it (not skipped)" grep -Eq '^hostfile  *(ok|changed) ' "$T/degrade"
+check "... the hostfiles are unchanged" \
+	same_text "$(on "$N4" cat /etc/hpcinit/hostfile.openmpi /etc/hpcinit/hostfile.plain)" "$before"
+on "$N4" rm -f /run/hpcinit/etcd-members
+run_hpc "$T/degrade0" "$N4" "${REFRESH[@]}"
+check "degrade without a membership from etcd in this boot: fails (exit 1)" test "$rc" = 1
+check "... saying there is nothing to degrade to" contains "$T/degrade0" "nothing to degrade to"
+check "... and the hostfiles stay" \
+	same_text "$(on "$N4" cat /etc/hpcinit/hostfile.openmpi /etc/hpcinit/hostfile.plain)" "$before"
+
+# The key belongs to method etcd: the spec check refuses it elsewhere, naming it.
+spec 30s 4 | sed 's/^discovery: {/discovery: {on_unreachable: degrade, /' > "$T/shared-degrade.yaml"
+rc=0; "$HPCINIT" validate "$T/shared-degrade.yaml" >"$T/validate" 2>&1 || rc=$?
+check "on_unreachable with method shared: the spec is refused, naming the key" \
+	test "$rc" != 0 -a -n "$(grep 'discovery.on_unreachable' "$T/validate")"
 
 done_testing

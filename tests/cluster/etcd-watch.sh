@@ -44,6 +44,60 @@ start_watch() {
 	done
 }
 
+# leave_waits_for_apply NODE: a leave racing an apply takes the run lock after it.  The apply
+# waits for peers that never come (expect 9, wait 4 s) and renews its record on the way (every
+# third of the 3 s lease); a leave started meanwhile waits for it, so the record is gone once both
+# ended.  (Without the lock, the apply's next renewal would put the record back after the leave.)
+leave_waits_for_apply() {
+	local n=$1 t0 took apid
+	etcd_spec "$LEASE" 9 | sed 's/wait: 60s/wait: 4s/' | on "$n" tee /etc/hpcinit/wait.yaml >/dev/null
+	on "$n" rm -f /run/hpcinit/discovery-ready     # expect counts again (not "reached earlier")
+	hpc "$n" apply -c /etc/hpcinit/wait.yaml >"$T/race-apply" 2>&1 &
+	apid=$!
+	for _ in $(seq 1 50); do
+		[ -z "$(etcdctl_ get --keys-only "/hpcinit/$CLUSTER/nodes/$n")" ] || break
+		sleep 0.1
+	done
+	sleep 0.5
+	t0=$(date +%s%N)
+	run_hpc "$T/race-leave" "$n" leave
+	took=$((($(date +%s%N) - t0) / 1000000))
+	wait "$apid" || true
+	echo "# etcd: a leave during an apply's wait for peers returned after $took ms"
+	check "etcd: leave during an apply: waits for the run lock (another run holds it)" \
+		contains "$T/race-leave" "holds"
+	check "etcd: ... the apply did wait for peers meanwhile" contains "$T/race-apply" "of 9 expected nodes"
+	check "etcd: ... then removes the record and exits 0" \
+		test "$rc" = 0 -a -n "$(grep '^leave: changed: .*removed' "$T/race-leave")"
+	check "etcd: ... and the record stays gone after the apply ended" \
+		test -z "$(etcdctl_ get --keys-only "/hpcinit/$CLUSTER/nodes/$n")"
+}
+
+# compaction NODE: a watch whose revision was compacted away lists the membership again (never a
+# crash, never a stale view).  The helper's watch is started from a revision older than an
+# "etcdctl compact"; the running watches must go on working (the kill below needs them).
+compaction() {
+	local n=$1 old now prefix=/hpcinit/$CLUSTER/nodes/ k
+	old=$(etcdctl_ get -w json /hpcinit-test/none | sed 's/.*"revision":\([0-9]*\).*/\1/')
+	for k in 1 2 3; do etcdctl_ put "/hpcinit-test/other" "$k" >/dev/null; done
+	now=$(etcdctl_ get -w json /hpcinit-test/none | sed 's/.*"revision":\([0-9]*\).*/\1/')
+	etcdctl_ compact "$now" >/dev/null
+	on "$n" timeout 3 "${HPCINIT_LIBEXEC_DIR:-$TOP_BUILDDIR}/hpcinit-etcd" --endpoint "$(etcd_client_url 2)" \
+		watch "$prefix" "$old" >"$T/compact.out" 2>"$T/compact.err" || true
+	echo "# etcd: compacted to revision $now; a watch from revision $old:"
+	sed 's/^/#   stderr: /' "$T/compact.err"
+	check "etcd: a watch from a compacted revision ($old < $now) says so" \
+		contains "$T/compact.err" "revision compacted"
+	check "etcd: ... and starts over with the whole membership: reset, the 4 keys, synced" \
+		same_text "$(grep -a -E '^(reset|synced)$|^kv ' "$T/compact.out" | head -6 | sed 's/^kv .*/kv/')" \
+		"$(printf 'reset\nkv\nkv\nkv\nkv\nsynced')"
+	check "etcd: ... the keys of the 4 members" \
+		same_text "$(grep -a -o "${prefix}[a-z0-9-]*# hpcinit peer record" "$T/compact.out" | sed 's/# hpcinit peer record$//' | sort -u)" \
+		"$(printf "${prefix}%s\n" "$(node 1)" "$(node 2)" "$(node 3)" "$(node 4)")"
+	check "etcd: every node's watch is still running after the compaction" \
+		test "$(grep -c "the etcd watch ended" "$T"/watch.* | awk -F: '{s += $2} END {print s}')" = 0
+}
+
 scenario() {
 	local method=$1 n ms rc5
 	local N1 N2 N3 N4 N5
@@ -85,7 +139,9 @@ scenario() {
 	run_hpc "$T/leave5b" "$N5" leave
 	check "$method: a second leave has nothing to remove and exits 0" \
 		grep -q "^leave: ok: " "$T/leave5b"
+	[ "$method" != etcd ] || leave_waits_for_apply "$N5"
 	sim del "$N5"
+	[ "$method" != etcd ] || compaction "$N1"
 
 	# A node is killed: no leave, its watch dies with it; it is gone once its lease has run out.
 	sim del "$N4"
@@ -96,7 +152,13 @@ scenario() {
 	for n in "$N1" "$N2" "$N3"; do
 		check "$method: $n: hostfiles list the 3 survivors" hostfiles_list "$n" "$N1" "$N2" "$N3"
 	done
-	check "$method: the watch logged its refreshes" grep -q "membership changed: refresh exit 0" "$T/watch.$N1"
+	check "$method: the watch logged its refreshes" grep -q "membership changed.*: refresh exit 0" "$T/watch.$N1"
+	if [ "$method" = etcd ]; then
+		check "etcd: ... on the membership its stream keeps, without listing etcd again" \
+			grep -q "membership changed (the stream's view, no list): refresh exit 0" "$T/watch.$N1"
+		check "etcd: ... each refresh says where its time went" \
+			grep -Eq "refresh exit 0 in [0-9]+ ms \(discovery [0-9]+, .*hostfile [0-9]+\)" "$T/watch.$N1"
+	fi
 	if [ "$method" = etcd ]; then
 		check "etcd: the killed node's key is gone (lease expired)" \
 			test -z "$(etcdctl_ get --keys-only "/hpcinit/$CLUSTER/nodes/$N4")"

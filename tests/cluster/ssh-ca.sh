@@ -181,3 +181,65 @@ hp hps-3 refresh
 [ "$(cat "$T/rc.hps-3")" = 0 ] || fail "hps-3 after cleanup: $(module_field hps-3 ssh details)"
 got=$(sshs hps-2 alice hps-3 2>&1) || fail "hps-3 after cleanup: $got"
 ok "after the bad certificates are gone, hps-3 is accepted again"
+
+# (e) a member's record publishes, as its host key, a certificate from another CA.
+# forge NODE CERTFILE: NODE's record with its host key line replaced by the
+# certificate, signed with the cluster secret as hpcinit signs.
+REC=$SHARED/hpsc/nodes
+forge() {
+	python3 - "$T/cluster.key" "$REC/$1.rec" "$2" <<-'PY'
+	import hashlib, hmac, sys
+	key = open(sys.argv[1], "rb").read().rstrip(b"\r\n")
+	cert = " ".join(open(sys.argv[3]).read().split()[:2])
+	out = []
+	for line in open(sys.argv[2]).read().split("\n"):
+	    if line in ("...", "") or line.startswith("hmac:"):
+	        continue
+	    if line.startswith("  - ssh-ed25519 "):
+	        line = "  - " + cert
+	    out.append(line)
+	body = ("\n".join(out) + "\n").encode()
+	mac = hmac.new(key, body, hashlib.sha256).hexdigest()
+	open(sys.argv[2], "wb").write(body + b"hmac: " + mac.encode() + b"\n...\n")
+	PY
+}
+cp -p "$REC/hps-3.rec" "$T/hps-3.rec.good"
+ssh-keygen -q -s "$T/evil" -h -I evil -n hps-3 -V +1h "$T/hps-3.pub"
+forge hps-3 "$T/hps-3-cert.pub"
+grep -q -- '- ssh-ed25519-cert-v01@openssh.com ' "$REC/hps-3.rec" || fail "test bug: forged record"
+hp hps-1 refresh -c "$T/head.yaml"
+[ "$(cat "$T/rc.hps-1")" != 0 ] || fail "the head accepted a record carrying another CA's certificate"
+grep -q '"ssh.ca.record-other-ca"' "$T/out.hps-1" || fail "no record-other-ca finding: $(module_field hps-1 ssh details)"
+f=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print([x for m in d["modules"] for x in m["findings"] if "record-other-ca" in str(x)][0])' "$T/out.hps-1")
+ok "the head refuses a record whose host key is another CA's certificate: ${f:0:160}"
+cp -p "$T/hps-3.rec.good" "$REC/hps-3.rec"
+hp hps-1 refresh -c "$T/head.yaml"
+[ "$(cat "$T/rc.hps-1")" = 0 ] || fail "head after the record is restored: $(module_field hps-1 ssh details)"
+
+# (f) hps-2 goes back to pinned: its certificate, KRL and sshd drop-in go, sshd is reloaded.
+sed 's|, host_keys: ca, ca_public_key: "[^"]*", cert_validity: 24h}|}|' "$T/node.yaml" > "$T/pinned.yaml"
+grep -q 'host_keys\|ca_public_key' "$T/pinned.yaml" && fail "test bug: pinned spec: $(grep '^ssh' "$T/pinned.yaml")"
+on hps-1 ssh-keyscan -c hps-2 2>/dev/null | grep -q 'ssh-ed25519-cert-v01@openssh.com' || fail "control: hps-2 serves no certificate"
+hp hps-2 refresh -c "$T/pinned.yaml"
+[ "$(cat "$T/rc.hps-2")" = 0 ] || fail "refresh back to pinned: $(module_field hps-2 ssh details)"
+grep -q 'sshd reloaded' <<<"$(module_field hps-2 ssh details)" || fail "sshd not reloaded: $(module_field hps-2 ssh details)"
+for f in /etc/ssh/sshd_config.d/90-hpcinit.conf /etc/ssh/ssh_host_ed25519_key-cert.pub /etc/hpcinit/ssh_revoked_keys; do
+	on hps-2 test -e "$f" && fail "$f left after going back to pinned"
+done
+on hps-2 grep -q '@cert-authority' /etc/hpcinit/ssh_known_hosts && fail "@cert-authority left in known_hosts"
+on hps-2 grep -q 'RevokedHostKeys' /etc/ssh/ssh_config.d/90-hpcinit.conf && fail "RevokedHostKeys left in the ssh_config drop-in"
+certs=$(on hps-1 ssh-keyscan -c hps-2 2>/dev/null || true)
+[ -z "$certs" ] || fail "hps-2's sshd still presents a certificate: $certs"
+got=$(sshs hps-2 alice hps-1 2>&1) || fail "pinned hps-2 -> hps-1: $got"
+[ "$got" = hps-1 ] || fail "pinned hps-2 -> hps-1: got '$got'"
+ok "hps-2 back to pinned: certificate, KRL, sshd drop-in and @cert-authority removed, sshd reloaded and serving no certificate; hps-2 logs in to hps-1 by its pinned key"
+
+# (g) pinned: a record carrying a certificate where a host key belongs is not pinned.
+ssh-keygen -q -s "$T/ca" -h -I ours -n hps-3 -V +1h "$T/hps-3.pub"
+forge hps-3 "$T/hps-3-cert.pub"
+hp hps-2 refresh -c "$T/pinned.yaml"
+grep -q '"ssh.hostkey.certificate"' "$T/out.hps-2" || fail "no hostkey.certificate finding: $(module_field hps-2 ssh details)"
+on hps-2 grep -q 'cert-v01' /etc/hpcinit/ssh_known_hosts && fail "a certificate was pinned"
+on hps-2 grep -q '^hps-3' /etc/hpcinit/ssh_known_hosts && fail "hps-3's key stayed pinned with a certificate in its record"
+ok "pinned: a record publishing a certificate as its host key is refused (ssh.hostkey.certificate), nothing pinned for it"
+cp -p "$T/hps-3.rec.good" "$REC/hps-3.rec"

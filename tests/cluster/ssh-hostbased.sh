@@ -110,3 +110,38 @@ for d in hps-1 hps-2 hps-3; do
 	if out=$(carol hps-5 "$d" 2>&1); then fail "ca: outsider hps-5 logged in to $d"; fi
 done
 ok "ca: the outsider is still refused"
+
+# 4. Switching both off on hps-3 (host_keys back to pinned, hostbased false):
+# what hpcinit made for them goes, sshd is reloaded, keys work as before.
+sed 's|, hostbased: true, host_keys: ca, ca_public_key: "[^"]*"}|}|' "$T/node.yaml" > "$T/plain.yaml"
+grep -q 'hostbased\|host_keys\|ca_public_key' "$T/plain.yaml" && fail "test bug: plain spec: $(grep '^ssh' "$T/plain.yaml")"
+on hps-3 grep -q '^# BEGIN hpcinit' /etc/ssh/ssh_known_hosts || fail "control: no managed block in sshd's known_hosts"
+on hps-3 sh -c 'echo "# an administrator line" >> /etc/ssh/ssh_known_hosts'
+hp hps-3 refresh -c "$T/plain.yaml"
+[ "$(cat "$T/rc.hps-3")" = 0 ] || fail "refresh with both off: $(module_field hps-3 ssh details)"
+det=$(module_field hps-3 ssh details)
+grep -q 'sshd reloaded' <<<"$det" || fail "sshd not reloaded: $det"
+for f in /etc/ssh/shosts.equiv /etc/ssh/sshd_config.d/90-hpcinit.conf /etc/ssh/ssh_host_ed25519_key-cert.pub /etc/hpcinit/ssh_revoked_keys; do
+	on hps-3 test -e "$f" && fail "$f left after switching off"
+done
+on hps-3 grep -q 'hpcinit' /etc/ssh/ssh_known_hosts && fail "the managed block is left in /etc/ssh/ssh_known_hosts"
+on hps-3 grep -qx '# an administrator line' /etc/ssh/ssh_known_hosts || fail "the administrator's line went"
+on hps-3 grep -q '@cert-authority' /etc/hpcinit/ssh_known_hosts && fail "@cert-authority left in known_hosts"
+on hps-3 grep -qi 'hostbased\|RevokedHostKeys' /etc/ssh/ssh_config.d/90-hpcinit.conf && fail "the ssh_config drop-in keeps hostbased or the KRL"
+ok "switched off on hps-3: shosts.equiv, the sshd drop-in, the certificate and the KRL removed, the managed block gone (the admin's line kept), sshd reloaded"
+# sshd no longer lets carol in host-based (the client forced to try it, and
+# hps-3's own pinned key checked strictly), and presents a plain host key.
+eff=$(on hps-3 /usr/sbin/sshd -T 2>&1)   # (not piped into grep -q: pipefail and SIGPIPE)
+grep -qx 'hostbasedauthentication no' <<<"$eff" || fail "hps-3's sshd still has hostbased on: $(grep -i hostbased <<<"$eff")"
+if out=$(on hps-3 runuser -u carol -- ssh -o BatchMode=yes -o StrictHostKeyChecking=yes -o HostbasedAuthentication=yes \
+	-o EnableSSHKeysign=yes hps-3 hostname 2>&1); then fail "carol still logs in host-based to hps-3"; fi
+grep -q 'Permission denied' <<<"$out" || fail "carol -> hps-3 refused, but not by sshd: $out"
+# (ssh-keyscan -c asks for certificates only: hps-2, still in ca mode, serves one.)
+on hps-2 ssh-keyscan -c hps-2 2>/dev/null | grep -q 'ssh-ed25519-cert-v01@openssh.com' || fail "control: hps-2 serves no certificate"
+certs=$(on hps-2 ssh-keyscan -c hps-3 2>/dev/null || true)
+[ -z "$certs" ] || fail "hps-3's sshd still presents a certificate: $certs"
+on hps-2 ssh-keyscan -t ed25519 hps-3 2>/dev/null | grep -q ' ssh-ed25519 ' || fail "hps-3's sshd presents no plain key"
+ok "after switching off: carol is refused by hps-3 ($(tail -1 <<<"$out")), its sshd presents a plain host key and no certificate"
+hp hps-3 refresh -c "$T/plain.yaml"
+[ "$(module_field hps-3 ssh status)" = ok ] || fail "second refresh with both off: ssh $(module_field hps-3 ssh status): $(module_field hps-3 ssh details)"
+ok "a second refresh with both off changes nothing"

@@ -612,6 +612,22 @@ static void test_head_squash(struct ctx *c, struct spec *spec)
 	TEST_CHECK(detail(&rep, "discovery.dir /share is the export /share itself"));
 	TEST_CHECK(owned("/share", 0, 0, 0755));
 	report_free(&rep);
+	/* ...also when either is written with a trailing slash */
+	{
+		char slashed[] = "/share/";
+
+		spec->discovery.dir = slashed;
+		TEST_INTEQ(run(c, &rep), -EPERM);
+		TEST_CHECK(detail(&rep, "discovery.dir /share/ is the export /share itself"));
+		TEST_CHECK(owned("/share", 0, 0, 0755));
+		report_free(&rep);
+		x.path = slashed;
+		spec->discovery.dir = export_path;
+		TEST_INTEQ(run(c, &rep), -EPERM);
+		TEST_CHECK(owned("/share", 0, 0, 0755));
+		report_free(&rep);
+		x.path = export_path;
+	}
 	spec->discovery.dir = s_dir;
 
 	spec->nfs.exports = NULL;

@@ -753,15 +753,20 @@ static void test_fake_root(void)
 	TEST_STREQ(r.summary, "1 mount: 0 ok, 1 mounted");
 	TEST_CHECK(fake_inspect_wrote);         /* a fresh rw mount gets a write probe */
 	report_free(&r);
-	/* root squashed: degraded, with the reason */
+	/* root squashed (the NFS default): said, with the reason, as information, not degraded */
 	snprintf(path, sizeof(path), "%s/proc/self/mountinfo", root);
 	spit(path, "25 1 8:1 / / rw - ext4 /dev/sda1 rw\n");
 	fake_write_err = EACCES;
 	report_init(&r);
 	TEST_INTEQ(nfs_apply(&c, &r), 0);
-	TEST_INTEQ(r.status, ST_DEGRADED);
+	TEST_INTEQ(r.status, ST_CHANGED);
 	TEST_CHECK(strstr(sb_str(&r.details), "root cannot write to the share (create a probe file: "
 			  "Permission denied)") != NULL);
+	TEST_INTEQ(r.n_findings, 1);
+	if (r.n_findings == 1) {
+		TEST_STREQ(r.findings[0].tag, "nfs.mounted.root-cannot-write");
+		TEST_INTEQ(r.findings[0].sev, ST_OK);
+	}
 	report_free(&r);
 	fake_write_err = 0;
 	spit(path, "25 1 8:1 / / rw - ext4 /dev/sda1 rw\n");
@@ -1088,6 +1093,9 @@ static void test_export_squash(void)
 		{ "[rw]", "/shared", true, false, 65534, 65534 },
 		{ "[rw]", "/sharedx/.hpcinit", false, false, 0, 0 },                      /* not inside */
 		{ "[rw]", "/data/.hpcinit", false, false, 0, 0 },
+		{ "[rw]", "/shared/../etc/.hpcinit", false, false, 0, 0 },              /* not by its text */
+		{ "[rw]", "/shared/./x", false, false, 0, 0 },
+		{ "[rw]", "/shared/.hpcinit/", true, false, 65534, 65534 },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -1104,6 +1112,7 @@ static void test_export_squash(void)
 				fprintf(stderr, "case %zu: %s %s\n", i, cases[i].opts, cases[i].path);
 			TEST_INTEQ(got, cases[i].squash);
 			if (got && cases[i].squash) {
+				TEST_INTEQ(sq.at_export, strcmp(cases[i].path, "/shared") == 0);
 				TEST_INTEQ(sq.all, cases[i].all);
 				TEST_INTEQ(sq.anonuid, cases[i].uid);
 				TEST_INTEQ(sq.anongid, cases[i].gid);

@@ -90,6 +90,17 @@ static void check_type(const char *type)
 	sshcert_free(&ct);
 	/* A plain key is not a certificate; a truncated or altered one is refused. */
 	TEST_INTEQ(sshcert_parse(pub, &ct), -EBADMSG);
+	/* sshkey_canonical takes both; sshkey_is_cert tells them apart (pinned refuses one). */
+	{
+		char *cc = sshkey_canonical(cert);
+
+		TEST_CHECK(cc != NULL);
+		TEST_CHECK(cc && sshkey_is_cert(cc));
+		TEST_CHECK(!sshkey_is_cert(canon_pub));
+		TEST_CHECK(!sshkey_is_cert(canon_ca));
+		TEST_CHECK(!sshkey_is_cert("-cert-v01@openssh.com AAAA"));
+		free(cc);
+	}
 	{
 		size_t n = strcspn(cert, " ") + 1 + 40;
 		char *cut = xstrndup(cert, n);

@@ -42,7 +42,7 @@ set -Eeuo pipefail
 
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 N=2
-CHECKS_ALL="boot nfs hosts ssh mpi verify rdma memlock kernel gating vmcheck"
+CHECKS_ALL="boot nfs hosts ssh mpi verify rdma rdmacm memlock kernel gating vmcheck"
 # bench and reboot run before gating and vmcheck (which restart hpcinit and
 # the head's NFS server); scaleout, leave and scalein come last (they add a
 # VM, shut it down, and pull the plug of c2).
@@ -75,7 +75,7 @@ T_START=$(date +%s)
 
 say() { echo "# $(date +%T) $*"; }
 ok() { echo "ok - $1"; PASS=$((PASS + 1)); }
-notok() { echo "not ok - $1"; shift; [ $# -eq 0 ] || printf '#   %s\n' "$@"; FAILN=$((FAILN + 1)); }
+notok() { echo "not ok - $1"; shift; [ $# -eq 0 ] || printf '%s\n' "$@" | sed 's/^/#   /'; FAILN=$((FAILN + 1)); }
 finish() {
 	echo "# $PASS passed, $FAILN failed ($(($(date +%s) - T_START)) s)"
 	[ "$FAILN" -eq 0 ] && [ "$PASS" -gt 0 ]
@@ -244,7 +244,7 @@ vm_exec() {
 			cat "$d/out/$id.out" 2>/dev/null
 			return 124
 		fi
-		kill -0 "${PID[$n]}" 2>/dev/null || { echo "(qemu of $n is gone)"; return 125; }
+		kill -0 "${PID[$n]:-}" 2>/dev/null || { echo "(qemu of $n is gone)"; return 125; }
 		sleep 0.3
 	done
 	cat "$d/out/$id.out"
@@ -277,7 +277,7 @@ wait_agents() {
 				say "$n: agent up ($(awk -v l="${T_LAUNCH[$n]}" '{printf "kernel up %.1f s after power-on, agent at %.1f s", $1 - $2 - l, $1 - l}' "$W/vm/$n/out/agent-start"))"
 			else
 				left=1
-				kill -0 "${PID[$n]}" 2>/dev/null || { say "$n: qemu exited"; tail -30 "$W/vm/$n/console.log" "$W/vm/$n/qemu.log"; return 1; }
+				kill -0 "${PID[$n]:-}" 2>/dev/null || { say "$n: qemu exited"; tail -30 "$W/vm/$n/console.log" "$W/vm/$n/qemu.log"; return 1; }
 			fi
 		done
 		[ $left = 0 ] && return 0
@@ -305,7 +305,7 @@ each_vm() {
 	local check=$1 script=$2 n out msgs=()
 	for n in $(names); do
 		if ! out=$(vm_exec "$n" 600 "$script" 2>&1); then
-			msgs+=("$n:" "${out//$'\n'/$'\n'#     }")
+			msgs+=("$n:" "$out")
 		fi
 	done
 	if [ ${#msgs[@]} -eq 0 ]; then ok "$check"; else notok "$check" "${msgs[@]}"; fi
@@ -459,6 +459,24 @@ check_rdma() {
 		done'
 }
 
+# (3) rdma_cm between two VMs over rxe: c1 resolves c2's address and route
+# to the soft device and connects (rping: rdma_resolve_addr,
+# rdma_resolve_route, rdma_connect, RDMA reads and writes).
+check_rdmacm() {
+	local srv=c2 cli=c1 a out
+	[ "$N" -ge 2 ] || { notok "rdmacm: c1 reaches c2 with rdma_cm over rxe" "needs 2 computes"; return; }
+	a=$(addr_of "$srv")
+	vm_exec "$srv" 30 "rm -f /tmp/rping-srv.*; (timeout 120 rping -s -a $a -v -C 3 > /tmp/rping-srv.out 2>&1; echo \$? > /tmp/rping-srv.rc) > /dev/null 2>&1 &
+		sleep 2; rdma resource show cm_id | grep -q LISTEN || { echo no rping listener; cat /tmp/rping-srv.out; exit 1; }" > /dev/null 2>&1 || true
+	if out=$(vm_exec "$cli" 120 "timeout 60 rping -c -a $a -v -C 3 2>&1; rc=\$?; echo rc=\$rc; exit \$rc" 2>&1) &&
+		[ "$(grep -c '^ping data: rdma-ping-' <<< "$out")" -ge 3 ]; then
+		ok "rdmacm: c1 reaches c2 with rdma_cm over rxe (rping: resolve address and route, connect, 3 RDMA pings)"
+		grep -m1 '^ping data' <<< "$out" | sed 's/^/#   /'
+	else
+		notok "rdmacm: c1 reaches c2 with rdma_cm over rxe" "$out" "server: $(vm_exec "$srv" 30 'cat /tmp/rping-srv.out /tmp/rping-srv.rc' 2>&1)"
+	fi
+}
+
 # (4) memlock: a PAM login and a systemd service get the spec's limit.
 check_memlock() {
 	# Both custom-data files leave memlock.limit at its default: unlimited.
@@ -516,7 +534,7 @@ check_reboot() {
 	vm_exec "$n" 10 'systemctl reboot --no-block' >/dev/null 2>&1 || true
 	end=$(($(date +%s) + BOOT_TIMEOUT))
 	while [ "$(cat "$W/vm/$n/out/agent-start" 2>/dev/null)" = "$before" ]; do
-		[ "$(date +%s)" -lt "$end" ] && kill -0 "${PID[$n]}" 2>/dev/null ||
+		[ "$(date +%s)" -lt "$end" ] && kill -0 "${PID[$n]:-}" 2>/dev/null ||
 			{ notok "reboot: $n comes back with /shared mounted and hpcinit ready" "it did not come back (console: $W/vm/$n/console.log)"; return; }
 		sleep 1
 	done
@@ -588,7 +606,7 @@ check_scaleout() {
 	boot "$n" "$i"
 	end=$(($(date +%s) + BOOT_TIMEOUT))
 	while [ ! -e "$W/vm/$n/out/agent-start" ]; do
-		[ "$(date +%s)" -lt "$end" ] && kill -0 "${PID[$n]}" 2>/dev/null ||
+		[ "$(date +%s)" -lt "$end" ] && kill -0 "${PID[$n]:-}" 2>/dev/null ||
 			{ notok "scaleout: $n boots into the running cluster, ready" "no agent (console: $W/vm/$n/console.log)"; return; }
 		sleep 1
 	done
@@ -600,7 +618,9 @@ check_scaleout() {
 		mono() { systemctl show -p "$2" --value "$1"; }
 		read -r up _ < /proc/uptime
 		# seconds before now: hpcinit ready
-		awk -v u="$up" -v he="$(mono hpcinit.service ActiveEnterTimestampMonotonic)" "BEGIN{printf \"ready-ago %.1f\\n\", u - he / 1e6}"' 2>&1) || true
+		awk -v u="$up" -v he="$(mono hpcinit.service ActiveEnterTimestampMonotonic)" "BEGIN{printf \"ready-ago %.1f\\n\", u - he / 1e6}"
+		# the boot run (runcmd): its own time, waits for the server and peers included
+		sed -n "s/^result: .*, \\([0-9]*\\) ms)$/run-ms \\1/p" /var/log/cloud-init-output.log | head -1' 2>&1) || true
 	ci=$(since "${T_LAUNCH[$n]}")
 	he=$(awk -v c="$ci" '/^ready-ago /{printf "%.1f", c - $2}' <<< "$out")
 	if grep -q "result: ready" <<< "$out"; then
@@ -620,7 +640,7 @@ check_scaleout() {
 			"$(vm_exec head 30 'systemctl list-timers --no-pager hpcinit-refresh.timer; journalctl -b -u hpcinit-refresh.service --no-pager | tail -5' 2>&1)"
 		return
 	fi
-	echo "# join of $n (s after power-on): kernel $k, cloud-init done $ci, hpcinit ready ${he:-?}, listed by every old node $T_JOINED"
+	echo "# join of $n (s after power-on): kernel $k, cloud-init done $ci, hpcinit ready ${he:-?}, listed by every old node $T_JOINED; hpcinit's boot run $(awk '/^run-ms /{print $2}' <<< "$out") ms"
 	echo "#   (cloud-init done is when the harness saw it; the last step waits for the old nodes' refresh timer, 1 min)"
 }
 
@@ -631,7 +651,7 @@ check_scaleout() {
 check_leave() {
 	local n t0 end out left
 	n=$(late)
-	[ -n "${PID[$n]:-}" ] && kill -0 "${PID[$n]}" 2>/dev/null ||
+	[ -n "${PID[$n]:-}" ] && kill -0 "${PID[$n]:-}" 2>/dev/null ||
 		{ notok "leave: $n (booted by scaleout) shuts down" "$n is not running (run scaleout first)"; return; }
 	out=$(vm_exec "$n" 30 'systemctl is-active hpcinit-leave.service; systemctl is-enabled hpcinit-leave.service; ls /shared/.hpcinit/glocluster/nodes/' 2>&1) || true
 	grep -q "^active$" <<< "$out" && grep -q "^$n.rec$" <<< "$out" ||
@@ -639,7 +659,7 @@ check_leave() {
 	t0=$(date +%s.%N)
 	vm_exec "$n" 10 'systemctl poweroff --no-block' >/dev/null 2>&1 || true
 	end=$(($(date +%s) + 180))
-	while kill -0 "${PID[$n]}" 2>/dev/null; do
+	while kill -0 "${PID[$n]:-}" 2>/dev/null; do
 		[ "$(date +%s)" -lt "$end" ] || { notok "leave: $n powers off" "still running after 180 s"; return; }
 		sleep 0.5
 	done
@@ -652,19 +672,23 @@ check_leave() {
 		ok "leave: hpcinit leave ran at poweroff (its record is gone from the share when it is off)"
 		grep -a 'hpcinit-leave\|Leave the HPC' "$W/vm/$n/console.log" | tail -2 | sed 's/^/#   console: /'
 	fi
-	if left=$(wait_member "$n" "$(addr_of "$n")" out 150 $(names)); then
-		ok "leave: $n gone from every node's hostfiles, known_hosts, nodeset and /etc/hosts ($(since "$t0") s after poweroff)"
+	# a refresh (every minute, 10 s spread) drops it; its lease must not be what did
+	local lim=$(($(lease_s) - 15))
+	[ "$lim" -le 150 ] || lim=150
+	if left=$(wait_member "$n" "$(addr_of "$n")" out "$lim" $(names)); then
+		ok "leave: $n gone from every node's hostfiles, known_hosts, nodeset and /etc/hosts ($(since "$t0") s after poweroff, before its lease of $(lease_s) s)"
 	else
-		notok "leave: $n gone from every node's hostfiles, known_hosts, nodeset and /etc/hosts" "after $(since "$t0") s: $left"
+		notok "leave: $n gone from every node's hostfiles, known_hosts, nodeset and /etc/hosts before its lease" "after $(since "$t0") s: $left"
 	fi
 }
 
 # (6) Scale-in without a goodbye: c2's power is cut (qemu killed); its record
 # stays on the share until it is a lease old, then every other node drops it.
+lease_s() { awk -v l="${LEASE:-5m}" 'BEGIN{v=l+0; if (l ~ /m$/) v*=60; if (l ~ /h$/) v*=3600; print v}'; }
 check_scalein() {
 	local n=c2 t0 left lease_s
-	lease_s=$(awk -v l="${LEASE:-5m}" 'BEGIN{v=l+0; if (l ~ /m$/) v*=60; if (l ~ /h$/) v*=3600; print v}')
-	[ "$N" -ge 2 ] && kill -0 "${PID[$n]}" 2>/dev/null || { notok "scalein: $n powered off hard" "$n is not running"; return; }
+	lease_s=$(lease_s)
+	[ "$N" -ge 2 ] && kill -0 "${PID[$n]:-}" 2>/dev/null || { notok "scalein: $n powered off hard" "$n is not running"; return; }
 	t0=$(date +%s.%N)
 	kill -9 "${PID[$n]}"
 	wait "${PID[$n]}" 2>/dev/null || true
@@ -797,6 +821,6 @@ say "powering off"
 for n in $(names); do vm_exec "$n" 5 'systemctl poweroff --no-block' >/dev/null 2>&1 || true; done
 end=$(($(date +%s) + 60))
 for n in $(names); do
-	while kill -0 "${PID[$n]}" 2>/dev/null && [ "$(date +%s)" -lt "$end" ]; do sleep 0.5; done
+	while kill -0 "${PID[$n]:-}" 2>/dev/null && [ "$(date +%s)" -lt "$end" ]; do sleep 0.5; done
 done
 finish

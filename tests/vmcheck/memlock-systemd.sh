@@ -18,7 +18,7 @@ version: 1
 cluster: {name: vmcheck}
 memlock: {limit: 8M, users: ["*"], systemd: true}
 YAML
-hpcinit apply -v -c "$t/node.yaml" --only memlock >"$t/apply" 2>&1
+hpcinit apply -c "$t/node.yaml" --only memlock -v >"$t/apply" 2>&1
 live=$(systemctl show -p DefaultLimitMEMLOCK --value)
 [ "$live" = 8388608 ] && ok "systemctl show: DefaultLimitMEMLOCK=8388608 after apply" ||
 	no "systemctl show gives $live after apply"
