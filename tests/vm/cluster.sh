@@ -244,7 +244,7 @@ vm_exec() {
 			cat "$d/out/$id.out" 2>/dev/null
 			return 124
 		fi
-		kill -0 "${PID[$n]}" 2>/dev/null || { echo "(qemu of $n is gone)"; return 125; }
+		kill -0 "${PID[$n]:-}" 2>/dev/null || { echo "(qemu of $n is gone)"; return 125; }
 		sleep 0.3
 	done
 	cat "$d/out/$id.out"
@@ -277,7 +277,7 @@ wait_agents() {
 				say "$n: agent up ($(awk -v l="${T_LAUNCH[$n]}" '{printf "kernel up %.1f s after power-on, agent at %.1f s", $1 - $2 - l, $1 - l}' "$W/vm/$n/out/agent-start"))"
 			else
 				left=1
-				kill -0 "${PID[$n]}" 2>/dev/null || { say "$n: qemu exited"; tail -30 "$W/vm/$n/console.log" "$W/vm/$n/qemu.log"; return 1; }
+				kill -0 "${PID[$n]:-}" 2>/dev/null || { say "$n: qemu exited"; tail -30 "$W/vm/$n/console.log" "$W/vm/$n/qemu.log"; return 1; }
 			fi
 		done
 		[ $left = 0 ] && return 0
@@ -534,7 +534,7 @@ check_reboot() {
 	vm_exec "$n" 10 'systemctl reboot --no-block' >/dev/null 2>&1 || true
 	end=$(($(date +%s) + BOOT_TIMEOUT))
 	while [ "$(cat "$W/vm/$n/out/agent-start" 2>/dev/null)" = "$before" ]; do
-		[ "$(date +%s)" -lt "$end" ] && kill -0 "${PID[$n]}" 2>/dev/null ||
+		[ "$(date +%s)" -lt "$end" ] && kill -0 "${PID[$n]:-}" 2>/dev/null ||
 			{ notok "reboot: $n comes back with /shared mounted and hpcinit ready" "it did not come back (console: $W/vm/$n/console.log)"; return; }
 		sleep 1
 	done
@@ -606,7 +606,7 @@ check_scaleout() {
 	boot "$n" "$i"
 	end=$(($(date +%s) + BOOT_TIMEOUT))
 	while [ ! -e "$W/vm/$n/out/agent-start" ]; do
-		[ "$(date +%s)" -lt "$end" ] && kill -0 "${PID[$n]}" 2>/dev/null ||
+		[ "$(date +%s)" -lt "$end" ] && kill -0 "${PID[$n]:-}" 2>/dev/null ||
 			{ notok "scaleout: $n boots into the running cluster, ready" "no agent (console: $W/vm/$n/console.log)"; return; }
 		sleep 1
 	done
@@ -618,7 +618,9 @@ check_scaleout() {
 		mono() { systemctl show -p "$2" --value "$1"; }
 		read -r up _ < /proc/uptime
 		# seconds before now: hpcinit ready
-		awk -v u="$up" -v he="$(mono hpcinit.service ActiveEnterTimestampMonotonic)" "BEGIN{printf \"ready-ago %.1f\\n\", u - he / 1e6}"' 2>&1) || true
+		awk -v u="$up" -v he="$(mono hpcinit.service ActiveEnterTimestampMonotonic)" "BEGIN{printf \"ready-ago %.1f\\n\", u - he / 1e6}"
+		# the boot run (runcmd): its own time, waits for the server and peers included
+		sed -n "s/^result: .*, \\([0-9]*\\) ms)$/run-ms \\1/p" /var/log/cloud-init-output.log | head -1' 2>&1) || true
 	ci=$(since "${T_LAUNCH[$n]}")
 	he=$(awk -v c="$ci" '/^ready-ago /{printf "%.1f", c - $2}' <<< "$out")
 	if grep -q "result: ready" <<< "$out"; then
@@ -638,7 +640,7 @@ check_scaleout() {
 			"$(vm_exec head 30 'systemctl list-timers --no-pager hpcinit-refresh.timer; journalctl -b -u hpcinit-refresh.service --no-pager | tail -5' 2>&1)"
 		return
 	fi
-	echo "# join of $n (s after power-on): kernel $k, cloud-init done $ci, hpcinit ready ${he:-?}, listed by every old node $T_JOINED"
+	echo "# join of $n (s after power-on): kernel $k, cloud-init done $ci, hpcinit ready ${he:-?}, listed by every old node $T_JOINED; hpcinit's boot run $(awk '/^run-ms /{print $2}' <<< "$out") ms"
 	echo "#   (cloud-init done is when the harness saw it; the last step waits for the old nodes' refresh timer, 1 min)"
 }
 
@@ -649,7 +651,7 @@ check_scaleout() {
 check_leave() {
 	local n t0 end out left
 	n=$(late)
-	[ -n "${PID[$n]:-}" ] && kill -0 "${PID[$n]}" 2>/dev/null ||
+	[ -n "${PID[$n]:-}" ] && kill -0 "${PID[$n]:-}" 2>/dev/null ||
 		{ notok "leave: $n (booted by scaleout) shuts down" "$n is not running (run scaleout first)"; return; }
 	out=$(vm_exec "$n" 30 'systemctl is-active hpcinit-leave.service; systemctl is-enabled hpcinit-leave.service; ls /shared/.hpcinit/glocluster/nodes/' 2>&1) || true
 	grep -q "^active$" <<< "$out" && grep -q "^$n.rec$" <<< "$out" ||
@@ -657,7 +659,7 @@ check_leave() {
 	t0=$(date +%s.%N)
 	vm_exec "$n" 10 'systemctl poweroff --no-block' >/dev/null 2>&1 || true
 	end=$(($(date +%s) + 180))
-	while kill -0 "${PID[$n]}" 2>/dev/null; do
+	while kill -0 "${PID[$n]:-}" 2>/dev/null; do
 		[ "$(date +%s)" -lt "$end" ] || { notok "leave: $n powers off" "still running after 180 s"; return; }
 		sleep 0.5
 	done
@@ -686,7 +688,7 @@ lease_s() { awk -v l="${LEASE:-5m}" 'BEGIN{v=l+0; if (l ~ /m$/) v*=60; if (l ~ /
 check_scalein() {
 	local n=c2 t0 left lease_s
 	lease_s=$(lease_s)
-	[ "$N" -ge 2 ] && kill -0 "${PID[$n]}" 2>/dev/null || { notok "scalein: $n powered off hard" "$n is not running"; return; }
+	[ "$N" -ge 2 ] && kill -0 "${PID[$n]:-}" 2>/dev/null || { notok "scalein: $n powered off hard" "$n is not running"; return; }
 	t0=$(date +%s.%N)
 	kill -9 "${PID[$n]}"
 	wait "${PID[$n]}" 2>/dev/null || true
@@ -819,6 +821,6 @@ say "powering off"
 for n in $(names); do vm_exec "$n" 5 'systemctl poweroff --no-block' >/dev/null 2>&1 || true; done
 end=$(($(date +%s) + 60))
 for n in $(names); do
-	while kill -0 "${PID[$n]}" 2>/dev/null && [ "$(date +%s)" -lt "$end" ]; do sleep 0.5; done
+	while kill -0 "${PID[$n]:-}" 2>/dev/null && [ "$(date +%s)" -lt "$end" ]; do sleep 0.5; done
 done
 finish
