@@ -83,6 +83,8 @@ static const struct enum_val address_vals[] = {
 static const struct enum_val etc_hosts_vals[] = {
 	{ "auto", HF_HOSTS_AUTO }, { "always", HF_HOSTS_ALWAYS }, { "never", HF_HOSTS_NEVER },
 	{ NULL, 0 } };
+static const struct enum_val launcher_vals[] = {
+	{ "openmpi", MPI_OPENMPI }, { "mpich", MPI_MPICH }, { "intel", MPI_INTEL }, { NULL, 0 } };
 static const struct enum_val format_vals[] = {
 	{ "openmpi", HF_OPENMPI }, { "mpich", HF_MPICH }, { "plain", HF_PLAIN },
 	{ "clush", HF_CLUSH }, { NULL, 0 } };
@@ -91,6 +93,7 @@ _Static_assert(sizeof(enum role) == sizeof(int), "enums are stored as int");
 _Static_assert(sizeof(enum link_layer) == sizeof(int), "enums are stored as int");
 _Static_assert(sizeof(enum soft_rdma) == sizeof(int), "enums are stored as int");
 _Static_assert(sizeof(enum disc_method) == sizeof(int), "enums are stored as int");
+_Static_assert(sizeof(enum mpi_launcher) == sizeof(int), "enums are stored as int");
 _Static_assert(sizeof(enum key_type) == sizeof(int), "enums are stored as int");
 _Static_assert(sizeof(enum host_keys) == sizeof(int), "enums are stored as int");
 _Static_assert(sizeof(enum hf_address) == sizeof(int), "enums are stored as int");
@@ -499,6 +502,7 @@ static const struct field verify_fields[] = {
 	  M_NONE, NULL },
 	{ "min_bandwidth", &T_SIZE, offsetof(struct spec_mpi, min_bandwidth), &bandwidth_size, 0,
 	  M_NONE, NULL },
+	{ "launcher", &T_ENUM, offsetof(struct spec_mpi, launcher), launcher_vals, 0, M_NONE, NULL },
 	{ NULL, NULL, 0, NULL, 0, M_NONE, NULL }
 };
 static const struct schema verify_schema = { verify_fields, -1, true };
@@ -565,6 +569,7 @@ static void spec_defaults(struct spec *s)
 	s->mpi.profile = true;
 	s->mpi.verify_enable = false;
 	s->mpi.max_latency_us = 0;
+	s->mpi.launcher = MPI_OPENMPI;
 }
 
 static void spec_late_defaults(struct spec *s)

@@ -149,12 +149,16 @@ struct spec_hostfile {
 	enum hf_etc_hosts etc_hosts;    /* default auto */
 };
 
+/* mpi.verify.launcher: which MPI launches the verify program (built for it). */
+enum mpi_launcher { MPI_OPENMPI, MPI_MPICH, MPI_INTEL };
+
 struct spec_mpi {
 	bool present;
 	bool profile;                   /* default true */
 	bool verify_enable;             /* default false */
 	double max_latency_us;          /* default 0 = no threshold */
 	uint64_t min_bandwidth;         /* bytes per second at 4 MiB; default 0 = no threshold */
+	enum mpi_launcher launcher;     /* default openmpi */
 };
 
 struct spec {

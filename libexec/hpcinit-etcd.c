@@ -27,6 +27,9 @@
  *       "event ID TYPE STATUS RESOURCE,RESOURCE..." per event.
  *   hpcinit-etcd ack URL EVENT_ID
  *       acknowledge (start) the event: POST {"StartRequests":[{"EventId":ID}]}.
+ *   hpcinit-etcd [OPTIONS] await PREFIX EXPECT MS
+ *       as list, once PREFIX holds EXPECT keys or after MS: one process
+ *       for a node's whole wait for its peers (a watch counts the keys).
  *   hpcinit-etcd [OPTIONS] watch PREFIX [REV]
  *       runs until killed, streaming the membership under PREFIX: "reset",
  *       every key as list prints it, "synced" when it starts (and again
@@ -258,7 +261,22 @@ static int call(const char *path, const char *body, json_object **ret, long *ret
 		if (cc == CURLE_OK)
 			curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
 		if (cc != CURLE_OK) {
-			snprintf(tried[k].what, sizeof(tried[k].what), "%s", curl_easy_strerror(cc));
+			bool tls = strncmp(endpoints[i], "https:", 6) == 0;
+			const char *hint = "";
+
+			/* Name the TLS setting to look at (never a key or a password). */
+			if (cc == CURLE_PEER_FAILED_VERIFICATION)
+				hint = cacert ? " (the member's certificate does not verify against "
+					"discovery.ca_file, or does not name this address)" :
+					" (the member's certificate does not verify against the system's CAs: "
+					"set discovery.ca_file)";
+			else if (tls && !cert && (cc == CURLE_RECV_ERROR || cc == CURLE_SSL_CONNECT_ERROR ||
+						  cc == CURLE_SEND_ERROR))
+				hint = " (TLS handshake refused: a member with --client-cert-auth needs "
+					"discovery.cert_file and key_file)";
+			else if (tls && (cc == CURLE_SSL_CERTPROBLEM || cc == CURLE_SSL_CONNECT_ERROR))
+				hint = " (check discovery.cert_file and key_file)";
+			snprintf(tried[k].what, sizeof(tried[k].what), "%s%s", curl_easy_strerror(cc), hint);
 		} else if (status >= 500 || status == 0) {
 			json_object *j = b.p ? json_tokener_parse(b.p) : NULL, *m = NULL;
 
@@ -897,6 +915,184 @@ static int cmd_waitchange(const char *prefix, int64_t rev, long ms)
 	return EX_OK;
 }
 
+/*
+ * await: the membership once PREFIX holds at least EXPECT keys, or after MS
+ * without (whichever comes first), printed as list prints it.  One process
+ * for the whole wait: a range, then a watch from its revision that counts
+ * the keys event by event (no listing again per join), then one range for
+ * the result.  A compacted revision or a dropped stream lists again.
+ */
+struct await_state {
+	struct buf line;
+	char **keys;
+	size_t n, cap;
+	int64_t expect;
+	bool done, restart;
+};
+
+static size_t key_find(const struct await_state *a, const char *k)
+{
+	for (size_t i = 0; i < a->n; i++)
+		if (!strcmp(a->keys[i], k))
+			return i;
+	return a->n;
+}
+
+static void await_event(struct await_state *a, json_object *kv, bool deleted)
+{
+	json_object *kk = NULL;
+	size_t kl = 0, i;
+	unsigned char *kb;
+
+	if (!json_object_object_get_ex(kv, "key", &kk))
+		return;
+	kb = b64_decode(json_object_get_string(kk), &kl);
+	if (!kb)
+		return;
+	kb[kl] = '\0';
+	i = key_find(a, (const char *)kb);
+	if (deleted && i < a->n) {
+		free(a->keys[i]);
+		a->keys[i] = a->keys[--a->n];
+	} else if (!deleted && i == a->n) {
+		if (a->n == a->cap) {
+			a->cap = a->cap ? 2 * a->cap : 64;
+			a->keys = realloc(a->keys, a->cap * sizeof(*a->keys));
+			if (!a->keys)
+				abort();
+		}
+		a->keys[a->n++] = (char *)kb;
+		kb = NULL;
+	}
+	free(kb);
+}
+
+static size_t on_await(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct await_state *a = arg;
+	size_t n = size * nmemb;
+
+	for (size_t i = 0; i < n; i++) {
+		json_object *j, *res = NULL, *ev = NULL;
+
+		if (data[i] != '\n') {
+			if (on_body(&data[i], 1, 1, &a->line) != 1)
+				return 0;
+			if (data[i] != '}')
+				continue;
+		}
+		if (!a->line.n)
+			continue;
+		j = json_tokener_parse(a->line.p);
+		if (!j)
+			continue;       /* not a whole message yet */
+		if (!json_object_object_get_ex(j, "result", &res) || get_i64(res, "compact_revision") > 0 ||
+		    (json_object_object_get_ex(res, "canceled", &ev) && json_object_get_boolean(ev)))
+			a->restart = true;
+		else if (json_object_object_get_ex(res, "events", &ev))
+			for (size_t k = 0; k < json_object_array_length(ev); k++) {
+				json_object *e = json_object_array_get_idx(ev, k), *t = NULL, *kv = NULL;
+
+				if (json_object_object_get_ex(e, "kv", &kv))
+					await_event(a, kv, json_object_object_get_ex(e, "type", &t) &&
+						    !strcmp(json_object_get_string(t), "DELETE"));
+			}
+		json_object_put(j);
+		a->line.n = 0;
+		a->line.p[0] = '\0';
+		if ((int64_t)a->n >= a->expect)
+			a->done = true;
+		if (a->done || a->restart)
+			return 0;       /* enough: end the stream */
+	}
+	return n;
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The keys under prefix into a (replacing what it held); the view's revision in *ret_rev. */
+static int await_keys(struct await_state *a, const char *prefix, int64_t *ret_rev)
+{
+	json_object *req = json_object_new_object(), *j = NULL, *kvs = NULL;
+	char *end = prefix_end_b64(prefix);
+	int r;
+
+	json_object_object_add(req, "key", b64_obj(prefix, strlen(prefix)));
+	json_object_object_add(req, "range_end", str_obj(end));
+	json_object_object_add(req, "keys_only", json_object_new_boolean(1));
+	free(end);
+	r = request("/v3/kv/range", req, &j);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < a->n; i++)
+		free(a->keys[i]);
+	a->n = 0;
+	*ret_rev = header_rev(j);
+	if (json_object_object_get_ex(j, "kvs", &kvs))
+		for (size_t i = 0; i < json_object_array_length(kvs); i++)
+			await_event(a, json_object_array_get_idx(kvs, i), false);
+	json_object_put(j);
+	return 0;
+}
+
+static int cmd_await(const char *prefix, int64_t expect, long ms)
+{
+	struct await_state a = { .expect = expect };
+	int64_t deadline = mono_ms() + ms, rev = 0;
+	int r = 0;
+
+	while (!a.done) {
+		json_object *req, *cr;
+		struct curl_slist *hdrs;
+		char url[1024], *end, *body;
+		int64_t left = deadline - mono_ms();
+
+		r = await_keys(&a, prefix, &rev);
+		if (r < 0)
+			break;
+		if ((int64_t)a.n >= expect || left <= 0)
+			break;
+		a.restart = false;
+		end = prefix_end_b64(prefix);
+		cr = json_object_new_object();
+		json_object_object_add(cr, "key", b64_obj(prefix, strlen(prefix)));
+		json_object_object_add(cr, "range_end", str_obj(end));
+		json_object_object_add(cr, "start_revision", i64_obj(rev + 1));
+		free(end);
+		req = json_object_new_object();
+		json_object_object_add(req, "create_request", cr);
+		body = strdup(json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN));
+		json_object_put(req);
+		hdrs = headers();
+		snprintf(url, sizeof(url), "%s%s", endpoints[cur],
+			 endpoints[cur][strlen(endpoints[cur]) - 1] == '/' ? "v3/watch" : "/v3/watch");
+		setup_handle(curl, url, body, hdrs);
+		curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_await);
+		curl_easy_setopt(curl, CURLOPT_WRITEDATA, &a);
+		curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long)left);
+		(void)curl_easy_perform(curl);  /* ends when enough keys, at the timeout, or an error */
+		curl_slist_free_all(hdrs);
+		free(body);
+		if (a.line.p)
+			a.line.n = 0;
+		if (!a.done && !a.restart)
+			break;          /* out of time (or the stream failed): the result is the list now */
+	}
+	for (size_t i = 0; i < a.n; i++)
+		free(a.keys[i]);
+	free(a.keys);
+	free(a.line.p);
+	if (r < 0)
+		return exit_of(r);
+	return cmd_list(prefix);
+}
+
 /* ---- Azure Scheduled Events ---- */
 
 /* One request to one URL with "Metadata: true"; 0 and the body, or -1 (stderr says why). */
@@ -1032,7 +1228,7 @@ static int usage(void)
 	fprintf(stderr, "usage: hpcinit-etcd --endpoint URL... [--cacert F] [--cert F --key F] [--auth F] "
 		"[--timeout MS] COMMAND\n"
 		"  sync KEY TTL_S [LEASE] < VALUE | list PREFIX | keepalive LEASE | leave KEY [LEASE] | "
-		"watch PREFIX [REV] | waitchange PREFIX REV MS\n"
+		"watch PREFIX [REV] | waitchange PREFIX REV MS | await PREFIX EXPECT MS\n"
 		"       hpcinit-etcd [--timeout MS] events URL | ack URL EVENT_ID\n");
 	return EX_USAGE;
 }
@@ -1105,6 +1301,9 @@ int main(int argc, char **argv)
 	else if (!strcmp(cmd, "waitchange") && argc - i == 3 && parse_i64(argv[i + 1], &a) &&
 		 parse_i64(argv[i + 2], &b) && b > 0)
 		ret = cmd_waitchange(argv[i], a, (long)b);
+	else if (!strcmp(cmd, "await") && argc - i == 3 && parse_i64(argv[i + 1], &a) &&
+		 parse_i64(argv[i + 2], &b) && b > 0)
+		ret = cmd_await(argv[i], a, (long)b);
 	else if (!strcmp(cmd, "events") && argc - i == 1)
 		ret = cmd_events(argv[i]);
 	else if (!strcmp(cmd, "ack") && argc - i == 2)

@@ -400,11 +400,30 @@ static char *launch_failure(struct report *r, const char *err)
 	return first;
 }
 
-static const char *verify_program(void)
+/*
+ * The verify program, built for the MPI that launches it: hpcinit-mpiverify
+ * (Open MPI) or hpcinit-mpiverify-mpich (MPICH, and Intel MPI, which keeps
+ * MPICH's ABI).  HPCINIT_MPIVERIFY / HPCINIT_MPIVERIFY_MPICH: a copy the
+ * nodes can all read (the tests).
+ */
+static const char *verify_program(enum mpi_launcher l)
 {
-	const char *p = getenv("HPCINIT_MPIVERIFY");
+	const char *p = getenv(l == MPI_OPENMPI ? "HPCINIT_MPIVERIFY" : "HPCINIT_MPIVERIFY_MPICH");
 
-	return p && *p == '/' ? p : LIBEXECDIR "/hpcinit-mpiverify";
+	if (p && *p == '/')
+		return p;
+	return l == MPI_OPENMPI ? LIBEXECDIR "/hpcinit-mpiverify" : LIBEXECDIR "/hpcinit-mpiverify-mpich";
+}
+
+/* The launcher of each MPI, and the hostfile format it reads. */
+static const char *launcher_prog(enum mpi_launcher l)
+{
+	return l == MPI_OPENMPI ? "mpirun" : l == MPI_MPICH ? "mpirun.mpich" : "mpiexec.hydra";
+}
+
+static const char *launcher_hostfile(enum mpi_launcher l)
+{
+	return l == MPI_OPENMPI ? "hostfile.openmpi" : "hostfile.mpich";
 }
 
 static void argv_add(struct strlist *a, const char *s)
@@ -418,11 +437,62 @@ static void verify_argv(const struct ctx *c, const struct fabric *f, const char 
 {
 	char num[32];
 
+	enum mpi_launcher l = c->spec->mpi.launcher;
+
 	if (run_as) {
 		argv_add(a, "runuser");
 		argv_add(a, "-u");
 		argv_add(a, run_as);
 		argv_add(a, "--");
+	}
+	if (l != MPI_OPENMPI) {
+		/*
+		 * Hydra (MPICH's mpirun.mpich, Intel MPI's mpiexec.hydra): one rank
+		 * a node from the host:N hostfile; its ssh launcher never prompts.
+		 */
+		argv_add(a, "env");
+		argv_add(a, "HYDRA_LAUNCHER_EXTRA_ARGS=-o BatchMode=yes");
+		argv_add(a, launcher_prog(l));
+		argv_add(a, "-launcher");
+		argv_add(a, "ssh");
+		argv_add(a, "-f");
+		argv_add(a, hostfile);
+		snprintf(num, sizeof(num), "%d", nodes);
+		argv_add(a, "-n");
+		argv_add(a, num);
+		argv_add(a, "-ppn");
+		argv_add(a, "1");
+		if (l == MPI_INTEL) {
+			/* Intel MPI 2019+: libfabric; the provider of the profile (untested here). */
+			argv_add(a, "-genv");
+			argv_add(a, "I_MPI_FABRICS");
+			argv_add(a, "shm:ofi");
+			argv_add(a, "-genv");
+			argv_add(a, "FI_PROVIDER");
+			argv_add(a, f->rdma ? "mlx" : "tcp");
+		}
+		if (!f->rdma) {
+			/*
+			 * TCP fabric, one rank a node: UCX over tcp and self only.  With
+			 * UCX's default transports MPICH 4.0 (ch4:ucx) left ranks
+			 * spinning in MPI_Finalize in about half the runs on the
+			 * simulated cluster (tests/cluster/mpi-mpich.sh).
+			 */
+			argv_add(a, "-genv");
+			argv_add(a, "UCX_TLS");
+			argv_add(a, "tcp,self");
+		}
+		if (f->ucx_devices) {
+			argv_add(a, "-genv");
+			argv_add(a, "UCX_NET_DEVICES");
+			argv_add(a, f->ucx_devices);
+		}
+		if (f->ucx_pkey) {
+			argv_add(a, "-genv");
+			argv_add(a, "UCX_IB_PKEY");
+			argv_add(a, f->ucx_pkey);
+		}
+		goto program;
 	}
 	argv_add(a, "mpirun");
 	if (as_root)
@@ -460,7 +530,8 @@ static void verify_argv(const struct ctx *c, const struct fabric *f, const char 
 		argv_add(a, x);
 		free(x);
 	}
-	argv_add(a, verify_program());
+program:
+	argv_add(a, verify_program(l));
 	if (c->spec->mpi.max_latency_us > 0) {
 		snprintf(num, sizeof(num), "%g", c->spec->mpi.max_latency_us);
 		argv_add(a, "--max-latency-us");
@@ -518,8 +589,9 @@ int mpi_verify(struct ctx *c, struct report *r)
 {
 	const struct spec *s = c->spec;
 	const char *dir = s->hostfile.present && s->hostfile.dir ? s->hostfile.dir : "/etc/hpcinit";
-	char *hf = xasprintf("%s/hostfile.openmpi", dir), *hfhost = ctx_path(c, hf);
-	char *text = NULL, *mpirun = proc_which("mpirun");
+	enum mpi_launcher l = s->mpi.launcher;
+	char *hf = xasprintf("%s/%s", dir, launcher_hostfile(l)), *hfhost = ctx_path(c, hf);
+	char *text = NULL, *mpirun = proc_which(launcher_prog(l));
 	unsigned long round = 0;
 	const char *run_as = NULL;
 	uint64_t end = now_ms() + VERIFY_DEFAULT_MS, delay = 1000;
@@ -531,13 +603,16 @@ int mpi_verify(struct ctx *c, struct report *r)
 	if (c->deadline_ms)
 		end = c->deadline_ms;
 	if (!mpirun) {
-		report_finding(r, ST_FAILED, "mpi.verify.no-mpirun", "mpirun not found: install Open MPI (openmpi-bin)");
+		report_finding(r, ST_FAILED, "mpi.verify.no-mpirun", "%s not found: install %s", launcher_prog(l),
+			       l == MPI_OPENMPI ? "Open MPI (openmpi-bin)" : l == MPI_MPICH ? "MPICH (mpich)" :
+			       "Intel MPI and source its vars.sh for the PATH hpcinit runs with");
 		ret = -ENOENT;
 		goto out;
 	}
-	if (access(verify_program(), X_OK) < 0) {
+	if (access(verify_program(l), X_OK) < 0) {
 		report_finding(r, ST_FAILED, "mpi.verify.no-program", "%s is missing: hpcinit was built "
-			       "without Open MPI (configure found no ompi-c)", verify_program());
+			       "without %s (configure found no %s)", verify_program(l),
+			       l == MPI_OPENMPI ? "Open MPI" : "MPICH", l == MPI_OPENMPI ? "ompi-c" : "mpich");
 		ret = -ENOENT;
 		goto out;
 	}

@@ -7,7 +7,7 @@ PKGS=(
 	build-essential autoconf automake libtool libtool-bin pkg-config
 	libyaml-dev libssh-dev libibverbs-dev librdmacm-dev libssl-dev libnfs-dev
 	libcurl4-openssl-dev libjson-c-dev etcd-server etcd-client
-	libopenmpi-dev openmpi-bin
+	libopenmpi-dev openmpi-bin mpich libmpich-dev
 	openssh-server openssh-client git systemd iproute2 util-linux procps kmod python3 python3-yaml
 	nfs-ganesha nfs-ganesha-vfs libnfs-utils rpcbind nfs-common
 	cloud-init clustershell sshpass nmap

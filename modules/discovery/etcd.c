@@ -45,6 +45,8 @@ struct etcd {
 	bool self_seen, self_same;      /* check/plan: this node's key in the last list */
 	bool unreachable;               /* no endpoint answered; on_unreachable: degrade */
 	bool stale;                     /* the peers are the last membership etcd gave */
+	char *pending;                  /* await's answer: the next list's (NULL: ask etcd) */
+	size_t pending_len;
 	size_t rejected;
 	struct strlist rejects;
 };
@@ -403,20 +405,24 @@ static void take_kv(struct disc_run *run, const char *k, size_t kl, const char *
 }
 
 /*
- * Waiting for peers: instead of polling, wait (up to 5 s, within
- * discovery.wait) for the first change after rev, then list again at once:
- * a join reaches a waiting node within a round trip.
+ * Waiting for peers: no polling.  One helper process ("await") watches the
+ * prefix from the list's revision and answers with the whole membership as
+ * soon as etcd holds enough keys (expect, plus the keys this list rejected)
+ * or after up to a third of the lease (then the lease is renewed and the
+ * wait goes on, within discovery.wait).  Its answer is the next list's.
  */
 static void wait_for_change(struct disc_run *run, int64_t rev)
 {
 	struct ctx *c = run->c;
 	struct etcd *e = run->priv;
 	struct proc_result res = { 0 };
-	uint64_t left = ctx_remaining_ms(c), ms = 5000;
-	char revs[32], mss[32];
+	uint64_t left = ctx_remaining_ms(c), ms = c->spec->discovery.lease_ms / 3;
+	char want[32], mss[32];
 
 	if (!ctx_may_write(c) || rev <= 0)
 		return;
+	if (ms < 1000)
+		ms = 1000;
 	if (!run->waited)
 		e->wait_end_ms = now_ms() + c->spec->discovery.wait_ms;
 	if (e->wait_end_ms - now_ms() < ms && e->wait_end_ms > now_ms())
@@ -425,15 +431,20 @@ static void wait_for_change(struct disc_run *run, int64_t rev)
 		ms = left > 1000 ? left - 1000 : 0;
 	if (now_ms() >= e->wait_end_ms || ms < 50)
 		return;
-	snprintf(revs, sizeof(revs), "%" PRId64, rev);
+	snprintf(want, sizeof(want), "%zu", (size_t)c->spec->discovery.expect + e->rejected);
 	snprintf(mss, sizeof(mss), "%" PRIu64, ms);
 	{
 		struct report *keep = run->rep, scratch;
 
 		report_init(&scratch);
 		run->rep = &scratch;
-		if (helper(run, NULL, &res, "waitchange", e->prefix, revs, mss, NULL) == 0)
+		if (helper(run, NULL, &res, "await", e->prefix, want, mss, NULL) == 0) {
+			free(e->pending);
+			e->pending = res.out;
+			e->pending_len = res.out_len;
+			res.out = NULL;
 			run->listen_again = true;
+		}
 		run->rep = keep;
 		report_free(&scratch);
 	}
@@ -532,7 +543,14 @@ static int etcd_list(struct disc_run *run)
 		free(copy);
 		return 1;
 	}
-	r = e->unreachable ? -EHOSTUNREACH : helper(run, NULL, &res, "list", e->prefix, NULL);
+	if (e->pending) {
+		res.out = e->pending;
+		res.out_len = e->pending_len;
+		e->pending = NULL;
+		r = 0;
+	} else {
+		r = e->unreachable ? -EHOSTUNREACH : helper(run, NULL, &res, "list", e->prefix, NULL);
+	}
 	if (r < 0 && !e->unreachable && fail(run, r, "cannot list the cluster's nodes", true) < 0) {
 		proc_result_free(&res);
 		return r;
@@ -661,6 +679,7 @@ static void etcd_close(struct disc_run *run)
 	}
 	free(e->key);
 	free(e->prefix);
+	free(e->pending);
 	strlist_free(&e->rejects);
 	free(e);
 	run->priv = NULL;

@@ -34,15 +34,39 @@ run_method() {
 		spec 5m "$N" > "$T/node.yaml"
 	fi
 	for n in "${nodes[@]}"; do install_spec "$n" "$T/node.yaml"; done
+	local cpu0
+	cpu0=$(etcd_cpu_ms)
 	t0=$(date +%s%N)
 	apply_all "$T/apply.$method" "${nodes[@]}" >/dev/null && ok=1
 	MS[$method]=$((($(date +%s%N) - t0) / 1000000))
+	# Where the time went: each node's discovery step (median, max) and, for etcd, the CPU
+	# the three members used meanwhile.
+	BREAK[$method]="discovery step per node: median $(step_ms discovery "$T/apply.$method" "${nodes[@]}") ms; hostfile step: median $(step_ms hostfile "$T/apply.$method" "${nodes[@]}") ms"
+	[ "$method" != etcd ] || BREAK[$method]+="; etcd members' CPU during the run: $(($(etcd_cpu_ms) - cpu0)) ms"
 	for n in "${nodes[@]}"; do
 		[ "$(hostfile_count "$n")" = "$N" ] || { ok=0; echo "  $n: hostfile does not list $N nodes"; }
 	done
 	[ "$ok" = 1 ] || MS[$method]="${MS[$method]} (FAILED)"
 	[ "$method" != etcd ] || etcd_stop
 	sim down
+}
+declare -A BREAK
+# step_ms MODULE PREFIX NODE...: "median (max MAX)" of the step's time in the nodes' apply tables
+step_ms() {
+	local mod=$1 pre=$2 n
+	shift 2
+	for n in "$@"; do awk -v m="$mod" '$1 == m {sub("ms", "", $3); print $3 + 0}' "$pre.$n"; done |
+		sort -n | awk '{v[NR]=$1} END {printf "%d (max %d)", v[int((NR+1)/2)], v[NR]}'
+}
+# etcd_cpu_ms: user+system CPU of the running etcd members, in ms
+etcd_cpu_ms() {
+	local p t=0 tck
+	tck=$(getconf CLK_TCK)
+	for p in "${ETCD_PIDS[@]}"; do
+		[ -n "$p" ] && [ -r "/proc/$p/stat" ] || continue
+		t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat")))
+	done
+	echo $((t * 1000 / tck))
 }
 hostfile_count() { grep -vc '^#' "$SIM_STATE/nodes/$1/ovl/etc/upper/hpcinit/hostfile.plain" 2>/dev/null || echo 0; }
 
@@ -51,4 +75,6 @@ run_method etcd
 run_method shared
 printf '%-8s %s\n' method "all $N applied and listing $N (ms)"
 printf '%-8s %s\n' etcd "${MS[etcd]}" shared "${MS[shared]}"
+echo "etcd: ${BREAK[etcd]}"
+echo "shared: ${BREAK[shared]}"
 echo "shared / etcd = $(awk -v a="${MS[shared]%% *}" -v b="${MS[etcd]%% *}" 'BEGIN{printf "%.2f", a / b}')x; goal: etcd under 1000 ms ($([ "${MS[etcd]%% *}" -lt 1000 ] && echo met || echo NOT met))"

@@ -15,7 +15,7 @@
 #              ca+watch: the head runs "hpcinit watch" (docs/ssh.md: run
 #              hpcinit-watch.service on the head in ca mode), nothing is run
 #              by hand: the watch sees the record and signs.
-# Usage (root): tests/bench/trust-converge.sh [N]
+# Usage (root): [MODES="pinned ca ca+watch"] tests/bench/trust-converge.sh [N]
 set -euo pipefail
 TOP_SRCDIR=$(cd "$(dirname "$0")/../.." && pwd)
 TOP_BUILDDIR=${TOP_BUILDDIR:-$TOP_SRCDIR/build}
@@ -55,6 +55,7 @@ run_mode() {
 	local mode=$1 t0 t1 old new a s watch=
 	cluster_up "$N"
 	if [ "$mode" != pinned ]; then
+		rm -f "$T/ca" "$T/ca.pub"
 		ssh-keygen -q -t ed25519 -N '' -C bench-ca -f "$T/ca"
 		sed -i "s|^ssh: {users: \[alice, bob\]}|ssh: {users: [alice], host_keys: ca, ca_public_key: \"$(cut -d' ' -f1,2 "$T/ca.pub")\"}|" "$T/node.yaml"
 		sed "s|^cluster: {name: hpsc,|cluster: {name: hpsc, role: head,|; s|host_keys: ca,|host_keys: ca, ca_key_file: /etc/hpcinit/ssh-ca,|" \
@@ -121,6 +122,4 @@ run_mode() {
 }
 
 echo "trust convergence, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-run_mode pinned
-run_mode ca
-run_mode ca+watch
+for m in ${MODES:-pinned ca ca+watch}; do run_mode "$m"; done

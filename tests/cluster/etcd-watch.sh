@@ -152,6 +152,7 @@ scenario() {
 	for n in "$N1" "$N2" "$N3"; do
 		check "$method: $n: hostfiles list the 3 survivors" hostfiles_list "$n" "$N1" "$N2" "$N3"
 	done
+	grep "refresh exit" "$T/watch.$N1" | sed "s/^/# $method: $N1: /"
 	check "$method: the watch logged its refreshes" grep -q "membership changed.*: refresh exit 0" "$T/watch.$N1"
 	if [ "$method" = etcd ]; then
 		check "etcd: ... on the membership its stream keeps, without listing etcd again" \

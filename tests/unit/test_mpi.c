@@ -199,9 +199,34 @@ static void test_argv(struct spec *s)
 	s->mpi.max_latency_us = 0;
 	s->mpi.min_bandwidth = 0;
 	fabric_free(&f);
+	/* MPICH: Hydra's mpirun.mpich, the host:N hostfile, one rank a node, the MPICH build of the program. */
+	s->mpi.launcher = MPI_MPICH;
+	setenv("HPCINIT_MPIVERIFY_MPICH", "/opt/x/hpcinit-mpiverify-mpich", 1);
+	fabric_detect(&c, &f);
+	verify_argv(&c, &f, "/etc/hpcinit/hostfile.mpich", 2, 4, "alice", false, &a);
+	t = joined(&a);
+	TEST_STREQ(t, "runuser -u alice -- env HYDRA_LAUNCHER_EXTRA_ARGS=-o BatchMode=yes mpirun.mpich "
+		   "-launcher ssh -f /etc/hpcinit/hostfile.mpich -n 4 -ppn 1 -genv UCX_TLS tcp,self "
+		   "/opt/x/hpcinit-mpiverify-mpich --round 2");
+	free(t);
+	strlist_free(&a);
+	/* Intel MPI: mpiexec.hydra with its libfabric settings, the MPICH-ABI build (untested: not installable here). */
+	s->mpi.launcher = MPI_INTEL;
+	verify_argv(&c, &f, "/etc/hpcinit/hostfile.mpich", 0, 2, NULL, true, &a);
+	t = joined(&a);
+	TEST_STREQ(t, "env HYDRA_LAUNCHER_EXTRA_ARGS=-o BatchMode=yes mpiexec.hydra -launcher ssh "
+		   "-f /etc/hpcinit/hostfile.mpich -n 2 -ppn 1 -genv I_MPI_FABRICS shm:ofi -genv FI_PROVIDER tcp "
+		   "-genv UCX_TLS tcp,self /opt/x/hpcinit-mpiverify-mpich --round 0");
+	free(t);
+	strlist_free(&a);
+	fabric_free(&f);
+	s->mpi.launcher = MPI_OPENMPI;
+	unsetenv("HPCINIT_MPIVERIFY_MPICH");
+	TEST_STREQ(verify_program(MPI_MPICH), LIBEXECDIR "/hpcinit-mpiverify-mpich");
+	TEST_STREQ(launcher_hostfile(MPI_INTEL), "hostfile.mpich");
 	/* A relative override is ignored: mpirun runs it on every node. */
 	setenv("HPCINIT_MPIVERIFY", "hpcinit-mpiverify", 1);
-	TEST_STREQ(verify_program(), LIBEXECDIR "/hpcinit-mpiverify");
+	TEST_STREQ(verify_program(MPI_OPENMPI), LIBEXECDIR "/hpcinit-mpiverify");
 	unsetenv("HPCINIT_MPIVERIFY");
 }
 

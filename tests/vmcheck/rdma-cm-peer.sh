@@ -11,8 +11,8 @@ fails=0
 ok() { echo "ok - $*"; }
 no() { echo "not ok - $*"; fails=$((fails + 1)); }
 t=$(mktemp -d)
-helper=$(dpkg -L hpcinit 2>/dev/null | grep '/hpcinit-rdma-probe$' | head -1)
-[ -x "$helper" ] || { no "hpcinit-rdma-probe installed (dpkg -L hpcinit)"; echo "# $fails failed"; exit 1; }
+helper=$(dpkg -L hpcinit-rdma hpcinit 2>/dev/null | grep '/hpcinit-rdma-probe$' | head -1)
+[ -x "$helper" ] || { no "hpcinit-rdma-probe installed (dpkg -L hpcinit-rdma)"; echo "# $fails failed"; exit 1; }
 me=$(hostname)
 peer=${1:-}
 if [ -z "$peer" ]; then
