@@ -101,6 +101,9 @@ cmp -s "$T/kh.before" "$T/kh.after" || fail "an old node's trust files changed"
 # Nothing was run by hand on the head: its watch (still running) signed hps-5.
 kill -0 "$WATCH" 2>/dev/null || fail "the head's watch ended: $(cat "$T/watch.hps-1")"
 [ -n "$(etcdctl_ get --keys-only "$P/hps-5.cert" | sed '/^$/d')" ] || fail "no certificate for hps-5 in etcd"
+# (the joiner gets its certificate in the middle of the head's refresh; the line comes at its end)
+for _ in $(seq 1 100); do grep -q "membership changed.*: refresh exit 0" "$T/watch.hps-1" && break; sleep 0.1; done
+grep -q "membership changed.*: refresh exit 0" "$T/watch.hps-1" || fail "the head's watch did not refresh: $(cat "$T/watch.hps-1")"
 ok "hps-5 joined with hpcinit watch on the head, no refresh by hand: its apply took $(awk "BEGIN { printf \"%.1f\", $t1 - $t0 }") s ($waited), trusted by all old nodes $(awk "BEGIN { printf \"%.1f\", $t2 - $t0 }") s after its apply started"
 w=${waited#waited }
 # Without the watch nothing would sign it (the joiner gives up after 30 s); with it, seconds at most.
