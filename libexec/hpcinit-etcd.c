@@ -261,7 +261,22 @@ static int call(const char *path, const char *body, json_object **ret, long *ret
 		if (cc == CURLE_OK)
 			curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
 		if (cc != CURLE_OK) {
-			snprintf(tried[k].what, sizeof(tried[k].what), "%s", curl_easy_strerror(cc));
+			bool tls = strncmp(endpoints[i], "https:", 6) == 0;
+			const char *hint = "";
+
+			/* Name the TLS setting to look at (never a key or a password). */
+			if (cc == CURLE_PEER_FAILED_VERIFICATION)
+				hint = cacert ? " (the member's certificate does not verify against "
+					"discovery.ca_file, or does not name this address)" :
+					" (the member's certificate does not verify against the system's CAs: "
+					"set discovery.ca_file)";
+			else if (tls && !cert && (cc == CURLE_RECV_ERROR || cc == CURLE_SSL_CONNECT_ERROR ||
+						  cc == CURLE_SEND_ERROR))
+				hint = " (TLS handshake refused: a member with --client-cert-auth needs "
+					"discovery.cert_file and key_file)";
+			else if (tls && (cc == CURLE_SSL_CERTPROBLEM || cc == CURLE_SSL_CONNECT_ERROR))
+				hint = " (check discovery.cert_file and key_file)";
+			snprintf(tried[k].what, sizeof(tried[k].what), "%s%s", curl_easy_strerror(cc), hint);
 		} else if (status >= 500 || status == 0) {
 			json_object *j = b.p ? json_tokener_parse(b.p) : NULL, *m = NULL;
 

@@ -1,0 +1,158 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# discovery method etcd against a real etcd (Debian's etcd-server) with
+# security turned on, on 127.0.0.1 of this machine; the node is "hpcinit
+# apply --only discovery" on a fake root (--root), as tests/bench/etcd-load.sh.
+#  1. TLS with client certificates (--client-cert-auth): certificates made
+#     here with openssl (a CA, a server certificate for 127.0.0.1, a client
+#     certificate); ca_file, cert_file and key_file work; another CA, or no
+#     client certificate, fail with a clear error naming the endpoint.
+#  2. User authentication (etcdctl user add root, auth enable): auth_file
+#     works; a wrong password fails naming the file and etcd's answer, and
+#     the password is in no message.
+set -euo pipefail
+TOP=${TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+BUILD=${TOP_BUILDDIR:-$TOP/build}
+HPCINIT=${HPCINIT:-$BUILD/hpcinit}
+export HPCINIT_LIBEXEC_DIR=${HPCINIT_LIBEXEC_DIR:-$BUILD}
+command -v etcd >/dev/null || { echo "SKIP: etcd not installed (Debian package etcd-server)"; exit 77; }
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (the fake root's files are root's)"; exit 77; }
+T=$(mktemp -d /tmp/hpcinit-etcd-tls.XXXXXX)
+PIDS=()
+cleanup() {
+	local p
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+passes=0 fails=0
+ok() { passes=$((passes + 1)); echo "ok - $1"; }
+not_ok() { fails=$((fails + 1)); echo "not ok - $1"; }
+check() { local d=$1; shift; if "$@"; then ok "$d"; else not_ok "$d"; fi; }
+contains() { grep -qF -- "$2" "$1" || { echo "  '$2' not found in $1:"; sed 's/^/  | /' "$1"; return 1; }; }
+# Ports from the process ID, so two runs side by side do not collide.
+P0=$((24000 + ($$ % 400) * 4))
+
+# ---- certificates ----
+cd "$T"
+ossl() { openssl "$@" >/dev/null 2>&1; }
+mkca() {   # mkca NAME
+	ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=$1" \
+		-keyout "$1.key" -out "$1.pem"
+}
+mkcert() {   # mkcert NAME CA CN EXT
+	ossl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$3" -keyout "$1.key" -out "$1.csr"
+	printf '%s\n' "$4" > "$1.ext"
+	ossl x509 -req -in "$1.csr" -CA "$2.pem" -CAkey "$2.key" -CAcreateserial -days 2 -extfile "$1.ext" -out "$1.pem"
+}
+mkca ca
+mkca otherca
+# clientAuth too: etcd 3.4's JSON gateway dials its own member with the server certificate.
+mkcert server ca etcd-test "subjectAltName=IP:127.0.0.1
+extendedKeyUsage=serverAuth,clientAuth"
+mkcert client ca root "extendedKeyUsage=clientAuth"
+for f in ca.pem server.pem client.pem; do
+	[ -s "$f" ] || { echo "Bail out! openssl did not make $f"; exit 1; }
+done
+
+start_etcd() {   # start_etcd NAME CLIENT_URL PEER_PORT EXTRA...
+	local name=$1 url=$2 peer=$3
+	shift 3
+	etcd --name "$name" --data-dir "$T/$name" --listen-client-urls "$url" --advertise-client-urls "$url" \
+		--listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
+		--initial-cluster "$name=http://127.0.0.1:$peer" "$@" >"$T/$name.log" 2>&1 &
+	PIDS+=($!)
+}
+start_etcd tls "https://127.0.0.1:$P0" $((P0 + 1)) --cert-file server.pem --key-file server.key \
+	--trusted-ca-file ca.pem --client-cert-auth
+start_etcd auth "http://127.0.0.1:$((P0 + 2))" $((P0 + 3))
+ETCDCTL=(env ETCDCTL_API=3 etcdctl --endpoints "http://127.0.0.1:$((P0 + 2))")
+for _ in $(seq 1 100); do
+	curl -sf --cacert ca.pem --cert client.pem --key client.key "https://127.0.0.1:$P0/health" >/dev/null &&
+		curl -sf "http://127.0.0.1:$((P0 + 2))/health" >/dev/null && break
+	sleep 0.1
+done
+PASSWORD="pw-$(openssl rand -hex 12)"
+"${ETCDCTL[@]}" user add "root:$PASSWORD" >/dev/null
+"${ETCDCTL[@]}" role add root >/dev/null 2>&1 || true   # 3.4: auth enable needs root to have it
+"${ETCDCTL[@]}" user grant-role root root >/dev/null
+"${ETCDCTL[@]}" auth enable >/dev/null
+
+# ---- the node ----
+R=$T/node
+mkdir -p "$R/etc/hpcinit/tls" "$R/etc/ssh" "$R/etc/openmpi" "$R/run/hpcinit"
+printf 'root:x:0:0:root:/root:/bin/bash\n' > "$R/etc/passwd"
+openssl rand -hex 32 > "$R/etc/hpcinit/cluster.key"
+chmod 0600 "$R/etc/hpcinit/cluster.key"
+cp ca.pem otherca.pem client.pem "$R/etc/hpcinit/tls/"
+install -m 0600 client.key "$R/etc/hpcinit/tls/client.key"
+# node_spec ENDPOINT EXTRA: the spec, discovery with method etcd
+node_spec() {
+	cat > "$R/etc/hpcinit/node.yaml" <<-EOF
+	version: 1
+	cluster: {name: tls, network: 10.0.0.0/8, secret_file: /etc/hpcinit/cluster.key}
+	discovery: {method: etcd, endpoints: ["$1"], expect: 1, wait: 0s, lease: 30s$2}
+	EOF
+}
+# run OUT: apply --only discovery on the node; exit code in $rc
+run() {
+	rc=0
+	HPCINIT_ADDRESS=10.0.0.5 "$HPCINIT" apply --only discovery --root "$R" -c "$R/etc/hpcinit/node.yaml" \
+		--hostname node1 -v >"$1" 2>&1 || rc=$?
+	rm -f "$R/run/hpcinit/etcd-lease"       # each case starts without a lease
+}
+TLSURL=https://127.0.0.1:$P0
+AUTHURL=http://127.0.0.1:$((P0 + 2))
+
+# 1. TLS
+node_spec "$TLSURL" ", ca_file: /etc/hpcinit/tls/ca.pem, cert_file: /etc/hpcinit/tls/client.pem, key_file: /etc/hpcinit/tls/client.key"
+run "$T/tls-ok"
+check "TLS with ca_file, cert_file and key_file: apply exits 0" test "$rc" = 0
+check "... and etcd knows this node" contains "$T/tls-ok" "1 node known through etcd"
+check "... the key is in etcd (read back over TLS by curl)" \
+	bash -c "curl -sf --cacert ca.pem --cert client.pem --key client.key -X POST -d '{\"key\":\"$(printf /hpcinit/tls/nodes/node1 | base64 -w0)\"}' $TLSURL/v3/kv/range | grep -q '\"count\":\"1\"'"
+
+node_spec "$TLSURL" ", ca_file: /etc/hpcinit/tls/otherca.pem, cert_file: /etc/hpcinit/tls/client.pem, key_file: /etc/hpcinit/tls/client.key"
+run "$T/tls-wrong-ca"
+check "another CA in ca_file: apply exits 1" test "$rc" = 1
+check "... discovery failed, naming the endpoint, the certificate problem and the key to look at" \
+	grep -Eq "$TLSURL: .*certificate.*discovery.ca_file" "$T/tls-wrong-ca"
+echo "# wrong CA: $(grep -o "$TLSURL: [^;]*" "$T/tls-wrong-ca" | head -1)"
+
+node_spec "$TLSURL" ", ca_file: /etc/hpcinit/tls/ca.pem"
+run "$T/tls-no-cert"
+check "no client certificate (etcd --client-cert-auth): apply exits 1" test "$rc" = 1
+check "... discovery failed, naming the endpoint, its answer and the keys to set" \
+	grep -q "$TLSURL: .*discovery.cert_file and key_file" "$T/tls-no-cert"
+echo "# no client certificate: $(grep -o "$TLSURL: [^;]*" "$T/tls-no-cert" | head -1)"
+
+# 2. user authentication
+printf 'root:%s\n' "$PASSWORD" > "$R/etc/hpcinit/etcd-auth"
+chmod 0600 "$R/etc/hpcinit/etcd-auth"
+node_spec "$AUTHURL" ", auth_file: /etc/hpcinit/etcd-auth"
+run "$T/auth-ok"
+check "auth_file with the right password: apply exits 0" test "$rc" = 0
+check "... and etcd knows this node" contains "$T/auth-ok" "1 node known through etcd"
+check "... the key is in etcd (etcdctl as root)" \
+	test "$("${ETCDCTL[@]}" --user "root:$PASSWORD" get --keys-only /hpcinit/tls/nodes/node1 | head -1)" = /hpcinit/tls/nodes/node1
+check "without auth_file etcd refuses: apply exits 1" bash -c "
+	sed -i 's|, auth_file: /etc/hpcinit/etcd-auth||' '$R/etc/hpcinit/node.yaml'
+	HPCINIT_ADDRESS=10.0.0.5 '$HPCINIT' apply --only discovery --root '$R' -c '$R/etc/hpcinit/node.yaml' --hostname node1 >'$T/auth-none' 2>&1
+	test \$? = 1"
+echo "# no auth_file: $(grep -m1 -i "etcd" "$T/auth-none" | head -1)"
+
+WRONG="wrong-$(openssl rand -hex 12)"
+printf 'root:%s\n' "$WRONG" > "$R/etc/hpcinit/etcd-auth"
+node_spec "$AUTHURL" ", auth_file: /etc/hpcinit/etcd-auth"
+run "$T/auth-wrong"
+check "a wrong password: apply exits 1" test "$rc" = 1
+check "... the error names the auth file and etcd's answer" \
+	grep -q "etcd refused the user in $R/etc/hpcinit/etcd-auth: .*authentication failed" "$T/auth-wrong"
+echo "# wrong password: $(grep -m1 "refused the user" "$T/auth-wrong")"
+check "... no password (right or wrong) in any message, status file or log" bash -c "
+	! grep -rqF -e '$WRONG' -e '$PASSWORD' '$T/auth-wrong' '$T/auth-ok' '$T/auth-none' '$T/tls-ok' '$R/var' '$R/run' 2>/dev/null"
+
+echo "# $passes passed, $fails failed"
+[ "$fails" -eq 0 ] && [ "$passes" -gt 0 ]
