@@ -37,10 +37,15 @@ for u in "${units[@]}"; do
 	grep -q '@[a-z]*dir@' "$u" && fail "$u has unsubstituted @dir@ placeholders"
 	cp "$u" "$R/etc/systemd/system/"
 	names+=("/etc/systemd/system/$(basename "$u")")
-	# Put the real binary where ExecStart= expects it.
-	for exe in $(sed -n 's/^ExecStart=-\{0,1\}\([^ ]*\).*/\1/p' "$u"); do
+	# Put the real binaries where the Exec*= lines expect them: hpcinit's
+	# own from the build, anything else (systemctl) from this machine.
+	for exe in $(sed -n 's/^Exec[A-Za-z]*=[-@:+!]*\([^ ]*\).*/\1/p' "$u"); do
 		mkdir -p "$R$(dirname "$exe")"
-		cp "$HPCINIT" "$R$exe"
+		case $exe in
+		*/hpcinit) cp "$HPCINIT" "$R$exe" ;;
+		*) [ -x "$exe" ] || fail "$u runs $exe, which this machine does not have"
+		   cp "$exe" "$R$exe" ;;
+		esac
 	done
 done
 
