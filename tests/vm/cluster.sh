@@ -756,8 +756,9 @@ check_vmcheck() {
 		v=$(vmcheck_where "$b")
 		args=
 		case $b in nfs-self-probe.sh) args=$NET.0/24 ;; esac
+		local t0=$SECONDS
 		if out=$(vm_exec "$v" 600 "sh /hpcvm/vmcheck/$b $args" 2>&1); then
-			ok "vmcheck: $b on $v"
+			ok "vmcheck: $b on $v ($((SECONDS - t0)) s)"
 			grep '^ok - ' <<< "$out" | sed 's/^/#   /'
 		else
 			notok "vmcheck: $b on $v" "$out"
