@@ -470,7 +470,8 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro)
 	struct strbuf text = STRBUF_INIT, err = STRBUF_INIT;
 	struct members mem = { 0 };
 	struct proc_child ch = { 0 };
-	bool running = false;
+	bool running = false, started = false;
+	uint64_t hold_until = 0;
 
 	if (every < 500)
 		every = 500;
@@ -517,12 +518,26 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro)
 				members_clear(&mem);
 				restart_at = now_ms() + RESTART_MS;
 			}
-			/* Debounce: more changes within DEBOUNCE_MS join this refresh. */
-			while (running && changes) {
-				struct pollfd one = { .fd = ch.out_fd, .events = POLLIN };
+			/*
+			 * Debounce: more changes within DEBOUNCE_MS join this refresh,
+			 * and refreshes are at least as far apart as the last one took
+			 * (a busy machine - a whole scale set starting at once - runs
+			 * fewer, each on the newest view, instead of a queue of them).
+			 */
+			uint64_t until = now_ms() + DEBOUNCE_MS;
 
-				if (poll(&one, 1, DEBOUNCE_MS) <= 0 || !drain_members(ch.out_fd, &mem, &changes))
+			if (hold_until > until)
+				until = hold_until;
+			while (running && changes && now_ms() < until) {
+				struct pollfd one = { .fd = ch.out_fd, .events = POLLIN };
+				uint64_t tn = now_ms();
+
+				if (poll(&one, 1, (int)(until - tn)) <= 0)
 					break;
+				if (!drain_members(ch.out_fd, &mem, &changes))
+					break;
+				if (now_ms() + DEBOUNCE_MS > until)
+					until = now_ms() + DEBOUNCE_MS;
 			}
 		}
 		/* The refreshes run on the stream's membership while it is whole. */
@@ -535,13 +550,15 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro)
 		if (c->spec->discovery.events_enable && events_poll(c, ro->lock_timeout_ms))
 			break;
 		if (changes || (retry_at && now_ms() >= retry_at)) {
+			uint64_t t0 = now_ms();
+
 			/*
 			 * A refresh that failed (etcd unreachable or overloaded: a
 			 * whole scale set starting at once) is tried again with
 			 * backoff and jitter, not only at the next change.
 			 */
-			if (refresh(c, ro, !changes ? "retry" : running && mem.synced ?
-				    "membership changed (the stream's view, no list)" :
+			if (refresh(c, ro, !changes ? "retry" : !started ? "start (the stream's view, no list)" :
+				    running && mem.synced ? "membership changed (the stream's view, no list)" :
 				    "membership changed") == 1) {
 				retry_at = now_ms() + retry_ms / 2 + (uint64_t)(random() % (long)retry_ms);
 				if (retry_ms < 30000)
@@ -550,6 +567,8 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro)
 				retry_at = 0;
 				retry_ms = 1000;
 			}
+			started = true;
+			hold_until = now_ms() + (now_ms() - t0);
 		}
 		if (now_ms() >= next_keepalive) {
 			int64_t lease = etcd_read_lease(c), ttl = lease ? keepalive(c, lease) : 0;
@@ -585,9 +604,14 @@ int watch_main(struct ctx *c, const struct run_opts *ro)
 	fprintf(stderr, "hpcinit watch: watching cluster %s (method %s)\n", spec->cluster.name,
 		disc_method_name(spec->discovery.method));
 	srandom((unsigned)getpid() ^ (unsigned)now_ms());
-	refresh(c, ro, "start");
+	/*
+	 * etcd: the first refresh runs on the stream's first whole view (one
+	 * range a node at start, not a list of its own as well: a whole
+	 * scale set starting at once asks etcd half as much).
+	 */
 	if (spec->discovery.method == DISC_ETCD)
 		return watch_etcd(c, ro);
+	refresh(c, ro, "start");
 	return watch_shared(c, ro);
 }
 

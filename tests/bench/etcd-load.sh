@@ -74,8 +74,8 @@ t0=$(date +%s)
 for i in $(seq 1 "$N"); do
 	mkroot "$T/n$i"
 	HPCINIT_ADDRESS=$(addr "$i") "$HPCINIT" apply --only discovery --root "$T/n$i" \
-		-c "$T/n$i/etc/hpcinit/node.yaml" --hostname "node$i" >/dev/null 2>&1 ||
-		{ echo "apply on node$i failed" >&2; exit 1; }
+		-c "$T/n$i/etc/hpcinit/node.yaml" --hostname "node$i" >"$T/apply.out" 2>&1 ||
+		{ echo "apply on node$i failed:" >&2; sed 's/^/  | /' "$T/apply.out" >&2; exit 1; }
 done
 echo "setup: $N nodes published in $(($(date +%s) - t0)) s; starting $N watches..."
 for i in $(seq 1 "$N"); do
