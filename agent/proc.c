@@ -222,6 +222,9 @@ static char *stuck_path(const char *key)
 	return sb_steal(&sb);
 }
 
+/* A killed child not asleep in the kernel is waited for this long at most. */
+#define KILL_REAP_MAX_MS 10000
+
 /* State (R, S, D, Z, ...) and start time (clock ticks since boot) of pid; false when it is gone. */
 static bool proc_stat_of(pid_t pid, char *state, unsigned long long *starttime)
 {
@@ -597,6 +600,18 @@ static uint64_t child_tick(struct proc_child *ch, const struct proc_limits *lim,
 	if (ch->exited)
 		return UINT64_MAX;
 	if (now >= ch->t_kill + lim->reap_ms) {
+		char state = '?';
+		unsigned long long st0;
+
+		/*
+		 * Only a child asleep in the kernel (D) is stuck; one that is
+		 * still running its exit on a loaded machine (or under valgrind)
+		 * gets up to KILL_REAP_MAX_MS before it is given up on, so that
+		 * "stuck in the kernel" is said only when it is true.
+		 */
+		if (now < ch->t_kill + KILL_REAP_MAX_MS && proc_stat_of(ch->pid, &state, &st0) &&
+		    state != 'D')
+			return now + 50;
 		ch->abandoned = true;
 		return UINT64_MAX;
 	}
