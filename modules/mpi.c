@@ -743,12 +743,14 @@ static int mpi_run(struct ctx *c, struct report *r)
 	}
 	if (c->mode != RUN_APPLY || (!c->verify && !c->spec->mpi.verify_enable)) {
 		report_set(r, ST_OK, "fabric %s%s", f.what, f.what_extra ? f.what_extra : "");
+		report_summarize(r);    /* a peer rdma_cm did not resolve: that first */
 		fabric_free(&f);
 		return 0;
 	}
 	/* "hpcinit verify" runs it here and now; apply only on one node. */
 	if (!c->verify && !is_leader(c->out ? c->out->peers : NULL)) {
 		report_set(r, ST_OK, "fabric %s%s", f.what, f.what_extra ? f.what_extra : "");
+		report_summarize(r);
 		report_detail(r, "verify runs on the head node (or the first by name), not here");
 		fabric_free(&f);
 		return 0;

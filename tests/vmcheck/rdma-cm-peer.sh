@@ -17,7 +17,7 @@ me=$(hostname)
 peer=${1:-}
 if [ -z "$peer" ]; then
 	# another node's cluster address, from /etc/hosts as hpcinit wrote it
-	other=$(awk '{print $1}' /etc/hpcinit/hostfile.plain | grep -vx "$me" | head -1)
+	other=$(grep -v '^#' /etc/hpcinit/hostfile.plain | awk '{print $1}' | grep -vx "$me" | head -1)
 	peer=$(getent hosts "$other" | awk '{print $1}' | head -1)
 fi
 [ -n "$peer" ] || { no "a peer address (hostfile.plain: $(cat /etc/hpcinit/hostfile.plain 2>&1))"; echo "# $fails failed"; exit 1; }
