@@ -41,8 +41,10 @@ run_hpc "$T/scan" "$N3" apply --only discovery,hostfile -v
 check "scan: exit 0" test "$rc" = 0
 check "scan: the 4 nodes are in the hostfiles, named by reverse lookup" hostfiles_list "$N3" "${ALL[@]}"
 ms=$(sed -n "s/.*scan of $SIM_NET.0\/24 port 22: 4 SSH servers in \([0-9]*\) ms.*/\1/p" "$T/scan")
-check "scan: 4 SSH servers found in a /24 in under a second (took ${ms:-?} ms)" \
-	test -n "$ms" -a "${ms:-9999}" -lt 1000
+# Parallel, not timed: one host after another at 500 ms each would take
+# over 2 minutes for a /24; 5 s leaves room for a loaded CI machine.
+check "scan: 4 SSH servers found in a /24 in parallel (took ${ms:-?} ms, under 5 s)" \
+	test -n "$ms" -a "${ms:-9999}" -lt 5000
 check "scan: trust on first use is called out" contains "$T/scan" "trust on first use"
 keys_ok() {
 	local n key

@@ -34,7 +34,9 @@ ms=$(cat "$T/ms")
 is "rdma reports the hang by device and call" "$(jget "$T/out" rdma summary)" \
 	"hang: mlx5_ib0: ibv_open_device did not return within 2000 ms; probe killed"
 is "rdma failed" "$(jget "$T/out" rdma status)" failed
-check "the whole run took open_timeout + 1 s at most (${ms} ms)" [ "$ms" -lt 3000 ]
+# Bounded, not timed: a hang that were not cut off would last forever; the
+# slack is for a loaded 2-core CI machine (the benchmarks measure speed).
+check "the whole run is bounded by open_timeout + 5 s (${ms} ms)" [ "$ms" -lt 7000 ]
 check "and not less than open_timeout (${ms} ms)" [ "$ms" -ge 2000 ]
 is "exit code 1 (a step failed)" "$(cat "$T/rc" 2>/dev/null)" 1
 is "kernel still ran: changed" "$(jget "$T/out" kernel status)" changed
