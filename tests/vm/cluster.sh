@@ -52,6 +52,7 @@ HOLD=0
 SQUASH=0
 LEASE=
 LATE_HEAD=0
+VMCHECK=
 while [ $# -gt 0 ]; do
 	case $1 in
 	-n) N=$2; shift 2 ;;
@@ -61,7 +62,8 @@ while [ $# -gt 0 ]; do
 	--squash) SQUASH=1; shift ;;
 	--lease) LEASE=$2; shift 2 ;;
 	--late-head) LATE_HEAD=$2; shift 2 ;;
-	*) echo "usage: $0 [-n N] [--checks LIST] [--keep] [--hold] [--squash] [--lease DUR] [--late-head SECONDS]" >&2; exit 2 ;;
+	--vmcheck) VMCHECK=$2; shift 2 ;;
+	*) echo "usage: $0 [-n N] [--checks LIST] [--keep] [--hold] [--squash] [--lease DUR] [--late-head SECONDS] [--vmcheck \"FILE.sh ...\"]" >&2; exit 2 ;;
 	esac
 done
 MEM=${HPCINIT_VM_MEM:-1024}
@@ -753,6 +755,8 @@ check_vmcheck() {
 	local f b v out args
 	for f in "$SRC"/tests/vmcheck/*.sh; do
 		b=$(basename "$f")
+		# --vmcheck names the files to run (CI: the quick ones); default all
+		[ -z "$VMCHECK" ] || [[ " $VMCHECK " == *" $b "* ]] || continue
 		v=$(vmcheck_where "$b")
 		args=
 		case $b in nfs-self-probe.sh) args=$NET.0/24 ;; esac

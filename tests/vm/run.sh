@@ -27,7 +27,7 @@ run() {
 	fail=$((fail + $(grep -c '^not ok - ' "$out")))
 	rm -f "$out"
 }
-run -n "$N" --lease 2m --checks "boot bench nfs hosts ssh mpi verify rdma memlock kernel reboot gating vmcheck scaleout leave scalein"
+run -n "$N" --lease 2m --checks "boot bench nfs hosts ssh mpi verify rdma rdmacm memlock kernel reboot gating vmcheck scaleout leave scalein"
 run -n 2 --squash --checks "boot nfs hosts ssh verify"
 run -n 2 --late-head 60 --checks "boot latehead nfs hosts ssh"
 echo "# full scenario: $pass passed, $fail failed"
