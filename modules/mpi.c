@@ -44,6 +44,7 @@ struct mca {
 /* The fabric settings, shared by the profile and verify's mpirun line. */
 struct fabric {
 	bool rdma;
+	bool soft_rdma;        /* a software RDMA device (rxe, siw) is there; MPI uses TCP */
 	char *what;             /* one line for humans */
 	char *what_extra;       /* "; rdma_cm to N of M peer(s) ok", or NULL */
 	struct mca mca[4];
@@ -158,6 +159,7 @@ static void fabric_detect(const struct ctx *c, struct fabric *f)
 		mca_set(f, "pml", "ucx");
 		mca_set(f, "btl", "^vader,tcp,openib,uct");
 	} else {
+		f->soft_rdma = soft.n > 0;
 		f->what = s->cluster.has_network ?
 			  xasprintf("ethernet: TCP over %s%s%s%s", s->cluster.network.text,
 				    soft.n ? " (" : "", soft.n ? soft.v[0] : "",
@@ -731,8 +733,12 @@ static int mpi_run(struct ctx *c, struct report *r)
 		fabric_free(&f);
 		return ret;
 	}
-	/* rdma_cm to peers: the rdma step runs before discovery, so the peers are checked here. */
-	if (f.rdma && c->mode != RUN_PLAN && c->out && c->out->peers) {
+	/*
+	 * rdma_cm to peers: the rdma step runs before discovery, so the peers
+	 * are checked here; also over a software device the spec allows, which
+	 * MPI does not use but other RDMA users (storage, NCCL-style jobs) do.
+	 */
+	if ((f.rdma || f.soft_rdma) && c->mode != RUN_PLAN && c->out && c->out->peers) {
 		unsigned n_checked = 0, n_ok = 0;
 		enum rstatus pst = rdma_check_peers(c, r, c->out->peers, &n_checked, &n_ok);
 
