@@ -17,9 +17,6 @@
  *       value bytes, then a newline.
  *   hpcinit-etcd [OPTIONS] keepalive LEASE       "ttl T" (0: the lease is gone)
  *   hpcinit-etcd [OPTIONS] leave KEY [LEASE]     revoke LEASE, delete KEY
- *   hpcinit-etcd [OPTIONS] waitchange PREFIX REV MS
- *       "change" at the first event under PREFIX after revision REV (a
- *       compaction counts), "timeout" after MS without one.
  *   hpcinit-etcd events URL
  *       Azure Scheduled Events (no --endpoint needed): GET URL with the
  *       header "Metadata: true"; "self NAME" (this VM's name from the
@@ -848,73 +845,6 @@ static int cmd_watch(const char *prefix, int64_t from)
 	return EX_OK;
 }
 
-/* waitchange: the first event under PREFIX after REV, or MS without one. */
-struct wait_state {
-	struct buf line;
-	bool event;
-};
-
-static size_t on_wait(char *data, size_t size, size_t nmemb, void *arg)
-{
-	struct wait_state *w = arg;
-	size_t n = size * nmemb;
-
-	for (size_t i = 0; i < n; i++) {
-		json_object *j, *res = NULL, *ev = NULL;
-
-		if (data[i] != '\n') {
-			if (on_body(&data[i], 1, 1, &w->line) != 1)
-				return 0;
-			if (data[i] != '}')
-				continue;
-		}
-		if (!w->line.n)
-			continue;
-		j = json_tokener_parse(w->line.p);
-		if (!j)
-			continue;       /* not a whole message yet */
-		if (json_object_object_get_ex(j, "result", &res) &&
-		    ((json_object_object_get_ex(res, "events", &ev) && json_object_array_length(ev) > 0) ||
-		     get_i64(res, "compact_revision") > 0 ||
-		     (json_object_object_get_ex(res, "canceled", &ev) && json_object_get_boolean(ev))))
-			w->event = true;
-		json_object_put(j);
-		w->line.n = 0;
-		w->line.p[0] = '\0';
-		if (w->event)
-			return 0;       /* enough: end the stream */
-	}
-	return n;
-}
-
-static int cmd_waitchange(const char *prefix, int64_t rev, long ms)
-{
-	struct wait_state w = { 0 };
-	json_object *req = json_object_new_object(), *cr = json_object_new_object();
-	char *end = prefix_end_b64(prefix), *body, url[1024];
-	struct curl_slist *hdrs = headers();
-
-	json_object_object_add(cr, "key", b64_obj(prefix, strlen(prefix)));
-	json_object_object_add(cr, "range_end", str_obj(end));
-	json_object_object_add(cr, "start_revision", i64_obj(rev + 1));
-	json_object_object_add(req, "create_request", cr);
-	free(end);
-	body = strdup(json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN));
-	json_object_put(req);
-	snprintf(url, sizeof(url), "%s%s", endpoints[cur],
-		 endpoints[cur][strlen(endpoints[cur]) - 1] == '/' ? "v3/watch" : "/v3/watch");
-	setup_handle(curl, url, body, hdrs);
-	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_wait);
-	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &w);
-	curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, ms);
-	(void)curl_easy_perform(curl);  /* ends at the first event, the timeout, or an error */
-	curl_slist_free_all(hdrs);
-	free(body);
-	free(w.line.p);
-	printf("%s\n", w.event ? "change" : "timeout");
-	return EX_OK;
-}
-
 /*
  * await: the membership once PREFIX holds at least EXPECT keys, or after MS
  * without (whichever comes first), printed as list prints it.  One process
@@ -1228,7 +1158,7 @@ static int usage(void)
 	fprintf(stderr, "usage: hpcinit-etcd --endpoint URL... [--cacert F] [--cert F --key F] [--auth F] "
 		"[--timeout MS] COMMAND\n"
 		"  sync KEY TTL_S [LEASE] < VALUE | list PREFIX | keepalive LEASE | leave KEY [LEASE] | "
-		"watch PREFIX [REV] | waitchange PREFIX REV MS | await PREFIX EXPECT MS\n"
+		"watch PREFIX [REV] | await PREFIX EXPECT MS\n"
 		"       hpcinit-etcd [--timeout MS] events URL | ack URL EVENT_ID\n");
 	return EX_USAGE;
 }
@@ -1298,9 +1228,6 @@ int main(int argc, char **argv)
 	else if (!strcmp(cmd, "leave") && (argc - i == 1 || argc - i == 2) &&
 		 (argc - i == 1 || parse_i64(argv[i + 1], &b)))
 		ret = cmd_leave(argv[i], b);
-	else if (!strcmp(cmd, "waitchange") && argc - i == 3 && parse_i64(argv[i + 1], &a) &&
-		 parse_i64(argv[i + 2], &b) && b > 0)
-		ret = cmd_waitchange(argv[i], a, (long)b);
 	else if (!strcmp(cmd, "await") && argc - i == 3 && parse_i64(argv[i + 1], &a) &&
 		 parse_i64(argv[i + 2], &b) && b > 0)
 		ret = cmd_await(argv[i], a, (long)b);
