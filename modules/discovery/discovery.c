@@ -339,7 +339,7 @@ int discovery_leave(struct ctx *c, struct report *rep)
 		r = m->open(&run);
 		if (r >= 0)
 			r = m->leave(&run);
-		if (r >= 0 && rep->status != ST_FAILED)
+		if (r >= 0 && rep->status != ST_FAILED && ctx_may_write(c))
 			disc_mark_left(c);
 		m->close(&run);
 	}
