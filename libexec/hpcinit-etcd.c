@@ -30,8 +30,9 @@
  *       acknowledge (start) the event: POST {"StartRequests":[{"EventId":ID}]}.
  *   hpcinit-etcd [OPTIONS] await PREFIX EXPECT MS
  *       as list, once PREFIX holds EXPECT keys or after MS: one process
- *       for a node's whole wait for its peers (a watch counts the keys);
- *       "waited 1" first when it had to watch.
+ *       for a node's whole wait for its peers (a range, then a watch whose
+ *       events keep the membership, keys and values: the answer needs no
+ *       second range); "waited 1" first when it had to watch.
  *   hpcinit-etcd [OPTIONS] watch PREFIX [REV]
  *       runs until killed, streaming the membership under PREFIX: "reset",
  *       every key as list prints it, "synced" when it starts (and again
@@ -615,28 +616,64 @@ out:
 }
 
 /* One key and value as "kv KL VL LEASE\n" KEY VALUE "\n" ("del KL\n" KEY "\n" for a deletion). */
-static void print_kv(json_object *kv, bool deleted)
+/* A put's item as list prints it (malloc'd, *ret_len bytes); NULL when kv is not whole. */
+static char *kv_item(json_object *kv, char **ret_key, size_t *ret_len)
 {
 	json_object *kk = NULL, *vv = NULL;
 	unsigned char *kb, *vb;
 	size_t kl = 0, vl = 0;
+	char *item = NULL;
 
 	if (!json_object_object_get_ex(kv, "key", &kk))
-		return;
+		return NULL;
 	kb = b64_decode(json_object_get_string(kk), &kl);
-	vb = !deleted && json_object_object_get_ex(kv, "value", &vv) ?
+	vb = json_object_object_get_ex(kv, "value", &vv) ?
 		b64_decode(json_object_get_string(vv), &vl) : (unsigned char *)strdup("");
 	if (kb && vb) {
-		if (deleted)
-			printf("del %zu\n", kl);
-		else
-			printf("kv %zu %zu %" PRId64 "\n", kl, vl, get_i64(kv, "lease"));
-		fwrite(kb, 1, kl, stdout);
-		fwrite(vb, 1, vl, stdout);
-		putchar('\n');
+		FILE *f = open_memstream(&item, ret_len);
+
+		if (!f)
+			abort();
+		fprintf(f, "kv %zu %zu %" PRId64 "\n", kl, vl, get_i64(kv, "lease"));
+		fwrite(kb, 1, kl, f);
+		fwrite(vb, 1, vl, f);
+		fputc('\n', f);
+		fclose(f);
+		if (ret_key) {
+			kb[kl] = '\0';
+			*ret_key = (char *)kb;
+			kb = NULL;
+		}
 	}
 	free(kb);
 	free(vb);
+	return item;
+}
+
+/* One key and value as "kv KL VL LEASE\n" KEY VALUE "\n" ("del KL\n" KEY "\n" for a deletion). */
+static void print_kv(json_object *kv, bool deleted)
+{
+	json_object *kk = NULL;
+	unsigned char *kb;
+	size_t kl = 0, len = 0;
+	char *item;
+
+	if (!deleted) {
+		item = kv_item(kv, NULL, &len);
+		if (item)
+			fwrite(item, 1, len, stdout);
+		free(item);
+		return;
+	}
+	if (!json_object_object_get_ex(kv, "key", &kk))
+		return;
+	kb = b64_decode(json_object_get_string(kk), &kl);
+	if (kb) {
+		printf("del %zu\n", kl);
+		fwrite(kb, 1, kl, stdout);
+		putchar('\n');
+	}
+	free(kb);
 }
 
 /* Every key under prefix, printed; the store's revision of that view in *ret_rev. */
@@ -878,14 +915,17 @@ static int cmd_watch(const char *prefix, int64_t from)
 /*
  * await: the membership once PREFIX holds at least EXPECT keys, or after MS
  * without (whichever comes first), printed as list prints it.  One process
- * for the whole wait: a range, then a watch from its revision that counts
- * the keys event by event (no listing again per join), then one range for
- * the result.  A compacted revision or a dropped stream lists again.
+ * for the whole wait: a range, then a watch from its revision whose events
+ * keep the membership, keys and values (no listing again per join, and no
+ * range for the result: when a whole scale set converges at once, N nodes
+ * asking for N records each at the same moment was the costly part).  A
+ * compacted revision lists again; a dropped stream ends in one list.
  */
 struct await_state {
-	char **keys;
+	char **keys, **items;           /* each key and its item, as list prints it */
+	size_t *item_len;
 	size_t n, cap;
-	int64_t expect;
+	int64_t expect, rev;            /* rev: the revision the membership is at */
 	bool done, restart;
 };
 
@@ -897,33 +937,56 @@ static size_t key_find(const struct await_state *a, const char *k)
 	return a->n;
 }
 
+static void await_drop(struct await_state *a, size_t i)
+{
+	free(a->keys[i]);
+	free(a->items[i]);
+	a->n--;
+	a->keys[i] = a->keys[a->n];
+	a->items[i] = a->items[a->n];
+	a->item_len[i] = a->item_len[a->n];
+}
+
+/* A put (the key and its value, kept) or a deletion, into the membership. */
 static void await_event(struct await_state *a, json_object *kv, bool deleted)
 {
 	json_object *kk = NULL;
-	size_t kl = 0, i;
-	unsigned char *kb;
+	char *k = NULL, *item = NULL;
+	size_t len = 0, i;
 
-	if (!json_object_object_get_ex(kv, "key", &kk))
+	if (deleted) {
+		size_t kl = 0;
+
+		if (!json_object_object_get_ex(kv, "key", &kk) ||
+		    !(k = (char *)b64_decode(json_object_get_string(kk), &kl)))
+			return;
+		k[kl] = '\0';
+		if ((i = key_find(a, k)) < a->n)
+			await_drop(a, i);
+		free(k);
 		return;
-	kb = b64_decode(json_object_get_string(kk), &kl);
-	if (!kb)
+	}
+	item = kv_item(kv, &k, &len);
+	if (!item)
 		return;
-	kb[kl] = '\0';
-	i = key_find(a, (const char *)kb);
-	if (deleted && i < a->n) {
-		free(a->keys[i]);
-		a->keys[i] = a->keys[--a->n];
-	} else if (!deleted && i == a->n) {
+	i = key_find(a, k);
+	if (i == a->n) {
 		if (a->n == a->cap) {
 			a->cap = a->cap ? 2 * a->cap : 64;
 			a->keys = realloc(a->keys, a->cap * sizeof(*a->keys));
-			if (!a->keys)
+			a->items = realloc(a->items, a->cap * sizeof(*a->items));
+			a->item_len = realloc(a->item_len, a->cap * sizeof(*a->item_len));
+			if (!a->keys || !a->items || !a->item_len)
 				abort();
 		}
-		a->keys[a->n++] = (char *)kb;
-		kb = NULL;
+		a->keys[a->n] = k;
+		a->n++;
+	} else {
+		free(k);
+		free(a->items[i]);
 	}
-	free(kb);
+	a->items[i] = item;
+	a->item_len[i] = len;
 }
 
 static bool await_message(json_object *j, void *arg)
@@ -934,7 +997,7 @@ static bool await_message(json_object *j, void *arg)
 	if (!json_object_object_get_ex(j, "result", &res) || get_i64(res, "compact_revision") > 0 ||
 	    (json_object_object_get_ex(res, "canceled", &ev) && json_object_get_boolean(ev)))
 		a->restart = true;
-	else if (json_object_object_get_ex(res, "events", &ev))
+	else if (json_object_object_get_ex(res, "events", &ev) && (a->rev = header_rev(res), true))
 		for (size_t k = 0; k < json_object_array_length(ev); k++) {
 			json_object *e = json_object_array_get_idx(ev, k), *t = NULL, *kv = NULL;
 
@@ -955,8 +1018,8 @@ static int64_t mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* The keys under prefix into a (replacing what it held); the view's revision in *ret_rev. */
-static int await_keys(struct await_state *a, const char *prefix, int64_t *ret_rev)
+/* The membership under prefix into a (replacing what it held), at its revision a->rev. */
+static int await_keys(struct await_state *a, const char *prefix)
 {
 	json_object *req = json_object_new_object(), *j = NULL, *kvs = NULL;
 	char *end = prefix_end_b64(prefix);
@@ -964,15 +1027,13 @@ static int await_keys(struct await_state *a, const char *prefix, int64_t *ret_re
 
 	json_object_object_add(req, "key", b64_obj(prefix, strlen(prefix)));
 	json_object_object_add(req, "range_end", str_obj(end));
-	json_object_object_add(req, "keys_only", json_object_new_boolean(1));
 	free(end);
 	r = request("/v3/kv/range", req, &j);
 	if (r < 0)
 		return r;
-	for (size_t i = 0; i < a->n; i++)
-		free(a->keys[i]);
-	a->n = 0;
-	*ret_rev = header_rev(j);
+	while (a->n)
+		await_drop(a, a->n - 1);
+	a->rev = header_rev(j);
 	if (json_object_object_get_ex(j, "kvs", &kvs))
 		for (size_t i = 0; i < json_object_array_length(kvs); i++)
 			await_event(a, json_object_array_get_idx(kvs, i), false);
@@ -983,8 +1044,8 @@ static int await_keys(struct await_state *a, const char *prefix, int64_t *ret_re
 static int cmd_await(const char *prefix, int64_t expect, long ms)
 {
 	struct await_state a = { .expect = expect };
-	int64_t deadline = mono_ms() + ms, rev = 0;
-	bool waited = false;
+	int64_t deadline = mono_ms() + ms;
+	bool waited = false, current = true;
 	int r = 0;
 
 	while (!a.done) {
@@ -993,8 +1054,9 @@ static int cmd_await(const char *prefix, int64_t expect, long ms)
 		struct curl_slist *hdrs;
 		char url[1024], *end, *body;
 		int64_t left = deadline - mono_ms();
+		CURLcode cc;
 
-		r = await_keys(&a, prefix, &rev);
+		r = await_keys(&a, prefix);
 		if (r < 0)
 			break;
 		if ((int64_t)a.n >= expect || left <= 0)
@@ -1004,7 +1066,7 @@ static int cmd_await(const char *prefix, int64_t expect, long ms)
 		cr = json_object_new_object();
 		json_object_object_add(cr, "key", b64_obj(prefix, strlen(prefix)));
 		json_object_object_add(cr, "range_end", str_obj(end));
-		json_object_object_add(cr, "start_revision", i64_obj(rev + 1));
+		json_object_object_add(cr, "start_revision", i64_obj(a.rev + 1));
 		free(end);
 		req = json_object_new_object();
 		json_object_object_add(req, "create_request", cr);
@@ -1020,22 +1082,33 @@ static int cmd_await(const char *prefix, int64_t expect, long ms)
 		curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_stream);
 		curl_easy_setopt(curl, CURLOPT_WRITEDATA, &js);
 		curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long)left);
-		(void)curl_easy_perform(curl);  /* ends when enough keys, at the timeout, or an error */
+		cc = curl_easy_perform(curl);   /* ends when enough keys, at the timeout, or an error */
 		curl_slist_free_all(hdrs);
 		free(body);
 		json_tokener_free(js.tok);
 		waited = true;
-		if (!a.done && !a.restart)
-			break;          /* out of time (or the stream failed): the result is the list now */
+		if (!a.done && !a.restart) {
+			/* Out of time: the stream kept the membership current; a failed stream did not. */
+			current = cc == CURLE_OPERATION_TIMEDOUT;
+			break;
+		}
 	}
-	for (size_t i = 0; i < a.n; i++)
-		free(a.keys[i]);
+	if (r == 0 && waited)
+		printf("waited 1\n");
+	if (r == 0 && current) {
+		/* The range and the events since: what a list now would print, without asking again. */
+		printf("rev %" PRId64 "\n", a.rev);
+		for (size_t i = 0; i < a.n; i++)
+			fwrite(a.items[i], 1, a.item_len[i], stdout);
+	}
+	while (a.n)
+		await_drop(&a, a.n - 1);
 	free(a.keys);
+	free(a.items);
+	free(a.item_len);
 	if (r < 0)
 		return exit_of(r);
-	if (waited)
-		printf("waited 1\n");
-	return cmd_list(prefix);
+	return current ? EX_OK : cmd_list(prefix);
 }
 
 /* ---- Azure Scheduled Events ---- */
