@@ -45,9 +45,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-# 1,000 watch streams are 1,000 client connections to the member: more than the default 1,024
+# 1,000 watch streams are 1,000 client connections to the member: more than a soft limit of 1,024
 # descriptors once its own are counted.
-ulimit -n 65536
+ulimit -n "$(ulimit -Hn)"
 etcd --name b1 --data-dir "$T/etcd" --listen-client-urls "http://127.0.0.1:$PORT" \
 	--advertise-client-urls "http://127.0.0.1:$PORT" --listen-peer-urls "http://127.0.0.1:$((PORT + 1))" \
 	--initial-advertise-peer-urls "http://127.0.0.1:$((PORT + 1))" \
