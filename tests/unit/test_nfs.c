@@ -1137,6 +1137,15 @@ static void test_export_squash(void)
 			TEST_STREQ(sq.export, "/shared/rdv");
 			TEST_INTEQ(sq.anonuid, 7);
 			TEST_CHECK(!nfs_export_squash(s, "/shared/.hpcinit", &sq));
+			/* exported, not squashed: the uid squashing would use, for the way back */
+			memset(&sq, 0, sizeof(sq));
+			TEST_CHECK(nfs_export_lookup(s, "/shared/.hpcinit", &sq));
+			TEST_CHECK(!sq.squashed);
+			TEST_STREQ(sq.export, "/shared");
+			TEST_INTEQ(sq.anonuid, 65534);
+			TEST_CHECK(nfs_export_lookup(s, "/shared/rdv/x", &sq) && sq.squashed);
+			TEST_CHECK(!nfs_export_lookup(s, "/shared/home/.hpcinit", &sq));
+			TEST_CHECK(!nfs_export_lookup(s, "/elsewhere", &sq));
 			TEST_CHECK(!nfs_export_squash(s, "/shared/home/.hpcinit", &sq));
 			s->cluster.role = ROLE_COMPUTE;
 			TEST_CHECK(!nfs_export_squash(s, "/shared/rdv/.hpcinit", &sq));
