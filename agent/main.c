@@ -349,6 +349,15 @@ int main(int argc, char **argv)
 		spec_free(spec);
 		return code;
 	}
+	/* An apply that runs discovery joins again after "hpcinit leave" (refresh does not). */
+	if (strcmp(o.command, "apply") == 0 && spec->discovery.present) {
+		bool disc = o.ro.only.n == 0;
+
+		for (size_t i = 0; i < o.ro.only.n; i++)
+			disc = disc || strcmp(o.ro.only.v[i], "discovery") == 0;
+		if (disc)
+			leave_forget(cp);
+	}
 	code = runner_run(cp, &o.ro, &res);
 	if (o.json) {
 		char *j = runner_json(cp, &o.ro, &res);

@@ -7,11 +7,15 @@
  * JSON is parsed with json-c, the library Debian's own tools use, which
  * also parses the watch stream object by object.
  *
- *   hpcinit-etcd [OPTIONS] sync KEY TTL_S [LEASE]    (the value on stdin)
+ *   hpcinit-etcd [OPTIONS] sync KEY TTL_S [LEASE [PREFIX [EXPECT MS]]]   (the value on stdin)
  *       keep LEASE alive (or grant a new lease of TTL_S when it is gone or
- *       0), and put KEY=value under it unless etcd holds exactly that.
+ *       0), and put KEY=value under it unless etcd holds exactly that (a
+ *       lease granted just now holds nothing yet: no range to ask first).
  *       Prints "lease ID", "ttl T", "put 0|1", "rev R".  TTL_S 0: put with
  *       no lease (the ssh CA's certificates, which outlive any one lease).
+ *       With PREFIX, then a line "list" and what list PREFIX prints; with
+ *       EXPECT and MS, what await PREFIX EXPECT MS prints: a node's whole
+ *       apply (publish, list, wait for its peers) is one process.
  *   hpcinit-etcd [OPTIONS] list PREFIX
  *       "rev R", then per key "kv KEYLEN VALUELEN LEASE" and the key and
  *       value bytes, then a newline.
@@ -26,7 +30,8 @@
  *       acknowledge (start) the event: POST {"StartRequests":[{"EventId":ID}]}.
  *   hpcinit-etcd [OPTIONS] await PREFIX EXPECT MS
  *       as list, once PREFIX holds EXPECT keys or after MS: one process
- *       for a node's whole wait for its peers (a watch counts the keys).
+ *       for a node's whole wait for its peers (a watch counts the keys);
+ *       "waited 1" first when it had to watch.
  *   hpcinit-etcd [OPTIONS] watch PREFIX [REV]
  *       runs until killed, streaming the membership under PREFIX: "reset",
  *       every key as list prints it, "synced" when it starts (and again
@@ -186,6 +191,49 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 	memcpy(b->p + b->n, data, n);
 	b->n += n;
 	b->p[b->n] = '\0';
+	return n;
+}
+
+/*
+ * A stream of JSON messages (the gateway's watch: one object per line),
+ * split by json-c's own incremental tokener: each whole object goes to
+ * on_msg as it completes, however curl cuts the bytes, and no byte is
+ * parsed twice.  on_msg returns false to end the stream; bytes that are
+ * not JSON end it too (the caller reconnects).
+ */
+struct jstream {
+	json_tokener *tok;
+	bool (*on_msg)(json_object *msg, void *arg);
+	void *arg;
+};
+
+static size_t on_stream(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct jstream *s = arg;
+	size_t n = size * nmemb, off = 0;
+
+	while (off < n) {
+		size_t chunk = n - off > 65536 ? 65536 : n - off;
+		json_object *j = json_tokener_parse_ex(s->tok, data + off, (int)chunk);
+		bool go;
+
+		if (!j) {
+			if (json_tokener_get_error(s->tok) != json_tokener_continue) {
+				fprintf(stderr, "hpcinit-etcd: watch stream: %s\n",
+					json_tokener_error_desc(json_tokener_get_error(s->tok)));
+				json_tokener_reset(s->tok);
+				return 0;
+			}
+			off += chunk;
+			continue;
+		}
+		off += json_tokener_get_parse_end(s->tok);
+		json_tokener_reset(s->tok);
+		go = s->on_msg(j, s->arg);
+		json_object_put(j);
+		if (!go)
+			return 0;
+	}
 	return n;
 }
 
@@ -498,7 +546,7 @@ static int cmd_sync(const char *k, int64_t ttl_s, int64_t lease)
 	int64_t ttl = 0, rev = 0;
 	char *value = NULL;
 	size_t vlen = 0;
-	bool same = false;
+	bool same = false, fresh = false;
 	int r;
 
 	read_stdin(&value, &vlen);
@@ -510,6 +558,7 @@ static int cmd_sync(const char *k, int64_t ttl_s, int64_t lease)
 			goto out;
 	}
 	if (ttl <= 0 && ttl_s > 0) {
+		fresh = true;
 		req = json_object_new_object();
 		json_object_object_add(req, "TTL", i64_obj(ttl_s));
 		r = request("/v3/lease/grant", req, &j);
@@ -528,11 +577,13 @@ static int cmd_sync(const char *k, int64_t ttl_s, int64_t lease)
 	/* Put only what differs: an unchanged record wakes no watcher. */
 	req = json_object_new_object();
 	json_object_object_add(req, "key", b64_obj(k, strlen(k)));
-	r = request("/v3/kv/range", req, &j);
+	r = fresh ? 0 : request("/v3/kv/range", req, &j);
+	if (fresh)
+		json_object_put(req);
 	if (r < 0)
 		goto out;
-	rev = header_rev(j);
-	if (json_object_object_get_ex(j, "kvs", &kvs) && json_object_array_length(kvs) == 1) {
+	rev = fresh ? 0 : header_rev(j);
+	if (!fresh && json_object_object_get_ex(j, "kvs", &kvs) && json_object_array_length(kvs) == 1) {
 		json_object *kv = json_object_array_get_idx(kvs, 0), *v = NULL;
 		unsigned char *have;
 		size_t hl = 0;
@@ -675,7 +726,6 @@ static int cmd_leave(const char *k, int64_t lease)
 /* ---- watch ---- */
 
 struct watch_state {
-	struct buf line;
 	bool created, changed, restart;
 	int64_t next_rev;
 };
@@ -687,21 +737,19 @@ static void say_synced(void)
 		exit(0);        /* the reader is gone */
 }
 
-/* One JSON message of the stream. */
-static void watch_message(struct watch_state *w, const char *text)
+/* One JSON message of the stream; false ends the stream (reconnect or list again). */
+static bool watch_message(json_object *j, void *arg)
 {
-	json_object *j = json_tokener_parse(text), *res = NULL, *ev = NULL;
+	struct watch_state *w = arg;
+	json_object *res = NULL, *ev = NULL;
 
-	if (!j)
-		return;
 	if (!json_object_object_get_ex(j, "result", &res)) {
 		json_object *m = NULL;
 
 		if (json_object_object_get_ex(j, "error", &m))
 			fprintf(stderr, "hpcinit-etcd: watch: %s\n", json_object_to_json_string(m));
 		w->restart = true;
-		json_object_put(j);
-		return;
+		return false;
 	}
 	if (get_i64(res, "compact_revision") > 0) {
 		/* The revision we asked for is compacted away: list again. */
@@ -728,43 +776,21 @@ static void watch_message(struct watch_state *w, const char *text)
 		w->changed = true;
 		w->next_rev = header_rev(res) + 1;
 	}
-	json_object_put(j);
+	return !w->restart;
 }
 
+/* curl's bytes: the messages they complete, then "synced" once for all their events. */
 static size_t on_watch(char *data, size_t size, size_t nmemb, void *arg)
 {
-	struct watch_state *w = arg;
-	size_t n = size * nmemb;
+	struct jstream *s = arg;
+	struct watch_state *w = s->arg;
+	size_t r = on_stream(data, size, nmemb, s);
 
-	for (size_t i = 0; i < n; i++) {
-		char ch = data[i];
-
-		if (ch != '\n') {
-			if (on_body(&ch, 1, 1, &w->line) != 1)
-				return 0;
-			continue;
-		}
-		if (w->line.n)
-			watch_message(w, w->line.p);
-		w->line.n = 0;
-		if (w->line.p)
-			w->line.p[0] = '\0';
-	}
-	/* A message without a trailing newline: parse it when it is whole. */
-	if (w->line.n && w->line.p[w->line.n - 1] == '}') {
-		json_object *t = json_tokener_parse(w->line.p);
-
-		if (t) {
-			json_object_put(t);
-			watch_message(w, w->line.p);
-			w->line.n = 0;
-		}
-	}
 	if (w->changed) {
 		w->changed = false;
 		say_synced();
 	}
-	return w->restart ? 0 : n;      /* 0 ends this stream: reconnect */
+	return r;
 }
 
 static int cmd_watch(const char *prefix, int64_t from)
@@ -775,6 +801,7 @@ static int cmd_watch(const char *prefix, int64_t from)
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 	for (;;) {
 		struct watch_state w = { 0 };
+		struct jstream js = { .on_msg = watch_message, .arg = &w };
 		json_object *req, *cr;
 		struct curl_slist *hdrs;
 		char url[1024], *end, *body;
@@ -815,8 +842,11 @@ static int cmd_watch(const char *prefix, int64_t from)
 		snprintf(url, sizeof(url), "%s%s", endpoints[cur],
 			 endpoints[cur][strlen(endpoints[cur]) - 1] == '/' ? "v3/watch" : "/v3/watch");
 		setup_handle(curl, url, body, hdrs);
+		js.tok = json_tokener_new();
+		if (!js.tok)
+			abort();
 		curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_watch);
-		curl_easy_setopt(curl, CURLOPT_WRITEDATA, &w);
+		curl_easy_setopt(curl, CURLOPT_WRITEDATA, &js);
 		/* A dead member without a reset: no byte for this long ends the stream. */
 		curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
 		curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 600L);
@@ -826,7 +856,7 @@ static int cmd_watch(const char *prefix, int64_t from)
 		cc = curl_easy_perform(curl);
 		curl_slist_free_all(hdrs);
 		free(body);
-		free(w.line.p);
+		json_tokener_free(js.tok);
 		if (w.restart && w.next_rev == 0) {
 			rev = 0;
 			continue;
@@ -853,7 +883,6 @@ static int cmd_watch(const char *prefix, int64_t from)
  * the result.  A compacted revision or a dropped stream lists again.
  */
 struct await_state {
-	struct buf line;
 	char **keys;
 	size_t n, cap;
 	int64_t expect;
@@ -897,45 +926,25 @@ static void await_event(struct await_state *a, json_object *kv, bool deleted)
 	free(kb);
 }
 
-static size_t on_await(char *data, size_t size, size_t nmemb, void *arg)
+static bool await_message(json_object *j, void *arg)
 {
 	struct await_state *a = arg;
-	size_t n = size * nmemb;
+	json_object *res = NULL, *ev = NULL;
 
-	for (size_t i = 0; i < n; i++) {
-		json_object *j, *res = NULL, *ev = NULL;
+	if (!json_object_object_get_ex(j, "result", &res) || get_i64(res, "compact_revision") > 0 ||
+	    (json_object_object_get_ex(res, "canceled", &ev) && json_object_get_boolean(ev)))
+		a->restart = true;
+	else if (json_object_object_get_ex(res, "events", &ev))
+		for (size_t k = 0; k < json_object_array_length(ev); k++) {
+			json_object *e = json_object_array_get_idx(ev, k), *t = NULL, *kv = NULL;
 
-		if (data[i] != '\n') {
-			if (on_body(&data[i], 1, 1, &a->line) != 1)
-				return 0;
-			if (data[i] != '}')
-				continue;
+			if (json_object_object_get_ex(e, "kv", &kv))
+				await_event(a, kv, json_object_object_get_ex(e, "type", &t) &&
+					    !strcmp(json_object_get_string(t), "DELETE"));
 		}
-		if (!a->line.n)
-			continue;
-		j = json_tokener_parse(a->line.p);
-		if (!j)
-			continue;       /* not a whole message yet */
-		if (!json_object_object_get_ex(j, "result", &res) || get_i64(res, "compact_revision") > 0 ||
-		    (json_object_object_get_ex(res, "canceled", &ev) && json_object_get_boolean(ev)))
-			a->restart = true;
-		else if (json_object_object_get_ex(res, "events", &ev))
-			for (size_t k = 0; k < json_object_array_length(ev); k++) {
-				json_object *e = json_object_array_get_idx(ev, k), *t = NULL, *kv = NULL;
-
-				if (json_object_object_get_ex(e, "kv", &kv))
-					await_event(a, kv, json_object_object_get_ex(e, "type", &t) &&
-						    !strcmp(json_object_get_string(t), "DELETE"));
-			}
-		json_object_put(j);
-		a->line.n = 0;
-		a->line.p[0] = '\0';
-		if ((int64_t)a->n >= a->expect)
-			a->done = true;
-		if (a->done || a->restart)
-			return 0;       /* enough: end the stream */
-	}
-	return n;
+	if ((int64_t)a->n >= a->expect)
+		a->done = true;
+	return !a->done && !a->restart;  /* enough (or list again): end the stream */
 }
 
 static int64_t mono_ms(void)
@@ -975,9 +984,11 @@ static int cmd_await(const char *prefix, int64_t expect, long ms)
 {
 	struct await_state a = { .expect = expect };
 	int64_t deadline = mono_ms() + ms, rev = 0;
+	bool waited = false;
 	int r = 0;
 
 	while (!a.done) {
+		struct jstream js = { .on_msg = await_message, .arg = &a };
 		json_object *req, *cr;
 		struct curl_slist *hdrs;
 		char url[1024], *end, *body;
@@ -1003,23 +1014,27 @@ static int cmd_await(const char *prefix, int64_t expect, long ms)
 		snprintf(url, sizeof(url), "%s%s", endpoints[cur],
 			 endpoints[cur][strlen(endpoints[cur]) - 1] == '/' ? "v3/watch" : "/v3/watch");
 		setup_handle(curl, url, body, hdrs);
-		curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_await);
-		curl_easy_setopt(curl, CURLOPT_WRITEDATA, &a);
+		js.tok = json_tokener_new();
+		if (!js.tok)
+			abort();
+		curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_stream);
+		curl_easy_setopt(curl, CURLOPT_WRITEDATA, &js);
 		curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long)left);
 		(void)curl_easy_perform(curl);  /* ends when enough keys, at the timeout, or an error */
 		curl_slist_free_all(hdrs);
 		free(body);
-		if (a.line.p)
-			a.line.n = 0;
+		json_tokener_free(js.tok);
+		waited = true;
 		if (!a.done && !a.restart)
 			break;          /* out of time (or the stream failed): the result is the list now */
 	}
 	for (size_t i = 0; i < a.n; i++)
 		free(a.keys[i]);
 	free(a.keys);
-	free(a.line.p);
 	if (r < 0)
 		return exit_of(r);
+	if (waited)
+		printf("waited 1\n");
 	return cmd_list(prefix);
 }
 
@@ -1157,7 +1172,7 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: hpcinit-etcd --endpoint URL... [--cacert F] [--cert F --key F] [--auth F] "
 		"[--timeout MS] COMMAND\n"
-		"  sync KEY TTL_S [LEASE] < VALUE | list PREFIX | keepalive LEASE | leave KEY [LEASE] | "
+		"  sync KEY TTL_S [LEASE [PREFIX [EXPECT MS]]] < VALUE | list PREFIX | keepalive LEASE | leave KEY [LEASE] | "
 		"watch PREFIX [REV] | await PREFIX EXPECT MS\n"
 		"       hpcinit-etcd [--timeout MS] events URL | ack URL EVENT_ID\n");
 	return EX_USAGE;
@@ -1218,10 +1233,18 @@ int main(int argc, char **argv)
 		if (r < 0)
 			return exit_of(r);
 	}
-	if (!strcmp(cmd, "sync") && (argc - i == 2 || argc - i == 3) && parse_i64(argv[i + 1], &a) &&
-	    (argc - i == 2 || parse_i64(argv[i + 2], &b)))
-		ret = cmd_sync(argv[i], a, b);
-	else if (!strcmp(cmd, "list") && argc - i == 1)
+	if (!strcmp(cmd, "sync") && argc - i >= 2 && argc - i <= 6 && argc - i != 5 &&
+	    parse_i64(argv[i + 1], &a) && (argc - i == 2 || parse_i64(argv[i + 2], &b))) {
+		int64_t want = 0, ms = 0;
+
+		if (argc - i == 6 && (!parse_i64(argv[i + 4], &want) || !parse_i64(argv[i + 5], &ms) || ms <= 0))
+			ret = usage();
+		else if ((ret = cmd_sync(argv[i], a, b)) == EX_OK && argc - i >= 4) {
+			/* The same process lists (or waits for the peers) next: no second start. */
+			printf("list\n");
+			ret = argc - i == 6 ? cmd_await(argv[i + 3], want, (long)ms) : cmd_list(argv[i + 3]);
+		}
+	} else if (!strcmp(cmd, "list") && argc - i == 1)
 		ret = cmd_list(argv[i]);
 	else if (!strcmp(cmd, "keepalive") && argc - i == 1 && parse_i64(argv[i], &a))
 		ret = cmd_keepalive(a);

@@ -19,6 +19,7 @@
 #include "discovery.h"
 #include "fsutil.h"
 #include "log.h"
+#include "watch.h"
 
 #define LIST_PEERS_MAX 32               /* details name the nodes up to this many */
 
@@ -139,6 +140,57 @@ void disc_mark_ready(struct ctx *c)
 	free(text);
 }
 
+/*
+ * hpcinit leave marks this boot's /run: a refresh (the timer's, the
+ * watch's, a lease found gone) must not publish the record again behind
+ * the admin's back.  "hpcinit apply" with discovery forgets the mark
+ * (leave_forget) and joins again; so does a reboot.
+ */
+#define LEFT_MARK "/run/hpcinit/left"
+
+/* true when this node left the spec's cluster in this boot; *when: the time it left (UTC) */
+static bool disc_left(const struct ctx *c, char *when, size_t size)
+{
+	char *text = NULL;
+	size_t cl = strlen(c->spec->cluster.name);
+	bool left = false;
+
+	if (fs_read(c, LEFT_MARK, &text, NULL) == 0 && strncmp(text, c->spec->cluster.name, cl) == 0 &&
+	    text[cl] == '\n') {
+		time_t t = (time_t)strtoll(text + cl + 1, NULL, 10);
+		struct tm tm;
+
+		left = true;
+		if (!gmtime_r(&t, &tm) || !strftime(when, size, "%Y-%m-%d %H:%M:%S UTC", &tm))
+			snprintf(when, size, "an unknown time");
+	}
+	free(text);
+	return left;
+}
+
+static void disc_mark_left(struct ctx *c)
+{
+	struct report scratch;
+	char *text = xasprintf("%s\n%lld\n", c->spec->cluster.name, (long long)time(NULL));
+
+	report_init(&scratch);
+	if (fs_mkdir_p(c, &scratch, "/run/hpcinit", 0755, 0, 0) >= 0)
+		(void)fs_write(c, &scratch, LEFT_MARK, text, strlen(text), 0644, 0, 0);
+	report_free(&scratch);
+	free(text);
+}
+
+void leave_forget(struct ctx *c)
+{
+	struct report scratch;
+
+	if (!fs_exists(c, LEFT_MARK))
+		return;
+	report_init(&scratch);
+	(void)fs_remove(c, &scratch, LEFT_MARK);
+	report_free(&scratch);
+}
+
 void disc_notes_commit(struct disc_run *run)
 {
 	for (size_t i = 0; i < run->notes.n_findings; i++) {
@@ -178,14 +230,15 @@ static void list_peers(struct report *rep, struct peerset *s, bool all)
 }
 
 /*
- * List until the method says expect is met, or discovery.wait (or the
- * step's deadline) runs out; check and plan look once.  When the time is up
+ * List until the method says expect is met, or discovery.wait (counted
+ * from the step's start: a method may wait while it publishes) or the
+ * step's deadline runs out; check and plan look once.  When the time is up
  * during a pause, one last list gives the freshest view at the deadline.
  */
 static int wait_for_peers(const struct disc_method_ops *m, struct disc_run *run)
 {
 	struct ctx *c = run->c;
-	uint64_t wait_end = now_ms() + c->spec->discovery.wait_ms, delay = m->first_poll_ms;
+	uint64_t wait_end = run->start_ms + c->spec->discovery.wait_ms, delay = m->first_poll_ms;
 
 	for (;;) {
 		struct ctx until = *c;
@@ -211,8 +264,9 @@ static int wait_for_peers(const struct disc_method_ops *m, struct disc_run *run)
 static int disc_run(struct ctx *c, struct report *rep)
 {
 	const struct disc_method_ops *m = method_of(c->spec);
-	struct disc_run run = { .c = c, .rep = rep };
+	struct disc_run run = { .c = c, .rep = rep, .start_ms = now_ms() };
 	struct peerset *set;
+	char when[64];
 	int r;
 
 	report_init(&run.notes);
@@ -230,7 +284,11 @@ static int disc_run(struct ctx *c, struct report *rep)
 		goto out;
 	}
 	r = m->open(&run);
-	if (r == 0)
+	if (r == 0 && disc_left(c, when, sizeof(when)))
+		report_detail(rep, "this node left cluster %s at %s (hpcinit leave): its record is not "
+			      "published again until \"hpcinit apply\" (or a reboot); the peers are still "
+			      "listed", c->spec->cluster.name, when);
+	else if (r == 0)
 		r = m->publish(&run);
 	if (r == 0)
 		r = wait_for_peers(m, &run);
@@ -270,7 +328,7 @@ out:
 int discovery_leave(struct ctx *c, struct report *rep)
 {
 	const struct disc_method_ops *m = method_of(c->spec);
-	struct disc_run run = { .c = c, .rep = rep };
+	struct disc_run run = { .c = c, .rep = rep, .start_ms = now_ms() };
 	int r;
 
 	report_init(&run.notes);
@@ -281,6 +339,8 @@ int discovery_leave(struct ctx *c, struct report *rep)
 		r = m->open(&run);
 		if (r >= 0)
 			r = m->leave(&run);
+		if (r >= 0 && rep->status != ST_FAILED && ctx_may_write(c))
+			disc_mark_left(c);
 		m->close(&run);
 	}
 	report_free(&run.notes);

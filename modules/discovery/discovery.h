@@ -53,7 +53,8 @@ struct disc_run {
 	struct peerset found;           /* peers of the last list, self not included */
 	struct report notes;            /* findings of the last list (rejections ...): only
 					 * report_finding, disc_notes_commit moves them on */
-	bool waited;                    /* list ran more than once */
+	bool waited;                    /* list ran more than once (or publish waited for peers) */
+	uint64_t start_ms;              /* the step's start: discovery.wait counts from here */
 	bool listen_again;              /* list waited for a change itself: list again without a pause */
 	void *priv;                     /* the method's own state, from open to close */
 };

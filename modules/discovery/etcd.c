@@ -247,6 +247,35 @@ static int etcd_open(struct disc_run *run)
 	return 0;
 }
 
+/*
+ * How long one wait for peers in etcd may take now: 0 when this run does
+ * not wait (check/plan, expect reached earlier in this boot, no
+ * discovery.wait left); at most a third of the lease (the lease is renewed
+ * between waits), within discovery.wait (from the first wait of the run)
+ * and the step's deadline.
+ */
+static uint64_t await_ms(struct disc_run *run)
+{
+	struct ctx *c = run->c;
+	struct etcd *e = run->priv;
+	uint64_t left = ctx_remaining_ms(c), ms = c->spec->discovery.lease_ms / 3;
+
+	if (!ctx_may_write(c) || e->ready || c->spec->discovery.expect <= 1 ||
+	    c->spec->discovery.wait_ms == 0)
+		return 0;
+	if (ms < 1000)
+		ms = 1000;
+	if (!e->wait_end_ms)
+		e->wait_end_ms = run->start_ms + c->spec->discovery.wait_ms;
+	if (e->wait_end_ms - now_ms() < ms && e->wait_end_ms > now_ms())
+		ms = e->wait_end_ms - now_ms();
+	if (left && left < ms + 1000)
+		ms = left > 1000 ? left - 1000 : 0;
+	if (now_ms() >= e->wait_end_ms || ms < 50)
+		return 0;
+	return ms;
+}
+
 static int etcd_publish(struct disc_run *run)
 {
 	struct ctx *c = run->c;
@@ -278,19 +307,49 @@ static int etcd_publish(struct disc_run *run)
 			return 0;
 		}
 	}
-	r = helper(run, text, &res, "sync", e->key, ttl, lease, NULL);
+	if (watch_members) {
+		r = helper(run, text, &res, "sync", e->key, ttl, lease, NULL);
+	} else {
+		/*
+		 * The same helper then lists the membership (the list takes it
+		 * from e->pending) and, while this node waits for its peers,
+		 * waits in etcd for them: one process and no second range.
+		 */
+		char want[32], mss[32];
+		uint64_t ms = await_ms(run);
+
+		snprintf(want, sizeof(want), "%u", c->spec->discovery.expect);
+		snprintf(mss, sizeof(mss), "%" PRIu64, ms);
+		r = helper(run, text, &res, "sync", e->key, ttl, lease, e->prefix, ms ? want : NULL,
+			   mss, NULL);
+	}
 	free(text);
 	if (r < 0) {
 		proc_result_free(&res);
 		return fail(run, r, "cannot publish this node's record", true);   /* 0: degrade */
 	}
-	for (char *save = NULL, *l = strtok_r(res.out, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+	for (char *save = NULL, *l = res.out; l && *l; l = save) {
+		char *nl = strchr(l, '\n');
 		long long v;
 
-		if (sscanf(l, "lease %lld", &v) == 1)
+		save = nl ? nl + 1 : NULL;
+		if (nl)
+			*nl = '\0';
+		if (sscanf(l, "lease %lld", &v) == 1) {
 			got = v;
-		else if (sscanf(l, "put %lld", &v) == 1)
+		} else if (sscanf(l, "put %lld", &v) == 1) {
 			put = v;
+		} else if (!strcmp(l, "list") && save) {
+			/* The rest is the list's answer (binary-safe: it is never split here). */
+			free(e->pending);
+			e->pending_len = res.out_len - (size_t)(save - res.out);
+			e->pending = xmalloc(e->pending_len + 1);
+			memcpy(e->pending, save, e->pending_len);
+			e->pending[e->pending_len] = '\0';
+			if (strncmp(save, "waited 1\n", 9) == 0)
+				run->waited = true;
+			break;
+		}
 	}
 	proc_result_free(&res);
 	e->synced_ms = now_ms();
@@ -416,20 +475,10 @@ static void wait_for_change(struct disc_run *run, int64_t rev)
 	struct ctx *c = run->c;
 	struct etcd *e = run->priv;
 	struct proc_result res = { 0 };
-	uint64_t left = ctx_remaining_ms(c), ms = c->spec->discovery.lease_ms / 3;
+	uint64_t ms = await_ms(run);
 	char want[32], mss[32];
 
-	if (!ctx_may_write(c) || rev <= 0)
-		return;
-	if (ms < 1000)
-		ms = 1000;
-	if (!run->waited)
-		e->wait_end_ms = now_ms() + c->spec->discovery.wait_ms;
-	if (e->wait_end_ms - now_ms() < ms && e->wait_end_ms > now_ms())
-		ms = e->wait_end_ms - now_ms();
-	if (left && left < ms + 1000)
-		ms = left > 1000 ? left - 1000 : 0;
-	if (now_ms() >= e->wait_end_ms || ms < 50)
+	if (!ctx_may_write(c) || rev <= 0 || ms == 0)
 		return;
 	snprintf(want, sizeof(want), "%zu", (size_t)c->spec->discovery.expect + e->rejected);
 	snprintf(mss, sizeof(mss), "%" PRIu64, ms);

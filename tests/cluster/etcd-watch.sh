@@ -6,6 +6,8 @@
 # directory), on four simulated nodes that each run the watch:
 #   - a 5th node joins (apply): it is in every node's hostfile within seconds;
 #   - it leaves gracefully (hpcinit leave): gone from every hostfile within seconds;
+#   - apply joins it again; a leave by hand next to its own running watch holds (the
+#     watch's refreshes do not put the record back);
 #   - a node is killed (no leave): gone once its lease (3 s here) has run out.
 # The latencies are printed; the checks allow WITHIN seconds.
 SIM_PREFIX=ewa SIM_NET=198.19.32
@@ -42,6 +44,42 @@ start_watch() {
 	for n in "$@"; do
 		on "$n" "$HPCINIT" watch >"$T/watch.$n" 2>&1 &
 	done
+}
+
+# leave_holds METHOD NODE OTHERS...: "hpcinit apply" after a leave joins again; a leave run by hand
+# next to the node's own running watch holds: the watch's refreshes (its lease found gone, the
+# shared method's renewals every third of the lease) do not put the record back.
+leave_holds() {
+	local method=$1 n=$2 ms wpid p
+	shift 2
+	run_hpc "$T/rejoin" "$n" apply
+	ms=$(wait_all PRESENT "$n" "$WITHIN" "$@") || true
+	check "$method: hpcinit apply after a leave joins again (in every hostfile after $ms ms)" \
+		test "$ms" != timeout -a "$rc" = 0
+	on "$n" "$HPCINIT" watch >"$T/watch-left.$n" 2>&1 &
+	sleep 1
+	run_hpc "$T/leave-w" "$n" leave
+	ms=$(wait_all ABSENT "$n" "$WITHIN" "$@") || true
+	check "$method: a leave by hand next to the node's own watch: gone everywhere ($ms ms)" \
+		test "$ms" != timeout -a "$rc" = 0
+	sleep $((2 * ${LEASE%s}))       # two leases: renewals and lease checks of the watch ran
+	check "$method: ... and still gone after two leases with the watch running" \
+		wait_all ABSENT "$n" 0 "$@"
+	if [ "$method" = etcd ]; then
+		check "etcd: ... its key stays gone" test -z "$(etcdctl_ get --keys-only "/hpcinit/$CLUSTER/nodes/$n")"
+	else
+		check "shared: ... its record stays gone" test ! -e "$SHARED/.hpcinit/$CLUSTER/nodes/$n.rec"
+	fi
+	hpc "$n" refresh -v >"$T/refresh-left" 2>&1 || true
+	check "$method: ... a refresh says the node left and how to join again" \
+		grep -q "left cluster $CLUSTER at .*until \"hpcinit apply\"" "$T/refresh-left"
+	# The watch is ours: end it by its PID (the node's namespace holds it).
+	wpid=""
+	for p in $(ip netns pids "$n"); do
+		tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q "^$HPCINIT watch" && wpid=$p
+	done
+	check "$method: ... the watch was still running" test -n "$wpid"
+	[ -z "$wpid" ] || { kill "$wpid"; while kill -0 "$wpid" 2>/dev/null; do sleep 0.1; done; }
 }
 
 # leave_waits_for_apply NODE: a leave racing an apply takes the run lock after it.  The apply
@@ -139,6 +177,7 @@ scenario() {
 	run_hpc "$T/leave5b" "$N5" leave
 	check "$method: a second leave has nothing to remove and exits 0" \
 		grep -q "^leave: ok: " "$T/leave5b"
+	leave_holds "$method" "$N5" "${FOUR[@]}"
 	[ "$method" != etcd ] || leave_waits_for_apply "$N5"
 	sim del "$N5"
 	[ "$method" != etcd ] || compaction "$N1"
