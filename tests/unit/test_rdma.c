@@ -174,7 +174,7 @@ static void test_jobs(void)
 	t0 = now_ms();
 	jobs_wait_bounded(&c, jobs, 1, 60000);
 	took = now_ms() - t0;
-	TEST_CHECK(took < 1000 + REAP_GRACE_MS + 2000);
+	TEST_CHECK(took >= 900 && took < 30000);        /* the deadline's, not the 60 s asked */
 	TEST_CHECK(jobs[0].hung && jobs[0].reaped);
 	c.deadline_ms = 0;
 
