@@ -322,6 +322,71 @@ static int head_tree(struct ctx *c, struct report *rep, const struct rendezvous 
 }
 
 /*
+ * The way back: this node exports the share with no_root_squash now, but an
+ * earlier run (root squashed then) gave the tree to the export's anonymous
+ * uid.  Root on every node writes as root again, so each level that
+ * anonymous uid owns goes back to 0:0 -- walked as head_tree walks, with
+ * openat and O_NOFOLLOW, owned on the descriptor.  Only the uid the squash
+ * rules would have used is re-owned: a level owned by anyone else, a link
+ * or a level writable by group or others is left for check_dir and the
+ * owner rule to refuse.  Missing levels are rendezvous_open's to create,
+ * and the export's own directory is never re-owned.
+ */
+static int head_untree(struct ctx *c, struct report *rep, const struct rendezvous *rv,
+		       const struct nfs_squash *sq)
+{
+	char *top, *slash, *parent, *hp;
+	const char *names[3];
+	int dfd, r = 0;
+
+	if (sq->at_export)
+		return 0;
+	top = xstrdup(rv->levels[0]);
+	slash = strrchr(top, '/');
+	if (!slash || slash[1] == '\0') {
+		free(top);
+		return 0;
+	}
+	names[0] = slash + 1;
+	names[1] = c->spec->cluster.name;
+	names[2] = "nodes";
+	parent = slash == top ? xstrdup("/") : xstrndup(top, (size_t)(slash - top));
+	hp = ctx_path(c, parent);
+	dfd = open(hp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	free(hp);
+	free(parent);
+	for (int i = 0; i < 3 && dfd >= 0 && r == 0; i++) {
+		int nfd = openat(dfd, names[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		struct stat st;
+
+		if (nfd >= 0 && fstat(nfd, &st) == 0 && !(st.st_mode & (S_IWGRP | S_IWOTH)) &&
+		    st.st_uid == sq->anonuid && sq->anonuid != 0) {
+			report_changed(rep, rv->levels[i]);
+			report_raise(rep, ST_CHANGED);
+			if (!ctx_may_write(c)) {
+				report_detail(rep, "%s: owned by %u:%u (the export's anonymous uid, from when it "
+					      "squashed root); apply gives it back to 0:0", rv->levels[i],
+					      (unsigned)st.st_uid, (unsigned)st.st_gid);
+			} else if (fchown(nfd, 0, 0) < 0) {
+				r = -errno;
+				report_detail(rep, "rendezvous directory %s: cannot give it back to root: %s",
+					      rv->levels[i], strerror(errno));
+			} else {
+				report_detail(rep, "%s: re-owned from %u:%u to 0:0 (this node exports %s with "
+					      "no_root_squash now)", rv->levels[i], (unsigned)st.st_uid,
+					      (unsigned)st.st_gid, sq->export);
+			}
+		}
+		close(dfd);
+		dfd = nfd;
+	}
+	if (dfd >= 0)
+		close(dfd);
+	free(top);
+	return r;
+}
+
+/*
  * Tell the admin, as a finding, that a squashed share needs the secret:
  * there any client process that runs as the anonymous uid can write a
  * record, and a record names host keys and authorized user keys.
@@ -351,6 +416,7 @@ static int rendezvous_open(struct ctx *c, struct report *rep, const struct peer 
 	uid_t owner = 0;
 	bool have_owner = false;
 	struct nfs_squash sq;
+	bool exported;
 	struct stat st;
 	int r;
 
@@ -359,8 +425,11 @@ static int rendezvous_open(struct ctx *c, struct report *rep, const struct peer 
 	rv->levels[1] = xasprintf("%s/%s", spec->discovery.dir, spec->cluster.name);
 	rv->levels[2] = xasprintf("%s/nodes", rv->levels[1]);
 	rv->nodes = rv->levels[2];
-	rv->head_squash = nfs_export_squash(spec, spec->discovery.dir, &sq);
+	exported = nfs_export_lookup(spec, spec->discovery.dir, &sq);
+	rv->head_squash = exported && sq.squashed;
 	if (rv->head_squash && (r = head_tree(c, rep, rv, &sq)) < 0)
+		return r;
+	if (exported && !sq.squashed && (r = head_untree(c, rep, rv, &sq)) < 0)
 		return r;
 	for (int i = 0; i < 3; i++) {
 		r = check_dir(c, rep, rv->levels[i], &st);
@@ -430,6 +499,12 @@ static int rendezvous_open(struct ctx *c, struct report *rep, const struct peer 
 	}
 	if (owner == 0)
 		return 0;
+	if (exported && owner == sq.anonuid && !ctx_may_write(c)) {
+		/* Still the anonymous uid's from when the export squashed root: apply re-owns it. */
+		rv->trusted = owner;
+		rv->squashed = true;
+		return 0;
+	}
 
 	/* Not root-owned: trusted only if it is who root writes as on this share. */
 	if (ctx_may_write(c)) {

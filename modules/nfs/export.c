@@ -64,7 +64,7 @@ static bool parse_id(const char *v, unsigned *ret)
 	return true;
 }
 
-bool nfs_export_squash(const struct spec *s, const char *path, struct nfs_squash *ret)
+bool nfs_export_lookup(const struct spec *s, const char *path, struct nfs_squash *ret)
 {
 	const struct spec_nfs_export *x = NULL;
 	size_t best = 0;
@@ -103,13 +103,22 @@ bool nfs_export_squash(const struct spec *s, const char *path, struct nfs_squash
 		else if (strncmp(o, "anongid=", 8) == 0)
 			(void)parse_id(o + 8, &gid);
 	}
-	if (!root && !all)
-		return false;
 	ret->export = x->path;
 	ret->at_export = path[best + strspn(path + best, "/")] == '\0';
+	ret->squashed = root || all;
 	ret->all = all;
 	ret->anonuid = (uid_t)uid;
 	ret->anongid = (gid_t)gid;
+	return true;
+}
+
+bool nfs_export_squash(const struct spec *s, const char *path, struct nfs_squash *ret)
+{
+	struct nfs_squash sq;
+
+	if (!nfs_export_lookup(s, path, &sq) || !sq.squashed)
+		return false;
+	*ret = sq;
 	return true;
 }
 

@@ -19,6 +19,7 @@
 struct nfs_squash {
 	const char *export;     /* the export holding the path (the spec's string) */
 	bool at_export;         /* the path is the export's directory itself */
+	bool squashed;          /* root_squash or all_squash (else no_root_squash) */
 	bool all;               /* all_squash (else root_squash) */
 	uid_t anonuid;
 	gid_t anongid;
@@ -34,5 +35,12 @@ struct nfs_squash {
  * other).
  */
 bool nfs_export_squash(const struct spec *s, const char *path, struct nfs_squash *ret);
+
+/*
+ * Does this node export a directory holding path at all (same rules as
+ * above)?  ret->squashed tells whether root is squashed there; anonuid and
+ * anongid are what squashing uses (or would use) either way.
+ */
+bool nfs_export_lookup(const struct spec *s, const char *path, struct nfs_squash *ret);
 
 #endif

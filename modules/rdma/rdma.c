@@ -232,6 +232,25 @@ static void jobs_wait(struct job *jobs, size_t n, uint64_t timeout_ms)
 	free(chs);
 }
 
+/*
+ * How long the probes may take: timeout_ms, cut so that a second of the
+ * step's deadline is left to read the answers and report.  A deadline
+ * nearer than that second is not cut further (the probes keep their own
+ * timeout), and no deadline cuts nothing.
+ */
+static uint64_t probe_wait_ms(const struct ctx *c, uint64_t timeout_ms)
+{
+	uint64_t left = ctx_remaining_ms(c);
+
+	return left > 1000 && timeout_ms > left - 1000 ? left - 1000 : timeout_ms;
+}
+
+/* jobs_wait within the step's deadline: every probe batch waits through here. */
+static void jobs_wait_bounded(const struct ctx *c, struct job *jobs, size_t n, uint64_t timeout_ms)
+{
+	jobs_wait(jobs, n, probe_wait_ms(c, timeout_ms));
+}
+
 /* Run the helper to its end (list, ifaddr); its stdout in ret (caller frees), -errno when it did not answer. */
 static int helper_ask(const struct ctx *c, const char *cmd, const char *arg, unsigned timeout_ms,
 		      struct strbuf *ret)
@@ -661,13 +680,8 @@ static int rdma_run(struct ctx *c, struct report *r)
 		if (want_resolve && job_start(c, &jobs[n_jobs], 0, (unsigned)s->open_timeout_ms) == 0)
 			n_jobs++;
 	}
-	if (n_jobs) {
-		uint64_t left = ctx_remaining_ms(c), tmo = s->open_timeout_ms;
-
-		if (left > 1000 && tmo > left - 1000)
-			tmo = left - 1000;
-		jobs_wait(jobs, n_jobs, tmo);
-	}
+	if (n_jobs)
+		jobs_wait_bounded(c, jobs, n_jobs, s->open_timeout_ms);
 	for (size_t i = 0; i < n; i++)
 		if (devs[i].job >= 0)
 			check_probe(c, r, &a, &devs[i], &jobs[devs[i].job]);
@@ -792,13 +806,8 @@ enum rstatus rdma_check_peers(struct ctx *c, struct report *r, const struct peer
 		}
 		n_jobs++;
 	}
-	if (n_jobs) {
-		uint64_t left = ctx_remaining_ms(c), tmo = s->open_timeout_ms;
-
-		if (left > 1000 && tmo > left - 1000)
-			tmo = left - 1000;
-		jobs_wait(jobs, n_jobs, tmo);
-	}
+	if (n_jobs)
+		jobs_wait_bounded(c, jobs, n_jobs, s->open_timeout_ms);
 	for (size_t i = 0; i < n_jobs; i++) {
 		const struct job *j = &jobs[i];
 		const struct probe_result *res = &j->res;

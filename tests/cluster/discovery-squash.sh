@@ -13,7 +13,9 @@
 #     record to 65534:65534 (0755 / 0644), a re-run changes nothing;
 #   - squashed computes join: every node lists all three, a record owned by
 #     anyone else is rejected with its reason, and a run without the cluster
-#     secret says so with the tag discovery.squash.no-secret.
+#     secret says so with the tag discovery.squash.no-secret;
+#   - the export back to no_root_squash: the head gives the anonymous uid's
+#     tree back to root (check says so first), a user's tree stays refused.
 # A compute simulated as uid 65534 cannot read root's 0600 secret or write
 # hpcinit's status under /run: the runs without the secret show the owner
 # rule (the HMAC with a secret is the same code as on root_squash-free
@@ -136,5 +138,29 @@ check "the head rejects a user's record" contains "$T/out.h6" \
 	"record evil1.rec: owned by uid 1000, not by the trusted writer (uid 65534, root squashed); rejected"
 check "the head re-owns root's record (only root on the head writes as root here)" contains "$T/out.h6" \
 	"record evil2.rec: owned by root (written before root was squashed); re-owned to uid 65534"
+
+# 4. The export stops squashing root: the head gives the tree back to root (check first).
+headspec "[rw, sync, no_root_squash, no_subtree_check]" > "$T/head.yaml"
+run_head "$T/out.h7" check
+check "no_root_squash again, check: says apply gives the tree back" contains "$T/out.h7" \
+	"$TNODES: owned by 65534:65534 (the export's anonymous uid, from when it squashed root); apply gives it back to 0:0"
+check "no_root_squash again, check: changes nothing" tree_owned 65534:65534
+run_head "$T/out.h8" apply
+check "no_root_squash again, apply: not refused" not_contains "$T/out.h8" "refusing it"
+check "no_root_squash again, apply: says it re-owned the tree" contains "$T/out.h8" \
+	"$TNODES: re-owned from 65534:65534 to 0:0 (this node exports /shared with no_root_squash now)"
+check "no_root_squash again, apply: every level is 0:0, 0755" tree_owned 0:0
+check "no_root_squash again, apply: the head's record is root's, 0644" owner "$NODES/head.rec" 0:0 644
+check "no_root_squash again: a record still 65534's is not trusted as root's" contains "$T/out.h8" \
+	"record c1.rec: owned by uid 65534, not by the trusted writer (uid 0, root); rejected"
+run_head "$T/out.h9" apply
+check "no_root_squash again, re-run: no re-owning" not_contains "$T/out.h9" "re-owned"
+# only the anonymous uid's tree goes back to root: a user's is still refused
+chown 1000:1000 "$SHARED/.hpcinit" "$SHARED/.hpcinit/$CLUSTER" "$NODES"
+run_head "$T/out.h10" apply
+check "a tree owned by a user: refused (exit 1)" test "$rc" = 1
+check "...with the reason" contains "$T/out.h10" \
+	"$TNODES is owned by uid 1000, not root (and root writes as uid 0 here, so it is not a root_squash share); refusing it (chown root $TNODES)"
+check "...and left alone" tree_owned 1000:1000
 
 done_testing

@@ -158,6 +158,26 @@ static void test_jobs(void)
 	TEST_INTEQ(jobs[3].res.step, STEP_REG_MR);
 	TEST_INTEQ(jobs[3].res.err, ENOMEM);
 
+	/* Every batch waits within the step's deadline, a second short of it. */
+	c.deadline_ms = 0;
+	TEST_INTEQ(probe_wait_ms(&c, 10000), 10000);
+	c.deadline_ms = now_ms() + 500;
+	TEST_INTEQ(probe_wait_ms(&c, 10000), 10000);
+	c.deadline_ms = now_ms() + 5000;
+	TEST_INTEQ(probe_wait_ms(&c, 2000), 2000);
+	took = probe_wait_ms(&c, 10000);
+	TEST_CHECK(took > 3000 && took <= 4000);
+	memset(jobs, 0, sizeof(jobs));
+	jobs[0].what = "sleepy";
+	TEST_INTEQ(job_start(&c, &jobs[0], 0, 60000), 0);
+	c.deadline_ms = now_ms() + 2000;
+	t0 = now_ms();
+	jobs_wait_bounded(&c, jobs, 1, 60000);
+	took = now_ms() - t0;
+	TEST_CHECK(took >= 900 && took < 30000);        /* the deadline's, not the 60 s asked */
+	TEST_CHECK(jobs[0].hung && jobs[0].reaped);
+	c.deadline_ms = 0;
+
 	/* No helper: the job does not start, and says why. */
 	unlink(helper);
 	memset(jobs, 0, sizeof(jobs));

@@ -255,6 +255,45 @@ static void test_paths(void)
 		   "hostfile.dir: expected an absolute path (starting with /), got \"opt/hpc\"");
 	TEST_STREQ(bad("hostfile: {dir: \"/a\\nb\"}\n"),
 		   "hostfile.dir: path holds a control character, got \"/a\\nb\"");
+
+	/*
+	 * The paths other steps compare (discovery.dir against the export
+	 * holding it, mount points against each other) are normalized by the
+	 * loader: "/shared/" and "/shared" are one path.
+	 */
+	s = load_ok("nfs: {mounts: [{source: \"a:/x/\", path: \"/mnt//shared/\"}]}\n"
+		    "discovery: {dir: \"/mnt/shared//.hpcinit/\"}\n");
+	if (s && s->nfs.n_mounts == 1) {
+		TEST_STREQ(s->nfs.mounts[0].path, "/mnt/shared");
+		TEST_STREQ(s->discovery.dir, "/mnt/shared/.hpcinit");
+	}
+	spec_free(s);
+	{
+		struct diags d = { NULL, 0 };
+
+		s = NULL;
+		TEST_INTEQ(load_text("version: 1\ncluster: {name: h, role: head, network: 10.0.0.0/24}\n"
+				     "nfs: {exports: [{path: \"//shared///\"}]}\n", &s, &d), 0);
+		TEST_INTEQ(d.n, 0);
+		if (s && s->nfs.n_exports == 1)
+			TEST_STREQ(s->nfs.exports[0].path, "/shared");
+		diags_free(&d);
+		spec_free(s);
+	}
+	TEST_STREQ(bad("nfs: {mounts: [{source: \"a:/x\", path: /m/}, {source: \"a:/y\", path: \"/m\"}]}\n"),
+		   "nfs.mounts[1]: mount point '/m' is already used by nfs.mounts[0]; each mount point needs "
+		   "its own path");
+	TEST_STREQ(bad("nfs: {mounts: [{source: \"a:/x\", path: shared/}]}\n"),
+		   "nfs.mounts[0].path: expected an absolute path (starting with /), got \"shared/\"");
+	{
+		unsigned line = 0, col = 0;
+
+		TEST_STREQ(first_error("version: 1\ncluster: {name: c1, network: 10.0.0.0/24}\n"
+				       "discovery: {dir: /shared/../etc}\n", NULL, &line, &col),
+			   "discovery.dir: '..' is not allowed in a path, got \"/shared/../etc\"");
+		TEST_INTEQ(line, 3);
+		TEST_INTEQ(col, 18);
+	}
 }
 
 static void test_names(void)

@@ -66,6 +66,17 @@ while [ $# -gt 0 ]; do
 	*) echo "usage: $0 [-n N] [--checks LIST] [--keep] [--hold] [--squash] [--lease DUR] [--late-head SECONDS] [--vmcheck \"FILE.sh ...\"]" >&2; exit 2 ;;
 	esac
 done
+# --vmcheck names files of tests/vmcheck: a name that is not there is a
+# typo that would silently run nothing, so it stops the run before any VM.
+if [ -n "$VMCHECK" ]; then
+	for b in $VMCHECK; do
+		[ -f "$SRC/tests/vmcheck/$b" ] && [[ $b == *.sh ]] && [[ $b != */* ]] && continue
+		have=
+		for f in "$SRC"/tests/vmcheck/*.sh; do have="$have ${f##*/}"; done
+		echo "$0: --vmcheck: no file $b in tests/vmcheck; it has:$have" >&2
+		exit 2
+	done
+fi
 MEM=${HPCINIT_VM_MEM:-1024}
 BOOT_TIMEOUT=${HPCINIT_VM_BOOT_TIMEOUT:-900}
 NET=198.18.50
