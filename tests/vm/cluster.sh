@@ -24,6 +24,10 @@
 #   --squash    the head exports /shared with root_squash (the NFS default)
 #               instead of the shipped no_root_squash, and every node gets a
 #               cluster secret (cluster.secret_file), as docs/cluster.md advises
+#   --watch     every node also runs hpcinit-watch.service (the custom-data
+#               gets a runcmd "systemctl enable --now hpcinit-watch.service"
+#               after "hpcinit apply", as an admin would add it): a join and
+#               a clean leave reach every node within seconds, not a timer run
 #   --hold      after the checks, keep the VMs running until WORK/release is
 #               created (to look around: tests/vm/exec.sh WORK NAME 'command')
 #
@@ -53,6 +57,7 @@ SQUASH=0
 LEASE=
 LATE_HEAD=0
 VMCHECK=
+WATCH=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	-n) N=$2; shift 2 ;;
@@ -60,6 +65,7 @@ while [ $# -gt 0 ]; do
 	--keep) KEEP=1; shift ;;
 	--hold) HOLD=1; KEEP=1; shift ;;
 	--squash) SQUASH=1; shift ;;
+	--watch) WATCH=1; shift ;;
 	--lease) LEASE=$2; shift 2 ;;
 	--late-head) LATE_HEAD=$2; shift 2 ;;
 	--vmcheck) VMCHECK=$2; shift 2 ;;
@@ -196,6 +202,7 @@ platform_part() {
 	  - [ip, link, set, eth0, up]
 	  - [ip, addr, replace, "$1/24", dev, eth0]
 	  - [sh, -c, "modprobe rdma_rxe && { rdma link show rxe0/1 >/dev/null 2>&1 || rdma link add rxe0 type rxe netdev eth0; }"]
+	$( [ "$WATCH" = 1 ] && printf 'runcmd:\n  - [systemctl, enable, --now, hpcinit-watch.service]\n')
 	EOF
 }
 make_seed() {
@@ -669,6 +676,15 @@ check_leave() {
 	out=$(vm_exec "$n" 30 'systemctl is-active hpcinit-leave.service; systemctl is-enabled hpcinit-leave.service; ls /shared/.hpcinit/glocluster/nodes/' 2>&1) || true
 	grep -q "^active$" <<< "$out" && grep -q "^$n.rec$" <<< "$out" ||
 		{ notok "leave: hpcinit-leave.service active on $n, its record on the share" "$out"; return; }
+	if [ "$WATCH" = 1 ]; then
+		local v bad=""
+		for v in $(names) "$n"; do
+			out=$(vm_exec "$v" 30 'systemctl is-active hpcinit-watch.service' 2>&1) || true
+			[ "$out" = active ] || bad+=" $v: $out;"
+		done
+		[ -z "$bad" ] && ok "watch: hpcinit-watch.service active on every node" ||
+			notok "watch: hpcinit-watch.service active on every node" "$bad"
+	fi
 	t0=$(date +%s.%N)
 	vm_exec "$n" 10 'systemctl poweroff --no-block' >/dev/null 2>&1 || true
 	end=$(($(date +%s) + 180))
@@ -677,6 +693,8 @@ check_leave() {
 		sleep 0.5
 	done
 	say "$n: powered off $(since "$t0") s after systemctl poweroff"
+	local t_off
+	t_off=$(date +%s.%N)
 	out=$(vm_exec head 30 "ls /shared/.hpcinit/glocluster/nodes/" 2>&1) || true
 	if grep -q "^$n.rec$" <<< "$out"; then
 		notok "leave: hpcinit leave ran at poweroff (its record is gone from the share when it is off)" \
@@ -688,8 +706,10 @@ check_leave() {
 	# a refresh (every minute, 10 s spread) drops it; its lease must not be what did
 	local lim=$(($(lease_s) - 15))
 	[ "$lim" -le 150 ] || lim=150
+	# with every node's watch running (--watch): within seconds of the VM being off
+	[ "$WATCH" = 0 ] || lim=15
 	if left=$(wait_member "$n" "$(addr_of "$n")" out "$lim" $(names)); then
-		ok "leave: $n gone from every node's hostfiles, known_hosts, nodeset and /etc/hosts ($(since "$t0") s after poweroff, before its lease of $(lease_s) s)"
+		ok "leave: $n gone from every node's hostfiles, known_hosts, nodeset and /etc/hosts ($(since "$t0") s after poweroff, $(since "$t_off") s after it was off$([ "$WATCH" = 0 ] || echo ", with the watch"), before its lease of $(lease_s) s)"
 	else
 		notok "leave: $n gone from every node's hostfiles, known_hosts, nodeset and /etc/hosts before its lease" "after $(since "$t0") s: $left"
 	fi
