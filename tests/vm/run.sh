@@ -11,7 +11,11 @@
 #   2. a head and 2 computes with root_squash on the export and a cluster
 #      secret (--squash): boot, NFS, rendezvous, names, ssh, hpcinit verify;
 #   3. a head and 2 computes, the head booted 60 s after the computes: they
-#      wait for its export, then converge.
+#      wait for its export, then converge;
+#   4. a head and 2 computes that also run hpcinit-watch.service (--watch):
+#      a compute booted later is listed within seconds, its clean shutdown
+#      is gone everywhere within 15 s of it being off, c2's power cut after
+#      its lease.
 # Prints every check; ends with "# N passed, N failed" over all runs.
 #
 #   tests/vm/run.sh [N]
@@ -30,5 +34,6 @@ run() {
 run -n "$N" --lease 2m --checks "boot bench nfs hosts ssh mpi verify rdma rdmacm memlock kernel reboot gating vmcheck scaleout leave scalein"
 run -n 2 --squash --checks "boot nfs hosts ssh verify"
 run -n 2 --late-head 60 --checks "boot latehead nfs hosts ssh"
+run -n 2 --watch --lease 2m --checks "boot scaleout leave scalein"
 echo "# full scenario: $pass passed, $fail failed"
 [ "$fail" -eq 0 ] && [ "$pass" -gt 0 ]
