@@ -74,7 +74,8 @@ run_method() {
 			on "$n" "$HPCINIT" watch >/dev/null 2>&1 &
 			disown
 		else
-			on "$n" bash -c "sleep \$((RANDOM % $TIMER)); while :; do $HPCINIT ${REFRESH[*]} >/dev/null 2>&1; sleep $TIMER; done" &
+			# (the wrapper's stderr too: its "Terminated" when sim down ends the loop is noise)
+			on "$n" bash -c "sleep \$((RANDOM % $TIMER)); while :; do $HPCINIT ${REFRESH[*]} >/dev/null 2>&1; sleep $TIMER; done" 2>/dev/null &
 			disown
 		fi
 	done
