@@ -28,6 +28,7 @@
 #define NFS_ONE_PROBE_MS (2 * NFS_TCP_TIMEOUT_MS + NFS_RPC_TIMEOUT_MS)   /* wait: 0s */
 #define NFS_BACKOFF_FIRST_MS 500u
 #define NFS_BACKOFF_CAP_MS 5000u
+#define NFS_LAST_PROBE_MS 200u        /* the wait ends with a probe this long before its end */
 #define EXPORTS_FILE "/etc/exports.d/hpcinit.exports"
 
 /* What went wrong, in the words a user needs. */

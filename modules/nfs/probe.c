@@ -443,7 +443,7 @@ int probe_wait(const struct ctx *c, const struct nfs_target *t, struct nfs_probe
 	struct ctx sub = *c;
 	uint64_t start = now_ms(), delay = NFS_BACKOFF_FIRST_MS;
 	unsigned attempts = 0;
-	bool logged = false;
+	bool logged = false, last = false;
 	int r;
 
 	/* wait: 0s (the loader's value, never "unset") is one probe with its own budget. */
@@ -456,7 +456,7 @@ int probe_wait(const struct ctx *c, const struct nfs_target *t, struct nfs_probe
 		attempts++;
 		r = probe_once(t, (unsigned)(left > NFS_RPC_TIMEOUT_MS ? NFS_RPC_TIMEOUT_MS
 					     : left ? left : 1), res);
-		if (r == 0 || t->wait_ms == 0)
+		if (r == 0 || t->wait_ms == 0 || last)
 			break;
 		if (!logged) {
 			log_info("%s: waiting for the server (%s: %s), up to %llus", t->source,
@@ -465,8 +465,21 @@ int probe_wait(const struct ctx *c, const struct nfs_target *t, struct nfs_probe
 		} else {
 			log_debug("%s: %s: %s; retrying", t->source, res->what, res->msg);
 		}
-		if (!ctx_backoff(&sub, &delay, NFS_BACKOFF_CAP_MS))
-			break;
+		/*
+		 * The pause ends NFS_LAST_PROBE_MS before the wait does, so the
+		 * wait ends with a probe: a backoff that slept to the deadline
+		 * left its last seconds (up to NFS_BACKOFF_CAP_MS) unchecked, and
+		 * a server that came up then was reported down.
+		 */
+		struct ctx nap = sub;
+
+		if (nap.deadline_ms > NFS_LAST_PROBE_MS)
+			nap.deadline_ms -= NFS_LAST_PROBE_MS;
+		if (!ctx_backoff(&nap, &delay, NFS_BACKOFF_CAP_MS)) {
+			if (ctx_remaining_ms(&sub) == 0)
+				break;
+			last = true;    /* the end of the wait: one more probe, with what is left */
+		}
 	}
 	*ret_waited = now_ms() - start;
 	*ret_attempts = attempts;

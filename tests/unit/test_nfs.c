@@ -542,7 +542,7 @@ static void test_wait_loop(void)
 	fake_tcp_fail_left = -1;
 	t0 = now_ms();
 	TEST_INTEQ(probe_wait(&c, &t, &pr, &waited, &attempts), -ECONNREFUSED);
-	TEST_CHECK(now_ms() - t0 >= 1400 && now_ms() - t0 < 3000);
+	TEST_CHECK(now_ms() - t0 >= 1500 - NFS_LAST_PROBE_MS - 100 && now_ms() - t0 < 3000);
 	TEST_INTEQ(fake_tcp_last_port, NFS_PORT);
 	TEST_INTEQ(fake_rpc_calls, 0);
 	explain_probe(&r, &t, &pr, waited, attempts);
@@ -550,6 +550,22 @@ static void test_wait_loop(void)
 	TEST_CHECK(strstr(sb_str(&r.details), "/scratch: server 198.18.2.2 unreachable on port 2049 (nfs): "
 			  "Connection refused; waited 1.") != NULL);
 	TEST_CHECK(strstr(sum, "server 198.18.2.2 unreachable (port 2049 (nfs)) after 1.") != NULL);
+	target_free(&t);
+	mount_fini(&m);
+
+	/*
+	 * The wait ends with a probe: a server up only in the last seconds of
+	 * the wait is found.  Probes at 0, 0.5, 1.5 and 3.5 s fail; the next
+	 * backoff (4 s) would sleep past the 6.5 s wait, so the fifth probe
+	 * comes just before its end instead of never.
+	 */
+	fakes_reset();
+	mount_init(&m, "198.18.2.2", "/export", "/scratch", NULL, 6500);
+	target_init(&t, &m);
+	fake_tcp_fail_left = 4;
+	TEST_INTEQ(probe_wait(&c, &t, &pr, &waited, &attempts), 0);
+	TEST_INTEQ(attempts, 5);
+	TEST_CHECK(waited >= 6500 - NFS_LAST_PROBE_MS - 100);
 	target_free(&t);
 	mount_fini(&m);
 
