@@ -334,9 +334,24 @@ each_vm() {
 check_boot() {
 	local n msgs=()
 	for n in $(names); do
-		grep -q '^status: done' <<< "${CI_OUT[$n]:-}" || msgs+=("$n: cloud-init status --long:" "${CI_OUT[$n]:-(no answer)}")
+		grep -q '^status: done' <<< "${CI_OUT[$n]:-}" && continue
+		msgs+=("$n: cloud-init status --long:" "${CI_OUT[$n]:-(no answer)}")
+		# what the boot run (runcmd: hpcinit apply) printed, without apt's lines
+		msgs+=("$n: /var/log/cloud-init-output.log, apt lines left out:"
+			"$(vm_exec "$n" 60 'grep -vE "^(Get|Hit|Ign|Reading|Building|Selecting|Preparing|Unpacking|Setting up|Processing|Fetched|\(Reading|debconf|Created symlink)" /var/log/cloud-init-output.log | tail -40' 2>&1)")
 	done
 	[ ${#msgs[@]} -eq 0 ] && ok "boot: cloud-init status done on every VM" || notok "boot: cloud-init status done on every VM" "${msgs[@]}"
+	# one line per VM: the boot run's steps, their status and time
+	for n in $(names); do
+		echo "#   $n boot run: $(vm_exec "$n" 60 '
+			sed -n "/^MODULE /,/^result: /p" /var/log/cloud-init-output.log | while read -r m st t rest; do
+				case $m:$t in
+				result:*) echo "$m $st $t $rest"; break ;;
+				MODULE:*) ;;
+				*:*ms) printf "%s %s %s, " "$m" "$st" "$t" ;;
+				esac
+			done' 2>&1 | head -1)"
+	done
 	each_vm "boot: hpcinit status ready, hpcinit.service ran at boot, no failed unit" '
 		set -e
 		hpcinit status > /tmp/st.txt 2>&1 || { cat /tmp/st.txt; exit 1; }
