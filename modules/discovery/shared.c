@@ -39,6 +39,7 @@
 #define SECRET_MIN 16
 #define SECRET_MAX 4096
 #define REJECT_LOG_MAX 10               /* rejections logged (syslog) per run */
+#define RECORD_STALE_TRIES 5            /* opens of one record that may go stale (NFS, replaced) */
 
 struct secret {
 	char *key;                      /* NULL: no cluster secret */
@@ -669,7 +670,7 @@ static int read_records(struct disc_run *run, bool do_prune)
 		struct peer p;
 		struct stat st;
 		ssize_t len;
-		int fd, r;
+		int fd, r, stale;
 
 		if (name[0] == '.')
 			continue;       /* ".", "..", probe files */
@@ -695,15 +696,34 @@ static int read_records(struct disc_run *run, bool do_prune)
 		}
 		if (strcmp(host, self->hostname) == 0)
 			continue;       /* this node: described by self, not by its old record */
+		stale = 0;
+		/*
+		 * Back here when the file went stale under us: its writer replaced
+		 * it by rename on another NFS client, so the handle this client
+		 * held names an inode the server has deleted (ESTALE from open,
+		 * fstat or read).  The name now holds the new record: open it again.
+		 */
+reopen:
 		fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
 		if (fd < 0) {
+			if (errno == ESTALE && ++stale < RECORD_STALE_TRIES)
+				goto reopen;
 			if (errno == ELOOP)
 				reject(run, "symlink", "record %s: is a symbolic link; rejected", name);
 			else if (errno != ENOENT)   /* ENOENT: pruned by another node meanwhile */
 				reject(run, "unreadable", "record %s: cannot open: %s; rejected", name, strerror(errno));
 			continue;
 		}
-		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		if (fstat(fd, &st) < 0) {
+			int e = errno;
+
+			close(fd);
+			if (e == ESTALE && ++stale < RECORD_STALE_TRIES)
+				goto reopen;
+			reject(run, "unreadable", "record %s: cannot stat: %s; rejected", name, strerror(e));
+			continue;
+		}
+		if (!S_ISREG(st.st_mode)) {
 			reject(run, "not-a-file", "record %s: not a regular file; rejected", name);
 			close(fd);
 			continue;
@@ -739,6 +759,8 @@ static int read_records(struct disc_run *run, bool do_prune)
 		}
 		len = read_record(fd, buf, (size_t)st.st_size, RECORD_MAX_BYTES);
 		close(fd);
+		if (len == -ESTALE && ++stale < RECORD_STALE_TRIES)
+			goto reopen;
 		if (len < 0) {
 			reject(run, "unreadable", "record %s: cannot read: %s; rejected", name,
 				      strerror((int)-len));

@@ -5,7 +5,9 @@
 # secret: a record with a bad HMAC, one without an HMAC, one owned by a
 # non-root user, a truncated one, a symlink, one whose file name and host
 # name disagree.  Each is rejected with its own message and the rest of
-# the cluster is fine (hostfiles list exactly the four real nodes).  Then
+# the cluster is fine (hostfiles list exactly the four real nodes).  A
+# record that goes stale while read (NFS, replaced by its writer) is read
+# again (stand-in: estale_shim.so).  Then
 # the rendezvous directory itself: world-writable, or owned by a user, is
 # refused outright (hostfiles are left as they were) until it is fixed.
 SIM_PREFIX=drj SIM_NET=198.19.13
@@ -97,6 +99,21 @@ chown -R 0:0 "$SHARED/.hpcinit"
 run_hpc "$T/fixed" "$N4" "${REFRESH[@]}"
 check "once fixed, refresh is back to exit 0" test "$rc" = 0
 check "once fixed, the 4 nodes are listed" hostfiles_list "$N4" "${ALL[@]}"
+
+# A record its writer replaces (by rename, on another NFS client) while this
+# node reads it: the old inode is gone on the server, so open, fstat or read
+# answer ESTALE.  The host kernel has no NFS client: estale_shim.so
+# (LD_PRELOAD) is a stand-in that gives those answers for one record.
+SHIM=$TOP_BUILDDIR/tests/system/estale_shim.so
+HPCINIT_WRAPPER="env LD_PRELOAD=$SHIM HPCINIT_ESTALE_SHIM=$N2.rec:2:2" run_hpc "$T/stale" "$N4" "${REFRESH[@]}" -v
+check "a record stale on 2 opens and 2 reads: opened again, refresh exit 0" test "$rc" = 0
+check "... nothing rejected" not_contains "$T/stale" "rejected"
+check "... node 2 still in the hostfiles" hostfiles_list "$N4" "${ALL[@]}"
+HPCINIT_WRAPPER="env LD_PRELOAD=$SHIM HPCINIT_ESTALE_SHIM=$N2.rec:0:1000" run_hpc "$T/stale2" "$N4" "${REFRESH[@]}" -v
+check "a record that stays stale: tried a bounded number of times, then degraded (exit 3)" test "$rc" = 3
+check "... with its own message" contains "$T/stale2" "record $N2.rec: cannot read: Stale file handle; rejected"
+run_hpc "$T/stale3" "$N4" "${REFRESH[@]}"
+check "... and the next refresh lists node 2 again" hostfiles_list "$N4" "${ALL[@]}"
 
 # The secret itself must be private.
 on "$N1" chmod 0644 /etc/hpcinit/cluster.key
