@@ -178,15 +178,18 @@ static int verbs_if_addr(const struct ctx *c, const char *ifname, char *buf, siz
 	return r;
 }
 
-/* Wait for the next rdma_cm event on ch (want), within timeout_ms; 0, or the step's failure in res. */
+/*
+ * Wait for the next rdma_cm event on ch (want), at most wait_ms; 0, or the
+ * step's failure in res (ETIMEDOUT when no event came).
+ */
 static int cm_wait(struct rdma_event_channel *ch, enum rdma_cm_event_type want, enum probe_step step,
-		   unsigned timeout_ms, struct probe_result *res)
+		   unsigned wait_ms, struct probe_result *res)
 {
 	struct pollfd pf = { .fd = ch->fd, .events = POLLIN };
 	struct rdma_cm_event *ev = NULL;
 	int ret = 0;
 
-	if (poll(&pf, 1, (int)timeout_ms + 1000) <= 0) {
+	if (poll(&pf, 1, (int)wait_ms) <= 0) {
 		fail(res, step, ETIMEDOUT);
 		return -1;
 	}
@@ -203,13 +206,32 @@ static int cm_wait(struct rdma_event_channel *ch, enum rdma_cm_event_type want, 
 	return ret;
 }
 
+/*
+ * rdma_resolve_addr is asked in attempts of at most RESOLVE_ATTEMPT_MS.  The
+ * kernel (drivers/infiniband/core/addr.c) answers a request whose neighbour
+ * is not resolved yet when a neighbour update arrives, else only when the
+ * request's own timeout expires: a request that misses the update (the ARP
+ * reply came before it was queued) waits for its whole timeout and then
+ * resolves.  Seen on real VMs (rxe): a peer took 5.2 s with a 5 s timeout,
+ * and at boot, with the whole budget as the timeout, the answer came after
+ * the agent's deadline ("did not complete within 10000 ms") although the
+ * peer was up.  Each new attempt looks at the neighbour again and sends a
+ * new ARP; an address that never resolves still fails with ETIMEDOUT, as
+ * the helper's answer, before the agent's deadline (RESOLVE_MARGIN_MS).
+ */
+#define RESOLVE_ATTEMPT_MS 1000
+#define RESOLVE_MARGIN_MS 300
+
 static void verbs_resolve(const struct ctx *c, const char *addr, unsigned timeout_ms, bool route,
 			  struct probe_io *io, struct probe_result *res)
 {
 	struct sockaddr_storage ss;
-	struct rdma_event_channel *ch;
+	struct rdma_event_channel *ch = NULL;
 	struct rdma_cm_id *id = NULL;
+	uint64_t margin = timeout_ms / 10 < RESOLVE_MARGIN_MS ? timeout_ms / 10 : RESOLVE_MARGIN_MS;
+	uint64_t end = now_ms() + timeout_ms - margin;
 
+	(void)c;
 	memset(&ss, 0, sizeof(ss));
 	if (inet_pton(AF_INET, addr, &((struct sockaddr_in *)&ss)->sin_addr) == 1) {
 		ss.ss_family = AF_INET;
@@ -219,37 +241,64 @@ static void verbs_resolve(const struct ctx *c, const char *addr, unsigned timeou
 		fail(res, STEP_RESOLVE_ADDR, EINVAL);
 		return;
 	}
-	probe_step(io, STEP_CM_CHANNEL);
-	errno = 0;
-	ch = rdma_create_event_channel();
-	if (!ch) {
-		fail(res, STEP_CM_CHANNEL, errno);
+	fail(res, STEP_RESOLVE_ADDR, ETIMEDOUT);        /* until an attempt says otherwise */
+	for (;;) {
+		uint64_t now = now_ms();
+		unsigned attempt = end > now ? (unsigned)(end - now) : 0;
+		int ok;
+
+		if (attempt == 0)
+			break;          /* res holds the last attempt's failure */
+		if (attempt > RESOLVE_ATTEMPT_MS)
+			attempt = RESOLVE_ATTEMPT_MS;
+		probe_step(io, STEP_CM_CHANNEL);
+		errno = 0;
+		ch = rdma_create_event_channel();
+		if (!ch) {
+			fail(res, STEP_CM_CHANNEL, errno);
+			return;
+		}
+		if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) < 0) {
+			fail(res, STEP_CM_CHANNEL, errno);
+			goto out_channel;
+		}
+		probe_step(io, STEP_RESOLVE_ADDR);
+		if (rdma_resolve_addr(id, NULL, (struct sockaddr *)&ss, (int)attempt) < 0) {
+			fail(res, STEP_RESOLVE_ADDR, errno);
+			goto out_id;
+		}
+		res->event[0] = '\0';
+		/* The kernel answers at the attempt's timeout: a little longer for the event. */
+		ok = cm_wait(ch, RDMA_CM_EVENT_ADDR_RESOLVED, STEP_RESOLVE_ADDR, attempt + 200, res) == 0;
+		if (ok)
+			break;
+		if (res->err != ETIMEDOUT)
+			goto out_id;    /* an answer (no route, unreachable): no use asking again */
+		rdma_destroy_id(id);
+		rdma_destroy_event_channel(ch);
+		id = NULL;
+		ch = NULL;
+	}
+	if (!id)
 		return;
-	}
-	if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) < 0) {
-		fail(res, STEP_CM_CHANNEL, errno);
-		goto out_channel;
-	}
-	probe_step(io, STEP_RESOLVE_ADDR);
-	if (rdma_resolve_addr(id, NULL, (struct sockaddr *)&ss, (int)timeout_ms) < 0) {
-		fail(res, STEP_RESOLVE_ADDR, errno);
-		goto out_id;
-	}
-	if (cm_wait(ch, RDMA_CM_EVENT_ADDR_RESOLVED, STEP_RESOLVE_ADDR, timeout_ms, res) < 0)
-		goto out_id;
 	if (id->verbs)
 		snprintf(res->resolved_dev, sizeof(res->resolved_dev), "%s", ibv_get_device_name(id->verbs->device));
 	if (route) {
 		/* A peer: the path to it too (the SA's path record on IB; the neighbour on RoCE). */
+		uint64_t now = now_ms();
+		unsigned left = end > now + 100 ? (unsigned)(end - now) : 100;
+
 		probe_step(io, STEP_RESOLVE_ROUTE);
-		if (rdma_resolve_route(id, (int)timeout_ms) < 0) {
+		if (rdma_resolve_route(id, (int)left) < 0) {
 			fail(res, STEP_RESOLVE_ROUTE, errno);
 			goto out_id;
 		}
-		if (cm_wait(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, STEP_RESOLVE_ROUTE, timeout_ms, res) < 0)
+		if (cm_wait(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, STEP_RESOLVE_ROUTE, left + 200, res) < 0)
 			goto out_id;
 	}
 	res->step = STEP_DONE;
+	res->err = 0;
+	res->event[0] = '\0';
 out_id:
 	rdma_destroy_id(id);
 out_channel:
