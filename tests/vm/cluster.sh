@@ -626,6 +626,46 @@ wait_member() {
 	return 1
 }
 
+# clock_offset VM: the VM's clock minus the host's, in seconds, to a few ms:
+# the VM writes its time into a file on its 9p share, whose mtime the host's
+# kernel sets (with the host's clock) at the same moment.
+clock_offset() {
+	local v=$1 f=$W/vm/$1/out/clock
+	rm -f "$f"
+	vm_exec "$v" 30 'date +%s.%N > /hpcvm/out/clock' >/dev/null 2>&1 || return 1
+	awk -v m="$(stat -c %.9Y "$f")" '{printf "%.3f", $1 - m}' "$f"
+}
+# watch_lag EVENT REF_HOST VM...: for each VM, the first refresh of its
+# hpcinit-watch.service logged after REF_HOST (host clock, seconds; from 2 s
+# before it, as REF_HOST may be a little late) that was run for a membership
+# change, as seconds after REF_HOST (the refresh has written the hostfiles
+# when it logs).  One line; "?" where none was found.
+watch_lag() {
+	local ev=$1 ref=$2 v off line out=""
+	shift 2
+	for v in "$@"; do
+		off=$(clock_offset "$v") || off=
+		line=$(vm_exec "$v" 30 'journalctl -b -u hpcinit-watch.service -o short-unix --no-pager | grep "membership changed"' 2>/dev/null |
+			awk -v r="$ref" -v o="${off:-0}" '{t = $1 - o; if (t >= r - 2) {printf "%.2f", t - r; exit}}')
+		out+="$v ${line:-?} s (clock offset ${off:-?} s), "
+	done
+	echo "#   watch: $ev reached each node's hostfiles (its watch's refresh logged): ${out%, }"
+}
+
+# watch_within CHECK LIM EVENT REF_HOST VM...: the check passes when every
+# VM's watch logged its refresh for EVENT within LIM seconds of REF_HOST.
+watch_within() {
+	local check=$1 lim=$2 lags
+	shift 2
+	if lags=$(watch_lag "$@") && ! grep -q " ? s" <<< "$lags" &&
+		grep -oE '(head|c[0-9]+) -?[0-9.]+ s \(' <<< "$lags" | awk -v lim="$lim" '$2 > lim {bad = 1} END {exit bad}'; then
+		ok "$check"
+		echo "$lags"
+	else
+		notok "$check" "$lags"
+	fi
+}
+
 late() { echo "c$((N + 1))"; }
 since() { awk -v a="$(date +%s.%N)" -v b="$1" 'BEGIN{printf "%.1f", a - b}'; }
 
@@ -676,6 +716,19 @@ check_scaleout() {
 		return
 	fi
 	echo "# join of $n (s after power-on): kernel $k, cloud-init done $ci, hpcinit ready ${he:-?}, listed by every old node $T_JOINED; hpcinit's boot run $(awk '/^run-ms /{print $2}' <<< "$out") ms"
+	if [ "$WATCH" = 1 ]; then
+		# when its boot run published its record: the discovery step's log line
+		# (the step ends a few hundred ms after the record is written), in the
+		# new VM's clock, made the host's
+		local tj noff
+		if tj=$(vm_exec "$n" 30 'journalctl -b -o short-unix --no-pager | grep -m1 "hpcinit\[[0-9]*\]: \[discovery\]" | cut -d" " -f1' 2>/dev/null) &&
+			noff=$(clock_offset "$n") && [ -n "$tj" ]; then
+			watch_within "scaleout: every old node's watch listed $n within 15 s of its boot run's discovery step" 15 \
+				"the join of $n (from its boot run's discovery line)" "$(awk -v t="$tj" -v o="$noff" 'BEGIN{printf "%.3f", t - o}')" $old
+		else
+			notok "scaleout: every old node's watch listed $n within 15 s of its boot run's discovery step" "no discovery line in $n's journal: $tj"
+		fi
+	fi
 	echo "#   (cloud-init done is when the harness saw it; the last step waits for the old nodes' refresh timer, 1 min)"
 }
 
@@ -703,9 +756,12 @@ check_leave() {
 	t0=$(date +%s.%N)
 	vm_exec "$n" 10 'systemctl poweroff --no-block' >/dev/null 2>&1 || true
 	end=$(($(date +%s) + 180))
+	local t_left=
 	while kill -0 "${PID[$n]:-}" 2>/dev/null; do
 		[ "$(date +%s)" -lt "$end" ] || { notok "leave: $n powers off" "still running after 180 s"; return; }
-		sleep 0.5
+		# when hpcinit leave has run: the console says so (host clock, to 0.1 s)
+		[ -n "$t_left" ] || ! grep -aq 'Stopped.*hpcinit-leave' "$W/vm/$n/console.log" || t_left=$(date +%s.%N)
+		sleep 0.1
 	done
 	say "$n: powered off $(since "$t0") s after systemctl poweroff"
 	local t_off
@@ -725,6 +781,17 @@ check_leave() {
 	[ "$WATCH" = 0 ] || lim=15
 	if left=$(wait_member "$n" "$(addr_of "$n")" out "$lim" $(names)); then
 		ok "leave: $n gone from every node's hostfiles, known_hosts, nodeset and /etc/hosts ($(since "$t0") s after poweroff, $(since "$t_off") s after it was off$([ "$WATCH" = 0 ] || echo ", with the watch"), before its lease of $(lease_s) s)"
+		# The harness's own rounds (a command on each VM through its 9p agent)
+		# take seconds under emulation: with the watch, each node's own log
+		# says when its refresh dropped the VM, and that must be within lim.
+		if [ "$WATCH" = 1 ]; then
+			if [ -z "$t_left" ]; then
+				notok "leave: every node's watch dropped $n within $lim s of its leave" "no \"Stopped hpcinit-leave\" on its console"
+			else
+				watch_within "leave: every node's watch dropped $n within $lim s of its leave" "$lim" \
+					"the leave of $n (from its console's \"Stopped hpcinit-leave\")" "$t_left" $(names)
+			fi
+		fi
 	else
 		notok "leave: $n gone from every node's hostfiles, known_hosts, nodeset and /etc/hosts before its lease" "after $(since "$t0") s: $left"
 	fi
