@@ -92,7 +92,8 @@ for n in "${SIZES[@]}"; do
 	NODES_DIR=$R/srv/share/.hpcinit/bench/nodes
 	args=(refresh --root "$R" -c "$R/etc/hpcinit/node.yaml" --hostname bench-self)
 	# first refresh: every file written
-	read -r first _ first_rss < <("$T/runstat" 1 "$HPCINIT" "${args[@]}")
+	RS=$("$T/runstat" 1 "$HPCINIT" "${args[@]}") || { echo "$0: a timed run failed (runstat above); no numbers printed for it" >&2; exit 1; }
+	read -r first _ first_rss <<< "$RS"
 	rc=0
 	"$HPCINIT" "${args[@]}" > "$T/out" 2>&1 || rc=$?
 	[ "$rc" = 0 ] || { cat "$T/out"; die "$n records: refresh exited $rc"; }
@@ -109,21 +110,25 @@ for n in "${SIZES[@]}"; do
 	awk '$1 == "ssh" && $2 == "ok" { f = 1 } END { exit !f }' "$T/out" ||
 		{ cat "$T/out"; die "$n records: the second refresh changed ssh files"; }
 
-	read -r med p90 rss < <("$T/runstat" "$RUNS" "$HPCINIT" "${args[@]}")
+	RS=$("$T/runstat" "$RUNS" "$HPCINIT" "${args[@]}") || { echo "$0: a timed run failed (runstat above); no numbers printed for it" >&2; exit 1; }
+	read -r med p90 rss <<< "$RS"
 	line "$n" "refresh (steady)" "$med" "$p90" "$(cpu_ms "$HPCINIT" "${args[@]}")" "$rss"
 	MED[$n]=$med
 	printf '%7d  %-26s %6.1f ms %9s %9s %6.1f MB\n' "$n" "refresh (first run)" "$first" - - \
 		"$(echo "$first_rss / 1024" | bc -l)"
 	# shellcheck disable=SC2054  # the comma is in one argument
 	nossh=(apply --only discovery,hostfile --root "$R" -c "$R/etc/hpcinit/node.yaml" --hostname bench-self)
-	read -r m2 p2 r2 < <("$T/runstat" "$RUNS" "$HPCINIT" "${nossh[@]}")
+	RS=$("$T/runstat" "$RUNS" "$HPCINIT" "${nossh[@]}") || { echo "$0: a timed run failed (runstat above); no numbers printed for it" >&2; exit 1; }
+	read -r m2 p2 r2 <<< "$RS"
 	line "$n" "discovery+hostfile only" "$m2" "$p2" "$(cpu_ms "$HPCINIT" "${nossh[@]}")" "$r2"
 	MED2[$n]=$m2
 	# baselines
 	recs=("$NODES_DIR"/*.rec)
-	read -r mc pc rc < <("$T/runstat" "$RUNS" /bin/cat "${recs[@]}")
+	RS=$("$T/runstat" "$RUNS" /bin/cat "${recs[@]}") || { echo "$0: a timed run failed (runstat above); no numbers printed for it" >&2; exit 1; }
+	read -r mc pc rc <<< "$RS"
 	line "$n" "baseline: cat records" "$mc" "$pc" "$(cpu_ms /bin/cat "${recs[@]}")" "$rc"
-	read -r ma pa ra < <("$T/runstat" "$RUNS" /bin/bash "$T/awk-hostfile.sh" "$NODES_DIR" "$T/hf")
+	RS=$("$T/runstat" "$RUNS" /bin/bash "$T/awk-hostfile.sh" "$NODES_DIR" "$T/hf") || { echo "$0: a timed run failed (runstat above); no numbers printed for it" >&2; exit 1; }
+	read -r ma pa ra <<< "$RS"
 	[ "$(wc -l < "$T/hf")" = "$total" ] || die "awk baseline listed $(wc -l < "$T/hf") nodes"
 	line "$n" "baseline: awk hostfile" "$ma" "$pa" "$(cpu_ms /bin/bash "$T/awk-hostfile.sh" "$NODES_DIR" "$T/hf")" "$ra"
 	awk -v h="$med" -v c="$mc" -v a="$ma" -v n="$n" 'BEGIN {
