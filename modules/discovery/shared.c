@@ -158,7 +158,6 @@ static void rendezvous_free(struct rendezvous *rv)
 struct shared {
 	struct secret sec;
 	struct rendezvous rv;
-	bool ready;                     /* expect was reached earlier in this boot */
 	int64_t written;                /* when this node's record was last written (own clock) */
 	int64_t offset;                 /* cluster clock - own clock; 0 within the skew */
 	size_t rejected, expired, pruned;       /* rejected, expired: of the last pass */
@@ -937,7 +936,6 @@ static int shared_open(struct disc_run *run)
 		report_set(run->rep, ST_FAILED, "discovery.dir is required with method shared");
 		return -EINVAL;
 	}
-	sh->ready = disc_ready_before(c);
 	r = rendezvous_open(c, run->rep, &run->self, &sh->rv);
 	if (r == -ENOENT && !ctx_may_write(c)) {
 		report_set(run->rep, ST_CHANGED, "rendezvous directory %s missing", spec->discovery.dir);
@@ -1043,8 +1041,8 @@ static int shared_list(struct disc_run *run)
 		report_set(run->rep, ST_FAILED, "cannot read %s", sh->rv.nodes);
 		return r;
 	}
-	/* Reached once in this boot: fewer nodes now means nodes left, not "wait". */
-	return sh->ready || run->found.n + 1 >= spec->discovery.expect;
+	/* Formed (here or by a member): fewer nodes now means nodes left, not "wait". */
+	return disc_expect_met(run);
 }
 
 static int shared_finish(struct disc_run *run, const struct peerset *set)
@@ -1060,19 +1058,21 @@ static int shared_finish(struct disc_run *run, const struct peerset *set)
 		log_warn("%zu more records rejected; the run's details list them all",
 			 sh->rejected - sh->rejects.n);
 	if (set->n >= spec->discovery.expect) {
-		if (ctx_may_write(c) && !sh->ready)
-			disc_mark_ready(c);
 		report_set(rep, ST_OK, "%zu node%s known (expect %u)%s%s", set->n,
 			   set->n == 1 ? "" : "s", spec->discovery.expect,
 			   run->waited ? " after waiting" : "",
 			   sh->rejected ? "; records rejected, see details" : "");
-	} else if (sh->ready || !ctx_may_write(c)) {
-		report_detail(rep, "%zu nodes known, fewer than expect %u%s", set->n,
-			      spec->discovery.expect, sh->ready ? " (reached earlier in this boot: "
-			      "nodes have left)" : "");
+	} else if (run->ready || !ctx_may_write(c)) {
+		report_detail(rep, "%zu nodes known, fewer than expect %u%s%s%s", set->n,
+			      spec->discovery.expect, run->ready ? " (" : "",
+			      run->ready ? run->ready_why : "", run->ready ? ")" : "");
 		report_set(rep, ST_OK, "%zu node%s known (expect %u)%s", set->n, set->n == 1 ? "" : "s",
 			   spec->discovery.expect,
 			   sh->rejected ? "; records rejected, see details" : "");
+	} else if (c->refresh) {
+		report_set(rep, ST_DEGRADED, "only %zu of %u expected nodes in %s, and none says the "
+			   "cluster has formed (a refresh does not wait for them)", set->n,
+			   spec->discovery.expect, sh->rv.nodes);
 	} else {
 		report_set(rep, ST_DEGRADED, "only %zu of %u expected nodes after waiting %" PRIu64
 			   " s for peers in %s", set->n, spec->discovery.expect,
