@@ -577,7 +577,7 @@ static void spec_late_defaults(struct spec *s)
 	if (s->memlock.users.n == 0)
 		strlist_push(&s->memlock.users, "*");
 	if (!s->rdma.devices)
-		s->rdma.devices = xstrdup("mlx5_ib*");
+		s->rdma.devices = xstrdup("*");        /* what a device is comes from sysfs (ibsysfs.c) */
 	if (!s->hostfile.dir)
 		s->hostfile.dir = xstrdup("/etc/hpcinit");
 	if (!s->discovery.events_url)

@@ -70,7 +70,7 @@ struct spec_kernel {
 struct spec_rdma {
 	bool present;
 	bool required;                  /* default true */
-	char *devices;                  /* glob, default "mlx5_ib*" */
+	char *devices;                  /* glob, default "*": sysfs decides (ibsysfs.c) */
 	enum link_layer link_layer;     /* default infiniband */
 	unsigned min_rate_gbps;         /* default 0 (no minimum) */
 	char *ipoib;                    /* interface name, NULL when absent */

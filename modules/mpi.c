@@ -116,9 +116,12 @@ static void rdma_ports(const struct ctx *c, const char *only, struct strlist *re
 		const struct ib_dev *d = &devs[i];
 
 		if (!safe_token(d->name) || !(only ? in_words(only, d->name) :
-		    fnmatch(s->rdma.devices ? s->rdma.devices : "mlx5_ib*", d->name, 0) == 0))
+		    fnmatch(s->rdma.devices ? s->rdma.devices : "*", d->name, 0) == 0))
 			continue;
-		if (d->parent[0]) {
+		/* By what sysfs says, never by name: accelerated networking's VF is never the fabric. */
+		if (d->kind == IB_KIND_AN_VF)
+			continue;
+		if (d->kind == IB_KIND_SOFT) {
 			/* Found on a VM with Soft-RoCE: UCX over rxe timed out where TCP worked. */
 			strlist_push(soft, d->name);
 			continue;
