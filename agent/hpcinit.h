@@ -48,6 +48,8 @@ struct report {
 	struct finding *findings;       /* report_finding(), in the order recorded */
 	size_t n_findings;
 	uint64_t duration_ms;   /* filled by the runner */
+	/* The bound on details and findings (report.c, REPORT_MAX_*): what was not kept. */
+	size_t details_lines, details_dropped, details_cut, findings_dropped;
 };
 
 struct peerset;                 /* record.h */
@@ -139,6 +141,14 @@ void report_changed(struct report *r, const char *path);
  */
 void report_finding(struct report *r, enum rstatus sev, const char *tag, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+/*
+ * A step's details and findings are bounded (report.c): the first 1000
+ * lines (128 KiB), then a "... N more" line; the first 1000 findings, then
+ * one tagged report.more-findings that counts the rest (worst severity).
+ * report_take_findings records src's findings in dst (report_finding each),
+ * its count of those not kept included.
+ */
+void report_take_findings(struct report *dst, const struct report *src);
 /* Findings that are a problem (sev above ST_OK). */
 size_t report_problems(const struct report *r);
 /*
