@@ -166,6 +166,40 @@ static void test_roundtrip(void)
 	peer_clear(&p);
 }
 
+/* The fabric identity (rdma area): round trip, validation, and records without it. */
+static void test_fabric_fields(void)
+{
+	struct peer p, q;
+	char err[160];
+	char *t, *bad;
+
+	fill(&p);
+	p.fabric = xstrdup("mlx5_ib0=0c42:a103:0065:aa10,mlx5_ib1=0c42:a103:0065:aa11");
+	p.pkey = xstrdup("0x800b");
+	p.placement_group = xstrdup("2a6d1c3e-0f4b-4c1a-9c0d-7e5f3b2a1d00");
+	t = record_format(&p, "glo", NULL, 0);
+	TEST_CHECK(strstr(t, "\nfabric: mlx5_ib0=0c42:a103:0065:aa10,mlx5_ib1=0c42:a103:0065:aa11\npkey: 0x800b\n"
+			     "placement_group: 2a6d1c3e-0f4b-4c1a-9c0d-7e5f3b2a1d00\n") != NULL);
+	TEST_INTEQ(parse_str(t, NULL, &q, err, sizeof(err)), 0);
+	TEST_STREQ(q.fabric, "mlx5_ib0=0c42:a103:0065:aa10,mlx5_ib1=0c42:a103:0065:aa11");
+	TEST_STREQ(q.pkey, "0x800b");
+	TEST_STREQ(q.placement_group, "2a6d1c3e-0f4b-4c1a-9c0d-7e5f3b2a1d00");
+	peer_clear(&q);
+	bad = replace(t, "pkey: 0x800b", "pkey: 800b");
+	TEST_INTEQ(parse_str(bad, NULL, &q, err, sizeof(err)), -EBADMSG);
+	TEST_CHECK(strstr(err, "pkey: expected 0x and 1 to 4 hex digits") != NULL);
+	free(bad);
+	bad = replace(t, "mlx5_ib1=", "mlx5_ib1/../x=");
+	TEST_INTEQ(parse_str(bad, NULL, &q, err, sizeof(err)), -EBADMSG);
+	TEST_CHECK(strstr(err, "fabric: expected device=GUID") != NULL);
+	free(bad);
+	bad = replace(t, "placement_group: 2a6d", "placement_group: $(x)");
+	TEST_INTEQ(parse_str(bad, NULL, &q, err, sizeof(err)), -EBADMSG);
+	free(bad);
+	free(t);
+	peer_clear(&p);
+}
+
 /* RFC 4231 HMAC-SHA256 test cases 1, 3, 4, 6, 7 (2 is in test_hmac); 5 truncates. */
 static void rfc4231(void)
 {
@@ -499,6 +533,7 @@ int main(void)
 	test_sort();
 	test_hostname();
 	test_roundtrip();
+	test_fabric_fields();
 	test_hmac();
 	test_formed();
 	test_truncation();

@@ -180,11 +180,10 @@ subst() {
 	s=${s//10.0.0.4/$NET.10}
 	s=${s//10.0.0.0\/24/$NET.0/24}
 	# Azure's HPC sizes have mlx5 (InfiniBand); these VMs have Soft-RoCE.
-	s=${s//mlx5_ib\*/rxe*}
 	s=${s//\[mlx5_ib, /[rdma_rxe, }
 	# The test cluster: the head and N computes.
 	s=$(sed -E -e "s/^( *expect:) [0-9]+$/\1 $((N + 1))/" \
-		-e 's/^( *)devices: "rxe\*"$/&\n\1link_layer: ethernet/' <<< "$s")
+		-e 's/^( *)link_layer: infiniband( .*)?$/\1devices: "rxe*"\n\1link_layer: ethernet/' <<< "$s")
 	printf '%s\n' "$s"
 }
 # What the platform does on Azure and a minbase image does not: the
