@@ -549,4 +549,5 @@ const struct module hostfile_module = {
 	.check = hf_run,
 	.apply = hf_run,
 	.inputs = OUT_PEERS,
+	.isolate = true,        /* hostfile.dir and /etc/hosts may sit on shared storage */
 };
