@@ -15,9 +15,13 @@
  *   /etc/hosts                                managed block "address name" for every node, so
  *                                             the names in the hostfiles resolve without DNS
  *                                             (hostfile.etc_hosts: auto, always, never)
+ *   <dir>/hostfile.<format>.<domain>          the nodes of one InfiniBand domain (P_Key and
+ *                                             placement group, modules/rdma/identity.c), when
+ *                                             records carry one: IB reaches only within it
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <netdb.h>
 #include <stdio.h>
@@ -30,6 +34,7 @@
 #include "hpcinit.h"
 #include "nodeset.h"
 #include "record.h"
+#include "rdma/identity.h"
 
 #define CLUSH_DIR "/etc/clustershell/groups.d"
 #define CLUSH_YAML CLUSH_DIR "/hpcinit.yaml"
@@ -195,6 +200,115 @@ static int ompi_default(struct ctx *c, struct report *rep, bool want, const char
 	}
 	return fs_managed_block(c, rep, path, c->spec->cluster.name, want ? block : NULL,
 				0644, 0, 0);
+}
+
+/* ---- per InfiniBand domain ---- */
+
+/* Is name "hostfile.<format>.<something>"? */
+static bool domain_file_name(const char *name)
+{
+	static const char *const fmts[] = { "hostfile.openmpi.", "hostfile.mpich.", "hostfile.plain.", NULL };
+
+	for (size_t i = 0; fmts[i]; i++)
+		if (strncmp(name, fmts[i], strlen(fmts[i])) == 0 && name[strlen(fmts[i])])
+			return true;
+	return false;
+}
+
+/*
+ * One hostfile of each wanted format per domain, beside the whole-cluster
+ * ones; ours for domains that are gone are removed.  Nothing without domains.
+ */
+static int domain_files(struct ctx *c, struct report *rep, const char *dir, struct strbuf *written)
+{
+	const struct spec *spec = c->spec;
+	const struct peerset *peers = c->out->peers;
+	struct strlist doms = { 0 }, want = { 0 };
+	unsigned *counts = xcalloc(peers->n ? peers->n : 1, sizeof(*counts));
+	int ret = 0;
+
+	rdma_domains(peers, &doms, counts);
+	for (size_t d = 0; d < doms.n; d++) {
+		struct peerset sub = { xcalloc(peers->n, sizeof(struct peer)), 0 };
+		struct hf_text t;
+		struct strbuf scratch = STRBUF_INIT;
+		const struct {
+			const char *fmt;
+			unsigned bit;
+			struct strbuf *text;
+		} files[] = {
+			{ "openmpi", HF_OPENMPI, &t.openmpi },
+			{ "mpich", HF_MPICH, &t.mpich },
+			{ "plain", HF_PLAIN, &t.plain },
+		};
+
+		/* shallow copies: the set owns nothing */
+		for (size_t i = 0; i < peers->n; i++) {
+			char *pd = rdma_peer_domain(&peers->v[i]);
+
+			if (pd && strcmp(pd, doms.v[d]) == 0)
+				sub.v[sub.n++] = peers->v[i];
+			free(pd);
+		}
+		hostfile_render(spec, &sub, &t, NULL);
+		for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+			char *name;
+			struct strbuf *hdr = files[i].text;
+			char *fixed;
+
+			if (!(spec->hostfile.formats & files[i].bit))
+				continue;
+			name = xasprintf("hostfile.%s.%s", files[i].fmt, doms.v[d]);
+			/* the header names the domain */
+			fixed = xasprintf(HEADER_MARK " InfiniBand domain %s:%s", doms.v[d],
+					  sb_str(hdr) + strlen(HEADER_MARK));
+			sb_free(hdr);
+			sb_append(hdr, fixed);
+			free(fixed);
+			strlist_push(&want, name);
+			if (one_file(c, rep, dir, name, true, files[i].text, &scratch) < 0)
+				ret = -EIO;
+			free(name);
+		}
+		sb_printf(written, "%sdomain %s (%u node%s)", written->len ? ", " : "", doms.v[d], counts[d],
+			  counts[d] == 1 ? "" : "s");
+		hf_text_free(&t);
+		sb_free(&scratch);
+		free(sub.v);
+	}
+	/* ours for domains no longer there */
+	{
+		char *hp = ctx_path(c, dir);
+		DIR *dd = opendir(hp);
+		struct dirent *e;
+		struct strlist gone = { 0 };
+
+		free(hp);
+		while (dd && (e = readdir(dd))) {
+			bool keep = false;
+
+			if (!domain_file_name(e->d_name))
+				continue;
+			for (size_t i = 0; i < want.n && !keep; i++)
+				keep = strcmp(want.v[i], e->d_name) == 0;
+			if (!keep)
+				strlist_push(&gone, e->d_name);
+		}
+		if (dd)
+			closedir(dd);
+		for (size_t i = 0; i < gone.n; i++) {
+			char *path = xasprintf("%s/%s", strcmp(dir, "/") == 0 ? "" : dir, gone.v[i]);
+
+			if (remove_ours(c, rep, path) < 0)
+				ret = -EIO;
+			free(path);
+		}
+		strlist_free(&gone);
+	}
+	strlist_free(&doms);
+	strlist_free(&want);
+	free(counts);
+	return ret;
 }
 
 /* ---- /etc/hosts ---- */
@@ -513,6 +627,8 @@ static int hf_run(struct ctx *c, struct report *rep)
 			if (r < 0)
 				ret = r;
 		}
+		if (domain_files(c, rep, dir, &written) < 0)
+			ret = -EIO;
 	}
 	r = clush_files(c, rep, hf->formats & HF_CLUSH, t.group);
 	if (r < 0)
