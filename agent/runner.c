@@ -706,6 +706,8 @@ int runner_leave(struct ctx *c)
 		c->module = NULL;
 		if (r < 0)
 			report_raise(&rep, ST_FAILED);
+		if (!rep.summary[0])
+			report_summarize(&rep);
 		printf("leave: %s: %s: %s\n", m->name, rep.status == ST_FAILED ? "failed" :
 		       rep.status == ST_CHANGED ? "changed" : "ok", rep.summary[0] ? rep.summary : "nothing to do");
 		if (rep.details.len)

@@ -276,8 +276,14 @@ static int install_key(struct ctx *c, struct report *rep, bool *changed)
 
 /*
  * The worst status of the steps before this one in this run, and the tags of
- * their findings of that status (a step without one: "<step>.failed").  Drift
- * (check's ST_CHANGED) is not a problem.  *ran false: no earlier step ran.
+ * their findings of that status (a step without one: "<step>.failed").
+ * *ran false: no earlier step ran.
+ *
+ * In hpcinit check, drift is what a health check finds (a mount gone, a
+ * limits file changed): it counts as degraded.  Not the drift of the steps
+ * that follow the membership (discovery, and those reading its peers): a node
+ * joining or leaving changes their files until refresh or the watch runs, and
+ * that is no reason to drain a node.
  */
 static enum rstatus readiness(const struct ctx *c, struct strlist *tags, bool *ran)
 {
@@ -290,24 +296,29 @@ static enum rstatus readiness(const struct ctx *c, struct strlist *tags, bool *r
 
 		if (strcmp(module_table[i]->name, "slurm") == 0)
 			break;
-		if (!run->ran[i] || r->status == ST_SKIPPED)
+		const struct module *m = module_table[i];
+		enum rstatus st = r->status, sev = st;
+
+		if (!run->ran[i] || st == ST_SKIPPED)
 			continue;
 		*ran = true;
-		if (r->status < ST_DEGRADED || r->status < worst)
+		if (c->mode == RUN_CHECK && st == ST_CHANGED && !((m->inputs | m->outputs) & OUT_PEERS))
+			st = ST_DEGRADED;
+		if (st < ST_DEGRADED || st < worst)
 			continue;
-		if (r->status > worst) {
+		if (st > worst) {
 			strlist_free(tags);
-			worst = r->status;
+			worst = st;
 		}
 		{
 			size_t before = tags->n;
 
 			for (size_t j = 0; j < r->n_findings; j++)
-				if (r->findings[j].sev == worst)
+				if (r->findings[j].sev == sev)
 					strlist_push(tags, r->findings[j].tag);
 			if (tags->n == before)
-				strlist_push_take(tags, xasprintf("%s.%s", module_table[i]->name,
-								  worst == ST_FAILED ? "failed" : "degraded"));
+				strlist_push_take(tags, xasprintf("%s.%s", m->name, sev == ST_FAILED ? "failed" :
+								  sev == ST_CHANGED ? "drift" : "degraded"));
 		}
 	}
 	return worst;

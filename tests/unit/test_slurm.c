@@ -187,6 +187,30 @@ static void test_readiness(void)
 	}
 	free(j);
 	strlist_free(&tags);
+	/* hpcinit check: a step's drift is a failing health check, unless the step follows the
+	 * membership (discovery and the peers' readers: refresh converges them) */
+	for (size_t i = 0; i < n; i++) {
+		report_free(&res.reports[i]);
+		report_init(&res.reports[i]);
+	}
+	c.mode = RUN_CHECK;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(module_table[i]->name, "hostfile") || !strcmp(module_table[i]->name, "discovery"))
+			report_finding(&res.reports[i], ST_CHANGED, "x.membership", "x");
+	TEST_INTEQ(readiness(&c, &tags, &ran), ST_OK);
+	TEST_CHECK(tags.n == 0);
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(module_table[i]->name, "nfs"))
+			report_finding(&res.reports[i], ST_CHANGED, "nfs.mount.missing", "x");
+	TEST_INTEQ(readiness(&c, &tags, &ran), ST_DEGRADED);
+	j = joined(&tags);
+	TEST_STREQ(j, "nfs.mount.missing");
+	free(j);
+	strlist_free(&tags);
+	c.mode = RUN_APPLY;
+	TEST_INTEQ(readiness(&c, &tags, &ran), ST_OK);
+	report_finding(&res.reports[3], ST_FAILED, "nfs.mount.failed", "x");
+	report_set(&res.reports[4], ST_FAILED, "died");
 	/* the slurm step's own report is not read */
 	report_finding(&res.reports[slurm_i], ST_FAILED, "slurm.x", "x");
 	TEST_INTEQ(readiness(&c, &tags, &ran), ST_FAILED);
