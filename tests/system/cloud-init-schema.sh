@@ -64,6 +64,9 @@ check_file() {
 	    s = files.get(secret)
 	    if s is None or s.get("permissions") != "0600":
 	        sys.exit("%s: secret %s must be written with permissions '0600'" % (path, secret))
+	key = (body.get("slurm") or {}).get("key_file")
+	if key and (files.get(key) or {}).get("permissions") != "0600":
+	    sys.exit("%s: slurm key %s must be written with permissions '0600'" % (path, key))
 	with open(out + ".node.yaml", "w") as fh:
 	    fh.write(spec["content"])
 	PY
