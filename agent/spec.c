@@ -364,6 +364,8 @@ static const struct field rdma_fields[] = {
 	  0, M_NONE, NULL },
 	{ "reg_mr", &T_SIZE, offsetof(struct spec_rdma, reg_mr_bytes), &reg_mr_size, 0, M_NONE, NULL },
 	{ "software", &T_ENUM, offsetof(struct spec_rdma, software), soft_vals, 0, M_NONE, NULL },
+	{ "placement_group", &T_BOOL, offsetof(struct spec_rdma, placement_group), NULL, 0, M_NONE, NULL },
+	{ "imds_url", &T_URL, offsetof(struct spec_rdma, imds_url), NULL, 0, M_NONE, NULL },
 	{ NULL, NULL, 0, NULL, 0, M_NONE, NULL }
 };
 
@@ -609,6 +611,7 @@ static void spec_defaults(struct spec *s)
 	s->rdma.link_layer = LINK_INFINIBAND;
 	s->rdma.open_timeout_ms = 10 * SEC_MS;
 	s->rdma.reg_mr_bytes = 64 * MIB;
+	s->rdma.placement_group = true;
 	s->discovery.method = DISC_SHARED;
 	s->discovery.scan_port = 22;
 	s->discovery.scan_timeout_ms = 500;
@@ -635,7 +638,9 @@ static void spec_late_defaults(struct spec *s)
 	if (s->memlock.users.n == 0)
 		strlist_push(&s->memlock.users, "*");
 	if (!s->rdma.devices)
-		s->rdma.devices = xstrdup("mlx5_ib*");
+		s->rdma.devices = xstrdup("*");
+	if (!s->rdma.imds_url)
+		s->rdma.imds_url = xstrdup(SPEC_IMDS_PG_URL);        /* what a device is comes from sysfs (ibsysfs.c) */
 	if (!s->hostfile.dir)
 		s->hostfile.dir = xstrdup("/etc/hpcinit");
 	if (!s->discovery.events_url)
@@ -763,6 +768,7 @@ struct spec *spec_free(struct spec *s)
 	strlist_free(&s->kernel.modules);
 	free(s->rdma.devices);
 	free(s->rdma.ipoib);
+	free(s->rdma.imds_url);
 	for (size_t i = 0; i < s->nfs.n_mounts; i++) {
 		struct spec_nfs_mount *m = &s->nfs.mounts[i];
 

@@ -70,13 +70,15 @@ struct spec_kernel {
 struct spec_rdma {
 	bool present;
 	bool required;                  /* default true */
-	char *devices;                  /* glob, default "mlx5_ib*" */
+	char *devices;                  /* glob, default "*": sysfs decides (ibsysfs.c) */
 	enum link_layer link_layer;     /* default infiniband */
 	unsigned min_rate_gbps;         /* default 0 (no minimum) */
 	char *ipoib;                    /* interface name, NULL when absent */
 	uint64_t open_timeout_ms;       /* default 10 s */
 	uint64_t reg_mr_bytes;          /* default 64 MiB; 0 disables the reg_mr probe */
 	enum soft_rdma software;        /* default auto: allowed unless link_layer is infiniband */
+	bool placement_group;           /* ask IMDS for the placement group (IB domain); default true */
+	char *imds_url;                 /* its URL; default IMDS compute/placementGroupId */
 };
 
 struct spec_nfs_mount {
@@ -200,6 +202,8 @@ struct spec *spec_free(struct spec *s);
 /* Helpers shared with modules and tests. */
 const char *link_layer_name(enum link_layer l);
 const char *disc_method_name(enum disc_method m);
+#define SPEC_IMDS_PG_URL \
+	"http://169.254.169.254/metadata/instance/compute/placementGroupId?api-version=2021-02-01&format=text"
 #define SPEC_EVENTS_URL "http://169.254.169.254/metadata/scheduledevents?api-version=2020-07-01"
 /* The defaults of one mount, for a mount not made by the loader (tests). */
 void spec_nfs_mount_defaults(struct spec_nfs_mount *m);

@@ -16,8 +16,11 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fnmatch.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,6 +31,7 @@
 #include "mpi.h"
 #include "proc.h"
 #include "rdma/ibsysfs.h"
+#include "rdma/identity.h"
 #include "rdma/rdma.h"
 #include "record.h"
 
@@ -51,6 +55,7 @@ struct fabric {
 	size_t n_mca;
 	char *ucx_devices;      /* UCX_NET_DEVICES, NULL on TCP */
 	char *ucx_pkey;         /* UCX_IB_PKEY, NULL when unknown */
+	bool names_differ;      /* peers call their fabric devices otherwise: never pass ours to them */
 };
 
 static void fabric_free(struct fabric *f)
@@ -116,9 +121,12 @@ static void rdma_ports(const struct ctx *c, const char *only, struct strlist *re
 		const struct ib_dev *d = &devs[i];
 
 		if (!safe_token(d->name) || !(only ? in_words(only, d->name) :
-		    fnmatch(s->rdma.devices ? s->rdma.devices : "mlx5_ib*", d->name, 0) == 0))
+		    fnmatch(s->rdma.devices ? s->rdma.devices : "*", d->name, 0) == 0))
 			continue;
-		if (d->parent[0]) {
+		/* By what sysfs says, never by name: accelerated networking's VF is never the fabric. */
+		if (d->kind == IB_KIND_AN_VF)
+			continue;
+		if (d->kind == IB_KIND_SOFT) {
 			/* Found on a VM with Soft-RoCE: UCX over rxe timed out where TCP worked. */
 			strlist_push(soft, d->name);
 			continue;
@@ -176,6 +184,118 @@ static void fabric_detect(const struct ctx *c, struct fabric *f)
 		mca_set(f, "oob_tcp_if_include", s->cluster.network.text);
 	strlist_free(&ports);
 	strlist_free(&soft);
+}
+
+/* "mlx5_ib0,mlx5_ib1" from a record's "mlx5_ib0=guid,mlx5_ib1=guid" (malloc'd). */
+static char *fabric_names(const char *fabric)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	for (const char *p = fabric; p && *p;) {
+		size_t n = strcspn(p, ","), k = strcspn(p, "=");
+
+		sb_printf(&sb, "%s%.*s", sb.len ? "," : "", (int)(k < n ? k : n), p);
+		p += n;
+		p += *p == ',';
+	}
+	return sb_steal(&sb);
+}
+
+/*
+ * Fabric identity across the cluster, from the records: peers whose devices
+ * have other names (mlx5_0 where this node has mlx5_ib0: one ran Azure's
+ * renaming service, one did not), and InfiniBand domains (P_Key and
+ * placement group): a node alone in its domain reaches no peer over IB.
+ */
+static void fabric_peers(const struct ctx *c, struct report *r, struct fabric *f)
+{
+	const struct peerset *ps = c->out ? c->out->peers : NULL;
+	const struct peer *self = NULL;
+	struct strlist doms = { 0 };
+	struct strbuf differ = STRBUF_INIT, extra = STRBUF_INIT;
+	unsigned *counts, n_differ = 0, n_unknown = 0;
+	char *mine;
+
+	for (size_t i = 0; ps && i < ps->n; i++)
+		if (ps->v[i].self)
+			self = &ps->v[i];
+	if (!self || !self->fabric)
+		return;
+	mine = fabric_names(self->fabric);
+	for (size_t i = 0; i < ps->n; i++) {
+		const struct peer *p = &ps->v[i];
+		char *theirs;
+
+		if (p->self)
+			continue;
+		if (!p->fabric) {
+			n_unknown++;
+			continue;
+		}
+		theirs = fabric_names(p->fabric);
+		if (strcmp(theirs, mine) != 0) {
+			if (n_differ < 8)
+				sb_printf(&differ, "%s%s has %s", differ.len ? ", " : "", p->hostname, theirs);
+			n_differ++;
+		}
+		free(theirs);
+	}
+	if (n_differ) {
+		f->names_differ = true;
+		report_detail(r, "warning: fabric device names differ: this node has %s; %s%s: a device list "
+			      "passed from one node to another (mpirun -x UCX_NET_DEVICES, NCCL_IB_HCA) names "
+			      "devices that are not there; each node's profile and system files name its own",
+			      mine, sb_str(&differ), n_differ > 8 ? ", ..." : "");
+		sb_printf(&extra, "; device names differ on %u peer(s) (%s)", n_differ, sb_str(&differ));
+	}
+	if (n_unknown)
+		report_detail(r, "%u peer(s) publish no fabric identity (an older hpcinit, or no rdma section): "
+			      "their device names and InfiniBand domain are unknown", n_unknown);
+	counts = xcalloc(ps->n, sizeof(*counts));
+	rdma_domains(ps, &doms, counts);
+	if (doms.n > 1) {
+		struct strbuf sb = STRBUF_INIT;
+
+		for (size_t d = 0; d < doms.n; d++)
+			sb_printf(&sb, "%s%s (%u node%s)", d ? ", " : "", doms.v[d], counts[d], counts[d] == 1 ? "" : "s");
+		report_detail(r, "InfiniBand domains (P_Key[-placement group]): %s; InfiniBand reaches only within "
+			      "one: run jobs on one domain's hostfile (hostfile.openmpi.<domain>)", sb_str(&sb));
+		sb_printf(&extra, "; %zu InfiniBand domains", doms.n);
+		sb_free(&sb);
+	}
+	for (size_t d = 0; d < doms.n; d++) {
+		const struct peer *lone = NULL;
+		size_t known = 0;
+
+		for (size_t k = 0; k < doms.n; k++)
+			known += counts[k];
+		/* alone among nodes whose domain is known; peers without one say nothing */
+		if (counts[d] != 1 || known < 2)
+			continue;
+		for (size_t i = 0; i < ps->n && !lone; i++) {
+			char *pd = rdma_peer_domain(&ps->v[i]);
+
+			if (pd && strcmp(pd, doms.v[d]) == 0)
+				lone = &ps->v[i];
+			free(pd);
+		}
+		report_finding(r, ST_DEGRADED, "mpi.fabric.alone", "%s is alone in InfiniBand domain %s: MPI over "
+			       "InfiniBand reaches no other node from it (P_Key %s%s%s is its scale set's own)",
+			       lone ? lone->hostname : "?", doms.v[d], lone && lone->pkey ? lone->pkey : "?",
+			       lone && lone->placement_group ? ", placement group " : "",
+			       lone && lone->placement_group ? lone->placement_group : "");
+	}
+	if (extra.len) {
+		char *old = f->what_extra;
+
+		f->what_extra = xasprintf("%s%s", old ? old : "", sb_str(&extra));
+		free(old);
+	}
+	free(counts);
+	free(mine);
+	strlist_free(&doms);
+	sb_free(&differ);
+	sb_free(&extra);
 }
 
 static char *profile_render(const struct spec *s, const struct fabric *f)
@@ -406,15 +526,21 @@ static char *launch_failure(struct report *r, const char *err)
  * The verify program, built for the MPI that launches it: hpcinit-mpiverify
  * (Open MPI) or hpcinit-mpiverify-mpich (MPICH, and Intel MPI, which keeps
  * MPICH's ABI).  HPCINIT_MPIVERIFY / HPCINIT_MPIVERIFY_MPICH: a copy the
- * nodes can all read (the tests).
+ * nodes can all read (the tests); else the one beside a binary run from its
+ * build tree (proc_build_dir), else LIBEXECDIR's.
  */
 static const char *verify_program(enum mpi_launcher l)
 {
 	const char *p = getenv(l == MPI_OPENMPI ? "HPCINIT_MPIVERIFY" : "HPCINIT_MPIVERIFY_MPICH");
 
+	const char *name = l == MPI_OPENMPI ? "hpcinit-mpiverify" : "hpcinit-mpiverify-mpich";
+	const char *dir = proc_build_dir();     /* a binary run from its build tree: the one beside it */
+	static char path[PATH_MAX];
+
 	if (p && *p == '/')
 		return p;
-	return l == MPI_OPENMPI ? LIBEXECDIR "/hpcinit-mpiverify" : LIBEXECDIR "/hpcinit-mpiverify-mpich";
+	snprintf(path, sizeof(path), "%s/%s", dir ? dir : LIBEXECDIR, name);
+	return path;
 }
 
 /* The launcher of each MPI, and the hostfile format it reads. */
@@ -484,7 +610,7 @@ static void verify_argv(const struct ctx *c, const struct fabric *f, const char 
 			argv_add(a, "UCX_TLS");
 			argv_add(a, "tcp,self");
 		}
-		if (f->ucx_devices) {
+		if (f->ucx_devices && !f->names_differ) {
 			argv_add(a, "-genv");
 			argv_add(a, "UCX_NET_DEVICES");
 			argv_add(a, f->ucx_devices);
@@ -518,7 +644,8 @@ static void verify_argv(const struct ctx *c, const struct fabric *f, const char 
 		argv_add(a, f->mca[i].name);
 		argv_add(a, f->mca[i].value);
 	}
-	if (f->ucx_devices) {
+	/* Names that differ between nodes: each node's own system files name its devices. */
+	if (f->ucx_devices && !f->names_differ) {
 		char *x = xasprintf("UCX_NET_DEVICES=%s", f->ucx_devices);
 
 		argv_add(a, "-x");
@@ -587,12 +714,14 @@ static void verify_round_save(struct ctx *c, unsigned long round)
 	report_free(&scratch);
 }
 
-int mpi_verify(struct ctx *c, struct report *r)
+/* One verify run over one hostfile: the whole cluster's, or one InfiniBand domain's (domain set). */
+static int verify_hostfile(struct ctx *c, struct report *r, const char *domain)
 {
 	const struct spec *s = c->spec;
 	const char *dir = s->hostfile.present && s->hostfile.dir ? s->hostfile.dir : "/etc/hpcinit";
 	enum mpi_launcher l = s->mpi.launcher;
-	char *hf = xasprintf("%s/%s", dir, launcher_hostfile(l)), *hfhost = ctx_path(c, hf);
+	char *hf = xasprintf("%s/%s%s%s", dir, launcher_hostfile(l), domain ? "." : "", domain ? domain : ""),
+	     *hfhost = ctx_path(c, hf);
 	char *text = NULL, *mpirun = proc_which(launcher_prog(l));
 	unsigned long round = 0;
 	const char *run_as = NULL;
@@ -602,6 +731,13 @@ int mpi_verify(struct ctx *c, struct report *r)
 	int nodes, ret, attempt = 0;
 
 	fabric_detect(c, &f);
+	{
+		struct report scratch;
+
+		report_init(&scratch);
+		fabric_peers(c, &scratch, &f);
+		report_free(&scratch);
+	}
 	if (c->deadline_ms)
 		end = c->deadline_ms;
 	if (!mpirun) {
@@ -701,6 +837,92 @@ out:
 }
 
 /*
+ * The InfiniBand domains the hostfile module wrote hostfiles for
+ * (<launcher hostfile>.<domain>, with its header), and how many hosts each
+ * lists: what verify pairs within.
+ */
+static void verify_domains(const struct ctx *c, struct strlist *doms, struct strlist *counts)
+{
+	const struct spec *s = c->spec;
+	const char *dir = s->hostfile.present && s->hostfile.dir ? s->hostfile.dir : "/etc/hpcinit";
+	const char *base = launcher_hostfile(s->mpi.launcher);
+	char *hp = ctx_path(c, dir);
+	DIR *d = opendir(hp);
+	struct dirent *e;
+	size_t bl = strlen(base);
+
+	free(hp);
+	while (d && (e = readdir(d))) {
+		char *rel, *text = NULL;
+
+		if (strncmp(e->d_name, base, bl) != 0 || e->d_name[bl] != '.' || !e->d_name[bl + 1])
+			continue;
+		rel = xasprintf("%s/%s", dir, e->d_name);
+		if (fs_read(c, rel, &text, NULL) == 0 && strncmp(text, "# hpcinit:", 10) == 0) {
+			strlist_push(doms, e->d_name + bl + 1);
+			strlist_push_take(counts, xasprintf("%d", count_hosts(text)));
+			/* in name order, whatever readdir's */
+			for (size_t k = doms->n - 1; k > 0 && strcmp(doms->v[k - 1], doms->v[k]) > 0; k--) {
+				char *t = doms->v[k];
+
+				doms->v[k] = doms->v[k - 1];
+				doms->v[k - 1] = t;
+				t = counts->v[k];
+				counts->v[k] = counts->v[k - 1];
+				counts->v[k - 1] = t;
+			}
+		}
+		free(text);
+		free(rel);
+	}
+	if (d)
+		closedir(d);
+}
+
+/*
+ * Verify: over the whole cluster, or, when the hostfile module wrote more
+ * than one InfiniBand domain's hostfile, one run per domain of two or more
+ * nodes (InfiniBand does not reach across domains); a node alone in its
+ * domain is not measured (the mpi step's finding mpi.fabric.alone names it).
+ */
+int mpi_verify(struct ctx *c, struct report *r)
+{
+	struct strlist doms = { 0 }, counts = { 0 };
+	struct strbuf sum = STRBUF_INIT;
+	int ret = 0, ran = 0;
+
+	verify_domains(c, &doms, &counts);
+	if (doms.n < 2) {
+		strlist_free(&doms);
+		strlist_free(&counts);
+		return verify_hostfile(c, r, NULL);
+	}
+	for (size_t d = 0; d < doms.n; d++) {
+		int rr;
+
+		if (strcmp(counts.v[d], "1") == 0 || strcmp(counts.v[d], "0") == 0) {
+			report_detail(r, "domain %s: %s node, nothing to pair within it: not measured", doms.v[d],
+				      counts.v[d]);
+			continue;
+		}
+		report_detail(r, "domain %s: %s nodes: verify pairs only within it", doms.v[d], counts.v[d]);
+		rr = verify_hostfile(c, r, doms.v[d]);
+		if (rr < 0)
+			ret = rr;
+		sb_printf(&sum, "%sdomain %s: %s", sum.len ? "; " : "", doms.v[d], r->summary);
+		ran++;
+	}
+	if (ran && r->status != ST_FAILED)
+		report_set(r, r->status, "%s", sb_str(&sum));
+	else if (!ran)
+		report_set(r, r->status, "no InfiniBand domain has two nodes: nothing to measure");
+	sb_free(&sum);
+	strlist_free(&doms);
+	strlist_free(&counts);
+	return ret;
+}
+
+/*
  * Verify runs on one node only, or every node at boot would start N
  * mpiruns over N nodes: the head node, else the first hostname.
  */
@@ -747,6 +969,7 @@ static int mpi_run(struct ctx *c, struct report *r)
 		if (pst != ST_OK)
 			report_raise(r, pst);
 	}
+	fabric_peers(c, r, &f);
 	if (c->mode != RUN_APPLY || (!c->verify && !c->spec->mpi.verify_enable)) {
 		report_set(r, ST_OK, "fabric %s%s", f.what, f.what_extra ? f.what_extra : "");
 		report_summarize(r);    /* a peer rdma_cm did not resolve: that first */

@@ -23,6 +23,7 @@
 #include "names.h"
 #include "sshkey.h"
 #include "../ssh/userkeys.h"
+#include "../rdma/identity.h"
 
 bool node_in_network(const struct spec *spec, const struct sockaddr *sa)
 {
@@ -265,6 +266,7 @@ int node_facts(struct ctx *c, struct report *rep, struct peer *p)
 	if (r < 0)
 		return r;
 	p->ipoib_addr = ipoib_address(c);
+	rdma_node_identity(c, rep, p);  /* fabric devices, P_Key, placement group (modules/rdma/identity.c) */
 	p->slots = usable_cores();
 	p->head = spec->cluster.role == ROLE_HEAD;
 	p->version = xstrdup(PACKAGE_VERSION);

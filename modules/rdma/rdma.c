@@ -73,7 +73,7 @@ static const char *ll_spec_name(enum link_layer l)
 
 /* Summary order: the anomaly that explains most comes first. */
 static const char *const anomaly_order[] = {
-	"no-devices", "no-helper", "no-match", "hang", "iwarp", "fw-0.0.000", "link-layer", "no-uverbs",
+	"no-devices", "no-helper", "no-match", "no-fabric", "hang", "iwarp", "fw-0.0.000", "link-layer", "no-uverbs",
 	"not-listed", "port-down", "port-polling", "port-init", "rate", "reg-mr-enomem",
 	"open-failed", "probe-failed", "probe-crashed", "ipoib-missing", "ipoib-down",
 	"ipoib-no-address", "ipoib-resolve", NULL,
@@ -302,7 +302,7 @@ static uint64_t rdma_timeout(const struct spec *s)
 /* "software RoCE" (rdma_rxe) or "software iWARP" (siw), NULL for a hardware device. */
 static const char *soft_kind(const struct ib_dev *d)
 {
-	if (!d->parent[0])
+	if (d->kind != IB_KIND_SOFT)
 		return NULL;
 	return d->node_type == 4 ? "software iWARP" : "software RoCE";
 }
@@ -318,6 +318,11 @@ static void describe_device(struct report *r, const struct dev_info *d)
 		report_detail(r, "%s: %s device on %s (%s), not an HCA: real verbs, with this host's CPU "
 			      "doing the transport; it has no firmware (fw 0.0.0)", d->ib.name,
 			      soft_kind(&d->ib), d->ib.parent, d->ib.node_type == 4 ? "siw" : "rdma_rxe");
+	report_detail(r, "%s: %s (sysfs: %s link layer%s%s%s%s%s%s%s%s)", d->ib.name, ib_kind_text(&d->ib),
+		      d->ib.n_ports ? d->ib.ports[0].link_layer : "no port", d->ib.driver[0] ? ", driver " : "",
+		      d->ib.driver, ib_dev_netdev(&d->ib)[0] ? ", netdev " : "", ib_dev_netdev(&d->ib),
+		      d->ib.master[0] ? " enslaved to " : "", d->ib.master,
+		      d->ib.master_driver[0] ? " of " : "", d->ib.master_driver);
 	report_detail(r, "%s: node_type %s, fw_ver %s, node_guid %s, %s", d->ib.name,
 		      d->ib.node_type_txt[0] ? d->ib.node_type_txt : "?", d->ib.fw_ver[0] ? d->ib.fw_ver : "?",
 		      d->ib.node_guid[0] ? d->ib.node_guid : "?", d->ib.uverbs[0] ? d->ib.uverbs : "no uverbs node");
@@ -595,7 +600,7 @@ static int rdma_run(struct ctx *c, struct report *r)
 	struct strlist listed = { 0 };
 	struct anomalies a = { NULL, 0, 0, s->required ? ST_FAILED : ST_DEGRADED };
 	struct job *jobs = xcalloc(RDMA_MAX_DEVS + 1, sizeof(*jobs));
-	size_t n, n_jobs = 0, n_sel = 0, n_named = 0, n_named_ll = 0;
+	size_t n, n_jobs = 0, n_sel = 0, n_named = 0, n_named_ll = 0, n_vf = 0;
 	bool want_resolve = false, no_helper = false;
 	struct strbuf found = STRBUF_INIT;
 	int ret;
@@ -631,7 +636,8 @@ static int rdma_run(struct ctx *c, struct report *r)
 		for (unsigned k = 0; k < d->ib.n_ports; k++)
 			d->ll_match |= ib_link_matches(s->link_layer, d->ib.ports[k].link_layer);
 		n_named += d->name_match;
-		n_named_ll += d->name_match && d->ll_match;
+		/* Accelerated networking's VF is never the fabric, whatever it is called. */
+		n_named_ll += d->name_match && d->ll_match && d->ib.kind != IB_KIND_AN_VF;
 		sb_printf(&found, "%s%s (%s)", found.len ? ", " : "", d->ib.name,
 			  d->ib.n_ports ? d->ib.ports[0].link_layer : "no ports");
 		describe_device(r, d);
@@ -643,10 +649,15 @@ static int rdma_run(struct ctx *c, struct report *r)
 	for (size_t i = 0; i < n; i++) {
 		struct dev_info *d = &devs[i];
 
-		d->selected = d->name_match && (d->ll_match || n_named_ll == 0);
-		if (!d->selected)
+		d->selected = d->name_match && d->ib.kind != IB_KIND_AN_VF && (d->ll_match || n_named_ll == 0);
+		if (!d->selected && d->name_match && d->ib.kind == IB_KIND_AN_VF)
+			report_detail(r, "%s: not selected (accelerated networking's Ethernet VF%s%s%s%s: "
+				      "never the RDMA fabric)", d->ib.name, d->ib.netdev[0] ? " " : "",
+				      d->ib.netdev, d->ib.master[0] ? " of " : "", d->ib.master);
+		else if (!d->selected)
 			report_detail(r, "%s: not selected (%s)", d->ib.name, !d->name_match ?
 				      "name does not match rdma.devices" : "link layer differs from rdma.link_layer");
+		n_vf += d->name_match && d->ib.kind == IB_KIND_AN_VF;
 	}
 	if (n == 0 && listed.n == 0)
 		anomaly(r, &a, "no-devices", "no RDMA devices (/sys/class/infiniband is empty): no RDMA "
@@ -655,6 +666,11 @@ static int rdma_run(struct ctx *c, struct report *r)
 		anomaly(r, &a, "no-match", "no device matches rdma.devices '%s' (found: %s); Azure names "
 			"InfiniBand ports mlx5_ib* and accelerated-networking NICs mlx5_an*",
 			s->devices, found.len ? sb_str(&found) : "none in sysfs");
+	else if (n_vf == n_named)
+		anomaly(r, &a, "no-fabric", "no RDMA fabric: %s accelerated networking's Ethernet VF "
+			"(found: %s), which carries the VM's Ethernet, not MPI; this VM size has no "
+			"InfiniBand, or its driver is not loaded", n_vf == 1 ? "the only device is" :
+			"every device is", sb_str(&found));
 
 	for (size_t i = 0; i < n; i++) {
 		struct dev_info *d = &devs[i];

@@ -1,0 +1,85 @@
+#!/bin/bash
+# Device identity from sysfs, never from names, through the real binary on fixture trees:
+# HBv4 after Azure's renaming service (mlx5_ib0 beside the AN VF mlx5_an0), the same VM
+# before it ran (kernel names mlx5_0, mlx5_1), ND H100 v5 (eight HCAs and an AN VF),
+# a MANA VM (no InfiniBand).  The verbs calls are the documented fixture ops
+# (modules/rdma/fake.c): no RDMA hardware here.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/rdma-lib.sh"
+need_fixture_ops
+R=$T/root
+ulimit -l 8192
+
+# run_case CASE [HOOK] [ONLY]: check on a copy of the fixture; sets rc and $T/out
+run_case() {
+	fixture "rdma/$1" "$R"
+	[ -z "${2:-}" ] || eval "$2"
+	run_hpc_stdout "$T/out" check --root "$R" -c "$R/node.yaml" --only "${3:-rdma}" --json
+}
+mpi_section() { printf 'mpi: {profile: true}\n' >>"$R/node.yaml"; }
+# profile CASE: the MPI profile apply writes on a copy of the fixture (rdma then mpi)
+profile() {
+	fixture "rdma/$1" "$R"
+	mpi_section
+	[ -z "${2:-}" ] || eval "$2"
+	run_hpc "$T/apply" apply --root "$R" -c "$R/node.yaml" --only rdma,mpi
+	cat "$R/etc/profile.d/hpcinit-mpi.sh" 2>/dev/null
+}
+
+# HBv4: the InfiniBand HCA is the fabric, the AN VF is named for what it is.
+run_case hbv4
+is "HBv4: ok" "$(jget "$T/out" rdma status)" ok
+is "HBv4: summary" "$(jget "$T/out" rdma summary)" \
+	"mlx5_ib0: 400 Gb/s InfiniBand, verbs probe ok (reg_mr 1 MiB); ib0 172.16.1.4 -> mlx5_ib0"
+has_detail "HBv4: mlx5_ib0 is an InfiniBand HCA by sysfs" "$T/out" rdma \
+	'^mlx5_ib0: InfiniBand HCA \(sysfs: InfiniBand link layer, driver mlx5_core, netdev ib0\)$'
+has_detail "HBv4: mlx5_an0 is the AN VF (its netdev enslaved to hv_netvsc's eth0)" "$T/out" rdma \
+	'^mlx5_an0: accelerated networking.s Ethernet VF \(sysfs: Ethernet link layer, driver mlx5_core, netdev enP49993s1 enslaved to eth0 of hv_netvsc\)$'
+has_detail "HBv4: the AN VF is never the fabric" "$T/out" rdma \
+	'^mlx5_an0: not selected \(accelerated networking.s Ethernet VF enP49993s1 of eth0: never the RDMA fabric\)$'
+
+# The same VM before azure_persistent_rdma_naming ran: the kernel's names, same verdict.
+run_case hbv4-kernel-names
+is "kernel names: ok" "$(jget "$T/out" rdma status)" ok
+is "kernel names: the HCA is found whatever it is called" "$(jget "$T/out" rdma summary)" \
+	"mlx5_1: 400 Gb/s InfiniBand, verbs probe ok (reg_mr 1 MiB); ib0 172.16.1.4 -> mlx5_1"
+has_detail "kernel names: mlx5_0 is the AN VF by sysfs" "$T/out" rdma \
+	'^mlx5_0: not selected \(accelerated networking.s Ethernet VF enP49993s1 of eth0: never the RDMA fabric\)$'
+
+# link_layer: any or ethernet never makes the AN VF the fabric.
+run_case hbv4 "sed -i 's/link_layer: infiniband/link_layer: any/' \$R/node.yaml"
+is "HBv4, link_layer any: still only mlx5_ib0" "$(jget "$T/out" rdma summary)" \
+	"mlx5_ib0: 400 Gb/s InfiniBand, verbs probe ok (reg_mr 1 MiB); ib0 172.16.1.4 -> mlx5_ib0"
+# A name glob that names only the VF: said what it is.
+run_case hbv4 "sed -i 's/^rdma:/rdma:\n  devices: \"mlx5_an*\"/' \$R/node.yaml"
+is "HBv4, devices mlx5_an*: no fabric, said why" "$(jget "$T/out" rdma summary)" \
+	"no-fabric: no RDMA fabric: the only device is accelerated networking's Ethernet VF (found: mlx5_an0 (Ethernet), mlx5_ib0 (InfiniBand)), which carries the VM's Ethernet, not MPI; this VM size has no InfiniBand, or its driver is not loaded"
+
+# ND H100 v5: eight HCAs, the VF left out.
+run_case ndh100v5
+is "ND H100 v5: ok" "$(jget "$T/out" rdma status)" ok
+is "ND H100 v5: eight HCAs" "$(jget "$T/out" rdma summary)" \
+	"mlx5_ib0 mlx5_ib1 mlx5_ib2 mlx5_ib3 mlx5_ib4 mlx5_ib5 mlx5_ib6 mlx5_ib7: 400 Gb/s InfiniBand, verbs probe ok (reg_mr 1 MiB); ib0 172.16.1.9 -> mlx5_ib0"
+
+# MANA, no InfiniBand: the VF is not counted as RDMA.
+run_case mana-only
+is "MANA only: exit 1" "$rc" 1
+is "MANA only: no fabric" "$(jget "$T/out" rdma summary)" \
+	"no-fabric: no RDMA fabric: the only device is accelerated networking's Ethernet VF (found: mana_0 (Ethernet)), which carries the VM's Ethernet, not MPI; this VM size has no InfiniBand, or its driver is not loaded"
+run_case mana-only "sed -i 's/link_layer: infiniband/link_layer: ethernet/' \$R/node.yaml"
+is "MANA only, link_layer ethernet: still no fabric" "$(jget "$T/out" rdma status)" failed
+
+# The profile names the HCA by its name on this node, before and after renaming.
+p=$(profile hbv4)
+check "HBv4 profile: UCX on mlx5_ib0 only" grep -qx 'export UCX_NET_DEVICES=mlx5_ib0:1' <<<"$p"
+p=$(profile hbv4-kernel-names)
+check "kernel names profile: UCX on mlx5_1 only" grep -qx 'export UCX_NET_DEVICES=mlx5_1:1' <<<"$p"
+p=$(profile ndh100v5)
+check "ND H100 v5 profile: the eight HCAs" grep -qx \
+	'export UCX_NET_DEVICES=mlx5_ib0:1,mlx5_ib1:1,mlx5_ib2:1,mlx5_ib3:1,mlx5_ib4:1,mlx5_ib5:1,mlx5_ib6:1,mlx5_ib7:1' <<<"$p"
+# Without the rdma step (mpi alone reads sysfs): the same choice.
+fixture rdma/hbv4-kernel-names "$R"; mpi_section
+run_hpc "$T/apply" apply --root "$R" -c "$R/node.yaml" --only mpi
+check "kernel names, mpi alone: UCX on mlx5_1 only" grep -qx 'export UCX_NET_DEVICES=mlx5_1:1' "$R/etc/profile.d/hpcinit-mpi.sh"
+
+done_testing
