@@ -594,6 +594,7 @@ static void run_one(struct ctx *c, const struct module *m, size_t i, struct run_
 	c->module = m->name;
 	outputs_copy(&view, &res->out, m->inputs | m->outputs);
 	c->out = &view;
+	c->run = res;
 	log_set_module(m->name);
 	if (m->isolate)
 		r = run_isolated(c, m, rep, &view, tmo);
@@ -603,6 +604,7 @@ static void run_one(struct ctx *c, const struct module *m, size_t i, struct run_
 		r = m->apply(c, rep);
 	outputs_copy(&res->out, &view, m->outputs);
 	c->out = NULL;
+	c->run = NULL;
 	if (r < 0)
 		report_raise(rep, ST_FAILED);
 	/* The worst-first summary from the findings, unless the module wrote one. */
@@ -703,6 +705,42 @@ int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
 		close(lock_fd);   /* releases the flock */
 	}
 	return res->exit_code;
+}
+
+int runner_leave(struct ctx *c)
+{
+	size_t n = 0;
+	int code = 0;
+
+	while (module_table[n])
+		n++;
+	/* Last step first: the scheduler lets the node go before its record does. */
+	while (n--) {
+		const struct module *m = module_table[n];
+		struct report rep;
+		int r;
+
+		if (!m->leave || (m->enabled && !m->enabled(c->spec)))
+			continue;
+		report_init(&rep);
+		c->module = m->name;
+		log_set_module(m->name);
+		r = m->leave(c, &rep);
+		log_set_module(NULL);
+		c->module = NULL;
+		if (r < 0)
+			report_raise(&rep, ST_FAILED);
+		if (!rep.summary[0])
+			report_summarize(&rep);
+		printf("leave: %s: %s: %s\n", m->name, rep.status == ST_FAILED ? "failed" :
+		       rep.status == ST_CHANGED ? "changed" : "ok", rep.summary[0] ? rep.summary : "nothing to do");
+		if (rep.details.len)
+			fputs(sb_str(&rep.details), stdout);
+		if (rep.status == ST_FAILED)
+			code = 1;
+		report_free(&rep);
+	}
+	return code;
 }
 
 void run_result_free(struct run_result *res)
