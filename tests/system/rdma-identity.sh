@@ -77,6 +77,40 @@ check "kernel names profile: UCX on mlx5_1 only" grep -qx 'export UCX_NET_DEVICE
 p=$(profile ndh100v5)
 check "ND H100 v5 profile: the eight HCAs" grep -qx \
 	'export UCX_NET_DEVICES=mlx5_ib0:1,mlx5_ib1:1,mlx5_ib2:1,mlx5_ib3:1,mlx5_ib4:1,mlx5_ib5:1,mlx5_ib6:1,mlx5_ib7:1' <<<"$p"
+check "ND H100 v5 profile: NCCL_IB_HCA in exact form (= : mlx5_ib1 must not match mlx5_ib1x)" grep -qx \
+	'export NCCL_IB_HCA==mlx5_ib0:1,mlx5_ib1:1,mlx5_ib2:1,mlx5_ib3:1,mlx5_ib4:1,mlx5_ib5:1,mlx5_ib6:1,mlx5_ib7:1' <<<"$p"
+check "ND H100 v5: /etc/nccl.conf, where NCCL reads it" grep -qx \
+	'NCCL_IB_HCA==mlx5_ib0:1,mlx5_ib1:1,mlx5_ib2:1,mlx5_ib3:1,mlx5_ib4:1,mlx5_ib5:1,mlx5_ib6:1,mlx5_ib7:1' "$R/etc/nccl.conf"
+check "ND H100 v5: the tenant P_Key (the larger of 0x8017 and 0x7fff)" grep -qx 'export UCX_IB_PKEY=0x8017' <<<"$p"
+
+# mpirun lines users write themselves reach the same settings: Open MPI's system
+# parameter file (Debian's own lines kept, "pml = ^ucx" among them: our block comes
+# later and wins) and UCX's ucx.conf, read here by the real ompi_info and ucx_info.
+fixture rdma/hbv4 "$R"; mpi_section
+mkdir -p "$R/etc/openmpi"
+printf '# the package'"'"'s file\nmtl = ^ofi\nbtl = ^uct,openib,ofi\npml = ^ucx\nosc = ^ucx,pt2pt\n' >"$R/etc/openmpi/openmpi-mca-params.conf"
+cp "$R/etc/openmpi/openmpi-mca-params.conf" "$T/ompi-before"
+run_hpc "$T/apply" apply --root "$R" -c "$R/node.yaml" --only rdma,mpi
+check "Open MPI params: the package's lines are kept" bash -c "head -5 '$R/etc/openmpi/openmpi-mca-params.conf' | cmp -s - '$T/ompi-before'"
+if command -v ompi_info >/dev/null; then
+	v=$(OMPI_MCA_mca_base_param_files=$R/etc/openmpi/openmpi-mca-params.conf ompi_info --param pml all --level 9 --parsable 2>/dev/null | grep '^mca:pml:base:param:pml:value:')
+	is "ompi_info reads pml ucx from the file (over the package's ^ucx)" "$v" "mca:pml:base:param:pml:value:ucx"
+else
+	not_ok "ompi_info (openmpi-bin) is not installed"
+fi
+if command -v ucx_info >/dev/null; then
+	v=$(UCX_CONFIG_DIR=$R/etc/ucx ucx_info -c 2>/dev/null | grep '^UCX_NET_DEVICES=')
+	is "ucx_info reads the fabric from /etc/ucx/ucx.conf" "$v" "UCX_NET_DEVICES=mlx5_ib0:1"
+else
+	not_ok "ucx_info (ucx-utils) is not installed"
+fi
+check "ucx.conf carries the P_Key" grep -qx 'UCX_IB_PKEY=0x800b' "$R/etc/ucx/ucx.conf"
+# mpi.profile: false takes our blocks away and leaves the package's file as it was.
+sed -i 's/mpi: {profile: true}/mpi: {profile: false}/' "$R/node.yaml"
+run_hpc "$T/apply" apply --root "$R" -c "$R/node.yaml" --only rdma,mpi
+check "profile: false: Open MPI's file is the package's again" cmp -s "$R/etc/openmpi/openmpi-mca-params.conf" "$T/ompi-before"
+check "profile: false: no NCCL_IB_HCA left" bash -c "! grep -q NCCL_IB_HCA '$R/etc/nccl.conf'"
+
 # Without the rdma step (mpi alone reads sysfs): the same choice.
 fixture rdma/hbv4-kernel-names "$R"; mpi_section
 run_hpc "$T/apply" apply --root "$R" -c "$R/node.yaml" --only mpi
