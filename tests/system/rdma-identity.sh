@@ -111,6 +111,26 @@ run_hpc "$T/apply" apply --root "$R" -c "$R/node.yaml" --only rdma,mpi
 check "profile: false: Open MPI's file is the package's again" cmp -s "$R/etc/openmpi/openmpi-mca-params.conf" "$T/ompi-before"
 check "profile: false: no NCCL_IB_HCA left" bash -c "! grep -q NCCL_IB_HCA '$R/etc/nccl.conf'"
 
+# Slots: the spec's count instead of hpcinit's CPU count; one per GPU on ND (sysfs shows
+# eight NVIDIA 3D controllers in the fixture).  The record discovery writes carries it.
+slots_case() {  # slots_case FIXTURE MPI-SECTION: sets $slots (the record's) and $T/disc
+	fixture "rdma/$1" "$R"; mkroot "$R"
+	printf 'mpi: %s\ndiscovery: {method: shared, dir: /shared, expect: 1, wait: 1s}\n' "$2" >>"$R/node.yaml"
+	mkdir -p "$R/shared/fixture/nodes"
+	HPCINIT_ADDRESS=10.0.0.4 run_hpc_stdout "$T/disc" apply --root "$R" -c "$R/node.yaml" --hostname node01 --only discovery --json
+	slots=$(sed -n 's/^slots: //p' "$R/shared/fixture/nodes/node01.rec")
+}
+slots_case ndh100v5 '{profile: true, slots_per_gpu: true}'
+is "ND H100 v5, slots_per_gpu: 8 slots" "$slots" 8
+has_detail "ND H100 v5: said why" "$T/disc" discovery '^slots: 8, one per GPU \(mpi.slots_per_gpu; [0-9]+ cores\)$'
+slots_case hbv4 '{profile: true, slots: 176}'
+is "HBv4, mpi.slots 176: 176 slots" "$slots" 176
+slots_case hbv4 '{profile: true, slots_per_gpu: true, slots: 96}'
+is "HBv4 (no GPU), slots_per_gpu and slots 96: 96" "$slots" 96
+has_detail "no GPU: said" "$T/disc" discovery '^slots: mpi.slots_per_gpu, but sysfs shows no GPU .*: mpi.slots instead$'
+slots_case hbv4 '{profile: true}'
+is "no override: the usable cores" "$slots" "$(nproc)"
+
 # Without the rdma step (mpi alone reads sysfs): the same choice.
 fixture rdma/hbv4-kernel-names "$R"; mpi_section
 run_hpc "$T/apply" apply --root "$R" -c "$R/node.yaml" --only mpi
