@@ -61,6 +61,22 @@ is "ND H100 v5: ok" "$(jget "$T/out" rdma status)" ok
 is "ND H100 v5: eight HCAs" "$(jget "$T/out" rdma summary)" \
 	"mlx5_ib0 mlx5_ib1 mlx5_ib2 mlx5_ib3 mlx5_ib4 mlx5_ib5 mlx5_ib6 mlx5_ib7: 400 Gb/s InfiniBand, verbs probe ok (reg_mr 1 MiB); ib0 172.16.1.9 -> mlx5_ib0"
 
+# IPoIB as Azure's host intends it (Hyper-V KVP pool 0, key IPoIB_Data: MAC:IPv4 pairs that
+# waagent applies), compared with each IPoIB interface (sysfs type 32) by its MAC.
+has_detail "ND H100 v5: ib3 as the host intends" "$T/out" rdma \
+	'^ib3: 172\.16\.1\.12, as the host intends \(Hyper-V KVP IPoIB_Data, MAC 0c42a1e41a03\)$'
+run_case ndh100v5 "sed -i 's/^ipoib ib3 172.16.1.12 /ipoib ib3 172.16.1.13 /; s/^ipoib ib4 172.16.1.13 /ipoib ib4 172.16.1.12 /' \$R/etc/hpcinit/fake-rdma"
+is "ND H100 v5, ib3 and ib4 swapped: failed" "$(jget "$T/out" rdma status)" failed
+is "ND H100 v5, swapped: the summary names the wrong one" "$(jget "$T/out" rdma summary)" \
+	"ipoib-kvp: ib3 is wrong: it has 172.16.1.13 where the host intends 172.16.1.12 (Hyper-V KVP IPoIB_Data, MAC 0c42a1e41a03); waagent assigns it with OS.EnableRDMA=y (+1 more)"
+has_detail "swapped: ib4 too" "$T/out" rdma '^ipoib-kvp: ib4 is wrong: it has 172\.16\.1\.12 where the host intends 172\.16\.1\.13 '
+run_case ndh100v5 "sed -i 's/^ipoib ib5 172.16.1.14 /ipoib ib5 - /' \$R/etc/hpcinit/fake-rdma"
+has_detail "no address on ib5: named" "$T/out" rdma '^ipoib-kvp: ib5 is wrong: it has no address where the host intends 172\.16\.1\.14 '
+# The host publishes a MAC no interface has (a VF that did not come up).
+run_case ndh100v5 "python3 -c 'import sys; p=sys.argv[1]; b=bytearray(open(p,\"rb\").read()); i=b.find(b\"NUMPAIRS:8\"); b[i:i+10]=b\"NUMPAIRS:9\"; j=b.find(b\"\\0\", i); b[j:j+25]=b\"|0C42A1E41A09:172.16.1.30\"; open(p,\"wb\").write(b)' \$R/var/lib/hyperv/.kvp_pool_0"
+has_detail "a MAC no interface has: named" "$T/out" rdma \
+	'^ipoib-kvp: the host intends 172\.16\.1\.30 for MAC 0c42a1e41a09 \(Hyper-V KVP IPoIB_Data\), but no IPoIB interface has that MAC$'
+
 # MANA, no InfiniBand: the VF is not counted as RDMA.
 run_case mana-only
 is "MANA only: exit 1" "$rc" 1
