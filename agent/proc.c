@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "hpcinit.h"
+#include "log.h"
 #include "proc.h"
 
 static const char safe_path[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -41,13 +43,79 @@ char *proc_which(const char *name)
 	return NULL;
 }
 
+/*
+ * Is dir (the directory of the running binary) hpcinit's build tree, trusted
+ * as much as the binary itself?  configure writes config.status there, an
+ * installed system never has one beside the binary.  Both the directory and
+ * the marker must be owned by root or by the binary's owner and not be
+ * writable by group or others: whoever else could add files there cannot
+ * slip in a helper.  why: what failed, when the marker is there but the
+ * checks are not met.
+ */
+static bool build_tree_trusted(const char *dir, uid_t exe_uid, const char **why)
+{
+	char *marker = xasprintf("%s/config.status", dir);
+	struct stat st, ms;
+	bool ok = false;
+
+	*why = NULL;
+	if (lstat(marker, &ms) != 0)
+		goto out;               /* not a build tree: the usual case */
+	if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+		*why = "not a directory";
+	else if (st.st_uid != 0 && st.st_uid != exe_uid)
+		*why = "directory owned by someone other than the binary's owner or root";
+	else if (st.st_mode & (S_IWGRP | S_IWOTH))
+		*why = "directory writable by group or others";
+	else if (!S_ISREG(ms.st_mode))
+		*why = "config.status is not a regular file";
+	else if (ms.st_uid != st.st_uid && ms.st_uid != 0)
+		*why = "config.status owned by someone other than the directory's owner or root";
+	else
+		ok = true;
+out:
+	free(marker);
+	return ok;
+}
+
+const char *proc_build_dir(void)
+{
+	static bool done;
+	static char *dir;
+	char exe[PATH_MAX], *slash;
+	const char *why;
+	struct stat st;
+	ssize_t n;
+
+	if (done)
+		return dir;
+	done = true;
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0 || stat("/proc/self/exe", &st) != 0)
+		return NULL;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (!slash || slash == exe)
+		return NULL;
+	*slash = '\0';
+	if (build_tree_trusted(exe, st.st_uid, &why))
+		dir = xstrdup(exe);
+	else if (why)
+		log_warn("%s looks like a build tree (config.status) but its helpers are not used: %s; "
+			 "helpers come from %s/hpcinit (HPCINIT_LIBEXEC_DIR overrides)",
+			 exe, why, LIBEXECDIR);
+	return dir;
+}
+
 char *proc_helper_path(const char *name)
 {
 	const char *dir = getenv("HPCINIT_LIBEXEC_DIR");
 
-	if (!dir || dir[0] != '/')
-		dir = LIBEXECDIR "/hpcinit";
-	return xasprintf("%s/%s", dir, name);
+	if (dir && dir[0] == '/')
+		return xasprintf("%s/%s", dir, name);
+	if ((dir = proc_build_dir()))
+		return xasprintf("%s/%s", dir, name);
+	return xasprintf("%s/%s", LIBEXECDIR "/hpcinit", name);
 }
 
 char *argv_render(const char *const argv[])

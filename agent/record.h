@@ -38,6 +38,7 @@ struct peer {
 	char *version;          /* agent version that wrote it */
 	char *boot_id;
 	int64_t updated;        /* unix seconds of the last refresh */
+	bool formed;            /* the writer has seen its cluster formed (discovery.expect reached) */
 	bool self;              /* this node */
 };
 

@@ -165,6 +165,16 @@ struct spec_mpi {
 	bool slots_per_gpu;             /* one rank per GPU (ND sizes), where sysfs shows GPUs; default false */
 };
 
+/* slurm: this node in Slurm (modules/slurm, docs/slurm.md). */
+struct spec_slurm {
+	bool present;
+	struct strlist conf_servers;    /* compute: slurmctld hosts, "host[:port]" (configless) */
+	struct strlist features;        /* added to the facts' features (cluster, VM size, IB domain) */
+	unsigned memory_margin_pct;     /* RealMemory: MemTotal less this share; default 3 */
+	char *key_file;                 /* the munge key, root's alone like cluster.secret_file; NULL: none */
+	uint64_t leave_wait_ms;         /* leave: how long to wait for jobs before the delete; default 60 s */
+};
+
 struct spec {
 	char *file;                     /* path the spec was read from */
 	unsigned version;
@@ -177,6 +187,7 @@ struct spec {
 	struct spec_ssh ssh;
 	struct spec_hostfile hostfile;
 	struct spec_mpi mpi;
+	struct spec_slurm slurm;
 };
 
 /*

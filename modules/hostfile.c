@@ -318,52 +318,158 @@ static bool real_root(const struct ctx *c)
 	return !c->root || !*c->root || strcmp(c->root, "/") == 0;
 }
 
-/* The first address a hosts(5) text gives name, into out; false when none. */
-static bool hosts_text_lookup(const char *text, const char *name, char *out, size_t len)
+/*
+ * A hosts(5) text parsed once: every (name, address) pair, sorted by name
+ * (case-insensitive, as the resolver compares) and then by line, so a
+ * lookup is a binary search and the names of 10,000 nodes are checked in
+ * O(n log n), not one scan of the file per node.
+ */
+struct hosts_entry {
+	const char *name, *addr;
+	size_t order;           /* position in the file: the first line wins */
+};
+
+struct hosts_index {
+	char *text;             /* the copy the entries point into */
+	struct hosts_entry *v;
+	size_t n;
+};
+
+static int hosts_entry_cmp(const void *a, const void *b)
 {
-	const char *ws = " \t";
+	const struct hosts_entry *x = a, *y = b;
+	int r = strcasecmp(x->name, y->name);
 
-	for (const char *l = text; l && *l;) {
-		const char *e = strchr(l, '\n');
-		size_t n = e ? (size_t)(e - l) : strlen(l);
-		char *line = xstrndup(l, n), *save = NULL, *addr, *tok;
-		char *hash = strchr(line, '#');
+	return r ? r : (x->order > y->order) - (x->order < y->order);
+}
 
-		if (hash)
+static void hosts_index_build(struct hosts_index *ix, const char *text)
+{
+	static const char ws[] = " \t\r";
+	size_t cap = 0;
+
+	memset(ix, 0, sizeof(*ix));
+	if (!text)
+		return;
+	ix->text = xstrdup(text);
+	for (char *l = ix->text; l && *l;) {
+		char *e = strchr(l, '\n'), *hash, *save = NULL, *addr, *tok;
+
+		if (e)
+			*e = '\0';
+		if ((hash = strchr(l, '#')))
 			*hash = '\0';
-		addr = strtok_r(line, ws, &save);
-		while (addr && (tok = strtok_r(NULL, ws, &save)))
-			if (strcasecmp(tok, name) == 0) {
-				snprintf(out, len, "%s", addr);
-				free(line);
-				return true;
+		addr = strtok_r(l, ws, &save);
+		while (addr && (tok = strtok_r(NULL, ws, &save))) {
+			if (ix->n == cap) {
+				cap = cap ? 2 * cap : 64;
+				ix->v = xrealloc(ix->v, cap * sizeof(*ix->v));
 			}
-		free(line);
+			ix->v[ix->n] = (struct hosts_entry){ tok, addr, ix->n };
+			ix->n++;
+		}
 		l = e ? e + 1 : NULL;
 	}
-	return false;
+	if (ix->n)
+		qsort(ix->v, ix->n, sizeof(*ix->v), hosts_entry_cmp);
+}
+
+static void hosts_index_free(struct hosts_index *ix)
+{
+	free(ix->text);
+	free(ix->v);
+	memset(ix, 0, sizeof(*ix));
+}
+
+/*
+ * The first address the text gives name, NULL when none; *several is set
+ * when other lines give the name a different address (the resolver may then
+ * sort another one first).
+ */
+static const char *hosts_index_lookup(const struct hosts_index *ix, const char *name, bool *several)
+{
+	size_t lo = 0, hi = ix->n;
+
+	/* the first entry not below name */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcasecmp(ix->v[mid].name, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == ix->n || strcasecmp(ix->v[lo].name, name) != 0)
+		return NULL;
+	if (several) {
+		*several = false;
+		for (size_t k = lo + 1; k < ix->n && strcasecmp(ix->v[k].name, name) == 0; k++)
+			if (strcmp(ix->v[k].addr, ix->v[lo].addr) != 0)
+				*several = true;
+	}
+	return ix->v[lo].addr;
+}
+
+/*
+ * Does the system's resolver ask /etc/hosts first and stop at its answer
+ * (nsswitch.conf "hosts: files ...")?  Then a name found there resolves to
+ * what the file says, without a getaddrinfo(3) that reads the whole file
+ * again for every node.
+ */
+static bool files_first(const struct ctx *c)
+{
+	char *text = NULL;
+	bool ret = false;
+
+	if (fs_read(c, "/etc/nsswitch.conf", &text, NULL) < 0)
+		return false;   /* glibc's default without the file is "dns [!UNAVAIL=return] files" */
+	for (char *l = text, *e; l && *l; l = e ? e + 1 : NULL) {
+		char *save = NULL, *key, *src, *next;
+
+		if ((e = strchr(l, '\n')))
+			*e = '\0';
+		if (strchr(l, '#'))
+			*strchr(l, '#') = '\0';
+		key = strtok_r(l, " \t", &save);
+		if (!key || strcmp(key, "hosts:") != 0)
+			continue;
+		src = strtok_r(NULL, " \t", &save);
+		next = strtok_r(NULL, " \t", &save);
+		/* "files [SUCCESS=continue]" would go on to other sources: not that */
+		ret = src && strcmp(src, "files") == 0 && !(next && next[0] == '[' && strstr(next, "SUCCESS"));
+	}
+	free(text);
+	return ret;
 }
 
 /*
  * Where name resolves: 0 to want (its first address, the one ssh and the
  * MPI launchers use), 1 elsewhere (that address in other), -1 not at all
  * (the resolver's message in other).  On the real root the system's
- * resolver answers (nsswitch: files, DNS, ...); under a fake root only the
- * root's /etc/hosts (hosts_text, may be NULL) can.
+ * resolver answers (nsswitch: files, DNS, ...), from the parsed /etc/hosts
+ * when nsswitch asks the file first and it names the node once; under a
+ * fake root only the root's /etc/hosts (hosts, may be empty) can.
  */
-static int name_resolves(const struct ctx *c, const char *hosts_text, const char *name,
+static int name_resolves(const struct ctx *c, const struct hosts_index *hosts, bool files, const char *name,
 			 const char *want, char *other, size_t len)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
 	struct addrinfo *res = NULL;
 	char host[NI_MAXHOST];
+	bool several = false;
+	const char *a = hosts_index_lookup(hosts, name, &several);
 	int r;
 
 	if (!real_root(c)) {
-		if (!hosts_text || !hosts_text_lookup(hosts_text, name, other, len)) {
+		if (!a) {
 			snprintf(other, len, "not in %s/etc/hosts", c->root);
 			return -1;
 		}
+		snprintf(other, len, "%s", a);
+		return strcmp(other, want) == 0 ? 0 : 1;
+	}
+	if (files && a && !several) {
+		snprintf(other, len, "%s", a);
 		return strcmp(other, want) == 0 ? 0 : 1;
 	}
 	r = getaddrinfo(name, NULL, &hints, &res);
@@ -394,15 +500,19 @@ static bool loopback_text(const char *a)
 static size_t names_wrong(const struct ctx *c, const struct peerset *peers, char **first)
 {
 	char *hosts_text = NULL;
+	struct hosts_index hosts;
+	bool files = real_root(c) && files_first(c);
 	size_t bad = 0;
 
 	*first = NULL;
-	if (!real_root(c) && fs_read(c, ETC_HOSTS, &hosts_text, NULL) < 0)
+	if ((!real_root(c) || files) && fs_read(c, ETC_HOSTS, &hosts_text, NULL) < 0)
 		hosts_text = NULL;
+	hosts_index_build(&hosts, hosts_text);
+	free(hosts_text);
 	for (size_t i = 0; i < peers->n; i++) {
 		const struct peer *p = &peers->v[i];
 		char other[NI_MAXHOST + 64];
-		int r = name_resolves(c, hosts_text, p->hostname, p->addr, other, sizeof(other));
+		int r = name_resolves(c, &hosts, files, p->hostname, p->addr, other, sizeof(other));
 
 		if (r == 0 || (r == 1 && p->self && loopback_text(other)))
 			continue;
@@ -411,7 +521,7 @@ static size_t names_wrong(const struct ctx *c, const struct peerset *peers, char
 				 xasprintf("%s resolves to %s, its record says %s", p->hostname, other,
 					   p->addr);
 	}
-	free(hosts_text);
+	hosts_index_free(&hosts);
 	return bad;
 }
 
@@ -555,4 +665,5 @@ const struct module hostfile_module = {
 	.check = hf_run,
 	.apply = hf_run,
 	.inputs = OUT_PEERS,
+	.isolate = true,        /* hostfile.dir and /etc/hosts may sit on shared storage */
 };

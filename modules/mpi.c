@@ -19,6 +19,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fnmatch.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -593,15 +595,21 @@ static char *launch_failure(struct report *r, const char *err)
  * The verify program, built for the MPI that launches it: hpcinit-mpiverify
  * (Open MPI) or hpcinit-mpiverify-mpich (MPICH, and Intel MPI, which keeps
  * MPICH's ABI).  HPCINIT_MPIVERIFY / HPCINIT_MPIVERIFY_MPICH: a copy the
- * nodes can all read (the tests).
+ * nodes can all read (the tests); else the one beside a binary run from its
+ * build tree (proc_build_dir), else LIBEXECDIR's.
  */
 static const char *verify_program(enum mpi_launcher l)
 {
 	const char *p = getenv(l == MPI_OPENMPI ? "HPCINIT_MPIVERIFY" : "HPCINIT_MPIVERIFY_MPICH");
 
+	const char *name = l == MPI_OPENMPI ? "hpcinit-mpiverify" : "hpcinit-mpiverify-mpich";
+	const char *dir = proc_build_dir();     /* a binary run from its build tree: the one beside it */
+	static char path[PATH_MAX];
+
 	if (p && *p == '/')
 		return p;
-	return l == MPI_OPENMPI ? LIBEXECDIR "/hpcinit-mpiverify" : LIBEXECDIR "/hpcinit-mpiverify-mpich";
+	snprintf(path, sizeof(path), "%s/%s", dir ? dir : LIBEXECDIR, name);
+	return path;
 }
 
 /* The launcher of each MPI, and the hostfile format it reads. */

@@ -232,6 +232,49 @@ static void rfc4231(void)
 	TEST_STREQ(mac, "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
 }
 
+/* formed: written only when set, read back, covered by the HMAC, strict value, optional. */
+static void test_formed(void)
+{
+	const char *key = "0123456789abcdef0123456789abcdef";
+	char err[160], *t, *bad;
+	struct peer p, q;
+
+	fill(&p);
+	t = record_format(&p, "glo", key, strlen(key));
+	TEST_CHECK(strstr(t, "formed:") == NULL);       /* an older agent's record: no field */
+	TEST_INTEQ(parse_str(t, key, &q, err, sizeof(err)), 0);
+	TEST_CHECK(!q.formed);
+	peer_clear(&q);
+	/* added without the secret: the HMAC no longer matches */
+	bad = replace(t, "user_keys:", "formed: true\nuser_keys:");
+	TEST_INTEQ(parse_str(bad, key, &q, err, sizeof(err)), -EKEYREJECTED);
+	free(bad);
+	free(t);
+	p.formed = true;
+	t = record_format(&p, "glo", key, strlen(key));
+	TEST_CHECK(strstr(t, "\nupdated: 1700000000\nformed: true\nhost_keys:\n") != NULL);
+	TEST_INTEQ(parse_str(t, key, &q, err, sizeof(err)), 0);
+	TEST_CHECK(q.formed);
+	peer_clear(&q);
+	/* removed without the secret: rejected too */
+	bad = replace(t, "formed: true\n", "");
+	TEST_INTEQ(parse_str(bad, key, &q, err, sizeof(err)), -EKEYREJECTED);
+	free(bad);
+	free(t);
+	t = record_format(&p, "glo", NULL, 0);
+	bad = replace(t, "formed: true", "formed: yes");
+	TEST_INTEQ(parse_str(bad, NULL, &q, err, sizeof(err)), -EBADMSG);
+	TEST_CHECK(strstr(err, "formed: expected true or false") != NULL);
+	free(bad);
+	bad = replace(t, "formed: true", "formed: false");
+	TEST_INTEQ(parse_str(bad, NULL, &q, err, sizeof(err)), 0);
+	TEST_CHECK(!q.formed);
+	peer_clear(&q);
+	free(bad);
+	free(t);
+	peer_clear(&p);
+}
+
 static void test_hmac(void)
 {
 	char mac[RECORD_HMAC_HEX + 1], err[160];
@@ -492,6 +535,7 @@ int main(void)
 	test_roundtrip();
 	test_fabric_fields();
 	test_hmac();
+	test_formed();
 	test_truncation();
 	test_strict();
 	TEST_EXIT();
