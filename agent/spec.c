@@ -293,6 +293,7 @@ static const struct flags_arg formats_flags = { format_vals, "format", "openmpi,
 
 static const struct int_arg version_int = { 1, 1, 4 };
 static const struct int_arg rate_int = { 0, 1600, 4 };
+static const struct int_arg slots_int = { 0, 4096, 4 };
 static const struct int_arg port_int = { 1, 65535, 2 };
 static const struct int_arg expect_int = { 1, SPEC_MAX_HOSTS, 4 };
 static const struct float_arg latency_float = { 0, 1e6 };
@@ -554,6 +555,8 @@ static const struct schema verify_schema = { verify_fields, -1, true };
 static const struct field mpi_fields[] = {
 	{ "profile", &T_BOOL, offsetof(struct spec_mpi, profile), NULL, 0, M_NONE, NULL },
 	{ "verify", &T_MAP, 0, &verify_schema, 0, M_NONE, NULL },
+	{ "slots", &T_INT, offsetof(struct spec_mpi, slots), &slots_int, 0, M_NONE, NULL },
+	{ "slots_per_gpu", &T_BOOL, offsetof(struct spec_mpi, slots_per_gpu), NULL, 0, M_NONE, NULL },
 	{ NULL, NULL, 0, NULL, 0, M_NONE, NULL }
 };
 

@@ -161,6 +161,8 @@ struct spec_mpi {
 	double max_latency_us;          /* default 0 = no threshold */
 	uint64_t min_bandwidth;         /* bytes per second at 4 MiB; default 0 = no threshold */
 	enum mpi_launcher launcher;     /* default openmpi */
+	unsigned slots;                 /* ranks per node in records and hostfiles; 0 (default): usable cores */
+	bool slots_per_gpu;             /* one rank per GPU (ND sizes), where sysfs shows GPUs; default false */
 };
 
 /* slurm: this node in Slurm (modules/slurm, docs/slurm.md). */

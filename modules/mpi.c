@@ -312,6 +312,9 @@ static char *profile_render(const struct spec *s, const struct fabric *f)
 		sb_printf(&sb, "export UCX_NET_DEVICES=%s\n", f->ucx_devices);
 	if (f->ucx_pkey)
 		sb_printf(&sb, "export UCX_IB_PKEY=%s\n", f->ucx_pkey);
+	/* NCCL: "=" makes the list exact; without it mlx5_ib1 would also match mlx5_ib10. */
+	if (f->ucx_devices)
+		sb_printf(&sb, "export NCCL_IB_HCA==%s\n", f->ucx_devices);
 	/*
 	 * Intel MPI (2019 and later: libfabric) and MPICH builds on libfabric
 	 * read FI_PROVIDER: "mlx" (UCX underneath, the provider the Azure HPC
@@ -325,6 +328,72 @@ static char *profile_render(const struct spec *s, const struct fabric *f)
 	if (!f->rdma && s->cluster.has_network)
 		sb_printf(&sb, "export I_MPI_TCP_NETMASK=%s\n", s->cluster.network.text);
 	return sb_steal(&sb);
+}
+
+/*
+ * The system files MPI and NCCL read whatever the shell: mpirun lines users
+ * write themselves, batch jobs, non-login ssh.  A managed block in each,
+ * text outside it kept; Open MPI's file is the package's own (Debian's says
+ * pml = ^ucx): its later lines win, so the block goes at the end.
+ */
+#define SYSFILE_TAG "mpi"
+#define UCX_CONF "/etc/ucx/ucx.conf"            /* UCX >= 1.12: $UCX_CONFIG_DIR/ucx.conf, default sysconfdir/ucx */
+#define NCCL_CONF "/etc/nccl.conf"              /* NCCL: after NCCL_CONF_FILE and ~/.nccl.conf */
+
+static const char *const ompi_params_paths[] = {
+	"/etc/openmpi/openmpi-mca-params.conf",                 /* Debian, Ubuntu */
+	"/usr/lib64/openmpi/etc/openmpi-mca-params.conf",       /* RHEL, Alma, Rocky, Fedora */
+	"/usr/lib64/mpi/gcc/openmpi4/etc/openmpi-mca-params.conf",      /* SLES, openSUSE */
+	"/etc/openmpi-mca-params.conf",                         /* --sysconfdir=/etc builds */
+	NULL,
+};
+
+static int sysfiles_converge(struct ctx *c, struct report *r, const struct fabric *f, struct strbuf *done)
+{
+	bool want = c->spec->mpi.profile;
+	struct strbuf ompi = STRBUF_INIT, ucx = STRBUF_INIT, nccl = STRBUF_INIT;
+	int ret = 0, rr;
+
+	if (want) {
+		for (size_t i = 0; i < f->n_mca; i++)
+			sb_printf(&ompi, "%s = %s\n", f->mca[i].name, f->mca[i].value);
+		if (f->ucx_devices) {
+			sb_printf(&ucx, "UCX_NET_DEVICES=%s\n", f->ucx_devices);
+			sb_printf(&nccl, "NCCL_IB_HCA==%s\n", f->ucx_devices);
+		}
+		if (f->ucx_pkey)
+			sb_printf(&ucx, "UCX_IB_PKEY=%s\n", f->ucx_pkey);
+	}
+	for (size_t i = 0; ompi_params_paths[i]; i++) {
+		if (!fs_exists(c, ompi_params_paths[i]))
+			continue;       /* Open MPI not installed there: nothing to reach */
+		rr = fs_managed_block(c, r, ompi_params_paths[i], SYSFILE_TAG, sb_str(&ompi), 0644, 0, 0);
+		if (rr < 0)
+			ret = rr;
+		else if (want)
+			sb_printf(done, "%s%s", done->len ? ", " : "", ompi_params_paths[i]);
+		break;
+	}
+	if (ucx.len && !fs_exists(c, "/etc/ucx"))
+		rr = fs_mkdir_p(c, r, "/etc/ucx", 0755, 0, 0);
+	else
+		rr = 0;
+	if (rr >= 0 && (ucx.len || fs_exists(c, UCX_CONF)))
+		rr = fs_managed_block(c, r, UCX_CONF, SYSFILE_TAG, sb_str(&ucx), 0644, 0, 0);
+	if (rr < 0)
+		ret = rr;
+	else if (ucx.len)
+		sb_printf(done, "%s" UCX_CONF, done->len ? ", " : "");
+	rr = nccl.len || fs_exists(c, NCCL_CONF) ?
+	     fs_managed_block(c, r, NCCL_CONF, SYSFILE_TAG, sb_str(&nccl), 0644, 0, 0) : 0;
+	if (rr < 0)
+		ret = rr;
+	else if (nccl.len)
+		sb_printf(done, "%s" NCCL_CONF, done->len ? ", " : "");
+	sb_free(&ompi);
+	sb_free(&ucx);
+	sb_free(&nccl);
+	return ret;
 }
 
 static int profile_converge(struct ctx *c, struct report *r, const struct fabric *f)
@@ -922,6 +991,58 @@ int mpi_verify(struct ctx *c, struct report *r)
 	return ret;
 }
 
+unsigned mpi_count_gpus(const struct ctx *c)
+{
+	char *hp = ctx_path(c, "/sys/bus/pci/devices");
+	DIR *d = opendir(hp);
+	struct dirent *e;
+	unsigned n = 0;
+
+	free(hp);
+	while (d && (e = readdir(d))) {
+		char path[320], cls[32], ven[32];
+
+		if (e->d_name[0] == '.' || strlen(e->d_name) > 64)
+			continue;
+		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/class", e->d_name);
+		if (!ib_sysfs_read(c, path, cls, sizeof(cls)))
+			continue;
+		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/vendor", e->d_name);
+		if (!ib_sysfs_read(c, path, ven, sizeof(ven)))
+			continue;
+		/* 0x0302xx 3D controller (H100, A100), 0x0380xx display/other (MI300X); NVIDIA, AMD */
+		if ((strncmp(cls, "0x0302", 6) == 0 || strncmp(cls, "0x0380", 6) == 0) &&
+		    (strcmp(ven, "0x10de") == 0 || strcmp(ven, "0x1002") == 0))
+			n++;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+unsigned mpi_node_slots(const struct ctx *c, struct report *r, unsigned cores)
+{
+	const struct spec_mpi *m = &c->spec->mpi;
+
+	if (!m->present)
+		return cores;
+	if (m->slots_per_gpu) {
+		unsigned g = mpi_count_gpus(c);
+
+		if (g) {
+			report_detail(r, "slots: %u, one per GPU (mpi.slots_per_gpu; %u cores)", g, cores);
+			return g;
+		}
+		report_detail(r, "slots: mpi.slots_per_gpu, but sysfs shows no GPU (NVIDIA or AMD under "
+			      "/sys/bus/pci/devices): %s", m->slots ? "mpi.slots instead" : "the usable cores instead");
+	}
+	if (m->slots) {
+		report_detail(r, "slots: %u (mpi.slots; %u cores)", m->slots, cores);
+		return m->slots;
+	}
+	return cores;
+}
+
 /*
  * Verify runs on one node only, or every node at boot would start N
  * mpiruns over N nodes: the head node, else the first hostname.
@@ -954,6 +1075,20 @@ static int mpi_run(struct ctx *c, struct report *r)
 		report_finding(r, ST_FAILED, "mpi.profile.write", "cannot write " PROFILE_PATH);
 		fabric_free(&f);
 		return ret;
+	}
+	{
+		struct strbuf done = STRBUF_INIT;
+
+		if (sysfiles_converge(c, r, &f, &done) < 0) {
+			report_finding(r, ST_FAILED, "mpi.sysfiles.write", "cannot write the MPI and NCCL system "
+				       "files (see details)");
+			sb_free(&done);
+			fabric_free(&f);
+			return -EIO;
+		}
+		if (done.len)
+			report_detail(r, "the same settings for mpirun lines outside login shells: %s", sb_str(&done));
+		sb_free(&done);
 	}
 	/*
 	 * rdma_cm to peers: the rdma step runs before discovery, so the peers
