@@ -53,6 +53,7 @@ struct report {
 };
 
 struct peerset;                 /* record.h */
+struct run_result;              /* runner.h */
 struct rdma_result;             /* modules/rdma/rdma.h */
 
 /*
@@ -81,6 +82,7 @@ struct ctx {
 	int verbose;
 	bool json;
 	bool verify;            /* hpcinit verify: the mpi module runs its cluster check */
+	bool refresh;           /* hpcinit refresh or watch: discovery looks once, never waits for expect */
 	uint64_t deadline_ms;   /* CLOCK_MONOTONIC ms when the running module must give up */
 	const char *module;     /* name of the running module, for logs */
 	/* Overrides a fake root may supply (documented; tests use them). */
@@ -89,6 +91,9 @@ struct ctx {
 	/* This module's view of the typed outputs (struct outputs): its declared
 	 * inputs and its own outputs; everything else is NULL. */
 	struct outputs *out;
+	/* The run so far (runner.h): the reports of the steps before this one, for a
+	 * step that acts on the node's readiness (slurm).  Read only. */
+	const struct run_result *run;
 };
 
 /*
@@ -117,6 +122,9 @@ struct module {
 	/* Touches shared storage or the network: the runner runs the hook in a child
 	 * (agent/proc.c) and gives up on it at the deadline, naming what it waited for. */
 	bool isolate;
+	/* hpcinit leave (and Scheduled Events): take this node out before discovery
+	 * removes its record.  NULL: nothing to do. */
+	int (*leave)(struct ctx *, struct report *);
 };
 
 /* The module table, in run order, NULL-terminated (modules/table.c). */

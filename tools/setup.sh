@@ -13,8 +13,9 @@ PKGS=(
 	cloud-init clustershell sshpass nmap
 	valgrind clang libclang-rt-14-dev man-db bc strace
 	dpkg-dev debhelper devscripts lintian fakeroot rpm
-	rdma-core ibverbs-utils
+	rdma-core ibverbs-utils ucx-utils
 	qemu-system-x86 qemu-utils debootstrap
+	slurm-wlm slurmctld slurmd slurm-client munge
 )
 if [ "${HPCINIT_SKIP_APT:-0}" != 1 ]; then
 	export DEBIAN_FRONTEND=noninteractive

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -158,7 +159,6 @@ static void rendezvous_free(struct rendezvous *rv)
 struct shared {
 	struct secret sec;
 	struct rendezvous rv;
-	bool ready;                     /* expect was reached earlier in this boot */
 	int64_t written;                /* when this node's record was last written (own clock) */
 	int64_t offset;                 /* cluster clock - own clock; 0 within the skew */
 	size_t rejected, expired, pruned;       /* rejected, expired: of the last pass */
@@ -403,6 +403,60 @@ static void squash_note(const struct ctx *c, struct report *rep, const struct re
 		       rv->nodes, (unsigned)rv->trusted, (unsigned)rv->trusted);
 }
 
+/* File systems many machines mount (f_type of statfs(2)), by name. */
+static const struct {
+	long type;
+	const char *name;
+} shared_fs[] = {
+	{ 0x6969, "NFS" },
+	{ (long)0xff534d42, "CIFS" },
+	{ (long)0xfe534d42, "SMB" },
+	{ 0x0bd00bd0, "Lustre" },
+	{ 0x47504653, "GPFS" },
+	{ 0x19830326, "BeeGFS" },
+};
+
+/*
+ * A root-owned rendezvous without a cluster secret, where root elsewhere
+ * writes as root too: on the head, an export that does not squash root
+ * (known from the spec); on a client, a file system other machines mount
+ * (statfs) where this node's root was not squashed.  Root on any machine
+ * that mounts it then writes records every member believes.  What cannot
+ * be seen from here (which machines the server lets mount) is not claimed.
+ */
+static void unsquashed_note(const struct ctx *c, struct report *rep, const struct rendezvous *rv,
+			    const struct nfs_squash *sq)
+{
+	const char *fs = NULL;
+	struct statfs sf;
+	char *hp;
+
+	if (c->spec->cluster.secret_file)
+		return;
+	if (sq) {
+		report_finding(rep, ST_DEGRADED, "discovery.rendezvous.no-secret",
+			       "%s: this node exports %s with no_root_squash and there is no "
+			       "cluster.secret_file: root on any machine that may mount the export writes "
+			       "records as root, and every member trusts their host keys and users' keys; "
+			       "export it with root_squash and set cluster.secret_file on every node "
+			       "(docs/cluster.md)", rv->nodes, sq->export);
+		return;
+	}
+	hp = ctx_path(c, rv->nodes);
+	if (statfs(hp, &sf) == 0)
+		for (size_t i = 0; i < sizeof(shared_fs) / sizeof(shared_fs[0]); i++)
+			if ((long)sf.f_type == shared_fs[i].type)
+				fs = shared_fs[i].name;
+	free(hp);
+	if (fs)
+		report_finding(rep, ST_DEGRADED, "discovery.rendezvous.no-secret",
+			       "%s: on %s, root on this node writes as root (the share does not squash "
+			       "root) and there is no cluster.secret_file: root on any machine that mounts "
+			       "the share writes records every member trusts (host keys, users' keys); set "
+			       "cluster.secret_file on every node, and squash root on the server "
+			       "(docs/cluster.md)", rv->nodes, fs);
+}
+
 /*
  * Make <dir>/<cluster>/nodes exist and decide whom to trust.  Missing levels
  * are created 0755 (plain mkdir: on a squashed share chown to root fails).
@@ -498,8 +552,10 @@ static int rendezvous_open(struct ctx *c, struct report *rep, const struct peer 
 		squash_note(c, rep, rv);
 		return 0;
 	}
-	if (owner == 0)
+	if (owner == 0) {
+		unsquashed_note(c, rep, rv, exported ? &sq : NULL);
 		return 0;
+	}
 	if (exported && owner == sq.anonuid && !ctx_may_write(c)) {
 		/* Still the anonymous uid's from when the export squashed root: apply re-owns it. */
 		rv->trusted = owner;
@@ -937,7 +993,6 @@ static int shared_open(struct disc_run *run)
 		report_set(run->rep, ST_FAILED, "discovery.dir is required with method shared");
 		return -EINVAL;
 	}
-	sh->ready = disc_ready_before(c);
 	r = rendezvous_open(c, run->rep, &run->self, &sh->rv);
 	if (r == -ENOENT && !ctx_may_write(c)) {
 		report_set(run->rep, ST_CHANGED, "rendezvous directory %s missing", spec->discovery.dir);
@@ -1043,8 +1098,8 @@ static int shared_list(struct disc_run *run)
 		report_set(run->rep, ST_FAILED, "cannot read %s", sh->rv.nodes);
 		return r;
 	}
-	/* Reached once in this boot: fewer nodes now means nodes left, not "wait". */
-	return sh->ready || run->found.n + 1 >= spec->discovery.expect;
+	/* Formed (here or by a member): fewer nodes now means nodes left, not "wait". */
+	return disc_expect_met(run);
 }
 
 static int shared_finish(struct disc_run *run, const struct peerset *set)
@@ -1060,19 +1115,21 @@ static int shared_finish(struct disc_run *run, const struct peerset *set)
 		log_warn("%zu more records rejected; the run's details list them (up to 1000)",
 			 sh->rejected - sh->rejects.n);
 	if (set->n >= spec->discovery.expect) {
-		if (ctx_may_write(c) && !sh->ready)
-			disc_mark_ready(c);
 		report_set(rep, ST_OK, "%zu node%s known (expect %u)%s%s", set->n,
 			   set->n == 1 ? "" : "s", spec->discovery.expect,
 			   run->waited ? " after waiting" : "",
 			   sh->rejected ? "; records rejected, see details" : "");
-	} else if (sh->ready || !ctx_may_write(c)) {
-		report_detail(rep, "%zu nodes known, fewer than expect %u%s", set->n,
-			      spec->discovery.expect, sh->ready ? " (reached earlier in this boot: "
-			      "nodes have left)" : "");
+	} else if (run->ready || !ctx_may_write(c)) {
+		report_detail(rep, "%zu nodes known, fewer than expect %u%s%s%s", set->n,
+			      spec->discovery.expect, run->ready ? " (" : "",
+			      run->ready ? run->ready_why : "", run->ready ? ")" : "");
 		report_set(rep, ST_OK, "%zu node%s known (expect %u)%s", set->n, set->n == 1 ? "" : "s",
 			   spec->discovery.expect,
 			   sh->rejected ? "; records rejected, see details" : "");
+	} else if (c->refresh) {
+		report_set(rep, ST_DEGRADED, "only %zu of %u expected nodes in %s, and none says the "
+			   "cluster has formed (a refresh does not wait for them)", set->n,
+			   spec->discovery.expect, sh->rv.nodes);
 	} else {
 		report_set(rep, ST_DEGRADED, "only %zu of %u expected nodes after waiting %" PRIu64
 			   " s for peers in %s", set->n, spec->discovery.expect,
