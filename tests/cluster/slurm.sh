@@ -9,8 +9,9 @@
 #     an MPI hello (Open MPI through srun's PMIx) on both;
 #   - a compute whose NFS share never comes fails and never starts slurmd:
 #     it is not in sinfo;
-#   - a degraded compute registers and is drained with reason hpcinit:<tag>,
-#     and "hpcinit check" (Slurm's HealthCheckProgram) resumes it once repaired;
+#   - a degraded compute (up before the cluster formed) registers and is drained
+#     with reason hpcinit:<tag>, and "hpcinit check" (Slurm's HealthCheckProgram)
+#     resumes it once the others have arrived;
 #     the same check drains a node whose check starts failing;
 #   - a drain an admin set is left alone by "hpcinit check";
 #   - "hpcinit leave" drains the node, stops slurmd and deletes the dynamic node.
