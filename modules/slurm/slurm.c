@@ -526,7 +526,9 @@ static int slurm_run(struct ctx *c, struct report *rep)
 	}
 	if (c->spec->cluster.role == ROLE_HEAD) {
 		if (!rep->n_findings)
-			report_set(rep, ST_OK, "head: munge key in place; slurmctld is the head's (docs/slurm.md)");
+			report_set(rep, ST_OK, "head: %s; slurmctld is the head's own (docs/slurm.md)",
+				   c->spec->slurm.key_file ? "munge key in place" :
+				   "no slurm.key_file: munge keeps its own key");
 		return 0;
 	}
 	name = node_name(c, host, sizeof(host));
