@@ -219,6 +219,37 @@ static void test_readiness(void)
 	run_result_free(&res);
 }
 
+/* The IB domain feature comes from this node's own record (discovery's peers). */
+static char pk1[] = "0x8001", pk2[] = "0x800b", pg[] = "pg7";
+
+static void test_ib_domain(void)
+{
+	struct peer v[2] = { { 0 } };
+	struct peerset ps = { v, 2 };
+	struct outputs out = { 0 };
+	struct ctx c = { 0 };
+	struct strlist f = { 0 };
+	char *d, *j;
+
+	TEST_CHECK(ib_domain(&c) == NULL);
+	c.out = &out;
+	TEST_CHECK(ib_domain(&c) == NULL);
+	out.peers = &ps;
+	v[0].pkey = pk1;
+	v[1].self = true;
+	TEST_CHECK(ib_domain(&c) == NULL);      /* self has no fabric identity */
+	v[1].pkey = pk2;
+	v[1].placement_group = pg;
+	d = ib_domain(&c);
+	TEST_STREQ(d, "0x800b-pg7");
+	slurm_features("c1", NULL, d, NULL, &f);
+	j = joined(&f);
+	TEST_STREQ(j, "c1,ib-0x800b-pg7");
+	free(j);
+	free(d);
+	strlist_free(&f);
+}
+
 static const char *first_error(const char *text, unsigned *line, unsigned *col)
 {
 	static char msg[1024];
@@ -290,6 +321,7 @@ int main(void)
 	test_reason();
 	test_features();
 	test_readiness();
+	test_ib_domain();
 	test_spec();
 	TEST_EXIT();
 }
