@@ -1167,4 +1167,5 @@ const struct module mpi_module = {
 	.check = mpi_run,
 	.apply = mpi_run,
 	.inputs = OUT_RDMA | OUT_PEERS,
+	.isolate = true,        /* the profile, users' homes, mpirun over the network */
 };

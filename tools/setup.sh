@@ -15,6 +15,7 @@ PKGS=(
 	dpkg-dev debhelper devscripts lintian fakeroot rpm
 	rdma-core ibverbs-utils ucx-utils
 	qemu-system-x86 qemu-utils debootstrap
+	slurm-wlm slurmctld slurmd slurm-client munge
 )
 if [ "${HPCINIT_SKIP_APT:-0}" != 1 ]; then
 	export DEBIAN_FRONTEND=noninteractive

@@ -213,11 +213,7 @@ void leave_forget(struct ctx *c)
 
 void disc_notes_commit(struct disc_run *run)
 {
-	for (size_t i = 0; i < run->notes.n_findings; i++) {
-		const struct finding *f = &run->notes.findings[i];
-
-		report_finding(run->rep, f->sev, f->tag, "%s", f->text);
-	}
+	report_take_findings(run->rep, &run->notes);      /* with the count of those not kept */
 	report_free(&run->notes);
 	report_init(&run->notes);
 }

@@ -637,7 +637,7 @@ static int etcd_finish(struct disc_run *run, const struct peerset *set)
 	for (size_t i = 0; i < e->rejects.n; i++)
 		log_warn("%s", e->rejects.v[i]);
 	if (e->rejected > e->rejects.n)
-		log_warn("%zu more records rejected; the run's details list them all",
+		log_warn("%zu more records rejected; the run's details list them (up to 1000)",
 			 e->rejected - e->rejects.n);
 	if (e->rejected)
 		report_raise(rep, ST_DEGRADED);

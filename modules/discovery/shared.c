@@ -1112,7 +1112,7 @@ static int shared_finish(struct disc_run *run, const struct peerset *set)
 	for (size_t i = 0; i < sh->rejects.n; i++)
 		log_warn("%s", sh->rejects.v[i]);
 	if (sh->rejected > sh->rejects.n)
-		log_warn("%zu more records rejected; the run's details list them all",
+		log_warn("%zu more records rejected; the run's details list them (up to 1000)",
 			 sh->rejected - sh->rejects.n);
 	if (set->n >= spec->discovery.expect) {
 		report_set(rep, ST_OK, "%zu node%s known (expect %u)%s%s", set->n,

@@ -228,4 +228,5 @@ const struct module ssh_module = {
 	.check = ssh_run,
 	.apply = ssh_run,
 	.inputs = OUT_PEERS,
+	.isolate = true,        /* users' homes (~/.ssh) on NFS */
 };

@@ -76,6 +76,20 @@ check_file() {
 	for e in (body.get("nfs") or {}).get("exports") or []:
 	    if "no_root_squash" in (e.get("options") or []):
 	        sys.exit("%s: export %s with no_root_squash" % (path, e.get("path")))
+	# The slurm key (munge) as the secret: root's alone, and only a placeholder
+	# hpcinit refuses (munge keys need 32 bytes) is shipped.
+	key = (body.get("slurm") or {}).get("key_file")
+	if key:
+	    k = files.get(key) or {}
+	    if k.get("permissions") not in ("0400", "0600"):
+	        sys.exit("%s: slurm key %s must be written with permissions '0400' or '0600'" % (path, key))
+	    raw = str(k.get("content", "")).strip()
+	    if k.get("encoding") in ("b64", "base64"):
+	        import base64
+	        raw = base64.b64decode(raw)
+	    if len(raw) >= 32:
+	        sys.exit("%s: slurm key %s ships a usable key; ship a placeholder shorter than 32 bytes"
+	                 % (path, key))
 	with open(out + ".node.yaml", "w") as fh:
 	    fh.write(spec["content"])
 	PY
