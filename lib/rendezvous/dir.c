@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "fsutil.h"
+#include "nfs/squash.h"
 #include "rendezvous.h"
 
 #define TMP_MARK ".hpcinit-tmp."        /* fs_write's temporary files */
@@ -125,7 +126,7 @@ static int tree_top(const struct rendezvous *rv, const char *names[3], char **to
  * alone for check_dir and the owner rule to refuse with the reason.  The
  * export's own directory is never re-owned: discovery.dir must lie inside it.
  */
-static int head_tree(struct rendezvous *rv, struct report *rep, const struct rv_export *sq)
+static int head_tree(struct rendezvous *rv, struct report *rep, const struct nfs_squash *sq)
 {
 	struct ctx *c = rv->c;
 	const char *names[3];
@@ -205,7 +206,7 @@ static int head_tree(struct rendezvous *rv, struct report *rep, const struct rv_
  * anonymous uid owns goes back to 0:0 -- walked as head_tree walks.  Only
  * the uid the squash rules would have used is re-owned.
  */
-static int head_untree(struct rendezvous *rv, struct report *rep, const struct rv_export *sq)
+static int head_untree(struct rendezvous *rv, struct report *rep, const struct nfs_squash *sq)
 {
 	struct ctx *c = rv->c;
 	const char *names[3];
@@ -349,8 +350,9 @@ static int dir_open(struct rendezvous *rv, struct report *rep)
 {
 	struct ctx *c = rv->c;
 	const struct spec *spec = c->spec;
-	const struct rv_export *sq = &rv->o.exp;
 	struct rv_tree *t = &rv->tree;
+	struct nfs_squash sqv = { 0 }, *sq = &sqv;
+	bool exported;
 	uid_t owner = 0;
 	int r;
 
@@ -362,10 +364,11 @@ static int dir_open(struct rendezvous *rv, struct report *rep)
 	t->levels[1] = xasprintf("%s/%s", spec->discovery.dir, spec->cluster.name);
 	t->levels[2] = xasprintf("%s/%s", t->levels[1], rv->o.collection);
 	rv->where = xasprintf("%s/", t->levels[2]);
-	t->head_squash = sq->exported && sq->squashed;
+	exported = nfs_export_lookup(spec, spec->discovery.dir, sq);
+	t->head_squash = exported && sq->squashed;
 	if (t->head_squash && (r = head_tree(rv, rep, sq)) < 0)
 		return r;
-	if (sq->exported && !sq->squashed && (r = head_untree(rv, rep, sq)) < 0)
+	if (exported && !sq->squashed && (r = head_untree(rv, rep, sq)) < 0)
 		return r;
 	if ((r = walk_levels(rv, rep, &owner)) < 0)
 		return r;
@@ -398,7 +401,7 @@ static int dir_open(struct rendezvous *rv, struct report *rep)
 	}
 	if (owner == 0)
 		return 0;
-	if (sq->exported && owner == sq->anonuid && !ctx_may_write(c)) {
+	if (exported && owner == sq->anonuid && !ctx_may_write(c)) {
 		/* Still the anonymous uid's from when the export squashed root: apply re-owns it. */
 		t->squashed = true;
 		return 0;

@@ -33,23 +33,11 @@
 #define RV_STALE_TRIES 5                /* opens of one entry that may go stale (NFS, replaced) */
 #define RV_CALL_TIMEOUT_MS 5000         /* one etcd request to one endpoint */
 
-/* What the library needs to know about the node's own NFS export of the tree (nfs/squash.h). */
-struct rv_export {
-	bool exported;                  /* this node exports a directory holding the tree */
-	bool squashed;                  /* ... with root_squash or all_squash */
-	bool all;                       /* all_squash */
-	bool at_export;                 /* discovery.dir is the export's directory itself */
-	const char *export;             /* the export's path (the spec's string) */
-	uid_t anonuid;
-	gid_t anongid;
-};
-
 struct rv_opts {
 	const char *collection;         /* "nodes", "certs" */
 	const char *self;               /* this node's hostname: the squash probe's name, and in\n\t\t\t\t\t * check mode nodes/<self>.rec shows whom root writes as */
 	size_t max_bytes;               /* the largest entry read */
 	bool create;                    /* apply: create missing levels (else -ENOENT) */
-	struct rv_export exp;           /* dir: filled by the caller (nfs_export_lookup) */
 };
 
 /* One entry: its name in the collection and its value (borrowed by the callback). */

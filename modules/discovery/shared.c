@@ -35,7 +35,6 @@
 #include "fsutil.h"
 #include "log.h"
 #include "rendezvous/rendezvous.h"
-#include "../nfs/squash.h"
 
 #define SECRET_MIN 16
 #define SECRET_MAX 4096
@@ -169,13 +168,11 @@ static void squash_note(const struct ctx *c, struct report *rep, const struct re
 
 /*
  * Make <dir>/<cluster>/nodes exist and decide whom to trust (the library's
- * dir backend: levels, owner, squash), knowing what this node exports.
+ * dir backend: levels, owner, this node's own export squashing root).
  */
 static int rendezvous_open(struct ctx *c, struct report *rep, const struct peer *self,
 			   struct rendezvous *rv)
 {
-	const struct spec *spec = c->spec;
-	struct nfs_squash sq;
 	struct rv_opts o = {
 		.collection = "nodes",
 		.self = self->hostname,
@@ -184,15 +181,6 @@ static int rendezvous_open(struct ctx *c, struct report *rep, const struct peer 
 	};
 	int r;
 
-	if (nfs_export_lookup(spec, spec->discovery.dir, &sq)) {
-		o.exp.exported = true;
-		o.exp.squashed = sq.squashed;
-		o.exp.all = sq.all;
-		o.exp.at_export = sq.at_export;
-		o.exp.export = sq.export;
-		o.exp.anonuid = sq.anonuid;
-		o.exp.anongid = sq.anongid;
-	}
 	r = rv_open(c, rep, &o, rv);
 	if (r == 0)
 		squash_note(c, rep, rv);

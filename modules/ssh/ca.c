@@ -32,12 +32,14 @@
 
 #include "fsutil.h"
 #include "proc.h"
+#include "rendezvous/rendezvous.h"
 #include "sshkey.h"
 #include "ssh.h"
 
 #define KEYGEN_TIMEOUT_MS 10000
 #define KEYSIGN_PATH "/usr/lib/openssh/ssh-keysign"
 #define CERT_WAIT_MS 30000
+#define CERTS_MAX_BYTES (1024 * 1024)  /* the largest file of certs/ read (a KRL of many keys) */
 
 /* The self entry of want (source local). */
 static const struct khost *self_host(const struct khosts *hosts)
@@ -112,6 +114,37 @@ char *ca_kh_render(const struct spec *s, const struct khosts *hosts)
 	free(net);
 	free(ca);
 	return sb_steal(&sb);
+}
+
+/* ---- the certs collection of the rendezvous (lib/rendezvous) ---- */
+
+/*
+ * Open certs/: in the shared directory with every check nodes/ gets (one
+ * trusted owner, no links, no special files, bounded, read without
+ * blocking), or under /hpcinit/<cluster>/certs/ in etcd.  The head creates
+ * it (the anonymous uid's on its own root-squashed export); a compute that
+ * finds none yet gets -ENOENT and reads it as empty.
+ */
+static int certs_open(struct ctx *c, struct report *r, const struct khost *self, bool head,
+		      struct rendezvous *st)
+{
+	struct rv_opts o = {
+		.collection = "certs",
+		.self = self ? self->id : c->hostname ? c->hostname : "localhost",
+		.max_bytes = CERTS_MAX_BYTES,
+		.create = head,
+	};
+
+	return rv_open(c, r, &o, st);
+}
+
+static bool rv_has(struct rendezvous *st, const char *name)
+{
+	char *v = NULL;
+	bool ret = rv_get(st, name, &v, NULL) == 0;
+
+	free(v);
+	return ret;
 }
 
 /* ---- running ssh-keygen ---- */
@@ -303,7 +336,7 @@ static void revoke_file(const char *text, struct revlist *revoked)
 }
 
 /* Build the KRL of keys with ssh-keygen -k and store it as revoked.krl. */
-static int write_krl(struct cstore *st, struct report *r, const char *tmp, const char *keys)
+static int write_krl(struct rendezvous *st, struct report *r, const char *tmp, const char *keys)
 {
 	char *kf = xasprintf("%s/revoked.keys", tmp), *kk = xasprintf("%s/revoked.krl", tmp);
 	const char *argv[] = { "ssh-keygen", "-q", "-k", "-f", kk, kf, NULL };
@@ -313,7 +346,7 @@ static int write_krl(struct cstore *st, struct report *r, const char *tmp, const
 
 	if (write_host(kf, keys) == 0 && keygen(r, argv) == 0 &&
 	    fs_read_host(kk, FS_MAX_READ, &krl, &krl_len) == 0)
-		w = cstore_write(st, r, "revoked.krl", krl, krl_len);
+		w = rv_put(st, r, "revoked.krl", krl, krl_len);
 	else
 		w = -EIO;
 	(void)unlink(kf);
@@ -329,7 +362,7 @@ static int write_krl(struct cstore *st, struct report *r, const char *tmp, const
  * whose certificate has no member any more, keep (and prune) the KRL.
  */
 static int head_sign(struct ctx *c, struct report *r, const struct khosts *want,
-		     struct cstore *st, size_t *ret_signed, size_t *ret_revoked, size_t *ret_pruned)
+		     struct rendezvous *st, size_t *ret_signed, size_t *ret_revoked, size_t *ret_pruned)
 {
 	const struct spec *s = c->spec;
 	uint64_t secs = s->ssh.cert_validity_ms / 1000;
@@ -380,10 +413,10 @@ static int head_sign(struct ctx *c, struct report *r, const struct khosts *want,
 		for (size_t k = 0; k < want->v[i].keys.n; k++)
 			strlist_push(&current, want->v[i].keys.v[k]);
 	}
-	if (cstore_read(st, "revoked.keys", &old_rk, NULL) == 0)
+	if (rv_get(st, "revoked.keys", &old_rk, NULL) == 0)
 		rev_parse(old_rk, now + (int64_t)secs, &revoked);
 	/* Departed members: their certificates name an id no member has. */
-	cstore_names(st, &names);
+	(void)rv_names(st, r, &names);
 	for (size_t n = 0; n < names.n; n++) {
 		size_t l = strlen(names.v[n]);
 		char *id, *text = NULL;
@@ -395,11 +428,11 @@ static int head_sign(struct ctx *c, struct report *r, const struct khosts *want,
 			free(id);
 			continue;
 		}
-		if (cstore_read(st, names.v[n], &text, NULL) == 0) {
+		if (rv_get(st, names.v[n], &text, NULL) == 0) {
 			revoke_file(text, &revoked);
 			report_detail(r, "%s: no longer a member; its host keys are revoked", id);
 		}
-		if ((w = cstore_remove(st, r, names.v[n])) < 0)
+		if ((w = rv_remove(st, r, names.v[n])) < 0)
 			ret = w;
 		free(text);
 		free(id);
@@ -420,10 +453,10 @@ static int head_sign(struct ctx *c, struct report *r, const struct khosts *want,
 			sb_printf(&keys, "%s\n", revoked.v[i].key);
 			(*ret_revoked)++;
 		}
-		w = cstore_write(st, r, "revoked.keys", sb_str(&rk), rk.len);
+		w = rv_put(st, r, "revoked.keys", sb_str(&rk), rk.len);
 		if (w < 0)
 			ret = w;
-		else if ((w > 0 || !cstore_has(st, "revoked.krl")) &&
+		else if ((w > 0 || !rv_has(st, "revoked.krl")) &&
 			 (w = write_krl(st, r, tmp, sb_str(&keys))) < 0)
 			ret = w;
 		sb_free(&rk);
@@ -434,7 +467,7 @@ static int head_sign(struct ctx *c, struct report *r, const struct khosts *want,
 		char *name = xasprintf("%s.cert", h->id), *old = NULL;
 		struct strbuf out = STRBUF_INIT;
 
-		(void)cstore_read(st, name, &old, NULL);
+		(void)rv_get(st, name, &old, NULL);
 		for (size_t k = 0; k < h->keys.n; k++) {
 			struct sshcert pc;
 			char *cert;
@@ -465,7 +498,7 @@ static int head_sign(struct ctx *c, struct report *r, const struct khosts *want,
 				sb_printf(&out, "%s %s\n", cert, h->id);
 			free(cert);
 		}
-		if (out.len && (w = cstore_write(st, r, name, sb_str(&out), out.len)) < 0)
+		if (out.len && (w = rv_put(st, r, name, sb_str(&out), out.len)) < 0)
 			ret = w;
 		free(name);
 		free(old);
@@ -510,7 +543,7 @@ static const char *key_file_type(const char *key)
  * next to their keys; *conf gets their HostCertificate lines.
  */
 static int install_own(struct ctx *c, struct report *r, const struct khost *self,
-		       const struct cstore *st, struct strbuf *conf, bool *changed)
+		       struct rendezvous *st, struct strbuf *conf, bool *changed)
 {
 	const struct spec *s = c->spec;
 	char *name = xasprintf("%s.cert", self->id), *text = NULL;
@@ -520,7 +553,7 @@ static int install_own(struct ctx *c, struct report *r, const struct khost *self
 	size_t installed = 0;
 	int ret = 0;
 
-	if (cstore_read(st, name, &text, NULL) < 0) {
+	if (rv_get(st, name, &text, NULL) < 0) {
 		report_finding(r, ST_DEGRADED, "ssh.ca.no-certificate",
 			       "%s: no certificate for this node yet (the head signs it on its next run); "
 			       "members cannot check this node's host key until then", path);
@@ -596,12 +629,12 @@ out:
 }
 
 /* Does <id>.cert hold a certificate of one of self's keys? */
-static bool cert_ready(const struct cstore *st, const struct khost *self)
+static bool cert_ready(struct rendezvous *st, const struct khost *self)
 {
 	char *name = xasprintf("%s.cert", self->id), *text = NULL;
 	bool ready = false;
 
-	if (cstore_read(st, name, &text, NULL) == 0)
+	if (rv_get(st, name, &text, NULL) == 0)
 		for (const char *p = text; p && *p && !ready;) {
 			const char *nl = strchr(p, '\n');
 			char *line = xstrndup(p, nl ? (size_t)(nl - p) : strlen(p));
@@ -624,7 +657,8 @@ static bool cert_ready(const struct cstore *st, const struct khost *self)
  * waits for it a little (CERT_WAIT_MS), so that a node brought up together
  * with the head ends its first run with its certificate installed.
  */
-static void wait_for_cert(struct report *r, const struct khost *self, struct cstore *st)
+static void wait_for_cert(struct ctx *c, struct report *r, const struct khost *self,
+			  struct rendezvous *st)
 {
 	struct timespec ts = { 0, 250 * 1000 * 1000 };
 	unsigned waited = 0;
@@ -634,8 +668,15 @@ static void wait_for_cert(struct report *r, const struct khost *self, struct cst
 	while (!cert_ready(st, self) && waited < CERT_WAIT_MS) {
 		nanosleep(&ts, NULL);
 		waited += 250;
-		if (cstore_reload(st, &scratch) < 0)
+		if (!st->ops) {
+			/* certs/ did not exist yet: the head makes it with the first certificate. */
+			rv_close(st);
+			if (certs_open(c, &scratch, self, false, st) < 0 && !st->ops &&
+			    ctx_remaining_ms(c) == 0)
+				break;
+		} else if (rv_reload(st, &scratch) < 0) {
 			break;
+		}
 	}
 	report_free(&scratch);
 	if (waited)
@@ -842,7 +883,7 @@ int ca_hostbased_converge(struct ctx *c, struct report *r, const struct khosts *
 	const struct khost *self = self_host(want);
 	struct strbuf conf = STRBUF_INIT;
 	bool changed = false, ca = s->ssh.host_keys == HOSTKEYS_CA;
-	struct cstore st = { 0 };
+	struct rendezvous st = { 0 };
 	bool st_open = false;
 	int ret = 0, w;
 
@@ -865,20 +906,21 @@ int ca_hostbased_converge(struct ctx *c, struct report *r, const struct khosts *
 		ret = -EOPNOTSUPP;
 	}
 	if (ca) {
-		if ((w = cstore_open(c, r, &st)) < 0) {
+		bool head = s->cluster.role == ROLE_HEAD && s->ssh.ca_key_file;
+
+		w = certs_open(c, r, self, head, &st);
+		st_open = true;
+		if (w < 0 && w != -ENOENT) {
 			report_finding(r, ST_FAILED, "ssh.ca.store-unreachable",
 				       "cannot read the certificates in %s: %s; nothing signed or installed",
 				       st.where, strerror(-w));
-			cstore_close(&st);
+			rv_close(&st);
 			sb_free(&conf);
 			return w;
 		}
-		st_open = true;
-		if (s->cluster.role == ROLE_HEAD && s->ssh.ca_key_file) {
+		if (head && w == 0) {
 			size_t nsigned = 0, nrevoked = 0, npruned = 0;
 
-			if (!st.etcd && !fs_exists(c, st.dir) && ctx_may_write(c))
-				(void)fs_mkdir_p(c, r, st.dir, 0755, 0, 0);
 			w = head_sign(c, r, want, &st, &nsigned, &nrevoked, &npruned);
 			if (w < 0)
 				ret = w;
@@ -888,7 +930,7 @@ int ca_hostbased_converge(struct ctx *c, struct report *r, const struct khosts *
 				      npruned, npruned == 1 ? "" : "s", st.where);
 		}
 		if (self && ctx_may_write(c) && s->cluster.role != ROLE_HEAD)
-			wait_for_cert(r, self, &st);
+			wait_for_cert(c, r, self, &st);
 		if (self) {
 			w = install_own(c, r, self, &st, &conf, &changed);
 			if (w < 0)
@@ -899,7 +941,7 @@ int ca_hostbased_converge(struct ctx *c, struct report *r, const struct khosts *
 			size_t len = 0;
 
 			/* No KRL yet: an empty list (ssh reads it as "nothing revoked"). */
-			if (cstore_read(&st, "revoked.krl", &krl, &len) < 0)
+			if (rv_get(&st, "revoked.krl", &krl, &len) < 0)
 				len = 0;
 			w = fs_write(c, r, REVOKED_PATH, krl ? krl : "", len, 0644, 0, 0);
 			if (w < 0)
@@ -940,6 +982,6 @@ int ca_hostbased_converge(struct ctx *c, struct report *r, const struct khosts *
 		ret = w;
 	sb_free(&conf);
 	if (st_open)
-		cstore_close(&st);
+		rv_close(&st);
 	return ret;
 }

@@ -101,37 +101,6 @@ struct sshcert {
 int sshcert_parse(const char *line, struct sshcert *ret);
 void sshcert_free(struct sshcert *c);
 
-/*
- * ---- store.c: where the certificates live (the rendezvous) ----
- * Named values "<host>.cert", "revoked.keys", "revoked.krl": files in
- * <discovery.dir>/<cluster>/certs/ (shared), or etcd keys
- * /hpcinit/<cluster>/certs/<name> with no lease (etcd).
- */
-struct cstore {
-	struct ctx *c;
-	bool etcd;
-	char *dir;              /* shared: the certs directory (target path) */
-	char *prefix;           /* etcd: the key prefix */
-	char *where;            /* for messages: dir/ or prefix */
-	struct strlist names, vals;     /* etcd: what the last list returned */
-};
-
-/* Open (etcd: list the prefix once).  0, or -errno with the helper's words in r. */
-int cstore_open(struct ctx *c, struct report *r, struct cstore *st);
-/* etcd: list again (a waiting node); shared: nothing to do. */
-int cstore_reload(struct cstore *st, struct report *r);
-void cstore_close(struct cstore *st);
-/* 0 and the value (NUL-terminated), or -ENOENT. */
-int cstore_read(const struct cstore *st, const char *name, char **ret, size_t *ret_len);
-bool cstore_has(const struct cstore *st, const char *name);
-/* As fs_write: 1 changed (would change), 0 the same already, -errno. */
-int cstore_write(struct cstore *st, struct report *r, const char *name, const char *data,
-		 size_t len);
-/* 1 removed (would remove), 0 absent, -errno. */
-int cstore_remove(struct cstore *st, struct report *r, const char *name);
-/* Every name in the store, appended to ret. */
-void cstore_names(const struct cstore *st, struct strlist *ret);
-
 /* ---- ca.c: host_keys: ca and hostbased (docs/ssh.md) ---- */
 
 #define CA_KEY_DEFAULT "/etc/hpcinit/ssh-ca"            /* where a compute must hold no CA key */

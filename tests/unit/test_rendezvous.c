@@ -15,6 +15,7 @@
 #include "../../lib/rendezvous/rendezvous.c"
 #include "../../lib/rendezvous/dir.c"
 #include "../../lib/rendezvous/etcd.c"
+#include "spec.h"
 #include "test.h"
 #include "testfs.h"
 
@@ -199,8 +200,10 @@ static void test_dir(struct ctx *c)
 }
 
 /* The head exports the share root squashed: levels and entries are the anonymous uid's. */
-static void test_dir_squash(struct ctx *c)
+static void test_dir_squash(struct ctx *c, struct spec *spec)
 {
+	static char share[] = "/share";
+	struct spec_nfs_export x = { .path = share };
 	struct rendezvous rv;
 	struct report rep;
 	struct rv_opts o = opts(true);
@@ -210,8 +213,11 @@ static void test_dir_squash(struct ctx *c)
 	if (geteuid() != 0)
 		return;
 	o.collection = "sq";
-	o.exp = (struct rv_export){ .exported = true, .squashed = true, .export = "/share",
-				     .anonuid = 65534, .anongid = 65534 };
+	strlist_push(&x.options, "rw");
+	strlist_push(&x.options, "root_squash");
+	spec->cluster.role = ROLE_HEAD;
+	spec->nfs.exports = &x;
+	spec->nfs.n_exports = 1;
 	report_init(&rep);
 	TEST_INTEQ(rv_open(c, &rep, &o, &rv), 0);
 	TEST_INTEQ(rv.tree.trusted, 65534);
@@ -226,13 +232,17 @@ static void test_dir_squash(struct ctx *c)
 	free(p);
 	rv_close(&rv);
 	report_free(&rep);
-	/* Give the tree back to root for the other tests (the export is gone). */
-	o.exp.squashed = false;
+	/* no_root_squash now: the tree goes back to root. */
+	strlist_push(&x.options, "no_root_squash");
 	report_init(&rep);
 	TEST_INTEQ(rv_open(c, &rep, &o, &rv), 0);
 	TEST_INTEQ(rv.tree.trusted, 0);
 	rv_close(&rv);
 	report_free(&rep);
+	spec->nfs.exports = NULL;
+	spec->nfs.n_exports = 0;
+	spec->cluster.role = ROLE_COMPUTE;
+	strlist_free(&x.options);
 }
 
 static void test_frames(void)
@@ -307,7 +317,7 @@ int main(void)
 	free(p);
 
 	test_dir(&c);
-	test_dir_squash(&c);
+	test_dir_squash(&c, &spec);
 
 	test_rm_rf(root);
 	TEST_EXIT();
