@@ -138,6 +138,26 @@ static int certs_open(struct ctx *c, struct report *r, const struct khost *self,
 	return rv_open(c, r, &o, st);
 }
 
+/*
+ * Read name from certs/: 0 and the value, -ENOENT when absent.  An entry
+ * the rendezvous refuses (a link, a FIFO or device, another owner,
+ * writable by others, too large) is never read: a failed finding names it
+ * and why, and the caller changes nothing that depends on it.
+ */
+static int certs_get(struct rendezvous *st, struct report *r, const char *name, char **ret,
+		     size_t *ret_len)
+{
+	struct rv_entry e;
+	int w = rv_get_entry(st, name, &e, ret);
+
+	if (ret_len)
+		*ret_len = w == 0 ? e.len : 0;
+	if (w < 0 && e.refused && r)
+		report_finding(r, ST_FAILED, "ssh.ca.refused", "%s%s: %s; refused, not read",
+			       st->where, name, e.why);
+	return w;
+}
+
 static bool rv_has(struct rendezvous *st, const char *name)
 {
 	char *v = NULL;
@@ -413,8 +433,15 @@ static int head_sign(struct ctx *c, struct report *r, const struct khosts *want,
 		for (size_t k = 0; k < want->v[i].keys.n; k++)
 			strlist_push(&current, want->v[i].keys.v[k]);
 	}
-	if (rv_get(st, "revoked.keys", &old_rk, NULL) == 0)
+	w = certs_get(st, r, "revoked.keys", &old_rk, NULL);
+	if (w == 0) {
 		rev_parse(old_rk, now + (int64_t)secs, &revoked);
+	} else if (w != -ENOENT) {
+		/* Rebuilt from nothing, it would drop every revocation: leave certs/ as it is. */
+		ret = w;
+		smap_free(&ids);
+		goto rm;
+	}
 	/* Departed members: their certificates name an id no member has. */
 	(void)rv_names(st, r, &names);
 	for (size_t n = 0; n < names.n; n++) {
@@ -428,7 +455,7 @@ static int head_sign(struct ctx *c, struct report *r, const struct khosts *want,
 			free(id);
 			continue;
 		}
-		if (rv_get(st, names.v[n], &text, NULL) == 0) {
+		if (certs_get(st, r, names.v[n], &text, NULL) == 0) {
 			revoke_file(text, &revoked);
 			report_detail(r, "%s: no longer a member; its host keys are revoked", id);
 		}
@@ -467,7 +494,7 @@ static int head_sign(struct ctx *c, struct report *r, const struct khosts *want,
 		char *name = xasprintf("%s.cert", h->id), *old = NULL;
 		struct strbuf out = STRBUF_INIT;
 
-		(void)rv_get(st, name, &old, NULL);
+		(void)certs_get(st, r, name, &old, NULL);
 		for (size_t k = 0; k < h->keys.n; k++) {
 			struct sshcert pc;
 			char *cert;
@@ -553,7 +580,10 @@ static int install_own(struct ctx *c, struct report *r, const struct khost *self
 	size_t installed = 0;
 	int ret = 0;
 
-	if (rv_get(st, name, &text, NULL) < 0) {
+	if ((ret = certs_get(st, r, name, &text, NULL)) != -ENOENT && ret < 0) {
+		goto out;       /* refused: certs_get said why */
+	} else if (ret < 0) {
+		ret = 0;
 		report_finding(r, ST_DEGRADED, "ssh.ca.no-certificate",
 			       "%s: no certificate for this node yet (the head signs it on its next run); "
 			       "members cannot check this node's host key until then", path);
@@ -929,7 +959,13 @@ int ca_hostbased_converge(struct ctx *c, struct report *r, const struct khosts *
 				      nsigned == 1 ? "" : "s", nrevoked, nrevoked == 1 ? "" : "s",
 				      npruned, npruned == 1 ? "" : "s", st.where);
 		}
-		if (self && ctx_may_write(c) && s->cluster.role != ROLE_HEAD)
+		/*
+		 * Only a node's apply waits for its certificate (a boot brings the
+		 * head and its computes up together); refresh and the watch's
+		 * refreshes take what is there and run again soon anyway.
+		 */
+		if (self && ctx_may_write(c) && s->cluster.role != ROLE_HEAD && c->command &&
+		    strcmp(c->command, "apply") == 0)
 			wait_for_cert(c, r, self, &st);
 		if (self) {
 			w = install_own(c, r, self, &st, &conf, &changed);
@@ -940,10 +976,13 @@ int ca_hostbased_converge(struct ctx *c, struct report *r, const struct khosts *
 			char *krl = NULL;
 			size_t len = 0;
 
-			/* No KRL yet: an empty list (ssh reads it as "nothing revoked"). */
-			if (rv_get(&st, "revoked.krl", &krl, &len) < 0)
-				len = 0;
-			w = fs_write(c, r, REVOKED_PATH, krl ? krl : "", len, 0644, 0, 0);
+			/*
+			 * No KRL yet: an empty list (ssh reads it as "nothing revoked").
+			 * A refused one: the local copy stays as it was.
+			 */
+			w = certs_get(&st, r, "revoked.krl", &krl, &len);
+			if (w == 0 || w == -ENOENT)
+				w = fs_write(c, r, REVOKED_PATH, krl ? krl : "", w == 0 ? len : 0, 0644, 0, 0);
 			if (w < 0)
 				ret = w;
 			free(krl);
