@@ -114,6 +114,13 @@ int rv_names(struct rendezvous *rv, struct report *rep, struct strlist *ret);
 /* etcd: list again (a node waiting for something); dir: nothing to do. */
 int rv_reload(struct rendezvous *rv, struct report *rep);
 
+/*
+ * The cluster secret (secret.c): *key NULL without cluster.secret_file;
+ * else a regular file, not a link, root's, mode 0600 (no group or other
+ * bits), 16 to 4096 bytes.  0, or -errno with the reason in rep.
+ */
+int rv_secret_load(const struct ctx *c, struct report *rep, char **key, size_t *len);
+
 /* ---- the dir backend's pieces the discovery method uses too (dir.c) ---- */
 
 /*

@@ -123,6 +123,27 @@ void ca_host_patterns(const struct spec *s, const struct khosts *hosts, struct s
 int ca_hostbased_converge(struct ctx *c, struct report *r, const struct khosts *want,
 			  const char *kh_text);
 
+/* Read name from the certs collection: 0, -ENOENT, or a refusal (a failed finding in r when not NULL). */
+struct rendezvous;
+int ca_certs_get(struct rendezvous *st, struct report *r, const char *name, char **ret,
+		 size_t *ret_len);
+
+/* ---- ca_head.c: the head signs and revokes ---- */
+
+/* Run ssh-keygen (or systemctl) argv under a 10 s deadline; its error in r. */
+int ca_keygen(struct report *r, const char *const argv[]);
+/*
+ * Sign the members' host keys (pinned mode's rule for a changed key), revoke
+ * departed and replaced keys, keep the revocation list and publish it with
+ * its HMAC (secret: the cluster secret, NULL without one).
+ */
+int ca_head_sign(struct ctx *c, struct report *r, const struct khosts *want, struct rendezvous *st,
+		 const char *secret, size_t secret_len, size_t *ret_signed, size_t *ret_revoked,
+		 size_t *ret_pruned);
+/* 0 when mac_text is the head's HMAC of krl (always without a key); -ENOKEY, -EKEYREJECTED. */
+int ca_krl_vouched(const struct spec *s, const char *key, size_t keylen, const char *krl,
+		   size_t len, const char *mac_text);
+
 /* ---- authorized_keys.c ---- */
 
 /* The authorized_keys block for one user (self_pub: this node's key, NULL when absent). */
