@@ -16,7 +16,8 @@
 # timing of the processes is the machine's, so a replay is close, not exact).
 # Prints each fault kind's count and every violation with the seed; exits 1
 # on any violation.  Needs root (lib.sh exits 77 otherwise).  docs/faults.md
-# says what a run covers and what it does not yet.
+# says what a run covers and what it does not yet.  FAULTS_OUT: where the evidence
+# goes (default /tmp/hpcinit-faults.SEED.PID); FAULTS_KEEP=1 keeps every run's log there.
 SEED=$(( $(date +%s%N) % 1000000 ))
 DURATION=90
 METHOD=shared
@@ -67,6 +68,7 @@ VIOLATIONS=0
 RSS_PEAK=0
 PROCS_PEAK=0
 QUIETS=0
+TICKS=0
 SSH_PAIRS=0
 
 rnd() { R=$(($1 + RANDOM % ($2 - $1 + 1))); }    # R from A to B; never in $(...): RANDOM must advance here
@@ -96,16 +98,17 @@ violation() {   # violation NODE TEXT: print, count, keep the node's files as ev
 # node_procs NODE KIND: pids in the node's network namespace: hpcinit (the agent), helpers
 # (hpcinit-*), units (node.sh), all (everything but sshd's listener)
 node_procs() {
-	local n=$1 kind=$2 p a0 sshd
-	sshd=$(cat "$SIM_STATE/nodes/$n/sshd.pid" 2>/dev/null)
+	local n=$1 kind=$2 p sshd a=()
+	sshd=$(<"$SIM_STATE/nodes/$n/sshd.pid") 2>/dev/null
 	for p in $(ip netns pids "$n" 2>/dev/null); do
-		a0=$(tr '\0' '\n' 2>/dev/null <"/proc/$p/cmdline" | head -2 | tr '\n' ' ')
+		a=()
+		mapfile -d '' -n 3 a 2>/dev/null <"/proc/$p/cmdline" || continue
 		case $kind in
-		hpcinit) [[ $a0 == "$HPCINIT "* ]] && echo "$p" ;;
-		helpers) [[ ${a0%% *} == */hpcinit-* && ${a0%% *} != */hpcinit-cluster* ]] && echo "$p" ;;
-		units) [[ $a0 == "bash $FDIR/node.sh"* ]] && echo "$p" ;;
-		watch) [[ $a0 == "$HPCINIT watch"* ]] && echo "$p" ;;
-		runs) [[ $a0 == "$HPCINIT apply"* || $a0 == "$HPCINIT refresh"* ]] && echo "$p" ;;
+		hpcinit) [ "${a[0]}" = "$HPCINIT" ] && echo "$p" ;;
+		helpers) [[ ${a[0]} == */hpcinit-* && ${a[0]} != */hpcinit-cluster* ]] && echo "$p" ;;
+		units) [ "${a[0]} ${a[1]}" = "bash $FDIR/node.sh" ] && echo "$p" ;;
+		watch) [ "${a[0]} ${a[1]}" = "$HPCINIT watch" ] && echo "$p" ;;
+		runs) [[ ${a[0]} == "$HPCINIT" && ( ${a[1]} == apply || ${a[1]} == refresh ) ]] && echo "$p" ;;
 		all) [ "$p" != "$sshd" ] && echo "$p" ;;
 		esac
 	done
@@ -180,16 +183,11 @@ f_sigkill() {
 		log "sigkill: the watch on $n ($p)"
 	else
 		pick apply refresh refresh
-		once "$n" "$R" "$R"
-		for _ in $(seq 1 100); do         # the run started (through nsenter), then a random moment of it
-			p=$(node_procs "$n" runs)
-			[ -z "$p" ] || break
-			sleep 0.02
-		done
-		rnd 0 30
-		sleep "0.$(printf '%02d' "$R")"
-		p=$(node_procs "$n" runs)
-		log "sigkill: the runs on $n mid-run (${p//$'\n'/ })"
+		local what=$R
+		rnd 0 60       # a refresh here takes tens of ms: most kills land mid-run
+		log "sigkill: $what on $n, $R ms after it started"
+		on "$n" env HPCINIT="$HPCINIT" FT="$FT" NODE="$n" bash "$FDIR/node.sh" kill-after "$R" "$what" "$what" >/dev/null 2>&1 &
+		return
 	fi
 	# shellcheck disable=SC2086
 	harness_kill KILL $p
@@ -520,8 +518,13 @@ while [ $SECONDS -lt $END ]; do
 		rnd 1 4
 		NEXT_FAULT=$((SECONDS + R))
 	fi
+	t1=$(date +%s%N)
 	check_continuous
+	t2=$(date +%s%N)
 	status_sample
+	t3=$(date +%s%N)
+	TICKS=$((TICKS + 1))
+	[ $(( (t3 - t1) / 1000000 )) -lt 3000 ] || log "slow tick: checks $(( (t2 - t1) / 1000000 )) ms, status $(( (t3 - t2) / 1000000 )) ms"
 	sleep 0.5
 done
 
@@ -556,8 +559,12 @@ runs=$(cat "$FT"/runs.* 2>/dev/null | wc -l)
 echo "campaign: seed $SEED, method $METHOD: $runs hpcinit runs; faults injected:"
 for k in "${!COUNT[@]}"; do [[ $k == *status:* ]] || printf '  %-16s %d\n' "$k" "${COUNT[$k]}"; done | sort
 echo "campaign: hpcinit status exit codes sampled during faults and at quiet points:$(for k in "${!COUNT[@]}"; do [[ $k != *status:* ]] || printf ' %s x%d' "$k" "${COUNT[$k]}"; done)"
-echo "campaign: $QUIETS quiet points, $SSH_PAIRS strict ssh logins checked, peak $PROCS_PEAK hpcinit processes on a node, watch RSS peak ${RSS_PEAK} kB"
+echo "campaign: SIGKILLs of a run: $(grep -c killed-after "$FT/sigkills" 2>/dev/null) hit it mid-run, $(grep -c ended-before "$FT/sigkills" 2>/dev/null) came after it had ended"
+echo "campaign: $TICKS rounds of continuous checks; $QUIETS quiet points, $SSH_PAIRS strict ssh logins checked, peak $PROCS_PEAK hpcinit processes on a node, watch RSS peak ${RSS_PEAK} kB"
 echo "campaign: run exit codes: $(awk '{print $3 "=" $5}' "$FT"/runs.* 2>/dev/null | sort | uniq -c | awk '{printf "%s x%s, ", $2, $1}')"
+if [ "$VIOLATIONS" -gt 0 ] || [ -n "${FAULTS_KEEP:-}" ]; then
+	mkdir -p "$OUT" && cp -a "$FT" "$OUT/logs" && echo "campaign: every run's output and exit status kept in $OUT/logs"
+fi
 if [ "$VIOLATIONS" -gt 0 ]; then
 	echo "campaign: $VIOLATIONS violation(s); evidence in $OUT; replay: $0 --seed $SEED --time $DURATION --method $METHOD --nodes $NNODES --quiet $QUIET"
 	exit 1

@@ -6,6 +6,8 @@
 #                           systemd's Restart=on-failure would), then the refresh timer as a
 #                           loop every FT_REFRESH s and "hpcinit watch" restarted when it ends
 #   node.sh once KIND ARGS...  one hpcinit run (the harness's extra runs), logged as KIND
+#   node.sh kill-after MS KIND ARGS...  the same, SIGKILLed MS ms after it started (the pid is
+#                           added to $FT/killed first: its exit status is the harness's doing)
 # Every run is logged to $FT/runs.NODE as "TIME NODE KIND PID RC"; its output goes to
 # $FT/out.NODE.  A file $FT/clock.NODE holding a FAKETIME offset (e.g. "+300s") makes the
 # runs started while it exists see the wall clock jumped (libfaketime; the monotonic
@@ -27,6 +29,16 @@ run() {     # run KIND ARGS...: one run, logged
 	} >>"$FT/out.$NODE" 2>&1 &
 	pid=$!
 	echo "$pid" > "/run/faults.$kind.pid"
+	if [ -n "${KILL_AFTER:-}" ]; then   # the harness's SIGKILL, MS after the start
+		sleep "$(printf '%d.%03d' $((KILL_AFTER / 1000)) $((KILL_AFTER % 1000)))"
+		if kill -0 "$pid" 2>/dev/null; then
+			echo "$pid" >>"$FT/killed"
+			kill -KILL "$pid"
+			echo "$(date +%s) $NODE $kind $pid killed-after-${KILL_AFTER}ms" >>"$FT/sigkills"
+		else
+			echo "$(date +%s) $NODE $kind $pid ended-before-${KILL_AFTER}ms" >>"$FT/sigkills"
+		fi
+	fi
 	rc=0
 	wait "$pid" || rc=$?
 	echo "$(date +%s) $NODE $kind $pid $rc" >>"$FT/runs.$NODE"
@@ -56,6 +68,11 @@ boot)
 	;;
 once)  # once KIND ARGS...
 	shift
+	run "$@"
+	;;
+kill-after)     # kill-after MS KIND ARGS...: one run, SIGKILLed MS ms after it started
+	KILL_AFTER=$2
+	shift 2
 	run "$@"
 	;;
 *) echo "usage: node.sh boot | once CMD..." >&2; exit 2 ;;
