@@ -449,7 +449,7 @@ status_sample() {
 # quiet_point: faults healed (crashed nodes come back or, one in two, stay down: departed);
 # within BOUND every live member is everywhere, every departed one nowhere, strict ssh works
 quiet_point() {
-	local t0 out n m live rc p args=() pids=() srcs=()
+	local t0 out n m live rc p args=() pids=()
 	QUIETS=$((QUIETS + 1))
 	for p in "${PENDING[@]}"; do
 		set -- $p
@@ -482,22 +482,21 @@ quiet_point() {
 	done
 	# strict ssh between every pair of live members (alice: hpcinit's keys and known_hosts)
 	for n in "${live[@]}"; do
-		(
-			for m in "${live[@]}"; do
+		for m in "${live[@]}"; do
+			(
 				got=$(on "$n" runuser -u alice -- ssh -o StrictHostKeyChecking=yes -o BatchMode=yes \
-					-o ConnectTimeout=5 "$m" hostname 2>&1)
+					-o ConnectTimeout=10 "$m" hostname 2>&1)
 				[ "$got" = "$m" ] || echo "$n -> $m: $got" | tr '\n' ' '
-				[ "$got" = "$m" ] || echo
-			done
-		) >"$FT/ssh.$n" 2>&1 &
-		pids+=($!)
+			) >"$FT/ssh.$n.$m" 2>&1 &
+			pids+=($!)
+		done
 	done
-	wait "${pids[@]}"
+	wait "${pids[@]}"      # only these: the units run in the background too
 	for n in "${live[@]}"; do
-		SSH_PAIRS=$((SSH_PAIRS + ${#live[@]}))
-		while IFS= read -r m; do
-			[ -n "$m" ] && violation "$n" "quiet point $QUIETS: strict ssh $m"
-		done <"$FT/ssh.$n"
+		for m in "${live[@]}"; do
+			SSH_PAIRS=$((SSH_PAIRS + 1))
+			[ ! -s "$FT/ssh.$n.$m" ] || violation "$n" "quiet point $QUIETS: strict ssh $(cat "$FT/ssh.$n.$m")"
+		done
 	done
 	log "quiet point $QUIETS: strict ssh checked between ${#live[@]}x${#live[@]} pairs"
 }
