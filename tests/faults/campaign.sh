@@ -7,7 +7,7 @@
 # loop, "hpcinit watch" -- while faults are injected at random, and
 # invariants are checked all along and at quiet points.
 #
-#   campaign.sh [--seed N] [--time S] [--method shared|etcd] [--nodes N] [--quiet S]
+#   campaign.sh [--seed N] [--time S] [--method shared|etcd] [--nodes N] [--quiet S] [--selftest]
 #
 # --time is the injection time (setup and the last quiet point come on top);
 # a quiet point every --quiet seconds: the faults stop and heal, and within a
@@ -15,7 +15,8 @@
 # The seed is printed; the same seed replays the same fault choices (the
 # timing of the processes is the machine's, so a replay is close, not exact).
 # Prints each fault kind's count and every violation with the seed; exits 1
-# on any violation.  Needs root (lib.sh exits 77 otherwise).  docs/faults.md
+# on any violation.  --selftest breaks one node's files at the first quiet point (the
+# run must then report violations and exit 1: the harness can fail).  Needs root (lib.sh exits 77 otherwise).  docs/faults.md
 # says what a run covers and what it does not yet.  FAULTS_OUT: where the evidence
 # goes (default /tmp/hpcinit-faults.SEED.PID); FAULTS_KEEP=1 keeps every run's log there.
 SEED=$(( $(date +%s%N) % 1000000 ))
@@ -23,6 +24,7 @@ DURATION=90
 METHOD=shared
 NNODES=4
 QUIET=40
+SELFTEST=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--seed) SEED=$2; shift 2 ;;
@@ -30,6 +32,7 @@ while [ $# -gt 0 ]; do
 	--method) METHOD=$2; shift 2 ;;
 	--nodes) NNODES=$2; shift 2 ;;
 	--quiet) QUIET=$2; shift 2 ;;
+	--selftest) SELFTEST=1; shift ;;
 	*) echo "usage: campaign.sh [--seed N] [--time S] [--method shared|etcd] [--nodes N] [--quiet S]" >&2; exit 2 ;;
 	esac
 done
@@ -111,6 +114,21 @@ node_procs() {
 		runs) [[ ${a[0]} == "$HPCINIT" && ( ${a[1]} == apply || ${a[1]} == refresh ) ]] && echo "$p" ;;
 		all) [ "$p" != "$sshd" ] && echo "$p" ;;
 		esac
+	done
+}
+# scan_node NODE: one pass over the node's processes: AGENTS (hpcinit and helpers), WATCHES
+scan_node() {
+	local p a=()
+	AGENTS=() WATCHES=()
+	for p in $(ip netns pids "$1" 2>/dev/null); do
+		a=()
+		mapfile -d '' -n 2 a 2>/dev/null <"/proc/$p/cmdline" || continue
+		if [ "${a[0]}" = "$HPCINIT" ]; then
+			AGENTS+=("$p")
+			[ "${a[1]}" != watch ] || WATCHES+=("$p")
+		elif [[ ${a[0]} == */hpcinit-* && ${a[0]} != */hpcinit-cluster* ]]; then
+			AGENTS+=("$p")
+		fi
 	done
 }
 # harness_kill SIG PID...: a kill of the harness's own, so its exit status is not a crash
@@ -415,13 +433,14 @@ check_continuous() {
 		[ -n "${REPORTED[$key]}" ] || { REPORTED[$key]=1; violation "-" "a sanitizer or crash report in $(grep -l -E 'AddressSanitizer|runtime error:' "$FT"/out.*)"; }
 	fi
 	for n in $(sim list); do
-		c=$(( $(node_procs "$n" hpcinit | wc -l) + $(node_procs "$n" helpers | wc -l) ))
+		scan_node "$n"
+		c=${#AGENTS[@]}
 		[ "$c" -le "$PROCS_PEAK" ] || PROCS_PEAK=$c
 		if [ "$c" -gt "$PROC_MAX" ]; then
 			key="procs:$n:$((SECONDS / 30))"
 			[ -n "${REPORTED[$key]}" ] || { REPORTED[$key]=1; violation "$n" "$c hpcinit processes (more than $PROC_MAX): $(node_procs "$n" hpcinit | xargs -r ps -o pid,etimes,args -p | tr '\n' ';')"; }
 		fi
-		for p in $(node_procs "$n" watch); do
+		for p in "${WATCHES[@]}"; do
 			rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$p/status" 2>/dev/null)
 			[ -n "$rss" ] || continue
 			[ "$rss" -le "$RSS_PEAK" ] || RSS_PEAK=$rss
@@ -459,6 +478,15 @@ quiet_point() {
 	PENDING=()
 	for n in $(sim list); do [ "${STATE[$n]}" = crashed ] && later 1 reboot "$n"; done
 	mapfile -t live < <(live_nodes)
+	if [ -n "$SELFTEST" ] && [ "$QUIETS" = 1 ]; then
+		# --selftest: the harness must see a broken node.  Its units stop (nothing repairs it),
+		# its hostfile is cut short and its known_hosts loses every key.
+		n=${live[0]}
+		log "selftest: $n's units stopped, hostfile.plain truncated, ssh_known_hosts emptied"
+		stop_units "$n" TERM
+		sleep 1
+		on "$n" sh -c 'truncate -s 40 /etc/hpcinit/hostfile.plain; sed -i "/^[^#]/d" /etc/hpcinit/ssh_known_hosts'
+	fi
 	log "quiet point $QUIETS: live ${live[*]}; departed ${!DEPARTED[*]}; waiting up to ${BOUND}s"
 	for n in "${live[@]}"; do args+=("$n=$(etc_of "$n"):$(run_of "$n")"); done
 	t0=$SECONDS
@@ -482,21 +510,20 @@ quiet_point() {
 	done
 	# strict ssh between every pair of live members (alice: hpcinit's keys and known_hosts)
 	for n in "${live[@]}"; do
-		for m in "${live[@]}"; do
-			(
-				got=$(on "$n" runuser -u alice -- ssh -o StrictHostKeyChecking=yes -o BatchMode=yes \
-					-o ConnectTimeout=10 "$m" hostname 2>&1)
-				[ "$got" = "$m" ] || echo "$n -> $m: $got" | tr '\n' ' '
-			) >"$FT/ssh.$n.$m" 2>&1 &
-			pids+=($!)
-		done
+		# one entry into the node, its logins in parallel there; a line per failed login
+		on "$n" bash -c 'for m; do
+			( got=$(runuser -u alice -- ssh -o StrictHostKeyChecking=yes -o BatchMode=yes \
+				-o ConnectTimeout=10 "$m" hostname 2>&1)
+			  [ "$got" = "$m" ] || echo "-> $m: $got" | tr "\n" " "; [ "$got" = "$m" ] || echo ) &
+			done; wait' _ "${live[@]}" >"$FT/ssh.$n" 2>&1 &
+		pids+=($!)
 	done
 	wait "${pids[@]}"      # only these: the units run in the background too
 	for n in "${live[@]}"; do
-		for m in "${live[@]}"; do
-			SSH_PAIRS=$((SSH_PAIRS + 1))
-			[ ! -s "$FT/ssh.$n.$m" ] || violation "$n" "quiet point $QUIETS: strict ssh $(cat "$FT/ssh.$n.$m")"
-		done
+		SSH_PAIRS=$((SSH_PAIRS + ${#live[@]}))
+		while IFS= read -r m; do
+			[ -z "$m" ] || violation "$n" "quiet point $QUIETS: strict ssh $n $m"
+		done <"$FT/ssh.$n"
 	done
 	log "quiet point $QUIETS: strict ssh checked between ${#live[@]}x${#live[@]} pairs"
 }
