@@ -7,7 +7,8 @@
 # loop, "hpcinit watch" -- while faults are injected at random, and
 # invariants are checked all along and at quiet points.
 #
-#   campaign.sh [--seed N] [--time S] [--method shared|etcd] [--nodes N] [--quiet S] [--selftest]
+#   campaign.sh [--seed N] [--time S] [--method shared|etcd] [--nodes N] [--quiet S]
+#               [--faults KIND,...] [--selftest]
 #
 # --time is the injection time (setup and the last quiet point come on top);
 # a quiet point every --quiet seconds: the faults stop and heal, and within a
@@ -25,6 +26,7 @@ METHOD=shared
 NNODES=4
 QUIET=40
 SELFTEST=""
+ONLY=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--seed) SEED=$2; shift 2 ;;
@@ -33,7 +35,8 @@ while [ $# -gt 0 ]; do
 	--nodes) NNODES=$2; shift 2 ;;
 	--quiet) QUIET=$2; shift 2 ;;
 	--selftest) SELFTEST=1; shift ;;
-	*) echo "usage: campaign.sh [--seed N] [--time S] [--method shared|etcd] [--nodes N] [--quiet S]" >&2; exit 2 ;;
+	--faults) ONLY=$2; shift 2 ;;
+	*) echo "usage: campaign.sh [--seed N] [--time S] [--method shared|etcd] [--nodes N] [--quiet S] [--faults KIND,...] [--selftest]" >&2; exit 2 ;;
 	esac
 done
 case $METHOD in shared | etcd) ;; *) echo "campaign: --method shared or etcd" >&2; exit 2 ;; esac
@@ -51,7 +54,8 @@ set +eu
 export HPCINIT
 
 echo "campaign: seed $SEED, method $METHOD, $NNODES nodes, ${DURATION}s of faults, quiet point every ${QUIET}s"
-echo "campaign: replay with: $0 --seed $SEED --time $DURATION --method $METHOD --nodes $NNODES --quiet $QUIET"
+REPLAY="$0 --seed $SEED --time $DURATION --method $METHOD --nodes $NNODES --quiet $QUIET${ONLY:+ --faults $ONLY}${SELFTEST:+ --selftest}"
+echo "campaign: replay with: $REPLAY"
 RANDOM=$SEED
 
 LEASE=6
@@ -368,8 +372,44 @@ f_etcd_compact() {
 	etcdctl_ compact "$rev" >/dev/null 2>&1
 }
 
+# The share's server stopped (method shared): a STAND-IN, tests/system/fuse_stall -a mounted
+# on the shared directory inside every node -- a file system that never answers below its
+# top, as a hard NFS mount whose server died; killing it (ENOTCONN) and unmounting is the
+# server back.  The other nodes' NFS is not simulated (docs/faults.md).
+STALL=$TOP_BUILDDIR/tests/system/fuse_stall
+f_share_stop() {
+	local n
+	log "share: its server stops (fuse_stall on $SHARED in every node)"
+	for n in $(live_nodes); do
+		on "$n" "$STALL" -a "$SHARED" >"$FT/stall.$n" 2>&1 &
+	done
+	rnd 5 25
+	later "$R" shareup
+}
+a_shareup() {
+	local n p a=()
+	log "share: its server is back"
+	for n in $(sim list); do
+		for p in $(ip netns pids "$n" 2>/dev/null); do
+			mapfile -d '' -n 1 a 2>/dev/null <"/proc/$p/cmdline" || continue
+			[ "${a[0]}" != "$STALL" ] || kill -KILL "$p"
+		done
+		on "$n" umount -l "$SHARED" 2>/dev/null
+	done
+}
+
 KINDS=(sigkill sigkill tworuns crash reuse destroy leave burst netcut runfull clock)
 [ "$METHOD" != etcd ] || KINDS+=(etcd_member etcd_member etcd_majority etcd_compact)
+if [ "$METHOD" = shared ]; then
+	[ -x "$STALL" ] || make -C "$TOP_BUILDDIR" tests/system/fuse_stall >/dev/null 2>&1
+	if [ -x "$STALL" ] && [ -e /dev/fuse ]; then KINDS+=(share_stop)
+	else log "share_stop not injected: no $STALL or no /dev/fuse"; fi
+fi
+if [ -n "$ONLY" ]; then          # --faults a,b: only these kinds
+	mapfile -t KINDS < <(printf '%s\n' "${KINDS[@]}" | grep -xF -f <(tr ',' '\n' <<<"$ONLY"))
+	[ ${#KINDS[@]} -gt 0 ] || { echo "campaign: --faults $ONLY: none of them applies to method $METHOD" >&2; exit 2; }
+fi
+log "fault kinds: $(printf '%s\n' "${KINDS[@]}" | sort -u | tr '\n' ' ')"
 inject() {
 	local live kind n
 	mapfile -t live < <(live_nodes)
@@ -592,7 +632,7 @@ if [ "$VIOLATIONS" -gt 0 ] || [ -n "${FAULTS_KEEP:-}" ]; then
 	mkdir -p "$OUT" && cp -a "$FT" "$OUT/logs" && echo "campaign: every run's output and exit status kept in $OUT/logs"
 fi
 if [ "$VIOLATIONS" -gt 0 ]; then
-	echo "campaign: $VIOLATIONS violation(s); evidence in $OUT; replay: $0 --seed $SEED --time $DURATION --method $METHOD --nodes $NNODES --quiet $QUIET"
+	echo "campaign: $VIOLATIONS violation(s); evidence in $OUT; replay: $REPLAY"
 	exit 1
 fi
 echo "campaign: no violation"
