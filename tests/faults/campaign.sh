@@ -468,9 +468,11 @@ check_continuous() {
 		key="crash:$p"
 		[ -n "${REPORTED[$key]}" ] || { REPORTED[$key]=1; violation "$n" "hpcinit $kind (pid $p) exited $rc: a signal the harness did not send"; }
 	done < <(cat "$FT"/runs.* 2>/dev/null)
-	if grep -l -E 'AddressSanitizer|runtime error:|core dumped|Segmentation fault' "$FT"/out.* >/dev/null 2>&1; then
+	# (an isolated step's child that dies says "the step's child ended without an answer: signal")
+	local crash_re="AddressSanitizer|runtime error:|core dumped|Segmentation fault|child ended without an answer"
+	if grep -q -E "$crash_re" "$FT"/out.* 2>/dev/null; then
 		key=sanitizer
-		[ -n "${REPORTED[$key]}" ] || { REPORTED[$key]=1; violation "-" "a sanitizer or crash report in $(grep -l -E 'AddressSanitizer|runtime error:' "$FT"/out.*)"; }
+		[ -n "${REPORTED[$key]}" ] || { REPORTED[$key]=1; violation "-" "a crash report: $(grep -E "$crash_re" "$FT"/out.* | head -3)"; }
 	fi
 	for n in $(sim list); do
 		scan_node "$n"
