@@ -59,8 +59,8 @@ echo "campaign: replay with: $REPLAY"
 RANDOM=$SEED
 
 LEASE=6
-REFRESH=5
-BOUND=$((LEASE + REFRESH + 10))
+REFRESH_S=5
+BOUND=$((LEASE + REFRESH_S + 10))
 MAXNODES=$((NNODES + 3))
 PROC_MAX=10                     # hpcinit processes (agent and helpers) on one node
 RSS_MAX_KB=$((64 * 1024))       # the watch's resident memory
@@ -152,7 +152,7 @@ stop_units() {
 }
 start_units() {
 	local n=$1
-	on "$n" env HPCINIT="$HPCINIT" FT="$FT" NODE="$n" FT_REFRESH=$REFRESH bash "$FDIR/node.sh" boot >/dev/null 2>&1 &
+	on "$n" env HPCINIT="$HPCINIT" FT="$FT" NODE="$n" FT_REFRESH=$REFRESH_S bash "$FDIR/node.sh" boot >/dev/null 2>&1 &
 }
 once() {        # once NODE CMD...: one more hpcinit run on the node, in the background
 	local n=$1
