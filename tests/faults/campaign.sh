@@ -377,8 +377,11 @@ f_etcd_compact() {
 # top, as a hard NFS mount whose server died; killing it (ENOTCONN) and unmounting is the
 # server back.  The other nodes' NFS is not simulated (docs/faults.md).
 STALL=$TOP_BUILDDIR/tests/system/fuse_stall
+SHARE_DOWN=""
 f_share_stop() {
 	local n
+	[ -z "$SHARE_DOWN" ] || { log "share: stopped already"; return; }
+	SHARE_DOWN=1
 	log "share: its server stops (fuse_stall on $SHARED in every node)"
 	for n in $(live_nodes); do
 		on "$n" "$STALL" -a "$SHARED" >"$FT/stall.$n" 2>&1 &
@@ -388,6 +391,7 @@ f_share_stop() {
 }
 a_shareup() {
 	local n p a=()
+	SHARE_DOWN=""
 	log "share: its server is back"
 	for n in $(sim list); do
 		for p in $(ip netns pids "$n" 2>/dev/null); do
