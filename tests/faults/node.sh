@@ -11,7 +11,8 @@
 # Every run is logged to $FT/runs.NODE as "TIME NODE KIND PID RC"; its output goes to
 # $FT/out.NODE.  A file $FT/clock.NODE holding a FAKETIME offset (e.g. "+300s") makes the
 # runs started while it exists see the wall clock jumped (libfaketime; the monotonic
-# clock is left alone).
+# clock is left alone, and so are file times from stat(2): they are the file system's,
+# as an NFS server's are on a real node whose own clock is off).
 : "${HPCINIT:?}" "${FT:?}" "${NODE:?}" "${FT_REFRESH:=5}"
 
 run() {     # run KIND ARGS...: one run, logged
@@ -22,7 +23,7 @@ run() {     # run KIND ARGS...: one run, logged
 		echo "=== $(date +%s.%N) $kind${off:+ (clock $off)}"
 		if [ -n "$off" ]; then
 			LD_PRELOAD=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 FAKETIME="$off" \
-				FAKETIME_DONT_FAKE_MONOTONIC=1 exec "$HPCINIT" "$@"
+				FAKETIME_DONT_FAKE_MONOTONIC=1 NO_FAKE_STAT=1 exec "$HPCINIT" "$@"
 		else
 			exec "$HPCINIT" "$@"
 		fi
