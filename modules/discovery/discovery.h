@@ -56,6 +56,13 @@ struct disc_run {
 	bool waited;                    /* list ran more than once (or publish waited for peers) */
 	uint64_t start_ms;              /* the step's start: discovery.wait counts from here */
 	bool listen_again;              /* list waited for a change itself: list again without a pause */
+	/*
+	 * The cluster has formed: this node saw discovery.expect nodes earlier
+	 * in this boot, or a member's record says it did (formed: true).  Fewer
+	 * nodes then means nodes left or the cluster is scaling: nobody waits.
+	 */
+	bool ready;
+	char ready_why[160];            /* why ready, for the details */
 	void *priv;                     /* the method's own state, from open to close */
 };
 
@@ -159,6 +166,13 @@ bool disc_ready_before(const struct ctx *c);
 void disc_mark_ready(struct ctx *c);
 /* The etcd lease this node holds (/run/hpcinit/etcd-lease), 0 when none (etcd.c). */
 int64_t etcd_read_lease(const struct ctx *c);
+/*
+ * The one rule every method's list ends with: is there nothing to wait for?
+ * True when run->ready, when expect nodes are known (self included), or
+ * when an admitted peer's record says the cluster formed (then run->ready
+ * is set: this node joins a running cluster).
+ */
+bool disc_expect_met(struct disc_run *run);
 /* Record the findings of the last list (run->notes) in the step's report. */
 void disc_notes_commit(struct disc_run *run);
 /* Empty run->found and run->notes for the next list. */

@@ -40,7 +40,6 @@ struct etcd {
 	int64_t lease;                  /* 0: none yet */
 	uint64_t synced_ms;             /* when publish last renewed the lease */
 	uint64_t wait_end_ms;           /* end of discovery.wait, from the first list */
-	bool ready;                     /* expect was reached earlier in this boot */
 	bool self_seen, self_same;      /* check/plan: this node's key in the last list */
 	bool unreachable;               /* no endpoint answered; on_unreachable: degrade */
 	bool stale;                     /* the peers are the last membership etcd gave */
@@ -182,14 +181,12 @@ static int etcd_open(struct disc_run *run)
 	e->prefix = rv_etcd_prefix(c->spec, "nodes");
 	e->key = xasprintf("%s%s", e->prefix, run->self.hostname);
 	e->lease = etcd_read_lease(c);
-	e->ready = disc_ready_before(c);
 	return 0;
 }
 
 /*
  * How long one wait for peers in etcd may take now: 0 when this run does
- * not wait (check/plan, expect reached earlier in this boot, no
- * discovery.wait left); at most a third of the lease (the lease is renewed
+ * not wait (check/plan/refresh, the cluster formed, no discovery.wait left); at most a third of the lease (the lease is renewed
  * between waits), within discovery.wait (from the first wait of the run)
  * and the step's deadline.
  */
@@ -199,7 +196,7 @@ static uint64_t await_ms(struct disc_run *run)
 	struct etcd *e = run->priv;
 	uint64_t left = ctx_remaining_ms(c), ms = c->spec->discovery.lease_ms / 3;
 
-	if (!ctx_may_write(c) || e->ready || c->spec->discovery.expect <= 1 ||
+	if (!ctx_may_write(c) || c->refresh || run->ready || c->spec->discovery.expect <= 1 ||
 	    c->spec->discovery.wait_ms == 0)
 		return 0;
 	if (ms < 1000)
@@ -251,11 +248,12 @@ static int etcd_publish(struct disc_run *run)
 	} else {
 		/*
 		 * The same helper then lists the membership (the list takes it
-		 * from e->pending) and, while this node waits for its peers,
-		 * waits in etcd for them: one process and no second range.
+		 * from e->pending): one process and no second range.  It does
+		 * not wait for peers: the list first reads whether the cluster
+		 * has formed (a member's "formed: true"), then waits if not.
 		 */
 		char want[32], mss[32];
-		uint64_t ms = await_ms(run);
+		uint64_t ms = 0;
 
 		snprintf(want, sizeof(want), "%u", c->spec->discovery.expect);
 		snprintf(mss, sizeof(mss), "%" PRIu64, ms);
@@ -545,7 +543,7 @@ static int etcd_list(struct disc_run *run)
 		keep_members(run, res.out, res.out_len);
 	rev = take_list(run, res.out, res.out + res.out_len);
 	proc_result_free(&res);
-	if (e->ready || run->found.n + 1 >= run->c->spec->discovery.expect)
+	if (disc_expect_met(run))
 		return 1;
 	wait_for_change(run, rev);
 	return 0;
@@ -561,7 +559,7 @@ static int etcd_finish(struct disc_run *run, const struct peerset *set)
 	for (size_t i = 0; i < e->rejects.n; i++)
 		log_warn("%s", e->rejects.v[i]);
 	if (e->rejected > e->rejects.n)
-		log_warn("%zu more records rejected; the run's details list them all",
+		log_warn("%zu more records rejected; the run's details list them (up to 1000)",
 			 e->rejected - e->rejects.n);
 	if (e->rejected)
 		report_raise(rep, ST_DEGRADED);
@@ -578,23 +576,25 @@ static int etcd_finish(struct disc_run *run, const struct peerset *set)
 		return 0;
 	}
 	if (set->n >= spec->discovery.expect) {
-		if (ctx_may_write(c) && !e->ready)
-			disc_mark_ready(c);
 		report_set(rep, rep->status == ST_CHANGED ? ST_CHANGED : ST_OK,
 			   "%zu node%s known through etcd (expect %u)%s%s", set->n,
 			   set->n == 1 ? "" : "s", spec->discovery.expect, run->waited ? " after waiting" : "",
 			   e->rejected ? "; records rejected, see details" : "");
 		if (e->rejected)
 			report_raise(rep, ST_DEGRADED);
-	} else if (e->ready || !ctx_may_write(c)) {
-		report_detail(rep, "%zu nodes known, fewer than expect %u%s", set->n,
-			      spec->discovery.expect, e->ready ? " (reached earlier in this boot: "
-			      "nodes have left)" : "");
+	} else if (run->ready || !ctx_may_write(c)) {
+		report_detail(rep, "%zu nodes known, fewer than expect %u%s%s%s", set->n,
+			      spec->discovery.expect, run->ready ? " (" : "",
+			      run->ready ? run->ready_why : "", run->ready ? ")" : "");
 		report_set(rep, rep->status == ST_CHANGED ? ST_CHANGED : ST_OK,
 			   "%zu node%s known through etcd (expect %u)%s", set->n, set->n == 1 ? "" : "s",
 			   spec->discovery.expect, e->rejected ? "; records rejected, see details" : "");
 		if (e->rejected)
 			report_raise(rep, ST_DEGRADED);
+	} else if (c->refresh) {
+		report_set(rep, ST_DEGRADED, "only %zu of %u expected nodes in etcd, and none says the "
+			   "cluster has formed (a refresh does not wait for them)", set->n,
+			   spec->discovery.expect);
 	} else {
 		report_set(rep, ST_DEGRADED, "only %zu of %u expected nodes after waiting %" PRIu64
 			   " s for peers in etcd", set->n, spec->discovery.expect,

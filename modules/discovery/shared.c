@@ -28,12 +28,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "discovery.h"
 #include "fsutil.h"
 #include "log.h"
+#include "nfs/squash.h"
 #include "rendezvous/rendezvous.h"
 
 #define REJECT_LOG_MAX 10               /* rejections logged (syslog) per run */
@@ -67,7 +69,6 @@ struct shared {
 	struct secret sec;
 	struct rendezvous rv;           /* the nodes collection */
 	const char *nodes;              /* its directory (target path) */
-	bool ready;                     /* expect was reached earlier in this boot */
 	int64_t written;                /* when this node's record was last written (own clock) */
 	int64_t offset;                 /* cluster clock - own clock; 0 within the skew */
 	size_t rejected, expired, pruned;       /* rejected, expired: of the last pass */
@@ -90,6 +91,60 @@ static void squash_note(const struct ctx *c, struct report *rep, const struct re
 		       rv->tree.levels[2], (unsigned)rv->tree.trusted, (unsigned)rv->tree.trusted);
 }
 
+/* File systems many machines mount (f_type of statfs(2)), by name. */
+static const struct {
+	long type;
+	const char *name;
+} shared_fs[] = {
+	{ 0x6969, "NFS" },
+	{ (long)0xff534d42, "CIFS" },
+	{ (long)0xfe534d42, "SMB" },
+	{ 0x0bd00bd0, "Lustre" },
+	{ 0x47504653, "GPFS" },
+	{ 0x19830326, "BeeGFS" },
+};
+
+/*
+ * A root-owned rendezvous without a cluster secret, where root elsewhere
+ * writes as root too: on the head, an export that does not squash root
+ * (known from the spec); on a client, a file system other machines mount
+ * (statfs) where this node's root was not squashed.  Root on any machine
+ * that mounts it then writes records every member believes.  What cannot
+ * be seen from here (which machines the server lets mount) is not claimed.
+ */
+static void unsquashed_note(const struct ctx *c, struct report *rep, const struct rendezvous *rv,
+			    const struct nfs_squash *sq)
+{
+	const char *fs = NULL;
+	struct statfs sf;
+	char *hp;
+
+	if (c->spec->cluster.secret_file)
+		return;
+	if (sq) {
+		report_finding(rep, ST_DEGRADED, "discovery.rendezvous.no-secret",
+			       "%s: this node exports %s with no_root_squash and there is no "
+			       "cluster.secret_file: root on any machine that may mount the export writes "
+			       "records as root, and every member trusts their host keys and users' keys; "
+			       "export it with root_squash and set cluster.secret_file on every node "
+			       "(docs/cluster.md)", rv->tree.levels[2], sq->export);
+		return;
+	}
+	hp = ctx_path(c, rv->tree.levels[2]);
+	if (statfs(hp, &sf) == 0)
+		for (size_t i = 0; i < sizeof(shared_fs) / sizeof(shared_fs[0]); i++)
+			if ((long)sf.f_type == shared_fs[i].type)
+				fs = shared_fs[i].name;
+	free(hp);
+	if (fs)
+		report_finding(rep, ST_DEGRADED, "discovery.rendezvous.no-secret",
+			       "%s: on %s, root on this node writes as root (the share does not squash "
+			       "root) and there is no cluster.secret_file: root on any machine that mounts "
+			       "the share writes records every member trusts (host keys, users' keys); set "
+			       "cluster.secret_file on every node, and squash root on the server "
+			       "(docs/cluster.md)", rv->tree.levels[2], fs);
+}
+
 /*
  * Make <dir>/<cluster>/nodes exist and decide whom to trust (the library's
  * dir backend: levels, owner, this node's own export squashing root).
@@ -108,6 +163,12 @@ static int rendezvous_open(struct ctx *c, struct report *rep, const struct peer 
 	r = rv_open(c, rep, &o, rv);
 	if (r == 0)
 		squash_note(c, rep, rv);
+	if (r == 0 && !rv->tree.head_squash && rv->tree.trusted == 0) {
+		struct nfs_squash sq;
+		bool exported = nfs_export_lookup(c->spec, c->spec->discovery.dir, &sq);
+
+		unsquashed_note(c, rep, rv, exported ? &sq : NULL);
+	}
 	return r;
 }
 
@@ -407,7 +468,6 @@ static int shared_open(struct disc_run *run)
 		report_set(run->rep, ST_FAILED, "discovery.dir is required with method shared");
 		return -EINVAL;
 	}
-	sh->ready = disc_ready_before(c);
 	r = rendezvous_open(c, run->rep, &run->self, &sh->rv);
 	sh->nodes = sh->rv.tree.levels[2];
 	if (r == -ENOENT && !ctx_may_write(c)) {
@@ -516,8 +576,8 @@ static int shared_list(struct disc_run *run)
 		report_set(run->rep, ST_FAILED, "cannot read %s", sh->nodes);
 		return r;
 	}
-	/* Reached once in this boot: fewer nodes now means nodes left, not "wait". */
-	return sh->ready || run->found.n + 1 >= spec->discovery.expect;
+	/* Formed (here or by a member): fewer nodes now means nodes left, not "wait". */
+	return disc_expect_met(run);
 }
 
 static int shared_finish(struct disc_run *run, const struct peerset *set)
@@ -530,22 +590,24 @@ static int shared_finish(struct disc_run *run, const struct peerset *set)
 	for (size_t i = 0; i < sh->rejects.n; i++)
 		log_warn("%s", sh->rejects.v[i]);
 	if (sh->rejected > sh->rejects.n)
-		log_warn("%zu more records rejected; the run's details list them all",
+		log_warn("%zu more records rejected; the run's details list them (up to 1000)",
 			 sh->rejected - sh->rejects.n);
 	if (set->n >= spec->discovery.expect) {
-		if (ctx_may_write(c) && !sh->ready)
-			disc_mark_ready(c);
 		report_set(rep, ST_OK, "%zu node%s known (expect %u)%s%s", set->n,
 			   set->n == 1 ? "" : "s", spec->discovery.expect,
 			   run->waited ? " after waiting" : "",
 			   sh->rejected ? "; records rejected, see details" : "");
-	} else if (sh->ready || !ctx_may_write(c)) {
-		report_detail(rep, "%zu nodes known, fewer than expect %u%s", set->n,
-			      spec->discovery.expect, sh->ready ? " (reached earlier in this boot: "
-			      "nodes have left)" : "");
+	} else if (run->ready || !ctx_may_write(c)) {
+		report_detail(rep, "%zu nodes known, fewer than expect %u%s%s%s", set->n,
+			      spec->discovery.expect, run->ready ? " (" : "",
+			      run->ready ? run->ready_why : "", run->ready ? ")" : "");
 		report_set(rep, ST_OK, "%zu node%s known (expect %u)%s", set->n, set->n == 1 ? "" : "s",
 			   spec->discovery.expect,
 			   sh->rejected ? "; records rejected, see details" : "");
+	} else if (c->refresh) {
+		report_set(rep, ST_DEGRADED, "only %zu of %u expected nodes in %s, and none says the "
+			   "cluster has formed (a refresh does not wait for them)", set->n,
+			   spec->discovery.expect, sh->nodes);
 	} else {
 		report_set(rep, ST_DEGRADED, "only %zu of %u expected nodes after waiting %" PRIu64
 			   " s for peers in %s", set->n, spec->discovery.expect,

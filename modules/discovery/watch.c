@@ -595,9 +595,11 @@ int watch_main(struct ctx *c, const struct run_opts *ro)
 int leave_main(struct ctx *c, uint64_t lock_timeout_ms)
 {
 	struct report rep;
-	int r, lock_fd = -1;
+	int r, lock_fd = -1, steps = runner_leave(c);
 
 	if (!c->spec->discovery.present) {
+		if (c->spec->slurm.present)
+			return steps;
 		fprintf(stderr, "hpcinit: leave: the spec has no discovery section; nothing to leave\n");
 		return 0;
 	}
@@ -616,7 +618,7 @@ int leave_main(struct ctx *c, uint64_t lock_timeout_ms)
 	       "changed" : "ok", rep.summary[0] ? rep.summary : "nothing to remove");
 	if (rep.details.len)
 		fputs(sb_str(&rep.details), stdout);
-	r = r < 0 || rep.status == ST_FAILED ? 1 : 0;
+	r = r < 0 || rep.status == ST_FAILED || steps ? 1 : 0;
 	report_free(&rep);
 	return r;
 }

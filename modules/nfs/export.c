@@ -60,10 +60,55 @@ static void self_address(const struct ctx *c, char *buf, size_t n)
 }
 
 /*
+ * One self-probe of an export: NFSv3 (TCP to the portmapper, then MOUNT of
+ * the path), and when v3 does not answer (a server with v3 switched off,
+ * as for NFSv4.1-only clients), NFSv4 (TCP 2049, then a LOOKUP of the path,
+ * or at least an NFS answer: see rpc_classify).  Retried with backoff for
+ * up to NFS_SELF_WAIT_MS while nfsd starts.
+ */
+static int self_probe_one(struct ctx *c, struct nfs_target *t, struct nfs_probe_result *res,
+			  uint64_t *ret_waited, unsigned *ret_attempts)
+{
+	struct ctx sub = *c;
+	uint64_t start = now_ms(), delay = NFS_BACKOFF_FIRST_MS, w;
+	unsigned a;
+	int r;
+
+	sub.deadline_ms = start + NFS_SELF_WAIT_MS;
+	if (c->deadline_ms && c->deadline_ms < sub.deadline_ms)
+		sub.deadline_ms = c->deadline_ms;
+	t->wait_ms = 0;
+	*ret_attempts = 0;
+	for (;;) {
+		t->vers = 3;
+		r = probe_wait(&sub, t, res, &w, &a);
+		*ret_attempts += 1;
+		if (r == 0 || res->err == NE_NOEXPORT || res->err == NE_DENIED) {
+			if (r == 0 || ctx_remaining_ms(&sub) == 0)
+				break;
+		} else {
+			struct nfs_probe_result r4;
+
+			t->vers = 4;
+			if (probe_wait(&sub, t, &r4, &w, &a) == 0) {
+				*res = r4;
+				r = 0;
+				break;
+			}
+			t->vers = 3;    /* the report names what v3 said */
+		}
+		if (!ctx_backoff(&sub, &delay, NFS_BACKOFF_CAP_MS))
+			break;
+	}
+	*ret_waited = now_ms() - start;
+	return r;
+}
+
+/*
  * Before telling clients they may mount: the server runs and answers for
- * each export, asked the way a client asks (TCP to the portmapper, then
- * MOUNT v3 of the path, through the same probe the mounts use), at this
- * node's own address.  exportfs -ra succeeding says nothing about nfsd.
+ * each export, asked the way a client asks (NFSv3, or NFSv4 when the server
+ * has v3 off, through the same probe the mounts use), at this node's own
+ * address.  exportfs -ra succeeding says nothing about nfsd.
  */
 static void export_self_probe(struct ctx *c, struct report *r, enum rstatus *st)
 {
@@ -82,13 +127,13 @@ static void export_self_probe(struct ctx *c, struct report *r, enum rstatus *st)
 		t.export = x->path;
 		t.path = x->path;
 		t.source = xasprintf("%s:%s", addr, x->path);
-		t.vers = 3;
-		t.wait_ms = NFS_SELF_WAIT_MS;
-		if (probe_wait(c, &t, &res, &waited, &attempts) == 0) {
+		if (self_probe_one(c, &t, &res, &waited, &attempts) == 0) {
 			report_finding(r, ST_OK, "nfs.exports.self-probe",
-				       "export %s answers at %s (this node probed itself as a client: %s); "
+				       "export %s answers at %s (this node probed itself as a client%s: %s%s%s); "
 				       "clients in %s may mount %s", x->path, addr,
-				       res.what[0] ? res.what : "TCP", x->clients, t.source);
+				       t.vers == 3 ? "" : " over NFSv4, v3 gave no answer",
+				       res.what[0] ? res.what : "TCP", res.note[0] ? "; " : "", res.note,
+				       x->clients, t.source);
 		} else {
 			report_finding(r, ST_FAILED, "nfs.exports.self-probe",
 				       "the NFS server does not serve %s: %s: %s (probed at %s, %u attempt%s in %llu s); "
