@@ -323,6 +323,12 @@ int main(void)
 
 	test_dir(&c);
 	test_dir_squash(&c, &spec);
+	{
+		/* The shared directory has no stream to watch: its users list it again. */
+		struct proc_child ch;
+
+		TEST_INTEQ(rv_watch(&c, "nodes", &ch), -EOPNOTSUPP);
+	}
 
 	test_rm_rf(root);
 	TEST_EXIT();
