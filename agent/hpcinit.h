@@ -79,6 +79,7 @@ struct ctx {
 	const struct spec *spec;
 	const char *root;       /* fake root for every path; "" means the real / */
 	enum run_mode mode;
+	const char *command;    /* "apply", "refresh", "watch", ... (runner_run sets it); NULL: unknown */
 	int verbose;
 	bool json;
 	bool verify;            /* hpcinit verify: the mpi module runs its cluster check */

@@ -659,6 +659,7 @@ int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
 
 	while (module_table[n])
 		n++;
+	c->command = o->command;
 	memset(res, 0, sizeof(*res));
 	res->n = n;
 	res->reports = xcalloc(n, sizeof(*res->reports));

@@ -624,7 +624,7 @@ static void spec_defaults(struct spec *s)
 	s->ssh.key_type = KEY_ED25519;
 	s->ssh.host_keys = HOSTKEYS_PINNED;
 	s->ssh.restrict_from = true;
-	s->ssh.cert_validity_ms = 7 * 24 * HOUR_MS;
+	s->ssh.cert_validity_ms = 24 * HOUR_MS;  /* docs/ssh.md "How long a certificate lives" */
 	s->hostfile.address = HF_ADDR_HOSTNAME;
 	s->hostfile.openmpi_default = true;
 	s->hostfile.etc_hosts = HF_HOSTS_AUTO;

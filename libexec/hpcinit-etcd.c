@@ -68,12 +68,15 @@
 #include <curl/curl.h>
 #include <json-c/json.h>
 
+#include "etcd-proto.h"
+
 #define MAX_ENDPOINTS 32
 #define STDIN_MAX (64 * 1024)
 #define RESP_MAX (64 * 1024 * 1024)     /* a range of 100,000 records fits */
 #define CONNECT_MS 1500
 
-enum { EX_OK = 0, EX_DOWN = 1, EX_USAGE = 2, EX_REFUSED = 3 };
+/* The exit codes and frames the agent reads: etcd-proto.h, shared with lib/rendezvous/etcd.c. */
+enum { EX_OK = ETCD_EX_OK, EX_DOWN = ETCD_EX_DOWN, EX_USAGE = ETCD_EX_USAGE, EX_REFUSED = ETCD_EX_REFUSED };
 
 static const char *endpoints[MAX_ENDPOINTS];
 static size_t n_endpoints, cur;         /* cur: the endpoint that answered last */

@@ -103,9 +103,7 @@ extern const struct disc_method_ops disc_method_etcd;
 
 /* The cluster secret (cluster.secret_file) for a method: *key NULL without one (shared.c). */
 int disc_secret_load(const struct ctx *c, struct report *rep, char **key, size_t *len);
-/* etcd.c: the key prefix of the cluster's nodes, and the helper's argv up to its command. */
-char *etcd_prefix(const struct spec *spec);
-void etcd_helper_argv(const struct ctx *c, struct strlist *argv, unsigned timeout_ms);
+/* The etcd helper's runner, argv and frame reader: lib/rendezvous (rv_etcd_*). */
 /*
  * hpcinit watch: the membership its etcd watch stream keeps, in the helper's
  * list format ("kv KL VL LEASE", key, value), for the refreshes it runs:

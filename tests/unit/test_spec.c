@@ -1066,12 +1066,12 @@ static void test_ssh_ca(void)
 	spec_free(s);
 	diags_free(&d);
 	free(text);
-	/* A compute: the public key only; default validity 7 days; hostbased off. */
+	/* A compute: the public key only; default validity 24 h; hostbased off. */
 	extra = xasprintf("ssh: {host_keys: ca, ca_public_key: \"%s\"}\n", pub);
 	s = load_ok(extra);
 	if (s) {
 		TEST_CHECK(s->ssh.ca_key_file == NULL);
-		TEST_INTEQ(s->ssh.cert_validity_ms, 7ull * 24 * 3600 * 1000);
+		TEST_INTEQ(s->ssh.cert_validity_ms, 24ull * 3600 * 1000);
 		TEST_CHECK(!s->ssh.hostbased);
 	}
 	spec_free(s);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the head's own exports do to root (modules/nfs/export.c), for the
+ * What the head's own exports do to root (lib/nfs/squash.c), for the
  * steps that write inside an exported directory (discovery's rendezvous
  * tree): with root_squash (the NFS default) or all_squash, root on every
  * client writes as the export's anonymous uid, so what this node writes
