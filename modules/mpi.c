@@ -56,6 +56,7 @@ struct fabric {
 	char *ucx_devices;      /* UCX_NET_DEVICES, NULL on TCP */
 	char *ucx_pkey;         /* UCX_IB_PKEY, NULL when unknown */
 	bool names_differ;      /* peers call their fabric devices otherwise: never pass ours to them */
+	char *differ;           /* "node03 has mlx5_1, ...", when they do */
 };
 
 static void fabric_free(struct fabric *f)
@@ -66,6 +67,7 @@ static void fabric_free(struct fabric *f)
 		free(f->mca[i].value);
 	free(f->ucx_devices);
 	free(f->ucx_pkey);
+	free(f->differ);
 	memset(f, 0, sizeof(*f));
 }
 
@@ -242,6 +244,8 @@ static void fabric_peers(const struct ctx *c, struct report *r, struct fabric *f
 	}
 	if (n_differ) {
 		f->names_differ = true;
+		free(f->differ);
+		f->differ = xasprintf("%s%s", sb_str(&differ), n_differ > 8 ? ", ..." : "");
 		report_detail(r, "warning: fabric device names differ: this node has %s; %s%s: a device list "
 			      "passed from one node to another (mpirun -x UCX_NET_DEVICES, NCCL_IB_HCA) names "
 			      "devices that are not there; each node's profile and system files name its own",
@@ -308,6 +312,10 @@ static char *profile_render(const struct spec *s, const struct fabric *f)
 		  s->cluster.name, f->what);
 	for (size_t i = 0; i < f->n_mca; i++)
 		sb_printf(&sb, "export OMPI_MCA_%s=%s\n", f->mca[i].name, f->mca[i].value);
+	if (f->differ && f->ucx_devices)
+		sb_printf(&sb, "# Device names differ between nodes (%s): the names below are this node's,\n"
+			  "# and every node's profile and /etc/ucx/ucx.conf name its own; never pass them to\n"
+			  "# other nodes (mpirun -x UCX_NET_DEVICES, -x NCCL_IB_HCA).\n", f->differ);
 	if (f->ucx_devices)
 		sb_printf(&sb, "export UCX_NET_DEVICES=%s\n", f->ucx_devices);
 	if (f->ucx_pkey)
@@ -1070,7 +1078,12 @@ static int mpi_run(struct ctx *c, struct report *r)
 	int ret;
 
 	fabric_detect(c, &f);
-	ret = profile_converge(c, r, &f);
+	fabric_peers(c, r, &f);         /* the records: names that differ go into the profile */
+	/*
+	 * "hpcinit verify" measures and writes nothing: it runs without
+	 * discovery, so it does not know the peers the profile speaks of.
+	 */
+	ret = c->verify ? 0 : profile_converge(c, r, &f);
 	if (ret < 0) {
 		report_finding(r, ST_FAILED, "mpi.profile.write", "cannot write " PROFILE_PATH);
 		fabric_free(&f);
@@ -1079,7 +1092,7 @@ static int mpi_run(struct ctx *c, struct report *r)
 	{
 		struct strbuf done = STRBUF_INIT;
 
-		if (sysfiles_converge(c, r, &f, &done) < 0) {
+		if (!c->verify && sysfiles_converge(c, r, &f, &done) < 0) {
 			report_finding(r, ST_FAILED, "mpi.sysfiles.write", "cannot write the MPI and NCCL system "
 				       "files (see details)");
 			sb_free(&done);
@@ -1099,12 +1112,15 @@ static int mpi_run(struct ctx *c, struct report *r)
 		unsigned n_checked = 0, n_ok = 0;
 		enum rstatus pst = rdma_check_peers(c, r, c->out->peers, &n_checked, &n_ok);
 
-		if (n_checked)
-			f.what_extra = xasprintf("; rdma_cm to %u of %u peer(s) ok", n_ok, n_checked);
+		if (n_checked) {
+			char *old = f.what_extra;
+
+			f.what_extra = xasprintf("%s; rdma_cm to %u of %u peer(s) ok", old ? old : "", n_ok, n_checked);
+			free(old);
+		}
 		if (pst != ST_OK)
 			report_raise(r, pst);
 	}
-	fabric_peers(c, r, &f);
 	if (c->mode != RUN_APPLY || (!c->verify && !c->spec->mpi.verify_enable)) {
 		report_set(r, ST_OK, "fabric %s%s", f.what, f.what_extra ? f.what_extra : "");
 		report_summarize(r);    /* a peer rdma_cm did not resolve: that first */

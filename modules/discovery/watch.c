@@ -583,20 +583,24 @@ int watch_main(struct ctx *c, const struct run_opts *ro)
 int leave_main(struct ctx *c, uint64_t lock_timeout_ms)
 {
 	struct report rep;
-	int r, lock_fd = -1, steps = runner_leave(c);
+	int r, lock_fd = -1, steps;
 
-	if (!c->spec->discovery.present) {
-		if (c->spec->slurm.present)
-			return steps;
+	if (!c->spec->discovery.present && !c->spec->slurm.present) {
 		fprintf(stderr, "hpcinit: leave: the spec has no discovery section; nothing to leave\n");
 		return 0;
 	}
-	/* After a run in flight: its publish cannot come after this removal. */
+	/* After a run in flight: its publish (or its slurmd start) cannot come after this removal. */
 	r = runner_take_lock(c, lock_timeout_ms, &lock_fd);
 	if (r < 0) {
 		printf("leave: failed: cannot take the run lock: %s; this node's record was not removed\n",
 		       strerror(-r));
 		return 1;
+	}
+	/* The steps' own leave first (slurm: drain, wait for jobs, delete the node). */
+	steps = runner_leave(c);
+	if (!c->spec->discovery.present) {
+		close(lock_fd);
+		return steps;
 	}
 	report_init(&rep);
 	c->module = "discovery";

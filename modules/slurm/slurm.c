@@ -34,6 +34,8 @@
 #include "hpcinit.h"
 #include "log.h"
 #include "proc.h"
+#include "../rdma/identity.h"
+#include "record.h"
 #include "runner.h"
 #include "slurm.h"
 
@@ -403,12 +405,18 @@ static int reconcile(struct ctx *c, struct report *rep, const char *name, const 
 
 /* ---- registering ----------------------------------------------------------- */
 
-/* The IB domain this node's fabric is in, once recorded.
- * Hook for the fabric identity (another step records it): until then NULL,
- * and no ib-<domain> feature is added. */
-static const char *ib_domain(const struct ctx *c)
+/*
+ * The InfiniBand domain of this node's fabric, as its own record carries it
+ * (discovery publishes the rdma step's fabric identity): the same word the
+ * hostfiles use per domain.  NULL without discovery, rdma or a known domain.
+ */
+static char *ib_domain(const struct ctx *c)
 {
-	(void)c;
+	const struct peerset *ps = c->out ? c->out->peers : NULL;
+
+	for (size_t i = 0; ps && i < ps->n; i++)
+		if (ps->v[i].self)
+			return rdma_peer_domain(&ps->v[i]);
 	return NULL;
 }
 
@@ -429,7 +437,7 @@ static int start_slurmd(struct ctx *c, struct report *rep, const char *name)
 	const struct spec *s = c->spec;
 	struct strlist feats = { 0 };
 	struct strbuf servers = { 0 };
-	char *meminfo = NULL, *size = vm_size(c), *conf;
+	char *meminfo = NULL, *size = vm_size(c), *dom = ib_domain(c), *conf;
 	size_t n;
 	uint64_t kib = 0;
 	int r;
@@ -437,7 +445,7 @@ static int start_slurmd(struct ctx *c, struct report *rep, const char *name)
 	if (fs_read_host("/proc/meminfo", 1 << 16, &meminfo, &n) == 0)
 		kib = slurm_meminfo_total_kib(meminfo);
 	free(meminfo);
-	slurm_features(s->cluster.name, size, ib_domain(c), &s->slurm.features, &feats);
+	slurm_features(s->cluster.name, size, dom, &s->slurm.features, &feats);
 	conf = slurm_node_conf(slurm_real_memory_mb(kib, s->slurm.memory_margin_pct), &feats);
 	for (size_t i = 0; i < s->slurm.conf_servers.n; i++)
 		sb_printf(&servers, "%s%s", i ? "," : "", s->slurm.conf_servers.v[i]);
@@ -475,6 +483,7 @@ static int start_slurmd(struct ctx *c, struct report *rep, const char *name)
 	sb_free(&servers);
 	free(conf);
 	free(size);
+	free(dom);
 	return r == 0 ? 0 : r < 0 ? r : -EIO;
 }
 
@@ -517,7 +526,9 @@ static int slurm_run(struct ctx *c, struct report *rep)
 	}
 	if (c->spec->cluster.role == ROLE_HEAD) {
 		if (!rep->n_findings)
-			report_set(rep, ST_OK, "head: munge key in place; slurmctld is the head's (docs/slurm.md)");
+			report_set(rep, ST_OK, "head: %s; slurmctld is the head's own (docs/slurm.md)",
+				   c->spec->slurm.key_file ? "munge key in place" :
+				   "no slurm.key_file: munge keeps its own key");
 		return 0;
 	}
 	name = node_name(c, host, sizeof(host));
@@ -635,4 +646,5 @@ const struct module slurm_module = {
 	.check = slurm_run,
 	.apply = slurm_run,
 	.leave = slurm_leave,
+	.inputs = OUT_PEERS,    /* this node's own record: its InfiniBand domain */
 };

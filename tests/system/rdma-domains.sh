@@ -73,6 +73,8 @@ has_detail "the domains are listed" "$T/out" mpi \
 is "mpi: degraded (a node alone)" "$(jget "$T/out" mpi status)" degraded
 is "node04 alone in its domain is the summary" "$(jget "$T/out" mpi summary)" \
 	"node04 is alone in InfiniBand domain 0x8014-pg-b: MPI over InfiniBand reaches no other node from it (P_Key 0x8014, placement group pg-b is its scale set's own)"
+check "the profile says per node what to use" grep -qx '# Device names differ between nodes (node03 has mlx5_1): the names below are this node.s,' "$R/etc/profile.d/hpcinit-mpi.sh"
+check "the profile still names this node's devices" grep -qx 'export UCX_NET_DEVICES=mlx5_ib0:1' "$R/etc/profile.d/hpcinit-mpi.sh"
 H=$R/etc/hpcinit
 check "whole-cluster hostfile: 5 nodes" [ "$(grep -vc '^#' "$H/hostfile.openmpi")" = 5 ]
 is "domain hostfile 0x800b-pg-a" "$(grep -v '^#' "$H/hostfile.openmpi.0x800b-pg-a" | sed 's/^node01 slots=[0-9]*$/node01 slots=N/' | tr '\n' ' ')" \
@@ -82,6 +84,7 @@ check "domain hostfile header names the domain" grep -q '^# hpcinit: InfiniBand 
 
 # hpcinit verify pairs only within a domain (real mpirun; these node names do not
 # resolve here, so the runs fail at launch: the command lines and domains are what counts).
+cp "$R/etc/profile.d/hpcinit-mpi.sh" "$T/profile-before"
 HPCINIT_MPIVERIFY=$TOP_BUILDDIR/hpcinit-mpiverify run_hpc_stdout "$T/verify" verify --root "$R" -c "$R/node.yaml" --hostname node01 --json
 has_detail "verify: node04's domain is not measured" "$T/verify" mpi \
 	'^domain 0x8014-pg-b: 1 node, nothing to pair within it: not measured$'
@@ -90,6 +93,8 @@ has_detail "verify: mpirun runs on that domain's hostfile, 3 ranks" "$T/verify" 
 	"--hostfile $R/etc/hpcinit/hostfile.openmpi.0x800b-pg-a --map-by node -np 3 "
 has_detail "verify: the names differ, so no device list is passed to other nodes" "$T/verify" mpi \
 	'^(runuser|mpirun) ([^U]|U[^C])*$'
+
+check "verify writes nothing: the profile is as apply left it" cmp -s "$R/etc/profile.d/hpcinit-mpi.sh" "$T/profile-before"
 
 # node04 joins its peers' scale set: its domain file goes, nobody is alone.
 rec node04 10.0.0.7 $'fabric: mlx5_ib0=0015:5dff:fe33:aa03\npkey: 0x800b\nplacement_group: pg-a\n'
