@@ -240,6 +240,14 @@ static int etcd_open(struct disc_run *run)
 		report_set(run->rep, ST_FAILED, "cluster secret unusable");
 		return r;
 	}
+	/* The client key and the password as the cluster secret: root's alone. */
+	if ((c->spec->discovery.key_file &&
+	     (r = fs_check_private(c, run->rep, "discovery.key_file", c->spec->discovery.key_file)) < 0) ||
+	    (c->spec->discovery.auth_file &&
+	     (r = fs_check_private(c, run->rep, "discovery.auth_file", c->spec->discovery.auth_file)) < 0)) {
+		report_set(run->rep, ST_FAILED, "etcd credentials unusable (see details)");
+		return r;
+	}
 	e->prefix = etcd_prefix(c->spec);
 	e->key = xasprintf("%s%s", e->prefix, run->self.hostname);
 	e->lease = etcd_read_lease(c);
