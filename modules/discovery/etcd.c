@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "discovery.h"
+#include "escape.h"
 #include "fsutil.h"
 #include "log.h"
 #include "proc.h"
@@ -146,7 +147,8 @@ static int helper(struct disc_run *run, const char *stdin_data, struct proc_resu
 	} else if (res->exit_code != 0) {
 		const char *e = res->err && *res->err ? res->err : "no message\n";
 
-		sb_printf(&run->rep->details, "%s", e);
+		/* The helper's lines (it escapes what etcd said in them), escaped as every detail is. */
+		esc_append(&run->rep->details, e, strlen(e), true);
 		if (e[strlen(e) - 1] != '\n')
 			sb_append(&run->rep->details, "\n");
 		r = res->timed_out ? -ETIMEDOUT : res->exit_code == 1 ? -EHOSTUNREACH : -EPROTO;
@@ -415,13 +417,22 @@ static void take_kv(struct disc_run *run, const char *k, size_t kl, const char *
 
 	if (kl <= pl || memcmp(k, e->prefix, pl) != 0 || kl - pl >= sizeof(host) ||
 	    memchr(k + pl, '\0', kl - pl)) {
-		reject(run, "bad-name", "key %.*s: not %s<hostname>; rejected", (int)(kl < 200 ? kl : 200), k, e->prefix);
+		/* A key is anyone's text: escaped, newlines too, so it can print no line of its own. */
+		struct strbuf sk = STRBUF_INIT;
+
+		esc_append(&sk, k, kl < 200 ? kl : 200, false);
+		reject(run, "bad-name", "key %s: not %s<hostname>; rejected", sb_str(&sk), e->prefix);
+		sb_free(&sk);
 		return;
 	}
 	memcpy(host, k + pl, kl - pl);
 	host[kl - pl] = '\0';
 	if (!record_hostname_valid(host)) {
-		reject(run, "bad-name", "key %s%.64s: not a valid host name; rejected", e->prefix, host);
+		struct strbuf sk = STRBUF_INIT;
+
+		esc_append(&sk, host, strlen(host) < 64 ? strlen(host) : 64, false);
+		reject(run, "bad-name", "key %s%s: not a valid host name; rejected", e->prefix, sb_str(&sk));
+		sb_free(&sk);
 		return;
 	}
 	if (vl > RECORD_MAX_BYTES) {
@@ -462,7 +473,9 @@ static void take_kv(struct disc_run *run, const char *k, size_t kl, const char *
 		return;
 	}
 	/* The cluster's rules for records (admit.c), counted here like every rejection. */
-	tag = admit_record(&run->admit, &p, &run->notes, err, sizeof(err));
+	tag = admit_future(&p, disc_now(), err, sizeof(err));
+	if (!tag)
+		tag = admit_record(&run->admit, &p, &run->notes, err, sizeof(err));
 	if (tag) {
 		reject(run, tag, "record %s: %s; rejected", host, err);
 		peer_clear(&p);
