@@ -48,9 +48,12 @@ struct report {
 	struct finding *findings;       /* report_finding(), in the order recorded */
 	size_t n_findings;
 	uint64_t duration_ms;   /* filled by the runner */
+	/* The bound on details and findings (report.c, REPORT_MAX_*): what was not kept. */
+	size_t details_lines, details_dropped, details_cut, findings_dropped;
 };
 
 struct peerset;                 /* record.h */
+struct run_result;              /* runner.h */
 struct rdma_result;             /* modules/rdma/rdma.h */
 
 /*
@@ -76,9 +79,11 @@ struct ctx {
 	const struct spec *spec;
 	const char *root;       /* fake root for every path; "" means the real / */
 	enum run_mode mode;
+	const char *command;    /* "apply", "refresh", "watch", ... (runner_run sets it); NULL: unknown */
 	int verbose;
 	bool json;
 	bool verify;            /* hpcinit verify: the mpi module runs its cluster check */
+	bool refresh;           /* hpcinit refresh or watch: discovery looks once, never waits for expect */
 	uint64_t deadline_ms;   /* CLOCK_MONOTONIC ms when the running module must give up */
 	const char *module;     /* name of the running module, for logs */
 	/* Overrides a fake root may supply (documented; tests use them). */
@@ -87,6 +92,9 @@ struct ctx {
 	/* This module's view of the typed outputs (struct outputs): its declared
 	 * inputs and its own outputs; everything else is NULL. */
 	struct outputs *out;
+	/* The run so far (runner.h): the reports of the steps before this one, for a
+	 * step that acts on the node's readiness (slurm).  Read only. */
+	const struct run_result *run;
 };
 
 /*
@@ -115,6 +123,9 @@ struct module {
 	/* Touches shared storage or the network: the runner runs the hook in a child
 	 * (agent/proc.c) and gives up on it at the deadline, naming what it waited for. */
 	bool isolate;
+	/* hpcinit leave (and Scheduled Events): take this node out before discovery
+	 * removes its record.  NULL: nothing to do. */
+	int (*leave)(struct ctx *, struct report *);
 };
 
 /* The module table, in run order, NULL-terminated (modules/table.c). */
@@ -138,6 +149,14 @@ void report_changed(struct report *r, const char *path);
  */
 void report_finding(struct report *r, enum rstatus sev, const char *tag, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+/*
+ * A step's details and findings are bounded (report.c): the first 1000
+ * lines (128 KiB), then a "... N more" line; the first 1000 findings, then
+ * one tagged report.more-findings that counts the rest (worst severity).
+ * report_take_findings records src's findings in dst (report_finding each),
+ * its count of those not kept included.
+ */
+void report_take_findings(struct report *dst, const struct report *src);
 /* Findings that are a problem (sev above ST_OK). */
 size_t report_problems(const struct report *r);
 /*

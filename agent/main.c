@@ -315,10 +315,12 @@ int main(int argc, char **argv)
 		cp->mode = RUN_PLAN;
 	} else if (strcmp(o.command, "refresh") == 0) {
 		cp->mode = RUN_APPLY;
+		cp->refresh = true;
 		if (o.ro.only.n == 0)
 			split_list_known("discovery,ssh,hostfile", &o.ro.only);
 	} else if (strcmp(o.command, "watch") == 0 || strcmp(o.command, "leave") == 0) {
 		cp->mode = RUN_APPLY;
+		cp->refresh = true;
 		if (o.ro.only.n == 0)
 			split_list_known("discovery,ssh,hostfile", &o.ro.only);
 	} else if (strcmp(o.command, "verify") == 0) {

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,7 +18,10 @@
 #include <unistd.h>
 
 #include "hpcinit.h"
+#include "log.h"
 #include "proc.h"
+
+#define PATH_MAX_TEXT 1024       /* the longest path a message names */
 
 static const char safe_path[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
@@ -41,13 +45,79 @@ char *proc_which(const char *name)
 	return NULL;
 }
 
+/*
+ * Is dir (the directory of the running binary) hpcinit's build tree, trusted
+ * as much as the binary itself?  configure writes config.status there, an
+ * installed system never has one beside the binary.  Both the directory and
+ * the marker must be owned by root or by the binary's owner and not be
+ * writable by group or others: whoever else could add files there cannot
+ * slip in a helper.  why: what failed, when the marker is there but the
+ * checks are not met.
+ */
+static bool build_tree_trusted(const char *dir, uid_t exe_uid, const char **why)
+{
+	char *marker = xasprintf("%s/config.status", dir);
+	struct stat st, ms;
+	bool ok = false;
+
+	*why = NULL;
+	if (lstat(marker, &ms) != 0)
+		goto out;               /* not a build tree: the usual case */
+	if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+		*why = "not a directory";
+	else if (st.st_uid != 0 && st.st_uid != exe_uid)
+		*why = "directory owned by someone other than the binary's owner or root";
+	else if (st.st_mode & (S_IWGRP | S_IWOTH))
+		*why = "directory writable by group or others";
+	else if (!S_ISREG(ms.st_mode))
+		*why = "config.status is not a regular file";
+	else if (ms.st_uid != st.st_uid && ms.st_uid != 0)
+		*why = "config.status owned by someone other than the directory's owner or root";
+	else
+		ok = true;
+out:
+	free(marker);
+	return ok;
+}
+
+const char *proc_build_dir(void)
+{
+	static bool done;
+	static char *dir;
+	char exe[PATH_MAX], *slash;
+	const char *why;
+	struct stat st;
+	ssize_t n;
+
+	if (done)
+		return dir;
+	done = true;
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0 || stat("/proc/self/exe", &st) != 0)
+		return NULL;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (!slash || slash == exe)
+		return NULL;
+	*slash = '\0';
+	if (build_tree_trusted(exe, st.st_uid, &why))
+		dir = xstrdup(exe);
+	else if (why)
+		log_warn("%s looks like a build tree (config.status) but its helpers are not used: %s; "
+			 "helpers come from %s/hpcinit (HPCINIT_LIBEXEC_DIR overrides)",
+			 exe, why, LIBEXECDIR);
+	return dir;
+}
+
 char *proc_helper_path(const char *name)
 {
 	const char *dir = getenv("HPCINIT_LIBEXEC_DIR");
 
-	if (!dir || dir[0] != '/')
-		dir = LIBEXECDIR "/hpcinit";
-	return xasprintf("%s/%s", dir, name);
+	if (dir && dir[0] == '/')
+		return xasprintf("%s/%s", dir, name);
+	if ((dir = proc_build_dir()))
+		return xasprintf("%s/%s", dir, name);
+	return xasprintf("%s/%s", LIBEXECDIR "/hpcinit", name);
 }
 
 char *argv_render(const char *const argv[])
@@ -108,60 +178,138 @@ static void read_wchan(pid_t pid, char *buf, size_t size)
 		buf[0] = '\0';
 }
 
-/* What a blocked child waits for: its system call, the file behind its descriptor, its kernel wait. */
+/*
+ * A string in pid's memory at addr (a path a system call was given), read
+ * through /proc/PID/mem (the caller is the child's parent, or root); false
+ * when it cannot be read.
+ */
+static bool read_child_string(pid_t pid, unsigned long long addr, char *buf, size_t size)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	if (!addr || size < 2)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	n = pread(fd, buf, size - 1, (off_t)addr);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	return memchr(buf, '\0', (size_t)n) != NULL && buf[0] != '\0';
+}
+
+/* What a blocked child waits for: its system call, the file it names, its kernel wait. */
 void proc_describe_blocked(pid_t pid, struct strbuf *sb)
 {
-	static const struct { long nr; const char *name; bool fd_arg; } calls[] = {
+	/*
+	 * fd_arg: the first argument is a descriptor; path_arg: argument 1 or 2
+	 * is a path, relative to that descriptor (the *at calls) or to the
+	 * working directory.
+	 */
+	static const struct { long nr; const char *name; bool fd_arg; int path_arg; } calls[] = {
 #ifdef SYS_getdents64
-		{ SYS_getdents64, "getdents64 (readdir)", true },
+		{ SYS_getdents64, "getdents64 (readdir)", true, 0 },
 #endif
 #ifdef SYS_openat
-		{ SYS_openat, "openat", true },
+		{ SYS_openat, "openat", true, 2 },
+#endif
+#ifdef SYS_open
+		{ SYS_open, "open", false, 1 },
 #endif
 #ifdef SYS_newfstatat
-		{ SYS_newfstatat, "fstatat (stat)", true },
+		{ SYS_newfstatat, "fstatat (stat)", true, 2 },
 #endif
 #ifdef SYS_statx
-		{ SYS_statx, "statx (stat)", true },
+		{ SYS_statx, "statx (stat)", true, 2 },
+#endif
+#ifdef SYS_stat
+		{ SYS_stat, "stat", false, 1 },
+#endif
+#ifdef SYS_lstat
+		{ SYS_lstat, "lstat", false, 1 },
+#endif
+#ifdef SYS_faccessat
+		{ SYS_faccessat, "faccessat (access)", true, 2 },
+#endif
+#ifdef SYS_faccessat2
+		{ SYS_faccessat2, "faccessat2 (access)", true, 2 },
+#endif
+#ifdef SYS_access
+		{ SYS_access, "access", false, 1 },
+#endif
+#ifdef SYS_readlinkat
+		{ SYS_readlinkat, "readlinkat", true, 2 },
 #endif
 #ifdef SYS_read
-		{ SYS_read, "read", true },
+		{ SYS_read, "read", true, 0 },
+#endif
+#ifdef SYS_pread64
+		{ SYS_pread64, "pread", true, 0 },
 #endif
 #ifdef SYS_write
-		{ SYS_write, "write", true },
+		{ SYS_write, "write", true, 0 },
 #endif
 #ifdef SYS_fsync
-		{ SYS_fsync, "fsync", true },
+		{ SYS_fsync, "fsync", true, 0 },
+#endif
+#ifdef SYS_fdatasync
+		{ SYS_fdatasync, "fdatasync", true, 0 },
+#endif
+#ifdef SYS_fchown
+		{ SYS_fchown, "fchown", true, 0 },
+#endif
+#ifdef SYS_fchmod
+		{ SYS_fchmod, "fchmod", true, 0 },
+#endif
+#ifdef SYS_fchownat
+		{ SYS_fchownat, "fchownat (chown)", true, 2 },
 #endif
 #ifdef SYS_renameat2
-		{ SYS_renameat2, "rename", true },
+		{ SYS_renameat2, "rename", true, 2 },
+#endif
+#ifdef SYS_renameat
+		{ SYS_renameat, "rename", true, 2 },
+#endif
+#ifdef SYS_rename
+		{ SYS_rename, "rename", false, 1 },
 #endif
 #ifdef SYS_mkdirat
-		{ SYS_mkdirat, "mkdir", true },
+		{ SYS_mkdirat, "mkdir", true, 2 },
+#endif
+#ifdef SYS_mkdir
+		{ SYS_mkdir, "mkdir", false, 1 },
 #endif
 #ifdef SYS_unlinkat
-		{ SYS_unlinkat, "unlink", true },
+		{ SYS_unlinkat, "unlink", true, 2 },
+#endif
+#ifdef SYS_unlink
+		{ SYS_unlink, "unlink", false, 1 },
 #endif
 #ifdef SYS_connect
-		{ SYS_connect, "connect", true },
+		{ SYS_connect, "connect", true, 0 },
 #endif
 #ifdef SYS_poll
-		{ SYS_poll, "poll", false },
+		{ SYS_poll, "poll", false, 0 },
 #endif
 #ifdef SYS_ppoll
-		{ SYS_ppoll, "ppoll", false },
+		{ SYS_ppoll, "ppoll", false, 0 },
 #endif
 	};
-	char path[64], buf[256] = "", wchan[64] = "";
+	char path[64], buf[256] = "", wchan[64] = "", arg[PATH_MAX_TEXT];
 	long nr = -2;
-	unsigned long long a1 = 0;
+	unsigned long long a[2] = { 0, 0 };
 	const char *name = NULL;
 	bool fd_arg = false;
+	int path_arg = 0;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
 	if ((f = fopen(path, "re"))) {
-		if (fgets(buf, sizeof(buf), f) && sscanf(buf, "%ld %llx", &nr, &a1) < 1)
+		if (fgets(buf, sizeof(buf), f) && sscanf(buf, "%ld %llx %llx", &nr, &a[0], &a[1]) < 1)
 			nr = -2;
 		fclose(f);
 	}
@@ -170,33 +318,40 @@ void proc_describe_blocked(pid_t pid, struct strbuf *sb)
 		if (calls[i].nr == nr) {
 			name = calls[i].name;
 			fd_arg = calls[i].fd_arg;
+			path_arg = calls[i].path_arg;
 		}
 	if (nr < 0) {
 		sb_append(sb, "running, not in a system call");
 	} else {
+		char link[64], target[512] = "";
+		ssize_t n;
+
 		if (name)
 			sb_printf(sb, "%s", name);
 		else
 			sb_printf(sb, "system call %ld", nr);
-		if (fd_arg) {
-			char link[64], target[512];
-			ssize_t n;
-
-			if ((long long)a1 == -100LL || a1 == 0xffffffffffffff9cULL)
+		if (fd_arg || path_arg) {
+			/* the descriptor's file, or the directory a relative path starts from */
+			if (!fd_arg || (long long)a[0] == -100LL || a[0] == 0xffffffffffffff9cULL)
 				snprintf(link, sizeof(link), "/proc/%d/cwd", (int)pid);
 			else
-				snprintf(link, sizeof(link), "/proc/%d/fd/%llu", (int)pid, a1);
+				snprintf(link, sizeof(link), "/proc/%d/fd/%llu", (int)pid, a[0]);
 			n = readlink(link, target, sizeof(target) - 1);
-			if (n > 0) {
-				target[n] = '\0';
-				sb_printf(sb, " on %s", target);
-			}
+			target[n > 0 ? n : 0] = '\0';
+		}
+		if (path_arg && read_child_string(pid, a[path_arg - 1], arg, sizeof(arg))) {
+			/* the file the call names: "openat of /home/alice/.ssh/authorized_keys" */
+			if (arg[0] == '/' || !target[0])
+				sb_printf(sb, " of %s", arg);
+			else
+				sb_printf(sb, " of %s%s%s", target, strcmp(target, "/") == 0 ? "" : "/", arg);
+		} else if (target[0]) {
+			sb_printf(sb, " on %s", target);
 		}
 	}
 	if (wchan[0])
 		sb_printf(sb, " (kernel: %s)", wchan);
 }
-
 
 static char *stuck_dir;
 

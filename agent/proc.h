@@ -113,11 +113,24 @@ void proc_result_free(struct proc_result *r);
 /* "a b 'c d'" rendering of argv, for logs and plan output only. malloc'd. */
 char *argv_render(const char *const argv[]);
 /*
- * Path of one of hpcinit's own helper programs (hpcinit-rdma-probe, ...):
- * in $HPCINIT_LIBEXEC_DIR when that is set to an absolute path (the test
- * suite points it at the build tree), else in LIBEXECDIR/hpcinit.  malloc'd.
+ * Path of one of hpcinit's own helper programs (hpcinit-rdma-probe, ...),
+ * the first of:
+ *   1. $HPCINIT_LIBEXEC_DIR when that is set to an absolute path (an override);
+ *   2. the running binary's own directory (/proc/self/exe) when that is its
+ *      build tree (proc_build_dir): `make` builds the helpers beside it;
+ *   3. LIBEXECDIR/hpcinit, the configured directory: an installed binary.
+ * malloc'd.
  */
 char *proc_helper_path(const char *name);
+/*
+ * The running binary's directory when it is hpcinit's build tree, else NULL:
+ * it holds configure's config.status, and it and the marker are owned by
+ * root or the binary's owner and not writable by group or others (a
+ * directory anyone else may write is never trusted; a marker that fails
+ * these checks is logged once).  An installed binary (/usr/sbin) has no
+ * config.status beside it.  Decided once per process.
+ */
+const char *proc_build_dir(void);
 /*
  * Children stuck in the kernel: where their records are kept (a run sets
  * <root>/run/hpcinit/stuck; NULL, the default: none are kept, keys are not

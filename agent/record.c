@@ -10,11 +10,15 @@
  *   hostname: node1
  *   addr: 10.0.0.4
  *   ipoib: 172.16.1.4                  (optional)
+ *   fabric: mlx5_ib0=0c42:a103:0065:aa10   (optional: RDMA devices and port GUIDs)
+ *   pkey: 0x800b                       (optional: the InfiniBand tenant P_Key)
+ *   placement_group: 2a6d...           (optional: Azure's placementGroupId)
  *   slots: 120
  *   role: compute
  *   version: 0.1.0
  *   boot_id: 0f3c...                   (optional)
  *   updated: 1700000000
+ *   formed: true                       (optional)
  *   host_keys:
  *     - ssh-ed25519 AAAA...
  *   user_keys:
@@ -30,6 +34,9 @@
  * without it was cut short.  The HMAC covers every byte before the hmac line.
  * Unknown top-level "key: value" lines are skipped, so a newer agent can add
  * fields without older nodes rejecting its record during a rolling upgrade.
+ * "formed: true" (added in 0.2) says the writer has seen its cluster formed:
+ * a node joining then does not wait for discovery.expect.  It is covered by
+ * the HMAC like every field, and an older agent skips it.
  */
 #include "config.h"
 
@@ -61,6 +68,9 @@ void peer_clear(struct peer *p)
 	free(p->hostname);
 	free(p->addr);
 	free(p->ipoib_addr);
+	free(p->fabric);
+	free(p->pkey);
+	free(p->placement_group);
 	strlist_free(&p->host_keys);
 	for (size_t i = 0; i < p->n_user_keys; i++) {
 		free(p->user_keys[i].user);
@@ -317,6 +327,12 @@ char *record_format(const struct peer *p, const char *cluster, const void *key, 
 	sb_printf(&sb, "addr: %s\n", p->addr);
 	if (p->ipoib_addr)
 		sb_printf(&sb, "ipoib: %s\n", p->ipoib_addr);
+	if (p->fabric)
+		sb_printf(&sb, "fabric: %s\n", p->fabric);
+	if (p->pkey)
+		sb_printf(&sb, "pkey: %s\n", p->pkey);
+	if (p->placement_group)
+		sb_printf(&sb, "placement_group: %s\n", p->placement_group);
 	sb_printf(&sb, "slots: %u\n", p->slots);
 	sb_printf(&sb, "role: %s\n", p->head ? "head" : "compute");
 	if (p->version)
@@ -324,6 +340,8 @@ char *record_format(const struct peer *p, const char *cluster, const void *key, 
 	if (p->boot_id)
 		sb_printf(&sb, "boot_id: %s\n", p->boot_id);
 	sb_printf(&sb, "updated: %" PRId64 "\n", p->updated);
+	if (p->formed)
+		sb_append(&sb, "formed: true\n");
 	if (p->host_keys.n) {
 		sb_append(&sb, "host_keys:\n");
 		for (size_t i = 0; i < p->host_keys.n; i++)
@@ -399,15 +417,16 @@ static bool next_line(struct parser *ps)
 
 enum field {
 	F_FORMAT, F_CLUSTER, F_HOSTNAME, F_ADDR, F_IPOIB, F_SLOTS, F_ROLE, F_VERSION,
-	F_BOOT_ID, F_UPDATED, F_HOST_KEYS, F_USER_KEYS, F_HMAC, F_COUNT
+	F_BOOT_ID, F_UPDATED, F_FORMED, F_HOST_KEYS, F_USER_KEYS, F_HMAC, F_FABRIC, F_PKEY, F_PGROUP,
+	F_COUNT
 };
 
 static const char *const field_names[F_COUNT] = {
 	"format", "cluster", "hostname", "addr", "ipoib", "slots", "role", "version",
-	"boot_id", "updated", "host_keys", "user_keys", "hmac",
+	"boot_id", "updated", "formed", "host_keys", "user_keys", "hmac", "fabric", "pkey", "placement_group",
 };
 
-static const unsigned char field_lens[F_COUNT] = { 6, 7, 8, 4, 5, 5, 4, 7, 7, 7, 9, 9, 4 };
+static const unsigned char field_lens[F_COUNT] = { 6, 7, 8, 4, 5, 5, 4, 7, 7, 7, 6, 9, 9, 4, 6, 4, 15 };
 
 static int parse_u64(const char *s, size_t n, uint64_t max, uint64_t *ret)
 {
@@ -641,6 +660,14 @@ int record_parse(const char *text, size_t len, const char *cluster,
 			p.updated = (int64_t)u;
 			break;
 		}
+		case F_FORMED:
+			if (vl == 4 && memcmp(v, "true", 4) == 0)
+				p.formed = true;
+			else if (!(vl == 5 && memcmp(v, "false", 5) == 0)) {
+				r = perr(&ps, -EBADMSG, "formed: expected true or false");
+				goto fail;
+			}
+			break;
 		case F_HMAC:
 			if (vl != RECORD_HMAC_HEX || !hex_valid(v, vl)) {
 				r = perr(&ps, -EBADMSG, "hmac: expected %d hex digits", RECORD_HMAC_HEX);
@@ -648,6 +675,28 @@ int record_parse(const char *text, size_t len, const char *cluster,
 			}
 			hmac_line = l;
 			mac = v;
+			break;
+		case F_FABRIC:
+			/* "dev=guid,dev=guid": device names and GUIDs, nothing a shell or path could use */
+			if (!token_valid(v, vl, 1024, "_.:=,-")) {
+				r = perr(&ps, -EBADMSG, "fabric: expected device=GUID,...");
+				goto fail;
+			}
+			p.fabric = xstrndup(v, vl);
+			break;
+		case F_PKEY:
+			if (vl < 3 || vl > 6 || v[0] != '0' || v[1] != 'x' || !hex_valid(v + 2, vl - 2)) {
+				r = perr(&ps, -EBADMSG, "pkey: expected 0x and 1 to 4 hex digits");
+				goto fail;
+			}
+			p.pkey = xstrndup(v, vl);
+			break;
+		case F_PGROUP:
+			if (!token_valid(v, vl, 64, "-")) {
+				r = perr(&ps, -EBADMSG, "placement_group: invalid");
+				goto fail;
+			}
+			p.placement_group = xstrndup(v, vl);
 			break;
 		case F_HOST_KEYS:
 		case F_USER_KEYS:

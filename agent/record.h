@@ -26,6 +26,10 @@ struct peer {
 	char *hostname;         /* the node's hostname as it reports it */
 	char *addr;             /* address inside cluster.network (text) */
 	char *ipoib_addr;       /* IPoIB address or NULL */
+	/* Fabric identity (the rdma area, modules/rdma/identity.c); NULL when absent (older records). */
+	char *fabric;           /* "mlx5_ib0=0c42:a103:0065:aa10,..." device=port GUID, by name */
+	char *pkey;             /* the tenant P_Key "0x800b" */
+	char *placement_group;  /* Azure's placementGroupId (IMDS) */
 	unsigned slots;         /* usable cores */
 	bool head;              /* role: head */
 	struct strlist host_keys;   /* "ssh-ed25519 AAAA..." (type and base64, no comment) */
@@ -34,6 +38,7 @@ struct peer {
 	char *version;          /* agent version that wrote it */
 	char *boot_id;
 	int64_t updated;        /* unix seconds of the last refresh */
+	bool formed;            /* the writer has seen its cluster formed (discovery.expect reached) */
 	bool self;              /* this node */
 };
 

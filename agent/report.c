@@ -66,18 +66,60 @@ void report_set(struct report *r, enum rstatus st, const char *fmt, ...)
 	sb_free(&text);
 }
 
+/*
+ * A step's details and findings are bounded: 30,000 junk records in a
+ * rendezvous directory once gave a 6 MB status.json (three copies) and 1.9 MB
+ * of output.  The first REPORT_MAX_LINES lines (REPORT_MAX_BYTES at most) are
+ * kept, then one "... N more" line that counts the rest; the first
+ * REPORT_MAX_FINDINGS findings are kept, then one finding tagged
+ * "report.more-findings" that counts the rest and carries the worst severity
+ * among them.  The step's status is raised by every finding all the same.
+ */
+#define REPORT_MAX_LINES 1000
+#define REPORT_MAX_BYTES (128 * 1024)
+#define REPORT_MAX_FINDINGS 1000
+
+static void details_drop(struct report *r, size_t lines)
+{
+	if (!r->details_dropped)
+		r->details_cut = r->details.len;
+	r->details_dropped += lines;
+	r->details.len = r->details_cut;
+	if (r->details.buf)
+		r->details.buf[r->details.len] = '\0';
+	sb_printf(&r->details, "... %zu more detail lines not kept (a step keeps its first %d lines, %d KiB)\n",
+		  r->details_dropped, REPORT_MAX_LINES, REPORT_MAX_BYTES / 1024);
+}
+
 void report_detail(struct report *r, const char *fmt, ...)
 {
-	struct strbuf text = STRBUF_INIT;
+	struct strbuf raw = STRBUF_INIT, text = STRBUF_INIT;
+	size_t dropped = 0;
 	va_list ap;
 
 	va_start(ap, fmt);
-	sb_vprintf(&text, fmt, ap);
+	sb_vprintf(&raw, fmt, ap);
 	va_end(ap);
-	esc_append(&r->details, sb_str(&text), text.len, true);
+	esc_append(&text, sb_str(&raw), raw.len, true);
+	sb_free(&raw);
+	if (!text.len || text.buf[text.len - 1] != '\n')
+		sb_append(&text, "\n");
+	for (const char *p = sb_str(&text); *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t len = (size_t)(nl - p) + 1;
+
+		if (r->details_dropped || dropped || r->details_lines >= REPORT_MAX_LINES ||
+		    r->details.len + len > REPORT_MAX_BYTES)
+			dropped++;
+		else {
+			sb_appendn(&r->details, p, len);
+			r->details_lines++;
+		}
+		p += len;
+	}
 	sb_free(&text);
-	if (r->details.len && r->details.buf[r->details.len - 1] != '\n')
-		sb_append(&r->details, "\n");
+	if (dropped)
+		details_drop(r, dropped);
 }
 
 void report_changed(struct report *r, const char *path)
@@ -86,6 +128,27 @@ void report_changed(struct report *r, const char *path)
 		if (strcmp(r->changed.v[i], path) == 0)
 			return;
 	strlist_push(&r->changed, path);
+}
+
+/* n more findings not kept: counted by the last entry, tagged report.more-findings */
+static void findings_drop(struct report *r, size_t n, enum rstatus sev)
+{
+	struct finding *f;
+
+	if (!r->findings_dropped) {
+		r->findings = xrealloc(r->findings, (r->n_findings + 1) * sizeof(*r->findings));
+		f = &r->findings[r->n_findings++];
+		f->sev = ST_OK;
+		f->tag = xstrdup("report.more-findings");
+		f->text = NULL;
+	}
+	f = &r->findings[r->n_findings - 1];
+	r->findings_dropped += n;
+	if (rank(sev) > rank(f->sev))
+		f->sev = sev;
+	free(f->text);
+	f->text = xasprintf("... %zu more findings not kept (a step keeps at most %d)",
+			    r->findings_dropped, REPORT_MAX_FINDINGS);
 }
 
 void report_finding(struct report *r, enum rstatus sev, const char *tag, const char *fmt, ...)
@@ -100,12 +163,35 @@ void report_finding(struct report *r, enum rstatus sev, const char *tag, const c
 	esc_append(&text, sb_str(&raw), raw.len, true);
 	sb_free(&raw);
 	report_detail(r, "%s", sb_str(&text));
+	report_raise(r, sev);
+	if (r->findings_dropped || r->n_findings >= REPORT_MAX_FINDINGS) {
+		findings_drop(r, 1, sev);
+		sb_free(&text);
+		return;
+	}
 	r->findings = xrealloc(r->findings, (r->n_findings + 1) * sizeof(*r->findings));
 	f = &r->findings[r->n_findings++];
 	f->sev = sev;
 	f->tag = xstrdup(tag);
 	f->text = sb_steal(&text);
-	report_raise(r, sev);
+}
+
+void report_take_findings(struct report *dst, const struct report *src)
+{
+	size_t kept = src->n_findings - (src->findings_dropped ? 1 : 0);
+
+	for (size_t i = 0; i < kept; i++)
+		report_finding(dst, src->findings[i].sev, src->findings[i].tag, "%s", src->findings[i].text);
+	if (src->findings_dropped) {
+		const struct finding *m = &src->findings[src->n_findings - 1];
+
+		if (dst->details_dropped || dst->details_lines >= REPORT_MAX_LINES)
+			details_drop(dst, src->findings_dropped);   /* each was a line */
+		else
+			report_detail(dst, "%s", m->text);
+		report_raise(dst, m->sev);
+		findings_drop(dst, src->findings_dropped, m->sev);
+	}
 }
 
 size_t report_problems(const struct report *r)

@@ -45,6 +45,12 @@ int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res);
 /* The run lock (LOCK_PATH), waiting up to timeout_ms: 0 and the fd that holds it, or -errno. */
 int runner_take_lock(struct ctx *c, uint64_t timeout_ms, int *ret_fd);
 void run_result_free(struct run_result *res);
+/*
+ * hpcinit leave, before discovery's part: each enabled module's leave hook,
+ * last step first, each reported as "leave: NAME: ok|changed|failed: ...".
+ * 1 when one failed, else 0.
+ */
+int runner_leave(struct ctx *c);
 
 /* The run report (status.c).  Record an apply's run: its part and status.json. */
 void status_write(struct ctx *c, const struct run_opts *o, const struct run_result *res);

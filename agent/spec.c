@@ -56,6 +56,8 @@ enum mark_slot {
 	M_SSH_CA_KEY,
 	M_SSH_CA_PUB,
 	M_HF_ADDRESS,
+	M_SLURM,
+	M_SLURM_SERVERS,
 	M_COUNT
 };
 _Static_assert(M_COUNT <= SCHEMA_SLOTS, "the loader keeps SCHEMA_SLOTS marks");
@@ -248,6 +250,40 @@ static bool p_nfs_source(struct loader *L, const struct field *f, yaml_node_t *k
 	return false;
 }
 
+/* slurm.conf_servers: a host name or IPv4 address, an optional :port. */
+static const char *check_conf_server(const char *s)
+{
+	const char *colon = strrchr(s, ':');
+	char host[254];
+	size_t n = colon ? (size_t)(colon - s) : strlen(s);
+
+	if (n == 0 || n >= sizeof(host))
+		return "expected a host like head1 or 10.0.0.4:6817";
+	memcpy(host, s, n);
+	host[n] = '\0';
+	if (colon) {
+		size_t d = strlen(colon + 1);
+		unsigned long port = d && d <= 5 && strspn(colon + 1, "0123456789") == d ?
+				     strtoul(colon + 1, NULL, 10) : 0;
+
+		if (port < 1 || port > 65535)
+			return "expected a port from 1 to 65535 after ':'";
+	}
+	if (!name_hostname_valid(host) && !name_ip_valid(host))
+		return "expected a host like head1 or 10.0.0.4:6817";
+	return NULL;
+}
+
+/* slurm.features: what slurm.conf's Feature= and a Nodeset's Feature= accept. */
+static const char *check_feature(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 63 || strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") != n)
+		return "1 to 63 letters, digits, '_', '.' or '-'";
+	return NULL;
+}
+
 /* ---------------------------------------------------------------- the schema */
 
 static const struct type T_VERSION = { "the spec version (1)", YAML_SCALAR_NODE, p_version, NULL };
@@ -258,6 +294,7 @@ static const struct flags_arg formats_flags = { format_vals, "format", "openmpi,
 
 static const struct int_arg version_int = { 1, 1, 4 };
 static const struct int_arg rate_int = { 0, 1600, 4 };
+static const struct int_arg slots_int = { 0, 4096, 4 };
 static const struct int_arg port_int = { 1, 65535, 2 };
 static const struct int_arg expect_int = { 1, SPEC_MAX_HOSTS, 4 };
 static const struct float_arg latency_float = { 0, 1e6 };
@@ -287,6 +324,12 @@ static const struct list_arg export_options_list = {
 static const struct list_arg endpoints_list = {
 	"etcd client URLs like https://10.0.0.4:2379", "a URL like https://10.0.0.4:2379",
 	check_endpoint, 32, true, true };
+static const struct list_arg conf_servers_list = {
+	"slurmctld hosts like head1 or 10.0.0.4:6817", "a host like head1", check_conf_server, 8, true, true };
+static const struct list_arg features_list = {
+	"Slurm feature names", "a feature name like hbv4", check_feature, 64, false, true };
+static const struct int_arg margin_int = { 0, 50, 4 };
+static const struct dur_arg leave_wait_dur = { 0, 24 * HOUR_MS };
 static const struct list_arg ssh_users_list = {
 	"user names", "a user name", name_check_user, 1024, false, true };
 
@@ -323,6 +366,8 @@ static const struct field rdma_fields[] = {
 	  0, M_NONE, NULL },
 	{ "reg_mr", &T_SIZE, offsetof(struct spec_rdma, reg_mr_bytes), &reg_mr_size, 0, M_NONE, NULL },
 	{ "software", &T_ENUM, offsetof(struct spec_rdma, software), soft_vals, 0, M_NONE, NULL },
+	{ "placement_group", &T_BOOL, offsetof(struct spec_rdma, placement_group), NULL, 0, M_NONE, NULL },
+	{ "imds_url", &T_URL, offsetof(struct spec_rdma, imds_url), NULL, 0, M_NONE, NULL },
 	{ NULL, NULL, 0, NULL, 0, M_NONE, NULL }
 };
 
@@ -511,6 +556,20 @@ static const struct schema verify_schema = { verify_fields, -1, true };
 static const struct field mpi_fields[] = {
 	{ "profile", &T_BOOL, offsetof(struct spec_mpi, profile), NULL, 0, M_NONE, NULL },
 	{ "verify", &T_MAP, 0, &verify_schema, 0, M_NONE, NULL },
+	{ "slots", &T_INT, offsetof(struct spec_mpi, slots), &slots_int, 0, M_NONE, NULL },
+	{ "slots_per_gpu", &T_BOOL, offsetof(struct spec_mpi, slots_per_gpu), NULL, 0, M_NONE, NULL },
+	{ NULL, NULL, 0, NULL, 0, M_NONE, NULL }
+};
+
+static const struct field slurm_fields[] = {
+	{ "conf_servers", &T_STRLIST, offsetof(struct spec_slurm, conf_servers), &conf_servers_list, 0,
+	  M_SLURM_SERVERS, NULL },
+	{ "features", &T_STRLIST, offsetof(struct spec_slurm, features), &features_list, 0, M_NONE, NULL },
+	{ "memory_margin_percent", &T_INT, offsetof(struct spec_slurm, memory_margin_pct), &margin_int, 0,
+	  M_NONE, NULL },
+	{ "key_file", &T_PATH, offsetof(struct spec_slurm, key_file), NULL, 0, M_NONE, NULL },
+	{ "leave_wait", &T_DURATION, offsetof(struct spec_slurm, leave_wait_ms), &leave_wait_dur, 0,
+	  M_NONE, NULL },
 	{ NULL, NULL, 0, NULL, 0, M_NONE, NULL }
 };
 
@@ -525,6 +584,7 @@ SECTION(discovery, struct spec_discovery);
 SECTION(ssh, struct spec_ssh);
 SECTION(hostfile, struct spec_hostfile);
 SECTION(mpi, struct spec_mpi);
+SECTION(slurm, struct spec_slurm);
 
 static const struct field root_fields[] = {
 	{ "version", &T_VERSION, offsetof(struct spec, version), &version_int, F_REQUIRED, M_NONE,
@@ -539,6 +599,7 @@ static const struct field root_fields[] = {
 	{ "ssh", &T_MAP, offsetof(struct spec, ssh), &ssh_schema, 0, M_SSH, NULL },
 	{ "hostfile", &T_MAP, offsetof(struct spec, hostfile), &hostfile_schema, 0, M_NONE, NULL },
 	{ "mpi", &T_MAP, offsetof(struct spec, mpi), &mpi_schema, 0, M_NONE, NULL },
+	{ "slurm", &T_MAP, offsetof(struct spec, slurm), &slurm_schema, 0, M_SLURM, NULL },
 	{ NULL, NULL, 0, NULL, 0, M_NONE, NULL }
 };
 
@@ -554,6 +615,7 @@ static void spec_defaults(struct spec *s)
 	s->rdma.link_layer = LINK_INFINIBAND;
 	s->rdma.open_timeout_ms = 10 * SEC_MS;
 	s->rdma.reg_mr_bytes = 64 * MIB;
+	s->rdma.placement_group = true;
 	s->discovery.method = DISC_SHARED;
 	s->discovery.scan_port = 22;
 	s->discovery.scan_timeout_ms = 500;
@@ -563,7 +625,7 @@ static void spec_defaults(struct spec *s)
 	s->ssh.key_type = KEY_ED25519;
 	s->ssh.host_keys = HOSTKEYS_PINNED;
 	s->ssh.restrict_from = true;
-	s->ssh.cert_validity_ms = 7 * 24 * HOUR_MS;
+	s->ssh.cert_validity_ms = 24 * HOUR_MS;  /* docs/ssh.md "How long a certificate lives" */
 	s->hostfile.address = HF_ADDR_HOSTNAME;
 	s->hostfile.openmpi_default = true;
 	s->hostfile.etc_hosts = HF_HOSTS_AUTO;
@@ -571,6 +633,8 @@ static void spec_defaults(struct spec *s)
 	s->mpi.verify_enable = false;
 	s->mpi.max_latency_us = 0;
 	s->mpi.launcher = MPI_OPENMPI;
+	s->slurm.memory_margin_pct = 3;
+	s->slurm.leave_wait_ms = 60 * SEC_MS;
 }
 
 static void spec_late_defaults(struct spec *s)
@@ -578,7 +642,9 @@ static void spec_late_defaults(struct spec *s)
 	if (s->memlock.users.n == 0)
 		strlist_push(&s->memlock.users, "*");
 	if (!s->rdma.devices)
-		s->rdma.devices = xstrdup("mlx5_ib*");
+		s->rdma.devices = xstrdup("*");
+	if (!s->rdma.imds_url)
+		s->rdma.imds_url = xstrdup(SPEC_IMDS_PG_URL);        /* what a device is comes from sysfs (ibsysfs.c) */
 	if (!s->hostfile.dir)
 		s->hostfile.dir = xstrdup("/etc/hpcinit");
 	if (!s->discovery.events_url)
@@ -693,6 +759,11 @@ static void cross_checks(struct loader *L, struct spec *s)
 	    !L->slots[M_RDMA_IPOIB].bad)
 		error_mark(L, L->slots[M_HF_ADDRESS].val, "hostfile.address",
 			   "ipoib needs rdma.ipoib (the IPoIB interface); set rdma.ipoib: ib0 or use address: hostname");
+	if (s->slurm.present && s->cluster.role == ROLE_COMPUTE && !s->slurm.conf_servers.n &&
+	    !L->slots[M_SLURM_SERVERS].set && !L->slots[M_ROLE].bad)
+		error_mark(L, L->slots[M_SLURM].key, "slurm",
+			   "a compute node needs slurm.conf_servers (the slurmctld it registers with); "
+			   "add conf_servers: [head1]");
 }
 
 /* ---------------------------------------------------------------- before libyaml */
@@ -711,6 +782,7 @@ struct spec *spec_free(struct spec *s)
 	strlist_free(&s->kernel.modules);
 	free(s->rdma.devices);
 	free(s->rdma.ipoib);
+	free(s->rdma.imds_url);
 	for (size_t i = 0; i < s->nfs.n_mounts; i++) {
 		struct spec_nfs_mount *m = &s->nfs.mounts[i];
 
@@ -736,6 +808,9 @@ struct spec *spec_free(struct spec *s)
 	free(s->discovery.auth_file);
 	free(s->discovery.events_url);
 	strlist_free(&s->ssh.users);
+	strlist_free(&s->slurm.conf_servers);
+	strlist_free(&s->slurm.features);
+	free(s->slurm.key_file);
 	free(s->ssh.ca_key_file);
 	free(s->ssh.ca_public_key);
 	free(s->hostfile.dir);

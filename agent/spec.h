@@ -70,13 +70,15 @@ struct spec_kernel {
 struct spec_rdma {
 	bool present;
 	bool required;                  /* default true */
-	char *devices;                  /* glob, default "mlx5_ib*" */
+	char *devices;                  /* glob, default "*": sysfs decides (ibsysfs.c) */
 	enum link_layer link_layer;     /* default infiniband */
 	unsigned min_rate_gbps;         /* default 0 (no minimum) */
 	char *ipoib;                    /* interface name, NULL when absent */
 	uint64_t open_timeout_ms;       /* default 10 s */
 	uint64_t reg_mr_bytes;          /* default 64 MiB; 0 disables the reg_mr probe */
 	enum soft_rdma software;        /* default auto: allowed unless link_layer is infiniband */
+	bool placement_group;           /* ask IMDS for the placement group (IB domain); default true */
+	char *imds_url;                 /* its URL; default IMDS compute/placementGroupId */
 };
 
 struct spec_nfs_mount {
@@ -159,6 +161,18 @@ struct spec_mpi {
 	double max_latency_us;          /* default 0 = no threshold */
 	uint64_t min_bandwidth;         /* bytes per second at 4 MiB; default 0 = no threshold */
 	enum mpi_launcher launcher;     /* default openmpi */
+	unsigned slots;                 /* ranks per node in records and hostfiles; 0 (default): usable cores */
+	bool slots_per_gpu;             /* one rank per GPU (ND sizes), where sysfs shows GPUs; default false */
+};
+
+/* slurm: this node in Slurm (modules/slurm, docs/slurm.md). */
+struct spec_slurm {
+	bool present;
+	struct strlist conf_servers;    /* compute: slurmctld hosts, "host[:port]" (configless) */
+	struct strlist features;        /* added to the facts' features (cluster, VM size, IB domain) */
+	unsigned memory_margin_pct;     /* RealMemory: MemTotal less this share; default 3 */
+	char *key_file;                 /* the munge key, root's alone like cluster.secret_file; NULL: none */
+	uint64_t leave_wait_ms;         /* leave: how long to wait for jobs before the delete; default 60 s */
 };
 
 struct spec {
@@ -173,6 +187,7 @@ struct spec {
 	struct spec_ssh ssh;
 	struct spec_hostfile hostfile;
 	struct spec_mpi mpi;
+	struct spec_slurm slurm;
 };
 
 /*
@@ -189,6 +204,8 @@ struct spec *spec_free(struct spec *s);
 /* Helpers shared with modules and tests. */
 const char *link_layer_name(enum link_layer l);
 const char *disc_method_name(enum disc_method m);
+#define SPEC_IMDS_PG_URL \
+	"http://169.254.169.254/metadata/instance/compute/placementGroupId?api-version=2021-02-01&format=text"
 #define SPEC_EVENTS_URL "http://169.254.169.254/metadata/scheduledevents?api-version=2020-07-01"
 /* The defaults of one mount, for a mount not made by the loader (tests). */
 void spec_nfs_mount_defaults(struct spec_nfs_mount *m);

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fnmatch.h>
+#include <grp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/fsuid.h>
@@ -18,6 +19,7 @@
 
 #include "fsutil.h"
 #include "hpcinit.h"
+#include "log.h"
 #include "proc.h"
 #include "sshkey.h"
 
@@ -136,11 +138,16 @@ int sshkey_check_path(const struct ctx *c, struct report *r, const char *path,
 	return ret;
 }
 
+/* Root's supplementary groups while acting as a user, put back by sshkey_fsid_restore. */
+static gid_t *saved_groups;
+static int n_saved_groups = -1;
+
 bool sshkey_fsid_user(const struct ctx *c, const char *home, uid_t uid, gid_t gid)
 {
 	char *hh, *hs;
 	struct stat st;
 	bool owns;
+	int n;
 
 	if (geteuid() != 0 || uid == 0)
 		return false;
@@ -151,7 +158,25 @@ bool sshkey_fsid_user(const struct ctx *c, const char *home, uid_t uid, gid_t gi
 	free(hs);
 	if (!owns)
 		return false;
-	/* Group first: after setfsuid the capability to pick any gid is gone. */
+	/*
+	 * Groups first: after setfsuid the capability to pick any gid is gone.
+	 * The permission checks use the supplementary groups too, so root's
+	 * (disk, adm, shadow, whatever the host gave it) are dropped for the
+	 * user's own primary group only: nothing the user could not reach.
+	 */
+	n = getgroups(0, NULL);
+	if (n >= 0) {
+		saved_groups = xmalloc(((size_t)n + 1) * sizeof(*saved_groups));
+		n_saved_groups = getgroups(n, saved_groups);
+	}
+	if (n_saved_groups < 0 || setgroups(1, &gid) != 0) {
+		/* Never here as root outside a user namespace that denies setgroups. */
+		log_warn("acting as uid %u: cannot drop root's supplementary groups: %s",
+			 (unsigned)uid, strerror(errno));
+		free(saved_groups);
+		saved_groups = NULL;
+		n_saved_groups = -1;
+	}
 	setfsgid(gid);
 	setfsuid(uid);
 	return true;
@@ -163,6 +188,11 @@ void sshkey_fsid_restore(bool switched)
 		return;
 	setfsuid(0);
 	setfsgid(0);
+	if (n_saved_groups >= 0 && setgroups((size_t)n_saved_groups, saved_groups) != 0)
+		log_warn("cannot restore root's supplementary groups: %s", strerror(errno));
+	free(saved_groups);
+	saved_groups = NULL;
+	n_saved_groups = -1;
 }
 
 /* ---- key blobs: base64 and the SSH wire format ---- */

@@ -27,10 +27,11 @@ struct report;
 int sshkey_check_path(const struct ctx *c, struct report *r, const char *path,
 		      bool want_dir, uid_t uid);
 /*
- * Take the user's filesystem identity (setfsuid/setfsgid) while touching
- * files in a home the user controls; a no-op unless running as root for
- * another user whose home or ~/.ssh they own.  Pass the result to
- * sshkey_fsid_restore.
+ * Take the user's filesystem identity (setfsuid/setfsgid, and the user's
+ * primary group as the only supplementary group: root's are dropped) while
+ * touching files in a home the user controls; a no-op unless running as
+ * root for another user whose home or ~/.ssh they own.  Pass the result to
+ * sshkey_fsid_restore, which puts root's groups back.  Not nested.
  */
 bool sshkey_fsid_user(const struct ctx *c, const char *home, uid_t uid, gid_t gid);
 void sshkey_fsid_restore(bool switched);

@@ -141,8 +141,10 @@ static void load_module(yaml_document_t *doc, yaml_node_t *m, struct report *r)
 	     it && it < seq->data.sequence.items.top; it++) {
 		yaml_node_t *l = yaml_document_get_node(doc, *it);
 
-		if (l && l->type == YAML_SCALAR_NODE)
+		if (l && l->type == YAML_SCALAR_NODE) {
 			sb_printf(&r->details, "%s\n", (const char *)l->data.scalar.value);
+			r->details_lines++;     /* the bound (report.c) goes on counting */
+		}
 	}
 	seq = map_node(doc, m, "findings");
 	for (yaml_node_item_t *it = seq && seq->type == YAML_SEQUENCE_NODE ? seq->data.sequence.items.start : NULL;
@@ -156,6 +158,12 @@ static void load_module(yaml_document_t *doc, yaml_node_t *m, struct report *r)
 		r->findings[r->n_findings].sev = sev;
 		r->findings[r->n_findings].tag = xstrdup(map_get(doc, f, "tag") ?: "");
 		r->findings[r->n_findings].text = xstrdup(map_get(doc, f, "text") ?: "");
+		if (strcmp(r->findings[r->n_findings].tag, "report.more-findings") == 0) {
+			/* "... N more findings not kept": the bound (report.c) goes on counting */
+			const char *t = r->findings[r->n_findings].text;
+
+			r->findings_dropped = strtoul(t + strspn(t, ". "), NULL, 10);
+		}
 		r->n_findings++;
 	}
 	seq = map_node(doc, m, "changed");

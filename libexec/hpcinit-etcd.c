@@ -69,6 +69,7 @@
 #include <json-c/json.h>
 
 #include "escape.h"
+#include "etcd-proto.h"
 
 #define MAX_ENDPOINTS 32
 #define STDIN_MAX (64 * 1024)
@@ -89,7 +90,8 @@
 #define LIST_RETRY_S 10                 /* watch: an over-limit prefix is listed again at most this often */
 #define CONNECT_MS 1500
 
-enum { EX_OK = 0, EX_DOWN = 1, EX_USAGE = 2, EX_REFUSED = 3 };
+/* The exit codes and frames the agent reads: etcd-proto.h, shared with lib/rendezvous/etcd.c. */
+enum { EX_OK = ETCD_EX_OK, EX_DOWN = ETCD_EX_DOWN, EX_USAGE = ETCD_EX_USAGE, EX_REFUSED = ETCD_EX_REFUSED };
 /* request()'s failures: no endpoint answered, etcd refused, over a limit (a refusal too). */
 enum { R_DOWN = -1, R_REFUSED = -2, R_LIMIT = -3 };
 

@@ -15,9 +15,13 @@
  *   /etc/hosts                                managed block "address name" for every node, so
  *                                             the names in the hostfiles resolve without DNS
  *                                             (hostfile.etc_hosts: auto, always, never)
+ *   <dir>/hostfile.<format>.<domain>          the nodes of one InfiniBand domain (P_Key and
+ *                                             placement group, modules/rdma/identity.c), when
+ *                                             records carry one: IB reaches only within it
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <netdb.h>
 #include <stdio.h>
@@ -30,6 +34,7 @@
 #include "hpcinit.h"
 #include "nodeset.h"
 #include "record.h"
+#include "rdma/identity.h"
 
 #define CLUSH_DIR "/etc/clustershell/groups.d"
 #define CLUSH_YAML CLUSH_DIR "/hpcinit.yaml"
@@ -197,6 +202,115 @@ static int ompi_default(struct ctx *c, struct report *rep, bool want, const char
 				0644, 0, 0);
 }
 
+/* ---- per InfiniBand domain ---- */
+
+/* Is name "hostfile.<format>.<something>"? */
+static bool domain_file_name(const char *name)
+{
+	static const char *const fmts[] = { "hostfile.openmpi.", "hostfile.mpich.", "hostfile.plain.", NULL };
+
+	for (size_t i = 0; fmts[i]; i++)
+		if (strncmp(name, fmts[i], strlen(fmts[i])) == 0 && name[strlen(fmts[i])])
+			return true;
+	return false;
+}
+
+/*
+ * One hostfile of each wanted format per domain, beside the whole-cluster
+ * ones; ours for domains that are gone are removed.  Nothing without domains.
+ */
+static int domain_files(struct ctx *c, struct report *rep, const char *dir, struct strbuf *written)
+{
+	const struct spec *spec = c->spec;
+	const struct peerset *peers = c->out->peers;
+	struct strlist doms = { 0 }, want = { 0 };
+	unsigned *counts = xcalloc(peers->n ? peers->n : 1, sizeof(*counts));
+	int ret = 0;
+
+	rdma_domains(peers, &doms, counts);
+	for (size_t d = 0; d < doms.n; d++) {
+		struct peerset sub = { xcalloc(peers->n, sizeof(struct peer)), 0 };
+		struct hf_text t;
+		struct strbuf scratch = STRBUF_INIT;
+		const struct {
+			const char *fmt;
+			unsigned bit;
+			struct strbuf *text;
+		} files[] = {
+			{ "openmpi", HF_OPENMPI, &t.openmpi },
+			{ "mpich", HF_MPICH, &t.mpich },
+			{ "plain", HF_PLAIN, &t.plain },
+		};
+
+		/* shallow copies: the set owns nothing */
+		for (size_t i = 0; i < peers->n; i++) {
+			char *pd = rdma_peer_domain(&peers->v[i]);
+
+			if (pd && strcmp(pd, doms.v[d]) == 0)
+				sub.v[sub.n++] = peers->v[i];
+			free(pd);
+		}
+		hostfile_render(spec, &sub, &t, NULL);
+		for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+			char *name;
+			struct strbuf *hdr = files[i].text;
+			char *fixed;
+
+			if (!(spec->hostfile.formats & files[i].bit))
+				continue;
+			name = xasprintf("hostfile.%s.%s", files[i].fmt, doms.v[d]);
+			/* the header names the domain */
+			fixed = xasprintf(HEADER_MARK " InfiniBand domain %s:%s", doms.v[d],
+					  sb_str(hdr) + strlen(HEADER_MARK));
+			sb_free(hdr);
+			sb_append(hdr, fixed);
+			free(fixed);
+			strlist_push(&want, name);
+			if (one_file(c, rep, dir, name, true, files[i].text, &scratch) < 0)
+				ret = -EIO;
+			free(name);
+		}
+		sb_printf(written, "%sdomain %s (%u node%s)", written->len ? ", " : "", doms.v[d], counts[d],
+			  counts[d] == 1 ? "" : "s");
+		hf_text_free(&t);
+		sb_free(&scratch);
+		free(sub.v);
+	}
+	/* ours for domains no longer there */
+	{
+		char *hp = ctx_path(c, dir);
+		DIR *dd = opendir(hp);
+		struct dirent *e;
+		struct strlist gone = { 0 };
+
+		free(hp);
+		while (dd && (e = readdir(dd))) {
+			bool keep = false;
+
+			if (!domain_file_name(e->d_name))
+				continue;
+			for (size_t i = 0; i < want.n && !keep; i++)
+				keep = strcmp(want.v[i], e->d_name) == 0;
+			if (!keep)
+				strlist_push(&gone, e->d_name);
+		}
+		if (dd)
+			closedir(dd);
+		for (size_t i = 0; i < gone.n; i++) {
+			char *path = xasprintf("%s/%s", strcmp(dir, "/") == 0 ? "" : dir, gone.v[i]);
+
+			if (remove_ours(c, rep, path) < 0)
+				ret = -EIO;
+			free(path);
+		}
+		strlist_free(&gone);
+	}
+	strlist_free(&doms);
+	strlist_free(&want);
+	free(counts);
+	return ret;
+}
+
 /* ---- /etc/hosts ---- */
 
 static bool real_root(const struct ctx *c)
@@ -204,52 +318,158 @@ static bool real_root(const struct ctx *c)
 	return !c->root || !*c->root || strcmp(c->root, "/") == 0;
 }
 
-/* The first address a hosts(5) text gives name, into out; false when none. */
-static bool hosts_text_lookup(const char *text, const char *name, char *out, size_t len)
+/*
+ * A hosts(5) text parsed once: every (name, address) pair, sorted by name
+ * (case-insensitive, as the resolver compares) and then by line, so a
+ * lookup is a binary search and the names of 10,000 nodes are checked in
+ * O(n log n), not one scan of the file per node.
+ */
+struct hosts_entry {
+	const char *name, *addr;
+	size_t order;           /* position in the file: the first line wins */
+};
+
+struct hosts_index {
+	char *text;             /* the copy the entries point into */
+	struct hosts_entry *v;
+	size_t n;
+};
+
+static int hosts_entry_cmp(const void *a, const void *b)
 {
-	const char *ws = " \t";
+	const struct hosts_entry *x = a, *y = b;
+	int r = strcasecmp(x->name, y->name);
 
-	for (const char *l = text; l && *l;) {
-		const char *e = strchr(l, '\n');
-		size_t n = e ? (size_t)(e - l) : strlen(l);
-		char *line = xstrndup(l, n), *save = NULL, *addr, *tok;
-		char *hash = strchr(line, '#');
+	return r ? r : (x->order > y->order) - (x->order < y->order);
+}
 
-		if (hash)
+static void hosts_index_build(struct hosts_index *ix, const char *text)
+{
+	static const char ws[] = " \t\r";
+	size_t cap = 0;
+
+	memset(ix, 0, sizeof(*ix));
+	if (!text)
+		return;
+	ix->text = xstrdup(text);
+	for (char *l = ix->text; l && *l;) {
+		char *e = strchr(l, '\n'), *hash, *save = NULL, *addr, *tok;
+
+		if (e)
+			*e = '\0';
+		if ((hash = strchr(l, '#')))
 			*hash = '\0';
-		addr = strtok_r(line, ws, &save);
-		while (addr && (tok = strtok_r(NULL, ws, &save)))
-			if (strcasecmp(tok, name) == 0) {
-				snprintf(out, len, "%s", addr);
-				free(line);
-				return true;
+		addr = strtok_r(l, ws, &save);
+		while (addr && (tok = strtok_r(NULL, ws, &save))) {
+			if (ix->n == cap) {
+				cap = cap ? 2 * cap : 64;
+				ix->v = xrealloc(ix->v, cap * sizeof(*ix->v));
 			}
-		free(line);
+			ix->v[ix->n] = (struct hosts_entry){ tok, addr, ix->n };
+			ix->n++;
+		}
 		l = e ? e + 1 : NULL;
 	}
-	return false;
+	if (ix->n)
+		qsort(ix->v, ix->n, sizeof(*ix->v), hosts_entry_cmp);
+}
+
+static void hosts_index_free(struct hosts_index *ix)
+{
+	free(ix->text);
+	free(ix->v);
+	memset(ix, 0, sizeof(*ix));
+}
+
+/*
+ * The first address the text gives name, NULL when none; *several is set
+ * when other lines give the name a different address (the resolver may then
+ * sort another one first).
+ */
+static const char *hosts_index_lookup(const struct hosts_index *ix, const char *name, bool *several)
+{
+	size_t lo = 0, hi = ix->n;
+
+	/* the first entry not below name */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcasecmp(ix->v[mid].name, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == ix->n || strcasecmp(ix->v[lo].name, name) != 0)
+		return NULL;
+	if (several) {
+		*several = false;
+		for (size_t k = lo + 1; k < ix->n && strcasecmp(ix->v[k].name, name) == 0; k++)
+			if (strcmp(ix->v[k].addr, ix->v[lo].addr) != 0)
+				*several = true;
+	}
+	return ix->v[lo].addr;
+}
+
+/*
+ * Does the system's resolver ask /etc/hosts first and stop at its answer
+ * (nsswitch.conf "hosts: files ...")?  Then a name found there resolves to
+ * what the file says, without a getaddrinfo(3) that reads the whole file
+ * again for every node.
+ */
+static bool files_first(const struct ctx *c)
+{
+	char *text = NULL;
+	bool ret = false;
+
+	if (fs_read(c, "/etc/nsswitch.conf", &text, NULL) < 0)
+		return false;   /* glibc's default without the file is "dns [!UNAVAIL=return] files" */
+	for (char *l = text, *e; l && *l; l = e ? e + 1 : NULL) {
+		char *save = NULL, *key, *src, *next;
+
+		if ((e = strchr(l, '\n')))
+			*e = '\0';
+		if (strchr(l, '#'))
+			*strchr(l, '#') = '\0';
+		key = strtok_r(l, " \t", &save);
+		if (!key || strcmp(key, "hosts:") != 0)
+			continue;
+		src = strtok_r(NULL, " \t", &save);
+		next = strtok_r(NULL, " \t", &save);
+		/* "files [SUCCESS=continue]" would go on to other sources: not that */
+		ret = src && strcmp(src, "files") == 0 && !(next && next[0] == '[' && strstr(next, "SUCCESS"));
+	}
+	free(text);
+	return ret;
 }
 
 /*
  * Where name resolves: 0 to want (its first address, the one ssh and the
  * MPI launchers use), 1 elsewhere (that address in other), -1 not at all
  * (the resolver's message in other).  On the real root the system's
- * resolver answers (nsswitch: files, DNS, ...); under a fake root only the
- * root's /etc/hosts (hosts_text, may be NULL) can.
+ * resolver answers (nsswitch: files, DNS, ...), from the parsed /etc/hosts
+ * when nsswitch asks the file first and it names the node once; under a
+ * fake root only the root's /etc/hosts (hosts, may be empty) can.
  */
-static int name_resolves(const struct ctx *c, const char *hosts_text, const char *name,
+static int name_resolves(const struct ctx *c, const struct hosts_index *hosts, bool files, const char *name,
 			 const char *want, char *other, size_t len)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
 	struct addrinfo *res = NULL;
 	char host[NI_MAXHOST];
+	bool several = false;
+	const char *a = hosts_index_lookup(hosts, name, &several);
 	int r;
 
 	if (!real_root(c)) {
-		if (!hosts_text || !hosts_text_lookup(hosts_text, name, other, len)) {
+		if (!a) {
 			snprintf(other, len, "not in %s/etc/hosts", c->root);
 			return -1;
 		}
+		snprintf(other, len, "%s", a);
+		return strcmp(other, want) == 0 ? 0 : 1;
+	}
+	if (files && a && !several) {
+		snprintf(other, len, "%s", a);
 		return strcmp(other, want) == 0 ? 0 : 1;
 	}
 	r = getaddrinfo(name, NULL, &hints, &res);
@@ -280,15 +500,19 @@ static bool loopback_text(const char *a)
 static size_t names_wrong(const struct ctx *c, const struct peerset *peers, char **first)
 {
 	char *hosts_text = NULL;
+	struct hosts_index hosts;
+	bool files = real_root(c) && files_first(c);
 	size_t bad = 0;
 
 	*first = NULL;
-	if (!real_root(c) && fs_read(c, ETC_HOSTS, &hosts_text, NULL) < 0)
+	if ((!real_root(c) || files) && fs_read(c, ETC_HOSTS, &hosts_text, NULL) < 0)
 		hosts_text = NULL;
+	hosts_index_build(&hosts, hosts_text);
+	free(hosts_text);
 	for (size_t i = 0; i < peers->n; i++) {
 		const struct peer *p = &peers->v[i];
 		char other[NI_MAXHOST + 64];
-		int r = name_resolves(c, hosts_text, p->hostname, p->addr, other, sizeof(other));
+		int r = name_resolves(c, &hosts, files, p->hostname, p->addr, other, sizeof(other));
 
 		if (r == 0 || (r == 1 && p->self && loopback_text(other)))
 			continue;
@@ -297,7 +521,7 @@ static size_t names_wrong(const struct ctx *c, const struct peerset *peers, char
 				 xasprintf("%s resolves to %s, its record says %s", p->hostname, other,
 					   p->addr);
 	}
-	free(hosts_text);
+	hosts_index_free(&hosts);
 	return bad;
 }
 
@@ -403,6 +627,8 @@ static int hf_run(struct ctx *c, struct report *rep)
 			if (r < 0)
 				ret = r;
 		}
+		if (domain_files(c, rep, dir, &written) < 0)
+			ret = -EIO;
 	}
 	r = clush_files(c, rep, hf->formats & HF_CLUSH, t.group);
 	if (r < 0)
@@ -439,4 +665,5 @@ const struct module hostfile_module = {
 	.check = hf_run,
 	.apply = hf_run,
 	.inputs = OUT_PEERS,
+	.isolate = true,        /* hostfile.dir and /etc/hosts may sit on shared storage */
 };

@@ -498,6 +498,42 @@ static int sshd_limits(const struct ctx *c, char **ret_pid, long long *soft, lon
 	return read_proc_memlock(c, pid, soft, hard);
 }
 
+/*
+ * What a Slurm job gets: with PropagateResourceLimits naming MEMLOCK (ALL,
+ * Slurm's default), the submitting shell's soft limit, whatever slurmd has;
+ * otherwise slurmd's own (its unit's LimitMEMLOCK=, else systemd's default).
+ */
+static void slurm_job(const struct ctx *c, struct report *r, const struct memlock_job *j, const char *who)
+{
+	struct memlock_slurm sl;
+	char dbuf[32], pbuf[32], from[340];
+
+	memlock_slurm_read(c, &sl);
+	if (!sl.present)
+		return;
+	if (sl.slurmd_soft != MEMLOCK_UNSET) {
+		memlock_fmt(sl.slurmd_soft, dbuf, sizeof(dbuf));
+		snprintf(from, sizeof(from), "LimitMEMLOCK= at %s", sl.slurmd_from);
+	} else {
+		memlock_fmt(j->svc_soft, dbuf, sizeof(dbuf));
+		snprintf(from, sizeof(from), "%s", *j->svc_from ? j->svc_from : "systemd's built-in default");
+	}
+	memlock_fmt(j->pam_soft, pbuf, sizeof(pbuf));
+	if (sl.propagates)
+		report_finding(r, ST_OK, "memlock.job.slurm",
+			       "job: a Slurm job gets the memlock of the shell that submitted it, not slurmd's %s (%s) "
+			       "(%s: %s%s%s): a shell of a new PAM session of %s here has %s, and a shell with less "
+			       "(a login node without this limit, cron, a service) gives its jobs less; to give "
+			       "jobs slurmd's limit, set PropagateResourceLimitsExcept=MEMLOCK in slurm.conf and "
+			       "restart slurmd%s%s", dbuf, from, sl.conf, sl.setting, *sl.from ? " at " : "", sl.from,
+			       who, pbuf, *sl.problem ? "; " : "", sl.problem);
+	else
+		report_finding(r, ST_OK, "memlock.job.slurm",
+			       "job: a Slurm job gets slurmd's memlock %s (%s), not the submitting shell's "
+			       "(%s: %s at %s)%s%s", dbuf, from, sl.conf, sl.setting, sl.from,
+			       *sl.problem ? "; " : "", sl.problem);
+}
+
 /* The limit a job gets: a new PAM session of the spec's user, and systemd services. */
 static void job_limits(struct ctx *c, struct report *r, long long want)
 {
@@ -531,8 +567,9 @@ static void job_limits(struct ctx *c, struct report *r, long long want)
 	}
 	memlock_fmt(j.svc_soft, sbuf, sizeof(sbuf));
 	report_finding(r, ST_OK, "memlock.job.services",
-		       "job: systemd services (slurmd and what it starts) get memlock %s%s%s", sbuf,
-		       *j.svc_from ? " from " : " (systemd's built-in default)", j.svc_from);
+		       "job: systemd services get memlock %s%s%s (DefaultLimitMEMLOCK; a unit's own LimitMEMLOCK= "
+		       "overrides it)", sbuf, *j.svc_from ? " from " : " (systemd's built-in default)", j.svc_from);
+	slurm_job(c, r, &j, who);
 	if (m->systemd && j.svc_soft != MEMLOCK_UNSET && lim_lt(j.svc_soft, want) &&
 	    strstr(j.svc_from, SYSTEMD_SYSTEM_PATH ":") != j.svc_from)
 		report_finding(r, ST_FAILED, "memlock.systemd.overridden",

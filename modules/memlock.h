@@ -22,6 +22,25 @@ struct memlock_job {
 	char svc_from[256];
 };
 
+/*
+ * What a Slurm job gets (slurm.conf(5), Slurm 22.05): with
+ * PropagateResourceLimits (default ALL) naming MEMLOCK, slurmd applies the
+ * submitting shell's soft limit to the job, not its own.
+ */
+struct memlock_slurm {
+	bool present;                   /* a slurm.conf was found */
+	char conf[256];                 /* which: /etc/slurm/slurm.conf or a configless cache */
+	bool propagates;                /* MEMLOCK comes from the submitting shell */
+	char setting[160];              /* "PropagateResourceLimits=ALL (Slurm's default)", ... */
+	char from[300];                 /* "file:line" of the setting, "" for the default */
+	char problem[700];              /* what could not be read (an Include), both keys set, ... */
+	long long slurmd_soft;          /* slurmd.service's LimitMEMLOCK=, MEMLOCK_UNSET when none */
+	char slurmd_from[300];
+};
+
+/* Read slurm.conf (and slurmd.service) under c's root. */
+void memlock_slurm_read(const struct ctx *c, struct memlock_slurm *ret);
+
 /* Measure both for user (NULL or "": any user). */
 void memlock_job_limit(const struct ctx *c, const char *user, struct memlock_job *ret);
 /* The lower soft limit of the two that are set (what a job can count on); MEMLOCK_UNSET when neither is. */

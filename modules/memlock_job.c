@@ -20,6 +20,13 @@
  *   /etc (a name in a later directory hides the same name in an earlier
  *   one), in name order; the last DefaultLimitMEMLOCK= wins.  Sizes take
  *   K/M/G/T (1024-based); "SOFT:HARD" sets both.
+ * - Slurm (slurm.conf(5), 22.05): slurmd reads /etc/slurm/slurm.conf, or in
+ *   configless mode the copy it caches (/run/slurm/conf, and
+ *   SlurmdSpoolDir/conf-cache, /var/spool/slurmd by default).  Keys are
+ *   case-insensitive; "Include FILE" inlines a file (relative to the
+ *   including file's directory).  PropagateResourceLimits (default ALL) or
+ *   PropagateResourceLimitsExcept name the limits a job takes from the
+ *   submitting shell instead of from slurmd.
  */
 #include "config.h"
 
@@ -407,4 +414,212 @@ void memlock_job_limit(const struct ctx *c, const char *user, struct memlock_job
 	free(a.hard_from);
 	ret->svc_soft = ret->svc_hard = MEMLOCK_UNSET;
 	systemd_default(c, ret);
+}
+
+/* ---- Slurm: what a job gets ---------------------------------------------- */
+
+#define SLURM_INCLUDE_DEPTH 8
+
+struct slurm_acc {
+	char prl[160], prl_from[300];           /* PropagateResourceLimits */
+	char prle[160], prle_from[300];         /* PropagateResourceLimitsExcept */
+	char problem[300];
+};
+
+static void slurm_file(const struct ctx *c, const char *path, int depth, struct slurm_acc *a);
+
+static void slurm_include(const struct ctx *c, const char *from, const char *name, int depth,
+			  unsigned lineno, struct slurm_acc *a)
+{
+	char *p;
+
+	if (depth >= SLURM_INCLUDE_DEPTH) {
+		if (!a->problem[0])
+			snprintf(a->problem, sizeof(a->problem), "%s:%u: Include nested more than %d deep, not followed",
+				 from, lineno, SLURM_INCLUDE_DEPTH);
+		return;
+	}
+	if (name[0] == '/') {
+		p = xstrdup(name);
+	} else {
+		const char *slash = strrchr(from, '/');
+
+		p = xasprintf("%.*s/%s", slash ? (int)(slash - from) : 1, slash ? from : "/", name);
+	}
+	if (!fs_exists(c, p)) {
+		if (!a->problem[0])
+			snprintf(a->problem, sizeof(a->problem), "%s:%u: Include %s: not found (not read)",
+				 from, lineno, p);
+	} else {
+		slurm_file(c, p, depth + 1, a);
+	}
+	free(p);
+}
+
+static void slurm_file(const struct ctx *c, const char *path, int depth, struct slurm_acc *a)
+{
+	char *text = NULL;
+	unsigned lineno = 0;
+
+	if (fs_read(c, path, &text, NULL) < 0) {
+		if (!a->problem[0])
+			snprintf(a->problem, sizeof(a->problem), "%s: cannot be read", path);
+		return;
+	}
+	for (char *line = text; line && *line;) {
+		char *nl = strchr(line, '\n'), *save = NULL, *tok;
+
+		lineno++;
+		if (nl)
+			*nl = '\0';
+		line[strcspn(line, "#\r")] = '\0';
+		tok = strtok_r(line, " \t", &save);
+		if (tok && strcasecmp(tok, "include") == 0) {
+			char *name = strtok_r(NULL, " \t", &save);
+
+			if (name)
+				slurm_include(c, path, name, depth, lineno, a);
+			tok = NULL;
+		}
+		/* Several Key=Value pairs may share a line; "Key = Value" is read too. */
+		for (; tok; tok = strtok_r(NULL, " \t", &save)) {
+			char *eq = strchr(tok, '='), *val;
+
+			if (!eq) {
+				char *next = save ? save + strspn(save, " \t") : NULL;
+
+				if (!next || *next != '=')
+					continue;       /* a bare word */
+				save = next + 1;
+				val = strtok_r(NULL, " \t", &save);
+			} else {
+				*eq = '\0';
+				val = eq[1] ? eq + 1 : strtok_r(NULL, " \t", &save);
+			}
+			if (!val)
+				break;
+			if (strcasecmp(tok, "PropagateResourceLimits") == 0) {
+				snprintf(a->prl, sizeof(a->prl), "%s", val);
+				snprintf(a->prl_from, sizeof(a->prl_from), "%s:%u", path, lineno);
+			} else if (strcasecmp(tok, "PropagateResourceLimitsExcept") == 0) {
+				snprintf(a->prle, sizeof(a->prle), "%s", val);
+				snprintf(a->prle_from, sizeof(a->prle_from), "%s:%u", path, lineno);
+			}
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	free(text);
+}
+
+/* Is name (case-insensitive) in the comma list? */
+static bool list_has(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = list; *p;) {
+		size_t l = strcspn(p, ",");
+
+		if (l == n && strncasecmp(p, name, n) == 0)
+			return true;
+		p += l + (p[l] ? 1 : 0);
+	}
+	return false;
+}
+
+/* slurmd.service's own LimitMEMLOCK=: the unit (first found), then its drop-ins. */
+static void slurmd_unit(const struct ctx *c, struct memlock_slurm *ret)
+{
+	static const char *const dirs[] = { "/etc/systemd/system", "/run/systemd/system", "/usr/lib/systemd/system",
+					    "/lib/systemd/system" };
+	struct strlist files = { 0 };
+
+	for (size_t d = 0; d < 4; d++) {
+		char *p = xasprintf("%s/slurmd.service", dirs[d]);
+
+		if (fs_exists(c, p)) {
+			strlist_push(&files, p);
+			free(p);
+			break;
+		}
+		free(p);
+	}
+	/* drop-ins: /usr/lib, /run, /etc order, a name in a later one hides the same name */
+	for (size_t d = 4; d-- > 0;) {
+		struct strlist here = { 0 };
+		char *dir = xasprintf("%s/slurmd.service.d", dirs[d]);
+
+		conf_names(c, dir, &here);
+		for (size_t i = 0; i < here.n; i++)
+			strlist_push_take(&files, xasprintf("%s/%s", dir, here.v[i]));
+		strlist_free(&here);
+		free(dir);
+	}
+	for (size_t i = 0; i < files.n; i++) {
+		char *text = NULL;
+		unsigned lineno = 0;
+
+		if (fs_read(c, files.v[i], &text, NULL) < 0)
+			continue;
+		for (char *line = text; line && *line;) {
+			char *nl = strchr(line, '\n');
+
+			lineno++;
+			if (nl)
+				*nl = '\0';
+			line += strspn(line, " \t");
+			if (strncmp(line, "LimitMEMLOCK=", 13) == 0) {
+				char *v = line + 13, *colon;
+				long long soft;
+
+				v[strcspn(v, " \t\r")] = '\0';
+				colon = strchr(v, ':');
+				if (colon)
+					*colon = '\0';
+				if (parse_sd_size(v, &soft)) {
+					ret->slurmd_soft = soft;
+					snprintf(ret->slurmd_from, sizeof(ret->slurmd_from), "%s:%u", files.v[i], lineno);
+				}
+			}
+			line = nl ? nl + 1 : NULL;
+		}
+		free(text);
+	}
+	strlist_free(&files);
+}
+
+void memlock_slurm_read(const struct ctx *c, struct memlock_slurm *ret)
+{
+	static const char *const confs[] = { "/etc/slurm/slurm.conf", "/run/slurm/conf/slurm.conf",
+					     "/var/spool/slurmd/conf-cache/slurm.conf" };
+	struct slurm_acc a = { 0 };
+
+	memset(ret, 0, sizeof(*ret));
+	ret->slurmd_soft = MEMLOCK_UNSET;
+	for (size_t i = 0; i < sizeof(confs) / sizeof(confs[0]) && !ret->present; i++)
+		if (fs_exists(c, confs[i])) {
+			ret->present = true;
+			snprintf(ret->conf, sizeof(ret->conf), "%s", confs[i]);
+		}
+	if (!ret->present)
+		return;
+	slurm_file(c, ret->conf, 0, &a);
+	if (a.prl[0] && a.prle[0])
+		snprintf(ret->problem, sizeof(ret->problem), "both PropagateResourceLimits (%s) and "
+			 "PropagateResourceLimitsExcept (%s) are set: Slurm accepts only one", a.prl_from, a.prle_from);
+	else
+		snprintf(ret->problem, sizeof(ret->problem), "%s", a.problem);
+	if (a.prle[0]) {
+		/* Except: ALL propagates nothing, NONE everything */
+		ret->propagates = !list_has(a.prle, "ALL") && !list_has(a.prle, "MEMLOCK");
+		snprintf(ret->setting, sizeof(ret->setting), "PropagateResourceLimitsExcept=%.120s", a.prle);
+		snprintf(ret->from, sizeof(ret->from), "%s", a.prle_from);
+	} else if (a.prl[0]) {
+		ret->propagates = !list_has(a.prl, "NONE") && (list_has(a.prl, "ALL") || list_has(a.prl, "MEMLOCK"));
+		snprintf(ret->setting, sizeof(ret->setting), "PropagateResourceLimits=%.120s", a.prl);
+		snprintf(ret->from, sizeof(ret->from), "%s", a.prl_from);
+	} else {
+		ret->propagates = true;
+		snprintf(ret->setting, sizeof(ret->setting), "PropagateResourceLimits=ALL (Slurm's default)");
+	}
+	slurmd_unit(c, ret);
 }

@@ -16,8 +16,11 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fnmatch.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,6 +31,7 @@
 #include "mpi.h"
 #include "proc.h"
 #include "rdma/ibsysfs.h"
+#include "rdma/identity.h"
 #include "rdma/rdma.h"
 #include "record.h"
 
@@ -51,6 +55,8 @@ struct fabric {
 	size_t n_mca;
 	char *ucx_devices;      /* UCX_NET_DEVICES, NULL on TCP */
 	char *ucx_pkey;         /* UCX_IB_PKEY, NULL when unknown */
+	bool names_differ;      /* peers call their fabric devices otherwise: never pass ours to them */
+	char *differ;           /* "node03 has mlx5_1, ...", when they do */
 };
 
 static void fabric_free(struct fabric *f)
@@ -61,6 +67,7 @@ static void fabric_free(struct fabric *f)
 		free(f->mca[i].value);
 	free(f->ucx_devices);
 	free(f->ucx_pkey);
+	free(f->differ);
 	memset(f, 0, sizeof(*f));
 }
 
@@ -116,9 +123,12 @@ static void rdma_ports(const struct ctx *c, const char *only, struct strlist *re
 		const struct ib_dev *d = &devs[i];
 
 		if (!safe_token(d->name) || !(only ? in_words(only, d->name) :
-		    fnmatch(s->rdma.devices ? s->rdma.devices : "mlx5_ib*", d->name, 0) == 0))
+		    fnmatch(s->rdma.devices ? s->rdma.devices : "*", d->name, 0) == 0))
 			continue;
-		if (d->parent[0]) {
+		/* By what sysfs says, never by name: accelerated networking's VF is never the fabric. */
+		if (d->kind == IB_KIND_AN_VF)
+			continue;
+		if (d->kind == IB_KIND_SOFT) {
 			/* Found on a VM with Soft-RoCE: UCX over rxe timed out where TCP worked. */
 			strlist_push(soft, d->name);
 			continue;
@@ -178,6 +188,120 @@ static void fabric_detect(const struct ctx *c, struct fabric *f)
 	strlist_free(&soft);
 }
 
+/* "mlx5_ib0,mlx5_ib1" from a record's "mlx5_ib0=guid,mlx5_ib1=guid" (malloc'd). */
+static char *fabric_names(const char *fabric)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	for (const char *p = fabric; p && *p;) {
+		size_t n = strcspn(p, ","), k = strcspn(p, "=");
+
+		sb_printf(&sb, "%s%.*s", sb.len ? "," : "", (int)(k < n ? k : n), p);
+		p += n;
+		p += *p == ',';
+	}
+	return sb_steal(&sb);
+}
+
+/*
+ * Fabric identity across the cluster, from the records: peers whose devices
+ * have other names (mlx5_0 where this node has mlx5_ib0: one ran Azure's
+ * renaming service, one did not), and InfiniBand domains (P_Key and
+ * placement group): a node alone in its domain reaches no peer over IB.
+ */
+static void fabric_peers(const struct ctx *c, struct report *r, struct fabric *f)
+{
+	const struct peerset *ps = c->out ? c->out->peers : NULL;
+	const struct peer *self = NULL;
+	struct strlist doms = { 0 };
+	struct strbuf differ = STRBUF_INIT, extra = STRBUF_INIT;
+	unsigned *counts, n_differ = 0, n_unknown = 0;
+	char *mine;
+
+	for (size_t i = 0; ps && i < ps->n; i++)
+		if (ps->v[i].self)
+			self = &ps->v[i];
+	if (!self || !self->fabric)
+		return;
+	mine = fabric_names(self->fabric);
+	for (size_t i = 0; i < ps->n; i++) {
+		const struct peer *p = &ps->v[i];
+		char *theirs;
+
+		if (p->self)
+			continue;
+		if (!p->fabric) {
+			n_unknown++;
+			continue;
+		}
+		theirs = fabric_names(p->fabric);
+		if (strcmp(theirs, mine) != 0) {
+			if (n_differ < 8)
+				sb_printf(&differ, "%s%s has %s", differ.len ? ", " : "", p->hostname, theirs);
+			n_differ++;
+		}
+		free(theirs);
+	}
+	if (n_differ) {
+		f->names_differ = true;
+		free(f->differ);
+		f->differ = xasprintf("%s%s", sb_str(&differ), n_differ > 8 ? ", ..." : "");
+		report_detail(r, "warning: fabric device names differ: this node has %s; %s%s: a device list "
+			      "passed from one node to another (mpirun -x UCX_NET_DEVICES, NCCL_IB_HCA) names "
+			      "devices that are not there; each node's profile and system files name its own",
+			      mine, sb_str(&differ), n_differ > 8 ? ", ..." : "");
+		sb_printf(&extra, "; device names differ on %u peer(s) (%s)", n_differ, sb_str(&differ));
+	}
+	if (n_unknown)
+		report_detail(r, "%u peer(s) publish no fabric identity (an older hpcinit, or no rdma section): "
+			      "their device names and InfiniBand domain are unknown", n_unknown);
+	counts = xcalloc(ps->n, sizeof(*counts));
+	rdma_domains(ps, &doms, counts);
+	if (doms.n > 1) {
+		struct strbuf sb = STRBUF_INIT;
+
+		for (size_t d = 0; d < doms.n; d++)
+			sb_printf(&sb, "%s%s (%u node%s)", d ? ", " : "", doms.v[d], counts[d], counts[d] == 1 ? "" : "s");
+		report_detail(r, "InfiniBand domains (P_Key[-placement group]): %s; InfiniBand reaches only within "
+			      "one: run jobs on one domain's hostfile (hostfile.openmpi.<domain>)", sb_str(&sb));
+		sb_printf(&extra, "; %zu InfiniBand domains", doms.n);
+		sb_free(&sb);
+	}
+	for (size_t d = 0; d < doms.n; d++) {
+		const struct peer *lone = NULL;
+		size_t known = 0;
+
+		for (size_t k = 0; k < doms.n; k++)
+			known += counts[k];
+		/* alone among nodes whose domain is known; peers without one say nothing */
+		if (counts[d] != 1 || known < 2)
+			continue;
+		for (size_t i = 0; i < ps->n && !lone; i++) {
+			char *pd = rdma_peer_domain(&ps->v[i]);
+
+			if (pd && strcmp(pd, doms.v[d]) == 0)
+				lone = &ps->v[i];
+			free(pd);
+		}
+		report_finding(r, ST_DEGRADED, "mpi.fabric.alone", "%s is alone in InfiniBand domain %s: MPI over "
+			       "InfiniBand reaches no other node from it (P_Key %s%s%s is its scale set's own)",
+			       lone ? lone->hostname : "?", doms.v[d], lone && lone->pkey ? lone->pkey : "?",
+			       lone && lone->placement_group ? ", placement group " : "",
+			       lone && lone->placement_group ? lone->placement_group : "");
+	}
+	if (extra.len) {
+		char *old = f->what_extra;
+
+		f->what_extra = xasprintf("%s%s", old ? old : "", sb_str(&extra));
+		free(old);
+	}
+	free(counts);
+	free(mine);
+	strlist_free(&doms);
+	sb_free(&differ);
+	sb_free(&extra);
+}
+
 static char *profile_render(const struct spec *s, const struct fabric *f)
 {
 	struct strbuf sb = STRBUF_INIT;
@@ -188,10 +312,17 @@ static char *profile_render(const struct spec *s, const struct fabric *f)
 		  s->cluster.name, f->what);
 	for (size_t i = 0; i < f->n_mca; i++)
 		sb_printf(&sb, "export OMPI_MCA_%s=%s\n", f->mca[i].name, f->mca[i].value);
+	if (f->differ && f->ucx_devices)
+		sb_printf(&sb, "# Device names differ between nodes (%s): the names below are this node's,\n"
+			  "# and every node's profile and /etc/ucx/ucx.conf name its own; never pass them to\n"
+			  "# other nodes (mpirun -x UCX_NET_DEVICES, -x NCCL_IB_HCA).\n", f->differ);
 	if (f->ucx_devices)
 		sb_printf(&sb, "export UCX_NET_DEVICES=%s\n", f->ucx_devices);
 	if (f->ucx_pkey)
 		sb_printf(&sb, "export UCX_IB_PKEY=%s\n", f->ucx_pkey);
+	/* NCCL: "=" makes the list exact; without it mlx5_ib1 would also match mlx5_ib10. */
+	if (f->ucx_devices)
+		sb_printf(&sb, "export NCCL_IB_HCA==%s\n", f->ucx_devices);
 	/*
 	 * Intel MPI (2019 and later: libfabric) and MPICH builds on libfabric
 	 * read FI_PROVIDER: "mlx" (UCX underneath, the provider the Azure HPC
@@ -205,6 +336,72 @@ static char *profile_render(const struct spec *s, const struct fabric *f)
 	if (!f->rdma && s->cluster.has_network)
 		sb_printf(&sb, "export I_MPI_TCP_NETMASK=%s\n", s->cluster.network.text);
 	return sb_steal(&sb);
+}
+
+/*
+ * The system files MPI and NCCL read whatever the shell: mpirun lines users
+ * write themselves, batch jobs, non-login ssh.  A managed block in each,
+ * text outside it kept; Open MPI's file is the package's own (Debian's says
+ * pml = ^ucx): its later lines win, so the block goes at the end.
+ */
+#define SYSFILE_TAG "mpi"
+#define UCX_CONF "/etc/ucx/ucx.conf"            /* UCX >= 1.12: $UCX_CONFIG_DIR/ucx.conf, default sysconfdir/ucx */
+#define NCCL_CONF "/etc/nccl.conf"              /* NCCL: after NCCL_CONF_FILE and ~/.nccl.conf */
+
+static const char *const ompi_params_paths[] = {
+	"/etc/openmpi/openmpi-mca-params.conf",                 /* Debian, Ubuntu */
+	"/usr/lib64/openmpi/etc/openmpi-mca-params.conf",       /* RHEL, Alma, Rocky, Fedora */
+	"/usr/lib64/mpi/gcc/openmpi4/etc/openmpi-mca-params.conf",      /* SLES, openSUSE */
+	"/etc/openmpi-mca-params.conf",                         /* --sysconfdir=/etc builds */
+	NULL,
+};
+
+static int sysfiles_converge(struct ctx *c, struct report *r, const struct fabric *f, struct strbuf *done)
+{
+	bool want = c->spec->mpi.profile;
+	struct strbuf ompi = STRBUF_INIT, ucx = STRBUF_INIT, nccl = STRBUF_INIT;
+	int ret = 0, rr;
+
+	if (want) {
+		for (size_t i = 0; i < f->n_mca; i++)
+			sb_printf(&ompi, "%s = %s\n", f->mca[i].name, f->mca[i].value);
+		if (f->ucx_devices) {
+			sb_printf(&ucx, "UCX_NET_DEVICES=%s\n", f->ucx_devices);
+			sb_printf(&nccl, "NCCL_IB_HCA==%s\n", f->ucx_devices);
+		}
+		if (f->ucx_pkey)
+			sb_printf(&ucx, "UCX_IB_PKEY=%s\n", f->ucx_pkey);
+	}
+	for (size_t i = 0; ompi_params_paths[i]; i++) {
+		if (!fs_exists(c, ompi_params_paths[i]))
+			continue;       /* Open MPI not installed there: nothing to reach */
+		rr = fs_managed_block(c, r, ompi_params_paths[i], SYSFILE_TAG, sb_str(&ompi), 0644, 0, 0);
+		if (rr < 0)
+			ret = rr;
+		else if (want)
+			sb_printf(done, "%s%s", done->len ? ", " : "", ompi_params_paths[i]);
+		break;
+	}
+	if (ucx.len && !fs_exists(c, "/etc/ucx"))
+		rr = fs_mkdir_p(c, r, "/etc/ucx", 0755, 0, 0);
+	else
+		rr = 0;
+	if (rr >= 0 && (ucx.len || fs_exists(c, UCX_CONF)))
+		rr = fs_managed_block(c, r, UCX_CONF, SYSFILE_TAG, sb_str(&ucx), 0644, 0, 0);
+	if (rr < 0)
+		ret = rr;
+	else if (ucx.len)
+		sb_printf(done, "%s" UCX_CONF, done->len ? ", " : "");
+	rr = nccl.len || fs_exists(c, NCCL_CONF) ?
+	     fs_managed_block(c, r, NCCL_CONF, SYSFILE_TAG, sb_str(&nccl), 0644, 0, 0) : 0;
+	if (rr < 0)
+		ret = rr;
+	else if (nccl.len)
+		sb_printf(done, "%s" NCCL_CONF, done->len ? ", " : "");
+	sb_free(&ompi);
+	sb_free(&ucx);
+	sb_free(&nccl);
+	return ret;
 }
 
 static int profile_converge(struct ctx *c, struct report *r, const struct fabric *f)
@@ -406,15 +603,21 @@ static char *launch_failure(struct report *r, const char *err)
  * The verify program, built for the MPI that launches it: hpcinit-mpiverify
  * (Open MPI) or hpcinit-mpiverify-mpich (MPICH, and Intel MPI, which keeps
  * MPICH's ABI).  HPCINIT_MPIVERIFY / HPCINIT_MPIVERIFY_MPICH: a copy the
- * nodes can all read (the tests).
+ * nodes can all read (the tests); else the one beside a binary run from its
+ * build tree (proc_build_dir), else LIBEXECDIR's.
  */
 static const char *verify_program(enum mpi_launcher l)
 {
 	const char *p = getenv(l == MPI_OPENMPI ? "HPCINIT_MPIVERIFY" : "HPCINIT_MPIVERIFY_MPICH");
 
+	const char *name = l == MPI_OPENMPI ? "hpcinit-mpiverify" : "hpcinit-mpiverify-mpich";
+	const char *dir = proc_build_dir();     /* a binary run from its build tree: the one beside it */
+	static char path[PATH_MAX];
+
 	if (p && *p == '/')
 		return p;
-	return l == MPI_OPENMPI ? LIBEXECDIR "/hpcinit-mpiverify" : LIBEXECDIR "/hpcinit-mpiverify-mpich";
+	snprintf(path, sizeof(path), "%s/%s", dir ? dir : LIBEXECDIR, name);
+	return path;
 }
 
 /* The launcher of each MPI, and the hostfile format it reads. */
@@ -484,7 +687,7 @@ static void verify_argv(const struct ctx *c, const struct fabric *f, const char 
 			argv_add(a, "UCX_TLS");
 			argv_add(a, "tcp,self");
 		}
-		if (f->ucx_devices) {
+		if (f->ucx_devices && !f->names_differ) {
 			argv_add(a, "-genv");
 			argv_add(a, "UCX_NET_DEVICES");
 			argv_add(a, f->ucx_devices);
@@ -518,7 +721,8 @@ static void verify_argv(const struct ctx *c, const struct fabric *f, const char 
 		argv_add(a, f->mca[i].name);
 		argv_add(a, f->mca[i].value);
 	}
-	if (f->ucx_devices) {
+	/* Names that differ between nodes: each node's own system files name its devices. */
+	if (f->ucx_devices && !f->names_differ) {
 		char *x = xasprintf("UCX_NET_DEVICES=%s", f->ucx_devices);
 
 		argv_add(a, "-x");
@@ -587,12 +791,14 @@ static void verify_round_save(struct ctx *c, unsigned long round)
 	report_free(&scratch);
 }
 
-int mpi_verify(struct ctx *c, struct report *r)
+/* One verify run over one hostfile: the whole cluster's, or one InfiniBand domain's (domain set). */
+static int verify_hostfile(struct ctx *c, struct report *r, const char *domain)
 {
 	const struct spec *s = c->spec;
 	const char *dir = s->hostfile.present && s->hostfile.dir ? s->hostfile.dir : "/etc/hpcinit";
 	enum mpi_launcher l = s->mpi.launcher;
-	char *hf = xasprintf("%s/%s", dir, launcher_hostfile(l)), *hfhost = ctx_path(c, hf);
+	char *hf = xasprintf("%s/%s%s%s", dir, launcher_hostfile(l), domain ? "." : "", domain ? domain : ""),
+	     *hfhost = ctx_path(c, hf);
 	char *text = NULL, *mpirun = proc_which(launcher_prog(l));
 	unsigned long round = 0;
 	const char *run_as = NULL;
@@ -602,6 +808,13 @@ int mpi_verify(struct ctx *c, struct report *r)
 	int nodes, ret, attempt = 0;
 
 	fabric_detect(c, &f);
+	{
+		struct report scratch;
+
+		report_init(&scratch);
+		fabric_peers(c, &scratch, &f);
+		report_free(&scratch);
+	}
 	if (c->deadline_ms)
 		end = c->deadline_ms;
 	if (!mpirun) {
@@ -701,6 +914,144 @@ out:
 }
 
 /*
+ * The InfiniBand domains the hostfile module wrote hostfiles for
+ * (<launcher hostfile>.<domain>, with its header), and how many hosts each
+ * lists: what verify pairs within.
+ */
+static void verify_domains(const struct ctx *c, struct strlist *doms, struct strlist *counts)
+{
+	const struct spec *s = c->spec;
+	const char *dir = s->hostfile.present && s->hostfile.dir ? s->hostfile.dir : "/etc/hpcinit";
+	const char *base = launcher_hostfile(s->mpi.launcher);
+	char *hp = ctx_path(c, dir);
+	DIR *d = opendir(hp);
+	struct dirent *e;
+	size_t bl = strlen(base);
+
+	free(hp);
+	while (d && (e = readdir(d))) {
+		char *rel, *text = NULL;
+
+		if (strncmp(e->d_name, base, bl) != 0 || e->d_name[bl] != '.' || !e->d_name[bl + 1])
+			continue;
+		rel = xasprintf("%s/%s", dir, e->d_name);
+		if (fs_read(c, rel, &text, NULL) == 0 && strncmp(text, "# hpcinit:", 10) == 0) {
+			strlist_push(doms, e->d_name + bl + 1);
+			strlist_push_take(counts, xasprintf("%d", count_hosts(text)));
+			/* in name order, whatever readdir's */
+			for (size_t k = doms->n - 1; k > 0 && strcmp(doms->v[k - 1], doms->v[k]) > 0; k--) {
+				char *t = doms->v[k];
+
+				doms->v[k] = doms->v[k - 1];
+				doms->v[k - 1] = t;
+				t = counts->v[k];
+				counts->v[k] = counts->v[k - 1];
+				counts->v[k - 1] = t;
+			}
+		}
+		free(text);
+		free(rel);
+	}
+	if (d)
+		closedir(d);
+}
+
+/*
+ * Verify: over the whole cluster, or, when the hostfile module wrote more
+ * than one InfiniBand domain's hostfile, one run per domain of two or more
+ * nodes (InfiniBand does not reach across domains); a node alone in its
+ * domain is not measured (the mpi step's finding mpi.fabric.alone names it).
+ */
+int mpi_verify(struct ctx *c, struct report *r)
+{
+	struct strlist doms = { 0 }, counts = { 0 };
+	struct strbuf sum = STRBUF_INIT;
+	int ret = 0, ran = 0;
+
+	verify_domains(c, &doms, &counts);
+	if (doms.n < 2) {
+		strlist_free(&doms);
+		strlist_free(&counts);
+		return verify_hostfile(c, r, NULL);
+	}
+	for (size_t d = 0; d < doms.n; d++) {
+		int rr;
+
+		if (strcmp(counts.v[d], "1") == 0 || strcmp(counts.v[d], "0") == 0) {
+			report_detail(r, "domain %s: %s node, nothing to pair within it: not measured", doms.v[d],
+				      counts.v[d]);
+			continue;
+		}
+		report_detail(r, "domain %s: %s nodes: verify pairs only within it", doms.v[d], counts.v[d]);
+		rr = verify_hostfile(c, r, doms.v[d]);
+		if (rr < 0)
+			ret = rr;
+		sb_printf(&sum, "%sdomain %s: %s", sum.len ? "; " : "", doms.v[d], r->summary);
+		ran++;
+	}
+	if (ran && r->status != ST_FAILED)
+		report_set(r, r->status, "%s", sb_str(&sum));
+	else if (!ran)
+		report_set(r, r->status, "no InfiniBand domain has two nodes: nothing to measure");
+	sb_free(&sum);
+	strlist_free(&doms);
+	strlist_free(&counts);
+	return ret;
+}
+
+unsigned mpi_count_gpus(const struct ctx *c)
+{
+	char *hp = ctx_path(c, "/sys/bus/pci/devices");
+	DIR *d = opendir(hp);
+	struct dirent *e;
+	unsigned n = 0;
+
+	free(hp);
+	while (d && (e = readdir(d))) {
+		char path[320], cls[32], ven[32];
+
+		if (e->d_name[0] == '.' || strlen(e->d_name) > 64)
+			continue;
+		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/class", e->d_name);
+		if (!ib_sysfs_read(c, path, cls, sizeof(cls)))
+			continue;
+		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/vendor", e->d_name);
+		if (!ib_sysfs_read(c, path, ven, sizeof(ven)))
+			continue;
+		/* 0x0302xx 3D controller (H100, A100), 0x0380xx display/other (MI300X); NVIDIA, AMD */
+		if ((strncmp(cls, "0x0302", 6) == 0 || strncmp(cls, "0x0380", 6) == 0) &&
+		    (strcmp(ven, "0x10de") == 0 || strcmp(ven, "0x1002") == 0))
+			n++;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+unsigned mpi_node_slots(const struct ctx *c, struct report *r, unsigned cores)
+{
+	const struct spec_mpi *m = &c->spec->mpi;
+
+	if (!m->present)
+		return cores;
+	if (m->slots_per_gpu) {
+		unsigned g = mpi_count_gpus(c);
+
+		if (g) {
+			report_detail(r, "slots: %u, one per GPU (mpi.slots_per_gpu; %u cores)", g, cores);
+			return g;
+		}
+		report_detail(r, "slots: mpi.slots_per_gpu, but sysfs shows no GPU (NVIDIA or AMD under "
+			      "/sys/bus/pci/devices): %s", m->slots ? "mpi.slots instead" : "the usable cores instead");
+	}
+	if (m->slots) {
+		report_detail(r, "slots: %u (mpi.slots; %u cores)", m->slots, cores);
+		return m->slots;
+	}
+	return cores;
+}
+
+/*
  * Verify runs on one node only, or every node at boot would start N
  * mpiruns over N nodes: the head node, else the first hostname.
  */
@@ -727,11 +1078,30 @@ static int mpi_run(struct ctx *c, struct report *r)
 	int ret;
 
 	fabric_detect(c, &f);
-	ret = profile_converge(c, r, &f);
+	fabric_peers(c, r, &f);         /* the records: names that differ go into the profile */
+	/*
+	 * "hpcinit verify" measures and writes nothing: it runs without
+	 * discovery, so it does not know the peers the profile speaks of.
+	 */
+	ret = c->verify ? 0 : profile_converge(c, r, &f);
 	if (ret < 0) {
 		report_finding(r, ST_FAILED, "mpi.profile.write", "cannot write " PROFILE_PATH);
 		fabric_free(&f);
 		return ret;
+	}
+	{
+		struct strbuf done = STRBUF_INIT;
+
+		if (!c->verify && sysfiles_converge(c, r, &f, &done) < 0) {
+			report_finding(r, ST_FAILED, "mpi.sysfiles.write", "cannot write the MPI and NCCL system "
+				       "files (see details)");
+			sb_free(&done);
+			fabric_free(&f);
+			return -EIO;
+		}
+		if (done.len)
+			report_detail(r, "the same settings for mpirun lines outside login shells: %s", sb_str(&done));
+		sb_free(&done);
 	}
 	/*
 	 * rdma_cm to peers: the rdma step runs before discovery, so the peers
@@ -742,8 +1112,12 @@ static int mpi_run(struct ctx *c, struct report *r)
 		unsigned n_checked = 0, n_ok = 0;
 		enum rstatus pst = rdma_check_peers(c, r, c->out->peers, &n_checked, &n_ok);
 
-		if (n_checked)
-			f.what_extra = xasprintf("; rdma_cm to %u of %u peer(s) ok", n_ok, n_checked);
+		if (n_checked) {
+			char *old = f.what_extra;
+
+			f.what_extra = xasprintf("%s; rdma_cm to %u of %u peer(s) ok", old ? old : "", n_ok, n_checked);
+			free(old);
+		}
 		if (pst != ST_OK)
 			report_raise(r, pst);
 	}
@@ -793,4 +1167,5 @@ const struct module mpi_module = {
 	.check = mpi_run,
 	.apply = mpi_run,
 	.inputs = OUT_RDMA | OUT_PEERS,
+	.isolate = true,        /* the profile, users' homes, mpirun over the network */
 };

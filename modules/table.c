@@ -14,6 +14,7 @@ extern const struct module discovery_module;
 extern const struct module ssh_module;
 extern const struct module hostfile_module;
 extern const struct module mpi_module;
+extern const struct module slurm_module;
 
 const struct module *const module_table[] = {
 	&memlock_module,
@@ -24,6 +25,7 @@ const struct module *const module_table[] = {
 	&ssh_module,
 	&hostfile_module,
 	&mpi_module,
+	&slurm_module,	/* last: it acts on the readiness of all the others */
 	NULL,
 };
 

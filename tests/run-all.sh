@@ -1,6 +1,8 @@
 #!/bin/bash
 # The whole test suite, as CI runs it (after tools/setup.sh built build/):
 #   1. make check: unit, system and cluster tests on the -Werror build
+#   1b. README's demo command (bash tools/demo.sh) as a newcomer runs it: a private mount
+#      namespace where no installed hpcinit is visible, a clean environment (tests/fresh-demo.sh)
 #   2. ASan+UBSan build: unit and core system tests
 #   3. valgrind: unit tests and the binary in the core system tests
 #   4. make distcheck
@@ -41,6 +43,10 @@ rc=$?
 grep -E '^(PASS|FAIL|ERROR|SKIP|XFAIL|XPASS):|^# ' build/check.out
 [ $rc -eq 0 ] || { stage_fail+=("make check"); for f in $(grep -lE '^:test-result: (FAIL|ERROR|SKIP)' $(find build/tests -name '*.trs') 2>/dev/null); do echo "--- ${f%.trs}.log"; tail -40 "${f%.trs}.log"; done; }
 count_log build/check.out
+
+# After the .deb stage as before it: fresh-demo.sh hides any installed copy itself.
+stage "README demo: bash tools/demo.sh, no installed hpcinit (tests/fresh-demo.sh)" \
+	bash -c "cd '$SRC' && bash tests/fresh-demo.sh >build/fresh-demo.out 2>&1 || { tail -60 build/fresh-demo.out; exit 1; }; grep -E '^fresh-demo:|exited|hello from|allreduce|^demo:' build/fresh-demo.out"
 
 asan() {
 	mkdir -p build-asan && cd build-asan &&

@@ -11,10 +11,11 @@ PKGS=(
 	openssh-server openssh-client git systemd iproute2 util-linux procps kmod python3 python3-yaml
 	nfs-ganesha nfs-ganesha-vfs libnfs-utils rpcbind nfs-common
 	cloud-init clustershell sshpass nmap
-	valgrind clang libclang-rt-14-dev man-db bc
+	valgrind clang libclang-rt-14-dev man-db bc strace
 	dpkg-dev debhelper devscripts lintian fakeroot rpm
-	rdma-core ibverbs-utils
+	rdma-core ibverbs-utils ucx-utils
 	qemu-system-x86 qemu-utils debootstrap
+	slurm-wlm slurmctld slurmd slurm-client munge
 )
 if [ "${HPCINIT_SKIP_APT:-0}" != 1 ]; then
 	export DEBIAN_FRONTEND=noninteractive

@@ -8,6 +8,12 @@
  * The step describes this node (node.c), lets the method publish it, then
  * lists the membership until discovery.expect nodes are known or
  * discovery.wait runs out -- that loop lives here, once, for every method.
+ *
+ * expect is a formation target for a new cluster, not a gate for a running
+ * one: a refresh (and the watch's) looks once; a node that has seen expect
+ * reached in this boot, or whose admitted peers' records say "formed: true",
+ * does not wait either, and publishes "formed: true" itself, so the mark
+ * outlives every single member of a cluster that scales 0 -> N -> 1.
  */
 #include "config.h"
 
@@ -140,6 +146,20 @@ void disc_mark_ready(struct ctx *c)
 	free(text);
 }
 
+bool disc_expect_met(struct disc_run *run)
+{
+	if (run->ready || run->found.n + 1 >= run->c->spec->discovery.expect)
+		return true;
+	for (size_t i = 0; i < run->found.n; i++)
+		if (run->found.v[i].formed) {
+			run->ready = true;
+			snprintf(run->ready_why, sizeof(run->ready_why), "the cluster has formed: "
+				 "%s's record says so", run->found.v[i].hostname);
+			return true;
+		}
+	return false;
+}
+
 /*
  * hpcinit leave marks this boot's /run: a refresh (the timer's, the
  * watch's, a lease found gone) must not publish the record again behind
@@ -193,11 +213,7 @@ void leave_forget(struct ctx *c)
 
 void disc_notes_commit(struct disc_run *run)
 {
-	for (size_t i = 0; i < run->notes.n_findings; i++) {
-		const struct finding *f = &run->notes.findings[i];
-
-		report_finding(run->rep, f->sev, f->tag, "%s", f->text);
-	}
+	report_take_findings(run->rep, &run->notes);      /* with the count of those not kept */
 	report_free(&run->notes);
 	report_init(&run->notes);
 }
@@ -230,9 +246,10 @@ static void list_peers(struct report *rep, struct peerset *s, bool all)
 }
 
 /*
- * List until the method says expect is met, or discovery.wait (counted
- * from the step's start: a method may wait while it publishes) or the
- * step's deadline runs out; check and plan look once.  When the time is up
+ * List until the method says expect is met (disc_expect_met), or
+ * discovery.wait (counted from the step's start: a method may wait while it
+ * publishes) or the step's deadline runs out; check, plan and refresh look
+ * once.  When the time is up
  * during a pause, one last list gives the freshest view at the deadline.
  */
 static int wait_for_peers(const struct disc_method_ops *m, struct disc_run *run)
@@ -248,7 +265,7 @@ static int wait_for_peers(const struct disc_method_ops *m, struct disc_run *run)
 		r = m->list(run);
 		if (r != 0)
 			return r < 0 ? r : 0;
-		if (!ctx_may_write(c) || now_ms() >= wait_end || ctx_remaining_ms(c) == 0)
+		if (!ctx_may_write(c) || c->refresh || now_ms() >= wait_end || ctx_remaining_ms(c) == 0)
 			return 0;
 		run->waited = true;
 		if (run->listen_again) {
@@ -267,6 +284,7 @@ static int disc_run(struct ctx *c, struct report *rep)
 	struct disc_run run = { .c = c, .rep = rep, .start_ms = now_ms() };
 	struct peerset *set;
 	char when[64];
+	bool marked, left = false;
 	int r;
 
 	report_init(&run.notes);
@@ -275,6 +293,11 @@ static int disc_run(struct ctx *c, struct report *rep)
 		report_set(rep, ST_FAILED, "cannot describe this node");
 		goto out;
 	}
+	/* A node alone is its own cluster: formed from the start. */
+	marked = disc_ready_before(c);
+	run.ready = marked || c->spec->discovery.expect <= 1;
+	snprintf(run.ready_why, sizeof(run.ready_why), "reached earlier in this boot: nodes have left");
+	run.self.formed = run.ready;
 	admit_init(&run.admit, c, &run.self);
 	run.admit.check_names = !(m && m->names_from_spec);
 	if (!m) {
@@ -284,7 +307,7 @@ static int disc_run(struct ctx *c, struct report *rep)
 		goto out;
 	}
 	r = m->open(&run);
-	if (r == 0 && disc_left(c, when, sizeof(when)))
+	if (r == 0 && (left = disc_left(c, when, sizeof(when))))
 		report_detail(rep, "this node left cluster %s at %s (hpcinit leave): its record is not "
 			      "published again until \"hpcinit apply\" (or a reboot); the peers are still "
 			      "listed", c->spec->cluster.name, when);
@@ -297,6 +320,26 @@ static int disc_run(struct ctx *c, struct report *rep)
 	if (r < 0)
 		goto out;
 	admit_found(&run);
+	if (r == 0)
+		(void)disc_expect_met(&run);
+	if (r == 0 && !run.ready && run.found.n + 1 >= c->spec->discovery.expect)
+		run.ready = true;
+	if (r == 0 && run.ready && !marked && ctx_may_write(c)) {
+		/* Formed now: remember it for this boot, and tell the next node to join. */
+		disc_mark_ready(c);
+		if (!run.self.formed && !left) {
+			struct report *keep = run.rep, scratch;
+
+			run.self.formed = true;
+			report_init(&scratch);
+			run.rep = &scratch;
+			if (m->publish(&run) < 0)
+				report_detail(keep, "this node's record does not say the cluster formed yet "
+					      "(the next refresh writes it)");
+			run.rep = keep;
+			report_free(&scratch);
+		}
+	}
 
 	/* This node first, then what the method found (nothing when open said so). */
 	set = xcalloc(1, sizeof(*set));

@@ -59,6 +59,13 @@ struct disc_run {
 	bool waited;                    /* list ran more than once (or publish waited for peers) */
 	uint64_t start_ms;              /* the step's start: discovery.wait counts from here */
 	bool listen_again;              /* list waited for a change itself: list again without a pause */
+	/*
+	 * The cluster has formed: this node saw discovery.expect nodes earlier
+	 * in this boot, or a member's record says it did (formed: true).  Fewer
+	 * nodes then means nodes left or the cluster is scaling: nobody waits.
+	 */
+	bool ready;
+	char ready_why[160];            /* why ready, for the details */
 	void *priv;                     /* the method's own state, from open to close */
 };
 
@@ -99,9 +106,7 @@ extern const struct disc_method_ops disc_method_etcd;
 
 /* The cluster secret (cluster.secret_file) for a method: *key NULL without one (shared.c). */
 int disc_secret_load(const struct ctx *c, struct report *rep, char **key, size_t *len);
-/* etcd.c: the key prefix of the cluster's nodes, and the helper's argv up to its command. */
-char *etcd_prefix(const struct spec *spec);
-void etcd_helper_argv(const struct ctx *c, struct strlist *argv, unsigned timeout_ms);
+/* The etcd helper's runner, argv and frame reader: lib/rendezvous (rv_etcd_*). */
 /*
  * hpcinit watch: the membership its etcd watch stream keeps, in the helper's
  * list format ("kv KL VL LEASE", key, value), for the refreshes it runs:
@@ -172,6 +177,13 @@ bool disc_ready_before(const struct ctx *c);
 void disc_mark_ready(struct ctx *c);
 /* The etcd lease this node holds (/run/hpcinit/etcd-lease), 0 when none (etcd.c). */
 int64_t etcd_read_lease(const struct ctx *c);
+/*
+ * The one rule every method's list ends with: is there nothing to wait for?
+ * True when run->ready, when expect nodes are known (self included), or
+ * when an admitted peer's record says the cluster formed (then run->ready
+ * is set: this node joins a running cluster).
+ */
+bool disc_expect_met(struct disc_run *run);
 /* Record the findings of the last list (run->notes) in the step's report. */
 void disc_notes_commit(struct disc_run *run);
 /* Empty run->found and run->notes for the next list. */

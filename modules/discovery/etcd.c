@@ -28,11 +28,10 @@
 #include "fsutil.h"
 #include "log.h"
 #include "proc.h"
+#include "rendezvous/rendezvous.h"
 
-#define ETCD_HELPER "hpcinit-etcd"
 #define LEASE_FILE "/run/hpcinit/etcd-lease"
 #define MEMBERS_FILE "/run/hpcinit/etcd-members"  /* the last list etcd answered (this boot) */
-#define CALL_TIMEOUT_MS 5000            /* one request to one endpoint */
 
 struct etcd {
 	char *key;                      /* this node's key */
@@ -42,7 +41,6 @@ struct etcd {
 	int64_t lease;                  /* 0: none yet */
 	uint64_t synced_ms;             /* when publish last renewed the lease */
 	uint64_t wait_end_ms;           /* end of discovery.wait, from the first list */
-	bool ready;                     /* expect was reached earlier in this boot */
 	bool self_seen, self_same;      /* check/plan: this node's key in the last list */
 	bool unreachable;               /* no endpoint answered; on_unreachable: degrade */
 	bool stale;                     /* the peers are the last membership etcd gave */
@@ -66,54 +64,14 @@ static const char *watch_value(const char *key, size_t *ret_len)
 {
 	const char *p = watch_members, *end = watch_members + watch_members_len;
 	size_t want = strlen(key);
+	struct rv_frame f;
 
-	while (p && p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		unsigned long long kl, vl;
-		long long lease;
-
-		if (!nl || sscanf(p, "kv %llu %llu %lld", &kl, &vl, &lease) != 3 ||
-		    kl + vl + 1 > (size_t)(end - nl - 1))
-			break;
-		if (kl == want && memcmp(nl + 1, key, want) == 0) {
-			*ret_len = (size_t)vl;
-			return nl + 1 + kl;
+	while (p && rv_frame_next(&p, end, &f))
+		if (f.kind == RV_F_KV && f.key_len == want && memcmp(f.key, key, want) == 0) {
+			*ret_len = f.value_len;
+			return f.value;
 		}
-		p = nl + 1 + kl + vl + 1;
-	}
 	return NULL;
-}
-
-char *etcd_prefix(const struct spec *spec)
-{
-	return xasprintf("/hpcinit/%s/nodes/", spec->cluster.name);
-}
-
-void etcd_helper_argv(const struct ctx *c, struct strlist *argv, unsigned timeout_ms)
-{
-	const struct spec_discovery *d = &c->spec->discovery;
-
-	strlist_push_take(argv, proc_helper_path(ETCD_HELPER));
-	for (size_t i = 0; i < d->endpoints.n; i++) {
-		strlist_push(argv, "--endpoint");
-		strlist_push(argv, d->endpoints.v[i]);
-	}
-	if (d->ca_file) {
-		strlist_push(argv, "--cacert");
-		strlist_push_take(argv, ctx_path(c, d->ca_file));
-	}
-	if (d->cert_file && d->key_file) {
-		strlist_push(argv, "--cert");
-		strlist_push_take(argv, ctx_path(c, d->cert_file));
-		strlist_push(argv, "--key");
-		strlist_push_take(argv, ctx_path(c, d->key_file));
-	}
-	if (d->auth_file) {
-		strlist_push(argv, "--auth");
-		strlist_push_take(argv, ctx_path(c, d->auth_file));
-	}
-	strlist_push(argv, "--timeout");
-	strlist_push_take(argv, xasprintf("%u", timeout_ms));
 }
 
 /*
@@ -125,37 +83,16 @@ void etcd_helper_argv(const struct ctx *c, struct strlist *argv, unsigned timeou
 static int helper(struct disc_run *run, const char *stdin_data, struct proc_result *res,
 		  const char *a0, ...)
 {
-	const struct spec_discovery *d = &run->c->spec->discovery;
-	struct strlist argv = { 0 };
-	const char **av;
+	const char *args[16];
+	size_t n = 0;
 	va_list ap;
-	int r;
 
-	etcd_helper_argv(run->c, &argv, CALL_TIMEOUT_MS);
 	va_start(ap, a0);
-	for (const char *a = a0; a; a = va_arg(ap, const char *))
-		strlist_push(&argv, a);
+	for (const char *a = a0; a && n < 15; a = va_arg(ap, const char *))
+		args[n++] = a;
 	va_end(ap);
-	av = xcalloc(argv.n + 1, sizeof(*av));
-	for (size_t i = 0; i < argv.n; i++)
-		av[i] = argv.v[i];
-	/* Each endpoint may take the whole request time, plus a margin. */
-	r = proc_run(av, NULL, stdin_data, (unsigned)(CALL_TIMEOUT_MS * (d->endpoints.n + 1) * 3),
-		     res);
-	if (r < 0) {
-		report_detail(run->rep, "%s: cannot run: %s", argv.v[0], strerror(-r));
-	} else if (res->exit_code != 0) {
-		const char *e = res->err && *res->err ? res->err : "no message\n";
-
-		/* The helper's lines (it escapes what etcd said in them), escaped as every detail is. */
-		esc_append(&run->rep->details, e, strlen(e), true);
-		if (e[strlen(e) - 1] != '\n')
-			sb_append(&run->rep->details, "\n");
-		r = res->timed_out ? -ETIMEDOUT : res->exit_code == 1 ? -EHOSTUNREACH : -EPROTO;
-	}
-	free(av);
-	strlist_free(&argv);
-	return r;
+	args[n] = NULL;
+	return rv_etcd_run(run->c, run->rep, stdin_data, res, args);
 }
 
 static int fail(struct disc_run *run, int r, const char *what, bool may_degrade)
@@ -250,17 +187,15 @@ static int etcd_open(struct disc_run *run)
 		report_set(run->rep, ST_FAILED, "etcd credentials unusable (see details)");
 		return r;
 	}
-	e->prefix = etcd_prefix(c->spec);
+	e->prefix = rv_etcd_prefix(c->spec, "nodes");
 	e->key = xasprintf("%s%s", e->prefix, run->self.hostname);
 	e->lease = etcd_read_lease(c);
-	e->ready = disc_ready_before(c);
 	return 0;
 }
 
 /*
  * How long one wait for peers in etcd may take now: 0 when this run does
- * not wait (check/plan, expect reached earlier in this boot, no
- * discovery.wait left); at most a third of the lease (the lease is renewed
+ * not wait (check/plan/refresh, the cluster formed, no discovery.wait left); at most a third of the lease (the lease is renewed
  * between waits), within discovery.wait (from the first wait of the run)
  * and the step's deadline.
  */
@@ -270,7 +205,7 @@ static uint64_t await_ms(struct disc_run *run)
 	struct etcd *e = run->priv;
 	uint64_t left = ctx_remaining_ms(c), ms = c->spec->discovery.lease_ms / 3;
 
-	if (!ctx_may_write(c) || e->ready || c->spec->discovery.expect <= 1 ||
+	if (!ctx_may_write(c) || c->refresh || run->ready || c->spec->discovery.expect <= 1 ||
 	    c->spec->discovery.wait_ms == 0)
 		return 0;
 	if (ms < 1000)
@@ -322,11 +257,12 @@ static int etcd_publish(struct disc_run *run)
 	} else {
 		/*
 		 * The same helper then lists the membership (the list takes it
-		 * from e->pending) and, while this node waits for its peers,
-		 * waits in etcd for them: one process and no second range.
+		 * from e->pending): one process and no second range.  It does
+		 * not wait for peers: the list first reads whether the cluster
+		 * has formed (a member's "formed: true"), then waits if not.
 		 */
 		char want[32], mss[32];
-		uint64_t ms = await_ms(run);
+		uint64_t ms = 0;
 
 		snprintf(want, sizeof(want), "%u", c->spec->discovery.expect);
 		snprintf(mss, sizeof(mss), "%" PRIu64, ms);
@@ -338,27 +274,33 @@ static int etcd_publish(struct disc_run *run)
 		proc_result_free(&res);
 		return fail(run, r, "cannot publish this node's record", true);   /* 0: degrade */
 	}
-	for (char *save = NULL, *l = res.out; l && *l; l = save) {
-		char *nl = strchr(l, '\n');
+	{
+		const char *p = res.out, *end = res.out + res.out_len;
+		struct rv_frame f;
 		long long v;
 
-		save = nl ? nl + 1 : NULL;
-		if (nl)
-			*nl = '\0';
-		if (sscanf(l, "lease %lld", &v) == 1) {
-			got = v;
-		} else if (sscanf(l, "put %lld", &v) == 1) {
-			put = v;
-		} else if (!strcmp(l, "list") && save) {
-			/* The rest is the list's answer (binary-safe: it is never split here). */
-			free(e->pending);
-			e->pending_len = res.out_len - (size_t)(save - res.out);
-			e->pending = xmalloc(e->pending_len + 1);
-			memcpy(e->pending, save, e->pending_len);
-			e->pending[e->pending_len] = '\0';
-			if (strncmp(save, "waited 1\n", 9) == 0)
-				run->waited = true;
-			break;
+		while (rv_frame_next(&p, end, &f)) {
+			char line[64];
+
+			if (f.kind != RV_F_LINE || f.line_len >= sizeof(line))
+				continue;
+			memcpy(line, f.line, f.line_len);
+			line[f.line_len] = '\0';
+			if (sscanf(line, "lease %lld", &v) == 1) {
+				got = v;
+			} else if (sscanf(line, "put %lld", &v) == 1) {
+				put = v;
+			} else if (!strcmp(line, "list")) {
+				/* The rest is the list's answer (binary-safe: it is never split here). */
+				free(e->pending);
+				e->pending_len = (size_t)(end - p);
+				e->pending = xmalloc(e->pending_len + 1);
+				memcpy(e->pending, p, e->pending_len);
+				e->pending[e->pending_len] = '\0';
+				if (strncmp(p, "waited 1\n", 9) == 0)
+					run->waited = true;
+				break;
+			}
 		}
 	}
 	proc_result_free(&res);
@@ -521,32 +463,20 @@ static void wait_for_change(struct disc_run *run, int64_t rev)
 	proc_result_free(&res);
 }
 
-/* The helper's list output ("kv KL VL LEASE", key, value; "rev N") into run->found; its revision. */
-static int64_t take_list(struct disc_run *run, char *p, char *end)
+/* The helper's list output (frames: "kv", "rev N") into run->found; its revision. */
+static int64_t take_list(struct disc_run *run, const char *p, const char *end)
 {
 	int64_t rev = 0;
+	struct rv_frame f;
 
-	while (p < end) {
-		char *nl = memchr(p, '\n', (size_t)(end - p));
-		unsigned long long kl, vl;
-		long long lease;
+	while (rv_frame_next(&p, end, &f)) {
+		long long v;
 
-		if (!nl)
-			break;
-		*nl = '\0';
-		if (sscanf(p, "kv %llu %llu %lld", &kl, &vl, &lease) == 3) {
-			p = nl + 1;
-			if (kl > (size_t)(end - p) || vl > (size_t)(end - p) - kl)
-				break;
-			take_kv(run, p, (size_t)kl, p + kl, (size_t)vl);
-			p += kl + vl + 1;
-		} else {
-			long long v;
-
-			if (sscanf(p, "rev %lld", &v) == 1)
-				rev = v;
-			p = nl + 1;
-		}
+		if (f.kind == RV_F_KV)
+			take_kv(run, f.key, f.key_len, f.value, f.value_len);
+		else if (f.kind == RV_F_LINE && f.line_len > 4 && !memcmp(f.line, "rev ", 4) &&
+			 sscanf(f.line, "rev %lld", &v) == 1)
+			rev = v;
 	}
 	return rev;
 }
@@ -557,22 +487,11 @@ static void keep_members(struct disc_run *run, const char *out, size_t len)
 	struct report scratch;
 	struct strbuf sb = STRBUF_INIT;
 	const char *p = out, *end = out + len;
+	struct rv_frame f;
 
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		unsigned long long kl, vl;
-		long long lease;
-
-		if (!nl)
-			break;
-		if (sscanf(p, "kv %llu %llu %lld", &kl, &vl, &lease) == 3 &&
-		    kl + vl + 1 <= (size_t)(end - nl - 1)) {
-			sb_appendn(&sb, p, (size_t)(nl + 1 - p) + kl + vl + 1);
-			p = nl + 1 + kl + vl + 1;
-		} else {
-			p = nl + 1;
-		}
-	}
+	while (rv_frame_next(&p, end, &f))
+		if (f.kind == RV_F_KV)
+			sb_appendn(&sb, p - f.size, f.size);
 	report_init(&scratch);
 	if (fs_mkdir_p(run->c, &scratch, "/run/hpcinit", 0755, 0, 0) >= 0)
 		(void)fs_write(run->c, &scratch, MEMBERS_FILE, sb.len ? sb_str(&sb) : "", sb.len, 0600, 0, 0);
@@ -644,7 +563,7 @@ static int etcd_list(struct disc_run *run)
 		keep_members(run, res.out, res.out_len);
 	rev = take_list(run, res.out, res.out + res.out_len);
 	proc_result_free(&res);
-	if (e->ready || run->found.n + 1 >= run->c->spec->discovery.expect)
+	if (disc_expect_met(run))
 		return 1;
 	wait_for_change(run, rev);
 	return 0;
@@ -660,7 +579,7 @@ static int etcd_finish(struct disc_run *run, const struct peerset *set)
 	for (size_t i = 0; i < e->rejects.n; i++)
 		log_warn("%s", e->rejects.v[i]);
 	if (e->rejected > e->rejects.n)
-		log_warn("%zu more records rejected; the run's details list them all",
+		log_warn("%zu more records rejected; the run's details list them (up to 1000)",
 			 e->rejected - e->rejects.n);
 	if (e->rejected)
 		report_raise(rep, ST_DEGRADED);
@@ -677,23 +596,25 @@ static int etcd_finish(struct disc_run *run, const struct peerset *set)
 		return 0;
 	}
 	if (set->n >= spec->discovery.expect) {
-		if (ctx_may_write(c) && !e->ready)
-			disc_mark_ready(c);
 		report_set(rep, rep->status == ST_CHANGED ? ST_CHANGED : ST_OK,
 			   "%zu node%s known through etcd (expect %u)%s%s", set->n,
 			   set->n == 1 ? "" : "s", spec->discovery.expect, run->waited ? " after waiting" : "",
 			   e->rejected ? "; records rejected, see details" : "");
 		if (e->rejected)
 			report_raise(rep, ST_DEGRADED);
-	} else if (e->ready || !ctx_may_write(c)) {
-		report_detail(rep, "%zu nodes known, fewer than expect %u%s", set->n,
-			      spec->discovery.expect, e->ready ? " (reached earlier in this boot: "
-			      "nodes have left)" : "");
+	} else if (run->ready || !ctx_may_write(c)) {
+		report_detail(rep, "%zu nodes known, fewer than expect %u%s%s%s", set->n,
+			      spec->discovery.expect, run->ready ? " (" : "",
+			      run->ready ? run->ready_why : "", run->ready ? ")" : "");
 		report_set(rep, rep->status == ST_CHANGED ? ST_CHANGED : ST_OK,
 			   "%zu node%s known through etcd (expect %u)%s", set->n, set->n == 1 ? "" : "s",
 			   spec->discovery.expect, e->rejected ? "; records rejected, see details" : "");
 		if (e->rejected)
 			report_raise(rep, ST_DEGRADED);
+	} else if (c->refresh) {
+		report_set(rep, ST_DEGRADED, "only %zu of %u expected nodes in etcd, and none says the "
+			   "cluster has formed (a refresh does not wait for them)", set->n,
+			   spec->discovery.expect);
 	} else {
 		report_set(rep, ST_DEGRADED, "only %zu of %u expected nodes after waiting %" PRIu64
 			   " s for peers in etcd", set->n, spec->discovery.expect,
@@ -718,9 +639,14 @@ static int etcd_leave(struct disc_run *run)
 		proc_result_free(&res);
 		return fail(run, r, "cannot leave", false);
 	}
-	for (char *save = NULL, *l = strtok_r(res.out, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
-		if (sscanf(l, "deleted %lld", &deleted) != 1)
-			(void)sscanf(l, "revoked %lld", &revoked);
+	{
+		const char *p = res.out, *end = res.out + res.out_len;
+		struct rv_frame f;
+
+		while (rv_frame_next(&p, end, &f))
+			if (f.kind == RV_F_LINE && sscanf(f.line, "deleted %lld", &deleted) != 1)
+				(void)sscanf(f.line, "revoked %lld", &revoked);
+	}
 	proc_result_free(&res);
 	if (e->lease) {
 		struct report scratch;

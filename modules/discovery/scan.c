@@ -221,8 +221,8 @@ static int scan_list(struct disc_run *run)
 	sc->t0 = now_ms();
 	scan_network(spec, spec->discovery.scan_port, spec->discovery.scan_timeout_ms,
 		     &sc->found, &sc->n_found, run->rep);
-	/* This node answers too: it counts. */
-	return sc->n_found >= spec->discovery.expect;
+	/* This node answers too: it counts.  Formed earlier in this boot: no wait (disc_expect_met). */
+	return run->ready || sc->n_found >= spec->discovery.expect;
 }
 
 /* The answering addresses become peers: names by reverse lookup, host keys when wanted. */

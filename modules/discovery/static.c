@@ -95,7 +95,7 @@ static int static_list(struct disc_run *run)
 		p->addr = addr;
 		p->slots = run->self.slots;     /* no record: assume a uniform scale set */
 	}
-	return run->found.n + 1 >= spec->discovery.expect;
+	return disc_expect_met(run);
 }
 
 static int static_collect(struct disc_run *run)

@@ -44,6 +44,7 @@
 #include "fsutil.h"
 #include "log.h"
 #include "proc.h"
+#include "rendezvous/rendezvous.h"
 #include "watch.h"
 
 #define DEBOUNCE_MS 100                 /* changes this close together make one refresh */
@@ -386,25 +387,17 @@ static int watch_shared(struct ctx *c, const struct run_opts *ro)
 /* The lease's remaining TTL (0: gone); -1 when etcd could not be asked. */
 static int64_t keepalive(const struct ctx *c, int64_t lease)
 {
-	struct strlist argv = { 0 };
 	struct proc_result res = { 0 };
-	const char **av;
 	char id[32];
 	long long ttl = -1;
 
-	etcd_helper_argv(c, &argv, 5000);
-	strlist_push(&argv, "keepalive");
 	snprintf(id, sizeof(id), "%" PRId64, lease);
-	strlist_push(&argv, id);
-	av = argv_of(&argv);
-	if (proc_run(av, NULL, NULL, 30000, &res) == 0 && res.exit_code == 0 &&
+	if (rv_etcd_call(c, NULL, NULL, &res, "keepalive", id, NULL) == 0 &&
 	    sscanf(res.out, "ttl %lld", &ttl) != 1)
 		ttl = -1;
 	if (res.exit_code != 0 && res.err && *res.err)
 		fprintf(stderr, "hpcinit watch: keepalive: %s", res.err);
 	proc_result_free(&res);
-	free(av);
-	strlist_free(&argv);
 	return ttl;
 }
 
@@ -412,10 +405,10 @@ static int start_watch(const struct ctx *c, struct proc_child *ch)
 {
 	struct strlist argv = { 0 };
 	const char **av;
-	char *prefix = etcd_prefix(c->spec);
+	char *prefix = rv_etcd_prefix(c->spec, "nodes");
 	int r;
 
-	etcd_helper_argv(c, &argv, 5000);
+	rv_etcd_argv(c, &argv, RV_CALL_TIMEOUT_MS);
 	strlist_push(&argv, "watch");
 	strlist_push(&argv, prefix);
 	av = argv_of(&argv);
@@ -524,39 +517,23 @@ static void members_text(const struct members *m, struct strbuf *out)
  */
 static void members_parse(struct members *m, unsigned *changes)
 {
-	const char *p = sb_str(&m->in), *end = p + m->in.len;
+	const char *start = sb_str(&m->in), *p = start, *end = p + m->in.len;
+	struct rv_frame f;
 	size_t used;
 
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		unsigned long long kl, vl;
-		long long lease;
-		size_t hl;
-
-		if (!nl)
-			break;
-		hl = (size_t)(nl + 1 - p);
-		if (sscanf(p, "kv %llu %llu %lld", &kl, &vl, &lease) == 3) {
-			if ((size_t)(end - nl - 1) < kl + vl + 1)
-				break;          /* the rest is still coming */
-			members_put(m, nl + 1, (size_t)kl, p, hl + kl + vl + 1);
-			p = nl + 1 + kl + vl + 1;
-		} else if (sscanf(p, "del %llu", &kl) == 1) {
-			if ((size_t)(end - nl - 1) < kl + 1)
-				break;
-			members_del(m, nl + 1, (size_t)kl);
-			p = nl + 1 + kl + 1;
-		} else {
-			if (hl == 6 && !memcmp(p, "reset\n", 6)) {
-				members_clear(m);
-			} else if (hl == 7 && !memcmp(p, "synced\n", 7)) {
-				m->synced = true;
-				(*changes)++;
-			}
-			p = nl + 1;
+	while (rv_frame_next(&p, end, &f)) {
+		if (f.kind == RV_F_KV) {
+			members_put(m, f.key, f.key_len, p - f.size, f.size);
+		} else if (f.kind == RV_F_DEL) {
+			members_del(m, f.key, f.key_len);
+		} else if (f.line_len == 5 && !memcmp(f.line, "reset", 5)) {
+			members_clear(m);
+		} else if (f.line_len == 6 && !memcmp(f.line, "synced", 6)) {
+			m->synced = true;
+			(*changes)++;
 		}
 	}
-	used = (size_t)(p - sb_str(&m->in));
+	used = (size_t)(p - start);
 	if (used) {
 		memmove(m->in.buf, m->in.buf + used, m->in.len - used + 1);
 		m->in.len -= used;
@@ -774,18 +751,24 @@ int watch_main(struct ctx *c, const struct run_opts *ro)
 int leave_main(struct ctx *c, uint64_t lock_timeout_ms)
 {
 	struct report rep;
-	int r, lock_fd = -1;
+	int r, lock_fd = -1, steps;
 
-	if (!c->spec->discovery.present) {
+	if (!c->spec->discovery.present && !c->spec->slurm.present) {
 		fprintf(stderr, "hpcinit: leave: the spec has no discovery section; nothing to leave\n");
 		return 0;
 	}
-	/* After a run in flight: its publish cannot come after this removal. */
+	/* After a run in flight: its publish (or its slurmd start) cannot come after this removal. */
 	r = runner_take_lock(c, lock_timeout_ms, &lock_fd);
 	if (r < 0) {
 		printf("leave: failed: cannot take the run lock: %s; this node's record was not removed\n",
 		       strerror(-r));
 		return 1;
+	}
+	/* The steps' own leave first (slurm: drain, wait for jobs, delete the node). */
+	steps = runner_leave(c);
+	if (!c->spec->discovery.present) {
+		close(lock_fd);
+		return steps;
 	}
 	report_init(&rep);
 	c->module = "discovery";
@@ -795,7 +778,7 @@ int leave_main(struct ctx *c, uint64_t lock_timeout_ms)
 	       "changed" : "ok", rep.summary[0] ? rep.summary : "nothing to remove");
 	if (rep.details.len)
 		fputs(sb_str(&rep.details), stdout);
-	r = r < 0 || rep.status == ST_FAILED ? 1 : 0;
+	r = r < 0 || rep.status == ST_FAILED || steps ? 1 : 0;
 	report_free(&rep);
 	return r;
 }

@@ -18,109 +18,11 @@
 #include "log.h"
 #include "nfs.h"
 #include "proc.h"
-#include "squash.h"
+#include "nfs/squash.h"
 
 /* ---- exports (head role) ------------------------------------------------------- */
 
-/* Does path have a "." or ".." component?  Then where it ends is not told by its text. */
-static bool dot_component(const char *path)
-{
-	for (const char *p = path; (p = strchr(p, '/')); p++) {
-		size_t k = p[1] == '.' ? (p[2] == '.' ? 3 : 2) : 0;
-
-		if (k && (p[k] == '/' || p[k] == '\0'))
-			return true;
-	}
-	return false;
-}
-
-/*
- * Is path the directory dir or inside it?  The length of dir without its
- * trailing slashes, 0 when not.  A path with "." or ".." in it is in none.
- */
-static size_t path_within(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-
-	while (n > 1 && dir[n - 1] == '/')
-		n--;
-	if (dot_component(path) || strncmp(path, dir, n) != 0 || (path[n] != '\0' && path[n] != '/'))
-		return 0;
-	return n;
-}
-
-static bool parse_id(const char *v, unsigned *ret)
-{
-	char *end;
-	unsigned long u;
-
-	if (*v < '0' || *v > '9')
-		return false;
-	errno = 0;
-	u = strtoul(v, &end, 10);
-	if (errno || *end || u > 0xfffffffeUL)
-		return false;
-	*ret = (unsigned)u;
-	return true;
-}
-
-bool nfs_export_lookup(const struct spec *s, const char *path, struct nfs_squash *ret)
-{
-	const struct spec_nfs_export *x = NULL;
-	size_t best = 0;
-	bool root = true, all = false;
-	unsigned uid = NFS_ANON_ID_DEFAULT, gid = NFS_ANON_ID_DEFAULT;
-
-	if (s->cluster.role != ROLE_HEAD || !path)
-		return false;
-	for (size_t i = 0; i < s->nfs.n_mounts; i++)
-		if (s->nfs.mounts[i].path && path_within(path, s->nfs.mounts[i].path))
-			return false;   /* a client of that server, like every other node */
-	for (size_t i = 0; i < s->nfs.n_exports; i++) {
-		size_t n = s->nfs.exports[i].path ? path_within(path, s->nfs.exports[i].path) : 0;
-
-		if (n > best) {
-			best = n;
-			x = &s->nfs.exports[i];
-		}
-	}
-	if (!x)
-		return false;
-	/* As exportfs reads them (the loader made it one option per entry): the last word wins. */
-	for (size_t i = 0; i < x->options.n; i++) {
-		const char *o = x->options.v[i];
-
-		if (strcmp(o, "root_squash") == 0)
-			root = true;
-		else if (strcmp(o, "no_root_squash") == 0)
-			root = false;
-		else if (strcmp(o, "all_squash") == 0)
-			all = true;
-		else if (strcmp(o, "no_all_squash") == 0)
-			all = false;
-		else if (strncmp(o, "anonuid=", 8) == 0)
-			(void)parse_id(o + 8, &uid);
-		else if (strncmp(o, "anongid=", 8) == 0)
-			(void)parse_id(o + 8, &gid);
-	}
-	ret->export = x->path;
-	ret->at_export = path[best + strspn(path + best, "/")] == '\0';
-	ret->squashed = root || all;
-	ret->all = all;
-	ret->anonuid = (uid_t)uid;
-	ret->anongid = (gid_t)gid;
-	return true;
-}
-
-bool nfs_export_squash(const struct spec *s, const char *path, struct nfs_squash *ret)
-{
-	struct nfs_squash sq;
-
-	if (!nfs_export_lookup(s, path, &sq) || !sq.squashed)
-		return false;
-	*ret = sq;
-	return true;
-}
+/* What the exports do to root (nfs_export_lookup): lib/nfs/squash.c. */
 
 #define NFS_SELF_WAIT_MS 15000u         /* nfsd may take a moment after exportfs -ra */
 
@@ -158,10 +60,55 @@ static void self_address(const struct ctx *c, char *buf, size_t n)
 }
 
 /*
+ * One self-probe of an export: NFSv3 (TCP to the portmapper, then MOUNT of
+ * the path), and when v3 does not answer (a server with v3 switched off,
+ * as for NFSv4.1-only clients), NFSv4 (TCP 2049, then a LOOKUP of the path,
+ * or at least an NFS answer: see rpc_classify).  Retried with backoff for
+ * up to NFS_SELF_WAIT_MS while nfsd starts.
+ */
+static int self_probe_one(struct ctx *c, struct nfs_target *t, struct nfs_probe_result *res,
+			  uint64_t *ret_waited, unsigned *ret_attempts)
+{
+	struct ctx sub = *c;
+	uint64_t start = now_ms(), delay = NFS_BACKOFF_FIRST_MS, w;
+	unsigned a;
+	int r;
+
+	sub.deadline_ms = start + NFS_SELF_WAIT_MS;
+	if (c->deadline_ms && c->deadline_ms < sub.deadline_ms)
+		sub.deadline_ms = c->deadline_ms;
+	t->wait_ms = 0;
+	*ret_attempts = 0;
+	for (;;) {
+		t->vers = 3;
+		r = probe_wait(&sub, t, res, &w, &a);
+		*ret_attempts += 1;
+		if (r == 0 || res->err == NE_NOEXPORT || res->err == NE_DENIED) {
+			if (r == 0 || ctx_remaining_ms(&sub) == 0)
+				break;
+		} else {
+			struct nfs_probe_result r4;
+
+			t->vers = 4;
+			if (probe_wait(&sub, t, &r4, &w, &a) == 0) {
+				*res = r4;
+				r = 0;
+				break;
+			}
+			t->vers = 3;    /* the report names what v3 said */
+		}
+		if (!ctx_backoff(&sub, &delay, NFS_BACKOFF_CAP_MS))
+			break;
+	}
+	*ret_waited = now_ms() - start;
+	return r;
+}
+
+/*
  * Before telling clients they may mount: the server runs and answers for
- * each export, asked the way a client asks (TCP to the portmapper, then
- * MOUNT v3 of the path, through the same probe the mounts use), at this
- * node's own address.  exportfs -ra succeeding says nothing about nfsd.
+ * each export, asked the way a client asks (NFSv3, or NFSv4 when the server
+ * has v3 off, through the same probe the mounts use), at this node's own
+ * address.  exportfs -ra succeeding says nothing about nfsd.
  */
 static void export_self_probe(struct ctx *c, struct report *r, enum rstatus *st)
 {
@@ -180,13 +127,13 @@ static void export_self_probe(struct ctx *c, struct report *r, enum rstatus *st)
 		t.export = x->path;
 		t.path = x->path;
 		t.source = xasprintf("%s:%s", addr, x->path);
-		t.vers = 3;
-		t.wait_ms = NFS_SELF_WAIT_MS;
-		if (probe_wait(c, &t, &res, &waited, &attempts) == 0) {
+		if (self_probe_one(c, &t, &res, &waited, &attempts) == 0) {
 			report_finding(r, ST_OK, "nfs.exports.self-probe",
-				       "export %s answers at %s (this node probed itself as a client: %s); "
+				       "export %s answers at %s (this node probed itself as a client%s: %s%s%s); "
 				       "clients in %s may mount %s", x->path, addr,
-				       res.what[0] ? res.what : "TCP", x->clients, t.source);
+				       t.vers == 3 ? "" : " over NFSv4, v3 gave no answer",
+				       res.what[0] ? res.what : "TCP", res.note[0] ? "; " : "", res.note,
+				       x->clients, t.source);
 		} else {
 			report_finding(r, ST_FAILED, "nfs.exports.self-probe",
 				       "the NFS server does not serve %s: %s: %s (probed at %s, %u attempt%s in %llu s); "

@@ -300,6 +300,8 @@ enum rstatus mount_one(struct ctx *c, struct report *r, const struct nfs_target 
 		if (attempts > 1)
 			report_detail(r, "%s: server %s answered after %s (%u attempts)", t->path, t->host,
 				      w, attempts);
+		if (pr.note[0])
+			report_detail(r, "%s: server %s %s", t->path, t->host, pr.note);
 		if (!nfs_real_root(c) && !prog) {
 			report_detail(r, "%s: fake root: not mounting; would run: %s", t->path, cmd);
 			/* what the probe saw of the share's root stands in for the mount's */

@@ -230,4 +230,5 @@ const struct module nfs_module = {
 	.timeout_ms = nfs_timeout_ms,
 	.check = nfs_check,
 	.apply = nfs_apply,
+	.isolate = true,        /* /etc/fstab, the mounts, the exports */
 };

@@ -34,7 +34,8 @@
 /* What went wrong, in the words a user needs. */
 enum nfs_err {
 	NE_OK,
-	NE_UNREACHABLE,         /* no TCP connection, or the RPC service did not answer */
+	NE_UNREACHABLE,         /* no TCP connection */
+	NE_NOANSWER,            /* TCP connected, but no NFS answer (an RPC error, garbage, silence) */
 	NE_NOEXPORT,            /* the server has no such export / path */
 	NE_DENIED,              /* the server refused this client */
 	NE_NODEV,               /* the kernel has no NFS client (ENODEV from mount) */
@@ -54,6 +55,10 @@ struct nfs_probe_result {
 	char exports[2048];     /* the server's exports, one a line */
 	bool have_mode;
 	unsigned mode;          /* mode of the export's root, when known */
+	char layer[8];          /* v4, a failed mount: "nfs", "rpc" or "tcp" (how far the server answered) */
+	char minors[160];       /* v4, layer nfs: "0 NFS4ERR_MINOR_VERS_MISMATCH\n1 NFS4_OK\n..." */
+	char rpcmsg[256];       /* layer rpc: libnfs's words */
+	char note[512];         /* the server is up but the probe could not check the export: why */
 };
 
 /* What a mounted path looks like; flat, so a probe child can hand it over a pipe. */

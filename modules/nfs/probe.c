@@ -223,14 +223,48 @@ bool rpc_answer_parse(const char *text, struct nfs_probe_result *res)
 			res->have_exports = true;
 		else if (strncmp(line, "export ", 7) == 0)
 			exports_add(res, line + 7);
-		else if (strcmp(line, "done") == 0)
+		else if (strncmp(line, "layer ", 6) == 0)
+			snprintf(res->layer, sizeof(res->layer), "%.*s", (int)sizeof(res->layer) - 1, line + 6);
+		else if (strncmp(line, "rpcmsg ", 7) == 0)
+			snprintf(res->rpcmsg, sizeof(res->rpcmsg), "%.*s", (int)sizeof(res->rpcmsg) - 1, line + 7);
+		else if (strncmp(line, "minor ", 6) == 0) {
+			size_t used = strlen(res->minors);
+
+			snprintf(res->minors + used, sizeof(res->minors) - used, "%s\n", line + 6);
+		} else if (strcmp(line, "done") == 0)
 			done = true;
 		p = nl + 1;
 	}
 	return done;
 }
 
-/* What a failed MOUNT/LOOKUP means: the export is missing, or this client is refused. */
+/*
+ * The minor versions of the helper's "minor N STATUS" lines that the server
+ * did (refused false) or did not (refused true) accept, as "4.1, 4.2".
+ */
+static void minors_list(const char *minors, bool refused, char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (const char *p = minors; *p;) {
+		size_t n = strcspn(p, "\n");
+		bool mismatch = n > 2 && memmem(p, n, "MINOR_VERS_MISMATCH", 19) != NULL;
+
+		if (n && mismatch == refused && used + 8 < len)
+			used += (size_t)snprintf(buf + used, len - used, "%s4.%c", used ? ", " : "", p[0]);
+		p += n + (p[n] ? 1 : 0);
+	}
+}
+
+/*
+ * What a failed MOUNT/LOOKUP means: the export is missing, this client is
+ * refused; or, when the v4 mount of the pseudo root failed, how far the
+ * server answered.  A server whose NFS service answered is up, whatever
+ * minor version it refused (libnfs speaks 4.0 only; Azure Files and NetApp
+ * Files 4.1 volumes speak 4.1 only): the kernel's mount decides.  The
+ * network is blamed only when TCP did not connect.
+ */
 void rpc_classify(struct nfs_probe_result *res, const char *export)
 {
 	int r = -res->errnum;
@@ -243,6 +277,23 @@ void rpc_classify(struct nfs_probe_result *res, const char *export)
 		res->err = NE_DENIED;
 	else if (r == -ENOMEM)
 		res->err = NE_OTHER;
+	else if (strcmp(res->layer, "nfs") == 0) {
+		char ok[32], refused[32];
+
+		minors_list(res->minors, false, ok, sizeof(ok));
+		minors_list(res->minors, true, refused, sizeof(refused));
+		if (strstr(refused, "4.0"))
+			snprintf(res->note, sizeof(res->note),
+				 "answered NFSv4 (speaks %s; refuses %s with NFS4ERR_MINOR_VERS_MISMATCH, "
+				 "and 4.0 is all the probe speaks): the export is not checked before the mount",
+				 ok[0] ? ok : "no minor version the probe tried", refused);
+		else
+			snprintf(res->note, sizeof(res->note),
+				 "answered NFSv4 (speaks %s), but the probe's mount of its pseudo root failed (%.200s): "
+				 "the export is not checked before the mount", ok[0] ? ok : "?", res->msg);
+		res->err = NE_OK;
+	} else if (strcmp(res->layer, "rpc") == 0)
+		res->err = NE_NOANSWER;
 	else
 		res->err = NE_UNREACHABLE;
 }
@@ -278,13 +329,16 @@ static int rpc_probe_real(const char *host, const char *export, int vers, unsign
 	}
 	if (r < 0) {
 		memset(res, 0, sizeof(*res));
-		res->err = NE_UNREACHABLE;
+		/* v4: TCP to the port connected just before, so the server took it and said nothing */
+		res->err = vers == 3 ? NE_UNREACHABLE : NE_NOANSWER;
 		res->errnum = -r;
-		snprintf(res->what, sizeof(res->what), "%s", vers == 3 ? "MOUNT protocol" : "NFSv4");
+		snprintf(res->what, sizeof(res->what), "%s", vers == 3 ? "MOUNT protocol" : "NFSv4 port 2049");
 		snprintf(res->msg, sizeof(res->msg), "%s", r == -ETIMEDOUT ? "no answer" : "probe failed");
 		return r;
 	}
 	rpc_classify(res, export);
+	if (res->err == NE_OK && res->note[0])
+		return 0;       /* up: the kernel's mount decides */
 	return res->err == NE_OK ? 0 : -(res->errnum ? res->errnum : EIO);
 #else
 	(void)host;
@@ -533,6 +587,17 @@ void explain_probe(struct report *r, const struct nfs_target *t,
 			      "(and sec= must match); on Blob NFS, allow the VNet/subnet on the storage account");
 		report_finding(r, ST_FAILED, "nfs.server.denied", "%s: %s: permission denied by %s", t->path,
 			       t->export, t->host);
+		break;
+	case NE_NOANSWER:
+		report_detail(r, "%s: server %s took the TCP connection (%s) but gave no NFS answer: %s; "
+			      "waited %s (%u attempts, wait %llus)",
+			      t->path, t->host, pr->what, pr->rpcmsg[0] ? pr->rpcmsg : pr->msg, w, attempts,
+			      (unsigned long long)((t->wait_ms + 999) / 1000));
+		report_detail(r, "  the network path is open; check that an NFSv4 server serves on %s "
+			      "(not another program, not one with NFSv4 off) and that it has finished starting; "
+			      "raise nfs.mounts wait if it starts later", t->host);
+		report_finding(r, ST_FAILED, "nfs.server.no-nfs-answer", "%s: server %s gave no NFS answer (%s) after %s",
+			       t->path, t->host, pr->what, w);
 		break;
 	default:
 		report_detail(r, "%s: server %s unreachable on %s: %s; waited %s (%u attempts, wait %llus)",

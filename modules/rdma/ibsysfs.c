@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fsutil.h"
 #include "hpcinit.h"
@@ -30,6 +31,31 @@ bool ib_sysfs_read(const struct ctx *c, const char *path, char *buf, size_t n)
 		text[--len] = '\0';
 	snprintf(buf, n, "%s", text);
 	free(text);
+	return true;
+}
+
+/*
+ * The last component of a symlink's target under the root (device/driver ->
+ * ../../bus/pci/drivers/mlx5_core: "mlx5_core"), read, never followed.
+ */
+static bool sysfs_link_name(const struct ctx *c, const char *path, char *buf, size_t n)
+{
+	char *hp = ctx_path(c, path), target[512];
+	ssize_t len = readlink(hp, target, sizeof(target) - 1);
+	const char *base;
+
+	free(hp);
+	buf[0] = '\0';
+	if (len <= 0)
+		return false;
+	target[len] = '\0';
+	while (len > 1 && target[len - 1] == '/')
+		target[--len] = '\0';
+	base = strrchr(target, '/');
+	base = base ? base + 1 : target;
+	if (!ib_safe_name(base) || strlen(base) >= n)
+		return false;
+	memcpy(buf, base, strlen(base) + 1);
 	return true;
 }
 
@@ -148,6 +174,10 @@ static void read_port(const struct ctx *c, const char *dev, unsigned num, struct
 	ib_sysfs_read(c, path, p->lid, sizeof(p->lid));
 	snprintf(path, sizeof(path), "%s/sm_lid", base);
 	ib_sysfs_read(c, path, p->sm_lid, sizeof(p->sm_lid));
+	/* GID 0 is the link-local fe80::<port GUID>: its low 64 bits. */
+	snprintf(path, sizeof(path), "%s/gids/0", base);
+	if (ib_sysfs_read(c, path, buf, sizeof(buf)) && strlen(buf) == 39 && strncmp(buf, "fe80:", 5) == 0)
+		memcpy(p->port_guid, buf + 20, 20);     /* "0c42:a103:0065:aa10" and its NUL */
 	snprintf(path, sizeof(path), "%s/pkeys", base);
 	list_dir(c, path, &pk, IB_MAX_PKEYS);
 	for (size_t i = 0; i < pk.n; i++) {
@@ -193,6 +223,24 @@ size_t ib_read_devices(const struct ctx *c, struct ib_dev *devs, size_t max)
 		/* Only the software drivers (rdma_rxe, siw) give a device a "parent" netdev. */
 		snprintf(path, sizeof(path), "/sys/class/infiniband/%s/parent", d->name);
 		ib_sysfs_read(c, path, d->parent, sizeof(d->parent));
+		snprintf(path, sizeof(path), "/sys/class/infiniband/%s/device/driver", d->name);
+		sysfs_link_name(c, path, d->driver, sizeof(d->driver));
+		{
+			struct strlist nets = { 0 };
+
+			snprintf(path, sizeof(path), "/sys/class/infiniband/%s/device/net", d->name);
+			list_dir(c, path, &nets, 64);
+			if (nets.n && strlen(nets.v[0]) < sizeof(d->netdev))
+				snprintf(d->netdev, sizeof(d->netdev), "%s", nets.v[0]);
+			strlist_free(&nets);
+		}
+		if (d->netdev[0]) {
+			snprintf(path, sizeof(path), "/sys/class/net/%s/master", d->netdev);
+			if (sysfs_link_name(c, path, d->master, sizeof(d->master)) && strlen(d->master) < 16) {
+				snprintf(path, sizeof(path), "/sys/class/net/%s/device/driver", d->master);
+				sysfs_link_name(c, path, d->master_driver, sizeof(d->master_driver));
+			}
+		}
 		for (size_t k = 0; k < uv.n; k++) {
 			snprintf(path, sizeof(path), "/sys/class/infiniband_verbs/%s/ibdev", uv.v[k]);
 			if (ib_sysfs_read(c, path, buf, sizeof(buf)) && strcmp(buf, d->name) == 0)
@@ -212,6 +260,7 @@ size_t ib_read_devices(const struct ctx *c, struct ib_dev *devs, size_t max)
 			read_port(c, d->name, (unsigned)num, &d->ports[d->n_ports++]);
 		}
 		strlist_free(&ports);
+		d->kind = ib_classify(d);
 	}
 	strlist_free(&names);
 	strlist_free(&uv);
@@ -231,3 +280,44 @@ bool ib_link_matches(enum link_layer want, const char *have)
 	return false;
 }
 
+
+enum ib_kind ib_classify(const struct ib_dev *d)
+{
+	bool ib = false;
+
+	if (d->parent[0])
+		return IB_KIND_SOFT;
+	for (unsigned k = 0; k < d->n_ports; k++)
+		ib |= strcmp(d->ports[k].link_layer, "InfiniBand") == 0;
+	if (ib)
+		return IB_KIND_HCA;
+	/*
+	 * Azure's accelerated networking: the VF's netdev is enslaved to the
+	 * synthetic NIC (hv_netvsc) that carries its address; MANA's RDMA
+	 * device is always that VF.
+	 */
+	if (strcmp(d->master_driver, "hv_netvsc") == 0 || strcmp(d->driver, "mana") == 0 ||
+	    strcmp(d->driver, "mana_ib") == 0)
+		return IB_KIND_AN_VF;
+	return IB_KIND_ROCE;
+}
+
+const char *ib_kind_text(const struct ib_dev *d)
+{
+	switch (d->kind) {
+	case IB_KIND_HCA:
+		return "InfiniBand HCA";
+	case IB_KIND_ROCE:
+		return d->node_type == 4 ? "iWARP NIC" : "RoCE NIC";
+	case IB_KIND_AN_VF:
+		return "accelerated networking's Ethernet VF";
+	case IB_KIND_SOFT:
+		return d->node_type == 4 ? "software iWARP (siw)" : "software RoCE (rdma_rxe)";
+	}
+	return "?";
+}
+
+const char *ib_dev_netdev(const struct ib_dev *d)
+{
+	return d->parent[0] ? d->parent : d->netdev;
+}

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -73,10 +74,10 @@ static const char *ll_spec_name(enum link_layer l)
 
 /* Summary order: the anomaly that explains most comes first. */
 static const char *const anomaly_order[] = {
-	"no-devices", "no-helper", "no-match", "hang", "iwarp", "fw-0.0.000", "link-layer", "no-uverbs",
+	"no-devices", "no-helper", "no-match", "no-fabric", "hang", "iwarp", "fw-0.0.000", "link-layer", "no-uverbs",
 	"not-listed", "port-down", "port-polling", "port-init", "rate", "reg-mr-enomem",
 	"open-failed", "probe-failed", "probe-crashed", "ipoib-missing", "ipoib-down",
-	"ipoib-no-address", "ipoib-resolve", NULL,
+	"ipoib-no-address", "ipoib-resolve", "ipoib-kvp", NULL,
 };
 
 struct anomalies {
@@ -302,7 +303,7 @@ static uint64_t rdma_timeout(const struct spec *s)
 /* "software RoCE" (rdma_rxe) or "software iWARP" (siw), NULL for a hardware device. */
 static const char *soft_kind(const struct ib_dev *d)
 {
-	if (!d->parent[0])
+	if (d->kind != IB_KIND_SOFT)
 		return NULL;
 	return d->node_type == 4 ? "software iWARP" : "software RoCE";
 }
@@ -318,6 +319,11 @@ static void describe_device(struct report *r, const struct dev_info *d)
 		report_detail(r, "%s: %s device on %s (%s), not an HCA: real verbs, with this host's CPU "
 			      "doing the transport; it has no firmware (fw 0.0.0)", d->ib.name,
 			      soft_kind(&d->ib), d->ib.parent, d->ib.node_type == 4 ? "siw" : "rdma_rxe");
+	report_detail(r, "%s: %s (sysfs: %s link layer%s%s%s%s%s%s%s%s)", d->ib.name, ib_kind_text(&d->ib),
+		      d->ib.n_ports ? d->ib.ports[0].link_layer : "no port", d->ib.driver[0] ? ", driver " : "",
+		      d->ib.driver, ib_dev_netdev(&d->ib)[0] ? ", netdev " : "", ib_dev_netdev(&d->ib),
+		      d->ib.master[0] ? " enslaved to " : "", d->ib.master,
+		      d->ib.master_driver[0] ? " of " : "", d->ib.master_driver);
 	report_detail(r, "%s: node_type %s, fw_ver %s, node_guid %s, %s", d->ib.name,
 		      d->ib.node_type_txt[0] ? d->ib.node_type_txt : "?", d->ib.fw_ver[0] ? d->ib.fw_ver : "?",
 		      d->ib.node_guid[0] ? d->ib.node_guid : "?", d->ib.uverbs[0] ? d->ib.uverbs : "no uverbs node");
@@ -514,6 +520,132 @@ static void check_resolve(const struct ctx *c, struct report *r, struct anomalie
 			      j->addr, res->resolved_dev[0] ? res->resolved_dev : "?", (unsigned long long)j->ms);
 }
 
+/*
+ * IPoIB as Azure's host intends it: Hyper-V KVP pool 0 (hv_kvp_daemon's
+ * file) holds records of a 512-byte key and a 2048-byte value; the key
+ * IPoIB_Data has "NUMPAIRS:<n>|<MAC>:<IPv4>|...", which waagent applies
+ * with OS.EnableRDMA=y.  The MAC is 6 bytes of the port GUID: an IPoIB
+ * interface's 20-byte address, bytes 12-14 and 17-19.  Each pair is
+ * compared with the interface (type 32 in sysfs) whose address has it.
+ */
+#define KVP_POOL "/var/lib/hyperv/.kvp_pool_0"
+#define KVP_KEY 512
+#define KVP_VALUE 2048
+
+static bool kvp_ipoib_data(const struct ctx *c, char *out, size_t n)
+{
+	char *hp = ctx_path(c, KVP_POOL), *buf = NULL;
+	size_t len = 0;
+	bool found = false;
+
+	if (fs_read_host(hp, 4u << 20, &buf, &len) < 0) {
+		free(hp);
+		return false;
+	}
+	free(hp);
+	for (size_t off = 0; off + KVP_KEY + KVP_VALUE <= len && !found; off += KVP_KEY + KVP_VALUE) {
+		if (strncasecmp(buf + off, "IPoIB_Data", KVP_KEY) == 0) {
+			snprintf(out, n, "%.*s", (int)strnlen(buf + off + KVP_KEY, KVP_VALUE), buf + off + KVP_KEY);
+			found = true;
+		}
+	}
+	free(buf);
+	return found;
+}
+
+/* "00:00:09:27:fe:80:00:00:00:00:00:00:00:15:5d:ff:fe:33:ff:2c" -> "00155d33ff2c"; false when not 20 bytes. */
+static bool ipoib_short_mac(const char *addr, char out[13])
+{
+	unsigned b[20];
+	int k = 0;
+
+	if (sscanf(addr, "%x:%x:%x:%x:%x:%x:%x:%x:%x:%x:%x:%x:%x:%x:%x:%x:%x:%x:%x:%x%n", &b[0], &b[1], &b[2],
+		   &b[3], &b[4], &b[5], &b[6], &b[7], &b[8], &b[9], &b[10], &b[11], &b[12], &b[13], &b[14],
+		   &b[15], &b[16], &b[17], &b[18], &b[19], &k) != 20 || addr[k])
+		return false;
+	snprintf(out, 13, "%02x%02x%02x%02x%02x%02x", b[12] & 0xff, b[13] & 0xff, b[14] & 0xff, b[17] & 0xff,
+		 b[18] & 0xff, b[19] & 0xff);
+	return true;
+}
+
+static void check_kvp(const struct ctx *c, struct report *r, struct anomalies *a)
+{
+	char data[KVP_VALUE + 1];
+	struct strlist ifs = { 0 };
+	char *hp;
+	DIR *d;
+	struct dirent *e;
+	unsigned want = 0, got = 0;
+	const char *p;
+
+	if (!kvp_ipoib_data(c, data, sizeof(data)))
+		return;
+	if (sscanf(data, "NUMPAIRS:%u", &want) != 1 || !(p = strchr(data, '|'))) {
+		report_detail(r, "IPoIB_Data (Hyper-V KVP, " KVP_POOL "): \"%.60s\" is not NUMPAIRS:<n>|<MAC>:<IPv4>|...: "
+			      "not compared", data);
+		return;
+	}
+	hp = ctx_path(c, "/sys/class/net");
+	d = opendir(hp);
+	free(hp);
+	while (d && (e = readdir(d))) {
+		char path[300], type[16];
+
+		if (!ib_safe_name(e->d_name) || strlen(e->d_name) > 15)
+			continue;
+		snprintf(path, sizeof(path), "/sys/class/net/%s/type", e->d_name);
+		if (ib_sysfs_read(c, path, type, sizeof(type)) && strcmp(type, "32") == 0)
+			strlist_push(&ifs, e->d_name);
+	}
+	if (d)
+		closedir(d);
+	for (p++; *p; ) {
+		char mac[16] = "", ip[48] = "", *tok = xstrndup(p, strcspn(p, "|"));
+		const char *ifn = NULL;
+
+		p += strlen(tok);
+		p += *p == '|';
+		if (sscanf(tok, "%15[0-9A-Fa-f]:%47[0-9.]", mac, ip) != 2 || strlen(mac) != 12) {
+			report_detail(r, "IPoIB_Data: pair \"%.40s\" is not <MAC>:<IPv4>: skipped", tok);
+			free(tok);
+			continue;
+		}
+		free(tok);
+		got++;
+		for (char *m = mac; *m; m++)
+			*m = (char)(*m >= 'A' && *m <= 'F' ? *m - 'A' + 'a' : *m);
+		for (size_t i = 0; i < ifs.n && !ifn; i++) {
+			char path[300], addr[96], sm[13];
+
+			snprintf(path, sizeof(path), "/sys/class/net/%s/address", ifs.v[i]);
+			if (ib_sysfs_read(c, path, addr, sizeof(addr)) && ipoib_short_mac(addr, sm) && strcmp(sm, mac) == 0)
+				ifn = ifs.v[i];
+		}
+		if (!ifn) {
+			anomaly(r, a, "ipoib-kvp", "the host intends %s for MAC %s (Hyper-V KVP IPoIB_Data), but no "
+				"IPoIB interface has that MAC", ip, mac);
+			continue;
+		}
+		{
+			struct strbuf out = STRBUF_INIT;
+			int ret = helper_ask(c, "ifaddr", ifn, (unsigned)c->spec->rdma.open_timeout_ms, &out);
+			char *have = ret == 0 ? helper_field(sb_str(&out), "addr") : NULL;
+
+			if (have && strcmp(have, ip) == 0)
+				report_detail(r, "%s: %s, as the host intends (Hyper-V KVP IPoIB_Data, MAC %s)", ifn, ip, mac);
+			else
+				anomaly(r, a, "ipoib-kvp", "%s is wrong: it has %s where the host intends %s (Hyper-V KVP "
+					"IPoIB_Data, MAC %s); waagent assigns it with OS.EnableRDMA=y", ifn,
+					have ? have : "no address", ip, mac);
+			free(have);
+			sb_free(&out);
+		}
+	}
+	if (got != want)
+		report_detail(r, "IPoIB_Data says NUMPAIRS:%u but lists %u pair(s)", want, got);
+	strlist_free(&ifs);
+}
+
 /* Does <root>/sys/class/infiniband_verbs hold a uverbs node?  libibverbs lists only those. */
 static bool have_uverbs(const struct ctx *c)
 {
@@ -595,7 +727,7 @@ static int rdma_run(struct ctx *c, struct report *r)
 	struct strlist listed = { 0 };
 	struct anomalies a = { NULL, 0, 0, s->required ? ST_FAILED : ST_DEGRADED };
 	struct job *jobs = xcalloc(RDMA_MAX_DEVS + 1, sizeof(*jobs));
-	size_t n, n_jobs = 0, n_sel = 0, n_named = 0, n_named_ll = 0;
+	size_t n, n_jobs = 0, n_sel = 0, n_named = 0, n_named_ll = 0, n_vf = 0;
 	bool want_resolve = false, no_helper = false;
 	struct strbuf found = STRBUF_INIT;
 	int ret;
@@ -631,7 +763,8 @@ static int rdma_run(struct ctx *c, struct report *r)
 		for (unsigned k = 0; k < d->ib.n_ports; k++)
 			d->ll_match |= ib_link_matches(s->link_layer, d->ib.ports[k].link_layer);
 		n_named += d->name_match;
-		n_named_ll += d->name_match && d->ll_match;
+		/* Accelerated networking's VF is never the fabric, whatever it is called. */
+		n_named_ll += d->name_match && d->ll_match && d->ib.kind != IB_KIND_AN_VF;
 		sb_printf(&found, "%s%s (%s)", found.len ? ", " : "", d->ib.name,
 			  d->ib.n_ports ? d->ib.ports[0].link_layer : "no ports");
 		describe_device(r, d);
@@ -643,10 +776,15 @@ static int rdma_run(struct ctx *c, struct report *r)
 	for (size_t i = 0; i < n; i++) {
 		struct dev_info *d = &devs[i];
 
-		d->selected = d->name_match && (d->ll_match || n_named_ll == 0);
-		if (!d->selected)
+		d->selected = d->name_match && d->ib.kind != IB_KIND_AN_VF && (d->ll_match || n_named_ll == 0);
+		if (!d->selected && d->name_match && d->ib.kind == IB_KIND_AN_VF)
+			report_detail(r, "%s: not selected (accelerated networking's Ethernet VF%s%s%s%s: "
+				      "never the RDMA fabric)", d->ib.name, d->ib.netdev[0] ? " " : "",
+				      d->ib.netdev, d->ib.master[0] ? " of " : "", d->ib.master);
+		else if (!d->selected)
 			report_detail(r, "%s: not selected (%s)", d->ib.name, !d->name_match ?
 				      "name does not match rdma.devices" : "link layer differs from rdma.link_layer");
+		n_vf += d->name_match && d->ib.kind == IB_KIND_AN_VF;
 	}
 	if (n == 0 && listed.n == 0)
 		anomaly(r, &a, "no-devices", "no RDMA devices (/sys/class/infiniband is empty): no RDMA "
@@ -655,6 +793,11 @@ static int rdma_run(struct ctx *c, struct report *r)
 		anomaly(r, &a, "no-match", "no device matches rdma.devices '%s' (found: %s); Azure names "
 			"InfiniBand ports mlx5_ib* and accelerated-networking NICs mlx5_an*",
 			s->devices, found.len ? sb_str(&found) : "none in sysfs");
+	else if (n_vf == n_named)
+		anomaly(r, &a, "no-fabric", "no RDMA fabric: %s accelerated networking's Ethernet VF "
+			"(found: %s), which carries the VM's Ethernet, not MPI; this VM size has no "
+			"InfiniBand, or its driver is not loaded", n_vf == 1 ? "the only device is" :
+			"every device is", sb_str(&found));
 
 	for (size_t i = 0; i < n; i++) {
 		struct dev_info *d = &devs[i];
@@ -680,6 +823,8 @@ static int rdma_run(struct ctx *c, struct report *r)
 		if (want_resolve && job_start(c, &jobs[n_jobs], 0, (unsigned)s->open_timeout_ms) == 0)
 			n_jobs++;
 	}
+	if (!no_helper)
+		check_kvp(c, r, &a);
 	if (n_jobs)
 		jobs_wait_bounded(c, jobs, n_jobs, s->open_timeout_ms);
 	for (size_t i = 0; i < n; i++)

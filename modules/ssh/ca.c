@@ -32,12 +32,14 @@
 
 #include "fsutil.h"
 #include "proc.h"
+#include "rendezvous/rendezvous.h"
 #include "sshkey.h"
 #include "ssh.h"
 
 #define KEYGEN_TIMEOUT_MS 10000
 #define KEYSIGN_PATH "/usr/lib/openssh/ssh-keysign"
 #define CERT_WAIT_MS 30000
+#define CERTS_MAX_BYTES (1024 * 1024)  /* the largest file of certs/ read (a KRL of many keys) */
 
 /* The self entry of want (source local). */
 static const struct khost *self_host(const struct khosts *hosts)
@@ -114,388 +116,74 @@ char *ca_kh_render(const struct spec *s, const struct khosts *hosts)
 	return sb_steal(&sb);
 }
 
-/* ---- running ssh-keygen ---- */
+/* ---- the certs collection of the rendezvous (lib/rendezvous) ---- */
 
-static int keygen(struct report *r, const char *const argv[])
+/*
+ * Open certs/: in the shared directory with every check nodes/ gets (one
+ * trusted owner, no links, no special files, bounded, read without
+ * blocking), or under /hpcinit/<cluster>/certs/ in etcd.  The head creates
+ * it (the anonymous uid's on its own root-squashed export); a compute that
+ * finds none yet gets -ENOENT and reads it as empty.
+ */
+static int certs_open(struct ctx *c, struct report *r, const struct khost *self, bool head,
+		      struct rendezvous *st)
 {
-	struct proc_result pr = { 0 };
-	int ret = proc_run(argv, NULL, NULL, KEYGEN_TIMEOUT_MS, &pr);
+	struct rv_opts o = {
+		.collection = "certs",
+		.self = self ? self->id : c->hostname ? c->hostname : "localhost",
+		.max_bytes = CERTS_MAX_BYTES,
+		.create = head,
+	};
 
-	if (ret < 0) {
-		report_detail(r, "ssh-keygen: cannot run: %s", strerror(-ret));
-	} else if (pr.exit_code != 0) {
-		char *cmd = argv_render(argv);
-
-		report_detail(r, "%s: %s%s", cmd, pr.timed_out ? "timed out " : "",
-			      pr.err_len ? pr.err : "failed");
-		free(cmd);
-		ret = -EIO;
-	}
-	proc_result_free(&pr);
-	return ret;
-}
-
-static int write_host(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "we");
-	int ret = 0;
-
-	if (!f)
-		return -errno;
-	if (fputs(text, f) < 0)
-		ret = -EIO;
-	if (fclose(f) != 0 && !ret)
-		ret = -EIO;
-	return ret;
-}
-
-/* Sign key ("type base64") for id with principals names: the certificate line, or NULL. */
-static char *sign_key(struct report *r, const char *tmp, const char *cakey, const char *cluster,
-		      const char *id, const struct strlist *names, const char *key, uint64_t secs)
-{
-	char *pub = xasprintf("%s/host.pub", tmp), *cert = xasprintf("%s/host-cert.pub", tmp);
-	char *kid = xasprintf("hpcinit:%s:%s", cluster, id), *val = xasprintf("-5m:+%llus",
-									       (unsigned long long)secs);
-	struct strbuf pr = STRBUF_INIT;
-	char *text = NULL, *ret = NULL;
-
-	for (size_t i = 0; i < names->n; i++)
-		sb_printf(&pr, "%s%s", i ? "," : "", names->v[i]);
-	(void)unlink(cert);
-	text = xasprintf("%s\n", key);
-	if (write_host(pub, text) == 0) {
-		const char *argv[] = { "ssh-keygen", "-q", "-s", cakey, "-h", "-I", kid, "-n", sb_str(&pr),
-				       "-V", val, pub, NULL };
-
-		free(text);
-		text = NULL;
-		if (keygen(r, argv) == 0 && fs_read_host(cert, 64 * 1024, &text, NULL) == 0)
-			ret = sshkey_canonical(text);
-	}
-	free(text);
-	free(pub);
-	free(cert);
-	free(kid);
-	free(val);
-	sb_free(&pr);
-	return ret;
-}
-
-static bool same_set(const struct strlist *a, const struct strlist *b)
-{
-	if (a->n != b->n)
-		return false;
-	for (size_t i = 0; i < a->n; i++)
-		if (!strlist_has(b, a->v[i]))
-			return false;
-	return true;
+	return rv_open(c, r, &o, st);
 }
 
 /*
- * The certificate of key in text (a .cert file) that still serves: signed
- * by ca for exactly names, and less than half its validity used.
+ * Read name from certs/: 0 and the value, -ENOENT when absent.  An entry
+ * the rendezvous refuses (a link, a FIFO or device, another owner,
+ * writable by others, too large) is never read: a failed finding names it
+ * and why, and the caller changes nothing that depends on it.
  */
-static char *cert_still_good(const char *text, const char *key, const char *ca,
-			     const struct strlist *names, uint64_t validity_s, int64_t now)
+int ca_certs_get(struct rendezvous *st, struct report *r, const char *name, char **ret,
+		 size_t *ret_len)
 {
-	for (const char *p = text; p && *p;) {
-		const char *nl = strchr(p, '\n');
-		char *line = xstrndup(p, nl ? (size_t)(nl - p) : strlen(p));
-		struct sshcert ct;
+	struct rv_entry e;
+	int w = rv_get_entry(st, name, &e, ret);
 
-		p = nl ? nl + 1 : NULL;
-		if (sshcert_parse(line, &ct) == 0) {
-			bool good = strcmp(ct.key, key) == 0 && strcmp(ct.ca_key, ca) == 0 &&
-				    ct.cert_type == 2 && same_set(&ct.principals, names) &&
-				    (int64_t)ct.valid_before > now + (int64_t)validity_s / 2;
-
-			sshcert_free(&ct);
-			if (good) {
-				char *ret = sshkey_canonical(line);
-
-				free(line);
-				return ret;
-			}
-		}
-		free(line);
-	}
-	return NULL;
-}
-
-/*
- * The revocation list the head keeps (revoked.keys): one line
- * "<until> <type> <base64>" per revoked host key, until the time (epoch s)
- * the last certificate the head issued for it expires.  After that no
- * certificate of the key is valid anyway, so the entry is pruned and the KRL
- * does not grow forever.  A line with no time (written before times were
- * kept) gets now + cert_validity, the longest any certificate of it can run.
- */
-struct revoked {
-	char *key;
-	int64_t until;
-};
-
-struct revlist {
-	struct revoked *v;
-	size_t n, cap;
-};
-
-static void rev_add(struct revlist *l, const char *key, int64_t until)
-{
-	for (size_t i = 0; i < l->n; i++)
-		if (strcmp(l->v[i].key, key) == 0) {
-			if (until > l->v[i].until)
-				l->v[i].until = until;
-			return;
-		}
-	if (l->n == l->cap) {
-		l->cap = l->cap ? 2 * l->cap : 16;
-		l->v = xrealloc(l->v, l->cap * sizeof(*l->v));
-	}
-	l->v[l->n].key = xstrdup(key);
-	l->v[l->n++].until = until;
-}
-
-static void rev_free(struct revlist *l)
-{
-	for (size_t i = 0; i < l->n; i++)
-		free(l->v[i].key);
-	free(l->v);
-	memset(l, 0, sizeof(*l));
-}
-
-static void rev_parse(char *text, int64_t dflt, struct revlist *l)
-{
-	for (char *p = text, *nl; p && *p; p = nl ? nl + 1 : NULL) {
-		char *end, *canon;
-		long long until;
-
-		nl = strchr(p, '\n');
-		if (nl)
-			*nl = '\0';
-		until = strtoll(p, &end, 10);
-		if (end == p || *end != ' ')
-			until = dflt;
-		else
-			p = end + 1;
-		if ((canon = sshkey_canonical(p)))
-			rev_add(l, canon, until);
-		free(canon);
-	}
-}
-
-/* Add the certified keys of a departed member's .cert file, until their certificates expire. */
-static void revoke_file(const char *text, struct revlist *revoked)
-{
-	for (const char *p = text; p && *p;) {
-		const char *nl = strchr(p, '\n');
-		char *line = xstrndup(p, nl ? (size_t)(nl - p) : strlen(p));
-		struct sshcert ct;
-
-		p = nl ? nl + 1 : NULL;
-		if (sshcert_parse(line, &ct) == 0) {
-			rev_add(revoked, ct.key, ct.valid_before > INT64_MAX ? INT64_MAX :
-				(int64_t)ct.valid_before);
-			sshcert_free(&ct);
-		}
-		free(line);
-	}
-}
-
-/* Build the KRL of keys with ssh-keygen -k and store it as revoked.krl. */
-static int write_krl(struct cstore *st, struct report *r, const char *tmp, const char *keys)
-{
-	char *kf = xasprintf("%s/revoked.keys", tmp), *kk = xasprintf("%s/revoked.krl", tmp);
-	const char *argv[] = { "ssh-keygen", "-q", "-k", "-f", kk, kf, NULL };
-	char *krl = NULL;
-	size_t krl_len = 0;
-	int w;
-
-	if (write_host(kf, keys) == 0 && keygen(r, argv) == 0 &&
-	    fs_read_host(kk, FS_MAX_READ, &krl, &krl_len) == 0)
-		w = cstore_write(st, r, "revoked.krl", krl, krl_len);
-	else
-		w = -EIO;
-	(void)unlink(kf);
-	(void)unlink(kk);
-	free(kf);
-	free(kk);
-	free(krl);
+	if (ret_len)
+		*ret_len = w == 0 ? e.len : 0;
+	if (w < 0 && e.refused && r)
+		report_finding(r, ST_FAILED, "ssh.ca.refused", "%s%s: %s; refused, not read",
+			       st->where, name, e.why);
 	return w;
 }
 
 /*
- * The head: sign what lacks a good certificate, revoke the keys of members
- * whose certificate has no member any more, keep (and prune) the KRL.
+ * Does the head vouch for this KRL?  With a cluster secret, only a KRL
+ * whose revoked.krl.hmac the secret verifies is installed: a record writer
+ * who is not the head cannot empty the list (un-revoking a departed node)
+ * or fill it (revoking every host).  Without one, the rendezvous's owner
+ * checks (shared) or etcd's access control (the computes' user may not
+ * write certs/) are what vouch for it.
  */
-static int head_sign(struct ctx *c, struct report *r, const struct khosts *want,
-		     struct cstore *st, size_t *ret_signed, size_t *ret_revoked, size_t *ret_pruned)
+static bool krl_vouched(struct ctx *c, struct report *r, struct rendezvous *st, const char *secret,
+			size_t secret_len, const char *krl, size_t len)
 {
-	const struct spec *s = c->spec;
-	uint64_t secs = s->ssh.cert_validity_ms / 1000;
-	char *ca = sshkey_canonical(s->ssh.ca_public_key), *cakey = ctx_path(c, s->ssh.ca_key_file);
-	char tmp[] = "/tmp/hpcinit-ca.XXXXXX";
-	char *old_rk = NULL;
-	struct revlist revoked = { 0 };
-	struct strlist current = { 0 }, names = { 0 };
-	struct smap ids;
-	int64_t now = (int64_t)time(NULL);
-	int ret = 0, w;
+	char *mac = NULL;
+	int w;
 
-	*ret_signed = *ret_revoked = *ret_pruned = 0;
-	if (!ctx_may_write(c)) {
-		report_detail(r, "apply signs the members' host keys with %s", s->ssh.ca_key_file);
-		goto out;
-	}
-	/* The CA key as the cluster secret: root's alone, a regular file (ssh-keygen checks less). */
-	if ((ret = fs_check_private(c, r, "ssh.ca_key_file", s->ssh.ca_key_file)) < 0) {
-		report_finding(r, ST_FAILED, "ssh.ca.key-unsafe",
-			       "ssh.ca_key_file %s is not safe to sign with (see details); nothing signed",
-			       s->ssh.ca_key_file);
-		goto out;
-	}
-	if (!mkdtemp(tmp)) {
-		ret = -errno;
-		report_detail(r, "cannot make a temporary directory: %s", strerror(-ret));
-		goto out;
-	}
-	/* The CA key file must hold the private half of ca_public_key. */
-	{
-		const char *argv[] = { "ssh-keygen", "-y", "-f", cakey, NULL };
-		struct proc_result pr = { 0 };
-		char *got = NULL;
-
-		ret = proc_run(argv, NULL, NULL, KEYGEN_TIMEOUT_MS, &pr);
-		if (ret == 0 && pr.exit_code == 0)
-			got = sshkey_canonical(pr.out);
-		if (!got || !ca || strcmp(got, ca) != 0) {
-			report_finding(r, ST_FAILED, "ssh.ca.key-mismatch",
-				       "%s is not the private key of ssh.ca_public_key (%s); nothing signed",
-				       s->ssh.ca_key_file, got ? "another key" : pr.err_len ? pr.err :
-				       "unreadable");
-			ret = -EKEYREJECTED;
-		}
-		free(got);
-		proc_result_free(&pr);
-		if (ret < 0)
-			goto rm;
-	}
-	/* Revocations first: a node that finds its certificate finds the KRL too. */
-	smap_init(&ids, want->n + 1);
-	for (size_t i = 0; i < want->n; i++) {
-		(void)smap_add(&ids, want->v[i].id, i);
-		for (size_t k = 0; k < want->v[i].keys.n; k++)
-			strlist_push(&current, want->v[i].keys.v[k]);
-	}
-	if (cstore_read(st, "revoked.keys", &old_rk, NULL) == 0)
-		rev_parse(old_rk, now + (int64_t)secs, &revoked);
-	/* Departed members: their certificates name an id no member has. */
-	cstore_names(st, &names);
-	for (size_t n = 0; n < names.n; n++) {
-		size_t l = strlen(names.v[n]);
-		char *id, *text = NULL;
-
-		if (l <= 5 || strcmp(names.v[n] + l - 5, ".cert") != 0)
-			continue;
-		id = xstrndup(names.v[n], l - 5);
-		if (smap_get(&ids, id, NULL)) {
-			free(id);
-			continue;
-		}
-		if (cstore_read(st, names.v[n], &text, NULL) == 0) {
-			revoke_file(text, &revoked);
-			report_detail(r, "%s: no longer a member; its host keys are revoked", id);
-		}
-		if ((w = cstore_remove(st, r, names.v[n])) < 0)
-			ret = w;
-		free(text);
-		free(id);
-	}
-	smap_free(&ids);
-	{
-		/* A member back with the same key (a lease that lapsed) is not revoked. */
-		struct strbuf rk = STRBUF_INIT, keys = STRBUF_INIT;
-
-		for (size_t i = 0; i < revoked.n; i++) {
-			if (strlist_has(&current, revoked.v[i].key))
-				continue;
-			if (revoked.v[i].until <= now) {
-				(*ret_pruned)++;
-				continue;
-			}
-			sb_printf(&rk, "%lld %s\n", (long long)revoked.v[i].until, revoked.v[i].key);
-			sb_printf(&keys, "%s\n", revoked.v[i].key);
-			(*ret_revoked)++;
-		}
-		w = cstore_write(st, r, "revoked.keys", sb_str(&rk), rk.len);
-		if (w < 0)
-			ret = w;
-		else if ((w > 0 || !cstore_has(st, "revoked.krl")) &&
-			 (w = write_krl(st, r, tmp, sb_str(&keys))) < 0)
-			ret = w;
-		sb_free(&rk);
-		sb_free(&keys);
-	}
-	for (size_t i = 0; i < want->n; i++) {
-		const struct khost *h = &want->v[i];
-		char *name = xasprintf("%s.cert", h->id), *old = NULL;
-		struct strbuf out = STRBUF_INIT;
-
-		(void)cstore_read(st, name, &old, NULL);
-		for (size_t k = 0; k < h->keys.n; k++) {
-			struct sshcert pc;
-			char *cert;
-
-			/* A record publishes plain host keys; a certificate there is refused. */
-			if (sshcert_parse(h->keys.v[k], &pc) == 0) {
-				bool ours = ca && strcmp(pc.ca_key, ca) == 0;
-				char *fp = sshkey_fingerprint(pc.ca_key);
-
-				report_finding(r, ours ? ST_DEGRADED : ST_FAILED,
-					       ours ? "ssh.ca.record-cert" : "ssh.ca.record-other-ca",
-					       "%s: its record publishes a host certificate signed by %s (%s) "
-					       "instead of a host key; not signed, left out", h->id,
-					       ours ? "this CA" : "another CA", fp);
-				free(fp);
-				sshcert_free(&pc);
-				continue;
-			}
-			cert = old ? cert_still_good(old, h->keys.v[k], ca, &h->names, secs, now) : NULL;
-
-			if (!cert) {
-				cert = sign_key(r, tmp, cakey, s->cluster.name, h->id, &h->names,
-						h->keys.v[k], secs);
-				if (cert)
-					(*ret_signed)++;
-			}
-			if (cert)
-				sb_printf(&out, "%s %s\n", cert, h->id);
-			free(cert);
-		}
-		if (out.len && (w = cstore_write(st, r, name, sb_str(&out), out.len)) < 0)
-			ret = w;
-		free(name);
-		free(old);
-		sb_free(&out);
-	}
-rm:
-	{
-		char *p1 = xasprintf("%s/host.pub", tmp), *p2 = xasprintf("%s/host-cert.pub", tmp);
-
-		(void)unlink(p1);
-		(void)unlink(p2);
-		free(p1);
-		free(p2);
-		(void)rmdir(tmp);
-	}
-out:
-	rev_free(&revoked);
-	strlist_free(&current);
-	strlist_free(&names);
-	free(old_rk);
-	free(cakey);
-	free(ca);
-	return ret;
+	if (!secret)
+		return true;
+	w = ca_certs_get(st, r, "revoked.krl.hmac", &mac, NULL);
+	if (w == 0)
+		w = ca_krl_vouched(c->spec, secret, secret_len, krl, len, mac);
+	free(mac);
+	if (w < 0)
+		report_finding(r, ST_FAILED, "ssh.ca.krl-not-vouched",
+			       "%srevoked.krl: %s; not installed (" REVOKED_PATH " stays as it was)",
+			       st->where, w == -ENOENT ? "no revoked.krl.hmac from the head" :
+			       "its HMAC does not verify with the cluster secret (not the head's)");
+	return w == 0;
 }
 
 /* "ed25519" for "ssh-ed25519 ...", as in /etc/ssh/ssh_host_<type>_key. */
@@ -517,7 +205,7 @@ static const char *key_file_type(const char *key)
  * next to their keys; *conf gets their HostCertificate lines.
  */
 static int install_own(struct ctx *c, struct report *r, const struct khost *self,
-		       const struct cstore *st, struct strbuf *conf, bool *changed)
+		       struct rendezvous *st, struct strbuf *conf, bool *changed)
 {
 	const struct spec *s = c->spec;
 	char *name = xasprintf("%s.cert", self->id), *text = NULL;
@@ -527,7 +215,10 @@ static int install_own(struct ctx *c, struct report *r, const struct khost *self
 	size_t installed = 0;
 	int ret = 0;
 
-	if (cstore_read(st, name, &text, NULL) < 0) {
+	if ((ret = ca_certs_get(st, r, name, &text, NULL)) != -ENOENT && ret < 0) {
+		goto out;       /* refused: certs_get said why */
+	} else if (ret < 0) {
+		ret = 0;
 		report_finding(r, ST_DEGRADED, "ssh.ca.no-certificate",
 			       "%s: no certificate for this node yet (the head signs it on its next run); "
 			       "members cannot check this node's host key until then", path);
@@ -603,12 +294,12 @@ out:
 }
 
 /* Does <id>.cert hold a certificate of one of self's keys? */
-static bool cert_ready(const struct cstore *st, const struct khost *self)
+static bool cert_ready(struct rendezvous *st, const struct khost *self)
 {
 	char *name = xasprintf("%s.cert", self->id), *text = NULL;
 	bool ready = false;
 
-	if (cstore_read(st, name, &text, NULL) == 0)
+	if (rv_get(st, name, &text, NULL) == 0)
 		for (const char *p = text; p && *p && !ready;) {
 			const char *nl = strchr(p, '\n');
 			char *line = xstrndup(p, nl ? (size_t)(nl - p) : strlen(p));
@@ -631,7 +322,8 @@ static bool cert_ready(const struct cstore *st, const struct khost *self)
  * waits for it a little (CERT_WAIT_MS), so that a node brought up together
  * with the head ends its first run with its certificate installed.
  */
-static void wait_for_cert(struct report *r, const struct khost *self, struct cstore *st)
+static void wait_for_cert(struct ctx *c, struct report *r, const struct khost *self,
+			  struct rendezvous *st)
 {
 	struct timespec ts = { 0, 250 * 1000 * 1000 };
 	unsigned waited = 0;
@@ -641,8 +333,15 @@ static void wait_for_cert(struct report *r, const struct khost *self, struct cst
 	while (!cert_ready(st, self) && waited < CERT_WAIT_MS) {
 		nanosleep(&ts, NULL);
 		waited += 250;
-		if (cstore_reload(st, &scratch) < 0)
+		if (!st->ops) {
+			/* certs/ did not exist yet: the head makes it with the first certificate. */
+			rv_close(st);
+			if (certs_open(c, &scratch, self, false, st) < 0 && !st->ops &&
+			    ctx_remaining_ms(c) == 0)
+				break;
+		} else if (rv_reload(st, &scratch) < 0) {
 			break;
+		}
 	}
 	report_free(&scratch);
 	if (waited)
@@ -707,7 +406,7 @@ static int sshd_reload(struct ctx *c, struct report *r)
 	if (fs_exists(c, "/run/systemd/system")) {
 		const char *argv[] = { "systemctl", "reload-or-restart", "ssh", NULL };
 
-		ret = keygen(r, argv);
+		ret = ca_keygen(r, argv);
 		if (ret == 0)
 			report_detail(r, "sshd reloaded (systemctl reload ssh)");
 		return ret;
@@ -849,8 +548,10 @@ int ca_hostbased_converge(struct ctx *c, struct report *r, const struct khosts *
 	const struct khost *self = self_host(want);
 	struct strbuf conf = STRBUF_INIT;
 	bool changed = false, ca = s->ssh.host_keys == HOSTKEYS_CA;
-	struct cstore st = { 0 };
+	struct rendezvous st = { 0 };
 	bool st_open = false;
+	char *secret = NULL;
+	size_t secret_len = 0;
 	int ret = 0, w;
 
 	if (ca && s->cluster.role != ROLE_HEAD && fs_exists(c, CA_KEY_DEFAULT)) {
@@ -871,22 +572,33 @@ int ca_hostbased_converge(struct ctx *c, struct report *r, const struct khosts *
 		ca = false;
 		ret = -EOPNOTSUPP;
 	}
+	if (ca && (w = rv_secret_load(c, r, &secret, &secret_len)) < 0) {
+		report_finding(r, ST_FAILED, "ssh.ca.no-secret", "cluster secret unusable; nothing "
+			       "signed or installed");
+		sb_free(&conf);
+		return w;
+	}
 	if (ca) {
-		if ((w = cstore_open(c, r, &st)) < 0) {
+		bool head = s->cluster.role == ROLE_HEAD && s->ssh.ca_key_file;
+
+		w = certs_open(c, r, self, head, &st);
+		st_open = true;
+		if (w < 0 && w != -ENOENT) {
 			report_finding(r, ST_FAILED, "ssh.ca.store-unreachable",
 				       "cannot read the certificates in %s: %s; nothing signed or installed",
 				       st.where, strerror(-w));
-			cstore_close(&st);
+			rv_close(&st);
 			sb_free(&conf);
+			if (secret)
+				explicit_bzero(secret, secret_len);
+			free(secret);
 			return w;
 		}
-		st_open = true;
-		if (s->cluster.role == ROLE_HEAD && s->ssh.ca_key_file) {
+		if (head && w == 0) {
 			size_t nsigned = 0, nrevoked = 0, npruned = 0;
 
-			if (!st.etcd && !fs_exists(c, st.dir) && ctx_may_write(c))
-				(void)fs_mkdir_p(c, r, st.dir, 0755, 0, 0);
-			w = head_sign(c, r, want, &st, &nsigned, &nrevoked, &npruned);
+			w = ca_head_sign(c, r, want, &st, secret, secret_len, &nsigned, &nrevoked,
+					 &npruned);
 			if (w < 0)
 				ret = w;
 			report_detail(r, "CA: %zu certificate%s signed, %zu host key%s revoked, "
@@ -894,8 +606,14 @@ int ca_hostbased_converge(struct ctx *c, struct report *r, const struct khosts *
 				      nsigned == 1 ? "" : "s", nrevoked, nrevoked == 1 ? "" : "s",
 				      npruned, npruned == 1 ? "" : "s", st.where);
 		}
-		if (self && ctx_may_write(c) && s->cluster.role != ROLE_HEAD)
-			wait_for_cert(r, self, &st);
+		/*
+		 * Only a node's apply waits for its certificate (a boot brings the
+		 * head and its computes up together); refresh and the watch's
+		 * refreshes take what is there and run again soon anyway.
+		 */
+		if (self && ctx_may_write(c) && s->cluster.role != ROLE_HEAD && c->command &&
+		    strcmp(c->command, "apply") == 0)
+			wait_for_cert(c, r, self, &st);
 		if (self) {
 			w = install_own(c, r, self, &st, &conf, &changed);
 			if (w < 0)
@@ -905,10 +623,15 @@ int ca_hostbased_converge(struct ctx *c, struct report *r, const struct khosts *
 			char *krl = NULL;
 			size_t len = 0;
 
-			/* No KRL yet: an empty list (ssh reads it as "nothing revoked"). */
-			if (cstore_read(&st, "revoked.krl", &krl, &len) < 0)
-				len = 0;
-			w = fs_write(c, r, REVOKED_PATH, krl ? krl : "", len, 0644, 0, 0);
+			/*
+			 * No KRL yet: an empty list (ssh reads it as "nothing revoked").
+			 * A refused one: the local copy stays as it was.
+			 */
+			w = ca_certs_get(&st, r, "revoked.krl", &krl, &len);
+			if (w == 0 && !krl_vouched(c, r, &st, secret, secret_len, krl, len))
+				w = -EKEYREJECTED;      /* the local copy stays as it was */
+			if (w == 0 || w == -ENOENT)
+				w = fs_write(c, r, REVOKED_PATH, krl ? krl : "", w == 0 ? len : 0, 0644, 0, 0);
 			if (w < 0)
 				ret = w;
 			free(krl);
@@ -947,6 +670,9 @@ int ca_hostbased_converge(struct ctx *c, struct report *r, const struct khosts *
 		ret = w;
 	sb_free(&conf);
 	if (st_open)
-		cstore_close(&st);
+		rv_close(&st);
+	if (secret)
+		explicit_bzero(secret, secret_len);
+	free(secret);
 	return ret;
 }

@@ -228,4 +228,10 @@ const struct module ssh_module = {
 	.check = ssh_run,
 	.apply = ssh_run,
 	.inputs = OUT_PEERS,
+	/*
+	 * host_keys: ca reads and writes certs/ in the rendezvous (a shared
+	 * filesystem or etcd): in a child, so a stalled share ends at the
+	 * step's deadline instead of holding the run lock.
+	 */
+	.isolate = true,
 };

@@ -101,37 +101,6 @@ struct sshcert {
 int sshcert_parse(const char *line, struct sshcert *ret);
 void sshcert_free(struct sshcert *c);
 
-/*
- * ---- store.c: where the certificates live (the rendezvous) ----
- * Named values "<host>.cert", "revoked.keys", "revoked.krl": files in
- * <discovery.dir>/<cluster>/certs/ (shared), or etcd keys
- * /hpcinit/<cluster>/certs/<name> with no lease (etcd).
- */
-struct cstore {
-	struct ctx *c;
-	bool etcd;
-	char *dir;              /* shared: the certs directory (target path) */
-	char *prefix;           /* etcd: the key prefix */
-	char *where;            /* for messages: dir/ or prefix */
-	struct strlist names, vals;     /* etcd: what the last list returned */
-};
-
-/* Open (etcd: list the prefix once).  0, or -errno with the helper's words in r. */
-int cstore_open(struct ctx *c, struct report *r, struct cstore *st);
-/* etcd: list again (a waiting node); shared: nothing to do. */
-int cstore_reload(struct cstore *st, struct report *r);
-void cstore_close(struct cstore *st);
-/* 0 and the value (NUL-terminated), or -ENOENT. */
-int cstore_read(const struct cstore *st, const char *name, char **ret, size_t *ret_len);
-bool cstore_has(const struct cstore *st, const char *name);
-/* As fs_write: 1 changed (would change), 0 the same already, -errno. */
-int cstore_write(struct cstore *st, struct report *r, const char *name, const char *data,
-		 size_t len);
-/* 1 removed (would remove), 0 absent, -errno. */
-int cstore_remove(struct cstore *st, struct report *r, const char *name);
-/* Every name in the store, appended to ret. */
-void cstore_names(const struct cstore *st, struct strlist *ret);
-
 /* ---- ca.c: host_keys: ca and hostbased (docs/ssh.md) ---- */
 
 #define CA_KEY_DEFAULT "/etc/hpcinit/ssh-ca"            /* where a compute must hold no CA key */
@@ -153,6 +122,27 @@ void ca_host_patterns(const struct spec *s, const struct khosts *hosts, struct s
  */
 int ca_hostbased_converge(struct ctx *c, struct report *r, const struct khosts *want,
 			  const char *kh_text);
+
+/* Read name from the certs collection: 0, -ENOENT, or a refusal (a failed finding in r when not NULL). */
+struct rendezvous;
+int ca_certs_get(struct rendezvous *st, struct report *r, const char *name, char **ret,
+		 size_t *ret_len);
+
+/* ---- ca_head.c: the head signs and revokes ---- */
+
+/* Run ssh-keygen (or systemctl) argv under a 10 s deadline; its error in r. */
+int ca_keygen(struct report *r, const char *const argv[]);
+/*
+ * Sign the members' host keys (pinned mode's rule for a changed key), revoke
+ * departed and replaced keys, keep the revocation list and publish it with
+ * its HMAC (secret: the cluster secret, NULL without one).
+ */
+int ca_head_sign(struct ctx *c, struct report *r, const struct khosts *want, struct rendezvous *st,
+		 const char *secret, size_t secret_len, size_t *ret_signed, size_t *ret_revoked,
+		 size_t *ret_pruned);
+/* 0 when mac_text is the head's HMAC of krl (always without a key); -ENOKEY, -EKEYREJECTED. */
+int ca_krl_vouched(const struct spec *s, const char *key, size_t keylen, const char *krl,
+		   size_t len, const char *mac_text);
 
 /* ---- authorized_keys.c ---- */
 

@@ -47,7 +47,8 @@ for n in 100 1000 10000; do
 	HPCINIT_ADDRESS=10.0.0.1 "$HPCINIT" "${args[@]}" >/dev/null
 	lines=$(grep -vc '^#' "$R/etc/hpcinit/hostfile.openmpi")
 	[ "$lines" = $((n + 1)) ] || { echo "hostfile lists $lines nodes, expected $((n + 1))" >&2; exit 1; }
-	read -r med p90 rss < <(HPCINIT_ADDRESS=10.0.0.1 "$T/runstat" "$RUNS" "$HPCINIT" "${args[@]}")
+	RS=$(HPCINIT_ADDRESS=10.0.0.1 "$T/runstat" "$RUNS" "$HPCINIT" "${args[@]}") || { echo "$0: a timed run failed (runstat above); no numbers printed for it" >&2; exit 1; }
+	read -r med p90 rss <<< "$RS"
 	# CPU time (user + system) depends less on what else the machine runs than wall time
 	cpu=$(for _ in $(seq 1 "$RUNS"); do
 		HPCINIT_ADDRESS=10.0.0.1 /usr/bin/time -f '%U %S' "$HPCINIT" "${args[@]}" 2>&1 >/dev/null | tail -1

@@ -43,6 +43,23 @@ trap 'exit 130' INT TERM
 step() { echo; echo "== $*"; }
 on() { local n=$1; shift; bash "$SIM_SH" exec "$n" "$@"; }
 
+# The nodes' sshd is started by the simulation, not by systemd, and inherits this
+# shell's memlock limit (8 MiB on a stock Debian 12).  On a real node the spec's
+# memlock step writes systemd's default and restarts sshd under it (systemctl
+# try-restart); the simulation has no systemd to do that, so its sshd starts
+# as it would then: with memlock unlimited.  Without this every node reports
+# "sshd runs with memlock 8192 KiB" (degraded, exit 3).  A container without
+# CAP_SYS_RESOURCE cannot raise its hard limit: the demo then asks for the
+# limit the machine allows, and says so.
+MEMLOCK=unlimited
+if ! ulimit -l unlimited 2>/dev/null; then
+	MEMLOCK=$(ulimit -H -l)K
+	[ "$MEMLOCK" != unlimitedK ] || MEMLOCK=unlimited
+	ulimit -l "$(ulimit -H -l)"
+	echo "demo: this machine's hard memlock limit ($MEMLOCK) cannot be raised here (no CAP_SYS_RESOURCE):"
+	echo "      the spec asks for memlock.limit $MEMLOCK instead of unlimited"
+fi
+
 step "bringing up a head and 3 compute nodes (network namespaces on bridge $SIM_BRIDGE, $SIM_NET.0/24)"
 # --no-ssh-trust: the nodes start with no SSH trust at all; hpcinit sets it up (ssh: below).
 mapfile -t NODES < <(bash "$SIM_SH" up 4 --shared "$SHARED" --no-ssh-trust)
@@ -59,7 +76,7 @@ for n in "${NODES[@]}"; do
 	cat > "$T/$n.yaml" <<-EOF
 	version: 1
 	cluster: {name: $CLUSTER, role: $role, network: $SIM_NET.0/24, secret_file: /etc/hpcinit/cluster.key}
-	memlock: {limit: unlimited}
+	memlock: {limit: $MEMLOCK}
 	discovery: {method: shared, dir: $SHARED/.hpcinit, expect: 4, wait: 2m}
 	ssh: {users: [root]}
 	hostfile: {formats: [openmpi, mpich, plain, clush]}

@@ -86,19 +86,21 @@ leave_holds() {
 # waits for peers that never come (expect 9, wait 4 s) and renews its record on the way (every
 # third of the 3 s lease); a leave started meanwhile waits for it, so the record is gone once both
 # ended.  (Without the lock, the apply's next renewal would put the record back after the leave.)
+# The apply joins a new cluster ($CLUSTER-new): in $CLUSTER, formed long ago, nobody waits.
 leave_waits_for_apply() {
 	local n=$1 t0 took apid
-	etcd_spec "$LEASE" 9 | sed 's/wait: 60s/wait: 4s/' | on "$n" tee /etc/hpcinit/wait.yaml >/dev/null
+	etcd_spec "$LEASE" 9 | sed -e 's/wait: 60s/wait: 4s/' -e "s/name: $CLUSTER,/name: $CLUSTER-new,/" |
+		on "$n" tee /etc/hpcinit/wait.yaml >/dev/null
 	on "$n" rm -f /run/hpcinit/discovery-ready     # expect counts again (not "reached earlier")
 	hpc "$n" apply -c /etc/hpcinit/wait.yaml >"$T/race-apply" 2>&1 &
 	apid=$!
 	for _ in $(seq 1 50); do
-		[ -z "$(etcdctl_ get --keys-only "/hpcinit/$CLUSTER/nodes/$n")" ] || break
+		[ -z "$(etcdctl_ get --keys-only "/hpcinit/$CLUSTER-new/nodes/$n")" ] || break
 		sleep 0.1
 	done
 	sleep 0.5
 	t0=$(date +%s%N)
-	run_hpc "$T/race-leave" "$n" leave
+	run_hpc "$T/race-leave" "$n" leave -c /etc/hpcinit/wait.yaml
 	took=$((($(date +%s%N) - t0) / 1000000))
 	wait "$apid" || true
 	echo "# etcd: a leave during an apply's wait for peers returned after $took ms"
@@ -108,7 +110,7 @@ leave_waits_for_apply() {
 	check "etcd: ... then removes the record and exits 0" \
 		test "$rc" = 0 -a -n "$(grep '^leave: changed: .*removed' "$T/race-leave")"
 	check "etcd: ... and the record stays gone after the apply ended" \
-		test -z "$(etcdctl_ get --keys-only "/hpcinit/$CLUSTER/nodes/$n")"
+		test -z "$(etcdctl_ get --keys-only "/hpcinit/$CLUSTER-new/nodes/$n")"
 }
 
 # compaction NODE: a watch whose revision was compacted away lists the membership again (never a

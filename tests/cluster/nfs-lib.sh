@@ -6,6 +6,8 @@
 #   HPN_PREFIX (hpn-)  namespace prefix: ${HPN_PREFIX}srv, ${HPN_PREFIX}cli
 #   HPN_BRIDGE (hpnbr0)
 #   HPN_NET    (198.18.2)  /24 in the benchmarking range; .2 server, .3 client
+# and the server's NFSv4 block can be extended:
+#   HPN_NFSV4_EXTRA  e.g. "Minor_Versions = 1;" (a server that speaks 4.1 only)
 # Nothing gets a default route; traffic stays between the two namespaces.
 #
 # The server runs in its own mount namespace with a private /run and
@@ -76,7 +78,7 @@ hpn_setup() {
 		Enable_RQUOTA = false;
 		Mount_Path_Pseudo = true;
 	}
-	NFSV4 { Graceless = true; }
+	NFSV4 { Graceless = true; ${HPN_NFSV4_EXTRA:-} }
 	NFS_KRB5 { Active_krb5 = false; }
 	MDCACHE { Dir_Chunk = 0; }
 	EXPORT {

@@ -62,8 +62,34 @@ check_file() {
 	    sys.exit("%s: node.yaml permissions %r, want %r" % (path, spec.get("permissions"), want))
 	if secret:
 	    s = files.get(secret)
-	    if s is None or s.get("permissions") != "0600":
-	        sys.exit("%s: secret %s must be written with permissions '0600'" % (path, secret))
+	    if s is None or s.get("permissions") not in ("0400", "0600"):
+	        sys.exit("%s: secret %s must be written with permissions '0400' or '0600'" % (path, secret))
+	    # A shipped secret would be everyone's: the placeholder, which hpcinit refuses (< 16 bytes).
+	    if len(str(s.get("content", "")).strip()) >= 16:
+	        sys.exit("%s: secret %s ships a usable value; ship a placeholder shorter than 16 bytes"
+	                 % (path, secret))
+	# Safe by default (issue 22): a rendezvous on a share is authenticated, exports squash root.
+	disc = body.get("discovery") or {}
+	if disc.get("method", "shared") == "shared" and disc.get("dir") and not secret:
+	    sys.exit("%s: discovery.dir without cluster.secret_file: anyone root on a client of the "
+	             "share could add a node" % path)
+	for e in (body.get("nfs") or {}).get("exports") or []:
+	    if "no_root_squash" in (e.get("options") or []):
+	        sys.exit("%s: export %s with no_root_squash" % (path, e.get("path")))
+	# The slurm key (munge) as the secret: root's alone, and only a placeholder
+	# hpcinit refuses (munge keys need 32 bytes) is shipped.
+	key = (body.get("slurm") or {}).get("key_file")
+	if key:
+	    k = files.get(key) or {}
+	    if k.get("permissions") not in ("0400", "0600"):
+	        sys.exit("%s: slurm key %s must be written with permissions '0400' or '0600'" % (path, key))
+	    raw = str(k.get("content", "")).strip()
+	    if k.get("encoding") in ("b64", "base64"):
+	        import base64
+	        raw = base64.b64decode(raw)
+	    if len(raw) >= 32:
+	        sys.exit("%s: slurm key %s ships a usable key; ship a placeholder shorter than 32 bytes"
+	                 % (path, key))
 	with open(out + ".node.yaml", "w") as fh:
 	    fh.write(spec["content"])
 	PY
@@ -115,4 +141,15 @@ sed 's/^        name: glocluster$/        name: glocluster\n        colour: blue
 grep -q 'colour: blue' "$T/bad/spec.yaml" || fail "could not build the bad-spec fixture"
 check_file "$T/bad/spec.yaml" 2>/dev/null && fail "an invalid embedded spec was accepted"
 
-echo "PASS: $n custom-data files valid; 4 broken variants rejected"
+# Unsafe defaults: an export without root squashing, a rendezvous without a secret.
+sed 's/root_squash, no_subtree_check/no_root_squash, no_subtree_check/' \
+	"$TOP_SRCDIR/conf/cloud-init/vmss-head.yaml" > "$T/bad/nosquash.yaml"
+grep -q 'no_root_squash' "$T/bad/nosquash.yaml" || fail "could not build the no_root_squash fixture"
+check_file "$T/bad/nosquash.yaml" 2>/dev/null && fail "an export with no_root_squash was accepted"
+grep -v 'secret_file: /etc/hpcinit/cluster.key' "$T/bad/ok.yaml" > "$T/bad/nosecret.yaml"
+check_file "$T/bad/nosecret.yaml" 2>/dev/null && fail "a shared rendezvous without a secret was accepted"
+sed 's/^      CHANGE-ME$/      0123456789abcdef0123456789abcdef/' "$T/bad/ok.yaml" > "$T/bad/secret.yaml"
+grep -q '0123456789abcdef' "$T/bad/secret.yaml" || fail "could not build the shipped-secret fixture"
+check_file "$T/bad/secret.yaml" 2>/dev/null && fail "a custom-data shipping a usable secret was accepted"
+
+echo "PASS: $n custom-data files valid; 7 broken variants rejected"

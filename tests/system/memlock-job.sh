@@ -52,6 +52,26 @@ is "services 4M: memlock failed" "$(jget "$T/mout" memlock status)" failed
 has_detail "services 4M: names the drop-in" "$T/mout" memlock \
 	'^/etc/systemd/system.conf.d/99-site.conf:2 sets DefaultLimitMEMLOCK 4096 KiB, below memlock.limit 8192 KiB'
 
+# Slurm: a job gets the submitting shell's limit (PropagateResourceLimits=ALL,
+# Slurm's default), not slurmd's; PropagateResourceLimitsExcept=MEMLOCK gives
+# it slurmd's.  slurm.conf as slurmd's configless cache keeps it, and
+# slurmd.service as Debian 12's slurmd package ships it (LimitMEMLOCK=infinity).
+setup
+mkdir -p "$R/var/spool/slurmd/conf-cache" "$R/lib/systemd/system"
+printf 'ClusterName=glo\nSlurmctldHost=head\n' >"$R/var/spool/slurmd/conf-cache/slurm.conf"
+printf '[Unit]\nDescription=Slurm node daemon\n[Service]\nExecStart=/usr/sbin/slurmd -D -s $SLURMD_OPTIONS\nLimitNOFILE=131072\nLimitMEMLOCK=infinity\n' \
+	>"$R/lib/systemd/system/slurmd.service"
+run_hpc_stdout "$T/s1" check --root "$R" -c "$R/node.yaml" --only memlock --json
+has_detail "slurm default: the job gets the submitting shell's limit, the fix named" "$T/s1" memlock \
+	"^job: a Slurm job gets the memlock of the shell that submitted it, not slurmd's unlimited \(LimitMEMLOCK= at /lib/systemd/system/slurmd.service:6\) \(/var/spool/slurmd/conf-cache/slurm.conf: PropagateResourceLimits=ALL \(Slurm's default\)\): a shell of a new PAM session of user azureuser here has 8192 KiB, .*set PropagateResourceLimitsExcept=MEMLOCK in slurm.conf and restart slurmd$"
+mkdir -p "$R/etc/slurm"
+printf 'ClusterName=glo\nInclude limits.conf\n' >"$R/etc/slurm/slurm.conf"
+printf '# RDMA jobs: slurmd'"'"'s limit\npropagateresourcelimitsexcept=CORE,MEMLOCK\n' >"$R/etc/slurm/limits.conf"
+run_hpc_stdout "$T/s2" check --root "$R" -c "$R/node.yaml" --only memlock --json
+has_detail "slurm Except=MEMLOCK (through an Include): the job gets slurmd's limit" "$T/s2" memlock \
+	"^job: a Slurm job gets slurmd's memlock unlimited \(LimitMEMLOCK= at /lib/systemd/system/slurmd.service:6\), not the submitting shell's \(/etc/slurm/slurm.conf: PropagateResourceLimitsExcept=CORE,MEMLOCK at /etc/slurm/limits.conf:2\)$"
+is "slurm: memlock status unchanged by the observation" "$(jget "$T/s2" memlock status)" "$(jget "$T/s1" memlock status)"
+
 # sshd without UsePAM yes: reported, degraded.
 setup
 mkdir -p "$R/etc/ssh"; printf 'Port 22\nUsePAM no\n' >"$R/etc/ssh/sshd_config"

@@ -124,11 +124,11 @@ run_hpc "$T/h1.out" apply -v --root "$R" -c "$CONF/nfs-head.yaml" --only nfs --h
 check "head: exit 0" test "$rc" = 0
 cat >"$T/exports.want" <<EOF
 # Written by hpcinit from nfs.exports of cluster glocluster; edit the spec, not this file.
-/shared 10.0.0.0/24(rw,sync,no_root_squash,no_subtree_check)
+/shared 10.0.0.0/24(rw,sync,root_squash,no_subtree_check)
 /apps 10.0.0.0/24(ro,sync,root_squash,no_subtree_check)
 EOF
 check "head: the exports file" same_file "$R/etc/exports.d/hpcinit.exports" "$T/exports.want"
-check "head: lists the exports" contains "$T/h1.out" "export: head0:/shared to clients in 10.0.0.0/24 (rw,sync,no_root_squash,no_subtree_check)"
+check "head: lists the exports" contains "$T/h1.out" "export: head0:/shared to clients in 10.0.0.0/24 (rw,sync,root_squash,no_subtree_check)"
 check "head: no 'may mount' without the self-probe (fake root)" contains "$T/h1.out" "fake root: the export self-probe does not run"
 check "head: /shared created" test -d "$R/shared"
 check "head: existing /apps left as it was (0700)" test "$(stat -c %a "$R/apps")" = 700
@@ -143,7 +143,7 @@ snap >"$T/hs2"
 check "head again: nothing written" same_file "$T/hs2" "$T/hs1"
 printf 'version: 1\ncluster: {name: glocluster, role: head, network: 10.0.0.0/24}\nnfs: {exports: []}\n' >"$T/noexp.yaml"
 run_hpc "$T/h3.out" plan --root "$R" -c "$T/noexp.yaml" --only nfs
-check "head, no exports: plan shows the removal" contains "$T/h3.out" "-/shared 10.0.0.0/24(rw,sync,no_root_squash,no_subtree_check)"
+check "head, no exports: plan shows the removal" contains "$T/h3.out" "-/shared 10.0.0.0/24(rw,sync,root_squash,no_subtree_check)"
 run_hpc "$T/h4.out" apply --root "$R" -c "$T/noexp.yaml" --only nfs
 check "head, no exports: our file removed" test ! -e "$R/etc/exports.d/hpcinit.exports"
 check "head, no exports: other exports.d files untouched" test "$(cat "$R/etc/exports.d/other.exports")" = "/other *(ro)"

@@ -23,7 +23,18 @@ has_detail() {
 }
 # fixture NAME DEST: a private copy of a fixture root (tests write into it).  Paths too
 # long for make dist's tar format are listed in the tree's empty-files and made here.
-fixture() { rm -rf "$2"; cp -a "$FIX/$1" "$2"; empty_files "$2"; }
+# Symlinks (sysfs's device/driver, a VF's master) are listed in the tree's
+# symlinks file ("PATH TARGET") and made here: make dist copies a link as the
+# thing it points to.
+fixture() { rm -rf "$2"; cp -a "$FIX/$1" "$2"; empty_files "$2"; fixture_links "$2"; }
+fixture_links() {
+	local p t
+	[ -f "$1/symlinks" ] || return 0
+	while read -r p t; do
+		case $p in /*) mkdir -p "$1$(dirname "$p")" && ln -sfn "$t" "$1$p" ;; esac
+	done <"$1/symlinks"
+	rm "$1/symlinks"
+}
 empty_files() {
 	local p
 	[ -f "$1/empty-files" ] || return 0

@@ -498,11 +498,24 @@ static void test_head_squash(struct ctx *c, struct spec *spec)
 	spec->nfs.exports = &x;
 	spec->nfs.n_exports = 1;
 
-	/* no_root_squash (the shipped conf): as before, root's tree */
+	/* no_root_squash: as before, root's tree; with the secret no finding */
 	TEST_INTEQ(run(c, &rep), 0);
 	TEST_CHECK(owned("/share/.hpcinit", 0, 0, 0755) && owned(NODES, 0, 0, 0755));
 	TEST_CHECK(owned(NODES "/node1.rec", 0, 0, 0644));
+	TEST_CHECK(!finding(&rep, "discovery.rendezvous.no-secret", ST_DEGRADED));
 	report_free(&rep);
+	/* without a secret, check names the unauthenticated rendezvous on the unsquashed export */
+	spec->cluster.secret_file = NULL;
+	c->mode = RUN_CHECK;
+	TEST_INTEQ(run(c, &rep), 0);
+	TEST_INTEQ(rep.status, ST_DEGRADED);
+	TEST_CHECK(finding(&rep, "discovery.rendezvous.no-secret", ST_DEGRADED));
+	TEST_CHECK(detail(&rep, NODES ": this node exports /share with no_root_squash and there is no "
+			  "cluster.secret_file"));
+	TEST_CHECK(!finding(&rep, "discovery.squash.no-secret", ST_DEGRADED));
+	report_free(&rep);
+	c->mode = RUN_APPLY;
+	spec->cluster.secret_file = s_key;
 	plant("node2", "10.0.0.2", 0, KEY);
 
 	/* the export now squashes root: check says what apply will do, and changes nothing */

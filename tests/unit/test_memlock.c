@@ -224,6 +224,107 @@ int main(void)
 		report_free(&r);
 	}
 
+	/* Slurm: what a job gets (PropagateResourceLimits, slurm.conf(5) of 22.05) */
+	{
+		struct memlock_slurm sl;
+		struct report r;
+		const struct finding *f;
+
+		memlock_slurm_read(&c, &sl);
+		TEST_CHECK(!sl.present);                /* no slurm.conf: nothing to say */
+		report_init(&r);
+		observe(&c, &r);
+		TEST_CHECK(tagged(&r, "memlock.job.slurm") == NULL);
+		report_free(&r);
+
+		/* configless: the cache slurmd keeps; no key: Slurm's default ALL */
+		put("/var/spool/slurmd/conf-cache/slurm.conf", "ClusterName=glo\nSlurmctldHost=head\n");
+		put("/lib/systemd/system/slurmd.service", "[Service]\nExecStart=/usr/sbin/slurmd -D\nLimitMEMLOCK=infinity\n");
+		memlock_slurm_read(&c, &sl);
+		TEST_CHECK(sl.present);
+		TEST_STREQ(sl.conf, "/var/spool/slurmd/conf-cache/slurm.conf");
+		TEST_CHECK(sl.propagates);
+		TEST_STREQ(sl.setting, "PropagateResourceLimits=ALL (Slurm's default)");
+		TEST_STREQ(sl.from, "");
+		TEST_INTEQ(sl.slurmd_soft, MEMLOCK_UNLIMITED);
+		TEST_STREQ(sl.slurmd_from, "/lib/systemd/system/slurmd.service:3");
+		report_init(&r);
+		observe(&c, &r);
+		f = tagged(&r, "memlock.job.slurm");
+		TEST_CHECK(f && f->sev == ST_OK);
+		TEST_CHECK(f && strstr(f->text, "job: a Slurm job gets the memlock of the shell that submitted it, not "
+				       "slurmd's unlimited (LimitMEMLOCK= at /lib/systemd/system/slurmd.service:3) "
+				       "(/var/spool/slurmd/conf-cache/slurm.conf: PropagateResourceLimits=ALL (Slurm's default)): "
+				       "a shell of a new PAM session of any user here has 8192 KiB") != NULL);
+		TEST_CHECK(f && strstr(f->text, "set PropagateResourceLimitsExcept=MEMLOCK in slurm.conf") != NULL);
+		report_free(&r);
+
+		/* /etc/slurm/slurm.conf wins over the cache; keys case-insensitive, comma lists */
+		put("/etc/slurm/slurm.conf", "# site\npropagateresourcelimitsexcept=CORE,memlock  # RDMA\n");
+		memlock_slurm_read(&c, &sl);
+		TEST_STREQ(sl.conf, "/etc/slurm/slurm.conf");
+		TEST_CHECK(!sl.propagates);
+		TEST_STREQ(sl.setting, "PropagateResourceLimitsExcept=CORE,memlock");
+		TEST_STREQ(sl.from, "/etc/slurm/slurm.conf:2");
+		report_init(&r);
+		observe(&c, &r);
+		f = tagged(&r, "memlock.job.slurm");
+		TEST_CHECK(f && strcmp(f->text, "job: a Slurm job gets slurmd's memlock unlimited (LimitMEMLOCK= at "
+				       "/lib/systemd/system/slurmd.service:3), not the submitting shell's "
+				       "(/etc/slurm/slurm.conf: PropagateResourceLimitsExcept=CORE,memlock at "
+				       "/etc/slurm/slurm.conf:2)") == 0);
+		report_free(&r);
+		/* Except=CORE: MEMLOCK propagates; Except=NONE: all do; Except=ALL: none */
+		put("/etc/slurm/slurm.conf", "PropagateResourceLimitsExcept=CORE\n");
+		memlock_slurm_read(&c, &sl);
+		TEST_CHECK(sl.propagates);
+		put("/etc/slurm/slurm.conf", "PropagateResourceLimitsExcept=NONE\n");
+		memlock_slurm_read(&c, &sl);
+		TEST_CHECK(sl.propagates);
+		put("/etc/slurm/slurm.conf", "PropagateResourceLimitsExcept=ALL\n");
+		memlock_slurm_read(&c, &sl);
+		TEST_CHECK(!sl.propagates);
+		/* the list form: NONE, ALL, a list with or without MEMLOCK; "Key = Value"; several keys on a line */
+		put("/etc/slurm/slurm.conf", "PropagateResourceLimits=NONE\n");
+		memlock_slurm_read(&c, &sl);
+		TEST_CHECK(!sl.propagates);
+		put("/etc/slurm/slurm.conf", "PropagateResourceLimits = ALL\n");
+		memlock_slurm_read(&c, &sl);
+		TEST_CHECK(sl.propagates);
+		TEST_STREQ(sl.setting, "PropagateResourceLimits=ALL");
+		put("/etc/slurm/slurm.conf", "SlurmdSpoolDir=/var/spool/slurmd PropagateResourceLimits=NOFILE,CORE\n");
+		memlock_slurm_read(&c, &sl);
+		TEST_CHECK(!sl.propagates);
+		put("/etc/slurm/slurm.conf", "PropagateResourceLimits=NOFILE,MEMLOCK\n");
+		memlock_slurm_read(&c, &sl);
+		TEST_CHECK(sl.propagates);
+		/* Include: relative to the including file, followed; the last value wins */
+		put("/etc/slurm/slurm.conf", "PropagateResourceLimits=ALL\nInclude limits.conf\n");
+		put("/etc/slurm/limits.conf", "PropagateResourceLimits=NONE\n");
+		memlock_slurm_read(&c, &sl);
+		TEST_CHECK(!sl.propagates);
+		TEST_STREQ(sl.from, "/etc/slurm/limits.conf:1");
+		TEST_STREQ(sl.problem, "");
+		/* a missing include and an include loop: named, no crash */
+		put("/etc/slurm/slurm.conf", "include /etc/slurm/nope.conf\nInclude slurm.conf\n");
+		memlock_slurm_read(&c, &sl);
+		TEST_CHECK(sl.propagates);
+		TEST_STREQ(sl.problem, "/etc/slurm/slurm.conf:1: Include /etc/slurm/nope.conf: not found (not read)");
+		put("/etc/slurm/slurm.conf", "Include slurm.conf\n");
+		memlock_slurm_read(&c, &sl);
+		TEST_STREQ(sl.problem, "/etc/slurm/slurm.conf:1: Include nested more than 8 deep, not followed");
+		/* both keys: Slurm takes only one */
+		put("/etc/slurm/slurm.conf", "PropagateResourceLimits=ALL\nPropagateResourceLimitsExcept=MEMLOCK\n");
+		memlock_slurm_read(&c, &sl);
+		TEST_CHECK(strstr(sl.problem, "both PropagateResourceLimits (/etc/slurm/slurm.conf:1) and "
+				  "PropagateResourceLimitsExcept (/etc/slurm/slurm.conf:2) are set") != NULL);
+		/* slurmd's limit: a drop-in in /etc overrides the unit */
+		put("/etc/systemd/system/slurmd.service.d/memlock.conf", "[Service]\nLimitMEMLOCK=64M\n");
+		memlock_slurm_read(&c, &sl);
+		TEST_INTEQ(sl.slurmd_soft, 64ll << 20);
+		TEST_STREQ(sl.slurmd_from, "/etc/systemd/system/slurmd.service.d/memlock.conf:2");
+	}
+
 	strlist_free(&s.memlock.users);
 	test_rm_rf(root);
 	TEST_EXIT();

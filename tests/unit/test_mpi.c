@@ -101,7 +101,23 @@ static void test_fabric(struct spec *s)
 
 	/* link_layer: ethernet (RoCE) picks the Ethernet port when the glob allows it. */
 	s->rdma.link_layer = LINK_ETHERNET;
-	s->rdma.devices = NULL;         /* default glob mlx5_ib*: no Ethernet port matches */
+	s->rdma.devices = NULL;         /* default: every name, sysfs decides */
+	fabric_detect(&c, &f);
+	TEST_STREQ(f.ucx_devices, "mlx5_an0:1");        /* a RoCE NIC by sysfs, whatever its name */
+	fabric_free(&f);
+	/* ...but not once sysfs shows it is accelerated networking's VF (netdev enslaved to hv_netvsc). */
+	{
+		char *l1 = xasprintf("%s/sys/class/net/enP1s1/master", root);
+		char *l2 = xasprintf("%s/sys/class/net/eth0/device/driver", root);
+
+		put("/sys/class/infiniband/mlx5_an0/device/net/enP1s1/ifindex", "3\n");
+		put("/sys/class/net/enP1s1/operstate", "up\n");
+		put("/sys/class/net/eth0/device/uevent", "\n");
+		TEST_INTEQ(symlink("../eth0", l1), 0);
+		TEST_INTEQ(symlink("../../../../bus/vmbus/drivers/hv_netvsc", l2), 0);
+		free(l1);
+		free(l2);
+	}
 	fabric_detect(&c, &f);
 	TEST_CHECK(!f.rdma);
 	fabric_free(&f);

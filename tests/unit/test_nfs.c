@@ -27,6 +27,7 @@ static enum nfs_err fake_rpc_err;
 static int fake_rpc_err_left;           /* answers with fake_rpc_err before NE_OK; <0: always */
 static unsigned fake_rpc_delay_ms;      /* how long an answer takes (a slow or loaded machine) */
 static unsigned fake_rpc_calls;
+static bool fake_rpc_v3_off;            /* v3 gives no answer (a server with vers3=n); v4 answers */
 static unsigned fake_mode = 0755;
 static int fake_inspect_rc;
 static int fake_write_err;
@@ -57,6 +58,17 @@ static int fake_rpc(const char *host, const char *export, int vers, unsigned tim
 
 		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 			;
+	}
+	if (fake_rpc_v3_off) {
+		if (vers != 3) {
+			snprintf(res->what, sizeof(res->what), "LOOKUP %s", export);
+			return 0;
+		}
+		res->err = NE_UNREACHABLE;
+		res->errnum = EPROTONOSUPPORT;
+		snprintf(res->what, sizeof(res->what), "MOUNT %s", export);
+		snprintf(res->msg, sizeof(res->msg), "RPC: Program not registered");
+		return -EPROTONOSUPPORT;
 	}
 	res->err = fake_rpc_err_left == 0 ? NE_OK : fake_rpc_err;
 	if (res->err == NE_OK)
@@ -102,6 +114,7 @@ static void fakes_reset(void)
 	fake_rpc_err_left = -1;
 	fake_rpc_delay_ms = 0;
 	fake_rpc_calls = 0;
+	fake_rpc_v3_off = false;
 	fake_mode = 0755;
 	fake_inspect_rc = 0;
 	fake_write_err = 0;
@@ -1043,6 +1056,38 @@ static void test_rpc_answer(void)
 	TEST_INTEQ(res.err, NE_OK);
 	memset(&res, 0, sizeof(res));
 	TEST_CHECK(!rpc_answer_parse("exports\nexport /a\nwhat MOUNT /a\n", &res));   /* cut short */
+
+	/* v4 against a 4.1-only server (what libexec/hpcinit-nfs-probe printed against
+	 * nfs-ganesha with Minor_Versions = 1): the NFS service answered, so it is up. */
+	memset(&res, 0, sizeof(res));
+	TEST_CHECK(rpc_answer_parse("what NFSv4 port 2049\nerrnum 34\nmsg mount_cb: NFS4: SETCLIENTID (path /) failed "
+				    "with NFS4ERR_MINOR_VERS_MISMATCH(-5)\nlayer nfs\nminor 0 NFS4ERR_MINOR_VERS_MISMATCH\n"
+				    "minor 1 NFS4_OK\nminor 2 NFS4ERR_MINOR_VERS_MISMATCH\ndone\n", &res));
+	TEST_STREQ(res.layer, "nfs");
+	rpc_classify(&res, "/export");
+	TEST_INTEQ(res.err, NE_OK);
+	TEST_STREQ(res.note, "answered NFSv4 (speaks 4.1; refuses 4.0, 4.2 with NFS4ERR_MINOR_VERS_MISMATCH, "
+		   "and 4.0 is all the probe speaks): the export is not checked before the mount");
+	/* 4.0 accepted but the probe's mount failed otherwise: still up, the reason kept */
+	memset(&res, 0, sizeof(res));
+	TEST_CHECK(rpc_answer_parse("what NFSv4 port 2049\nerrnum 5\nmsg NFS4ERR_DELAY\nlayer nfs\n"
+				    "minor 0 NFS4_OK\nminor 1 NFS4_OK\nminor 2 NFS4_OK\ndone\n", &res));
+	rpc_classify(&res, "/export");
+	TEST_INTEQ(res.err, NE_OK);
+	TEST_STREQ(res.note, "answered NFSv4 (speaks 4.0, 4.1, 4.2), but the probe's mount of its pseudo root "
+		   "failed (NFS4ERR_DELAY): the export is not checked before the mount");
+	/* TCP taken, no NFS answer: not the network */
+	memset(&res, 0, sizeof(res));
+	TEST_CHECK(rpc_answer_parse("what NFSv4 port 2049\nerrnum 5\nmsg nfs_service failed\nlayer rpc\n"
+				    "rpcmsg Socket failed with POLLHUP\ndone\n", &res));
+	rpc_classify(&res, "/export");
+	TEST_INTEQ(res.err, NE_NOANSWER);
+	TEST_STREQ(res.rpcmsg, "Socket failed with POLLHUP");
+	/* no TCP for the helper: the network */
+	memset(&res, 0, sizeof(res));
+	TEST_CHECK(rpc_answer_parse("what NFSv4 port 2049\nerrnum 111\nmsg connect failed\nlayer tcp\ndone\n", &res));
+	rpc_classify(&res, "/export");
+	TEST_INTEQ(res.err, NE_UNREACHABLE);
 #ifdef HAVE_LIBNFS
 	{
 		char dir[] = "/tmp/test_nfs_helper.XXXXXX";
@@ -1118,6 +1163,20 @@ static void test_self_probe(void)
 	export_self_probe(&c, &r, &st);
 	TEST_INTEQ(st, ST_FAILED);
 	TEST_CHECK(strstr(r.findings[0].text, "port 111 (portmapper): Connection refused") != NULL);
+	report_free(&r);
+
+	/* v3 switched off on the server (vers3=n: clients mount 4.1): v4 answers, ok. */
+	fakes_reset();
+	fake_rpc_v3_off = true;
+	st = ST_OK;
+	c.deadline_ms = now_ms() + 5000;
+	report_init(&r);
+	export_self_probe(&c, &r, &st);
+	TEST_INTEQ(st, ST_OK);
+	TEST_CHECK(strstr(r.findings[0].text, "export /shared answers at 198.18.0.7 (this node probed itself as a "
+			  "client over NFSv4, v3 gave no answer: LOOKUP /shared)") != NULL);
+	TEST_INTEQ(fake_tcp_last_port, NFS_PORT);
+	TEST_INTEQ(fake_rpc_calls, 2);
 	report_free(&r);
 	unsetenv("HPCINIT_ADDRESS");
 	spec_del(s);

@@ -166,6 +166,40 @@ static void test_roundtrip(void)
 	peer_clear(&p);
 }
 
+/* The fabric identity (rdma area): round trip, validation, and records without it. */
+static void test_fabric_fields(void)
+{
+	struct peer p, q;
+	char err[160];
+	char *t, *bad;
+
+	fill(&p);
+	p.fabric = xstrdup("mlx5_ib0=0c42:a103:0065:aa10,mlx5_ib1=0c42:a103:0065:aa11");
+	p.pkey = xstrdup("0x800b");
+	p.placement_group = xstrdup("2a6d1c3e-0f4b-4c1a-9c0d-7e5f3b2a1d00");
+	t = record_format(&p, "glo", NULL, 0);
+	TEST_CHECK(strstr(t, "\nfabric: mlx5_ib0=0c42:a103:0065:aa10,mlx5_ib1=0c42:a103:0065:aa11\npkey: 0x800b\n"
+			     "placement_group: 2a6d1c3e-0f4b-4c1a-9c0d-7e5f3b2a1d00\n") != NULL);
+	TEST_INTEQ(parse_str(t, NULL, &q, err, sizeof(err)), 0);
+	TEST_STREQ(q.fabric, "mlx5_ib0=0c42:a103:0065:aa10,mlx5_ib1=0c42:a103:0065:aa11");
+	TEST_STREQ(q.pkey, "0x800b");
+	TEST_STREQ(q.placement_group, "2a6d1c3e-0f4b-4c1a-9c0d-7e5f3b2a1d00");
+	peer_clear(&q);
+	bad = replace(t, "pkey: 0x800b", "pkey: 800b");
+	TEST_INTEQ(parse_str(bad, NULL, &q, err, sizeof(err)), -EBADMSG);
+	TEST_CHECK(strstr(err, "pkey: expected 0x and 1 to 4 hex digits") != NULL);
+	free(bad);
+	bad = replace(t, "mlx5_ib1=", "mlx5_ib1/../x=");
+	TEST_INTEQ(parse_str(bad, NULL, &q, err, sizeof(err)), -EBADMSG);
+	TEST_CHECK(strstr(err, "fabric: expected device=GUID") != NULL);
+	free(bad);
+	bad = replace(t, "placement_group: 2a6d", "placement_group: $(x)");
+	TEST_INTEQ(parse_str(bad, NULL, &q, err, sizeof(err)), -EBADMSG);
+	free(bad);
+	free(t);
+	peer_clear(&p);
+}
+
 /* RFC 4231 HMAC-SHA256 test cases 1, 3, 4, 6, 7 (2 is in test_hmac); 5 truncates. */
 static void rfc4231(void)
 {
@@ -196,6 +230,49 @@ static void rfc4231(void)
 	TEST_STREQ(mac, "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2");
 	TEST_INTEQ(record_hmac(k, 131, tc6, strlen(tc6), mac), 0);
 	TEST_STREQ(mac, "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+}
+
+/* formed: written only when set, read back, covered by the HMAC, strict value, optional. */
+static void test_formed(void)
+{
+	const char *key = "0123456789abcdef0123456789abcdef";
+	char err[160], *t, *bad;
+	struct peer p, q;
+
+	fill(&p);
+	t = record_format(&p, "glo", key, strlen(key));
+	TEST_CHECK(strstr(t, "formed:") == NULL);       /* an older agent's record: no field */
+	TEST_INTEQ(parse_str(t, key, &q, err, sizeof(err)), 0);
+	TEST_CHECK(!q.formed);
+	peer_clear(&q);
+	/* added without the secret: the HMAC no longer matches */
+	bad = replace(t, "user_keys:", "formed: true\nuser_keys:");
+	TEST_INTEQ(parse_str(bad, key, &q, err, sizeof(err)), -EKEYREJECTED);
+	free(bad);
+	free(t);
+	p.formed = true;
+	t = record_format(&p, "glo", key, strlen(key));
+	TEST_CHECK(strstr(t, "\nupdated: 1700000000\nformed: true\nhost_keys:\n") != NULL);
+	TEST_INTEQ(parse_str(t, key, &q, err, sizeof(err)), 0);
+	TEST_CHECK(q.formed);
+	peer_clear(&q);
+	/* removed without the secret: rejected too */
+	bad = replace(t, "formed: true\n", "");
+	TEST_INTEQ(parse_str(bad, key, &q, err, sizeof(err)), -EKEYREJECTED);
+	free(bad);
+	free(t);
+	t = record_format(&p, "glo", NULL, 0);
+	bad = replace(t, "formed: true", "formed: yes");
+	TEST_INTEQ(parse_str(bad, NULL, &q, err, sizeof(err)), -EBADMSG);
+	TEST_CHECK(strstr(err, "formed: expected true or false") != NULL);
+	free(bad);
+	bad = replace(t, "formed: true", "formed: false");
+	TEST_INTEQ(parse_str(bad, NULL, &q, err, sizeof(err)), 0);
+	TEST_CHECK(!q.formed);
+	peer_clear(&q);
+	free(bad);
+	free(t);
+	peer_clear(&p);
 }
 
 static void test_hmac(void)
@@ -456,7 +533,9 @@ int main(void)
 	test_sort();
 	test_hostname();
 	test_roundtrip();
+	test_fabric_fields();
 	test_hmac();
+	test_formed();
 	test_truncation();
 	test_strict();
 	TEST_EXIT();

@@ -216,6 +216,124 @@ static void test_check_table(void)
 	TEST_INTEQ(runner_check_table(good2), 0);      /* isolated producer of peers */
 }
 
+/*
+ * An isolated step's child sends its report back whole: the status, the
+ * summary, the details (plan-mode diffs, line for line), the findings and the
+ * changed files, and its peers -- 3,000 of them, more than a pipe holds, read
+ * back in linear time (the answer's headers are not parsed with sscanf).
+ */
+static int iso_step(struct ctx *c, struct report *r)
+{
+	report_detail(r, "--- /etc/hosts");
+	report_detail(r, "+++ /etc/hosts (planned)");
+	report_detail(r, "+10.0.0.1 node1\t\"quoted\" \\ back");
+	report_finding(r, ST_DEGRADED, "iso.tag", "a finding with ünïcode");
+	strlist_push(&r->changed, "/etc/hosts");
+	strlist_push(&r->changed, "/home/alice/.ssh/authorized_keys");
+	report_set(r, ST_DEGRADED, "the summary");
+	if (c->out && c->out->peers)
+		return -1;      /* an input would be NULL here: this module declares none */
+	return 0;
+}
+
+static int iso_peers_step(struct ctx *c, struct report *r)
+{
+	struct peerset *ps = xcalloc(1, sizeof(*ps));
+
+	for (unsigned i = 0; i < 3000; i++) {
+		struct peer *p = peerset_add(ps);
+
+		p->hostname = xasprintf("node%u", i);
+		p->addr = xasprintf("10.0.%u.%u", i / 250, i % 250 + 1);
+		p->slots = 4;
+		p->self = i == 7;
+		p->version = xstrdup("1");
+		p->boot_id = xstrdup("b");
+		p->updated = 1;
+	}
+	c->out->peers = ps;
+	report_set(r, ST_OK, "%zu peers", ps->n);
+	return 0;
+}
+
+static void test_isolated_roundtrip(void)
+{
+	struct spec s = { 0 };
+	char name[] = "glo";
+	struct ctx c = { .spec = &s, .root = "", .mode = RUN_PLAN };
+	const struct module m = { .name = "iso", .apply = iso_step, .check = iso_step, .isolate = true };
+	const struct module mp = { .name = "isop", .apply = iso_peers_step, .check = iso_peers_step,
+				   .outputs = OUT_PEERS, .isolate = true };
+	struct outputs view = { 0 };
+	struct report rep, want;
+	int r;
+
+	s.cluster.name = name;
+	c.out = &view;
+	c.deadline_ms = now_ms() + 20000;
+	report_init(&rep);
+	r = run_isolated(&c, &m, &rep, &view, 20000);
+	TEST_INTEQ(r, 0);
+	/* the report the hook makes, made here: the child's must read back the same */
+	report_init(&want);
+	TEST_INTEQ(iso_step(&c, &want), 0);
+	TEST_INTEQ(rep.status, want.status);
+	TEST_STREQ(rep.summary, want.summary);
+	TEST_STREQ(sb_str(&rep.details), sb_str(&want.details));
+	TEST_CHECK(strstr(sb_str(&rep.details), "+10.0.0.1 node1\t\"quoted\" \\ back\n") != NULL);
+	TEST_INTEQ(rep.n_findings, want.n_findings);
+	for (size_t i = 0; i < rep.n_findings && i < want.n_findings; i++) {
+		TEST_INTEQ(rep.findings[i].sev, want.findings[i].sev);
+		TEST_STREQ(rep.findings[i].tag, want.findings[i].tag);
+		TEST_STREQ(rep.findings[i].text, want.findings[i].text);
+	}
+	TEST_INTEQ(rep.changed.n, 2);
+	for (size_t i = 0; i < rep.changed.n && i < want.changed.n; i++)
+		TEST_STREQ(rep.changed.v[i], want.changed.v[i]);
+	report_free(&want);
+	TEST_CHECK(view.peers == NULL);
+	report_free(&rep);
+
+	c.mode = RUN_APPLY;
+	report_init(&rep);
+	r = run_isolated(&c, &mp, &rep, &view, 20000);
+	TEST_INTEQ(r, 0);
+	TEST_STREQ(rep.summary, "3000 peers");
+	TEST_CHECK(view.peers != NULL);
+	if (view.peers) {
+		TEST_INTEQ(view.peers->n, 3000);
+		TEST_STREQ(view.peers->v[2999].hostname, "node2999");
+		TEST_STREQ(view.peers->v[2999].addr, "10.0.11.250");
+		TEST_CHECK(view.peers->v[7].self && !view.peers->v[8].self);
+	}
+	view.peers = peerset_free(view.peers);
+	report_free(&rep);
+}
+
+static void test_iso_header(void)
+{
+	char a[8];
+	size_t n = 0;
+	const char *l;
+
+	l = "J - 12\n";
+	TEST_CHECK(iso_header(l, strchr(l, '\n'), a, &n) && strcmp(a, "-") == 0 && n == 12);
+	l = "P 1 0\n";
+	TEST_CHECK(iso_header(l, strchr(l, '\n'), a, &n) && strcmp(a, "1") == 0 && n == 0);
+	l = "P 1234567 9\n";
+	TEST_CHECK(iso_header(l, strchr(l, '\n'), a, &n) && strcmp(a, "1234567") == 0 && n == 9);
+	l = "P 12345678 9\n";       /* the word is too long */
+	TEST_CHECK(!iso_header(l, strchr(l, '\n'), a, &n));
+	l = "J - 12x\n";
+	TEST_CHECK(!iso_header(l, strchr(l, '\n'), a, &n));
+	l = "J - -1\n";
+	TEST_CHECK(!iso_header(l, strchr(l, '\n'), a, &n));
+	l = "J -\n";
+	TEST_CHECK(!iso_header(l, strchr(l, '\n'), a, &n));
+	l = "J  5\n";
+	TEST_CHECK(!iso_header(l, strchr(l, '\n'), a, &n));
+}
+
 int main(void)
 {
 	struct spec s = { 0 };
@@ -228,6 +346,8 @@ int main(void)
 
 	test_summarize();
 	test_check_table();
+	test_iso_header();
+	test_isolated_roundtrip();
 	if (!mkdtemp(root))
 		return 1;
 	char name[] = "glo";

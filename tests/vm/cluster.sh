@@ -21,9 +21,11 @@
 #               custom-data leaves the 5 min default; scalein waits a lease)
 #   --late-head S  boot the head S seconds after the computes (they wait for
 #               its export and then converge: check latehead)
-#   --squash    the head exports /shared with root_squash (the NFS default)
-#               instead of the shipped no_root_squash, and every node gets a
-#               cluster secret (cluster.secret_file), as docs/cluster.md advises
+#   --squash    accepted for old command lines: the shipped custom-data
+#               already exports /shared with root_squash and gives every
+#               node a cluster secret (filled in here for CHANGE-ME)
+#   --no-squash the head exports /shared with no_root_squash instead (the
+#               secret stays): the head gives the rendezvous tree to root
 #   --watch     every node also runs hpcinit-watch.service (the custom-data
 #               gets a runcmd "systemctl enable --now hpcinit-watch.service"
 #               after "hpcinit apply", as an admin would add it): a join and
@@ -53,7 +55,7 @@ CHECKS_ALL="boot nfs hosts ssh mpi verify rdma rdmacm memlock kernel gating vmch
 CHECKS=$CHECKS_ALL
 KEEP=0
 HOLD=0
-SQUASH=0
+SQUASH=1
 LEASE=
 LATE_HEAD=0
 VMCHECK=
@@ -65,11 +67,12 @@ while [ $# -gt 0 ]; do
 	--keep) KEEP=1; shift ;;
 	--hold) HOLD=1; KEEP=1; shift ;;
 	--squash) SQUASH=1; shift ;;
+	--no-squash) SQUASH=0; shift ;;
 	--watch) WATCH=1; shift ;;
 	--lease) LEASE=$2; shift 2 ;;
 	--late-head) LATE_HEAD=$2; shift 2 ;;
 	--vmcheck) VMCHECK=$2; shift 2 ;;
-	*) echo "usage: $0 [-n N] [--checks LIST] [--keep] [--hold] [--squash] [--lease DUR] [--late-head SECONDS] [--vmcheck \"FILE.sh ...\"]" >&2; exit 2 ;;
+	*) echo "usage: $0 [-n N] [--checks LIST] [--keep] [--hold] [--squash|--no-squash] [--lease DUR] [--late-head SECONDS] [--vmcheck \"FILE.sh ...\"]" >&2; exit 2 ;;
 	esac
 done
 # --vmcheck names files of tests/vmcheck: a name that is not there is a
@@ -162,11 +165,13 @@ subst() {
 	for pat in '10.0.0.4' '10.0.0.0/24'; do
 		grep -qF "$pat" <<< "$s" || { echo "seed: '$pat' not found in $f" >&2; return 1; }
 	done
-	if [ "$SQUASH" = 1 ]; then
-		grep -qF 'no_root_squash' <<< "$s" || [ "$f" = "${f%head.yaml}" ] ||
-			{ echo "seed: no_root_squash not found in $f" >&2; return 1; }
-		s=${s//no_root_squash/root_squash}
-		s=$(sed -E 's|^( *)network: 10\.0\.0\.0/24$|&\n\1secret_file: /etc/hpcinit/cluster.key|' <<< "$s")
+	# The shipped custom-data carries a placeholder for the cluster secret.
+	grep -qxF '      CHANGE-ME' <<< "$s" || { echo "seed: the secret placeholder CHANGE-ME not found in $f" >&2; return 1; }
+	s=${s//      CHANGE-ME/      $SECRET}
+	if [ "$SQUASH" = 0 ]; then
+		grep -qF ', root_squash,' <<< "$s" || [ "$f" = "${f%head.yaml}" ] ||
+			{ echo "seed: root_squash not found in $f" >&2; return 1; }
+		s=${s//, root_squash,/, no_root_squash,}
 	fi
 	if [ -n "$LEASE" ]; then
 		grep -qE '^ *dir: /shared/\.hpcinit$' <<< "$s" || { echo "seed: 'dir: /shared/.hpcinit' not found in $f" >&2; return 1; }
@@ -175,11 +180,10 @@ subst() {
 	s=${s//10.0.0.4/$NET.10}
 	s=${s//10.0.0.0\/24/$NET.0/24}
 	# Azure's HPC sizes have mlx5 (InfiniBand); these VMs have Soft-RoCE.
-	s=${s//mlx5_ib\*/rxe*}
 	s=${s//\[mlx5_ib, /[rdma_rxe, }
 	# The test cluster: the head and N computes.
 	s=$(sed -E -e "s/^( *expect:) [0-9]+$/\1 $((N + 1))/" \
-		-e 's/^( *)devices: "rxe\*"$/&\n\1link_layer: ethernet/' <<< "$s")
+		-e 's/^( *)link_layer: infiniband( .*)?$/\1devices: "rxe*"\n\1link_layer: ethernet/' <<< "$s")
 	printf '%s\n' "$s"
 }
 # What the platform does on Azure and a minbase image does not: the
@@ -197,7 +201,6 @@ platform_part() {
 	  - name: azureuser
 	    shell: /bin/bash
 	    lock_passwd: true
-	$( [ "$SQUASH" = 1 ] && printf 'write_files:\n  - path: /etc/hpcinit/cluster.key\n    permissions: "0600"\n    content: %s\n' "$SECRET")
 	bootcmd:
 	  - [ip, link, set, eth0, up]
 	  - [ip, addr, replace, "$1/24", dev, eth0]

@@ -8,8 +8,8 @@
 #      booted later (scale-out through the refresh timer, its join split),
 #      that compute shut down cleanly (hpcinit-leave.service at poweroff) and
 #      c2's power cut (gone after its lease);
-#   2. a head and 2 computes with root_squash on the export and a cluster
-#      secret (--squash): boot, NFS, rendezvous, names, ssh, hpcinit verify;
+#   2. a head and 2 computes with no_root_squash on the export (and the
+#      cluster secret; --no-squash): boot, NFS, rendezvous, names, ssh, verify;
 #   3. a head and 2 computes, the head booted 60 s after the computes: they
 #      wait for its export, then converge;
 #   4. a head and 2 computes that also run hpcinit-watch.service (--watch):
@@ -32,7 +32,7 @@ run() {
 	rm -f "$out"
 }
 run -n "$N" --lease 2m --checks "boot bench nfs hosts ssh mpi verify rdma rdmacm memlock kernel reboot gating vmcheck scaleout leave scalein"
-run -n 2 --squash --checks "boot nfs hosts ssh verify"
+run -n 2 --no-squash --checks "boot nfs hosts ssh verify"
 run -n 2 --late-head 60 --checks "boot latehead nfs hosts ssh"
 run -n 2 --watch --lease 2m --checks "boot scaleout leave scalein"
 echo "# full scenario: $pass passed, $fail failed"

@@ -1,0 +1,383 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The rendezvous in etcd: keys /hpcinit/<cluster>/<collection>/<name>.
+ * Every call runs the helper hpcinit-etcd (libcurl, json-c) through proc.c
+ * under a deadline; this file is the agent's one runner of it, its one
+ * reader of the helper's frames and its one mapping of the helper's exit
+ * codes (libexec/etcd-proto.h).
+ *
+ * A collection is listed once at open (and again on rv_reload); get and
+ * list answer from that list.  put writes with no lease (a certificate
+ * must outlive a head that is down longer than discovery.lease); binary
+ * values (names ending in ".krl") are stored base64-encoded.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+
+#include "../../libexec/etcd-proto.h"
+#include "escape.h"
+#include "fsutil.h"
+#include "rendezvous.h"
+
+#define ETCD_VALUE_MAX (60 * 1024)      /* the helper reads at most 64 KiB of a value */
+
+char *rv_etcd_prefix(const struct spec *spec, const char *collection)
+{
+	return xasprintf("/hpcinit/%s/%s/", spec->cluster.name, collection);
+}
+
+void rv_etcd_argv(const struct ctx *c, struct strlist *argv, unsigned timeout_ms)
+{
+	const struct spec_discovery *d = &c->spec->discovery;
+
+	strlist_push_take(argv, proc_helper_path(ETCD_HELPER_NAME));
+	for (size_t i = 0; i < d->endpoints.n; i++) {
+		strlist_push(argv, "--endpoint");
+		strlist_push(argv, d->endpoints.v[i]);
+	}
+	if (d->ca_file) {
+		strlist_push(argv, "--cacert");
+		strlist_push_take(argv, ctx_path(c, d->ca_file));
+	}
+	if (d->cert_file && d->key_file) {
+		strlist_push(argv, "--cert");
+		strlist_push_take(argv, ctx_path(c, d->cert_file));
+		strlist_push(argv, "--key");
+		strlist_push_take(argv, ctx_path(c, d->key_file));
+	}
+	if (d->auth_file) {
+		strlist_push(argv, "--auth");
+		strlist_push_take(argv, ctx_path(c, d->auth_file));
+	}
+	strlist_push(argv, "--timeout");
+	strlist_push_take(argv, xasprintf("%u", timeout_ms));
+}
+
+int rv_etcd_status(const struct proc_result *res)
+{
+	if (res->timed_out)
+		return -ETIMEDOUT;
+	switch (res->exit_code) {
+	case ETCD_EX_OK:
+		return 0;
+	case ETCD_EX_DOWN:
+		return -EHOSTUNREACH;
+	default:
+		return -EPROTO;         /* refused, a usage error, killed */
+	}
+}
+
+int rv_etcd_run(const struct ctx *c, struct report *rep, const char *stdin_data,
+		struct proc_result *res, const char *const args[])
+{
+	const struct spec_discovery *d = &c->spec->discovery;
+	struct strlist argv = { 0 };
+	const char **av;
+	int r;
+
+	rv_etcd_argv(c, &argv, RV_CALL_TIMEOUT_MS);
+	for (size_t i = 0; args[i]; i++)
+		strlist_push(&argv, args[i]);
+	av = xcalloc(argv.n + 1, sizeof(*av));
+	for (size_t i = 0; i < argv.n; i++)
+		av[i] = argv.v[i];
+	/* Each endpoint may take the whole request time, plus a margin. */
+	r = proc_run(av, NULL, stdin_data, (unsigned)(RV_CALL_TIMEOUT_MS * (d->endpoints.n + 1) * 3),
+		     res);
+	if (r < 0) {
+		if (rep)
+			report_detail(rep, "%s: cannot run: %s", argv.v[0], strerror(-r));
+	} else if ((r = rv_etcd_status(res)) < 0 && rep) {
+		const char *e = res->err && *res->err ? res->err : "no message\n";
+
+		/* The helper's lines (it escapes what etcd said in them), escaped as every detail is. */
+		esc_append(&rep->details, e, strlen(e), true);
+		if (e[strlen(e) - 1] != '\n')
+			sb_append(&rep->details, "\n");
+	}
+	free(av);
+	strlist_free(&argv);
+	return r;
+}
+
+int rv_etcd_call(const struct ctx *c, struct report *rep, const char *stdin_data,
+		 struct proc_result *res, const char *a0, ...)
+{
+	const char *args[16];
+	size_t n = 0;
+	va_list ap;
+
+	va_start(ap, a0);
+	for (const char *a = a0; a && n < 15; a = va_arg(ap, const char *))
+		args[n++] = a;
+	va_end(ap);
+	args[n] = NULL;
+	return rv_etcd_run(c, rep, stdin_data, res, args);
+}
+
+int rv_frame_next(const char **pp, const char *end, struct rv_frame *f)
+{
+	const char *p = *pp, *nl;
+	unsigned long long kl, vl;
+	long long lease;
+	size_t hl, rest;
+
+	if (p >= end || !(nl = memchr(p, '\n', (size_t)(end - p))))
+		return 0;
+	hl = (size_t)(nl + 1 - p);
+	rest = (size_t)(end - nl - 1);
+	memset(f, 0, sizeof(*f));
+	if (sscanf(p, ETCD_FRAME_KV, &kl, &vl, &lease) == 3 && strncmp(p, "kv ", 3) == 0) {
+		if (kl > rest || vl > rest - kl || rest - kl - vl < 1)
+			return 0;
+		f->kind = RV_F_KV;
+		f->key = nl + 1;
+		f->key_len = (size_t)kl;
+		f->value = nl + 1 + kl;
+		f->value_len = (size_t)vl;
+		f->lease = lease;
+		f->size = hl + (size_t)kl + (size_t)vl + 1;
+	} else if (sscanf(p, ETCD_FRAME_DEL, &kl) == 1 && strncmp(p, "del ", 4) == 0) {
+		if (kl > rest || rest - kl < 1)
+			return 0;
+		f->kind = RV_F_DEL;
+		f->key = nl + 1;
+		f->key_len = (size_t)kl;
+		f->size = hl + (size_t)kl + 1;
+	} else {
+		f->kind = RV_F_LINE;
+		f->line = p;
+		f->line_len = hl - 1;
+		f->size = hl;
+	}
+	*pp = p + f->size;
+	return 1;
+}
+
+/* ---- the backend ---- */
+
+static bool is_binary(const char *name)
+{
+	size_t l = strlen(name);
+
+	return l > 4 && strcmp(name + l - 4, ".krl") == 0;
+}
+
+static ssize_t cache_index(const struct rendezvous *rv, const char *name)
+{
+	for (size_t i = 0; i < rv->names.n; i++)
+		if (strcmp(rv->names.v[i], name) == 0)
+			return (ssize_t)i;
+	return -1;
+}
+
+static int etcd_reload(struct rendezvous *rv, struct report *rep)
+{
+	struct proc_result res = { 0 };
+	size_t pl = strlen(rv->prefix);
+	const char *p, *end;
+	struct rv_frame f;
+	int r;
+
+	strlist_free(&rv->names);
+	strlist_free(&rv->vals);
+	r = rv_etcd_call(rv->c, rep, NULL, &res, "list", rv->prefix, NULL);
+	if (r < 0) {
+		proc_result_free(&res);
+		return r;
+	}
+	p = res.out;
+	end = res.out + res.out_len;
+	while (rv_frame_next(&p, end, &f))
+		/* Only <prefix><name> with a plain name; values are text. */
+		if (f.kind == RV_F_KV && f.key_len > pl && memcmp(f.key, rv->prefix, pl) == 0 &&
+		    !memchr(f.key + pl, '/', f.key_len - pl) && !memchr(f.key + pl, '\0', f.key_len - pl) &&
+		    !memchr(f.value, '\0', f.value_len)) {
+			strlist_push_take(&rv->names, xstrndup(f.key + pl, f.key_len - pl));
+			strlist_push_take(&rv->vals, xstrndup(f.value, f.value_len));
+		}
+	proc_result_free(&res);
+	rv->listed = true;
+	return 0;
+}
+
+static int etcd_open(struct rendezvous *rv, struct report *rep)
+{
+	rv->prefix = rv_etcd_prefix(rv->c->spec, rv->o.collection);
+	rv->where = xstrdup(rv->prefix);
+	return etcd_reload(rv, rep);
+}
+
+static int decode64(const char *v, char **ret, size_t *ret_len)
+{
+	size_t vl = strlen(v), pad = 0;
+	unsigned char *out;
+	int n;
+
+	if (vl % 4 != 0)
+		return -EBADMSG;
+	out = xmalloc(vl / 4 * 3 + 1);
+	n = vl ? EVP_DecodeBlock(out, (const unsigned char *)v, (int)vl) : 0;
+	if (n < 0) {
+		free(out);
+		return -EBADMSG;
+	}
+	while (pad < 2 && vl > pad && v[vl - 1 - pad] == '=')
+		pad++;
+	out[(size_t)n - pad] = '\0';
+	*ret = (char *)out;
+	*ret_len = (size_t)n - pad;
+	return 0;
+}
+
+static int etcd_get(struct rendezvous *rv, const char *name, struct rv_entry *e, char **ret)
+{
+	ssize_t i = cache_index(rv, name);
+	int r;
+
+	if (i < 0)
+		return -ENOENT;
+	if (is_binary(name)) {
+		r = decode64(rv->vals.v[i], ret, &e->len);
+		if (r < 0) {
+			e->refused = "malformed";
+			e->why = "not base64";
+		}
+		return r;
+	}
+	e->len = strlen(rv->vals.v[i]);
+	if (e->len > rv->o.max_bytes) {
+		e->refused = "too-large";
+		e->why = "over the size limit";
+		return -EFBIG;
+	}
+	*ret = xstrdup(rv->vals.v[i]);
+	return 0;
+}
+
+static char *enc64(const char *p, size_t n)
+{
+	char *out = xmalloc(4 * ((n + 2) / 3) + 1);
+
+	EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)p, (int)n);
+	return out;
+}
+
+static int etcd_put(struct rendezvous *rv, struct report *rep, const char *name, const char *data,
+		    size_t len)
+{
+	struct proc_result res = { 0 };
+	char *val = is_binary(name) ? enc64(data, len) : xstrndup(data, len);
+	ssize_t i = cache_index(rv, name);
+	char *key;
+	int r;
+
+	if (i >= 0 && strcmp(rv->vals.v[i], val) == 0) {
+		free(val);
+		return 0;
+	}
+	key = xasprintf("%s%s", rv->prefix, name);
+	if (strlen(val) > ETCD_VALUE_MAX) {
+		report_finding(rep, ST_FAILED, "rendezvous.value-too-large",
+			       "%s: %zu bytes, over the %d bytes one etcd value may hold here; not written",
+			       key, strlen(val), ETCD_VALUE_MAX);
+		r = -EFBIG;
+	} else if (!ctx_may_write(rv->c)) {
+		report_changed(rep, key);
+		report_raise(rep, ST_CHANGED);
+		r = 1;
+	} else if ((r = rv_etcd_call(rv->c, rep, val, &res, "sync", key, "0", NULL)) == 0) {
+		report_changed(rep, key);
+		report_raise(rep, ST_CHANGED);
+		if (i >= 0) {
+			free(rv->vals.v[i]);
+			rv->vals.v[i] = val;
+		} else {
+			strlist_push(&rv->names, name);
+			strlist_push_take(&rv->vals, val);
+		}
+		val = NULL;
+		r = 1;
+	}
+	proc_result_free(&res);
+	free(val);
+	free(key);
+	return r;
+}
+
+static int etcd_remove(struct rendezvous *rv, struct report *rep, const char *name)
+{
+	struct proc_result res = { 0 };
+	ssize_t i = cache_index(rv, name);
+	char *key;
+	int r = 1;
+
+	if (i < 0)
+		return 0;
+	key = xasprintf("%s%s", rv->prefix, name);
+	report_changed(rep, key);
+	report_raise(rep, ST_CHANGED);
+	if (ctx_may_write(rv->c) && (r = rv_etcd_call(rv->c, rep, NULL, &res, "leave", key, NULL)) == 0) {
+		free(rv->names.v[i]);
+		free(rv->vals.v[i]);
+		/* Keep the lists' order cheap: the last entry takes this slot. */
+		rv->names.v[i] = rv->names.v[rv->names.n - 1];
+		rv->vals.v[i] = rv->vals.v[rv->vals.n - 1];
+		rv->names.n--;
+		rv->vals.n--;
+		r = 1;
+	}
+	proc_result_free(&res);
+	free(key);
+	return r;
+}
+
+static int etcd_list(struct rendezvous *rv, struct report *rep, rv_want_fn want, rv_each_fn each,
+		     void *arg)
+{
+	(void)rep;
+	for (size_t i = 0; i < rv->names.n; i++) {
+		struct rv_entry e = { .name = rv->names.v[i] };
+		char *val = NULL;
+		int r;
+
+		if (want && !want(arg, e.name))
+			continue;
+		if (etcd_get(rv, e.name, &e, &val) == 0)
+			e.value = val;
+		r = each(arg, &e);
+		free(val);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+static void etcd_close(struct rendezvous *rv)
+{
+	free(rv->prefix);
+	strlist_free(&rv->names);
+	strlist_free(&rv->vals);
+}
+
+const struct rv_ops rv_etcd_ops = {
+	.name = "etcd",
+	.open = etcd_open,
+	.get = etcd_get,
+	.put = etcd_put,
+	.remove = etcd_remove,
+	.list = etcd_list,
+	.close = etcd_close,
+};
+
+int rv_reload(struct rendezvous *rv, struct report *rep)
+{
+	return rv->ops == &rv_etcd_ops ? etcd_reload(rv, rep) : 0;
+}

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The rendezvous: where the nodes of a cluster meet (docs/cluster.md).  A
+ * library below the steps: discovery keeps its peer records in the
+ * collection "nodes", the ssh CA its certificates and revocation list in
+ * "certs".  Two backends behind one const ops table:
+ *
+ *   dir  (discovery.method shared): files <discovery.dir>/<cluster>/<coll>/
+ *        <name> on a shared filesystem.  Every level of the tree is checked
+ *        (a directory, not a link, not writable by group or others, one
+ *        owner: root, or the uid root is squashed to); every entry is
+ *        opened O_NOFOLLOW|O_NONBLOCK, must be a regular file of the
+ *        trusted owner, not writable by group or others, at most max_bytes,
+ *        and is opened again when NFS says it went stale (ESTALE).
+ *   etcd (discovery.method etcd): keys /hpcinit/<cluster>/<coll>/<name>,
+ *        every call through the hpcinit-etcd helper (one runner, one frame
+ *        reader, one error mapping; the protocol is libexec/etcd-proto.h).
+ *
+ * What an entry says is the caller's to judge (record.c, admit.c, the
+ * CA's checks): the library says only whether it may be read at all.
+ */
+#ifndef HPCINIT_RENDEZVOUS_H
+#define HPCINIT_RENDEZVOUS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "hpcinit.h"
+#include "proc.h"
+
+#define RV_STALE_TRIES 5                /* opens of one entry that may go stale (NFS, replaced) */
+#define RV_CALL_TIMEOUT_MS 5000         /* one etcd request to one endpoint */
+
+struct rv_opts {
+	const char *collection;         /* "nodes", "certs" */
+	const char *self;               /* this node's hostname: the squash probe's name, and in\n\t\t\t\t\t * check mode nodes/<self>.rec shows whom root writes as */
+	size_t max_bytes;               /* the largest entry read */
+	bool create;                    /* apply: create missing levels (else -ENOENT) */
+};
+
+/* One entry: its name in the collection and its value (borrowed by the callback). */
+struct rv_entry {
+	const char *name;
+	const char *value;              /* NUL-terminated; NULL when refused */
+	size_t len;
+	int64_t mtime;                  /* dir: the file time; etcd: 0 */
+	int64_t lease;                  /* etcd: the key's lease; dir: 0 */
+	const char *refused;            /* NULL, or a tag: symlink, not-a-file, wrong-owner,
+					 * writable, too-large, unreadable, bad-name */
+	const char *why;                /* the refusal in words */
+	bool reowned;                   /* dir: a root-owned entry given to the trusted uid */
+};
+
+/* list: called for each entry; a non-zero return stops the walk (and is list's). */
+typedef int (*rv_each_fn)(void *arg, const struct rv_entry *e);
+/* list: false skips a name without opening it (dir: the name is not read at all). */
+typedef bool (*rv_want_fn)(void *arg, const char *name);
+
+struct rendezvous;
+
+struct rv_ops {
+	const char *name;
+	int (*open)(struct rendezvous *, struct report *);
+	/* 0 and the value (NUL-terminated, malloc'd), -ENOENT, or -errno with the refusal in e. */
+	int (*get)(struct rendezvous *, const char *name, struct rv_entry *e, char **ret);
+	/* As fs_write: 1 changed (would change), 0 the same already, -errno. */
+	int (*put)(struct rendezvous *, struct report *, const char *name, const char *data, size_t len);
+	/* 1 removed (would remove), 0 absent, -errno. */
+	int (*remove)(struct rendezvous *, struct report *, const char *name);
+	int (*list)(struct rendezvous *, struct report *, rv_want_fn, rv_each_fn, void *arg);
+	void (*close)(struct rendezvous *);
+};
+
+/* The shared directory's tree: its levels and whom it trusts. */
+struct rv_tree {
+	char *levels[3];                /* dir, dir/cluster, dir/cluster/<collection> (target paths) */
+	uid_t trusted;                  /* the uid that writes entries: 0, or root squashed */
+	gid_t trusted_gid;
+	bool squashed;
+	bool head_squash;               /* this node exports the share, root squashed */
+};
+
+struct rendezvous {
+	const struct rv_ops *ops;
+	struct ctx *c;
+	struct rv_opts o;
+	char *where;                    /* for messages: "<dir>/" or the etcd prefix */
+	struct rv_tree tree;            /* dir */
+	char *prefix;                   /* etcd: /hpcinit/<cluster>/<collection>/ */
+	struct strlist names, vals;     /* etcd: the collection as the last list gave it */
+	bool listed;
+};
+
+extern const struct rv_ops rv_dir_ops;
+extern const struct rv_ops rv_etcd_ops;
+
+/*
+ * Open a collection with the backend of discovery.method (shared or etcd).
+ * 0; -ENOENT when a level is missing and o->create is false (a detail says
+ * so); -errno with the reason in rep.
+ */
+int rv_open(struct ctx *c, struct report *rep, const struct rv_opts *o, struct rendezvous *rv);
+void rv_close(struct rendezvous *rv);
+int rv_get(struct rendezvous *rv, const char *name, char **ret, size_t *ret_len);
+/* As rv_get, with the entry's file time and, when refused, why (e->refused, e->why). */
+int rv_get_entry(struct rendezvous *rv, const char *name, struct rv_entry *e, char **ret);
+int rv_put(struct rendezvous *rv, struct report *rep, const char *name, const char *data, size_t len);
+int rv_remove(struct rendezvous *rv, struct report *rep, const char *name);
+int rv_list(struct rendezvous *rv, struct report *rep, rv_want_fn want, rv_each_fn each, void *arg);
+/* Every name in the collection (refused entries included), appended to ret. */
+int rv_names(struct rendezvous *rv, struct report *rep, struct strlist *ret);
+/* etcd: list again (a node waiting for something); dir: nothing to do. */
+int rv_reload(struct rendezvous *rv, struct report *rep);
+
+/*
+ * The cluster secret (secret.c): *key NULL without cluster.secret_file;
+ * else a regular file, not a link, root's, mode 0600 (no group or other
+ * bits), 16 to 4096 bytes.  0, or -errno with the reason in rep.
+ */
+int rv_secret_load(const struct ctx *c, struct report *rep, char **key, size_t *len);
+
+/* ---- the dir backend's pieces the discovery method uses too (dir.c) ---- */
+
+/*
+ * Read the entry name in the open directory dfd with every check above
+ * (t: whom the tree trusts; reown: apply on a squashed head may give a
+ * root-owned entry to the trusted uid, e->reowned says so).  0 and the
+ * value (malloc'd, NUL-terminated, also in e->value); -ENOENT; else -errno
+ * with e->refused and e->why (valid until the next call).
+ */
+int rv_dir_read_entry(int dfd, const char *name, const struct rv_tree *t, bool reown, size_t max,
+		      struct rv_entry *e, char **ret);
+
+/* ---- etcd: the one helper runner, the one frame reader (etcd.c) ---- */
+
+/* The helper's argv up to its command: the spec's endpoints, TLS, auth and timeout. */
+void rv_etcd_argv(const struct ctx *c, struct strlist *argv, unsigned timeout_ms);
+/*
+ * Run the helper with args (NULL-terminated) after its options: 0 and its
+ * output in *res; else what it said in rep's details (when rep is not
+ * NULL) and -EHOSTUNREACH (no endpoint answered), -ETIMEDOUT, -EPROTO
+ * (etcd refused) or the start error.
+ */
+int rv_etcd_run(const struct ctx *c, struct report *rep, const char *stdin_data,
+		struct proc_result *res, const char *const args[]);
+/* As rv_etcd_run with the arguments listed. */
+int rv_etcd_call(const struct ctx *c, struct report *rep, const char *stdin_data,
+		 struct proc_result *res, const char *a0, ...) __attribute__((sentinel));
+/* The helper's exit code as -errno (the one mapping). */
+int rv_etcd_status(const struct proc_result *res);
+
+/* One frame of the helper's output (libexec/etcd-proto.h). */
+enum rv_frame_kind { RV_F_KV, RV_F_DEL, RV_F_LINE };
+struct rv_frame {
+	enum rv_frame_kind kind;
+	const char *key, *value;        /* KV: key and value bytes; DEL: the key */
+	size_t key_len, value_len;
+	int64_t lease;
+	const char *line;               /* LINE: the line, without its newline */
+	size_t line_len;
+	size_t size;                    /* the whole frame's bytes, header included */
+};
+
+/*
+ * The next frame at *p (before end): 1 and *p moved past it, 0 when the
+ * rest is not a whole frame (a stream still coming, or the end).  A frame
+ * whose lengths run past end is not whole.
+ */
+int rv_frame_next(const char **p, const char *end, struct rv_frame *f);
+
+/* The etcd key prefix of a collection: /hpcinit/<cluster>/<collection>/. */
+char *rv_etcd_prefix(const struct spec *spec, const char *collection);
+
+#endif

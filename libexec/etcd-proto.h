@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What hpcinit-etcd prints and how it exits: the one description of the
+ * protocol between the helper (libexec/hpcinit-etcd.c) and the agent's
+ * reader (lib/rendezvous/etcd.c).  Both include this file.
+ *
+ * The output is a sequence of frames, each starting with a text line:
+ *
+ *   "kv KL VL LEASE\n" KEY VALUE "\n"   a key: KL bytes of key, VL bytes of
+ *                                        value (binary-safe), its lease (0: none)
+ *   "del KL\n" KEY "\n"                  a deletion (watch)
+ *   any other line                       "rev R", "lease ID", "ttl T", "put 0|1",
+ *                                        "deleted N", "revoked N", "list",
+ *                                        "waited 1", "reset", "synced"
+ *
+ * A reader takes the frames one by one (rv_frame_next): a "kv" or "del"
+ * frame whose lengths run past what it has is not whole yet.  New line
+ * kinds may be added; readers skip lines they do not know.
+ */
+#ifndef HPCINIT_ETCD_PROTO_H
+#define HPCINIT_ETCD_PROTO_H
+
+#define ETCD_HELPER_NAME "hpcinit-etcd"
+
+/* Exit codes. */
+enum {
+	ETCD_EX_OK = 0,
+	ETCD_EX_DOWN = 1,               /* no endpoint answered (stderr names each) */
+	ETCD_EX_USAGE = 2,
+	ETCD_EX_REFUSED = 3,            /* etcd answered and refused the call */
+};
+
+#define ETCD_FRAME_KV "kv %llu %llu %lld"
+#define ETCD_FRAME_DEL "del %llu"
+
+#endif

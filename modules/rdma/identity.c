@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * This node's fabric identity, for its peer record (agent/record.c): the
+ * RDMA devices that are its fabric (ibsysfs.c's classification: never the
+ * accelerated-networking VF) with their port GUIDs, the tenant P_Key (the
+ * larger of a port's two), and on Azure the placement group: IMDS
+ * compute/placementGroupId, asked once, under a deadline, never required.
+ * Together P_Key and placement group are the node's InfiniBand domain:
+ * nodes of two domains cannot reach each other over InfiniBand.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "hpcinit.h"
+#include "ibsysfs.h"
+#include "identity.h"
+#include "record.h"
+
+bool ib_fabric_candidate(const struct spec_rdma *s, const struct ib_dev *d)
+{
+	bool ll = false;
+
+	if (d->kind == IB_KIND_AN_VF || fnmatch(s->devices ? s->devices : "*", d->name, 0) != 0)
+		return false;
+	if (d->kind == IB_KIND_SOFT &&
+	    !(s->software == SOFT_ALLOW || (s->software == SOFT_AUTO && s->link_layer != LINK_INFINIBAND)))
+		return false;
+	for (unsigned k = 0; k < d->n_ports; k++)
+		ll |= ib_link_matches(s->link_layer, d->ports[k].link_layer);
+	return ll;
+}
+
+/* One HTTP/1.0 GET with "Metadata: true" to a numeric http:// URL within timeout_ms; the body, trimmed. */
+int imds_get_text(const char *url, unsigned timeout_ms, char *out, size_t n, char *err, size_t errn)
+{
+	char host[64], port[8] = "80", req[768], buf[8192];
+	const char *p, *path;
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV }, *ai = NULL;
+	uint64_t end = now_ms() + timeout_ms;
+	size_t hl, len = 0;
+	int fd = -1, r = -EINVAL;
+	char *body;
+
+	out[0] = err[0] = '\0';
+	if (strncmp(url, "http://", 7) != 0) {
+		snprintf(err, errn, "only http:// (the metadata service's scheme)");
+		return -EINVAL;
+	}
+	p = url + 7;
+	path = strchr(p, '/');
+	hl = path ? (size_t)(path - p) : strlen(p);
+	if (!path || hl == 0 || hl >= sizeof(host)) {
+		snprintf(err, errn, "no host or path");
+		return -EINVAL;
+	}
+	memcpy(host, p, hl);
+	host[hl] = '\0';
+	{
+		char *colon = strrchr(host, ':');
+
+		if (colon && !strchr(host, ']') && strlen(colon + 1) < sizeof(port)) {
+			snprintf(port, sizeof(port), "%s", colon + 1);
+			*colon = '\0';
+		}
+	}
+	if (getaddrinfo(host, port, &hints, &ai) != 0) {
+		snprintf(err, errn, "%s: not a numeric address (the metadata service has one)", host);
+		return -EINVAL;
+	}
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		r = -errno;
+		goto out;
+	}
+	if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0 && errno != EINPROGRESS) {
+		r = -errno;
+		snprintf(err, errn, "connect: %s", strerror(errno));
+		goto out;
+	}
+	{
+		int w = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: %s\r\nMetadata: true\r\n"
+				 "Connection: close\r\n\r\n", path, host);
+		size_t sent = 0;
+
+		if (w < 0 || (size_t)w >= sizeof(req)) {
+			snprintf(err, errn, "URL too long");
+			goto out;
+		}
+		for (;;) {
+			struct pollfd pf = { .fd = fd, .events = sent < (size_t)w ? POLLOUT : POLLIN };
+			uint64_t now = now_ms();
+			int pr;
+			ssize_t k;
+
+			if (now >= end) {
+				r = -ETIMEDOUT;
+				snprintf(err, errn, "no answer within %u ms", timeout_ms);
+				goto out;
+			}
+			pr = poll(&pf, 1, (int)(end - now));
+			if (pr < 0 && errno == EINTR)
+				continue;
+			if (pr <= 0)
+				continue;
+			if (sent < (size_t)w) {
+				k = send(fd, req + sent, (size_t)w - sent, MSG_NOSIGNAL);
+				if (k < 0 && errno != EAGAIN) {
+					r = -errno;
+					snprintf(err, errn, "%s", strerror(errno));
+					goto out;
+				}
+				sent += k > 0 ? (size_t)k : 0;
+				continue;
+			}
+			k = read(fd, buf + len, sizeof(buf) - 1 - len);
+			if (k < 0 && errno == EAGAIN)
+				continue;
+			if (k < 0) {
+				r = -errno;
+				snprintf(err, errn, "%s", strerror(errno));
+				goto out;
+			}
+			if (k == 0 || (len += (size_t)k) == sizeof(buf) - 1)
+				break;
+		}
+	}
+	buf[len] = '\0';
+	if (strncmp(buf, "HTTP/1.", 7) != 0 || len < 12 || strncmp(buf + 9, "200", 3) != 0) {
+		r = -EPROTO;
+		snprintf(err, errn, "answered %.*s", (int)strcspn(buf, "\r\n") > 60 ? 60 : (int)strcspn(buf, "\r\n"), buf);
+		goto out;
+	}
+	body = strstr(buf, "\r\n\r\n");
+	if (!body) {
+		r = -EPROTO;
+		snprintf(err, errn, "no body");
+		goto out;
+	}
+	body += 4;
+	body[strcspn(body, "\r\n")] = '\0';
+	snprintf(out, n, "%s", body);
+	r = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	freeaddrinfo(ai);
+	return r;
+}
+
+static bool pg_valid(const char *s)
+{
+	if (!*s || strlen(s) > 64)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '-'))
+			return false;
+	return true;
+}
+
+void rdma_node_identity(const struct ctx *c, struct report *r, struct peer *p)
+{
+	const struct spec_rdma *s = &c->spec->rdma;
+	struct ib_dev *devs;
+	struct strbuf sb = STRBUF_INIT;
+	unsigned pkey = 0;
+	size_t n;
+
+	if (!s->present)
+		return;
+	devs = xcalloc(IB_MAX_DEVS, sizeof(*devs));
+	n = ib_read_devices(c, devs, IB_MAX_DEVS);
+	for (size_t i = 0; i < n; i++) {
+		const struct ib_dev *d = &devs[i];
+		const char *guid = d->n_ports && d->ports[0].port_guid[0] ? d->ports[0].port_guid : "-";
+
+		if (!ib_fabric_candidate(s, d) || !ib_safe_name(d->name) || strpbrk(d->name, "=,:"))
+			continue;
+		sb_printf(&sb, "%s%s=%s", sb.len ? "," : "", d->name, guid);
+		for (unsigned k = 0; k < d->n_ports; k++)
+			if (strcmp(d->ports[k].link_layer, "InfiniBand") == 0 && d->ports[k].pkey_max > pkey)
+				pkey = d->ports[k].pkey_max;
+	}
+	free(devs);
+	if (sb.len)
+		p->fabric = sb_steal(&sb);
+	sb_free(&sb);
+	if (pkey)
+		p->pkey = xasprintf("0x%04x", pkey);
+	/* The placement group matters only between InfiniBand nodes, and only Azure has one. */
+	if (pkey && s->placement_group && s->imds_url) {
+		char pg[128], err[160];
+		int ret = imds_get_text(s->imds_url, IMDS_TIMEOUT_MS, pg, sizeof(pg), err, sizeof(err));
+
+		if (ret == 0 && pg_valid(pg))
+			p->placement_group = xstrdup(pg);
+		else if (ret == 0 && pg[0])
+			report_detail(r, "placement group: %s answered \"%.40s\", not an identifier: ignored",
+				      s->imds_url, pg);
+		else if (ret < 0)
+			report_detail(r, "placement group: not known (%s: %s); the InfiniBand domain is the "
+				      "P_Key %s alone", s->imds_url, err, p->pkey);
+	}
+}
+
+char *rdma_peer_domain(const struct peer *p)
+{
+	if (!p->pkey)
+		return NULL;
+	return p->placement_group ? xasprintf("%s-%s", p->pkey, p->placement_group) : xstrdup(p->pkey);
+}
+
+void rdma_domains(const struct peerset *ps, struct strlist *ret, unsigned *counts)
+{
+	for (size_t i = 0; ps && i < ps->n; i++) {
+		char *d = rdma_peer_domain(&ps->v[i]);
+		size_t k;
+
+		if (!d)
+			continue;
+		for (k = 0; k < ret->n && strcmp(ret->v[k], d) != 0; k++)
+			;
+		if (k == ret->n)
+			strlist_push_take(ret, d);
+		else
+			free(d);
+		if (counts)
+			counts[k]++;
+	}
+}

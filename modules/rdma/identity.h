@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/* This node's fabric identity for its record (identity.c). */
+#ifndef HPCINIT_RDMA_IDENTITY_H
+#define HPCINIT_RDMA_IDENTITY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "hpcinit.h"
+#include "ibsysfs.h"
+
+#define IMDS_TIMEOUT_MS 2000
+
+struct peer;
+/* Is d a fabric device for the spec: the glob, never the AN VF, soft devices as rdma.software says, link layer? */
+bool ib_fabric_candidate(const struct spec_rdma *s, const struct ib_dev *d);
+/* p->fabric, p->pkey and p->placement_group from sysfs and IMDS (rdma section only). */
+void rdma_node_identity(const struct ctx *c, struct report *r, struct peer *p);
+/* GET url (http://<numeric address>[:port]/path, "Metadata: true") within timeout_ms: body's first line. */
+int imds_get_text(const char *url, unsigned timeout_ms, char *out, size_t n, char *err, size_t errn);
+
+/* A peer's InfiniBand domain as a file-name-safe word ("0x800b", "0x800b-<placement group>"); NULL: none known. */
+char *rdma_peer_domain(const struct peer *p);
+struct peerset;
+/* The distinct domains of peers, in peers' order; counts (optional, zeroed, ps->n long): nodes in each. */
+void rdma_domains(const struct peerset *ps, struct strlist *ret, unsigned *counts);
+
+#endif

@@ -1,0 +1,650 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The slurm step: this node in Slurm, with no central orchestrator.
+ *
+ * Every node: the munge key from slurm.key_file (root's alone, like
+ * cluster.secret_file) in /etc/munge, and munged running with it.
+ * A compute node, last in the run, reads the run so far (c->run: the
+ * reports of every earlier step) and
+ *   - failed: never starts slurmd (a node already registered is drained);
+ *   - ready or degraded: registers as a dynamic node (slurmd -Z, configless
+ *     --conf-server, features and memory from its facts), then drains itself
+ *     with reason "hpcinit:<tags>" when degraded, and resumes a drain that
+ *     carries that prefix once ready again; a drain with any other reason
+ *     (an admin's) is never touched.
+ * hpcinit check runs the same reconciliation without starting anything: it is
+ * Slurm's HealthCheckProgram.  hpcinit leave drains, waits for the jobs,
+ * stops slurmd and deletes the dynamic node.
+ *
+ * Every program runs through proc.c (argv, a deadline); nothing is a shell string.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fsutil.h"
+#include "hpcinit.h"
+#include "log.h"
+#include "proc.h"
+#include "../rdma/identity.h"
+#include "record.h"
+#include "runner.h"
+#include "slurm.h"
+
+#define MUNGE_KEY "/etc/munge/munge.key"
+#define MUNGE_DIR "/run/munge"
+#define MUNGE_SOCKET "/run/munge/munge.socket.2"
+#define MUNGE_PID "/run/munge/munged.pid"
+#define SLURMD_PID "/run/slurmd.pid"
+#define SLURMD_UNIT "hpcinit-slurmd"       /* the transient unit under systemd */
+#define KEY_MIN 32                          /* munged refuses shorter keys */
+#define KEY_MAX 1024
+#define CMD_MS 30000u                       /* one scontrol or systemctl at most */
+#define LEAVING_REASON SLURM_REASON_PREFIX "leaving"
+
+static bool slurm_enabled(const struct spec *s)
+{
+	return s->slurm.present;
+}
+
+static uint64_t slurm_timeout_ms(const struct spec *s)
+{
+	return 120 * 1000;
+}
+
+static bool under_systemd(const struct ctx *c)
+{
+	char *hp = ctx_path(c, "/run/systemd/system");
+	struct stat st;
+	bool r = stat(hp, &st) == 0 && S_ISDIR(st.st_mode);
+
+	free(hp);
+	return r;
+}
+
+/* Run argv under the step's deadline (at most CMD_MS); its exit code, or -errno. */
+static int run(const struct ctx *c, const char *const argv[], struct proc_result *res)
+{
+	uint64_t left = ctx_remaining_ms(c);
+	int r;
+
+	if (!left)
+		return -ETIMEDOUT;
+	r = proc_run(argv, NULL, NULL, left < CMD_MS ? (unsigned)left : CMD_MS, res);
+	if (r < 0)
+		return r;
+	return res->timed_out ? -ETIMEDOUT : res->exit_code;
+}
+
+/* The first line of a program's complaint, for a finding. */
+static const char *first_line(const struct proc_result *res, char *buf, size_t size)
+{
+	const char *t = res->err && *res->err ? res->err : res->out ? res->out : "";
+
+	snprintf(buf, size, "%.*s", (int)strcspn(t, "\n"), t);
+	return buf[0] ? buf : "no output";
+}
+
+static int run_logged(struct ctx *c, struct report *rep, const char *const argv[])
+{
+	struct proc_result res = { 0 };
+	char line[256];
+	int r = run(c, argv, &res);
+
+	if (r != 0) {
+		char *cmd = argv_render(argv);
+
+		report_detail(rep, "%s: %s", cmd, r < 0 ? strerror(-r) : first_line(&res, line, sizeof(line)));
+		free(cmd);
+	}
+	proc_result_free(&res);
+	return r;
+}
+
+/* A daemon from its pid file: alive and named comm. */
+static pid_t daemon_pid(const struct ctx *c, const char *pidfile, const char *comm)
+{
+	char *text = NULL, *end, path[64], *name = NULL;
+	size_t n;
+	long pid;
+	pid_t ret = 0;
+
+	if (fs_read(c, pidfile, &text, &n) < 0)
+		return 0;
+	errno = 0;
+	pid = strtol(text, &end, 10);
+	if (!errno && end != text && pid > 1 && pid < INT32_MAX) {
+		snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+		if (fs_read_host(path, 64, &name, &n) == 0 && strncmp(name, comm, strlen(comm)) == 0 &&
+		    (name[strlen(comm)] == '\n' || name[strlen(comm)] == '\0'))
+			ret = (pid_t)pid;
+	}
+	free(name);
+	free(text);
+	return ret;
+}
+
+/* Stop a daemon we may have started: TERM, then wait for it to go (up to 10 s). */
+static void stop_pid(const struct ctx *c, const char *pidfile, const char *comm)
+{
+	pid_t pid = daemon_pid(c, pidfile, comm);
+	uint64_t delay = 50, until = now_ms() + 10000;
+
+	if (!pid || kill(pid, SIGTERM) < 0)
+		return;
+	while (daemon_pid(c, pidfile, comm) == pid && now_ms() < until) {
+		if (!ctx_backoff(c, &delay, 200))
+			break;
+	}
+}
+
+/* ---- the key -------------------------------------------------------------- */
+
+/*
+ * The key must be root's alone, as cluster.secret_file: a regular file (not a
+ * symlink) owned by root, no group or other bits, checked and read through
+ * one descriptor.  It is never logged, diffed or put in a record.
+ */
+static int read_key(const struct ctx *c, struct report *rep, char **ret, size_t *ret_len)
+{
+	const char *path = c->spec->slurm.key_file;
+	char *hp = ctx_path(c, path), *buf;
+	struct stat st;
+	ssize_t k;
+	size_t n = 0;
+	int fd = open(hp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+
+	free(hp);
+	if (fd < 0) {
+		int e = errno;
+
+		report_finding(rep, ST_FAILED, "slurm.key.missing", "slurm.key_file %s: %s; write it on every "
+			       "node as the cluster secret is written (the same bytes, mode 0600, owned by root)",
+			       path, e == ELOOP ? "is a symbolic link; refused" : strerror(e));
+		return -e;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & 077) || st.st_uid != 0) {
+		report_finding(rep, ST_FAILED, "slurm.key.unsafe", "slurm.key_file %s: must be a regular file "
+			       "owned by root, not readable by group or others (uid %u, mode %04o); "
+			       "chown root and chmod 600 it", path, (unsigned)st.st_uid,
+			       (unsigned)(st.st_mode & 07777));
+		close(fd);
+		return -EPERM;
+	}
+	buf = xmalloc(KEY_MAX + 1);
+	while (n <= KEY_MAX && (k = read(fd, buf + n, KEY_MAX + 1 - n)) != 0) {
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			break;
+		n += (size_t)k;
+	}
+	close(fd);
+	if (n < KEY_MIN || n > KEY_MAX) {
+		report_finding(rep, ST_FAILED, "slurm.key.size", "slurm.key_file %s: needs %d to %d bytes "
+			       "(try: dd if=/dev/urandom bs=1 count=128 of=%s)", path, KEY_MIN, KEY_MAX, path);
+		explicit_bzero(buf, KEY_MAX + 1);
+		free(buf);
+		return -EINVAL;
+	}
+	*ret = buf;
+	*ret_len = n;
+	return 0;
+}
+
+/* The key in /etc/munge (munge:munge 0400); *changed when it was not there as is. */
+static int install_key(struct ctx *c, struct report *rep, bool *changed)
+{
+	char *key = NULL, *old = NULL, *hp;
+	size_t len = 0, old_len = 0;
+	uid_t uid;
+	gid_t gid;
+	struct stat st;
+	bool same;
+	int r = 0;
+
+	*changed = false;
+	if (!c->spec->slurm.key_file)
+		return 0;
+	r = fs_lookup_user(c, "munge", &uid, &gid, NULL);
+	if (r < 0) {
+		report_finding(rep, ST_FAILED, "slurm.munge.missing", "no user munge: install munge "
+			       "(Debian, Ubuntu: apt-get install munge)");
+		return r;
+	}
+	r = read_key(c, rep, &key, &len);
+	if (r < 0)
+		return r;
+	hp = ctx_path(c, MUNGE_KEY);
+	same = lstat(hp, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == uid && st.st_gid == gid &&
+	       (st.st_mode & 07777) == 0400 && fs_read(c, MUNGE_KEY, &old, &old_len) == 0 &&
+	       old_len == len && memcmp(old, key, len) == 0;
+	free(hp);
+	if (old)
+		explicit_bzero(old, old_len);
+	free(old);
+	if (!same) {
+		*changed = true;
+		if (!ctx_may_write(c)) {
+			/* never fs_write here: plan would print the key in its diff */
+			report_finding(rep, ST_CHANGED, "slurm.key.differs", "%s: not slurm.key_file's key "
+				       "(or not munge's alone, 0400)", MUNGE_KEY);
+		} else {
+			r = fs_write(c, rep, MUNGE_KEY, key, len, 0400, uid, gid);
+			if (r >= 0)
+				report_finding(rep, ST_CHANGED, "slurm.key.installed",
+					       "%s: slurm.key_file's key installed (munge, 0400)", MUNGE_KEY);
+		}
+	}
+	explicit_bzero(key, len);
+	free(key);
+	if (r < 0)
+		return r;
+	/* munged, with this key */
+	if (!ctx_may_write(c))
+		return 0;
+	if (under_systemd(c)) {
+		const char *argv[] = { "systemctl", *changed ? "restart" : "start", "munge.service", NULL };
+
+		r = run_logged(c, rep, argv);
+	} else {
+		const char *argv[] = { "setpriv", "--reuid=munge", "--regid=munge", "--clear-groups",
+				       "/usr/sbin/munged", NULL };
+
+		if (*changed)
+			stop_pid(c, MUNGE_PID, "munged");
+		if (daemon_pid(c, MUNGE_PID, "munged"))
+			return 0;
+		r = fs_mkdir_p(c, rep, MUNGE_DIR, 0755, uid, gid);
+		if (r >= 0)
+			r = run_logged(c, rep, argv);
+	}
+	if (r != 0) {
+		report_finding(rep, ST_FAILED, "slurm.munge.start", "munged did not start with the new key");
+		return r < 0 ? r : -EIO;
+	}
+	return 0;
+}
+
+/* ---- readiness: the run so far --------------------------------------------- */
+
+/*
+ * The worst status of the steps before this one in this run, and the tags of
+ * their findings of that status (a step without one: "<step>.failed").
+ * *ran false: no earlier step ran.
+ *
+ * In hpcinit check, drift is what a health check finds (a mount gone, a
+ * limits file changed): it counts as degraded.  Not the drift of the steps
+ * that follow the membership (discovery, and those reading its peers): a node
+ * joining or leaving changes their files until refresh or the watch runs, and
+ * that is no reason to drain a node.
+ */
+static enum rstatus readiness(const struct ctx *c, struct strlist *tags, bool *ran)
+{
+	const struct run_result *run = c->run;
+	enum rstatus worst = ST_OK;
+
+	*ran = false;
+	for (size_t i = 0; run && i < run->n && module_table[i]; i++) {
+		const struct report *r = &run->reports[i];
+
+		if (strcmp(module_table[i]->name, "slurm") == 0)
+			break;
+		const struct module *m = module_table[i];
+		enum rstatus st = r->status, sev = st;
+
+		if (!run->ran[i] || st == ST_SKIPPED)
+			continue;
+		*ran = true;
+		if (c->mode == RUN_CHECK && st == ST_CHANGED && !((m->inputs | m->outputs) & OUT_PEERS))
+			st = ST_DEGRADED;
+		if (st < ST_DEGRADED || st < worst)
+			continue;
+		if (st > worst) {
+			strlist_free(tags);
+			worst = st;
+		}
+		{
+			size_t before = tags->n;
+
+			for (size_t j = 0; j < r->n_findings; j++)
+				if (r->findings[j].sev == sev)
+					strlist_push(tags, r->findings[j].tag);
+			if (tags->n == before)
+				strlist_push_take(tags, xasprintf("%s.%s", m->name, sev == ST_FAILED ? "failed" :
+								  sev == ST_CHANGED ? "drift" : "degraded"));
+		}
+	}
+	return worst;
+}
+
+/* ---- scontrol -------------------------------------------------------------- */
+
+static const char *node_name(const struct ctx *c, char *buf, size_t size)
+{
+	if (c->hostname)
+		return c->hostname;
+	if (gethostname(buf, size) < 0)
+		return NULL;
+	buf[size - 1] = '\0';
+	return buf;
+}
+
+/* What the controller says about this node; -errno when it cannot be asked. */
+static int query(const struct ctx *c, const char *name, struct slurm_node *ret)
+{
+	const char *argv[] = { "scontrol", "--oneliner", "show", "node", name, NULL };
+	struct proc_result res = { 0 };
+	int r = run(c, argv, &res);
+
+	if (r >= 0) {
+		/* "Node X not found" comes on stderr with exit 1 */
+		r = slurm_parse_node(r == 0 ? res.out : res.err, ret);
+	}
+	proc_result_free(&res);
+	return r;
+}
+
+static int update(struct ctx *c, struct report *rep, const char *name, const char *state, const char *reason)
+{
+	char *n = xasprintf("nodename=%s", name), *s = xasprintf("state=%s", state);
+	char *why = reason ? xasprintf("reason=%s", reason) : NULL;
+	const char *argv[] = { "scontrol", "update", n, s, why, NULL };
+	int r = run_logged(c, rep, argv);
+
+	free(n);
+	free(s);
+	free(why);
+	return r;
+}
+
+/*
+ * Make the node's drain say what the run found: drained with want (NULL: the
+ * node is ready) when hpcinit owns the drain or there is none; an admin's
+ * drain is left alone.
+ */
+static int reconcile(struct ctx *c, struct report *rep, const char *name, const struct slurm_node *n,
+		     const char *want)
+{
+	if (!n->found)
+		return 0;
+	if (n->drain && !slurm_reason_ours(n->reason)) {
+		report_finding(rep, ST_OK, "slurm.drain.admin", "%s: drained by someone else (reason "
+			       "\"%s\"): left alone", name, n->reason);
+		return 0;
+	}
+	if (want && (!n->drain || strcmp(n->reason, want) != 0)) {
+		if (ctx_may_write(c) || c->mode == RUN_CHECK) {
+			if (update(c, rep, name, "drain", want) != 0) {
+				report_finding(rep, ST_FAILED, "slurm.drain.failed", "%s: cannot drain", name);
+				return -EIO;
+			}
+		}
+		report_finding(rep, ST_CHANGED, "slurm.drained", "%s: %s with reason %s", name,
+			       c->mode == RUN_PLAN ? "would drain" : "drained", want);
+	} else if (!want && n->drain) {
+		if (ctx_may_write(c) || c->mode == RUN_CHECK) {
+			if (update(c, rep, name, "resume", NULL) != 0) {
+				report_finding(rep, ST_FAILED, "slurm.resume.failed", "%s: cannot resume", name);
+				return -EIO;
+			}
+		}
+		report_finding(rep, ST_CHANGED, "slurm.resumed", "%s: %s (was %s)", name,
+			       c->mode == RUN_PLAN ? "would resume" : "resumed", n->reason);
+	}
+	return 0;
+}
+
+/* ---- registering ----------------------------------------------------------- */
+
+/*
+ * The InfiniBand domain of this node's fabric, as its own record carries it
+ * (discovery publishes the rdma step's fabric identity): the same word the
+ * hostfiles use per domain.  NULL without discovery, rdma or a known domain.
+ */
+static char *ib_domain(const struct ctx *c)
+{
+	const struct peerset *ps = c->out ? c->out->peers : NULL;
+
+	for (size_t i = 0; ps && i < ps->n; i++)
+		if (ps->v[i].self)
+			return rdma_peer_domain(&ps->v[i]);
+	return NULL;
+}
+
+static char *vm_size(const struct ctx *c)
+{
+	char *text = NULL;
+	size_t n;
+
+	if (fs_read(c, SLURM_VM_SIZE_FACT, &text, &n) < 0)
+		return NULL;
+	text[strcspn(text, " \t\r\n")] = '\0';
+	return text;
+}
+
+/* slurmd -Z --conf-server ... --conf "RealMemory=.. Feature=.." -N name, started once. */
+static int start_slurmd(struct ctx *c, struct report *rep, const char *name)
+{
+	const struct spec *s = c->spec;
+	struct strlist feats = { 0 };
+	struct strbuf servers = { 0 };
+	char *meminfo = NULL, *size = vm_size(c), *dom = ib_domain(c), *conf;
+	size_t n;
+	uint64_t kib = 0;
+	int r;
+
+	if (fs_read_host("/proc/meminfo", 1 << 16, &meminfo, &n) == 0)
+		kib = slurm_meminfo_total_kib(meminfo);
+	free(meminfo);
+	slurm_features(s->cluster.name, size, dom, &s->slurm.features, &feats);
+	conf = slurm_node_conf(slurm_real_memory_mb(kib, s->slurm.memory_margin_pct), &feats);
+	for (size_t i = 0; i < s->slurm.conf_servers.n; i++)
+		sb_printf(&servers, "%s%s", i ? "," : "", s->slurm.conf_servers.v[i]);
+	if (!ctx_may_write(c)) {
+		report_finding(rep, ST_CHANGED, "slurm.register", "would start slurmd -Z --conf-server %s "
+			       "--conf \"%s\" -N %s", sb_str(&servers), conf, name);
+		r = 0;
+	} else if (under_systemd(c)) {
+		/* A transient unit: slurmd gets the unit's limits (locked memory for RDMA), not
+		 * hpcinit's, and is not started at the next boot before hpcinit says it may. */
+		const char *reset[] = { "systemctl", "reset-failed", SLURMD_UNIT ".service", NULL };
+		const char *argv[] = { "systemd-run", "--unit=" SLURMD_UNIT, "--property=LimitMEMLOCK=infinity",
+				       "--property=LimitNOFILE=131072", "--property=LimitSTACK=infinity",
+				       "--property=KillMode=process", "--property=Delegate=yes",
+				       "--property=After=munge.service", "/usr/sbin/slurmd", "-D", "-s", "-Z",
+				       "--conf-server", sb_str(&servers), "--conf", conf, "-N", name, NULL };
+		struct proc_result res = { 0 };
+
+		(void)run(c, reset, &res);
+		proc_result_free(&res);
+		r = run_logged(c, rep, argv);
+	} else {
+		const char *argv[] = { "slurmd", "-Z", "--conf-server", sb_str(&servers), "--conf", conf,
+				       "-N", name, NULL };
+
+		r = run_logged(c, rep, argv);
+	}
+	if (r != 0)
+		report_finding(rep, ST_FAILED, "slurm.slurmd.start", "slurmd did not start (conf server %s)",
+			       sb_str(&servers));
+	else if (ctx_may_write(c))
+		report_finding(rep, ST_CHANGED, "slurm.registered", "slurmd started: %s registers with "
+			       "%s as a dynamic node (%s)", name, sb_str(&servers), conf);
+	strlist_free(&feats);
+	sb_free(&servers);
+	free(conf);
+	free(size);
+	free(dom);
+	return r == 0 ? 0 : r < 0 ? r : -EIO;
+}
+
+static bool slurmd_running(const struct ctx *c)
+{
+	return daemon_pid(c, SLURMD_PID, "slurmd") != 0;
+}
+
+/* Until the controller lists the node and hears from it, or the deadline. */
+static int wait_registered(struct ctx *c, struct report *rep, const char *name, struct slurm_node *n)
+{
+	uint64_t delay = 100;
+
+	for (;;) {
+		if (query(c, name, n) == 0 && n->found && !n->down)
+			return 0;
+		if (!ctx_backoff(c, &delay, 1000)) {
+			report_finding(rep, ST_FAILED, "slurm.register.timeout", "%s: slurmd runs but the "
+				       "controller does not list the node as responding (state %s); see "
+				       "slurmd's log", name, n->found ? n->state : "not found");
+			return -ETIMEDOUT;
+		}
+	}
+}
+
+static int slurm_run(struct ctx *c, struct report *rep)
+{
+	struct strlist tags = { 0 };
+	struct slurm_node n = { 0 };
+	char host[256], *want = NULL;
+	const char *name;
+	enum rstatus st;
+	bool changed = false, ran;
+	int r;
+
+	if (c->mode != RUN_CHECK) {
+		r = install_key(c, rep, &changed);
+		if (r < 0)
+			return r;
+	}
+	if (c->spec->cluster.role == ROLE_HEAD) {
+		if (!rep->n_findings)
+			report_set(rep, ST_OK, "head: %s; slurmctld is the head's own (docs/slurm.md)",
+				   c->spec->slurm.key_file ? "munge key in place" :
+				   "no slurm.key_file: munge keeps its own key");
+		return 0;
+	}
+	name = node_name(c, host, sizeof(host));
+	if (!name)
+		return -errno;
+	st = readiness(c, &tags, &ran);
+	if (!ran) {
+		report_set(rep, ST_SKIPPED, "readiness unknown: no earlier step ran in this run; %s is "
+			   "neither registered nor drained (run hpcinit without --only)", name);
+		return 0;
+	}
+	if (st >= ST_DEGRADED)
+		want = slurm_reason(&tags);
+	strlist_free(&tags);
+
+	if (st == ST_FAILED && !slurmd_running(c)) {
+		/* Never registered: it stays out of sinfo. */
+		report_set(rep, ST_SKIPPED, "not registered with Slurm: the node failed (%s)", want);
+		free(want);
+		return 0;
+	}
+	if (!slurmd_running(c)) {
+		if (c->mode == RUN_CHECK) {
+			report_finding(rep, ST_OK, "slurm.slurmd.stopped", "slurmd is not running on %s: "
+				       "nothing to drain or resume", name);
+			free(want);
+			return 0;
+		}
+		r = start_slurmd(c, rep, name);
+		if (r == 0 && ctx_may_write(c))
+			r = wait_registered(c, rep, name, &n);
+		if (r < 0 || !ctx_may_write(c)) {
+			free(want);
+			return r;
+		}
+	} else if ((r = query(c, name, &n)) < 0) {
+		report_finding(rep, st == ST_FAILED ? ST_FAILED : ST_DEGRADED, "slurm.controller",
+			       "slurmd runs but scontrol cannot ask the controller about %s: %s", name,
+			       strerror(-r));
+		free(want);
+		return 0;
+	}
+	/* Debian 12's Slurm 22.05 cannot register drained: drain right after registering. */
+	r = reconcile(c, rep, name, &n, want);
+	if (r == 0 && !rep->summary[0] && report_problems(rep) == 0 && !want)
+		report_set(rep, rep->status, "%s in Slurm: %s", name, n.state);
+	free(want);
+	return r;
+}
+
+/* ---- leaving --------------------------------------------------------------- */
+
+static int slurm_leave(struct ctx *c, struct report *rep)
+{
+	struct slurm_node n = { 0 };
+	char host[256], *arg;
+	const char *name = node_name(c, host, sizeof(host));
+	uint64_t delay = 500;
+	int r;
+
+	if (c->spec->cluster.role == ROLE_HEAD || !name)
+		return name ? 0 : -errno;
+	c->deadline_ms = now_ms() + c->spec->slurm.leave_wait_ms + 2 * CMD_MS;
+	r = query(c, name, &n);
+	if (r < 0 || !n.found) {
+		report_set(rep, ST_OK, "%s is not in Slurm%s", name, r < 0 ? " (no controller answered)" : "");
+		return 0;
+	}
+	if (!n.drain && update(c, rep, name, "drain", LEAVING_REASON) != 0) {
+		report_set(rep, ST_FAILED, "%s: cannot drain", name);
+		return -EIO;
+	}
+	report_finding(rep, ST_CHANGED, "slurm.leave.drained", "%s: drained (%s)", name,
+		       n.drain ? n.reason : LEAVING_REASON);
+	c->deadline_ms = now_ms() + c->spec->slurm.leave_wait_ms;
+	while (query(c, name, &n) == 0 && n.found && n.busy)
+		if (!ctx_backoff(c, &delay, 2000)) {
+			report_set(rep, ST_FAILED, "%s: jobs still running after slurm.leave_wait; left "
+				   "drained (delete it when idle: scontrol delete nodename=%s)", name, name);
+			return -ETIMEDOUT;
+		}
+	c->deadline_ms = now_ms() + 2 * CMD_MS;
+	if (under_systemd(c)) {
+		const char *stop[] = { "systemctl", "stop", SLURMD_UNIT ".service", NULL };
+		struct proc_result res = { 0 };
+
+		(void)run(c, stop, &res);
+		proc_result_free(&res);
+	} else {
+		stop_pid(c, SLURMD_PID, "slurmd");
+	}
+	arg = xasprintf("nodename=%s", name);
+	{
+		const char *argv[] = { "scontrol", "delete", arg, NULL };
+
+		r = run_logged(c, rep, argv);
+	}
+	free(arg);
+	if (r != 0) {
+		report_set(rep, ST_FAILED, "%s: drained and slurmd stopped, but scontrol delete failed", name);
+		return -EIO;
+	}
+	report_finding(rep, ST_CHANGED, "slurm.leave.deleted", "%s: idle, slurmd stopped, removed from Slurm",
+		       name);
+	return 0;
+}
+
+static const char *const slurm_needs[] = { NULL };
+
+const struct module slurm_module = {
+	.name = "slurm",
+	.enabled = slurm_enabled,
+	.needs = slurm_needs,
+	.timeout_ms = slurm_timeout_ms,
+	.check = slurm_run,
+	.apply = slurm_run,
+	.leave = slurm_leave,
+	.inputs = OUT_PEERS,    /* this node's own record: its InfiniBand domain */
+};

@@ -1,0 +1,224 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# Ready means schedulable, with Debian 12's own Slurm (slurm-wlm 22.05) and
+# munge on simulated nodes: a real slurmctld (configless, dynamic nodes) on
+# the head, and on each compute "hpcinit apply" whose slurm step registers
+# the node with slurmd -Z only when the rest of the run let it:
+#   - two computes come up idle with their features; srun runs hostname and
+#     an MPI hello (Open MPI through srun's PMIx) on both;
+#   - a compute whose NFS share never comes fails and never starts slurmd:
+#     it is not in sinfo;
+#   - a degraded compute (up before the cluster formed) registers and is drained
+#     with reason hpcinit:<tag>, and "hpcinit check" (Slurm's HealthCheckProgram)
+#     resumes it once the others have arrived;
+#     the same check drains a node whose check starts failing;
+#   - a drain an admin set is left alone by "hpcinit check";
+#   - "hpcinit leave" drains the node, stops slurmd and deletes the dynamic node.
+# The munge key reaches every node as the cluster secret does (a root-only
+# file the custom-data writes); hpcinit installs it for munged.
+#
+# Stand-ins, as the simulation needs them: a simulated node has a fresh sysfs
+# without cgroups, so each compute gets an empty tmpfs on /sys/fs/cgroup and
+# cgroup.conf names cgroup/v1 (no cgroup controller is used: proctrack/linuxproc,
+# task/none); slurmctld is started by the test where systemd starts it on a
+# real head (conf/cloud-init/slurm-head.yaml).
+SIM_PREFIX=slu SIM_NET=198.19.23
+. "$(dirname "$0")/lib.sh"
+
+for t in slurmctld slurmd munged scontrol sinfo srun; do
+	command -v "$t" >/dev/null || { echo "SKIP: $t not installed (slurm-wlm, munge)"; exit 77; }
+done
+
+H=$(node 1) C1=$(node 2) C2=$(node 3) C3=$(node 4)
+sim up 4 --shared "$SHARED" --dns >/dev/null
+HA=$(sim addr "$H")
+
+# The munge key, written on every node as custom-data writes the cluster secret.
+head -c 128 /dev/urandom > "$T/munge.key"
+for n in "$H" "$C1" "$C2" "$C3"; do
+	on "$n" install -D -m 0600 "$T/munge.key" /etc/hpcinit/munge.key
+done
+for n in "$C1" "$C2" "$C3"; do
+	on "$n" mount -t tmpfs sim-cgroup /sys/fs/cgroup
+done
+
+# The head: docs/slurm.md's fragment, with this test's paths.
+mkdir -m 0755 "$T/ctld"
+cat > "$T/slurm.conf" <<EOF
+ClusterName=$CLUSTER
+SlurmctldHost=$H($HA)
+SlurmctldParameters=enable_configless
+AuthType=auth/munge
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+MaxNodeCount=16
+Nodeset=dyn Feature=$CLUSTER
+PartitionName=main Nodes=dyn Default=YES MaxTime=INFINITE State=UP
+PropagateResourceLimitsExcept=MEMLOCK
+ReturnToService=2
+MpiDefault=none
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SlurmUser=root
+SlurmdUser=root
+StateSaveLocation=$T/ctld
+SlurmctldPidFile=/run/slurmctld.pid
+SlurmdPidFile=/run/slurmd.pid
+SlurmctldLogFile=$T/slurmctld.log
+SlurmdLogFile=$T/slurmd-%n.log
+# The nodes share the host's /var/spool and /tmp: PMIx's per-step sockets and
+# directories need a spool and a TmpFS of each node's own (its /var/lib overlay).
+SlurmdSpoolDir=/var/lib/slurm/slurmd
+TmpFS=/var/lib/slurm
+EOF
+echo 'CgroupPlugin=cgroup/v1' > "$T/cgroup.conf"
+on "$H" install -D -m 0644 "$T/slurm.conf" /etc/slurm/slurm.conf
+on "$H" install -D -m 0644 "$T/cgroup.conf" /etc/slurm/cgroup.conf
+cat > "$T/head.yaml" <<EOF
+version: 1
+cluster: {name: $CLUSTER, role: head}
+slurm: {key_file: /etc/hpcinit/munge.key}
+EOF
+install_spec "$H" "$T/head.yaml"
+run_hpc "$T/head.out" "$H" apply
+check "head: apply exits 0 and installs the munge key" contains "$T/head.out" "key installed"
+key_ok() {
+	[ "$(on "$1" stat -c '%U %a' /etc/munge/munge.key)" = "munge 400" ] &&
+		on "$1" cmp -s /etc/munge/munge.key /etc/hpcinit/munge.key
+}
+check "head: /etc/munge/munge.key is munge's, 0400, the cluster's key" key_ok "$H"
+on "$H" slurmctld -i
+ctld_up() {
+	local i
+	for i in $(seq 50); do on "$H" scontrol ping 2>/dev/null | grep -q 'is UP' && return 0; sleep 0.2; done
+	on "$H" scontrol ping; tail -5 "$T/slurmctld.log"; return 1
+}
+check "slurmctld (configless) is up on the head" ctld_up
+
+# The computes.  C2 first, alone: it expects 3 members and none has formed the
+# cluster yet, so after its short wait it is degraded.  Then C1 (expects 2:
+# itself and C2, so ready) and C3 (its NFS share never answers: failed; its
+# discovery still publishes) at once.
+compute_spec() {
+	local expect=$1 wait=$2
+	shift 2
+	cat <<-EOF
+	version: 1
+	cluster: {name: $CLUSTER, network: $SIM_NET.0/24, secret_file: /etc/hpcinit/cluster.key}
+	discovery: {method: shared, dir: $SHARED/.hpcinit, expect: $expect, wait: $wait}
+	hostfile: {}
+	slurm: {conf_servers: ["$HA"], features: [hx], key_file: /etc/hpcinit/munge.key}
+	EOF
+	local x
+	for x in "$@"; do echo "$x"; done
+}
+compute_spec 2 30s > "$T/c1.yaml"
+compute_spec 3 2s > "$T/c2.yaml"
+compute_spec 2 30s "nfs: {mounts: [{source: \"$HA:/never\", path: /shared, wait: 2s}]}" > "$T/c3.yaml"
+install_spec "$C1" "$T/c1.yaml"
+install_spec "$C2" "$T/c2.yaml"
+install_spec "$C3" "$T/c3.yaml"
+rc1=0 rc2=0 rc3=0
+hpc "$C2" apply > "$T/c2.out" 2>&1 || rc2=$?
+hpc "$C1" apply > "$T/c1.out" 2>&1 & p1=$!
+hpc "$C3" apply > "$T/c3.out" 2>&1 & p3=$!
+wait $p1 || rc1=$?
+wait $p3 || rc3=$?
+show() { echo "  exit $2"; sed 's/^/  | /' "$1"; return 1; }
+check "$C1: apply exits 0 (ready)" eval '[ $rc1 = 0 ] || show "$T/c1.out" $rc1'
+check "$C2: apply exits 3 (degraded: 1 of 3 expected nodes, no cluster formed)" eval '[ $rc2 = 3 ] || show "$T/c2.out" $rc2'
+check "$C3: apply exits 1 (its share never came)" eval '[ $rc3 = 1 ] || show "$T/c3.out" $rc3'
+check "$C1: the slurm step changed something (key, registration)" grep -q "^slurm  *changed " "$T/c1.out"
+check "$C3: the slurm step did not register it" contains "$T/c3.out" "not registered with Slurm: the node failed"
+check "$C3: no slurmd was started" eval '! on "$C3" test -e /run/slurmd.pid'
+check "$C1: munge key installed for munged" key_ok "$C1"
+
+# sinfo on the head, one line a node: name state features reason
+on "$H" sinfo -N -h -o '%N %t %f %E' > "$T/sinfo1"
+check "$C1 is idle with features $CLUSTER,hx" grep -qx "$C1 idle $CLUSTER,hx none" "$T/sinfo1"
+check "$C2 is drained with reason hpcinit:discovery.degraded" \
+	grep -qx "$C2 drain $CLUSTER,hx hpcinit:discovery.degraded" "$T/sinfo1"
+check "$C3 (failed) is not in sinfo" not_contains "$T/sinfo1" "$C3"
+MB=$(( $(awk '/^MemTotal:/ {print $2}' /proc/meminfo) / 1024 ))
+check "$C1: RealMemory is MemTotal less 3 % ($((MB - MB * 3 / 100)) MiB)" \
+	same_text "$(on "$H" sinfo -h -n "$C1" -o %m)" "$((MB - MB * 3 / 100))"
+
+# C2 is repaired by the others' arrival (the cluster formed): hpcinit check resumes it.
+run_hpc "$T/c2check.out" "$C2" check
+check "$C2 repaired: hpcinit check resumes its own drain" contains "$T/c2check.out" "resumed (was hpcinit:discovery.degraded)"
+idle_now() {
+	local i
+	for i in $(seq 50); do
+		[ "$(on "$H" sinfo -h -n "$1" -o '%t %E')" = "idle none" ] && return 0
+		sleep 0.2
+	done
+	on "$H" sinfo -N -n "$1" -o '%N %t %E'
+	return 1
+}
+check "$C2 is idle again" idle_now "$C2"
+
+# srun on every registered node, and MPI through srun.
+rc=0
+on "$H" timeout 60 srun -N2 hostname > "$T/srun.out" 2>&1 || rc=$?
+check "srun -N2 hostname runs on $C1 and $C2" \
+	same_text "$(sort "$T/srun.out"; echo "rc=$rc")" "$(printf '%s\n' "$C1" "$C2" | sort; echo rc=0)"
+MPI_TYPE=$(on "$H" srun --mpi=list 2>&1 | grep -o 'pmix' | head -1 || true)
+[ -n "$MPI_TYPE" ] || MPI_TYPE=pmi2
+if [ -x "$MPI_HELLO" ]; then
+	rc=0
+	on "$H" timeout 60 env OMPI_MCA_btl=tcp,self OMPI_MCA_btl_tcp_if_include=eth0 \
+		OMPI_MCA_oob_tcp_if_include=eth0 srun -N2 --ntasks-per-node=1 --mpi="$MPI_TYPE" "$MPI_HELLO" \
+		> "$T/mpi.out" 2>&1 || rc=$?
+	mpi_ok() {
+		[ "$rc" = 0 ] && grep -q 'allreduce: 2 of 2 ranks' "$T/mpi.out" &&
+			grep -q "^hello from rank .* on $C1\$" "$T/mpi.out" &&
+			grep -q "^hello from rank .* on $C2\$" "$T/mpi.out" ||
+			{ echo "  srun exited $rc"; sed 's/^/  | /' "$T/mpi.out"; return 1; }
+	}
+	check "srun --mpi=$MPI_TYPE: MPI hello, one rank on each node, allreduce over both" mpi_ok
+else
+	not_ok "mpi-hello not built (configure found no Open MPI): cannot run the MPI check"
+fi
+
+# An admin's drain is left alone by hpcinit check.
+on "$H" scontrol update nodename="$C1" state=drain reason="bad dimm"
+run_hpc "$T/admin.out" "$C1" check
+check "$C1: hpcinit check says the admin's drain is left alone" contains "$T/admin.out" 'reason "bad dimm"): left alone'
+st=$(on "$H" sinfo -h -n "$C1" -o '%t %E')
+check "$C1: still drained with the admin's reason" same_text "${st/\*/}" "drain bad dimm"
+on "$H" scontrol update nodename="$C1" state=resume
+
+# A check that starts failing drains the node (HealthCheckProgram), and resumes when fixed.
+# (the share it now must mount never answers)
+compute_spec 2 30s "nfs: {mounts: [{source: \"$HA:/never\", path: /shared, wait: 1s}]}" > "$T/c1bad.yaml"
+install_spec "$C1" "$T/c1bad.yaml"
+run_hpc "$T/hc.out" "$C1" check
+hc_drained() {
+	local st
+	# "drain*": slurmctld marks a node it has not heard from since the last resume
+	# as not responding until its next ping; drained is what counts here
+	st=$(on "$H" sinfo -h -n "$C1" -o "%t %E")
+	st=${st/\*/}
+	[ "$rc" = 1 ] && [[ $st == "drain hpcinit:nfs."* ]] || { echo "  sinfo: $st"; show "$T/hc.out" "$rc"; }
+}
+check "$C1: hpcinit check with a failing check exits 1 and drains it with hpcinit:nfs..." hc_drained
+install_spec "$C1" "$T/c1.yaml"
+run_hpc "$T/hc2.out" "$C1" check
+check "$C1: hpcinit check resumes it when the check passes" idle_now "$C1"
+
+# A second apply on a registered node changes nothing in Slurm.
+run_hpc "$T/again.out" "$C1" apply
+check "$C1: second apply exits 0" eval '[ $rc = 0 ] || show "$T/again.out" $rc'
+check "$C1: second apply: slurm ok" grep -q '^slurm  *ok ' "$T/again.out"
+
+# Leaving: drained, slurmd stopped, the dynamic node deleted.
+run_hpc "$T/leave.out" "$C2" leave
+check "$C2: hpcinit leave exits 0" eval '[ $rc = 0 ] || show "$T/leave.out" $rc'
+check "$C2: leave removed it from Slurm" contains "$T/leave.out" "removed from Slurm"
+check "$C2 is no longer in sinfo" not_contains <(on "$H" sinfo -N -h -o '%N') "$C2"
+check "$C2: slurmd stopped" eval '! on "$C2" pgrep -F /run/slurmd.pid >/dev/null 2>&1'
+
+# Stop the daemons of this test (sim down ends everything in the nodes anyway).
+on "$H" scontrol shutdown >/dev/null 2>&1 || true
+done_testing

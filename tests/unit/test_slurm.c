@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * slurm: the step's pure parts (scontrol's answers as Debian 12's Slurm
+ * 22.05.8 printed them on the simulated cluster, the reason hpcinit owns,
+ * features, memory), the readiness read from the run so far, and the spec
+ * section's errors with their place.
+ */
+#include "config.h"
+
+#include <errno.h>
+
+#include "../../modules/slurm/words.c"
+#include "../../modules/slurm/slurm.c"
+#include "runner.h"
+#include "test.h"
+
+/* Copied from "scontrol --oneliner show node" (slurm-wlm 22.05.8), names shortened. */
+static const char drained[] =
+	"NodeName=slx318-3 Arch=x86_64 CoresPerSocket=2  CPUAlloc=0 CPUEfctv=2 CPUTot=2 CPULoad=11.06 "
+	"AvailableFeatures=simc,hx ActiveFeatures=simc,hx Gres=(null) NodeAddr=198.19.41.13 "
+	"NodeHostName=slx318-3 Version=22.05.8 OS=Linux 6.18.44-fc-v657 #1 SMP PREEMPT_DYNAMIC @0  "
+	"RealMemory=1000 AllocMem=0 FreeMem=18818 Sockets=1 Boards=1 State=IDLE+DRAIN+DYNAMIC_NORM "
+	"ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A Partitions=main  "
+	"BootTime=2026-11-26T17:13:26 SlurmdStartTime=2026-11-26T17:31:46 LastBusyTime=2026-11-26T17:31:48 "
+	"CfgTRES=cpu=2,mem=1000M,billing=2 AllocTRES= CapWatts=n/a CurrentWatts=0 AveWatts=0 "
+	"ExtSensorsJoules=n/s ExtSensorsWatts=0 ExtSensorsTemp=n/s "
+	"Reason=hpcinit:nfs.mount.failed [root@2026-11-26T17:31:50]\n";
+static const char resumed[] =
+	"NodeName=slx318-3 Arch=x86_64 CoresPerSocket=2  CPUAlloc=0 AvailableFeatures=simc,hx "
+	"State=IDLE+DYNAMIC_NORM+NOT_RESPONDING ThreadsPerCore=1 TmpDisk=0 Weight=1\n";
+
+static void test_parse(void)
+{
+	struct slurm_node n;
+
+	TEST_INTEQ(slurm_parse_node(drained, &n), 0);
+	TEST_CHECK(n.found);
+	TEST_STREQ(n.state, "IDLE+DRAIN+DYNAMIC_NORM");
+	TEST_STREQ(n.reason, "hpcinit:nfs.mount.failed");
+	TEST_CHECK(n.drain && !n.busy && !n.down);
+	TEST_CHECK(slurm_reason_ours(n.reason));
+
+	TEST_INTEQ(slurm_parse_node(resumed, &n), 0);
+	TEST_CHECK(n.found && !n.drain && n.down);
+	TEST_STREQ(n.reason, "");
+
+	/* An admin's reason with spaces and brackets of its own. */
+	TEST_INTEQ(slurm_parse_node("NodeName=a State=MIXED+DRAIN Reason=bad dimm [slot 3] [alice@2026-11-26T10:00:00]",
+				    &n), 0);
+	TEST_STREQ(n.reason, "bad dimm [slot 3]");
+	TEST_CHECK(n.drain && n.busy);
+	TEST_CHECK(!slurm_reason_ours(n.reason));
+	/* DRAINING is a drain; DRAINED too; "IDLE*" is not responding. */
+	TEST_INTEQ(slurm_parse_node("NodeName=a State=ALLOCATED+DRAINING", &n), 0);
+	TEST_CHECK(n.drain && n.busy);
+	TEST_INTEQ(slurm_parse_node("NodeName=a State=IDLE*", &n), 0);
+	TEST_CHECK(n.down && !n.drain);
+	TEST_INTEQ(slurm_parse_node("NodeName=a State=COMPLETING", &n), 0);
+	TEST_CHECK(n.busy);
+
+	TEST_INTEQ(slurm_parse_node("Node slx318-9 not found\n", &n), 0);
+	TEST_CHECK(!n.found);
+	TEST_INTEQ(slurm_parse_node("scontrol: error: Could not establish a configuration source\n", &n), -EBADMSG);
+	TEST_INTEQ(slurm_parse_node("", &n), -EBADMSG);
+}
+
+static void test_reason(void)
+{
+	struct strlist t = { 0 };
+	char *r;
+
+	r = slurm_reason(&t);
+	TEST_STREQ(r, "hpcinit:unknown");
+	free(r);
+	strlist_push(&t, "nfs.mount.failed");
+	r = slurm_reason(&t);
+	TEST_STREQ(r, "hpcinit:nfs.mount.failed");
+	free(r);
+	strlist_push(&t, "rdma.port.down");
+	r = slurm_reason(&t);
+	TEST_STREQ(r, "hpcinit:nfs.mount.failed,rdma.port.down");
+	free(r);
+	for (int i = 0; i < 40; i++)
+		strlist_push(&t, "memlock.pam.inactive");
+	r = slurm_reason(&t);
+	TEST_CHECK(strlen(r) <= SLURM_REASON_MAX);
+	TEST_CHECK(strstr(r, "hpcinit:nfs.mount.failed,rdma.port.down,memlock") == r);
+	TEST_CHECK(strstr(r, "+") != NULL);
+	free(r);
+	strlist_free(&t);
+	TEST_CHECK(!slurm_reason_ours("hpcinit"));
+	TEST_CHECK(!slurm_reason_ours("HPCINIT:x"));
+	TEST_CHECK(!slurm_reason_ours(NULL));
+}
+
+static char *joined(const struct strlist *l)
+{
+	struct strbuf sb = { 0 };
+
+	for (size_t i = 0; i < l->n; i++)
+		sb_printf(&sb, "%s%s", i ? "," : "", l->v[i]);
+	return sb_steal(&sb);
+}
+
+static void test_features(void)
+{
+	struct strlist extra = { 0 }, f = { 0 };
+	char *j, *conf;
+
+	strlist_push(&extra, "hbv4");
+	strlist_push(&extra, "c1");
+	slurm_features("c1", "Standard_HB176rs_v4", NULL, &extra, &f);
+	j = joined(&f);
+	TEST_STREQ(j, "c1,standard_hb176rs_v4,hbv4");
+	free(j);
+	conf = slurm_node_conf(1000, &f);
+	TEST_STREQ(conf, "RealMemory=1000 Feature=c1,standard_hb176rs_v4,hbv4");
+	free(conf);
+	strlist_free(&f);
+	/* no VM size fact; the IB domain once recorded; odd characters made safe */
+	slurm_features("c1", "", "a b/c", NULL, &f);
+	j = joined(&f);
+	TEST_STREQ(j, "c1,ib-a_b_c");
+	free(j);
+	strlist_free(&f);
+	strlist_free(&extra);
+
+	TEST_INTEQ(slurm_meminfo_total_kib("MemTotal:       24683520 kB\nMemFree: 1 kB\n"), 24683520);
+	TEST_INTEQ(slurm_meminfo_total_kib("MemFree: 1 kB\nMemTotal: 2048 kB\n"), 2048);
+	TEST_INTEQ(slurm_meminfo_total_kib("SwapMemTotal: 5 kB\n"), 0);
+	TEST_INTEQ(slurm_meminfo_total_kib(""), 0);
+	/* 24105 MiB less 3 % (723) = 23382 */
+	TEST_INTEQ(slurm_real_memory_mb(24683520, 3), 23382);
+	TEST_INTEQ(slurm_real_memory_mb(24683520, 0), 24105);
+	TEST_INTEQ(slurm_real_memory_mb(0, 3), 1);
+}
+
+/* The readiness from the run so far: the worst earlier status and its tags. */
+static void test_readiness(void)
+{
+	size_t n = 0, slurm_i = 0;
+	struct run_result res = { 0 };
+	struct ctx c = { 0 };
+	struct strlist tags = { 0 };
+	bool ran;
+	char *j;
+
+	while (module_table[n])
+		n++;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(module_table[i]->name, "slurm"))
+			slurm_i = i;
+	TEST_CHECK(slurm_i == n - 1);
+	res.n = n;
+	res.reports = xcalloc(n, sizeof(*res.reports));
+	res.ran = xcalloc(n, sizeof(*res.ran));
+	for (size_t i = 0; i < n; i++)
+		report_init(&res.reports[i]);
+	c.run = &res;
+
+	TEST_INTEQ(readiness(&c, &tags, &ran), ST_OK);
+	TEST_CHECK(!ran);
+	for (size_t i = 0; i < n; i++)
+		res.ran[i] = true;
+	TEST_INTEQ(readiness(&c, &tags, &ran), ST_OK);
+	TEST_CHECK(ran && tags.n == 0);
+	/* drift (check) is no problem; a degraded step is */
+	report_finding(&res.reports[0], ST_CHANGED, "memlock.file.differs", "x");
+	report_finding(&res.reports[1], ST_DEGRADED, "kernel.hold.missing", "x");
+	report_finding(&res.reports[2], ST_DEGRADED, "rdma.port.down", "x");
+	report_finding(&res.reports[2], ST_OK, "rdma.info", "x");
+	TEST_INTEQ(readiness(&c, &tags, &ran), ST_DEGRADED);
+	j = joined(&tags);
+	TEST_STREQ(j, "kernel.hold.missing,rdma.port.down");
+	free(j);
+	strlist_free(&tags);
+	/* a failed step outranks them; one without a finding of its own gets <step>.failed */
+	report_finding(&res.reports[3], ST_FAILED, "nfs.mount.failed", "x");
+	report_set(&res.reports[4], ST_FAILED, "died");
+	TEST_INTEQ(readiness(&c, &tags, &ran), ST_FAILED);
+	j = joined(&tags);
+	{
+		char *want = xasprintf("nfs.mount.failed,%s.failed", module_table[4]->name);
+
+		TEST_STREQ(j, want);
+		free(want);
+	}
+	free(j);
+	strlist_free(&tags);
+	/* hpcinit check: a step's drift is a failing health check, unless the step follows the
+	 * membership (discovery and the peers' readers: refresh converges them) */
+	for (size_t i = 0; i < n; i++) {
+		report_free(&res.reports[i]);
+		report_init(&res.reports[i]);
+	}
+	c.mode = RUN_CHECK;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(module_table[i]->name, "hostfile") || !strcmp(module_table[i]->name, "discovery"))
+			report_finding(&res.reports[i], ST_CHANGED, "x.membership", "x");
+	TEST_INTEQ(readiness(&c, &tags, &ran), ST_OK);
+	TEST_CHECK(tags.n == 0);
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(module_table[i]->name, "nfs"))
+			report_finding(&res.reports[i], ST_CHANGED, "nfs.mount.missing", "x");
+	TEST_INTEQ(readiness(&c, &tags, &ran), ST_DEGRADED);
+	j = joined(&tags);
+	TEST_STREQ(j, "nfs.mount.missing");
+	free(j);
+	strlist_free(&tags);
+	c.mode = RUN_APPLY;
+	TEST_INTEQ(readiness(&c, &tags, &ran), ST_OK);
+	report_finding(&res.reports[3], ST_FAILED, "nfs.mount.failed", "x");
+	report_set(&res.reports[4], ST_FAILED, "died");
+	/* the slurm step's own report is not read */
+	report_finding(&res.reports[slurm_i], ST_FAILED, "slurm.x", "x");
+	TEST_INTEQ(readiness(&c, &tags, &ran), ST_FAILED);
+	TEST_CHECK(tags.n == 2);
+	strlist_free(&tags);
+	run_result_free(&res);
+}
+
+/* The IB domain feature comes from this node's own record (discovery's peers). */
+static char pk1[] = "0x8001", pk2[] = "0x800b", pg[] = "pg7";
+
+static void test_ib_domain(void)
+{
+	struct peer v[2] = { { 0 } };
+	struct peerset ps = { v, 2 };
+	struct outputs out = { 0 };
+	struct ctx c = { 0 };
+	struct strlist f = { 0 };
+	char *d, *j;
+
+	TEST_CHECK(ib_domain(&c) == NULL);
+	c.out = &out;
+	TEST_CHECK(ib_domain(&c) == NULL);
+	out.peers = &ps;
+	v[0].pkey = pk1;
+	v[1].self = true;
+	TEST_CHECK(ib_domain(&c) == NULL);      /* self has no fabric identity */
+	v[1].pkey = pk2;
+	v[1].placement_group = pg;
+	d = ib_domain(&c);
+	TEST_STREQ(d, "0x800b-pg7");
+	slurm_features("c1", NULL, d, NULL, &f);
+	j = joined(&f);
+	TEST_STREQ(j, "c1,ib-0x800b-pg7");
+	free(j);
+	free(d);
+	strlist_free(&f);
+}
+
+static const char *first_error(const char *text, unsigned *line, unsigned *col)
+{
+	static char msg[1024];
+	struct diags d = { NULL, 0 };
+	struct spec *s = NULL;
+	int r = spec_load_buffer("t.yaml", text, strlen(text), &s, &d);
+
+	TEST_INTEQ(r, -EINVAL);
+	msg[0] = '\0';
+	if (d.n) {
+		snprintf(msg, sizeof(msg), "%s", d.v[0].msg);
+		*line = d.v[0].line;
+		*col = d.v[0].col;
+	}
+	TEST_INTEQ(d.n, 1);
+	diags_free(&d);
+	spec_free(s);
+	return msg;
+}
+
+static void test_spec(void)
+{
+	struct diags d = { NULL, 0 };
+	struct spec *s = NULL;
+	unsigned line = 0, col = 0;
+	const char *m;
+	static const char good[] = "version: 1\ncluster: {name: c1}\n"
+		"slurm:\n  conf_servers: [head1, \"10.0.0.4:6817\"]\n  features: [hbv4]\n"
+		"  memory_margin_percent: 5\n  key_file: /etc/hpcinit/munge.key\n  leave_wait: 5m\n";
+
+	TEST_INTEQ(spec_load_buffer("t.yaml", good, strlen(good), &s, &d), 0);
+	TEST_CHECK(s && s->slurm.present && s->slurm.conf_servers.n == 2);
+	TEST_STREQ(s->slurm.conf_servers.v[1], "10.0.0.4:6817");
+	TEST_INTEQ(s->slurm.memory_margin_pct, 5);
+	TEST_INTEQ(s->slurm.leave_wait_ms, 300000);
+	TEST_STREQ(s->slurm.key_file, "/etc/hpcinit/munge.key");
+	s = spec_free(s);
+	/* a head needs no conf_servers; the defaults */
+	TEST_INTEQ(spec_load_buffer("t.yaml", "version: 1\ncluster: {name: c1, role: head}\nslurm: {}\n", 52,
+				    &s, &d), 0);
+	TEST_CHECK(s && s->slurm.memory_margin_pct == 3 && s->slurm.leave_wait_ms == 60000 && !s->slurm.key_file);
+	s = spec_free(s);
+
+	m = first_error("version: 1\ncluster: {name: c1}\nslurm: {features: [hbv4]}\n", &line, &col);
+	TEST_CHECK(strstr(m, "a compute node needs slurm.conf_servers") != NULL);
+	TEST_CHECK(line == 3 && col == 1);
+	m = first_error("version: 1\ncluster: {name: c1}\nslurm:\n  conf_servers: [h1]\n  features: [ok, \"a b\"]\n",
+			&line, &col);
+	TEST_CHECK(strstr(m, "1 to 63 letters, digits") != NULL);
+	TEST_CHECK(line == 5 && col == 18);
+	m = first_error("version: 1\ncluster: {name: c1}\nslurm: {conf_servers: [\"h1:0\"]}\n", &line, &col);
+	TEST_CHECK(strstr(m, "port from 1 to 65535") != NULL);
+	TEST_CHECK(line == 3 && col == 24);
+	m = first_error("version: 1\ncluster: {name: c1}\nslurm: {conf_servers: [\"-h\"]}\n", &line, &col);
+	TEST_CHECK(strstr(m, "expected a host like head1") != NULL);
+	m = first_error("version: 1\ncluster: {name: c1}\nslurm: {conf_servers: [h], memory_margin_percent: 60}\n",
+			&line, &col);
+	TEST_CHECK(line == 3 && col == 51);
+	m = first_error("version: 1\ncluster: {name: c1}\nslurm: {conf_servers: [h], key_file: munge.key}\n",
+			&line, &col);
+	TEST_CHECK(line == 3 && col == 38);
+	m = first_error("version: 1\ncluster: {name: c1}\nslurm: {conf_servers: [h], conf_server: h}\n", &line, &col);
+	TEST_CHECK(strstr(m, "conf_servers") != NULL);
+}
+
+int main(void)
+{
+	test_parse();
+	test_reason();
+	test_features();
+	test_readiness();
+	test_ib_domain();
+	test_spec();
+	TEST_EXIT();
+}
