@@ -17,7 +17,9 @@
  *    are both dropped until one leaves;
  *  - a name this node needs for something else never comes from a record:
  *    localhost and its kin, the hosts its spec names (NFS servers, etcd
- *    endpoints, the Scheduled Events address), and a name the static
+ *    endpoints, the Scheduled Events address) unless the static
+ *    /etc/hosts gives that name the record's own address (an NFS server
+ *    that is also a member: pin it there), and a name the static
  *    /etc/hosts (outside hpcinit's block) gives another address.  The
  *    system's resolver (DNS) is not asked: at boot it may hang or not be
  *    up, and an admission that depends on it would differ from run to run;
@@ -146,7 +148,9 @@ static const char *admit_name_reserved(const struct admit *a, const struct peer 
 		return "reserved-name";
 	}
 	for (size_t i = 0; i < a->reserved.n; i++)
-		if (name_same_host(p->hostname, a->reserved.v[i])) {
+		if (name_same_host(p->hostname, a->reserved.v[i]) &&
+		    !(a->static_hosts && name_hosts_lookup(a->static_hosts, p->hostname, addr, sizeof(addr)) &&
+		      strcmp(addr, p->addr) == 0)) {
 			snprintf(why, len, "hostname %s is %s in this node's spec (%s); a record may not "
 				 "take a name this node needs for something else", p->hostname,
 				 a->reserved_why.v[i], a->reserved.v[i]);

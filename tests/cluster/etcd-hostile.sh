@@ -90,18 +90,19 @@ in_hostfile() { grep -qx "$1" "$T/node1/etc/hpcinit/hostfile.plain"; }
 # ---- 1. names ----
 mkroot node1 ", scheduled_events: {enable: true, url: \"http://metadata01/metadata/scheduledevents\"}"
 cat >> "$T/node1/etc/hpcinit/node.yaml" <<-EOF
-nfs: {mounts: [{source: "nfs01:/home", path: /home}]}
+nfs: {mounts: [{source: "nfs01:/home", path: /home}, {source: "nfs02:/scratch", path: /scratch}]}
 EOF
 cat > "$T/node1/etc/hosts" <<-EOF
 127.0.0.1 localhost
 10.9.9.9 license.example.com license
 10.0.0.2 node2
+10.0.0.65 nfs02
 # BEGIN hpcinit hx
 10.0.0.77 old-entry
 # END hpcinit hx
 EOF
 # The writers: members of the cluster (the secret), each publishing a record under a name of its choice.
-for w in nfs01:10.0.0.61 metadata01:10.0.0.62 localhost:10.0.0.63 license:10.0.0.64 node2:10.0.0.2 node3:10.0.0.3; do
+for w in nfs01:10.0.0.61 nfs02:10.0.0.65 metadata01:10.0.0.62 localhost:10.0.0.63 license:10.0.0.64 node2:10.0.0.2 node3:10.0.0.3; do
 	mkroot "${w%%:*}" ""
 	run "${w%%:*}" "${w#*:}" "$T/w.${w%%:*}"
 	[ -n "$("${ETCDCTL[@]}" get --keys-only "$PREFIX${w%%:*}")" ] ||
@@ -118,13 +119,13 @@ check "... nor a name the static /etc/hosts gives another address (license)" \
 	grep -q "record license: hostname license is 10.9.9.9 in this node's /etc/hosts (outside hpcinit's block), not the record's 10.0.0.64" "$T/names"
 names_hostfile() {
 	local n
-	for n in node1 node2 node3; do in_hostfile "$n" || { echo "  $n missing"; cat "$T/node1/etc/hpcinit/hostfile.plain"; return 1; }; done
+	for n in node1 node2 node3 nfs02; do in_hostfile "$n" || { echo "  $n missing"; cat "$T/node1/etc/hpcinit/hostfile.plain"; return 1; }; done
 	for n in nfs01 metadata01 localhost license; do ! in_hostfile "$n" || { echo "  $n listed"; return 1; }; done
 }
-check "... the hostfile has node1, node2 (in the static /etc/hosts at its own address) and node3, and none of them" \
+check "... the hostfile has node1, node2 and nfs02 (both in the static /etc/hosts at their records' addresses: an NFS server that is a member) and node3, and none of them" \
 	names_hostfile
 echo "# names: $(grep -c 'rejected' "$T/names") rejections"
-for w in nfs01 metadata01 localhost license; do "${ETCDCTL[@]}" del "$PREFIX$w" >/dev/null; done
+for w in nfs01 nfs02 metadata01 localhost license; do "${ETCDCTL[@]}" del "$PREFIX$w" >/dev/null; done
 
 # ---- 2. a record from the future ----
 # forge NAME ADDR AHEAD_S: node2's record re-made as NAME at ADDR, dated AHEAD_S ahead, signed with the secret.
