@@ -15,7 +15,8 @@
 #     rejected ("future"), as the shared method rejects it.
 #  3. Log injection: a key with a newline and an endpoint's error message
 #     with a newline print no line of their own ("result: ready").
-#  4. Size: the helper lists 2500 keys in pages at one revision; over
+#  4. Size: the helper lists 2500 keys in pages at one revision; a
+#     membership over 1 MiB reaches the agent whole; over
 #     64 MiB under a prefix it fails saying so (exit 3, not "no endpoint
 #     answered") holding far less than the data; its watch does not
 #     download the prefix again until it changes.
@@ -207,6 +208,14 @@ rc=0
 "$HELPER" --endpoint "$URL" list /many/ >"$T/many" 2>"$T/many.err" || rc=$?
 check "size: 2500 keys listed in pages: exit 0, 2500 keys, one revision line" \
 	bash -c "test $rc = 0 && test \$(grep -ac '^kv ' '$T/many') = 2500 && test \$(grep -ac '^rev ' '$T/many') = 1"
+# The agent reads the whole of a membership over 1 MiB (it kept the first MiB and dropped the rest
+# without a word): 2000 keys of 700 bytes (1.4 MB) under the nodes' prefix, each rejected.
+put_many "${PREFIX}junk" 2000 700
+run node1 10.0.0.1 "$T/junk"
+check "size: a membership of 1.4 MB reaches the agent whole: all 2000 junk keys are judged (10 named, 1990 more)" \
+	grep -q '1990 more records rejected' "$T/junk"
+echo "# 1.4 MB membership: $(grep -m1 'more records rejected' "$T/junk")"
+"${ETCDCTL[@]}" del --prefix "${PREFIX}junk" >/dev/null
 put_many /big/ 50 1400000
 # maxrss CMD...: run CMD (output to $T/big, $T/big.err), print its exit code and its peak memory in KiB.
 maxrss() {
