@@ -112,26 +112,25 @@ static const struct {
  * that mounts it then writes records every member believes.  What cannot
  * be seen from here (which machines the server lets mount) is not claimed.
  */
-static void unsquashed_note(const struct ctx *c, struct report *rep, const struct rendezvous *rv)
+static void unsquashed_note(const struct ctx *c, struct report *rep, const struct rendezvous *rv,
+			    const struct nfs_squash *sq)
 {
-	const char *nodes = rv->tree.levels[2];
-	struct nfs_squash sq;
 	const char *fs = NULL;
 	struct statfs sf;
 	char *hp;
 
-	if (c->spec->cluster.secret_file || rv->tree.squashed || rv->tree.trusted != 0)
+	if (c->spec->cluster.secret_file)
 		return;
-	if (nfs_export_lookup(c->spec, c->spec->discovery.dir, &sq) && !sq.squashed) {
+	if (sq) {
 		report_finding(rep, ST_DEGRADED, "discovery.rendezvous.no-secret",
 			       "%s: this node exports %s with no_root_squash and there is no "
 			       "cluster.secret_file: root on any machine that may mount the export writes "
 			       "records as root, and every member trusts their host keys and users' keys; "
 			       "export it with root_squash and set cluster.secret_file on every node "
-			       "(docs/cluster.md)", nodes, sq.export);
+			       "(docs/cluster.md)", rv->tree.levels[2], sq->export);
 		return;
 	}
-	hp = ctx_path(c, nodes);
+	hp = ctx_path(c, rv->tree.levels[2]);
 	if (statfs(hp, &sf) == 0)
 		for (size_t i = 0; i < sizeof(shared_fs) / sizeof(shared_fs[0]); i++)
 			if ((long)sf.f_type == shared_fs[i].type)
@@ -143,7 +142,7 @@ static void unsquashed_note(const struct ctx *c, struct report *rep, const struc
 			       "root) and there is no cluster.secret_file: root on any machine that mounts "
 			       "the share writes records every member trusts (host keys, users' keys); set "
 			       "cluster.secret_file on every node, and squash root on the server "
-			       "(docs/cluster.md)", nodes, fs);
+			       "(docs/cluster.md)", rv->tree.levels[2], fs);
 }
 
 /*
@@ -162,9 +161,13 @@ static int rendezvous_open(struct ctx *c, struct report *rep, const struct peer 
 	int r;
 
 	r = rv_open(c, rep, &o, rv);
-	if (r == 0) {
+	if (r == 0)
 		squash_note(c, rep, rv);
-		unsquashed_note(c, rep, rv);
+	if (r == 0 && !rv->tree.head_squash && rv->tree.trusted == 0) {
+		struct nfs_squash sq;
+		bool exported = nfs_export_lookup(c->spec, c->spec->discovery.dir, &sq);
+
+		unsquashed_note(c, rep, rv, exported ? &sq : NULL);
 	}
 	return r;
 }
@@ -448,6 +451,72 @@ static int write_self(struct ctx *c, struct report *rep, struct shared *sh, stru
 
 /* ---- the method's hooks ---- */
 
+/*
+ * On a root_squash share only the head that exports it can make the tree
+ * (root on a compute writes as the anonymous uid, in a directory root
+ * owns), and it does so in its own discovery step, after its export is up:
+ * a compute whose mount just succeeded can be early.  An NFS client may
+ * also keep a "no such file" for a level the head made meanwhile (its
+ * cached lookups live up to acdirmax).  So apply waits for the tree within
+ * discovery.wait, as it waits for peers; refresh, check and plan look once.
+ */
+static bool tree_pending(const struct disc_run *run, int r)
+{
+	const struct ctx *c = run->c;
+
+	return (r == -ENOENT || r == -EACCES) && ctx_may_write(c) && !c->refresh &&
+	       now_ms() < run->start_ms + c->spec->discovery.wait_ms && ctx_remaining_ms(c) > 0;
+}
+
+/* One pause of that wait: doubling from 250 ms to WAIT_POLL_CAP_MS, never past the wait. */
+static void tree_pause(struct disc_run *run, uint64_t *delay)
+{
+	struct ctx until = *run->c;
+	uint64_t wait_end = run->start_ms + run->c->spec->discovery.wait_ms;
+
+	if (until.deadline_ms > wait_end)
+		until.deadline_ms = wait_end;
+	(void)ctx_backoff(&until, delay, WAIT_POLL_CAP_MS);
+	run->waited = true;
+}
+
+/* What the last attempt of the wait said, into the step's report. */
+static void tree_absorb(struct report *rep, const struct report *tmp, int r, uint64_t since)
+{
+	for (size_t i = 0; i < tmp->changed.n; i++)
+		report_changed(rep, tmp->changed.v[i]);
+	report_raise(rep, tmp->status);
+	if (r == 0)
+		report_take_findings(rep, tmp);
+	else if (tmp->details.len)
+		report_detail(rep, "%s", sb_str(&tmp->details));
+	report_detail(rep, "waited %" PRIu64 " ms for the rendezvous tree: %s", now_ms() - since,
+		      r == 0 ? "there now" : "still refused at the end of discovery.wait");
+}
+
+/* Open the nodes collection again and, with publish, write this node's record: until it works. */
+static int tree_wait(struct disc_run *run, struct shared *sh, bool publish, int r)
+{
+	uint64_t delay = 250, since = now_ms();
+	struct report tmp;
+
+	report_init(&tmp);
+	while (tree_pending(run, r)) {
+		tree_pause(run, &delay);
+		report_free(&tmp);
+		report_init(&tmp);
+		rv_close(&sh->rv);
+		r = rendezvous_open(run->c, &tmp, &run->self, &sh->rv);
+		sh->nodes = sh->rv.tree.levels[2];
+		if (r == 0 && publish)
+			r = write_self(run->c, &tmp, sh, &run->self);
+	}
+	tree_absorb(run->rep, &tmp, r, since);
+	report_free(&tmp);
+	return r;
+}
+
+
 static int shared_open(struct disc_run *run)
 {
 	struct ctx *c = run->c;
@@ -467,6 +536,8 @@ static int shared_open(struct disc_run *run)
 	}
 	r = rendezvous_open(c, run->rep, &run->self, &sh->rv);
 	sh->nodes = sh->rv.tree.levels[2];
+	if (tree_pending(run, r))
+		r = tree_wait(run, sh, false, r);
 	if (r == -ENOENT && !ctx_may_write(c)) {
 		report_set(run->rep, ST_CHANGED, "rendezvous directory %s missing", spec->discovery.dir);
 		return 1;
@@ -533,6 +604,8 @@ static int shared_publish(struct disc_run *run)
 		return 0;
 	}
 	r = write_self(run->c, run->rep, sh, &run->self);
+	if (tree_pending(run, r))
+		r = tree_wait(run, sh, true, r);
 	if (r < 0) {
 		if ((r == -EACCES || r == -EPERM) && sh->rv.tree.trusted == 0)
 			report_detail(run->rep, "%s is root's, and root cannot write there: does the share "
