@@ -630,12 +630,19 @@ check_continuous
 
 # --- the report ---
 runs=$(cat "$FT"/runs.* 2>/dev/null | wc -l)
-echo "campaign: seed $SEED, method $METHOD: $runs hpcinit runs; faults injected:"
+echo "campaign: seed $SEED, method $METHOD: $runs hpcinit runs; $(for k in "${!COUNT[@]}"; do [[ $k == *status:* ]] || echo "${COUNT[$k]}"; done | awk '{s += $1} END {print s + 0}') faults injected:"
 for k in "${!COUNT[@]}"; do [[ $k == *status:* ]] || printf '  %-16s %d\n' "$k" "${COUNT[$k]}"; done | sort
 echo "campaign: hpcinit status exit codes sampled during faults and at quiet points:$(for k in "${!COUNT[@]}"; do [[ $k != *status:* ]] || printf ' %s x%d' "$k" "${COUNT[$k]}"; done)"
 echo "campaign: SIGKILLs of a run: $(grep -c killed-after "$FT/sigkills" 2>/dev/null) hit it mid-run, $(grep -c ended-before "$FT/sigkills" 2>/dev/null) came after it had ended"
 echo "campaign: $TICKS rounds of continuous checks; $QUIETS quiet points, $SSH_PAIRS strict ssh logins checked, peak $PROCS_PEAK hpcinit processes on a node, watch RSS peak ${RSS_PEAK} kB"
 echo "campaign: run exit codes: $(awk '{print $3 "=" $5}' "$FT"/runs.* 2>/dev/null | sort | uniq -c | awk '{printf "%s x%s, ", $2, $1}')"
+FAULTS=0
+for k in "${!COUNT[@]}"; do [[ $k == *status:* ]] || FAULTS=$((FAULTS + COUNT[$k])); done
+if [ "$FAULTS" = 0 ]; then
+	# nothing was tested: a run that injected no fault does not pass
+	echo "campaign: no fault injected in ${DURATION}s (each round of checks took too long on this machine?); not a pass"
+	VIOLATIONS=$((VIOLATIONS + 1))
+fi
 if [ "$VIOLATIONS" -gt 0 ] || [ -n "${FAULTS_KEEP:-}" ]; then
 	mkdir -p "$OUT" && cp -a "$FT" "$OUT/logs" && echo "campaign: every run's output and exit status kept in $OUT/logs"
 fi
