@@ -513,7 +513,8 @@ static void slurm_job(const struct ctx *c, struct report *r, const struct memloc
 		return;
 	if (sl.slurmd_soft != MEMLOCK_UNSET) {
 		memlock_fmt(sl.slurmd_soft, dbuf, sizeof(dbuf));
-		snprintf(from, sizeof(from), "LimitMEMLOCK= at %s", sl.slurmd_from);
+		snprintf(from, sizeof(from), "%s%s", sl.slurmd_from[0] == '/' ? "LimitMEMLOCK= at " : "",
+			 sl.slurmd_from);
 	} else {
 		memlock_fmt(j->svc_soft, dbuf, sizeof(dbuf));
 		snprintf(from, sizeof(from), "%s", *j->svc_from ? j->svc_from : "systemd's built-in default");

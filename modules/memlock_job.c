@@ -526,13 +526,28 @@ static bool list_has(const char *list, const char *name)
 	return false;
 }
 
-/* slurmd.service's own LimitMEMLOCK=: the unit (first found), then its drop-ins. */
+/*
+ * slurmd's own LimitMEMLOCK=: the transient unit hpcinit's slurm step runs
+ * it in (systemd-run --property=LimitMEMLOCK=infinity, modules/slurm) when
+ * it runs, else that step's limit when the spec has a slurm section, else
+ * slurmd.service (the unit first found, then its drop-ins).
+ */
 static void slurmd_unit(const struct ctx *c, struct memlock_slurm *ret)
 {
 	static const char *const dirs[] = { "/etc/systemd/system", "/run/systemd/system", "/usr/lib/systemd/system",
 					    "/lib/systemd/system" };
+	static const char transient[] = "/run/systemd/transient/hpcinit-slurmd.service";
 	struct strlist files = { 0 };
 
+	if (fs_exists(c, transient)) {
+		strlist_push(&files, transient);
+		goto read;
+	}
+	if (c->spec && c->spec->slurm.present) {
+		ret->slurmd_soft = MEMLOCK_UNLIMITED;
+		snprintf(ret->slurmd_from, sizeof(ret->slurmd_from), "the slurm step's unit hpcinit-slurmd");
+		return;
+	}
 	for (size_t d = 0; d < 4; d++) {
 		char *p = xasprintf("%s/slurmd.service", dirs[d]);
 
@@ -554,6 +569,7 @@ static void slurmd_unit(const struct ctx *c, struct memlock_slurm *ret)
 		strlist_free(&here);
 		free(dir);
 	}
+read:
 	for (size_t i = 0; i < files.n; i++) {
 		char *text = NULL;
 		unsigned lineno = 0;

@@ -99,9 +99,9 @@ done
 # counts.  A host that cannot run qemu fails here, it is not skipped.
 vm_stage() {
 	local out=build/vm-stage.out p f rc=0
-	echo "=== VM stage: tests/vm/cluster.sh -n 2 (log: $out)"
+	echo "=== VM stage: tests/vm/cluster.sh -n 2 --nfs41 (log: $out)"
 	# nfs-server-stopped.sh waits out real deadlines (~3 min): tests/vm/run.sh runs it.
-	bash tests/vm/cluster.sh -n 2 --vmcheck "memlock-systemd.sh nfs-self-probe.sh rdma-cm-peer.sh" > "$out" 2>&1 || rc=$?
+	bash tests/vm/cluster.sh -n 2 --nfs41 --vmcheck "memlock-systemd.sh nfs-self-probe.sh rdma-cm-peer.sh" > "$out" 2>&1 || rc=$?
 	grep -E '^(ok|not ok) - |^#   |^# [0-9]+ passed' "$out"
 	p=$(grep -c '^ok - ' "$out")
 	f=$(grep -c '^not ok - ' "$out")

@@ -159,6 +159,27 @@ int rv_frame_next(const char **pp, const char *end, struct rv_frame *f)
 	return 1;
 }
 
+int rv_watch(const struct ctx *c, const char *collection, struct proc_child *ch)
+{
+	struct strlist argv = { 0 };
+	const char **av;
+	int r;
+
+	memset(ch, 0, sizeof(*ch));
+	if (c->spec->discovery.method != DISC_ETCD)
+		return -EOPNOTSUPP;
+	rv_etcd_argv(c, &argv, RV_CALL_TIMEOUT_MS);
+	strlist_push(&argv, "watch");
+	strlist_push_take(&argv, rv_etcd_prefix(c->spec, collection));
+	av = xcalloc(argv.n + 1, sizeof(*av));
+	for (size_t i = 0; i < argv.n; i++)
+		av[i] = argv.v[i];
+	r = proc_start_argv(ch, av[0], av, NULL, NULL);
+	free(av);
+	strlist_free(&argv);
+	return r;
+}
+
 /* ---- the backend ---- */
 
 static bool is_binary(const char *name)

@@ -170,6 +170,14 @@ struct rv_frame {
  */
 int rv_frame_next(const char **p, const char *end, struct rv_frame *f);
 
+/*
+ * Watch a collection: start a child whose stdout (ch->out_fd) streams the
+ * collection's frames (etcd: "reset", every key, "synced", then "kv"/"del"
+ * per change; see libexec/etcd-proto.h) until it is killed.  -EOPNOTSUPP
+ * for the shared directory (its users list it again instead).
+ */
+int rv_watch(const struct ctx *c, const char *collection, struct proc_child *ch);
+
 /* The etcd key prefix of a collection: /hpcinit/<cluster>/<collection>/. */
 char *rv_etcd_prefix(const struct spec *spec, const char *collection);
 

@@ -112,26 +112,25 @@ static const struct {
  * that mounts it then writes records every member believes.  What cannot
  * be seen from here (which machines the server lets mount) is not claimed.
  */
-static void unsquashed_note(const struct ctx *c, struct report *rep, const struct rendezvous *rv)
+static void unsquashed_note(const struct ctx *c, struct report *rep, const struct rendezvous *rv,
+			    const struct nfs_squash *sq)
 {
-	const char *nodes = rv->tree.levels[2];
-	struct nfs_squash sq;
 	const char *fs = NULL;
 	struct statfs sf;
 	char *hp;
 
-	if (c->spec->cluster.secret_file || rv->tree.squashed || rv->tree.trusted != 0)
+	if (c->spec->cluster.secret_file)
 		return;
-	if (nfs_export_lookup(c->spec, c->spec->discovery.dir, &sq) && !sq.squashed) {
+	if (sq) {
 		report_finding(rep, ST_DEGRADED, "discovery.rendezvous.no-secret",
 			       "%s: this node exports %s with no_root_squash and there is no "
 			       "cluster.secret_file: root on any machine that may mount the export writes "
 			       "records as root, and every member trusts their host keys and users' keys; "
 			       "export it with root_squash and set cluster.secret_file on every node "
-			       "(docs/cluster.md)", nodes, sq.export);
+			       "(docs/cluster.md)", rv->tree.levels[2], sq->export);
 		return;
 	}
-	hp = ctx_path(c, nodes);
+	hp = ctx_path(c, rv->tree.levels[2]);
 	if (statfs(hp, &sf) == 0)
 		for (size_t i = 0; i < sizeof(shared_fs) / sizeof(shared_fs[0]); i++)
 			if ((long)sf.f_type == shared_fs[i].type)
@@ -143,7 +142,7 @@ static void unsquashed_note(const struct ctx *c, struct report *rep, const struc
 			       "root) and there is no cluster.secret_file: root on any machine that mounts "
 			       "the share writes records every member trusts (host keys, users' keys); set "
 			       "cluster.secret_file on every node, and squash root on the server "
-			       "(docs/cluster.md)", nodes, fs);
+			       "(docs/cluster.md)", rv->tree.levels[2], fs);
 }
 
 /*
@@ -162,9 +161,13 @@ static int rendezvous_open(struct ctx *c, struct report *rep, const struct peer 
 	int r;
 
 	r = rv_open(c, rep, &o, rv);
-	if (r == 0) {
+	if (r == 0)
 		squash_note(c, rep, rv);
-		unsquashed_note(c, rep, rv);
+	if (r == 0 && !rv->tree.head_squash && rv->tree.trusted == 0) {
+		struct nfs_squash sq;
+		bool exported = nfs_export_lookup(c->spec, c->spec->discovery.dir, &sq);
+
+		unsquashed_note(c, rep, rv, exported ? &sq : NULL);
 	}
 	return r;
 }

@@ -268,22 +268,10 @@ static int64_t keepalive(const struct ctx *c, int64_t lease)
 
 static int start_watch(const struct ctx *c, struct proc_child *ch)
 {
-	struct strlist argv = { 0 };
-	const char **av;
-	char *prefix = rv_etcd_prefix(c->spec, "nodes");
-	int r;
+	int r = rv_watch(c, "nodes", ch);
 
-	rv_etcd_argv(c, &argv, RV_CALL_TIMEOUT_MS);
-	strlist_push(&argv, "watch");
-	strlist_push(&argv, prefix);
-	av = argv_of(&argv);
-	memset(ch, 0, sizeof(*ch));
-	r = proc_start_argv(ch, av[0], av, NULL, NULL);
 	if (r < 0)
-		fprintf(stderr, "hpcinit watch: cannot start %s: %s\n", av[0], strerror(-r));
-	free(av);
-	free(prefix);
-	strlist_free(&argv);
+		fprintf(stderr, "hpcinit watch: cannot start the etcd watch: %s\n", strerror(-r));
 	return r;
 }
 

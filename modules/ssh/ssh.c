@@ -228,10 +228,6 @@ const struct module ssh_module = {
 	.check = ssh_run,
 	.apply = ssh_run,
 	.inputs = OUT_PEERS,
-	/*
-	 * host_keys: ca reads and writes certs/ in the rendezvous (a shared
-	 * filesystem or etcd): in a child, so a stalled share ends at the
-	 * step's deadline instead of holding the run lock.
-	 */
+	/* users' homes (~/.ssh) on NFS; host_keys: ca's certs/ in the rendezvous */
 	.isolate = true,
 };

@@ -144,8 +144,13 @@ MB=$(( $(awk '/^MemTotal:/ {print $2}' /proc/meminfo) / 1024 ))
 check "$C1: RealMemory is MemTotal less 3 % ($((MB - MB * 3 / 100)) MiB)" \
 	same_text "$(on "$H" sinfo -h -n "$C1" -o %m)" "$((MB - MB * 3 / 100))"
 
-# C2 is repaired by the others' arrival (the cluster formed): hpcinit check resumes it.
-run_hpc "$T/c2check.out" "$C2" check
+# C2 is repaired by the others' arrival (the cluster formed): hpcinit check resumes it,
+# run as slurmd runs its HealthCheckProgram: the shipped wrapper, no arguments.
+sed "s|@sbindir@/hpcinit|${HPCINIT_WRAPPER:+$HPCINIT_WRAPPER }$HPCINIT|" \
+	"$TOP_SRCDIR/modules/slurm/hpcinit-health-check.in" > "$T/hpcinit-health-check"
+chmod 0755 "$T/hpcinit-health-check"
+rc=0
+on "$C2" "$T/hpcinit-health-check" > "$T/c2check.out" 2>&1 || rc=$?
 check "$C2 repaired: hpcinit check resumes its own drain" contains "$T/c2check.out" "resumed (was hpcinit:discovery.degraded)"
 idle_now() {
 	local i

@@ -323,6 +323,17 @@ int main(void)
 		memlock_slurm_read(&c, &sl);
 		TEST_INTEQ(sl.slurmd_soft, 64ll << 20);
 		TEST_STREQ(sl.slurmd_from, "/etc/systemd/system/slurmd.service.d/memlock.conf:2");
+		/* hpcinit's slurm step runs slurmd in its own transient unit: that one counts */
+		s.slurm.present = true;
+		memlock_slurm_read(&c, &sl);
+		TEST_INTEQ(sl.slurmd_soft, MEMLOCK_UNLIMITED);
+		TEST_STREQ(sl.slurmd_from, "the slurm step's unit hpcinit-slurmd");
+		put("/run/systemd/transient/hpcinit-slurmd.service", "# This is a transient unit file\n[Service]\n"
+		    "LimitMEMLOCK=8M\nExecStart=/usr/sbin/slurmd -D -s -Z\n");
+		memlock_slurm_read(&c, &sl);
+		TEST_INTEQ(sl.slurmd_soft, 8ll << 20);
+		TEST_STREQ(sl.slurmd_from, "/run/systemd/transient/hpcinit-slurmd.service:3");
+		s.slurm.present = false;
 	}
 
 	strlist_free(&s.memlock.users);

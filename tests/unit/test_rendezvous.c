@@ -113,9 +113,14 @@ static void test_dir(struct ctx *c)
 
 	/* Entries that must never be read: a link to a secret, a FIFO, a device, too big, writable. */
 	put_file("/etc-secret", "root-only secret\n", 0600, 0);
-	p = host(CERTS "/link.cert");
-	TEST_INTEQ(symlink(host("/etc-secret"), p), 0);
-	free(p);
+	{
+		char *secret = host("/etc-secret");
+
+		p = host(CERTS "/link.cert");
+		TEST_INTEQ(symlink(secret, p), 0);
+		free(p);
+		free(secret);
+	}
 	p = host(CERTS "/fifo.cert");
 	TEST_INTEQ(mkfifo(p, 0644), 0);
 	free(p);
@@ -318,6 +323,12 @@ int main(void)
 
 	test_dir(&c);
 	test_dir_squash(&c, &spec);
+	{
+		/* The shared directory has no stream to watch: its users list it again. */
+		struct proc_child ch;
+
+		TEST_INTEQ(rv_watch(&c, "nodes", &ch), -EOPNOTSUPP);
+	}
 
 	test_rm_rf(root);
 	TEST_EXIT();

@@ -13,6 +13,7 @@
 #include "../../modules/slurm/slurm.c"
 #include "runner.h"
 #include "test.h"
+#include "testfs.h"
 
 /* Copied from "scontrol --oneliner show node" (slurm-wlm 22.05.8), names shortened. */
 static const char drained[] =
@@ -250,6 +251,82 @@ static void test_ib_domain(void)
 	strlist_free(&f);
 }
 
+static bool details_have(const struct report *r, const char *needle)
+{
+	return strstr(sb_str(&r->details), needle) != NULL;
+}
+
+static bool has_tag(const struct report *r, const char *tag)
+{
+	for (size_t i = 0; i < r->n_findings; i++)
+		if (!strcmp(r->findings[i].tag, tag))
+			return true;
+	return false;
+}
+
+/*
+ * The key on a fake root: plan says only that it differs (never its bytes);
+ * a key group or others may read, or a symbolic link, is refused.
+ */
+static void test_key(void)
+{
+	static char root[] = "/tmp/hpcinit-test-slurm.XXXXXX";
+	static char name[] = "c1", keyfile[] = "/etc/hpcinit/munge.key";
+	struct spec s = { 0 };
+	struct ctx c = { 0 };
+	struct report r;
+	char *p;
+
+	if (geteuid() != 0) {
+		printf("# key checks need root (the key must be root's): not run\n");
+		return;
+	}
+	if (!mkdtemp(root))
+		return;
+	test_put(root, "/etc/passwd", "root:x:0:0::/root:/bin/sh\nmunge:x:106:111::/nonexistent:/usr/sbin/nologin\n");
+	test_put(root, "/etc/hpcinit/munge.key", "SECRETKEYBYTES-SECRETKEYBYTES-SECRETKEYBYTES\n");
+	p = fs_rooted(root, "/etc/hpcinit/munge.key");
+	TEST_CHECK(chmod(p, 0600) == 0);
+	s.cluster.name = name;
+	s.slurm.present = true;
+	s.slurm.key_file = keyfile;
+	c.spec = &s;
+	c.root = root;
+	c.mode = RUN_PLAN;
+	c.deadline_ms = now_ms() + 10000;
+
+	report_init(&r);
+	TEST_INTEQ(slurm_run(&c, &r), 0);
+	TEST_CHECK(has_tag(&r, "slurm.key.differs"));
+	TEST_CHECK(!details_have(&r, "SECRETKEY"));
+	TEST_CHECK(r.status == ST_SKIPPED || r.status == ST_CHANGED);
+	TEST_CHECK(!test_get(root, "/etc/munge/munge.key"));   /* plan writes nothing */
+	report_free(&r);
+
+	TEST_CHECK(chmod(p, 0640) == 0);
+	report_init(&r);
+	TEST_CHECK(slurm_run(&c, &r) < 0);
+	TEST_CHECK(has_tag(&r, "slurm.key.unsafe"));
+	TEST_CHECK(details_have(&r, "mode 0640"));
+	report_free(&r);
+
+	TEST_CHECK(chmod(p, 0600) == 0);
+	{
+		char *real = fs_rooted(root, "/etc/hpcinit/real.key");
+
+		TEST_CHECK(rename(p, real) == 0);
+		TEST_CHECK(symlink(real, p) == 0);
+		free(real);
+	}
+	report_init(&r);
+	TEST_CHECK(slurm_run(&c, &r) < 0);
+	TEST_CHECK(has_tag(&r, "slurm.key.missing"));
+	TEST_CHECK(details_have(&r, "is a symbolic link; refused"));
+	report_free(&r);
+	free(p);
+	test_rm_rf(root);
+}
+
 static const char *first_error(const char *text, unsigned *line, unsigned *col)
 {
 	static char msg[1024];
@@ -322,6 +399,7 @@ int main(void)
 	test_features();
 	test_readiness();
 	test_ib_domain();
+	test_key();
 	test_spec();
 	TEST_EXIT();
 }

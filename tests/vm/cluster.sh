@@ -30,6 +30,12 @@
 #               gets a runcmd "systemctl enable --now hpcinit-watch.service"
 #               after "hpcinit apply", as an admin would add it): a join and
 #               a clean leave reach every node within seconds, not a timer run
+#   --nfs41     the head's kernel NFS server runs with NFSv3 and NFSv4.0
+#               switched off (its custom-data gets /etc/nfs.conf.d/ with
+#               [nfsd] vers3=n, vers4.0=n), as Azure Files and NetApp Files
+#               4.1 volumes serve, and the computes mount /shared with
+#               vers=4.1 instead of the shipped vers=3; check nfs asserts
+#               the server's versions and the 4.1 mount (/proc/mounts)
 #   --hold      after the checks, keep the VMs running until WORK/release is
 #               created (to look around: tests/vm/exec.sh WORK NAME 'command')
 #
@@ -60,6 +66,7 @@ LEASE=
 LATE_HEAD=0
 VMCHECK=
 WATCH=0
+NFS41=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	-n) N=$2; shift 2 ;;
@@ -69,10 +76,11 @@ while [ $# -gt 0 ]; do
 	--squash) SQUASH=1; shift ;;
 	--no-squash) SQUASH=0; shift ;;
 	--watch) WATCH=1; shift ;;
+	--nfs41) NFS41=1; shift ;;
 	--lease) LEASE=$2; shift 2 ;;
 	--late-head) LATE_HEAD=$2; shift 2 ;;
 	--vmcheck) VMCHECK=$2; shift 2 ;;
-	*) echo "usage: $0 [-n N] [--checks LIST] [--keep] [--hold] [--squash|--no-squash] [--lease DUR] [--late-head SECONDS] [--vmcheck \"FILE.sh ...\"]" >&2; exit 2 ;;
+	*) echo "usage: $0 [-n N] [--checks LIST] [--keep] [--hold] [--squash|--no-squash] [--nfs41] [--lease DUR] [--late-head SECONDS] [--vmcheck \"FILE.sh ...\"]" >&2; exit 2 ;;
 	esac
 done
 # --vmcheck names files of tests/vmcheck: a name that is not there is a
@@ -177,6 +185,10 @@ subst() {
 		grep -qE '^ *dir: /shared/\.hpcinit$' <<< "$s" || { echo "seed: 'dir: /shared/.hpcinit' not found in $f" >&2; return 1; }
 		s=$(sed -E "s|^( *)dir: /shared/\.hpcinit$|&\n\1lease: $LEASE|" <<< "$s")
 	fi
+	if [ "$NFS41" = 1 ] && [ "$f" = "${f%head.yaml}" ]; then
+		grep -qF 'options: [vers=3, ' <<< "$s" || { echo "seed: 'options: [vers=3, ' not found in $f" >&2; return 1; }
+		s=${s//options: \[vers=3, /options: [vers=4.1, }
+	fi
 	s=${s//10.0.0.4/$NET.10}
 	s=${s//10.0.0.0\/24/$NET.0/24}
 	# Azure's HPC sizes have mlx5 (InfiniBand); these VMs have Soft-RoCE.
@@ -201,6 +213,7 @@ platform_part() {
 	  - name: azureuser
 	    shell: /bin/bash
 	    lock_passwd: true
+	$( [ "$NFS41" = 1 ] && [ "$2" = head ] && printf 'write_files:\n  - path: /etc/nfs.conf.d/hpcinit-test-nfs41.conf\n    content: |\n      [nfsd]\n      vers3=n\n      vers4.0=n\n')
 	bootcmd:
 	  - [ip, link, set, eth0, up]
 	  - [ip, addr, replace, "$1/24", dev, eth0]
@@ -217,7 +230,7 @@ make_seed() {
 	cp "$SRC"/tests/vmcheck/*.sh "$d/vmcheck/"
 	[ ! -x "$MPI_HELLO" ] || cp "$MPI_HELLO" "$d/mpi-hello"
 	subst "$SRC/conf/cloud-init/vmss-$role.yaml" > "$d/custom-data.yaml"
-	platform_part "$(addr_of "$n")" > "$d/platform.yaml"
+	platform_part "$(addr_of "$n")" "$role" > "$d/platform.yaml"
 	cloud-init devel make-mime -a "$d/custom-data.yaml:cloud-config" -a "$d/platform.yaml:cloud-config" \
 		> "$d/seed/user-data"
 	printf 'instance-id: %s-%s\nlocal-hostname: %s\n' "$n" "$NS" "$n" > "$d/seed/meta-data"
@@ -226,6 +239,10 @@ make_seed() {
 SECRET=$(openssl rand -hex 32)
 SQUASH_OPT=no_root_squash
 [ "$SQUASH" = 0 ] || SQUASH_OPT=root_squash
+# The computes' /shared: the shipped vers=3, or 4.1 (--nfs41); the kernel
+# names a v4 mount's type nfs4.
+NFS_VERS=3 NFS_TYPE=nfs
+[ "$NFS41" = 0 ] || { NFS_VERS=4.1; NFS_TYPE=nfs4; }
 
 # ---- network and VMs ----
 ip netns add "$NS"
@@ -387,17 +404,33 @@ check_nfs() {
 			{ echo "exports.d:"; cat /etc/exports.d/*; exit 1; }
 		exportfs -v | grep -q "^/shared" || { echo "exportfs -v:"; exportfs -v; exit 1; }
 		systemctl is-active --quiet nfs-server || { echo "nfs-server is not active"; exit 1; }'
-	each_vm "nfs: computes mount head:/shared with the spec's options, fstab block right" '
+	if [ "$NFS41" = 1 ]; then
+		each_vm "nfs: --nfs41: the head's kernel server has NFSv3 and NFSv4.0 off, 4.1 on (/proc/fs/nfsd/versions)" '
+			[ "$(hostname)" = head ] || exit 0
+			v=$(cat /proc/fs/nfsd/versions) || exit 1
+			echo "versions: $v"
+			for want in -3 -4.0 +4.1; do
+				case " $v " in *" $want "*) ;; *) echo "want $want in: $v"; exit 1 ;; esac
+			done'
+	fi
+	each_vm "nfs: computes mount head:/shared with the spec's options (vers=$NFS_VERS), fstab block right" '
 		[ "$(hostname)" = head ] && exit 0
 		set -e
 		m=$(findmnt -n -o SOURCE,FSTYPE,OPTIONS /shared) || { echo "/shared is not mounted"; exit 1; }
-		echo "$m" | grep -q "^'"$NET"'.10:/shared nfs " || { echo "mounted: $m"; exit 1; }
-		for o in vers=3 hard proto=tcp nconnect=8; do
+		echo "$m" | grep -q "^'"$NET"'.10:/shared '"$NFS_TYPE"' " || { echo "mounted: $m"; exit 1; }
+		for o in vers='"$NFS_VERS"' hard proto=tcp nconnect=8; do
 			echo "$m" | grep -q "[ ,]$o\(,\|$\)" || { echo "option $o missing: $m"; exit 1; }
 		done
 		b=$(sed -n "/^# BEGIN hpcinit glocluster$/,/^# END hpcinit glocluster$/p" /etc/fstab)
-		echo "$b" | grep -q "^'"$NET"'.10:/shared /shared nfs vers=3,rsize=1048576,wsize=1048576,hard,proto=tcp,nconnect=8,.*_netdev" ||
+		echo "$b" | grep -q "^'"$NET"'.10:/shared /shared nfs vers='"$NFS_VERS"',rsize=1048576,wsize=1048576,hard,proto=tcp,nconnect=8,.*_netdev" ||
 			{ echo "fstab block:"; echo "$b"; exit 1; }'
+	if [ "$NFS41" = 1 ]; then
+		each_vm "nfs: --nfs41: /proc/mounts has /shared as nfs4 vers=4.1" '
+			[ "$(hostname)" = head ] && exit 0
+			l=$(awk '"'"'$2 == "/shared"'"'"' /proc/mounts)
+			echo "$l"
+			echo "$l" | grep -qE "^'"$NET"'\.10:/shared /shared nfs4 ([^ ]*,)?vers=4\.1(,[^ ]*)? " || exit 1'
+	fi
 	local n msgs=() want
 	want=$(names | sort | tr '\n' ' ')
 	for n in $(names); do
