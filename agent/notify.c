@@ -72,7 +72,7 @@ int notify_run(const char *what, const struct run_result *res, bool ready)
 			why = res->reports[i].summary;
 		}
 	}
-	if (ready)
+	if (ready && res->exit_code != 1)
 		sb_append(&sb, "READY=1\n");
 	sb_printf(&sb, "STATUS=hpcinit %s: %s (exit %d)", what, word, res->exit_code);
 	if (res->out.peers)

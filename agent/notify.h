@@ -15,7 +15,8 @@ struct run_result;
 int notify_send(const char *text);
 /*
  * Say how a run ended: "STATUS=hpcinit <what>: <result> (exit N): <worst
- * step's summary>", with READY=1 first when ready is set.
+ * step's summary>", with READY=1 first when ready is set and the run did
+ * not fail (hpcinit watch: ready once a membership was applied).
  */
 int notify_run(const char *what, const struct run_result *res, bool ready);
 
