@@ -11,7 +11,8 @@
  *   mounts, fabric    the nfs and rdma steps first ended ok (or changed)
  *   ready             the first full apply that ended ready or degraded
  *   slurm             the slurm step first registered the node (a compute's
- *                     slurm step ended ok or changed: slurmd registered)
+ *                     slurm step ended ok or changed in a run that did not
+ *                     fail: it registers only then, drained if degraded)
  *
  * A step's end is the run's start plus the own times of the steps up to it
  * (the runner's few ms between steps are not counted).  Every file is read
@@ -254,7 +255,9 @@ void boot_update(struct ctx *c, const struct run_result *res, bool full, struct 
 			reach(b, "mounts", at);
 		if (done && strcmp(name, "rdma") == 0)
 			reach(b, "fabric", at);
-		if (done && strcmp(name, "slurm") == 0 && c->spec && c->spec->cluster.role != ROLE_HEAD)
+		/* the slurm step registers a compute only when no step failed (a degraded one, drained) */
+		if (done && res->exit_code != 1 && strcmp(name, "slurm") == 0 && c->spec &&
+		    c->spec->cluster.role != ROLE_HEAD)
 			reach(b, "slurm", at);
 	}
 	if (full && (res->exit_code == 0 || res->exit_code == 3))
