@@ -232,6 +232,18 @@ void proc_describe_blocked(pid_t pid, struct strbuf *sb)
 #ifdef SYS_lstat
 		{ SYS_lstat, "lstat", false, 1 },
 #endif
+#ifdef SYS_statfs
+		{ SYS_statfs, "statfs", false, 1 },
+#endif
+#ifdef SYS_fstatfs
+		{ SYS_fstatfs, "fstatfs", true, 0 },
+#endif
+#ifdef SYS_getxattr
+		{ SYS_getxattr, "getxattr", false, 1 },
+#endif
+#ifdef SYS_lgetxattr
+		{ SYS_lgetxattr, "lgetxattr", false, 1 },
+#endif
 #ifdef SYS_faccessat
 		{ SYS_faccessat, "faccessat (access)", true, 2 },
 #endif

@@ -338,7 +338,7 @@ static const struct module *find_idx(const char *name, size_t *ret)
 /*
  * A step flagged isolate runs in a child (the child engine, agent/proc.c):
  * every step that touches shared storage, users' homes or the network
- * (discovery, nfs, ssh, hostfile, mpi).
+ * (discovery, nfs, ssh, hostfile, mpi, slurm).
  * A hard NFS mount whose server died, or a FUSE server that never answers,
  * puts the process that touches it to sleep in the kernel where no signal
  * reaches it; in a child that only costs the child.  The child sends back
@@ -350,6 +350,7 @@ static const struct module *find_idx(const char *name, size_t *ret)
 struct iso {
 	struct ctx *c;
 	const struct module *m;
+	int (*hook)(struct ctx *, struct report *);     /* m's check, apply, or a leave */
 	struct report *rep;
 	struct outputs *view;
 };
@@ -368,7 +369,7 @@ static void iso_child(void *arg, int fd)
 	struct strbuf sb = STRBUF_INIT;
 	char *js;
 	struct peerset *peers;
-	int r = c->mode == RUN_CHECK ? a->m->check(c, a->rep) : a->m->apply(c, a->rep);
+	int r = a->hook(c, a->rep);
 	const char *p;
 	size_t left;
 
@@ -476,10 +477,10 @@ static bool iso_parse(struct ctx *c, const char *text, size_t len, struct report
 	return true;
 }
 
-static int run_isolated(struct ctx *c, const struct module *m, struct report *rep, struct outputs *view,
-			uint64_t tmo)
+static int run_isolated(struct ctx *c, const struct module *m, int (*hook)(struct ctx *, struct report *),
+			struct report *rep, struct outputs *view, uint64_t tmo)
 {
-	struct iso a = { c, m, rep, view };
+	struct iso a = { c, m, hook, rep, view };
 	struct proc_child ch = { 0 };
 	uint64_t until = c->deadline_ms + ISO_GRACE_MS;
 	int r = -EIO, ret;
@@ -597,7 +598,7 @@ static void run_one(struct ctx *c, const struct module *m, size_t i, struct run_
 	c->run = res;
 	log_set_module(m->name);
 	if (m->isolate)
-		r = run_isolated(c, m, rep, &view, tmo);
+		r = run_isolated(c, m, c->mode == RUN_CHECK ? m->check : m->apply, rep, &view, tmo);
 	else if (c->mode == RUN_CHECK)
 		r = m->check(c, rep);
 	else
@@ -706,6 +707,39 @@ int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
 		close(lock_fd);   /* releases the flock */
 	}
 	return res->exit_code;
+}
+
+int runner_call_isolated(struct ctx *c, const char *name, int (*hook)(struct ctx *, struct report *),
+			 struct report *rep)
+{
+	const struct module *m = module_find(name);
+	struct module res, one = { .name = name };
+	struct outputs view = { 0 };
+	char *sd = ctx_path(c, STATUS_DIR "/stuck");
+	uint64_t tmo;
+	int r;
+
+	if (!m)
+		return -EINVAL;
+	module_resolve(m, &res);
+	tmo = res.timeout_ms(c->spec);
+	c->deadline_ms = now_ms() + tmo;
+	c->module = name;
+	c->out = &view;
+	proc_stuck_dir(sd);
+	free(sd);
+	log_set_module(name);
+	r = run_isolated(c, &one, hook, rep, &view, tmo);
+	log_set_module(NULL);
+	proc_stuck_dir(NULL);
+	outputs_free(&view);
+	c->out = NULL;
+	c->module = NULL;
+	if (r < 0)
+		report_raise(rep, ST_FAILED);
+	if (!rep->summary[0])
+		report_summarize(rep);
+	return r;
 }
 
 int runner_leave(struct ctx *c)

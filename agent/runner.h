@@ -51,6 +51,14 @@ void run_result_free(struct run_result *res);
  * 1 when one failed, else 0.
  */
 int runner_leave(struct ctx *c);
+/*
+ * Run hook in a child under module name's deadline, as an isolated step
+ * runs (hpcinit leave's removal of the record on the shared directory): at
+ * the deadline it fails naming what it was blocked in; a child of name still
+ * asleep in the kernel from an earlier run fails it at once.  0 or -errno.
+ */
+int runner_call_isolated(struct ctx *c, const char *name, int (*hook)(struct ctx *, struct report *),
+			 struct report *rep);
 
 /* The run report (status.c).  Record an apply's run: its part and status.json. */
 void status_write(struct ctx *c, const struct run_opts *o, const struct run_result *res);

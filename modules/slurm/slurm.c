@@ -647,4 +647,5 @@ const struct module slurm_module = {
 	.apply = slurm_run,
 	.leave = slurm_leave,
 	.inputs = OUT_PEERS,    /* this node's own record: its InfiniBand domain */
+	.isolate = true,        /* slurm.key_file on shared storage, scontrol to slurmctld */
 };

@@ -70,6 +70,21 @@ for i in 1 2 3; do
 		grep -qE "hpcinit\[discovery\]: error: still blocked since [0-9-]+ [0-9:]+ [A-Z]+ \(pid $stuck_pid, waiting in [a-z_0-9 ]+\): .*$R/shared.*; no new child started" "$T/r$i"
 done
 check "three refreshes later: still one stuck child" [ "$(stuck_children)" -eq 1 ]
+# hpcinit leave removes the record on that same directory: in a child too, so
+# it says at once that the step is still blocked instead of hanging on the
+# share with the run lock held (it waits at most 30 s here, in the background).
+( rc=0; hpcinit leave --root "$R" -c "$T/node.yaml" --hostname node01 >"$T/leave" 2>&1 || rc=$?
+  echo "$rc" >"$T/leave.rc" ) &
+for _ in $(seq 300); do [ -e "$T/leave.rc" ] && break; sleep 0.1; done
+check "leave returns" [ -e "$T/leave.rc" ]
+if [ -e "$T/leave.rc" ]; then
+	check "leave exits 1" [ "$(cat "$T/leave.rc")" -eq 1 ]
+	check "leave names the stuck child" grep -qE \
+		"^leave: failed: still blocked since [0-9-]+ [0-9:]+ [A-Z]+ \(pid $stuck_pid, .*$R/shared.*; no new child started" "$T/leave"
+else
+	echo "# leave blocked:"; pgrep -a -f "leave --root $R" | sed "s/^/  | /" || true
+fi
+check "leave left the run lock free" flock -n "$R/run/hpcinit/lock" true
 run_hpc_stdout "$T/st.json" status --json --root "$R"
 check "status shows it (exit 1)" [ "$rc" -eq 1 ]
 check "status.json: discovery failed, still blocked" [ "$(jv "$T/st.json" '[f["tag"] for m in d["modules"] if m["name"]=="discovery" for f in m["findings"]][0]')" = runner.still-blocked ]
@@ -104,6 +119,7 @@ check "three checks later: two stuck children (discovery's and the mount probe's
 # The server goes (the mount aborts): the stuck child ends, and the next refresh starts a new one.
 kill -KILL $stall_pid
 wait $stall_pid 2>/dev/null || true
+wait    # a leave blocked on the share (before the fix) ends with its server
 umount -l "$R/shared" 2>/dev/null || true
 for _ in $(seq 50); do [ "$(stuck_children)" -eq 0 ] && break; sleep 0.1; done
 check "the stuck child ended with its server" [ "$(stuck_children)" -eq 0 ]

@@ -54,12 +54,15 @@ done
 # with the same ordering lines (a fake, named as one), plus the drop-in.
 if [ -e "$SYSUNITS/slurmd.service" ]; then
 	slurmd_unit=$SYSUNITS/slurmd.service
-	# its Exec*= binaries and its man page, as for hpcinit's units
+	# Its Exec*= binaries and its Documentation= page, as for hpcinit's units.
 	for exe in $(sed -n 's/^Exec[A-Za-z]*=[-@:+!]*\([^ ]*\).*/\1/p' "$slurmd_unit"); do
+		[ -x "$exe" ] || fail "slurmd.service runs $exe, which this machine does not have"
 		mkdir -p "$R$(dirname "$exe")"
-		cp -L "$exe" "$R$exe"
+		cp "$exe" "$R$exe"
 	done
-	for m in /usr/share/man/man8/slurmd.8*; do [ -e "$m" ] && cp "$m" "$T/man/man8/"; done
+	for page in /usr/share/man/man8/slurmd.8*; do
+		[ -e "$page" ] && cp "$page" "$T/man/man8/"
+	done
 else
 	slurmd_unit=$T/slurmd.service
 	cat > "$slurmd_unit" <<-'UNIT'

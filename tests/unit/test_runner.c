@@ -272,7 +272,7 @@ static void test_isolated_roundtrip(void)
 	c.out = &view;
 	c.deadline_ms = now_ms() + 20000;
 	report_init(&rep);
-	r = run_isolated(&c, &m, &rep, &view, 20000);
+	r = run_isolated(&c, &m, m.apply, &rep, &view, 20000);
 	TEST_INTEQ(r, 0);
 	/* the report the hook makes, made here: the child's must read back the same */
 	report_init(&want);
@@ -296,7 +296,7 @@ static void test_isolated_roundtrip(void)
 
 	c.mode = RUN_APPLY;
 	report_init(&rep);
-	r = run_isolated(&c, &mp, &rep, &view, 20000);
+	r = run_isolated(&c, &mp, mp.apply, &rep, &view, 20000);
 	TEST_INTEQ(r, 0);
 	TEST_STREQ(rep.summary, "3000 peers");
 	TEST_CHECK(view.peers != NULL);
