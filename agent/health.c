@@ -103,9 +103,13 @@ int health_main(const struct ctx *c, int in_fd, int out_fd)
 		return 1;
 	}
 	code = status_state(c, &applied);
-	if (!applied || (code != 0 && code != 1 && code != 3)) {
+	if (code != 0 && code != 1 && code != 3) {
 		answer(out_fd, "503 Service Unavailable", "text/plain",
-		       applied ? "hpcinit: status unknown\n" : "hpcinit: no full apply since boot yet\n", head);
+		       "hpcinit: status unknown (no run since boot, or it could not write its status)\n", head);
+		return 0;
+	}
+	if (!applied) {
+		answer(out_fd, "503 Service Unavailable", "text/plain", "hpcinit: no full apply since boot yet\n", head);
 		return 0;
 	}
 	answer(out_fd, "200 OK", "application/json", code == 1 ? "{\"ApplicationHealthState\": \"Unhealthy\"}\n" :

@@ -33,6 +33,7 @@ state() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["Appli
 probe none
 check "no status yet: 503" [ "$(cat "$T/none.code")" = 503 ]
 check "no status yet: no ApplicationHealthState" [ "$(state "$T/none.body")" = none ]
+check "no status yet: the reason" contains "$T/none.body" "status unknown"
 
 # A refresh is not the boot's full apply: still no valid answer.
 run_hpc "$T/r0" refresh --root "$R" -c "$SPEC" --hostname node01
