@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "fsutil.h"
+#include "health.h"
 #include "log.h"
+#include "notify.h"
 #include "record.h"
 #include "runner.h"
 #include "units.h"
@@ -35,6 +37,8 @@ static void usage(FILE *out)
 	      "  watch            stay running: refresh within a second of a join or leave\n"
 	      "  leave            take this node out of the cluster (shutdown, scale-in)\n"
 	      "  status           show the last run (/run/hpcinit/status.json)\n"
+	      "  health           answer one Azure Application Health probe on stdin/stdout\n"
+	      "                   (run by hpcinit-health.socket)\n"
 	      "  validate FILE    check a spec and print every error\n"
 	      "\n"
 	      "Options:\n"
@@ -307,6 +311,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(o.command, "status") == 0)
 		return status_command(cp, o.json, stdout);
+	if (strcmp(o.command, "health") == 0)
+		return health_main(cp, STDIN_FILENO, STDOUT_FILENO);
 	if (strcmp(o.command, "apply") == 0) {
 		cp->mode = RUN_APPLY;
 	} else if (strcmp(o.command, "check") == 0) {
@@ -361,6 +367,8 @@ int main(int argc, char **argv)
 			leave_forget(cp);
 	}
 	code = runner_run(cp, &o.ro, &res);
+	if (cp->mode == RUN_APPLY)
+		notify_run(o.command, &res, false);     /* hpcinit.service: its result in STATUS= */
 	if (o.json) {
 		char *j = runner_json(cp, &o.ro, &res);
 

@@ -81,5 +81,10 @@ int status_print(const struct ctx *c, const char *path, FILE *out);
  */
 #define STATUS_EXIT_UNKNOWN 4
 int status_command(const struct ctx *c, bool json, FILE *out);
+/*
+ * The node's state for a health probe: status_command's code (0, 1, 3, or
+ * STATUS_EXIT_UNKNOWN), and whether a full apply ran since boot.
+ */
+int status_state(const struct ctx *c, bool *ret_applied);
 
 #endif

@@ -17,10 +17,13 @@
 
 #include <yaml.h>
 
+#include "boot.h"
 #include "escape.h"
 #include "fsutil.h"
 #include "json.h"
 #include "log.h"
+#include "metrics.h"
+#include "record.h"
 #include "runner.h"
 
 /* ---- status: the last full apply and the last refresh, kept apart ---------- */
@@ -40,6 +43,7 @@ struct part {
 	const char *command;
 	char *command_buf;              /* owned copy behind command */
 	long long started, duration_ms;
+	long long peers;                /* peers known after the run; -1: discovery did not run */
 	int exit_code;
 	struct report *reports;         /* by module_table index */
 	bool *ran;
@@ -213,6 +217,7 @@ static void part_load(const struct ctx *c, enum part_id id, struct part *p)
 	p->command = p->command_buf = xstrdup(map_get(&doc, root, "command") ?: part_names[id]);
 	p->started = parse_ll(map_get(&doc, root, "started"), &v) ? v : 0;
 	p->duration_ms = parse_ll(map_get(&doc, root, "duration_ms"), &v) ? v : 0;
+	p->peers = parse_ll(map_get(&doc, root, "peers"), &v) && v >= 0 ? v : -1;
 	p->exit_code = parse_ll(map_get(&doc, root, "exit_code"), &v) && v >= 0 && v < 256 ? (int)v : 1;
 	mods = map_node(&doc, root, "modules");
 	for (yaml_node_item_t *it = mods && mods->type == YAML_SEQUENCE_NODE ? mods->data.sequence.items.start : NULL;
@@ -241,6 +246,7 @@ static void part_from_result(struct part *p, const struct run_opts *o, const str
 	p->started = (long long)res->started_unix;
 	p->duration_ms = (long long)res->duration_ms;
 	p->exit_code = res->exit_code;
+	p->peers = res->out.peers ? (long long)res->out.peers->n : -1;
 	p->reports = res->reports;
 	p->ran = res->ran;
 	p->n = res->n;
@@ -337,15 +343,31 @@ static void json_identity(struct strbuf *sb, const struct ctx *c, const struct r
 	json_kv_int(sb, "duration_ms", (long long)res->duration_ms, 0);
 }
 
+/* Peers known: from the latest part that ran discovery (-1: none did). */
+static long long latest_peers(const struct part *parts)
+{
+	int best = -1;
+
+	for (int k = 0; k < N_PARTS; k++)
+		if (parts[k].present && parts[k].peers >= 0 && (best < 0 || parts[k].started >= parts[best].started))
+			best = k;
+	return best < 0 ? -1 : parts[best].peers;
+}
+
 /* status.json: this run's identity, the worst current state, the parts, every step's latest report. */
 static char *status_compose(const struct ctx *c, const struct run_opts *o, const struct run_result *res,
-			    const struct part *parts)
+			    const struct part *parts, const struct boot *b)
 {
 	struct strbuf sb = STRBUF_INIT;
 	bool first = true;
+	long long peers = latest_peers(parts);
 
 	json_identity(&sb, c, o, res);
 	json_parts(&sb, parts);
+	if (peers >= 0)
+		json_kv_int(&sb, "peers", peers, 0);
+	sb_append(&sb, ",\n \"boot\": ");
+	boot_json(&sb, b);
 	sb_append(&sb, ",\n \"modules\": [");
 	for (size_t i = 0; module_table[i]; i++) {
 		int k = latest_part(parts, i);
@@ -426,13 +448,119 @@ static void status_broken(struct ctx *c, struct report *scratch, const struct ru
 	sb_free(&sb);
 }
 
+/* ---- the node_exporter textfile (metrics.c writes it) ------------------------ */
+
+static const char *const step_results[] = { "ok", "changed", "skipped", "degraded", "failed" };
+
+/*
+ * The same truth as status.json, as metrics: the node's state, every step's
+ * latest result, time and the findings that make it degraded or failed, each
+ * part's last run, the peers known, this boot's phases.
+ */
+static char *metrics_compose(const struct part *parts, const struct boot *b)
+{
+	struct strbuf sb = STRBUF_INIT;
+	int code = current_exit(parts);
+	long long peers = latest_peers(parts);
+	static const char *const states[] = { "ready", "degraded", "failed" };
+
+	prom_head(&sb, "hpcinit_ready", "gauge",
+		  "1 when the node is ready: a full apply this boot and no step failed or degraded since.");
+	sb_printf(&sb, "hpcinit_ready %d\n", code == 0);
+	prom_head(&sb, "hpcinit_state", "gauge", "The node's state (status.json result): 1 for the current one.");
+	for (size_t i = 0; i < 3; i++) {
+		sb_append(&sb, "hpcinit_state{");
+		prom_label(&sb, "state", states[i], 1);
+		sb_printf(&sb, "} %d\n", strcmp(current_word(code), states[i]) == 0);
+	}
+	prom_head(&sb, "hpcinit_step_result", "gauge", "Each step's latest result: 1 for the current one.");
+	for (size_t i = 0; module_table[i]; i++) {
+		int k = latest_part(parts, i);
+
+		for (size_t j = 0; k >= 0 && j < sizeof(step_results) / sizeof(step_results[0]); j++) {
+			sb_append(&sb, "hpcinit_step_result{");
+			prom_label(&sb, "step", module_table[i]->name, 1);
+			prom_label(&sb, "result", step_results[j], 0);
+			sb_printf(&sb, "} %d\n",
+				  strcmp(rstatus_name(parts[k].reports[i].status, RUN_APPLY), step_results[j]) == 0);
+		}
+	}
+	prom_head(&sb, "hpcinit_step_duration_seconds", "gauge", "How long each step's latest run took.");
+	for (size_t i = 0; module_table[i]; i++) {
+		int k = latest_part(parts, i);
+
+		if (k < 0)
+			continue;
+		sb_append(&sb, "hpcinit_step_duration_seconds{");
+		prom_label(&sb, "step", module_table[i]->name, 1);
+		sb_printf(&sb, "} %.3f\n", (double)parts[k].reports[i].duration_ms / 1000.0);
+	}
+	prom_head(&sb, "hpcinit_finding", "gauge",
+		  "The findings that make a step degraded or failed (the reason), by stable tag.");
+	for (size_t i = 0; module_table[i]; i++) {
+		int k = latest_part(parts, i);
+
+		for (size_t j = 0; k >= 0 && j < parts[k].reports[i].n_findings; j++) {
+			const struct finding *f = &parts[k].reports[i].findings[j];
+
+			if (f->sev != ST_DEGRADED && f->sev != ST_FAILED)
+				continue;
+			sb_append(&sb, "hpcinit_finding{");
+			prom_label(&sb, "step", module_table[i]->name, 1);
+			prom_label(&sb, "severity", finding_severity_name(f->sev), 0);
+			prom_label(&sb, "tag", f->tag, 0);
+			sb_append(&sb, "} 1\n");
+		}
+	}
+	prom_head(&sb, "hpcinit_last_run_timestamp_seconds", "gauge",
+		  "When each part (apply, refresh, verify) last ran, unix time.");
+	for (int k = 0; k < N_PARTS; k++)
+		if (parts[k].present) {
+			sb_append(&sb, "hpcinit_last_run_timestamp_seconds{");
+			prom_label(&sb, "part", part_names[k], 1);
+			sb_printf(&sb, "} %lld\n", parts[k].started);
+		}
+	prom_head(&sb, "hpcinit_last_run_duration_seconds", "gauge", "How long each part's last run took.");
+	for (int k = 0; k < N_PARTS; k++)
+		if (parts[k].present) {
+			sb_append(&sb, "hpcinit_last_run_duration_seconds{");
+			prom_label(&sb, "part", part_names[k], 1);
+			sb_printf(&sb, "} %.3f\n", (double)parts[k].duration_ms / 1000.0);
+		}
+	prom_head(&sb, "hpcinit_last_run_exit_code", "gauge",
+		  "Each part's last exit code: 0 ready, 1 failed, 3 degraded.");
+	for (int k = 0; k < N_PARTS; k++)
+		if (parts[k].present) {
+			sb_append(&sb, "hpcinit_last_run_exit_code{");
+			prom_label(&sb, "part", part_names[k], 1);
+			sb_printf(&sb, "} %d\n", parts[k].exit_code);
+		}
+	if (peers >= 0) {
+		prom_head(&sb, "hpcinit_peers", "gauge", "Peers known (nodes in the cluster, this one included).");
+		sb_printf(&sb, "hpcinit_peers %lld\n", peers);
+	}
+	if (b->boot_ms) {
+		prom_head(&sb, "hpcinit_boot_time_seconds", "gauge", "When the kernel started, unix time.");
+		sb_printf(&sb, "hpcinit_boot_time_seconds %.3f\n", (double)b->boot_ms / 1000.0);
+		prom_head(&sb, "hpcinit_boot_phase_seconds", "gauge",
+			  "This boot's phases: seconds from the kernel's start to the end of each.");
+		for (size_t i = 0; i < b->n; i++) {
+			sb_append(&sb, "hpcinit_boot_phase_seconds{");
+			prom_label(&sb, "phase", b->ph[i].name, 1);
+			sb_printf(&sb, "} %.3f\n", (double)(b->ph[i].at_ms - b->boot_ms) / 1000.0);
+		}
+	}
+	return sb_steal(&sb);
+}
+
 void status_write(struct ctx *c, const struct run_opts *o, const struct run_result *res)
 {
 	struct report scratch;
 	struct part parts[N_PARTS];
 	enum part_id id = part_of(c, o);
-	char *json = runner_json(c, o, res), *pp = part_path(id), *status = NULL;
+	char *json = runner_json(c, o, res), *pp = part_path(id), *status = NULL, *textfile = NULL;
 	const char *paths[] = { STATUS_PATH, LAST_RUN_PATH };
+	struct boot boot;
 	int r;
 
 	report_init(&scratch);
@@ -444,7 +572,12 @@ void status_write(struct ctx *c, const struct run_opts *o, const struct run_resu
 	load_parts(c, parts);
 	part_free(&parts[id]);
 	part_from_result(&parts[id], o, res);
-	status = status_compose(c, o, res, parts);
+	boot_update(c, res, id == PART_APPLY, &boot);
+	status = status_compose(c, o, res, parts, &boot);
+	textfile = metrics_compose(parts, &boot);
+	r = metrics_write(c, textfile);
+	if (r < 0)
+		log_errno(LOG_LVL_WARN, r, "cannot write %s/%s for node_exporter, ignoring", TEXTFILE_DIR, TEXTFILE_NAME);
 	free_parts(parts);
 	for (int i = 0; i < 2; i++) {
 		r = write_file(c, &scratch, paths[i], status);
@@ -456,6 +589,7 @@ void status_write(struct ctx *c, const struct run_opts *o, const struct run_resu
 	unlink_rooted(c, STATUS_ERROR_PATH);
 out:
 	report_free(&scratch);
+	free(textfile);
 	free(status);
 	free(pp);
 	free(json);
@@ -528,6 +662,8 @@ char *runner_json(const struct ctx *c, const struct run_opts *o, const struct ru
 	json_identity(&sb, c, o, res);
 	json_kv_str(&sb, "result", result_word(c, res->exit_code), 0);
 	json_kv_int(&sb, "exit_code", res->exit_code, 0);
+	if (res->out.peers)
+		json_kv_int(&sb, "peers", (long long)res->out.peers->n, 0);
 	if (c->mode == RUN_CHECK) {
 		/* check --json also says how the node was left: the worst current
 		 * state of status.json and when each part last ran. */
@@ -645,6 +781,30 @@ static void fmt_time(const char *s, char *buf, size_t size)
 		strftime(buf, size, "%Y-%m-%d %H:%M:%S %Z", &tm);
 }
 
+/* The boot, timed: each phase of this boot, seconds after the kernel started. */
+static void print_boot(yaml_document_t *doc, yaml_node_t *boot, FILE *out)
+{
+	yaml_node_t *ph = map_node(doc, boot, "phases");
+	long long b = 0, at;
+
+	if (!ph || ph->type != YAML_SEQUENCE_NODE || ph->data.sequence.items.start == ph->data.sequence.items.top)
+		return;
+	if (!parse_ll(map_get(doc, boot, "boot_ms"), &b))
+		b = 0;
+	fprintf(out, "boot, seconds after the kernel started%s:\n", b ? "" : " (boot time unknown: unix times)");
+	for (yaml_node_item_t *it = ph->data.sequence.items.start; it < ph->data.sequence.items.top; it++) {
+		yaml_node_t *m = yaml_document_get_node(doc, *it);
+		struct strbuf name = STRBUF_INIT;
+		const char *n = map_get(doc, m, "phase") ?: "?";
+
+		if (!parse_ll(map_get(doc, m, "at_ms"), &at))
+			continue;
+		esc_append(&name, n, strlen(n), false);
+		fprintf(out, "  %-22s %9.3f\n", sb_str(&name), (double)(at - b) / 1000.0);
+		sb_free(&name);
+	}
+}
+
 int status_print(const struct ctx *c, const char *path, FILE *out)
 {
 	char *text = NULL;
@@ -652,6 +812,7 @@ int status_print(const struct ctx *c, const char *path, FILE *out)
 	yaml_parser_t parser;
 	yaml_document_t doc;
 	yaml_node_t *root, *mods, *parts;
+	const char *peers;
 	char when[64];
 	int r = fs_read(c, path, &text, &len);
 
@@ -687,6 +848,9 @@ int status_print(const struct ctx *c, const char *path, FILE *out)
 			map_get(&doc, pn, "result") ?: "?", map_get(&doc, pn, "exit_code") ?: "?",
 			map_get(&doc, pn, "duration_ms") ?: "?");
 	}
+	if ((peers = map_get(&doc, root, "peers")))
+		fprintf(out, "peers known: %s\n", peers);
+	print_boot(&doc, map_node(&doc, root, "boot"), out);
 	print_row(out, "MODULE", "RESULT", "TIME", "FROM     SUMMARY");
 	mods = map_node(&doc, root, "modules");
 	if (mods && mods->type == YAML_SEQUENCE_NODE) {
@@ -762,6 +926,33 @@ static int status_code(const char *text)
 		yaml_document_delete(&doc);
 	}
 	yaml_parser_delete(&parser);
+	return code;
+}
+
+int status_state(const struct ctx *c, bool *ret_applied)
+{
+	char *text = NULL;
+	int code = STATUS_EXIT_UNKNOWN;
+
+	*ret_applied = false;
+	if (fs_exists(c, STATUS_ERROR_PATH) || fs_read(c, STATUS_PATH, &text, NULL) < 0)
+		return STATUS_EXIT_UNKNOWN;
+	code = status_code(text);
+	{
+		yaml_parser_t parser;
+		yaml_document_t doc;
+
+		yaml_parser_initialize(&parser);
+		yaml_parser_set_input_string(&parser, (const unsigned char *)text, strlen(text));
+		if (yaml_parser_load(&parser, &doc)) {
+			const char *a = map_get(&doc, yaml_document_get_root_node(&doc), "applied");
+
+			*ret_applied = a && strcmp(a, "true") == 0;
+			yaml_document_delete(&doc);
+		}
+		yaml_parser_delete(&parser);
+	}
+	free(text);
 	return code;
 }
 

@@ -16,6 +16,7 @@ PKGS=(
 	rdma-core ibverbs-utils ucx-utils
 	qemu-system-x86 qemu-utils debootstrap
 	slurm-wlm slurmctld slurmd slurm-client munge
+	prometheus-node-exporter curl
 )
 if [ "${HPCINIT_SKIP_APT:-0}" != 1 ]; then
 	export DEBIAN_FRONTEND=noninteractive

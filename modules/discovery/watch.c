@@ -43,6 +43,7 @@
 #include "escape.h"
 #include "fsutil.h"
 #include "log.h"
+#include "notify.h"
 #include "proc.h"
 #include "rendezvous/rendezvous.h"
 #include "watch.h"
@@ -72,6 +73,7 @@ static int refresh(struct ctx *c, const struct run_opts *ro, const char *why)
 	struct strbuf parts = STRBUF_INIT;
 
 	code = runner_run(c, ro, &res);
+	notify_run("watch", &res, true);        /* READY=1 once the first membership is applied */
 	if (c->verbose)
 		runner_print_table(c, &res, stderr);
 	/* Where the time went: each step's own time, the rest is the runner (lock, status). */

@@ -133,6 +133,11 @@ check "$C1: the slurm step changed something (key, registration)" grep -q "^slur
 check "$C3: the slurm step did not register it" contains "$T/c3.out" "not registered with Slurm: the node failed"
 check "$C3: no slurmd was started" eval '! on "$C3" test -e /run/slurmd.pid'
 check "$C1: munge key installed for munged" key_ok "$C1"
+# The boot, timed: the registration is a phase of the boot (hpcinit status), not for a failed node.
+hpc "$C1" status > "$T/c1.status" 2>&1 || true
+hpc "$C3" status > "$T/c3.status" 2>&1 || true
+check "$C1: hpcinit status times its registration with Slurm" grep -qE '^  slurm +[0-9]+\.[0-9]{3}$' "$T/c1.status"
+check "$C3 (failed): no registration among its boot's phases" eval '! grep -qE "^  (slurm|ready) " "$T/c3.status"'
 
 # sinfo on the head, one line a node: name state features reason
 on "$H" sinfo -N -h -o '%N %t %f %E' > "$T/sinfo1"

@@ -30,7 +30,8 @@ export MANPATH=$T/man LC_ALL=C.UTF-8
 units=("$TOP_BUILDDIR/packaging/systemd/hpcinit.service"
 	"$TOP_BUILDDIR/packaging/systemd/hpcinit-refresh.service"
 	"$TOP_BUILDDIR/packaging/systemd/hpcinit-leave.service" "$TOP_BUILDDIR/packaging/systemd/hpcinit-watch.service"
-	"$TOP_SRCDIR/packaging/systemd/hpcinit-refresh.timer")
+	"$TOP_SRCDIR/packaging/systemd/hpcinit-refresh.timer"
+	"$TOP_SRCDIR/packaging/systemd/hpcinit-health.socket" "$TOP_BUILDDIR/packaging/systemd/hpcinit-health@.service")
 names=()
 for u in "${units[@]}"; do
 	[ -e "$u" ] || fail "$u not built"
@@ -118,4 +119,13 @@ grep -q '^After=network-online.target remote-fs.target' "$u" || fail "hpcinit-le
 u=$R/etc/systemd/system/hpcinit-watch.service
 grep -qx "ExecStart=$exe watch" "$u" || fail "hpcinit-watch.service does not run hpcinit watch"
 grep -q '^After=.*hpcinit-leave.service' "$u" || fail "hpcinit-watch.service does not stop before the leave"
+grep -qx "Type=notify" "$u" || fail "hpcinit-watch.service is not Type=notify"
+grep -qx "NotifyAccess=main" "$R/etc/systemd/system/hpcinit.service" || fail "hpcinit.service cannot say its STATUS="
+# The health probe: loopback port 9119, one "hpcinit health" a connection on the socket.
+u=$R/etc/systemd/system/hpcinit-health.socket
+grep -qx "ListenStream=127.0.0.1:9119" "$u" || fail "hpcinit-health.socket does not listen on 127.0.0.1:9119"
+grep -qx "Accept=yes" "$u" || fail "hpcinit-health.socket is not inetd style (Accept=yes)"
+u=$R/etc/systemd/system/hpcinit-health@.service
+grep -qx "ExecStart=$exe health" "$u" || fail "hpcinit-health@.service does not run hpcinit health"
+grep -qx "StandardInput=socket" "$u" || fail "hpcinit-health@.service does not read the connection"
 echo "PASS: systemd units"
