@@ -22,7 +22,7 @@
 #include "fsutil.h"
 #include "names.h"
 #include "sshkey.h"
-#include "../ssh/userkeys.h"
+#include "sshkeys/userkeys.h"
 #include "ib/identity.h"
 #include "../mpi.h"
 
