@@ -9,6 +9,7 @@
 #   5. build variants: --without-libnfs and --without-mpi compile with -Werror
 #      (and run the few quick unit tests their options touch)
 #   6. libFuzzer: the spec loader and the peer-record parser, 30 s each
+#   6b. the fault campaign (tests/faults), 30 s of faults on each method
 #   7. packaging: .deb (lintian, install, remove) and .rpm
 #   8. real VMs: tests/vm/cluster.sh, a head and 2 computes under qemu (each check counted)
 # It ends with one line: "N passed, N failed".
@@ -90,6 +91,13 @@ stage "build --without-mpi (-Werror)" bash -c "$(declare -f variant); cd '$SRC' 
 stage "fuzz: spec loader, 30 s" sh tests/fuzz/run.sh 30
 stage "fuzz: peer records, 30 s" sh tests/fuzz/run-record.sh 30
 stage "fuzz: etcd helper's JSON, 30 s" sh tests/fuzz/run-etcd.sh 30
+
+# The fault campaign (issue 26), short: random faults on 4 simulated nodes with invariants,
+# each method.  CI uses fixed seeds (10 and 11, each green for 150 s by hand) so that a red
+# run can be replayed as it was; new seeds and long runs are by hand (docs/faults.md).
+stage "fault campaign: tests/faults/campaign.sh, 30 s of faults a method" bash -c "cd '$SRC' &&
+	TOP_BUILDDIR='$SRC/build' bash tests/faults/campaign.sh --seed 10 --time 30 --quiet 20 --method shared &&
+	TOP_BUILDDIR='$SRC/build' bash tests/faults/campaign.sh --seed 11 --time 30 --quiet 20 --method etcd"
 
 for s in packaging/build-deb.sh packaging/build-rpm.sh; do
 	[ -f "$s" ] && stage "$s" bash "$s"

@@ -1,0 +1,654 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# The fault campaign: a simulated cluster (tests/cluster/sim.sh: network
+# namespaces, a real sshd per node; a real 3-member etcd for method etcd)
+# whose nodes run their units' work -- apply at boot, the refresh timer as a
+# loop, "hpcinit watch" -- while faults are injected at random, and
+# invariants are checked all along and at quiet points.
+#
+#   campaign.sh [--seed N] [--time S] [--method shared|etcd] [--nodes N] [--quiet S]
+#               [--faults KIND,...] [--selftest]
+#
+# --time is the injection time (setup and the last quiet point come on top);
+# a quiet point every --quiet seconds: the faults stop and heal, and within a
+# bound (the lease + a refresh period + 10 s) every invariant must hold.
+# The seed is printed; the same seed replays the same fault choices (the
+# timing of the processes is the machine's, so a replay is close, not exact).
+# Prints each fault kind's count and every violation with the seed; exits 1
+# on any violation.  --selftest breaks one node's files at the first quiet point (the
+# run must then report violations and exit 1: the harness can fail).  Needs root (lib.sh exits 77 otherwise).  docs/faults.md
+# says what a run covers and what it does not yet.  FAULTS_OUT: where the evidence
+# goes (default /tmp/hpcinit-faults.SEED.PID); FAULTS_KEEP=1 keeps every run's log there;
+# LEASE_S=N sets discovery.lease (default 15 s; the bound grows with it).
+SEED=$(( $(date +%s%N) % 1000000 ))
+DURATION=90
+METHOD=shared
+NNODES=4
+QUIET=40
+SELFTEST=""
+ONLY=""
+while [ $# -gt 0 ]; do
+	case $1 in
+	--seed) SEED=$2; shift 2 ;;
+	--time) DURATION=$2; shift 2 ;;
+	--method) METHOD=$2; shift 2 ;;
+	--nodes) NNODES=$2; shift 2 ;;
+	--quiet) QUIET=$2; shift 2 ;;
+	--selftest) SELFTEST=1; shift ;;
+	--faults) ONLY=$2; shift 2 ;;
+	*) echo "usage: campaign.sh [--seed N] [--time S] [--method shared|etcd] [--nodes N] [--quiet S] [--faults KIND,...] [--selftest]" >&2; exit 2 ;;
+	esac
+done
+case $METHOD in shared | etcd) ;; *) echo "campaign: --method shared or etcd" >&2; exit 2 ;; esac
+[[ $SEED =~ ^[0-9]+$ && $DURATION =~ ^[0-9]+$ && $NNODES =~ ^[0-9]+$ && $QUIET =~ ^[0-9]+$ ]] ||
+	{ echo "campaign: --seed, --time, --nodes and --quiet take numbers" >&2; exit 2; }
+[ "$NNODES" -ge 3 ] || { echo "campaign: --nodes 3 at least" >&2; exit 2; }
+
+FDIR=$(cd "$(dirname "$0")" && pwd)
+: "${TOP_SRCDIR:=$(cd "$FDIR/../.." && pwd)}"
+if [ -z "${TOP_BUILDDIR:-}" ] && [ -x "$TOP_SRCDIR/build/hpcinit" ]; then TOP_BUILDDIR=$TOP_SRCDIR/build; fi
+SIM_PREFIX=flt SIM_NET=198.19.60
+. "$TOP_SRCDIR/tests/cluster/lib.sh"
+[ "$METHOD" != etcd ] || . "$TOP_SRCDIR/tests/cluster/etcd-lib.sh"
+set +eu
+export HPCINIT
+
+echo "campaign: seed $SEED, method $METHOD, $NNODES nodes, ${DURATION}s of faults, quiet point every ${QUIET}s"
+REPLAY="$0 --seed $SEED --time $DURATION --method $METHOD --nodes $NNODES --quiet $QUIET${ONLY:+ --faults $ONLY}${SELFTEST:+ --selftest}"
+echo "campaign: replay with: $REPLAY"
+RANDOM=$SEED
+
+LEASE=${LEASE_S:-15}            # discovery.lease, s (renewed every third of it)
+REFRESH_S=5
+BOUND=$((LEASE + REFRESH_S + 10))   # a quiet point's bound
+MAXNODES=$((NNODES + 3))
+PROC_MAX=10                     # hpcinit processes (agent and helpers) on one node
+RSS_MAX_KB=$((64 * 1024))       # the watch's resident memory
+FT=$T/ft
+mkdir -p "$FT"
+: > "$FT/killed"
+OUT=${FAULTS_OUT:-/tmp/hpcinit-faults.$SEED.$$}
+
+declare -A STATE DEPARTED COUNT REPORTED
+PENDING=()                      # "DUE ACTION ARGS..." lines
+VIOLATIONS=0
+RSS_PEAK=0
+PROCS_PEAK=0
+QUIETS=0
+TICKS=0
+SSH_PAIRS=0
+
+rnd() { R=$(($1 + RANDOM % ($2 - $1 + 1))); }    # R from A to B; never in $(...): RANDOM must advance here
+pick() { local a=("$@"); R=${a[$((RANDOM % ${#a[@]}))]}; }
+count() { COUNT[$1]=$((${COUNT[$1]:-0} + 1)); }
+log() { echo "[$(printf '%4d' $SECONDS)s] $*"; }
+addr_of() { echo "$SIM_NET.$((10 + ${1#"$SIM_PREFIX"}))"; }
+live_nodes() { local n; for n in $(sim list); do [ "${STATE[$n]}" = up ] && echo "$n"; done; }
+etc_of() { echo "$SIM_STATE/nodes/$1/ovl/etc/upper"; }
+run_of() { echo "/proc/$(cat "$SIM_STATE/nodes/$1/sshd.pid" 2>/dev/null)/root/run"; }
+
+violation() {   # violation NODE TEXT: print, count, keep the node's files as evidence
+	local n=$1 d
+	shift
+	VIOLATIONS=$((VIOLATIONS + 1))
+	echo "VIOLATION (seed $SEED, t=${SECONDS}s) $n: $*"
+	d=$OUT/$VIOLATIONS-$n
+	mkdir -p "$d"
+	echo "$*" > "$d/what"
+	if [ -d "$SIM_STATE/nodes/$n" ]; then
+		cp -a "$(etc_of "$n")/hpcinit" "$(etc_of "$n")/hosts" "$d/" 2>/dev/null
+		cp -a "$(run_of "$n")/hpcinit" "$d/run-hpcinit" 2>/dev/null
+	fi
+	cp "$FT/runs.$n" "$FT/out.$n" "$d/" 2>/dev/null
+}
+
+# node_procs NODE KIND: pids in the node's network namespace: hpcinit (the agent), helpers
+# (hpcinit-*), units (node.sh), all (everything but sshd's listener)
+node_procs() {
+	local n=$1 kind=$2 p sshd a=()
+	sshd=$(<"$SIM_STATE/nodes/$n/sshd.pid") 2>/dev/null
+	for p in $(ip netns pids "$n" 2>/dev/null); do
+		a=()
+		mapfile -d '' -n 3 a 2>/dev/null <"/proc/$p/cmdline" || continue
+		case $kind in
+		hpcinit) [ "${a[0]}" = "$HPCINIT" ] && echo "$p" ;;
+		helpers) [[ ${a[0]} == */hpcinit-* && ${a[0]} != */hpcinit-cluster* ]] && echo "$p" ;;
+		units) [ "${a[0]} ${a[1]}" = "bash $FDIR/node.sh" ] && echo "$p" ;;
+		watch) [ "${a[0]} ${a[1]}" = "$HPCINIT watch" ] && echo "$p" ;;
+		runs) [[ ${a[0]} == "$HPCINIT" && ( ${a[1]} == apply || ${a[1]} == refresh ) ]] && echo "$p" ;;
+		all) [ "$p" != "$sshd" ] && echo "$p" ;;
+		esac
+	done
+}
+# scan_node NODE: one pass over the node's processes: AGENTS (hpcinit and helpers), WATCHES
+scan_node() {
+	local p a=()
+	AGENTS=() WATCHES=()
+	for p in $(ip netns pids "$1" 2>/dev/null); do
+		a=()
+		mapfile -d '' -n 2 a 2>/dev/null <"/proc/$p/cmdline" || continue
+		if [ "${a[0]}" = "$HPCINIT" ]; then
+			AGENTS+=("$p")
+			[ "${a[1]}" != watch ] || WATCHES+=("$p")
+		elif [[ ${a[0]} == */hpcinit-* && ${a[0]} != */hpcinit-cluster* ]]; then
+			AGENTS+=("$p")
+		fi
+	done
+}
+# harness_kill SIG PID...: a kill of the harness's own, so its exit status is not a crash
+harness_kill() {
+	local sig=$1
+	shift
+	[ $# -gt 0 ] || return 0
+	printf '%s\n' "$@" >>"$FT/killed"
+	kill -s "$sig" "$@" 2>/dev/null
+}
+# stop_units NODE SIG: the units' loops end (KILL), then their hpcinit processes get SIG
+stop_units() {
+	# shellcheck disable=SC2046
+	kill -KILL $(node_procs "$1" units) 2>/dev/null
+	# shellcheck disable=SC2046
+	harness_kill "$2" $(node_procs "$1" hpcinit)
+}
+start_units() {
+	local n=$1
+	on "$n" env HPCINIT="$HPCINIT" FT="$FT" NODE="$n" FT_REFRESH=$REFRESH_S bash "$FDIR/node.sh" boot >/dev/null 2>&1 &
+}
+once() {        # once NODE CMD...: one more hpcinit run on the node, in the background
+	local n=$1
+	shift
+	on "$n" env HPCINIT="$HPCINIT" FT="$FT" NODE="$n" bash "$FDIR/node.sh" once "$@" >/dev/null 2>&1 &
+}
+prepare() {     # a new node: the spec and key (cloud-init), a user, a boot id, /run of 8 MiB
+	local n=$1
+	install_spec "$n" "$T/node.yaml"
+	on "$n" useradd -m -s /bin/bash alice
+	new_boot "$n"
+	on "$n" mount -o remount,size=8m /run
+}
+new_boot() {
+	cat /proc/sys/kernel/random/uuid > "$T/boot_id.$1"
+	on "$1" umount /proc/sys/kernel/random/boot_id 2>/dev/null
+	on "$1" mount --bind "$T/boot_id.$1" /proc/sys/kernel/random/boot_id
+}
+
+# --- the cluster ---
+if [ "$METHOD" = etcd ]; then
+	sim up "$NNODES" --no-ssh-trust >/dev/null || exit 1
+	etcd_up || exit 1
+	DISC="{method: etcd, endpoints: $(etcd_endpoints), expect: $NNODES, wait: 30s, lease: ${LEASE}s}"
+else
+	sim up "$NNODES" --shared "$SHARED" --no-ssh-trust >/dev/null || exit 1
+	DISC="{method: shared, dir: $SHARED/.hpcinit, expect: $NNODES, wait: 30s, lease: ${LEASE}s}"
+fi
+cat > "$T/node.yaml" <<EOF
+version: 1
+cluster: {name: $CLUSTER, network: $SIM_NET.0/24, secret_file: /etc/hpcinit/cluster.key}
+discovery: $DISC
+ssh: {users: [alice]}
+hostfile: {etc_hosts: always}
+EOF
+for n in $(sim list); do
+	prepare "$n"
+	STATE[$n]=up
+done
+for n in $(sim list); do start_units "$n"; done
+log "cluster up: $(sim list | tr '\n' ' ')"
+
+# --- faults; each sets up its own healing as a pending action ---
+later() { PENDING+=("$((SECONDS + $1)) ${*:2}"); }
+f_sigkill() {
+	local n=$1 p
+	rnd 0 3
+	if [ "$R" = 0 ]; then
+		p=$(node_procs "$n" watch)
+		log "sigkill: the watch on $n ($p)"
+	else
+		pick apply refresh refresh
+		local what=$R
+		rnd 0 60       # a refresh here takes tens of ms: most kills land mid-run
+		log "sigkill: $what on $n, $R ms after it started"
+		on "$n" env HPCINIT="$HPCINIT" FT="$FT" NODE="$n" bash "$FDIR/node.sh" kill-after "$R" "$what" "$what" >/dev/null 2>&1 &
+		return
+	fi
+	# shellcheck disable=SC2086
+	harness_kill KILL $p
+}
+f_tworuns() {
+	local n=$1 a
+	pick apply refresh
+	a=$R
+	pick apply refresh
+	log "two runs at once on $n: $a and $R"
+	once "$n" "$a" "$a"
+	once "$n" "$R" "$R"
+}
+f_crash() {
+	local n=$1
+	log "crash: $n (no leave, off the network)"
+	ip -n "$n" link set eth0 down
+	# shellcheck disable=SC2046
+	kill -KILL $(node_procs "$n" units) 2>/dev/null
+	# shellcheck disable=SC2046
+	harness_kill KILL $(node_procs "$n" hpcinit) $(node_procs "$n" helpers)
+	STATE[$n]=crashed
+	DEPARTED[$n]=1
+	rnd 2 $((3 * LEASE))
+	later "$R" reboot "$n"
+}
+a_reboot() {
+	local n=$1
+	[ "${STATE[$n]}" = crashed ] || return 0
+	log "reboot: $n comes back (same host key, new boot id, /run empty)"
+	on "$n" sh -c 'rm -rf /run/hpcinit /run/faults.* /run/fill'
+	new_boot "$n"
+	ip -n "$n" link set eth0 up
+	STATE[$n]=up
+	unset "DEPARTED[$n]"
+	start_units "$n"
+}
+destroy() {     # the VM is deleted, no leave
+	local n=$1
+	# shellcheck disable=SC2046
+	printf '%s\n' $(node_procs "$n" hpcinit) >>"$FT/killed"
+	sim del "$n" >/dev/null
+	unset "STATE[$n]"
+	DEPARTED[$n]=1
+}
+f_destroy() {
+	log "destroy: $1 (deleted, no leave)"
+	destroy "$1"
+}
+f_reuse() {
+	local last new
+	last=$(sim list | sed "s/^$SIM_PREFIX//" | sort -n | tail -1)
+	last=$SIM_PREFIX$last
+	log "reuse: $last deleted, a new VM at its name and address (new host key)"
+	destroy "$last"
+	new=$(sim add 1)
+	# sim.sh adds after the highest node left: a node deleted earlier may be that one
+	[ "$new" = "$last" ] || log "reuse: the new VM is $new (the name and address of a node deleted earlier)"
+	prepare "$new"
+	STATE[$new]=up
+	unset "DEPARTED[$new]"
+	start_units "$new"
+}
+f_leave() {
+	local n=$1
+	log "leave: $n stops its units and runs hpcinit leave"
+	stop_units "$n" TERM
+	on "$n" env HPCINIT="$HPCINIT" FT="$FT" NODE="$n" bash "$FDIR/node.sh" once leave leave >/dev/null 2>&1
+	STATE[$n]=left
+	DEPARTED[$n]=1
+	rnd 3 20
+	later "$R" rejoin "$n"
+}
+a_rejoin() {
+	local n=$1
+	[ "${STATE[$n]}" = left ] || return 0
+	log "join: $n applies again"
+	count join
+	STATE[$n]=up
+	unset "DEPARTED[$n]"
+	start_units "$n"
+}
+f_burst() {
+	local k have new n
+	have=$(sim list | wc -l)
+	rnd 2 3
+	k=$R
+	[ $((have + k)) -le "$MAXNODES" ] || k=$((MAXNODES - have))
+	[ "$k" -ge 1 ] || { log "burst: at $have nodes already"; return; }
+	new=$(sim add "$k")
+	log "burst: $k nodes join at once: $(echo $new)"
+	for n in $new; do prepare "$n"; STATE[$n]=up; unset "DEPARTED[$n]"; done
+	for n in $new; do start_units "$n"; done
+}
+f_netcut() {
+	local n=$1
+	log "netcut: $n's link down"
+	ip -n "$n" link set eth0 down
+	rnd 2 $((2 * LEASE))
+	later "$R" netup "$n"
+}
+a_netup() { [ "${STATE[$1]}" != up ] || { log "netcut: $1's link up"; ip -n "$1" link set eth0 up; }; }
+f_runfull() {
+	log "/run full on $1 (8 MiB tmpfs)"
+	on "$1" sh -c 'cat /dev/zero > /run/fill' 2>/dev/null
+	rnd 3 15
+	later "$R" rundrain "$1"
+}
+a_rundrain() { [ -z "${STATE[$1]}" ] || { log "/run on $1 drained"; on "$1" rm -f /run/fill; }; }
+f_clock() {
+	local n=$1 s
+	rnd 60 900
+	s=$R
+	pick + -
+	log "clock: $n's wall clock jumps $R${s}s (its runs and a restarted watch)"
+	echo "$R${s}s" > "$FT/clock.$n"
+	# shellcheck disable=SC2046
+	harness_kill TERM $(node_procs "$n" watch)
+	rnd 5 20
+	later "$R" clockback "$n"
+}
+a_clockback() {
+	rm -f "$FT/clock.$1"
+	[ "${STATE[$1]}" = up ] || return 0
+	log "clock: $1's clock is right again"
+	# shellcheck disable=SC2046
+	harness_kill TERM $(node_procs "$1" watch)
+}
+f_etcd_member() {
+	local alive=() i
+	for i in 1 2 3; do [ -n "${ETCD_PIDS[$i]}" ] && alive+=("$i"); done
+	[ ${#alive[@]} = 3 ] || { log "etcd member: one is down already"; return; }
+	pick 1 2 3
+	log "etcd: member m$R killed"
+	etcd_kill "$R"
+	rnd 2 10
+	later "$R" etcdup
+}
+f_etcd_majority() {
+	local a b
+	pick 1 2 3
+	a=$R
+	b=$((a % 3 + 1))
+	log "etcd: majority lost (m$a and m$b killed)"
+	etcd_kill "$a"
+	etcd_kill "$b"
+	rnd 3 12
+	later "$R" etcdup
+}
+a_etcdup() {
+	local i
+	for i in 1 2 3; do
+		[ -n "${ETCD_PIDS[$i]}" ] || { log "etcd: member m$i restarted"; etcd_start_member "$i"; }
+	done
+}
+f_etcd_compact() {
+	local rev
+	rev=$(etcdctl_ get -w json /hpcinit-faults/none 2>/dev/null | sed -n 's/.*"revision":\([0-9]*\).*/\1/p')
+	[ -n "$rev" ] || { log "etcd: compaction skipped (no quorum now)"; return; }
+	log "etcd: compacted to revision $rev"
+	etcdctl_ compact "$rev" >/dev/null 2>&1
+}
+
+# The share's server stopped (method shared): a STAND-IN, tests/system/fuse_stall -a mounted
+# on the shared directory inside every node -- a file system that never answers below its
+# top, as a hard NFS mount whose server died; killing it (ENOTCONN) and unmounting is the
+# server back.  The other nodes' NFS is not simulated (docs/faults.md).
+STALL=$TOP_BUILDDIR/tests/system/fuse_stall
+SHARE_DOWN=""
+f_share_stop() {
+	local n
+	[ -z "$SHARE_DOWN" ] || { log "share: stopped already"; return; }
+	SHARE_DOWN=1
+	log "share: its server stops (fuse_stall on $SHARED in every node)"
+	for n in $(live_nodes); do
+		on "$n" "$STALL" -a "$SHARED" >"$FT/stall.$n" 2>&1 &
+	done
+	rnd 5 25
+	later "$R" shareup
+}
+a_shareup() {
+	local n p a=()
+	SHARE_DOWN=""
+	log "share: its server is back"
+	for n in $(sim list); do
+		for p in $(ip netns pids "$n" 2>/dev/null); do
+			mapfile -d '' -n 1 a 2>/dev/null <"/proc/$p/cmdline" || continue
+			[ "${a[0]}" != "$STALL" ] || kill -KILL "$p"
+		done
+		on "$n" umount -l "$SHARED" 2>/dev/null
+	done
+}
+
+KINDS=(sigkill sigkill tworuns crash reuse destroy leave burst netcut runfull clock)
+[ "$METHOD" != etcd ] || KINDS+=(etcd_member etcd_member etcd_majority etcd_compact)
+if [ "$METHOD" = shared ]; then
+	[ -x "$STALL" ] || make -C "$TOP_BUILDDIR" tests/system/fuse_stall >/dev/null 2>&1
+	if [ -x "$STALL" ] && [ -e /dev/fuse ]; then KINDS+=(share_stop)
+	else log "share_stop not injected: no $STALL or no /dev/fuse"; fi
+fi
+if [ -n "$ONLY" ]; then          # --faults a,b: only these kinds
+	mapfile -t KINDS < <(printf '%s\n' "${KINDS[@]}" | grep -xF -f <(tr ',' '\n' <<<"$ONLY"))
+	[ ${#KINDS[@]} -gt 0 ] || { echo "campaign: --faults $ONLY: none of them applies to method $METHOD" >&2; exit 2; }
+fi
+log "fault kinds: $(printf '%s\n' "${KINDS[@]}" | sort -u | tr '\n' ' ')"
+inject() {
+	local live kind n
+	mapfile -t live < <(live_nodes)
+	pick "${KINDS[@]}"
+	kind=$R
+	case $kind in
+	leave | destroy | crash) [ ${#live[@]} -gt 3 ] || kind=sigkill ;;
+	esac
+	case $kind in
+	burst | reuse | etcd_*) n="" ;;
+	*) [ ${#live[@]} -gt 0 ] || return; pick "${live[@]}"; n=$R ;;
+	esac
+	count "$kind"
+	"f_$kind" $n
+}
+run_pending() {         # run_pending all|due
+	local keep=() p due act
+	for p in "${PENDING[@]}"; do
+		read -r due act <<<"$p"
+		if [ "$1" = all ] || [ "$due" -le $SECONDS ]; then
+			# shellcheck disable=SC2086
+			"a_${act%% *}" ${act#* }
+		else
+			keep+=("$p")
+		fi
+	done
+	PENDING=("${keep[@]}")
+}
+
+# --- invariants ---
+check_args() {
+	local n
+	for n in $(sim list); do echo "$n=$(etc_of "$n"):$(run_of "$n")"; done
+}
+members_of() {  # name@addr,... of the nodes whose STATE is $1 (or departed)
+	local n s=""
+	if [ "$1" = departed ]; then
+		for n in "${!DEPARTED[@]}"; do s+="$n@$(addr_of "$n"),"; done
+	else
+		for n in $(live_nodes); do s+="$n@$(addr_of "$n"),"; done
+	fi
+	echo "$s"
+}
+# continuous: every managed file parses; no crash; process count and watch RSS bounded
+check_continuous() {
+	local line n p rss c key
+	# shellcheck disable=SC2046
+	while IFS= read -r line; do
+		key="parse:$line"
+		[ -n "${REPORTED[$key]}" ] || { REPORTED[$key]=1; violation "${line%%:*}" "managed file: ${line#*: }"; }
+	done < <(python3 "$FDIR/check.py" parse "$CLUSTER" "" "" $(check_args))
+	# a run that ended on a signal the harness did not send (or that printed a sanitizer report)
+	while read -r _ n kind p rc; do
+		[ "$rc" -ge 128 ] || continue
+		grep -qx "$p" "$FT/killed" && continue
+		key="crash:$p"
+		[ -n "${REPORTED[$key]}" ] || { REPORTED[$key]=1; violation "$n" "hpcinit $kind (pid $p) exited $rc: a signal the harness did not send"; }
+	done < <(cat "$FT"/runs.* 2>/dev/null)
+	# (an isolated step's child that dies says "the step's child ended without an answer: signal")
+	local crash_re="AddressSanitizer|runtime error:|core dumped|Segmentation fault|child ended without an answer"
+	if grep -q -E "$crash_re" "$FT"/out.* 2>/dev/null; then
+		key=sanitizer
+		[ -n "${REPORTED[$key]}" ] || { REPORTED[$key]=1; violation "-" "a crash report: $(grep -E "$crash_re" "$FT"/out.* | head -3)"; }
+	fi
+	for n in $(sim list); do
+		scan_node "$n"
+		c=${#AGENTS[@]}
+		[ "$c" -le "$PROCS_PEAK" ] || PROCS_PEAK=$c
+		if [ "$c" -gt "$PROC_MAX" ]; then
+			key="procs:$n:$((SECONDS / 30))"
+			[ -n "${REPORTED[$key]}" ] || { REPORTED[$key]=1; violation "$n" "$c hpcinit processes (more than $PROC_MAX): $(node_procs "$n" hpcinit | xargs -r ps -o pid,etimes,args -p | tr '\n' ';')"; }
+		fi
+		for p in "${WATCHES[@]}"; do
+			rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$p/status" 2>/dev/null)
+			[ -n "$rss" ] || continue
+			[ "$rss" -le "$RSS_PEAK" ] || RSS_PEAK=$rss
+			if [ "$rss" -gt "$RSS_MAX_KB" ]; then
+				key="rss:$p"
+				[ -n "${REPORTED[$key]}" ] || { REPORTED[$key]=1; violation "$n" "the watch (pid $p) holds $rss kB resident (more than $RSS_MAX_KB)"; }
+			fi
+		done
+	done
+}
+# status_sample: one live node's "hpcinit status"; ready (0) while its files do not parse is a violation
+status_sample() {
+	local live n rc bad
+	mapfile -t live < <(live_nodes)
+	[ ${#live[@]} -gt 0 ] || return
+	pick "${live[@]}"
+	n=$R
+	rc=0
+	on "$n" "$HPCINIT" status >/dev/null 2>&1 || rc=$?
+	count "status:$rc"
+	[ "$rc" = 0 ] || return
+	bad=$(python3 "$FDIR/check.py" parse "$CLUSTER" "" "" "$n=$(etc_of "$n"):$(run_of "$n")")
+	[ -z "$bad" ] || violation "$n" "hpcinit status says ready (exit 0) while: $bad"
+}
+# quiet_point: faults healed (crashed nodes come back or, one in two, stay down: departed);
+# within BOUND every live member is everywhere, every departed one nowhere, strict ssh works
+quiet_point() {
+	local t0 out n m live rc p args=() pids=()
+	QUIETS=$((QUIETS + 1))
+	for p in "${PENDING[@]}"; do
+		set -- $p
+		if [ "$2" = reboot ]; then rnd 0 1; [ "$R" = 0 ] && continue; fi
+		"a_$2" $3
+	done
+	PENDING=()
+	for n in $(sim list); do [ "${STATE[$n]}" = crashed ] && later 1 reboot "$n"; done
+	mapfile -t live < <(live_nodes)
+	if [ -n "$SELFTEST" ] && [ "$QUIETS" = 1 ]; then
+		# --selftest: the harness must see a broken node.  Its units stop (nothing repairs it),
+		# its hostfile is cut short and its known_hosts loses every key.
+		n=${live[0]}
+		log "selftest: $n's units stopped, hostfile.plain truncated, ssh_known_hosts emptied"
+		stop_units "$n" TERM
+		sleep 1
+		on "$n" sh -c 'truncate -s 40 /etc/hpcinit/hostfile.plain; sed -i "/^[^#]/d" /etc/hpcinit/ssh_known_hosts'
+	fi
+	log "quiet point $QUIETS: live ${live[*]}; departed ${!DEPARTED[*]}; waiting up to ${BOUND}s"
+	for n in "${live[@]}"; do args+=("$n=$(etc_of "$n"):$(run_of "$n")"); done
+	t0=$SECONDS
+	while :; do
+		out=$(python3 "$FDIR/check.py" quiet "$CLUSTER" "$(members_of live)" "$(members_of departed)" "${args[@]}")
+		[ -n "$out" ] || break
+		if [ $((SECONDS - t0)) -ge "$BOUND" ]; then
+			while IFS= read -r m; do violation "${m%%:*}" "quiet point $QUIETS, after ${BOUND}s: ${m#*: }"; done <<<"$out"
+			break
+		fi
+		sleep 1
+	done
+	[ -n "$out" ] || log "quiet point $QUIETS: converged after $((SECONDS - t0))s"
+	# a node never reports ready while an invariant about it is false
+	for n in "${live[@]}"; do
+		rc=0
+		on "$n" "$HPCINIT" status >/dev/null 2>&1 || rc=$?
+		count "quiet-status:$rc"
+		[ "$rc" != 0 ] || ! grep -q "^$n: " <<<"$out" ||
+			violation "$n" "quiet point $QUIETS: hpcinit status says ready while: $(grep "^$n: " <<<"$out" | head -3)"
+	done
+	# strict ssh between every pair of live members (alice: hpcinit's keys and known_hosts)
+	for n in "${live[@]}"; do
+		# one entry into the node, its logins in parallel there; a line per failed login
+		on "$n" bash -c 'for m; do
+			( got=$(runuser -u alice -- ssh -o StrictHostKeyChecking=yes -o BatchMode=yes \
+				-o ConnectTimeout=10 "$m" hostname 2>&1)
+			  [ "$got" = "$m" ] || echo "-> $m: $got" | tr "\n" " "; [ "$got" = "$m" ] || echo ) &
+			done; wait' _ "${live[@]}" >"$FT/ssh.$n" 2>&1 &
+		pids+=($!)
+	done
+	wait "${pids[@]}"      # only these: the units run in the background too
+	for n in "${live[@]}"; do
+		SSH_PAIRS=$((SSH_PAIRS + ${#live[@]}))
+		while IFS= read -r m; do
+			[ -z "$m" ] || violation "$n" "quiet point $QUIETS: strict ssh $n $m"
+		done <"$FT/ssh.$n"
+	done
+	log "quiet point $QUIETS: strict ssh checked between ${#live[@]}x${#live[@]} pairs"
+}
+
+# --- the run ---
+sleep 2
+END=$((SECONDS + DURATION))
+NEXT_QUIET=$((SECONDS + QUIET))
+rnd 1 4
+NEXT_FAULT=$((SECONDS + R))
+while [ $SECONDS -lt $END ]; do
+	run_pending due
+	if [ $SECONDS -ge "$NEXT_QUIET" ]; then
+		quiet_point
+		NEXT_QUIET=$((SECONDS + QUIET))
+	elif [ $SECONDS -ge "$NEXT_FAULT" ]; then
+		inject
+		rnd 1 4
+		NEXT_FAULT=$((SECONDS + R))
+	fi
+	t1=$(date +%s%N)
+	check_continuous
+	t2=$(date +%s%N)
+	status_sample
+	t3=$(date +%s%N)
+	TICKS=$((TICKS + 1))
+	[ $(( (t3 - t1) / 1000000 )) -lt 3000 ] || log "slow tick: checks $(( (t2 - t1) / 1000000 )) ms, status $(( (t3 - t2) / 1000000 )) ms"
+	sleep 0.5
+done
+
+# the end: heal, a last quiet point (crashed nodes come back), the units stop, nothing held
+log "faults stop"
+run_pending all
+for n in $(sim list); do [ "${STATE[$n]}" = crashed ] && a_reboot "$n"; done
+for n in $(sim list); do [ "${STATE[$n]}" = left ] && a_rejoin "$n"; done
+sleep 2
+quiet_point
+check_continuous
+for n in $(sim list); do stop_units "$n" TERM; done
+for _ in $(seq 1 60); do
+	busy=0
+	for n in $(sim list); do [ -z "$(node_procs "$n" hpcinit)$(node_procs "$n" helpers)" ] || busy=1; done
+	[ "$busy" = 1 ] || break
+	sleep 0.5
+done
+for n in $(sim list); do
+	p=$(node_procs "$n" hpcinit; node_procs "$n" helpers)
+	[ -z "$p" ] || violation "$n" "hpcinit processes still running 30 s after the units stopped: $(echo $p | xargs -r ps -o pid,etimes,args -p | tr '\n' ';')"
+	on "$n" flock -n -E 99 /run/hpcinit/lock true 2>/dev/null
+	rc=$?
+	[ "$rc" != 99 ] || violation "$n" "the run lock /run/hpcinit/lock is still held after every run ended"
+	s=$(on "$n" sh -c 'ls /run/hpcinit/stuck 2>/dev/null | wc -l')
+	[ "${s:-0}" -le 1 ] || violation "$n" "$s stuck children recorded in /run/hpcinit/stuck"
+done
+check_continuous
+
+# --- the report ---
+runs=$(cat "$FT"/runs.* 2>/dev/null | wc -l)
+echo "campaign: seed $SEED, method $METHOD: $runs hpcinit runs; $(for k in "${!COUNT[@]}"; do [[ $k == *status:* ]] || echo "${COUNT[$k]}"; done | awk '{s += $1} END {print s + 0}') faults injected:"
+for k in "${!COUNT[@]}"; do [[ $k == *status:* ]] || printf '  %-16s %d\n' "$k" "${COUNT[$k]}"; done | sort
+echo "campaign: hpcinit status exit codes sampled during faults and at quiet points:$(for k in "${!COUNT[@]}"; do [[ $k != *status:* ]] || printf ' %s x%d' "$k" "${COUNT[$k]}"; done)"
+echo "campaign: SIGKILLs of a run: $(grep -c killed-after "$FT/sigkills" 2>/dev/null) hit it mid-run, $(grep -c ended-before "$FT/sigkills" 2>/dev/null) came after it had ended"
+echo "campaign: $TICKS rounds of continuous checks; $QUIETS quiet points, $SSH_PAIRS strict ssh logins checked, peak $PROCS_PEAK hpcinit processes on a node, watch RSS peak ${RSS_PEAK} kB"
+echo "campaign: run exit codes: $(awk '{print $3 "=" $5}' "$FT"/runs.* 2>/dev/null | sort | uniq -c | awk '{printf "%s x%s, ", $2, $1}')"
+FAULTS=0
+for k in "${!COUNT[@]}"; do [[ $k == *status:* ]] || FAULTS=$((FAULTS + COUNT[$k])); done
+if [ "$FAULTS" = 0 ]; then
+	# nothing was tested: a run that injected no fault does not pass
+	echo "campaign: no fault injected in ${DURATION}s (each round of checks took too long on this machine?); not a pass"
+	VIOLATIONS=$((VIOLATIONS + 1))
+fi
+if [ "$VIOLATIONS" -gt 0 ] || [ -n "${FAULTS_KEEP:-}" ]; then
+	mkdir -p "$OUT" && cp -a "$FT" "$OUT/logs" && echo "campaign: every run's output and exit status kept in $OUT/logs"
+fi
+if [ "$VIOLATIONS" -gt 0 ]; then
+	echo "campaign: $VIOLATIONS violation(s); evidence in $OUT; replay: $REPLAY"
+	exit 1
+fi
+echo "campaign: no violation"
+exit 0
