@@ -26,7 +26,7 @@ struct peer {
 	char *hostname;         /* the node's hostname as it reports it */
 	char *addr;             /* address inside cluster.network (text) */
 	char *ipoib_addr;       /* IPoIB address or NULL */
-	/* Fabric identity (the rdma area, modules/rdma/identity.c); NULL when absent (older records). */
+	/* Fabric identity (lib/ib/identity.c); NULL when absent (older records). */
 	char *fabric;           /* "mlx5_ib0=0c42:a103:0065:aa10,..." device=port GUID, by name */
 	char *pkey;             /* the tenant P_Key "0x800b" */
 	char *placement_group;  /* Azure's placementGroupId (IMDS) */

@@ -16,7 +16,7 @@
  *                                             the names in the hostfiles resolve without DNS
  *                                             (hostfile.etc_hosts: auto, always, never)
  *   <dir>/hostfile.<format>.<domain>          the nodes of one InfiniBand domain (P_Key and
- *                                             placement group, modules/rdma/identity.c), when
+ *                                             placement group, lib/ib/identity.c), when
  *                                             records carry one: IB reaches only within it
  */
 #include "config.h"
@@ -34,7 +34,7 @@
 #include "hpcinit.h"
 #include "nodeset.h"
 #include "record.h"
-#include "rdma/identity.h"
+#include "ib/identity.h"
 
 #define CLUSH_DIR "/etc/clustershell/groups.d"
 #define CLUSH_YAML CLUSH_DIR "/hpcinit.yaml"

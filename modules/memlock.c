@@ -23,7 +23,7 @@
 
 #include "fsutil.h"
 #include "hpcinit.h"
-#include "memlock.h"
+#include "limits/memlock_job.h"
 #include "proc.h"
 
 #define LIMITS_PATH "/etc/security/limits.d/90-hpcinit.conf"

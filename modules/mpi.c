@@ -30,8 +30,8 @@
 #include "hpcinit.h"
 #include "mpi.h"
 #include "proc.h"
-#include "rdma/ibsysfs.h"
-#include "rdma/identity.h"
+#include "ib/ibsysfs.h"
+#include "ib/identity.h"
 #include "rdma/rdma.h"
 #include "record.h"
 
@@ -107,7 +107,7 @@ static bool in_words(const char *list, const char *name)
 }
 
 /*
- * Active RDMA ports "dev:port" from the IB sysfs inventory (rdma/ibsysfs.c):
+ * Active RDMA ports "dev:port" from the IB sysfs inventory (lib/ib/ibsysfs.c):
  * of the devices the rdma step selected (only, a space-separated list) or,
  * when it did not run, of those matching rdma.devices.  ret_pkey: the
  * largest P_Key among them (Azure's tenant partition).

@@ -22,8 +22,8 @@
 #include "fsutil.h"
 #include "names.h"
 #include "sshkey.h"
-#include "../ssh/userkeys.h"
-#include "../rdma/identity.h"
+#include "sshkeys/userkeys.h"
+#include "ib/identity.h"
 #include "../mpi.h"
 
 bool node_in_network(const struct spec *spec, const struct sockaddr *sa)
@@ -267,7 +267,7 @@ int node_facts(struct ctx *c, struct report *rep, struct peer *p)
 	if (r < 0)
 		return r;
 	p->ipoib_addr = ipoib_address(c);
-	rdma_node_identity(c, rep, p);  /* fabric devices, P_Key, placement group (modules/rdma/identity.c) */
+	rdma_node_identity(c, rep, p);  /* fabric devices, P_Key, placement group (lib/ib/identity.c) */
 	p->slots = mpi_node_slots(c, rep, usable_cores());     /* mpi.slots, mpi.slots_per_gpu (modules/mpi.c) */
 	p->head = spec->cluster.role == ROLE_HEAD;
 	p->version = xstrdup(PACKAGE_VERSION);

@@ -29,7 +29,7 @@
 #include "proc.h"
 #include "record.h"
 #include "rdma.h"
-#include "../memlock.h"
+#include "limits/memlock_job.h"
 
 #define RDMA_MAX_DEVS 64
 #define REAP_GRACE_MS 500       /* after SIGKILL: a probe stuck in the kernel is left behind */
@@ -151,7 +151,7 @@ static void helper_argv(const struct ctx *c, struct strlist *av, char *path, con
 		strlist_push(av, c->root);
 	}
 	/*
-	 * The probe registers under the limit a job gets here (memlock_job.c: a
+	 * The probe registers under the limit a job gets here (lib/limits/memlock_job.c: a
 	 * new PAM session of the spec's user, and systemd services; the lower),
 	 * never under the spec's wish: it proves the node, not the spec.
 	 */

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "hpcinit.h"
-#include "ibsysfs.h"
+#include "ib/ibsysfs.h"
 
 #define RDMA_MAX_PORTS IB_MAX_PORTS
 #define RDMA_PROBE_HELPER "hpcinit-rdma-probe"

@@ -34,7 +34,7 @@
 #include "hpcinit.h"
 #include "log.h"
 #include "proc.h"
-#include "../rdma/identity.h"
+#include "ib/identity.h"
 #include "record.h"
 #include "runner.h"
 #include "slurm.h"

@@ -15,7 +15,7 @@
 
 #include "hpcinit.h"
 #include "record.h"
-#include "userkeys.h"
+#include "sshkeys/userkeys.h"
 
 #define KH_PATH "/etc/hpcinit/ssh_known_hosts"
 #define CONF_DIR "/etc/ssh/ssh_config.d"
@@ -151,22 +151,5 @@ char *ak_render(const struct spec *s, const struct peerset *ps, const char *user
 		const char *self_pub, const char *self_host, struct report *r);
 void ak_report_diff(struct ctx *c, struct report *r, const char *path,
 		    const char *old_block, const char *new_block);
-
-/* ---- userkeys.c (ssh_user_key: userkeys.h) ---- */
-
-/* A cluster user's account and one file in their ~/.ssh. */
-struct ssh_user {
-	uid_t uid;
-	gid_t gid;
-	char *home, *sshdir, *path;     /* path: <sshdir>/<file> (target paths, malloc'd) */
-};
-
-/*
- * Look the user up and refuse (with a detail) a ~/.ssh or ~/.ssh/<file> that
- * sshd's StrictModes would refuse (sshkey_check_path); absent is fine.
- */
-int ssh_user_open(const struct ctx *c, struct report *r, const char *name, const char *file,
-		  struct ssh_user *ret);
-void ssh_user_close(struct ssh_user *u);
 
 #endif

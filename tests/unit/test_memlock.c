@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* memlock: rendering, limits.conf domains, PAM stack parsing, /proc limits parsing. */
+/* memlock: rendering, limits.conf domains, PAM stack, /proc limits (the job limit: test_memlock_job.c). */
 #include "config.h"
 
 #include <sys/stat.h>
@@ -157,54 +157,20 @@ int main(void)
 		report_free(&r);
 	}
 
-	/* pam_limits' reading: order, specificity, '-' and KiB values */
+	/* the limit a job gets (lib/limits, its cases in test_memlock_job.c) as observe reports it */
 	{
-		struct memlock_job j;
 		struct report r;
 
 		put("/etc/passwd", "root:x:0:0::/root:/bin/sh\nazureuser:x:1000:1000::/home/azureuser:/bin/sh\n");
 		put("/etc/group", "azureuser:x:1000:\nhpc:x:2000:other,azureuser\n");
 		put("/etc/security/limits.conf", "*  hard  memlock  1024\n");
 		put("/etc/security/limits.d/90-hpcinit.conf", "*  soft memlock 8192\n*  hard memlock 8192\n");
-		memlock_job_limit(&c, "azureuser", &j);
-		TEST_INTEQ(j.pam_soft, 8192 * 1024);
-		TEST_INTEQ(j.pam_hard, 8192 * 1024);
-		TEST_STREQ(j.pam_soft_from, "/etc/security/limits.d/90-hpcinit.conf:1");
-		/* a later file lowers it */
 		put("/etc/security/limits.d/99-site.conf", "# site policy\n*  -  memlock  4096\n");
-		memlock_job_limit(&c, "azureuser", &j);
-		TEST_INTEQ(j.pam_soft, 4096 * 1024);
-		TEST_INTEQ(j.pam_hard, 4096 * 1024);
-		TEST_STREQ(j.pam_soft_from, "/etc/security/limits.d/99-site.conf:2");
-		/* a group line beats a later '*' line; a user line beats both */
-		put("/etc/security/limits.d/80-grp.conf", "@hpc soft memlock unlimited\n");
-		memlock_job_limit(&c, "azureuser", &j);
-		TEST_INTEQ(j.pam_soft, MEMLOCK_UNLIMITED);
-		TEST_INTEQ(j.pam_hard, 4096 * 1024);
-		memlock_job_limit(&c, "", &j);          /* any user: '*' lines only */
-		TEST_INTEQ(j.pam_soft, 4096 * 1024);
-		put("/etc/security/limits.d/10-user.conf", "azureuser soft memlock 2048\n1000:1999 hard memlock 3072\n");
-		memlock_job_limit(&c, "azureuser", &j);
-		TEST_INTEQ(j.pam_soft, 2048 * 1024);
-		TEST_INTEQ(j.pam_hard, 3072 * 1024);
-		test_put(root, "/etc/security/limits.d/10-user.conf", "");
-		test_put(root, "/etc/security/limits.d/80-grp.conf", "");
 
-		/* systemd: system.conf, then drop-ins by name; /etc hides /usr/lib of the same name */
 		put("/etc/systemd/system.conf", "[Manager]\nDefaultLimitMEMLOCK=64K\n");
 		put("/usr/lib/systemd/system.conf.d/95-vendor.conf", "[Manager]\nDefaultLimitMEMLOCK=1M:2M\n");
-		memlock_job_limit(&c, "azureuser", &j);
-		TEST_INTEQ(j.svc_soft, 1 << 20);
-		TEST_INTEQ(j.svc_hard, 2 << 20);
-		TEST_STREQ(j.svc_from, "/usr/lib/systemd/system.conf.d/95-vendor.conf:2");
 		put("/etc/systemd/system.conf.d/90-hpcinit.conf", "[Manager]\nDefaultLimitMEMLOCK=infinity\n");
-		memlock_job_limit(&c, "azureuser", &j);
-		TEST_INTEQ(j.svc_soft, 1 << 20);        /* 95-vendor sorts after 90-hpcinit */
 		put("/etc/systemd/system.conf.d/95-vendor.conf", "# masked\n");
-		memlock_job_limit(&c, "azureuser", &j);
-		TEST_INTEQ(j.svc_soft, MEMLOCK_UNLIMITED);
-		TEST_STREQ(j.svc_from, "/etc/systemd/system.conf.d/90-hpcinit.conf:2");
-		TEST_INTEQ(memlock_job_min(&j), 4096 * 1024);
 
 		/* observe names the file that lowers the limit, and fails */
 		s.memlock.unlimited = false;
@@ -274,66 +240,6 @@ int main(void)
 				       "(/etc/slurm/slurm.conf: PropagateResourceLimitsExcept=CORE,memlock at "
 				       "/etc/slurm/slurm.conf:2)") == 0);
 		report_free(&r);
-		/* Except=CORE: MEMLOCK propagates; Except=NONE: all do; Except=ALL: none */
-		put("/etc/slurm/slurm.conf", "PropagateResourceLimitsExcept=CORE\n");
-		memlock_slurm_read(&c, &sl);
-		TEST_CHECK(sl.propagates);
-		put("/etc/slurm/slurm.conf", "PropagateResourceLimitsExcept=NONE\n");
-		memlock_slurm_read(&c, &sl);
-		TEST_CHECK(sl.propagates);
-		put("/etc/slurm/slurm.conf", "PropagateResourceLimitsExcept=ALL\n");
-		memlock_slurm_read(&c, &sl);
-		TEST_CHECK(!sl.propagates);
-		/* the list form: NONE, ALL, a list with or without MEMLOCK; "Key = Value"; several keys on a line */
-		put("/etc/slurm/slurm.conf", "PropagateResourceLimits=NONE\n");
-		memlock_slurm_read(&c, &sl);
-		TEST_CHECK(!sl.propagates);
-		put("/etc/slurm/slurm.conf", "PropagateResourceLimits = ALL\n");
-		memlock_slurm_read(&c, &sl);
-		TEST_CHECK(sl.propagates);
-		TEST_STREQ(sl.setting, "PropagateResourceLimits=ALL");
-		put("/etc/slurm/slurm.conf", "SlurmdSpoolDir=/var/spool/slurmd PropagateResourceLimits=NOFILE,CORE\n");
-		memlock_slurm_read(&c, &sl);
-		TEST_CHECK(!sl.propagates);
-		put("/etc/slurm/slurm.conf", "PropagateResourceLimits=NOFILE,MEMLOCK\n");
-		memlock_slurm_read(&c, &sl);
-		TEST_CHECK(sl.propagates);
-		/* Include: relative to the including file, followed; the last value wins */
-		put("/etc/slurm/slurm.conf", "PropagateResourceLimits=ALL\nInclude limits.conf\n");
-		put("/etc/slurm/limits.conf", "PropagateResourceLimits=NONE\n");
-		memlock_slurm_read(&c, &sl);
-		TEST_CHECK(!sl.propagates);
-		TEST_STREQ(sl.from, "/etc/slurm/limits.conf:1");
-		TEST_STREQ(sl.problem, "");
-		/* a missing include and an include loop: named, no crash */
-		put("/etc/slurm/slurm.conf", "include /etc/slurm/nope.conf\nInclude slurm.conf\n");
-		memlock_slurm_read(&c, &sl);
-		TEST_CHECK(sl.propagates);
-		TEST_STREQ(sl.problem, "/etc/slurm/slurm.conf:1: Include /etc/slurm/nope.conf: not found (not read)");
-		put("/etc/slurm/slurm.conf", "Include slurm.conf\n");
-		memlock_slurm_read(&c, &sl);
-		TEST_STREQ(sl.problem, "/etc/slurm/slurm.conf:1: Include nested more than 8 deep, not followed");
-		/* both keys: Slurm takes only one */
-		put("/etc/slurm/slurm.conf", "PropagateResourceLimits=ALL\nPropagateResourceLimitsExcept=MEMLOCK\n");
-		memlock_slurm_read(&c, &sl);
-		TEST_CHECK(strstr(sl.problem, "both PropagateResourceLimits (/etc/slurm/slurm.conf:1) and "
-				  "PropagateResourceLimitsExcept (/etc/slurm/slurm.conf:2) are set") != NULL);
-		/* slurmd's limit: a drop-in in /etc overrides the unit */
-		put("/etc/systemd/system/slurmd.service.d/memlock.conf", "[Service]\nLimitMEMLOCK=64M\n");
-		memlock_slurm_read(&c, &sl);
-		TEST_INTEQ(sl.slurmd_soft, 64ll << 20);
-		TEST_STREQ(sl.slurmd_from, "/etc/systemd/system/slurmd.service.d/memlock.conf:2");
-		/* hpcinit's slurm step runs slurmd in its own transient unit: that one counts */
-		s.slurm.present = true;
-		memlock_slurm_read(&c, &sl);
-		TEST_INTEQ(sl.slurmd_soft, MEMLOCK_UNLIMITED);
-		TEST_STREQ(sl.slurmd_from, "the slurm step's unit hpcinit-slurmd");
-		put("/run/systemd/transient/hpcinit-slurmd.service", "# This is a transient unit file\n[Service]\n"
-		    "LimitMEMLOCK=8M\nExecStart=/usr/sbin/slurmd -D -s -Z\n");
-		memlock_slurm_read(&c, &sl);
-		TEST_INTEQ(sl.slurmd_soft, 8ll << 20);
-		TEST_STREQ(sl.slurmd_from, "/run/systemd/transient/hpcinit-slurmd.service:3");
-		s.slurm.present = false;
 	}
 
 	strlist_free(&s.memlock.users);

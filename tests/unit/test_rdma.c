@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* rdma: sysfs value parsing, the probe protocol, timeouts with real children, anomaly order. */
+/* rdma: the probe protocol (sysfs values: test_ibsysfs.c), timeouts with real children, anomaly order. */
 #include "config.h"
 
 #include <sys/mman.h>
@@ -7,7 +7,7 @@
 
 #include "../../modules/rdma/rdma.c"
 #include "../../modules/rdma/child.c"
-#include "../../modules/rdma/identity.h"
+#include "ib/identity.h"
 #include "test.h"
 
 /*
@@ -29,32 +29,6 @@ static void test_parsing(void)
 {
 	char txt[32];
 
-	TEST_INTEQ(ib_parse_num_text("4: ACTIVE", txt, sizeof(txt)), 4);
-	TEST_STREQ(txt, "ACTIVE");
-	TEST_INTEQ(ib_parse_num_text("2: Polling", txt, sizeof(txt)), 2);
-	TEST_STREQ(txt, "Polling");
-	TEST_INTEQ(ib_parse_num_text("", txt, sizeof(txt)), -1);
-	TEST_INTEQ(ib_parse_num_text("ACTIVE", txt, sizeof(txt)), -1);
-	TEST_STREQ(txt, "ACTIVE");
-	TEST_INTEQ(ib_parse_num_text("999: x", txt, sizeof(txt)), -1);
-
-	TEST_CHECK(ib_parse_rate("200 Gb/sec (4X HDR)") == 200);
-	TEST_CHECK(ib_parse_rate("2.5 Gb/sec (1X SDR)") == 2.5);
-	TEST_CHECK(ib_parse_rate("400 Gb/sec (4X NDR)") == 400);
-	TEST_CHECK(ib_parse_rate("") == 0);
-	TEST_CHECK(ib_parse_rate("fast") == 0);
-	TEST_CHECK(ib_parse_rate("-5 Gb/sec") == 0);
-
-	TEST_INTEQ(ib_parse_hex16("0x800b"), 0x800b);
-	TEST_INTEQ(ib_parse_hex16("0xffff"), 0xffff);
-	TEST_INTEQ(ib_parse_hex16("0x10000"), 0);
-	TEST_INTEQ(ib_parse_hex16("zz"), 0);
-
-	TEST_CHECK(ib_link_matches(LINK_INFINIBAND, "InfiniBand"));
-	TEST_CHECK(!ib_link_matches(LINK_INFINIBAND, "Ethernet"));
-	TEST_CHECK(ib_link_matches(LINK_ETHERNET, "Ethernet"));
-	TEST_CHECK(ib_link_matches(LINK_ANY, "Ethernet"));
-
 	TEST_STREQ(errno_name(ENOMEM), "ENOMEM");
 	TEST_STREQ(errno_name(ENXIO), "ENXIO");
 	TEST_INTEQ(errno_from_name("ENODEV"), ENODEV);
@@ -70,7 +44,6 @@ static void test_parsing(void)
 	TEST_STREQ(txt, "64 MiB");
 	fmt_size(txt, sizeof(txt), 1536);
 	TEST_STREQ(txt, "1536 bytes");
-	TEST_CHECK(!ib_safe_name("../x") && !ib_safe_name(".") && ib_safe_name("mlx5_ib0"));
 }
 
 /* The helper's text protocol: a line cut by the kill is not a record. */

@@ -12,7 +12,7 @@
 #include "../../modules/ssh/common.c"
 #include "../../modules/ssh/known_hosts.c"
 #include "../../modules/ssh/authorized_keys.c"
-#include "../../modules/ssh/userkeys.c"
+#include "../../lib/sshkeys/userkeys.c"
 #include "../../modules/ssh/ssh.c"
 #include "proc.h"
 #include "test.h"

@@ -3,11 +3,11 @@
  * The memlock limit a job really gets on this node, read the way the
  * programs that set it read their files: pam_limits for a new PAM session
  * (ssh, su, login), systemd's DefaultLimitMEMLOCK for services (slurmd).
- * Shared by the memlock step (what it reports) and the rdma probe (the
- * limit it registers memory under).
+ * A library below the steps (lib/limits/): the memlock step reports it,
+ * the rdma step registers memory under it; neither reaches the other.
  */
-#ifndef HPCINIT_MEMLOCK_H
-#define HPCINIT_MEMLOCK_H
+#ifndef HPCINIT_LIMITS_MEMLOCK_JOB_H
+#define HPCINIT_LIMITS_MEMLOCK_JOB_H
 
 #include "hpcinit.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What a job gets (memlock.h).  Two readers, each following the program it
+ * What a job gets (memlock_job.h).  Two readers, each following the program it
  * stands for:
  *
  * - pam_limits (Linux-PAM modules/pam_limits): /etc/security/limits.conf,
@@ -39,7 +39,7 @@
 #include <strings.h>
 
 #include "fsutil.h"
-#include "memlock.h"
+#include "limits/memlock_job.h"
 
 void memlock_fmt(long long bytes, char *buf, size_t n)
 {

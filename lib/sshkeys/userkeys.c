@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The users' key pairs (~user/.ssh/id_<type>{,.pub}): the ssh step owns
- * them.  A missing pair is made by the helper (hpcinit-ssh keygen, libssh)
- * and written here; an existing private key is never replaced, and the
+ * The users' key pairs (~user/.ssh/id_<type>{,.pub}), below the ssh step
+ * that installs them and discovery that publishes them.  A missing pair is
+ * made by the helper (hpcinit-ssh keygen, libssh) and written here; an
+ * existing private key is never replaced, and the
  * public half is read from it (OpenSSH format: without the helper).
  */
 #include "config.h"
@@ -13,7 +14,7 @@
 
 #include "fsutil.h"
 #include "sshkey.h"
-#include "ssh.h"
+#include "userkeys.h"
 
 static const char *key_file(enum key_type t)
 {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* This node's fabric identity for its record (identity.c). */
-#ifndef HPCINIT_RDMA_IDENTITY_H
-#define HPCINIT_RDMA_IDENTITY_H
+#ifndef HPCINIT_IB_IDENTITY_H
+#define HPCINIT_IB_IDENTITY_H
 
 #include <stdbool.h>
 #include <stddef.h>
