@@ -230,6 +230,42 @@ out_free:
 	return r;
 }
 
+
+int fs_check_private(const struct ctx *c, struct report *r, const char *key, const char *path)
+{
+	char *hp = ctx_path(c, path);
+	struct stat st;
+	int fd = open(hp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY), e;
+
+	free(hp);
+	if (fd < 0) {
+		e = errno;
+		if (e == ELOOP)
+			report_detail(r, "%s %s: is a symbolic link; refused (make it a regular file, "
+				      "mode 0600, owned by root)", key, path);
+		else
+			report_detail(r, "%s %s: %s", key, path, strerror(e));
+		return -e;
+	}
+	e = fstat(fd, &st) < 0 ? errno : 0;
+	close(fd);
+	if (e) {
+		report_detail(r, "%s %s: %s", key, path, strerror(e));
+		return -e;
+	}
+	if (!S_ISREG(st.st_mode) || (st.st_mode & 077)) {
+		report_detail(r, "%s %s: must be a regular file not readable by group or others "
+			      "(mode %04o); refused (chmod 600 %s)", key, path,
+			      (unsigned)(st.st_mode & 07777), path);
+		return -EPERM;
+	}
+	if (st.st_uid != 0) {
+		report_detail(r, "%s %s: owned by uid %u, not root: that user could read or replace "
+			      "it; refused (chown root %s)", key, path, (unsigned)st.st_uid, path);
+		return -EPERM;
+	}
+	return 0;
+}
 /*
  * Set mode and owner of the regular file that was checked (st) through a
  * descriptor opened without following links; if what is there now is not

@@ -31,6 +31,14 @@ int fs_read(const struct ctx *c, const char *path, char **ret, size_t *ret_len);
 /* Same on an already-rooted host path. */
 int fs_read_host(const char *hostpath, size_t max, char **ret, size_t *ret_len);
 bool fs_exists(const struct ctx *c, const char *path);
+/*
+ * A credential file of the spec (what key names it: "discovery.auth_file")
+ * as the cluster secret is checked: a regular file, not a symbolic link,
+ * owned by root, no access for group or others (opened without blocking,
+ * so a FIFO does not hang the run).  0, or -errno with a detail in r that
+ * names the key, the file and the fix.
+ */
+int fs_check_private(const struct ctx *c, struct report *r, const char *key, const char *path);
 
 /*
  * Atomically make path hold exactly data, with mode and owner.  Parent

@@ -4,8 +4,10 @@
 
 #include <arpa/inet.h>
 #include <net/if.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 
 #include "ascii.h"
@@ -274,4 +276,76 @@ const char *name_check_url(const char *s)
 		    s[i] == '\\')
 			return "a URL cannot hold spaces, quotes, '\\' or control characters";
 	return NULL;
+}
+
+char *name_url_host(const char *url)
+{
+	const char *p = strstr(url, "://"), *e;
+
+	if (!p)
+		return NULL;
+	p += 3;
+	if (*p == '[') {
+		e = strchr(++p, ']');
+	} else {
+		e = p + strcspn(p, ":/?#");
+	}
+	if (!e || e == p)
+		return NULL;
+	return xstrndup(p, (size_t)(e - p));
+}
+
+bool name_is_localhost(const char *s)
+{
+	static const char *const names[] = {
+		"localhost", "localhost.localdomain", "localhost4", "localhost4.localdomain4",
+		"localhost6", "localhost6.localdomain6", "ip6-localhost", "ip6-loopback",
+		"ip6-localnet", "ip6-mcastprefix", "ip6-allnodes", "ip6-allrouters", "broadcasthost",
+		NULL,
+	};
+	size_t n = strlen(s);
+
+	for (size_t i = 0; names[i]; i++)
+		if (strcasecmp(s, names[i]) == 0)
+			return true;
+	/* anything.localhost is loopback too (RFC 6761). */
+	return n > 10 && strcasecmp(s + n - 10, ".localhost") == 0;
+}
+
+bool name_same_host(const char *a, const char *b)
+{
+	const char *da = strchr(a, '.'), *db = strchr(b, '.');
+
+	if (strcasecmp(a, b) == 0)
+		return true;
+	if (!da && db)
+		return (size_t)(db - b) == strlen(a) && strncasecmp(a, b, strlen(a)) == 0;
+	if (da && !db)
+		return (size_t)(da - a) == strlen(b) && strncasecmp(a, b, strlen(b)) == 0;
+	return false;
+}
+
+bool name_hosts_lookup(const char *text, const char *name, char *out, size_t len)
+{
+	const char *ws = " \t\r";
+
+	for (const char *l = text; l && *l;) {
+		const char *e = strchr(l, '\n');
+		size_t n = e ? (size_t)(e - l) : strlen(l);
+		char *line = xstrndup(l, n), *save = NULL, *addr, *tok;
+		char *hash = strchr(line, '#');
+
+		if (hash)
+			*hash = '\0';
+		addr = strtok_r(line, ws, &save);
+		while (addr && (tok = strtok_r(NULL, ws, &save)))
+			if (name_same_host(tok, name)) {
+				snprintf(out, len, "%s", addr);
+				free(line);
+				return true;
+			}
+		free(line);
+		l = e ? e + 1 : NULL;
+	}
+	return false;
 }

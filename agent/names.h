@@ -48,6 +48,24 @@ const char *name_check_ifname(const char *s);
 const char *name_check_glob(const char *s);
 /* An http:// or https:// URL without spaces, quotes, '\' or control characters. */
 const char *name_check_url(const char *s);
+/* The host of an http:// or https:// URL (brackets of an IPv6 address dropped), malloc'd; NULL when none. */
+char *name_url_host(const char *url);
+/*
+ * localhost and its kin (localhost.localdomain, localhost6, ip6-localhost,
+ * ip6-loopback, ip6-allnodes, ...): names every system keeps for itself.
+ */
+bool name_is_localhost(const char *s);
+/*
+ * a and b name the same host as a resolver would take them: equal but for
+ * case, or one a short name equal to the other's first label (the resolver
+ * completes "nfs01" with the search domain to "nfs01.example.com").
+ */
+bool name_same_host(const char *a, const char *b);
+/*
+ * The first address a hosts(5) text gives name (compared as
+ * name_same_host does), into out; false when none.
+ */
+bool name_hosts_lookup(const char *text, const char *name, char *out, size_t len);
 /*
  * Canonical absolute path: repeated '/' and "." components dropped, no
  * trailing '/', no "..".  malloc'd, or NULL with *why set.

@@ -807,8 +807,12 @@ static void child_io(struct proc_child *ch, int fd, short revents)
 		return;
 	struct strbuf *sb = fd == ch->out_fd ? &ch->out : &ch->err;
 
-	if (n > 0 && sb->len + (size_t)n <= PROC_MAX_OUTPUT)
+	size_t cap = fd == ch->out_fd && ch->max_out ? ch->max_out : PROC_MAX_OUTPUT;
+
+	if (n > 0 && sb->len + (size_t)n <= cap)
 		sb_appendn(sb, buf, (size_t)n);
+	else if (n > 0 && fd == ch->out_fd)
+		ch->out_cut = true;
 	if (n <= 0 || (fd == ch->out_fd && ch->want && ch->out.len >= ch->want)) {
 		close_fd(fd == ch->out_fd ? &ch->out_fd : &ch->err_fd);
 		if (ch->out_fd < 0 && ch->err_fd < 0) {
@@ -893,6 +897,12 @@ void proc_wait(struct proc_child *chs, size_t n, const struct proc_limits *lim)
 int proc_run(const char *const argv[], const char *const envp[], const char *stdin_data,
 	     unsigned timeout_ms, struct proc_result *ret)
 {
+	return proc_run_max(argv, envp, stdin_data, timeout_ms, 0, ret);
+}
+
+int proc_run_max(const char *const argv[], const char *const envp[], const char *stdin_data,
+		 unsigned timeout_ms, size_t max_out, struct proc_result *ret)
+{
 	const struct proc_limits lim = { .timeout_ms = timeout_ms, .term_grace_ms = 1000, .reap_ms = 500 };
 	struct proc_child ch = { 0 };
 	char *prog;
@@ -906,6 +916,7 @@ int proc_run(const char *const argv[], const char *const envp[], const char *std
 	free(prog);
 	if (r < 0)
 		return r;
+	ch.max_out = max_out;
 	proc_wait(&ch, 1, &lim);
 	ret->timed_out = ch.timed_out;
 	if (ch.exited && WIFEXITED(ch.status)) {
@@ -919,6 +930,7 @@ int proc_run(const char *const argv[], const char *const envp[], const char *std
 		ret->term_signal = SIGKILL;
 	}
 	ret->out_len = ch.out.len;
+	ret->out_cut = ch.out_cut;
 	ret->out = sb_steal(&ch.out);
 	ret->err_len = ch.err.len;
 	ret->err = sb_steal(&ch.err);

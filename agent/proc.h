@@ -50,6 +50,8 @@ struct proc_child {
 	size_t in_len, in_off;
 	size_t want;            /* fn children: the answer is complete after this many bytes */
 	struct strbuf out, err; /* captured output, PROC_MAX_OUTPUT bytes at most each */
+	size_t max_out;         /* set before proc_wait: the cap on stdout (0: PROC_MAX_OUTPUT) */
+	bool out_cut;           /* stdout passed its cap: what came after was dropped */
 	bool eof;               /* the child closed its output (or gave its whole answer) */
 	bool timed_out;         /* the deadline passed before it finished */
 	bool exited;            /* reaped; status is valid */
@@ -97,6 +99,7 @@ struct proc_result {
 	bool abandoned;         /* would not die: left behind (exit_code -1, term_signal SIGKILL) */
 	char *out;              /* captured stdout, NUL-terminated, never NULL after run */
 	size_t out_len;
+	bool out_cut;           /* stdout passed its cap: out holds only its start */
 	char *err;              /* captured stderr */
 	size_t err_len;
 };
@@ -109,6 +112,9 @@ struct proc_result {
  */
 int proc_run(const char *const argv[], const char *const envp[], const char *stdin_data,
 	     unsigned timeout_ms, struct proc_result *ret);
+/* proc_run with another cap on stdout than PROC_MAX_OUTPUT (0: that one). */
+int proc_run_max(const char *const argv[], const char *const envp[], const char *stdin_data,
+		 unsigned timeout_ms, size_t max_out, struct proc_result *ret);
 void proc_result_free(struct proc_result *r);
 /* "a b 'c d'" rendering of argv, for logs and plan output only. malloc'd. */
 char *argv_render(const char *const argv[]);

@@ -48,6 +48,7 @@ enum mark_slot {
 	M_DISC_DIR,
 	M_DISC_ENDPOINTS,
 	M_DISC_CERT,
+	M_DISC_AUTH,
 	M_DISC_UNREACH,
 	M_SSH,
 	M_SSH_RESTRICT,
@@ -506,7 +507,7 @@ static const struct field discovery_fields[] = {
 	{ "ca_file", &T_PATH, offsetof(struct spec_discovery, ca_file), NULL, 0, M_NONE, NULL },
 	{ "cert_file", &T_PATH, offsetof(struct spec_discovery, cert_file), NULL, 0, M_DISC_CERT, NULL },
 	{ "key_file", &T_PATH, offsetof(struct spec_discovery, key_file), NULL, 0, M_NONE, NULL },
-	{ "auth_file", &T_PATH, offsetof(struct spec_discovery, auth_file), NULL, 0, M_NONE, NULL },
+	{ "auth_file", &T_PATH, offsetof(struct spec_discovery, auth_file), NULL, 0, M_DISC_AUTH, NULL },
 	{ "on_unreachable", &T_ENUM, offsetof(struct spec_discovery, unreachable), unreachable_vals, 0,
 	  M_DISC_UNREACH, NULL },
 	{ "scheduled_events", &T_MAP, 0, &events_schema, 0, M_NONE, NULL },
@@ -728,6 +729,16 @@ static void cross_checks(struct loader *L, struct spec *s)
 			error_mark(L, slot_mark(L, M_DISC_CERT, M_DISC), "discovery.cert_file",
 				   "cert_file and key_file go together (the client certificate and its key); "
 				   "set both or neither");
+		/* etcd's authenticate sends the password itself: never over plain HTTP. */
+		for (size_t i = 0; s->discovery.auth_file && i < s->discovery.endpoints.n; i++)
+			if (strncmp(s->discovery.endpoints.v[i], "https://", 8) != 0) {
+				error_mark(L, slot_mark(L, M_DISC_AUTH, M_DISC), "discovery.auth_file",
+					   "auth_file sends its password to every endpoint, and %s is not "
+					   "https://: it would cross the network in clear text; use https:// "
+					   "endpoints (with ca_file) or client certificates (cert_file, key_file)",
+					   s->discovery.endpoints.v[i]);
+				break;
+			}
 	}
 	if (s->ssh.present && s->ssh.restrict_from && !network && !L->slots[M_SSH_RESTRICT].bad)
 		error_mark(L, slot_mark(L, M_SSH_RESTRICT, M_SSH), "ssh.restrict_from",

@@ -30,6 +30,14 @@ enum {
 	ETCD_EX_REFUSED = 3,            /* etcd answered and refused the call */
 };
 
+/*
+ * At most this many bytes of keys and values under a prefix: past it the
+ * helper fails (exit 3) saying so.  The agent reads up to ETCD_OUT_MAX of
+ * the helper's output (the frames' lines on top).
+ */
+#define ETCD_LIST_MAX (64 * 1024 * 1024)
+#define ETCD_OUT_MAX (ETCD_LIST_MAX + ETCD_LIST_MAX / 4)
+
 #define ETCD_FRAME_KV "kv %llu %llu %lld"
 #define ETCD_FRAME_DEL "del %llu"
 

@@ -68,15 +68,32 @@
 #include <curl/curl.h>
 #include <json-c/json.h>
 
+#include "escape.h"
 #include "etcd-proto.h"
 
 #define MAX_ENDPOINTS 32
 #define STDIN_MAX (64 * 1024)
-#define RESP_MAX (64 * 1024 * 1024)     /* a range of 100,000 records fits */
+/*
+ * Limits on what etcd (or whatever answers at an endpoint) can make this
+ * process hold.  A range is asked for in pages at one revision (a few keys
+ * first, then as many as fill half of RESP_MAX at the size seen, at most
+ * PAGE_KEYS; half as many when an answer would pass RESP_MAX), and printed page
+ * by page: the helper holds one page, never the whole membership (await
+ * keeps the membership itself, at most LIST_MAX).  One watch message is at
+ * most RESP_MAX too.  Past LIST_MAX under the prefix the call fails with a
+ * message saying so (exit 3), never "no endpoint answered".
+ */
+#define RESP_MAX (8 * 1024 * 1024)      /* one answer or one watch message */
+#define PAGE_KEYS 1000                  /* at most, a page */
+#define FIRST_PAGE_KEYS 4               /* the first page: value sizes unknown yet */
+#define LIST_MAX ETCD_LIST_MAX           /* keys and values under the prefix, in all */
+#define LIST_RETRY_S 10                 /* watch: an over-limit prefix is listed again at most this often */
 #define CONNECT_MS 1500
 
 /* The exit codes and frames the agent reads: etcd-proto.h, shared with lib/rendezvous/etcd.c. */
 enum { EX_OK = ETCD_EX_OK, EX_DOWN = ETCD_EX_DOWN, EX_USAGE = ETCD_EX_USAGE, EX_REFUSED = ETCD_EX_REFUSED };
+/* request()'s failures: no endpoint answered, etcd refused, over a limit (a refusal too). */
+enum { R_DOWN = -1, R_REFUSED = -2, R_LIMIT = -3 };
 
 static const char *endpoints[MAX_ENDPOINTS];
 static size_t n_endpoints, cur;         /* cur: the endpoint that answered last */
@@ -118,11 +135,14 @@ static int b64_val(int ch)
 /* Decode s into a malloc'd buffer (NUL-terminated); NULL when s is not base64. */
 static unsigned char *b64_decode(const char *s, size_t *ret_len)
 {
-	size_t n = strlen(s), o = 0;
-	unsigned char *out = malloc(n / 4 * 3 + 4);
+	size_t n = s ? strlen(s) : 0, o = 0;
+	unsigned char *out;
 	unsigned acc = 0;
 	int bits = 0;
 
+	if (!s)
+		return NULL;
+	out = malloc(n / 4 * 3 + 4);
 	if (!out)
 		abort();
 	for (size_t i = 0; i < n; i++) {
@@ -168,11 +188,80 @@ static char *prefix_end_b64(const char *prefix)
 	return out;
 }
 
+/*
+ * ---- JSON: what an answer may hold ----
+ *
+ * Whatever answers at an endpoint may send any JSON: every member is read
+ * through these, which give NULL (or 0, or "") when it is absent or of
+ * another type, never a crash (json-c asserts on an array call on a
+ * non-array, and a string of JSON null is NULL).
+ */
+static json_object *jget(json_object *j, const char *k, json_type t)
+{
+	json_object *v = NULL;
+
+	if (!j || !json_object_is_type(j, json_type_object) || !json_object_object_get_ex(j, k, &v) ||
+	    !json_object_is_type(v, t))
+		return NULL;
+	return v;
+}
+
+static const char *jstr(json_object *j, const char *k)
+{
+	return json_object_get_string(jget(j, k, json_type_string));
+}
+
+static size_t jlen(json_object *a)
+{
+	return json_object_is_type(a, json_type_array) ? json_object_array_length(a) : 0;
+}
+
+/* Element i of array a when it is a string, else NULL. */
+static json_object *jget_idx_str(json_object *a, size_t i)
+{
+	json_object *v = i < jlen(a) ? json_object_array_get_idx(a, i) : NULL;
+
+	return json_object_is_type(v, json_type_string) ? v : NULL;
+}
+
+static bool jtrue(json_object *j, const char *k)
+{
+	return json_object_get_boolean(jget(j, k, json_type_boolean));
+}
+
+/*
+ * Text from an answer (an error message, a key) made safe for our stderr,
+ * which reaches the run's output and syslog: escaped as the agent escapes
+ * everything from elsewhere (agent/escape.c), newlines included, so a
+ * message can never print a line of its own.  At most max bytes of it.
+ * The result lives until the next call with the same slot (0-3).
+ */
+static const char *safe(const void *s, size_t n, size_t max, int slot)
+{
+	static struct strbuf sb[4];
+
+	sb[slot].len = 0;
+	if (sb[slot].buf)
+		sb[slot].buf[0] = '\0';
+	if (!s)
+		s = "", n = 0;
+	esc_append(&sb[slot], s, n < max ? n : max, false);
+	if (n > max)
+		sb_append(&sb[slot], "...");
+	return sb_str(&sb[slot]);
+}
+
+static const char *safe_str(const char *s, int slot)
+{
+	return safe(s, s ? strlen(s) : 0, 200, slot);
+}
+
 /* ---- HTTP ---- */
 
 struct buf {
 	char *p;
 	size_t n, cap;
+	bool too_big;                   /* the answer passed RESP_MAX: cut off */
 };
 
 static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
@@ -180,8 +269,10 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 	struct buf *b = arg;
 	size_t n = size * nmemb;
 
-	if (b->n + n + 1 > RESP_MAX)
+	if (b->n + n + 1 > RESP_MAX) {
+		b->too_big = true;
 		return 0;
+	}
 	if (b->n + n + 1 > b->cap) {
 		size_t cap = b->cap ? b->cap * 2 : 4096;
 
@@ -209,6 +300,7 @@ struct jstream {
 	json_tokener *tok;
 	bool (*on_msg)(json_object *msg, void *arg);
 	void *arg;
+	size_t held;                    /* bytes of the message not yet whole */
 };
 
 static size_t on_stream(char *data, size_t size, size_t nmemb, void *arg)
@@ -229,9 +321,19 @@ static size_t on_stream(char *data, size_t size, size_t nmemb, void *arg)
 				return 0;
 			}
 			off += chunk;
+			s->held += chunk;
+			if (s->held > RESP_MAX) {
+				/* json-c would hold it all: end the stream (the caller lists again). */
+				fprintf(stderr, "hpcinit-etcd: watch stream: one message passes %d MiB; "
+					"ending the stream\n", RESP_MAX >> 20);
+				json_tokener_reset(s->tok);
+				s->held = 0;
+				return 0;
+			}
 			continue;
 		}
 		off += json_tokener_get_parse_end(s->tok);
+		s->held = 0;
 		json_tokener_reset(s->tok);
 		go = s->on_msg(j, s->arg);
 		json_object_put(j);
@@ -290,6 +392,9 @@ static int authenticate(void);
 static int call(const char *path, const char *body, json_object **ret, long *ret_status)
 {
 	struct tried tried[MAX_ENDPOINTS];
+	bool renewed = false;           /* the token was renewed once in this call */
+
+again:
 
 	for (size_t k = 0; k < n_endpoints; k++) {
 		size_t i = (cur + k) % n_endpoints;
@@ -309,6 +414,13 @@ static int call(const char *path, const char *body, json_object **ret, long *ret
 		curl_slist_free_all(hdrs);
 		if (cc == CURLE_OK)
 			curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+		if (b.too_big) {
+			/* Not the endpoint's failure: every one would say as much. */
+			fprintf(stderr, "hpcinit-etcd: %s: the answer of %s passes the %d MiB limit of one "
+				"answer\n", path, endpoints[i], RESP_MAX >> 20);
+			free(b.p);
+			return R_LIMIT;
+		}
 		if (cc != CURLE_OK) {
 			bool tls = strncmp(endpoints[i], "https:", 6) == 0;
 			const char *hint = "";
@@ -329,10 +441,10 @@ static int call(const char *path, const char *body, json_object **ret, long *ret
 		} else if (status >= 500 || status == 0) {
 			json_object *j = b.p ? json_tokener_parse(b.p) : NULL, *m = NULL;
 
-			if (j && (json_object_object_get_ex(j, "message", &m) ||
-				  json_object_object_get_ex(j, "error", &m)))
-				snprintf(tried[k].what, sizeof(tried[k].what), "HTTP %ld: %.200s", status,
-					 json_object_get_string(m));
+			if (j && ((m = jget(j, "message", json_type_string)) ||
+				  (m = jget(j, "error", json_type_string))))
+				snprintf(tried[k].what, sizeof(tried[k].what), "HTTP %ld: %s", status,
+					 safe_str(json_object_get_string(m), 0));
 			else
 				snprintf(tried[k].what, sizeof(tried[k].what), "HTTP %ld", status);
 			json_object_put(j);
@@ -346,13 +458,22 @@ static int call(const char *path, const char *body, json_object **ret, long *ret
 				continue;
 			}
 			if (status == 401 && auth_file && strcmp(path, "/v3/auth/authenticate") != 0) {
-				/* The token expired: log in again, then ask again. */
+				int r;
+
 				json_object_put(j);
+				if (renewed) {
+					/* A token etcd issued a moment ago refused: never a loop of logins. */
+					fprintf(stderr, "hpcinit-etcd: %s: %s refused the token it had just "
+						"issued (HTTP 401)\n", path, endpoints[i]);
+					return R_REFUSED;
+				}
+				/* The token expired: log in again, then ask again (once). */
 				free(token);
 				token = NULL;
-				if (authenticate() < 0)
-					return -1;
-				return call(path, body, ret, ret_status);
+				if ((r = authenticate()) < 0)
+					return r;
+				renewed = true;
+				goto again;
 			}
 			cur = i;
 			*ret = j;
@@ -367,36 +488,38 @@ static int call(const char *path, const char *body, json_object **ret, long *ret
 		fprintf(stderr, "%s %s: %s", k ? ";" : "", endpoints[(cur + k) % n_endpoints],
 			tried[k].what);
 	fputc('\n', stderr);
-	return -1;
+	return R_DOWN;
 }
 
-/* The error text of an answer, NULL when it is not an error. */
+/* The error text of an answer (escaped), NULL when it is not an error. */
 static const char *answer_error(json_object *j, long status)
 {
-	json_object *m = NULL;
+	const char *m = jstr(j, "message");
 
-	if (json_object_object_get_ex(j, "message", &m) || json_object_object_get_ex(j, "error", &m))
-		return json_object_get_string(m);
+	if (!m)
+		m = jstr(j, "error");
+	if (m)
+		return safe_str(m, 1);
 	return status >= 400 ? "refused" : NULL;
 }
 
-/* An int64 field (the gateway writes them as strings); 0 when absent. */
+/* An int64 field (the gateway writes them as strings); 0 when absent or not a number. */
 static int64_t get_i64(json_object *j, const char *k)
 {
 	json_object *v = NULL;
 
-	if (!j || !json_object_object_get_ex(j, k, &v))
+	if (!j || !json_object_is_type(j, json_type_object) || !json_object_object_get_ex(j, k, &v))
 		return 0;
 	if (json_object_is_type(v, json_type_string))
 		return strtoll(json_object_get_string(v), NULL, 10);
-	return json_object_get_int64(v);
+	if (json_object_is_type(v, json_type_int))
+		return json_object_get_int64(v);
+	return 0;
 }
 
 static int64_t header_rev(json_object *j)
 {
-	json_object *h = NULL;
-
-	return json_object_object_get_ex(j, "header", &h) ? get_i64(h, "revision") : 0;
+	return get_i64(jget(j, "header", json_type_object), "revision");
 }
 
 static int authenticate(void)
@@ -409,7 +532,7 @@ static int authenticate(void)
 
 	if (!f) {
 		fprintf(stderr, "hpcinit-etcd: %s: %s\n", auth_file, strerror(errno));
-		return -1;
+		return R_REFUSED;
 	}
 	if (!fgets(line, sizeof(line), f))
 		line[0] = '\0';
@@ -419,7 +542,7 @@ static int authenticate(void)
 	if (!colon) {
 		fprintf(stderr, "hpcinit-etcd: %s: expected one line user:password\n", auth_file);
 		explicit_bzero(line, sizeof(line));
-		return -1;
+		return R_REFUSED;
 	}
 	*colon = '\0';
 	req = json_object_new_object();
@@ -428,14 +551,15 @@ static int authenticate(void)
 	explicit_bzero(line, sizeof(line));
 	body = strdup(json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN));
 	json_object_put(req);
-	if (call("/v3/auth/authenticate", body, &j, &status) == 0) {
-		if (json_object_object_get_ex(j, "token", &t)) {
+	if ((r = call("/v3/auth/authenticate", body, &j, &status)) == 0) {
+		r = -1;
+		if ((t = jget(j, "token", json_type_string))) {
 			token = strdup(json_object_get_string(t));
 			r = 0;
 		} else {
 			fprintf(stderr, "hpcinit-etcd: etcd refused the user in %s: %s\n", auth_file,
 				answer_error(j, status) ? answer_error(j, status) : "no token");
-			r = -2;
+			r = R_REFUSED;
 		}
 	}
 	explicit_bzero(body, strlen(body));
@@ -444,7 +568,7 @@ static int authenticate(void)
 	return r;
 }
 
-/* POST a request object (consumed); -1 none answered, -2 etcd refused it. */
+/* POST a request object (consumed); R_DOWN none answered, R_REFUSED etcd refused it, R_LIMIT too big. */
 static int request(const char *path, json_object *req, json_object **ret)
 {
 	char *body = strdup(json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN));
@@ -456,10 +580,10 @@ static int request(const char *path, json_object *req, json_object **ret)
 	r = call(path, body, ret, &status);
 	free(body);
 	if (r < 0)
-		return -1;
+		return r;
 	if (status >= 400 && (err = answer_error(*ret, status))) {
 		fprintf(stderr, "hpcinit-etcd: %s: etcd answered: %s\n", path, err);
-		return -2;
+		return R_REFUSED;
 	}
 	return 0;
 }
@@ -488,7 +612,7 @@ static json_object *i64_obj(int64_t v)
 
 static int exit_of(int r)
 {
-	return r == -1 ? EX_DOWN : EX_REFUSED;
+	return r == R_DOWN ? EX_DOWN : EX_REFUSED;
 }
 
 /* ---- subcommands ---- */
@@ -502,10 +626,10 @@ static int lease_keepalive(int64_t lease, int64_t *ret_ttl)
 	r = request("/v3/lease/keepalive", req, &j);
 	if (r == 0) {
 		/* {"result": {"ID": ..., "TTL": ...}}; no TTL: the lease is gone */
-		if (!json_object_object_get_ex(j, "result", &res))
+		if (!(res = jget(j, "result", json_type_object)))
 			res = j;
 		*ret_ttl = get_i64(res, "TTL");
-	} else if (r == -2) {
+	} else if (r == R_REFUSED) {
 		*ret_ttl = 0;
 		r = 0;
 	}
@@ -574,7 +698,7 @@ static int cmd_sync(const char *k, int64_t ttl_s, int64_t lease)
 		j = NULL;
 		if (lease <= 0) {
 			fprintf(stderr, "hpcinit-etcd: etcd granted no lease\n");
-			r = -2;
+			r = R_REFUSED;
 			goto out;
 		}
 	}
@@ -587,13 +711,12 @@ static int cmd_sync(const char *k, int64_t ttl_s, int64_t lease)
 	if (r < 0)
 		goto out;
 	rev = fresh ? 0 : header_rev(j);
-	if (!fresh && json_object_object_get_ex(j, "kvs", &kvs) && json_object_array_length(kvs) == 1) {
-		json_object *kv = json_object_array_get_idx(kvs, 0), *v = NULL;
+	if (!fresh && jlen(kvs = jget(j, "kvs", json_type_array)) == 1) {
+		json_object *kv = json_object_array_get_idx(kvs, 0);
 		unsigned char *have;
 		size_t hl = 0;
 
-		if (json_object_object_get_ex(kv, "value", &v) &&
-		    (have = b64_decode(json_object_get_string(v), &hl))) {
+		if ((have = b64_decode(jstr(kv, "value"), &hl))) {
 			same = hl == vlen && memcmp(have, value, vlen) == 0 && get_i64(kv, "lease") == lease;
 			free(have);
 		}
@@ -618,21 +741,19 @@ out:
 	return r < 0 ? exit_of(r) : EX_OK;
 }
 
-/* One key and value as "kv KL VL LEASE\n" KEY VALUE "\n" ("del KL\n" KEY "\n" for a deletion). */
 /* A put's item as list prints it (malloc'd, *ret_len bytes); NULL when kv is not whole. */
 static char *kv_item(json_object *kv, char **ret_key, size_t *ret_len)
 {
-	json_object *kk = NULL, *vv = NULL;
 	unsigned char *kb, *vb;
 	size_t kl = 0, vl = 0;
 	char *item = NULL;
+	const char *v = jstr(kv, "value");
 
-	if (!json_object_object_get_ex(kv, "key", &kk))
+	kb = b64_decode(jstr(kv, "key"), &kl);
+	if (!kb)
 		return NULL;
-	kb = b64_decode(json_object_get_string(kk), &kl);
-	vb = json_object_object_get_ex(kv, "value", &vv) ?
-		b64_decode(json_object_get_string(vv), &vl) : (unsigned char *)strdup("");
-	if (kb && vb) {
+	vb = v ? b64_decode(v, &vl) : (unsigned char *)strdup("");
+	if (vb) {
 		FILE *f = open_memstream(&item, ret_len);
 
 		if (!f)
@@ -653,77 +774,176 @@ static char *kv_item(json_object *kv, char **ret_key, size_t *ret_len)
 	return item;
 }
 
+/* A deletion's item: "del KL\n" KEY "\n" (malloc'd, *ret_len bytes); NULL when kv has no key. */
+static char *del_item(json_object *kv, size_t *ret_len)
+{
+	unsigned char *kb;
+	size_t kl = 0;
+	char *item = NULL;
+	FILE *f;
+
+	if (!(kb = b64_decode(jstr(kv, "key"), &kl)))
+		return NULL;
+	if (!(f = open_memstream(&item, ret_len)))
+		abort();
+	fprintf(f, "del %zu\n", kl);
+	fwrite(kb, 1, kl, f);
+	fputc('\n', f);
+	fclose(f);
+	free(kb);
+	return item;
+}
+
 /* One key and value as "kv KL VL LEASE\n" KEY VALUE "\n" ("del KL\n" KEY "\n" for a deletion). */
 static void print_kv(json_object *kv, bool deleted)
 {
-	json_object *kk = NULL;
-	unsigned char *kb;
-	size_t kl = 0, len = 0;
-	char *item;
+	size_t len = 0;
+	char *item = deleted ? del_item(kv, &len) : kv_item(kv, NULL, &len);
 
-	if (!deleted) {
-		item = kv_item(kv, NULL, &len);
-		if (item)
-			fwrite(item, 1, len, stdout);
-		free(item);
-		return;
+	if (item)
+		fwrite(item, 1, len, stdout);
+	free(item);
+}
+
+/* An event of a watch message: its kv and whether it is a deletion; false when it has no kv. */
+static bool event_kv(json_object *e, json_object **ret_kv, bool *ret_deleted)
+{
+	const char *t = jstr(e, "type");
+
+	*ret_kv = jget(e, "kv", json_type_object);
+	*ret_deleted = t && !strcmp(t, "DELETE");
+	return *ret_kv != NULL;
+}
+
+/*
+ * Every key under prefix, in pages at one revision: on_rev once (the
+ * revision of the view, before any key), then on_kv for each key.  A
+ * page whose answer would pass RESP_MAX is asked again with half the keys;
+ * past LIST_MAX bytes of keys and values in all, R_LIMIT and a message.
+ */
+struct range_ops {
+	void (*on_rev)(int64_t rev, void *arg);
+	int (*on_kv)(json_object *kv, void *arg);       /* < 0 stops the range (that error) */
+	void *arg;
+};
+
+static int range_prefix(const char *prefix, const struct range_ops *ops, int64_t *ret_rev)
+{
+	char *end = prefix_end_b64(prefix), *from = b64_encode((const unsigned char *)prefix, strlen(prefix));
+	/*
+	 * The first page is a few keys (etcd builds a whole answer before it
+	 * sends a byte: a page of huge values would only time out); then as
+	 * many as fill half of RESP_MAX at the size seen so far.
+	 */
+	int64_t rev = 0, limit = FIRST_PAGE_KEYS;
+	size_t total = 0, keys = 0;
+	int r = 0;
+
+	for (;;) {
+		json_object *req = json_object_new_object(), *j = NULL, *kvs, *last;
+		size_t n;
+		unsigned char *lk;
+		size_t ll = 0;
+
+		json_object_object_add(req, "key", str_obj(from));
+		json_object_object_add(req, "range_end", str_obj(end));
+		json_object_object_add(req, "limit", i64_obj(limit));
+		if (rev)
+			json_object_object_add(req, "revision", i64_obj(rev));
+		r = request("/v3/kv/range", req, &j);
+		if (r == R_LIMIT && limit > 1) {
+			limit /= 2;             /* big values: fewer keys a page */
+			continue;
+		}
+		if (r < 0)
+			break;
+		if (!rev) {
+			rev = header_rev(j);
+			if (rev <= 0) {
+				fprintf(stderr, "hpcinit-etcd: /v3/kv/range: the answer has no revision\n");
+				json_object_put(j);
+				r = R_REFUSED;
+				break;
+			}
+			ops->on_rev(rev, ops->arg);
+		}
+		kvs = jget(j, "kvs", json_type_array);
+		n = jlen(kvs);
+		for (size_t i = 0; i < n && r == 0; i++) {
+			json_object *kv = json_object_array_get_idx(kvs, i);
+
+			total += strlen(jstr(kv, "key") ? jstr(kv, "key") : "") +
+				 strlen(jstr(kv, "value") ? jstr(kv, "value") : "");
+			if (total / 4 * 3 > LIST_MAX) {
+				fprintf(stderr, "hpcinit-etcd: the keys under %s hold more than %d MiB (%zu "
+					"keys so far): over hpcinit-etcd's limit; remove the keys that are "
+					"not nodes' records\n", safe_str(prefix, 0), LIST_MAX >> 20, keys);
+				r = R_LIMIT;
+				break;
+			}
+			keys++;
+			r = ops->on_kv(kv, ops->arg);
+		}
+		if (r == 0 && keys) {
+			size_t per_key = total / keys + 1;
+
+			limit = (int64_t)(RESP_MAX / 2 / per_key);
+			limit = limit < 1 ? 1 : limit > PAGE_KEYS ? PAGE_KEYS : limit;
+		}
+		/* The next page starts after the last key of this one. */
+		last = n ? json_object_array_get_idx(kvs, n - 1) : NULL;
+		lk = r == 0 && n && jtrue(j, "more") ? b64_decode(jstr(last, "key"), &ll) : NULL;
+		json_object_put(j);
+		if (!lk)
+			break;
+		lk = realloc(lk, ll + 1);
+		if (!lk)
+			abort();
+		lk[ll] = '\0';          /* the smallest key after it */
+		free(from);
+		from = b64_encode(lk, ll + 1);
+		free(lk);
 	}
-	if (!json_object_object_get_ex(kv, "key", &kk))
-		return;
-	kb = b64_decode(json_object_get_string(kk), &kl);
-	if (kb) {
-		printf("del %zu\n", kl);
-		fwrite(kb, 1, kl, stdout);
-		putchar('\n');
-	}
-	free(kb);
+	free(end);
+	free(from);
+	*ret_rev = rev;         /* on R_LIMIT too: the watch waits for a change after it */
+	return r;
+}
+
+static void print_rev(int64_t rev, void *arg)
+{
+	(void)arg;
+	printf("rev %" PRId64 "\n", rev);
+}
+
+static int print_put(json_object *kv, void *arg)
+{
+	(void)arg;
+	print_kv(kv, false);
+	return 0;
+}
+
+static void no_rev(int64_t rev, void *arg)
+{
+	(void)rev;
+	(void)arg;
 }
 
 /* Every key under prefix, printed; the store's revision of that view in *ret_rev. */
 static int list_prefix(const char *prefix, int64_t *ret_rev)
 {
-	json_object *req = json_object_new_object(), *j = NULL, *kvs = NULL;
-	char *end = prefix_end_b64(prefix);
-	int r;
+	const struct range_ops ops = { .on_rev = no_rev, .on_kv = print_put };
 
-	json_object_object_add(req, "key", b64_obj(prefix, strlen(prefix)));
-	json_object_object_add(req, "range_end", str_obj(end));
-	free(end);
-	r = request("/v3/kv/range", req, &j);
-	if (r < 0)
-		return r;
-	*ret_rev = header_rev(j);
-	if (json_object_object_get_ex(j, "kvs", &kvs)) {
-		size_t n = json_object_array_length(kvs);
-
-		for (size_t i = 0; i < n; i++)
-			print_kv(json_object_array_get_idx(kvs, i), false);
-	}
-	json_object_put(j);
-	return 0;
+	return range_prefix(prefix, &ops, ret_rev);
 }
 
 static int cmd_list(const char *prefix)
 {
+	const struct range_ops ops = { .on_rev = print_rev, .on_kv = print_put };
 	int64_t rev = 0;
-	int r;
+	int r = range_prefix(prefix, &ops, &rev);
 
-	/* The revision goes first: buffer the list (stdout is not seekable). */
-	char *text = NULL;
-	size_t len = 0;
-	FILE *keep = stdout, *mem = open_memstream(&text, &len);
-
-	if (!mem)
-		return EX_DOWN;
-	stdout = mem;
-	r = list_prefix(prefix, &rev);
-	fclose(mem);
-	stdout = keep;
-	if (r == 0) {
-		printf("rev %" PRId64 "\n", rev);
-		fwrite(text, 1, len, stdout);
-	}
-	free(text);
+	/* The page by page printing means a failure can leave part of a list: no "end" and exit != 0. */
 	return r < 0 ? exit_of(r) : EX_OK;
 }
 
@@ -747,7 +967,7 @@ static int cmd_leave(const char *k, int64_t lease)
 		req = json_object_new_object();
 		json_object_object_add(req, "ID", i64_obj(lease));
 		r = request("/v3/lease/revoke", req, &j);
-		if (r == -1)
+		if (r == R_DOWN)
 			return EX_DOWN;
 		revoked = r == 0;       /* -2: not found, expired already */
 		json_object_put(j);
@@ -765,8 +985,25 @@ static int cmd_leave(const char *k, int64_t lease)
 
 /* ---- watch ---- */
 
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int64_t ms)
+{
+	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+
+	if (ms > 0)
+		nanosleep(&ts, NULL);
+}
+
 struct watch_state {
 	bool created, changed, restart;
+	bool quiet;                     /* over the limit: print nothing, end at the first change */
 	int64_t next_rev;
 };
 
@@ -781,13 +1018,15 @@ static void say_synced(void)
 static bool watch_message(json_object *j, void *arg)
 {
 	struct watch_state *w = arg;
-	json_object *res = NULL, *ev = NULL;
+	json_object *res = jget(j, "result", json_type_object), *ev;
+	size_t n;
 
-	if (!json_object_object_get_ex(j, "result", &res)) {
-		json_object *m = NULL;
+	if (!res) {
+		json_object *m = jget(j, "error", json_type_object);
+		const char *text = m ? json_object_to_json_string(m) : jstr(j, "error");
 
-		if (json_object_object_get_ex(j, "error", &m))
-			fprintf(stderr, "hpcinit-etcd: watch: %s\n", json_object_to_json_string(m));
+		if (text)
+			fprintf(stderr, "hpcinit-etcd: watch: %s\n", safe_str(text, 0));
 		w->restart = true;
 		return false;
 	}
@@ -797,21 +1036,25 @@ static bool watch_message(json_object *j, void *arg)
 			get_i64(res, "compact_revision"));
 		w->restart = true;
 		w->next_rev = 0;
-	} else if (json_object_object_get_ex(res, "canceled", &ev) && json_object_get_boolean(ev)) {
+	} else if (jtrue(res, "canceled")) {
 		w->restart = true;
-	} else if (json_object_object_get_ex(res, "created", &ev) && json_object_get_boolean(ev)) {
+	} else if (jtrue(res, "created")) {
 		w->created = true;
 	}
-	if (!w->restart && json_object_object_get_ex(res, "events", &ev) &&
-	    json_object_array_length(ev) > 0) {
-		size_t n = json_object_array_length(ev);
-
+	ev = jget(res, "events", json_type_array);
+	if (!w->restart && (n = jlen(ev)) > 0) {
+		if (w->quiet) {
+			/* The prefix changed: it may fit now; list again (not more often than LIST_RETRY_S). */
+			w->restart = true;
+			w->next_rev = 0;
+			return false;
+		}
 		for (size_t i = 0; i < n; i++) {
-			json_object *e = json_object_array_get_idx(ev, i), *t = NULL, *kv = NULL;
+			json_object *kv;
+			bool deleted;
 
-			if (json_object_object_get_ex(e, "kv", &kv))
-				print_kv(kv, json_object_object_get_ex(e, "type", &t) &&
-					 !strcmp(json_object_get_string(t), "DELETE"));
+			if (event_kv(json_object_array_get_idx(ev, i), &kv, &deleted))
+				print_kv(kv, deleted);
 		}
 		w->changed = true;
 		w->next_rev = header_rev(res) + 1;
@@ -836,7 +1079,8 @@ static size_t on_watch(char *data, size_t size, size_t nmemb, void *arg)
 static int cmd_watch(const char *prefix, int64_t from)
 {
 	unsigned backoff_ms = 100;
-	int64_t rev = from > 0 ? from + 1 : 0;
+	int64_t rev = from > 0 ? from + 1 : 0, last_list = 0, gap_ms = 0;
+	bool quiet = false;
 
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 	for (;;) {
@@ -848,25 +1092,48 @@ static int cmd_watch(const char *prefix, int64_t from)
 		CURLcode cc;
 
 		if (rev == 0) {
+			int r;
+
+			/*
+			 * Lists come no closer than gap_ms: one that follows
+			 * the last within a minute doubles the gap (up to
+			 * LIST_RETRY_S), so a stream that ends at once (an
+			 * endpoint that answers watches with errors) is no
+			 * download loop; an over-limit prefix is listed again
+			 * only after it changed, and not more often than that.
+			 */
+			if (last_list) {
+				int64_t since = mono_ms() - last_list;
+
+				gap_ms = quiet ? LIST_RETRY_S * 1000 : since > 60000 ? 0 :
+					gap_ms ? (gap_ms * 2 < LIST_RETRY_S * 1000 ? gap_ms * 2 : LIST_RETRY_S * 1000) : 200;
+				fflush(stdout);
+				sleep_ms(gap_ms - since);
+			}
 			/*
 			 * First start, or events may be lost (a reconnect, a
 			 * compacted revision): the whole membership again, as
 			 * "reset", the keys, "synced"; then the events after it.
 			 */
 			fputs("reset\n", stdout);
-			if (list_prefix(prefix, &rev) < 0) {
-				struct timespec ts = { backoff_ms / 1000, (long)(backoff_ms % 1000) * 1000000L };
-
+			last_list = mono_ms();
+			r = list_prefix(prefix, &rev);
+			quiet = r == R_LIMIT && rev > 0;
+			if (r < 0 && !quiet) {
 				fflush(stdout);
-				nanosleep(&ts, NULL);
+				sleep_ms(backoff_ms);
 				if (backoff_ms < 2000)
 					backoff_ms *= 2;
 				rev = 0;
 				continue;
 			}
 			rev++;
-			say_synced();
+			if (quiet)
+				fflush(stdout);         /* no "synced": the reader's view is not whole */
+			else
+				say_synced();
 		}
+		w.quiet = quiet;
 		backoff_ms = 100;
 		end = prefix_end_b64(prefix);
 		cr = json_object_new_object();
@@ -906,11 +1173,7 @@ static int cmd_watch(const char *prefix, int64_t from)
 		/* Events between the drop and the new stream would be lost: list anew. */
 		cur = (cur + 1) % n_endpoints;
 		rev = 0;
-		{
-			struct timespec ts = { 0, 100 * 1000000L };
-
-			nanosleep(&ts, NULL);
-		}
+		sleep_ms(100);
 	}
 	return EX_OK;
 }
@@ -922,14 +1185,15 @@ static int cmd_watch(const char *prefix, int64_t from)
  * keep the membership, keys and values (no listing again per join, and no
  * range for the result: when a whole scale set converges at once, N nodes
  * asking for N records each at the same moment was the costly part).  A
- * compacted revision lists again; a dropped stream ends in one list.
+ * compacted revision lists again; a dropped stream ends in one list.  The
+ * membership it keeps is at most LIST_MAX bytes (then it fails as list does).
  */
 struct await_state {
 	char **keys, **items;           /* each key and its item, as list prints it */
 	size_t *item_len;
-	size_t n, cap;
+	size_t n, cap, bytes;           /* bytes: of all items */
 	int64_t expect, rev;            /* rev: the revision the membership is at */
-	bool done, restart;
+	bool done, restart, too_big;
 };
 
 static size_t key_find(const struct await_state *a, const char *k)
@@ -942,6 +1206,7 @@ static size_t key_find(const struct await_state *a, const char *k)
 
 static void await_drop(struct await_state *a, size_t i)
 {
+	a->bytes -= a->item_len[i];
 	free(a->keys[i]);
 	free(a->items[i]);
 	a->n--;
@@ -953,15 +1218,13 @@ static void await_drop(struct await_state *a, size_t i)
 /* A put (the key and its value, kept) or a deletion, into the membership. */
 static void await_event(struct await_state *a, json_object *kv, bool deleted)
 {
-	json_object *kk = NULL;
 	char *k = NULL, *item = NULL;
 	size_t len = 0, i;
 
 	if (deleted) {
 		size_t kl = 0;
 
-		if (!json_object_object_get_ex(kv, "key", &kk) ||
-		    !(k = (char *)b64_decode(json_object_get_string(kk), &kl)))
+		if (!(k = (char *)b64_decode(jstr(kv, "key"), &kl)))
 			return;
 		k[kl] = '\0';
 		if ((i = key_find(a, k)) < a->n)
@@ -983,65 +1246,63 @@ static void await_event(struct await_state *a, json_object *kv, bool deleted)
 				abort();
 		}
 		a->keys[a->n] = k;
+		a->item_len[a->n] = 0;
 		a->n++;
 	} else {
 		free(k);
 		free(a->items[i]);
 	}
+	a->bytes = a->bytes - a->item_len[i] + len;
 	a->items[i] = item;
 	a->item_len[i] = len;
+	if (a->bytes > LIST_MAX)
+		a->too_big = true;
 }
 
 static bool await_message(json_object *j, void *arg)
 {
 	struct await_state *a = arg;
-	json_object *res = NULL, *ev = NULL;
+	json_object *res = jget(j, "result", json_type_object), *ev;
 
-	if (!json_object_object_get_ex(j, "result", &res) || get_i64(res, "compact_revision") > 0 ||
-	    (json_object_object_get_ex(res, "canceled", &ev) && json_object_get_boolean(ev)))
+	if (!res || get_i64(res, "compact_revision") > 0 || jtrue(res, "canceled"))
 		a->restart = true;
-	else if (json_object_object_get_ex(res, "events", &ev) && (a->rev = header_rev(res), true))
-		for (size_t k = 0; k < json_object_array_length(ev); k++) {
-			json_object *e = json_object_array_get_idx(ev, k), *t = NULL, *kv = NULL;
+	else if ((ev = jget(res, "events", json_type_array))) {
+		a->rev = header_rev(res);
+		for (size_t k = 0; k < jlen(ev); k++) {
+			json_object *kv;
+			bool deleted;
 
-			if (json_object_object_get_ex(e, "kv", &kv))
-				await_event(a, kv, json_object_object_get_ex(e, "type", &t) &&
-					    !strcmp(json_object_get_string(t), "DELETE"));
+			if (event_kv(json_object_array_get_idx(ev, k), &kv, &deleted))
+				await_event(a, kv, deleted);
 		}
+	}
 	if ((int64_t)a->n >= a->expect)
 		a->done = true;
-	return !a->done && !a->restart;  /* enough (or list again): end the stream */
+	return !a->done && !a->restart && !a->too_big;  /* enough (or list again): end the stream */
 }
 
-static int64_t mono_ms(void)
+static void await_rev(int64_t rev, void *arg)
 {
-	struct timespec ts;
+	struct await_state *a = arg;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	while (a->n)
+		await_drop(a, a->n - 1);
+	a->rev = rev;
+}
+
+static int await_put(json_object *kv, void *arg)
+{
+	await_event(arg, kv, false);
+	return 0;
 }
 
 /* The membership under prefix into a (replacing what it held), at its revision a->rev. */
 static int await_keys(struct await_state *a, const char *prefix)
 {
-	json_object *req = json_object_new_object(), *j = NULL, *kvs = NULL;
-	char *end = prefix_end_b64(prefix);
-	int r;
+	const struct range_ops ops = { .on_rev = await_rev, .on_kv = await_put, .arg = a };
+	int64_t rev = 0;
 
-	json_object_object_add(req, "key", b64_obj(prefix, strlen(prefix)));
-	json_object_object_add(req, "range_end", str_obj(end));
-	free(end);
-	r = request("/v3/kv/range", req, &j);
-	if (r < 0)
-		return r;
-	while (a->n)
-		await_drop(a, a->n - 1);
-	a->rev = header_rev(j);
-	if (json_object_object_get_ex(j, "kvs", &kvs))
-		for (size_t i = 0; i < json_object_array_length(kvs); i++)
-			await_event(a, json_object_array_get_idx(kvs, i), false);
-	json_object_put(j);
-	return 0;
+	return range_prefix(prefix, &ops, &rev);
 }
 
 static int cmd_await(const char *prefix, int64_t expect, long ms)
@@ -1090,6 +1351,15 @@ static int cmd_await(const char *prefix, int64_t expect, long ms)
 		free(body);
 		json_tokener_free(js.tok);
 		waited = true;
+		if (a.too_big) {
+			fprintf(stderr, "hpcinit-etcd: the keys under %s hold more than %d MiB: over "
+				"hpcinit-etcd's limit; remove the keys that are not nodes' records\n",
+				safe_str(prefix, 0), LIST_MAX >> 20);
+			r = R_LIMIT;
+			break;
+		}
+		if (a.restart && !a.done)
+			sleep_ms(200);  /* never a tight loop of ranges (an endpoint ending every watch) */
 		if (!a.done && !a.restart) {
 			/* Out of time: the stream kept the membership current; a failed stream did not. */
 			current = cc == CURLE_OPERATION_TIMEDOUT;
@@ -1159,10 +1429,43 @@ static void put_word(const char *s)
 		putchar((*s > ' ' && *s < 0x7f && *s != ',') ? *s : '_');
 }
 
+/* The events document (an answer of the Scheduled Events endpoint), one line an event. */
+static void events_print(json_object *j)
+{
+	json_object *evs = jget(j, "Events", json_type_array);
+
+	printf("incarnation %" PRId64 "\n", get_i64(j, "DocumentIncarnation"));
+	for (size_t i = 0; i < jlen(evs); i++) {
+		json_object *e = json_object_array_get_idx(evs, i);
+		json_object *res = jget(e, "Resources", json_type_array);
+		size_t n = jlen(res), printed = 0;
+
+		fputs("event ", stdout);
+		put_word(jstr(e, "EventId"));
+		putchar(' ');
+		put_word(jstr(e, "EventType"));
+		putchar(' ');
+		put_word(jstr(e, "EventStatus"));
+		putchar(' ');
+		for (size_t k = 0; k < n; k++) {
+			const char *name = json_object_get_string(jget_idx_str(res, k));
+
+			if (!name)
+				continue;
+			if (printed++)
+				putchar(',');
+			put_word(name);
+		}
+		if (!printed)
+			putchar('-');
+		putchar('\n');
+	}
+}
+
 static int cmd_events(const char *url)
 {
 	struct buf b = { 0 }, nb = { 0 };
-	json_object *j, *evs = NULL;
+	json_object *j;
 	const char *p = strstr(url, "://");
 	char base[512], name_url[640];
 	size_t bl;
@@ -1194,31 +1497,7 @@ static int cmd_events(const char *url)
 		fprintf(stderr, "hpcinit-etcd: %s: the answer is not JSON\n", url);
 		return EX_REFUSED;
 	}
-	printf("incarnation %" PRId64 "\n", get_i64(j, "DocumentIncarnation"));
-	if (json_object_object_get_ex(j, "Events", &evs) && json_object_is_type(evs, json_type_array)) {
-		for (size_t i = 0; i < json_object_array_length(evs); i++) {
-			json_object *e = json_object_array_get_idx(evs, i), *v = NULL, *res = NULL;
-
-			fputs("event ", stdout);
-			put_word(json_object_object_get_ex(e, "EventId", &v) ? json_object_get_string(v) : NULL);
-			putchar(' ');
-			put_word(json_object_object_get_ex(e, "EventType", &v) ? json_object_get_string(v) : NULL);
-			putchar(' ');
-			put_word(json_object_object_get_ex(e, "EventStatus", &v) ? json_object_get_string(v) : NULL);
-			putchar(' ');
-			if (json_object_object_get_ex(e, "Resources", &res) &&
-			    json_object_is_type(res, json_type_array) && json_object_array_length(res) > 0) {
-				for (size_t k = 0; k < json_object_array_length(res); k++) {
-					if (k)
-						putchar(',');
-					put_word(json_object_get_string(json_object_array_get_idx(res, k)));
-				}
-			} else {
-				putchar('-');
-			}
-			putchar('\n');
-		}
-	}
+	events_print(j);
 	json_object_put(j);
 	return EX_OK;
 }
@@ -1302,6 +1581,16 @@ int main(int argc, char **argv)
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0 || !(curl = curl_easy_init())) {
 		fprintf(stderr, "hpcinit-etcd: libcurl did not start\n");
 		return EX_DOWN;
+	}
+	if (auth_file) {
+		for (size_t k = 0; k < n_endpoints; k++)
+			if (strncmp(endpoints[k], "https://", 8) != 0) {
+				/* etcd's authenticate carries the password itself: only over TLS. */
+				fprintf(stderr, "hpcinit-etcd: endpoint %s is not https://: the password of "
+					"%s would cross the network in clear text; refused (use https:// "
+					"endpoints with discovery.auth_file)\n", safe_str(endpoints[k], 0), auth_file);
+				return EX_REFUSED;
+			}
 	}
 	if (auth_file && n_endpoints) {
 		int r = authenticate();

@@ -86,9 +86,10 @@ variant() {     # variant DIR "TESTS" CONFIGURE-OPTION...
 stage "build --without-libnfs (-Werror)" bash -c "$(declare -f variant); cd '$SRC' && J=$J variant build-nolibnfs 'tests/unit/test_nfs' --without-libnfs"
 stage "build --without-mpi (-Werror)" bash -c "$(declare -f variant); cd '$SRC' && J=$J variant build-nompi 'tests/unit/test_mpi' --without-mpi"
 
-# Short libFuzzer runs of the two parsers (the long runs are by hand: run.sh 3600).
+# Short libFuzzer runs of the parsers (the long runs are by hand: run.sh 3600).
 stage "fuzz: spec loader, 30 s" sh tests/fuzz/run.sh 30
 stage "fuzz: peer records, 30 s" sh tests/fuzz/run-record.sh 30
+stage "fuzz: etcd helper's JSON, 30 s" sh tests/fuzz/run-etcd.sh 30
 
 for s in packaging/build-deb.sh packaging/build-rpm.sh; do
 	[ -f "$s" ] && stage "$s" bash "$s"

@@ -22,6 +22,7 @@
 #include <openssl/evp.h>
 
 #include "../../libexec/etcd-proto.h"
+#include "escape.h"
 #include "fsutil.h"
 #include "rendezvous.h"
 
@@ -88,15 +89,24 @@ int rv_etcd_run(const struct ctx *c, struct report *rep, const char *stdin_data,
 	for (size_t i = 0; i < argv.n; i++)
 		av[i] = argv.v[i];
 	/* Each endpoint may take the whole request time, plus a margin. */
-	r = proc_run(av, NULL, stdin_data, (unsigned)(RV_CALL_TIMEOUT_MS * (d->endpoints.n + 1) * 3),
-		     res);
+	/* A membership up to the helper's own limit (it fails past that, saying so). */
+	r = proc_run_max(av, NULL, stdin_data, (unsigned)(RV_CALL_TIMEOUT_MS * (d->endpoints.n + 1) * 3),
+			 ETCD_OUT_MAX, res);
 	if (r < 0) {
 		if (rep)
 			report_detail(rep, "%s: cannot run: %s", argv.v[0], strerror(-r));
-	} else if ((r = rv_etcd_status(res)) < 0 && rep) {
+	} else if ((r = rv_etcd_status(res)) == 0 && res->out_cut) {
+		/* A membership cut short would drop nodes without a word: fail, saying why. */
+		if (rep)
+			report_detail(rep, "%s %s: its answer passes the %d MiB the agent reads from it; "
+				      "the rest was dropped, so nothing of it is used (fewer or smaller keys "
+				      "under the prefix)", argv.v[0], args[0], ETCD_OUT_MAX >> 20);
+		r = -EPROTO;
+	} else if (r < 0 && rep) {
 		const char *e = res->err && *res->err ? res->err : "no message\n";
 
-		sb_printf(&rep->details, "%s", e);
+		/* The helper's lines (it escapes what etcd said in them), escaped as every detail is. */
+		esc_append(&rep->details, e, strlen(e), true);
 		if (e[strlen(e) - 1] != '\n')
 			sb_append(&rep->details, "\n");
 	}

@@ -14,17 +14,33 @@
  *    its first dot), compared without regard to case;
  *  - one node, one name: names equal but for case are one name; a record
  *    claiming this node's is dropped, and two records claiming one name
- *    are both dropped until one leaves.
+ *    are both dropped until one leaves;
+ *  - a name this node needs for something else never comes from a record:
+ *    localhost and its kin, the hosts its spec names (NFS servers, etcd
+ *    endpoints, the Scheduled Events address) unless the static
+ *    /etc/hosts gives that name the record's own address (an NFS server
+ *    that is also a member: pin it there), and a name the static
+ *    /etc/hosts (outside hpcinit's block) gives another address.  The
+ *    system's resolver (DNS) is not asked: at boot it may hang or not be
+ *    up, and an admission that depends on it would differ from run to run;
+ *    the block hpcinit writes into /etc/hosts comes after the static lines,
+ *    so for names there the static line is what the node resolves anyway.
+ *    Such a record is rejected and reported (not ignored): its name is all
+ *    it is, and a silent drop would hide a writer that tries.
  */
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "discovery.h"
+#include "fsutil.h"
+#include "names.h"
 
 static char *lower(const char *s)
 {
@@ -36,9 +52,42 @@ static char *lower(const char *s)
 	return r;
 }
 
+static void reserve(struct admit *a, char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void reserve(struct admit *a, char *name, const char *fmt, ...)
+{
+	struct strbuf sb = STRBUF_INIT;
+	va_list ap;
+
+	if (!name)
+		return;
+	va_start(ap, fmt);
+	sb_vprintf(&sb, fmt, ap);
+	va_end(ap);
+	strlist_push_take(&a->reserved, name);
+	strlist_push(&a->reserved_why, sb_str(&sb));
+	sb_free(&sb);
+}
+
+/* Every host the spec names: the NFS servers, the etcd endpoints, the Scheduled Events address. */
+static void reserve_spec_names(struct admit *a, const struct spec *s)
+{
+	for (size_t i = 0; i < s->nfs.n_mounts; i++)
+		if (s->nfs.mounts[i].host)
+			reserve(a, xstrdup(s->nfs.mounts[i].host), "the NFS server of %s",
+				s->nfs.mounts[i].source);
+	for (size_t i = 0; s->discovery.method == DISC_ETCD && i < s->discovery.endpoints.n; i++)
+		reserve(a, name_url_host(s->discovery.endpoints.v[i]), "the etcd endpoint %s",
+			s->discovery.endpoints.v[i]);
+	if (s->discovery.events_enable && s->discovery.events_url)
+		reserve(a, name_url_host(s->discovery.events_url), "the Scheduled Events address %s",
+			s->discovery.events_url);
+}
+
 void admit_init(struct admit *a, const struct ctx *c, const struct peer *self)
 {
 	const char *dot;
+	char *hosts = NULL;
 
 	memset(a, 0, sizeof(*a));
 	a->spec = c->spec;
@@ -47,11 +96,20 @@ void admit_init(struct admit *a, const struct ctx *c, const struct peer *self)
 	dot = strchr(a->self_name, '.');
 	a->domain = dot ? dot + 1 : NULL;
 	a->has_ipoib = node_ipoib_network(c, &a->ipoib) == 0;
+	reserve_spec_names(a, c->spec);
+	if (fs_read(c, "/etc/hosts", &hosts, NULL) == 0) {
+		/* Only the static lines: the block is hpcinit's own output, from records. */
+		a->static_hosts = managed_block_apply(hosts, c->spec->cluster.name, NULL);
+		free(hosts);
+	}
 }
 
 void admit_free(struct admit *a)
 {
 	free(a->self_name);
+	strlist_free(&a->reserved);
+	strlist_free(&a->reserved_why);
+	free(a->static_hosts);
 	memset(a, 0, sizeof(*a));
 }
 
@@ -76,10 +134,43 @@ bool admit_name_ours(const struct admit *a, const char *name)
 	return dot && dot > name && strcasecmp(dot + 1, a->domain) == 0;
 }
 
+/* A name this node needs for something else, or that its static /etc/hosts gives another address. */
+static const char *admit_name_reserved(const struct admit *a, const struct peer *p, char *why, size_t len)
+{
+	char addr[256];
+
+	/* This node's own name: drop_contested_names rejects the claim, saying so. */
+	if (name_same_host(p->hostname, a->self_name))
+		return NULL;
+	if (name_is_localhost(p->hostname)) {
+		snprintf(why, len, "hostname %s is a name every system keeps for itself (loopback); a "
+			 "record may not take it", p->hostname);
+		return "reserved-name";
+	}
+	for (size_t i = 0; i < a->reserved.n; i++)
+		if (name_same_host(p->hostname, a->reserved.v[i]) &&
+		    !(a->static_hosts && name_hosts_lookup(a->static_hosts, p->hostname, addr, sizeof(addr)) &&
+		      strcmp(addr, p->addr) == 0)) {
+			snprintf(why, len, "hostname %s is %s in this node's spec (%s); a record may not "
+				 "take a name this node needs for something else", p->hostname,
+				 a->reserved_why.v[i], a->reserved.v[i]);
+			return "reserved-name";
+		}
+	if (a->static_hosts && name_hosts_lookup(a->static_hosts, p->hostname, addr, sizeof(addr)) &&
+	    strcmp(addr, p->addr) != 0) {
+		snprintf(why, len, "hostname %s is %s in this node's /etc/hosts (outside hpcinit's block), "
+			 "not the record's %s; a record may not move a name that resolves elsewhere",
+			 p->hostname, addr, p->addr);
+		return "resolves-elsewhere";
+	}
+	return NULL;
+}
+
 const char *admit_record(const struct admit *a, struct peer *p, struct report *notes,
 			 char *why, size_t len)
 {
 	const struct spec *spec = a->spec;
+	const char *t;
 
 	if (spec->cluster.has_network && !addr_in(&spec->cluster.network, p->addr)) {
 		snprintf(why, len, "address %s is outside cluster.network %s", p->addr,
@@ -95,6 +186,8 @@ const char *admit_record(const struct admit *a, struct peer *p, struct report *n
 				 p->hostname, a->self_name);
 		return "foreign-name";
 	}
+	if (a->check_names && (t = admit_name_reserved(a, p, why, len)))
+		return t;
 	if (p->ipoib_addr && a->has_ipoib && !addr_in(&a->ipoib, p->ipoib_addr)) {
 		report_finding(notes, ST_DEGRADED, "discovery.record.ipoib-outside",
 			       "%s: IPoIB address %s is outside this node's IPoIB network %s; ignored",
@@ -107,6 +200,15 @@ const char *admit_record(const struct admit *a, struct peer *p, struct report *n
 		p->ipoib_addr = NULL;
 	}
 	return NULL;
+}
+
+const char *admit_future(const struct peer *p, int64_t now, char *why, size_t len)
+{
+	if (p->updated <= now + DISC_CLOCK_SKEW_S)
+		return NULL;
+	snprintf(why, len, "dated %" PRId64 " s in the future (more than the %d s of clock skew "
+		 "allowed)", p->updated - now, DISC_CLOCK_SKEW_S);
+	return "future";
 }
 
 void admit_found(struct disc_run *run)

@@ -42,6 +42,9 @@ struct admit {
 	const char *domain;             /* in self_name, after its first dot; NULL: short names */
 	bool has_ipoib;                 /* the IPoIB network is known: */
 	struct cidr ipoib;              /* rdma.ipoib's subnet on this node */
+	struct strlist reserved;        /* names this node needs for something else ... */
+	struct strlist reserved_why;    /* ... and what for (the same index) */
+	char *static_hosts;             /* /etc/hosts without hpcinit's block; NULL: none */
 };
 
 /* One run of a method: what the step hands it and what it hands back. */
@@ -140,11 +143,19 @@ bool admit_name_ours(const struct admit *a, const char *name);
 /*
  * A record's peer, after its HMAC, owner and lease: NULL when it may be
  * used (an IPoIB address it may not use is dropped, a note says when that
- * looks wrong), else a tag word ("outside-network", "foreign-name") and the
- * reason in why.  Every method that reads records calls it for each one.
+ * looks wrong), else a tag word ("outside-network", "foreign-name",
+ * "reserved-name", "resolves-elsewhere") and the reason in why.  Every
+ * method that reads records calls it for each one.
  */
 const char *admit_record(const struct admit *a, struct peer *p, struct report *notes,
 			 char *why, size_t len);
+/*
+ * A record dated more than DISC_CLOCK_SKEW_S after now (the cluster's clock
+ * as the method knows it: shared, the directory's file times; etcd, this
+ * node's) would win every address contest (drop_duplicate_addrs keeps the
+ * newest) for good: NULL when it is not, else "future" and the reason.
+ */
+const char *admit_future(const struct peer *p, int64_t now, char *why, size_t len);
 /*
  * Every method's peers pass admit_record once more before they are used
  * (a method that already rejected with its own messages loses nothing).

@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "discovery.h"
+#include "escape.h"
 #include "fsutil.h"
 #include "log.h"
 #include "proc.h"
@@ -176,6 +177,14 @@ static int etcd_open(struct disc_run *run)
 	r = disc_secret_load(c, run->rep, &e->secret, &e->secret_len);
 	if (r < 0) {
 		report_set(run->rep, ST_FAILED, "cluster secret unusable");
+		return r;
+	}
+	/* The client key and the password as the cluster secret: root's alone. */
+	if ((c->spec->discovery.key_file &&
+	     (r = fs_check_private(c, run->rep, "discovery.key_file", c->spec->discovery.key_file)) < 0) ||
+	    (c->spec->discovery.auth_file &&
+	     (r = fs_check_private(c, run->rep, "discovery.auth_file", c->spec->discovery.auth_file)) < 0)) {
+		report_set(run->rep, ST_FAILED, "etcd credentials unusable (see details)");
 		return r;
 	}
 	e->prefix = rv_etcd_prefix(c->spec, "nodes");
@@ -350,13 +359,22 @@ static void take_kv(struct disc_run *run, const char *k, size_t kl, const char *
 
 	if (kl <= pl || memcmp(k, e->prefix, pl) != 0 || kl - pl >= sizeof(host) ||
 	    memchr(k + pl, '\0', kl - pl)) {
-		reject(run, "bad-name", "key %.*s: not %s<hostname>; rejected", (int)(kl < 200 ? kl : 200), k, e->prefix);
+		/* A key is anyone's text: escaped, newlines too, so it can print no line of its own. */
+		struct strbuf sk = STRBUF_INIT;
+
+		esc_append(&sk, k, kl < 200 ? kl : 200, false);
+		reject(run, "bad-name", "key %s: not %s<hostname>; rejected", sb_str(&sk), e->prefix);
+		sb_free(&sk);
 		return;
 	}
 	memcpy(host, k + pl, kl - pl);
 	host[kl - pl] = '\0';
 	if (!record_hostname_valid(host)) {
-		reject(run, "bad-name", "key %s%.64s: not a valid host name; rejected", e->prefix, host);
+		struct strbuf sk = STRBUF_INIT;
+
+		esc_append(&sk, host, strlen(host) < 64 ? strlen(host) : 64, false);
+		reject(run, "bad-name", "key %s%s: not a valid host name; rejected", e->prefix, sb_str(&sk));
+		sb_free(&sk);
 		return;
 	}
 	if (vl > RECORD_MAX_BYTES) {
@@ -397,7 +415,9 @@ static void take_kv(struct disc_run *run, const char *k, size_t kl, const char *
 		return;
 	}
 	/* The cluster's rules for records (admit.c), counted here like every rejection. */
-	tag = admit_record(&run->admit, &p, &run->notes, err, sizeof(err));
+	tag = admit_future(&p, disc_now(), err, sizeof(err));
+	if (!tag)
+		tag = admit_record(&run->admit, &p, &run->notes, err, sizeof(err));
 	if (tag) {
 		reject(run, tag, "record %s: %s; rejected", host, err);
 		peer_clear(&p);

@@ -451,6 +451,72 @@ static int write_self(struct ctx *c, struct report *rep, struct shared *sh, stru
 
 /* ---- the method's hooks ---- */
 
+/*
+ * On a root_squash share only the head that exports it can make the tree
+ * (root on a compute writes as the anonymous uid, in a directory root
+ * owns), and it does so in its own discovery step, after its export is up:
+ * a compute whose mount just succeeded can be early.  An NFS client may
+ * also keep a "no such file" for a level the head made meanwhile (its
+ * cached lookups live up to acdirmax).  So apply waits for the tree within
+ * discovery.wait, as it waits for peers; refresh, check and plan look once.
+ */
+static bool tree_pending(const struct disc_run *run, int r)
+{
+	const struct ctx *c = run->c;
+
+	return (r == -ENOENT || r == -EACCES) && ctx_may_write(c) && !c->refresh &&
+	       now_ms() < run->start_ms + c->spec->discovery.wait_ms && ctx_remaining_ms(c) > 0;
+}
+
+/* One pause of that wait: doubling from 250 ms to WAIT_POLL_CAP_MS, never past the wait. */
+static void tree_pause(struct disc_run *run, uint64_t *delay)
+{
+	struct ctx until = *run->c;
+	uint64_t wait_end = run->start_ms + run->c->spec->discovery.wait_ms;
+
+	if (until.deadline_ms > wait_end)
+		until.deadline_ms = wait_end;
+	(void)ctx_backoff(&until, delay, WAIT_POLL_CAP_MS);
+	run->waited = true;
+}
+
+/* What the last attempt of the wait said, into the step's report. */
+static void tree_absorb(struct report *rep, const struct report *tmp, int r, uint64_t since)
+{
+	for (size_t i = 0; i < tmp->changed.n; i++)
+		report_changed(rep, tmp->changed.v[i]);
+	report_raise(rep, tmp->status);
+	if (r == 0)
+		report_take_findings(rep, tmp);
+	else if (tmp->details.len)
+		report_detail(rep, "%s", sb_str(&tmp->details));
+	report_detail(rep, "waited %" PRIu64 " ms for the rendezvous tree: %s", now_ms() - since,
+		      r == 0 ? "there now" : "still refused at the end of discovery.wait");
+}
+
+/* Open the nodes collection again and, with publish, write this node's record: until it works. */
+static int tree_wait(struct disc_run *run, struct shared *sh, bool publish, int r)
+{
+	uint64_t delay = 250, since = now_ms();
+	struct report tmp;
+
+	report_init(&tmp);
+	while (tree_pending(run, r)) {
+		tree_pause(run, &delay);
+		report_free(&tmp);
+		report_init(&tmp);
+		rv_close(&sh->rv);
+		r = rendezvous_open(run->c, &tmp, &run->self, &sh->rv);
+		sh->nodes = sh->rv.tree.levels[2];
+		if (r == 0 && publish)
+			r = write_self(run->c, &tmp, sh, &run->self);
+	}
+	tree_absorb(run->rep, &tmp, r, since);
+	report_free(&tmp);
+	return r;
+}
+
+
 static int shared_open(struct disc_run *run)
 {
 	struct ctx *c = run->c;
@@ -470,6 +536,8 @@ static int shared_open(struct disc_run *run)
 	}
 	r = rendezvous_open(c, run->rep, &run->self, &sh->rv);
 	sh->nodes = sh->rv.tree.levels[2];
+	if (tree_pending(run, r))
+		r = tree_wait(run, sh, false, r);
 	if (r == -ENOENT && !ctx_may_write(c)) {
 		report_set(run->rep, ST_CHANGED, "rendezvous directory %s missing", spec->discovery.dir);
 		return 1;
@@ -536,6 +604,8 @@ static int shared_publish(struct disc_run *run)
 		return 0;
 	}
 	r = write_self(run->c, run->rep, sh, &run->self);
+	if (tree_pending(run, r))
+		r = tree_wait(run, sh, true, r);
 	if (r < 0) {
 		if ((r == -EACCES || r == -EPERM) && sh->rv.tree.trusted == 0)
 			report_detail(run->rep, "%s is root's, and root cannot write there: does the share "

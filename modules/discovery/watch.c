@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "discovery.h"
+#include "escape.h"
 #include "fsutil.h"
 #include "log.h"
 #include "proc.h"
@@ -51,9 +52,9 @@
 #define RESTART_MS 1000                 /* a watch helper that ended is started again after this */
 
 #define EVENTS_MS 1000                  /* Scheduled Events: poll about once a second */
+#define LEAVE_RETRY_MS 5000             /* a leave for a scheduled event that failed: again after this */
 
 static volatile sig_atomic_t stop;
-static uint64_t next_events;
 
 static void on_signal(int sig)
 {
@@ -99,6 +100,7 @@ static const char **argv_of(struct strlist *l)
 
 /* ---- Azure Scheduled Events ---- */
 
+/* resources (the whole list, however long) names this VM: its metadata name, or its hostname. */
 static bool is_me(const struct ctx *c, const char *self, const char *resources)
 {
 	char host[256] = "";
@@ -134,56 +136,183 @@ static int run_helper(const char *const *args, struct proc_result *res)
 }
 
 /*
- * One look at the Scheduled Events document.  A Terminate or Preempt naming
- * this VM: leave the cluster, then acknowledge the event (which lets Azure
- * go ahead at once).  true when the node left: the watch then ends.
+ * The next space-separated word of *p (moved past it), or the rest of the
+ * line when rest; NULL at the end.  No length limit: the helper prints an
+ * event's resources as one word of any length.
  */
-static bool events_poll(struct ctx *c, uint64_t lock_timeout_ms)
+static char *next_word(char **p, bool rest)
+{
+	char *w = *p, *e;
+
+	while (*w == ' ')
+		w++;
+	if (!*w)
+		return NULL;
+	e = rest ? w + strlen(w) : w + strcspn(w, " ");
+	*p = *e ? e + 1 : e;
+	*e = '\0';
+	return w;
+}
+
+/*
+ * The metadata service is asked in a child of the watch (events_child),
+ * never by the watch itself: a service that does not answer holds up that
+ * child alone (each of its helper calls ends at a deadline), and the watch
+ * reads what it finds from a pipe in the same poll as everything else.
+ * The child writes "mine ID TYPE STATUS" once for each Terminate or
+ * Preempt naming this VM.
+ */
+static void events_child(void *arg, int fd)
+{
+	struct ctx *c = arg;
+	const char *args[] = { "events", c->spec->discovery.events_url, NULL };
+	struct strlist seen = { 0 };
+
+	/* The watch's handlers would only set its flag here: SIGTERM ends this child. */
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGINT, SIG_DFL);
+	for (;;) {
+		struct proc_result res = { 0 };
+		char self[256] = "";
+
+		if (run_helper(args, &res) < 0) {
+			if (res.err && *res.err)
+				log_debug("scheduled events: %s", res.err);
+		} else {
+			for (char *save = NULL, *l = strtok_r(res.out, "\n", &save); l;
+			     l = strtok_r(NULL, "\n", &save)) {
+				char *p = l, *w = next_word(&p, false), *id, *type, *st, *rs;
+				bool known = false;
+
+				if (w && !strcmp(w, "self") && (w = next_word(&p, false))) {
+					snprintf(self, sizeof(self), "%s", w);
+					continue;
+				}
+				if (!w || strcmp(w, "event") != 0 || !(id = next_word(&p, false)) ||
+				    !(type = next_word(&p, false)) || !(st = next_word(&p, false)) ||
+				    !(rs = next_word(&p, true)) ||
+				    (strcmp(type, "Terminate") != 0 && strcmp(type, "Preempt") != 0) ||
+				    !is_me(c, self, rs))
+					continue;
+				for (size_t i = 0; i < seen.n && !known; i++)
+					known = !strcmp(seen.v[i], id);
+				if (!known) {
+					char *line = xasprintf("mine %s %s %s\n", id, type, st);
+					ssize_t n = write(fd, line, strlen(line));
+
+					free(line);
+					if (n < 0)
+						_exit(0);       /* the watch is gone */
+					strlist_push(&seen, id);
+				}
+			}
+		}
+		proc_result_free(&res);
+		poll(NULL, 0, EVENTS_MS);
+	}
+}
+
+struct events {
+	struct proc_child ch;
+	bool running;
+	uint64_t restart_at, next_leave;
+	struct strbuf in;               /* the child's output not read as lines yet */
+	struct strlist pending;         /* events for this VM, not acknowledged yet */
+};
+
+/* Start the child when it is not running; the fd to poll, or -1. */
+static int events_fd(struct ctx *c, struct events *ev)
+{
+	if (!c->spec->discovery.events_enable)
+		return -1;
+	if (!ev->running && now_ms() >= ev->restart_at) {
+		memset(&ev->ch, 0, sizeof(ev->ch));
+		ev->ch.keep_stderr = true;
+		ev->running = proc_start_fn(&ev->ch, events_child, c, 0) == 0;
+		if (!ev->running)
+			ev->restart_at = now_ms() + RESTART_MS;
+	}
+	return ev->running ? ev->ch.out_fd : -1;
+}
+
+static void events_stop(struct events *ev)
+{
+	if (ev->running && ev->ch.pid > 0) {
+		kill(ev->ch.pid, SIGTERM);
+		(void)waitpid(ev->ch.pid, NULL, 0);
+	}
+	if (ev->running)
+		proc_child_free(&ev->ch);
+	ev->running = false;
+}
+
+/* What the child found (its fd was readable). */
+static void events_read(struct events *ev)
+{
+	char buf[4096], *nl;
+	ssize_t n = read(ev->ch.out_fd, buf, sizeof(buf));
+
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n <= 0) {
+		fprintf(stderr, "hpcinit watch: the Scheduled Events poller ended; starting it again\n");
+		events_stop(ev);
+		ev->restart_at = now_ms() + RESTART_MS;
+		return;
+	}
+	sb_appendn(&ev->in, buf, (size_t)n);
+	while ((nl = memchr(ev->in.buf, '\n', ev->in.len))) {
+		char *line = xstrndup(ev->in.buf, (size_t)(nl - ev->in.buf)), *p = line;
+		char *w = next_word(&p, false), *id = next_word(&p, false), *type = next_word(&p, false);
+		char *st = next_word(&p, false);
+
+		if (w && !strcmp(w, "mine") && id && type && st) {
+			fprintf(stderr, "hpcinit watch: scheduled event %s: %s of this VM (%s)\n", id, type, st);
+			strlist_push(&ev->pending, id);
+		}
+		free(line);
+		ev->in.len -= (size_t)(nl + 1 - ev->in.buf);
+		memmove(ev->in.buf, nl + 1, ev->in.len + 1);
+	}
+}
+
+/*
+ * An event for this VM: leave the cluster, then acknowledge the events
+ * (which lets Azure go ahead at once).  Only after a leave that worked: a
+ * failed leave acknowledges nothing and is tried again.  true when the
+ * node left: the watch then ends.
+ */
+static bool events_act(struct ctx *c, struct events *ev, uint64_t lock_timeout_ms)
 {
 	const char *url = c->spec->discovery.events_url;
-	const char *args[] = { "events", url, NULL };
-	struct proc_result res = { 0 };
-	char self[256] = "";
-	struct strlist mine = { 0 };
-	bool left = false;
+	int code;
 
-	if (now_ms() < next_events)
+	if (!ev->pending.n || now_ms() < ev->next_leave)
 		return false;
-	next_events = now_ms() + EVENTS_MS;
-	if (run_helper(args, &res) < 0) {
-		if (res.err && *res.err)
-			log_debug("scheduled events: %s", res.err);
-		proc_result_free(&res);
+	code = leave_main(c, lock_timeout_ms);
+	fflush(stdout);
+	if (code != 0) {
+		fprintf(stderr, "hpcinit watch: leaving the cluster failed (exit %d); the scheduled event "
+			"is not acknowledged; trying again in %d s\n", code, LEAVE_RETRY_MS / 1000);
+		ev->next_leave = now_ms() + LEAVE_RETRY_MS;
 		return false;
 	}
-	for (char *save = NULL, *l = strtok_r(res.out, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-		char id[128], type[64], st[64], rs[4096];
+	for (size_t i = 0; i < ev->pending.n; i++) {
+		const char *ack[] = { "ack", url, ev->pending.v[i], NULL };
+		struct proc_result ar = { 0 };
 
-		if (sscanf(l, "self %255s", self) == 1)
-			continue;
-		if (sscanf(l, "event %127s %63s %63s %4095s", id, type, st, rs) == 4 &&
-		    (!strcmp(type, "Terminate") || !strcmp(type, "Preempt")) && is_me(c, self, rs)) {
-			fprintf(stderr, "hpcinit watch: scheduled event %s: %s of this VM (%s)\n", id, type, st);
-			strlist_push(&mine, id);
-		}
+		fprintf(stderr, "hpcinit watch: left the cluster (exit 0); acknowledging event %s: %s\n",
+			ev->pending.v[i], run_helper(ack, &ar) == 0 ? "done" : "failed");
+		proc_result_free(&ar);
 	}
-	proc_result_free(&res);
-	if (mine.n) {
-		int code = leave_main(c, lock_timeout_ms);
+	return true;
+}
 
-		fflush(stdout);
-		for (size_t i = 0; i < mine.n; i++) {
-			const char *ack[] = { "ack", url, mine.v[i], NULL };
-			struct proc_result ar = { 0 };
-
-			fprintf(stderr, "hpcinit watch: left the cluster (exit %d); acknowledging event %s: %s\n",
-				code, mine.v[i], run_helper(ack, &ar) == 0 ? "done" : "failed");
-			proc_result_free(&ar);
-		}
-		left = true;
-	}
-	strlist_free(&mine);
-	return left;
+static void events_free(struct events *ev)
+{
+	events_stop(ev);
+	sb_free(&ev->in);
+	strlist_free(&ev->pending);
 }
 
 /* ---- shared: poll the names in the nodes directory ---- */
@@ -221,14 +350,21 @@ static int watch_shared(struct ctx *c, const struct run_opts *ro)
 {
 	uint64_t lease_ms = c->spec->discovery.lease_ms, last_refresh = now_ms(), have = 0;
 	bool known = names_hash(c, &have) == 0;
+	struct events ev = { 0 };
 
 	while (!stop) {
-		uint64_t h = 0;
+		uint64_t h = 0, until = now_ms() + POLL_MS;
 
-		poll(NULL, 0, POLL_MS);
+		/* The pause between listings, awake for what the Scheduled Events child finds. */
+		while (!stop && now_ms() < until) {
+			struct pollfd pf = { .fd = events_fd(c, &ev), .events = POLLIN };
+
+			if (poll(&pf, 1, (int)(until - now_ms())) > 0 && (pf.revents & (POLLIN | POLLHUP)))
+				events_read(&ev);
+		}
 		if (stop)
 			break;
-		if (c->spec->discovery.events_enable && events_poll(c, ro->lock_timeout_ms))
+		if (events_act(c, &ev, ro->lock_timeout_ms))
 			break;
 		if (names_hash(c, &h) == 0 && (!known || h != have)) {
 			known = true;
@@ -242,6 +378,7 @@ static int watch_shared(struct ctx *c, const struct run_opts *ro)
 			(void)names_hash(c, &have);
 		}
 	}
+	events_free(&ev);
 	return 0;
 }
 
@@ -422,7 +559,14 @@ static bool drain_err(int fd, struct strbuf *line)
 				sb_appendn(line, &buf[i], 1);
 			continue;
 		}
-		fprintf(stderr, "hpcinit watch: %s\n", sb_str(line));
+		{
+			/* The helper's line, escaped as the agent escapes everything from elsewhere. */
+			struct strbuf safe = STRBUF_INIT;
+
+			esc_append(&safe, sb_str(line), line->len, false);
+			fprintf(stderr, "hpcinit watch: %s\n", sb_str(&safe));
+			sb_free(&safe);
+		}
 		sb_reset(line);
 	}
 	return true;
@@ -435,16 +579,17 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro)
 	struct strbuf text = STRBUF_INIT, err = STRBUF_INIT;
 	struct members mem = { 0 };
 	struct proc_child ch = { 0 };
+	struct events ev = { 0 };
 	bool running = false, started = false;
 	uint64_t hold_until = 0;
 
 	if (every < 500)
 		every = 500;
 	while (!stop) {
-		struct pollfd pf[2];
+		struct pollfd pf[3];
 		unsigned changes = 0;
 		uint64_t now = now_ms(), wake;
-		int n = 0, t;
+		int n = 0, t, efd = events_fd(c, &ev), ei = -1, erri = -1;
 
 		if (!running && now >= restart_at) {
 			members_clear(&mem);
@@ -458,19 +603,29 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro)
 			wake = restart_at;
 		if (retry_at && retry_at < wake)
 			wake = retry_at;
-		if (c->spec->discovery.events_enable && next_events < wake)
-			wake = next_events;
+		if (c->spec->discovery.events_enable && !ev.running && ev.restart_at < wake)
+			wake = ev.restart_at;
+		if (ev.pending.n && ev.next_leave < wake)
+			wake = ev.next_leave;
 		t = wake > now ? (int)(wake - now) : 0;
 		if (running) {
 			pf[n++] = (struct pollfd){ .fd = ch.out_fd, .events = POLLIN };
-			if (ch.err_fd >= 0)
+			if (ch.err_fd >= 0) {
+				erri = n;
 				pf[n++] = (struct pollfd){ .fd = ch.err_fd, .events = POLLIN };
+			}
+		}
+		if (efd >= 0) {
+			ei = n;
+			pf[n++] = (struct pollfd){ .fd = efd, .events = POLLIN };
 		}
 		if (poll(pf, (nfds_t)n, t) < 0 && errno != EINTR)
 			break;
 		if (stop)
 			break;
-		if (running && n > 1 && (pf[1].revents & (POLLIN | POLLHUP)) &&
+		if (ei >= 0 && (pf[ei].revents & (POLLIN | POLLHUP)))
+			events_read(&ev);
+		if (running && erri >= 0 && (pf[erri].revents & (POLLIN | POLLHUP)) &&
 		    !drain_err(ch.err_fd, &err)) {
 			close(ch.err_fd);
 			ch.err_fd = -1;
@@ -512,7 +667,7 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro)
 		} else {
 			etcd_watch_members(NULL, 0);
 		}
-		if (c->spec->discovery.events_enable && events_poll(c, ro->lock_timeout_ms))
+		if (events_act(c, &ev, ro->lock_timeout_ms))
 			break;
 		if (changes || (retry_at && now_ms() >= retry_at)) {
 			uint64_t t0 = now_ms();
@@ -545,6 +700,7 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro)
 	}
 	if (running)
 		stop_watch(&ch);
+	events_free(&ev);
 	etcd_watch_members(NULL, 0);
 	members_free(&mem);
 	sb_free(&text);

@@ -663,6 +663,13 @@ int ca_head_sign(struct ctx *c, struct report *r, const struct khosts *want, str
 		report_detail(r, "apply signs the members' host keys with %s", s->ssh.ca_key_file);
 		goto out;
 	}
+	/* The CA key as the cluster secret: root's alone, a regular file (ssh-keygen checks less). */
+	if ((ret = fs_check_private(c, r, "ssh.ca_key_file", s->ssh.ca_key_file)) < 0) {
+		report_finding(r, ST_FAILED, "ssh.ca.key-unsafe",
+			       "ssh.ca_key_file %s is not safe to sign with (see details); nothing signed",
+			       s->ssh.ca_key_file);
+		goto out;
+	}
 	if (!mkdtemp(hd.tmp)) {
 		ret = -errno;
 		report_detail(r, "cannot make a temporary directory: %s", strerror(-ret));

@@ -163,4 +163,31 @@ check "...with the reason" contains "$T/out.h10" \
 	"$TNODES is owned by uid 1000, not root (and root writes as uid 0 here, so it is not a root_squash share); refusing it (chown root $TNODES)"
 check "...and left alone" tree_owned 1000:1000
 
+# 5. A compute early: its mount works before the head made the tree (the
+#    head's export is up before its discovery step runs).  On a root_squash
+#    share only the head can make it; apply waits for it within
+#    discovery.wait, a refresh looks once.
+rm -rf "$SHARED/.hpcinit"
+headspec "[rw, sync, no_subtree_check]" > "$T/head.yaml"
+sed 's/wait: 0s/wait: 60s/' "$T/compute.yaml" > "$T/compute-wait.yaml"
+rc=0
+HPCINIT_ADDRESS=$SIM_NET.11 setpriv --reuid=65534 --regid=65534 --clear-groups \
+	"$HPCINIT" refresh --root "$T/c1" --hostname c1 -c "$T/compute-wait.yaml" -v >"$T/out.c1r" 2>&1 || rc=$?
+check "no tree yet: a squashed compute's refresh fails at once (exit 1)" test "$rc" = 1
+check "...saying it cannot create the tree" contains "$T/out.c1r" "cannot create: Permission denied"
+HPCINIT_ADDRESS=$SIM_NET.11 setpriv --reuid=65534 --regid=65534 --clear-groups \
+	"$HPCINIT" apply --root "$T/c1" --hostname c1 -c "$T/compute-wait.yaml" --only discovery -v \
+	>"$T/out.c1w" 2>&1 &
+cpid=$!
+sleep 2
+check "no tree yet: the squashed compute's apply is still waiting after 2 s" kill -0 "$cpid"
+run_head "$T/out.h11" apply
+check "the head makes the tree (exit 3: no secret)" test "$rc" = 3
+rc=0
+wait "$cpid" || rc=$?
+check "the compute's apply then ends, degraded only by the missing secret (exit 3, as in 3.)" test "$rc" = 3
+check "...having said it waited for the tree" contains "$T/out.c1w" "ms for the rendezvous tree: there now"
+check "...and its record is 65534's" owner "$NODES/c1.rec" 65534:65534 644
+check "...and it lists the head" listed "$T/out.c1w" head c1
+
 done_testing

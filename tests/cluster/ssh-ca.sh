@@ -243,3 +243,18 @@ on hps-2 grep -q 'cert-v01' /etc/hpcinit/ssh_known_hosts && fail "a certificate 
 on hps-2 grep -q '^hps-3' /etc/hpcinit/ssh_known_hosts && fail "hps-3's key stayed pinned with a certificate in its record"
 ok "pinned: a record publishing a certificate as its host key is refused (ssh.hostkey.certificate), nothing pinned for it"
 cp -p "$T/hps-3.rec.good" "$REC/hps-3.rec"
+
+# (h) the CA key is checked as the cluster secret is (issue 23): readable by its group, or not
+# root's, the head refuses it (ssh.ca.key-unsafe) and signs nothing; put right, it signs again.
+for bad in "chmod 0640" "chown 65534"; do
+	on hps-1 $bad /etc/hpcinit/ssh-ca
+	hp hps-1 refresh -c "$T/head.yaml"
+	grep -q '"ssh.ca.key-unsafe"' "$T/out.hps-1" ||
+		fail "$bad ssh-ca: no ssh.ca.key-unsafe finding: $(module_field hps-1 ssh details)"
+	[ "$(cat "$T/rc.hps-1")" = 1 ] || fail "$bad ssh-ca: refresh exit $(cat "$T/rc.hps-1"), not 1"
+	on hps-1 chmod 0600 /etc/hpcinit/ssh-ca
+	on hps-1 chown 0 /etc/hpcinit/ssh-ca
+done
+hp hps-1 refresh -c "$T/head.yaml"
+[ "$(cat "$T/rc.hps-1")" = 0 ] || fail "CA key put right: refresh exit $(cat "$T/rc.hps-1"): $(module_field hps-1 ssh details)"
+ok "the head refuses a CA key readable by its group or not root's (ssh.ca.key-unsafe, nothing signed), and signs again once it is 0600 root's"

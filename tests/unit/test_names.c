@@ -223,8 +223,44 @@ static void test_url(void)
 	TEST_CHECK(name_check_url(longu) == NULL);
 }
 
+/* What a record may not be called (admit.c): localhost, the spec's hosts, static /etc/hosts. */
+static void test_reserved(void)
+{
+	char addr[64], *h;
+
+	TEST_CHECK(name_is_localhost("localhost"));
+	TEST_CHECK(name_is_localhost("LOCALHOST"));
+	TEST_CHECK(name_is_localhost("ip6-localhost"));
+	TEST_CHECK(name_is_localhost("localhost.localdomain"));
+	TEST_CHECK(name_is_localhost("a.localhost"));
+	TEST_CHECK(!name_is_localhost("localhost1"));
+	TEST_CHECK(!name_is_localhost("node1"));
+	TEST_CHECK(name_same_host("nfs01", "NFS01"));
+	TEST_CHECK(name_same_host("nfs01", "nfs01.example.com"));
+	TEST_CHECK(name_same_host("nfs01.example.com", "nfs01"));
+	TEST_CHECK(!name_same_host("nfs0", "nfs01.example.com"));
+	TEST_CHECK(!name_same_host("nfs01.a.com", "nfs01.b.com"));
+	TEST_CHECK(!name_same_host("node1", "node10"));
+	h = name_url_host("https://etcd-1.example.com:2379");
+	TEST_STREQ(h, "etcd-1.example.com");
+	free(h);
+	h = name_url_host("http://[fd00::5]:2379/x");
+	TEST_STREQ(h, "fd00::5");
+	free(h);
+	h = name_url_host("http://metadata01/metadata/scheduledevents?x=1");
+	TEST_STREQ(h, "metadata01");
+	free(h);
+	TEST_CHECK(name_url_host("no-scheme") == NULL);
+	TEST_CHECK(name_hosts_lookup("127.0.0.1 localhost\n10.9.9.9 lic.example.com lic # x\n", "lic", addr,
+				     sizeof(addr)));
+	TEST_STREQ(addr, "10.9.9.9");
+	TEST_CHECK(!name_hosts_lookup("# 10.1.1.1 gone\n10.0.0.2 node2\n", "gone", addr, sizeof(addr)));
+	TEST_CHECK(!name_hosts_lookup("10.0.0.2 node2\n", "node20", addr, sizeof(addr)));
+}
+
 int main(void)
 {
+	test_reserved();
 	test_paths();
 	test_rules();
 	test_options();

@@ -7,6 +7,7 @@
 
 #include "../../modules/rdma/rdma.c"
 #include "../../modules/rdma/child.c"
+#include "../../modules/rdma/identity.h"
 #include "test.h"
 
 /*
@@ -290,6 +291,47 @@ static void test_memlock_enforced(void)
 	TEST_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
+/* What a device is, from sysfs facts only: never from its name. */
+static void test_classify(void)
+{
+	struct ib_dev d;
+
+	memset(&d, 0, sizeof(d));
+	d.n_ports = 1;
+	snprintf(d.name, sizeof(d.name), "mlx5_an0");            /* a name that says nothing */
+	snprintf(d.ports[0].link_layer, sizeof(d.ports[0].link_layer), "InfiniBand");
+	TEST_INTEQ(ib_classify(&d), IB_KIND_HCA);
+	snprintf(d.ports[0].link_layer, sizeof(d.ports[0].link_layer), "Ethernet");
+	TEST_INTEQ(ib_classify(&d), IB_KIND_ROCE);
+	snprintf(d.master, sizeof(d.master), "bond0");           /* a bond on bare metal: still RoCE */
+	snprintf(d.master_driver, sizeof(d.master_driver), "bonding");
+	TEST_INTEQ(ib_classify(&d), IB_KIND_ROCE);
+	snprintf(d.master, sizeof(d.master), "eth0");            /* enslaved to Hyper-V's synthetic NIC */
+	snprintf(d.master_driver, sizeof(d.master_driver), "hv_netvsc");
+	TEST_INTEQ(ib_classify(&d), IB_KIND_AN_VF);
+	TEST_STREQ(ib_kind_text(&(struct ib_dev){ .kind = IB_KIND_AN_VF }), "accelerated networking's Ethernet VF");
+	memset(d.master_driver, 0, sizeof(d.master_driver));
+	snprintf(d.driver, sizeof(d.driver), "mana");            /* MANA: always the VF */
+	TEST_INTEQ(ib_classify(&d), IB_KIND_AN_VF);
+	snprintf(d.name, sizeof(d.name), "mlx5_ib0");
+	snprintf(d.parent, sizeof(d.parent), "eth0");            /* rdma_rxe's parent netdev */
+	TEST_INTEQ(ib_classify(&d), IB_KIND_SOFT);
+	TEST_STREQ(ib_dev_netdev(&d), "eth0");
+}
+
+/* The metadata client refuses what it cannot send safely, before any socket. */
+static void test_imds_url(void)
+{
+	char out[64], err[128];
+
+	TEST_INTEQ(imds_get_text("https://169.254.169.254/x", 100, out, sizeof(out), err, sizeof(err)), -EINVAL);
+	TEST_CHECK(strstr(err, "only http://") != NULL);
+	TEST_INTEQ(imds_get_text("http://metadata.example/x", 100, out, sizeof(out), err, sizeof(err)), -EINVAL);
+	TEST_CHECK(strstr(err, "not a numeric address") != NULL);
+	TEST_INTEQ(imds_get_text("http://127.0.0.1", 100, out, sizeof(out), err, sizeof(err)), -EINVAL);
+	TEST_CHECK(strstr(err, "no host or path") != NULL);
+}
+
 int main(void)
 {
 	test_parsing();
@@ -298,5 +340,7 @@ int main(void)
 	test_verdicts();
 	test_select();
 	test_memlock_enforced();
+	test_classify();
+	test_imds_url();
 	TEST_EXIT();
 }

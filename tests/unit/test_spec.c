@@ -744,7 +744,7 @@ static void test_etcd(void)
 				 "\"https://[fd00::5]:2379\", \"http://e3\"]\n"
 				 "  ca_file: /etc/hpcinit/etcd-ca.pem\n"
 				 "  cert_file: /etc/hpcinit/c.pem\n  key_file: /etc/hpcinit/c.key\n"
-				 "  auth_file: /etc/hpcinit/etcd-auth\n  expect: 4\n  wait: 10m\n  lease: 90s\n");
+				 "  expect: 4\n  wait: 10m\n  lease: 90s\n");
 
 	TEST_INTEQ(s->discovery.method, DISC_ETCD);
 	TEST_STREQ(disc_method_name(DISC_ETCD), "etcd");
@@ -754,10 +754,19 @@ static void test_etcd(void)
 	TEST_STREQ(s->discovery.ca_file, "/etc/hpcinit/etcd-ca.pem");
 	TEST_STREQ(s->discovery.cert_file, "/etc/hpcinit/c.pem");
 	TEST_STREQ(s->discovery.key_file, "/etc/hpcinit/c.key");
-	TEST_STREQ(s->discovery.auth_file, "/etc/hpcinit/etcd-auth");
 	TEST_INTEQ(s->discovery.lease_ms, 90000);
 	TEST_INTEQ(s->discovery.expect, 4);
 	spec_free(s);
+	/* A password only over TLS (issue 23): auth_file with https endpoints only. */
+	s = load_ok("discovery: {method: etcd, endpoints: [\"https://10.0.0.4:2379\", \"https://e2\"], "
+		    "auth_file: /etc/hpcinit/etcd-auth}\n");
+	TEST_STREQ(s->discovery.auth_file, "/etc/hpcinit/etcd-auth");
+	spec_free(s);
+	TEST_STREQ(bad("discovery: {method: etcd, endpoints: [\"https://a\", \"http://b:2379\"], "
+		       "auth_file: /etc/hpcinit/etcd-auth}\n"),
+		   "discovery.auth_file: auth_file sends its password to every endpoint, and http://b:2379 is "
+		   "not https://: it would cross the network in clear text; use https:// endpoints (with "
+		   "ca_file) or client certificates (cert_file, key_file)");
 
 	s = load_ok("discovery: {dir: /d}\n");
 	TEST_CHECK(!s->discovery.events_enable);

@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libFuzzer target for hpcinit-etcd's JSON handling: whatever answers at an
+ * etcd endpoint (or the Scheduled Events address) may send anything.  The
+ * first byte picks the reader, the rest is the answer:
+ *   0  a range answer, as list prints it (the ops of range_prefix)
+ *   1  watch messages, fed to the stream parser in pieces as curl cuts them
+ *   2  await's messages (the membership it keeps)
+ *   3  a Scheduled Events document
+ *   4  an error answer (answer_error, header_rev, get_i64)
+ * Crashes, leaks, UB and timeouts are the findings.  The helper itself is
+ * compiled in (its main renamed); stdout goes to /dev/null (run-etcd.sh
+ * closes the target's stderr too; crash reports still show).
+ * Build and run: tests/fuzz/run-etcd.sh; make check replays etcd-corpus.
+ */
+#define main hpcinit_etcd_main
+int hpcinit_etcd_main(int argc, char **argv);
+#include "../../libexec/hpcinit-etcd.c"
+#undef main
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static bool fuzz_stop(json_object *j, void *arg)
+{
+	(void)j;
+	(void)arg;
+	return true;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static bool init;
+	char *text;
+	json_object *j;
+
+	if (!init) {
+		if (!freopen("/dev/null", "w", stdout))
+			abort();
+		init = true;
+	}
+	if (size < 1)
+		return 0;
+	text = malloc(size);
+	if (!text)
+		abort();
+	memcpy(text, data + 1, size - 1);
+	text[size - 1] = '\0';
+	switch (data[0] % 5) {
+	case 0: {
+		const struct range_ops ops = { .on_rev = print_rev, .on_kv = print_put };
+		json_object *kvs;
+
+		j = json_tokener_parse(text);
+		ops.on_rev(header_rev(j), NULL);
+		kvs = jget(j, "kvs", json_type_array);
+		for (size_t i = 0; i < jlen(kvs); i++)
+			ops.on_kv(json_object_array_get_idx(kvs, i), NULL);
+		(void)jtrue(j, "more");
+		(void)get_i64(j, "count");
+		json_object_put(j);
+		break;
+	}
+	case 1: {
+		struct watch_state w = { .quiet = size > 1 && (data[1] & 1) };
+		struct jstream js = { .on_msg = watch_message, .arg = &w };
+
+		js.tok = json_tokener_new();
+		/* In pieces of 7 bytes: the tokener must join messages however they are cut. */
+		for (size_t off = 0; off < size - 1 && !w.restart; off += 7) {
+			size_t n = size - 1 - off < 7 ? size - 1 - off : 7;
+
+			if (on_watch(text + off, 1, n, &js) != n)
+				break;
+		}
+		json_tokener_free(js.tok);
+		break;
+	}
+	case 2: {
+		struct await_state a = { .expect = 1000 };
+		struct jstream js = { .on_msg = await_message, .arg = &a };
+
+		js.tok = json_tokener_new();
+		(void)on_stream(text, 1, size - 1, &js);
+		json_tokener_free(js.tok);
+		while (a.n)
+			await_drop(&a, a.n - 1);
+		free(a.keys);
+		free(a.items);
+		free(a.item_len);
+		break;
+	}
+	case 3:
+		j = json_tokener_parse(text);
+		events_print(j);
+		json_object_put(j);
+		break;
+	default: {
+		struct jstream js = { .on_msg = fuzz_stop };
+
+		j = json_tokener_parse(text);
+		(void)answer_error(j, 400);
+		(void)header_rev(j);
+		(void)jstr(j, "token");
+		json_object_put(j);
+		js.tok = json_tokener_new();
+		(void)on_stream(text, 1, size - 1, &js);
+		json_tokener_free(js.tok);
+		break;
+	}
+	}
+	free(text);
+	return 0;
+}
