@@ -54,7 +54,13 @@ char *sshkey_canonical(const char *line)
 		if (!((*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9') || *q == '-' ||
 		      *q == '@' || *q == '.'))
 			return NULL;
-	return xasprintf("%.*s %.*s", (int)tl, t, (int)bl, b);
+	char *ret = xmalloc(tl + 1 + bl + 1);
+
+	memcpy(ret, t, tl);
+	ret[tl] = ' ';
+	memcpy(ret + tl + 1, b, bl);
+	ret[tl + 1 + bl] = '\0';
+	return ret;
 }
 
 bool sshkey_is_cert(const char *key)

@@ -109,10 +109,13 @@ char *ak_render(const struct spec *s, const struct peerset *ps, const char *user
 			}
 			sb_append(&sb, "from=\"");
 			for (size_t j = 0; j < v[i].from.n; j++)
-				sb_printf(&sb, "%s%s", j ? "," : "", v[i].from.v[j]);
+				sb_append(&sb, j ? "," : ""), sb_append(&sb, v[i].from.v[j]);
 			sb_append(&sb, "\" ");
 		}
-		sb_printf(&sb, "%s %s\n", v[i].key, v[i].comment);
+		sb_append(&sb, v[i].key);      /* appends, not printf: 10,000 keys a refresh */
+		sb_appendn(&sb, " ", 1);
+		sb_append(&sb, v[i].comment);
+		sb_appendn(&sb, "\n", 1);
 next:
 		free(v[i].key);
 		free(v[i].comment);
@@ -166,6 +169,9 @@ void ak_report_diff(struct ctx *c, struct report *r, const char *path,
 	struct strlist a = { 0 }, b = { 0 }, ac = { 0 }, bc = { 0 };
 	struct smap am, bm;
 
+	/* The steady state: nothing authorized or removed. */
+	if (old_block && new_block && strcmp(old_block, new_block) == 0)
+		return;
 	ak_keys(old_block, &a, &ac);
 	ak_keys(new_block, &b, &bc);
 	smap_init(&am, a.n);

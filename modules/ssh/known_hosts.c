@@ -123,11 +123,15 @@ char *kh_render(const struct spec *s, const struct khosts *hosts)
 		if (!h->keys.n || !h->names.n)
 			continue;
 		for (size_t j = 0; j < h->names.n; j++)
-			sb_printf(&names, "%s%s", j ? "," : "", h->names.v[j]);
+			sb_append(&names, j ? "," : ""), sb_append(&names, h->names.v[j]);
 		sb_printf(&sb, "# host %s boot_id=%s source=%s\n", h->id,
 			  *h->boot_id ? h->boot_id : "-", h->source);
-		for (size_t j = 0; j < h->keys.n; j++)
-			sb_printf(&sb, "%s %s\n", sb_str(&names), h->keys.v[j]);
+		for (size_t j = 0; j < h->keys.n; j++) { /* appends, not printf: a line per node */
+			sb_appendn(&sb, names.buf, names.len);
+			sb_appendn(&sb, " ", 1);
+			sb_append(&sb, h->keys.v[j]);
+			sb_appendn(&sb, "\n", 1);
+		}
 		sb_free(&names);
 	}
 	return sb_steal(&sb);
@@ -206,7 +210,7 @@ char *conf_render(const struct spec *s, const struct khosts *hosts)
 			sb_reset(&line);
 		}
 		if (i < pats.n)
-			sb_printf(&line, " %s", pats.v[i]);
+			sb_appendn(&line, " ", 1), sb_append(&line, pats.v[i]);
 	}
 	sb_free(&line);
 	strlist_free(&pats);

@@ -68,12 +68,23 @@ run_method() {
 		( echo "$BASHPID" >"$T/watch.pid"
 		  ETCDCTL_API=3 exec ip netns exec "$ETCD_NS" etcdctl --endpoints "$(etcd_client_url 1)" \
 			watch --prefix "/hpcinit/$CLUSTER/nodes/" ) |
-			while read -r l; do [ "$l" != PUT ] || date +%s%N; done >"$T/puts" &
+			{ declare -A seen
+			  # a node's first put of its key is its record published; later puts of
+			  # the same key (its record updated once it has formed) are not
+			  while read -r l; do
+				[ "$l" = PUT ] && read -r k || continue
+				[ -n "${seen[$k]:-}" ] || { seen[$k]=1; date +%s%N; }
+			  done; } >"$T/puts" &
 		rpid=$!
 		sleep 0.5
 		wpid=$(cat "$T/watch.pid")
 	fi
 	cpu0=$(etcd_cpu_ms)
+	local rq0=0 by0=0
+	if [ "$method" = etcd ]; then
+		rq0=$(etcd_metric grpc_server_started_total)
+		by0=$(etcd_metric 'etcd_network_client_grpc_(received|sent)_bytes_total')
+	fi
 	local ccpu0
 	child_cpu
 	ccpu0=$CHILD_CPU
@@ -91,7 +102,8 @@ run_method() {
 		kill "$wpid" 2>/dev/null || true
 		wait "$rpid" 2>/dev/null || true
 		last=$(sort -n "$T/puts" | tail -1)
-		LASTPUT[$method]="$(wc -l <"$T/puts") puts, the last $(((last - t0) / 1000000)) ms after the start"
+		LASTPUT[$method]="$(wc -l <"$T/puts") records first put, the last $(((last - t0) / 1000000)) ms after the start"
+		REQS="$(($(etcd_metric grpc_server_started_total) - rq0)) requests ($((($(etcd_metric grpc_server_started_total) - rq0) / N)) a node), $((($(etcd_metric 'etcd_network_client_grpc_(received|sent)_bytes_total') - by0) / 1024)) KiB in and out of the three members (etcd /metrics: grpc_server_started_total, etcd_network_client_grpc_{received,sent}_bytes_total; the bench's own watch included)"
 	else
 		last=$(stat -c %.9Y "$SHARED/.hpcinit/$CLUSTER/nodes/"*.rec | sort -n | tail -1 | tr -d .)
 		LASTPUT[$method]="$(find "$SHARED/.hpcinit/$CLUSTER/nodes/" -name '*.rec' | wc -l) records, the last written $(((last - t0) / 1000000)) ms after the start"
@@ -127,6 +139,17 @@ etcd_cpu_ms() {
 	done
 	echo $((t * 1000 / tck))
 }
+# etcd_metric REGEX: the sum of the counters matching REGEX over the three members' /metrics
+etcd_metric() {
+	local i v t=0
+	for i in 1 2 3; do
+		v=$(ip netns exec "$ETCD_NS" curl -s "$(etcd_client_url "$i")/metrics" |
+			awk -v m="^($1)" '$1 ~ m {s += $2} END {printf "%.0f", s}')
+		t=$((t + ${v:-0}))
+	done
+	echo "$t"
+}
+REQS="-"
 hostfile_count() { grep -vc '^#' "$SIM_STATE/nodes/$1/ovl/etc/upper/hpcinit/hostfile.plain" 2>/dev/null || echo 0; }
 
 echo "convergence of $N simulated nodes started at once, $(nproc) cores"
@@ -137,6 +160,7 @@ printf '%-8s %s\n' etcd "${MS[etcd]}" shared "${MS[shared]}"
 echo "etcd: ${BREAK[etcd]}"
 echo "shared: ${BREAK[shared]}"
 echo "last record published -> all $N done: etcd ${AFTER[etcd]} ms (${LASTPUT[etcd]}); shared ${AFTER[shared]} ms (${LASTPUT[shared]})"
+echo "etcd traffic during the converge: $REQS"
 echo "CPU of the nodes' processes (harness included), per node: etcd $((CPU[etcd] / N)) ms, shared $((CPU[shared] / N)) ms, floor $((FLOOR_CPU / N)) ms (etcd's members: see above)"
 echo "CPU-bound lower limit on these $(nproc) cores (all CPU of the run / cores): etcd $(((CPU[etcd] + ETCD_CPU) / $(nproc))) ms, shared $((CPU[shared] / $(nproc))) ms"
 echo "floor: $N \"hpcinit --version\" started the same way at once: $FLOOR ms; above the floor: etcd $((${MS[etcd]%% *} - FLOOR)) ms, shared $((${MS[shared]%% *} - FLOOR)) ms"

@@ -16,6 +16,8 @@
 #                 multiplied by N; bytes = the records' size times N.
 # Printed with the ratio.  Goal (issue 16): the etcd path does O(N) work a
 # minute in total, at least 100x less than the directory at N=1,000.
+# Then a join and a leave while all N watch: time until all N hostfiles show it, the
+# watchers' CPU per node, etcd requests and bytes; the mean RSS of a watch (agent+helper).
 # Memory: N watch processes and N helper processes run at once (about
 # 10 MB per node together); use a smaller N on a small machine.
 # Usage: tests/bench/etcd-load.sh [N] [MINUTES]   (run by hand; not by make check)
@@ -131,6 +133,63 @@ alive=0
 for p in "${PIDS[@]:1}"; do kill -0 "$p" 2>/dev/null && alive=$((alive + 1)); done
 e_req=$(((r1 - r0) / MINUTES)) e_bytes=$((((in1 - in0) + (out1 - out0)) / MINUTES))
 
+# A join and a leave while all N watch (issue 26): node N+1 publishes its record (apply,
+# discovery only), later leaves ("hpcinit leave"); printed: the time from its apply (leave)
+# returning until every watcher's hostfile lists it (no longer lists it), the watchers' CPU
+# for each (agents, their helpers and the refreshes they waited for, from /proc), and etcd's
+# requests and bytes.
+watchers_cpu() { # user+system CPU in ms of the watch agents, their children waited for, and their helpers
+	local p t=0 tck hz
+	tck=$(getconf CLK_TCK)
+	for p in "${PIDS[@]:1}"; do
+		[ -r "/proc/$p/stat" ] || continue
+		t=$((t + $(awk '{print $14 + $15 + $16 + $17}' "/proc/$p/stat")))
+		for hz in $(ps -o pid= --ppid "$p"); do
+			[ -r "/proc/$hz/stat" ] && t=$((t + $(awk '{print $14 + $15}' "/proc/$hz/stat")))
+		done
+	done
+	echo $((t * 1000 / tck))
+}
+until_all() { # until_all PRESENT|ABSENT NAME: ms until every watcher's hostfile lists (does not list) NAME
+	local want=$1 name=$2 t0 got i files=()
+	t0=$(date +%s%N)
+	for i in $(seq 1 "$N"); do files+=("$T/n$i/etc/hpcinit/hostfile.plain"); done
+	for _ in $(seq 1 6000); do
+		got=$(grep -lx -- "$name" "${files[@]}" 2>/dev/null | wc -l)
+		if { [ "$want" = PRESENT ] && [ "$got" = "$N" ]; } || { [ "$want" = ABSENT ] && [ "$got" = 0 ]; }; then
+			echo $((($(date +%s%N) - t0) / 1000000))
+			return 0
+		fi
+		sleep 0.05
+	done
+	echo "timeout ($got of $N)"
+}
+J=$((N + 1))
+mkroot "$T/n$J"
+jl_req0=$(metric grpc_server_started_total) jl_by0=$(($(metric etcd_network_client_grpc_received_bytes_total) + $(metric etcd_network_client_grpc_sent_bytes_total)))
+jl_cpu0=$(watchers_cpu)
+HPCINIT_ADDRESS=$(addr "$J") "$HPCINIT" apply --only discovery --root "$T/n$J" \
+	-c "$T/n$J/etc/hpcinit/node.yaml" --hostname "node$J" >"$T/apply.out" 2>&1 ||
+	{ echo "apply on node$J failed:" >&2; sed 's/^/  | /' "$T/apply.out" >&2; exit 1; }
+join_ms=$(until_all PRESENT "node$J")
+sleep 2
+jl_cpu1=$(watchers_cpu)
+jl_req1=$(metric grpc_server_started_total) jl_by1=$(($(metric etcd_network_client_grpc_received_bytes_total) + $(metric etcd_network_client_grpc_sent_bytes_total)))
+HPCINIT_ADDRESS=$(addr "$J") "$HPCINIT" leave --root "$T/n$J" -c "$T/n$J/etc/hpcinit/node.yaml" \
+	--hostname "node$J" >"$T/leave.out" 2>&1 ||
+	{ echo "leave on node$J failed:" >&2; sed 's/^/  | /' "$T/leave.out" >&2; exit 1; }
+leave_ms=$(until_all ABSENT "node$J")
+sleep 2
+jl_cpu2=$(watchers_cpu)
+jl_req2=$(metric grpc_server_started_total) jl_by2=$(($(metric etcd_network_client_grpc_received_bytes_total) + $(metric etcd_network_client_grpc_sent_bytes_total)))
+wrss=0 wn=0
+for p in "${PIDS[@]:1}"; do
+	r=$(ps -o rss= -p "$p" | tr -d ' ')
+	[ -n "$r" ] || continue
+	h=$(ps -o rss= --ppid "$p" | awk '{s += $1} END {print s + 0}')
+	wrss=$((wrss + r + h)) wn=$((wn + 1))
+done
+
 # The directory: one traced refresh against N records, times N nodes a minute.
 R=$T/shared
 mkdir -p "$R/etc/hpcinit" "$R/etc/ssh" "$R/etc/openmpi" "$R/srv/share/.hpcinit/bench/nodes"
@@ -167,4 +226,7 @@ printf '%-14s %18s %18s\n' "shared+timer" "$s_ops_min" "$s_bytes_min"
 echo "etcd: $(((r1 - r0))) requests in $MINUTES min from $alive of $N watches still running; store revision $rev0 -> $rev1 (no change: no put)"
 echo "etcd: per node per minute $(awk -v a="$e_req" -v n="$N" 'BEGIN{printf "%.2f", a / n}') requests (lease ${LEASE}s: a keepalive every $((LEASE / 3)) s); watch RSS: agent ${rss} KiB, helper ${helper_rss:-?} KiB"
 echo "shared: one refresh = $s_ops file system calls for the share ($ops_n with $rec_opens records, $ops_0 with none), $s_bytes bytes of records"
+echo "join while $N watch: every hostfile lists node$J $join_ms ms after its apply returned (goal at 1,000: under 2000 ms); watchers' CPU $((jl_cpu1 - jl_cpu0)) ms in all, $(awk -v c="$((jl_cpu1 - jl_cpu0))" -v n="$N" 'BEGIN{printf "%.2f", c / n}') ms a node (2 s of idle keepalives included); etcd $((jl_req1 - jl_req0)) requests, $((jl_by1 - jl_by0)) bytes"
+echo "leave while $N watch: no hostfile lists node$J $leave_ms ms after its leave returned (goal at 1,000: under 2000 ms); watchers' CPU $((jl_cpu2 - jl_cpu1)) ms in all, $(awk -v c="$((jl_cpu2 - jl_cpu1))" -v n="$N" 'BEGIN{printf "%.2f", c / n}') ms a node; etcd $((jl_req2 - jl_req1)) requests, $((jl_by2 - jl_by1)) bytes"
+echo "watch memory: $(awk -v s="$wrss" -v n="$wn" 'BEGIN{printf "%.0f", s / n}') KiB RSS a node (agent and helper, mean of $wn)"
 echo "shared / etcd: $(awk -v a="$s_ops_min" -v b="$e_req" 'BEGIN{printf "%.0f", a / b}')x operations, $(awk -v a="$s_bytes_min" -v b="$e_bytes" 'BEGIN{printf "%.0f", a / b}')x bytes; goal: at least 100x"

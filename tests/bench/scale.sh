@@ -22,6 +22,8 @@
 # every node's host key; the benchmark fails otherwise.
 #
 # Goal (issue 9): 10,000 records in under 200 ms, growing linearly.
+# Printed twice: by wall time, and by CPU time with its ratio to cat's CPU on the
+# same records (what a loaded machine can still compare).
 #
 # Linear growth is checked, not only printed: the marginal CPU time (user+sys)
 # per record between the two largest sizes may be at most LINEAR_FACTOR
@@ -99,7 +101,7 @@ line() { # records what median p90 cpu rss_kib
 	printf '%7d  %-26s %6.1f ms %6.1f ms %6.1f ms %6.1f MB %8.2f us\n' "$1" "$2" "$3" "$4" "$5" \
 		"$(echo "$6 / 1024" | bc -l)" "$(echo "$3 * 1000 / $1" | bc -l)"
 }
-declare -A MED MED2 CPU CPU2
+declare -A MED MED2 CPU CPU2 CATCPU
 for n in "${SIZES[@]}"; do
 	R=$T/root-$n
 	mkroot "$R" "$n"
@@ -142,7 +144,8 @@ for n in "${SIZES[@]}"; do
 	recs=("$NODES_DIR"/*.rec)
 	RS=$("$T/runstat" "$RUNS" /bin/cat "${recs[@]}") || { echo "$0: a timed run failed (runstat above); no numbers printed for it" >&2; exit 1; }
 	read -r mc pc rc <<< "$RS"
-	line "$n" "baseline: cat records" "$mc" "$pc" "$(cpu_ms /bin/cat "${recs[@]}")" "$rc"
+	CATCPU[$n]=$(cpu_ms /bin/cat "${recs[@]}")
+	line "$n" "baseline: cat records" "$mc" "$pc" "${CATCPU[$n]}" "$rc"
 	RS=$("$T/runstat" "$RUNS" /bin/bash "$T/awk-hostfile.sh" "$NODES_DIR" "$T/hf") || { echo "$0: a timed run failed (runstat above); no numbers printed for it" >&2; exit 1; }
 	read -r ma pa ra <<< "$RS"
 	[ "$(wc -l < "$T/hf")" = "$total" ] || die "awk baseline listed $(wc -l < "$T/hf") nodes"
@@ -192,6 +195,11 @@ if [ -n "${MED[10000]:-}" ]; then
 	awk -v m="${MED[10000]}" -v m2="${MED2[10000]}" 'BEGIN {
 		printf "goal: refresh of 10,000 records under 200 ms: %s (%.1f ms); discovery+hostfile only: %s (%.1f ms)\n",
 			m < 200 ? "met" : "NOT met", m, m2 < 200 ? "met" : "NOT met", m2 }'
+	# On a loaded machine the wall time measures the other processes: the CPU time and its
+	# ratio to cat of the same records (reading them, nothing else) are what can be compared.
+	awk -v c="${CPU[10000]}" -v c2="${CPU2[10000]}" -v k="${CATCPU[10000]:-0}" 'BEGIN {
+		printf "goal by CPU (user+sys): refresh of 10,000 records %s (%.1f ms, %.2fx cat of the records); discovery+hostfile only %.1f ms\n",
+			(c < 200 ? "under 200 ms" : "NOT under 200 ms"), c, (k > 0 ? c / k : 0), c2 }'
 fi
 if [ "$nonlinear" = 1 ]; then
 	die "growth is not linear (see the linearity lines above): something scans all records once per record"

@@ -32,6 +32,24 @@ int main(void)
 	s = xasprintf("%s=%u", "k", 7u);
 	TEST_STREQ(s, "k=7");
 	free(s);
+	/* sb_printf formats into the free space in one pass when the text fits,
+	 * twice when it does not: both give the same text, at every boundary. */
+	for (size_t pre = 0; pre < 300; pre += 37)
+		for (int w = 0; w < 700; w += 61) {
+			struct strbuf t = STRBUF_INIT;
+			char *want;
+
+			for (size_t k = 0; k < pre; k++)
+				sb_appendn(&t, "p", 1);
+			sb_printf(&t, "<%*d|%s>", w, w, "tail");
+			want = xmalloc(pre + (size_t)w + 16);
+			memset(want, 'p', pre);
+			snprintf(want + pre, (size_t)w + 16, "<%*d|%s>", w, w, "tail");
+			TEST_STREQ(sb_str(&t), want);
+			TEST_INTEQ(t.len, strlen(want));
+			free(want);
+			sb_free(&t);
+		}
 
 	json_str(&sb, "q\"b\\n\nt\t\x01\x7f");
 	TEST_STREQ(sb_str(&sb), "\"q\\\"b\\\\n\\nt\\t\\u0001\\u007f\"");
