@@ -591,6 +591,32 @@ static int dir_remove(struct rendezvous *rv, struct report *rep, const char *nam
 	return r;
 }
 
+int rv_dir_now(struct rendezvous *rv, int64_t *ret)
+{
+	char *rel = xasprintf("%s/.hpcinit-clock.%s.%ld", rv->tree.levels[2], rv->o.self, (long)getpid());
+	char *hp = ctx_path(rv->c, rel);
+	struct stat st;
+	int fd, r = 0;
+
+	(void)unlink(hp);       /* left by a run SIGKILLed here, with this pid */
+	fd = open(hp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		r = -errno;
+	} else {
+		/* A write: its time is the server's (an exclusive create may carry the client's). */
+		errno = 0;
+		if (write(fd, "\n", 1) != 1 || fstat(fd, &st) < 0)
+			r = errno ? -errno : -EIO;
+		close(fd);
+		(void)unlink(hp);
+	}
+	if (r == 0)
+		*ret = (int64_t)st.st_mtime;
+	free(rel);
+	free(hp);
+	return r;
+}
+
 /*
  * One pass over the collection.  Names starting with "." (probes) are
  * skipped; fs_write's temporary files come with refused "temp" and their
