@@ -343,9 +343,9 @@ static const struct module *find_idx(const char *name, size_t *ret)
  * puts the process that touches it to sleep in the kernel where no signal
  * reaches it; in a child that only costs the child.  The child sends back
  * the step's return value, its report (the status document's module entry)
- * and its peers (record text), then "E".  At the deadline the runner looks
- * at what the child is blocked in (/proc/PID/syscall, the descriptor's path,
- * wchan), kills it, leaves it behind if it cannot die, and the run goes on.
+ * and its peers (record_pack: every field, not a record to parse again),
+ * then "E".  At the deadline the runner looks at what the child is blocked
+ * in (/proc/PID/syscall, the descriptor's path, wchan), kills it, leaves it behind if it cannot die, and the run goes on.
  */
 struct iso {
 	struct ctx *c;
@@ -366,7 +366,7 @@ static void iso_child(void *arg, int fd)
 {
 	struct iso *a = arg;
 	struct ctx *c = a->c;
-	struct strbuf sb = STRBUF_INIT;
+	struct strbuf sb = STRBUF_INIT, one = STRBUF_INIT;
 	char *js;
 	struct peerset *peers;
 	int r = a->hook(c, a->rep);
@@ -379,12 +379,11 @@ static void iso_child(void *arg, int fd)
 	free(js);
 	peers = a->view->peers;
 	for (size_t i = 0; peers && (a->m->outputs & OUT_PEERS) && i < peers->n; i++) {
-		char *text = record_format(&peers->v[i], c->spec->cluster.name, NULL, 0);
-
-		if (text)
-			iso_put(&sb, 'P', peers->v[i].self ? "1" : "0", text);
-		free(text);
+		sb_reset(&one);
+		record_pack(&one, &peers->v[i]);
+		iso_put(&sb, 'P', peers->v[i].self ? "1" : "0", sb_str(&one));
 	}
+	sb_free(&one);
 	sb_append(&sb, "E\n");
 	for (p = sb_str(&sb), left = sb.len; left;) {
 		ssize_t n = write(fd, p, left);
@@ -450,10 +449,9 @@ static bool iso_parse(struct ctx *c, const char *text, size_t len, struct report
 			if (tag == 'J') {
 				have_report = report_from_json(body, n, rep) == 0;
 			} else {
-				struct peer pe = { 0 };
-				char err[160];
+				struct peer pe;
 
-				if (record_parse(body, n, c->spec->cluster.name, NULL, 0, &pe, err, sizeof(err)) == 0) {
+				if (record_unpack(body, n, &pe) == 0) {
 					struct peer *slot;
 
 					if (!peers)
