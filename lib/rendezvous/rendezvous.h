@@ -134,7 +134,7 @@ int rv_dir_read_entry(int dfd, const char *name, const struct rv_tree *t, bool r
 		      struct rv_entry *e, char **ret);
 /*
  * The shared directory's clock now: the file time of a probe file written
- * in the collection (".hpcinit-clock.<self>.<pid>", removed at once; names
+ * in the collection (".hpcinit-clock.<self>", removed at once; names
  * starting with "." are never listed).  On NFS the server sets it, so it is
  * the clock every node's writes are dated by.  0, or -errno.
  */

@@ -298,6 +298,7 @@ static void test_clock_first_write(struct ctx *c, struct spec *spec)
 		TEST_INTEQ(seam_stale, 0);
 		TEST_INTEQ(seam_future, 0);
 		TEST_CHECK(exists(NODES "/node1.rec"));
+		TEST_CHECK(!exists(NODES "/.hpcinit-clock.node1"));     /* the probe is gone */
 		TEST_CHECK(has_peer(c, "node2"));
 		TEST_CHECK(strstr(sb_str(&rep.details), "discovery.record.future") == NULL &&
 			   strstr(sb_str(&rep.details), "in the future") == NULL);
