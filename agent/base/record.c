@@ -753,31 +753,42 @@ fail:
 
 /* ---- the packed form (record_pack, record_unpack) ---- */
 
-static void pack_str(struct strbuf *sb, const char *s)
+/* "<n>:" then n bytes.  No printf: 10,000 peers make 150,000 of these. */
+static void pack_bytes(struct strbuf *sb, const char *s, size_t n)
 {
 	char num[24];
-	size_t n, i = sizeof(num);
+	size_t i = sizeof(num), l = n;
 
-	if (!s) {
-		sb_appendn(sb, "-", 1);
-		return;
-	}
-	n = strlen(s);
 	num[--i] = ':';
 	do {
-		num[--i] = (char)('0' + n % 10);
-		n /= 10;
-	} while (n);
+		num[--i] = (char)('0' + l % 10);
+		l /= 10;
+	} while (l);
 	sb_appendn(sb, num + i, sizeof(num) - i);
-	sb_appendn(sb, s, strlen(s));
+	sb_appendn(sb, s, n);
+}
+
+static void pack_str(struct strbuf *sb, const char *s)
+{
+	if (s)
+		pack_bytes(sb, s, strlen(s));
+	else
+		sb_appendn(sb, "-", 1);
 }
 
 static void pack_num(struct strbuf *sb, int64_t v)
 {
 	char num[24];
+	size_t i = sizeof(num);
+	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
 
-	snprintf(num, sizeof(num), "%" PRId64, v);
-	pack_str(sb, num);
+	do {
+		num[--i] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		num[--i] = '-';
+	pack_bytes(sb, num + i, sizeof(num) - i);
 }
 
 void record_pack(struct strbuf *sb, const struct peer *p)

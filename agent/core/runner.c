@@ -355,11 +355,24 @@ struct iso {
 	struct outputs *view;
 };
 
+/* "T A N\n", then N bytes of text and "\n".  No printf: one of these per peer. */
 static void iso_put(struct strbuf *sb, char tag, const char *a, const char *text)
 {
-	sb_printf(sb, "%c %s %zu\n", tag, a, strlen(text));
-	sb_append(sb, text);
-	sb_append(sb, "\n");
+	char num[24];
+	size_t i = sizeof(num), n = strlen(text), l = n;
+	const char pre[2] = { tag, ' ' };
+
+	num[--i] = '\n';
+	do {
+		num[--i] = (char)('0' + l % 10);
+		l /= 10;
+	} while (l);
+	num[--i] = ' ';
+	sb_appendn(sb, pre, 2);
+	sb_append(sb, a);
+	sb_appendn(sb, num + i, sizeof(num) - i);
+	sb_appendn(sb, text, n);
+	sb_appendn(sb, "\n", 1);
 }
 
 static void iso_child(void *arg, int fd)
