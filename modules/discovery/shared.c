@@ -10,12 +10,13 @@
  * record has the owner the clients' root writes as.
  *
  * Time: the cluster clock is the shared directory's, seen in the file time
- * of this node's record just after writing it.  A node whose own clock is
- * off by more than DISC_CLOCK_SKEW_S stamps its record and judges leases by
- * that clock instead, so a node that is behind is not pruned by its peers
- * and a node that is ahead prunes no one; a record dated further than the
- * skew ahead of the cluster clock is rejected (it would otherwise never
- * expire and win every address conflict).
+ * of a probe file each run writes before its record (rv_dir_now).  A node
+ * whose own clock is off by more than DISC_CLOCK_SKEW_S stamps its record
+ * and judges leases by that clock instead and says so (discovery.clock.skew),
+ * so a node that is behind is not pruned by its peers and a node that is
+ * ahead prunes no one; a record dated further than the skew ahead of the
+ * cluster clock is rejected (it would otherwise never expire and win every
+ * address conflict).
  */
 #include "config.h"
 
