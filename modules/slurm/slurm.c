@@ -510,9 +510,24 @@ static int start_slurmd(struct ctx *c, struct report *rep, const char *name)
 	return r == 0 ? 0 : r < 0 ? r : -EIO;
 }
 
+/*
+ * slurmd writes its pid file only once it has its configuration: a configless
+ * slurmd still waiting for slurmctld has none.  Under systemd the transient
+ * unit says it runs; starting it a second time would fail ("already exists").
+ */
 static bool slurmd_running(const struct ctx *c)
 {
-	return daemon_pid(c, SLURMD_PID, "slurmd") != 0;
+	const char *argv[] = { "systemctl", "is-active", "--quiet", SLURMD_UNIT ".service", NULL };
+	struct proc_result res = { 0 };
+	bool r;
+
+	if (daemon_pid(c, SLURMD_PID, "slurmd"))
+		return true;
+	if (!under_systemd(c))
+		return false;
+	r = run(c, argv, &res) == 0;
+	proc_result_free(&res);
+	return r;
 }
 
 static void stop_slurmd(struct ctx *c)
