@@ -54,7 +54,7 @@ DICT
 # shellcheck disable=SC2046
 clang -g -O1 -fno-omit-frame-pointer \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	-I"$work" -I"$top/agent/base" -I"$top/agent/spec" -I"$top/agent/text" \
+	-I"$work" -I"$top/agent/base" -I"$top/agent/loader" -I"$top/agent/text" \
 	"$here/fuzz_etcd.c" "$top/agent/text/escape.c" "$top/agent/text/strbuf.c" \
 	$(pkg-config --cflags --libs libcurl json-c) -o "$work/fuzz_etcd"
 

@@ -24,10 +24,10 @@ printf '#define _GNU_SOURCE 1\n' >"$work/config.h"
 # shellcheck disable=SC2046
 clang -g -O1 -fno-omit-frame-pointer \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	-I"$work" -I"$top/agent/base" -I"$top/agent/spec" -I"$top/agent/text" \
-	"$here/fuzz_spec.c" "$top/agent/spec/spec.c" "$top/agent/spec/diag.c" "$top/agent/text/escape.c" "$top/agent/spec/schema.c" \
-	"$top/agent/spec/handlers.c" "$top/agent/spec/units.c" "$top/agent/spec/names.c" "$top/agent/spec/cidr.c" \
-	"$top/agent/spec/nodeset.c" "$top/agent/spec/strlist.c" "$top/agent/text/strbuf.c" \
+	-I"$work" -I"$top/agent/base" -I"$top/agent/loader" -I"$top/agent/text" \
+	"$here/fuzz_spec.c" "$top/agent/loader/spec.c" "$top/agent/loader/diag.c" "$top/agent/text/escape.c" "$top/agent/loader/schema.c" \
+	"$top/agent/loader/handlers.c" "$top/agent/loader/units.c" "$top/agent/loader/names.c" "$top/agent/loader/cidr.c" \
+	"$top/agent/loader/nodeset.c" "$top/agent/loader/strlist.c" "$top/agent/text/strbuf.c" \
 	$(pkg-config --cflags --libs yaml-0.1) -lm -o "$work/fuzz_spec"
 
 rc=0
