@@ -479,6 +479,9 @@ static int start_slurmd(struct ctx *c, struct report *rep, const char *name)
 		const char *argv[] = { "systemd-run", "--unit=" SLURMD_UNIT, "--property=LimitMEMLOCK=infinity",
 				       "--property=LimitNOFILE=131072", "--property=LimitSTACK=infinity",
 				       "--property=KillMode=process", "--property=Delegate=yes",
+				       /* a configless slurmd that cannot reach slurmctld yet exits
+					* (22.05: "failed to load configs"): it tries again */
+				       "--property=Restart=on-failure", "--property=RestartSec=5",
 				       "--property=After=munge.service", "/usr/sbin/slurmd", "-D", "-s", "-Z",
 				       "--conf-server", sb_str(&servers), "--conf", conf, "-N", name, NULL };
 		struct proc_result res = { 0 };
@@ -513,7 +516,7 @@ static int start_slurmd(struct ctx *c, struct report *rep, const char *name)
  */
 static bool slurmd_running(const struct ctx *c)
 {
-	const char *argv[] = { "systemctl", "is-active", "--quiet", SLURMD_UNIT ".service", NULL };
+	const char *argv[] = { "systemctl", "is-active", SLURMD_UNIT ".service", NULL };
 	struct proc_result res = { 0 };
 	bool r;
 
@@ -521,7 +524,10 @@ static bool slurmd_running(const struct ctx *c)
 		return true;
 	if (!under_systemd(c))
 		return false;
-	r = run(c, argv, &res) == 0;
+	/* "activating": between two tries (Restart=on-failure below) */
+	r = run(c, argv, &res) >= 0 && res.out &&
+	    (strncmp(res.out, "active\n", 7) == 0 || strncmp(res.out, "activating\n", 11) == 0 ||
+	     strncmp(res.out, "reloading\n", 10) == 0);
 	proc_result_free(&res);
 	return r;
 }
