@@ -7,9 +7,8 @@
 # slurm-compute.yaml VM registers itself as a dynamic node).  After the
 # checks (sinfo, srun, drains), for each compute the split from power-on:
 # kernel, cloud-init start, hpcinit ready, registered with Slurm, cloud-init
-# end (from /run/hpcinit/boot.json), slurmd's start and slurmctld's first
-# log line naming the node (Slurm's own timestamps), and the first srun's
-# end.  Printed, not asserted.  Software emulation (no KVM): the absolute
+# end (from /run/hpcinit/boot.json), slurmd's start (Slurm's own
+# SlurmdStartTime), and the first srun's end (its job's EndTime).  Printed, not asserted.  Software emulation (no KVM): the absolute
 # numbers are this machine's, shared with whatever else runs.
 #
 #   tests/bench/vm-slurm-boot.sh [N]

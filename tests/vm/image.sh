@@ -132,7 +132,7 @@ final_build() {
 	# repository; cloud-init installs them at first boot, as on Azure.
 	chroot "$R" apt-get clean
 	chroot "$R" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --download-only \
-		slurmd slurmctld slurm-client munge >&2
+		slurmd slurmctld slurm-client munge libpmix-dev >&2
 	cp "$R"/var/cache/apt/archives/*.deb "$repo/"
 	chroot "$R" apt-get clean
 	(cd "$repo" && dpkg-scanpackages --multiversion . /dev/null > Packages 2>/dev/null)
