@@ -28,6 +28,7 @@
 
 #include "health.h"
 #include "runner.h"
+#include "status_read.h"
 #include "strbuf.h"
 
 #define HEALTH_MAX_REQUEST 8192

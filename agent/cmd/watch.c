@@ -46,6 +46,7 @@
 #include "notify.h"
 #include "proc.h"
 #include "rendezvous/rendezvous.h"
+#include "status.h"
 #include "watch.h"
 
 #define DEBOUNCE_MS 100                 /* changes this close together make one refresh */

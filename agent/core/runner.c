@@ -26,6 +26,7 @@
 #include "proc.h"
 #include "record.h"
 #include "runner.h"
+#include "status.h"
 
 #define DEFAULT_TIMEOUT_MS (60u * 1000)
 #define ISO_GRACE_MS 1000u       /* an isolated step may overrun its deadline this much to report */

@@ -9,6 +9,7 @@
 
 #include "../../agent/core/runner.c"
 #include "../../agent/core/status.c"
+#include "../../agent/cmd/status_read.c"
 #include "proc.h"
 #include "record.h"
 #include "test.h"
