@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "blocked.h"
 #include "fsutil.h"
 #include "log.h"
 #include "proc.h"
