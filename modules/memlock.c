@@ -658,7 +658,7 @@ static void observe(struct ctx *c, struct report *r)
 		report_finding(r, ST_OK, "memlock.sshd.absent",
 			       "sshd: no running sshd found (/run/sshd.pid, /proc)");
 	}
-	if (c->root[0] == '\0' || strcmp(c->root, "/") == 0) {
+	if (ctx_real_root(c)) {
 		struct rlimit rl;
 
 		if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0) {

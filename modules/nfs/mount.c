@@ -128,11 +128,6 @@ out:
 
 /* ---- one mount --------------------------------------------------------------- */
 
-bool nfs_real_root(const struct ctx *c)
-{
-	return !c->root || !*c->root || strcmp(c->root, "/") == 0;
-}
-
 /* The mount program: HPCINIT_MOUNT_PROG (a test hook) or "mount". */
 static const char *mount_prog(void)
 {
@@ -302,7 +297,7 @@ enum rstatus mount_one(struct ctx *c, struct report *r, const struct nfs_target 
 				      w, attempts);
 		if (pr.note[0])
 			report_detail(r, "%s: server %s %s", t->path, t->host, pr.note);
-		if (!nfs_real_root(c) && !prog) {
+		if (!ctx_real_root(c) && !prog) {
 			report_detail(r, "%s: fake root: not mounting; would run: %s", t->path, cmd);
 			/* what the probe saw of the share's root stands in for the mount's */
 			if (pr.have_mode)

@@ -386,7 +386,7 @@ static int sshd_reload(struct ctx *c, struct report *r)
 	struct proc_result pr = { 0 };
 	int ret;
 
-	if (c->root && *c->root && strcmp(c->root, "/") != 0) {
+	if (!ctx_real_root(c)) {
 		report_detail(r, "sshd not reloaded (fake root)");
 		return 0;
 	}
