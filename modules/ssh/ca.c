@@ -34,6 +34,7 @@
 #include "proc.h"
 #include "rendezvous/rendezvous.h"
 #include "sshkey.h"
+#include "systemd.h"
 #include "ssh.h"
 
 #define KEYGEN_TIMEOUT_MS 10000
@@ -404,11 +405,17 @@ static int sshd_reload(struct ctx *c, struct report *r)
 		proc_result_free(&pr);
 	}
 	if (fs_exists(c, "/run/systemd/system")) {
-		const char *argv[] = { "systemctl", "reload-or-restart", "ssh", NULL };
+		/* Debian's unit is ssh.service, RHEL's sshd.service: found, not assumed. */
+		const char *unit = sshd_unit(c);
+		const char *argv[] = { "systemctl", "reload-or-restart", unit ? unit : "ssh.service", NULL };
 
 		ret = ca_keygen(r, argv);
+		if (ret < 0 && !unit) {
+			argv[2] = "sshd.service";
+			ret = ca_keygen(r, argv);
+		}
 		if (ret == 0)
-			report_detail(r, "sshd reloaded (systemctl reload ssh)");
+			report_detail(r, "sshd reloaded (systemctl reload-or-restart %s)", argv[2]);
 		return ret;
 	}
 	/* No systemd (containers, the simulated cluster): SIGHUP by sshd's PidFile. */
