@@ -122,7 +122,7 @@ static int fsync_dir_of(const char *hostpath)
 	return r;
 }
 
-static int write_all(int fd, const void *data, size_t len)
+int fd_write_all(int fd, const void *data, size_t len)
 {
 	const char *p = data;
 
@@ -134,6 +134,8 @@ static int write_all(int fd, const void *data, size_t len)
 				continue;
 			return -errno;
 		}
+		if (n == 0)
+			return -EIO;
 		p += n;
 		len -= (size_t)n;
 	}
@@ -204,7 +206,7 @@ static int atomic_replace(const struct ctx *c, const char *hostpath, const void 
 		r = -errno;
 		goto out_unlink;
 	}
-	r = write_all(fd, data, len);
+	r = fd_write_all(fd, data, len);
 	if (r < 0)
 		goto out_unlink;
 	if (fsync(fd) < 0) {

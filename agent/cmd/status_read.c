@@ -21,6 +21,7 @@
 #include "number.h"
 #include "status.h"
 #include "status_read.h"
+#include "ydoc.h"
 
 static bool status_parse_ll(const char *s, long long *ret)
 {
@@ -45,20 +46,20 @@ static void fmt_time(const char *s, char *buf, size_t size)
 /* The boot, timed: each phase of this boot, seconds after the kernel started. */
 static void print_boot(yaml_document_t *doc, yaml_node_t *boot, FILE *out)
 {
-	yaml_node_t *ph = status_doc_node(doc, boot, "phases");
+	yaml_node_t *ph = ydoc_node(doc, boot, "phases");
 	long long b = 0, at;
 
 	if (!ph || ph->type != YAML_SEQUENCE_NODE || ph->data.sequence.items.start == ph->data.sequence.items.top)
 		return;
-	if (!status_parse_ll(status_doc_get(doc, boot, "boot_ms"), &b))
+	if (!status_parse_ll(ydoc_get(doc, boot, "boot_ms"), &b))
 		b = 0;
 	fprintf(out, "boot, seconds after the kernel started%s:\n", b ? "" : " (boot time unknown: unix times)");
 	for (yaml_node_item_t *it = ph->data.sequence.items.start; it < ph->data.sequence.items.top; it++) {
 		yaml_node_t *m = yaml_document_get_node(doc, *it);
 		struct strbuf name = STRBUF_INIT;
-		const char *n = status_doc_get(doc, m, "phase") ?: "?";
+		const char *n = ydoc_get(doc, m, "phase") ?: "?";
 
-		if (!status_parse_ll(status_doc_get(doc, m, "at_ms"), &at))
+		if (!status_parse_ll(ydoc_get(doc, m, "at_ms"), &at))
 			continue;
 		esc_append(&name, n, strlen(n), false);
 		fprintf(out, "  %-22s %9.3f\n", sb_str(&name), (double)(at - b) / 1000.0);
@@ -78,7 +79,7 @@ int status_print(const struct ctx *c, const char *path, FILE *out)
 
 	if (r < 0)
 		return r;
-	if (!status_doc_load(&doc, text, len)) {
+	if (!ydoc_load(&doc, text, len)) {
 		free(text);
 		return -EBADMSG;
 	}
@@ -87,29 +88,29 @@ int status_print(const struct ctx *c, const char *path, FILE *out)
 		r = -EBADMSG;
 		goto out;
 	}
-	fmt_time(status_doc_get(&doc, root, "started"), when, sizeof(when));
+	fmt_time(ydoc_get(&doc, root, "started"), when, sizeof(when));
 	fprintf(out, "last run: hpcinit %s, %s, cluster %s, spec %s\n",
-		status_doc_get(&doc, root, "command") ?: "?", when,
-		status_doc_get(&doc, root, "cluster") ?: "?", status_doc_get(&doc, root, "spec") ?: "?");
-	parts = status_doc_node(&doc, root, "parts");
+		ydoc_get(&doc, root, "command") ?: "?", when,
+		ydoc_get(&doc, root, "cluster") ?: "?", ydoc_get(&doc, root, "spec") ?: "?");
+	parts = ydoc_node(&doc, root, "parts");
 	for (int k = 0; parts && k < N_PARTS; k++) {
-		yaml_node_t *pn = status_doc_node(&doc, parts, status_part_names[k]);
+		yaml_node_t *pn = ydoc_node(&doc, parts, status_part_names[k]);
 
 		if (!pn || pn->type != YAML_MAPPING_NODE) {
 			fprintf(out, "last %-8s never%s\n", status_part_names[k],
 				k == PART_APPLY ? " since boot: the node is not ready until hpcinit apply runs" : "");
 			continue;
 		}
-		fmt_time(status_doc_get(&doc, pn, "started"), when, sizeof(when));
+		fmt_time(ydoc_get(&doc, pn, "started"), when, sizeof(when));
 		fprintf(out, "last %-8s %s, %s (exit %s, %s ms)\n", status_part_names[k], when,
-			status_doc_get(&doc, pn, "result") ?: "?", status_doc_get(&doc, pn, "exit_code") ?: "?",
-			status_doc_get(&doc, pn, "duration_ms") ?: "?");
+			ydoc_get(&doc, pn, "result") ?: "?", ydoc_get(&doc, pn, "exit_code") ?: "?",
+			ydoc_get(&doc, pn, "duration_ms") ?: "?");
 	}
-	if ((peers = status_doc_get(&doc, root, "peers")))
+	if ((peers = ydoc_get(&doc, root, "peers")))
 		fprintf(out, "peers known: %s\n", peers);
-	print_boot(&doc, status_doc_node(&doc, root, "boot"), out);
+	print_boot(&doc, ydoc_node(&doc, root, "boot"), out);
 	status_print_row(out, "MODULE", "RESULT", "TIME", "FROM     SUMMARY");
-	mods = status_doc_node(&doc, root, "modules");
+	mods = ydoc_node(&doc, root, "modules");
 	if (mods && mods->type == YAML_SEQUENCE_NODE) {
 		for (yaml_node_item_t *it = mods->data.sequence.items.start;
 		     it < mods->data.sequence.items.top; it++) {
@@ -118,23 +119,23 @@ int status_print(const struct ctx *c, const char *path, FILE *out)
 
 			struct strbuf sum = STRBUF_INIT;
 
-			snprintf(dur, sizeof(dur), "%sms", status_doc_get(&doc, m, "duration_ms") ?: "?");
+			snprintf(dur, sizeof(dur), "%sms", ydoc_get(&doc, m, "duration_ms") ?: "?");
 			/* FROM: the part whose run of the step this is (older files have none) */
-			sb_printf(&sum, "%-8s %s", status_doc_get(&doc, m, "part") ?: "-", status_doc_get(&doc, m, "summary") ?: "");
-			status_print_row(out, status_doc_get(&doc, m, "name") ?: "?", status_doc_get(&doc, m, "status") ?: "?",
+			sb_printf(&sum, "%-8s %s", ydoc_get(&doc, m, "part") ?: "-", ydoc_get(&doc, m, "summary") ?: "");
+			status_print_row(out, ydoc_get(&doc, m, "name") ?: "?", ydoc_get(&doc, m, "status") ?: "?",
 				  dur, sb_str(&sum));
 			sb_free(&sum);
 		}
 		for (yaml_node_item_t *it = mods->data.sequence.items.start;
 		     it < mods->data.sequence.items.top; it++) {
 			yaml_node_t *m = yaml_document_get_node(&doc, *it);
-			const char *st = status_doc_get(&doc, m, "status");
-			yaml_node_t *det = status_doc_node(&doc, m, "details");
+			const char *st = ydoc_get(&doc, m, "status");
+			yaml_node_t *det = ydoc_node(&doc, m, "details");
 
 			if (!st || (strcmp(st, "failed") && strcmp(st, "degraded")) || !det ||
 			    det->type != YAML_SEQUENCE_NODE || det->data.sequence.items.start == det->data.sequence.items.top)
 				continue;
-			fprintf(out, "\n[%s]\n", status_doc_get(&doc, m, "name") ?: "?");
+			fprintf(out, "\n[%s]\n", ydoc_get(&doc, m, "name") ?: "?");
 			for (yaml_node_item_t *d = det->data.sequence.items.start; d < det->data.sequence.items.top; d++) {
 				yaml_node_t *line = yaml_document_get_node(&doc, *d);
 
@@ -149,8 +150,8 @@ int status_print(const struct ctx *c, const char *path, FILE *out)
 			}
 		}
 	}
-	fprintf(out, "\nresult: %s (exit %s, %s ms)\n", status_doc_get(&doc, root, "result") ?: "?",
-		status_doc_get(&doc, root, "exit_code") ?: "?", status_doc_get(&doc, root, "duration_ms") ?: "?");
+	fprintf(out, "\nresult: %s (exit %s, %s ms)\n", ydoc_get(&doc, root, "result") ?: "?",
+		ydoc_get(&doc, root, "exit_code") ?: "?", ydoc_get(&doc, root, "duration_ms") ?: "?");
 	r = 0;
 out:
 	yaml_document_delete(&doc);
@@ -168,9 +169,9 @@ static int status_code(const char *text)
 	yaml_document_t doc;
 	int code = STATUS_EXIT_UNKNOWN;
 
-	if (status_doc_load(&doc, text, strlen(text))) {
+	if (ydoc_load(&doc, text, strlen(text))) {
 		yaml_node_t *root = yaml_document_get_root_node(&doc);
-		const char *res = status_doc_get(&doc, root, "result"), *ec = status_doc_get(&doc, root, "exit_code");
+		const char *res = ydoc_get(&doc, root, "result"), *ec = ydoc_get(&doc, root, "exit_code");
 		long long v;
 
 		if (res && status_parse_ll(ec, &v) && (v == 0 || v == 1 || v == 3) &&
@@ -193,8 +194,8 @@ int status_state(const struct ctx *c, bool *ret_applied)
 	{
 		yaml_document_t doc;
 
-		if (status_doc_load(&doc, text, strlen(text))) {
-			const char *a = status_doc_get(&doc, yaml_document_get_root_node(&doc), "applied");
+		if (ydoc_load(&doc, text, strlen(text))) {
+			const char *a = ydoc_get(&doc, yaml_document_get_root_node(&doc), "applied");
 
 			*ret_applied = a && strcmp(a, "true") == 0;
 			yaml_document_delete(&doc);
@@ -217,8 +218,8 @@ int status_command(const struct ctx *c, bool json, FILE *out)
 			yaml_document_t doc;
 			const char *why = NULL;
 
-			if (status_doc_load(&doc, text, strlen(text))) {
-				why = status_doc_get(&doc, yaml_document_get_root_node(&doc), "reason");
+			if (ydoc_load(&doc, text, strlen(text))) {
+				why = ydoc_get(&doc, yaml_document_get_root_node(&doc), "reason");
 				fprintf(out, "status unknown (stale): %s; the older status was removed. "
 					"Run hpcinit check to see the node now.\n", why ?: "the last run could not write its status");
 				yaml_document_delete(&doc);

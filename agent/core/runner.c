@@ -372,8 +372,6 @@ static void iso_child(void *arg, int fd)
 	char *js;
 	struct peerset *peers;
 	int r = a->hook(c, a->rep);
-	const char *p;
-	size_t left;
 
 	sb_printf(&sb, "R %d\n", r);
 	js = report_to_json(a->m->name, a->rep);
@@ -388,16 +386,7 @@ static void iso_child(void *arg, int fd)
 		free(text);
 	}
 	sb_append(&sb, "E\n");
-	for (p = sb_str(&sb), left = sb.len; left;) {
-		ssize_t n = write(fd, p, left);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		p += n;
-		left -= (size_t)n;
-	}
+	(void)fd_write_all(fd, sb_str(&sb), sb.len);
 	sb_free(&sb);
 }
 

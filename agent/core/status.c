@@ -29,6 +29,7 @@
 #include "number.h"
 #include "runner.h"
 #include "status.h"
+#include "ydoc.h"
 
 /* ---- status: the last full apply and the last refresh, kept apart ---------- */
 
@@ -79,50 +80,6 @@ static void part_free(struct part *p)
 	memset(p, 0, sizeof(*p));
 }
 
-/*
- * status.json and the parts are read back with libyaml's document API: JSON
- * with our escaping is YAML, so no second parser.
- */
-bool status_doc_load(yaml_document_t *doc, const char *text, size_t len)
-{
-	yaml_parser_t parser;
-	bool ok;
-
-	yaml_parser_initialize(&parser);
-	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-	ok = yaml_parser_load(&parser, doc);
-	yaml_parser_delete(&parser);
-	return ok;
-}
-
-const char *status_doc_get(yaml_document_t *doc, yaml_node_t *map, const char *key)
-{
-	if (!map || map->type != YAML_MAPPING_NODE)
-		return NULL;
-	for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
-		yaml_node_t *k = yaml_document_get_node(doc, p->key);
-		yaml_node_t *v = yaml_document_get_node(doc, p->value);
-
-		if (k && v && k->type == YAML_SCALAR_NODE && v->type == YAML_SCALAR_NODE &&
-		    strcmp((const char *)k->data.scalar.value, key) == 0)
-			return (const char *)v->data.scalar.value;
-	}
-	return NULL;
-}
-
-yaml_node_t *status_doc_node(yaml_document_t *doc, yaml_node_t *map, const char *key)
-{
-	if (!map || map->type != YAML_MAPPING_NODE)
-		return NULL;
-	for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
-		yaml_node_t *k = yaml_document_get_node(doc, p->key);
-
-		if (k && k->type == YAML_SCALAR_NODE && strcmp((const char *)k->data.scalar.value, key) == 0)
-			return yaml_document_get_node(doc, p->value);
-	}
-	return NULL;
-}
-
 static bool parse_ll(const char *s, long long *ret)
 {
 	return num_ll(s, LLONG_MIN, LLONG_MAX, ret);
@@ -169,12 +126,12 @@ static void load_module(yaml_document_t *doc, yaml_node_t *m, struct report *r)
 	long long v;
 
 	report_init(r);
-	if (!status_from_name(status_doc_get(doc, m, "status"), &r->status))
+	if (!status_from_name(ydoc_get(doc, m, "status"), &r->status))
 		r->status = ST_FAILED;          /* unreadable is not ok */
-	if (parse_ll(status_doc_get(doc, m, "duration_ms"), &v) && v >= 0)
+	if (parse_ll(ydoc_get(doc, m, "duration_ms"), &v) && v >= 0)
 		r->duration_ms = (uint64_t)v;
-	snprintf(r->summary, sizeof(r->summary), "%s", status_doc_get(doc, m, "summary") ?: "");
-	seq = status_doc_node(doc, m, "details");
+	snprintf(r->summary, sizeof(r->summary), "%s", ydoc_get(doc, m, "summary") ?: "");
+	seq = ydoc_node(doc, m, "details");
 	for (yaml_node_item_t *it = seq && seq->type == YAML_SEQUENCE_NODE ? seq->data.sequence.items.start : NULL;
 	     it && it < seq->data.sequence.items.top; it++) {
 		yaml_node_t *l = yaml_document_get_node(doc, *it);
@@ -184,18 +141,18 @@ static void load_module(yaml_document_t *doc, yaml_node_t *m, struct report *r)
 			r->details_lines++;     /* the bound (report.c) goes on counting */
 		}
 	}
-	seq = status_doc_node(doc, m, "findings");
+	seq = ydoc_node(doc, m, "findings");
 	for (yaml_node_item_t *it = seq && seq->type == YAML_SEQUENCE_NODE ? seq->data.sequence.items.start : NULL;
 	     it && it < seq->data.sequence.items.top; it++) {
 		yaml_node_t *f = yaml_document_get_node(doc, *it);
 		enum rstatus sev;
 
-		if (!severity_from_name(status_doc_get(doc, f, "severity"), &sev))
+		if (!severity_from_name(ydoc_get(doc, f, "severity"), &sev))
 			continue;
 		r->findings = xrealloc(r->findings, (r->n_findings + 1) * sizeof(*r->findings));
 		r->findings[r->n_findings].sev = sev;
-		r->findings[r->n_findings].tag = xstrdup(status_doc_get(doc, f, "tag") ?: "");
-		r->findings[r->n_findings].text = xstrdup(status_doc_get(doc, f, "text") ?: "");
+		r->findings[r->n_findings].tag = xstrdup(ydoc_get(doc, f, "tag") ?: "");
+		r->findings[r->n_findings].text = xstrdup(ydoc_get(doc, f, "text") ?: "");
 		if (strcmp(r->findings[r->n_findings].tag, "report.more-findings") == 0) {
 			/* "... N more findings not kept": the bound (report.c) goes on counting */
 			const char *t = r->findings[r->n_findings].text;
@@ -204,7 +161,7 @@ static void load_module(yaml_document_t *doc, yaml_node_t *m, struct report *r)
 		}
 		r->n_findings++;
 	}
-	seq = status_doc_node(doc, m, "changed");
+	seq = ydoc_node(doc, m, "changed");
 	for (yaml_node_item_t *it = seq && seq->type == YAML_SEQUENCE_NODE ? seq->data.sequence.items.start : NULL;
 	     it && it < seq->data.sequence.items.top; it++) {
 		yaml_node_t *l = yaml_document_get_node(doc, *it);
@@ -229,7 +186,7 @@ static void part_load(const struct ctx *c, enum part_id id, struct part *p)
 		return;
 	}
 	free(path);
-	if (!status_doc_load(&doc, text, len)) {
+	if (!ydoc_load(&doc, text, len)) {
 		free(text);
 		return;
 	}
@@ -244,16 +201,16 @@ static void part_load(const struct ctx *c, enum part_id id, struct part *p)
 	p->ran = xcalloc(n, sizeof(*p->ran));
 	for (size_t i = 0; i < n; i++)
 		report_init(&p->reports[i]);
-	p->command = p->command_buf = xstrdup(status_doc_get(&doc, root, "command") ?: status_part_names[id]);
-	p->started = parse_ll(status_doc_get(&doc, root, "started"), &v) ? v : 0;
-	p->duration_ms = parse_ll(status_doc_get(&doc, root, "duration_ms"), &v) ? v : 0;
-	p->peers = parse_ll(status_doc_get(&doc, root, "peers"), &v) && v >= 0 ? v : -1;
-	p->exit_code = parse_ll(status_doc_get(&doc, root, "exit_code"), &v) && v >= 0 && v < 256 ? (int)v : 1;
-	mods = status_doc_node(&doc, root, "modules");
+	p->command = p->command_buf = xstrdup(ydoc_get(&doc, root, "command") ?: status_part_names[id]);
+	p->started = parse_ll(ydoc_get(&doc, root, "started"), &v) ? v : 0;
+	p->duration_ms = parse_ll(ydoc_get(&doc, root, "duration_ms"), &v) ? v : 0;
+	p->peers = parse_ll(ydoc_get(&doc, root, "peers"), &v) && v >= 0 ? v : -1;
+	p->exit_code = parse_ll(ydoc_get(&doc, root, "exit_code"), &v) && v >= 0 && v < 256 ? (int)v : 1;
+	mods = ydoc_node(&doc, root, "modules");
 	for (yaml_node_item_t *it = mods && mods->type == YAML_SEQUENCE_NODE ? mods->data.sequence.items.start : NULL;
 	     it && it < mods->data.sequence.items.top; it++) {
 		yaml_node_t *m = yaml_document_get_node(&doc, *it);
-		size_t i = module_index(status_doc_get(&doc, m, "name"));
+		size_t i = module_index(ydoc_get(&doc, m, "name"));
 
 		if (i == SIZE_MAX || p->ran[i])
 			continue;
@@ -777,7 +734,7 @@ int report_from_json(const char *text, size_t len, struct report *r)
 	yaml_document_t doc;
 	int ret = -EBADMSG;
 
-	if (status_doc_load(&doc, text, len)) {
+	if (ydoc_load(&doc, text, len)) {
 		yaml_node_t *root = yaml_document_get_root_node(&doc);
 
 		if (root && root->type == YAML_MAPPING_NODE) {

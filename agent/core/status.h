@@ -5,8 +5,6 @@
 
 #include <stdio.h>
 
-#include <yaml.h>
-
 #include "runner.h"
 
 /* The exit code of hpcinit status (and a part's) when the node's state is unknown. */
@@ -27,12 +25,6 @@ void runner_print_table(const struct ctx *c, const struct run_result *res, FILE 
 /* The kinds of run status.json is composed from, and their names there. */
 enum part_id { PART_APPLY, PART_REFRESH, PART_VERIFY, N_PARTS };
 extern const char *const status_part_names[N_PARTS];
-/* A status document (JSON, read as YAML) into *doc: false when it is not one. */
-bool status_doc_load(yaml_document_t *doc, const char *text, size_t len);
-/* The scalar under key in the mapping map, or NULL. */
-const char *status_doc_get(yaml_document_t *doc, yaml_node_t *map, const char *key);
-/* The node under key in the mapping map, or NULL. */
-yaml_node_t *status_doc_node(yaml_document_t *doc, yaml_node_t *map, const char *key);
 /* "ready", "degraded" or "failed" for an exit code 0, 3 or 1. */
 const char *status_result_word(int code);
 /* One row of the table: name, status, time, summary (escaped). */
