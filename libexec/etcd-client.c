@@ -23,12 +23,12 @@
 #include "escape.h"
 #include "etcd-client.h"
 
-const char *endpoints[MAX_ENDPOINTS];
-size_t n_endpoints, cur;         /* cur: the endpoint that answered last */
-const char *cacert, *cert, *key, *auth_file;
-long timeout_ms = 5000;
-char *token;                     /* etcd auth token, after authenticate */
-CURL *curl;
+const char *etcd_endpoints[MAX_ENDPOINTS];
+size_t etcd_n_endpoints, etcd_cur;         /* cur: the endpoint that answered last */
+const char *etcd_cacert, *etcd_cert, *etcd_key, *etcd_auth_file;
+long etcd_timeout_ms = 5000;
+char *etcd_token;                     /* etcd auth token, after authenticate */
+CURL *etcd_curl;
 
 /* ---- base64 ---- */
 
@@ -189,7 +189,7 @@ const char *safe_str(const char *s, int slot)
 
 size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 {
-	struct buf *b = arg;
+	struct http_buf *b = arg;
 	size_t n = size * nmemb;
 
 	if (b->n + n + 1 > RESP_MAX) {
@@ -260,14 +260,14 @@ void setup_handle(CURL *h, const char *url, const char *body, struct curl_slist 
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < CONNECT_MS ? timeout_ms : CONNECT_MS);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, etcd_timeout_ms < CONNECT_MS ? etcd_timeout_ms : CONNECT_MS);
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(h, CURLOPT_NOPROXY, "*");      /* etcd is never reached through a proxy */
-	if (cacert)
-		curl_easy_setopt(h, CURLOPT_CAINFO, cacert);
-	if (cert) {
-		curl_easy_setopt(h, CURLOPT_SSLCERT, cert);
-		curl_easy_setopt(h, CURLOPT_SSLKEY, key);
+	if (etcd_cacert)
+		curl_easy_setopt(h, CURLOPT_CAINFO, etcd_cacert);
+	if (etcd_cert) {
+		curl_easy_setopt(h, CURLOPT_SSLCERT, etcd_cert);
+		curl_easy_setopt(h, CURLOPT_SSLKEY, etcd_key);
 	}
 }
 
@@ -275,12 +275,12 @@ struct curl_slist *headers(void)
 {
 	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
 
-	if (token) {
-		char *a = malloc(strlen(token) + 32);
+	if (etcd_token) {
+		char *a = malloc(strlen(etcd_token) + 32);
 
 		if (!a)
 			abort();
-		sprintf(a, "Authorization: %s", token);
+		sprintf(a, "Authorization: %s", etcd_token);
 		h = curl_slist_append(h, a);
 		free(a);
 	}
@@ -305,42 +305,42 @@ static int call(const char *path, const char *body, json_object **ret, long *ret
 
 again:
 
-	for (size_t k = 0; k < n_endpoints; k++) {
-		size_t i = (cur + k) % n_endpoints;
+	for (size_t k = 0; k < etcd_n_endpoints; k++) {
+		size_t i = (etcd_cur + k) % etcd_n_endpoints;
 		char url[1024];
-		struct buf b = { 0 };
+		struct http_buf b = { 0 };
 		struct curl_slist *hdrs = headers();
 		long status = 0;
 		CURLcode cc;
 
-		snprintf(url, sizeof(url), "%s%s%s", endpoints[i],
-			 endpoints[i][strlen(endpoints[i]) - 1] == '/' ? path + 1 : path, "");
-		setup_handle(curl, url, body, hdrs);
-		curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
-		curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
-		curl_easy_setopt(curl, CURLOPT_WRITEDATA, &b);
-		cc = curl_easy_perform(curl);
+		snprintf(url, sizeof(url), "%s%s%s", etcd_endpoints[i],
+			 etcd_endpoints[i][strlen(etcd_endpoints[i]) - 1] == '/' ? path + 1 : path, "");
+		setup_handle(etcd_curl, url, body, hdrs);
+		curl_easy_setopt(etcd_curl, CURLOPT_TIMEOUT_MS, etcd_timeout_ms);
+		curl_easy_setopt(etcd_curl, CURLOPT_WRITEFUNCTION, on_body);
+		curl_easy_setopt(etcd_curl, CURLOPT_WRITEDATA, &b);
+		cc = curl_easy_perform(etcd_curl);
 		curl_slist_free_all(hdrs);
 		if (cc == CURLE_OK)
-			curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+			curl_easy_getinfo(etcd_curl, CURLINFO_RESPONSE_CODE, &status);
 		if (b.too_big) {
 			/* Not the endpoint's failure: every one would say as much. */
 			fprintf(stderr, "hpcinit-etcd: %s: the answer of %s passes the %d MiB limit of one "
-				"answer\n", path, endpoints[i], RESP_MAX >> 20);
+				"answer\n", path, etcd_endpoints[i], RESP_MAX >> 20);
 			free(b.p);
 			return R_LIMIT;
 		}
 		if (cc != CURLE_OK) {
-			bool tls = strncmp(endpoints[i], "https:", 6) == 0;
+			bool tls = strncmp(etcd_endpoints[i], "https:", 6) == 0;
 			const char *hint = "";
 
 			/* Name the TLS setting to look at (never a key or a password). */
 			if (cc == CURLE_PEER_FAILED_VERIFICATION)
-				hint = cacert ? " (the member's certificate does not verify against "
+				hint = etcd_cacert ? " (the member's certificate does not verify against "
 					"discovery.ca_file, or does not name this address)" :
 					" (the member's certificate does not verify against the system's CAs: "
 					"set discovery.ca_file)";
-			else if (tls && !cert && (cc == CURLE_RECV_ERROR || cc == CURLE_SSL_CONNECT_ERROR ||
+			else if (tls && !etcd_cert && (cc == CURLE_RECV_ERROR || cc == CURLE_SSL_CONNECT_ERROR ||
 						  cc == CURLE_SEND_ERROR))
 				hint = " (TLS handshake refused: a member with --client-cert-auth needs "
 					"discovery.cert_file and key_file)";
@@ -366,25 +366,25 @@ again:
 					 "HTTP %ld with an answer that is not JSON", status);
 				continue;
 			}
-			if (status == 401 && auth_file && strcmp(path, "/v3/auth/authenticate") != 0) {
+			if (status == 401 && etcd_auth_file && strcmp(path, "/v3/auth/authenticate") != 0) {
 				int r;
 
 				json_object_put(j);
 				if (renewed) {
 					/* A token etcd issued a moment ago refused: never a loop of logins. */
 					fprintf(stderr, "hpcinit-etcd: %s: %s refused the token it had just "
-						"issued (HTTP 401)\n", path, endpoints[i]);
+						"issued (HTTP 401)\n", path, etcd_endpoints[i]);
 					return R_REFUSED;
 				}
 				/* The token expired: log in again, then ask again (once). */
-				free(token);
-				token = NULL;
+				free(etcd_token);
+				etcd_token = NULL;
 				if ((r = authenticate()) < 0)
 					return r;
 				renewed = true;
 				goto again;
 			}
-			cur = i;
+			etcd_cur = i;
 			*ret = j;
 			if (ret_status)
 				*ret_status = status;
@@ -393,8 +393,8 @@ again:
 		free(b.p);
 	}
 	fprintf(stderr, "hpcinit-etcd: no etcd endpoint answered %s:", path);
-	for (size_t k = 0; k < n_endpoints; k++)
-		fprintf(stderr, "%s %s: %s", k ? ";" : "", endpoints[(cur + k) % n_endpoints],
+	for (size_t k = 0; k < etcd_n_endpoints; k++)
+		fprintf(stderr, "%s %s: %s", k ? ";" : "", etcd_endpoints[(etcd_cur + k) % etcd_n_endpoints],
 			tried[k].what);
 	fputc('\n', stderr);
 	return R_DOWN;
@@ -433,14 +433,14 @@ int64_t header_rev(json_object *j)
 
 int authenticate(void)
 {
-	FILE *f = fopen(auth_file, "r");
+	FILE *f = fopen(etcd_auth_file, "r");
 	char line[1024], *colon, *body;
 	json_object *req, *j = NULL, *t = NULL;
 	long status = 0;
 	int r = -1;
 
 	if (!f) {
-		fprintf(stderr, "hpcinit-etcd: %s: %s\n", auth_file, strerror(errno));
+		fprintf(stderr, "hpcinit-etcd: %s: %s\n", etcd_auth_file, strerror(errno));
 		return R_REFUSED;
 	}
 	if (!fgets(line, sizeof(line), f))
@@ -449,7 +449,7 @@ int authenticate(void)
 	line[strcspn(line, "\r\n")] = '\0';
 	colon = strchr(line, ':');
 	if (!colon) {
-		fprintf(stderr, "hpcinit-etcd: %s: expected one line user:password\n", auth_file);
+		fprintf(stderr, "hpcinit-etcd: %s: expected one line user:password\n", etcd_auth_file);
 		explicit_bzero(line, sizeof(line));
 		return R_REFUSED;
 	}
@@ -463,10 +463,10 @@ int authenticate(void)
 	if ((r = call("/v3/auth/authenticate", body, &j, &status)) == 0) {
 		r = -1;
 		if ((t = jget(j, "token", json_type_string))) {
-			token = strdup(json_object_get_string(t));
+			etcd_token = strdup(json_object_get_string(t));
 			r = 0;
 		} else {
-			fprintf(stderr, "hpcinit-etcd: etcd refused the user in %s: %s\n", auth_file,
+			fprintf(stderr, "hpcinit-etcd: etcd refused the user in %s: %s\n", etcd_auth_file,
 				answer_error(j, status) ? answer_error(j, status) : "no token");
 			r = R_REFUSED;
 		}

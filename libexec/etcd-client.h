@@ -42,14 +42,14 @@ enum { EX_OK = ETCD_EX_OK, EX_DOWN = ETCD_EX_DOWN, EX_USAGE = ETCD_EX_USAGE, EX_
 enum { R_DOWN = -1, R_REFUSED = -2, R_LIMIT = -3 };
 
 /* The options (main sets them) and the connection. */
-extern const char *endpoints[MAX_ENDPOINTS];
-extern size_t n_endpoints, cur;         /* cur: the endpoint that answered last */
-extern const char *cacert, *cert, *key, *auth_file;
-extern long timeout_ms;
-extern char *token;                     /* etcd auth token, after authenticate */
-extern CURL *curl;
+extern const char *etcd_endpoints[MAX_ENDPOINTS];
+extern size_t etcd_n_endpoints, etcd_cur;         /* cur: the endpoint that answered last */
+extern const char *etcd_cacert, *etcd_cert, *etcd_key, *etcd_auth_file;
+extern long etcd_timeout_ms;
+extern char *etcd_token;                     /* etcd auth token, after authenticate */
+extern CURL *etcd_curl;
 
-struct buf {
+struct http_buf {
 	char *p;
 	size_t n, cap;
 	bool too_big;                   /* the answer passed RESP_MAX: cut off */

@@ -185,21 +185,21 @@ int cmd_watch(const char *prefix, int64_t from)
 		body = strdup(json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN));
 		json_object_put(req);
 		hdrs = headers();
-		snprintf(url, sizeof(url), "%s%s", endpoints[cur],
-			 endpoints[cur][strlen(endpoints[cur]) - 1] == '/' ? "v3/watch" : "/v3/watch");
-		setup_handle(curl, url, body, hdrs);
+		snprintf(url, sizeof(url), "%s%s", etcd_endpoints[etcd_cur],
+			 etcd_endpoints[etcd_cur][strlen(etcd_endpoints[etcd_cur]) - 1] == '/' ? "v3/watch" : "/v3/watch");
+		setup_handle(etcd_curl, url, body, hdrs);
 		js.tok = json_tokener_new();
 		if (!js.tok)
 			abort();
-		curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_watch);
-		curl_easy_setopt(curl, CURLOPT_WRITEDATA, &js);
+		curl_easy_setopt(etcd_curl, CURLOPT_WRITEFUNCTION, on_watch);
+		curl_easy_setopt(etcd_curl, CURLOPT_WRITEDATA, &js);
 		/* A dead member without a reset: no byte for this long ends the stream. */
-		curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
-		curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 600L);
-		curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
-		curl_easy_setopt(curl, CURLOPT_TCP_KEEPIDLE, 5L);
-		curl_easy_setopt(curl, CURLOPT_TCP_KEEPINTVL, 2L);
-		cc = curl_easy_perform(curl);
+		curl_easy_setopt(etcd_curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+		curl_easy_setopt(etcd_curl, CURLOPT_LOW_SPEED_TIME, 600L);
+		curl_easy_setopt(etcd_curl, CURLOPT_TCP_KEEPALIVE, 1L);
+		curl_easy_setopt(etcd_curl, CURLOPT_TCP_KEEPIDLE, 5L);
+		curl_easy_setopt(etcd_curl, CURLOPT_TCP_KEEPINTVL, 2L);
+		cc = curl_easy_perform(etcd_curl);
 		curl_slist_free_all(hdrs);
 		free(body);
 		json_tokener_free(js.tok);
@@ -208,9 +208,9 @@ int cmd_watch(const char *prefix, int64_t from)
 			continue;
 		}
 		fprintf(stderr, "hpcinit-etcd: watch on %s ended: %s; trying the next endpoint\n",
-			endpoints[cur], cc == CURLE_OK ? "stream closed" : curl_easy_strerror(cc));
+			etcd_endpoints[etcd_cur], cc == CURLE_OK ? "stream closed" : curl_easy_strerror(cc));
 		/* Events between the drop and the new stream would be lost: list anew. */
-		cur = (cur + 1) % n_endpoints;
+		etcd_cur = (etcd_cur + 1) % etcd_n_endpoints;
 		rev = 0;
 		sleep_ms(100);
 	}
@@ -376,16 +376,16 @@ int cmd_await(const char *prefix, int64_t expect, long ms)
 		body = strdup(json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN));
 		json_object_put(req);
 		hdrs = headers();
-		snprintf(url, sizeof(url), "%s%s", endpoints[cur],
-			 endpoints[cur][strlen(endpoints[cur]) - 1] == '/' ? "v3/watch" : "/v3/watch");
-		setup_handle(curl, url, body, hdrs);
+		snprintf(url, sizeof(url), "%s%s", etcd_endpoints[etcd_cur],
+			 etcd_endpoints[etcd_cur][strlen(etcd_endpoints[etcd_cur]) - 1] == '/' ? "v3/watch" : "/v3/watch");
+		setup_handle(etcd_curl, url, body, hdrs);
 		js.tok = json_tokener_new();
 		if (!js.tok)
 			abort();
-		curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_stream);
-		curl_easy_setopt(curl, CURLOPT_WRITEDATA, &js);
-		curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long)left);
-		cc = curl_easy_perform(curl);   /* ends when enough keys, at the timeout, or an error */
+		curl_easy_setopt(etcd_curl, CURLOPT_WRITEFUNCTION, on_stream);
+		curl_easy_setopt(etcd_curl, CURLOPT_WRITEDATA, &js);
+		curl_easy_setopt(etcd_curl, CURLOPT_TIMEOUT_MS, (long)left);
+		cc = curl_easy_perform(etcd_curl);   /* ends when enough keys, at the timeout, or an error */
 		curl_slist_free_all(hdrs);
 		free(body);
 		json_tokener_free(js.tok);

@@ -55,6 +55,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -70,6 +71,7 @@
 
 #include "escape.h"
 #include "etcd-client.h"
+#include "number.h"
 
 /* ---- subcommands ---- */
 
@@ -237,7 +239,7 @@ static int cmd_leave(const char *k, int64_t lease)
 /* ---- Azure Scheduled Events ---- */
 
 /* One request to one URL with "Metadata: true"; 0 and the body, or -1 (stderr says why). */
-static int imds(const char *url, const char *body, struct buf *b)
+static int imds(const char *url, const char *body, struct http_buf *b)
 {
 	struct curl_slist *h = curl_slist_append(NULL, "Metadata: true");
 	long status = 0;
@@ -245,21 +247,21 @@ static int imds(const char *url, const char *body, struct buf *b)
 
 	if (body)
 		h = curl_slist_append(h, "Content-Type: application/json");
-	curl_easy_reset(curl);
-	curl_easy_setopt(curl, CURLOPT_URL, url);
-	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(curl, CURLOPT_NOPROXY, "*");       /* IMDS is never proxied */
-	curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
-	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(curl, CURLOPT_WRITEDATA, b);
+	curl_easy_reset(etcd_curl);
+	curl_easy_setopt(etcd_curl, CURLOPT_URL, url);
+	curl_easy_setopt(etcd_curl, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(etcd_curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(etcd_curl, CURLOPT_NOPROXY, "*");       /* IMDS is never proxied */
+	curl_easy_setopt(etcd_curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(etcd_curl, CURLOPT_TIMEOUT_MS, etcd_timeout_ms);
+	curl_easy_setopt(etcd_curl, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(etcd_curl, CURLOPT_WRITEDATA, b);
 	if (body)
-		curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
-	cc = curl_easy_perform(curl);
+		curl_easy_setopt(etcd_curl, CURLOPT_POSTFIELDS, body);
+	cc = curl_easy_perform(etcd_curl);
 	curl_slist_free_all(h);
 	if (cc == CURLE_OK)
-		curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+		curl_easy_getinfo(etcd_curl, CURLINFO_RESPONSE_CODE, &status);
 	if (cc != CURLE_OK || status < 200 || status > 299) {
 		fprintf(stderr, "hpcinit-etcd: %s: %s\n", url,
 			cc != CURLE_OK ? curl_easy_strerror(cc) : "unexpected HTTP status");
@@ -314,7 +316,7 @@ static void events_print(json_object *j)
 
 static int cmd_events(const char *url)
 {
-	struct buf b = { 0 }, nb = { 0 };
+	struct http_buf b = { 0 }, nb = { 0 };
 	json_object *j;
 	const char *p = strstr(url, "://");
 	char base[512], name_url[640];
@@ -356,7 +358,7 @@ static int cmd_ack(const char *url, const char *id)
 {
 	json_object *req = json_object_new_object(), *arr = json_object_new_array(),
 		    *one = json_object_new_object();
-	struct buf b = { 0 };
+	struct http_buf b = { 0 };
 	int r;
 
 	json_object_object_add(one, "EventId", json_object_new_string(id));
@@ -404,45 +406,46 @@ int main(int argc, char **argv)
 
 	for (; i < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		long long ms;
 
 		if (!v)
 			return usage();
-		if (!strcmp(o, "--endpoint") && n_endpoints < MAX_ENDPOINTS)
-			endpoints[n_endpoints++] = v;
+		if (!strcmp(o, "--endpoint") && etcd_n_endpoints < MAX_ENDPOINTS)
+			etcd_endpoints[etcd_n_endpoints++] = v;
 		else if (!strcmp(o, "--cacert"))
-			cacert = v;
+			etcd_cacert = v;
 		else if (!strcmp(o, "--cert"))
-			cert = v;
+			etcd_cert = v;
 		else if (!strcmp(o, "--key"))
-			key = v;
+			etcd_key = v;
 		else if (!strcmp(o, "--auth"))
-			auth_file = v;
+			etcd_auth_file = v;
 		else if (!strcmp(o, "--timeout"))
-			timeout_ms = strtol(v, NULL, 10) > 0 ? strtol(v, NULL, 10) : 5000;
+			etcd_timeout_ms = num_ll(v, 1, LONG_MAX, &ms) ? (long)ms : 5000;
 		else
 			return usage();
 	}
-	if (i >= argc || !cert != !key)
+	if (i >= argc || !etcd_cert != !etcd_key)
 		return usage();
 	cmd = argv[i++];
-	if (n_endpoints == 0 && strcmp(cmd, "events") != 0 && strcmp(cmd, "ack") != 0)
+	if (etcd_n_endpoints == 0 && strcmp(cmd, "events") != 0 && strcmp(cmd, "ack") != 0)
 		return usage();
 	signal(SIGPIPE, SIG_DFL);
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0 || !(curl = curl_easy_init())) {
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0 || !(etcd_curl = curl_easy_init())) {
 		fprintf(stderr, "hpcinit-etcd: libcurl did not start\n");
 		return EX_DOWN;
 	}
-	if (auth_file) {
-		for (size_t k = 0; k < n_endpoints; k++)
-			if (strncmp(endpoints[k], "https://", 8) != 0) {
+	if (etcd_auth_file) {
+		for (size_t k = 0; k < etcd_n_endpoints; k++)
+			if (strncmp(etcd_endpoints[k], "https://", 8) != 0) {
 				/* etcd's authenticate carries the password itself: only over TLS. */
 				fprintf(stderr, "hpcinit-etcd: endpoint %s is not https://: the password of "
 					"%s would cross the network in clear text; refused (use https:// "
-					"endpoints with discovery.auth_file)\n", safe_str(endpoints[k], 0), auth_file);
+					"endpoints with discovery.auth_file)\n", safe_str(etcd_endpoints[k], 0), etcd_auth_file);
 				return EX_REFUSED;
 			}
 	}
-	if (auth_file && n_endpoints) {
+	if (etcd_auth_file && etcd_n_endpoints) {
 		int r = authenticate();
 
 		if (r < 0)
@@ -478,8 +481,8 @@ int main(int argc, char **argv)
 	else
 		ret = usage();
 	fflush(stdout);
-	curl_easy_cleanup(curl);
+	curl_easy_cleanup(etcd_curl);
 	curl_global_cleanup();
-	free(token);
+	free(etcd_token);
 	return ret;
 }

@@ -8,7 +8,7 @@
 
 #include "number.h"
 
-static bool is_digit(char ch, int base)
+static bool digit_in_base(char ch, int base)
 {
 	if (base == 16)
 		return isxdigit((unsigned char)ch);
@@ -20,7 +20,7 @@ bool num_ll_prefix(const char *s, long long min, long long max, long long *ret, 
 	char *e;
 	long long v;
 
-	if (!s || !is_digit(s[s[0] == '-'], 10))
+	if (!s || !digit_in_base(s[s[0] == '-'], 10))
 		return false;
 	errno = 0;
 	v = strtoll(s, &e, 10);
@@ -38,7 +38,7 @@ bool num_ull_prefix(const char *s, int base, unsigned long long max, unsigned lo
 	char *e;
 	unsigned long long v;
 
-	if (!s || !is_digit(s[0], base) || (base == 16 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')))
+	if (!s || !digit_in_base(s[0], base) || (base == 16 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')))
 		return false;
 	errno = 0;
 	v = strtoull(s, &e, base);
