@@ -205,12 +205,13 @@ class H(http.server.BaseHTTPRequestHandler):
         else:
             code, body = 401, {"error": "invalid auth token", "code": 16}
         data = json.dumps(body).encode()
+        # counted before the answer goes out: the helper may exit on it at once
+        with open(sys.argv[3], "w") as f:
+            f.write("%d\n" % logins)
         self.send_response(code)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
-        with open(sys.argv[3], "w") as f:
-            f.write("%d\n" % logins)
     def log_message(self, *a):
         pass
 s = http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H)
