@@ -9,8 +9,10 @@
  * in this run (its typed output c->out->rdma), only the devices it found usable count,
  * and none if it found none.  Software devices (Soft-RoCE rdma_rxe, siw)
  * do not count: they run the RDMA transport on the CPU over the same NIC
- * that TCP uses directly.  Otherwise TCP, limited to cluster.network for
- * both MPI traffic and Open MPI's launch channel.
+ * that TCP uses directly; mpi.software_fabric makes them the fabric all the
+ * same (development, CI), with the UCX settings they need.  Otherwise TCP,
+ * limited to cluster.network for both MPI traffic and Open MPI's launch
+ * channel.
  * The same settings go into the profile and onto verify's mpirun line
  * (remote daemons started over ssh do not read profile.d).
  */
@@ -49,9 +51,10 @@ struct mca {
 struct fabric {
 	bool rdma;
 	bool soft_rdma;        /* a software RDMA device (rxe, siw) is there; MPI uses TCP */
+	bool soft_fabric;      /* mpi.software_fabric: UCX on that software device */
 	char *what;             /* one line for humans */
 	char *what_extra;       /* "; rdma_cm to N of M peer(s) ok", or NULL */
-	struct mca mca[4];
+	struct mca mca[6];
 	size_t n_mca;
 	char *ucx_devices;      /* UCX_NET_DEVICES, NULL on TCP */
 	char *ucx_pkey;         /* UCX_IB_PKEY, NULL when unknown */
@@ -110,10 +113,12 @@ static bool in_words(const char *list, const char *name)
  * Active RDMA ports "dev:port" from the IB sysfs inventory (lib/ib/ibsysfs.c):
  * of the devices the rdma step selected (only, a space-separated list) or,
  * when it did not run, of those matching rdma.devices.  ret_pkey: the
- * largest P_Key among them (Azure's tenant partition).
+ * largest P_Key among them (Azure's tenant partition).  Software devices
+ * (rxe, siw) go to soft (their names) and soft_ports (their active ports),
+ * never to ret.
  */
 static void rdma_ports(const struct ctx *c, const char *only, struct strlist *ret,
-		       unsigned long *ret_pkey, struct strlist *soft)
+		       unsigned long *ret_pkey, struct strlist *soft, struct strlist *soft_ports)
 {
 	const struct spec *s = c->spec;
 	struct ib_dev *devs = xcalloc(IB_MAX_DEVS, sizeof(*devs));
@@ -128,47 +133,74 @@ static void rdma_ports(const struct ctx *c, const char *only, struct strlist *re
 		/* By what sysfs says, never by name: accelerated networking's VF is never the fabric. */
 		if (d->kind == IB_KIND_AN_VF)
 			continue;
-		if (d->kind == IB_KIND_SOFT) {
-			/* Found on a VM with Soft-RoCE: UCX over rxe timed out where TCP worked. */
+		if (d->kind == IB_KIND_SOFT)
 			strlist_push(soft, d->name);
-			continue;
-		}
 		for (unsigned k = 0; k < d->n_ports; k++) {
 			const struct ib_port *p = &d->ports[k];
 
 			if (p->state != 4 || !ib_link_matches(s->rdma.link_layer, p->link_layer))
 				continue;
-			strlist_push_take(ret, xasprintf("%s:%u", d->name, p->num));
-			if (p->pkey_max > *ret_pkey)
+			strlist_push_take(d->kind == IB_KIND_SOFT ? soft_ports : ret,
+					  xasprintf("%s:%u", d->name, p->num));
+			if (d->kind != IB_KIND_SOFT && p->pkey_max > *ret_pkey)
 				*ret_pkey = p->pkey_max;
 		}
 	}
 	free(devs);
 }
 
+/*
+ * What UCX needs to run on a software device (mpi.software_fabric), each
+ * found on the VMs of tests/vm (Soft-RoCE rxe0, UCX 1.13.1, Open MPI
+ * 4.1.4; docs/mpi.md, "A software device as the fabric").
+ */
+static const char *const soft_ucx_env[] = {
+	/*
+	 * UCX's UD transport (the wire-up of rc_verbs and its keepalive) drops
+	 * every packet whose destination GID is not one it expects for RoCE;
+	 * rxe's GIDs fail that check, the peers' replies are dropped, and the
+	 * endpoint ended in "UD endpoint ... unhandled timeout" after 30 s.
+	 */
+	"UCX_UD_VERBS_ETH_DGID_CHECK=n",
+	NULL,
+};
+
+static void fabric_ucx(struct fabric *f, const struct strlist *ports)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	for (size_t i = 0; i < ports->n; i++)
+		sb_printf(&sb, "%s%s", i ? "," : "", ports->v[i]);
+	f->rdma = true;
+	f->ucx_devices = sb_steal(&sb);
+	mca_set(f, "pml", "ucx");
+	mca_set(f, "btl", "^vader,tcp,openib,uct");
+	/* Open MPI's pml ucx opens only on devices named mlx* unless told otherwise. */
+	if (f->soft_fabric)
+		mca_set(f, "pml_ucx_devices", "any");
+}
+
 static void fabric_detect(const struct ctx *c, struct fabric *f)
 {
 	const struct spec *s = c->spec;
 	const struct rdma_result *rr = c->out ? c->out->rdma : NULL;
-	struct strlist ports = { 0 }, soft = { 0 };
+	struct strlist ports = { 0 }, soft = { 0 }, soft_ports = { 0 };
 	unsigned long pkey = 0;
 
 	memset(f, 0, sizeof(*f));
 	if (s->rdma.present && !(rr && !rr->usable))
-		rdma_ports(c, rr ? rr->devices : NULL, &ports, &pkey, &soft);
+		rdma_ports(c, rr ? rr->devices : NULL, &ports, &pkey, &soft, &soft_ports);
 	if (ports.n) {
-		struct strbuf sb = STRBUF_INIT;
-
-		for (size_t i = 0; i < ports.n; i++)
-			sb_printf(&sb, "%s%s", i ? "," : "", ports.v[i]);
-		f->rdma = true;
-		f->ucx_devices = sb_steal(&sb);
+		fabric_ucx(f, &ports);
 		if (pkey)
 			f->ucx_pkey = xasprintf("0x%04lx", pkey);
 		f->what = xasprintf("rdma: UCX on %s", f->ucx_devices);
-		mca_set(f, "pml", "ucx");
-		mca_set(f, "btl", "^vader,tcp,openib,uct");
+	} else if (soft_ports.n && s->mpi.software_fabric) {
+		f->soft_fabric = true;
+		fabric_ucx(f, &soft_ports);
+		f->what = xasprintf("rdma: UCX on %s (a software RDMA device: mpi.software_fabric)", f->ucx_devices);
 	} else {
+		/* Found on a VM with Soft-RoCE: UCX over rxe timed out where TCP worked (docs/mpi.md). */
 		f->soft_rdma = soft.n > 0;
 		f->what = s->cluster.has_network ?
 			  xasprintf("ethernet: TCP over %s%s%s%s", s->cluster.network.text,
@@ -186,6 +218,7 @@ static void fabric_detect(const struct ctx *c, struct fabric *f)
 		mca_set(f, "oob_tcp_if_include", s->cluster.network.text);
 	strlist_free(&ports);
 	strlist_free(&soft);
+	strlist_free(&soft_ports);
 }
 
 /* "mlx5_ib0,mlx5_ib1" from a record's "mlx5_ib0=guid,mlx5_ib1=guid" (malloc'd). */
@@ -320,8 +353,10 @@ static char *profile_render(const struct spec *s, const struct fabric *f)
 		sb_printf(&sb, "export UCX_NET_DEVICES=%s\n", f->ucx_devices);
 	if (f->ucx_pkey)
 		sb_printf(&sb, "export UCX_IB_PKEY=%s\n", f->ucx_pkey);
+	for (size_t i = 0; f->soft_fabric && soft_ucx_env[i]; i++)
+		sb_printf(&sb, "export %s\n", soft_ucx_env[i]);
 	/* NCCL: "=" makes the list exact; without it mlx5_ib1 would also match mlx5_ib10. */
-	if (f->ucx_devices)
+	if (f->ucx_devices && !f->soft_fabric)
 		sb_printf(&sb, "export NCCL_IB_HCA==%s\n", f->ucx_devices);
 	/*
 	 * Intel MPI (2019 and later: libfabric) and MPICH builds on libfabric
@@ -332,8 +367,8 @@ static char *profile_render(const struct spec *s, const struct fabric *f)
 	 */
 	sb_append(&sb, "# Intel MPI and MPICH (libfabric): the same fabric.\n"
 		  "export I_MPI_FABRICS=shm:ofi\n");
-	sb_printf(&sb, "export FI_PROVIDER=%s\n", f->rdma ? "mlx" : "tcp");
-	if (!f->rdma && s->cluster.has_network)
+	sb_printf(&sb, "export FI_PROVIDER=%s\n", f->rdma && !f->soft_fabric ? "mlx" : "tcp");
+	if ((!f->rdma || f->soft_fabric) && s->cluster.has_network)
 		sb_printf(&sb, "export I_MPI_TCP_NETMASK=%s\n", s->cluster.network.text);
 	return sb_steal(&sb);
 }
@@ -367,10 +402,13 @@ static int sysfiles_converge(struct ctx *c, struct report *r, const struct fabri
 			sb_printf(&ompi, "%s = %s\n", f->mca[i].name, f->mca[i].value);
 		if (f->ucx_devices) {
 			sb_printf(&ucx, "UCX_NET_DEVICES=%s\n", f->ucx_devices);
-			sb_printf(&nccl, "NCCL_IB_HCA==%s\n", f->ucx_devices);
+			if (!f->soft_fabric)
+				sb_printf(&nccl, "NCCL_IB_HCA==%s\n", f->ucx_devices);
 		}
 		if (f->ucx_pkey)
 			sb_printf(&ucx, "UCX_IB_PKEY=%s\n", f->ucx_pkey);
+		for (size_t i = 0; f->soft_fabric && soft_ucx_env[i]; i++)
+			sb_printf(&ucx, "%s\n", soft_ucx_env[i]);
 	}
 	for (size_t i = 0; ompi_params_paths[i]; i++) {
 		if (!fs_exists(c, ompi_params_paths[i]))
@@ -674,7 +712,7 @@ static void verify_argv(const struct ctx *c, const struct fabric *f, const char 
 			argv_add(a, "shm:ofi");
 			argv_add(a, "-genv");
 			argv_add(a, "FI_PROVIDER");
-			argv_add(a, f->rdma ? "mlx" : "tcp");
+			argv_add(a, f->rdma && !f->soft_fabric ? "mlx" : "tcp");
 		}
 		if (!f->rdma) {
 			/*
@@ -696,6 +734,14 @@ static void verify_argv(const struct ctx *c, const struct fabric *f, const char 
 			argv_add(a, "-genv");
 			argv_add(a, "UCX_IB_PKEY");
 			argv_add(a, f->ucx_pkey);
+		}
+		for (size_t i = 0; f->soft_fabric && soft_ucx_env[i]; i++) {
+			char *name = xstrndup(soft_ucx_env[i], strcspn(soft_ucx_env[i], "="));
+
+			argv_add(a, "-genv");
+			argv_add(a, name);
+			argv_add(a, strchr(soft_ucx_env[i], '=') + 1);
+			free(name);
 		}
 		goto program;
 	}
@@ -735,6 +781,11 @@ static void verify_argv(const struct ctx *c, const struct fabric *f, const char 
 		argv_add(a, "-x");
 		argv_add(a, x);
 		free(x);
+	}
+	/* The remote ranks read their own ucx.conf too; the line says it for nodes that have none. */
+	for (size_t i = 0; f->soft_fabric && soft_ucx_env[i]; i++) {
+		argv_add(a, "-x");
+		argv_add(a, soft_ucx_env[i]);
 	}
 program:
 	argv_add(a, verify_program(l));
