@@ -365,6 +365,67 @@ static void test_leader(void)
 	TEST_CHECK(!is_leader(NULL));
 }
 
+/*
+ * A software device (a "parent" netdev in sysfs: Soft-RoCE rxe0): TCP by
+ * default; mpi.software_fabric makes it the fabric, with what UCX needs on
+ * it in the profile and on verify's mpirun line (Open MPI and MPICH).
+ */
+static void test_soft(struct spec *s)
+{
+	struct ctx c = { .spec = s, .root = root, .mode = RUN_APPLY };
+	struct fabric f;
+	struct strlist a = { 0 };
+	char *t;
+
+	s->rdma.present = true;
+	s->rdma.devices = NULL;
+	s->rdma.link_layer = LINK_ETHERNET;
+	ib_port("rxe0", "1", "Ethernet\n", "4: ACTIVE\n");
+	put("/sys/class/infiniband/rxe0/parent", "eth0\n");
+	fabric_detect(&c, &f);
+	TEST_CHECK(!f.rdma);
+	TEST_CHECK(f.soft_rdma);
+	TEST_STREQ(f.what, "ethernet: TCP over 198.18.3.0/24 (rxe0 is a software RDMA device: not used)");
+	fabric_free(&f);
+	s->mpi.software_fabric = true;
+	fabric_detect(&c, &f);
+	TEST_CHECK(f.rdma && f.soft_fabric);
+	TEST_STREQ(f.ucx_devices, "rxe0:1");
+	TEST_CHECK(f.ucx_pkey == NULL);
+	t = profile_render(s, &f);
+	TEST_CHECK(strstr(t, "# Fabric rdma: UCX on rxe0:1 (a software RDMA device: mpi.software_fabric).\n") != NULL);
+	TEST_CHECK(strstr(t, "export OMPI_MCA_pml=ucx\nexport OMPI_MCA_btl=^vader,tcp,openib,uct\n"
+			  "export OMPI_MCA_pml_ucx_devices=any\n") != NULL);
+	TEST_CHECK(strstr(t, "export UCX_NET_DEVICES=rxe0:1\nexport UCX_UD_VERBS_ETH_DGID_CHECK=n\n") != NULL);
+	TEST_CHECK(strstr(t, "NCCL_IB_HCA") == NULL);
+	TEST_CHECK(strstr(t, "export FI_PROVIDER=tcp\n") != NULL);
+	free(t);
+	setenv("HPCINIT_MPIVERIFY", "/opt/x/hpcinit-mpiverify", 1);
+	verify_argv(&c, &f, "/h", 0, 2, NULL, true, &a);
+	t = joined(&a);
+	TEST_STREQ(t, "mpirun --allow-run-as-root --hostfile /h --map-by node -np 2 --bind-to none "
+		   "--mca plm_rsh_args -o BatchMode=yes --mca pml ucx --mca btl ^vader,tcp,openib,uct "
+		   "--mca pml_ucx_devices any --mca oob_tcp_if_include 198.18.3.0/24 "
+		   "-x UCX_NET_DEVICES=rxe0:1 -x UCX_UD_VERBS_ETH_DGID_CHECK=n /opt/x/hpcinit-mpiverify --round 0");
+	free(t);
+	strlist_free(&a);
+	s->mpi.launcher = MPI_MPICH;
+	setenv("HPCINIT_MPIVERIFY_MPICH", "/opt/x/hpcinit-mpiverify-mpich", 1);
+	verify_argv(&c, &f, "/h", 0, 2, NULL, true, &a);
+	t = joined(&a);
+	TEST_STREQ(t, "env HYDRA_LAUNCHER_EXTRA_ARGS=-o BatchMode=yes mpirun.mpich -launcher ssh -f /h -n 2 "
+		   "-ppn 1 -genv UCX_NET_DEVICES rxe0:1 -genv UCX_UD_VERBS_ETH_DGID_CHECK n "
+		   "/opt/x/hpcinit-mpiverify-mpich --round 0");
+	free(t);
+	strlist_free(&a);
+	s->mpi.launcher = MPI_OPENMPI;
+	unsetenv("HPCINIT_MPIVERIFY");
+	unsetenv("HPCINIT_MPIVERIFY_MPICH");
+	fabric_free(&f);
+	s->mpi.software_fabric = false;
+	s->rdma.present = false;
+}
+
 int main(void)
 {
 	struct spec s = { 0 };
@@ -382,6 +443,7 @@ int main(void)
 
 	test_fabric(&s);
 	test_argv(&s);
+	test_soft(&s);
 	test_parse();
 	test_leader();
 
