@@ -15,7 +15,7 @@
 #
 #   -n N        compute VMs (default 2)
 #   --checks    which checks, in order (default: CHECKS_ALL below; the others
-#               are reboot, bench, scaleout, leave, scalein, latehead)
+#               are reboot, bench, verbsbench, scaleout, leave, scalein, latehead)
 #   --keep      leave the work directory (console logs, outputs) behind
 #   --lease D   every node's spec gets discovery.lease: D (the shipped
 #               custom-data leaves the 5 min default; scalein waits a lease)
@@ -644,6 +644,50 @@ check_fabric_memlock() {
 	else
 		notok "$name" "hpcinit check --only memlock,rdma:" "$chk" "the job (rc $rc):" "$job"
 	fi
+}
+
+# Benchmark (tests/bench/vm-verbs.sh; not a default check): hpcinit verify
+# over rxe0 (the computes' mpi.software_fabric) beside perftest between the
+# same two VMs in the same run: ib_send_lat (8 bytes, its typical one-way
+# latency: the median, as verify's is the median round trip halved) and
+# ib_write_bw (4 MiB messages, its average), both on rxe0 with the
+# IPv4-mapped RoCE v2 GID (index 1).  Printed, not asserted; a baseline that
+# did not run fails the check and no ratio is printed.
+perftest_pair() {       # TOOL SERVER CLIENT ARGS...: the client's output
+	local tool=$1 srv=$2 cli=$3 a
+	shift 3
+	a=$(addr_of "$srv")
+	vm_exec "$srv" 30 "rm -f /tmp/pt-srv.out; (timeout 150 $tool -d rxe0 -x 1 -F $* > /tmp/pt-srv.out 2>&1 &); sleep 1" > /dev/null 2>&1 || true
+	sleep 1
+	vm_exec "$cli" 180 "timeout 140 $tool -d rxe0 -x 1 -F $* $a 2>&1"
+}
+check_verbsbench() {
+	local out pair a b lat bw plat pbw t0
+	t0=$SECONDS
+	out=$(vm_exec c1 900 'hpcinit verify' 2>&1) || true
+	pair=$(grep -m1 -oE 'pair [^ ]+ <-> [^ ]+: latency [0-9.]+ us .*, bandwidth [0-9.]+ MiB/s' <<< "$out") || true
+	if ! grep -q "^result: ready" <<< "$out" || ! grep -qF "UCX on rxe0:1" <<< "$out" || [ -z "$pair" ]; then
+		notok "verbsbench: hpcinit verify over rxe0 on c1 ($((SECONDS - t0)) s)" "$out"
+		return
+	fi
+	ok "verbsbench: hpcinit verify over rxe0 on c1 ($((SECONDS - t0)) s)"
+	read -r _ a _ b _ lat _ <<< "$pair"
+	b=${b%:}
+	bw=$(sed -E 's/.*bandwidth ([0-9.]+) MiB\/s.*/\1/' <<< "$pair")
+	out=$(perftest_pair ib_send_lat "$b" "$a" -n 1000 -s 8 2>&1) || true
+	plat=$(awk '$1 == 8 && NF >= 5 { print $5 }' <<< "$out")
+	[ -n "$plat" ] || { notok "verbsbench: perftest ib_send_lat $a -> $b on rxe0 (the baseline)" "$out"; return; }
+	out=$(perftest_pair ib_write_bw "$b" "$a" -n 20 -s 4194304 2>&1) || true
+	pbw=$(awk '$1 == 4194304 && NF >= 4 { print $4 }' <<< "$out")
+	[ -n "$pbw" ] || { notok "verbsbench: perftest ib_write_bw $a -> $b on rxe0 (the baseline)" "$out"; return; }
+	ok "verbsbench: perftest ib_send_lat and ib_write_bw $a -> $b on rxe0 (the baseline)"
+	printf '# %-34s %14s %18s\n' "$a <-> $b over rxe0" "latency (us)" "bandwidth (MiB/s)"
+	printf '# %-34s %14s %18s\n' "hpcinit verify (MPI over UCX)" "$lat" "$bw"
+	printf '# %-34s %14s %18s\n' "perftest (ib_send_lat, ib_write_bw)" "$plat" "$pbw"
+	awk -v l="$lat" -v pl="$plat" -v b="$bw" -v pb="$pbw" \
+		'BEGIN { printf "# %-34s %14.2f %18.2f\n", "verify / perftest", l / pl, b / pb }'
+	echo "#   (verify: median round trip halved, worst of 8/64/512 B; 4 MiB ping-pong. perftest: ib_send_lat"
+	echo "#    8 B t_typical, ib_write_bw 4 MiB BW average in perftest's MB/sec, 2^20 bytes)"
 }
 
 # (9) Gating: a stand-in slurmd with the shipped drop-in starts only when hpcinit is ready.
