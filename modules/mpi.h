@@ -18,13 +18,4 @@ struct report;
  */
 int mpi_verify(struct ctx *c, struct report *r);
 
-/*
- * The slots this node publishes (its record, then every hostfile): one per
- * GPU with mpi.slots_per_gpu where sysfs shows GPUs, else mpi.slots when
- * set, else cores (the usable CPU count).  Says in r which and why.
- */
-unsigned mpi_node_slots(const struct ctx *c, struct report *r, unsigned cores);
-/* NVIDIA and AMD GPUs under <root>/sys/bus/pci/devices (3D and display-other controllers). */
-unsigned mpi_count_gpus(const struct ctx *c);
-
 #endif
