@@ -34,7 +34,8 @@
 #include "proc.h"
 #include "ib/ibsysfs.h"
 #include "ib/identity.h"
-#include "../rdma/rdma.h"
+#include "ib/peers.h"
+#include "../rdma/rdma.h"     /* the typed output struct rdma_result */
 #include "record.h"
 
 #define PROFILE_PATH "/etc/profile.d/hpcinit-mpi.sh"
@@ -503,7 +504,7 @@ static int mpi_run(struct ctx *c, struct report *r)
 	 */
 	if ((f.rdma || f.soft_rdma) && c->mode != RUN_PLAN && c->out && c->out->peers) {
 		unsigned n_checked = 0, n_ok = 0;
-		enum rstatus pst = rdma_check_peers(c, r, c->out->peers, &n_checked, &n_ok);
+		enum rstatus pst = ib_check_peers(c, r, c->out->peers, &n_checked, &n_ok);
 
 		if (n_checked) {
 			char *old = f.what_extra;
