@@ -564,46 +564,22 @@ static int verbs_list(const struct ctx *c, struct report *r, struct strlist *lis
 	return 0;
 }
 
-static int rdma_run(struct ctx *c, struct report *r)
+/*
+ * Select by name and link layer (what each device is comes from sysfs);
+ * each device described, the ones left out said why; no device, none by
+ * that name, or only accelerated networking's VF: an anomaly.
+ */
+static void select_devices(struct report *r, struct anomalies *a, const struct spec_rdma *s,
+			   struct dev_info *devs, size_t n, const struct strlist *listed)
 {
-	const struct spec_rdma *s = &c->spec->rdma;
-	struct dev_info *devs = xcalloc(RDMA_MAX_DEVS, sizeof(*devs));
-	struct ib_dev *ib = xcalloc(RDMA_MAX_DEVS, sizeof(*ib));
-	struct strlist listed = { 0 };
-	struct anomalies a = { NULL, 0, 0, s->required ? ST_FAILED : ST_DEGRADED };
-	struct probe_job *jobs = xcalloc(RDMA_MAX_DEVS + 1, sizeof(*jobs));
-	size_t n, n_jobs = 0, n_sel = 0, n_named = 0, n_named_ll = 0, n_vf = 0;
-	bool want_resolve = false, no_helper = false;
+	size_t n_named = 0, n_named_ll = 0, n_vf = 0;
 	struct strbuf found = STRBUF_INIT;
-	int ret;
 
-	memset(&rdma_last, 0, sizeof(rdma_last));
-	c->out->rdma = &rdma_last;
-	memset(&job_limit, 0, sizeof(job_limit));
-	job_limit.pam_soft = job_limit.svc_soft = MEMLOCK_UNSET;
-	if (c->spec->memlock.present)
-		memlock_job_limit(c, memlock_job_user(c), &job_limit);
-	n = ib_read_devices(c, ib, RDMA_MAX_DEVS);
-	for (size_t i = 0; i < n; i++) {
-		devs[i].ib = ib[i];
-		devs[i].job = -1;
-	}
-	free(ib);
-	if (verbs_list(c, r, &listed) == -ENOENT) {
-		char *path = proc_helper_path(RDMA_PROBE_HELPER);
-
-		anomaly(r, &a, "no-helper", "%s is not installed: the verbs probes cannot run; install "
-			"the hpcinit-rdma package", path);
-		free(path);
-		no_helper = true;
-		for (size_t i = 0; i < n; i++)
-			devs[i].verbs_unknown = true;
-	}
 	for (size_t i = 0; i < n; i++) {
 		struct dev_info *d = &devs[i];
 
-		for (size_t k = 0; k < listed.n; k++)
-			d->listed |= strcmp(listed.v[k], d->ib.name) == 0;
+		for (size_t k = 0; k < listed->n; k++)
+			d->listed |= strcmp(listed->v[k], d->ib.name) == 0;
 		d->name_match = fnmatch(s->devices, d->ib.name, 0) == 0;
 		for (unsigned k = 0; k < d->ib.n_ports; k++)
 			d->ll_match |= ib_link_matches(s->link_layer, d->ib.ports[k].link_layer);
@@ -631,18 +607,90 @@ static int rdma_run(struct ctx *c, struct report *r)
 				      "name does not match rdma.devices" : "link layer differs from rdma.link_layer");
 		n_vf += d->name_match && d->ib.kind == IB_KIND_AN_VF;
 	}
-	if (n == 0 && listed.n == 0)
-		anomaly(r, &a, "no-devices", "no RDMA devices (/sys/class/infiniband is empty): no RDMA "
+	if (n == 0 && listed->n == 0)
+		anomaly(r, a, "no-devices", "no RDMA devices (/sys/class/infiniband is empty): no RDMA "
 			"driver is loaded, or this VM size has no RDMA network");
 	else if (n_named == 0)
-		anomaly(r, &a, "no-match", "no device matches rdma.devices '%s' (found: %s); Azure names "
+		anomaly(r, a, "no-match", "no device matches rdma.devices '%s' (found: %s); Azure names "
 			"InfiniBand ports mlx5_ib* and accelerated-networking NICs mlx5_an*",
 			s->devices, found.len ? sb_str(&found) : "none in sysfs");
 	else if (n_vf == n_named)
-		anomaly(r, &a, "no-fabric", "no RDMA fabric: %s accelerated networking's Ethernet VF "
+		anomaly(r, a, "no-fabric", "no RDMA fabric: %s accelerated networking's Ethernet VF "
 			"(found: %s), which carries the VM's Ethernet, not MPI; this VM size has no "
 			"InfiniBand, or its driver is not loaded", n_vf == 1 ? "the only device is" :
 			"every device is", sb_str(&found));
+	sb_free(&found);
+}
+
+/* Every selected device passed: the summary names them, what they are, the rate and the probes. */
+static void report_ok(struct report *r, const struct spec_rdma *s, const struct dev_info *devs, size_t n,
+		      const struct probe_job *jobs, size_t n_jobs, double rate)
+{
+	struct strbuf sum = STRBUF_INIT;
+	const struct dev_info *d0 = NULL;
+	char sz[32];
+
+	for (size_t i = 0; i < n && !d0; i++)
+		if (devs[i].selected)
+			d0 = &devs[i];
+	sb_printf(&sum, "%s: ", rdma_last.devices);
+	if (d0 && soft_kind(&d0->ib)) {
+		/* rxe has no fw_ver in sysfs: the verbs probe's answer (0.0.0) is the truth. */
+		const struct probe_job *j = d0->job >= 0 ? &jobs[d0->job] : NULL;
+		const char *fw = d0->ib.fw_ver[0] ? d0->ib.fw_ver :
+				 j && j->have_result && j->res.fw_ver[0] ? j->res.fw_ver : "?";
+
+		sb_printf(&sum, "%s on %s (fw %s, not an HCA), ", soft_kind(&d0->ib), d0->ib.parent, fw);
+	}
+	sb_printf(&sum, "%g Gb/s %s, verbs probe ok", rate,
+		  d0 && d0->ib.n_ports ? d0->ib.ports[0].link_layer : "?");
+	if (s->reg_mr_bytes) {
+		fmt_size(sz, sizeof(sz), s->reg_mr_bytes);
+		sb_printf(&sum, " (reg_mr %s)", sz);
+	}
+	for (size_t i = 0; i < n_jobs; i++)
+		if (jobs[i].resolve)
+			sb_printf(&sum, "; %s %s -> %s", jobs[i].what, jobs[i].addr,
+				  jobs[i].res.resolved_dev[0] ? jobs[i].res.resolved_dev : "?");
+	report_set(r, ST_OK, "%s", sb_str(&sum));
+	sb_free(&sum);
+}
+
+static int rdma_run(struct ctx *c, struct report *r)
+{
+	const struct spec_rdma *s = &c->spec->rdma;
+	struct dev_info *devs = xcalloc(RDMA_MAX_DEVS, sizeof(*devs));
+	struct ib_dev *ib = xcalloc(RDMA_MAX_DEVS, sizeof(*ib));
+	struct strlist listed = { 0 };
+	struct anomalies a = { NULL, 0, 0, s->required ? ST_FAILED : ST_DEGRADED };
+	struct probe_job *jobs = xcalloc(RDMA_MAX_DEVS + 1, sizeof(*jobs));
+	size_t n, n_jobs = 0, n_sel = 0;
+	bool want_resolve = false, no_helper = false;
+	int ret;
+
+	memset(&rdma_last, 0, sizeof(rdma_last));
+	c->out->rdma = &rdma_last;
+	memset(&job_limit, 0, sizeof(job_limit));
+	job_limit.pam_soft = job_limit.svc_soft = MEMLOCK_UNSET;
+	if (c->spec->memlock.present)
+		memlock_job_limit(c, memlock_job_user(c), &job_limit);
+	n = ib_read_devices(c, ib, RDMA_MAX_DEVS);
+	for (size_t i = 0; i < n; i++) {
+		devs[i].ib = ib[i];
+		devs[i].job = -1;
+	}
+	free(ib);
+	if (verbs_list(c, r, &listed) == -ENOENT) {
+		char *path = proc_helper_path(RDMA_PROBE_HELPER);
+
+		anomaly(r, &a, "no-helper", "%s is not installed: the verbs probes cannot run; install "
+			"the hpcinit-rdma package", path);
+		free(path);
+		no_helper = true;
+		for (size_t i = 0; i < n; i++)
+			devs[i].verbs_unknown = true;
+	}
+	select_devices(r, &a, s, devs, n, &listed);
 
 	for (size_t i = 0; i < n; i++) {
 		struct dev_info *d = &devs[i];
@@ -707,37 +755,9 @@ static int rdma_run(struct ctx *c, struct report *r)
 		report_set(r, s->required ? ST_FAILED : ST_DEGRADED, "%s%s%s", a.first, extra,
 			   s->required ? "" : " [rdma.required: false]");
 	} else {
-		struct strbuf sum = STRBUF_INIT;
-		const struct dev_info *d0 = NULL;
-		char sz[32];
-
-		for (size_t i = 0; i < n && !d0; i++)
-			if (devs[i].selected)
-				d0 = &devs[i];
-		sb_printf(&sum, "%s: ", rdma_last.devices);
-		if (d0 && soft_kind(&d0->ib)) {
-			/* rxe has no fw_ver in sysfs: the verbs probe's answer (0.0.0) is the truth. */
-			const struct probe_job *j = d0->job >= 0 ? &jobs[d0->job] : NULL;
-			const char *fw = d0->ib.fw_ver[0] ? d0->ib.fw_ver :
-					 j && j->have_result && j->res.fw_ver[0] ? j->res.fw_ver : "?";
-
-			sb_printf(&sum, "%s on %s (fw %s, not an HCA), ", soft_kind(&d0->ib), d0->ib.parent, fw);
-		}
-		sb_printf(&sum, "%g Gb/s %s, verbs probe ok", rate,
-			  d0 && d0->ib.n_ports ? d0->ib.ports[0].link_layer : "?");
-		if (s->reg_mr_bytes) {
-			fmt_size(sz, sizeof(sz), s->reg_mr_bytes);
-			sb_printf(&sum, " (reg_mr %s)", sz);
-		}
-		for (size_t i = 0; i < n_jobs; i++)
-			if (jobs[i].resolve)
-				sb_printf(&sum, "; %s %s -> %s", jobs[i].what, jobs[i].addr,
-					  jobs[i].res.resolved_dev[0] ? jobs[i].res.resolved_dev : "?");
-		report_set(r, ST_OK, "%s", sb_str(&sum));
-		sb_free(&sum);
+		report_ok(r, s, devs, n, jobs, n_jobs, rate);
 	}
 	free(a.first);
-	sb_free(&found);
 	strlist_free(&listed);
 	free(jobs);
 	free(devs);
