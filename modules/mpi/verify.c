@@ -24,6 +24,8 @@
 
 #define VERIFY_DEFAULT_MS (2 * 60 * 1000)
 #define VERIFY_RUN_MAX_MS (5 * 60 * 1000)
+#define SOFT_ITERS "50"                 /* round trips a size on a software device (mpi.software_fabric) */
+#define SOFT_BW_ITERS "2"               /* and of 4 MiB */
 
 /* Value of key=... in a "k=v k=v" line, malloc'd, or NULL. */
 static char *field(const char *line, const char *key)
@@ -360,6 +362,17 @@ program:
 		snprintf(num, sizeof(num), "%.1f", (double)c->spec->mpi.min_bandwidth / (1024.0 * 1024.0));
 		argv_add(a, "--min-bw-mibps");
 		argv_add(a, num);
+	}
+	/*
+	 * A software device's transport runs on the CPU: on the VMs of tests/vm
+	 * (emulated CPUs) a message took milliseconds, and the default 1000
+	 * round trips a size and 20 of 4 MiB would outlast verify's limit.
+	 */
+	if (f->soft_fabric) {
+		argv_add(a, "--iters");
+		argv_add(a, SOFT_ITERS);
+		argv_add(a, "--bw-iters");
+		argv_add(a, SOFT_BW_ITERS);
 	}
 	snprintf(num, sizeof(num), "%lu", round);
 	argv_add(a, "--round");

@@ -407,7 +407,8 @@ static void test_soft(struct spec *s)
 	TEST_STREQ(t, "mpirun --allow-run-as-root --hostfile /h --map-by node -np 2 --bind-to none "
 		   "--mca plm_rsh_args -o BatchMode=yes --mca pml ucx --mca btl ^vader,tcp,openib,uct "
 		   "--mca pml_ucx_devices any --mca oob_tcp_if_include 198.18.3.0/24 "
-		   "-x UCX_NET_DEVICES=rxe0:1 -x UCX_UD_VERBS_ETH_DGID_CHECK=n /opt/x/hpcinit-mpiverify --round 0");
+		   "-x UCX_NET_DEVICES=rxe0:1 -x UCX_UD_VERBS_ETH_DGID_CHECK=n /opt/x/hpcinit-mpiverify --iters 50 "
+		   "--bw-iters 2 --round 0");
 	free(t);
 	strlist_free(&a);
 	s->mpi.launcher = MPI_MPICH;
@@ -416,7 +417,7 @@ static void test_soft(struct spec *s)
 	t = joined(&a);
 	TEST_STREQ(t, "env HYDRA_LAUNCHER_EXTRA_ARGS=-o BatchMode=yes mpirun.mpich -launcher ssh -f /h -n 2 "
 		   "-ppn 1 -genv UCX_NET_DEVICES rxe0:1 -genv UCX_UD_VERBS_ETH_DGID_CHECK n "
-		   "/opt/x/hpcinit-mpiverify-mpich --round 0");
+		   "/opt/x/hpcinit-mpiverify-mpich --iters 50 --bw-iters 2 --round 0");
 	free(t);
 	strlist_free(&a);
 	s->mpi.launcher = MPI_OPENMPI;
