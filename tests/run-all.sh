@@ -5,14 +5,18 @@
 #      namespace where no installed hpcinit is visible, a clean environment (tests/fresh-demo.sh)
 #   2. ASan+UBSan build: unit and core system tests
 #   3. valgrind: unit tests and the binary in the core system tests
-#   4. make distcheck
+#   4. make distcheck: the tarball has every tracked file (tests/dist-complete.sh, its hook),
+#      builds with -Werror out of its read-only tree and passes the quick tests (the whole
+#      suite ran in 1.; that the suite writes nothing into the source tree, which distcheck's
+#      read-only tree used to prove for every test, the last stage checks for the whole run)
 #   5. build variants: --without-libnfs and --without-mpi compile with -Werror
 #      (and run the few quick unit tests their options touch)
 #   6. libFuzzer: the spec loader and the peer-record parser, 30 s each
 #   6b. the fault campaign (tests/faults), 30 s of faults on each method
 #   7. packaging: .deb (lintian, install, remove) and .rpm
 #   8. real VMs: tests/vm/cluster.sh, a head and 2 computes under qemu (each check counted)
-# It ends with one line: "N passed, N failed".
+#   9. the run left the source tree as it found it (git status, build directories aside)
+# Each stage prints its wall time.  It ends with one line: "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SRC=$PWD
@@ -31,17 +35,23 @@ count_log() {   # add the PASS/FAIL counts of an automake test-suite.log summary
 	fail=$((fail + ${f:-0} + ${x:-0} + ${s:-0}))   # skipped is not passed
 }
 stage() {       # stage NAME CMD...: a stage that is one test
-	local name=$1; shift
+	local name=$1 t0=$SECONDS; shift
 	echo "=== $name"
-	if "$@"; then pass=$((pass + 1)); echo "=== $name: ok"
-	else fail=$((fail + 1)); stage_fail+=("$name"); echo "=== $name: FAILED"; fi
+	if "$@"; then pass=$((pass + 1)); echo "=== $name: ok ($((SECONDS - t0)) s)"
+	else fail=$((fail + 1)); stage_fail+=("$name"); echo "=== $name: FAILED ($((SECONDS - t0)) s)"; fi
 }
+# The source tree as git sees it (ignored files too), build directories aside: stage 9
+# compares the end of the run with its start.
+tree_state() { git status --porcelain --ignored --untracked-files=all 2>/dev/null | grep -vE '^!! (build[^/]*/|autom4te\.cache/)' | sort; }
+tree_state >build/tree-before.txt
 UNIT_AND_CORE() { make -s -C "$1" print-fast-tests; }
 
 echo "=== make check (build/)"
+t0=$SECONDS
 make -C build -j"$J" check >build/check.out 2>&1
 rc=$?
 grep -E '^(PASS|FAIL|ERROR|SKIP|XFAIL|XPASS):|^# ' build/check.out
+echo "=== make check: exit $rc ($((SECONDS - t0)) s)"
 [ $rc -eq 0 ] || { stage_fail+=("make check"); for f in $(grep -lE '^:test-result: (FAIL|ERROR|SKIP)' $(find build/tests -name '*.trs') 2>/dev/null); do echo "--- ${f%.trs}.log"; tail -40 "${f%.trs}.log"; done; }
 count_log build/check.out
 
@@ -70,7 +80,9 @@ valgrind_run() {
 }
 stage "valgrind: unit and core system tests" bash -c "$(declare -f valgrind_run); cd '$SRC' && J=$J valgrind_run"
 
-stage "make distcheck" bash -c "cd '$SRC/build' && make -j$J distcheck DISTCHECK_CONFIGURE_FLAGS='--enable-werror' >distcheck.out 2>&1 || { tail -60 distcheck.out; exit 1; }"
+# distcheck: the tarball's completeness (its hook), its -Werror build and install, and the
+# quick tests from it (TESTS reaches the tarball's make check through MAKEFLAGS).
+stage "make distcheck (every tracked file in the tarball, quick tests)" bash -c "cd '$SRC/build' && make -j$J distcheck DISTCHECK_CONFIGURE_FLAGS='--enable-werror' TESTS=\"\$(make -s print-fast-tests)\" >distcheck.out 2>&1 || { tail -60 distcheck.out; exit 1; }; grep -E '^dist-complete:|^# (TOTAL|PASS|FAIL):' distcheck.out"
 
 # A build variant in its own directory: configure --enable-werror with the
 # options, build everything (check programs too), run the named quick tests.
@@ -107,7 +119,7 @@ done
 # booted by cloud-init from the product's custom-data; every named check
 # counts.  A host that cannot run qemu fails here, it is not skipped.
 vm_stage() {
-	local out=build/vm-stage.out p f rc=0
+	local out=build/vm-stage.out p f rc=0 t0=$SECONDS
 	echo "=== VM stage: tests/vm/cluster.sh -n 2 --nfs41 (log: $out)"
 	# nfs-server-stopped.sh waits out real deadlines (~3 min): tests/vm/run.sh runs it.
 	bash tests/vm/cluster.sh -n 2 --nfs41 --vmcheck "memlock-systemd.sh nfs-self-probe.sh rdma-cm-peer.sh" > "$out" 2>&1 || rc=$?
@@ -118,9 +130,13 @@ vm_stage() {
 	pass=$((pass + p))
 	fail=$((fail + f))
 	if [ "$rc" -ne 0 ]; then stage_fail+=("VM stage"); tail -30 "$out"; echo "=== VM stage: FAILED"
-	else echo "=== VM stage: ok"; fi
+	else echo "=== VM stage: ok ($((SECONDS - t0)) s)"; fi
 }
 vm_stage
+
+# No stage writes into the source tree (distcheck's read-only tree proved that for the
+# tests it ran; this, for the whole run): what git sees is what it saw at the start.
+stage "the run left the source tree as it found it (git status)" bash -c "cd '$SRC' && $(declare -f tree_state); tree_state | diff -U0 build/tree-before.txt - | grep '^[-+][^-+]' | sed 's/^/  changed: /'; tree_state | cmp -s build/tree-before.txt -"
 
 echo
 [ ${#stage_fail[@]} -eq 0 ] || echo "failed stages: ${stage_fail[*]}"
