@@ -35,7 +35,6 @@
 #include "ib/ibsysfs.h"
 #include "ib/identity.h"
 #include "ib/peers.h"
-#include "../rdma/rdma.h"     /* the typed output struct rdma_result */
 #include "record.h"
 
 #define PROFILE_PATH "/etc/profile.d/hpcinit-mpi.sh"

@@ -56,13 +56,4 @@ extern const struct rdma_ops rdma_verbs_ops;
 /* The fixture ops (fake.c) when built --enable-test-backends, else NULL (nofake.c). */
 extern const struct rdma_ops *const rdma_test_ops;
 
-/* What the rdma module found, for later modules (the typed output c->out->rdma). */
-struct rdma_result {
-	bool usable;                    /* selected devices passed every check */
-	enum link_layer link_layer;     /* of the selected devices */
-	unsigned rate_gbps;             /* lowest active rate among them */
-	char devices[256];              /* selected device names, space-separated */
-	char ipoib_addr[64];            /* "" when none */
-};
-
 #endif
