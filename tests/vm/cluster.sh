@@ -40,6 +40,8 @@
 #               created (to look around: tests/vm/exec.sh WORK NAME 'command')
 #
 # Environment: HPCINIT_VM_CACHE (image cache, see image.sh),
+# HPCINIT_VM_DEBS (a directory with the hpcinit*.deb packaging/build-deb.sh
+# built from this tree: image.sh --debs, instead of building them again),
 # HPCINIT_VM_MEM (MiB per VM, default 1024), HPCINIT_VM_WORK (work
 # directory, default a new /tmp/hpcinit-vm.XXXXXX), HPCINIT_VM_BOOT_TIMEOUT
 # (seconds for every VM to finish cloud-init, default 900).
@@ -156,7 +158,7 @@ trap 'exit 130' INT TERM
 # ---- the image ----
 say "image (tests/vm/image.sh)"
 t0=$(date +%s)
-IMG=$(bash "$SRC/tests/vm/image.sh" 2> "$W/image.log" | tail -1) || { tail -40 "$W/image.log"; notok "image" "tests/vm/image.sh failed"; finish; exit 1; }
+IMG=$(bash "$SRC/tests/vm/image.sh" ${HPCINIT_VM_DEBS:+--debs "$HPCINIT_VM_DEBS"} 2> "$W/image.log" | tail -1) || { tail -40 "$W/image.log"; notok "image" "tests/vm/image.sh failed"; finish; exit 1; }
 sed 's/^/#   /' "$W/image.log" | grep "#   image:" || true
 say "image ready in $(($(date +%s) - t0)) s: $IMG"
 # image.sh prunes old images, never one held like this (the qemus inherit the lock)
