@@ -232,7 +232,7 @@ static bool jtrue(json_object *j, const char *k)
 /*
  * Text from an answer (an error message, a key) made safe for our stderr,
  * which reaches the run's output and syslog: escaped as the agent escapes
- * everything from elsewhere (agent/escape.c), newlines included, so a
+ * everything from elsewhere (agent/text/escape.c), newlines included, so a
  * message can never print a line of its own.  At most max bytes of it.
  * The result lives until the next call with the same slot (0-3).
  */

@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "hpcinit.h"
+#include "table.h"
 
 extern const struct module memlock_module;
 extern const struct module kernel_module;

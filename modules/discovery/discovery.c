@@ -25,7 +25,6 @@
 #include "discovery.h"
 #include "fsutil.h"
 #include "log.h"
-#include "watch.h"
 
 #define LIST_PEERS_MAX 32               /* details name the nodes up to this many */
 
@@ -200,7 +199,8 @@ static void disc_mark_left(struct ctx *c)
 	free(text);
 }
 
-void leave_forget(struct ctx *c)
+/* "hpcinit apply" (not refresh, not the watch's) forgets the mark: this node joins again. */
+static void leave_forget(struct ctx *c)
 {
 	struct report scratch;
 
@@ -306,6 +306,8 @@ static int disc_run(struct ctx *c, struct report *rep)
 		r = -EINVAL;
 		goto out;
 	}
+	if (ctx_may_write(c) && c->command && strcmp(c->command, "apply") == 0)
+		leave_forget(c);
 	r = m->open(&run);
 	if (r == 0 && (left = disc_left(c, when, sizeof(when))))
 		report_detail(rep, "this node left cluster %s at %s (hpcinit leave): its record is not "

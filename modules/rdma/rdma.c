@@ -127,7 +127,7 @@ struct job {
 	bool resolve;
 	bool route;                     /* a peer's address: resolve_addr and resolve_route */
 	char addr[64];
-	struct proc_child ch;           /* the helper (agent/proc.c) */
+	struct proc_child ch;           /* the helper (agent/base/proc.c) */
 	bool hung, reaped;
 	int wstatus;
 	int last_step;

@@ -5,7 +5,7 @@
  * libibverbs/librdmacm (verbs.c), or, on a fake root that asks for it, the
  * fixture ops (fake.c, linked only when configured --enable-test-backends).
  * The agent never maps the verbs libraries: rdma.c runs the helper through
- * the child engine (agent/proc.c) under rdma.open_timeout and reads its
+ * the child engine (agent/base/proc.c) under rdma.open_timeout and reads its
  * answer (proto.c).  The sysfs inventory is ibsysfs.c, shared with mpi.
  */
 #ifndef HPCINIT_RDMA_H

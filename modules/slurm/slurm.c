@@ -36,7 +36,6 @@
 #include "proc.h"
 #include "ib/identity.h"
 #include "record.h"
-#include "runner.h"
 #include "slurm.h"
 
 #define MUNGE_KEY "/etc/munge/munge.key"
@@ -289,16 +288,13 @@ static int install_key(struct ctx *c, struct report *rep, bool *changed)
  */
 static enum rstatus readiness(const struct ctx *c, struct strlist *tags, bool *ran)
 {
-	const struct run_result *run = c->run;
+	const struct run_so_far *run = c->run;
 	enum rstatus worst = ST_OK;
 
 	*ran = false;
-	for (size_t i = 0; run && i < run->n && module_table[i]; i++) {
+	for (size_t i = 0; run && i < run->n; i++) {
 		const struct report *r = &run->reports[i];
-
-		if (strcmp(module_table[i]->name, "slurm") == 0)
-			break;
-		const struct module *m = module_table[i];
+		const struct module *m = run->steps[i];
 		enum rstatus st = r->status, sev = st;
 
 		if (!run->ran[i] || st == ST_SKIPPED)

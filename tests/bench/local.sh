@@ -14,7 +14,7 @@ RUNS=${1:-50}
 # Discovery on a fake root has no interface in cluster.network: give the documented override.
 export HPCINIT_ADDRESS=${HPCINIT_ADDRESS:-198.18.0.10}
 # The libexec helpers (rdma probe, ...): a build tree's binary runs those built beside it,
-# an installed one those of its libexec directory (agent/proc.h), so a run spawns them as on a node.
+# an installed one those of its libexec directory (agent/base/proc.h), so a run spawns them as on a node.
 T=$(mktemp -d /tmp/hpcinit-bench.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 eval "$(sed -n '/^mkroot()/,/^}/p' "$TOP/tests/system/lib.sh")"

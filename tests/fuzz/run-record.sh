@@ -42,9 +42,9 @@ DICT
 # shellcheck disable=SC2046
 clang -g -O1 -fno-omit-frame-pointer \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	-I"$work" -I"$top/agent" \
-	"$here/fuzz_record.c" "$top/agent/record.c" "$top/agent/names.c" \
-	"$top/agent/strlist.c" "$top/agent/strbuf.c" \
+	-I"$work" -I"$top/agent/base" -I"$top/agent/loader" -I"$top/agent/text" \
+	"$here/fuzz_record.c" "$top/agent/base/record.c" "$top/agent/loader/names.c" \
+	"$top/agent/loader/strlist.c" "$top/agent/text/strbuf.c" \
 	$(pkg-config --cflags --libs libcrypto) -o "$work/fuzz_record"
 
 rc=0

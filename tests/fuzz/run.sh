@@ -24,10 +24,10 @@ printf '#define _GNU_SOURCE 1\n' >"$work/config.h"
 # shellcheck disable=SC2046
 clang -g -O1 -fno-omit-frame-pointer \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	-I"$work" -I"$top/agent" \
-	"$here/fuzz_spec.c" "$top/agent/spec.c" "$top/agent/diag.c" "$top/agent/escape.c" "$top/agent/schema.c" \
-	"$top/agent/handlers.c" "$top/agent/units.c" "$top/agent/names.c" "$top/agent/cidr.c" \
-	"$top/agent/nodeset.c" "$top/agent/strlist.c" "$top/agent/strbuf.c" \
+	-I"$work" -I"$top/agent/base" -I"$top/agent/loader" -I"$top/agent/text" \
+	"$here/fuzz_spec.c" "$top/agent/loader/spec.c" "$top/agent/loader/diag.c" "$top/agent/text/escape.c" "$top/agent/loader/schema.c" \
+	"$top/agent/loader/handlers.c" "$top/agent/loader/units.c" "$top/agent/loader/names.c" "$top/agent/loader/cidr.c" \
+	"$top/agent/loader/nodeset.c" "$top/agent/loader/strlist.c" "$top/agent/text/strbuf.c" \
 	$(pkg-config --cflags --libs yaml-0.1) -lm -o "$work/fuzz_spec"
 
 rc=0

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../agent/boot.c"
+#include "../../agent/core/boot.c"
 #include "test.h"
 #include "testfs.h"
 

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../agent/fsutil.c"
+#include "../../agent/base/fsutil.c"
 #include "proc.h"
 #include "test.h"
 #include "testfs.h"

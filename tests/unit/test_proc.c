@@ -7,7 +7,7 @@
  */
 #include "config.h"
 
-#include "../../agent/proc.c"
+#include "../../agent/base/proc.c"
 #include "test.h"
 
 static void fn_answer(void *arg, int fd)

@@ -4,7 +4,7 @@
 
 #include <errno.h>
 
-#include "../../agent/record.c"
+#include "../../agent/base/record.c"
 #include <openssl/hmac.h>
 
 #include "sshkey.h"

@@ -7,8 +7,8 @@
  */
 #include "config.h"
 
-#include "../../agent/runner.c"
-#include "../../agent/status.c"
+#include "../../agent/core/runner.c"
+#include "../../agent/core/status.c"
 #include "proc.h"
 #include "record.h"
 #include "test.h"

@@ -141,6 +141,7 @@ static void test_readiness(void)
 {
 	size_t n = 0, slurm_i = 0;
 	struct run_result res = { 0 };
+	struct run_so_far sofar;
 	struct ctx c = { 0 };
 	struct strlist tags = { 0 };
 	bool ran;
@@ -157,7 +158,9 @@ static void test_readiness(void)
 	res.ran = xcalloc(n, sizeof(*res.ran));
 	for (size_t i = 0; i < n; i++)
 		report_init(&res.reports[i]);
-	c.run = &res;
+	/* as the runner hands it to slurm, the last step: the steps before it */
+	sofar = (struct run_so_far){ slurm_i, module_table, res.reports, res.ran };
+	c.run = &sofar;
 
 	TEST_INTEQ(readiness(&c, &tags, &ran), ST_OK);
 	TEST_CHECK(!ran);
@@ -212,7 +215,7 @@ static void test_readiness(void)
 	TEST_INTEQ(readiness(&c, &tags, &ran), ST_OK);
 	report_finding(&res.reports[3], ST_FAILED, "nfs.mount.failed", "x");
 	report_set(&res.reports[4], ST_FAILED, "died");
-	/* the slurm step's own report is not read */
+	/* the slurm step's own report is not in its view of the run */
 	report_finding(&res.reports[slurm_i], ST_FAILED, "slurm.x", "x");
 	TEST_INTEQ(readiness(&c, &tags, &ran), ST_FAILED);
 	TEST_CHECK(tags.n == 2);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The spec loader: typed handlers, node ranges, CIDR, defaults, a full spec, messages. */
-#include "../../agent/spec.c"
+#include "../../agent/loader/spec.c"
 
 #include <sys/stat.h>
 

@@ -2,9 +2,9 @@
 /* strbuf, json escaping, report helpers. */
 #include "config.h"
 
-#include "../../agent/strbuf.c"
-#include "../../agent/json.c"
-#include "../../agent/report.c"
+#include "../../agent/text/strbuf.c"
+#include "../../agent/text/json.c"
+#include "../../agent/base/report.c"
 #include "test.h"
 
 int main(void)

@@ -4,6 +4,7 @@
 #define HPCINIT_RUNNER_H
 
 #include "hpcinit.h"
+#include "../../modules/table.h"
 
 #define STATUS_DIR "/run/hpcinit"
 #define STATUS_PATH "/run/hpcinit/status.json"

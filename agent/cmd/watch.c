@@ -39,7 +39,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "discovery.h"
+#include "../../modules/discovery/discovery.h"
 #include "escape.h"
 #include "fsutil.h"
 #include "log.h"

@@ -53,7 +53,6 @@ struct report {
 };
 
 struct peerset;                 /* record.h */
-struct run_result;              /* runner.h */
 struct rdma_result;             /* modules/rdma/rdma.h */
 
 /*
@@ -75,6 +74,19 @@ struct outputs {
 	const struct rdma_result *rdma; /* OUT_RDMA: what the rdma step found usable in this run */
 };
 
+/*
+ * The run so far, as the running step sees it (c->run): the steps before it
+ * in run order, each with its module, its report and whether it ran (false:
+ * not selected by --only).  The runner fills it; a step reads it instead of
+ * the runner's state or the module table.
+ */
+struct run_so_far {
+	size_t n;                               /* the steps before this one */
+	const struct module *const *steps;
+	const struct report *reports;
+	const bool *ran;
+};
+
 struct ctx {
 	const struct spec *spec;
 	const char *root;       /* fake root for every path; "" means the real / */
@@ -92,9 +104,9 @@ struct ctx {
 	/* This module's view of the typed outputs (struct outputs): its declared
 	 * inputs and its own outputs; everything else is NULL. */
 	struct outputs *out;
-	/* The run so far (runner.h): the reports of the steps before this one, for a
-	 * step that acts on the node's readiness (slurm).  Read only. */
-	const struct run_result *run;
+	/* The run so far: the steps before this one, for a step that acts on the
+	 * node's readiness (slurm).  Read only; NULL outside a run. */
+	const struct run_so_far *run;
 };
 
 /*
@@ -121,16 +133,12 @@ struct module {
 	unsigned outputs;
 	unsigned inputs;
 	/* Touches shared storage or the network: the runner runs the hook in a child
-	 * (agent/proc.c) and gives up on it at the deadline, naming what it waited for. */
+	 * (agent/base/proc.c) and gives up on it at the deadline, naming what it waited for. */
 	bool isolate;
 	/* hpcinit leave (and Scheduled Events): take this node out before discovery
 	 * removes its record.  NULL: nothing to do. */
 	int (*leave)(struct ctx *, struct report *);
 };
-
-/* The module table, in run order, NULL-terminated (modules/table.c). */
-extern const struct module *const module_table[];
-const struct module *module_find(const char *name);
 
 /* Report helpers (report.c).  They never fail; out-of-memory aborts. */
 void report_init(struct report *r);

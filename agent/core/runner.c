@@ -336,7 +336,7 @@ static const struct module *find_idx(const char *name, size_t *ret)
 /* ---- isolation: steps that touch shared storage or the network -------------- */
 
 /*
- * A step flagged isolate runs in a child (the child engine, agent/proc.c):
+ * A step flagged isolate runs in a child (the child engine, agent/base/proc.c):
  * every step that touches shared storage, users' homes or the network
  * (discovery, nfs, ssh, hostfile, mpi, slurm).
  * A hard NFS mount whose server died, or a FUSE server that never answers,
@@ -567,6 +567,7 @@ static void run_one(struct ctx *c, const struct module *m, size_t i, struct run_
 {
 	struct report *rep = &res->reports[i];
 	struct outputs view = { 0 };
+	struct run_so_far sofar;
 	uint64_t t0 = now_ms(), tmo;
 	int r;
 
@@ -595,7 +596,8 @@ static void run_one(struct ctx *c, const struct module *m, size_t i, struct run_
 	c->module = m->name;
 	outputs_copy(&view, &res->out, m->inputs | m->outputs);
 	c->out = &view;
-	c->run = res;
+	sofar = (struct run_so_far){ i, module_table, res->reports, res->ran };
+	c->run = &sofar;
 	log_set_module(m->name);
 	if (m->isolate)
 		r = run_isolated(c, m, c->mode == RUN_CHECK ? m->check : m->apply, rep, &view, tmo);

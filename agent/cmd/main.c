@@ -357,15 +357,6 @@ int main(int argc, char **argv)
 		spec_free(spec);
 		return code;
 	}
-	/* An apply that runs discovery joins again after "hpcinit leave" (refresh does not). */
-	if (strcmp(o.command, "apply") == 0 && spec->discovery.present) {
-		bool disc = o.ro.only.n == 0;
-
-		for (size_t i = 0; i < o.ro.only.n; i++)
-			disc = disc || strcmp(o.ro.only.v[i], "discovery") == 0;
-		if (disc)
-			leave_forget(cp);
-	}
 	code = runner_run(cp, &o.ro, &res);
 	if (cp->mode == RUN_APPLY)
 		notify_run(o.command, &res, false);     /* hpcinit.service: its result in STATUS= */

@@ -21,11 +21,5 @@ int watch_main(struct ctx *c, const struct run_opts *ro);
  * after it was removed.
  */
 int leave_main(struct ctx *c, uint64_t lock_timeout_ms);
-/*
- * A leave holds until "hpcinit apply" runs discovery again (or the node
- * reboots): refreshes, the timer's and the watch's, do not publish the
- * record again.  apply calls this to forget the leave and join again.
- */
-void leave_forget(struct ctx *c);
 
 #endif
