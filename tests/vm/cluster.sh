@@ -252,9 +252,10 @@ make_seed() {
 	cp "$SRC"/tests/vmcheck/*.sh "$d/vmcheck/"
 	[ ! -x "$MPI_HELLO" ] || cp "$MPI_HELLO" "$d/mpi-hello"
 	subst "$SRC/conf/cloud-init/vmss-$role.yaml" > "$d/custom-data.yaml"
+	rm -rf "$d/hostkeys"    # a work directory used again (HPCINIT_VM_WORK): new keys
 	mkdir -m 0700 "$d/hostkeys"
 	for t in rsa ecdsa ed25519; do
-		ssh-keygen -q -t "$t" -N '' -C "root@$n" -f "$d/hostkeys/ssh_host_${t}_key"
+		ssh-keygen -q -t "$t" -N '' -C "root@$n" -f "$d/hostkeys/ssh_host_${t}_key" < /dev/null
 	done
 	platform_part "$(addr_of "$n")" "$role" "$d/hostkeys" > "$d/platform.yaml"
 	cloud-init devel make-mime -a "$d/custom-data.yaml:cloud-config" -a "$d/platform.yaml:cloud-config" \
