@@ -86,6 +86,8 @@ static const struct enum_val address_vals[] = {
 static const struct enum_val etc_hosts_vals[] = {
 	{ "auto", HF_HOSTS_AUTO }, { "always", HF_HOSTS_ALWAYS }, { "never", HF_HOSTS_NEVER },
 	{ NULL, 0 } };
+static const struct enum_val slurm_auth_vals[] = {
+	{ "munge", SLURM_AUTH_MUNGE }, { "slurm", SLURM_AUTH_SLURM }, { NULL, 0 } };
 static const struct enum_val launcher_vals[] = {
 	{ "openmpi", MPI_OPENMPI }, { "mpich", MPI_MPICH }, { "intel", MPI_INTEL }, { NULL, 0 } };
 static const struct enum_val format_vals[] = {
@@ -100,6 +102,7 @@ _Static_assert(sizeof(enum mpi_launcher) == sizeof(int), "enums are stored as in
 _Static_assert(sizeof(enum key_type) == sizeof(int), "enums are stored as int");
 _Static_assert(sizeof(enum host_keys) == sizeof(int), "enums are stored as int");
 _Static_assert(sizeof(enum hf_address) == sizeof(int), "enums are stored as int");
+_Static_assert(sizeof(enum slurm_auth) == sizeof(int), "enums are stored as int");
 
 const char *link_layer_name(enum link_layer l)
 {
@@ -466,6 +469,7 @@ static const struct field slurm_fields[] = {
 	{ "features", &T_STRLIST, offsetof(struct spec_slurm, features), &features_list, 0, M_NONE, NULL },
 	{ "memory_margin_percent", &T_INT, offsetof(struct spec_slurm, memory_margin_pct), &margin_int, 0,
 	  M_NONE, NULL },
+	{ "auth", &T_ENUM, offsetof(struct spec_slurm, auth), slurm_auth_vals, 0, M_NONE, NULL },
 	{ "key_file", &T_PATH, offsetof(struct spec_slurm, key_file), NULL, 0, M_NONE, NULL },
 	{ "leave_wait", &T_DURATION, offsetof(struct spec_slurm, leave_wait_ms), &leave_wait_dur, 0,
 	  M_NONE, NULL },

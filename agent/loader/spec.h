@@ -167,12 +167,15 @@ struct spec_mpi {
 };
 
 /* slurm: this node in Slurm (modules/slurm, docs/slurm.md). */
+enum slurm_auth { SLURM_AUTH_MUNGE, SLURM_AUTH_SLURM };
+
 struct spec_slurm {
 	bool present;
 	struct strlist conf_servers;    /* compute: slurmctld hosts, "host[:port]" (configless) */
 	struct strlist features;        /* added to the facts' features (cluster, VM size, IB domain) */
 	unsigned memory_margin_pct;     /* RealMemory: MemTotal less this share; default 3 */
-	char *key_file;                 /* the munge key, root's alone like cluster.secret_file; NULL: none */
+	enum slurm_auth auth;           /* whose key key_file is: munge's (default) or Slurm's auth/slurm */
+	char *key_file;                 /* the key, root's alone like cluster.secret_file; NULL: none */
 	uint64_t leave_wait_ms;         /* leave: how long to wait for jobs before the delete; default 60 s */
 };
 
