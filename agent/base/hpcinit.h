@@ -53,7 +53,7 @@ struct report {
 };
 
 struct peerset;                 /* record.h */
-struct rdma_result;             /* modules/rdma/rdma.h */
+struct rdma_result;             /* lib/ib/ibsysfs.h */
 
 /*
  * Typed hand-offs between steps.  Each field is declared by exactly one

@@ -456,6 +456,7 @@ static const struct field mpi_fields[] = {
 	{ "verify", &T_MAP, 0, &verify_schema, 0, M_NONE, NULL },
 	{ "slots", &T_INT, offsetof(struct spec_mpi, slots), &slots_int, 0, M_NONE, NULL },
 	{ "slots_per_gpu", &T_BOOL, offsetof(struct spec_mpi, slots_per_gpu), NULL, 0, M_NONE, NULL },
+	{ "software_fabric", &T_BOOL, offsetof(struct spec_mpi, software_fabric), NULL, 0, M_NONE, NULL },
 	{ NULL, NULL, 0, NULL, 0, M_NONE, NULL }
 };
 
