@@ -115,6 +115,40 @@ static size_t on_watch(char *data, size_t size, size_t nmemb, void *arg)
 	return r;
 }
 
+/*
+ * Open the watch stream of prefix from revision rev on the current
+ * endpoint: the request set up on the handle, js's tokener made, the
+ * stream's bytes to on_data.  The headers and *ret_body are the caller's
+ * to free after the transfer.
+ */
+static struct curl_slist *watch_start(const char *prefix, int64_t rev, struct jstream *js,
+				      curl_write_callback on_data, char **ret_body)
+{
+	const char *ep = etcd_endpoints[etcd_cur];
+	char url[1024], *end = prefix_end_b64(prefix), *body;
+	json_object *req, *cr = json_object_new_object();
+	struct curl_slist *hdrs;
+
+	json_object_object_add(cr, "key", b64_obj(prefix, strlen(prefix)));
+	json_object_object_add(cr, "range_end", str_obj(end));
+	json_object_object_add(cr, "start_revision", i64_obj(rev));
+	free(end);
+	req = json_object_new_object();
+	json_object_object_add(req, "create_request", cr);
+	body = strdup(json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN));
+	json_object_put(req);
+	hdrs = headers();
+	snprintf(url, sizeof(url), "%s%s", ep, ep[strlen(ep) - 1] == '/' ? "v3/watch" : "/v3/watch");
+	setup_handle(etcd_curl, url, body, hdrs);
+	js->tok = json_tokener_new();
+	if (!js->tok)
+		abort();
+	curl_easy_setopt(etcd_curl, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(etcd_curl, CURLOPT_WRITEDATA, js);
+	*ret_body = body;
+	return hdrs;
+}
+
 int cmd_watch(const char *prefix, int64_t from)
 {
 	unsigned backoff_ms = 100;
@@ -125,9 +159,8 @@ int cmd_watch(const char *prefix, int64_t from)
 	for (;;) {
 		struct watch_state w = { 0 };
 		struct jstream js = { .on_msg = watch_message, .arg = &w };
-		json_object *req, *cr;
 		struct curl_slist *hdrs;
-		char url[1024], *end, *body;
+		char *body;
 		CURLcode cc;
 
 		if (rev == 0) {
@@ -174,25 +207,7 @@ int cmd_watch(const char *prefix, int64_t from)
 		}
 		w.quiet = quiet;
 		backoff_ms = 100;
-		end = prefix_end_b64(prefix);
-		cr = json_object_new_object();
-		json_object_object_add(cr, "key", b64_obj(prefix, strlen(prefix)));
-		json_object_object_add(cr, "range_end", str_obj(end));
-		json_object_object_add(cr, "start_revision", i64_obj(rev));
-		free(end);
-		req = json_object_new_object();
-		json_object_object_add(req, "create_request", cr);
-		body = strdup(json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN));
-		json_object_put(req);
-		hdrs = headers();
-		snprintf(url, sizeof(url), "%s%s", etcd_endpoints[etcd_cur],
-			 etcd_endpoints[etcd_cur][strlen(etcd_endpoints[etcd_cur]) - 1] == '/' ? "v3/watch" : "/v3/watch");
-		setup_handle(etcd_curl, url, body, hdrs);
-		js.tok = json_tokener_new();
-		if (!js.tok)
-			abort();
-		curl_easy_setopt(etcd_curl, CURLOPT_WRITEFUNCTION, on_watch);
-		curl_easy_setopt(etcd_curl, CURLOPT_WRITEDATA, &js);
+		hdrs = watch_start(prefix, rev, &js, on_watch, &body);
 		/* A dead member without a reset: no byte for this long ends the stream. */
 		curl_easy_setopt(etcd_curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
 		curl_easy_setopt(etcd_curl, CURLOPT_LOW_SPEED_TIME, 600L);
@@ -353,9 +368,8 @@ int cmd_await(const char *prefix, int64_t expect, long ms)
 
 	while (!a.done) {
 		struct jstream js = { .on_msg = await_message, .arg = &a };
-		json_object *req, *cr;
 		struct curl_slist *hdrs;
-		char url[1024], *end, *body;
+		char *body;
 		int64_t left = deadline - mono_ms();
 		CURLcode cc;
 
@@ -365,25 +379,7 @@ int cmd_await(const char *prefix, int64_t expect, long ms)
 		if ((int64_t)a.n >= expect || left <= 0)
 			break;
 		a.restart = false;
-		end = prefix_end_b64(prefix);
-		cr = json_object_new_object();
-		json_object_object_add(cr, "key", b64_obj(prefix, strlen(prefix)));
-		json_object_object_add(cr, "range_end", str_obj(end));
-		json_object_object_add(cr, "start_revision", i64_obj(a.rev + 1));
-		free(end);
-		req = json_object_new_object();
-		json_object_object_add(req, "create_request", cr);
-		body = strdup(json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN));
-		json_object_put(req);
-		hdrs = headers();
-		snprintf(url, sizeof(url), "%s%s", etcd_endpoints[etcd_cur],
-			 etcd_endpoints[etcd_cur][strlen(etcd_endpoints[etcd_cur]) - 1] == '/' ? "v3/watch" : "/v3/watch");
-		setup_handle(etcd_curl, url, body, hdrs);
-		js.tok = json_tokener_new();
-		if (!js.tok)
-			abort();
-		curl_easy_setopt(etcd_curl, CURLOPT_WRITEFUNCTION, on_stream);
-		curl_easy_setopt(etcd_curl, CURLOPT_WRITEDATA, &js);
+		hdrs = watch_start(prefix, a.rev + 1, &js, on_stream, &body);
 		curl_easy_setopt(etcd_curl, CURLOPT_TIMEOUT_MS, (long)left);
 		cc = curl_easy_perform(etcd_curl);   /* ends when enough keys, at the timeout, or an error */
 		curl_slist_free_all(hdrs);
