@@ -79,5 +79,15 @@ char *record_format(const struct peer *p, const char *cluster, const void *key, 
  */
 int record_parse(const char *text, size_t len, const char *cluster,
 		 const void *key, size_t keylen, struct peer *ret, char *err, size_t errlen);
+/*
+ * A peer already checked, between two processes of one run (an isolated
+ * step's child and the runner): every field, self included, as a list of
+ * "<length>:<bytes>" ("-" for an absent string), appended to sb.  Not a
+ * record: no cluster, no HMAC, no checks but its own framing.
+ * record_unpack reads len bytes of it back: 0, or -EBADMSG (ret cleared).
+ */
+struct strbuf;
+void record_pack(struct strbuf *sb, const struct peer *p);
+int record_unpack(const char *data, size_t len, struct peer *ret);
 
 #endif

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -21,11 +22,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "blocked.h"
 #include "fsutil.h"
 #include "log.h"
+#include "number.h"
 #include "proc.h"
 #include "record.h"
 #include "runner.h"
+#include "status.h"
 
 #define DEFAULT_TIMEOUT_MS (60u * 1000)
 #define ISO_GRACE_MS 1000u       /* an isolated step may overrun its deadline this much to report */
@@ -343,9 +347,9 @@ static const struct module *find_idx(const char *name, size_t *ret)
  * puts the process that touches it to sleep in the kernel where no signal
  * reaches it; in a child that only costs the child.  The child sends back
  * the step's return value, its report (the status document's module entry)
- * and its peers (record text), then "E".  At the deadline the runner looks
- * at what the child is blocked in (/proc/PID/syscall, the descriptor's path,
- * wchan), kills it, leaves it behind if it cannot die, and the run goes on.
+ * and its peers (record_pack: every field, not a record to parse again),
+ * then "E".  At the deadline the runner looks at what the child is blocked
+ * in (/proc/PID/syscall, the descriptor's path, wchan), kills it, leaves it behind if it cannot die, and the run goes on.
  */
 struct iso {
 	struct ctx *c;
@@ -355,23 +359,34 @@ struct iso {
 	struct outputs *view;
 };
 
+/* "T A N\n", then N bytes of text and "\n".  No printf: one of these per peer. */
 static void iso_put(struct strbuf *sb, char tag, const char *a, const char *text)
 {
-	sb_printf(sb, "%c %s %zu\n", tag, a, strlen(text));
-	sb_append(sb, text);
-	sb_append(sb, "\n");
+	char num[24];
+	size_t i = sizeof(num), n = strlen(text), l = n;
+	const char pre[2] = { tag, ' ' };
+
+	num[--i] = '\n';
+	do {
+		num[--i] = (char)('0' + l % 10);
+		l /= 10;
+	} while (l);
+	num[--i] = ' ';
+	sb_appendn(sb, pre, 2);
+	sb_append(sb, a);
+	sb_appendn(sb, num + i, sizeof(num) - i);
+	sb_appendn(sb, text, n);
+	sb_appendn(sb, "\n", 1);
 }
 
 static void iso_child(void *arg, int fd)
 {
 	struct iso *a = arg;
 	struct ctx *c = a->c;
-	struct strbuf sb = STRBUF_INIT;
+	struct strbuf sb = STRBUF_INIT, one = STRBUF_INIT;
 	char *js;
 	struct peerset *peers;
 	int r = a->hook(c, a->rep);
-	const char *p;
-	size_t left;
 
 	sb_printf(&sb, "R %d\n", r);
 	js = report_to_json(a->m->name, a->rep);
@@ -379,23 +394,13 @@ static void iso_child(void *arg, int fd)
 	free(js);
 	peers = a->view->peers;
 	for (size_t i = 0; peers && (a->m->outputs & OUT_PEERS) && i < peers->n; i++) {
-		char *text = record_format(&peers->v[i], c->spec->cluster.name, NULL, 0);
-
-		if (text)
-			iso_put(&sb, 'P', peers->v[i].self ? "1" : "0", text);
-		free(text);
+		sb_reset(&one);
+		record_pack(&one, &peers->v[i]);
+		iso_put(&sb, 'P', peers->v[i].self ? "1" : "0", sb_str(&one));
 	}
+	sb_free(&one);
 	sb_append(&sb, "E\n");
-	for (p = sb_str(&sb), left = sb.len; left;) {
-		ssize_t n = write(fd, p, left);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		p += n;
-		left -= (size_t)n;
-	}
+	(void)fd_write_all(fd, sb_str(&sb), sb.len);
 	sb_free(&sb);
 }
 
@@ -408,16 +413,14 @@ static bool iso_header(const char *p, const char *nl, char a[8], size_t *ret_n)
 {
 	const char *w = p + 2, *sp;
 	unsigned long long n;
-	char *end;
+	const char *end;
 
 	if (nl - p < 5 || p[1] != ' ' || !(sp = memchr(w, ' ', (size_t)(nl - w))) || sp == w || sp - w > 7 ||
 	    sp[1] < '0' || sp[1] > '9')
 		return false;
 	memcpy(a, w, (size_t)(sp - w));
 	a[sp - w] = '\0';
-	errno = 0;
-	n = strtoull(sp + 1, &end, 10);
-	if (errno || end != nl || n > SIZE_MAX)
+	if (!num_ull_prefix(sp + 1, 10, SIZE_MAX, &n, &end) || end != nl)
 		return false;
 	*ret_n = (size_t)n;
 	return true;
@@ -442,7 +445,13 @@ static bool iso_parse(struct ctx *c, const char *text, size_t len, struct report
 		if (tag == 'E') {
 			done = true;
 		} else if (tag == 'R') {
-			*ret = (int)strtol(p + 2, NULL, 10);
+			long long v;
+			const char *e;
+
+			/* "R -errno": anything else is no answer (strtol read junk as 0, success) */
+			if (p[1] != ' ' || !num_ll_prefix(p + 2, INT_MIN, INT_MAX, &v, &e) || e != nl)
+				break;
+			*ret = (int)v;
 		} else if ((tag == 'J' || tag == 'P') && iso_header(p, nl, a, &n) &&
 			   n <= (size_t)(end - nl - 1)) {
 			const char *body = nl + 1;
@@ -450,10 +459,9 @@ static bool iso_parse(struct ctx *c, const char *text, size_t len, struct report
 			if (tag == 'J') {
 				have_report = report_from_json(body, n, rep) == 0;
 			} else {
-				struct peer pe = { 0 };
-				char err[160];
+				struct peer pe;
 
-				if (record_parse(body, n, c->spec->cluster.name, NULL, 0, &pe, err, sizeof(err)) == 0) {
+				if (record_unpack(body, n, &pe) == 0) {
 					struct peer *slot;
 
 					if (!peers)

@@ -163,6 +163,7 @@ struct spec_mpi {
 	enum mpi_launcher launcher;     /* default openmpi */
 	unsigned slots;                 /* ranks per node in records and hostfiles; 0 (default): usable cores */
 	bool slots_per_gpu;             /* one rank per GPU (ND sizes), where sysfs shows GPUs; default false */
+	bool software_fabric;           /* a software RDMA device (rxe, siw) may be the fabric; default false */
 };
 
 /* slurm: this node in Slurm (modules/slurm, docs/slurm.md). */

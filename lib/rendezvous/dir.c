@@ -591,6 +591,38 @@ static int dir_remove(struct rendezvous *rv, struct report *rep, const char *nam
 	return r;
 }
 
+int rv_dir_now(struct rendezvous *rv, int64_t *ret)
+{
+	char *rel = xasprintf("%s/.hpcinit-clock.%s", rv->tree.levels[2], rv->o.self);
+	char *hp = ctx_path(rv->c, rel);
+	struct stat st;
+	int fd, r = 0;
+
+	/*
+	 * One name per node, not per run: a run SIGKILLed before its unlink
+	 * leaves one file, which the next run reuses.  Two runs at once share
+	 * it harmlessly (each reads the time of its own write on its own fd).
+	 */
+	fd = open(hp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+	if (fd < 0) {
+		r = -errno;
+	} else {
+		/* A write: its time is the server's, whatever the create carried. */
+		errno = 0;
+		if (write(fd, "\n", 1) != 1 || fstat(fd, &st) < 0)
+			r = errno ? -errno : -EIO;
+		else if (!S_ISREG(st.st_mode))
+			r = -EPERM;
+		close(fd);
+		(void)unlink(hp);
+	}
+	if (r == 0)
+		*ret = (int64_t)st.st_mtime;
+	free(rel);
+	free(hp);
+	return r;
+}
+
 /*
  * One pass over the collection.  Names starting with "." (probes) are
  * skipped; fs_write's temporary files come with refused "temp" and their

@@ -132,6 +132,13 @@ int rv_secret_load(const struct ctx *c, struct report *rep, char **key, size_t *
  */
 int rv_dir_read_entry(int dfd, const char *name, const struct rv_tree *t, bool reown, size_t max,
 		      struct rv_entry *e, char **ret);
+/*
+ * The shared directory's clock now: the file time of a probe file written
+ * in the collection (".hpcinit-clock.<self>", removed at once; names
+ * starting with "." are never listed).  On NFS the server sets it, so it is
+ * the clock every node's writes are dated by.  0, or -errno.
+ */
+int rv_dir_now(struct rendezvous *rv, int64_t *ret);
 
 /* ---- etcd: the one helper runner, the one frame reader (etcd.c) ---- */
 

@@ -10,12 +10,13 @@
  * record has the owner the clients' root writes as.
  *
  * Time: the cluster clock is the shared directory's, seen in the file time
- * of this node's record just after writing it.  A node whose own clock is
- * off by more than DISC_CLOCK_SKEW_S stamps its record and judges leases by
- * that clock instead, so a node that is behind is not pruned by its peers
- * and a node that is ahead prunes no one; a record dated further than the
- * skew ahead of the cluster clock is rejected (it would otherwise never
- * expire and win every address conflict).
+ * of a probe file each run writes before its record (rv_dir_now).  A node
+ * whose own clock is off by more than DISC_CLOCK_SKEW_S stamps its record
+ * and judges leases by that clock instead and says so (discovery.clock.skew),
+ * so a node that is behind is not pruned by its peers and a node that is
+ * ahead prunes no one; a record dated further than the skew ahead of the
+ * cluster clock is rejected (it would otherwise never expire and win every
+ * address conflict).
  */
 #include "config.h"
 
@@ -403,49 +404,51 @@ static int write_record(struct ctx *c, struct report *rep, struct rendezvous *rv
 }
 
 /*
- * Write this node's record and learn the cluster clock from its file time.
- * When this node's clock is off by more than the skew, the record is
- * written again, stamped with the cluster clock, and the run says so.
+ * Learn the cluster clock, then write this node's record stamped with it.
+ * The clock comes first (a probe file's time, lib/rendezvous/dir.c): a
+ * record stamped with a wrong clock, even for the moment before a second
+ * write put it right, is one a peer reads as past its lease (and prunes)
+ * or as dated in the future (and rejects); and this run's own reading of
+ * the others' ages needs the offset even when that record is gone by then.
+ * A clock off by more than the skew is a fault of this node: a finding.
  */
 static int write_self(struct ctx *c, struct report *rep, struct shared *sh, struct peer *self)
 {
-	int64_t mine = disc_now(), stamp = mine + sh->offset, off;
-	char *rel, *hp;
-	struct stat st;
+	int64_t mine = disc_now(), dir_now, off;
 	int r;
 
-	r = write_record(c, rep, &sh->rv, &sh->sec, self, stamp);
+	r = rv_dir_now(&sh->rv, &dir_now);
 	/*
 	 * Found on real VMs (tests/vm): a compute that mounted the share the
 	 * moment the head exported it got ESTALE on its first write, and the
 	 * same write worked a few seconds later.  Retry a few times.
 	 */
 	for (int i = 0; r == -ESTALE && i < 5; i++) {
+		report_detail(rep, "stale NFS file handle writing in %s; retrying in 1 s", sh->nodes);
+		sleep(1);
+		mine = disc_now();
+		r = rv_dir_now(&sh->rv, &dir_now);
+	}
+	if (r < 0)
+		return r;       /* this node could not write its record either */
+	off = dir_now - mine;
+	sh->offset = off > DISC_CLOCK_SKEW_S || off < -DISC_CLOCK_SKEW_S ? off : 0;
+	if (sh->offset)
+		report_finding(rep, ST_DEGRADED, "discovery.clock.skew",
+			       "this node's clock is %" PRId64 " s %s the shared directory's (file "
+			       "times in %s, more than the %d s of skew allowed): records are stamped "
+			       "and leases judged by the directory's clock; fix the time sync (chrony)",
+			       off < 0 ? -off : off, off < 0 ? "ahead of" : "behind", sh->nodes,
+			       DISC_CLOCK_SKEW_S);
+	r = write_record(c, rep, &sh->rv, &sh->sec, self, mine + sh->offset);
+	for (int i = 0; r == -ESTALE && i < 5; i++) {
 		report_detail(rep, "stale NFS file handle writing this node's record; retrying in 1 s");
 		sleep(1);
-		r = write_record(c, rep, &sh->rv, &sh->sec, self, stamp);
+		r = write_record(c, rep, &sh->rv, &sh->sec, self, disc_now() + sh->offset);
 	}
 	if (r < 0)
 		return r;
 	sh->written = mine;
-	rel = xasprintf("%s/%s.rec", sh->nodes, self->hostname);
-	hp = ctx_path(c, rel);
-	free(rel);
-	r = lstat(hp, &st);
-	free(hp);
-	if (r < 0)
-		return 0;       /* the record is written; the clock stays this node's */
-	off = (int64_t)st.st_mtime - mine;
-	sh->offset = off > DISC_CLOCK_SKEW_S || off < -DISC_CLOCK_SKEW_S ? off : 0;
-	if (mine + sh->offset - stamp > DISC_CLOCK_SKEW_S || stamp - (mine + sh->offset) > DISC_CLOCK_SKEW_S) {
-		report_detail(rep, "this node's clock is %" PRId64 " s %s the shared directory's "
-			      "(file times in %s); records are stamped and leases judged by the "
-			      "directory's clock; fix the time sync (chrony)", off < 0 ? -off : off,
-			      off < 0 ? "ahead of" : "behind", sh->nodes);
-		r = write_record(c, rep, &sh->rv, &sh->sec, self, mine + sh->offset);
-		if (r < 0)
-			return r;
-	}
 	return 0;
 }
 

@@ -70,7 +70,7 @@ mkdir -p "$FT"
 : > "$FT/killed"
 OUT=${FAULTS_OUT:-/tmp/hpcinit-faults.$SEED.$$}
 
-declare -A STATE DEPARTED COUNT REPORTED
+declare -A STATE DEPARTED COUNT REPORTED FUTURE_SEEN
 PENDING=()                      # "DUE ACTION ARGS..." lines
 VIOLATIONS=0
 RSS_PEAK=0
@@ -480,6 +480,16 @@ check_continuous() {
 		key=sanitizer
 		[ -n "${REPORTED[$key]}" ] || { REPORTED[$key]=1; violation "-" "a crash report: $(grep -E "$crash_re" "$FT"/out.* | head -3)"; }
 	fi
+	# every record here is hpcinit's own: a node whose clock is off stamps it with the
+	# cluster's, so a run that rejects one as "in the future" lost a live member for nothing
+	local future_re="record [^ ]+: dated -?[0-9]+ s in the future" f
+	for f in "$FT"/out.*; do
+		[ -f "$f" ] || continue
+		c=$(grep -c -E "$future_re" "$f")
+		[ "$c" -gt "${FUTURE_SEEN[$f]:-0}" ] || continue
+		FUTURE_SEEN[$f]=$c
+		violation "${f##*/out.}" "a run rejected a peer's record as dated in the future ($c so far): $(grep -E "$future_re" "$f" | tail -1)"
+	done
 	for n in $(sim list); do
 		scan_node "$n"
 		c=${#AGENTS[@]}

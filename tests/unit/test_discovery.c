@@ -14,7 +14,17 @@
 #include "../../modules/discovery/discovery.c"
 #include "../../modules/discovery/admit.c"
 #include "../../modules/discovery/node.c"
+#include "rendezvous/rendezvous.h"
+/*
+ * A seam around the record writes of shared.c: every version of a record
+ * that lands in the directory is looked at as a peer reading it that
+ * moment would (seam_put, below).
+ */
+static int seam_put(struct rendezvous *rv, struct report *rep, const char *name, const char *data,
+		    size_t len);
+#define rv_put seam_put
 #include "../../modules/discovery/shared.c"
+#undef rv_put
 #include "../../modules/discovery/static.c"
 #include "../../modules/discovery/scan.c"
 #include "proc.h"
@@ -217,6 +227,98 @@ static void test_clock_skew(struct ctx *c, struct spec *spec)
 	report_free(&rep);
 	disc_clock = &system_clock;
 	clock_skew = 0;
+}
+
+/*
+ * The peer of the seam: with a right clock, it reads each record the
+ * moment it is written, as take_record does, and prunes one past its lease.
+ */
+static bool seam_peer;
+static int seam_stale, seam_future;
+
+static int seam_put(struct rendezvous *rv, struct report *rep, const char *name, const char *data,
+		    size_t len)
+{
+	int r = rv_put(rv, rep, name, data, len);
+	int64_t now = (int64_t)time(NULL);
+	struct peer p;
+
+	if (r < 0 || !seam_peer || record_parse(data, len, "glo", NULL, 0, &p, NULL, 0) < 0)
+		return r;
+	if (p.updated > now + DISC_CLOCK_SKEW_S) {
+		fprintf(stderr, "seam: a peer reads %s dated %" PRId64 " s in the future\n", name,
+			p.updated - now);
+		seam_future++;
+	} else if (now - p.updated > lease_s(rv->c->spec)) {
+		fprintf(stderr, "seam: a peer reads %s %" PRId64 " s old and prunes it\n", name,
+			now - p.updated);
+		struct report scratch;
+
+		seam_stale++;
+		report_init(&scratch);
+		(void)rv_remove(rv, &scratch, name);
+		report_free(&scratch);
+	}
+	peer_clear(&p);
+	return r;
+}
+
+/*
+ * Found by the fault campaign (seed 20, --faults clock): a node whose clock
+ * was 196 s behind wrote its record stamped with its own clock, and only
+ * then learned the directory's clock and wrote it again.  A peer reading in
+ * between pruned the record as past its lease; the node, finding it gone,
+ * kept its own clock and rejected every peer as "dated 196 s in the
+ * future".  Here a peer reads every version written: none may be stale or
+ * from the future, this node keeps its peers, and the clock is a finding
+ * until it is right again.
+ */
+static void test_clock_first_write(struct ctx *c, struct spec *spec)
+{
+	const int64_t skews[] = { -196, -3600, 3600 };
+	struct report rep;
+	char *hp;
+
+	/* the records test_clock_skew planted ahead go: only node1 and node2 here */
+	hp = host(NODES "/future.rec");
+	(void)unlink(hp);
+	free(hp);
+	hp = host(NODES "/nearfuture.rec");
+	(void)unlink(hp);
+	free(hp);
+	spec->discovery.expect = 1;
+	spec->discovery.wait_ms = 0;
+	disc_clock = &skewed_clock;
+	seam_peer = true;
+	for (size_t i = 0; i < sizeof(skews) / sizeof(skews[0]); i++) {
+		plant("node2", "10.0.0.2", 0, KEY);
+		clock_skew = skews[i];
+		seam_stale = seam_future = 0;
+		TEST_INTEQ(run(c, &rep), 0);
+		TEST_INTEQ(seam_stale, 0);
+		TEST_INTEQ(seam_future, 0);
+		TEST_CHECK(exists(NODES "/node1.rec"));
+		TEST_CHECK(!exists(NODES "/.hpcinit-clock.node1"));     /* the probe is gone */
+		TEST_CHECK(has_peer(c, "node2"));
+		TEST_CHECK(strstr(sb_str(&rep.details), "discovery.record.future") == NULL &&
+			   strstr(sb_str(&rep.details), "in the future") == NULL);
+		TEST_CHECK(finding(&rep, "discovery.clock.skew", ST_DEGRADED));
+		TEST_INTEQ(rep.status, ST_DEGRADED);
+		TEST_CHECK(diff_abs(record_updated("node1"), (int64_t)time(NULL)) <= DISC_CLOCK_SKEW_S);
+		report_free(&rep);
+	}
+	/* the clock fixed: the finding is gone (other findings here are earlier tests' records) */
+	clock_skew = 0;
+	seam_stale = seam_future = 0;
+	TEST_INTEQ(run(c, &rep), 0);
+	TEST_INTEQ(seam_stale + seam_future, 0);
+	TEST_CHECK(has_peer(c, "node2"));
+	TEST_CHECK(strstr(sb_str(&rep.details), "this node's clock is") == NULL);
+	for (size_t i = 0; i < rep.n_findings; i++)
+		TEST_CHECK(strcmp(rep.findings[i].tag, "discovery.clock.skew") != 0);
+	report_free(&rep);
+	seam_peer = false;
+	disc_clock = &system_clock;
 }
 
 /* A signed, fresh record for name at addr with an IPoIB address. */
@@ -914,6 +1016,7 @@ int main(void)
 	c.command = NULL;
 
 	test_clock_skew(&c, &spec);
+	test_clock_first_write(&c, &spec);
 	test_admit(&c, &spec);
 	test_admit_found(&c);
 	test_head_squash(&c, &spec);

@@ -525,6 +525,65 @@ static void test_hmac_cache(void)
 	free(key);
 }
 
+/*
+ * The packed form an isolated step's child sends the runner: every field
+ * comes back (the record text of both is the same, and the fields the text
+ * does not hold: self), absent strings stay absent, and anything cut short
+ * or padded is refused whole.
+ */
+static void test_pack(void)
+{
+	struct peer p, q;
+	struct strbuf sb = STRBUF_INIT;
+	char *a, *b;
+
+	fill(&p);
+	p.fabric = xstrdup("mlx5_ib0=0c42:a103:0065:aa10");
+	p.pkey = xstrdup("0x800b");
+	p.placement_group = xstrdup("pg-1");
+	p.head = true;
+	p.formed = true;
+	p.self = true;
+	p.updated = -5;
+	record_pack(&sb, &p);
+	TEST_INTEQ(record_unpack(sb.buf, sb.len, &q), 0);
+	a = record_format(&p, "glo", NULL, 0);
+	b = record_format(&q, "glo", NULL, 0);
+	TEST_STREQ(a, b);
+	TEST_CHECK(q.self && q.head && q.formed && q.updated == -5 && q.slots == 120);
+	TEST_INTEQ(q.host_keys.n, 2);
+	TEST_INTEQ(q.n_user_keys, 1);
+	TEST_STREQ(q.user_keys[0].user, "azureuser");
+	free(a);
+	free(b);
+	peer_clear(&q);
+	/* every cut short is refused, and so is a byte too many */
+	for (size_t n = 0; n < sb.len; n++)
+		TEST_INTEQ(record_unpack(sb.buf, n, &q), -EBADMSG);
+	sb_append(&sb, "x");
+	TEST_INTEQ(record_unpack(sb.buf, sb.len, &q), -EBADMSG);
+	peer_clear(&p);
+	sb_reset(&sb);
+
+	/* absent strings stay absent, no keys */
+	memset(&p, 0, sizeof(p));
+	p.hostname = xstrdup("n1");
+	p.addr = xstrdup("10.0.0.1");
+	record_pack(&sb, &p);
+	TEST_INTEQ(record_unpack(sb.buf, sb.len, &q), 0);
+	TEST_CHECK(!q.ipoib_addr && !q.fabric && !q.version && !q.self && q.host_keys.n == 0 &&
+		   q.n_user_keys == 0);
+	TEST_STREQ(q.hostname, "n1");
+	peer_clear(&q);
+	peer_clear(&p);
+	/* a length past the end, a count over the limit */
+	TEST_INTEQ(record_unpack("99:n1", 5, &q), -EBADMSG);
+	sb_reset(&sb);
+	sb_append(&sb, "2:n18:10.0.0.1------1:01:01:03:999");
+	TEST_INTEQ(record_unpack(sb.buf, sb.len, &q), -EBADMSG);
+	sb_free(&sb);
+}
+
 int main(void)
 {
 	test_key_span();
@@ -533,6 +592,7 @@ int main(void)
 	test_sort();
 	test_hostname();
 	test_roundtrip();
+	test_pack();
 	test_fabric_fields();
 	test_hmac();
 	test_formed();
