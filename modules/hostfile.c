@@ -313,11 +313,6 @@ static int domain_files(struct ctx *c, struct report *rep, const char *dir, stru
 
 /* ---- /etc/hosts ---- */
 
-static bool real_root(const struct ctx *c)
-{
-	return !c->root || !*c->root || strcmp(c->root, "/") == 0;
-}
-
 /*
  * A hosts(5) text parsed once: every (name, address) pair, sorted by name
  * (case-insensitive, as the resolver compares) and then by line, so a
@@ -460,7 +455,7 @@ static int name_resolves(const struct ctx *c, const struct hosts_index *hosts, b
 	const char *a = hosts_index_lookup(hosts, name, &several);
 	int r;
 
-	if (!real_root(c)) {
+	if (!ctx_real_root(c)) {
 		if (!a) {
 			snprintf(other, len, "not in %s/etc/hosts", c->root);
 			return -1;
@@ -501,11 +496,11 @@ static size_t names_wrong(const struct ctx *c, const struct peerset *peers, char
 {
 	char *hosts_text = NULL;
 	struct hosts_index hosts;
-	bool files = real_root(c) && files_first(c);
+	bool files = ctx_real_root(c) && files_first(c);
 	size_t bad = 0;
 
 	*first = NULL;
-	if ((!real_root(c) || files) && fs_read(c, ETC_HOSTS, &hosts_text, NULL) < 0)
+	if ((!ctx_real_root(c) || files) && fs_read(c, ETC_HOSTS, &hosts_text, NULL) < 0)
 		hosts_text = NULL;
 	hosts_index_build(&hosts, hosts_text);
 	free(hosts_text);

@@ -25,12 +25,12 @@
 #include "hpcinit.h"
 #include "limits/memlock_job.h"
 #include "proc.h"
+#include "systemd.h"
 
 #define LIMITS_PATH "/etc/security/limits.d/90-hpcinit.conf"
 #define SYSTEMD_SYSTEM_PATH "/etc/systemd/system.conf.d/90-hpcinit.conf"
 #define SYSTEMD_USER_PATH "/etc/systemd/user.conf.d/90-hpcinit.conf"
 #define PAM_MAX_DEPTH 8
-#define SYSTEMCTL_TIMEOUT_MS 30000
 
 static bool memlock_enabled(const struct spec *s)
 {
@@ -332,53 +332,11 @@ static bool systemd_running(const struct ctx *c)
 	return yes;
 }
 
-/*
- * systemctl of the root: <root>/usr/bin/systemctl, else /bin/systemctl (the
- * same file on merged-/usr systems).  Under a fake root it is the root's
- * own, which is how tests stand in for a running systemd.
- */
-static char *systemctl_path(const struct ctx *c)
-{
-	static const char *const cands[] = { "/usr/bin/systemctl", "/bin/systemctl" };
-
-	for (size_t i = 0; i < 2; i++) {
-		char *p = ctx_path(c, cands[i]);
-
-		if (access(p, X_OK) == 0)
-			return p;
-		free(p);
-	}
-	return NULL;
-}
-
-/* systemctl ARG...: 0 and its stdout, or -errno. */
-static int systemctl(const struct ctx *c, const char *a1, const char *a2, char **ret_out)
-{
-	char *prog = systemctl_path(c);
-	const char *argv[] = { prog, a1, a2, NULL };
-	struct proc_result pr;
-	int r;
-
-	if (!prog)
-		return -ENOENT;
-	r = proc_run(argv, NULL, NULL, SYSTEMCTL_TIMEOUT_MS, &pr);
-	free(prog);
-	if (r < 0)
-		return r;
-	r = pr.exit_code == 0 ? 0 : pr.timed_out ? -ETIMEDOUT : -EIO;
-	if (r == 0 && ret_out) {
-		*ret_out = pr.out;
-		pr.out = NULL;
-	}
-	proc_result_free(&pr);
-	return r;
-}
-
 /* The live default of the running manager: systemctl show's DefaultLimitMEMLOCK (bytes or infinity). */
 static int live_default(const struct ctx *c, long long *ret)
 {
 	char *out = NULL;
-	int r = systemctl(c, "show", "--property=DefaultLimitMEMLOCK", &out);
+	int r = systemctl_run(c, "show", "--property=DefaultLimitMEMLOCK", &out);
 
 	if (r < 0)
 		return r;
@@ -453,7 +411,7 @@ static bool systemd_live(struct ctx *c, struct report *r, long long want)
 			       "runs systemctl daemon-reload", lbuf, wbuf);
 		return false;
 	}
-	ret = systemctl(c, "daemon-reload", NULL, NULL);
+	ret = systemctl_run(c, "daemon-reload", NULL, NULL);
 	if (ret == 0)
 		ret = live_default(c, &live);
 	if (ret == 0 && live == want) {
@@ -474,17 +432,13 @@ static bool systemd_live(struct ctx *c, struct report *r, long long want)
  * On a first boot sshd starts long before hpcinit and keeps the limit the
  * manager gave it then (8 MiB); what mpirun starts through ssh outside a
  * pam_limits session inherits that.  Once the manager's default is right,
- * apply restarts sshd (try-restart: only if it runs; ssh.service on
- * Debian/Ubuntu, sshd.service elsewhere).  Open sessions survive: both
- * units stop only the listener (KillMode=process).
+ * apply restarts sshd (try-restart: only if it runs; its unit by its unit
+ * file, sshd_unit: ssh.service on Debian/Ubuntu, sshd.service elsewhere).
+ * Open sessions survive: both units stop only the listener (KillMode=process).
  */
 static int restart_sshd(struct ctx *c)
 {
-	int r = systemctl(c, "try-restart", "ssh.service", NULL);
-
-	if (r < 0)
-		r = systemctl(c, "try-restart", "sshd.service", NULL);
-	return r;
+	return sshd_systemctl(c, "try-restart");
 }
 
 /* The running sshd's memlock: 0 and soft/hard, or -errno; ret_pid malloc'd. */
@@ -658,7 +612,7 @@ static void observe(struct ctx *c, struct report *r)
 		report_finding(r, ST_OK, "memlock.sshd.absent",
 			       "sshd: no running sshd found (/run/sshd.pid, /proc)");
 	}
-	if (c->root[0] == '\0' || strcmp(c->root, "/") == 0) {
+	if (ctx_real_root(c)) {
 		struct rlimit rl;
 
 		if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0) {

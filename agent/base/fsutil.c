@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <grp.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,8 @@
 #include "fsutil.h"
 #include "hpcinit.h"
 #include "log.h"
+#include "number.h"
+#include "strlist.h"
 
 char *fs_rooted(const char *root, const char *path)
 {
@@ -119,7 +122,7 @@ static int fsync_dir_of(const char *hostpath)
 	return r;
 }
 
-static int write_all(int fd, const void *data, size_t len)
+int fd_write_all(int fd, const void *data, size_t len)
 {
 	const char *p = data;
 
@@ -131,6 +134,8 @@ static int write_all(int fd, const void *data, size_t len)
 				continue;
 			return -errno;
 		}
+		if (n == 0)
+			return -EIO;
 		p += n;
 		len -= (size_t)n;
 	}
@@ -201,7 +206,7 @@ static int atomic_replace(const struct ctx *c, const char *hostpath, const void 
 		r = -errno;
 		goto out_unlink;
 	}
-	r = write_all(fd, data, len);
+	r = fd_write_all(fd, data, len);
 	if (r < 0)
 		goto out_unlink;
 	if (fsync(fd) < 0) {
@@ -768,6 +773,21 @@ static int lookup_nss(const char *user, uid_t *ret_uid, gid_t *ret_gid, char **r
 	return -e;
 }
 
+/* line's fields at ':' (it is cut there) into f, at most max: how many. */
+static int split_colons(char *line, char **f, int max)
+{
+	char *s = line;
+	int i;
+
+	for (i = 0; i < max && s; i++) {
+		f[i] = s;
+		s = strchr(s, ':');
+		if (s)
+			*s++ = '\0';
+	}
+	return i;
+}
+
 int fs_lookup_user(const struct ctx *c, const char *user, uid_t *ret_uid, gid_t *ret_gid,
 		   char **ret_home)
 {
@@ -775,7 +795,7 @@ int fs_lookup_user(const struct ctx *c, const char *user, uid_t *ret_uid, gid_t 
 	int r;
 	size_t ul = strlen(user);
 
-	if (!c->root || !c->root[0] || strcmp(c->root, "/") == 0)
+	if (ctx_real_root(c))
 		return lookup_nss(user, ret_uid, ret_gid, ret_home);
 	r = fs_read(c, "/etc/passwd", &text, NULL);
 
@@ -790,25 +810,12 @@ int fs_lookup_user(const struct ctx *c, const char *user, uid_t *ret_uid, gid_t 
 		if (strncmp(line, user, ul) == 0 && line[ul] == ':') {
 			/* name:pw:uid:gid:gecos:home:shell */
 			char *f[7] = { 0 };
-			char *s = line;
-			int i;
+			int i = split_colons(line, f, 7);
 
-			for (i = 0; i < 7 && s; i++) {
-				f[i] = s;
-				s = strchr(s, ':');
-				if (s)
-					*s++ = '\0';
-			}
 			if (i >= 6 && f[2] && f[3] && f[5]) {
-				char *end;
-				unsigned long u, g;
+				unsigned long long u, g;
 
-				errno = 0;
-				u = strtoul(f[2], &end, 10);
-				if (errno || *end || end == f[2] || u > UINT_MAX - 1)
-					break;
-				g = strtoul(f[3], &end, 10);
-				if (errno || *end || end == f[3] || g > UINT_MAX - 1)
+				if (!num_ull(f[2], 10, UINT_MAX - 1, &u) || !num_ull(f[3], 10, UINT_MAX - 1, &g))
 					break;
 				if (ret_uid)
 					*ret_uid = (uid_t)u;
@@ -824,4 +831,65 @@ int fs_lookup_user(const struct ctx *c, const char *user, uid_t *ret_uid, gid_t 
 	}
 	free(text);
 	return r;
+}
+
+static bool list_has(const struct strlist *l, const char *s)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (strcmp(l->v[i], s) == 0)
+			return true;
+	return false;
+}
+
+/* The groups of user through NSS: getgrouplist (its primary group first when known), getgrgid. */
+static void user_groups_nss(const char *user, bool gid_known, gid_t gid, struct strlist *ret)
+{
+	int n = 64;
+	gid_t *gs = xcalloc((size_t)n, sizeof(*gs));
+	gid_t base = gid_known ? gid : (gid_t)-1;
+
+	if (getgrouplist(user, base, gs, &n) < 0) {
+		gs = xrealloc(gs, (size_t)n * sizeof(*gs));
+		if (getgrouplist(user, base, gs, &n) < 0)
+			n = 0;
+	}
+	for (int i = 0; i < n; i++) {
+		struct group *g;
+
+		if (!gid_known && gs[i] == (gid_t)-1)
+			continue;
+		if ((g = getgrgid(gs[i])) && !list_has(ret, g->gr_name))
+			strlist_push(ret, g->gr_name);
+	}
+	free(gs);
+}
+
+void fs_user_groups(const struct ctx *c, const char *user, bool gid_known, gid_t gid, struct strlist *ret)
+{
+	char *text = NULL, *next;
+
+	if (ctx_real_root(c)) {
+		user_groups_nss(user, gid_known, gid, ret);
+		return;
+	}
+	if (fs_read(c, "/etc/group", &text, NULL) < 0)
+		return;
+	for (char *line = text; line && *line; line = next) {
+		char *nl = strchr(line, '\n'), *f[4] = { 0 };
+		unsigned long long g;
+		bool member;
+
+		if (nl)
+			*nl = '\0';
+		next = nl ? nl + 1 : NULL;
+		/* name:pw:gid:members */
+		if (split_colons(line, f, 4) < 4 || !num_ull(f[2], 10, UINT_MAX, &g))
+			continue;
+		member = gid_known && g == gid;
+		for (char *save = NULL, *m = strtok_r(f[3], ",", &save); m && !member; m = strtok_r(NULL, ",", &save))
+			member = strcmp(m, user) == 0;
+		if (member && !list_has(ret, f[0]))
+			strlist_push(ret, f[0]);
+	}
+	free(text);
 }

@@ -88,5 +88,15 @@ void text_diff(struct strbuf *out, const char *path, const char *old, const char
  * root.  0 or -ENOENT (or another -errno from NSS). ret_home malloc'd. */
 int fs_lookup_user(const struct ctx *c, const char *user, uid_t *ret_uid, gid_t *ret_gid,
 		   char **ret_home);
+/* All len bytes to fd (again after EINTR and short writes): 0 or -errno. */
+int fd_write_all(int fd, const void *data, size_t len);
+struct strlist;
+/*
+ * The names of the groups user is in: its primary group (gid, when
+ * gid_known) and every group that lists it.  NSS (getgrouplist, getgrgid)
+ * on the real root, <root>/etc/group under a fake root.  Appended to ret,
+ * each once.
+ */
+void fs_user_groups(const struct ctx *c, const char *user, bool gid_known, gid_t gid, struct strlist *ret);
 
 #endif

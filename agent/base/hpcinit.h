@@ -53,7 +53,7 @@ struct report {
 };
 
 struct peerset;                 /* record.h */
-struct rdma_result;             /* modules/rdma/rdma.h */
+struct rdma_result;             /* lib/ib/ibsysfs.h */
 
 /*
  * Typed hand-offs between steps.  Each field is declared by exactly one
@@ -185,5 +185,10 @@ bool ctx_backoff(const struct ctx *c, uint64_t *delay_ms, uint64_t cap_ms);
 
 /* True when the mode may change the system. */
 static inline bool ctx_may_write(const struct ctx *c) { return c->mode == RUN_APPLY; }
+/* True on the real system: no --root, or --root /.  False on a fake root (tests, images). */
+static inline bool ctx_real_root(const struct ctx *c)
+{
+	return !c->root || !c->root[0] || (c->root[0] == '/' && !c->root[1]);
+}
 
 #endif

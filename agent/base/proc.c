@@ -17,11 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "blocked.h"
 #include "hpcinit.h"
 #include "log.h"
 #include "proc.h"
-
-#define PATH_MAX_TEXT 1024       /* the longest path a message names */
 
 static const char safe_path[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
@@ -158,212 +157,7 @@ void proc_result_free(struct proc_result *r)
 	r->out_len = r->err_len = 0;
 }
 
-/* ---- what a blocked child waits for, and children stuck in the kernel ------- */
-
-/* The kernel function pid sleeps in (/proc/PID/wchan), "" when unknown. */
-static void read_wchan(pid_t pid, char *buf, size_t size)
-{
-	char path[64];
-	FILE *f;
-
-	buf[0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%d/wchan", (int)pid);
-	if ((f = fopen(path, "re"))) {
-		if (!fgets(buf, (int)size, f))
-			buf[0] = '\0';
-		fclose(f);
-	}
-	buf[strcspn(buf, "\n")] = '\0';
-	if (strcmp(buf, "0") == 0)
-		buf[0] = '\0';
-}
-
-/*
- * A string in pid's memory at addr (a path a system call was given), read
- * through /proc/PID/mem (the caller is the child's parent, or root); false
- * when it cannot be read.
- */
-static bool read_child_string(pid_t pid, unsigned long long addr, char *buf, size_t size)
-{
-	char path[64];
-	ssize_t n;
-	int fd;
-
-	if (!addr || size < 2)
-		return false;
-	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return false;
-	n = pread(fd, buf, size - 1, (off_t)addr);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	return memchr(buf, '\0', (size_t)n) != NULL && buf[0] != '\0';
-}
-
-/* What a blocked child waits for: its system call, the file it names, its kernel wait. */
-void proc_describe_blocked(pid_t pid, struct strbuf *sb)
-{
-	/*
-	 * fd_arg: the first argument is a descriptor; path_arg: argument 1 or 2
-	 * is a path, relative to that descriptor (the *at calls) or to the
-	 * working directory.
-	 */
-	static const struct { long nr; const char *name; bool fd_arg; int path_arg; } calls[] = {
-#ifdef SYS_getdents64
-		{ SYS_getdents64, "getdents64 (readdir)", true, 0 },
-#endif
-#ifdef SYS_openat
-		{ SYS_openat, "openat", true, 2 },
-#endif
-#ifdef SYS_open
-		{ SYS_open, "open", false, 1 },
-#endif
-#ifdef SYS_newfstatat
-		{ SYS_newfstatat, "fstatat (stat)", true, 2 },
-#endif
-#ifdef SYS_statx
-		{ SYS_statx, "statx (stat)", true, 2 },
-#endif
-#ifdef SYS_stat
-		{ SYS_stat, "stat", false, 1 },
-#endif
-#ifdef SYS_lstat
-		{ SYS_lstat, "lstat", false, 1 },
-#endif
-#ifdef SYS_statfs
-		{ SYS_statfs, "statfs", false, 1 },
-#endif
-#ifdef SYS_fstatfs
-		{ SYS_fstatfs, "fstatfs", true, 0 },
-#endif
-#ifdef SYS_getxattr
-		{ SYS_getxattr, "getxattr", false, 1 },
-#endif
-#ifdef SYS_lgetxattr
-		{ SYS_lgetxattr, "lgetxattr", false, 1 },
-#endif
-#ifdef SYS_faccessat
-		{ SYS_faccessat, "faccessat (access)", true, 2 },
-#endif
-#ifdef SYS_faccessat2
-		{ SYS_faccessat2, "faccessat2 (access)", true, 2 },
-#endif
-#ifdef SYS_access
-		{ SYS_access, "access", false, 1 },
-#endif
-#ifdef SYS_readlinkat
-		{ SYS_readlinkat, "readlinkat", true, 2 },
-#endif
-#ifdef SYS_read
-		{ SYS_read, "read", true, 0 },
-#endif
-#ifdef SYS_pread64
-		{ SYS_pread64, "pread", true, 0 },
-#endif
-#ifdef SYS_write
-		{ SYS_write, "write", true, 0 },
-#endif
-#ifdef SYS_fsync
-		{ SYS_fsync, "fsync", true, 0 },
-#endif
-#ifdef SYS_fdatasync
-		{ SYS_fdatasync, "fdatasync", true, 0 },
-#endif
-#ifdef SYS_fchown
-		{ SYS_fchown, "fchown", true, 0 },
-#endif
-#ifdef SYS_fchmod
-		{ SYS_fchmod, "fchmod", true, 0 },
-#endif
-#ifdef SYS_fchownat
-		{ SYS_fchownat, "fchownat (chown)", true, 2 },
-#endif
-#ifdef SYS_renameat2
-		{ SYS_renameat2, "rename", true, 2 },
-#endif
-#ifdef SYS_renameat
-		{ SYS_renameat, "rename", true, 2 },
-#endif
-#ifdef SYS_rename
-		{ SYS_rename, "rename", false, 1 },
-#endif
-#ifdef SYS_mkdirat
-		{ SYS_mkdirat, "mkdir", true, 2 },
-#endif
-#ifdef SYS_mkdir
-		{ SYS_mkdir, "mkdir", false, 1 },
-#endif
-#ifdef SYS_unlinkat
-		{ SYS_unlinkat, "unlink", true, 2 },
-#endif
-#ifdef SYS_unlink
-		{ SYS_unlink, "unlink", false, 1 },
-#endif
-#ifdef SYS_connect
-		{ SYS_connect, "connect", true, 0 },
-#endif
-#ifdef SYS_poll
-		{ SYS_poll, "poll", false, 0 },
-#endif
-#ifdef SYS_ppoll
-		{ SYS_ppoll, "ppoll", false, 0 },
-#endif
-	};
-	char path[64], buf[256] = "", wchan[64] = "", arg[PATH_MAX_TEXT];
-	long nr = -2;
-	unsigned long long a[2] = { 0, 0 };
-	const char *name = NULL;
-	bool fd_arg = false;
-	int path_arg = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
-	if ((f = fopen(path, "re"))) {
-		if (fgets(buf, sizeof(buf), f) && sscanf(buf, "%ld %llx %llx", &nr, &a[0], &a[1]) < 1)
-			nr = -2;
-		fclose(f);
-	}
-	read_wchan(pid, wchan, sizeof(wchan));
-	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++)
-		if (calls[i].nr == nr) {
-			name = calls[i].name;
-			fd_arg = calls[i].fd_arg;
-			path_arg = calls[i].path_arg;
-		}
-	if (nr < 0) {
-		sb_append(sb, "running, not in a system call");
-	} else {
-		char link[64], target[512] = "";
-		ssize_t n;
-
-		if (name)
-			sb_printf(sb, "%s", name);
-		else
-			sb_printf(sb, "system call %ld", nr);
-		if (fd_arg || path_arg) {
-			/* the descriptor's file, or the directory a relative path starts from */
-			if (!fd_arg || (long long)a[0] == -100LL || a[0] == 0xffffffffffffff9cULL)
-				snprintf(link, sizeof(link), "/proc/%d/cwd", (int)pid);
-			else
-				snprintf(link, sizeof(link), "/proc/%d/fd/%llu", (int)pid, a[0]);
-			n = readlink(link, target, sizeof(target) - 1);
-			target[n > 0 ? n : 0] = '\0';
-		}
-		if (path_arg && read_child_string(pid, a[path_arg - 1], arg, sizeof(arg))) {
-			/* the file the call names: "openat of /home/alice/.ssh/authorized_keys" */
-			if (arg[0] == '/' || !target[0])
-				sb_printf(sb, " of %s", arg);
-			else
-				sb_printf(sb, " of %s%s%s", target, strcmp(target, "/") == 0 ? "" : "/", arg);
-		} else if (target[0]) {
-			sb_printf(sb, " on %s", target);
-		}
-	}
-	if (wchan[0])
-		sb_printf(sb, " (kernel: %s)", wchan);
-}
+/* ---- children stuck in the kernel (what they wait for: blocked.c) ---------- */
 
 static char *stuck_dir;
 
@@ -450,7 +244,7 @@ int proc_stuck_find(const char *key, struct proc_stuck *st)
 	    now_start == start && state == 'D') {
 		st->pid = (pid_t)pid;
 		st->since = since;
-		read_wchan(st->pid, st->wchan, sizeof(st->wchan));
+		proc_wchan(st->pid, st->wchan, sizeof(st->wchan));
 		ret = 1;
 	} else {
 		/* It ended (or the pid is someone else's now): the record is stale. */

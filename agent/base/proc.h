@@ -151,8 +151,6 @@ void proc_stuck_dir(const char *dir);
 int proc_stuck_find(const char *key, struct proc_stuck *st);
 /* "still blocked since TIME (pid N, waiting in WCHAN): WHAT" */
 void proc_stuck_text(const struct proc_stuck *st, struct strbuf *sb);
-/* What pid is blocked in: its system call, the file behind its descriptor, its kernel wait. */
-void proc_describe_blocked(pid_t pid, struct strbuf *sb);
 /* Find a program in the fixed safe PATH (under no root). malloc'd or NULL. */
 char *proc_which(const char *name);
 

@@ -55,6 +55,7 @@
 #include <openssl/params.h>
 
 #include "names.h"
+#include "number.h"
 #include "record.h"
 #include "strbuf.h"
 
@@ -439,22 +440,273 @@ static const char *const field_names[F_COUNT] = {
 
 static const unsigned char field_lens[F_COUNT] = { 6, 7, 8, 4, 5, 5, 4, 7, 7, 7, 6, 9, 9, 4, 6, 4, 15 };
 
+/* n bytes of s: a decimal number up to max, without leading zeros.  0, or -EINVAL. */
 static int parse_u64(const char *s, size_t n, uint64_t max, uint64_t *ret)
 {
-	uint64_t v = 0;
+	char buf[24];
+	unsigned long long v;
 
 	if (n == 0 || n > 20 || (n > 1 && s[0] == '0'))
 		return -EINVAL;
-	for (size_t i = 0; i < n; i++) {
-		if (!is_digit(s[i]))
-			return -EINVAL;
-		if (v > (UINT64_MAX - (uint64_t)(s[i] - '0')) / 10)
-			return -ERANGE;
-		v = v * 10 + (uint64_t)(s[i] - '0');
-	}
-	if (v > max)
-		return -ERANGE;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	if (!num_ull(buf, 10, max, &v))
+		return -EINVAL;
 	*ret = v;
+	return 0;
+}
+
+/* What record_parse has read so far. */
+struct rec {
+	struct peer p;
+	bool seen[F_COUNT];
+	const char *cluster;            /* the cluster the record must name; NULL: any */
+	const char *hmac_line, *mac;    /* the hmac field's line and its value */
+	int list;                       /* F_HOST_KEYS / F_USER_KEYS while inside that list, else -1 */
+};
+
+/*
+ * The whole text before its lines: bounded, no NUL, and ending with the
+ * marker "...\n" (anything else at the end means the file was cut short: a
+ * crashed writer without atomic rename, a full disk).
+ */
+static int check_frame(struct parser *ps, const char *text, size_t len)
+{
+	if (len > RECORD_MAX_BYTES)
+		return perr(ps, -EFBIG, "larger than %d bytes", RECORD_MAX_BYTES);
+	if (memchr(text, '\0', len))
+		return perr(ps, -EBADMSG, "contains a NUL byte");
+	if (len < sizeof(RECORD_END) - 1 ||
+	    memcmp(text + len - (sizeof(RECORD_END) - 1), RECORD_END, sizeof(RECORD_END) - 1) != 0 ||
+	    (len > sizeof(RECORD_END) - 1 && text[len - sizeof(RECORD_END)] != '\n'))
+		return perr(ps, -ENODATA, "truncated: the end marker \"...\" is missing");
+	return 0;
+}
+
+/* An indented line: an item of the host_keys list, or the two lines of a user_keys item. */
+static int parse_item(struct parser *ps, struct rec *rc, const char *l, size_t n)
+{
+	struct peer *p = &rc->p;
+	struct user_key *uk;
+
+	if (rc->list == F_HOST_KEYS && n > 4 && memcmp(l, "  - ", 4) == 0) {
+		if (key_span(l + 4, n - 4) != n - 4)
+			return perr(ps, -EBADMSG, "host key is not \"type base64\"");
+		if (p->host_keys.n >= RECORD_MAX_KEYS)
+			return perr(ps, -EBADMSG, "more than %d host keys", RECORD_MAX_KEYS);
+		strlist_push_take(&p->host_keys, xstrndup(l + 4, n - 4));
+		return 0;
+	}
+	if (rc->list != F_USER_KEYS || n <= 10 || memcmp(l, "  - user: ", 10) != 0)
+		return perr(ps, -EBADMSG, "unexpected indented line");
+	if (!name_user_validn(l + 10, n - 10))
+		return perr(ps, -EBADMSG, "invalid user name");
+	if (p->n_user_keys >= RECORD_MAX_KEYS)
+		return perr(ps, -EBADMSG, "more than %d user keys", RECORD_MAX_KEYS);
+	if (!next_line(ps) || ps->len <= 9 || memcmp(ps->line, "    key: ", 9) != 0)
+		return perr(ps, -EBADMSG, "user_keys item without \"key:\"");
+	p->user_keys = xrealloc(p->user_keys, (p->n_user_keys + 1) * sizeof(*p->user_keys));
+	uk = &p->user_keys[p->n_user_keys];
+	uk->key = user_key_clean(ps->line + 9, ps->len - 9);
+	if (!uk->key || memchr(ps->line, '#', ps->len)) {
+		free(uk->key);
+		return perr(ps, -EBADMSG, "user key is not \"type base64 [comment]\"");
+	}
+	uk->user = xstrndup(l + 10, n - 10);
+	p->n_user_keys++;
+	return 0;
+}
+
+/* A token field's value (version, boot_id, fabric, placement_group) into *dst. */
+static int parse_token(struct parser *ps, const char *v, size_t vl, size_t max, const char *extra,
+		       const char *what, char **dst)
+{
+	if (!token_valid(v, vl, max, extra))
+		return perr(ps, -EBADMSG, "%s", what);
+	*dst = xstrndup(v, vl);
+	return 0;
+}
+
+/* true or false into *dst (the word is "head"/"compute" for the role). */
+static int parse_word(struct parser *ps, const char *v, size_t vl, const char *yes, const char *no,
+		      const char *what, bool *dst)
+{
+	if (vl == strlen(yes) && memcmp(v, yes, vl) == 0)
+		*dst = true;
+	else if (!(vl == strlen(no) && memcmp(v, no, vl) == 0))
+		return perr(ps, -EBADMSG, "%s", what);
+	return 0;
+}
+
+/* An IP address field (addr, ipoib) into *dst. */
+static int parse_ip(struct parser *ps, enum field f, const char *v, size_t vl, char **dst)
+{
+	char *a = xstrndup(v, vl);
+
+	if (vl > 45 || !name_ip_valid(a)) {
+		free(a);
+		return perr(ps, -EBADMSG, "%s: not an IP address", field_names[f]);
+	}
+	*dst = a;
+	return 0;
+}
+
+/* One scalar field's value (not empty, not quoted), checked, into rc. */
+static int parse_value(struct parser *ps, struct rec *rc, enum field f, const char *v, size_t vl)
+{
+	struct peer *p = &rc->p;
+	uint64_t u;
+
+	switch (f) {
+	case F_FORMAT:
+		if (vl != 1 || v[0] != '0' + RECORD_FORMAT)
+			return perr(ps, -EBADMSG, "format %.*s is not supported (this agent reads %d)",
+				    (int)vl, v, RECORD_FORMAT);
+		return 0;
+	case F_CLUSTER:
+		if (rc->cluster && (strlen(rc->cluster) != vl || memcmp(rc->cluster, v, vl) != 0))
+			return perr(ps, -EXDEV, "belongs to cluster \"%.*s\", not \"%s\"",
+				    (int)(vl > 63 ? 63 : vl), v, rc->cluster);
+		return 0;
+	case F_HOSTNAME:
+		p->hostname = xstrndup(v, vl);
+		return record_hostname_valid(p->hostname) ? 0 : perr(ps, -EBADMSG, "invalid hostname");
+	case F_ADDR:
+		return parse_ip(ps, f, v, vl, &p->addr);
+	case F_IPOIB:
+		return parse_ip(ps, f, v, vl, &p->ipoib_addr);
+	case F_SLOTS:
+		if (parse_u64(v, vl, 1u << 20, &u) < 0 || u == 0)
+			return perr(ps, -EBADMSG, "slots: expected 1..%u", 1u << 20);
+		p->slots = (unsigned)u;
+		return 0;
+	case F_ROLE:
+		return parse_word(ps, v, vl, "head", "compute", "role: expected compute or head", &p->head);
+	case F_VERSION:
+		return parse_token(ps, v, vl, 64, ".+~-_", "version: invalid", &p->version);
+	case F_BOOT_ID:
+		return parse_token(ps, v, vl, 64, "-", "boot_id: invalid", &p->boot_id);
+	case F_UPDATED:
+		if (parse_u64(v, vl, INT64_MAX, &u) < 0)
+			return perr(ps, -EBADMSG, "updated: expected unix seconds");
+		p->updated = (int64_t)u;
+		return 0;
+	case F_FORMED:
+		return parse_word(ps, v, vl, "true", "false", "formed: expected true or false", &p->formed);
+	case F_HMAC:
+		if (vl != RECORD_HMAC_HEX || !hex_valid(v, vl))
+			return perr(ps, -EBADMSG, "hmac: expected %d hex digits", RECORD_HMAC_HEX);
+		rc->hmac_line = ps->line;
+		rc->mac = v;
+		return 0;
+	case F_FABRIC:
+		/* "dev=guid,dev=guid": device names and GUIDs, nothing a shell or path could use */
+		return parse_token(ps, v, vl, 1024, "_.:=,-", "fabric: expected device=GUID,...", &p->fabric);
+	case F_PKEY:
+		if (vl < 3 || vl > 6 || v[0] != '0' || v[1] != 'x' || !hex_valid(v + 2, vl - 2))
+			return perr(ps, -EBADMSG, "pkey: expected 0x and 1 to 4 hex digits");
+		p->pkey = xstrndup(v, vl);
+		return 0;
+	case F_PGROUP:
+		return parse_token(ps, v, vl, 64, "-", "placement_group: invalid", &p->placement_group);
+	case F_HOST_KEYS:
+	case F_USER_KEYS:
+	case F_COUNT:
+		break;
+	}
+	return 0;
+}
+
+/* A "key: value" line.  A key this agent does not know (a newer agent's) is skipped. */
+static int parse_field(struct parser *ps, struct rec *rc, const char *l, size_t n)
+{
+	const char *colon = memchr(l, ':', n), *v;
+	size_t kl, vl;
+	int f;
+
+	rc->list = -1;
+	if (!colon || !token_valid(l, (size_t)(colon - l), 32, "_"))
+		return perr(ps, -EBADMSG, "expected \"key: value\"");
+	kl = (size_t)(colon - l);
+	v = colon + 1;
+	vl = n - kl - 1;
+	if (vl > 0) {
+		if (*v != ' ' || vl < 2 || v[1] == ' ' || v[vl - 1] == ' ')
+			return perr(ps, -EBADMSG, "expected one space after \"%.*s:\"", (int)kl, l);
+		v++;
+		vl--;
+	}
+	for (f = 0; f < F_COUNT; f++)
+		if (field_lens[f] == kl && memcmp(field_names[f], l, kl) == 0)
+			break;
+	if (f == F_COUNT)
+		return 0;
+	if (rc->seen[f])
+		return perr(ps, -EBADMSG, "duplicate key %s", field_names[f]);
+	rc->seen[f] = true;
+	if (f == F_HOST_KEYS || f == F_USER_KEYS) {
+		if (vl == 2 && memcmp(v, "[]", 2) == 0)
+			return 0;
+		if (vl != 0)
+			return perr(ps, -EBADMSG, "%s: expected a list", field_names[f]);
+		rc->list = f;
+		return 0;
+	}
+	if (vl == 0 || memchr(v, '#', vl) || memchr(v, '"', vl) || memchr(v, '\'', vl))
+		return perr(ps, -EBADMSG, "%s: empty or quoted value", field_names[f]);
+	return parse_value(ps, rc, (enum field)f, v, vl);
+}
+
+/* Every line up to the end marker, and nothing after it. */
+static int parse_lines(struct parser *ps, struct rec *rc)
+{
+	bool ended = false;
+	int r;
+
+	while (next_line(ps)) {
+		const char *l = ps->line;
+		size_t n = ps->len;
+
+		if (ended)
+			return perr(ps, -EBADMSG, "text after the end marker");
+		if (n == 3 && memcmp(l, "...", 3) == 0) {
+			ended = true;
+			continue;
+		}
+		if (n == 0 || l[0] == '#')
+			continue;
+		if (memchr(l, '\r', n) || memchr(l, '\t', n))
+			return perr(ps, -EBADMSG, "tab or carriage return");
+		if (rc->hmac_line)
+			return perr(ps, -EBADMSG, "hmac must be the last field");
+		r = l[0] == ' ' ? parse_item(ps, rc, l, n) : parse_field(ps, rc, l, n);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* The fields a record must have, and its HMAC when there is a key. */
+static int check_whole(struct parser *ps, const struct rec *rc, const void *key, size_t keylen)
+{
+	static const enum field required[] = {
+		F_FORMAT, F_CLUSTER, F_HOSTNAME, F_ADDR, F_SLOTS, F_ROLE, F_UPDATED,
+	};
+	char want[RECORD_HMAC_HEX + 1];
+
+	ps->lineno = 0;
+	for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++)
+		if (!rc->seen[required[i]])
+			return perr(ps, -EBADMSG, "field %s is missing", field_names[required[i]]);
+	if (!key)
+		return 0;
+	if (!rc->mac)
+		return perr(ps, -ENOKEY, "no hmac, and cluster.secret_file is set");
+	if (record_hmac(key, keylen, ps->text, (size_t)(rc->hmac_line - ps->text), want) < 0)
+		return perr(ps, -EIO, "cannot compute the HMAC");
+	if (CRYPTO_memcmp(want, rc->mac, RECORD_HMAC_HEX) != 0)
+		return perr(ps, -EKEYREJECTED,
+			    "HMAC does not match (tampered, or written with another cluster secret)");
 	return 0;
 }
 
@@ -462,293 +714,22 @@ int record_parse(const char *text, size_t len, const char *cluster,
 		 const void *key, size_t keylen, struct peer *ret, char *err, size_t errlen)
 {
 	struct parser ps = { .text = text, .end = text + len, .err = err, .errlen = errlen };
-	struct peer p = { 0 };
-	bool seen[F_COUNT] = { false };
-	const char *hmac_line = NULL, *mac = NULL;
-	int list = -1;          /* F_HOST_KEYS / F_USER_KEYS while inside that list */
-	bool ended = false;
+	struct rec rc = { .cluster = cluster, .list = -1 };
 	int r;
 
 	if (err && errlen)
 		err[0] = '\0';
-	if (len > RECORD_MAX_BYTES)
-		return perr(&ps, -EFBIG, "larger than %d bytes", RECORD_MAX_BYTES);
-	if (memchr(text, '\0', len))
-		return perr(&ps, -EBADMSG, "contains a NUL byte");
-	/*
-	 * A record ends with "...\n".  Anything else at the end means the file
-	 * was cut short (a crashed writer without atomic rename, a full disk).
-	 */
-	if (len < sizeof(RECORD_END) - 1 ||
-	    memcmp(text + len - (sizeof(RECORD_END) - 1), RECORD_END, sizeof(RECORD_END) - 1) != 0 ||
-	    (len > sizeof(RECORD_END) - 1 && text[len - sizeof(RECORD_END)] != '\n'))
-		return perr(&ps, -ENODATA, "truncated: the end marker \"...\" is missing");
-
-	while (next_line(&ps)) {
-		const char *l = ps.line, *colon, *v;
-		size_t n = ps.len, kl, vl;
-		int f;
-
-		if (ended) {
-			r = perr(&ps, -EBADMSG, "text after the end marker");
-			goto fail;
-		}
-		if (n == 3 && memcmp(l, "...", 3) == 0) {
-			ended = true;
-			continue;
-		}
-		if (n == 0 || l[0] == '#')
-			continue;
-		if (memchr(l, '\r', n) || memchr(l, '\t', n)) {
-			r = perr(&ps, -EBADMSG, "tab or carriage return");
-			goto fail;
-		}
-		if (hmac_line) {
-			r = perr(&ps, -EBADMSG, "hmac must be the last field");
-			goto fail;
-		}
-		if (l[0] == ' ') {
-			/* A list item or the second line of a user_keys item. */
-			if (list == F_HOST_KEYS && n > 4 && memcmp(l, "  - ", 4) == 0) {
-				if (key_span(l + 4, n - 4) != n - 4) {
-					r = perr(&ps, -EBADMSG, "host key is not \"type base64\"");
-					goto fail;
-				}
-				if (p.host_keys.n >= RECORD_MAX_KEYS) {
-					r = perr(&ps, -EBADMSG, "more than %d host keys", RECORD_MAX_KEYS);
-					goto fail;
-				}
-				strlist_push_take(&p.host_keys, xstrndup(l + 4, n - 4));
-				continue;
-			}
-			if (list == F_USER_KEYS && n > 10 && memcmp(l, "  - user: ", 10) == 0) {
-				struct user_key *uk;
-
-				if (!name_user_validn(l + 10, n - 10)) {
-					r = perr(&ps, -EBADMSG, "invalid user name");
-					goto fail;
-				}
-				if (p.n_user_keys >= RECORD_MAX_KEYS) {
-					r = perr(&ps, -EBADMSG, "more than %d user keys", RECORD_MAX_KEYS);
-					goto fail;
-				}
-				if (!next_line(&ps) || ps.len <= 9 || memcmp(ps.line, "    key: ", 9) != 0) {
-					r = perr(&ps, -EBADMSG, "user_keys item without \"key:\"");
-					goto fail;
-				}
-				p.user_keys = xrealloc(p.user_keys, (p.n_user_keys + 1) * sizeof(*p.user_keys));
-				uk = &p.user_keys[p.n_user_keys];
-				uk->key = user_key_clean(ps.line + 9, ps.len - 9);
-				if (!uk->key || memchr(ps.line, '#', ps.len)) {
-					free(uk->key);
-					r = perr(&ps, -EBADMSG, "user key is not \"type base64 [comment]\"");
-					goto fail;
-				}
-				uk->user = xstrndup(l + 10, n - 10);
-				p.n_user_keys++;
-				continue;
-			}
-			r = perr(&ps, -EBADMSG, "unexpected indented line");
-			goto fail;
-		}
-		list = -1;
-		colon = memchr(l, ':', n);
-		if (!colon || !token_valid(l, (size_t)(colon - l), 32, "_")) {
-			r = perr(&ps, -EBADMSG, "expected \"key: value\"");
-			goto fail;
-		}
-		kl = (size_t)(colon - l);
-		v = colon + 1;
-		vl = n - kl - 1;
-		if (vl > 0) {
-			if (*v != ' ' || vl < 2 || v[1] == ' ' || v[vl - 1] == ' ') {
-				r = perr(&ps, -EBADMSG, "expected one space after \"%.*s:\"", (int)kl, l);
-				goto fail;
-			}
-			v++;
-			vl--;
-		}
-		for (f = 0; f < F_COUNT; f++)
-			if (field_lens[f] == kl && memcmp(field_names[f], l, kl) == 0)
-				break;
-		if (f == F_COUNT)
-			continue;       /* a newer agent's field: skipped */
-		if (seen[f]) {
-			r = perr(&ps, -EBADMSG, "duplicate key %s", field_names[f]);
-			goto fail;
-		}
-		seen[f] = true;
-		if (f == F_HOST_KEYS || f == F_USER_KEYS) {
-			if (vl == 2 && memcmp(v, "[]", 2) == 0)
-				continue;
-			if (vl != 0) {
-				r = perr(&ps, -EBADMSG, "%s: expected a list", field_names[f]);
-				goto fail;
-			}
-			list = f;
-			continue;
-		}
-		if (vl == 0 || memchr(v, '#', vl) || memchr(v, '"', vl) || memchr(v, '\'', vl)) {
-			r = perr(&ps, -EBADMSG, "%s: empty or quoted value", field_names[f]);
-			goto fail;
-		}
-		switch ((enum field)f) {
-		case F_FORMAT:
-			if (vl != 1 || v[0] != '0' + RECORD_FORMAT) {
-				r = perr(&ps, -EBADMSG, "format %.*s is not supported (this agent reads %d)",
-					 (int)vl, v, RECORD_FORMAT);
-				goto fail;
-			}
-			break;
-		case F_CLUSTER:
-			if (cluster && (strlen(cluster) != vl || memcmp(cluster, v, vl) != 0)) {
-				r = perr(&ps, -EXDEV, "belongs to cluster \"%.*s\", not \"%s\"",
-					 (int)(vl > 63 ? 63 : vl), v, cluster);
-				goto fail;
-			}
-			break;
-		case F_HOSTNAME:
-			p.hostname = xstrndup(v, vl);
-			if (!record_hostname_valid(p.hostname)) {
-				r = perr(&ps, -EBADMSG, "invalid hostname");
-				goto fail;
-			}
-			break;
-		case F_ADDR:
-		case F_IPOIB: {
-			char *a = xstrndup(v, vl);
-
-			if (vl > 45 || !name_ip_valid(a)) {
-				free(a);
-				r = perr(&ps, -EBADMSG, "%s: not an IP address", field_names[f]);
-				goto fail;
-			}
-			if (f == F_ADDR)
-				p.addr = a;
-			else
-				p.ipoib_addr = a;
-			break;
-		}
-		case F_SLOTS: {
-			uint64_t s;
-
-			if (parse_u64(v, vl, 1u << 20, &s) < 0 || s == 0) {
-				r = perr(&ps, -EBADMSG, "slots: expected 1..%u", 1u << 20);
-				goto fail;
-			}
-			p.slots = (unsigned)s;
-			break;
-		}
-		case F_ROLE:
-			if (vl == 4 && memcmp(v, "head", 4) == 0)
-				p.head = true;
-			else if (!(vl == 7 && memcmp(v, "compute", 7) == 0)) {
-				r = perr(&ps, -EBADMSG, "role: expected compute or head");
-				goto fail;
-			}
-			break;
-		case F_VERSION:
-			if (!token_valid(v, vl, 64, ".+~-_")) {
-				r = perr(&ps, -EBADMSG, "version: invalid");
-				goto fail;
-			}
-			p.version = xstrndup(v, vl);
-			break;
-		case F_BOOT_ID:
-			if (!token_valid(v, vl, 64, "-")) {
-				r = perr(&ps, -EBADMSG, "boot_id: invalid");
-				goto fail;
-			}
-			p.boot_id = xstrndup(v, vl);
-			break;
-		case F_UPDATED: {
-			uint64_t u;
-
-			if (parse_u64(v, vl, INT64_MAX, &u) < 0) {
-				r = perr(&ps, -EBADMSG, "updated: expected unix seconds");
-				goto fail;
-			}
-			p.updated = (int64_t)u;
-			break;
-		}
-		case F_FORMED:
-			if (vl == 4 && memcmp(v, "true", 4) == 0)
-				p.formed = true;
-			else if (!(vl == 5 && memcmp(v, "false", 5) == 0)) {
-				r = perr(&ps, -EBADMSG, "formed: expected true or false");
-				goto fail;
-			}
-			break;
-		case F_HMAC:
-			if (vl != RECORD_HMAC_HEX || !hex_valid(v, vl)) {
-				r = perr(&ps, -EBADMSG, "hmac: expected %d hex digits", RECORD_HMAC_HEX);
-				goto fail;
-			}
-			hmac_line = l;
-			mac = v;
-			break;
-		case F_FABRIC:
-			/* "dev=guid,dev=guid": device names and GUIDs, nothing a shell or path could use */
-			if (!token_valid(v, vl, 1024, "_.:=,-")) {
-				r = perr(&ps, -EBADMSG, "fabric: expected device=GUID,...");
-				goto fail;
-			}
-			p.fabric = xstrndup(v, vl);
-			break;
-		case F_PKEY:
-			if (vl < 3 || vl > 6 || v[0] != '0' || v[1] != 'x' || !hex_valid(v + 2, vl - 2)) {
-				r = perr(&ps, -EBADMSG, "pkey: expected 0x and 1 to 4 hex digits");
-				goto fail;
-			}
-			p.pkey = xstrndup(v, vl);
-			break;
-		case F_PGROUP:
-			if (!token_valid(v, vl, 64, "-")) {
-				r = perr(&ps, -EBADMSG, "placement_group: invalid");
-				goto fail;
-			}
-			p.placement_group = xstrndup(v, vl);
-			break;
-		case F_HOST_KEYS:
-		case F_USER_KEYS:
-		case F_COUNT:
-			break;
-		}
+	r = check_frame(&ps, text, len);
+	if (r == 0)
+		r = parse_lines(&ps, &rc);
+	if (r == 0)
+		r = check_whole(&ps, &rc, key, keylen);
+	if (r < 0) {
+		peer_clear(&rc.p);
+		return r;
 	}
-	ps.lineno = 0;
-	{
-		static const enum field required[] = {
-			F_FORMAT, F_CLUSTER, F_HOSTNAME, F_ADDR, F_SLOTS, F_ROLE, F_UPDATED,
-		};
-
-		for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++)
-			if (!seen[required[i]]) {
-				r = perr(&ps, -EBADMSG, "field %s is missing", field_names[required[i]]);
-				goto fail;
-			}
-	}
-	if (key) {
-		char want[RECORD_HMAC_HEX + 1];
-
-		if (!mac) {
-			r = perr(&ps, -ENOKEY, "no hmac, and cluster.secret_file is set");
-			goto fail;
-		}
-		if (record_hmac(key, keylen, text, (size_t)(hmac_line - text), want) < 0) {
-			r = perr(&ps, -EIO, "cannot compute the HMAC");
-			goto fail;
-		}
-		if (CRYPTO_memcmp(want, mac, RECORD_HMAC_HEX) != 0) {
-			r = perr(&ps, -EKEYREJECTED,
-				 "HMAC does not match (tampered, or written with another cluster secret)");
-			goto fail;
-		}
-	}
-	*ret = p;
+	*ret = rc.p;
 	return 0;
-fail:
-	peer_clear(&p);
-	return r;
 }
 
 /* ---- the packed form (record_pack, record_unpack) ---- */

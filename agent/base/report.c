@@ -91,17 +91,27 @@ static void details_drop(struct report *r, size_t lines)
 		  r->details_dropped, REPORT_MAX_LINES, REPORT_MAX_BYTES / 1024);
 }
 
+/* fmt and its arguments, escaped (newlines kept) onto text. */
+static void escaped_vprintf(struct strbuf *text, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+static void escaped_vprintf(struct strbuf *text, const char *fmt, va_list ap)
+{
+	struct strbuf raw = STRBUF_INIT;
+
+	sb_vprintf(&raw, fmt, ap);
+	esc_append(text, sb_str(&raw), raw.len, true);
+	sb_free(&raw);
+}
+
 void report_detail(struct report *r, const char *fmt, ...)
 {
-	struct strbuf raw = STRBUF_INIT, text = STRBUF_INIT;
+	struct strbuf text = STRBUF_INIT;
 	size_t dropped = 0;
 	va_list ap;
 
 	va_start(ap, fmt);
-	sb_vprintf(&raw, fmt, ap);
+	escaped_vprintf(&text, fmt, ap);
 	va_end(ap);
-	esc_append(&text, sb_str(&raw), raw.len, true);
-	sb_free(&raw);
 	if (!text.len || text.buf[text.len - 1] != '\n')
 		sb_append(&text, "\n");
 	for (const char *p = sb_str(&text); *p;) {
@@ -153,15 +163,13 @@ static void findings_drop(struct report *r, size_t n, enum rstatus sev)
 
 void report_finding(struct report *r, enum rstatus sev, const char *tag, const char *fmt, ...)
 {
-	struct strbuf raw = STRBUF_INIT, text = STRBUF_INIT;
+	struct strbuf text = STRBUF_INIT;
 	struct finding *f;
 	va_list ap;
 
 	va_start(ap, fmt);
-	sb_vprintf(&raw, fmt, ap);
+	escaped_vprintf(&text, fmt, ap);
 	va_end(ap);
-	esc_append(&text, sb_str(&raw), raw.len, true);
-	sb_free(&raw);
 	report_detail(r, "%s", sb_str(&text));
 	report_raise(r, sev);
 	if (r->findings_dropped || r->n_findings >= REPORT_MAX_FINDINGS) {

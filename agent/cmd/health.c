@@ -26,8 +26,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fsutil.h"
 #include "health.h"
 #include "runner.h"
+#include "status_read.h"
 #include "strbuf.h"
 
 #define HEALTH_MAX_REQUEST 8192
@@ -64,22 +66,11 @@ static ssize_t read_request(int fd, char *buf, size_t size)
 static void answer(int fd, const char *status, const char *type, const char *body, bool head)
 {
 	struct strbuf sb = STRBUF_INIT;
-	const char *p;
-	size_t left;
 
 	sb_printf(&sb, "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
 		  "Cache-Control: no-store\r\nConnection: close\r\n\r\n%s",
 		  status, type, strlen(body), head ? "" : body);
-	for (p = sb_str(&sb), left = sb.len; left;) {
-		ssize_t n = write(fd, p, left);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		p += n;
-		left -= (size_t)n;
-	}
+	(void)fd_write_all(fd, sb_str(&sb), sb.len);
 	sb_free(&sb);
 }
 

@@ -16,6 +16,8 @@
 #include "notify.h"
 #include "record.h"
 #include "runner.h"
+#include "status.h"
+#include "status_read.h"
 #include "units.h"
 #include "watch.h"
 

@@ -46,6 +46,7 @@
 #include "notify.h"
 #include "proc.h"
 #include "rendezvous/rendezvous.h"
+#include "status.h"
 #include "watch.h"
 
 #define DEBOUNCE_MS 100                 /* changes this close together make one refresh */
@@ -574,16 +575,69 @@ static bool drain_err(int fd, struct strbuf *line)
 	return true;
 }
 
+/*
+ * Debounce: more changes within DEBOUNCE_MS join this refresh, and
+ * refreshes are at least as far apart as the last one took (hold_until: a
+ * busy machine - a whole scale set starting at once - runs fewer, each on
+ * the newest view, instead of a queue of them).
+ */
+static void debounce(int fd, struct members *mem, unsigned *changes, uint64_t hold_until)
+{
+	uint64_t until = now_ms() + DEBOUNCE_MS;
+
+	if (hold_until > until)
+		until = hold_until;
+	while (*changes && now_ms() < until) {
+		struct pollfd one = { .fd = fd, .events = POLLIN };
+		uint64_t tn = now_ms();
+
+		if (poll(&one, 1, (int)(until - tn)) <= 0)
+			break;
+		if (!drain_members(fd, mem, changes))
+			break;
+		if (now_ms() + DEBOUNCE_MS > until)
+			until = now_ms() + DEBOUNCE_MS;
+	}
+}
+
+/* The watch's refreshes: when to try a failed one again, and how long to hold the next. */
+struct backoff {
+	uint64_t retry_at, retry_ms;    /* retry_at 0: the last refresh worked */
+	uint64_t hold_until;            /* no refresh before this (see debounce) */
+	bool started;                   /* the first refresh ran */
+};
+
+/*
+ * One refresh; one that failed (etcd unreachable or overloaded: a whole
+ * scale set starting at once) is tried again with backoff and jitter, not
+ * only at the next change.
+ */
+static void refresh_backoff(struct ctx *c, const struct run_opts *ro, struct backoff *bo, const char *why)
+{
+	uint64_t t0 = now_ms();
+
+	if (refresh(c, ro, why) == 1) {
+		bo->retry_at = now_ms() + bo->retry_ms / 2 + (uint64_t)(random() % (long)bo->retry_ms);
+		if (bo->retry_ms < 30000)
+			bo->retry_ms *= 2;
+	} else {
+		bo->retry_at = 0;
+		bo->retry_ms = 1000;
+	}
+	bo->started = true;
+	bo->hold_until = now_ms() + (now_ms() - t0);
+}
+
 static int watch_etcd(struct ctx *c, const struct run_opts *ro)
 {
 	uint64_t every = c->spec->discovery.lease_ms / 3, next_keepalive = now_ms() + every;
-	uint64_t restart_at = 0, retry_at = 0, retry_ms = 1000;
+	uint64_t restart_at = 0;
+	struct backoff bo = { .retry_ms = 1000 };
 	struct strbuf text = STRBUF_INIT, err = STRBUF_INIT;
 	struct members mem = { 0 };
 	struct proc_child ch = { 0 };
 	struct events ev = { 0 };
-	bool running = false, started = false;
-	uint64_t hold_until = 0;
+	bool running = false;
 
 	if (every < 500)
 		every = 500;
@@ -603,8 +657,8 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro)
 		wake = next_keepalive;
 		if (!running && restart_at < wake)
 			wake = restart_at;
-		if (retry_at && retry_at < wake)
-			wake = retry_at;
+		if (bo.retry_at && bo.retry_at < wake)
+			wake = bo.retry_at;
 		if (c->spec->discovery.events_enable && !ev.running && ev.restart_at < wake)
 			wake = ev.restart_at;
 		if (ev.pending.n && ev.next_leave < wake)
@@ -640,27 +694,8 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro)
 				members_clear(&mem);
 				restart_at = now_ms() + RESTART_MS;
 			}
-			/*
-			 * Debounce: more changes within DEBOUNCE_MS join this refresh,
-			 * and refreshes are at least as far apart as the last one took
-			 * (a busy machine - a whole scale set starting at once - runs
-			 * fewer, each on the newest view, instead of a queue of them).
-			 */
-			uint64_t until = now_ms() + DEBOUNCE_MS;
-
-			if (hold_until > until)
-				until = hold_until;
-			while (running && changes && now_ms() < until) {
-				struct pollfd one = { .fd = ch.out_fd, .events = POLLIN };
-				uint64_t tn = now_ms();
-
-				if (poll(&one, 1, (int)(until - tn)) <= 0)
-					break;
-				if (!drain_members(ch.out_fd, &mem, &changes))
-					break;
-				if (now_ms() + DEBOUNCE_MS > until)
-					until = now_ms() + DEBOUNCE_MS;
-			}
+			if (running)
+				debounce(ch.out_fd, &mem, &changes, bo.hold_until);
 		}
 		/* The refreshes run on the stream's membership while it is whole. */
 		if (running && mem.synced) {
@@ -671,27 +706,10 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro)
 		}
 		if (events_act(c, &ev, ro->lock_timeout_ms))
 			break;
-		if (changes || (retry_at && now_ms() >= retry_at)) {
-			uint64_t t0 = now_ms();
-
-			/*
-			 * A refresh that failed (etcd unreachable or overloaded: a
-			 * whole scale set starting at once) is tried again with
-			 * backoff and jitter, not only at the next change.
-			 */
-			if (refresh(c, ro, !changes ? "retry" : !started ? "start (the stream's view, no list)" :
-				    running && mem.synced ? "membership changed (the stream's view, no list)" :
-				    "membership changed") == 1) {
-				retry_at = now_ms() + retry_ms / 2 + (uint64_t)(random() % (long)retry_ms);
-				if (retry_ms < 30000)
-					retry_ms *= 2;
-			} else {
-				retry_at = 0;
-				retry_ms = 1000;
-			}
-			started = true;
-			hold_until = now_ms() + (now_ms() - t0);
-		}
+		if (changes || (bo.retry_at && now_ms() >= bo.retry_at))
+			refresh_backoff(c, ro, &bo, !changes ? "retry" : !bo.started ?
+					"start (the stream's view, no list)" : running && mem.synced ?
+					"membership changed (the stream's view, no list)" : "membership changed");
 		if (now_ms() >= next_keepalive) {
 			int64_t lease = etcd_read_lease(c), ttl = lease ? keepalive(c, lease) : 0;
 

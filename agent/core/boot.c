@@ -34,6 +34,7 @@
 #include "json.h"
 #include "log.h"
 #include "runner.h"
+#include "ydoc.h"
 
 static long long realtime_ms(void)
 {
@@ -76,19 +77,6 @@ static void set(struct boot *b, const char *name, long long at_ms)
 		p->at_ms = at_ms;
 }
 
-static yaml_node_t *map_find(yaml_document_t *doc, yaml_node_t *map, const char *key)
-{
-	if (!map || map->type != YAML_MAPPING_NODE)
-		return NULL;
-	for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
-		yaml_node_t *k = yaml_document_get_node(doc, p->key);
-
-		if (k && k->type == YAML_SCALAR_NODE && strcmp((const char *)k->data.scalar.value, key) == 0)
-			return yaml_document_get_node(doc, p->value);
-	}
-	return NULL;
-}
-
 /* A number of seconds (cloud-init writes floats) as ms; 0 if none. */
 static long long scalar_ms(yaml_node_t *n)
 {
@@ -106,17 +94,11 @@ static long long scalar_ms(yaml_node_t *n)
 
 static int load_doc(const struct ctx *c, const char *path, char **text, yaml_document_t *doc)
 {
-	yaml_parser_t parser;
 	size_t len = 0;
-	int ok;
 
 	if (fs_read(c, path, text, &len) < 0)
 		return -ENOENT;
-	yaml_parser_initialize(&parser);
-	yaml_parser_set_input_string(&parser, (const unsigned char *)*text, len);
-	ok = yaml_parser_load(&parser, doc);
-	yaml_parser_delete(&parser);
-	if (!ok) {
+	if (!ydoc_load(doc, *text, len)) {
 		free(*text);
 		*text = NULL;
 		return -EBADMSG;
@@ -164,15 +146,15 @@ static void read_cloud_init(const struct ctx *c, struct boot *b)
 
 	if (load_doc(c, "/run/cloud-init/status.json", &text, &doc) < 0)
 		return;
-	v1 = map_find(&doc, yaml_document_get_root_node(&doc), "v1");
+	v1 = ydoc_node(&doc, yaml_document_get_root_node(&doc), "v1");
 	for (size_t i = 0; i < sizeof(stages) / sizeof(stages[0]); i++) {
-		long long s = scalar_ms(map_find(&doc, map_find(&doc, v1, stages[i]), "start"));
+		long long s = scalar_ms(ydoc_node(&doc, ydoc_node(&doc, v1, stages[i]), "start"));
 
 		if (s && (!first || s < first))
 			first = s;
 	}
 	set(b, "cloud-init.start", first);
-	set(b, "cloud-init.end", scalar_ms(map_find(&doc, map_find(&doc, v1, "modules-final"), "finished")));
+	set(b, "cloud-init.end", scalar_ms(ydoc_node(&doc, ydoc_node(&doc, v1, "modules-final"), "finished")));
 	yaml_document_delete(&doc);
 	free(text);
 }
@@ -186,12 +168,12 @@ static void load_record(const struct ctx *c, struct boot *b)
 	if (load_doc(c, BOOT_PATH, &text, &doc) < 0)
 		return;
 	root = yaml_document_get_root_node(&doc);
-	phases = map_find(&doc, root, "phases");
+	phases = ydoc_node(&doc, root, "phases");
 	for (yaml_node_item_t *it = phases && phases->type == YAML_SEQUENCE_NODE ?
 				    phases->data.sequence.items.start : NULL;
 	     it && it < phases->data.sequence.items.top; it++) {
-		yaml_node_t *m = yaml_document_get_node(&doc, *it), *name = map_find(&doc, m, "phase");
-		yaml_node_t *at = map_find(&doc, m, "at_ms");
+		yaml_node_t *m = yaml_document_get_node(&doc, *it), *name = ydoc_node(&doc, m, "phase");
+		yaml_node_t *at = ydoc_node(&doc, m, "at_ms");
 		long long v;
 
 		if (!name || name->type != YAML_SCALAR_NODE || !at || at->type != YAML_SCALAR_NODE)

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -21,11 +22,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "blocked.h"
 #include "fsutil.h"
 #include "log.h"
+#include "number.h"
 #include "proc.h"
 #include "record.h"
 #include "runner.h"
+#include "status.h"
 
 #define DEFAULT_TIMEOUT_MS (60u * 1000)
 #define ISO_GRACE_MS 1000u       /* an isolated step may overrun its deadline this much to report */
@@ -383,8 +387,6 @@ static void iso_child(void *arg, int fd)
 	char *js;
 	struct peerset *peers;
 	int r = a->hook(c, a->rep);
-	const char *p;
-	size_t left;
 
 	sb_printf(&sb, "R %d\n", r);
 	js = report_to_json(a->m->name, a->rep);
@@ -398,16 +400,7 @@ static void iso_child(void *arg, int fd)
 	}
 	sb_free(&one);
 	sb_append(&sb, "E\n");
-	for (p = sb_str(&sb), left = sb.len; left;) {
-		ssize_t n = write(fd, p, left);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		p += n;
-		left -= (size_t)n;
-	}
+	(void)fd_write_all(fd, sb_str(&sb), sb.len);
 	sb_free(&sb);
 }
 
@@ -420,16 +413,14 @@ static bool iso_header(const char *p, const char *nl, char a[8], size_t *ret_n)
 {
 	const char *w = p + 2, *sp;
 	unsigned long long n;
-	char *end;
+	const char *end;
 
 	if (nl - p < 5 || p[1] != ' ' || !(sp = memchr(w, ' ', (size_t)(nl - w))) || sp == w || sp - w > 7 ||
 	    sp[1] < '0' || sp[1] > '9')
 		return false;
 	memcpy(a, w, (size_t)(sp - w));
 	a[sp - w] = '\0';
-	errno = 0;
-	n = strtoull(sp + 1, &end, 10);
-	if (errno || end != nl || n > SIZE_MAX)
+	if (!num_ull_prefix(sp + 1, 10, SIZE_MAX, &n, &end) || end != nl)
 		return false;
 	*ret_n = (size_t)n;
 	return true;
@@ -454,7 +445,13 @@ static bool iso_parse(struct ctx *c, const char *text, size_t len, struct report
 		if (tag == 'E') {
 			done = true;
 		} else if (tag == 'R') {
-			*ret = (int)strtol(p + 2, NULL, 10);
+			long long v;
+			const char *e;
+
+			/* "R -errno": anything else is no answer (strtol read junk as 0, success) */
+			if (p[1] != ' ' || !num_ll_prefix(p + 2, INT_MIN, INT_MAX, &v, &e) || e != nl)
+				break;
+			*ret = (int)v;
 		} else if ((tag == 'J' || tag == 'P') && iso_header(p, nl, a, &n) &&
 			   n <= (size_t)(end - nl - 1)) {
 			const char *body = nl + 1;

@@ -61,31 +61,4 @@ int runner_leave(struct ctx *c);
 int runner_call_isolated(struct ctx *c, const char *name, int (*hook)(struct ctx *, struct report *),
 			 struct report *rep);
 
-/* The run report (status.c).  Record an apply's run: its part and status.json. */
-void status_write(struct ctx *c, const struct run_opts *o, const struct run_result *res);
-/* One step's report as its status-document entry (JSON), and parsed back (0 or -EBADMSG). */
-char *report_to_json(const char *name, const struct report *r);
-int report_from_json(const char *text, size_t len, struct report *r);
-/* Render the run as JSON (the status document). */
-char *runner_json(const struct ctx *c, const struct run_opts *o, const struct run_result *res);
-/* Print the human table (and details of interesting modules) to out. */
-void runner_print_table(const struct ctx *c, const struct run_result *res, FILE *out);
-
-/* Read a status document and print it as a table.  0, or -errno. */
-int status_print(const struct ctx *c, const char *path, FILE *out);
-/*
- * hpcinit status: status.json as a table (or as JSON).  Returns the node's
- * worst current state as the exit code: 0 ready, 1 failed, 3 degraded, and
- * STATUS_EXIT_UNKNOWN when it is unknown: the last run could not write its
- * status, only an earlier boot's last-run.json is left (stale), or
- * status.json is absent or unreadable.
- */
-#define STATUS_EXIT_UNKNOWN 4
-int status_command(const struct ctx *c, bool json, FILE *out);
-/*
- * The node's state for a health probe: status_command's code (0, 1, 3, or
- * STATUS_EXIT_UNKNOWN), and whether a full apply ran since boot.
- */
-int status_state(const struct ctx *c, bool *ret_applied);
-
 #endif

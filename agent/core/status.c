@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The run report and the node's status, written and read in this file only:
- * the run as JSON (--json, <part>.json), status.json composed from the last
- * apply, refresh and verify, the human table, and hpcinit status reading it
- * all back.
+ * The run report and the node's status: the run as JSON (--json,
+ * <part>.json), status.json composed from the last apply, refresh and
+ * verify, the node_exporter textfile, the human table.  hpcinit status
+ * reads them back in agent/cmd/status_read.c with the readers here
+ * (status.h).
  */
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +26,10 @@
 #include "log.h"
 #include "metrics.h"
 #include "record.h"
+#include "number.h"
 #include "runner.h"
+#include "status.h"
+#include "ydoc.h"
 
 /* ---- status: the last full apply and the last refresh, kept apart ---------- */
 
@@ -35,8 +40,7 @@
  * steps it does not run keep the apply's verdict, and a step the apply skipped
  * because its need failed still counts as not done.
  */
-enum part_id { PART_APPLY, PART_REFRESH, PART_VERIFY, N_PARTS };
-static const char *const part_names[N_PARTS] = { "apply", "refresh", "verify" };
+const char *const status_part_names[N_PARTS] = { "apply", "refresh", "verify" };
 
 struct part {
 	bool present, owned;
@@ -61,7 +65,7 @@ static enum part_id part_of(const struct ctx *c, const struct run_opts *o)
 
 static char *part_path(enum part_id p)
 {
-	return xasprintf("%s/%s.json", STATUS_DIR, part_names[p]);
+	return xasprintf("%s/%s.json", STATUS_DIR, status_part_names[p]);
 }
 
 static void part_free(struct part *p)
@@ -76,22 +80,9 @@ static void part_free(struct part *p)
 	memset(p, 0, sizeof(*p));
 }
 
-static const char *map_get(yaml_document_t *doc, yaml_node_t *map, const char *key);
-static yaml_node_t *map_node(yaml_document_t *doc, yaml_node_t *map, const char *key);
-
 static bool parse_ll(const char *s, long long *ret)
 {
-	char *end;
-	long long v;
-
-	if (!s || !*s)
-		return false;
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno || *end)
-		return false;
-	*ret = v;
-	return true;
+	return num_ll(s, LLONG_MIN, LLONG_MAX, ret);
 }
 
 static bool status_from_name(const char *s, enum rstatus *ret)
@@ -135,12 +126,12 @@ static void load_module(yaml_document_t *doc, yaml_node_t *m, struct report *r)
 	long long v;
 
 	report_init(r);
-	if (!status_from_name(map_get(doc, m, "status"), &r->status))
+	if (!status_from_name(ydoc_get(doc, m, "status"), &r->status))
 		r->status = ST_FAILED;          /* unreadable is not ok */
-	if (parse_ll(map_get(doc, m, "duration_ms"), &v) && v >= 0)
+	if (parse_ll(ydoc_get(doc, m, "duration_ms"), &v) && v >= 0)
 		r->duration_ms = (uint64_t)v;
-	snprintf(r->summary, sizeof(r->summary), "%s", map_get(doc, m, "summary") ?: "");
-	seq = map_node(doc, m, "details");
+	snprintf(r->summary, sizeof(r->summary), "%s", ydoc_get(doc, m, "summary") ?: "");
+	seq = ydoc_node(doc, m, "details");
 	for (yaml_node_item_t *it = seq && seq->type == YAML_SEQUENCE_NODE ? seq->data.sequence.items.start : NULL;
 	     it && it < seq->data.sequence.items.top; it++) {
 		yaml_node_t *l = yaml_document_get_node(doc, *it);
@@ -150,18 +141,18 @@ static void load_module(yaml_document_t *doc, yaml_node_t *m, struct report *r)
 			r->details_lines++;     /* the bound (report.c) goes on counting */
 		}
 	}
-	seq = map_node(doc, m, "findings");
+	seq = ydoc_node(doc, m, "findings");
 	for (yaml_node_item_t *it = seq && seq->type == YAML_SEQUENCE_NODE ? seq->data.sequence.items.start : NULL;
 	     it && it < seq->data.sequence.items.top; it++) {
 		yaml_node_t *f = yaml_document_get_node(doc, *it);
 		enum rstatus sev;
 
-		if (!severity_from_name(map_get(doc, f, "severity"), &sev))
+		if (!severity_from_name(ydoc_get(doc, f, "severity"), &sev))
 			continue;
 		r->findings = xrealloc(r->findings, (r->n_findings + 1) * sizeof(*r->findings));
 		r->findings[r->n_findings].sev = sev;
-		r->findings[r->n_findings].tag = xstrdup(map_get(doc, f, "tag") ?: "");
-		r->findings[r->n_findings].text = xstrdup(map_get(doc, f, "text") ?: "");
+		r->findings[r->n_findings].tag = xstrdup(ydoc_get(doc, f, "tag") ?: "");
+		r->findings[r->n_findings].text = xstrdup(ydoc_get(doc, f, "text") ?: "");
 		if (strcmp(r->findings[r->n_findings].tag, "report.more-findings") == 0) {
 			/* "... N more findings not kept": the bound (report.c) goes on counting */
 			const char *t = r->findings[r->n_findings].text;
@@ -170,7 +161,7 @@ static void load_module(yaml_document_t *doc, yaml_node_t *m, struct report *r)
 		}
 		r->n_findings++;
 	}
-	seq = map_node(doc, m, "changed");
+	seq = ydoc_node(doc, m, "changed");
 	for (yaml_node_item_t *it = seq && seq->type == YAML_SEQUENCE_NODE ? seq->data.sequence.items.start : NULL;
 	     it && it < seq->data.sequence.items.top; it++) {
 		yaml_node_t *l = yaml_document_get_node(doc, *it);
@@ -185,7 +176,6 @@ static void part_load(const struct ctx *c, enum part_id id, struct part *p)
 {
 	char *path = part_path(id), *text = NULL;
 	size_t len = 0, n = 0;
-	yaml_parser_t parser;
 	yaml_document_t doc;
 	yaml_node_t *root, *mods;
 	long long v;
@@ -196,10 +186,7 @@ static void part_load(const struct ctx *c, enum part_id id, struct part *p)
 		return;
 	}
 	free(path);
-	yaml_parser_initialize(&parser);
-	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-	if (!yaml_parser_load(&parser, &doc)) {
-		yaml_parser_delete(&parser);
+	if (!ydoc_load(&doc, text, len)) {
 		free(text);
 		return;
 	}
@@ -214,16 +201,16 @@ static void part_load(const struct ctx *c, enum part_id id, struct part *p)
 	p->ran = xcalloc(n, sizeof(*p->ran));
 	for (size_t i = 0; i < n; i++)
 		report_init(&p->reports[i]);
-	p->command = p->command_buf = xstrdup(map_get(&doc, root, "command") ?: part_names[id]);
-	p->started = parse_ll(map_get(&doc, root, "started"), &v) ? v : 0;
-	p->duration_ms = parse_ll(map_get(&doc, root, "duration_ms"), &v) ? v : 0;
-	p->peers = parse_ll(map_get(&doc, root, "peers"), &v) && v >= 0 ? v : -1;
-	p->exit_code = parse_ll(map_get(&doc, root, "exit_code"), &v) && v >= 0 && v < 256 ? (int)v : 1;
-	mods = map_node(&doc, root, "modules");
+	p->command = p->command_buf = xstrdup(ydoc_get(&doc, root, "command") ?: status_part_names[id]);
+	p->started = parse_ll(ydoc_get(&doc, root, "started"), &v) ? v : 0;
+	p->duration_ms = parse_ll(ydoc_get(&doc, root, "duration_ms"), &v) ? v : 0;
+	p->peers = parse_ll(ydoc_get(&doc, root, "peers"), &v) && v >= 0 ? v : -1;
+	p->exit_code = parse_ll(ydoc_get(&doc, root, "exit_code"), &v) && v >= 0 && v < 256 ? (int)v : 1;
+	mods = ydoc_node(&doc, root, "modules");
 	for (yaml_node_item_t *it = mods && mods->type == YAML_SEQUENCE_NODE ? mods->data.sequence.items.start : NULL;
 	     it && it < mods->data.sequence.items.top; it++) {
 		yaml_node_t *m = yaml_document_get_node(&doc, *it);
-		size_t i = module_index(map_get(&doc, m, "name"));
+		size_t i = module_index(ydoc_get(&doc, m, "name"));
 
 		if (i == SIZE_MAX || p->ran[i])
 			continue;
@@ -233,7 +220,6 @@ static void part_load(const struct ctx *c, enum part_id id, struct part *p)
 	}
 out:
 	yaml_document_delete(&doc);
-	yaml_parser_delete(&parser);
 	free(text);
 }
 
@@ -294,7 +280,7 @@ static int current_exit(const struct part *parts)
 	return failed ? 1 : degraded ? 3 : 0;
 }
 
-static const char *current_word(int code)
+const char *status_result_word(int code)
 {
 	return code == 0 ? "ready" : code == 3 ? "degraded" : "failed";
 }
@@ -304,14 +290,14 @@ static void json_parts(struct strbuf *sb, const struct part *parts)
 {
 	int code = current_exit(parts);
 
-	json_kv_str(sb, "result", current_word(code), 0);
+	json_kv_str(sb, "result", status_result_word(code), 0);
 	json_kv_int(sb, "exit_code", code, 0);
 	sb_printf(sb, ", \"applied\": %s", parts[PART_APPLY].present ? "true" : "false");
 	sb_append(sb, ",\n \"parts\": {");
 	for (int k = 0; k < N_PARTS; k++) {
 		const struct part *p = &parts[k];
 
-		sb_printf(sb, "%s\"%s\": ", k ? ", " : "", part_names[k]);
+		sb_printf(sb, "%s\"%s\": ", k ? ", " : "", status_part_names[k]);
 		if (!p->present) {
 			sb_append(sb, "null");
 			continue;
@@ -320,7 +306,7 @@ static void json_parts(struct strbuf *sb, const struct part *parts)
 		json_kv_str(sb, "command", p->command, 1);
 		json_kv_int(sb, "started", p->started, 0);
 		json_kv_int(sb, "duration_ms", p->duration_ms, 0);
-		json_kv_str(sb, "result", current_word(p->exit_code == 3 ? 3 : p->exit_code ? 1 : 0), 0);
+		json_kv_str(sb, "result", status_result_word(p->exit_code == 3 ? 3 : p->exit_code ? 1 : 0), 0);
 		json_kv_int(sb, "exit_code", p->exit_code, 0);
 		sb_append(sb, "}");
 	}
@@ -375,7 +361,7 @@ static char *status_compose(const struct ctx *c, const struct run_opts *o, const
 		if (k < 0)
 			continue;
 		json_module(&sb, module_table[i]->name, &parts[k].reports[i], RUN_APPLY, first,
-			    part_names[k], parts[k].started);
+			    status_part_names[k], parts[k].started);
 		first = false;
 	}
 	sb_append(&sb, "\n ]\n}\n");
@@ -471,7 +457,7 @@ static char *metrics_compose(const struct part *parts, const struct boot *b)
 	for (size_t i = 0; i < 3; i++) {
 		sb_append(&sb, "hpcinit_state{");
 		prom_label(&sb, "state", states[i], 1);
-		sb_printf(&sb, "} %d\n", strcmp(current_word(code), states[i]) == 0);
+		sb_printf(&sb, "} %d\n", strcmp(status_result_word(code), states[i]) == 0);
 	}
 	prom_head(&sb, "hpcinit_step_result", "gauge", "Each step's latest result: 1 for the current one.");
 	for (size_t i = 0; module_table[i]; i++) {
@@ -517,14 +503,14 @@ static char *metrics_compose(const struct part *parts, const struct boot *b)
 	for (int k = 0; k < N_PARTS; k++)
 		if (parts[k].present) {
 			sb_append(&sb, "hpcinit_last_run_timestamp_seconds{");
-			prom_label(&sb, "part", part_names[k], 1);
+			prom_label(&sb, "part", status_part_names[k], 1);
 			sb_printf(&sb, "} %lld\n", parts[k].started);
 		}
 	prom_head(&sb, "hpcinit_last_run_duration_seconds", "gauge", "How long each part's last run took.");
 	for (int k = 0; k < N_PARTS; k++)
 		if (parts[k].present) {
 			sb_append(&sb, "hpcinit_last_run_duration_seconds{");
-			prom_label(&sb, "part", part_names[k], 1);
+			prom_label(&sb, "part", status_part_names[k], 1);
 			sb_printf(&sb, "} %.3f\n", (double)parts[k].duration_ms / 1000.0);
 		}
 	prom_head(&sb, "hpcinit_last_run_exit_code", "gauge",
@@ -532,7 +518,7 @@ static char *metrics_compose(const struct part *parts, const struct boot *b)
 	for (int k = 0; k < N_PARTS; k++)
 		if (parts[k].present) {
 			sb_append(&sb, "hpcinit_last_run_exit_code{");
-			prom_label(&sb, "part", part_names[k], 1);
+			prom_label(&sb, "part", status_part_names[k], 1);
 			sb_printf(&sb, "} %d\n", parts[k].exit_code);
 		}
 	if (peers >= 0) {
@@ -687,7 +673,7 @@ char *runner_json(const struct ctx *c, const struct run_opts *o, const struct ru
 	return sb_steal(&sb);
 }
 
-static void print_row(FILE *out, const char *name, const char *status, const char *dur,
+void status_print_row(FILE *out, const char *name, const char *status, const char *dur,
 		      const char *summary)
 {
 	struct strbuf sb = STRBUF_INIT;
@@ -700,7 +686,7 @@ static void print_row(FILE *out, const char *name, const char *status, const cha
 
 void runner_print_table(const struct ctx *c, const struct run_result *res, FILE *out)
 {
-	print_row(out, "MODULE", "RESULT", "TIME", "SUMMARY");
+	status_print_row(out, "MODULE", "RESULT", "TIME", "SUMMARY");
 	for (size_t i = 0; i < res->n; i++) {
 		const struct report *r = &res->reports[i];
 		char dur[32];
@@ -708,7 +694,7 @@ void runner_print_table(const struct ctx *c, const struct run_result *res, FILE 
 		if (!res->ran[i])
 			continue;
 		snprintf(dur, sizeof(dur), "%llums", (unsigned long long)r->duration_ms);
-		print_row(out, module_table[i]->name, rstatus_name(r->status, c->mode), dur, r->summary);
+		status_print_row(out, module_table[i]->name, rstatus_name(r->status, c->mode), dur, r->summary);
 	}
 	for (size_t i = 0; i < res->n; i++) {
 		const struct report *r = &res->reports[i];
@@ -734,304 +720,6 @@ void runner_print_table(const struct ctx *c, const struct run_result *res, FILE 
 		res->exit_code, (unsigned long long)res->duration_ms);
 }
 
-/*
- * status reads back the JSON we wrote.  JSON with our escaping is YAML, so
- * libyaml's document API reads it; no second parser.
- */
-static const char *map_get(yaml_document_t *doc, yaml_node_t *map, const char *key)
-{
-	if (!map || map->type != YAML_MAPPING_NODE)
-		return NULL;
-	for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
-		yaml_node_t *k = yaml_document_get_node(doc, p->key);
-		yaml_node_t *v = yaml_document_get_node(doc, p->value);
-
-		if (k && v && k->type == YAML_SCALAR_NODE && v->type == YAML_SCALAR_NODE &&
-		    strcmp((const char *)k->data.scalar.value, key) == 0)
-			return (const char *)v->data.scalar.value;
-	}
-	return NULL;
-}
-
-static yaml_node_t *map_node(yaml_document_t *doc, yaml_node_t *map, const char *key)
-{
-	if (!map || map->type != YAML_MAPPING_NODE)
-		return NULL;
-	for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
-		yaml_node_t *k = yaml_document_get_node(doc, p->key);
-
-		if (k && k->type == YAML_SCALAR_NODE && strcmp((const char *)k->data.scalar.value, key) == 0)
-			return yaml_document_get_node(doc, p->value);
-	}
-	return NULL;
-}
-
-/* A unix time from a status file as local time, or "?". */
-static void fmt_time(const char *s, char *buf, size_t size)
-{
-	long long v;
-	struct tm tm;
-	time_t t;
-
-	snprintf(buf, size, "?");
-	if (!parse_ll(s, &v) || v <= 0)
-		return;
-	t = (time_t)v;
-	if (localtime_r(&t, &tm))
-		strftime(buf, size, "%Y-%m-%d %H:%M:%S %Z", &tm);
-}
-
-/* The boot, timed: each phase of this boot, seconds after the kernel started. */
-static void print_boot(yaml_document_t *doc, yaml_node_t *boot, FILE *out)
-{
-	yaml_node_t *ph = map_node(doc, boot, "phases");
-	long long b = 0, at;
-
-	if (!ph || ph->type != YAML_SEQUENCE_NODE || ph->data.sequence.items.start == ph->data.sequence.items.top)
-		return;
-	if (!parse_ll(map_get(doc, boot, "boot_ms"), &b))
-		b = 0;
-	fprintf(out, "boot, seconds after the kernel started%s:\n", b ? "" : " (boot time unknown: unix times)");
-	for (yaml_node_item_t *it = ph->data.sequence.items.start; it < ph->data.sequence.items.top; it++) {
-		yaml_node_t *m = yaml_document_get_node(doc, *it);
-		struct strbuf name = STRBUF_INIT;
-		const char *n = map_get(doc, m, "phase") ?: "?";
-
-		if (!parse_ll(map_get(doc, m, "at_ms"), &at))
-			continue;
-		esc_append(&name, n, strlen(n), false);
-		fprintf(out, "  %-22s %9.3f\n", sb_str(&name), (double)(at - b) / 1000.0);
-		sb_free(&name);
-	}
-}
-
-int status_print(const struct ctx *c, const char *path, FILE *out)
-{
-	char *text = NULL;
-	size_t len = 0;
-	yaml_parser_t parser;
-	yaml_document_t doc;
-	yaml_node_t *root, *mods, *parts;
-	const char *peers;
-	char when[64];
-	int r = fs_read(c, path, &text, &len);
-
-	if (r < 0)
-		return r;
-	yaml_parser_initialize(&parser);
-	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-	if (!yaml_parser_load(&parser, &doc)) {
-		yaml_parser_delete(&parser);
-		free(text);
-		return -EBADMSG;
-	}
-	root = yaml_document_get_root_node(&doc);
-	if (!root || root->type != YAML_MAPPING_NODE) {
-		r = -EBADMSG;
-		goto out;
-	}
-	fmt_time(map_get(&doc, root, "started"), when, sizeof(when));
-	fprintf(out, "last run: hpcinit %s, %s, cluster %s, spec %s\n",
-		map_get(&doc, root, "command") ?: "?", when,
-		map_get(&doc, root, "cluster") ?: "?", map_get(&doc, root, "spec") ?: "?");
-	parts = map_node(&doc, root, "parts");
-	for (int k = 0; parts && k < N_PARTS; k++) {
-		yaml_node_t *pn = map_node(&doc, parts, part_names[k]);
-
-		if (!pn || pn->type != YAML_MAPPING_NODE) {
-			fprintf(out, "last %-8s never%s\n", part_names[k],
-				k == PART_APPLY ? " since boot: the node is not ready until hpcinit apply runs" : "");
-			continue;
-		}
-		fmt_time(map_get(&doc, pn, "started"), when, sizeof(when));
-		fprintf(out, "last %-8s %s, %s (exit %s, %s ms)\n", part_names[k], when,
-			map_get(&doc, pn, "result") ?: "?", map_get(&doc, pn, "exit_code") ?: "?",
-			map_get(&doc, pn, "duration_ms") ?: "?");
-	}
-	if ((peers = map_get(&doc, root, "peers")))
-		fprintf(out, "peers known: %s\n", peers);
-	print_boot(&doc, map_node(&doc, root, "boot"), out);
-	print_row(out, "MODULE", "RESULT", "TIME", "FROM     SUMMARY");
-	mods = map_node(&doc, root, "modules");
-	if (mods && mods->type == YAML_SEQUENCE_NODE) {
-		for (yaml_node_item_t *it = mods->data.sequence.items.start;
-		     it < mods->data.sequence.items.top; it++) {
-			yaml_node_t *m = yaml_document_get_node(&doc, *it);
-			char dur[32];
-
-			struct strbuf sum = STRBUF_INIT;
-
-			snprintf(dur, sizeof(dur), "%sms", map_get(&doc, m, "duration_ms") ?: "?");
-			/* FROM: the part whose run of the step this is (older files have none) */
-			sb_printf(&sum, "%-8s %s", map_get(&doc, m, "part") ?: "-", map_get(&doc, m, "summary") ?: "");
-			print_row(out, map_get(&doc, m, "name") ?: "?", map_get(&doc, m, "status") ?: "?",
-				  dur, sb_str(&sum));
-			sb_free(&sum);
-		}
-		for (yaml_node_item_t *it = mods->data.sequence.items.start;
-		     it < mods->data.sequence.items.top; it++) {
-			yaml_node_t *m = yaml_document_get_node(&doc, *it);
-			const char *st = map_get(&doc, m, "status");
-			yaml_node_t *det = map_node(&doc, m, "details");
-
-			if (!st || (strcmp(st, "failed") && strcmp(st, "degraded")) || !det ||
-			    det->type != YAML_SEQUENCE_NODE || det->data.sequence.items.start == det->data.sequence.items.top)
-				continue;
-			fprintf(out, "\n[%s]\n", map_get(&doc, m, "name") ?: "?");
-			for (yaml_node_item_t *d = det->data.sequence.items.start; d < det->data.sequence.items.top; d++) {
-				yaml_node_t *line = yaml_document_get_node(&doc, *d);
-
-				if (line && line->type == YAML_SCALAR_NODE) {
-					struct strbuf sb = STRBUF_INIT;
-
-					esc_append(&sb, (const char *)line->data.scalar.value,
-						   line->data.scalar.length, false);
-					fprintf(out, "  %s\n", sb_str(&sb));
-					sb_free(&sb);
-				}
-			}
-		}
-	}
-	fprintf(out, "\nresult: %s (exit %s, %s ms)\n", map_get(&doc, root, "result") ?: "?",
-		map_get(&doc, root, "exit_code") ?: "?", map_get(&doc, root, "duration_ms") ?: "?");
-	r = 0;
-out:
-	yaml_document_delete(&doc);
-	yaml_parser_delete(&parser);
-	free(text);
-	return r;
-}
-
-/*
- * status's exit code: what status.json says the node is (its "result",
- * cross-checked with its "exit_code"): ready 0, failed 1, degraded 3.
- * A document that says anything else, or cannot be read, is unknown: 4.
- */
-static int status_code(const char *text)
-{
-	yaml_parser_t parser;
-	yaml_document_t doc;
-	int code = STATUS_EXIT_UNKNOWN;
-
-	yaml_parser_initialize(&parser);
-	yaml_parser_set_input_string(&parser, (const unsigned char *)text, strlen(text));
-	if (yaml_parser_load(&parser, &doc)) {
-		yaml_node_t *root = yaml_document_get_root_node(&doc);
-		const char *res = map_get(&doc, root, "result"), *ec = map_get(&doc, root, "exit_code");
-		long long v;
-
-		if (res && parse_ll(ec, &v) && (v == 0 || v == 1 || v == 3) &&
-		    strcmp(res, current_word((int)v)) == 0)
-			code = (int)v;
-		yaml_document_delete(&doc);
-	}
-	yaml_parser_delete(&parser);
-	return code;
-}
-
-int status_state(const struct ctx *c, bool *ret_applied)
-{
-	char *text = NULL;
-	int code = STATUS_EXIT_UNKNOWN;
-
-	*ret_applied = false;
-	if (fs_exists(c, STATUS_ERROR_PATH) || fs_read(c, STATUS_PATH, &text, NULL) < 0)
-		return STATUS_EXIT_UNKNOWN;
-	code = status_code(text);
-	{
-		yaml_parser_t parser;
-		yaml_document_t doc;
-
-		yaml_parser_initialize(&parser);
-		yaml_parser_set_input_string(&parser, (const unsigned char *)text, strlen(text));
-		if (yaml_parser_load(&parser, &doc)) {
-			const char *a = map_get(&doc, yaml_document_get_root_node(&doc), "applied");
-
-			*ret_applied = a && strcmp(a, "true") == 0;
-			yaml_document_delete(&doc);
-		}
-		yaml_parser_delete(&parser);
-	}
-	free(text);
-	return code;
-}
-
-int status_command(const struct ctx *c, bool json, FILE *out)
-{
-	char *text = NULL;
-	int r, code;
-
-	/* The last run could not record itself: its status is unknown. */
-	if (fs_read(c, STATUS_ERROR_PATH, &text, NULL) == 0) {
-		if (json) {
-			fputs(text, out);
-		} else {
-			yaml_parser_t parser;
-			yaml_document_t doc;
-			const char *why = NULL;
-
-			yaml_parser_initialize(&parser);
-			yaml_parser_set_input_string(&parser, (const unsigned char *)text, strlen(text));
-			if (yaml_parser_load(&parser, &doc)) {
-				why = map_get(&doc, yaml_document_get_root_node(&doc), "reason");
-				fprintf(out, "status unknown (stale): %s; the older status was removed. "
-					"Run hpcinit check to see the node now.\n", why ?: "the last run could not write its status");
-				yaml_document_delete(&doc);
-			} else {
-				fprintf(out, "status unknown (stale): %s%s is unreadable\n", c->root, STATUS_ERROR_PATH);
-			}
-			yaml_parser_delete(&parser);
-		}
-		free(text);
-		return STATUS_EXIT_UNKNOWN;
-	}
-	if (fs_exists(c, STATUS_PATH)) {
-		r = fs_read(c, STATUS_PATH, &text, NULL);
-		code = r < 0 ? STATUS_EXIT_UNKNOWN : status_code(text);
-		if (r == 0 && json)
-			fputs(text, out);
-		else if (r == 0)
-			r = status_print(c, STATUS_PATH, out);
-		free(text);
-		if (r < 0) {
-			fprintf(stderr, "hpcinit: cannot read %s%s: %s\n", c->root, STATUS_PATH, strerror(-r));
-			return STATUS_EXIT_UNKNOWN;
-		}
-		if (code == STATUS_EXIT_UNKNOWN)
-			fprintf(stderr, "hpcinit: %s%s does not say ready, degraded or failed: status unknown\n",
-				c->root, STATUS_PATH);
-		return code;
-	}
-	/* Only an earlier boot's report is left: show it, never as current. */
-	r = fs_read(c, LAST_RUN_PATH, &text, NULL);
-	if (r < 0) {
-		fprintf(stderr, "hpcinit: no status: %s%s and %s%s: %s (has hpcinit apply run?)\n",
-			c->root, STATUS_PATH, c->root, LAST_RUN_PATH, strerror(-r));
-		return STATUS_EXIT_UNKNOWN;
-	}
-	if (json) {
-		struct strbuf sb = STRBUF_INIT;
-
-		sb_append(&sb, "{");
-		json_kv_str(&sb, "hpcinit", PACKAGE_VERSION, 1);
-		json_kv_str(&sb, "result", "unknown", 0);
-		json_kv_int(&sb, "exit_code", STATUS_EXIT_UNKNOWN, 0);
-		sb_append(&sb, ", \"stale\": true");
-		json_kv_str(&sb, "reason", "no hpcinit run since boot (" STATUS_PATH " is absent); "
-			    "last_run is " LAST_RUN_PATH " from an earlier boot", 0);
-		sb_printf(&sb, ",\n \"last_run\": %s}\n", text);
-		fputs(sb_str(&sb), out);
-		sb_free(&sb);
-	} else {
-		fprintf(out, "stale: no hpcinit run since boot (%s is absent); below is %s from an earlier boot\n",
-			STATUS_PATH, LAST_RUN_PATH);
-		if (status_print(c, LAST_RUN_PATH, out) < 0)
-			fprintf(out, "(%s%s is unreadable)\n", c->root, LAST_RUN_PATH);
-	}
-	free(text);
-	return STATUS_EXIT_UNKNOWN;
-}
-
 /* One step's report as its status-document entry, and back (runner.c's isolated steps). */
 char *report_to_json(const char *name, const struct report *r)
 {
@@ -1043,13 +731,10 @@ char *report_to_json(const char *name, const struct report *r)
 
 int report_from_json(const char *text, size_t len, struct report *r)
 {
-	yaml_parser_t parser;
 	yaml_document_t doc;
 	int ret = -EBADMSG;
 
-	yaml_parser_initialize(&parser);
-	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-	if (yaml_parser_load(&parser, &doc)) {
+	if (ydoc_load(&doc, text, len)) {
 		yaml_node_t *root = yaml_document_get_root_node(&doc);
 
 		if (root && root->type == YAML_MAPPING_NODE) {
@@ -1059,6 +744,5 @@ int report_from_json(const char *text, size_t len, struct report *r)
 		}
 		yaml_document_delete(&doc);
 	}
-	yaml_parser_delete(&parser);
 	return ret;
 }

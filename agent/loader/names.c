@@ -12,6 +12,7 @@
 
 #include "ascii.h"
 #include "names.h"
+#include "number.h"
 #include "strbuf.h"
 
 bool name_has_control(const char *s)
@@ -148,20 +149,27 @@ const char *name_check_option(const char *s)
 	return NULL;
 }
 
+/* The n bytes at s: 1 to maxlen digits, a port number from min to 65535. */
+static bool port_valid(const char *s, size_t n, size_t maxlen, unsigned long long min)
+{
+	char buf[8];
+	unsigned long long v;
+
+	if (n == 0 || n > maxlen || n >= sizeof(buf))
+		return false;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	return num_ull(buf, 10, 65535, &v) && v >= min;
+}
+
 const char *name_check_mount_option(const char *s)
 {
 	const char *why = name_check_option(s);
-	unsigned long port = 0;
 
 	if (why || strncmp(s, "port=", 5))
 		return why;
 	/* mount.nfs reads port=N as the server's NFS port: a number up to 65535. */
-	for (const char *p = s + 5; *p; p++) {
-		if (!is_digit((unsigned char)*p) || p - s > 10)
-			return "port= needs a number from 0 to 65535";
-		port = port * 10 + (unsigned long)(*p - '0');
-	}
-	if (!s[5] || port > 65535)
+	if (!port_valid(s + 5, strlen(s + 5), 6, 0))
 		return "port= needs a number from 0 to 65535";
 	return NULL;
 }
@@ -348,4 +356,79 @@ bool name_hosts_lookup(const char *text, const char *name, char *out, size_t len
 		l = e ? e + 1 : NULL;
 	}
 	return false;
+}
+
+const char *name_check_endpoint(const char *s)
+{
+	static const char why[] = "expected a URL like https://10.0.0.4:2379 (http or https, a host "
+				  "and an optional port, no path)";
+	const char *h, *end, *colon = NULL;
+	char host[256];
+	size_t n;
+
+	if (!strncmp(s, "https://", 8))
+		h = s + 8;
+	else if (!strncmp(s, "http://", 7))
+		h = s + 7;
+	else
+		return why;
+	end = h + strlen(h);
+	if (end > h && end[-1] == '/')
+		end--;
+	if (*h == '[') {
+		const char *rb = memchr(h, ']', (size_t)(end - h));
+
+		if (!rb)
+			return why;
+		n = (size_t)(rb - h - 1);
+		if (n == 0 || n >= sizeof(host))
+			return why;
+		memcpy(host, h + 1, n);
+		host[n] = '\0';
+		if (!strchr(host, ':') || !name_ip_valid(host))
+			return why;
+		if (rb + 1 < end && rb[1] != ':')
+			return why;
+		colon = rb + 1 < end ? rb + 1 : NULL;
+	} else {
+		colon = memchr(h, ':', (size_t)(end - h));
+		n = (size_t)((colon ? colon : end) - h);
+		if (n == 0 || n >= sizeof(host))
+			return why;
+		memcpy(host, h, n);
+		host[n] = '\0';
+		if (!name_ip_valid(host) && !name_hostname_valid(host))
+			return why;
+	}
+	if (colon && memchr(colon, '/', (size_t)(end - colon)))
+		return why;
+	if (colon && !port_valid(colon + 1, (size_t)(end - colon - 1), 5, 1))
+		return "the port after ':' must be a number from 1 to 65535";
+	return NULL;
+}
+
+const char *name_check_host_port(const char *s)
+{
+	const char *colon = strrchr(s, ':');
+	char host[254];
+	size_t n = colon ? (size_t)(colon - s) : strlen(s);
+
+	if (n == 0 || n >= sizeof(host))
+		return "expected a host like head1 or 10.0.0.4:6817";
+	memcpy(host, s, n);
+	host[n] = '\0';
+	if (colon && !port_valid(colon + 1, strlen(colon + 1), 5, 1))
+		return "expected a port from 1 to 65535 after ':'";
+	if (!name_hostname_valid(host) && !name_ip_valid(host))
+		return "expected a host like head1 or 10.0.0.4:6817";
+	return NULL;
+}
+
+const char *name_check_feature(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 63 || strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") != n)
+		return "1 to 63 letters, digits, '_', '.' or '-'";
+	return NULL;
 }

@@ -41,6 +41,15 @@ const char *name_check_module(const char *s);
 const char *name_check_option(const char *s);
 /* One mount option: name_check_option, and port= holds a port number. */
 const char *name_check_mount_option(const char *s);
+/*
+ * An etcd client URL: http:// or https://, a host name, IPv4 or [IPv6]
+ * address, an optional :port (1 to 65535), nothing after it but a "/".
+ */
+const char *name_check_endpoint(const char *s);
+/* slurm.conf_servers: a host name or IPv4 address, an optional :port (1 to 65535). */
+const char *name_check_host_port(const char *s);
+/* slurm.features: what slurm.conf's Feature= and a Nodeset's Feature= accept. */
+const char *name_check_feature(const char *s);
 /* Linux dev_valid_name(). */
 bool name_ifname_valid(const char *s);
 const char *name_check_ifname(const char *s);

@@ -86,6 +86,8 @@ static const struct enum_val address_vals[] = {
 static const struct enum_val etc_hosts_vals[] = {
 	{ "auto", HF_HOSTS_AUTO }, { "always", HF_HOSTS_ALWAYS }, { "never", HF_HOSTS_NEVER },
 	{ NULL, 0 } };
+static const struct enum_val slurm_auth_vals[] = {
+	{ "munge", SLURM_AUTH_MUNGE }, { "slurm", SLURM_AUTH_SLURM }, { NULL, 0 } };
 static const struct enum_val launcher_vals[] = {
 	{ "openmpi", MPI_OPENMPI }, { "mpich", MPI_MPICH }, { "intel", MPI_INTEL }, { NULL, 0 } };
 static const struct enum_val format_vals[] = {
@@ -100,6 +102,7 @@ _Static_assert(sizeof(enum mpi_launcher) == sizeof(int), "enums are stored as in
 _Static_assert(sizeof(enum key_type) == sizeof(int), "enums are stored as int");
 _Static_assert(sizeof(enum host_keys) == sizeof(int), "enums are stored as int");
 _Static_assert(sizeof(enum hf_address) == sizeof(int), "enums are stored as int");
+_Static_assert(sizeof(enum slurm_auth) == sizeof(int), "enums are stored as int");
 
 const char *link_layer_name(enum link_layer l)
 {
@@ -109,74 +112,6 @@ const char *link_layer_name(enum link_layer l)
 const char *disc_method_name(enum disc_method m)
 {
 	return enum_name(method_vals, (int)m);
-}
-
-/* ---------------------------------------------------------------- spec-only checks */
-
-/*
- * An etcd client URL: http:// or https://, a host name, IPv4 or [IPv6]
- * address, an optional :port, nothing after it but an optional "/".
- */
-static const char *check_endpoint(const char *s)
-{
-	static const char why[] = "expected a URL like https://10.0.0.4:2379 (http or https, a host "
-				  "and an optional port, no path)";
-	const char *h, *end, *colon = NULL;
-	char host[256];
-	size_t n;
-
-	if (!strncmp(s, "https://", 8))
-		h = s + 8;
-	else if (!strncmp(s, "http://", 7))
-		h = s + 7;
-	else
-		return why;
-	end = h + strlen(h);
-	if (end > h && end[-1] == '/')
-		end--;
-	if (*h == '[') {
-		const char *rb = memchr(h, ']', (size_t)(end - h));
-
-		if (!rb)
-			return why;
-		n = (size_t)(rb - h - 1);
-		if (n == 0 || n >= sizeof(host))
-			return why;
-		memcpy(host, h + 1, n);
-		host[n] = '\0';
-		if (!strchr(host, ':') || !name_ip_valid(host))
-			return why;
-		if (rb + 1 < end && rb[1] != ':')
-			return why;
-		colon = rb + 1 < end ? rb + 1 : NULL;
-	} else {
-		colon = memchr(h, ':', (size_t)(end - h));
-		n = (size_t)((colon ? colon : end) - h);
-		if (n == 0 || n >= sizeof(host))
-			return why;
-		memcpy(host, h, n);
-		host[n] = '\0';
-		if (!name_ip_valid(host) && !name_hostname_valid(host))
-			return why;
-	}
-	if (colon) {
-		unsigned long port = 0;
-
-		if (memchr(colon, '/', (size_t)(end - colon)))
-			return why;
-		if (colon + 1 == end || end - colon > 6)
-			return "the port after ':' must be a number from 1 to 65535";
-		for (const char *p = colon + 1; p < end; p++) {
-			if (*p == '/')
-				return why;
-			if (*p < '0' || *p > '9')
-				return "the port after ':' must be a number from 1 to 65535";
-			port = port * 10 + (unsigned long)(*p - '0');
-		}
-		if (port == 0 || port > 65535)
-			return "the port after ':' must be a number from 1 to 65535";
-	}
-	return NULL;
 }
 
 /* ---------------------------------------------------------------- spec-only handlers */
@@ -250,40 +185,6 @@ static bool p_nfs_source(struct loader *L, const struct field *f, yaml_node_t *k
 	return false;
 }
 
-/* slurm.conf_servers: a host name or IPv4 address, an optional :port. */
-static const char *check_conf_server(const char *s)
-{
-	const char *colon = strrchr(s, ':');
-	char host[254];
-	size_t n = colon ? (size_t)(colon - s) : strlen(s);
-
-	if (n == 0 || n >= sizeof(host))
-		return "expected a host like head1 or 10.0.0.4:6817";
-	memcpy(host, s, n);
-	host[n] = '\0';
-	if (colon) {
-		size_t d = strlen(colon + 1);
-		unsigned long port = d && d <= 5 && strspn(colon + 1, "0123456789") == d ?
-				     strtoul(colon + 1, NULL, 10) : 0;
-
-		if (port < 1 || port > 65535)
-			return "expected a port from 1 to 65535 after ':'";
-	}
-	if (!name_hostname_valid(host) && !name_ip_valid(host))
-		return "expected a host like head1 or 10.0.0.4:6817";
-	return NULL;
-}
-
-/* slurm.features: what slurm.conf's Feature= and a Nodeset's Feature= accept. */
-static const char *check_feature(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n == 0 || n > 63 || strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") != n)
-		return "1 to 63 letters, digits, '_', '.' or '-'";
-	return NULL;
-}
-
 /* ---------------------------------------------------------------- the schema */
 
 static const struct type T_VERSION = { "the spec version (1)", YAML_SCALAR_NODE, p_version, NULL };
@@ -323,11 +224,11 @@ static const struct list_arg export_options_list = {
 	"options like rw or no_subtree_check", "an option like rw", name_check_option, 64, false, false };
 static const struct list_arg endpoints_list = {
 	"etcd client URLs like https://10.0.0.4:2379", "a URL like https://10.0.0.4:2379",
-	check_endpoint, 32, true, true };
+	name_check_endpoint, 32, true, true };
 static const struct list_arg conf_servers_list = {
-	"slurmctld hosts like head1 or 10.0.0.4:6817", "a host like head1", check_conf_server, 8, true, true };
+	"slurmctld hosts like head1 or 10.0.0.4:6817", "a host like head1", name_check_host_port, 8, true, true };
 static const struct list_arg features_list = {
-	"Slurm feature names", "a feature name like hbv4", check_feature, 64, false, true };
+	"Slurm feature names", "a feature name like hbv4", name_check_feature, 64, false, true };
 static const struct int_arg margin_int = { 0, 50, 4 };
 static const struct dur_arg leave_wait_dur = { 0, 24 * HOUR_MS };
 static const struct list_arg ssh_users_list = {
@@ -558,6 +459,7 @@ static const struct field mpi_fields[] = {
 	{ "verify", &T_MAP, 0, &verify_schema, 0, M_NONE, NULL },
 	{ "slots", &T_INT, offsetof(struct spec_mpi, slots), &slots_int, 0, M_NONE, NULL },
 	{ "slots_per_gpu", &T_BOOL, offsetof(struct spec_mpi, slots_per_gpu), NULL, 0, M_NONE, NULL },
+	{ "software_fabric", &T_BOOL, offsetof(struct spec_mpi, software_fabric), NULL, 0, M_NONE, NULL },
 	{ NULL, NULL, 0, NULL, 0, M_NONE, NULL }
 };
 
@@ -567,6 +469,7 @@ static const struct field slurm_fields[] = {
 	{ "features", &T_STRLIST, offsetof(struct spec_slurm, features), &features_list, 0, M_NONE, NULL },
 	{ "memory_margin_percent", &T_INT, offsetof(struct spec_slurm, memory_margin_pct), &margin_int, 0,
 	  M_NONE, NULL },
+	{ "auth", &T_ENUM, offsetof(struct spec_slurm, auth), slurm_auth_vals, 0, M_NONE, NULL },
 	{ "key_file", &T_PATH, offsetof(struct spec_slurm, key_file), NULL, 0, M_NONE, NULL },
 	{ "leave_wait", &T_DURATION, offsetof(struct spec_slurm, leave_wait_ms), &leave_wait_dur, 0,
 	  M_NONE, NULL },

@@ -163,15 +163,19 @@ struct spec_mpi {
 	enum mpi_launcher launcher;     /* default openmpi */
 	unsigned slots;                 /* ranks per node in records and hostfiles; 0 (default): usable cores */
 	bool slots_per_gpu;             /* one rank per GPU (ND sizes), where sysfs shows GPUs; default false */
+	bool software_fabric;           /* a software RDMA device (rxe, siw) may be the fabric; default false */
 };
 
 /* slurm: this node in Slurm (modules/slurm, docs/slurm.md). */
+enum slurm_auth { SLURM_AUTH_MUNGE, SLURM_AUTH_SLURM };
+
 struct spec_slurm {
 	bool present;
 	struct strlist conf_servers;    /* compute: slurmctld hosts, "host[:port]" (configless) */
 	struct strlist features;        /* added to the facts' features (cluster, VM size, IB domain) */
 	unsigned memory_margin_pct;     /* RealMemory: MemTotal less this share; default 3 */
-	char *key_file;                 /* the munge key, root's alone like cluster.secret_file; NULL: none */
+	enum slurm_auth auth;           /* whose key key_file is: munge's (default) or Slurm's auth/slurm */
+	char *key_file;                 /* the key, root's alone like cluster.secret_file; NULL: none */
 	uint64_t leave_wait_ms;         /* leave: how long to wait for jobs before the delete; default 60 s */
 };
 

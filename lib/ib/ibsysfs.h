@@ -83,4 +83,16 @@ double ib_parse_rate(const char *s);                           /* "200 Gb/sec (4
 unsigned ib_parse_hex16(const char *s);                        /* "0x800b" -> 0x800b; 0 when bad */
 bool ib_safe_name(const char *s);                              /* one path component, < 64 */
 
+/*
+ * What the rdma step found, for later steps (its typed output c->out->rdma;
+ * here, below the steps, so that mpi reads it without reaching into rdma).
+ */
+struct rdma_result {
+	bool usable;                    /* selected devices passed every check */
+	enum link_layer link_layer;     /* of the selected devices */
+	unsigned rate_gbps;             /* lowest active rate among them */
+	char devices[256];              /* selected device names, space-separated */
+	char ipoib_addr[64];            /* "" when none */
+};
+
 #endif

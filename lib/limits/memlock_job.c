@@ -39,6 +39,7 @@
 #include <strings.h>
 
 #include "fsutil.h"
+#include "number.h"
 #include "limits/memlock_job.h"
 
 void memlock_fmt(long long bytes, char *buf, size_t n)
@@ -91,13 +92,12 @@ struct who {
 
 static bool parse_ul(const char *s, unsigned long *ret)
 {
-	char *end;
+	unsigned long long v;
 
-	if (!*s)
+	if (!num_ull(s, 10, ULONG_MAX, &v))
 		return false;
-	errno = 0;
-	*ret = strtoul(s, &end, 10);
-	return !errno && !*end;
+	*ret = (unsigned long)v;
+	return true;
 }
 
 /* "a:b", "a:", ":b" (uid or gid ranges); false when s is not a range. */
@@ -231,40 +231,14 @@ static void conf_names(const struct ctx *c, const char *dir, struct strlist *ret
 
 static void load_groups(const struct ctx *c, struct who *w)
 {
-	char *text = NULL;
-
-	if (!*w->name || fs_read(c, "/etc/group", &text, NULL) < 0)
-		return;
-	for (char *line = text; line && *line;) {
-		char *nl = strchr(line, '\n'), *f[4] = { 0 }, *s = line;
-		int i;
-		unsigned long gid;
-
-		if (nl)
-			*nl = '\0';
-		line = nl ? nl + 1 : NULL;
-		for (i = 0; i < 4 && s; i++) {
-			f[i] = s;
-			s = strchr(s, ':');
-			if (s)
-				*s++ = '\0';
-		}
-		if (i < 4 || !parse_ul(f[2], &gid))
-			continue;
-		bool member = w->known && gid == w->gid;
-
-		for (char *save = NULL, *m = strtok_r(f[3], ",", &save); m && !member; m = strtok_r(NULL, ",", &save))
-			member = strcmp(m, w->name) == 0;
-		if (member)
-			strlist_push(&w->groups, f[0]);
-	}
-	free(text);
+	if (*w->name)
+		fs_user_groups(c, w->name, w->known, (gid_t)w->gid, &w->groups);
 }
 
 /* systemd's size: "infinity", N, N{K,M,G,T}; false when unparsable. */
 static bool parse_sd_size(const char *s, long long *ret)
 {
-	char *end;
+	const char *end;
 	unsigned long long v;
 	unsigned shift = 0;
 
@@ -272,9 +246,7 @@ static bool parse_sd_size(const char *s, long long *ret)
 		*ret = MEMLOCK_UNLIMITED;
 		return true;
 	}
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
+	if (!num_ull_prefix(s, 10, ULLONG_MAX, &v, &end))
 		return false;
 	switch (*end) {
 	case '\0':

@@ -24,7 +24,7 @@
 #include "sshkey.h"
 #include "sshkeys/userkeys.h"
 #include "ib/identity.h"
-#include "../mpi.h"
+#include "slots/slots.h"
 
 bool node_in_network(const struct spec *spec, const struct sockaddr *sa)
 {
@@ -268,7 +268,7 @@ int node_facts(struct ctx *c, struct report *rep, struct peer *p)
 		return r;
 	p->ipoib_addr = ipoib_address(c);
 	rdma_node_identity(c, rep, p);  /* fabric devices, P_Key, placement group (lib/ib/identity.c) */
-	p->slots = mpi_node_slots(c, rep, usable_cores());     /* mpi.slots, mpi.slots_per_gpu (modules/mpi.c) */
+	p->slots = slots_node(c, rep, usable_cores());   /* mpi.slots, mpi.slots_per_gpu (lib/slots) */
 	p->head = spec->cluster.role == ROLE_HEAD;
 	p->version = xstrdup(PACKAGE_VERSION);
 	p->boot_id = boot_id(c);

@@ -100,11 +100,6 @@ void os_info_parse(const char *text, struct os_info *ret)
 
 /* ---- kernel release and versions ------------------------------------- */
 
-static bool fake_root(const struct ctx *c)
-{
-	return c->root && c->root[0] && strcmp(c->root, "/") != 0;
-}
-
 /* A release is used in paths and package names: no '/', no spaces. */
 bool valid_release(const char *s)
 {
@@ -130,7 +125,7 @@ int running_release(const struct ctx *c, char *buf, size_t n, const char **ret_s
 	if (c->kernel_release) {
 		snprintf(buf, n, "%s", c->kernel_release);
 		*ret_src = "--kernel-release";
-	} else if (fake_root(c) && fs_exists(c, KERNEL_RELEASE_FILE)) {
+	} else if (!ctx_real_root(c) && fs_exists(c, KERNEL_RELEASE_FILE)) {
 		char *text = NULL;
 		int r = fs_read(c, KERNEL_RELEASE_FILE, &text, NULL);
 

@@ -153,7 +153,7 @@ static void exportfs_reload(struct ctx *c, struct report *r, enum rstatus *st)
 	char *which;
 	int rc;
 
-	if (!nfs_real_root(c)) {
+	if (!ctx_real_root(c)) {
 		report_detail(r, "fake root: exportfs -ra not run");
 		return;
 	}
@@ -247,7 +247,7 @@ enum rstatus do_exports(struct ctx *c, struct report *r, unsigned *ret_n)
 	if (c->mode == RUN_APPLY) {
 		if (rc == 1)
 			exportfs_reload(c, r, &st);
-		else if (nfs_real_root(c)) {
+		else if (ctx_real_root(c)) {
 			char *which = proc_which("exportfs");
 
 			if (!which)
@@ -256,9 +256,9 @@ enum rstatus do_exports(struct ctx *c, struct report *r, unsigned *ret_n)
 		}
 	}
 	/* Only where a server could serve them (the real root, exportfs done): does it? */
-	if (nfs_real_root(c) && st == ST_OK && c->mode != RUN_PLAN)
+	if (ctx_real_root(c) && st == ST_OK && c->mode != RUN_PLAN)
 		export_self_probe(c, r, &st);
-	else if (!nfs_real_root(c))
+	else if (!ctx_real_root(c))
 		report_detail(r, "fake root: the export self-probe does not run");
 	return st;
 }

@@ -280,7 +280,7 @@ bool nfs_source_eq(const char *a, const char *b)
 void mountinfo_load(const struct ctx *c, struct mountinfo *mi)
 {
 	char *text = NULL;
-	bool fake = !(!c->root || !*c->root || strcmp(c->root, "/") == 0);
+	bool fake = !ctx_real_root(c);
 
 	memset(mi, 0, sizeof(*mi));
 	if (fake && fs_read(c, "/proc/self/mountinfo", &text, NULL) == 0) {

@@ -128,11 +128,6 @@ out:
 
 /* ---- one mount --------------------------------------------------------------- */
 
-bool nfs_real_root(const struct ctx *c)
-{
-	return !c->root || !*c->root || strcmp(c->root, "/") == 0;
-}
-
 /* The mount program: HPCINIT_MOUNT_PROG (a test hook) or "mount". */
 static const char *mount_prog(void)
 {
@@ -217,6 +212,65 @@ static enum rstatus verify_mounted(struct ctx *c, struct report *r, const struct
 	return st;
 }
 
+/*
+ * t's share is mounted already (e): verified without a write probe (a
+ * re-run must not touch the share, its root's mtime), and options other
+ * than the spec's reported, never changed (it would break running jobs).
+ */
+static enum rstatus check_mounted(struct ctx *c, struct report *r, const struct nfs_target *t,
+				  const struct mi_entry *e, bool live)
+{
+	struct strbuf diff = STRBUF_INIT;
+	enum rstatus st = verify_mounted(c, r, t, false, live);
+
+	if (st != ST_FAILED && options_diff(t, e, &diff)) {
+		report_detail(r, "%s: mounted with other options than the spec: %s; to change them: "
+			      "umount %s && hpcinit apply (not done automatically: it would break "
+			      "running jobs)", t->path, sb_str(&diff), t->path);
+		if (c->mode == RUN_APPLY) {
+			report_finding(r, ST_DEGRADED, "nfs.mounted.options-differ", "%s: wrong mount options", t->path);
+			st = st == ST_OK ? ST_DEGRADED : st;
+		} else if (st == ST_OK) {
+			st = ST_CHANGED;        /* drift */
+		}
+	}
+	if (st == ST_OK)
+		report_detail(r, "%s: %s mounted (%s)", t->path, t->source, e->fstype);
+	sb_free(&diff);
+	return st;
+}
+
+/* mount(8) under the step's deadline (cmd: argv as text): 0, or -1 with the failure reported. */
+static int run_mount(struct ctx *c, struct report *r, const struct nfs_target *t,
+		     const char *const argv[], const char *cmd)
+{
+	struct proc_result pr;
+	uint64_t left = ctx_remaining_ms(c);
+	unsigned to = NFS_MOUNT_TIMEOUT_MS;
+	enum nfs_err ne;
+	int rc;
+
+	if (c->deadline_ms && left < to)
+		to = left > 5000 ? (unsigned)left : 5000;
+	log_info("%s: running %s", t->path, cmd);
+	rc = proc_run(argv, NULL, NULL, to, &pr);
+	if (rc < 0) {
+		report_detail(r, "%s: cannot run %s: %s%s", t->path, argv[0], strerror(-rc),
+			      rc == -ENOENT ? " (install util-linux / mount)" : "");
+		report_finding(r, ST_FAILED, "nfs.mount.cannot-run", "%s: cannot run %s", t->path, argv[0]);
+		return -1;
+	}
+	ne = classify_mount(&pr);
+	if (ne != NE_OK) {
+		explain_mount(r, t, ne, &pr, to);
+		report_detail(r, "  ran: %s", cmd);
+		proc_result_free(&pr);
+		return -1;
+	}
+	proc_result_free(&pr);
+	return 0;
+}
+
 enum rstatus mount_one(struct ctx *c, struct report *r, const struct nfs_target *t,
 		       bool *ret_not_mounted)
 {
@@ -232,24 +286,7 @@ enum rstatus mount_one(struct ctx *c, struct report *r, const struct nfs_target 
 	mountinfo_load(c, &mi);
 	e = mountinfo_find(&mi, t->path);
 	if (e && nfs_is_nfs_type(e->fstype) && nfs_source_eq(e->source, t->source)) {
-		struct strbuf diff = STRBUF_INIT;
-
-		/* No write probe here: a re-run must not touch the share (its root's mtime). */
-		st = verify_mounted(c, r, t, false, !mi.fixture);
-		if (st != ST_FAILED && options_diff(t, e, &diff)) {
-			report_detail(r, "%s: mounted with other options than the spec: %s; to change them: "
-				      "umount %s && hpcinit apply (not done automatically: it would break "
-				      "running jobs)", t->path, sb_str(&diff), t->path);
-			if (c->mode == RUN_APPLY) {
-				report_finding(r, ST_DEGRADED, "nfs.mounted.options-differ", "%s: wrong mount options", t->path);
-				st = st == ST_OK ? ST_DEGRADED : st;
-			} else if (st == ST_OK) {
-				st = ST_CHANGED;        /* drift */
-			}
-		}
-		if (st == ST_OK)
-			report_detail(r, "%s: %s mounted (%s)", t->path, t->source, e->fstype);
-		sb_free(&diff);
+		st = check_mounted(c, r, t, e, !mi.fixture);
 		goto out;
 	}
 	if (e) {
@@ -302,7 +339,7 @@ enum rstatus mount_one(struct ctx *c, struct report *r, const struct nfs_target 
 				      w, attempts);
 		if (pr.note[0])
 			report_detail(r, "%s: server %s %s", t->path, t->host, pr.note);
-		if (!nfs_real_root(c) && !prog) {
+		if (!ctx_real_root(c) && !prog) {
 			report_detail(r, "%s: fake root: not mounting; would run: %s", t->path, cmd);
 			/* what the probe saw of the share's root stands in for the mount's */
 			if (pr.have_mode)
@@ -311,33 +348,9 @@ enum rstatus mount_one(struct ctx *c, struct report *r, const struct nfs_target 
 			goto out;
 		}
 	}
-	{
-		struct proc_result pr;
-		uint64_t left = ctx_remaining_ms(c);
-		unsigned to = NFS_MOUNT_TIMEOUT_MS;
-		enum nfs_err ne;
-		int rc;
-
-		if (c->deadline_ms && left < to)
-			to = left > 5000 ? (unsigned)left : 5000;
-		log_info("%s: running %s", t->path, cmd);
-		rc = proc_run(argv, NULL, NULL, to, &pr);
-		if (rc < 0) {
-			report_detail(r, "%s: cannot run %s: %s%s", t->path, argv[0], strerror(-rc),
-				      rc == -ENOENT ? " (install util-linux / mount)" : "");
-			report_finding(r, ST_FAILED, "nfs.mount.cannot-run", "%s: cannot run %s", t->path, argv[0]);
-			st = ST_FAILED;
-			goto out;
-		}
-		ne = classify_mount(&pr);
-		if (ne != NE_OK) {
-			explain_mount(r, t, ne, &pr, to);
-			report_detail(r, "  ran: %s", cmd);
-			proc_result_free(&pr);
-			st = ST_FAILED;
-			goto out;
-		}
-		proc_result_free(&pr);
+	if (run_mount(c, r, t, argv, cmd) < 0) {
+		st = ST_FAILED;
+		goto out;
 	}
 	/* Believe the kernel, not mount's exit code. */
 	mountinfo_free(&mi);

@@ -141,7 +141,6 @@ void explain_probe(struct report *r, const struct nfs_target *t,
 
 /* one mount: mount(8), verification (mount.c) */
 char *nfs_first_line(const char *s);
-bool nfs_real_root(const struct ctx *c);
 /* One mount; what is wrong is a finding (nfs.mount.*, nfs.mounted.*, nfs.mountpoint.*). */
 enum rstatus mount_one(struct ctx *c, struct report *r, const struct nfs_target *t,
 	bool *ret_not_mounted);

@@ -32,7 +32,6 @@
 #include "limits/memlock_job.h"
 
 #define RDMA_MAX_DEVS 64
-#define REAP_GRACE_MS 500       /* after SIGKILL: a probe stuck in the kernel is left behind */
 
 static void fmt_kib(char *buf, size_t n, uint64_t bytes)
 {
@@ -118,175 +117,21 @@ static void anomaly(struct report *r, struct anomalies *a, const char *tag, cons
 	sb_free(&sb);
 }
 
-extern char **environ;
 
-/* ---- probes: the helper, one per device, under the child engine ---------- */
+/* ---- the module -------------------------------------------------------------- */
 
-struct job {
-	const char *what;               /* device, interface or peer */
-	bool resolve;
-	bool route;                     /* a peer's address: resolve_addr and resolve_route */
-	char addr[64];
-	struct proc_child ch;           /* the helper (agent/base/proc.c) */
-	bool hung, reaped;
-	int wstatus;
-	int last_step;
-	bool have_result;
-	struct probe_result res;
-	uint64_t ms;
-};
-
-/* The helper's argv: hpcinit-rdma-probe [--root R] [--memlock M] CMD ARG... (args NULL-terminated). */
 /* What a job gets (memlock section present), measured once a run; the probe registers under it. */
 static struct memlock_job job_limit;
 
-static void helper_argv(const struct ctx *c, struct strlist *av, char *path, const char *cmd,
-			const char *a1, const char *a2)
-{
-	const struct spec_memlock *m = &c->spec->memlock;
-
-	strlist_push(av, path);
-	if (c->root && c->root[0]) {
-		strlist_push(av, "--root");
-		strlist_push(av, c->root);
-	}
-	/*
-	 * The probe registers under the limit a job gets here (lib/limits/memlock_job.c: a
-	 * new PAM session of the spec's user, and systemd services; the lower),
-	 * never under the spec's wish: it proves the node, not the spec.
-	 */
-	if (m->present && (strcmp(cmd, "probe") == 0 || strcmp(cmd, "resolve") == 0)) {
-		long long lim = memlock_job_min(&job_limit);
-		char buf[32];
-
-		if (lim != MEMLOCK_UNSET) {
-			snprintf(buf, sizeof(buf), "%lld", lim);
-			strlist_push(av, "--memlock");
-			strlist_push(av, lim == MEMLOCK_UNLIMITED ? "unlimited" : buf);
-		}
-	}
-	strlist_push(av, cmd);
-	if (a1)
-		strlist_push(av, a1);
-	if (a2)
-		strlist_push(av, a2);
-}
-
 /*
- * Start the helper.  It gets the agent's environment: it is part of
- * hpcinit, and LD_PRELOAD shims and sanitizer options must reach it.
+ * The probe registers under the limit a job gets here (lib/limits: a new
+ * PAM session of the spec's user, and systemd services; the lower), never
+ * under the spec's wish: it proves the node, not the spec.
  */
-static int helper_start(const struct ctx *c, struct proc_child *ch, const char *cmd, const char *a1,
-			const char *a2)
+static long long job_memlock(const struct ctx *c)
 {
-	char *path = proc_helper_path(RDMA_PROBE_HELPER);
-	struct strlist av = { 0 };
-	int r;
-
-	helper_argv(c, &av, path, cmd, a1, a2);
-	r = proc_start_argv(ch, path, (const char *const *)av.v, (const char *const *)environ, NULL);
-	strlist_free(&av);
-	free(path);
-	return r;
+	return c->spec->memlock.present ? memlock_job_min(&job_limit) : MEMLOCK_UNSET;
 }
-
-static int job_start(const struct ctx *c, struct job *j, uint64_t reg_mr, unsigned timeout_ms)
-{
-	char num[32];
-
-	j->last_step = STEP_NONE;
-	snprintf(num, sizeof(num), "%llu", (unsigned long long)(j->resolve ? timeout_ms : reg_mr));
-	return helper_start(c, &j->ch, j->route ? "route" : j->resolve ? "resolve" : "probe",
-			    j->resolve ? j->addr : j->what, num);
-}
-
-/*
- * Wait for every job until it answers or the timeout passes; kill the rest
- * at once.  SIGKILL cannot end a process sleeping uninterruptibly in a
- * driver, so reaping is bounded too: such a probe is left to init.
- */
-static void jobs_wait(struct job *jobs, size_t n, uint64_t timeout_ms)
-{
-	const struct proc_limits lim = { .timeout_ms = (unsigned)timeout_ms, .reap_ms = REAP_GRACE_MS,
-					 .eof_ends = true };
-	struct proc_child *chs = xcalloc(n ? n : 1, sizeof(*chs));
-
-	for (size_t i = 0; i < n; i++)
-		chs[i] = jobs[i].ch;
-	proc_wait(chs, n, &lim);
-	for (size_t i = 0; i < n; i++) {
-		struct job *j = &jobs[i];
-		struct proc_child *ch = &chs[i];
-		struct probe_parsed pp;
-
-		probe_parse(ch->out.buf ? ch->out.buf : "", ch->out.len, &pp);
-		j->last_step = pp.last_step;
-		j->have_result = pp.have_result;
-		j->res = pp.res;
-		j->hung = ch->pid > 0 && !ch->eof;
-		j->reaped = ch->exited;
-		j->wstatus = ch->status;
-		j->ms = ch->ms;
-		proc_child_free(ch);
-		memset(&j->ch, 0, sizeof(j->ch));
-	}
-	free(chs);
-}
-
-/*
- * How long the probes may take: timeout_ms, cut so that a second of the
- * step's deadline is left to read the answers and report.  A deadline
- * nearer than that second is not cut further (the probes keep their own
- * timeout), and no deadline cuts nothing.
- */
-static uint64_t probe_wait_ms(const struct ctx *c, uint64_t timeout_ms)
-{
-	uint64_t left = ctx_remaining_ms(c);
-
-	return left > 1000 && timeout_ms > left - 1000 ? left - 1000 : timeout_ms;
-}
-
-/* jobs_wait within the step's deadline: every probe batch waits through here. */
-static void jobs_wait_bounded(const struct ctx *c, struct job *jobs, size_t n, uint64_t timeout_ms)
-{
-	jobs_wait(jobs, n, probe_wait_ms(c, timeout_ms));
-}
-
-/* Run the helper to its end (list, ifaddr); its stdout in ret (caller frees), -errno when it did not answer. */
-static int helper_ask(const struct ctx *c, const char *cmd, const char *arg, unsigned timeout_ms,
-		      struct strbuf *ret)
-{
-	const struct proc_limits lim = { .timeout_ms = timeout_ms, .reap_ms = REAP_GRACE_MS, .eof_ends = true };
-	struct proc_child ch = { 0 };
-	int r = helper_start(c, &ch, cmd, arg, NULL);
-
-	if (r < 0)
-		return r;
-	proc_wait(&ch, 1, &lim);
-	r = ch.eof ? 0 : -ETIMEDOUT;
-	*ret = ch.out;
-	ch.out = (struct strbuf)STRBUF_INIT;
-	proc_child_free(&ch);
-	return r;
-}
-
-/* The value of the first "key value" line of text, or NULL (malloc'd). */
-static char *helper_field(const char *text, const char *key)
-{
-	size_t k = strlen(key);
-
-	for (const char *p = text; p && *p;) {
-		const char *nl = strchr(p, '\n');
-		size_t n = nl ? (size_t)(nl - p) : strlen(p);
-
-		if (n > k && strncmp(p, key, k) == 0 && p[k] == ' ')
-			return xasprintf("%.*s", (int)(n - k - 1), p + k + 1);
-		p = nl ? nl + 1 : NULL;
-	}
-	return NULL;
-}
-
-/* ---- the module -------------------------------------------------------------- */
 
 static struct rdma_result rdma_last;
 
@@ -399,7 +244,7 @@ static void check_inventory(const struct ctx *c, struct report *r, struct anomal
 }
 
 static void check_probe(const struct ctx *c, struct report *r, struct anomalies *a,
-			const struct dev_info *d, const struct job *j)
+			const struct dev_info *d, const struct probe_job *j)
 {
 	const struct spec_rdma *s = &c->spec->rdma;
 	const struct probe_result *res = &j->res;
@@ -448,7 +293,7 @@ static void check_probe(const struct ctx *c, struct report *r, struct anomalies 
 }
 
 static void check_ipoib(const struct ctx *c, struct report *r, struct anomalies *a,
-			struct job *resolve_job, bool *want_resolve)
+			struct probe_job *resolve_job, bool *want_resolve)
 {
 	const char *ifn = c->spec->rdma.ipoib;
 	char path[160], oper[32], flags[32], type[16];
@@ -477,8 +322,8 @@ static void check_ipoib(const struct ctx *c, struct report *r, struct anomalies 
 		return;
 	}
 	struct strbuf out = STRBUF_INIT;
-	int ret = helper_ask(c, "ifaddr", ifn, (unsigned)c->spec->rdma.open_timeout_ms, &out);
-	char *addr = helper_field(sb_str(&out), "addr"), *noaddr = helper_field(sb_str(&out), "noaddr");
+	int ret = probe_helper_ask(c, "ifaddr", ifn, (unsigned)c->spec->rdma.open_timeout_ms, &out);
+	char *addr = probe_helper_field(sb_str(&out), "addr"), *noaddr = probe_helper_field(sb_str(&out), "noaddr");
 
 	if (ret == 0 && !addr)
 		ret = noaddr ? -(int)strtol(noaddr, NULL, 10) : -EPROTO;
@@ -498,7 +343,7 @@ static void check_ipoib(const struct ctx *c, struct report *r, struct anomalies 
 	*want_resolve = true;
 }
 
-static void check_resolve(const struct ctx *c, struct report *r, struct anomalies *a, const struct job *j)
+static void check_resolve(const struct ctx *c, struct report *r, struct anomalies *a, const struct probe_job *j)
 {
 	const struct probe_result *res = &j->res;
 
@@ -628,8 +473,8 @@ static void check_kvp(const struct ctx *c, struct report *r, struct anomalies *a
 		}
 		{
 			struct strbuf out = STRBUF_INIT;
-			int ret = helper_ask(c, "ifaddr", ifn, (unsigned)c->spec->rdma.open_timeout_ms, &out);
-			char *have = ret == 0 ? helper_field(sb_str(&out), "addr") : NULL;
+			int ret = probe_helper_ask(c, "ifaddr", ifn, (unsigned)c->spec->rdma.open_timeout_ms, &out);
+			char *have = ret == 0 ? probe_helper_field(sb_str(&out), "addr") : NULL;
 
 			if (have && strcmp(have, ip) == 0)
 				report_detail(r, "%s: %s, as the host intends (Hyper-V KVP IPoIB_Data, MAC %s)", ifn, ip, mac);
@@ -680,14 +525,14 @@ static int verbs_list(const struct ctx *c, struct report *r, struct strlist *lis
 			      "libibverbs to list (not asked)");
 		return 0;
 	}
-	ret = helper_ask(c, "list", NULL, (unsigned)c->spec->rdma.open_timeout_ms, &out);
+	ret = probe_helper_ask(c, "list", NULL, (unsigned)c->spec->rdma.open_timeout_ms, &out);
 	if (ret == -ENOENT) {
 		sb_free(&out);
 		return ret;
 	}
-	backend = helper_field(sb_str(&out), "backend");
-	ierr = helper_field(sb_str(&out), "init-error");
-	lerr = helper_field(sb_str(&out), "list-error");
+	backend = probe_helper_field(sb_str(&out), "backend");
+	ierr = probe_helper_field(sb_str(&out), "init-error");
+	lerr = probe_helper_field(sb_str(&out), "list-error");
 	name = backend ? backend : "libibverbs";
 
 	if (backend && strcmp(backend, "libibverbs") != 0) {
@@ -719,46 +564,22 @@ static int verbs_list(const struct ctx *c, struct report *r, struct strlist *lis
 	return 0;
 }
 
-static int rdma_run(struct ctx *c, struct report *r)
+/*
+ * Select by name and link layer (what each device is comes from sysfs);
+ * each device described, the ones left out said why; no device, none by
+ * that name, or only accelerated networking's VF: an anomaly.
+ */
+static void select_devices(struct report *r, struct anomalies *a, const struct spec_rdma *s,
+			   struct dev_info *devs, size_t n, const struct strlist *listed)
 {
-	const struct spec_rdma *s = &c->spec->rdma;
-	struct dev_info *devs = xcalloc(RDMA_MAX_DEVS, sizeof(*devs));
-	struct ib_dev *ib = xcalloc(RDMA_MAX_DEVS, sizeof(*ib));
-	struct strlist listed = { 0 };
-	struct anomalies a = { NULL, 0, 0, s->required ? ST_FAILED : ST_DEGRADED };
-	struct job *jobs = xcalloc(RDMA_MAX_DEVS + 1, sizeof(*jobs));
-	size_t n, n_jobs = 0, n_sel = 0, n_named = 0, n_named_ll = 0, n_vf = 0;
-	bool want_resolve = false, no_helper = false;
+	size_t n_named = 0, n_named_ll = 0, n_vf = 0;
 	struct strbuf found = STRBUF_INIT;
-	int ret;
 
-	memset(&rdma_last, 0, sizeof(rdma_last));
-	c->out->rdma = &rdma_last;
-	memset(&job_limit, 0, sizeof(job_limit));
-	job_limit.pam_soft = job_limit.svc_soft = MEMLOCK_UNSET;
-	if (c->spec->memlock.present)
-		memlock_job_limit(c, memlock_job_user(c), &job_limit);
-	n = ib_read_devices(c, ib, RDMA_MAX_DEVS);
-	for (size_t i = 0; i < n; i++) {
-		devs[i].ib = ib[i];
-		devs[i].job = -1;
-	}
-	free(ib);
-	if (verbs_list(c, r, &listed) == -ENOENT) {
-		char *path = proc_helper_path(RDMA_PROBE_HELPER);
-
-		anomaly(r, &a, "no-helper", "%s is not installed: the verbs probes cannot run; install "
-			"the hpcinit-rdma package", path);
-		free(path);
-		no_helper = true;
-		for (size_t i = 0; i < n; i++)
-			devs[i].verbs_unknown = true;
-	}
 	for (size_t i = 0; i < n; i++) {
 		struct dev_info *d = &devs[i];
 
-		for (size_t k = 0; k < listed.n; k++)
-			d->listed |= strcmp(listed.v[k], d->ib.name) == 0;
+		for (size_t k = 0; k < listed->n; k++)
+			d->listed |= strcmp(listed->v[k], d->ib.name) == 0;
 		d->name_match = fnmatch(s->devices, d->ib.name, 0) == 0;
 		for (unsigned k = 0; k < d->ib.n_ports; k++)
 			d->ll_match |= ib_link_matches(s->link_layer, d->ib.ports[k].link_layer);
@@ -786,18 +607,90 @@ static int rdma_run(struct ctx *c, struct report *r)
 				      "name does not match rdma.devices" : "link layer differs from rdma.link_layer");
 		n_vf += d->name_match && d->ib.kind == IB_KIND_AN_VF;
 	}
-	if (n == 0 && listed.n == 0)
-		anomaly(r, &a, "no-devices", "no RDMA devices (/sys/class/infiniband is empty): no RDMA "
+	if (n == 0 && listed->n == 0)
+		anomaly(r, a, "no-devices", "no RDMA devices (/sys/class/infiniband is empty): no RDMA "
 			"driver is loaded, or this VM size has no RDMA network");
 	else if (n_named == 0)
-		anomaly(r, &a, "no-match", "no device matches rdma.devices '%s' (found: %s); Azure names "
+		anomaly(r, a, "no-match", "no device matches rdma.devices '%s' (found: %s); Azure names "
 			"InfiniBand ports mlx5_ib* and accelerated-networking NICs mlx5_an*",
 			s->devices, found.len ? sb_str(&found) : "none in sysfs");
 	else if (n_vf == n_named)
-		anomaly(r, &a, "no-fabric", "no RDMA fabric: %s accelerated networking's Ethernet VF "
+		anomaly(r, a, "no-fabric", "no RDMA fabric: %s accelerated networking's Ethernet VF "
 			"(found: %s), which carries the VM's Ethernet, not MPI; this VM size has no "
 			"InfiniBand, or its driver is not loaded", n_vf == 1 ? "the only device is" :
 			"every device is", sb_str(&found));
+	sb_free(&found);
+}
+
+/* Every selected device passed: the summary names them, what they are, the rate and the probes. */
+static void report_ok(struct report *r, const struct spec_rdma *s, const struct dev_info *devs, size_t n,
+		      const struct probe_job *jobs, size_t n_jobs, double rate)
+{
+	struct strbuf sum = STRBUF_INIT;
+	const struct dev_info *d0 = NULL;
+	char sz[32];
+
+	for (size_t i = 0; i < n && !d0; i++)
+		if (devs[i].selected)
+			d0 = &devs[i];
+	sb_printf(&sum, "%s: ", rdma_last.devices);
+	if (d0 && soft_kind(&d0->ib)) {
+		/* rxe has no fw_ver in sysfs: the verbs probe's answer (0.0.0) is the truth. */
+		const struct probe_job *j = d0->job >= 0 ? &jobs[d0->job] : NULL;
+		const char *fw = d0->ib.fw_ver[0] ? d0->ib.fw_ver :
+				 j && j->have_result && j->res.fw_ver[0] ? j->res.fw_ver : "?";
+
+		sb_printf(&sum, "%s on %s (fw %s, not an HCA), ", soft_kind(&d0->ib), d0->ib.parent, fw);
+	}
+	sb_printf(&sum, "%g Gb/s %s, verbs probe ok", rate,
+		  d0 && d0->ib.n_ports ? d0->ib.ports[0].link_layer : "?");
+	if (s->reg_mr_bytes) {
+		fmt_size(sz, sizeof(sz), s->reg_mr_bytes);
+		sb_printf(&sum, " (reg_mr %s)", sz);
+	}
+	for (size_t i = 0; i < n_jobs; i++)
+		if (jobs[i].resolve)
+			sb_printf(&sum, "; %s %s -> %s", jobs[i].what, jobs[i].addr,
+				  jobs[i].res.resolved_dev[0] ? jobs[i].res.resolved_dev : "?");
+	report_set(r, ST_OK, "%s", sb_str(&sum));
+	sb_free(&sum);
+}
+
+static int rdma_run(struct ctx *c, struct report *r)
+{
+	const struct spec_rdma *s = &c->spec->rdma;
+	struct dev_info *devs = xcalloc(RDMA_MAX_DEVS, sizeof(*devs));
+	struct ib_dev *ib = xcalloc(RDMA_MAX_DEVS, sizeof(*ib));
+	struct strlist listed = { 0 };
+	struct anomalies a = { NULL, 0, 0, s->required ? ST_FAILED : ST_DEGRADED };
+	struct probe_job *jobs = xcalloc(RDMA_MAX_DEVS + 1, sizeof(*jobs));
+	size_t n, n_jobs = 0, n_sel = 0;
+	bool want_resolve = false, no_helper = false;
+	int ret;
+
+	memset(&rdma_last, 0, sizeof(rdma_last));
+	c->out->rdma = &rdma_last;
+	memset(&job_limit, 0, sizeof(job_limit));
+	job_limit.pam_soft = job_limit.svc_soft = MEMLOCK_UNSET;
+	if (c->spec->memlock.present)
+		memlock_job_limit(c, memlock_job_user(c), &job_limit);
+	n = ib_read_devices(c, ib, RDMA_MAX_DEVS);
+	for (size_t i = 0; i < n; i++) {
+		devs[i].ib = ib[i];
+		devs[i].job = -1;
+	}
+	free(ib);
+	if (verbs_list(c, r, &listed) == -ENOENT) {
+		char *path = proc_helper_path(RDMA_PROBE_HELPER);
+
+		anomaly(r, &a, "no-helper", "%s is not installed: the verbs probes cannot run; install "
+			"the hpcinit-rdma package", path);
+		free(path);
+		no_helper = true;
+		for (size_t i = 0; i < n; i++)
+			devs[i].verbs_unknown = true;
+	}
+	select_devices(r, &a, s, devs, n, &listed);
 
 	for (size_t i = 0; i < n; i++) {
 		struct dev_info *d = &devs[i];
@@ -807,10 +700,10 @@ static int rdma_run(struct ctx *c, struct report *r)
 		n_sel++;
 		check_inventory(c, r, &a, d);
 		if (d->listed && d->ib.uverbs[0]) {
-			struct job *j = &jobs[n_jobs];
+			struct probe_job *j = &jobs[n_jobs];
 
 			j->what = d->ib.name;
-			ret = job_start(c, j, s->reg_mr_bytes, (unsigned)s->open_timeout_ms);
+			ret = probe_job_start(c, j, s->reg_mr_bytes, (unsigned)s->open_timeout_ms, job_memlock(c));
 			if (ret < 0)
 				anomaly(r, &a, "probe-failed", "%s: cannot start the probe: %s", d->ib.name,
 					strerror(-ret));
@@ -820,13 +713,13 @@ static int rdma_run(struct ctx *c, struct report *r)
 	}
 	if (s->ipoib && !no_helper) {
 		check_ipoib(c, r, &a, &jobs[n_jobs], &want_resolve);
-		if (want_resolve && job_start(c, &jobs[n_jobs], 0, (unsigned)s->open_timeout_ms) == 0)
+		if (want_resolve && probe_job_start(c, &jobs[n_jobs], 0, (unsigned)s->open_timeout_ms, job_memlock(c)) == 0)
 			n_jobs++;
 	}
 	if (!no_helper)
 		check_kvp(c, r, &a);
 	if (n_jobs)
-		jobs_wait_bounded(c, jobs, n_jobs, s->open_timeout_ms);
+		probe_jobs_wait(c, jobs, n_jobs, s->open_timeout_ms);
 	for (size_t i = 0; i < n; i++)
 		if (devs[i].job >= 0)
 			check_probe(c, r, &a, &devs[i], &jobs[devs[i].job]);
@@ -862,122 +755,13 @@ static int rdma_run(struct ctx *c, struct report *r)
 		report_set(r, s->required ? ST_FAILED : ST_DEGRADED, "%s%s%s", a.first, extra,
 			   s->required ? "" : " [rdma.required: false]");
 	} else {
-		struct strbuf sum = STRBUF_INIT;
-		const struct dev_info *d0 = NULL;
-		char sz[32];
-
-		for (size_t i = 0; i < n && !d0; i++)
-			if (devs[i].selected)
-				d0 = &devs[i];
-		sb_printf(&sum, "%s: ", rdma_last.devices);
-		if (d0 && soft_kind(&d0->ib)) {
-			/* rxe has no fw_ver in sysfs: the verbs probe's answer (0.0.0) is the truth. */
-			const struct job *j = d0->job >= 0 ? &jobs[d0->job] : NULL;
-			const char *fw = d0->ib.fw_ver[0] ? d0->ib.fw_ver :
-					 j && j->have_result && j->res.fw_ver[0] ? j->res.fw_ver : "?";
-
-			sb_printf(&sum, "%s on %s (fw %s, not an HCA), ", soft_kind(&d0->ib), d0->ib.parent, fw);
-		}
-		sb_printf(&sum, "%g Gb/s %s, verbs probe ok", rate,
-			  d0 && d0->ib.n_ports ? d0->ib.ports[0].link_layer : "?");
-		if (s->reg_mr_bytes) {
-			fmt_size(sz, sizeof(sz), s->reg_mr_bytes);
-			sb_printf(&sum, " (reg_mr %s)", sz);
-		}
-		for (size_t i = 0; i < n_jobs; i++)
-			if (jobs[i].resolve)
-				sb_printf(&sum, "; %s %s -> %s", jobs[i].what, jobs[i].addr,
-					  jobs[i].res.resolved_dev[0] ? jobs[i].res.resolved_dev : "?");
-		report_set(r, ST_OK, "%s", sb_str(&sum));
-		sb_free(&sum);
+		report_ok(r, s, devs, n, jobs, n_jobs, rate);
 	}
 	free(a.first);
-	sb_free(&found);
 	strlist_free(&listed);
 	free(jobs);
 	free(devs);
 	return 0;
-}
-
-/* ---- rdma_cm to peers (called by the mpi step, after discovery) ----------- */
-
-enum rstatus rdma_check_peers(struct ctx *c, struct report *r, const struct peerset *peers,
-			      unsigned *n_checked, unsigned *n_ok)
-{
-	const struct spec_rdma *s = &c->spec->rdma;
-	enum rstatus sev = s->required ? ST_FAILED : ST_DEGRADED, worst = ST_OK;
-	struct job jobs[RDMA_PEERS_MAX];
-	size_t n_jobs = 0, self = SIZE_MAX, np = peers ? peers->n : 0;
-	char *helper = proc_helper_path(RDMA_PROBE_HELPER);
-	bool have_helper = access(helper, X_OK) == 0;
-
-	free(helper);
-	memset(jobs, 0, sizeof(jobs));
-	*n_checked = *n_ok = 0;
-	if (!s->present || np < 2)
-		return ST_OK;
-	if (!have_helper) {
-		report_detail(r, "rdma_cm to peers: not checked (%s is not installed)", RDMA_PROBE_HELPER);
-		return ST_OK;
-	}
-	for (size_t i = 0; i < np; i++)
-		if (peers->v[i].self)
-			self = i;
-	/* The peers that follow this node (a ring): every pair is covered by one of its ends. */
-	for (size_t k = 1, seen = 0; k < np && seen < RDMA_PEERS_MAX; k++) {
-		const struct peer *p = &peers->v[((self == SIZE_MAX ? 0 : self) + k) % np];
-		const char *addr = s->ipoib && p->ipoib_addr ? p->ipoib_addr :
-				   s->link_layer != LINK_INFINIBAND ? p->addr : NULL;
-		struct job *j = &jobs[n_jobs];
-		int ret;
-
-		if (p->self)
-			continue;
-		seen++;
-		if (!addr) {
-			report_detail(r, "rdma_cm to %s: not checked: it publishes no IPoIB address%s",
-				      p->hostname ? p->hostname : "?", s->ipoib ? "" : " (rdma.ipoib is not set)");
-			continue;
-		}
-		j->what = p->hostname ? p->hostname : "?";
-		snprintf(j->addr, sizeof(j->addr), "%s", addr);
-		j->resolve = j->route = true;
-		ret = job_start(c, j, 0, (unsigned)s->open_timeout_ms);
-		if (ret < 0) {
-			report_finding(r, sev, "rdma.peer-resolve", "rdma_cm to %s (%s): cannot start the probe: %s",
-				       j->what, j->addr, strerror(-ret));
-			worst = sev;
-			continue;
-		}
-		n_jobs++;
-	}
-	if (n_jobs)
-		jobs_wait_bounded(c, jobs, n_jobs, s->open_timeout_ms);
-	for (size_t i = 0; i < n_jobs; i++) {
-		const struct job *j = &jobs[i];
-		const struct probe_result *res = &j->res;
-
-		(*n_checked)++;
-		if (j->have_result && res->step == STEP_DONE) {
-			(*n_ok)++;
-			report_detail(r, "rdma_cm to %s: %s resolves (address and route) via %s in %llu ms", j->what,
-				      j->addr, res->resolved_dev[0] ? res->resolved_dev : "?", (unsigned long long)j->ms);
-			continue;
-		}
-		worst = sev;
-		if (j->hung)
-			report_finding(r, sev, "rdma.peer-resolve", "rdma_cm to %s: %s(%s) did not complete within "
-				       "%llu ms", j->what, probe_step_call((enum probe_step)j->last_step), j->addr,
-				       (unsigned long long)s->open_timeout_ms);
-		else if (!j->have_result)
-			report_finding(r, sev, "rdma.peer-resolve", "rdma_cm to %s: the probe died", j->what);
-		else
-			report_finding(r, sev, "rdma.peer-resolve", "rdma_cm to %s: %s(%s) failed: %s%s%s (%s)",
-				       j->what, probe_step_call((enum probe_step)res->step), j->addr,
-				       res->event[0] ? res->event : "", res->event[0] ? ", " : "",
-				       errno_name(res->err), strerror(res->err));
-	}
-	return worst;
 }
 
 const struct module rdma_module = {

@@ -39,6 +39,7 @@
 #include "slurm.h"
 
 #define MUNGE_KEY "/etc/munge/munge.key"
+#define SLURM_KEY "/etc/slurm/slurm.key"      /* auth/slurm, Slurm 23.11+ */
 #define MUNGE_DIR "/run/munge"
 #define MUNGE_SOCKET "/run/munge/munge.socket.2"
 #define MUNGE_PID "/run/munge/munged.pid"
@@ -199,9 +200,31 @@ static int read_key(const struct ctx *c, struct report *rep, char **ret, size_t 
 	return 0;
 }
 
-/* The key in /etc/munge (munge:munge 0400); *changed when it was not there as is. */
+/*
+ * Where slurm.auth puts the key, for whom: munge's key for munged
+ * (munge:munge 0400, as Slurm's authentication guide says), or Slurm's own
+ * (auth/slurm, Slurm 23.11 and later) for slurmctld and slurmd, owned by
+ * SlurmUser with mode 0600 (the Debian packages' SlurmUser is "slurm").
+ */
+struct key_dest {
+	const char *path, *user, *what, *package, *missing_tag;
+	mode_t mode;
+};
+
+static const struct key_dest *key_dest(const struct spec *s)
+{
+	static const struct key_dest munge = { MUNGE_KEY, "munge", "munge", "munge", "slurm.munge.missing",
+						 0400 };
+	static const struct key_dest slurm = { SLURM_KEY, "slurm", "auth/slurm", "slurmd", "slurm.user.missing",
+						 0600 };
+
+	return s->slurm.auth == SLURM_AUTH_SLURM ? &slurm : &munge;
+}
+
+/* The key where slurm.auth says; *changed when it was not there as is. */
 static int install_key(struct ctx *c, struct report *rep, bool *changed)
 {
+	const struct key_dest *d = key_dest(c->spec);
 	char *key = NULL, *old = NULL, *hp;
 	size_t len = 0, old_len = 0;
 	uid_t uid;
@@ -213,18 +236,18 @@ static int install_key(struct ctx *c, struct report *rep, bool *changed)
 	*changed = false;
 	if (!c->spec->slurm.key_file)
 		return 0;
-	r = fs_lookup_user(c, "munge", &uid, &gid, NULL);
+	r = fs_lookup_user(c, d->user, &uid, &gid, NULL);
 	if (r < 0) {
-		report_finding(rep, ST_FAILED, "slurm.munge.missing", "no user munge: install munge "
-			       "(Debian, Ubuntu: apt-get install munge)");
+		report_finding(rep, ST_FAILED, d->missing_tag, "no user %s for the %s key: install %s "
+			       "(Debian, Ubuntu: apt-get install %s)", d->user, d->what, d->package, d->package);
 		return r;
 	}
 	r = read_key(c, rep, &key, &len);
 	if (r < 0)
 		return r;
-	hp = ctx_path(c, MUNGE_KEY);
+	hp = ctx_path(c, d->path);
 	same = lstat(hp, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == uid && st.st_gid == gid &&
-	       (st.st_mode & 07777) == 0400 && fs_read(c, MUNGE_KEY, &old, &old_len) == 0 &&
+	       (st.st_mode & 07777) == d->mode && fs_read(c, d->path, &old, &old_len) == 0 &&
 	       old_len == len && memcmp(old, key, len) == 0;
 	free(hp);
 	if (old)
@@ -235,21 +258,21 @@ static int install_key(struct ctx *c, struct report *rep, bool *changed)
 		if (!ctx_may_write(c)) {
 			/* never fs_write here: plan would print the key in its diff */
 			report_finding(rep, ST_CHANGED, "slurm.key.differs", "%s: not slurm.key_file's key "
-				       "(or not munge's alone, 0400)", MUNGE_KEY);
+				       "(or not %s's alone, %04o)", d->path, d->user, (unsigned)d->mode);
 		} else {
-			r = fs_write(c, rep, MUNGE_KEY, key, len, 0400, uid, gid);
+			r = fs_write(c, rep, d->path, key, len, d->mode, uid, gid);
 			if (r >= 0)
-				report_finding(rep, ST_CHANGED, "slurm.key.installed",
-					       "%s: slurm.key_file's key installed (munge, 0400)", MUNGE_KEY);
+				report_finding(rep, ST_CHANGED, "slurm.key.installed", "%s: slurm.key_file's key "
+					       "installed (%s, %s %04o)", d->path, d->what, d->user, (unsigned)d->mode);
 		}
 	}
 	explicit_bzero(key, len);
 	free(key);
-	if (r < 0)
-		return r;
+	if (r < 0 || !ctx_may_write(c))
+		return r < 0 ? r : 0;
+	if (c->spec->slurm.auth == SLURM_AUTH_SLURM)
+		return 0;       /* no daemon of its own: slurmd reads it when it starts */
 	/* munged, with this key */
-	if (!ctx_may_write(c))
-		return 0;
 	if (under_systemd(c)) {
 		const char *argv[] = { "systemctl", *changed ? "restart" : "start", "munge.service", NULL };
 
@@ -456,6 +479,9 @@ static int start_slurmd(struct ctx *c, struct report *rep, const char *name)
 		const char *argv[] = { "systemd-run", "--unit=" SLURMD_UNIT, "--property=LimitMEMLOCK=infinity",
 				       "--property=LimitNOFILE=131072", "--property=LimitSTACK=infinity",
 				       "--property=KillMode=process", "--property=Delegate=yes",
+				       /* a configless slurmd that cannot reach slurmctld yet exits
+					* (22.05: "failed to load configs"): it tries again */
+				       "--property=Restart=on-failure", "--property=RestartSec=5",
 				       "--property=After=munge.service", "/usr/sbin/slurmd", "-D", "-s", "-Z",
 				       "--conf-server", sb_str(&servers), "--conf", conf, "-N", name, NULL };
 		struct proc_result res = { 0 };
@@ -483,9 +509,40 @@ static int start_slurmd(struct ctx *c, struct report *rep, const char *name)
 	return r == 0 ? 0 : r < 0 ? r : -EIO;
 }
 
+/*
+ * slurmd writes its pid file only once it has its configuration: a configless
+ * slurmd still waiting for slurmctld has none.  Under systemd the transient
+ * unit says it runs; starting it a second time would fail ("already exists").
+ */
 static bool slurmd_running(const struct ctx *c)
 {
-	return daemon_pid(c, SLURMD_PID, "slurmd") != 0;
+	const char *argv[] = { "systemctl", "is-active", SLURMD_UNIT ".service", NULL };
+	struct proc_result res = { 0 };
+	bool r;
+
+	if (daemon_pid(c, SLURMD_PID, "slurmd"))
+		return true;
+	if (!under_systemd(c))
+		return false;
+	/* "activating": between two tries (Restart=on-failure below) */
+	r = run(c, argv, &res) >= 0 && res.out &&
+	    (strncmp(res.out, "active\n", 7) == 0 || strncmp(res.out, "activating\n", 11) == 0 ||
+	     strncmp(res.out, "reloading\n", 10) == 0);
+	proc_result_free(&res);
+	return r;
+}
+
+static void stop_slurmd(struct ctx *c)
+{
+	if (under_systemd(c)) {
+		const char *stop[] = { "systemctl", "stop", SLURMD_UNIT ".service", NULL };
+		struct proc_result res = { 0 };
+
+		(void)run(c, stop, &res);
+		proc_result_free(&res);
+	} else {
+		stop_pid(c, SLURMD_PID, "slurmd");
+	}
 }
 
 /* Until the controller lists the node and hears from it, or the deadline. */
@@ -519,12 +576,20 @@ static int slurm_run(struct ctx *c, struct report *rep)
 		r = install_key(c, rep, &changed);
 		if (r < 0)
 			return r;
+		/* slurmd reads Slurm's own key when it starts (munged was restarted instead) */
+		if (changed && ctx_may_write(c) && c->spec->slurm.auth == SLURM_AUTH_SLURM &&
+		    c->spec->cluster.role != ROLE_HEAD && slurmd_running(c)) {
+			stop_slurmd(c);
+			report_finding(rep, ST_CHANGED, "slurm.slurmd.rekey", "slurmd stopped: it starts "
+				       "again with the new auth/slurm key");
+		}
 	}
 	if (c->spec->cluster.role == ROLE_HEAD) {
 		if (!rep->n_findings)
 			report_set(rep, ST_OK, "head: %s; slurmctld is the head's own (docs/slurm.md)",
-				   c->spec->slurm.key_file ? "munge key in place" :
-				   "no slurm.key_file: munge keeps its own key");
+				   !c->spec->slurm.key_file ? "no slurm.key_file: the key is not hpcinit's" :
+				   c->spec->slurm.auth == SLURM_AUTH_SLURM ? "auth/slurm key in place" :
+				   "munge key in place");
 		return 0;
 	}
 	name = node_name(c, host, sizeof(host));
@@ -607,15 +672,7 @@ static int slurm_leave(struct ctx *c, struct report *rep)
 			return -ETIMEDOUT;
 		}
 	c->deadline_ms = now_ms() + 2 * CMD_MS;
-	if (under_systemd(c)) {
-		const char *stop[] = { "systemctl", "stop", SLURMD_UNIT ".service", NULL };
-		struct proc_result res = { 0 };
-
-		(void)run(c, stop, &res);
-		proc_result_free(&res);
-	} else {
-		stop_pid(c, SLURMD_PID, "slurmd");
-	}
+	stop_slurmd(c);
 	arg = xasprintf("nodename=%s", name);
 	{
 		const char *argv[] = { "scontrol", "delete", arg, NULL };

@@ -34,6 +34,7 @@
 #include "proc.h"
 #include "rendezvous/rendezvous.h"
 #include "sshkey.h"
+#include "systemd.h"
 #include "ssh.h"
 
 #define KEYGEN_TIMEOUT_MS 10000
@@ -386,7 +387,7 @@ static int sshd_reload(struct ctx *c, struct report *r)
 	struct proc_result pr = { 0 };
 	int ret;
 
-	if (c->root && *c->root && strcmp(c->root, "/") != 0) {
+	if (!ctx_real_root(c)) {
 		report_detail(r, "sshd not reloaded (fake root)");
 		return 0;
 	}
@@ -404,11 +405,17 @@ static int sshd_reload(struct ctx *c, struct report *r)
 		proc_result_free(&pr);
 	}
 	if (fs_exists(c, "/run/systemd/system")) {
-		const char *argv[] = { "systemctl", "reload-or-restart", "ssh", NULL };
+		/* Debian's unit is ssh.service, RHEL's sshd.service: found, not assumed. */
+		const char *unit = sshd_unit(c);
+		const char *argv[] = { "systemctl", "reload-or-restart", unit ? unit : "ssh.service", NULL };
 
 		ret = ca_keygen(r, argv);
+		if (ret < 0 && !unit) {
+			argv[2] = "sshd.service";
+			ret = ca_keygen(r, argv);
+		}
 		if (ret == 0)
-			report_detail(r, "sshd reloaded (systemctl reload ssh)");
+			report_detail(r, "sshd reloaded (systemctl reload-or-restart %s)", argv[2]);
 		return ret;
 	}
 	/* No systemd (containers, the simulated cluster): SIGHUP by sshd's PidFile. */
@@ -541,6 +548,50 @@ static int hostbased_remove(struct ctx *c, struct report *r)
 	return ret;
 }
 
+/*
+ * The revocation list from the certs collection, once its HMAC vouches for
+ * it.  No KRL yet: an empty list (ssh reads it as "nothing revoked").  A
+ * refused one: the local copy stays as it was.  0 or -errno.
+ */
+static int install_krl(struct ctx *c, struct report *r, struct rendezvous *st, const char *secret,
+		       size_t secret_len)
+{
+	char *krl = NULL;
+	size_t len = 0;
+	int w = ca_certs_get(st, r, "revoked.krl", &krl, &len);
+
+	if (w == 0 && !krl_vouched(c, r, st, secret, secret_len, krl, len))
+		w = -EKEYREJECTED;      /* the local copy stays as it was */
+	if (w == 0 || w == -ENOENT)
+		w = fs_write(c, r, REVOKED_PATH, krl ? krl : "", w == 0 ? len : 0, 0644, 0, 0);
+	free(krl);
+	return w < 0 ? w : 0;
+}
+
+/*
+ * sshd's drop-in: conf written (its directory made when missing, sshd's
+ * Include checked), or with conf NULL removed when it is ours (sshd's own
+ * settings apply again).  *changed set when the file changed.  0 or -errno.
+ */
+static int sshd_conf_converge(struct ctx *c, struct report *r, const struct strbuf *conf, bool *changed)
+{
+	int w;
+
+	if (!conf) {
+		if (!our_file(c, SSHD_CONF_PATH))
+			return 0;
+		w = fs_remove(c, r, SSHD_CONF_PATH);
+	} else {
+		if (!fs_exists(c, SSHD_CONF_DIR))
+			(void)fs_mkdir_p(c, r, SSHD_CONF_DIR, 0755, 0, 0);
+		w = fs_write(c, r, SSHD_CONF_PATH, sb_str(conf), conf->len, 0644, 0, 0);
+		check_sshd_include(c, r);
+	}
+	if (w > 0)
+		*changed = true;
+	return w < 0 ? w : 0;
+}
+
 int ca_hostbased_converge(struct ctx *c, struct report *r, const struct khosts *want,
 			  const char *kh_text)
 {
@@ -619,23 +670,8 @@ int ca_hostbased_converge(struct ctx *c, struct report *r, const struct khosts *
 			if (w < 0)
 				ret = w;
 		}
-		{
-			char *krl = NULL;
-			size_t len = 0;
-
-			/*
-			 * No KRL yet: an empty list (ssh reads it as "nothing revoked").
-			 * A refused one: the local copy stays as it was.
-			 */
-			w = ca_certs_get(&st, r, "revoked.krl", &krl, &len);
-			if (w == 0 && !krl_vouched(c, r, &st, secret, secret_len, krl, len))
-				w = -EKEYREJECTED;      /* the local copy stays as it was */
-			if (w == 0 || w == -ENOENT)
-				w = fs_write(c, r, REVOKED_PATH, krl ? krl : "", w == 0 ? len : 0, 0644, 0, 0);
-			if (w < 0)
-				ret = w;
-			free(krl);
-		}
+		if ((w = install_krl(c, r, &st, secret, secret_len)) < 0)
+			ret = w;
 	} else if ((w = ca_remove(c, r, &changed)) < 0) {
 		ret = w;
 	}
@@ -647,25 +683,8 @@ int ca_hostbased_converge(struct ctx *c, struct report *r, const struct khosts *
 	} else if ((w = hostbased_remove(c, r)) < 0) {
 		ret = w;
 	}
-	if (!ca && !s->ssh.hostbased) {
-		/* Nothing for sshd: the drop-in goes (sshd's own settings apply again). */
-		if (our_file(c, SSHD_CONF_PATH)) {
-			w = fs_remove(c, r, SSHD_CONF_PATH);
-			if (w < 0)
-				ret = w;
-			else if (w > 0)
-				changed = true;
-		}
-	} else {
-		if (!fs_exists(c, SSHD_CONF_DIR))
-			(void)fs_mkdir_p(c, r, SSHD_CONF_DIR, 0755, 0, 0);
-		w = fs_write(c, r, SSHD_CONF_PATH, sb_str(&conf), conf.len, 0644, 0, 0);
-		if (w < 0)
-			ret = w;
-		else if (w > 0)
-			changed = true;
-		check_sshd_include(c, r);
-	}
+	if ((w = sshd_conf_converge(c, r, ca || s->ssh.hostbased ? &conf : NULL, &changed)) < 0)
+		ret = w;
 	if (changed && ctx_may_write(c) && (w = sshd_reload(c, r)) < 0)
 		ret = w;
 	sb_free(&conf);

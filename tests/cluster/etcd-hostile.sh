@@ -44,11 +44,7 @@ cleanup() {
 	[ "${KEEP:-0}" = 1 ] && echo "# kept $T" || rm -rf "$T"
 }
 trap cleanup EXIT
-passes=0 fails=0
-ok() { passes=$((passes + 1)); echo "ok - $1"; }
-not_ok() { fails=$((fails + 1)); echo "not ok - $1"; }
-check() { local d=$1; shift; if "$@"; then ok "$d"; else not_ok "$d"; fi; }
-contains() { grep -qF -- "$2" "$1" || { echo "  '$2' not found in $1:"; sed 's/^/  | /' "$1"; return 1; }; }
+. "$(dirname "$0")/../lib/tap.sh"
 # wait_for SECONDS CMD...: until CMD succeeds (a bound on a wait, not an assertion on time)
 wait_for() { local s=$1 i; shift; for i in $(seq 1 $((s * 10))); do "$@" && return 0; sleep 0.1; done; return 1; }
 # Ports from the process ID, so two runs side by side do not collide.
@@ -369,5 +365,4 @@ check "... once the lock is free it leaves, then acknowledges the event" left_an
 wait_for 10 bash -c "! kill -0 $WATCH 2>/dev/null" || true
 check "... and the watch ends" bash -c "! kill -0 $WATCH 2>/dev/null"
 
-echo "# $passes passed, $fails failed"
-[ "$fails" -eq 0 ] && [ "$passes" -gt 0 ]
+done_testing

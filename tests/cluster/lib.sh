@@ -40,14 +40,8 @@ _cleanup() {
 trap _cleanup EXIT
 trap 'exit 1' INT TERM
 
-fails=0
-passes=0
-ok() { passes=$((passes + 1)); echo "ok - $*"; }
-not_ok() { fails=$((fails + 1)); echo "not ok - $*"; }
-check() { local d=$1; shift; if "$@"; then ok "$d"; else not_ok "$d"; fi; }
-done_testing() { echo "# $passes passed, $fails failed"; [ "$fails" -eq 0 ] && [ "$passes" -gt 0 ]; }
-contains() { grep -qF -- "$2" "$1" || { echo "  '$2' not found in $1:"; sed 's/^/  | /' "$1"; return 1; }; }
-not_contains() { ! grep -qF -- "$2" "$1" || { echo "  '$2' unexpectedly in $1:"; sed 's/^/  | /' "$1"; return 1; }; }
+# ok, not_ok, check, done_testing, contains, not_contains
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/tap.sh"
 same_text() { [ "$1" = "$2" ] || { echo "  expected:"; echo "$2" | sed 's/^/  | /'; echo "  got:"; echo "$1" | sed 's/^/  | /'; return 1; }; }
 
 sim() { bash "$SIM_SH" "$@"; }

@@ -229,6 +229,46 @@ check "$C2: leave removed it from Slurm" contains "$T/leave.out" "removed from S
 check "$C2 is no longer in sinfo" not_contains <(on "$H" sinfo -N -h -o '%N') "$C2"
 check "$C2: slurmd stopped" eval '! on "$C2" pgrep -F /run/slurmd.pid >/dev/null 2>&1'
 
+# Slurm's own key (auth/slurm, Slurm 23.11+; Debian's 22.05 has no such plugin,
+# so no daemon uses it here): with slurm.auth: slurm the same root-only file
+# becomes /etc/slurm/slurm.key, SlurmUser's (slurm) alone, 0600; munge's key
+# stays as it is; plan says it differs without showing it; no record, status
+# or output carries it.  On $C3, which never started slurmd.
+head -c 96 /dev/urandom | base64 -w0 > "$T/slurm.key"
+on "$C3" install -m 0600 "$T/slurm.key" /etc/hpcinit/slurm.key
+on "$C3" sha256sum /etc/munge/munge.key > "$T/munge.sum"
+cat > "$T/c3auth.yaml" <<EOF
+version: 1
+cluster: {name: $CLUSTER, role: head}
+slurm: {auth: slurm, key_file: /etc/hpcinit/slurm.key}
+EOF
+install_spec "$C3" "$T/c3auth.yaml"
+run_hpc "$T/authplan.out" "$C3" plan
+check "$C3 auth/slurm: plan says /etc/slurm/slurm.key differs" contains "$T/authplan.out" "/etc/slurm/slurm.key: not slurm.key_file's key"
+run_hpc "$T/auth.out" "$C3" apply
+check "$C3 auth/slurm: apply exits 0 and installs the key" \
+	eval '[ $rc = 0 ] && grep -q "key installed (auth/slurm, slurm 0600)" "$T/auth.out" || show "$T/auth.out" $rc'
+slurm_key_ok() {
+	[ "$(on "$C3" stat -c '%U %G %a %F' /etc/slurm/slurm.key)" = "slurm slurm 600 regular file" ] &&
+		on "$C3" cmp -s /etc/slurm/slurm.key /etc/hpcinit/slurm.key ||
+		{ on "$C3" ls -l /etc/slurm/slurm.key; return 1; }
+}
+check "$C3 auth/slurm: /etc/slurm/slurm.key is slurm's, 0600, the custom-data's bytes" slurm_key_ok
+check "$C3 auth/slurm: munge's key left as it was" on "$C3" sha256sum -c --quiet "$T/munge.sum"
+run_hpc "$T/auth2.out" "$C3" apply
+check "$C3 auth/slurm: a second apply changes nothing" grep -q '^slurm  *ok ' "$T/auth2.out"
+key_nowhere() {
+	local k
+	k=$(cat "$T/slurm.key")
+	! grep -rqF "$k" "$SHARED/.hpcinit" "$T/authplan.out" "$T/auth.out" "$T/auth2.out" &&
+		! on "$C3" grep -rqF "$k" /var/lib/hpcinit /run/hpcinit
+}
+check "$C3 auth/slurm: the key is in no record, status or output" key_nowhere
+on "$C3" chmod 0644 /etc/hpcinit/slurm.key
+run_hpc "$T/auth3.out" "$C3" apply
+check "$C3 auth/slurm: a key file others may read is refused (exit 1)" \
+	eval '[ $rc = 1 ] && grep -q "must be a regular file owned by root" "$T/auth3.out" || show "$T/auth3.out" $rc'
+
 # Stop the daemons of this test (sim down ends everything in the nodes anyway).
 on "$H" scontrol shutdown >/dev/null 2>&1 || true
 done_testing

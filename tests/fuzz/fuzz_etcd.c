@@ -9,13 +9,15 @@
  *   3  a Scheduled Events document
  *   4  an error answer (answer_error, header_rev, get_i64)
  * Crashes, leaks, UB and timeouts are the findings.  The helper itself is
- * compiled in (its main renamed); stdout goes to /dev/null (run-etcd.sh
+ * compiled in (its three files; its main renamed); stdout goes to /dev/null (run-etcd.sh
  * closes the target's stderr too; crash reports still show).
  * Build and run: tests/fuzz/run-etcd.sh; make check replays etcd-corpus.
  */
 #define main hpcinit_etcd_main
 int hpcinit_etcd_main(int argc, char **argv);
 #include "../../libexec/hpcinit-etcd.c"
+#include "../../libexec/etcd-client.c"
+#include "../../libexec/etcd-watch.c"
 #undef main
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -13,21 +13,14 @@ _cleanup() { eval "$_cleanups"; rm -rf "$T"; }
 trap _cleanup EXIT
 trap 'exit 1' INT TERM
 
-fails=0
-passes=0
-ok() { passes=$((passes + 1)); echo "ok - $*"; }
-not_ok() { fails=$((fails + 1)); echo "not ok - $*"; }
-# check DESCRIPTION COMMAND...: run the command, count the result
-check() { local d=$1; shift; if "$@"; then ok "$d"; else not_ok "$d"; fi; }
-done_testing() { echo "# $passes passed, $fails failed"; [ "$fails" -eq 0 ]; }
+# ok, not_ok, check, done_testing, contains, not_contains
+. "$TOP_SRCDIR/tests/lib/tap.sh"
 
 hpcinit() { ${HPCINIT_WRAPPER:-} "$HPCINIT" "$@"; }
 # run_hpc OUTFILE ARGS...: run, keep stdout+stderr in OUTFILE, return the exit code in $rc
 run_hpc() { local out=$1; shift; rc=0; hpcinit "$@" >"$out" 2>&1 || rc=$?; }
 # run_hpc_stdout OUTFILE ARGS...: the same, stdout only (JSON), stderr to OUTFILE.err
 run_hpc_stdout() { local out=$1; shift; rc=0; hpcinit "$@" >"$out" 2>"$out.err" || rc=$?; }
-contains() { grep -qF -- "$2" "$1" || { echo "  '$2' not found in $1:"; sed 's/^/  | /' "$1"; return 1; }; }
-not_contains() { ! grep -qF -- "$2" "$1" || { echo "  '$2' unexpectedly in $1"; return 1; }; }
 same_file() { cmp -s "$1" "$2" || { echo "  $1 differs from $2:"; diff -u "$2" "$1" | head -20; return 1; }; }
 
 # A fake root: passwd, PAM stacks like Debian's (pam_limits via common-session).

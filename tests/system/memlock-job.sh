@@ -94,7 +94,8 @@ show) echo "DefaultLimitMEMLOCK=\$(cat "\$state" 2>/dev/null || echo 65536)" ;;
 daemon-reload) echo reload >>$R/run/fake-systemd-calls
 	v=\$(sed -n 's/^DefaultLimitMEMLOCK=//p' $R/etc/systemd/system.conf.d/90-hpcinit.conf)
 	case "\$v" in *M) v=\$(( \${v%M} * 1048576 ));; esac; echo "\$v" >"\$state" ;;
-try-restart) [ "\$2" = ssh.service ] || exit 5
+try-restart) echo "try \$2" >>$R/run/fake-systemd-tries
+	[ "\$2" = "\$(cat $R/run/fake-sshd-unit 2>/dev/null || echo ssh.service)" ] || exit 5
 	echo "restart \$2" >>$R/run/fake-systemd-calls
 	[ -s "$R/run/sshd.pid" ] || exit 0
 	v=\$(cat "\$state" 2>/dev/null || echo 65536)
@@ -131,4 +132,16 @@ has_detail "apply restarts the low sshd" "$T/a3" memlock \
 has_detail "... and reads its new limit" "$T/a3" memlock '^sshd \(pid 4242\) runs with memlock soft 8192 KiB, hard 8192 KiB$'
 is "apply: not degraded" "$(jget "$T/a3" memlock status)" changed
 is "one restart" "$(cat "$R/run/fake-systemd-calls")" "restart ssh.service"
+
+# RHEL names the unit sshd.service: found by its unit file, it is the one
+# restarted, and ssh.service is not tried first (the CA's reload too).
+rm -f "$R/run/fake-systemd-calls" "$R/run/fake-systemd-tries"
+echo sshd.service >"$R/run/fake-sshd-unit"
+mkdir -p "$R/usr/lib/systemd/system"
+: >"$R/usr/lib/systemd/system/sshd.service"
+printf 'Limit                     Soft Limit           Hard Limit           Units     \nMax locked memory         4194304              4194304              bytes     \n' >"$R/proc/4242/limits"
+run_hpc_stdout "$T/a4" apply --root "$R" -c "$R/node.yaml" --only memlock --json
+is "sshd.service: not degraded" "$(jget "$T/a4" memlock status)" changed
+is "sshd.service: restarted" "$(cat "$R/run/fake-systemd-calls")" "restart sshd.service"
+is "sshd.service: the only unit tried" "$(cat "$R/run/fake-systemd-tries")" "try sshd.service"
 done_testing

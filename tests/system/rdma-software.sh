@@ -53,4 +53,42 @@ run_hpc_stdout "$T/out" check --root "$R" -c "$R/node.yaml" --only rdma --json
 is "infiniband, auto: failed" "$(jget "$T/out" rdma status)" failed
 has_detail "infiniband, auto: the software device is named" "$T/out" rdma \
 	'^software-device: rxe0 is a software RoCE device on eth0 \(rdma_rxe, fw 0.0.0\), not an HCA; rdma.software: auto \(denied with link_layer: infiniband; set software: allow to accept it\)$'
+# The MPI fabric: a software device stays TCP by default (the profile names it
+# as not used); mpi.software_fabric: true makes it the fabric, with what UCX
+# needs on rxe (docs/mpi.md), in the profile and in the system files that the
+# real ompi_info and ucx_info read.
+soft_profile() {
+	rxe_root ethernet ""
+	printf 'cluster: {name: fixture, network: 10.0.0.0/24}\nmpi: {profile: true%s}\n' "$1" >>"$R/node.yaml"
+	sed -i '/^cluster: {name: fixture}$/d' "$R/node.yaml"
+	mkdir -p "$R/etc/openmpi"
+	printf 'pml = ^ucx\n' >"$R/etc/openmpi/openmpi-mca-params.conf"
+	run_hpc "$T/apply" apply --root "$R" -c "$R/node.yaml" --only rdma,mpi
+}
+soft_profile ""
+p=$R/etc/profile.d/hpcinit-mpi.sh
+check "default: MPI stays on TCP beside rxe0" grep -qx 'export OMPI_MCA_pml=ob1' "$p"
+check "default: the profile says rxe0 is not used" grep -q '^# Fabric ethernet: TCP over 10.0.0.0/24 (rxe0 is a software RDMA device: not used)\.$' "$p"
+check "default: no ucx.conf" test ! -e "$R/etc/ucx/ucx.conf"
+soft_profile ", software_fabric: true"
+check "software_fabric: the profile says why rxe0 is the fabric" \
+	grep -qx '# Fabric rdma: UCX on rxe0:1 (a software RDMA device: mpi.software_fabric).' "$p"
+for want in 'export OMPI_MCA_pml=ucx' 'export OMPI_MCA_pml_ucx_devices=any' 'export UCX_NET_DEVICES=rxe0:1' \
+	'export UCX_UD_VERBS_ETH_DGID_CHECK=n' 'export FI_PROVIDER=tcp'; do
+	check "software_fabric: profile has $want" grep -qx "$want" "$p"
+done
+check "software_fabric: no NCCL_IB_HCA (NCCL over rxe untested)" bash -c "! grep -q NCCL '$p'"
+check "software_fabric: no nccl.conf" test ! -e "$R/etc/nccl.conf"
+if command -v ompi_info >/dev/null; then
+	v=$(OMPI_MCA_mca_base_param_files=$R/etc/openmpi/openmpi-mca-params.conf ompi_info --param pml ucx --level 9 --parsable 2>/dev/null | grep '^mca:pml:ucx:param:pml_ucx_devices:value:')
+	is "ompi_info reads pml_ucx_devices any from the file" "$v" "mca:pml:ucx:param:pml_ucx_devices:value:any"
+else
+	not_ok "ompi_info (openmpi-bin) is not installed"
+fi
+if command -v ucx_info >/dev/null; then
+	v=$(UCX_CONFIG_DIR=$R/etc/ucx ucx_info -c 2>/dev/null | grep -E '^UCX_(NET_DEVICES|UD_VERBS_ETH_DGID_CHECK)=' | tr '\n' ' ')
+	is "ucx_info reads the device and the DGID check from ucx.conf" "$v" "UCX_NET_DEVICES=rxe0:1 UCX_UD_VERBS_ETH_DGID_CHECK=n "
+else
+	not_ok "ucx_info (ucx-utils) is not installed"
+fi
 done_testing

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <pwd.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -239,6 +240,35 @@ static void test_users(void)
 		}
 		/* a fake root does not: azureuser is only in the fake passwd */
 		TEST_INTEQ(fs_lookup_user(&real, "azureuser-not-on-this-host", &u, &g, NULL), -ENOENT);
+	}
+	/* Groups: the fake root's /etc/group; the real root's through NSS (getgrouplist). */
+	{
+		struct strlist l = { 0 };
+		struct ctx real = { .root = "", .mode = RUN_CHECK };
+		struct passwd *pw = getpwuid(getuid());
+		struct group *gr = pw ? getgrgid(pw->pw_gid) : NULL;
+
+		put("/etc/group", "root:x:0:\nhpc:x:1001:\nrdma:x:7:alice,azureuser\nother:x:8:alice\nbad:x:x1:azureuser\n");
+		fs_user_groups(&c, "azureuser", true, 1001, &l);
+		TEST_INTEQ(l.n, 2);
+		TEST_CHECK(l.n == 2 && !strcmp(l.v[0], "hpc") && !strcmp(l.v[1], "rdma"));
+		strlist_free(&l);
+		fs_user_groups(&c, "azureuser", false, 0, &l);
+		TEST_CHECK(l.n == 1 && !strcmp(l.v[0], "rdma"));
+		strlist_free(&l);
+		TEST_CHECK(pw && gr);
+		if (pw && gr) {
+			char *name = xstrdup(pw->pw_name), *want = xstrdup(gr->gr_name);
+			bool found = false;
+
+			fs_user_groups(&real, name, true, pw->pw_gid, &l);
+			for (size_t i = 0; i < l.n; i++)
+				found = found || !strcmp(l.v[i], want);
+			TEST_CHECK(found);      /* this process's primary group, by NSS */
+			strlist_free(&l);
+			free(name);
+			free(want);
+		}
 	}
 }
 

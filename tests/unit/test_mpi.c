@@ -9,7 +9,8 @@
 #include <arpa/inet.h>
 #include <sys/stat.h>
 
-#include "../../modules/mpi.c"
+#include "../../modules/mpi/mpi.c"
+#include "../../modules/mpi/verify.c"
 #include "test.h"
 #include "testfs.h"
 
@@ -46,7 +47,7 @@ static void test_fabric(struct spec *s)
 	char *t;
 
 	/* No rdma section: TCP on the cluster network. */
-	fabric_detect(&c, &f);
+	mpi_fabric_detect(&c, &f);
 	TEST_CHECK(!f.rdma);
 	t = profile_render(s, &f);
 	TEST_STREQ(t, "# hpcinit (mpi module): MPI settings for cluster glo.\n"
@@ -61,15 +62,15 @@ static void test_fabric(struct spec *s)
 		   "export FI_PROVIDER=tcp\n"
 		   "export I_MPI_TCP_NETMASK=198.18.3.0/24\n");
 	free(t);
-	fabric_free(&f);
+	mpi_fabric_free(&f);
 
 	/* rdma section but no device (this machine): still TCP. */
 	s->rdma.present = true;
 	s->rdma.devices = devices_glob;
 	s->rdma.link_layer = LINK_INFINIBAND;
-	fabric_detect(&c, &f);
+	mpi_fabric_detect(&c, &f);
 	TEST_CHECK(!f.rdma);
-	fabric_free(&f);
+	mpi_fabric_free(&f);
 
 	/* A fixture sysfs: two IB ports (one down), an accelerated-networking NIC. */
 	ib_port("mlx5_ib0", "1", "InfiniBand\n", "4: ACTIVE\n");
@@ -77,7 +78,7 @@ static void test_fabric(struct spec *s)
 	put("/sys/class/infiniband/mlx5_ib0/ports/1/pkeys/1", "0x800b\n");
 	ib_port("mlx5_ib1", "1", "InfiniBand\n", "1: DOWN\n");
 	ib_port("mlx5_an0", "1", "Ethernet\n", "4: ACTIVE\n");
-	fabric_detect(&c, &f);
+	mpi_fabric_detect(&c, &f);
 	TEST_CHECK(f.rdma);
 	TEST_STREQ(f.ucx_devices, "mlx5_ib0:1");
 	TEST_STREQ(f.ucx_pkey, "0x800b");
@@ -91,20 +92,20 @@ static void test_fabric(struct spec *s)
 	TEST_CHECK(strstr(t, "btl_tcp_if_include") == NULL);
 	TEST_CHECK(strstr(t, "export OMPI_MCA_oob_tcp_if_include=198.18.3.0/24\n") != NULL);
 	free(t);
-	fabric_free(&f);
+	mpi_fabric_free(&f);
 
 	/* Both ports up: both listed, in name order. */
 	ib_port("mlx5_ib1", "1", "InfiniBand\n", "4: ACTIVE\n");
-	fabric_detect(&c, &f);
+	mpi_fabric_detect(&c, &f);
 	TEST_STREQ(f.ucx_devices, "mlx5_ib0:1,mlx5_ib1:1");
-	fabric_free(&f);
+	mpi_fabric_free(&f);
 
 	/* link_layer: ethernet (RoCE) picks the Ethernet port when the glob allows it. */
 	s->rdma.link_layer = LINK_ETHERNET;
 	s->rdma.devices = NULL;         /* default: every name, sysfs decides */
-	fabric_detect(&c, &f);
+	mpi_fabric_detect(&c, &f);
 	TEST_STREQ(f.ucx_devices, "mlx5_an0:1");        /* a RoCE NIC by sysfs, whatever its name */
-	fabric_free(&f);
+	mpi_fabric_free(&f);
 	/* ...but not once sysfs shows it is accelerated networking's VF (netdev enslaved to hv_netvsc). */
 	{
 		char *l1 = xasprintf("%s/sys/class/net/enP1s1/master", root);
@@ -118,17 +119,17 @@ static void test_fabric(struct spec *s)
 		free(l1);
 		free(l2);
 	}
-	fabric_detect(&c, &f);
+	mpi_fabric_detect(&c, &f);
 	TEST_CHECK(!f.rdma);
-	fabric_free(&f);
+	mpi_fabric_free(&f);
 	s->rdma.link_layer = LINK_INFINIBAND;
 	s->rdma.devices = devices_glob;
 
 	/* A device name that is not a plain token is never written to the shell file. */
 	ib_port("mlx5_ib$(reboot)", "1", "InfiniBand\n", "4: ACTIVE\n");
-	fabric_detect(&c, &f);
+	mpi_fabric_detect(&c, &f);
 	TEST_STREQ(f.ucx_devices, "mlx5_ib0:1,mlx5_ib1:1");
-	fabric_free(&f);
+	mpi_fabric_free(&f);
 
 	/* The rdma module ran: only the devices it found usable; none when it found none. */
 	{
@@ -137,18 +138,18 @@ static void test_fabric(struct spec *s)
 
 		snprintf(rr.devices, sizeof(rr.devices), "mlx5_ib1");
 		c.out = &out;
-		fabric_detect(&c, &f);
+		mpi_fabric_detect(&c, &f);
 		TEST_STREQ(f.ucx_devices, "mlx5_ib1:1");
-		fabric_free(&f);
+		mpi_fabric_free(&f);
 		snprintf(rr.devices, sizeof(rr.devices), "mlx5_ib0 mlx5_ib1");
-		fabric_detect(&c, &f);
+		mpi_fabric_detect(&c, &f);
 		TEST_STREQ(f.ucx_devices, "mlx5_ib0:1,mlx5_ib1:1");
-		fabric_free(&f);
+		mpi_fabric_free(&f);
 		rr.usable = false;
-		fabric_detect(&c, &f);
+		mpi_fabric_detect(&c, &f);
 		TEST_CHECK(!f.rdma);
 		TEST_CHECK(strstr(f.what, "ethernet") == f.what);
-		fabric_free(&f);
+		mpi_fabric_free(&f);
 		c.out = NULL;
 		TEST_CHECK(in_words("a bb c", "bb"));
 		TEST_CHECK(!in_words("a bbb c", "bb"));
@@ -159,7 +160,7 @@ static void test_fabric(struct spec *s)
 	{
 		struct report r;
 
-		fabric_detect(&c, &f);
+		mpi_fabric_detect(&c, &f);
 		report_init(&r);
 		TEST_INTEQ(profile_converge(&c, &r, &f), 1);
 		report_free(&r);
@@ -181,7 +182,7 @@ static void test_fabric(struct spec *s)
 		report_free(&r);
 		TEST_CHECK(fs_exists(&c, PROFILE_PATH));
 		s->mpi.profile = true;
-		fabric_free(&f);
+		mpi_fabric_free(&f);
 	}
 	s->rdma.present = false;
 }
@@ -194,7 +195,7 @@ static void test_argv(struct spec *s)
 	char *t;
 
 	setenv("HPCINIT_MPIVERIFY", "/opt/x/hpcinit-mpiverify", 1);
-	fabric_detect(&c, &f);
+	mpi_fabric_detect(&c, &f);
 	verify_argv(&c, &f, "/etc/hpcinit/hostfile.openmpi", 0, 4, NULL, true, &a);
 	t = joined(&a);
 	TEST_STREQ(t, "mpirun --allow-run-as-root --hostfile /etc/hpcinit/hostfile.openmpi "
@@ -214,11 +215,11 @@ static void test_argv(struct spec *s)
 	strlist_free(&a);
 	s->mpi.max_latency_us = 0;
 	s->mpi.min_bandwidth = 0;
-	fabric_free(&f);
+	mpi_fabric_free(&f);
 	/* MPICH: Hydra's mpirun.mpich, the host:N hostfile, one rank a node, the MPICH build of the program. */
 	s->mpi.launcher = MPI_MPICH;
 	setenv("HPCINIT_MPIVERIFY_MPICH", "/opt/x/hpcinit-mpiverify-mpich", 1);
-	fabric_detect(&c, &f);
+	mpi_fabric_detect(&c, &f);
 	verify_argv(&c, &f, "/etc/hpcinit/hostfile.mpich", 2, 4, "alice", false, &a);
 	t = joined(&a);
 	TEST_STREQ(t, "runuser -u alice -- env HYDRA_LAUNCHER_EXTRA_ARGS=-o BatchMode=yes mpirun.mpich "
@@ -235,7 +236,7 @@ static void test_argv(struct spec *s)
 		   "-genv UCX_TLS tcp,self /opt/x/hpcinit-mpiverify-mpich --round 0");
 	free(t);
 	strlist_free(&a);
-	fabric_free(&f);
+	mpi_fabric_free(&f);
 	s->mpi.launcher = MPI_OPENMPI;
 	unsetenv("HPCINIT_MPIVERIFY_MPICH");
 	TEST_STREQ(verify_program(MPI_MPICH), LIBEXECDIR "/hpcinit-mpiverify-mpich");
@@ -365,6 +366,68 @@ static void test_leader(void)
 	TEST_CHECK(!is_leader(NULL));
 }
 
+/*
+ * A software device (a "parent" netdev in sysfs: Soft-RoCE rxe0): TCP by
+ * default; mpi.software_fabric makes it the fabric, with what UCX needs on
+ * it in the profile and on verify's mpirun line (Open MPI and MPICH).
+ */
+static void test_soft(struct spec *s)
+{
+	struct ctx c = { .spec = s, .root = root, .mode = RUN_APPLY };
+	struct fabric f;
+	struct strlist a = { 0 };
+	char *t;
+
+	s->rdma.present = true;
+	s->rdma.devices = NULL;
+	s->rdma.link_layer = LINK_ETHERNET;
+	ib_port("rxe0", "1", "Ethernet\n", "4: ACTIVE\n");
+	put("/sys/class/infiniband/rxe0/parent", "eth0\n");
+	mpi_fabric_detect(&c, &f);
+	TEST_CHECK(!f.rdma);
+	TEST_CHECK(f.soft_rdma);
+	TEST_STREQ(f.what, "ethernet: TCP over 198.18.3.0/24 (rxe0 is a software RDMA device: not used)");
+	mpi_fabric_free(&f);
+	s->mpi.software_fabric = true;
+	mpi_fabric_detect(&c, &f);
+	TEST_CHECK(f.rdma && f.soft_fabric);
+	TEST_STREQ(f.ucx_devices, "rxe0:1");
+	TEST_CHECK(f.ucx_pkey == NULL);
+	t = profile_render(s, &f);
+	TEST_CHECK(strstr(t, "# Fabric rdma: UCX on rxe0:1 (a software RDMA device: mpi.software_fabric).\n") != NULL);
+	TEST_CHECK(strstr(t, "export OMPI_MCA_pml=ucx\nexport OMPI_MCA_btl=^vader,tcp,openib,uct\n"
+			  "export OMPI_MCA_pml_ucx_devices=any\n") != NULL);
+	TEST_CHECK(strstr(t, "export UCX_NET_DEVICES=rxe0:1\nexport UCX_UD_VERBS_ETH_DGID_CHECK=n\n") != NULL);
+	TEST_CHECK(strstr(t, "NCCL_IB_HCA") == NULL);
+	TEST_CHECK(strstr(t, "export FI_PROVIDER=tcp\n") != NULL);
+	free(t);
+	setenv("HPCINIT_MPIVERIFY", "/opt/x/hpcinit-mpiverify", 1);
+	verify_argv(&c, &f, "/h", 0, 2, NULL, true, &a);
+	t = joined(&a);
+	TEST_STREQ(t, "mpirun --allow-run-as-root --hostfile /h --map-by node -np 2 --bind-to none "
+		   "--mca plm_rsh_args -o BatchMode=yes --mca pml ucx --mca btl ^vader,tcp,openib,uct "
+		   "--mca pml_ucx_devices any --mca oob_tcp_if_include 198.18.3.0/24 "
+		   "-x UCX_NET_DEVICES=rxe0:1 -x UCX_UD_VERBS_ETH_DGID_CHECK=n /opt/x/hpcinit-mpiverify --iters 50 "
+		   "--bw-iters 2 --round 0");
+	free(t);
+	strlist_free(&a);
+	s->mpi.launcher = MPI_MPICH;
+	setenv("HPCINIT_MPIVERIFY_MPICH", "/opt/x/hpcinit-mpiverify-mpich", 1);
+	verify_argv(&c, &f, "/h", 0, 2, NULL, true, &a);
+	t = joined(&a);
+	TEST_STREQ(t, "env HYDRA_LAUNCHER_EXTRA_ARGS=-o BatchMode=yes mpirun.mpich -launcher ssh -f /h -n 2 "
+		   "-ppn 1 -genv UCX_NET_DEVICES rxe0:1 -genv UCX_UD_VERBS_ETH_DGID_CHECK n "
+		   "/opt/x/hpcinit-mpiverify-mpich --iters 50 --bw-iters 2 --round 0");
+	free(t);
+	strlist_free(&a);
+	s->mpi.launcher = MPI_OPENMPI;
+	unsetenv("HPCINIT_MPIVERIFY");
+	unsetenv("HPCINIT_MPIVERIFY_MPICH");
+	mpi_fabric_free(&f);
+	s->mpi.software_fabric = false;
+	s->rdma.present = false;
+}
+
 int main(void)
 {
 	struct spec s = { 0 };
@@ -382,6 +445,7 @@ int main(void)
 
 	test_fabric(&s);
 	test_argv(&s);
+	test_soft(&s);
 	test_parse();
 	test_leader();
 

@@ -172,6 +172,27 @@ static void test_options(void)
 	TEST_STREQ(name_check_mount_option("port=99999999999999999999"),
 		   "port= needs a number from 0 to 65535");
 	TEST_STREQ(name_check_mount_option("a,b"), "one option per entry: write [a, b], not \"a,b\"");
+	/* the same port rule in URLs and host:port (moved here from spec.c) */
+	TEST_CHECK(name_check_endpoint("https://10.0.0.4:2379") == NULL);
+	TEST_CHECK(name_check_endpoint("http://etcd1:65535/") == NULL);
+	TEST_CHECK(name_check_endpoint("http://[fd00::1]:2379") == NULL);
+	TEST_CHECK(name_check_endpoint("http://etcd1") == NULL);
+	TEST_STREQ(name_check_endpoint("http://etcd1:0"), "the port after ':' must be a number from 1 to 65535");
+	TEST_STREQ(name_check_endpoint("http://etcd1:65536"), "the port after ':' must be a number from 1 to 65535");
+	TEST_STREQ(name_check_endpoint("http://etcd1:"), "the port after ':' must be a number from 1 to 65535");
+	TEST_STREQ(name_check_endpoint("http://etcd1:+23"), "the port after ':' must be a number from 1 to 65535");
+	TEST_STREQ(name_check_endpoint("http://etcd1:123456"), "the port after ':' must be a number from 1 to 65535");
+	TEST_CHECK(name_check_endpoint("http://etcd1:2379/v3") != NULL);
+	TEST_CHECK(name_check_endpoint("ftp://etcd1") != NULL);
+	TEST_CHECK(name_check_host_port("head1") == NULL);
+	TEST_CHECK(name_check_host_port("10.0.0.4:6817") == NULL);
+	TEST_STREQ(name_check_host_port("head1:0"), "expected a port from 1 to 65535 after ':'");
+	TEST_STREQ(name_check_host_port("head1:"), "expected a port from 1 to 65535 after ':'");
+	TEST_STREQ(name_check_host_port("head1:-1"), "expected a port from 1 to 65535 after ':'");
+	TEST_STREQ(name_check_host_port("head1:99999"), "expected a port from 1 to 65535 after ':'");
+	TEST_STREQ(name_check_host_port(":6817"), "expected a host like head1 or 10.0.0.4:6817");
+	TEST_CHECK(name_check_feature("hbv4") == NULL);
+	TEST_CHECK(name_check_feature("a b") != NULL);
 }
 
 /* Names machines call themselves (peer records): RFC 1123 plus '_'. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* rdma: the probe protocol (sysfs values: test_ibsysfs.c), timeouts with real children, anomaly order. */
+/* rdma: the probe protocol (sysfs values: test_ibsysfs.c; the helper's runs: test_ibprobe.c), anomaly order. */
 #include "config.h"
 
 #include <sys/mman.h>
@@ -9,21 +9,6 @@
 #include "../../modules/rdma/child.c"
 #include "ib/identity.h"
 #include "test.h"
-
-/*
- * A stand-in for the probe helper, run by the real job code through the
- * child engine: the device name says how it behaves.
- */
-static const char fake_helper[] =
-	"#!/bin/sh\n"
-	"while [ \"${1#--}\" != \"$1\" ]; do shift 2; done\n"
-	"echo 'step 1'\n"
-	"case $2 in sleepy) exec sleep 30;; crash) kill -9 $$;; esac\n"
-	"echo 'step 2'\n"
-	"echo 'fw 20.28.4000'\n"
-	"m=$(ulimit -l); [ \"$m\" = unlimited ] && m=18446744073709551615 || m=$((m * 1024))\n"
-	"case $2 in enomem) echo 'step 5'; echo \"result 5 12 $m $m 0\"; exit 0;; esac\n"
-	"echo \"result 8 0 $m $m 1\"\n";
 
 static void test_parsing(void)
 {
@@ -86,86 +71,6 @@ static void test_protocol(void)
 	free(text);
 }
 
-/* Real children: one answers, one hangs (killed at the timeout), one dies, one fails reg_mr. */
-static void test_jobs(void)
-{
-	struct spec s = { 0 };
-	struct ctx c = { .spec = &s, .root = "" };
-	struct job jobs[4];
-	const char *names[4] = { "good", "sleepy", "crash", "enomem" };
-	char dir[] = "/tmp/hpcinit-rdma-helper.XXXXXX", *helper;
-	char *old = getenv("HPCINIT_LIBEXEC_DIR") ? xstrdup(getenv("HPCINIT_LIBEXEC_DIR")) : NULL;
-	uint64_t t0, took;
-
-	TEST_CHECK(mkdtemp(dir) != NULL);
-	helper = xasprintf("%s/%s", dir, RDMA_PROBE_HELPER);
-	{
-		FILE *f = fopen(helper, "we");
-
-		TEST_CHECK(f && fputs(fake_helper, f) >= 0 && fclose(f) == 0 && chmod(helper, 0755) == 0);
-	}
-	setenv("HPCINIT_LIBEXEC_DIR", dir, 1);
-	memset(jobs, 0, sizeof(jobs));
-	for (int i = 0; i < 4; i++) {
-		jobs[i].what = names[i];
-		TEST_INTEQ(job_start(&c, &jobs[i], 0, 1000), 0);
-	}
-	t0 = now_ms();
-	/* 1 s leaves the answering children time even under valgrind on a busy machine. */
-	jobs_wait(jobs, 4, 1000);
-	took = now_ms() - t0;
-	TEST_CHECK(took >= 990 && took < 1000 + REAP_GRACE_MS + 500);
-
-	TEST_CHECK(jobs[0].have_result && !jobs[0].hung && jobs[0].reaped);
-	TEST_INTEQ(jobs[0].res.step, STEP_DONE);
-	TEST_STREQ(jobs[0].res.fw_ver, "20.28.4000");
-	TEST_CHECK(jobs[0].res.memlock_cur > 0);
-
-	TEST_CHECK(jobs[1].hung && !jobs[1].have_result && jobs[1].reaped);
-	TEST_INTEQ(jobs[1].last_step, STEP_OPEN);
-	TEST_CHECK(WIFSIGNALED(jobs[1].wstatus) && WTERMSIG(jobs[1].wstatus) == SIGKILL);
-
-	TEST_CHECK(!jobs[2].hung && !jobs[2].have_result && jobs[2].reaped);
-	TEST_CHECK(WIFSIGNALED(jobs[2].wstatus));
-
-	TEST_CHECK(jobs[3].have_result);
-	TEST_INTEQ(jobs[3].res.step, STEP_REG_MR);
-	TEST_INTEQ(jobs[3].res.err, ENOMEM);
-
-	/* Every batch waits within the step's deadline, a second short of it. */
-	c.deadline_ms = 0;
-	TEST_INTEQ(probe_wait_ms(&c, 10000), 10000);
-	c.deadline_ms = now_ms() + 500;
-	TEST_INTEQ(probe_wait_ms(&c, 10000), 10000);
-	c.deadline_ms = now_ms() + 5000;
-	TEST_INTEQ(probe_wait_ms(&c, 2000), 2000);
-	took = probe_wait_ms(&c, 10000);
-	TEST_CHECK(took > 3000 && took <= 4000);
-	memset(jobs, 0, sizeof(jobs));
-	jobs[0].what = "sleepy";
-	TEST_INTEQ(job_start(&c, &jobs[0], 0, 60000), 0);
-	c.deadline_ms = now_ms() + 2000;
-	t0 = now_ms();
-	jobs_wait_bounded(&c, jobs, 1, 60000);
-	took = now_ms() - t0;
-	TEST_CHECK(took >= 900 && took < 30000);        /* the deadline's, not the 60 s asked */
-	TEST_CHECK(jobs[0].hung && jobs[0].reaped);
-	c.deadline_ms = 0;
-
-	/* No helper: the job does not start, and says why. */
-	unlink(helper);
-	memset(jobs, 0, sizeof(jobs));
-	jobs[0].what = "good";
-	TEST_INTEQ(job_start(&c, &jobs[0], 0, 1000), -ENOENT);
-	rmdir(dir);
-	free(helper);
-	if (old)
-		setenv("HPCINIT_LIBEXEC_DIR", old, 1);
-	else
-		unsetenv("HPCINIT_LIBEXEC_DIR");
-	free(old);
-}
-
 /* The verdict text for each probe outcome, and the summary order. */
 static void test_verdicts(void)
 {
@@ -174,7 +79,7 @@ static void test_verdicts(void)
 	struct report r;
 	struct anomalies a = { NULL, 0, 0, ST_FAILED };
 	struct dev_info d;
-	struct job j;
+	struct probe_job j;
 
 	s.rdma.open_timeout_ms = 2000;
 	s.rdma.reg_mr_bytes = 64ull << 20;
@@ -217,30 +122,6 @@ static void test_verdicts(void)
 				     "(No such file or directory)\n") != NULL);
 	free(a.first);
 	report_free(&r);
-}
-
-/* The built helper never chooses the fixture ops for the real root. */
-static void test_select(void)
-{
-	struct spec s = { 0 };
-	struct ctx c = { .spec = &s, .root = "" };
-	const char *roots[] = { "", "/", "/nonexistent-hpcinit-root" };
-
-	if (!getenv("HPCINIT_LIBEXEC_DIR")) {
-		printf("# test_select: HPCINIT_LIBEXEC_DIR unset (not under make check): not run\n");
-		return;
-	}
-	for (size_t i = 0; i < 3; i++) {
-		struct strbuf out = STRBUF_INIT;
-		char *b;
-
-		c.root = roots[i];
-		TEST_INTEQ(helper_ask(&c, "list", NULL, 10000, &out), 0);
-		b = helper_field(sb_str(&out), "backend");
-		TEST_STREQ(b ? b : "(none)", "libibverbs");
-		free(b);
-		sb_free(&out);
-	}
 }
 
 /* Without CAP_IPC_LOCK, pinning more than RLIMIT_MEMLOCK fails with ENOMEM (the fake reg_mr relies on it). */
@@ -309,9 +190,7 @@ int main(void)
 {
 	test_parsing();
 	test_protocol();
-	test_jobs();
 	test_verdicts();
-	test_select();
 	test_memlock_enforced();
 	test_classify();
 	test_imds_url();

@@ -9,6 +9,7 @@
 
 #include "../../agent/core/runner.c"
 #include "../../agent/core/status.c"
+#include "../../agent/cmd/status_read.c"
 #include "proc.h"
 #include "record.h"
 #include "test.h"
@@ -334,6 +335,40 @@ static void test_iso_header(void)
 	TEST_CHECK(!iso_header(l, strchr(l, '\n'), a, &n));
 }
 
+/* The isolated child's answer: "R -errno", the report, "E"; an R line that is no number is no answer. */
+static void test_iso_answer(void)
+{
+	char name[] = "t";
+	struct spec sp = { .cluster = { .name = name } };
+	struct ctx c = { .spec = &sp };
+	struct report r, got;
+	struct outputs view = { 0 };
+	char *js, *text;
+	int ret = 7;
+
+	report_init(&r);
+	report_set(&r, ST_CHANGED, "did it");
+	js = report_to_json("x", &r);
+	text = xasprintf("R -5\nJ - %zu\n%s\nE\n", strlen(js), js);
+	report_init(&got);
+	TEST_CHECK(iso_parse(&c, text, strlen(text), &got, &view, &ret));
+	TEST_INTEQ(ret, -5);
+	TEST_STREQ(got.summary, "did it");
+	free(text);
+	for (size_t i = 0; i < 3; i++) {
+		static const char *const bad[] = { "R x", "R 5junk", "R" };
+
+		text = xasprintf("%s\nJ - %zu\n%s\nE\n", bad[i], strlen(js), js);
+		ret = 7;
+		TEST_CHECK(!iso_parse(&c, text, strlen(text), &got, &view, &ret));
+		TEST_INTEQ(ret, 7);
+		free(text);
+	}
+	free(js);
+	report_free(&got);
+	report_free(&r);
+}
+
 int main(void)
 {
 	struct spec s = { 0 };
@@ -347,6 +382,7 @@ int main(void)
 	test_summarize();
 	test_check_table();
 	test_iso_header();
+	test_iso_answer();
 	test_isolated_roundtrip();
 	if (!mkdtemp(root))
 		return 1;

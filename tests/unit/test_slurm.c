@@ -359,6 +359,7 @@ static void test_spec(void)
 	static const char good[] = "version: 1\ncluster: {name: c1}\n"
 		"slurm:\n  conf_servers: [head1, \"10.0.0.4:6817\"]\n  features: [hbv4]\n"
 		"  memory_margin_percent: 5\n  key_file: /etc/hpcinit/munge.key\n  leave_wait: 5m\n";
+	static const char own[] = "version: 1\ncluster: {name: c1, role: head}\nslurm: {auth: slurm}\n";
 
 	TEST_INTEQ(spec_load_buffer("t.yaml", good, strlen(good), &s, &d), 0);
 	TEST_CHECK(s && s->slurm.present && s->slurm.conf_servers.n == 2);
@@ -371,7 +372,15 @@ static void test_spec(void)
 	TEST_INTEQ(spec_load_buffer("t.yaml", "version: 1\ncluster: {name: c1, role: head}\nslurm: {}\n", 52,
 				    &s, &d), 0);
 	TEST_CHECK(s && s->slurm.memory_margin_pct == 3 && s->slurm.leave_wait_ms == 60000 && !s->slurm.key_file);
+	TEST_INTEQ(s->slurm.auth, SLURM_AUTH_MUNGE);
 	s = spec_free(s);
+	/* Slurm's own key (auth/slurm) instead of munge's */
+	TEST_INTEQ(spec_load_buffer("t.yaml", own, strlen(own), &s, &d), 0);
+	TEST_CHECK(s && s->slurm.auth == SLURM_AUTH_SLURM);
+	s = spec_free(s);
+	m = first_error("version: 1\ncluster: {name: c1, role: head}\nslurm: {auth: jwt}\n", &line, &col);
+	TEST_CHECK(strstr(m, "munge") != NULL && strstr(m, "slurm") != NULL);
+	TEST_CHECK(line == 3 && col == 15);
 
 	m = first_error("version: 1\ncluster: {name: c1}\nslurm: {features: [hbv4]}\n", &line, &col);
 	TEST_CHECK(strstr(m, "a compute node needs slurm.conf_servers") != NULL);

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rdma.h"
+#include "ib/probe.h"
 
 static const struct { int e; const char *name; } errno_names[] = {
 	{ EPERM, "EPERM" }, { ENOENT, "ENOENT" }, { EINTR, "EINTR" }, { EIO, "EIO" },

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/* The run report and the node's status (status.c). */
+#ifndef HPCINIT_STATUS_H
+#define HPCINIT_STATUS_H
+
+#include <stdio.h>
+
+#include "runner.h"
+
+/* The exit code of hpcinit status (and a part's) when the node's state is unknown. */
+#define STATUS_EXIT_UNKNOWN 4
+
+/* Record an apply's run: its part and status.json. */
+void status_write(struct ctx *c, const struct run_opts *o, const struct run_result *res);
+/* One step's report as its status-document entry (JSON), and parsed back (0 or -EBADMSG). */
+char *report_to_json(const char *name, const struct report *r);
+int report_from_json(const char *text, size_t len, struct report *r);
+/* Render the run as JSON (the status document). */
+char *runner_json(const struct ctx *c, const struct run_opts *o, const struct run_result *res);
+/* Print the human table (and details of interesting modules) to out. */
+void runner_print_table(const struct ctx *c, const struct run_result *res, FILE *out);
+
+/* ---- for the readers (agent/cmd/status_read.c) ---- */
+
+/* The kinds of run status.json is composed from, and their names there. */
+enum part_id { PART_APPLY, PART_REFRESH, PART_VERIFY, N_PARTS };
+extern const char *const status_part_names[N_PARTS];
+/* "ready", "degraded" or "failed" for an exit code 0, 3 or 1. */
+const char *status_result_word(int code);
+/* One row of the table: name, status, time, summary (escaped). */
+void status_print_row(FILE *out, const char *name, const char *status, const char *dur, const char *summary);
+
+#endif

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/* Numbers read from text, checked (number.h). */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+
+#include "number.h"
+
+static bool digit_in_base(char ch, int base)
+{
+	if (base == 16)
+		return isxdigit((unsigned char)ch);
+	return ch >= '0' && ch < '0' + (base < 10 ? base : 10);
+}
+
+bool num_ll_prefix(const char *s, long long min, long long max, long long *ret, const char **end)
+{
+	char *e;
+	long long v;
+
+	if (!s || !digit_in_base(s[s[0] == '-'], 10))
+		return false;
+	errno = 0;
+	v = strtoll(s, &e, 10);
+	if (errno || v < min || v > max)
+		return false;
+	*ret = v;
+	if (end)
+		*end = e;
+	return true;
+}
+
+bool num_ull_prefix(const char *s, int base, unsigned long long max, unsigned long long *ret,
+		    const char **end)
+{
+	char *e;
+	unsigned long long v;
+
+	if (!s || !digit_in_base(s[0], base) || (base == 16 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')))
+		return false;
+	errno = 0;
+	v = strtoull(s, &e, base);
+	if (errno || v > max)
+		return false;
+	*ret = v;
+	if (end)
+		*end = e;
+	return true;
+}
+
+bool num_ll(const char *s, long long min, long long max, long long *ret)
+{
+	const char *end;
+	long long v;
+
+	if (!num_ll_prefix(s, min, max, &v, &end) || *end)
+		return false;
+	*ret = v;
+	return true;
+}
+
+bool num_ull(const char *s, int base, unsigned long long max, unsigned long long *ret)
+{
+	const char *end;
+	unsigned long long v;
+
+	if (!num_ull_prefix(s, base, max, &v, &end) || *end)
+		return false;
+	*ret = v;
+	return true;
+}

@@ -1,0 +1,420 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hpcinit-etcd watch and await: the membership under a prefix as a stream
+ * of events, and the wait for EXPECT keys (etcd-client.h).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <json-c/json.h>
+
+#include "escape.h"
+#include "etcd-client.h"
+
+/* ---- watch ---- */
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int64_t ms)
+{
+	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+
+	if (ms > 0)
+		nanosleep(&ts, NULL);
+}
+
+struct watch_state {
+	bool created, changed, restart;
+	bool quiet;                     /* over the limit: print nothing, end at the first change */
+	int64_t next_rev;
+};
+
+/* The end of a batch: the reader's view is whole again. */
+static void say_synced(void)
+{
+	if (fputs("synced\n", stdout) == EOF || fflush(stdout) == EOF)
+		exit(0);        /* the reader is gone */
+}
+
+/* One JSON message of the stream; false ends the stream (reconnect or list again). */
+static bool watch_message(json_object *j, void *arg)
+{
+	struct watch_state *w = arg;
+	json_object *res = jget(j, "result", json_type_object), *ev;
+	size_t n;
+
+	if (!res) {
+		json_object *m = jget(j, "error", json_type_object);
+		const char *text = m ? json_object_to_json_string(m) : jstr(j, "error");
+
+		if (text)
+			fprintf(stderr, "hpcinit-etcd: watch: %s\n", safe_str(text, 0));
+		w->restart = true;
+		return false;
+	}
+	if (get_i64(res, "compact_revision") > 0) {
+		/* The revision we asked for is compacted away: list again. */
+		fprintf(stderr, "hpcinit-etcd: watch: revision compacted (now %" PRId64 "); listing again\n",
+			get_i64(res, "compact_revision"));
+		w->restart = true;
+		w->next_rev = 0;
+	} else if (jtrue(res, "canceled")) {
+		w->restart = true;
+	} else if (jtrue(res, "created")) {
+		w->created = true;
+	}
+	ev = jget(res, "events", json_type_array);
+	if (!w->restart && (n = jlen(ev)) > 0) {
+		if (w->quiet) {
+			/* The prefix changed: it may fit now; list again (not more often than LIST_RETRY_S). */
+			w->restart = true;
+			w->next_rev = 0;
+			return false;
+		}
+		for (size_t i = 0; i < n; i++) {
+			json_object *kv;
+			bool deleted;
+
+			if (event_kv(json_object_array_get_idx(ev, i), &kv, &deleted))
+				print_kv(kv, deleted);
+		}
+		w->changed = true;
+		w->next_rev = header_rev(res) + 1;
+	}
+	return !w->restart;
+}
+
+/* curl's bytes: the messages they complete, then "synced" once for all their events. */
+static size_t on_watch(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct jstream *s = arg;
+	struct watch_state *w = s->arg;
+	size_t r = on_stream(data, size, nmemb, s);
+
+	if (w->changed) {
+		w->changed = false;
+		say_synced();
+	}
+	return r;
+}
+
+/*
+ * Open the watch stream of prefix from revision rev on the current
+ * endpoint: the request set up on the handle, js's tokener made, the
+ * stream's bytes to on_data.  The headers and *ret_body are the caller's
+ * to free after the transfer.
+ */
+static struct curl_slist *watch_start(const char *prefix, int64_t rev, struct jstream *js,
+				      curl_write_callback on_data, char **ret_body)
+{
+	const char *ep = etcd_endpoints[etcd_cur];
+	char url[1024], *end = prefix_end_b64(prefix), *body;
+	json_object *req, *cr = json_object_new_object();
+	struct curl_slist *hdrs;
+
+	json_object_object_add(cr, "key", b64_obj(prefix, strlen(prefix)));
+	json_object_object_add(cr, "range_end", str_obj(end));
+	json_object_object_add(cr, "start_revision", i64_obj(rev));
+	free(end);
+	req = json_object_new_object();
+	json_object_object_add(req, "create_request", cr);
+	body = strdup(json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN));
+	json_object_put(req);
+	hdrs = headers();
+	snprintf(url, sizeof(url), "%s%s", ep, ep[strlen(ep) - 1] == '/' ? "v3/watch" : "/v3/watch");
+	setup_handle(etcd_curl, url, body, hdrs);
+	js->tok = json_tokener_new();
+	if (!js->tok)
+		abort();
+	curl_easy_setopt(etcd_curl, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(etcd_curl, CURLOPT_WRITEDATA, js);
+	*ret_body = body;
+	return hdrs;
+}
+
+int cmd_watch(const char *prefix, int64_t from)
+{
+	unsigned backoff_ms = 100;
+	int64_t rev = from > 0 ? from + 1 : 0, last_list = 0, gap_ms = 0;
+	bool quiet = false;
+
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	for (;;) {
+		struct watch_state w = { 0 };
+		struct jstream js = { .on_msg = watch_message, .arg = &w };
+		struct curl_slist *hdrs;
+		char *body;
+		CURLcode cc;
+
+		if (rev == 0) {
+			int r;
+
+			/*
+			 * Lists come no closer than gap_ms: one that follows
+			 * the last within a minute doubles the gap (up to
+			 * LIST_RETRY_S), so a stream that ends at once (an
+			 * endpoint that answers watches with errors) is no
+			 * download loop; an over-limit prefix is listed again
+			 * only after it changed, and not more often than that.
+			 */
+			if (last_list) {
+				int64_t since = mono_ms() - last_list;
+
+				gap_ms = quiet ? LIST_RETRY_S * 1000 : since > 60000 ? 0 :
+					gap_ms ? (gap_ms * 2 < LIST_RETRY_S * 1000 ? gap_ms * 2 : LIST_RETRY_S * 1000) : 200;
+				fflush(stdout);
+				sleep_ms(gap_ms - since);
+			}
+			/*
+			 * First start, or events may be lost (a reconnect, a
+			 * compacted revision): the whole membership again, as
+			 * "reset", the keys, "synced"; then the events after it.
+			 */
+			fputs("reset\n", stdout);
+			last_list = mono_ms();
+			r = list_prefix(prefix, &rev);
+			quiet = r == R_LIMIT && rev > 0;
+			if (r < 0 && !quiet) {
+				fflush(stdout);
+				sleep_ms(backoff_ms);
+				if (backoff_ms < 2000)
+					backoff_ms *= 2;
+				rev = 0;
+				continue;
+			}
+			rev++;
+			if (quiet)
+				fflush(stdout);         /* no "synced": the reader's view is not whole */
+			else
+				say_synced();
+		}
+		w.quiet = quiet;
+		backoff_ms = 100;
+		hdrs = watch_start(prefix, rev, &js, on_watch, &body);
+		/* A dead member without a reset: no byte for this long ends the stream. */
+		curl_easy_setopt(etcd_curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+		curl_easy_setopt(etcd_curl, CURLOPT_LOW_SPEED_TIME, 600L);
+		curl_easy_setopt(etcd_curl, CURLOPT_TCP_KEEPALIVE, 1L);
+		curl_easy_setopt(etcd_curl, CURLOPT_TCP_KEEPIDLE, 5L);
+		curl_easy_setopt(etcd_curl, CURLOPT_TCP_KEEPINTVL, 2L);
+		cc = curl_easy_perform(etcd_curl);
+		curl_slist_free_all(hdrs);
+		free(body);
+		json_tokener_free(js.tok);
+		if (w.restart && w.next_rev == 0) {
+			rev = 0;
+			continue;
+		}
+		fprintf(stderr, "hpcinit-etcd: watch on %s ended: %s; trying the next endpoint\n",
+			etcd_endpoints[etcd_cur], cc == CURLE_OK ? "stream closed" : curl_easy_strerror(cc));
+		/* Events between the drop and the new stream would be lost: list anew. */
+		etcd_cur = (etcd_cur + 1) % etcd_n_endpoints;
+		rev = 0;
+		sleep_ms(100);
+	}
+	return EX_OK;
+}
+
+/*
+ * await: the membership once PREFIX holds at least EXPECT keys, or after MS
+ * without (whichever comes first), printed as list prints it.  One process
+ * for the whole wait: a range, then a watch from its revision whose events
+ * keep the membership, keys and values (no listing again per join, and no
+ * range for the result: when a whole scale set converges at once, N nodes
+ * asking for N records each at the same moment was the costly part).  A
+ * compacted revision lists again; a dropped stream ends in one list.  The
+ * membership it keeps is at most LIST_MAX bytes (then it fails as list does).
+ */
+struct await_state {
+	char **keys, **items;           /* each key and its item, as list prints it */
+	size_t *item_len;
+	size_t n, cap, bytes;           /* bytes: of all items */
+	int64_t expect, rev;            /* rev: the revision the membership is at */
+	bool done, restart, too_big;
+};
+
+static size_t key_find(const struct await_state *a, const char *k)
+{
+	for (size_t i = 0; i < a->n; i++)
+		if (!strcmp(a->keys[i], k))
+			return i;
+	return a->n;
+}
+
+static void await_drop(struct await_state *a, size_t i)
+{
+	a->bytes -= a->item_len[i];
+	free(a->keys[i]);
+	free(a->items[i]);
+	a->n--;
+	a->keys[i] = a->keys[a->n];
+	a->items[i] = a->items[a->n];
+	a->item_len[i] = a->item_len[a->n];
+}
+
+/* A put (the key and its value, kept) or a deletion, into the membership. */
+static void await_event(struct await_state *a, json_object *kv, bool deleted)
+{
+	char *k = NULL, *item = NULL;
+	size_t len = 0, i;
+
+	if (deleted) {
+		size_t kl = 0;
+
+		if (!(k = (char *)b64_decode(jstr(kv, "key"), &kl)))
+			return;
+		k[kl] = '\0';
+		if ((i = key_find(a, k)) < a->n)
+			await_drop(a, i);
+		free(k);
+		return;
+	}
+	item = kv_item(kv, &k, &len);
+	if (!item)
+		return;
+	i = key_find(a, k);
+	if (i == a->n) {
+		if (a->n == a->cap) {
+			a->cap = a->cap ? 2 * a->cap : 64;
+			a->keys = realloc(a->keys, a->cap * sizeof(*a->keys));
+			a->items = realloc(a->items, a->cap * sizeof(*a->items));
+			a->item_len = realloc(a->item_len, a->cap * sizeof(*a->item_len));
+			if (!a->keys || !a->items || !a->item_len)
+				abort();
+		}
+		a->keys[a->n] = k;
+		a->item_len[a->n] = 0;
+		a->n++;
+	} else {
+		free(k);
+		free(a->items[i]);
+	}
+	a->bytes = a->bytes - a->item_len[i] + len;
+	a->items[i] = item;
+	a->item_len[i] = len;
+	if (a->bytes > LIST_MAX)
+		a->too_big = true;
+}
+
+static bool await_message(json_object *j, void *arg)
+{
+	struct await_state *a = arg;
+	json_object *res = jget(j, "result", json_type_object), *ev;
+
+	if (!res || get_i64(res, "compact_revision") > 0 || jtrue(res, "canceled"))
+		a->restart = true;
+	else if ((ev = jget(res, "events", json_type_array))) {
+		a->rev = header_rev(res);
+		for (size_t k = 0; k < jlen(ev); k++) {
+			json_object *kv;
+			bool deleted;
+
+			if (event_kv(json_object_array_get_idx(ev, k), &kv, &deleted))
+				await_event(a, kv, deleted);
+		}
+	}
+	if ((int64_t)a->n >= a->expect)
+		a->done = true;
+	return !a->done && !a->restart && !a->too_big;  /* enough (or list again): end the stream */
+}
+
+static void await_rev(int64_t rev, void *arg)
+{
+	struct await_state *a = arg;
+
+	while (a->n)
+		await_drop(a, a->n - 1);
+	a->rev = rev;
+}
+
+static int await_put(json_object *kv, void *arg)
+{
+	await_event(arg, kv, false);
+	return 0;
+}
+
+/* The membership under prefix into a (replacing what it held), at its revision a->rev. */
+static int await_keys(struct await_state *a, const char *prefix)
+{
+	const struct range_ops ops = { .on_rev = await_rev, .on_kv = await_put, .arg = a };
+	int64_t rev = 0;
+
+	return range_prefix(prefix, &ops, &rev);
+}
+
+int cmd_await(const char *prefix, int64_t expect, long ms)
+{
+	struct await_state a = { .expect = expect };
+	int64_t deadline = mono_ms() + ms;
+	bool waited = false, current = true;
+	int r = 0;
+
+	while (!a.done) {
+		struct jstream js = { .on_msg = await_message, .arg = &a };
+		struct curl_slist *hdrs;
+		char *body;
+		int64_t left = deadline - mono_ms();
+		CURLcode cc;
+
+		r = await_keys(&a, prefix);
+		if (r < 0)
+			break;
+		if ((int64_t)a.n >= expect || left <= 0)
+			break;
+		a.restart = false;
+		hdrs = watch_start(prefix, a.rev + 1, &js, on_stream, &body);
+		curl_easy_setopt(etcd_curl, CURLOPT_TIMEOUT_MS, (long)left);
+		cc = curl_easy_perform(etcd_curl);   /* ends when enough keys, at the timeout, or an error */
+		curl_slist_free_all(hdrs);
+		free(body);
+		json_tokener_free(js.tok);
+		waited = true;
+		if (a.too_big) {
+			fprintf(stderr, "hpcinit-etcd: the keys under %s hold more than %d MiB: over "
+				"hpcinit-etcd's limit; remove the keys that are not nodes' records\n",
+				safe_str(prefix, 0), LIST_MAX >> 20);
+			r = R_LIMIT;
+			break;
+		}
+		if (a.restart && !a.done)
+			sleep_ms(200);  /* never a tight loop of ranges (an endpoint ending every watch) */
+		if (!a.done && !a.restart) {
+			/* Out of time: the stream kept the membership current; a failed stream did not. */
+			current = cc == CURLE_OPERATION_TIMEDOUT;
+			break;
+		}
+	}
+	if (r == 0 && waited)
+		printf("waited 1\n");
+	if (r == 0 && current) {
+		/* The range and the events since: what a list now would print, without asking again. */
+		printf("rev %" PRId64 "\n", a.rev);
+		for (size_t i = 0; i < a.n; i++)
+			fwrite(a.items[i], 1, a.item_len[i], stdout);
+	}
+	while (a.n)
+		await_drop(&a, a.n - 1);
+	free(a.keys);
+	free(a.items);
+	free(a.item_len);
+	if (r < 0)
+		return exit_of(r);
+	return current ? EX_OK : cmd_list(prefix);
+}

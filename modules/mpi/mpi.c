@@ -1,0 +1,564 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mpi: the MPI fabric profile (/etc/profile.d/hpcinit-mpi.sh) and the
+ * cluster verification (hpcinit-mpiverify under mpirun).
+ *
+ * Fabric: RDMA when the spec has an rdma section and sysfs shows an
+ * active port of a device matching rdma.devices with the wanted link
+ * layer; then Open MPI uses UCX on those ports.  When the rdma module ran
+ * in this run (its typed output c->out->rdma), only the devices it found usable count,
+ * and none if it found none.  Software devices (Soft-RoCE rdma_rxe, siw)
+ * do not count: they run the RDMA transport on the CPU over the same NIC
+ * that TCP uses directly; mpi.software_fabric makes them the fabric all the
+ * same (development, CI), with the UCX settings they need.  Otherwise TCP,
+ * limited to cluster.network for both MPI traffic and Open MPI's launch
+ * channel.
+ * The same settings go into the profile and onto verify's mpirun line
+ * (remote daemons started over ssh do not read profile.d).
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fsutil.h"
+#include "log.h"
+#include "hpcinit.h"
+#include "mpi.h"
+#include "proc.h"
+#include "ib/ibsysfs.h"
+#include "ib/identity.h"
+#include "ib/peers.h"
+#include "record.h"
+
+#define PROFILE_PATH "/etc/profile.d/hpcinit-mpi.sh"
+#define PROFILE_MAGIC "# hpcinit (mpi module)"
+void mpi_fabric_free(struct fabric *f)
+{
+	free(f->what);
+	free(f->what_extra);
+	for (size_t i = 0; i < f->n_mca; i++)
+		free(f->mca[i].value);
+	free(f->ucx_devices);
+	free(f->ucx_pkey);
+	free(f->differ);
+	memset(f, 0, sizeof(*f));
+}
+
+static void mca_set(struct fabric *f, const char *name, const char *value)
+{
+	f->mca[f->n_mca].name = name;
+	f->mca[f->n_mca].value = xstrdup(value);
+	f->n_mca++;
+}
+
+/* Values go into a shell file: accept only what device names are made of. */
+static bool safe_token(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || *s == '_' || *s == '-' || *s == '.'))
+			return false;
+	return true;
+}
+
+/* Is name one of the space-separated words of list? */
+static bool in_words(const char *list, const char *name)
+{
+	size_t nl = strlen(name);
+
+	for (const char *p = list; *p;) {
+		size_t wl = strcspn(p, " ");
+
+		if (wl == nl && strncmp(p, name, nl) == 0)
+			return true;
+		p += wl;
+		p += strspn(p, " ");
+	}
+	return false;
+}
+
+/*
+ * Active RDMA ports "dev:port" from the IB sysfs inventory (lib/ib/ibsysfs.c):
+ * of the devices the rdma step selected (only, a space-separated list) or,
+ * when it did not run, of those matching rdma.devices.  ret_pkey: the
+ * largest P_Key among them (Azure's tenant partition).  Software devices
+ * (rxe, siw) go to soft (their names) and soft_ports (their active ports),
+ * never to ret.
+ */
+static void rdma_ports(const struct ctx *c, const char *only, struct strlist *ret,
+		       unsigned long *ret_pkey, struct strlist *soft, struct strlist *soft_ports)
+{
+	const struct spec *s = c->spec;
+	struct ib_dev *devs = xcalloc(IB_MAX_DEVS, sizeof(*devs));
+	size_t n = ib_read_devices(c, devs, IB_MAX_DEVS);
+
+	for (size_t i = 0; i < n; i++) {
+		const struct ib_dev *d = &devs[i];
+
+		if (!safe_token(d->name) || !(only ? in_words(only, d->name) :
+		    fnmatch(s->rdma.devices ? s->rdma.devices : "*", d->name, 0) == 0))
+			continue;
+		/* By what sysfs says, never by name: accelerated networking's VF is never the fabric. */
+		if (d->kind == IB_KIND_AN_VF)
+			continue;
+		if (d->kind == IB_KIND_SOFT)
+			strlist_push(soft, d->name);
+		for (unsigned k = 0; k < d->n_ports; k++) {
+			const struct ib_port *p = &d->ports[k];
+
+			if (p->state != 4 || !ib_link_matches(s->rdma.link_layer, p->link_layer))
+				continue;
+			strlist_push_take(d->kind == IB_KIND_SOFT ? soft_ports : ret,
+					  xasprintf("%s:%u", d->name, p->num));
+			if (d->kind != IB_KIND_SOFT && p->pkey_max > *ret_pkey)
+				*ret_pkey = p->pkey_max;
+		}
+	}
+	free(devs);
+}
+
+/*
+ * What UCX needs to run on a software device (mpi.software_fabric), each
+ * found on the VMs of tests/vm (Soft-RoCE rxe0, UCX 1.13.1, Open MPI
+ * 4.1.4; docs/mpi.md, "A software device as the fabric").
+ */
+const char *const mpi_soft_ucx_env[] = {
+	/*
+	 * UCX's UD transport (the wire-up of rc_verbs and its keepalive) drops
+	 * every packet whose destination GID is not one it expects for RoCE;
+	 * rxe's GIDs fail that check, the peers' replies are dropped, and the
+	 * endpoint ended in "UD endpoint ... unhandled timeout" after 30 s.
+	 */
+	"UCX_UD_VERBS_ETH_DGID_CHECK=n",
+	NULL,
+};
+
+static void fabric_ucx(struct fabric *f, const struct strlist *ports)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	for (size_t i = 0; i < ports->n; i++)
+		sb_printf(&sb, "%s%s", i ? "," : "", ports->v[i]);
+	f->rdma = true;
+	f->ucx_devices = sb_steal(&sb);
+	mca_set(f, "pml", "ucx");
+	mca_set(f, "btl", "^vader,tcp,openib,uct");
+	/* Open MPI's pml ucx opens only on devices named mlx* unless told otherwise. */
+	if (f->soft_fabric)
+		mca_set(f, "pml_ucx_devices", "any");
+}
+
+void mpi_fabric_detect(const struct ctx *c, struct fabric *f)
+{
+	const struct spec *s = c->spec;
+	const struct rdma_result *rr = c->out ? c->out->rdma : NULL;
+	struct strlist ports = { 0 }, soft = { 0 }, soft_ports = { 0 };
+	unsigned long pkey = 0;
+
+	memset(f, 0, sizeof(*f));
+	if (s->rdma.present && !(rr && !rr->usable))
+		rdma_ports(c, rr ? rr->devices : NULL, &ports, &pkey, &soft, &soft_ports);
+	if (ports.n) {
+		fabric_ucx(f, &ports);
+		if (pkey)
+			f->ucx_pkey = xasprintf("0x%04lx", pkey);
+		f->what = xasprintf("rdma: UCX on %s", f->ucx_devices);
+	} else if (soft_ports.n && s->mpi.software_fabric) {
+		f->soft_fabric = true;
+		fabric_ucx(f, &soft_ports);
+		f->what = xasprintf("rdma: UCX on %s (a software RDMA device: mpi.software_fabric)", f->ucx_devices);
+	} else {
+		/* Found on a VM with Soft-RoCE: UCX over rxe timed out where TCP worked (docs/mpi.md). */
+		f->soft_rdma = soft.n > 0;
+		f->what = s->cluster.has_network ?
+			  xasprintf("ethernet: TCP over %s%s%s%s", s->cluster.network.text,
+				    soft.n ? " (" : "", soft.n ? soft.v[0] : "",
+				    soft.n ? " is a software RDMA device: not used)" : "") :
+			  xasprintf("ethernet: TCP on every interface (no cluster.network)%s%s%s",
+				    soft.n ? " (" : "", soft.n ? soft.v[0] : "",
+				    soft.n ? " is a software RDMA device: not used)" : "");
+		mca_set(f, "pml", "ob1");
+		mca_set(f, "btl", "tcp,self,vader");
+		if (s->cluster.has_network)
+			mca_set(f, "btl_tcp_if_include", s->cluster.network.text);
+	}
+	if (s->cluster.has_network)
+		mca_set(f, "oob_tcp_if_include", s->cluster.network.text);
+	strlist_free(&ports);
+	strlist_free(&soft);
+	strlist_free(&soft_ports);
+}
+
+/* "mlx5_ib0,mlx5_ib1" from a record's "mlx5_ib0=guid,mlx5_ib1=guid" (malloc'd). */
+static char *fabric_names(const char *fabric)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	for (const char *p = fabric; p && *p;) {
+		size_t n = strcspn(p, ","), k = strcspn(p, "=");
+
+		sb_printf(&sb, "%s%.*s", sb.len ? "," : "", (int)(k < n ? k : n), p);
+		p += n;
+		p += *p == ',';
+	}
+	return sb_steal(&sb);
+}
+
+/*
+ * Fabric identity across the cluster, from the records: peers whose devices
+ * have other names (mlx5_0 where this node has mlx5_ib0: one ran Azure's
+ * renaming service, one did not), and InfiniBand domains (P_Key and
+ * placement group): a node alone in its domain reaches no peer over IB.
+ */
+void mpi_fabric_peers(const struct ctx *c, struct report *r, struct fabric *f)
+{
+	const struct peerset *ps = c->out ? c->out->peers : NULL;
+	const struct peer *self = NULL;
+	struct strlist doms = { 0 };
+	struct strbuf differ = STRBUF_INIT, extra = STRBUF_INIT;
+	unsigned *counts, n_differ = 0, n_unknown = 0;
+	char *mine;
+
+	for (size_t i = 0; ps && i < ps->n; i++)
+		if (ps->v[i].self)
+			self = &ps->v[i];
+	if (!self || !self->fabric)
+		return;
+	mine = fabric_names(self->fabric);
+	for (size_t i = 0; i < ps->n; i++) {
+		const struct peer *p = &ps->v[i];
+		char *theirs;
+
+		if (p->self)
+			continue;
+		if (!p->fabric) {
+			n_unknown++;
+			continue;
+		}
+		theirs = fabric_names(p->fabric);
+		if (strcmp(theirs, mine) != 0) {
+			if (n_differ < 8)
+				sb_printf(&differ, "%s%s has %s", differ.len ? ", " : "", p->hostname, theirs);
+			n_differ++;
+		}
+		free(theirs);
+	}
+	if (n_differ) {
+		f->names_differ = true;
+		free(f->differ);
+		f->differ = xasprintf("%s%s", sb_str(&differ), n_differ > 8 ? ", ..." : "");
+		report_detail(r, "warning: fabric device names differ: this node has %s; %s%s: a device list "
+			      "passed from one node to another (mpirun -x UCX_NET_DEVICES, NCCL_IB_HCA) names "
+			      "devices that are not there; each node's profile and system files name its own",
+			      mine, sb_str(&differ), n_differ > 8 ? ", ..." : "");
+		sb_printf(&extra, "; device names differ on %u peer(s) (%s)", n_differ, sb_str(&differ));
+	}
+	if (n_unknown)
+		report_detail(r, "%u peer(s) publish no fabric identity (an older hpcinit, or no rdma section): "
+			      "their device names and InfiniBand domain are unknown", n_unknown);
+	counts = xcalloc(ps->n, sizeof(*counts));
+	rdma_domains(ps, &doms, counts);
+	if (doms.n > 1) {
+		struct strbuf sb = STRBUF_INIT;
+
+		for (size_t d = 0; d < doms.n; d++)
+			sb_printf(&sb, "%s%s (%u node%s)", d ? ", " : "", doms.v[d], counts[d], counts[d] == 1 ? "" : "s");
+		report_detail(r, "InfiniBand domains (P_Key[-placement group]): %s; InfiniBand reaches only within "
+			      "one: run jobs on one domain's hostfile (hostfile.openmpi.<domain>)", sb_str(&sb));
+		sb_printf(&extra, "; %zu InfiniBand domains", doms.n);
+		sb_free(&sb);
+	}
+	for (size_t d = 0; d < doms.n; d++) {
+		const struct peer *lone = NULL;
+		size_t known = 0;
+
+		for (size_t k = 0; k < doms.n; k++)
+			known += counts[k];
+		/* alone among nodes whose domain is known; peers without one say nothing */
+		if (counts[d] != 1 || known < 2)
+			continue;
+		for (size_t i = 0; i < ps->n && !lone; i++) {
+			char *pd = rdma_peer_domain(&ps->v[i]);
+
+			if (pd && strcmp(pd, doms.v[d]) == 0)
+				lone = &ps->v[i];
+			free(pd);
+		}
+		report_finding(r, ST_DEGRADED, "mpi.fabric.alone", "%s is alone in InfiniBand domain %s: MPI over "
+			       "InfiniBand reaches no other node from it (P_Key %s%s%s is its scale set's own)",
+			       lone ? lone->hostname : "?", doms.v[d], lone && lone->pkey ? lone->pkey : "?",
+			       lone && lone->placement_group ? ", placement group " : "",
+			       lone && lone->placement_group ? lone->placement_group : "");
+	}
+	if (extra.len) {
+		char *old = f->what_extra;
+
+		f->what_extra = xasprintf("%s%s", old ? old : "", sb_str(&extra));
+		free(old);
+	}
+	free(counts);
+	free(mine);
+	strlist_free(&doms);
+	sb_free(&differ);
+	sb_free(&extra);
+}
+
+static char *profile_render(const struct spec *s, const struct fabric *f)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	sb_printf(&sb, PROFILE_MAGIC ": MPI settings for cluster %s.\n"
+		  "# Fabric %s.\n"
+		  "# Rebuilt on every run; edits are replaced.  Override per job with mpirun --mca.\n",
+		  s->cluster.name, f->what);
+	for (size_t i = 0; i < f->n_mca; i++)
+		sb_printf(&sb, "export OMPI_MCA_%s=%s\n", f->mca[i].name, f->mca[i].value);
+	if (f->differ && f->ucx_devices)
+		sb_printf(&sb, "# Device names differ between nodes (%s): the names below are this node's,\n"
+			  "# and every node's profile and /etc/ucx/ucx.conf name its own; never pass them to\n"
+			  "# other nodes (mpirun -x UCX_NET_DEVICES, -x NCCL_IB_HCA).\n", f->differ);
+	if (f->ucx_devices)
+		sb_printf(&sb, "export UCX_NET_DEVICES=%s\n", f->ucx_devices);
+	if (f->ucx_pkey)
+		sb_printf(&sb, "export UCX_IB_PKEY=%s\n", f->ucx_pkey);
+	for (size_t i = 0; f->soft_fabric && mpi_soft_ucx_env[i]; i++)
+		sb_printf(&sb, "export %s\n", mpi_soft_ucx_env[i]);
+	/* NCCL: "=" makes the list exact; without it mlx5_ib1 would also match mlx5_ib10. */
+	if (f->ucx_devices && !f->soft_fabric)
+		sb_printf(&sb, "export NCCL_IB_HCA==%s\n", f->ucx_devices);
+	/*
+	 * Intel MPI (2019 and later: libfabric) and MPICH builds on libfabric
+	 * read FI_PROVIDER: "mlx" (UCX underneath, the provider the Azure HPC
+	 * documentation uses on InfiniBand) or "tcp".  UCX builds of MPICH read
+	 * UCX_NET_DEVICES above.  I_MPI_TCP_NETMASK keeps Intel MPI's TCP
+	 * traffic on cluster.network.
+	 */
+	sb_append(&sb, "# Intel MPI and MPICH (libfabric): the same fabric.\n"
+		  "export I_MPI_FABRICS=shm:ofi\n");
+	sb_printf(&sb, "export FI_PROVIDER=%s\n", f->rdma && !f->soft_fabric ? "mlx" : "tcp");
+	if ((!f->rdma || f->soft_fabric) && s->cluster.has_network)
+		sb_printf(&sb, "export I_MPI_TCP_NETMASK=%s\n", s->cluster.network.text);
+	return sb_steal(&sb);
+}
+
+/*
+ * The system files MPI and NCCL read whatever the shell: mpirun lines users
+ * write themselves, batch jobs, non-login ssh.  A managed block in each,
+ * text outside it kept; Open MPI's file is the package's own (Debian's says
+ * pml = ^ucx): its later lines win, so the block goes at the end.
+ */
+#define SYSFILE_TAG "mpi"
+#define UCX_CONF "/etc/ucx/ucx.conf"            /* UCX >= 1.12: $UCX_CONFIG_DIR/ucx.conf, default sysconfdir/ucx */
+#define NCCL_CONF "/etc/nccl.conf"              /* NCCL: after NCCL_CONF_FILE and ~/.nccl.conf */
+
+static const char *const ompi_params_paths[] = {
+	"/etc/openmpi/openmpi-mca-params.conf",                 /* Debian, Ubuntu */
+	"/usr/lib64/openmpi/etc/openmpi-mca-params.conf",       /* RHEL, Alma, Rocky, Fedora */
+	"/usr/lib64/mpi/gcc/openmpi4/etc/openmpi-mca-params.conf",      /* SLES, openSUSE */
+	"/etc/openmpi-mca-params.conf",                         /* --sysconfdir=/etc builds */
+	NULL,
+};
+
+static int sysfiles_converge(struct ctx *c, struct report *r, const struct fabric *f, struct strbuf *done)
+{
+	bool want = c->spec->mpi.profile;
+	struct strbuf ompi = STRBUF_INIT, ucx = STRBUF_INIT, nccl = STRBUF_INIT;
+	int ret = 0, rr;
+
+	if (want) {
+		for (size_t i = 0; i < f->n_mca; i++)
+			sb_printf(&ompi, "%s = %s\n", f->mca[i].name, f->mca[i].value);
+		if (f->ucx_devices) {
+			sb_printf(&ucx, "UCX_NET_DEVICES=%s\n", f->ucx_devices);
+			if (!f->soft_fabric)
+				sb_printf(&nccl, "NCCL_IB_HCA==%s\n", f->ucx_devices);
+		}
+		if (f->ucx_pkey)
+			sb_printf(&ucx, "UCX_IB_PKEY=%s\n", f->ucx_pkey);
+		for (size_t i = 0; f->soft_fabric && mpi_soft_ucx_env[i]; i++)
+			sb_printf(&ucx, "%s\n", mpi_soft_ucx_env[i]);
+	}
+	for (size_t i = 0; ompi_params_paths[i]; i++) {
+		if (!fs_exists(c, ompi_params_paths[i]))
+			continue;       /* Open MPI not installed there: nothing to reach */
+		rr = fs_managed_block(c, r, ompi_params_paths[i], SYSFILE_TAG, sb_str(&ompi), 0644, 0, 0);
+		if (rr < 0)
+			ret = rr;
+		else if (want)
+			sb_printf(done, "%s%s", done->len ? ", " : "", ompi_params_paths[i]);
+		break;
+	}
+	if (ucx.len && !fs_exists(c, "/etc/ucx"))
+		rr = fs_mkdir_p(c, r, "/etc/ucx", 0755, 0, 0);
+	else
+		rr = 0;
+	if (rr >= 0 && (ucx.len || fs_exists(c, UCX_CONF)))
+		rr = fs_managed_block(c, r, UCX_CONF, SYSFILE_TAG, sb_str(&ucx), 0644, 0, 0);
+	if (rr < 0)
+		ret = rr;
+	else if (ucx.len)
+		sb_printf(done, "%s" UCX_CONF, done->len ? ", " : "");
+	rr = nccl.len || fs_exists(c, NCCL_CONF) ?
+	     fs_managed_block(c, r, NCCL_CONF, SYSFILE_TAG, sb_str(&nccl), 0644, 0, 0) : 0;
+	if (rr < 0)
+		ret = rr;
+	else if (nccl.len)
+		sb_printf(done, "%s" NCCL_CONF, done->len ? ", " : "");
+	sb_free(&ompi);
+	sb_free(&ucx);
+	sb_free(&nccl);
+	return ret;
+}
+
+static int profile_converge(struct ctx *c, struct report *r, const struct fabric *f)
+{
+	char *text = NULL;
+	int ret;
+
+	if (!c->spec->mpi.profile) {
+		/* Turned off: remove the file only if it is ours. */
+		if (fs_read(c, PROFILE_PATH, &text, NULL) == 0 &&
+		    strncmp(text, PROFILE_MAGIC, strlen(PROFILE_MAGIC)) == 0)
+			ret = fs_remove(c, r, PROFILE_PATH);
+		else
+			ret = 0;
+		free(text);
+		return ret;
+	}
+	text = profile_render(c->spec, f);
+	ret = 0;
+	if (!fs_exists(c, "/etc/profile.d"))
+		ret = fs_mkdir_p(c, r, "/etc/profile.d", 0755, 0, 0);
+	if (ret >= 0)
+		ret = fs_write(c, r, PROFILE_PATH, text, strlen(text), 0644, 0, 0);
+	free(text);
+	return ret;
+}
+
+/*
+ * Verify runs on one node only, or every node at boot would start N
+ * mpiruns over N nodes: the head node, else the first hostname.
+ */
+static bool is_leader(const struct peerset *ps)
+{
+	const struct peer *best = NULL;
+
+	for (size_t i = 0; ps && i < ps->n; i++) {
+		const struct peer *p = &ps->v[i];
+
+		if (!p->hostname)
+			continue;
+		if (!best || (p->head && !best->head) ||
+		    (p->head == best->head && strcmp(p->hostname, best->hostname) < 0))
+			best = p;
+	}
+	return best && best->self;
+}
+
+static int mpi_run(struct ctx *c, struct report *r)
+{
+	struct fabric f;
+	char *summary;
+	int ret;
+
+	mpi_fabric_detect(c, &f);
+	mpi_fabric_peers(c, r, &f);         /* the records: names that differ go into the profile */
+	/*
+	 * "hpcinit verify" measures and writes nothing: it runs without
+	 * discovery, so it does not know the peers the profile speaks of.
+	 */
+	ret = c->verify ? 0 : profile_converge(c, r, &f);
+	if (ret < 0) {
+		report_finding(r, ST_FAILED, "mpi.profile.write", "cannot write " PROFILE_PATH);
+		mpi_fabric_free(&f);
+		return ret;
+	}
+	{
+		struct strbuf done = STRBUF_INIT;
+
+		if (!c->verify && sysfiles_converge(c, r, &f, &done) < 0) {
+			report_finding(r, ST_FAILED, "mpi.sysfiles.write", "cannot write the MPI and NCCL system "
+				       "files (see details)");
+			sb_free(&done);
+			mpi_fabric_free(&f);
+			return -EIO;
+		}
+		if (done.len)
+			report_detail(r, "the same settings for mpirun lines outside login shells: %s", sb_str(&done));
+		sb_free(&done);
+	}
+	/*
+	 * rdma_cm to peers: the rdma step runs before discovery, so the peers
+	 * are checked here; also over a software device the spec allows, which
+	 * MPI does not use but other RDMA users (storage, NCCL-style jobs) do.
+	 */
+	if ((f.rdma || f.soft_rdma) && c->mode != RUN_PLAN && c->out && c->out->peers) {
+		unsigned n_checked = 0, n_ok = 0;
+		enum rstatus pst = ib_check_peers(c, r, c->out->peers, &n_checked, &n_ok);
+
+		if (n_checked) {
+			char *old = f.what_extra;
+
+			f.what_extra = xasprintf("%s; rdma_cm to %u of %u peer(s) ok", old ? old : "", n_ok, n_checked);
+			free(old);
+		}
+		if (pst != ST_OK)
+			report_raise(r, pst);
+	}
+	if (c->mode != RUN_APPLY || (!c->verify && !c->spec->mpi.verify_enable)) {
+		report_set(r, ST_OK, "fabric %s%s", f.what, f.what_extra ? f.what_extra : "");
+		report_summarize(r);    /* a peer rdma_cm did not resolve: that first */
+		mpi_fabric_free(&f);
+		return 0;
+	}
+	/* "hpcinit verify" runs it here and now; apply only on one node. */
+	if (!c->verify && !is_leader(c->out ? c->out->peers : NULL)) {
+		report_set(r, ST_OK, "fabric %s%s", f.what, f.what_extra ? f.what_extra : "");
+		report_summarize(r);
+		report_detail(r, "verify runs on the head node (or the first by name), not here");
+		mpi_fabric_free(&f);
+		return 0;
+	}
+	ret = mpi_verify(c, r);
+	summary = xstrdup(r->summary);
+	report_set(r, r->status == ST_FAILED ? ST_FAILED : ST_OK, "%s; fabric %s%s", summary, f.what,
+		   f.what_extra ? f.what_extra : "");
+	free(summary);
+	mpi_fabric_free(&f);
+	return ret;
+}
+
+static bool mpi_enabled(const struct spec *s)
+{
+	return s->mpi.present;
+}
+
+static uint64_t mpi_timeout(const struct spec *s)
+{
+	/*
+	 * verify (at apply, or "hpcinit verify" whatever verify.enable says)
+	 * waits for the other nodes to trust this one; the profile alone takes
+	 * milliseconds.
+	 */
+	return 10 * 60 * 1000;
+}
+
+const struct module mpi_module = {
+	.name = "mpi",
+	.enabled = mpi_enabled,
+	.needs = NULL,
+	.timeout_ms = mpi_timeout,
+	.check = mpi_run,
+	.apply = mpi_run,
+	.inputs = OUT_RDMA | OUT_PEERS,
+	.isolate = true,        /* the profile, users' homes, mpirun over the network */
+};

@@ -1,0 +1,14 @@
+# The shell tests' one TAP library: source it (tests/system/lib.sh and
+# tests/cluster/lib.sh do), then check, ok, not_ok, and done_testing last.
+# A test passes when nothing failed and something passed: a test that
+# checked nothing is no pass.
+fails=0
+passes=0
+ok() { passes=$((passes + 1)); echo "ok - $*"; }
+not_ok() { fails=$((fails + 1)); echo "not ok - $*"; }
+# check DESCRIPTION COMMAND...: run the command, count the result
+check() { local d=$1; shift; if "$@"; then ok "$d"; else not_ok "$d"; fi; }
+done_testing() { echo "# $passes passed, $fails failed"; [ "$fails" -eq 0 ] && [ "$passes" -gt 0 ]; }
+# contains FILE TEXT / not_contains FILE TEXT: for check; the file is shown when it fails
+contains() { grep -qF -- "$2" "$1" || { echo "  '$2' not found in $1:"; sed 's/^/  | /' "$1"; return 1; }; }
+not_contains() { ! grep -qF -- "$2" "$1" || { echo "  '$2' unexpectedly in $1:"; sed 's/^/  | /' "$1"; return 1; }; }

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/* The checked number parser (agent/text/number.c). */
+#include "config.h"
+
+#include <limits.h>
+
+#include "../../agent/text/number.c"
+#include "test.h"
+
+int main(void)
+{
+	long long v = 7;
+	unsigned long long u = 7;
+	const char *end = NULL;
+
+	TEST_CHECK(num_ll("0", 0, 10, &v) && v == 0);
+	TEST_CHECK(num_ll("-12", LLONG_MIN, LLONG_MAX, &v) && v == -12);
+	TEST_CHECK(num_ll("9223372036854775807", LLONG_MIN, LLONG_MAX, &v) && v == LLONG_MAX);
+	v = 7;
+	/* nothing, junk, space, '+', out of range: false, *ret untouched */
+	TEST_CHECK(!num_ll(NULL, 0, 10, &v));
+	TEST_CHECK(!num_ll("", 0, 10, &v));
+	TEST_CHECK(!num_ll("12x", 0, 100, &v));
+	TEST_CHECK(!num_ll(" 12", 0, 100, &v));
+	TEST_CHECK(!num_ll("12 ", 0, 100, &v));
+	TEST_CHECK(!num_ll("+12", 0, 100, &v));
+	TEST_CHECK(!num_ll("-", -10, 100, &v));
+	TEST_CHECK(!num_ll("11", 0, 10, &v));
+	TEST_CHECK(!num_ll("-1", 0, 10, &v));
+	TEST_CHECK(!num_ll("9223372036854775808", LLONG_MIN, LLONG_MAX, &v));
+	TEST_INTEQ(v, 7);
+
+	TEST_CHECK(num_ull("18446744073709551615", 10, ULLONG_MAX, &u) && u == ULLONG_MAX);
+	TEST_CHECK(num_ull("644", 8, 07777, &u) && u == 0644);
+	TEST_CHECK(num_ull("ff", 16, 255, &u) && u == 255);
+	u = 7;
+	TEST_CHECK(!num_ull("-1", 10, ULLONG_MAX, &u));     /* strtoull would wrap it */
+	TEST_CHECK(!num_ull("8", 8, 07777, &u));
+	TEST_CHECK(!num_ull("0x10", 16, 255, &u));
+	TEST_CHECK(!num_ull("256", 16, 255, &u));
+	TEST_CHECK(!num_ull("18446744073709551616", 10, ULLONG_MAX, &u));
+	TEST_INTEQ((long long)u, 7);
+
+	/* a number inside a line */
+	TEST_CHECK(num_ll_prefix("123 rest", 0, 1000, &v, &end) && v == 123 && *end == ' ');
+	TEST_CHECK(num_ll_prefix("-5", -10, 10, &v, &end) && v == -5 && *end == '\0');
+	TEST_CHECK(!num_ll_prefix("x1", 0, 10, &v, &end));
+	TEST_CHECK(!num_ll_prefix(" 1", 0, 10, &v, &end));
+	TEST_CHECK(num_ull_prefix("42:x", 10, 100, &u, &end) && u == 42 && *end == ':');
+	TEST_CHECK(num_ll_prefix("7", 0, 10, &v, NULL) && v == 7);
+	TEST_EXIT();
+}
