@@ -56,8 +56,14 @@ trap 'rm -rf "$T"' EXIT
 trap 'exit 130' INT TERM
 cc -O2 -o "$T/runstat" "$TOP/tests/bench/runstat.c"
 export HPCINIT_ADDRESS=10.0.0.1
-# The libexec helpers (hpcinit-ssh for key generation) from the build tree.
-export HPCINIT_LIBEXEC_DIR=${HPCINIT_LIBEXEC_DIR:-$(dirname "$HPCINIT")}
+# The libexec helpers (hpcinit-ssh for key generation) from the build tree,
+# copied where the ssh module's user can run them: a tree cloned into a
+# mode-0700 directory (mktemp -d) is closed to user0.
+if [ -z "${HPCINIT_LIBEXEC_DIR:-}" ]; then
+	mkdir -m 0755 "$T/libexec"
+	cp "$(dirname "$HPCINIT")"/hpcinit-* "$T/libexec/"
+	export HPCINIT_LIBEXEC_DIR=$T/libexec
+fi
 LINEAR_FACTOR=${LINEAR_FACTOR:-2.5}
 die() { echo "scale.sh: FAIL: $*" >&2; exit 1; }
 
