@@ -468,17 +468,7 @@ static struct spec *spec_new(const char *cluster)
 
 static void spec_del(struct spec *s)
 {
-	for (size_t i = 0; i < s->nfs.n_mounts; i++)
-		mount_fini(&s->nfs.mounts[i]);
-	free(s->nfs.mounts);
-	for (size_t i = 0; i < s->nfs.n_exports; i++) {
-		free(s->nfs.exports[i].path);
-		free(s->nfs.exports[i].clients);
-		strlist_free(&s->nfs.exports[i].options);
-	}
-	free(s->nfs.exports);
-	free(s->cluster.name);
-	free(s);
+	spec_free(s);   /* the loader's own teardown: every field it may own */
 }
 
 static void ctx_setup(struct ctx *c, const struct spec *s, const char *root, enum run_mode mode)
