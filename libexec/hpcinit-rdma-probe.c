@@ -5,7 +5,7 @@
  * Ethernet image needs no rdma packages; a node without an rdma section
  * never loads them).  The agent runs one of these per device under
  * rdma.open_timeout through its child engine and kills it when a call does
- * not return; the answer is the text protocol of modules/rdma/proto.c on
+ * not return; the answer is the text protocol of lib/ib/proto.c on
  * stdout, each step announced before its call.
  *
  *   hpcinit-rdma-probe [--root DIR] list
@@ -29,7 +29,7 @@
 
 #include "fsutil.h"
 #include "hpcinit.h"
-#include "rdma/rdma.h"
+#include "rdma-probe.h"
 
 static int usage(void)
 {

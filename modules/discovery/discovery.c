@@ -37,25 +37,6 @@ static const struct disc_method_ops *const disc_methods[] = {
 	NULL,
 };
 
-static int64_t system_now(void)
-{
-	return (int64_t)time(NULL);
-}
-
-static const struct disc_clock system_clock = { system_now };
-const struct disc_clock *disc_clock = &system_clock;
-
-int64_t disc_now(void)
-{
-	return disc_clock->now();
-}
-
-int disc_nop(struct disc_run *run)
-{
-	(void)run;
-	return 0;
-}
-
 static const struct disc_method_ops *method_of(const struct spec *s)
 {
 	for (size_t i = 0; disc_methods[i]; i++)
@@ -145,20 +126,6 @@ void disc_mark_ready(struct ctx *c)
 	free(text);
 }
 
-bool disc_expect_met(struct disc_run *run)
-{
-	if (run->ready || run->found.n + 1 >= run->c->spec->discovery.expect)
-		return true;
-	for (size_t i = 0; i < run->found.n; i++)
-		if (run->found.v[i].formed) {
-			run->ready = true;
-			snprintf(run->ready_why, sizeof(run->ready_why), "the cluster has formed: "
-				 "%s's record says so", run->found.v[i].hostname);
-			return true;
-		}
-	return false;
-}
-
 /*
  * hpcinit leave marks this boot's /run: a refresh (the timer's, the
  * watch's, a lease found gone) must not publish the record again behind
@@ -209,23 +176,6 @@ static void leave_forget(struct ctx *c)
 	report_init(&scratch);
 	(void)fs_remove(c, &scratch, LEFT_MARK);
 	report_free(&scratch);
-}
-
-void disc_notes_commit(struct disc_run *run)
-{
-	report_take_findings(run->rep, &run->notes);      /* with the count of those not kept */
-	report_free(&run->notes);
-	report_init(&run->notes);
-}
-
-void disc_run_reset(struct disc_run *run)
-{
-	for (size_t i = 0; i < run->found.n; i++)
-		peer_clear(&run->found.v[i]);
-	free(run->found.v);
-	memset(&run->found, 0, sizeof(run->found));
-	report_free(&run->notes);
-	report_init(&run->notes);
 }
 
 /* Sort s (head first, natural order) and name its nodes in the report. */

@@ -26,7 +26,7 @@
  */
 #define DISC_CLOCK_SKEW_S 60
 
-/* Where "now" comes from: time(2), or a skewed clock in tests (STYLE.md 6). */
+/* Where "now" comes from (run.c): time(2), or a skewed clock in tests (STYLE.md 6). */
 struct disc_clock {
 	int64_t (*now)(void);
 };
@@ -115,7 +115,7 @@ int disc_secret_load(const struct ctx *c, struct report *rep, char **key, size_t
  */
 void etcd_watch_members(const char *text, size_t len);
 
-/* The default for a hook a method does not need: does nothing, returns 0. */
+/* The default for a hook a method does not need: does nothing, returns 0 (run.c). */
 int disc_nop(struct disc_run *run);
 
 /* ---- this node's facts (node.c) ---- */
@@ -177,6 +177,8 @@ bool disc_ready_before(const struct ctx *c);
 void disc_mark_ready(struct ctx *c);
 /* The etcd lease this node holds (/run/hpcinit/etcd-lease), 0 when none (etcd.c). */
 int64_t etcd_read_lease(const struct ctx *c);
+/* ---- shared by the step and its methods (run.c) ---- */
+
 /*
  * The one rule every method's list ends with: is there nothing to wait for?
  * True when run->ready, when expect nodes are known (self included), or

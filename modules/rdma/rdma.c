@@ -28,7 +28,8 @@
 #include "hpcinit.h"
 #include "proc.h"
 #include "record.h"
-#include "rdma.h"
+#include "ib/ibsysfs.h"
+#include "ib/probe.h"
 #include "limits/memlock_job.h"
 
 #define RDMA_MAX_DEVS 64

@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <sys/stat.h>
 
+#include "../../modules/mpi/fabric.c"
 #include "../../modules/mpi/mpi.c"
 #include "../../modules/mpi/verify.c"
 #include "test.h"

@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 
 #include "../../modules/rdma/rdma.c"
-#include "../../modules/rdma/child.c"
+#include "../../libexec/rdma-child.c"
 #include "ib/identity.h"
 #include "test.h"
 

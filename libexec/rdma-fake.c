@@ -38,7 +38,7 @@
 #include <unistd.h>
 
 #include "fsutil.h"
-#include "rdma.h"
+#include "rdma-probe.h"
 
 #define FAKE_MAX_LINES 256
 
