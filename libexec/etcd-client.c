@@ -22,6 +22,7 @@
 
 #include "escape.h"
 #include "etcd-client.h"
+#include "number.h"
 
 const char *etcd_endpoints[MAX_ENDPOINTS];
 size_t etcd_n_endpoints, etcd_cur;         /* cur: the endpoint that answered last */
@@ -419,8 +420,11 @@ int64_t get_i64(json_object *j, const char *k)
 
 	if (!j || !json_object_is_type(j, json_type_object) || !json_object_object_get_ex(j, k, &v))
 		return 0;
-	if (json_object_is_type(v, json_type_string))
-		return strtoll(json_object_get_string(v), NULL, 10);
+	if (json_object_is_type(v, json_type_string)) {
+		long long n;
+
+		return num_ll(json_object_get_string(v), INT64_MIN, INT64_MAX, &n) ? n : 0;
+	}
 	if (json_object_is_type(v, json_type_int))
 		return json_object_get_int64(v);
 	return 0;

@@ -387,12 +387,9 @@ static int usage(void)
 
 static bool parse_i64(const char *s, int64_t *ret)
 {
-	char *e;
 	long long v;
 
-	errno = 0;
-	v = strtoll(s, &e, 10);
-	if (errno || e == s || *e || v < 0)
+	if (!num_ll(s, 0, INT64_MAX, &v))
 		return false;
 	*ret = v;
 	return true;

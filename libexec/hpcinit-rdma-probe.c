@@ -23,6 +23,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,7 @@
 #include "fsutil.h"
 #include "hpcinit.h"
 #include "rdma-probe.h"
+#include "number.h"
 
 static int usage(void)
 {
@@ -40,14 +42,9 @@ static int usage(void)
 
 static bool parse_u64(const char *s, uint64_t *ret)
 {
-	char *end;
 	unsigned long long v;
 
-	if (!s || *s < '0' || *s > '9')
-		return false;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end)
+	if (!num_ull(s, 10, ULLONG_MAX, &v))
 		return false;
 	*ret = v;
 	return true;

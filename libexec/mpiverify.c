@@ -28,12 +28,15 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <mpi.h>
+
+#include "number.h"
 
 #define HOST_LEN 256
 #define BIG (4 * 1024 * 1024)
@@ -69,27 +72,25 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	o->bw_iters = 20;
 	o->round = 0;
 	for (int i = 1; i < argc; i++) {
-		char *end;
+		long long n;
 
 		if (i + 1 >= argc)
 			return -EINVAL;
-		errno = 0;
 		if (strcmp(argv[i], "--max-latency-us") == 0 || strcmp(argv[i], "--min-bw-mibps") == 0) {
 			double *dst = argv[i][3] == 'a' ? &o->max_latency_us : &o->min_bw_mibps;
 
-			*dst = strtod(argv[++i], &end);
-			if (errno || *end || end == argv[i] || *dst < 0)
+			if (!num_double(argv[++i], 0, 1e12, dst))
 				return -EINVAL;
 		} else if (strcmp(argv[i], "--round") == 0) {
-			o->round = strtol(argv[++i], &end, 10);
-			if (errno || *end || end == argv[i] || o->round < 0)
+			if (!num_ll(argv[++i], 0, LONG_MAX, &n))
 				return -EINVAL;
+			o->round = (long)n;
 		} else if (strcmp(argv[i], "--iters") == 0 || strcmp(argv[i], "--bw-iters") == 0) {
 			long *dst = argv[i][2] == 'i' ? &o->iters : &o->bw_iters;
 
-			*dst = strtol(argv[++i], &end, 10);
-			if (errno || *end || end == argv[i] || *dst < 1 || *dst > MAX_ITERS)
+			if (!num_ll(argv[++i], 1, MAX_ITERS, &n))
 				return -EINVAL;
+			*dst = (long)n;
 		} else {
 			return -EINVAL;
 		}

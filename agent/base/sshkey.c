@@ -22,6 +22,7 @@
 #include "log.h"
 #include "proc.h"
 #include "sshkey.h"
+#include "number.h"
 
 #define HELPER "hpcinit-ssh"            /* libexec/hpcinit-ssh.c, found by proc_helper_path */
 #define HELPER_TIMEOUT_MS 60000         /* an RSA key pair takes well under a second */
@@ -599,8 +600,13 @@ int sshkey_fetch_host_keys(const char *const *hosts, size_t n, unsigned port,
 		while (sp && at < n && !(strlen(hosts[at]) == hl && memcmp(hosts[at], line, hl) == 0))
 			at++;
 		if (sp && at < n && strncmp(sp + 1, "error ", 6) == 0) {
+			long long e;
+			const char *end;
+
+			/* "error N": N an errno; anything else is the helper breaking its protocol */
 			if (errs)
-				errs[at] = -(int)strtol(sp + 7, NULL, 10);
+				errs[at] = num_ll_prefix(sp + 7, 1, 4095, &e, &end) && (*end == '\n' || !*end) ?
+					-(int)e : -EPROTO;
 		} else if (sp && at < n) {
 			char *canon = sshkey_canonical(sp + 1);
 

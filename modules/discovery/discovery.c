@@ -25,6 +25,7 @@
 #include "discovery.h"
 #include "fsutil.h"
 #include "log.h"
+#include "number.h"
 
 #define LIST_PEERS_MAX 32               /* details name the nodes up to this many */
 
@@ -143,11 +144,14 @@ static bool disc_left(const struct ctx *c, char *when, size_t size)
 
 	if (fs_read(c, LEFT_MARK, &text, NULL) == 0 && strncmp(text, c->spec->cluster.name, cl) == 0 &&
 	    text[cl] == '\n') {
-		time_t t = (time_t)strtoll(text + cl + 1, NULL, 10);
+		long long secs = -1;
+		time_t t;
 		struct tm tm;
 
 		left = true;
-		if (!gmtime_r(&t, &tm) || !strftime(when, size, "%Y-%m-%d %H:%M:%S UTC", &tm))
+		(void)num_ll_prefix(text + cl + 1, 0, INT32_MAX * 64LL, &secs, NULL);
+		t = (time_t)secs;
+		if (secs < 0 || !gmtime_r(&t, &tm) || !strftime(when, size, "%Y-%m-%d %H:%M:%S UTC", &tm))
 			snprintf(when, size, "an unknown time");
 	}
 	free(text);

@@ -29,6 +29,7 @@
 #include "log.h"
 #include "proc.h"
 #include "rendezvous/rendezvous.h"
+#include "number.h"
 
 #define LEASE_FILE "/run/hpcinit/etcd-lease"
 #define MEMBERS_FILE "/run/hpcinit/etcd-members"  /* the last list etcd answered (this boot) */
@@ -129,12 +130,15 @@ static int fail(struct disc_run *run, int r, const char *what, bool may_degrade)
 int64_t etcd_read_lease(const struct ctx *c)
 {
 	char *text = NULL;
-	int64_t v = 0;
+	const char *end;
+	long long v = 0;
 
-	if (fs_read(c, LEASE_FILE, &text, NULL) == 0)
-		v = strtoll(text, NULL, 10);
+	/* the lease id and a newline (write_lease); anything else is no lease */
+	if (fs_read(c, LEASE_FILE, &text, NULL) == 0 &&
+	    !(num_ll_prefix(text, 1, INT64_MAX, &v, &end) && (*end == '\n' || !*end)))
+		v = 0;
 	free(text);
-	return v > 0 ? v : 0;
+	return v;
 }
 
 static void write_lease(struct ctx *c, int64_t lease)

@@ -36,6 +36,7 @@
 #include "sshkey.h"
 #include "systemd.h"
 #include "ssh.h"
+#include "number.h"
 
 #define KEYGEN_TIMEOUT_MS 10000
 #define KEYSIGN_PATH "/usr/lib/openssh/ssh-keysign"
@@ -419,7 +420,10 @@ static int sshd_reload(struct ctx *c, struct report *r)
 		pidfile = xstrdup("/run/sshd.pid");
 	ret = fs_read(c, pidfile, &text, NULL);
 	if (ret == 0) {
-		long pid = strtol(text, NULL, 10);
+		long long n = 0;
+		const char *end;
+		/* the pid file: a pid and a newline; anything else names no process */
+		long pid = num_ll_prefix(text, 2, INT32_MAX, &n, &end) && (*end == '\n' || !*end) ? (long)n : 0;
 		char comm[64] = "", *cp = xasprintf("/proc/%ld/comm", pid);
 		FILE *f = pid > 1 ? fopen(cp, "re") : NULL;
 

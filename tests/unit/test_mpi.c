@@ -214,6 +214,19 @@ static void test_argv(struct spec *s)
 	TEST_CHECK(strstr(t, " /opt/x/hpcinit-mpiverify --max-latency-us 50 --min-bw-mibps 10240.0 --round 7") != NULL);
 	free(t);
 	strlist_free(&a);
+	/* the limit as a plain decimal: the program refuses "1e+06" (num_double) */
+	s->mpi.max_latency_us = 1e6;
+	verify_argv(&c, &f, "/h", 7, 2, "alice", false, &a);
+	t = joined(&a);
+	TEST_CHECK(strstr(t, " --max-latency-us 1000000 ") != NULL);
+	free(t);
+	strlist_free(&a);
+	s->mpi.max_latency_us = 2.5;
+	verify_argv(&c, &f, "/h", 7, 2, "alice", false, &a);
+	t = joined(&a);
+	TEST_CHECK(strstr(t, " --max-latency-us 2.5 ") != NULL);
+	free(t);
+	strlist_free(&a);
 	s->mpi.max_latency_us = 0;
 	s->mpi.min_bandwidth = 0;
 	mpi_fabric_free(&f);
