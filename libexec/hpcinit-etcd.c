@@ -174,7 +174,7 @@ static int cmd_sync(const char *k, int64_t ttl_s, int64_t lease)
 		unsigned char *have;
 		size_t hl = 0;
 
-		if ((have = b64_decode(jstr(kv, "value"), &hl))) {
+		if ((have = b64_str(jstr(kv, "value"), &hl))) {
 			same = hl == vlen && memcmp(have, value, vlen) == 0 && get_i64(kv, "lease") == lease;
 			free(have);
 		}
