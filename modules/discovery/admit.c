@@ -236,26 +236,18 @@ void admit_found(struct disc_run *run)
 static int name_order(const void *x, const void *y)
 {
 	const struct peer *const *a = x, *const *b = y;
-	int r = strcasecmp((*a)->hostname, (*b)->hostname);
 
-	if (r)
-		return r;
-	if ((*a)->self != (*b)->self)
-		return (*a)->self ? -1 : 1;
-	return strcmp((*a)->hostname, (*b)->hostname);
+	return strcasecmp((*a)->hostname, (*b)->hostname) ?: disc_self_first(*a, *b) ?:
+		strcmp((*a)->hostname, (*b)->hostname);
 }
 
 void drop_contested_names(struct peerset *s, struct report *notes)
 {
 	struct peer **idx;
-	size_t w = 0;
 
 	if (s->n < 2)
 		return;
-	idx = xmalloc(s->n * sizeof(*idx));
-	for (size_t i = 0; i < s->n; i++)
-		idx[i] = &s->v[i];
-	qsort(idx, s->n, sizeof(*idx), name_order);
+	idx = disc_sorted_index(s, name_order);
 	for (size_t i = 0, j; i < s->n; i = j) {
 		for (j = i + 1; j < s->n && strcasecmp(idx[i]->hostname, idx[j]->hostname) == 0; j++)
 			;
@@ -281,8 +273,5 @@ void drop_contested_names(struct peerset *s, struct report *notes)
 			peer_clear(idx[k]);
 	}
 	free(idx);
-	for (size_t i = 0; i < s->n; i++)
-		if (s->v[i].hostname)
-			s->v[w++] = s->v[i];
-	s->n = w;
+	disc_compact(s);
 }

@@ -65,26 +65,18 @@ static uint64_t disc_timeout(const struct spec *s)
 static int addr_order(const void *x, const void *y)
 {
 	const struct peer *const *a = x, *const *b = y;
-	int r = strcmp((*a)->addr, (*b)->addr);
 
-	if (r)
-		return r;
-	if ((*a)->self != (*b)->self)
-		return (*a)->self ? -1 : 1;
-	return (*a)->updated > (*b)->updated ? -1 : (*a)->updated < (*b)->updated;
+	return strcmp((*a)->addr, (*b)->addr) ?: disc_self_first(*a, *b) ?:
+		((*a)->updated > (*b)->updated ? -1 : (*a)->updated < (*b)->updated);
 }
 
 void drop_duplicate_addrs(struct peerset *s, struct report *notes)
 {
 	struct peer **idx, *keep;
-	size_t w = 0;
 
 	if (s->n < 2)
 		return;
-	idx = xmalloc(s->n * sizeof(*idx));
-	for (size_t i = 0; i < s->n; i++)
-		idx[i] = &s->v[i];
-	qsort(idx, s->n, sizeof(*idx), addr_order);
+	idx = disc_sorted_index(s, addr_order);
 	keep = idx[0];
 	for (size_t i = 1; i < s->n; i++) {
 		if (strcmp(idx[i]->addr, keep->addr) != 0) {
@@ -97,10 +89,7 @@ void drop_duplicate_addrs(struct peerset *s, struct report *notes)
 		peer_clear(idx[i]);     /* hostname NULL marks it dropped */
 	}
 	free(idx);
-	for (size_t i = 0; i < s->n; i++)
-		if (s->v[i].hostname)
-			s->v[w++] = s->v[i];
-	s->n = w;
+	disc_compact(s);
 }
 
 #define READY_MARK "/run/hpcinit/discovery-ready"

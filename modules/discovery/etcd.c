@@ -47,8 +47,6 @@ struct etcd {
 	bool stale;                     /* the peers are the last membership etcd gave */
 	char *pending;                  /* await's answer: the next list's (NULL: ask etcd) */
 	size_t pending_len;
-	size_t rejected;
-	struct strlist rejects;
 };
 
 static const char *watch_members;      /* etcd_watch_members: not owned */
@@ -73,27 +71,6 @@ static const char *watch_value(const char *key, size_t *ret_len)
 			return f.value;
 		}
 	return NULL;
-}
-
-/*
- * Run the helper with the spec's endpoints and args (NULL-terminated).
- * 0 and its output in *res when it succeeded; otherwise the report gets
- * what it said (every endpoint and its answer) and -EHOSTUNREACH (no
- * endpoint answered), -EPROTO (etcd refused) or the start error.
- */
-static int helper(struct disc_run *run, const char *stdin_data, struct proc_result *res,
-		  const char *a0, ...)
-{
-	const char *args[16];
-	size_t n = 0;
-	va_list ap;
-
-	va_start(ap, a0);
-	for (const char *a = a0; a && n < 15; a = va_arg(ap, const char *))
-		args[n++] = a;
-	va_end(ap);
-	args[n] = NULL;
-	return rv_etcd_run(run->c, run->rep, stdin_data, res, args);
 }
 
 static int fail(struct disc_run *run, int r, const char *what, bool may_degrade)
@@ -257,7 +234,7 @@ static int etcd_publish(struct disc_run *run)
 		}
 	}
 	if (watch_members) {
-		r = helper(run, text, &res, "sync", e->key, ttl, lease, NULL);
+		r = rv_etcd_call(run->c, run->rep, text, &res, "sync", e->key, ttl, lease, NULL);
 	} else {
 		/*
 		 * The same helper then lists the membership (the list takes it
@@ -270,8 +247,8 @@ static int etcd_publish(struct disc_run *run)
 
 		snprintf(want, sizeof(want), "%u", c->spec->discovery.expect);
 		snprintf(mss, sizeof(mss), "%" PRIu64, ms);
-		r = helper(run, text, &res, "sync", e->key, ttl, lease, e->prefix, ms ? want : NULL,
-			   mss, NULL);
+		r = rv_etcd_call(run->c, run->rep, text, &res, "sync", e->key, ttl, lease, e->prefix,
+				 ms ? want : NULL, mss, NULL);
 	}
 	free(text);
 	if (r < 0) {
@@ -325,31 +302,6 @@ static int etcd_publish(struct disc_run *run)
 	return 0;
 }
 
-/*
- * A rejected key: a finding tagged discovery.record.WHY (the same tags as
- * the shared method), counted for the summary, the first ones logged.
- */
-static void reject(struct disc_run *run, const char *why, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void reject(struct disc_run *run, const char *why, const char *fmt, ...)
-{
-	struct etcd *e = run->priv;
-	struct strbuf sb = STRBUF_INIT;
-	char *tag;
-	va_list ap;
-
-	va_start(ap, fmt);
-	sb_vprintf(&sb, fmt, ap);
-	va_end(ap);
-	tag = xasprintf("discovery.record.%s", why);
-	report_finding(&run->notes, ST_DEGRADED, tag, "%s", sb_str(&sb));
-	free(tag);
-	if (e->rejects.n < 10)
-		strlist_push(&e->rejects, sb_str(&sb));
-	e->rejected++;
-	sb_free(&sb);
-}
-
 /* One key of the list: a peer, this node, or a rejection. */
 static void take_kv(struct disc_run *run, const char *k, size_t kl, const char *v, size_t vl)
 {
@@ -359,7 +311,6 @@ static void take_kv(struct disc_run *run, const char *k, size_t kl, const char *
 	char host[256], err[640];
 	const char *tag;
 	struct peer p;
-	int r;
 
 	if (kl <= pl || memcmp(k, e->prefix, pl) != 0 || kl - pl >= sizeof(host) ||
 	    memchr(k + pl, '\0', kl - pl)) {
@@ -367,7 +318,7 @@ static void take_kv(struct disc_run *run, const char *k, size_t kl, const char *
 		struct strbuf sk = STRBUF_INIT;
 
 		esc_append(&sk, k, kl < 200 ? kl : 200, false);
-		reject(run, "bad-name", "key %s: not %s<hostname>; rejected", sb_str(&sk), e->prefix);
+		disc_reject(run, "bad-name", "key %s: not %s<hostname>; rejected", sb_str(&sk), e->prefix);
 		sb_free(&sk);
 		return;
 	}
@@ -377,33 +328,17 @@ static void take_kv(struct disc_run *run, const char *k, size_t kl, const char *
 		struct strbuf sk = STRBUF_INIT;
 
 		esc_append(&sk, host, strlen(host) < 64 ? strlen(host) : 64, false);
-		reject(run, "bad-name", "key %s%s: not a valid host name; rejected", e->prefix, sb_str(&sk));
+		disc_reject(run, "bad-name", "key %s%s: not a valid host name; rejected", e->prefix, sb_str(&sk));
 		sb_free(&sk);
 		return;
 	}
 	if (vl > RECORD_MAX_BYTES) {
-		reject(run, "too-large", "record %s: %zu bytes, over the %d-byte limit; rejected", host, vl,
+		disc_reject(run, "too-large", "record %s: %zu bytes, over the %d-byte limit; rejected", host, vl,
 		       RECORD_MAX_BYTES);
 		return;
 	}
-	r = record_parse(v, vl, spec->cluster.name, e->secret, e->secret_len, &p, err, sizeof(err));
-	if (r == 0 && strcmp(p.hostname, host) != 0) {
-		snprintf(err, sizeof(err), "describes host %s, not %s", p.hostname, host);
-		peer_clear(&p);
-		r = -EBADMSG;
-	}
-	if (r < 0) {
-		if (r == -ENODATA)
-			reject(run, "truncated", "record %s: truncated (no \"...\" end marker); rejected", host);
-		else if (r == -EKEYREJECTED)
-			reject(run, "bad-hmac", "record %s: bad HMAC (tampered, or written with another cluster "
-			       "secret); rejected", host);
-		else if (r == -ENOKEY)
-			reject(run, "no-hmac", "record %s: no HMAC while cluster.secret_file is set; rejected", host);
-		else
-			reject(run, "malformed", "record %s: %s; rejected", host, err);
+	if (disc_record_take(run, v, vl, e->secret, e->secret_len, host, host, &p) < 0)
 		return;
-	}
 	if (strcmp(host, run->self.hostname) == 0) {
 		struct peer tmp = run->self;
 		char *want, *have;
@@ -423,7 +358,7 @@ static void take_kv(struct disc_run *run, const char *k, size_t kl, const char *
 	if (!tag)
 		tag = admit_record(&run->admit, &p, &run->notes, err, sizeof(err));
 	if (tag) {
-		reject(run, tag, "record %s: %s; rejected", host, err);
+		disc_reject(run, tag, "record %s: %s; rejected", host, err);
 		peer_clear(&p);
 		return;
 	}
@@ -447,14 +382,14 @@ static void wait_for_change(struct disc_run *run, int64_t rev)
 
 	if (!ctx_may_write(c) || rev <= 0 || ms == 0)
 		return;
-	snprintf(want, sizeof(want), "%zu", (size_t)c->spec->discovery.expect + e->rejected);
+	snprintf(want, sizeof(want), "%zu", (size_t)c->spec->discovery.expect + run->rejected);
 	snprintf(mss, sizeof(mss), "%" PRIu64, ms);
 	{
 		struct report *keep = run->rep, scratch;
 
 		report_init(&scratch);
 		run->rep = &scratch;
-		if (helper(run, NULL, &res, "await", e->prefix, want, mss, NULL) == 0) {
+		if (rv_etcd_call(run->c, run->rep, NULL, &res, "await", e->prefix, want, mss, NULL) == 0) {
 			free(e->pending);
 			e->pending = res.out;
 			e->pending_len = res.out_len;
@@ -521,9 +456,8 @@ static int etcd_list(struct disc_run *run)
 		run->rep = keep;
 		report_free(&scratch);
 	}
-	e->rejected = 0;
+	disc_rejects_reset(run);
 	e->self_seen = e->self_same = false;
-	strlist_free(&e->rejects);
 	if (watch_members && !e->unreachable) {
 		/* In the watch: the membership its stream keeps, without asking etcd again. */
 		char *copy = xmalloc(watch_members_len + 1);
@@ -542,7 +476,8 @@ static int etcd_list(struct disc_run *run)
 		e->pending = NULL;
 		r = 0;
 	} else {
-		r = e->unreachable ? -EHOSTUNREACH : helper(run, NULL, &res, "list", e->prefix, NULL);
+		r = e->unreachable ? -EHOSTUNREACH :
+			rv_etcd_call(run->c, run->rep, NULL, &res, "list", e->prefix, NULL);
 	}
 	if (r < 0 && !e->unreachable && fail(run, r, "cannot list the cluster's nodes", true) < 0) {
 		proc_result_free(&res);
@@ -580,12 +515,8 @@ static int etcd_finish(struct disc_run *run, const struct peerset *set)
 	const struct spec *spec = c->spec;
 	struct etcd *e = run->priv;
 
-	for (size_t i = 0; i < e->rejects.n; i++)
-		log_warn("%s", e->rejects.v[i]);
-	if (e->rejected > e->rejects.n)
-		log_warn("%zu more records rejected; the run's details list them (up to 1000)",
-			 e->rejected - e->rejects.n);
-	if (e->rejected)
+	disc_rejects_log(run);
+	if (run->rejected)
 		report_raise(rep, ST_DEGRADED);
 	if (!ctx_may_write(c) && (!e->self_seen || !e->self_same)) {
 		report_changed(rep, e->key);
@@ -603,8 +534,8 @@ static int etcd_finish(struct disc_run *run, const struct peerset *set)
 		report_set(rep, rep->status == ST_CHANGED ? ST_CHANGED : ST_OK,
 			   "%zu node%s known through etcd (expect %u)%s%s", set->n,
 			   set->n == 1 ? "" : "s", spec->discovery.expect, run->waited ? " after waiting" : "",
-			   e->rejected ? "; records rejected, see details" : "");
-		if (e->rejected)
+			   run->rejected ? "; records rejected, see details" : "");
+		if (run->rejected)
 			report_raise(rep, ST_DEGRADED);
 	} else if (run->ready || !ctx_may_write(c)) {
 		report_detail(rep, "%zu nodes known, fewer than expect %u%s%s%s", set->n,
@@ -612,8 +543,8 @@ static int etcd_finish(struct disc_run *run, const struct peerset *set)
 			      run->ready ? run->ready_why : "", run->ready ? ")" : "");
 		report_set(rep, rep->status == ST_CHANGED ? ST_CHANGED : ST_OK,
 			   "%zu node%s known through etcd (expect %u)%s", set->n, set->n == 1 ? "" : "s",
-			   spec->discovery.expect, e->rejected ? "; records rejected, see details" : "");
-		if (e->rejected)
+			   spec->discovery.expect, run->rejected ? "; records rejected, see details" : "");
+		if (run->rejected)
 			report_raise(rep, ST_DEGRADED);
 	} else if (c->refresh) {
 		report_set(rep, ST_DEGRADED, "only %zu of %u expected nodes in etcd, and none says the "
@@ -638,7 +569,7 @@ static int etcd_leave(struct disc_run *run)
 	int r;
 
 	snprintf(lease, sizeof(lease), "%" PRId64, e->lease);
-	r = helper(run, NULL, &res, "leave", e->key, lease, NULL);
+	r = rv_etcd_call(run->c, run->rep, NULL, &res, "leave", e->key, lease, NULL);
 	if (r < 0) {
 		proc_result_free(&res);
 		return fail(run, r, "cannot leave", false);
@@ -680,7 +611,7 @@ static void etcd_close(struct disc_run *run)
 	free(e->key);
 	free(e->prefix);
 	free(e->pending);
-	strlist_free(&e->rejects);
+	disc_rejects_reset(run);
 	free(e);
 	run->priv = NULL;
 }
