@@ -274,6 +274,10 @@ platform_part() {
 make_seed() {
 	local n=$1 d=$W/vm/$1 role=compute
 	[ "$n" = head ] && role=head
+	# A work directory used again (HPCINIT_VM_WORK): nothing of the last
+	# run's VM may answer for this one (a stale out/agent-start made the
+	# harness see an agent before this VM's kernel was up).
+	rm -rf "$d/seed" "$d/out" "$d/cmd" "$d/console.log" "$d/qemu.log" "$d/disk.qcow2"
 	mkdir -p "$d/seed" "$d/out" "$d/cmd"
 	cp "$SRC/tests/vm/agent.sh" "$d/agent.sh"
 	mkdir -p "$d/vmcheck"
@@ -292,6 +296,7 @@ make_seed() {
 	printf 'instance-id: %s-%s\nlocal-hostname: %s\n' "$n" "$NS" "$n" > "$d/seed/meta-data"
 }
 
+rm -f "$W/release"    # --hold of an earlier run in this work directory
 SECRET=$(openssl rand -hex 32)
 SQUASH_OPT=no_root_squash
 [ "$SQUASH" = 0 ] || SQUASH_OPT=root_squash
