@@ -1,10 +1,10 @@
 #!/bin/bash
 # Tests findable by name (issue 24): every library file (agent/base,
 # agent/core, agent/loader, agent/text, lib/) has a unit test of its own --
-# tests/unit/test_<name>.c (test_<folder><name>.c in lib/ib), or a unit test
-# that #includes it, as the unit tests do to reach a file's statics -- every
-# unit test is built by an automake fragment, and no test file is over 1,000
-# lines.  The files known to lack one still are printed as such; any other
+# tests/unit/test_<name>.c (test_<folder><name>.c in lib/ib), or for a
+# backend its folder's test_<folder>.c #including it (as unit tests do to
+# reach a file's statics) -- every unit test is built by an automake
+# fragment, and no test file is over 1,000 lines.  The files known to lack one still are printed as such; any other
 # fails, named.
 . "$(dirname "$0")/lib.sh"
 cd "$TOP_SRCDIR"
@@ -25,7 +25,10 @@ for f in $libs; do
 	for cand in "tests/unit/test_$base.c" "tests/unit/test_$dir$base.c" "tests/unit/test_${dir}_$base.c"; do
 		[ -f "$cand" ] && { t=$cand; break; }
 	done
-	[ -n "$t" ] || t=$(grep -lF "#include \"../../$f\"" tests/unit/test_*.c 2>/dev/null | head -1) || true
+	# a library folder's own test for its backends (test_rendezvous.c: dir.c, etcd.c)
+	if [ -z "$t" ] && [ -f "tests/unit/test_$dir.c" ] && grep -qF "#include \"../../$f\"" "tests/unit/test_$dir.c"; then
+		t=tests/unit/test_$dir.c
+	fi
 	if [ -n "$t" ]; then
 		if known "$f"; then
 			not_ok "$f has a test now ($t): take it off KNOWN in $0"
@@ -35,7 +38,7 @@ for f in $libs; do
 	elif known "$f"; then
 		echo "# known, no unit test of its own yet: $f"
 	else
-		not_ok "$f: no unit test (tests/unit/test_$base.c, or one that #includes it)"
+		not_ok "$f: no unit test (tests/unit/test_$base.c, or test_$dir.c #including it)"
 	fi
 done
 
