@@ -26,6 +26,7 @@
 #   member loss   one watching node is killed (SIGKILL, its helper too: no leave); the time
 #                 until etcd drops its key (its lease, LEASE s, default 90, running out) and
 #                 from then until no hostfile lists it; the watchers' CPU, etcd's requests.
+#   shared cold   the cold start again on the shared directory (SHARED_COLD=0 skips it).
 #   memory        a watch's RSS, PSS (shared pages divided among the processes sharing them:
 #                 what N watches cost together) and private memory, agent and helper.
 # Goals (issue 26; printed, not asserted): per-node CPU of the cold start under 10 ms at
@@ -51,6 +52,7 @@ GEN=$BUILD/tests/bench/gen-records
 command -v etcd >/dev/null || { echo "etcd-load.sh: needs etcd (Debian package etcd-server)" >&2; exit 2; }
 command -v strace >/dev/null || { echo "etcd-load.sh: needs strace" >&2; exit 2; }
 command -v etcdctl >/dev/null || { echo "etcd-load.sh: needs etcdctl (Debian package etcd-client)" >&2; exit 2; }
+command -v inotifywait >/dev/null || { echo "etcd-load.sh: needs inotifywait (Debian package inotify-tools)" >&2; exit 2; }
 T=$(mktemp -d /tmp/hpcinit-bench-etcd.XXXXXX)
 PIDS=()
 cleanup() {
@@ -294,6 +296,74 @@ done | while read -r a h; do
 	done
 done | awk '{ n[$1]++; r[$1] += $2; p[$1] += $3; v[$1] += $4 }
 	END { for (w in n) printf "%s %d %.0f %.0f %.0f\n", w, n[w], r[w] / n[w], p[w] / n[w], v[w] / n[w] }' | sort)
+# The same cold start on the shared directory (SHARED_COLD=0 skips it): the watches and etcd
+# stopped, N new fake roots whose /srv/share is one directory of this machine (a symbolic link
+# to it, as an NFS mount would be one directory), all N applies at once, expect: N.  The last
+# record published: the last record file's first appearance (inotifywait stamps each name's
+# first rename into place).  File system calls are not counted here (strace on N processes
+# would be the load); the traced refresh below gives them per node.
+SH_LINE="" SH_CPU_LINE=""
+if [ "${SHARED_COLD:-1}" = 1 ]; then
+	for p in "${WPIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${WPIDS[@]}"; do { wait "$p"; } 2>/dev/null || true; done
+	kill "$etcd_pid" 2>/dev/null || true
+	{ wait "$etcd_pid"; } 2>/dev/null || true
+	mkdir -m 0755 "$T/share"
+	mkdir -p "$T/share/.hpcinit/bench/nodes"
+	for i in $(seq 1 "$N"); do
+		S=$T/s$i
+		mkdir -p "$S/etc/hpcinit" "$S/etc/ssh" "$S/etc/openmpi" "$S/run/hpcinit" "$S/srv"
+		printf 'root:x:0:0:root:/root:/bin/bash\n' > "$S/etc/passwd"
+		echo "# This is the default hostfile for Open MPI." > "$S/etc/openmpi/openmpi-default-hostfile"
+		install -m 0600 "$T/cluster.key" "$S/etc/hpcinit/cluster.key"
+		ln -s "$T/share" "$S/srv/share"
+		cat > "$S/etc/hpcinit/node.yaml" <<-EOF
+		version: 1
+		cluster: {name: bench, network: 10.0.0.0/8, secret_file: /etc/hpcinit/cluster.key}
+		discovery: {method: shared, dir: /srv/share/.hpcinit, expect: $N, wait: 600s, lease: 1h}
+		hostfile: {}
+		EOF
+	done
+	( echo "$BASHPID" >"$T/sstamp.pid"
+	  exec inotifywait -m -q -e moved_to -e close_write --format '%f' "$T/share/.hpcinit/bench/nodes" ) |
+		{ declare -A sseen
+		  while read -r f; do
+			case $f in *.rec) ;; *) continue ;; esac
+			[ -n "${sseen[$f]:-}" ] || { sseen[$f]=1; echo "${EPOCHREALTIME/./}"; }
+		  done; } >"$T/sputs" &
+	sstamp_pipe=$!
+	PIDS+=("$sstamp_pipe")
+	sleep 0.5
+	PIDS+=("$(cat "$T/sstamp.pid")")
+	child_cpu
+	ccpu0=$CHILD_CPU
+	APIDS=()
+	t0=$(date +%s%N)
+	for i in $(seq 1 "$N"); do
+		HPCINIT_ADDRESS=$(addr "$i") timeout 900 "$HPCINIT" apply --only discovery,hostfile --root "$T/s$i" \
+			-c "$T/s$i/etc/hpcinit/node.yaml" --hostname "node$i" >"$T/s$i/apply.out" 2>&1 &
+		APIDS+=($!)
+	done
+	sfailed=0
+	for i in $(seq 1 "$N"); do wait "${APIDS[i - 1]}" || sfailed=$((sfailed + 1)); done
+	t1=$(date +%s%N)
+	child_cpu
+	scold_cpu=$((CHILD_CPU - ccpu0))
+	sleep 0.3
+	kill "$(cat "$T/sstamp.pid")" 2>/dev/null || true
+	wait "$sstamp_pipe" 2>/dev/null || true
+	sfull=0
+	for i in $(seq 1 "$N"); do
+		[ "$(grep -vc '^#' "$T/s$i/etc/hpcinit/hostfile.plain" 2>/dev/null)" = "$N" ] && sfull=$((sfull + 1))
+	done
+	slast=$(($(sort -n "$T/sputs" | tail -1) * 1000))
+	SH_LINE="shared cold start: $((N - sfailed)) of $N applies exited 0, $sfull of $N hostfiles list $N nodes; $(wc -l <"$T/sputs") records, the last first in place $(((slast - t0) / 1000000)) ms after the start; all done $(((t1 - t0) / 1000000)) ms after the start; last record published -> all $N done: $(((t1 - slast) / 1000000)) ms"
+	SH_CPU_LINE="shared cold start: nodes' CPU $scold_cpu ms in all, $(awk -v c="$scold_cpu" -v n="$N" 'BEGIN{printf "%.2f", c / n}') ms a node (every wait lists the directory again); load average $(cut -d' ' -f1-3 /proc/loadavg)"
+	if [ "$sfailed" -gt 0 ]; then
+		for i in $(seq 1 "$N"); do grep -q '^result: ready' "$T/s$i/apply.out" || { echo "s$i:" >&2; tail -5 "$T/s$i/apply.out" | sed 's/^/  | /' >&2; break; }; done
+	fi
+fi
+
 # The directory: one traced refresh against N records, times N nodes a minute.
 R=$T/shared
 mkdir -p "$R/etc/hpcinit" "$R/etc/ssh" "$R/etc/openmpi" "$R/srv/share/.hpcinit/bench/nodes"
@@ -338,6 +408,7 @@ echo "shared: one refresh = $s_ops file system calls for the share ($ops_n with 
 echo "join while $N watch: every hostfile lists node$J $join_ms ms after its apply returned (goal at 1,000: under 2000 ms); watchers' CPU $((jl_cpu1 - jl_cpu0)) ms in all, $(awk -v c="$((jl_cpu1 - jl_cpu0))" -v n="$N" 'BEGIN{printf "%.2f", c / n}') ms a node (2 s of idle keepalives included); etcd $((jl_req1 - jl_req0)) requests, $((jl_by1 - jl_by0)) bytes"
 echo "leave while $N watch: no hostfile lists node$J $leave_ms ms after its leave returned (goal at 1,000: under 2000 ms); watchers' CPU $((jl_cpu2 - jl_cpu1)) ms in all, $(awk -v c="$((jl_cpu2 - jl_cpu1))" -v n="$N" 'BEGIN{printf "%.2f", c / n}') ms a node; etcd $((jl_req2 - jl_req1)) requests, $((jl_by2 - jl_by1)) bytes"
 echo "member loss while $((N - 1)) watch: $loss"
+[ -z "$SH_LINE" ] || { echo "$SH_LINE"; echo "$SH_CPU_LINE"; }
 echo "watch memory, mean KiB a process (process count, RSS, PSS, private):"
 echo "$mem" | awk '{ printf "  %-7s %5d processes: RSS %6d, PSS %6d, private %6d\n", $1, $2, $3, $4, $5; r += $3; p += $4; v += $5 }
 	END { printf "  a node (agent + helper): RSS %d KiB, PSS %d KiB, private %d KiB; %d watches: %.0f MiB of PSS\n", r, p, v, '"${#WPIDS[@]}"', p * '"${#WPIDS[@]}"' / 1024 }'
