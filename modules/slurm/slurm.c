@@ -393,6 +393,14 @@ static int update(struct ctx *c, struct report *rep, const char *name, const cha
 static int reconcile(struct ctx *c, struct report *rep, const char *name, const struct slurm_node *n,
 		     const char *want)
 {
+	/*
+	 * In hpcinit check (the HealthCheckProgram) a drain or resume is the
+	 * check's answer, not drift: a node whose check only resumed its own
+	 * drain is healthy now and exits 0; one it drained exits 1 through
+	 * the step that failed or drifted.
+	 */
+	enum rstatus done = c->mode == RUN_CHECK ? ST_OK : ST_CHANGED;
+
 	if (!n->found)
 		return 0;
 	if (n->drain && !slurm_reason_ours(n->reason)) {
@@ -407,8 +415,10 @@ static int reconcile(struct ctx *c, struct report *rep, const char *name, const 
 				return -EIO;
 			}
 		}
-		report_finding(rep, ST_CHANGED, "slurm.drained", "%s: %s with reason %s", name,
+		report_finding(rep, done, "slurm.drained", "%s: %s with reason %s", name,
 			       c->mode == RUN_PLAN ? "would drain" : "drained", want);
+		if (done == ST_OK)      /* check: the slurm row says what it did */
+			report_set(rep, rep->status, "%s: drained with reason %s", name, want);
 	} else if (!want && n->drain) {
 		if (ctx_may_write(c) || c->mode == RUN_CHECK) {
 			if (update(c, rep, name, "resume", NULL) != 0) {
@@ -416,8 +426,10 @@ static int reconcile(struct ctx *c, struct report *rep, const char *name, const 
 				return -EIO;
 			}
 		}
-		report_finding(rep, ST_CHANGED, "slurm.resumed", "%s: %s (was %s)", name,
+		report_finding(rep, done, "slurm.resumed", "%s: %s (was %s)", name,
 			       c->mode == RUN_PLAN ? "would resume" : "resumed", n->reason);
+		if (done == ST_OK)
+			report_set(rep, rep->status, "%s: resumed (was %s)", name, n->reason);
 	}
 	return 0;
 }

@@ -274,6 +274,10 @@ platform_part() {
 make_seed() {
 	local n=$1 d=$W/vm/$1 role=compute
 	[ "$n" = head ] && role=head
+	# A work directory used again (HPCINIT_VM_WORK): nothing of the last
+	# run's VM may answer for this one (a stale out/agent-start made the
+	# harness see an agent before this VM's kernel was up).
+	rm -rf "$d/seed" "$d/out" "$d/cmd" "$d/console.log" "$d/qemu.log" "$d/disk.qcow2"
 	mkdir -p "$d/seed" "$d/out" "$d/cmd"
 	cp "$SRC/tests/vm/agent.sh" "$d/agent.sh"
 	mkdir -p "$d/vmcheck"
@@ -292,6 +296,7 @@ make_seed() {
 	printf 'instance-id: %s-%s\nlocal-hostname: %s\n' "$n" "$NS" "$n" > "$d/seed/meta-data"
 }
 
+rm -f "$W/release"    # --hold of an earlier run in this work directory
 SECRET=$(openssl rand -hex 32)
 SQUASH_OPT=no_root_squash
 [ "$SQUASH" = 0 ] || SQUASH_OPT=root_squash
@@ -1187,7 +1192,7 @@ check_slurm() {
 		hpcinit status > /tmp/st.txt 2>&1; grep -qiw ready /tmp/st.txt || { cat /tmp/st.txt; exit 1; }
 		f=$(systemctl list-units --failed --plain --no-legend)
 		[ -z "$f" ] || { echo "failed units: $f"; for u in $(echo "$f" | cut -d" " -f1); do journalctl -b -u "$u" --no-pager | tail -15; done; exit 1; }'
-	each_vm "slurm: the custom-data munge key is munge's (0400) and munged runs with it; head: slurmctld active; computes: slurmd is the transient unit hpcinit-slurmd, memlock unlimited" '
+	each_vm "slurm: the custom-data munge key is munge's (0400) and munged runs with it; head: slurmctld active, started after munged got that key; computes: slurmd is the transient unit hpcinit-slurmd, memlock unlimited, the package's slurmd.service disabled and inactive" '
 		set -e
 		[ "$(stat -c "%U %a" /etc/munge/munge.key)" = "munge 400" ] || { ls -l /etc/munge; exit 1; }
 		cmp -s /etc/munge/munge.key /etc/hpcinit/munge.key || { echo "/etc/munge/munge.key is not the custom-data key"; exit 1; }
@@ -1195,6 +1200,10 @@ check_slurm() {
 		munge -n | unmunge >/dev/null || { echo "munge -n | unmunge failed"; exit 1; }
 		if [ "$(hostname)" = head ]; then
 			systemctl is-active -q slurmctld || { systemctl status --no-pager slurmctld; tail -20 /var/log/slurm/slurmctld.log; exit 1; }
+			# the package started slurmctld with munge'"'"'s generated key; it runs since the cluster key
+			m=$(systemctl show -p ActiveEnterTimestampMonotonic --value munge.service)
+			s=$(systemctl show -p ActiveEnterTimestampMonotonic --value slurmctld.service)
+			[ "$s" -ge "$m" ] || { echo "slurmctld active since $s us, munged (cluster key) since $m us"; exit 1; }
 			exit 0
 		fi
 		systemctl is-active -q hpcinit-slurmd.service || { systemctl status --no-pager hpcinit-slurmd.service; tail -20 /var/log/slurm/slurmd.log; exit 1; }
@@ -1202,7 +1211,8 @@ check_slurm() {
 		[ "$m" = infinity ] || { echo "hpcinit-slurmd LimitMEMLOCK=$m"; exit 1; }
 		p=$(systemctl show -p MainPID --value hpcinit-slurmd.service)
 		grep "^Max locked memory" /proc/$p/limits | grep -q unlimited || { cat /proc/$p/limits; exit 1; }
-		systemctl is-enabled -q slurmd.service 2>/dev/null && systemctl is-active -q slurmd.service && { echo "the package unit slurmd.service runs too"; exit 1; }
+		! systemctl is-active -q slurmd.service || { echo "the package unit slurmd.service runs too"; exit 1; }
+		e=$(systemctl is-enabled slurmd.service 2>&1); [ "$e" = disabled ] || { echo "slurmd.service is $e, want disabled (custom-data)"; exit 1; }
 		exit 0'
 	script='set -e'
 	for n in $(slurm_computes); do
