@@ -404,7 +404,7 @@ static int64_t keepalive(const struct ctx *c, int64_t lease)
 	return ttl;
 }
 
-/* The lease's renewal: due every third of the lease, in the loop and while a refresh waits for the run lock. */
+/* The lease's renewal: every third of the lease, in the loop and while a refresh waits for the lock. */
 struct renewal {
 	struct ctx *c;
 	uint64_t every, next;
