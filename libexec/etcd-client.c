@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +32,7 @@ const char *etcd_cacert, *etcd_cert, *etcd_key, *etcd_auth_file;
 long etcd_timeout_ms = 5000;
 char *etcd_token;                     /* etcd auth token, after authenticate */
 CURL *etcd_curl;
+int64_t etcd_date;
 
 /* A JSON string's base64 (agent/text/base64.c's rules) decoded; NULL when absent or not base64. */
 unsigned char *b64_str(const char *s, size_t *ret_len)
@@ -230,6 +232,28 @@ struct curl_slist *headers(void)
 	return h;
 }
 
+/*
+ * A header line of an answer: its Date is etcd's clock (1 s), which the
+ * agent takes as the cluster's clock for the records' dates.
+ */
+static size_t on_header(char *data, size_t size, size_t n, void *arg)
+{
+	char line[128];
+	size_t len = size * n;
+	time_t t;
+
+	(void)arg;
+	if (len > 5 && len < sizeof(line) && strncasecmp(data, "date:", 5) == 0) {
+		memcpy(line, data + 5, len - 5);
+		line[len - 5] = '\0';
+		line[strcspn(line, "\r\n")] = '\0';
+		t = curl_getdate(line, NULL);
+		if (t > 0)
+			etcd_date = (int64_t)t;
+	}
+	return len;
+}
+
 /* What one endpoint answered, for the message when none would do. */
 struct tried {
 	char what[256];
@@ -262,7 +286,9 @@ again:
 		curl_easy_setopt(etcd_curl, CURLOPT_TIMEOUT_MS, etcd_timeout_ms);
 		curl_easy_setopt(etcd_curl, CURLOPT_WRITEFUNCTION, on_body);
 		curl_easy_setopt(etcd_curl, CURLOPT_WRITEDATA, &b);
+		curl_easy_setopt(etcd_curl, CURLOPT_HEADERFUNCTION, on_header);
 		cc = curl_easy_perform(etcd_curl);
+		curl_easy_setopt(etcd_curl, CURLOPT_HEADERFUNCTION, NULL);
 		curl_slist_free_all(hdrs);
 		if (cc == CURLE_OK)
 			curl_easy_getinfo(etcd_curl, CURLINFO_RESPONSE_CODE, &status);

@@ -48,6 +48,7 @@ extern const char *etcd_cacert, *etcd_cert, *etcd_key, *etcd_auth_file;
 extern long etcd_timeout_ms;
 extern char *etcd_token;                     /* etcd auth token, after authenticate */
 extern CURL *etcd_curl;
+extern int64_t etcd_date;                    /* the last answer's HTTP Date (etcd's clock), 0: none */
 
 struct http_buf {
 	char *p;

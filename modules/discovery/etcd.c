@@ -4,14 +4,16 @@
  * /hpcinit/<cluster>/nodes/<host>, whose value is the same record the
  * shared method writes (HMAC and every check of record.c apply), under an
  * etcd lease of discovery.lease.  etcd drops the key when the node stops
- * renewing the lease, so the record's clock is never compared: clocks need
- * not agree.  A refresh is one "sync" (keep the lease alive, put the record
- * only when it differs, so an unchanged node wakes no watcher) and one
- * prefix range.
+ * renewing the lease, so no lease compares clocks; the record's date (the
+ * boot time) and the "in the future" rule go by etcd's clock (clock_seen):
+ * the nodes' clocks need not agree.  A refresh is one "sync" (keep the
+ * lease alive, put the record only when it differs, so an unchanged node
+ * wakes no watcher) and one prefix range.
  *
  * Every etcd call runs in the helper hpcinit-etcd (libcurl, json-c) through
  * proc.c, under a deadline: the agent itself links neither.  The lease ID
- * lives in /run/hpcinit/etcd-lease (per boot).
+ * lives in /run/hpcinit/etcd-lease, etcd's clock offset in
+ * /run/hpcinit/etcd-clock (per boot).
  */
 #include "config.h"
 
@@ -33,6 +35,8 @@
 
 #define LEASE_FILE "/run/hpcinit/etcd-lease"
 #define MEMBERS_FILE "/run/hpcinit/etcd-members"  /* the last list etcd answered (this boot) */
+#define CLOCK_FILE "/run/hpcinit/etcd-clock"      /* etcd's clock minus this node's, s (this boot) */
+#define CLOCK_SLACK_S 5                 /* a Date within this of the known offset changes nothing */
 
 struct etcd {
 	char *key;                      /* this node's key */
@@ -47,6 +51,9 @@ struct etcd {
 	bool stale;                     /* the peers are the last membership etcd gave */
 	char *pending;                  /* await's answer: the next list's (NULL: ask etcd) */
 	size_t pending_len;
+	int64_t clock_off;              /* etcd's clock minus this node's (s), when clock_known */
+	bool clock_known;
+	int64_t offset;                 /* clock_off past the allowed skew, else 0: the cluster clock */
 };
 
 static const char *watch_members;      /* etcd_watch_members: not owned */
@@ -130,20 +137,76 @@ static void write_lease(struct ctx *c, int64_t lease)
 	free(text);
 }
 
-/* The boot time: the record's "updated" (the lease, not this, ages it out). */
-static int64_t boot_time(void)
+/*
+ * The boot time, by this node's clock (btime of /proc/stat follows the wall
+ * clock): the record's "updated" once moved to the cluster clock (the lease,
+ * not this, ages it out; it orders two records claiming one address).
+ * Read under the root (--root: a test's own /proc/stat), else the kernel's.
+ */
+static int64_t boot_time(struct ctx *c)
 {
-	FILE *f = fopen("/proc/stat", "re");
-	char line[256];
+	char *text = NULL, *p;
 	long long bt = 0;
 
-	if (f) {
-		while (fgets(line, sizeof(line), f))
-			if (sscanf(line, "btime %lld", &bt) == 1)
-				break;
-		fclose(f);
+	if (fs_read(c, "/proc/stat", &text, NULL) < 0) {
+		text = NULL;
+		(void)fs_read_host("/proc/stat", 4 << 20, &text, NULL);
 	}
+	if (text && (p = strstr(text, "\nbtime ")))
+		bt = strtoll(p + 7, NULL, 10);
+	free(text);
 	return bt > 0 ? bt : (int64_t)time(NULL);
+}
+
+/*
+ * The cluster clock under method etcd is etcd's: the HTTP Date of its
+ * answers (the helper prints "date T").  A node whose clock differs from
+ * it by more than DISC_CLOCK_SKEW_S dates its record and judges its peers'
+ * ("in the future") by etcd's clock instead, and says so; so a node
+ * booted a moment ago with its clock ahead is not rejected by its peers,
+ * and a node behind rejects none.  The offset is kept per boot in
+ * CLOCK_FILE, and moves only when a Date differs from it by more than
+ * CLOCK_SLACK_S (the record's text stays the same from run to run).
+ */
+static void clock_read(struct etcd *e, struct ctx *c)
+{
+	char *text = NULL, *end;
+	long long v;
+
+	if (fs_read(c, CLOCK_FILE, &text, NULL) == 0) {
+		errno = 0;
+		v = strtoll(text, &end, 10);
+		if (!errno && end != text && (*end == '\n' || !*end)) {
+			e->clock_off = v;
+			e->clock_known = true;
+		}
+	}
+	free(text);
+	if (e->clock_known && (e->clock_off > DISC_CLOCK_SKEW_S || e->clock_off < -DISC_CLOCK_SKEW_S))
+		e->offset = e->clock_off;
+}
+
+/* A "date T" from the helper, read at `local` by this node's clock. */
+static void clock_seen(struct etcd *e, struct ctx *c, int64_t date, int64_t local)
+{
+	int64_t off = date - local;
+	struct report scratch;
+	char *text;
+
+	if (date <= 0 || (e->clock_known && off - e->clock_off <= CLOCK_SLACK_S &&
+			  e->clock_off - off <= CLOCK_SLACK_S))
+		return;
+	e->clock_off = off;
+	e->clock_known = true;
+	e->offset = off > DISC_CLOCK_SKEW_S || off < -DISC_CLOCK_SKEW_S ? off : 0;
+	if (!ctx_may_write(c))
+		return;
+	text = xasprintf("%" PRId64 "\n", off);
+	report_init(&scratch);
+	if (fs_mkdir_p(c, &scratch, "/run/hpcinit", 0755, 0, 0) >= 0)
+		(void)fs_write(c, &scratch, CLOCK_FILE, text, strlen(text), 0644, 0, 0);
+	report_free(&scratch);
+	free(text);
 }
 
 /* ---- hooks ---- */
@@ -171,6 +234,7 @@ static int etcd_open(struct disc_run *run)
 	e->prefix = rv_etcd_prefix(c->spec, "nodes");
 	e->key = xasprintf("%s%s", e->prefix, run->self.hostname);
 	e->lease = etcd_read_lease(c);
+	clock_read(e, c);
 	return 0;
 }
 
@@ -208,12 +272,15 @@ static int etcd_publish(struct disc_run *run)
 	struct etcd *e = run->priv;
 	struct proc_result res = { 0 };
 	char ttl[32], lease[32], *text;
-	int64_t got = 0, put = 0;
+	int64_t got = 0, put = 0, date = 0, asked, offset = e->offset, use_lease = e->lease;
+	bool again = false;
 	int r;
 
 	if (!ctx_may_write(c))
 		return 0;       /* check/plan: the list compares this node's key */
-	run->self.updated = boot_time();
+sync_again:
+	res = (struct proc_result){ 0 };
+	run->self.updated = boot_time(c) + e->offset;
 	text = record_format(&run->self, c->spec->cluster.name, e->secret, e->secret_len);
 	if (!text) {
 		report_set(run->rep, ST_FAILED, "cannot compute the record HMAC");
@@ -221,7 +288,7 @@ static int etcd_publish(struct disc_run *run)
 	}
 	snprintf(ttl, sizeof(ttl), "%" PRIu64, c->spec->discovery.lease_ms / 1000 ?
 		 c->spec->discovery.lease_ms / 1000 : 1);
-	snprintf(lease, sizeof(lease), "%" PRId64, e->lease);
+	snprintf(lease, sizeof(lease), "%" PRId64, use_lease);
 	if (watch_members && e->lease) {
 		/* In the watch: etcd holds exactly this record (the stream says so), the watch keeps the lease. */
 		size_t have_len = 0;
@@ -233,6 +300,7 @@ static int etcd_publish(struct disc_run *run)
 			return 0;
 		}
 	}
+	asked = (int64_t)time(NULL);
 	if (watch_members) {
 		r = rv_etcd_call(run->c, run->rep, text, &res, "sync", e->key, ttl, lease, NULL);
 	} else {
@@ -271,6 +339,8 @@ static int etcd_publish(struct disc_run *run)
 				got = v;
 			} else if (sscanf(line, "put %lld", &v) == 1) {
 				put = v;
+			} else if (sscanf(line, "date %lld", &v) == 1) {
+				date = v;
 			} else if (!strcmp(line, "list")) {
 				/* The rest is the list's answer (binary-safe: it is never split here). */
 				free(e->pending);
@@ -286,6 +356,26 @@ static int etcd_publish(struct disc_run *run)
 	}
 	proc_result_free(&res);
 	e->synced_ms = now_ms();
+	clock_seen(e, c, date, asked);
+	if (got > 0 && e->offset != offset && !again) {
+		/*
+		 * The first word of etcd's clock in this boot (or a clock that
+		 * moved): the record goes again, dated by it, before any peer
+		 * can wait on the one just put.  Once a boot, or after a jump.
+		 */
+		again = true;
+		offset = e->offset;
+		use_lease = got;
+		got = put = 0;
+		goto sync_again;
+	}
+	if (e->offset)
+		report_finding(run->rep, ST_DEGRADED, "discovery.clock.skew",
+			       "this node's clock is %" PRId64 " s %s etcd's (the Date of its answers; more "
+			       "than the %d s of skew allowed): this node's record is dated and the peers' "
+			       "judged by etcd's clock; fix the time sync (chrony)",
+			       e->offset < 0 ? -e->offset : e->offset,
+			       e->offset < 0 ? "ahead of" : "behind", DISC_CLOCK_SKEW_S);
 	if (got <= 0) {
 		report_set(run->rep, ST_FAILED, "etcd granted no lease");
 		return -EPROTO;
@@ -354,7 +444,7 @@ static void take_kv(struct disc_run *run, const char *k, size_t kl, const char *
 		return;
 	}
 	/* The cluster's rules for records (admit.c), counted here like every rejection. */
-	tag = admit_future(&p, disc_now(), err, sizeof(err));
+	tag = admit_future(&p, disc_now() + e->offset, err, sizeof(err));
 	if (!tag)
 		tag = admit_record(&run->admit, &p, &run->notes, err, sizeof(err));
 	if (tag) {
