@@ -266,6 +266,44 @@ static uint64_t await_ms(struct disc_run *run)
 	return ms;
 }
 
+/*
+ * The sync's answer: the lease granted, whether it put, etcd's Date, and
+ * after "list" the list's answer, kept whole for the list (binary-safe).
+ */
+static void read_sync(struct disc_run *run, const struct proc_result *res, int64_t *got, int64_t *put,
+		      int64_t *date)
+{
+	struct etcd *e = run->priv;
+	const char *p = res->out, *end = res->out + res->out_len;
+	struct rv_frame f;
+	long long v;
+
+	while (rv_frame_next(&p, end, &f)) {
+		char line[64];
+
+		if (f.kind != RV_F_LINE || f.line_len >= sizeof(line))
+			continue;
+		memcpy(line, f.line, f.line_len);
+		line[f.line_len] = '\0';
+		if (sscanf(line, "lease %lld", &v) == 1) {
+			*got = v;
+		} else if (sscanf(line, "put %lld", &v) == 1) {
+			*put = v;
+		} else if (sscanf(line, "date %lld", &v) == 1) {
+			*date = v;
+		} else if (!strcmp(line, "list")) {
+			free(e->pending);
+			e->pending_len = (size_t)(end - p);
+			e->pending = xmalloc(e->pending_len + 1);
+			memcpy(e->pending, p, e->pending_len);
+			e->pending[e->pending_len] = '\0';
+			if (strncmp(p, "waited 1\n", 9) == 0)
+				run->waited = true;
+			break;
+		}
+	}
+}
+
 static int etcd_publish(struct disc_run *run)
 {
 	struct ctx *c = run->c;
@@ -323,37 +361,7 @@ sync_again:
 		proc_result_free(&res);
 		return fail(run, r, "cannot publish this node's record", true);   /* 0: degrade */
 	}
-	{
-		const char *p = res.out, *end = res.out + res.out_len;
-		struct rv_frame f;
-		long long v;
-
-		while (rv_frame_next(&p, end, &f)) {
-			char line[64];
-
-			if (f.kind != RV_F_LINE || f.line_len >= sizeof(line))
-				continue;
-			memcpy(line, f.line, f.line_len);
-			line[f.line_len] = '\0';
-			if (sscanf(line, "lease %lld", &v) == 1) {
-				got = v;
-			} else if (sscanf(line, "put %lld", &v) == 1) {
-				put = v;
-			} else if (sscanf(line, "date %lld", &v) == 1) {
-				date = v;
-			} else if (!strcmp(line, "list")) {
-				/* The rest is the list's answer (binary-safe: it is never split here). */
-				free(e->pending);
-				e->pending_len = (size_t)(end - p);
-				e->pending = xmalloc(e->pending_len + 1);
-				memcpy(e->pending, p, e->pending_len);
-				e->pending[e->pending_len] = '\0';
-				if (strncmp(p, "waited 1\n", 9) == 0)
-					run->waited = true;
-				break;
-			}
-		}
-	}
+	read_sync(run, &res, &got, &put, &date);
 	proc_result_free(&res);
 	e->synced_ms = now_ms();
 	clock_seen(e, c, date, asked);
