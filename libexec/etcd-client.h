@@ -84,7 +84,7 @@ struct range_ops {
 
 
 /* ---- etcd-client.c ---- */
-unsigned char *b64_decode(const char *s, size_t *ret_len);
+unsigned char *b64_str(const char *s, size_t *ret_len);
 char *prefix_end_b64(const char *prefix);
 json_object *jget(json_object *j, const char *k, json_type t);
 const char *jstr(json_object *j, const char *k);

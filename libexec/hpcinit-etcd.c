@@ -175,7 +175,7 @@ static int cmd_sync(const char *k, int64_t ttl_s, int64_t lease)
 		unsigned char *have;
 		size_t hl = 0;
 
-		if ((have = b64_decode(jstr(kv, "value"), &hl))) {
+		if ((have = b64_str(jstr(kv, "value"), &hl))) {
 			same = hl == vlen && memcmp(have, value, vlen) == 0 && get_i64(kv, "lease") == lease;
 			free(have);
 		}
@@ -390,12 +390,9 @@ static int usage(void)
 
 static bool parse_i64(const char *s, int64_t *ret)
 {
-	char *e;
 	long long v;
 
-	errno = 0;
-	v = strtoll(s, &e, 10);
-	if (errno || e == s || *e || v < 0)
+	if (!num_ll(s, 0, INT64_MAX, &v))
 		return false;
 	*ret = v;
 	return true;

@@ -32,7 +32,7 @@ static void usage(FILE *out)
 	      "\n"
 	      "Commands:\n"
 	      "  apply            converge this node (default)\n"
-	      "  check            report drift without changing anything (exit 1 on drift)\n"
+	      "  check            report drift; only the Slurm drain changes (exit 1 on drift)\n"
 	      "  plan             show what apply would change, with diffs\n"
 	      "  refresh          apply discovery, ssh and hostfile only (scale-out/in timer)\n"
 	      "  verify           run the MPI verification across the cluster\n"

@@ -31,6 +31,7 @@
 #include "log.h"
 #include "proc.h"
 #include "rendezvous/rendezvous.h"
+#include "number.h"
 
 #define LEASE_FILE "/run/hpcinit/etcd-lease"
 #define MEMBERS_FILE "/run/hpcinit/etcd-members"  /* the last list etcd answered (this boot) */
@@ -50,8 +51,6 @@ struct etcd {
 	bool stale;                     /* the peers are the last membership etcd gave */
 	char *pending;                  /* await's answer: the next list's (NULL: ask etcd) */
 	size_t pending_len;
-	size_t rejected;
-	struct strlist rejects;
 	int64_t clock_off;              /* etcd's clock minus this node's (s), when clock_known */
 	bool clock_known;
 	int64_t offset;                 /* clock_off past the allowed skew, else 0: the cluster clock */
@@ -79,27 +78,6 @@ static const char *watch_value(const char *key, size_t *ret_len)
 			return f.value;
 		}
 	return NULL;
-}
-
-/*
- * Run the helper with the spec's endpoints and args (NULL-terminated).
- * 0 and its output in *res when it succeeded; otherwise the report gets
- * what it said (every endpoint and its answer) and -EHOSTUNREACH (no
- * endpoint answered), -EPROTO (etcd refused) or the start error.
- */
-static int helper(struct disc_run *run, const char *stdin_data, struct proc_result *res,
-		  const char *a0, ...)
-{
-	const char *args[16];
-	size_t n = 0;
-	va_list ap;
-
-	va_start(ap, a0);
-	for (const char *a = a0; a && n < 15; a = va_arg(ap, const char *))
-		args[n++] = a;
-	va_end(ap);
-	args[n] = NULL;
-	return rv_etcd_run(run->c, run->rep, stdin_data, res, args);
 }
 
 static int fail(struct disc_run *run, int r, const char *what, bool may_degrade)
@@ -136,12 +114,15 @@ static int fail(struct disc_run *run, int r, const char *what, bool may_degrade)
 int64_t etcd_read_lease(const struct ctx *c)
 {
 	char *text = NULL;
-	int64_t v = 0;
+	const char *end;
+	long long v = 0;
 
-	if (fs_read(c, LEASE_FILE, &text, NULL) == 0)
-		v = strtoll(text, NULL, 10);
+	/* the lease id and a newline (write_lease); anything else is no lease */
+	if (fs_read(c, LEASE_FILE, &text, NULL) == 0 &&
+	    !(num_ll_prefix(text, 1, INT64_MAX, &v, &end) && (*end == '\n' || !*end)))
+		v = 0;
 	free(text);
-	return v > 0 ? v : 0;
+	return v;
 }
 
 static void write_lease(struct ctx *c, int64_t lease)
@@ -171,8 +152,8 @@ static int64_t boot_time(struct ctx *c)
 		text = NULL;
 		(void)fs_read_host("/proc/stat", 4 << 20, &text, NULL);
 	}
-	if (text && (p = strstr(text, "\nbtime ")))
-		bt = strtoll(p + 7, NULL, 10);
+	if (text && (p = strstr(text, "\nbtime ")) && !num_ll_prefix(p + 7, 1, INT64_MAX, &bt, NULL))
+		bt = 0;
 	free(text);
 	return bt > 0 ? bt : (int64_t)time(NULL);
 }
@@ -189,13 +170,12 @@ static int64_t boot_time(struct ctx *c)
  */
 static void clock_read(struct etcd *e, struct ctx *c)
 {
-	char *text = NULL, *end;
+	char *text = NULL;
+	const char *end;
 	long long v;
 
 	if (fs_read(c, CLOCK_FILE, &text, NULL) == 0) {
-		errno = 0;
-		v = strtoll(text, &end, 10);
-		if (!errno && end != text && (*end == '\n' || !*end)) {
+		if (num_ll_prefix(text, INT64_MIN, INT64_MAX, &v, &end) && (*end == '\n' || !*end)) {
 			e->clock_off = v;
 			e->clock_known = true;
 		}
@@ -285,6 +265,44 @@ static uint64_t await_ms(struct disc_run *run)
 	return ms;
 }
 
+/*
+ * The sync's answer: the lease granted, whether it put, etcd's Date, and
+ * after "list" the list's answer, kept whole for the list (binary-safe).
+ */
+static void read_sync(struct disc_run *run, const struct proc_result *res, int64_t *got, int64_t *put,
+		      int64_t *date)
+{
+	struct etcd *e = run->priv;
+	const char *p = res->out, *end = res->out + res->out_len;
+	struct rv_frame f;
+	long long v;
+
+	while (rv_frame_next(&p, end, &f)) {
+		char line[64];
+
+		if (f.kind != RV_F_LINE || f.line_len >= sizeof(line))
+			continue;
+		memcpy(line, f.line, f.line_len);
+		line[f.line_len] = '\0';
+		if (sscanf(line, "lease %lld", &v) == 1) {
+			*got = v;
+		} else if (sscanf(line, "put %lld", &v) == 1) {
+			*put = v;
+		} else if (sscanf(line, "date %lld", &v) == 1) {
+			*date = v;
+		} else if (!strcmp(line, "list")) {
+			free(e->pending);
+			e->pending_len = (size_t)(end - p);
+			e->pending = xmalloc(e->pending_len + 1);
+			memcpy(e->pending, p, e->pending_len);
+			e->pending[e->pending_len] = '\0';
+			if (strncmp(p, "waited 1\n", 9) == 0)
+				run->waited = true;
+			break;
+		}
+	}
+}
+
 static int etcd_publish(struct disc_run *run)
 {
 	struct ctx *c = run->c;
@@ -321,7 +339,7 @@ sync_again:
 	}
 	asked = (int64_t)time(NULL);
 	if (watch_members) {
-		r = helper(run, text, &res, "sync", e->key, ttl, lease, NULL);
+		r = rv_etcd_call(run->c, run->rep, text, &res, "sync", e->key, ttl, lease, NULL);
 	} else {
 		/*
 		 * The same helper then lists the membership (the list takes it
@@ -334,45 +352,15 @@ sync_again:
 
 		snprintf(want, sizeof(want), "%u", c->spec->discovery.expect);
 		snprintf(mss, sizeof(mss), "%" PRIu64, ms);
-		r = helper(run, text, &res, "sync", e->key, ttl, lease, e->prefix, ms ? want : NULL,
-			   mss, NULL);
+		r = rv_etcd_call(run->c, run->rep, text, &res, "sync", e->key, ttl, lease, e->prefix,
+				 ms ? want : NULL, mss, NULL);
 	}
 	free(text);
 	if (r < 0) {
 		proc_result_free(&res);
 		return fail(run, r, "cannot publish this node's record", true);   /* 0: degrade */
 	}
-	{
-		const char *p = res.out, *end = res.out + res.out_len;
-		struct rv_frame f;
-		long long v;
-
-		while (rv_frame_next(&p, end, &f)) {
-			char line[64];
-
-			if (f.kind != RV_F_LINE || f.line_len >= sizeof(line))
-				continue;
-			memcpy(line, f.line, f.line_len);
-			line[f.line_len] = '\0';
-			if (sscanf(line, "lease %lld", &v) == 1) {
-				got = v;
-			} else if (sscanf(line, "put %lld", &v) == 1) {
-				put = v;
-			} else if (sscanf(line, "date %lld", &v) == 1) {
-				date = v;
-			} else if (!strcmp(line, "list")) {
-				/* The rest is the list's answer (binary-safe: it is never split here). */
-				free(e->pending);
-				e->pending_len = (size_t)(end - p);
-				e->pending = xmalloc(e->pending_len + 1);
-				memcpy(e->pending, p, e->pending_len);
-				e->pending[e->pending_len] = '\0';
-				if (strncmp(p, "waited 1\n", 9) == 0)
-					run->waited = true;
-				break;
-			}
-		}
-	}
+	read_sync(run, &res, &got, &put, &date);
 	proc_result_free(&res);
 	e->synced_ms = now_ms();
 	clock_seen(e, c, date, asked);
@@ -411,31 +399,6 @@ sync_again:
 	return 0;
 }
 
-/*
- * A rejected key: a finding tagged discovery.record.WHY (the same tags as
- * the shared method), counted for the summary, the first ones logged.
- */
-static void reject(struct disc_run *run, const char *why, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void reject(struct disc_run *run, const char *why, const char *fmt, ...)
-{
-	struct etcd *e = run->priv;
-	struct strbuf sb = STRBUF_INIT;
-	char *tag;
-	va_list ap;
-
-	va_start(ap, fmt);
-	sb_vprintf(&sb, fmt, ap);
-	va_end(ap);
-	tag = xasprintf("discovery.record.%s", why);
-	report_finding(&run->notes, ST_DEGRADED, tag, "%s", sb_str(&sb));
-	free(tag);
-	if (e->rejects.n < 10)
-		strlist_push(&e->rejects, sb_str(&sb));
-	e->rejected++;
-	sb_free(&sb);
-}
-
 /* One key of the list: a peer, this node, or a rejection. */
 static void take_kv(struct disc_run *run, const char *k, size_t kl, const char *v, size_t vl)
 {
@@ -445,7 +408,6 @@ static void take_kv(struct disc_run *run, const char *k, size_t kl, const char *
 	char host[256], err[640];
 	const char *tag;
 	struct peer p;
-	int r;
 
 	if (kl <= pl || memcmp(k, e->prefix, pl) != 0 || kl - pl >= sizeof(host) ||
 	    memchr(k + pl, '\0', kl - pl)) {
@@ -453,7 +415,7 @@ static void take_kv(struct disc_run *run, const char *k, size_t kl, const char *
 		struct strbuf sk = STRBUF_INIT;
 
 		esc_append(&sk, k, kl < 200 ? kl : 200, false);
-		reject(run, "bad-name", "key %s: not %s<hostname>; rejected", sb_str(&sk), e->prefix);
+		disc_reject(run, "bad-name", "key %s: not %s<hostname>; rejected", sb_str(&sk), e->prefix);
 		sb_free(&sk);
 		return;
 	}
@@ -463,33 +425,17 @@ static void take_kv(struct disc_run *run, const char *k, size_t kl, const char *
 		struct strbuf sk = STRBUF_INIT;
 
 		esc_append(&sk, host, strlen(host) < 64 ? strlen(host) : 64, false);
-		reject(run, "bad-name", "key %s%s: not a valid host name; rejected", e->prefix, sb_str(&sk));
+		disc_reject(run, "bad-name", "key %s%s: not a valid host name; rejected", e->prefix, sb_str(&sk));
 		sb_free(&sk);
 		return;
 	}
 	if (vl > RECORD_MAX_BYTES) {
-		reject(run, "too-large", "record %s: %zu bytes, over the %d-byte limit; rejected", host, vl,
+		disc_reject(run, "too-large", "record %s: %zu bytes, over the %d-byte limit; rejected", host, vl,
 		       RECORD_MAX_BYTES);
 		return;
 	}
-	r = record_parse(v, vl, spec->cluster.name, e->secret, e->secret_len, &p, err, sizeof(err));
-	if (r == 0 && strcmp(p.hostname, host) != 0) {
-		snprintf(err, sizeof(err), "describes host %s, not %s", p.hostname, host);
-		peer_clear(&p);
-		r = -EBADMSG;
-	}
-	if (r < 0) {
-		if (r == -ENODATA)
-			reject(run, "truncated", "record %s: truncated (no \"...\" end marker); rejected", host);
-		else if (r == -EKEYREJECTED)
-			reject(run, "bad-hmac", "record %s: bad HMAC (tampered, or written with another cluster "
-			       "secret); rejected", host);
-		else if (r == -ENOKEY)
-			reject(run, "no-hmac", "record %s: no HMAC while cluster.secret_file is set; rejected", host);
-		else
-			reject(run, "malformed", "record %s: %s; rejected", host, err);
+	if (disc_record_take(run, v, vl, e->secret, e->secret_len, host, host, &p) < 0)
 		return;
-	}
 	if (strcmp(host, run->self.hostname) == 0) {
 		struct peer tmp = run->self;
 		char *want, *have;
@@ -509,7 +455,7 @@ static void take_kv(struct disc_run *run, const char *k, size_t kl, const char *
 	if (!tag)
 		tag = admit_record(&run->admit, &p, &run->notes, err, sizeof(err));
 	if (tag) {
-		reject(run, tag, "record %s: %s; rejected", host, err);
+		disc_reject(run, tag, "record %s: %s; rejected", host, err);
 		peer_clear(&p);
 		return;
 	}
@@ -533,14 +479,14 @@ static void wait_for_change(struct disc_run *run, int64_t rev)
 
 	if (!ctx_may_write(c) || rev <= 0 || ms == 0)
 		return;
-	snprintf(want, sizeof(want), "%zu", (size_t)c->spec->discovery.expect + e->rejected);
+	snprintf(want, sizeof(want), "%zu", (size_t)c->spec->discovery.expect + run->rejected);
 	snprintf(mss, sizeof(mss), "%" PRIu64, ms);
 	{
 		struct report *keep = run->rep, scratch;
 
 		report_init(&scratch);
 		run->rep = &scratch;
-		if (helper(run, NULL, &res, "await", e->prefix, want, mss, NULL) == 0) {
+		if (rv_etcd_call(run->c, run->rep, NULL, &res, "await", e->prefix, want, mss, NULL) == 0) {
 			free(e->pending);
 			e->pending = res.out;
 			e->pending_len = res.out_len;
@@ -607,9 +553,8 @@ static int etcd_list(struct disc_run *run)
 		run->rep = keep;
 		report_free(&scratch);
 	}
-	e->rejected = 0;
+	disc_rejects_reset(run);
 	e->self_seen = e->self_same = false;
-	strlist_free(&e->rejects);
 	if (watch_members && !e->unreachable) {
 		/* In the watch: the membership its stream keeps, without asking etcd again. */
 		char *copy = xmalloc(watch_members_len + 1);
@@ -628,7 +573,8 @@ static int etcd_list(struct disc_run *run)
 		e->pending = NULL;
 		r = 0;
 	} else {
-		r = e->unreachable ? -EHOSTUNREACH : helper(run, NULL, &res, "list", e->prefix, NULL);
+		r = e->unreachable ? -EHOSTUNREACH :
+			rv_etcd_call(run->c, run->rep, NULL, &res, "list", e->prefix, NULL);
 	}
 	if (r < 0 && !e->unreachable && fail(run, r, "cannot list the cluster's nodes", true) < 0) {
 		proc_result_free(&res);
@@ -666,12 +612,8 @@ static int etcd_finish(struct disc_run *run, const struct peerset *set)
 	const struct spec *spec = c->spec;
 	struct etcd *e = run->priv;
 
-	for (size_t i = 0; i < e->rejects.n; i++)
-		log_warn("%s", e->rejects.v[i]);
-	if (e->rejected > e->rejects.n)
-		log_warn("%zu more records rejected; the run's details list them (up to 1000)",
-			 e->rejected - e->rejects.n);
-	if (e->rejected)
+	disc_rejects_log(run);
+	if (run->rejected)
 		report_raise(rep, ST_DEGRADED);
 	if (!ctx_may_write(c) && (!e->self_seen || !e->self_same)) {
 		report_changed(rep, e->key);
@@ -689,8 +631,8 @@ static int etcd_finish(struct disc_run *run, const struct peerset *set)
 		report_set(rep, rep->status == ST_CHANGED ? ST_CHANGED : ST_OK,
 			   "%zu node%s known through etcd (expect %u)%s%s", set->n,
 			   set->n == 1 ? "" : "s", spec->discovery.expect, run->waited ? " after waiting" : "",
-			   e->rejected ? "; records rejected, see details" : "");
-		if (e->rejected)
+			   run->rejected ? "; records rejected, see details" : "");
+		if (run->rejected)
 			report_raise(rep, ST_DEGRADED);
 	} else if (run->ready || !ctx_may_write(c)) {
 		report_detail(rep, "%zu nodes known, fewer than expect %u%s%s%s", set->n,
@@ -698,8 +640,8 @@ static int etcd_finish(struct disc_run *run, const struct peerset *set)
 			      run->ready ? run->ready_why : "", run->ready ? ")" : "");
 		report_set(rep, rep->status == ST_CHANGED ? ST_CHANGED : ST_OK,
 			   "%zu node%s known through etcd (expect %u)%s", set->n, set->n == 1 ? "" : "s",
-			   spec->discovery.expect, e->rejected ? "; records rejected, see details" : "");
-		if (e->rejected)
+			   spec->discovery.expect, run->rejected ? "; records rejected, see details" : "");
+		if (run->rejected)
 			report_raise(rep, ST_DEGRADED);
 	} else if (c->refresh) {
 		report_set(rep, ST_DEGRADED, "only %zu of %u expected nodes in etcd, and none says the "
@@ -724,7 +666,7 @@ static int etcd_leave(struct disc_run *run)
 	int r;
 
 	snprintf(lease, sizeof(lease), "%" PRId64, e->lease);
-	r = helper(run, NULL, &res, "leave", e->key, lease, NULL);
+	r = rv_etcd_call(run->c, run->rep, NULL, &res, "leave", e->key, lease, NULL);
 	if (r < 0) {
 		proc_result_free(&res);
 		return fail(run, r, "cannot leave", false);
@@ -766,7 +708,7 @@ static void etcd_close(struct disc_run *run)
 	free(e->key);
 	free(e->prefix);
 	free(e->pending);
-	strlist_free(&e->rejects);
+	disc_rejects_reset(run);
 	free(e);
 	run->priv = NULL;
 }

@@ -37,6 +37,7 @@
 #include "ib/identity.h"
 #include "record.h"
 #include "slurm.h"
+#include "number.h"
 
 #define MUNGE_KEY "/etc/munge/munge.key"
 #define SLURM_KEY "/etc/slurm/slurm.key"      /* auth/slurm, Slurm 23.11+ */
@@ -112,17 +113,15 @@ static int run_logged(struct ctx *c, struct report *rep, const char *const argv[
 /* A daemon from its pid file: alive and named comm. */
 static pid_t daemon_pid(const struct ctx *c, const char *pidfile, const char *comm)
 {
-	char *text = NULL, *end, path[64], *name = NULL;
+	char *text = NULL, path[64], *name = NULL;
 	size_t n;
-	long pid;
+	long long pid;
 	pid_t ret = 0;
 
 	if (fs_read(c, pidfile, &text, &n) < 0)
 		return 0;
-	errno = 0;
-	pid = strtol(text, &end, 10);
-	if (!errno && end != text && pid > 1 && pid < INT32_MAX) {
-		snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+	if (num_ll_prefix(text, 2, INT32_MAX - 1, &pid, NULL)) {
+		snprintf(path, sizeof(path), "/proc/%lld/comm", pid);
 		if (fs_read_host(path, 64, &name, &n) == 0 && strncmp(name, comm, strlen(comm)) == 0 &&
 		    (name[strlen(comm)] == '\n' || name[strlen(comm)] == '\0'))
 			ret = (pid_t)pid;
@@ -393,6 +392,14 @@ static int update(struct ctx *c, struct report *rep, const char *name, const cha
 static int reconcile(struct ctx *c, struct report *rep, const char *name, const struct slurm_node *n,
 		     const char *want)
 {
+	/*
+	 * In hpcinit check (the HealthCheckProgram) a drain or resume is the
+	 * check's answer, not drift: a node whose check only resumed its own
+	 * drain is healthy now and exits 0; one it drained exits 1 through
+	 * the step that failed or drifted.
+	 */
+	enum rstatus done = c->mode == RUN_CHECK ? ST_OK : ST_CHANGED;
+
 	if (!n->found)
 		return 0;
 	if (n->drain && !slurm_reason_ours(n->reason)) {
@@ -407,8 +414,10 @@ static int reconcile(struct ctx *c, struct report *rep, const char *name, const 
 				return -EIO;
 			}
 		}
-		report_finding(rep, ST_CHANGED, "slurm.drained", "%s: %s with reason %s", name,
+		report_finding(rep, done, "slurm.drained", "%s: %s with reason %s", name,
 			       c->mode == RUN_PLAN ? "would drain" : "drained", want);
+		if (done == ST_OK)      /* check: the slurm row says what it did */
+			report_set(rep, rep->status, "%s: drained with reason %s", name, want);
 	} else if (!want && n->drain) {
 		if (ctx_may_write(c) || c->mode == RUN_CHECK) {
 			if (update(c, rep, name, "resume", NULL) != 0) {
@@ -416,8 +425,10 @@ static int reconcile(struct ctx *c, struct report *rep, const char *name, const 
 				return -EIO;
 			}
 		}
-		report_finding(rep, ST_CHANGED, "slurm.resumed", "%s: %s (was %s)", name,
+		report_finding(rep, done, "slurm.resumed", "%s: %s (was %s)", name,
 			       c->mode == RUN_PLAN ? "would resume" : "resumed", n->reason);
+		if (done == ST_OK)
+			report_set(rep, rep->status, "%s: resumed (was %s)", name, n->reason);
 	}
 	return 0;
 }
