@@ -11,6 +11,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@
 #include "limits/memlock_job.h"
 #include "proc.h"
 #include "systemd.h"
+#include "number.h"
 
 #define LIMITS_PATH "/etc/security/limits.d/90-hpcinit.conf"
 #define SYSTEMD_SYSTEM_PATH "/etc/systemd/system.conf.d/90-hpcinit.conf"
@@ -191,11 +193,14 @@ static int read_proc_memlock(const struct ctx *c, const char *pid, long long *so
 		if (strncmp(line, "Max locked memory", 17) == 0) {
 			char s1[32], s2[32];
 
-			if (sscanf(line + 17, "%31s %31s", s1, s2) == 2) {
-				char *end;
+			long long sv = -1, hv = -1;
 
-				*soft = strcmp(s1, "unlimited") == 0 ? -1 : strtoll(s1, &end, 10);
-				*hard = strcmp(s2, "unlimited") == 0 ? -1 : strtoll(s2, &end, 10);
+			/* each a number of bytes or "unlimited"; anything else: the limits are not known */
+			if (sscanf(line + 17, "%31s %31s", s1, s2) == 2 &&
+			    (strcmp(s1, "unlimited") == 0 || num_ll(s1, 0, LLONG_MAX, &sv)) &&
+			    (strcmp(s2, "unlimited") == 0 || num_ll(s2, 0, LLONG_MAX, &hv))) {
+				*soft = sv;
+				*hard = hv;
 				r = 0;
 			}
 			break;
@@ -347,16 +352,14 @@ static int live_default(const struct ctx *c, long long *ret)
 		if (nl)
 			*nl = '\0';
 		if (strncmp(line, "DefaultLimitMEMLOCK=", 20) == 0) {
-			char *v = line + 20, *end;
+			char *v = line + 20;
 			long long n;
 
 			if (strcmp(v, "infinity") == 0) {
 				*ret = MEMLOCK_UNLIMITED;
 				r = 0;
 			} else {
-				errno = 0;
-				n = strtoll(v, &end, 10);
-				if (!errno && !*end && end != v && n >= 0) {
+				if (num_ll(v, 0, LLONG_MAX, &n)) {
 					*ret = n;
 					r = 0;
 				}

@@ -174,6 +174,47 @@ static void test_admit_found(struct ctx *c)
 	peer_clear(&run.self);
 }
 
+/*
+ * Names equal but for case, far apart in a large set (the clash test's table
+ * wraps and probes): both dropped, reported once; a large set without one
+ * keeps every peer in its order.
+ */
+static void test_contested_many(void)
+{
+	enum { N = 1000 };
+	struct peerset s = { 0 };
+	struct report notes;
+
+	for (int pass = 0; pass < 2; pass++) {
+		report_init(&notes);
+		for (int i = 0; i < N; i++) {
+			struct peer *p = peerset_add(&s);
+
+			p->hostname = xasprintf("node%d", i);
+			p->addr = xasprintf("10.0.%d.%d", i / 250, i % 250 + 1);
+		}
+		if (pass == 1) {
+			struct peer *p = peerset_add(&s);
+
+			p->hostname = xstrdup("NODE3");
+			p->addr = xstrdup("10.0.9.9");
+		}
+		drop_contested_names(&s, &notes);
+		TEST_INTEQ(s.n, pass == 0 ? N : N - 1);
+		TEST_STREQ(s.v[0].hostname, "node0");
+		TEST_STREQ(s.v[3].hostname, pass == 0 ? "node3" : "node4");
+		TEST_STREQ(s.v[s.n - 1].hostname, "node999");
+		TEST_CHECK(pass == 0 ? notes.n_findings == 0 :
+			   finding(&notes, "discovery.name.contested", ST_DEGRADED));
+		TEST_CHECK(pass == 0 || detail(&notes, "name NODE3 is claimed by 2 records"));
+		for (size_t i = 0; i < s.n; i++)
+			peer_clear(&s.v[i]);
+		s.n = 0;
+		report_free(&notes);
+	}
+	free(s.v);
+}
+
 int main(void)
 {
 	struct spec spec = { 0 };
@@ -189,6 +230,7 @@ int main(void)
 	report_free(&rep);
 	test_admit(&c, &spec);
 	test_admit_found(&c);
+	test_contested_many();
 	out.peers = peerset_free(out.peers);
 	test_rm_rf(root);
 	TEST_EXIT();

@@ -113,6 +113,11 @@ static void test_rpc_answer(void)
 	TEST_INTEQ(res.err, NE_OK);
 	memset(&res, 0, sizeof(res));
 	TEST_CHECK(!rpc_answer_parse("exports\nexport /a\nwhat MOUNT /a\n", &res));   /* cut short */
+	/* numbers that do not read: an error (not errnum 0, success), no mode (not mode 0) */
+	memset(&res, 0, sizeof(res));
+	TEST_CHECK(rpc_answer_parse("what LOOKUP /x\nmode 7x5\nerrnum 1O\ndone\n", &res));
+	TEST_INTEQ(res.errnum, EPROTO);
+	TEST_CHECK(!res.have_mode);
 
 	/* v4 against a 4.1-only server (what libexec/hpcinit-nfs-probe printed against
 	 * nfs-ganesha with Minor_Versions = 1): the NFS service answered, so it is up. */

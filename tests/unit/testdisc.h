@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 
 #include "../../modules/discovery/discovery.c"
+#include "../../modules/discovery/run.c"
 #include "../../modules/discovery/admit.c"
 #include "../../modules/discovery/node.c"
 #include "rendezvous/rendezvous.h"
