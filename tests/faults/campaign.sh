@@ -651,7 +651,8 @@ runs=$(cat "$FT"/runs.* 2>/dev/null | wc -l)
 echo "campaign: seed $SEED, method $METHOD: $runs hpcinit runs; $(for k in "${!COUNT[@]}"; do [[ $k == *status:* ]] || echo "${COUNT[$k]}"; done | awk '{s += $1} END {print s + 0}') faults injected:"
 for k in "${!COUNT[@]}"; do [[ $k == *status:* ]] || printf '  %-16s %d\n' "$k" "${COUNT[$k]}"; done | sort
 echo "campaign: hpcinit status exit codes sampled during faults and at quiet points:$(for k in "${!COUNT[@]}"; do [[ $k != *status:* ]] || printf ' %s x%d' "$k" "${COUNT[$k]}"; done)"
-echo "campaign: SIGKILLs of a run: $(grep -c killed-after "$FT/sigkills" 2>/dev/null) hit it mid-run, $(grep -c ended-before "$FT/sigkills" 2>/dev/null) came after it had ended"
+touch "$FT/sigkills"    # none: 0, not an empty count
+echo "campaign: SIGKILLs of a run: $(grep -c killed-after "$FT/sigkills") hit it mid-run, $(grep -c ended-before "$FT/sigkills") came after it had ended"
 echo "campaign: $TICKS rounds of continuous checks; $QUIETS quiet points, $SSH_PAIRS strict ssh logins checked, peak $PROCS_PEAK hpcinit processes on a node, watch RSS peak ${RSS_PEAK} kB"
 echo "campaign: run exit codes: $(awk '{print $3 "=" $5}' "$FT"/runs.* 2>/dev/null | sort | uniq -c | awk '{printf "%s x%s, ", $2, $1}')"
 FAULTS=0
