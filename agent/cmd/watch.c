@@ -751,6 +751,8 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro_in)
 		renew_lease(&ka);
 		if (ka.gone) {
 			ka.gone = false;
+			/* The key went with the lease; the stream may not say so yet: list, then put. */
+			etcd_watch_members(NULL, 0);
 			refresh(c, ro, etcd_read_lease(c) ? "lease expired" : "no lease");
 		}
 	}

@@ -9,7 +9,8 @@
 #   - apply joins it again; a leave by hand next to its own running watch holds (the
 #     watch's refreshes do not put the record back);
 #   - a node is killed (no leave): gone once its lease (3 s here) has run out;
-#   - etcd: the watch renews its lease while its refresh waits for the run lock.
+#   - etcd: the watch renews its lease while its refresh waits for the run lock, and puts its
+#     key again at once when the lease was gone meanwhile.
 # The latencies are printed; the checks allow WITHIN seconds.
 SIM_PREFIX=ewa SIM_NET=198.19.32
 . "$(dirname "$0")/lib.sh"
@@ -169,6 +170,32 @@ lock_keepalive() {
 	check "etcd: ... and is there after the lock was released" test -n "$(etcdctl_ get --keys-only "$key")"
 }
 
+# lease_gone_while_waiting NODE: the node's lease ends (revoked here; etcd ends it so after an
+# outage longer than the lease) while its watch's refresh waits for the run lock.  The keepalive
+# finds it gone; once the lock is free the watch puts its key again at once, not at its next
+# refresh, which is held back as long as the one that waited took (9 s here).
+lease_gone_while_waiting() {
+	local n=$1 key=/hpcinit/$CLUSTER/nodes/$1 hold=$((3 * ${LEASE%s})) fpid id t0 ms=timeout
+	on "$n" flock /run/hpcinit/lock sleep "$hold" &
+	fpid=$!
+	sleep 0.5
+	etcdctl_ put "/hpcinit/$CLUSTER/nodes/zz-change" junk >/dev/null
+	for _ in $(seq 1 50); do grep -q "holds /run/hpcinit/lock" "$T/watch.$n" && break; sleep 0.1; done
+	id=$(etcdctl_ get -w json "$key" | sed -n 's/.*"lease":\([0-9]*\).*/\1/p')
+	etcdctl_ lease revoke "$(printf '%x' "$id")" >/dev/null
+	wait "$fpid" || true
+	t0=$(date +%s%N)
+	while [ $(($(date +%s%N) - t0)) -lt $((2 * ${LEASE%s} * 1000000000)) ]; do
+		[ -z "$(etcdctl_ get --keys-only "$key")" ] || { ms=$((($(date +%s%N) - t0) / 1000000)); break; }
+		sleep 0.1
+	done
+	echo "# etcd: lease revoked during a wait for the lock: key back $ms ms after the lock was free"
+	check "etcd: the refresh waited for the lock" contains "$T/watch.$n" "holds /run/hpcinit/lock"
+	check "etcd: a lease gone while the watch waited for the run lock: its key is back within two leases of the lock's release, before its held refresh (took $ms ms)" \
+		test "$ms" != timeout
+	etcdctl_ del "/hpcinit/$CLUSTER/nodes/zz-change" >/dev/null
+}
+
 scenario() {
 	local method=$1 n ms rc5
 	local N1 N2 N3 N4 N5
@@ -214,6 +241,7 @@ scenario() {
 	[ "$method" != etcd ] || leave_waits_for_apply "$N5"
 	sim del "$N5"
 	[ "$method" != etcd ] || compaction "$N1"
+	[ "$method" != etcd ] || lease_gone_while_waiting "$N3"
 	[ "$method" != etcd ] || lock_keepalive "$N2"
 
 	# A node is killed: no leave, its watch dies with it; it is gone once its lease has run out.
