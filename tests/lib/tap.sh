@@ -5,7 +5,7 @@
 # checked nothing is no pass.
 fails=0
 passes=0
-ok() { passes=$((passes + 1)); echo "ok - $*"; }
+ok() { passes=$((passes + 1)); echo "ok - $*${TAP_SECONDS:+ [${SECONDS}s]}"; }   # TAP_SECONDS=1: the time too
 not_ok() { fails=$((fails + 1)); echo "not ok - $*"; }
 # bail_out DESCRIPTION: a failure the rest cannot go on from: count it, say so, exit 1
 bail_out() { not_ok "$*"; echo "Bail out! $*"; exit 1; }
