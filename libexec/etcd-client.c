@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,8 +21,10 @@
 #include <curl/curl.h>
 #include <json-c/json.h>
 
+#include "base64.h"
 #include "escape.h"
 #include "etcd-client.h"
+#include "number.h"
 
 const char *etcd_endpoints[MAX_ENDPOINTS];
 size_t etcd_n_endpoints, etcd_cur;         /* cur: the endpoint that answered last */
@@ -29,70 +32,12 @@ const char *etcd_cacert, *etcd_cert, *etcd_key, *etcd_auth_file;
 long etcd_timeout_ms = 5000;
 char *etcd_token;                     /* etcd auth token, after authenticate */
 CURL *etcd_curl;
+int64_t etcd_date;
 
-/* ---- base64 ---- */
-
-static const char b64c[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-static char *b64_encode(const unsigned char *s, size_t n)
+/* A JSON string's base64 (agent/text/base64.c's rules) decoded; NULL when absent or not base64. */
+unsigned char *b64_str(const char *s, size_t *ret_len)
 {
-	char *out = malloc(4 * ((n + 2) / 3) + 1), *o = out;
-
-	if (!out)
-		abort();
-	for (size_t i = 0; i < n; i += 3) {
-		unsigned v = (unsigned)s[i] << 16 | (i + 1 < n ? (unsigned)s[i + 1] << 8 : 0) |
-			     (i + 2 < n ? s[i + 2] : 0);
-
-		*o++ = b64c[v >> 18 & 63];
-		*o++ = b64c[v >> 12 & 63];
-		*o++ = i + 1 < n ? b64c[v >> 6 & 63] : '=';
-		*o++ = i + 2 < n ? b64c[v & 63] : '=';
-	}
-	*o = '\0';
-	return out;
-}
-
-static int b64_val(int ch)
-{
-	const char *p = ch ? strchr(b64c, ch) : NULL;
-
-	return p ? (int)(p - b64c) : -1;
-}
-
-/* Decode s into a malloc'd buffer (NUL-terminated); NULL when s is not base64. */
-unsigned char *b64_decode(const char *s, size_t *ret_len)
-{
-	size_t n = s ? strlen(s) : 0, o = 0;
-	unsigned char *out;
-	unsigned acc = 0;
-	int bits = 0;
-
-	if (!s)
-		return NULL;
-	out = malloc(n / 4 * 3 + 4);
-	if (!out)
-		abort();
-	for (size_t i = 0; i < n; i++) {
-		int v;
-
-		if (s[i] == '=')
-			break;
-		v = b64_val((unsigned char)s[i]);
-		if (v < 0) {
-			free(out);
-			return NULL;
-		}
-		acc = acc << 6 | (unsigned)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[o++] = (unsigned char)(acc >> bits & 0xff);
-		}
-	}
-	out[o] = '\0';
-	*ret_len = o;
-	return out;
+	return s ? b64_decode(s, strlen(s), ret_len) : NULL;
 }
 
 /* The end of a prefix range: the prefix with its last byte plus one. */
@@ -287,6 +232,28 @@ struct curl_slist *headers(void)
 	return h;
 }
 
+/*
+ * A header line of an answer: its Date is etcd's clock (1 s), which the
+ * agent takes as the cluster's clock for the records' dates.
+ */
+static size_t on_header(char *data, size_t size, size_t n, void *arg)
+{
+	char line[128];
+	size_t len = size * n;
+	time_t t;
+
+	(void)arg;
+	if (len > 5 && len < sizeof(line) && strncasecmp(data, "date:", 5) == 0) {
+		memcpy(line, data + 5, len - 5);
+		line[len - 5] = '\0';
+		line[strcspn(line, "\r\n")] = '\0';
+		t = curl_getdate(line, NULL);
+		if (t > 0)
+			etcd_date = (int64_t)t;
+	}
+	return len;
+}
+
 /* What one endpoint answered, for the message when none would do. */
 struct tried {
 	char what[256];
@@ -319,7 +286,9 @@ again:
 		curl_easy_setopt(etcd_curl, CURLOPT_TIMEOUT_MS, etcd_timeout_ms);
 		curl_easy_setopt(etcd_curl, CURLOPT_WRITEFUNCTION, on_body);
 		curl_easy_setopt(etcd_curl, CURLOPT_WRITEDATA, &b);
+		curl_easy_setopt(etcd_curl, CURLOPT_HEADERFUNCTION, on_header);
 		cc = curl_easy_perform(etcd_curl);
+		curl_easy_setopt(etcd_curl, CURLOPT_HEADERFUNCTION, NULL);
 		curl_slist_free_all(hdrs);
 		if (cc == CURLE_OK)
 			curl_easy_getinfo(etcd_curl, CURLINFO_RESPONSE_CODE, &status);
@@ -419,8 +388,11 @@ int64_t get_i64(json_object *j, const char *k)
 
 	if (!j || !json_object_is_type(j, json_type_object) || !json_object_object_get_ex(j, k, &v))
 		return 0;
-	if (json_object_is_type(v, json_type_string))
-		return strtoll(json_object_get_string(v), NULL, 10);
+	if (json_object_is_type(v, json_type_string)) {
+		long long n;
+
+		return num_ll(json_object_get_string(v), INT64_MIN, INT64_MAX, &n) ? n : 0;
+	}
 	if (json_object_is_type(v, json_type_int))
 		return json_object_get_int64(v);
 	return 0;
@@ -534,10 +506,10 @@ char *kv_item(json_object *kv, char **ret_key, size_t *ret_len)
 	char *item = NULL;
 	const char *v = jstr(kv, "value");
 
-	kb = b64_decode(jstr(kv, "key"), &kl);
+	kb = b64_str(jstr(kv, "key"), &kl);
 	if (!kb)
 		return NULL;
-	vb = v ? b64_decode(v, &vl) : (unsigned char *)strdup("");
+	vb = v ? b64_str(v, &vl) : (unsigned char *)strdup("");
 	if (vb) {
 		FILE *f = open_memstream(&item, ret_len);
 
@@ -567,7 +539,7 @@ static char *del_item(json_object *kv, size_t *ret_len)
 	char *item = NULL;
 	FILE *f;
 
-	if (!(kb = b64_decode(jstr(kv, "key"), &kl)))
+	if (!(kb = b64_str(jstr(kv, "key"), &kl)))
 		return NULL;
 	if (!(f = open_memstream(&item, ret_len)))
 		abort();
@@ -666,7 +638,7 @@ int range_prefix(const char *prefix, const struct range_ops *ops, int64_t *ret_r
 		}
 		/* The next page starts after the last key of this one. */
 		last = n ? json_object_array_get_idx(kvs, n - 1) : NULL;
-		lk = r == 0 && n && jtrue(j, "more") ? b64_decode(jstr(last, "key"), &ll) : NULL;
+		lk = r == 0 && n && jtrue(j, "more") ? b64_str(jstr(last, "key"), &ll) : NULL;
 		json_object_put(j);
 		if (!lk)
 			break;

@@ -48,6 +48,7 @@ extern const char *etcd_cacert, *etcd_cert, *etcd_key, *etcd_auth_file;
 extern long etcd_timeout_ms;
 extern char *etcd_token;                     /* etcd auth token, after authenticate */
 extern CURL *etcd_curl;
+extern int64_t etcd_date;                    /* the last answer's HTTP Date (etcd's clock), 0: none */
 
 struct http_buf {
 	char *p;
@@ -83,7 +84,7 @@ struct range_ops {
 
 
 /* ---- etcd-client.c ---- */
-unsigned char *b64_decode(const char *s, size_t *ret_len);
+unsigned char *b64_str(const char *s, size_t *ret_len);
 char *prefix_end_b64(const char *prefix);
 json_object *jget(json_object *j, const char *k, json_type t);
 const char *jstr(json_object *j, const char *k);

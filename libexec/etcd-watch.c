@@ -278,7 +278,7 @@ static void await_event(struct await_state *a, json_object *kv, bool deleted)
 	if (deleted) {
 		size_t kl = 0;
 
-		if (!(k = (char *)b64_decode(jstr(kv, "key"), &kl)))
+		if (!(k = (char *)b64_str(jstr(kv, "key"), &kl)))
 			return;
 		k[kl] = '\0';
 		if ((i = key_find(a, k)) < a->n)

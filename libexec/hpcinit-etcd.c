@@ -11,8 +11,9 @@
  *       keep LEASE alive (or grant a new lease of TTL_S when it is gone or
  *       0), and put KEY=value under it unless etcd holds exactly that (a
  *       lease granted just now holds nothing yet: no range to ask first).
- *       Prints "lease ID", "ttl T", "put 0|1", "rev R".  TTL_S 0: put with
- *       no lease (the ssh CA's certificates, which outlive any one lease).
+ *       Prints "lease ID", "ttl T", "put 0|1", "rev R", "date T" (etcd's
+ *       clock: the HTTP Date of its last answer).  TTL_S 0: put with no
+ *       lease (the ssh CA's certificates, which outlive any one lease).
  *       With PREFIX, then a line "list" and what list PREFIX prints; with
  *       EXPECT and MS, what await PREFIX EXPECT MS prints: a node's whole
  *       apply (publish, list, wait for its peers) is one process.
@@ -174,7 +175,7 @@ static int cmd_sync(const char *k, int64_t ttl_s, int64_t lease)
 		unsigned char *have;
 		size_t hl = 0;
 
-		if ((have = b64_decode(jstr(kv, "value"), &hl))) {
+		if ((have = b64_str(jstr(kv, "value"), &hl))) {
 			same = hl == vlen && memcmp(have, value, vlen) == 0 && get_i64(kv, "lease") == lease;
 			free(have);
 		}
@@ -192,6 +193,8 @@ static int cmd_sync(const char *k, int64_t ttl_s, int64_t lease)
 		rev = header_rev(j);
 	}
 	printf("lease %" PRId64 "\nttl %" PRId64 "\nput %d\nrev %" PRId64 "\n", lease, ttl, !same, rev);
+	if (etcd_date)
+		printf("date %" PRId64 "\n", etcd_date);
 	r = 0;
 out:
 	json_object_put(j);
@@ -387,12 +390,9 @@ static int usage(void)
 
 static bool parse_i64(const char *s, int64_t *ret)
 {
-	char *e;
 	long long v;
 
-	errno = 0;
-	v = strtoll(s, &e, 10);
-	if (errno || e == s || *e || v < 0)
+	if (!num_ll(s, 0, INT64_MAX, &v))
 		return false;
 	*ret = v;
 	return true;

@@ -35,6 +35,7 @@
  * Exit status: 0 when it answered, 2 on usage.
  */
 #include "config.h"
+#include "number.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -165,20 +166,17 @@ int main(int argc, char **argv)
 {
 	const char *host, *export;
 	struct nfs_context *nfs;
-	char *end, what[320];
-	unsigned long vers, timeout_ms;
+	char what[320];
+	unsigned long long vers, timeout_ms;
 	int r, mounted;
 
 	if (argc != 5)
 		goto out_usage;
 	host = argv[1];
 	export = argv[2];
-	errno = 0;
-	vers = strtoul(argv[3], &end, 10);
-	if (errno || *end || (vers != 3 && vers != 4))
+	if (!num_ull(argv[3], 10, 4, &vers) || (vers != 3 && vers != 4))
 		goto out_usage;
-	timeout_ms = strtoul(argv[4], &end, 10);
-	if (errno || *end || timeout_ms > 24ul * 3600 * 1000)
+	if (!num_ull(argv[4], 10, 24ull * 3600 * 1000, &timeout_ms))
 		goto out_usage;
 
 	if (vers == 3) {

@@ -5,7 +5,7 @@
  * Ethernet image needs no rdma packages; a node without an rdma section
  * never loads them).  The agent runs one of these per device under
  * rdma.open_timeout through its child engine and kills it when a call does
- * not return; the answer is the text protocol of modules/rdma/proto.c on
+ * not return; the answer is the text protocol of lib/ib/proto.c on
  * stdout, each step announced before its call.
  *
  *   hpcinit-rdma-probe [--root DIR] list
@@ -23,13 +23,15 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fsutil.h"
 #include "hpcinit.h"
-#include "rdma/rdma.h"
+#include "rdma-probe.h"
+#include "number.h"
 
 static int usage(void)
 {
@@ -40,14 +42,9 @@ static int usage(void)
 
 static bool parse_u64(const char *s, uint64_t *ret)
 {
-	char *end;
 	unsigned long long v;
 
-	if (!s || *s < '0' || *s > '9')
-		return false;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end)
+	if (!num_ull(s, 10, ULLONG_MAX, &v))
 		return false;
 	*ret = v;
 	return true;

@@ -19,6 +19,7 @@
  * Exit 0 on success, 2 on usage errors, 1 when the work failed.
  */
 #include "config.h"
+#include "number.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -132,12 +133,9 @@ out:
 
 static int parse_uint(const char *s, unsigned max, unsigned *ret)
 {
-	char *end;
-	unsigned long v;
+	unsigned long long v;
 
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || v > max)
+	if (!num_ull(s, 10, max, &v))
 		return -EINVAL;
 	*ret = (unsigned)v;
 	return 0;

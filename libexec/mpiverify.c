@@ -28,12 +28,15 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <mpi.h>
+
+#include "number.h"
 
 #define HOST_LEN 256
 #define BIG (4 * 1024 * 1024)
@@ -69,27 +72,25 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	o->bw_iters = 20;
 	o->round = 0;
 	for (int i = 1; i < argc; i++) {
-		char *end;
+		long long n;
 
 		if (i + 1 >= argc)
 			return -EINVAL;
-		errno = 0;
 		if (strcmp(argv[i], "--max-latency-us") == 0 || strcmp(argv[i], "--min-bw-mibps") == 0) {
 			double *dst = argv[i][3] == 'a' ? &o->max_latency_us : &o->min_bw_mibps;
 
-			*dst = strtod(argv[++i], &end);
-			if (errno || *end || end == argv[i] || *dst < 0)
+			if (!num_double(argv[++i], 0, 1e12, dst))
 				return -EINVAL;
 		} else if (strcmp(argv[i], "--round") == 0) {
-			o->round = strtol(argv[++i], &end, 10);
-			if (errno || *end || end == argv[i] || o->round < 0)
+			if (!num_ll(argv[++i], 0, LONG_MAX, &n))
 				return -EINVAL;
+			o->round = (long)n;
 		} else if (strcmp(argv[i], "--iters") == 0 || strcmp(argv[i], "--bw-iters") == 0) {
 			long *dst = argv[i][2] == 'i' ? &o->iters : &o->bw_iters;
 
-			*dst = strtol(argv[++i], &end, 10);
-			if (errno || *end || end == argv[i] || *dst < 1 || *dst > MAX_ITERS)
+			if (!num_ll(argv[++i], 1, MAX_ITERS, &n))
 				return -EINVAL;
+			*dst = (long)n;
 		} else {
 			return -EINVAL;
 		}
@@ -178,6 +179,87 @@ static void pingpong(int partner, int initiator, const struct opts *o, char *buf
 	free(dt);
 }
 
+/*
+ * Rank 0: collect each pair's measurement (its own in mine), print a line a
+ * pair and the result line, and judge: 1 when two ranks share a host or a
+ * pair is over a limit, else 0.
+ */
+static int judge(const struct opts *o, int size, const char *hosts, const double *mine)
+{
+	double max_lat = 0, min_bw = 0;
+	int slow = -1, narrow = -1, same = -1, pairs = 0, rounds = size < 2 ? 0 : size + (size & 1) - 1;
+	int *with = calloc((size_t)size, sizeof(int)), status = 0;
+
+	for (int i = 0; i < size; i++) {
+		double res[N_RES];
+		int j = partner_of(i, size, o->round);
+		const char *a = hosts + (size_t)i * HOST_LEN, *b;
+
+		if (j <= i)
+			continue;
+		b = hosts + (size_t)j * HOST_LEN;
+		with[i] = j;
+		if (i == 0)
+			memcpy(res, mine, sizeof(res));
+		else
+			MPI_Recv(res, N_RES, MPI_DOUBLE, i, TAG_RESULT, MPI_COMM_WORLD,
+				 MPI_STATUS_IGNORE);
+		printf("pair ranks=%d-%d hosts=%s,%s latency_us=%.2f lat8_us=%.2f lat64_us=%.2f "
+		       "lat512_us=%.2f bw_MiBps=%.1f\n", i, j, a, b, res[N_SMALL], res[0], res[1], res[2],
+		       res[N_SMALL + 1]);
+		if (strcmp(a, b) == 0 && same < 0)
+			same = i;
+		if (slow < 0 || res[N_SMALL] > max_lat) {
+			max_lat = res[N_SMALL];
+			slow = i;
+		}
+		if (narrow < 0 || res[N_SMALL + 1] < min_bw) {
+			min_bw = res[N_SMALL + 1];
+			narrow = i;
+		}
+		pairs++;
+	}
+	if (same >= 0) {
+		const char *a = hosts + (size_t)same * HOST_LEN;
+
+		printf("result status=error nodes=%d pairs=%d reason=same-host host=%s\n",
+		       size, pairs, a);
+		fprintf(stderr, "hpcinit-mpiverify: ranks %d and %d run on the same host %s: "
+			"the hostfile lists it twice or mpirun did not map by node\n",
+			same, with[same], a);
+		status = 1;
+	} else if (slow < 0) {
+		printf("result status=ok nodes=%d pairs=0\n", size);
+	} else {
+		const char *a = hosts + (size_t)slow * HOST_LEN, *b = hosts + (size_t)with[slow] * HOST_LEN;
+		const char *na = hosts + (size_t)narrow * HOST_LEN, *nb = hosts + (size_t)with[narrow] * HOST_LEN;
+		int over = o->max_latency_us > 0 && max_lat > o->max_latency_us;
+		int under = o->min_bw_mibps > 0 && min_bw < o->min_bw_mibps;
+
+		printf("result status=%s nodes=%d pairs=%d round=%ld rounds=%d max_latency_us=%.2f "
+		       "slowest=%s,%s min_bw_MiBps=%.1f narrowest=%s,%s", over || under ? "slow" : "ok",
+		       size, pairs, o->round % rounds, rounds, max_lat, a, b, min_bw, na, nb);
+		if (o->max_latency_us > 0)
+			printf(" limit_us=%g", o->max_latency_us);
+		if (o->min_bw_mibps > 0)
+			printf(" limit_MiBps=%g", o->min_bw_mibps);
+		printf("\n");
+		if (over) {
+			fprintf(stderr, "hpcinit-mpiverify: pair %s <-> %s: latency %.2f us is "
+				"above %g us\n", a, b, max_lat, o->max_latency_us);
+			status = 1;
+		}
+		if (under) {
+			fprintf(stderr, "hpcinit-mpiverify: pair %s <-> %s: bandwidth %.1f MiB/s is "
+				"below %g MiB/s\n", na, nb, min_bw, o->min_bw_mibps);
+			status = 1;
+		}
+	}
+	fflush(stdout);
+	free(with);
+	return status;
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o;
@@ -225,77 +307,7 @@ int main(int argc, char **argv)
 	if (rank != 0 && partner_of(rank, size, o.round) > rank)
 		MPI_Send(mine, N_RES, MPI_DOUBLE, 0, TAG_RESULT, MPI_COMM_WORLD);
 	if (rank == 0) {
-		double max_lat = 0, min_bw = 0;
-		int slow = -1, narrow = -1, same = -1, pairs = 0, rounds = size < 2 ? 0 : size + (size & 1) - 1;
-		int *with = calloc((size_t)size, sizeof(int));
-
-		for (int i = 0; i < size; i++) {
-			double res[N_RES];
-			int j = partner_of(i, size, o.round);
-			const char *a = hosts + (size_t)i * HOST_LEN, *b;
-
-			if (j <= i)
-				continue;
-			b = hosts + (size_t)j * HOST_LEN;
-			with[i] = j;
-			if (i == 0)
-				memcpy(res, mine, sizeof(res));
-			else
-				MPI_Recv(res, N_RES, MPI_DOUBLE, i, TAG_RESULT, MPI_COMM_WORLD,
-					 MPI_STATUS_IGNORE);
-			printf("pair ranks=%d-%d hosts=%s,%s latency_us=%.2f lat8_us=%.2f lat64_us=%.2f "
-			       "lat512_us=%.2f bw_MiBps=%.1f\n", i, j, a, b, res[N_SMALL], res[0], res[1], res[2],
-			       res[N_SMALL + 1]);
-			if (strcmp(a, b) == 0 && same < 0)
-				same = i;
-			if (slow < 0 || res[N_SMALL] > max_lat) {
-				max_lat = res[N_SMALL];
-				slow = i;
-			}
-			if (narrow < 0 || res[N_SMALL + 1] < min_bw) {
-				min_bw = res[N_SMALL + 1];
-				narrow = i;
-			}
-			pairs++;
-		}
-		if (same >= 0) {
-			const char *a = hosts + (size_t)same * HOST_LEN;
-
-			printf("result status=error nodes=%d pairs=%d reason=same-host host=%s\n",
-			       size, pairs, a);
-			fprintf(stderr, "hpcinit-mpiverify: ranks %d and %d run on the same host %s: "
-				"the hostfile lists it twice or mpirun did not map by node\n",
-				same, with[same], a);
-			status = 1;
-		} else if (slow < 0) {
-			printf("result status=ok nodes=%d pairs=0\n", size);
-		} else {
-			const char *a = hosts + (size_t)slow * HOST_LEN, *b = hosts + (size_t)with[slow] * HOST_LEN;
-			const char *na = hosts + (size_t)narrow * HOST_LEN, *nb = hosts + (size_t)with[narrow] * HOST_LEN;
-			int over = o.max_latency_us > 0 && max_lat > o.max_latency_us;
-			int under = o.min_bw_mibps > 0 && min_bw < o.min_bw_mibps;
-
-			printf("result status=%s nodes=%d pairs=%d round=%ld rounds=%d max_latency_us=%.2f "
-			       "slowest=%s,%s min_bw_MiBps=%.1f narrowest=%s,%s", over || under ? "slow" : "ok",
-			       size, pairs, o.round % rounds, rounds, max_lat, a, b, min_bw, na, nb);
-			if (o.max_latency_us > 0)
-				printf(" limit_us=%g", o.max_latency_us);
-			if (o.min_bw_mibps > 0)
-				printf(" limit_MiBps=%g", o.min_bw_mibps);
-			printf("\n");
-			if (over) {
-				fprintf(stderr, "hpcinit-mpiverify: pair %s <-> %s: latency %.2f us is "
-					"above %g us\n", a, b, max_lat, o.max_latency_us);
-				status = 1;
-			}
-			if (under) {
-				fprintf(stderr, "hpcinit-mpiverify: pair %s <-> %s: bandwidth %.1f MiB/s is "
-					"below %g MiB/s\n", na, nb, min_bw, o.min_bw_mibps);
-				status = 1;
-			}
-		}
-		fflush(stdout);
-		free(with);
+		status = judge(&o, size, hosts, mine);
 		free(hosts);
 	}
 	/*

@@ -11,7 +11,7 @@ PKGS=(
 	openssh-server openssh-client git systemd iproute2 util-linux procps kmod python3 python3-yaml
 	nfs-ganesha nfs-ganesha-vfs libnfs-utils rpcbind nfs-common
 	cloud-init clustershell sshpass nmap
-	valgrind clang libclang-rt-14-dev man-db bc strace faketime
+	valgrind clang libclang-rt-14-dev man-db bc strace faketime inotify-tools
 	dpkg-dev debhelper devscripts lintian fakeroot rpm
 	rdma-core ibverbs-utils ucx-utils
 	qemu-system-x86 qemu-utils debootstrap

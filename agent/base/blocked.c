@@ -208,8 +208,11 @@ static void describe_file(pid_t pid, const struct call *call, const unsigned lon
 	char link[64], target[512] = "", arg[PATH_MAX_TEXT];
 	ssize_t n;
 
-	/* the descriptor's file, or the directory a relative path starts from */
-	if (!call->fd_arg || (long long)a[0] == -100LL || a[0] == 0xffffffffffffff9cULL)
+	/*
+	 * The descriptor's file, or the directory a relative path starts from.
+	 * The descriptor is an int: /proc shows AT_FDCWD as 0xffffff9c.
+	 */
+	if (!call->fd_arg || (int)(unsigned)a[0] == AT_FDCWD)
 		snprintf(link, sizeof(link), "/proc/%d/cwd", (int)pid);
 	else
 		snprintf(link, sizeof(link), "/proc/%d/fd/%llu", (int)pid, a[0]);

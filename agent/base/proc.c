@@ -21,6 +21,7 @@
 #include "hpcinit.h"
 #include "log.h"
 #include "proc.h"
+#include "number.h"
 
 static const char safe_path[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
@@ -229,12 +230,13 @@ int proc_stuck_find(const char *key, struct proc_stuck *st)
 	}
 	while (fgets(buf, sizeof(buf), f)) {
 		buf[strcspn(buf, "\n")] = '\0';
+		/* a number that does not read stays 0: the record is stale */
 		if (strncmp(buf, "pid ", 4) == 0)
-			pid = strtoll(buf + 4, NULL, 10);
+			(void)num_ll(buf + 4, 1, INT32_MAX - 1, &pid);
 		else if (strncmp(buf, "starttime ", 10) == 0)
-			start = strtoull(buf + 10, NULL, 10);
+			(void)num_ull(buf + 10, 10, ULLONG_MAX, &start);
 		else if (strncmp(buf, "since ", 6) == 0)
-			since = strtoll(buf + 6, NULL, 10);
+			(void)num_ll(buf + 6, LLONG_MIN, LLONG_MAX, &since);
 		else if (strncmp(buf, "what ", 5) == 0)
 			snprintf(st->what, sizeof(st->what), "%.*s", (int)sizeof(st->what) - 1, buf + 5);
 	}

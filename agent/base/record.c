@@ -829,16 +829,14 @@ static char *unpack_str(struct unpack *u)
 
 static int64_t unpack_num(struct unpack *u, int64_t min, int64_t max)
 {
-	char *s = unpack_str(u), *end;
-	long long v;
+	char *s = unpack_str(u);
+	long long v = 0;
 
 	if (!s) {
 		u->bad = true;
 		return 0;
 	}
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max)
+	if (!num_ll(s, min, max, &v))
 		u->bad = true;
 	free(s);
 	return u->bad ? 0 : (int64_t)v;

@@ -7,6 +7,7 @@
 
 #include "escape.h"
 #include "hpcinit.h"
+#include "report.h"
 
 void report_init(struct report *r)
 {

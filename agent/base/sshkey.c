@@ -17,11 +17,13 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
+#include "base64.h"
 #include "fsutil.h"
 #include "hpcinit.h"
 #include "log.h"
 #include "proc.h"
 #include "sshkey.h"
+#include "number.h"
 
 #define HELPER "hpcinit-ssh"            /* libexec/hpcinit-ssh.c, found by proc_helper_path */
 #define HELPER_TIMEOUT_MS 60000         /* an RSA key pair takes well under a second */
@@ -201,63 +203,7 @@ void sshkey_fsid_restore(bool switched)
 	n_saved_groups = -1;
 }
 
-/* ---- key blobs: base64 and the SSH wire format ---- */
-
-static int b64_value(char ch)
-{
-	if (ch >= 'A' && ch <= 'Z')
-		return ch - 'A';
-	if (ch >= 'a' && ch <= 'z')
-		return ch - 'a' + 26;
-	if (ch >= '0' && ch <= '9')
-		return ch - '0' + 52;
-	return ch == '+' ? 62 : ch == '/' ? 63 : -1;
-}
-
-/* Decode base64 (whitespace skipped, '=' only at the end); NULL when malformed. malloc'd. */
-static unsigned char *b64_decode(const char *s, size_t n, size_t *ret_len)
-{
-	unsigned char *out = xmalloc(n / 4 * 3 + 3);
-	unsigned acc = 0, bits = 0, pad = 0;
-	size_t len = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		int v;
-
-		if (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')
-			continue;
-		if (s[i] == '=') {
-			pad++;
-			continue;
-		}
-		v = b64_value(s[i]);
-		if (v < 0 || pad) {
-			free(out);
-			return NULL;
-		}
-		acc = (acc << 6) | (unsigned)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[len++] = (unsigned char)(acc >> bits);
-		}
-		acc &= (1u << bits) - 1;
-	}
-	if (pad > 2 || acc) {
-		free(out);
-		return NULL;
-	}
-	*ret_len = len;
-	return out;
-}
-
-static char *b64_encode(const unsigned char *p, size_t n)
-{
-	char *out = xmalloc(4 * ((n + 2) / 3) + 1);
-
-	EVP_EncodeBlock((unsigned char *)out, p, (int)n);
-	return out;
-}
+/* ---- key blobs: the SSH wire format (base64: agent/text/base64.c) ---- */
 
 /* One SSH "string" (uint32 length, bytes) at *p; false when it runs past end. */
 static bool wire_string(const unsigned char **p, const unsigned char *end,
@@ -317,7 +263,7 @@ char *sshkey_fingerprint(const char *canon)
 	if (!sp)
 		return xstrdup(canon);
 	tl = (size_t)(sp - canon);
-	blob = b64_decode(sp + 1, strlen(sp + 1), &len);
+	blob = b64_decode_lines(sp + 1, strlen(sp + 1), &len);
 	if (blob && blob_ok(blob, len, canon, tl, NULL, NULL) &&
 	    EVP_Digest(blob, len, md, &mdlen, EVP_sha256(), NULL) == 1) {
 		char *b64 = b64_encode(md, mdlen);
@@ -535,7 +481,7 @@ int sshkey_public_of_private(const char *text, size_t len, char **ret_pub)
 	b += sizeof(begin) - 1;
 	e = memmem(b, len - (size_t)(b - text), end, sizeof(end) - 1);
 	if (e)
-		raw = b64_decode(b, (size_t)(e - b), &rl);
+		raw = b64_decode_lines(b, (size_t)(e - b), &rl);
 	if (!raw || rl < sizeof(magic) || memcmp(raw, magic, sizeof(magic)) != 0)
 		goto out;
 	p = raw + sizeof(magic);
@@ -599,8 +545,13 @@ int sshkey_fetch_host_keys(const char *const *hosts, size_t n, unsigned port,
 		while (sp && at < n && !(strlen(hosts[at]) == hl && memcmp(hosts[at], line, hl) == 0))
 			at++;
 		if (sp && at < n && strncmp(sp + 1, "error ", 6) == 0) {
+			long long e;
+			const char *end;
+
+			/* "error N": N an errno; anything else is the helper breaking its protocol */
 			if (errs)
-				errs[at] = -(int)strtol(sp + 7, NULL, 10);
+				errs[at] = num_ll_prefix(sp + 7, 1, 4095, &e, &end) && (*end == '\n' || !*end) ?
+					-(int)e : -EPROTO;
 		} else if (sp && at < n) {
 			char *canon = sshkey_canonical(sp + 1);
 

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "hpcinit.h"
+#include "util.h"
 
 uint64_t now_ms(void)
 {

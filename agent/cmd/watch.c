@@ -404,6 +404,31 @@ static int64_t keepalive(const struct ctx *c, int64_t lease)
 	return ttl;
 }
 
+/* The lease's renewal: every third of the lease, in the loop and while a refresh waits for the lock. */
+struct renewal {
+	struct ctx *c;
+	uint64_t every, next;
+	bool gone;                      /* the lease was found gone: the loop refreshes */
+};
+
+static void renew_lease(struct renewal *k)
+{
+	int64_t lease;
+
+	if (now_ms() < k->next)
+		return;
+	lease = etcd_read_lease(k->c);
+	if (!lease || keepalive(k->c, lease) == 0)
+		k->gone = true;
+	k->next = now_ms() + k->every;
+}
+
+/* run_opts.lock_wait: another run (the refresh timer's) holds the lock; the lease goes on being renewed. */
+static void renew_while_waiting(void *arg)
+{
+	renew_lease(arg);
+}
+
 static int start_watch(const struct ctx *c, struct proc_child *ch)
 {
 	int r = rv_watch(c, "nodes", ch);
@@ -628,9 +653,11 @@ static void refresh_backoff(struct ctx *c, const struct run_opts *ro, struct bac
 	bo->hold_until = now_ms() + (now_ms() - t0);
 }
 
-static int watch_etcd(struct ctx *c, const struct run_opts *ro)
+static int watch_etcd(struct ctx *c, const struct run_opts *ro_in)
 {
-	uint64_t every = c->spec->discovery.lease_ms / 3, next_keepalive = now_ms() + every;
+	uint64_t every = c->spec->discovery.lease_ms / 3;
+	struct renewal ka = { .c = c };
+	struct run_opts wro = *ro_in, *ro = &wro;
 	uint64_t restart_at = 0;
 	struct backoff bo = { .retry_ms = 1000 };
 	struct strbuf text = STRBUF_INIT, err = STRBUF_INIT;
@@ -641,6 +668,10 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro)
 
 	if (every < 500)
 		every = 500;
+	ka.every = every;
+	ka.next = now_ms() + every;
+	wro.lock_wait = renew_while_waiting;
+	wro.lock_wait_arg = &ka;
 	while (!stop) {
 		struct pollfd pf[3];
 		unsigned changes = 0;
@@ -654,7 +685,7 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro)
 			if (!running)
 				restart_at = now + RESTART_MS;
 		}
-		wake = next_keepalive;
+		wake = ka.next;
 		if (!running && restart_at < wake)
 			wake = restart_at;
 		if (bo.retry_at && bo.retry_at < wake)
@@ -710,12 +741,10 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro)
 			refresh_backoff(c, ro, &bo, !changes ? "retry" : !bo.started ?
 					"start (the stream's view, no list)" : running && mem.synced ?
 					"membership changed (the stream's view, no list)" : "membership changed");
-		if (now_ms() >= next_keepalive) {
-			int64_t lease = etcd_read_lease(c), ttl = lease ? keepalive(c, lease) : 0;
-
-			if (ttl == 0)
-				refresh(c, ro, lease ? "lease expired" : "no lease");
-			next_keepalive = now_ms() + every;
+		renew_lease(&ka);
+		if (ka.gone) {
+			ka.gone = false;
+			refresh(c, ro, etcd_read_lease(c) ? "lease expired" : "no lease");
 		}
 	}
 	if (running)

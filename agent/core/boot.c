@@ -21,6 +21,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,7 @@
 #include "log.h"
 #include "runner.h"
 #include "ydoc.h"
+#include "number.h"
 
 static long long realtime_ms(void)
 {
@@ -80,14 +82,11 @@ static void set(struct boot *b, const char *name, long long at_ms)
 /* A number of seconds (cloud-init writes floats) as ms; 0 if none. */
 static long long scalar_ms(yaml_node_t *n)
 {
-	char *end;
 	double v;
 
 	if (!n || n->type != YAML_SCALAR_NODE)
 		return 0;
-	errno = 0;
-	v = strtod((const char *)n->data.scalar.value, &end);
-	if (errno || *end || v <= 0 || v > 1e11)
+	if (!num_double((const char *)n->data.scalar.value, 0, 1e11, &v) || v <= 0)
 		return 0;
 	return (long long)(v * 1000.0);
 }
@@ -115,8 +114,8 @@ static void read_kernel(const struct ctx *c, struct boot *b)
 
 	if (fs_read(c, "/proc/stat", &text, NULL) == 0) {
 		p = strstr(text, "\nbtime ");
-		if (p)
-			btime = strtoll(p + 7, NULL, 10);
+		if (p && !num_ll_prefix(p + 7, 1, LLONG_MAX / 1000, &btime, NULL))
+			btime = 0;
 		free(text);
 	}
 	if (btime <= 0)
@@ -127,8 +126,8 @@ static void read_kernel(const struct ctx *c, struct boot *b)
 		p = strrchr(text, ')');
 		for (int f = 2; p && f < 22; f++)
 			p = strchr(p + 1, ' ');
-		if (p && hz > 0)
-			start = strtoll(p + 1, NULL, 10);
+		if (p && hz > 0 && !num_ll_prefix(p + 1, 0, LLONG_MAX / 1000, &start, NULL))
+			start = -1;
 		free(text);
 	}
 	if (start >= 0)
@@ -176,9 +175,9 @@ static void load_record(const struct ctx *c, struct boot *b)
 		yaml_node_t *at = ydoc_node(&doc, m, "at_ms");
 		long long v;
 
-		if (!name || name->type != YAML_SCALAR_NODE || !at || at->type != YAML_SCALAR_NODE)
-			continue;
-		v = strtoll((const char *)at->data.scalar.value, NULL, 10);
+		if (!name || name->type != YAML_SCALAR_NODE || !at || at->type != YAML_SCALAR_NODE ||
+		    !num_ll((const char *)at->data.scalar.value, 0, LLONG_MAX, &v))
+			continue;       /* not a time: that phase is not known */
 		reach(b, (const char *)name->data.scalar.value, v);
 	}
 	yaml_document_delete(&doc);

@@ -263,6 +263,12 @@ static void select_modules(const struct run_opts *o, const struct module *mods, 
  */
 int runner_take_lock(struct ctx *c, uint64_t timeout_ms, int *ret_fd)
 {
+	return runner_take_lock_while(c, timeout_ms, NULL, NULL, ret_fd);
+}
+
+int runner_take_lock_while(struct ctx *c, uint64_t timeout_ms, void (*wait)(void *), void *arg,
+			   int *ret_fd)
+{
 	struct report scratch;
 	char *path = ctx_path(c, LOCK_PATH);
 	uint64_t start = now_ms();
@@ -311,6 +317,8 @@ int runner_take_lock(struct ctx *c, uint64_t timeout_ms, int *ret_fd)
 		}
 		struct timespec ts = { 0, 50 * 1000 * 1000 };
 
+		if (wait)
+			wait(arg);
 		nanosleep(&ts, NULL);
 	}
 	char pid[32];
@@ -688,7 +696,8 @@ int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
 	select_modules(o, mods, res->ran, n);
 
 	if (c->mode == RUN_APPLY) {
-		int r = runner_take_lock(c, o->lock_timeout_ms, &lock_fd);
+		int r = runner_take_lock_while(c, o->lock_timeout_ms, o->lock_wait, o->lock_wait_arg,
+						&lock_fd);
 
 		if (r < 0) {
 			/* Nothing ran: the report lists no module. */

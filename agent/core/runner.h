@@ -19,6 +19,13 @@ struct run_opts {
 	const char *command;            /* "apply", "check", "plan", "refresh", "verify" */
 	struct strlist only;            /* empty: every module */
 	uint64_t lock_timeout_ms;
+	/*
+	 * While the run waits for the run lock: called about every 50 ms (NULL:
+	 * nothing).  The watch renews its etcd lease there: another run holding
+	 * the lock for longer than the lease must not end this node's membership.
+	 */
+	void (*lock_wait)(void *arg);
+	void *lock_wait_arg;
 };
 
 struct run_result {
@@ -43,8 +50,13 @@ int runner_check_only(const struct strlist *only);
 int runner_check_table(const struct module *const *table);
 /* Run; fills res.  Returns the exit code (DESIGN.md "Exit codes"). */
 int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res);
-/* The run lock (LOCK_PATH), waiting up to timeout_ms: 0 and the fd that holds it, or -errno. */
+/*
+ * The run lock (LOCK_PATH), waiting up to timeout_ms: 0 and the fd that holds
+ * it, or -errno.  runner_take_lock_while: wait(arg) is called between tries.
+ */
 int runner_take_lock(struct ctx *c, uint64_t timeout_ms, int *ret_fd);
+int runner_take_lock_while(struct ctx *c, uint64_t timeout_ms, void (*wait)(void *), void *arg,
+			   int *ret_fd);
 void run_result_free(struct run_result *res);
 /*
  * hpcinit leave, before discovery's part: each enabled module's leave hook,

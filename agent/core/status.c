@@ -156,8 +156,10 @@ static void load_module(yaml_document_t *doc, yaml_node_t *m, struct report *r)
 		if (strcmp(r->findings[r->n_findings].tag, "report.more-findings") == 0) {
 			/* "... N more findings not kept": the bound (report.c) goes on counting */
 			const char *t = r->findings[r->n_findings].text;
+			unsigned long long n;
 
-			r->findings_dropped = strtoul(t + strspn(t, ". "), NULL, 10);
+			if (num_ull_prefix(t + strspn(t, ". "), 10, ULONG_MAX, &n, NULL))
+				r->findings_dropped = (unsigned long)n;
 		}
 		r->n_findings++;
 	}

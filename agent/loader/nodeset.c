@@ -10,6 +10,7 @@
 #include "ascii.h"
 #include "nodeset.h"
 #include "strbuf.h"
+#include "number.h"
 
 /* ---- expand ---- */
 
@@ -249,7 +250,10 @@ char *nodeset_fold(const char *const *names, size_t n)
 		if (d < len && len - d <= 9) {
 			v[i].has_num = true;
 			v[i].plen = d;
-			v[i].num = strtoul(s + d, NULL, 10);
+			unsigned long long num = 0;
+
+			(void)num_ull_prefix(s + d, 10, 999999999, &num, NULL);     /* at most 9 digits */
+			v[i].num = (unsigned long)num;
 			v[i].width = (s[d] == '0' && len - d > 1) ? (unsigned)(len - d) : 0;
 		}
 	}

@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "number.h"
 
@@ -67,6 +68,52 @@ bool num_ull(const char *s, int base, unsigned long long max, unsigned long long
 	unsigned long long v;
 
 	if (!num_ull_prefix(s, base, max, &v, &end) || *end)
+		return false;
+	*ret = v;
+	return true;
+}
+
+bool num_double_prefix(const char *s, double min, double max, double *ret, const char **end)
+{
+	char buf[64], *e;
+	size_t n = 0;
+	double v;
+
+	if (!s)
+		return false;
+	if (s[n] == '-')
+		n++;
+	if (!digit_in_base(s[n], 10))
+		return false;
+	while (digit_in_base(s[n], 10))
+		n++;
+	if (s[n] == '.') {
+		if (!digit_in_base(s[n + 1], 10))
+			return false;
+		n++;
+		while (digit_in_base(s[n], 10))
+			n++;
+	}
+	if (n >= sizeof(buf))
+		return false;
+	memcpy(buf, s, n);      /* strtod sees only what was checked: no exponent, no hex */
+	buf[n] = '\0';
+	errno = 0;
+	v = strtod(buf, &e);
+	if (errno || *e || !(v >= min && v <= max))
+		return false;
+	*ret = v;
+	if (end)
+		*end = s + n;
+	return true;
+}
+
+bool num_double(const char *s, double min, double max, double *ret)
+{
+	const char *end;
+	double v;
+
+	if (!num_double_prefix(s, min, max, &v, &end) || *end)
 		return false;
 	*ret = v;
 	return true;

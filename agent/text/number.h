@@ -24,4 +24,13 @@ bool num_ll_prefix(const char *s, long long min, long long max, long long *ret, 
 bool num_ull_prefix(const char *s, int base, unsigned long long max, unsigned long long *ret,
 		    const char **end);
 
+/*
+ * A decimal fraction, all of s: digits, at most one '.' with digits after
+ * it, a '-' first when min < 0; no exponent, no "inf" or "nan", no space.
+ * In [min, max]: true and *ret, else false and *ret untouched.
+ */
+bool num_double(const char *s, double min, double max, double *ret);
+/* The same for the number s starts with; *end just after it. */
+bool num_double_prefix(const char *s, double min, double max, double *ret, const char **end);
+
 #endif

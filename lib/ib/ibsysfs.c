@@ -12,6 +12,7 @@
 #include "fsutil.h"
 #include "hpcinit.h"
 #include "ibsysfs.h"
+#include "number.h"
 
 #define IB_MAX_PKEYS 256
 
@@ -62,15 +63,13 @@ static bool sysfs_link_name(const struct ctx *c, const char *path, char *buf, si
 /* "4: ACTIVE" -> 4 and "ACTIVE". */
 int ib_parse_num_text(const char *s, char *txt, size_t n)
 {
-	char *end;
-	unsigned long v;
+	const char *end;
+	unsigned long long v;
 
 	txt[0] = '\0';
 	if (!*s)
 		return -1;
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || v > 255) {
+	if (!num_ull_prefix(s, 10, 255, &v, &end)) {
 		snprintf(txt, n, "%s", s);
 		return -1;
 	}
@@ -83,12 +82,10 @@ int ib_parse_num_text(const char *s, char *txt, size_t n)
 /* "200 Gb/sec (4X HDR)" -> 200; "2.5 Gb/sec (1X SDR)" -> 2.5. */
 double ib_parse_rate(const char *s)
 {
-	char *end;
+	const char *end;
 	double v;
 
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || v < 0 || v > 1e6)
+	if (!num_double_prefix(s, 0, 1e6, &v, &end))
 		return 0;
 	while (*end == ' ')
 		end++;
@@ -102,12 +99,11 @@ double ib_parse_rate(const char *s)
 /* A hex sysfs value up to 0xffff (P_Keys, interface flags); 0 when malformed. */
 unsigned ib_parse_hex16(const char *s)
 {
-	char *end;
-	unsigned long v;
+	unsigned long long v;
 
-	errno = 0;
-	v = strtoul(s, &end, 16);
-	if (errno || end == s || v > 0xffff)
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		s += 2;         /* sysfs writes P_Keys as 0xffff */
+	if (!num_ull_prefix(s, 16, 0xffff, &v, NULL))
 		return 0;
 	return (unsigned)v;
 }
@@ -249,13 +245,9 @@ size_t ib_read_devices(const struct ctx *c, struct ib_dev *devs, size_t max)
 		snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports", d->name);
 		list_dir(c, path, &ports, 256);
 		for (size_t k = 0; k < ports.n && d->n_ports < IB_MAX_PORTS; k++) {
-			char *end;
-			unsigned long num;
+			unsigned long long num;
 
-			if (!numeric_name(ports.v[k]))
-				continue;
-			num = strtoul(ports.v[k], &end, 10);
-			if (num == 0 || num > 255)
+			if (!numeric_name(ports.v[k]) || !num_ull(ports.v[k], 10, 255, &num) || num == 0)
 				continue;
 			read_port(c, d->name, (unsigned)num, &d->ports[d->n_ports++]);
 		}

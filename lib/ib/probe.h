@@ -17,6 +17,8 @@
 #include "proc.h"
 
 #define RDMA_PROBE_HELPER "hpcinit-rdma-probe"
+/* The fixture ops' behaviour (libexec/rdma-fake.c), read only under a fake --root. */
+#define RDMA_FAKE_FILE "/etc/hpcinit/fake-rdma"
 
 /* Steps of a probe child, reported to the parent before each call. */
 enum probe_step {

@@ -17,12 +17,14 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ib/probe.h"
+#include "number.h"
 
 static const struct { int e; const char *name; } errno_names[] = {
 	{ EPERM, "EPERM" }, { ENOENT, "ENOENT" }, { EINTR, "EINTR" }, { EIO, "EIO" },
@@ -121,8 +123,11 @@ void probe_parse(const char *text, size_t len, struct probe_parsed *ret)
 		if (!nl)
 			break;          /* a line cut by the kill: not a record */
 		n = (size_t)(nl - p);
+		long long step;
+
 		if (line_value(p, n, "step", v, sizeof(v))) {
-			ret->last_step = (int)strtol(v, NULL, 10);
+			if (num_ll(v, 0, INT_MAX, &step))       /* else the last step stays the one known */
+				ret->last_step = (int)step;
 		} else if (line_value(p, n, "fw", v, sizeof(v))) {
 			snprintf(ret->res.fw_ver, sizeof(ret->res.fw_ver), "%.*s", (int)sizeof(ret->res.fw_ver) - 1, v);
 		} else if (line_value(p, n, "resolved", v, sizeof(v))) {

@@ -13,6 +13,7 @@
 
 #include "hpcinit.h"
 #include "squash.h"
+#include "number.h"
 
 /* Does path have a "." or ".." component?  Then where it ends is not told by its text. */
 static bool dot_component(const char *path)
@@ -43,14 +44,9 @@ static size_t path_within(const char *path, const char *dir)
 
 static bool parse_id(const char *v, unsigned *ret)
 {
-	char *end;
-	unsigned long u;
+	unsigned long long u;
 
-	if (*v < '0' || *v > '9')
-		return false;
-	errno = 0;
-	u = strtoul(v, &end, 10);
-	if (errno || *end || u > 0xfffffffeUL)
+	if (!num_ull(v, 10, 0xfffffffeUL, &u))
 		return false;
 	*ret = (unsigned)u;
 	return true;

@@ -236,26 +236,58 @@ void admit_found(struct disc_run *run)
 static int name_order(const void *x, const void *y)
 {
 	const struct peer *const *a = x, *const *b = y;
-	int r = strcasecmp((*a)->hostname, (*b)->hostname);
 
-	if (r)
-		return r;
-	if ((*a)->self != (*b)->self)
-		return (*a)->self ? -1 : 1;
-	return strcmp((*a)->hostname, (*b)->hostname);
+	return strcasecmp((*a)->hostname, (*b)->hostname) ?: disc_self_first(*a, *b) ?:
+		strcmp((*a)->hostname, (*b)->hostname);
+}
+
+/* Hash of a name as names compare (without case): FNV-1a over its lowercased bytes. */
+static uint64_t name_hash(const char *name)
+{
+	uint64_t h = 14695981039346656037ULL;
+
+	for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
+		h ^= (uint64_t)(*c >= 'A' && *c <= 'Z' ? *c + ('a' - 'A') : *c);
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+/*
+ * Whether two names in s are equal but for case: one pass through an open
+ * addressing table of their hashes (n log n string comparisons of a sort only
+ * when some are).
+ */
+static bool names_clash(const struct peerset *s)
+{
+	size_t cap = 16, *slot;
+	bool clash = false;
+
+	while (cap < 2 * s->n)
+		cap *= 2;
+	slot = xcalloc(cap, sizeof(*slot));      /* index + 1; 0: empty */
+	for (size_t i = 0; i < s->n && !clash; i++) {
+		size_t k = (size_t)name_hash(s->v[i].hostname) & (cap - 1);
+
+		for (; slot[k]; k = (k + 1) & (cap - 1)) {
+			if (strcasecmp(s->v[slot[k] - 1].hostname, s->v[i].hostname) == 0) {
+				clash = true;
+				break;
+			}
+		}
+		slot[k] = i + 1;
+	}
+	free(slot);
+	return clash;
 }
 
 void drop_contested_names(struct peerset *s, struct report *notes)
 {
 	struct peer **idx;
-	size_t w = 0;
 
-	if (s->n < 2)
+	if (s->n < 2 || !names_clash(s))
 		return;
-	idx = xmalloc(s->n * sizeof(*idx));
-	for (size_t i = 0; i < s->n; i++)
-		idx[i] = &s->v[i];
-	qsort(idx, s->n, sizeof(*idx), name_order);
+	idx = disc_sorted_index(s, name_order);
 	for (size_t i = 0, j; i < s->n; i = j) {
 		for (j = i + 1; j < s->n && strcasecmp(idx[i]->hostname, idx[j]->hostname) == 0; j++)
 			;
@@ -281,8 +313,5 @@ void drop_contested_names(struct peerset *s, struct report *notes)
 			peer_clear(idx[k]);
 	}
 	free(idx);
-	for (size_t i = 0; i < s->n; i++)
-		if (s->v[i].hostname)
-			s->v[w++] = s->v[i];
-	s->n = w;
+	disc_compact(s);
 }

@@ -25,6 +25,7 @@
 #include "discovery.h"
 #include "fsutil.h"
 #include "log.h"
+#include "number.h"
 
 #define LIST_PEERS_MAX 32               /* details name the nodes up to this many */
 
@@ -36,25 +37,6 @@ static const struct disc_method_ops *const disc_methods[] = {
 	&disc_method_etcd,
 	NULL,
 };
-
-static int64_t system_now(void)
-{
-	return (int64_t)time(NULL);
-}
-
-static const struct disc_clock system_clock = { system_now };
-const struct disc_clock *disc_clock = &system_clock;
-
-int64_t disc_now(void)
-{
-	return disc_clock->now();
-}
-
-int disc_nop(struct disc_run *run)
-{
-	(void)run;
-	return 0;
-}
 
 static const struct disc_method_ops *method_of(const struct spec *s)
 {
@@ -83,26 +65,18 @@ static uint64_t disc_timeout(const struct spec *s)
 static int addr_order(const void *x, const void *y)
 {
 	const struct peer *const *a = x, *const *b = y;
-	int r = strcmp((*a)->addr, (*b)->addr);
 
-	if (r)
-		return r;
-	if ((*a)->self != (*b)->self)
-		return (*a)->self ? -1 : 1;
-	return (*a)->updated > (*b)->updated ? -1 : (*a)->updated < (*b)->updated;
+	return strcmp((*a)->addr, (*b)->addr) ?: disc_self_first(*a, *b) ?:
+		((*a)->updated > (*b)->updated ? -1 : (*a)->updated < (*b)->updated);
 }
 
 void drop_duplicate_addrs(struct peerset *s, struct report *notes)
 {
 	struct peer **idx, *keep;
-	size_t w = 0;
 
 	if (s->n < 2)
 		return;
-	idx = xmalloc(s->n * sizeof(*idx));
-	for (size_t i = 0; i < s->n; i++)
-		idx[i] = &s->v[i];
-	qsort(idx, s->n, sizeof(*idx), addr_order);
+	idx = disc_sorted_index(s, addr_order);
 	keep = idx[0];
 	for (size_t i = 1; i < s->n; i++) {
 		if (strcmp(idx[i]->addr, keep->addr) != 0) {
@@ -115,10 +89,7 @@ void drop_duplicate_addrs(struct peerset *s, struct report *notes)
 		peer_clear(idx[i]);     /* hostname NULL marks it dropped */
 	}
 	free(idx);
-	for (size_t i = 0; i < s->n; i++)
-		if (s->v[i].hostname)
-			s->v[w++] = s->v[i];
-	s->n = w;
+	disc_compact(s);
 }
 
 #define READY_MARK "/run/hpcinit/discovery-ready"
@@ -145,20 +116,6 @@ void disc_mark_ready(struct ctx *c)
 	free(text);
 }
 
-bool disc_expect_met(struct disc_run *run)
-{
-	if (run->ready || run->found.n + 1 >= run->c->spec->discovery.expect)
-		return true;
-	for (size_t i = 0; i < run->found.n; i++)
-		if (run->found.v[i].formed) {
-			run->ready = true;
-			snprintf(run->ready_why, sizeof(run->ready_why), "the cluster has formed: "
-				 "%s's record says so", run->found.v[i].hostname);
-			return true;
-		}
-	return false;
-}
-
 /*
  * hpcinit leave marks this boot's /run: a refresh (the timer's, the
  * watch's, a lease found gone) must not publish the record again behind
@@ -176,11 +133,14 @@ static bool disc_left(const struct ctx *c, char *when, size_t size)
 
 	if (fs_read(c, LEFT_MARK, &text, NULL) == 0 && strncmp(text, c->spec->cluster.name, cl) == 0 &&
 	    text[cl] == '\n') {
-		time_t t = (time_t)strtoll(text + cl + 1, NULL, 10);
+		long long secs = -1;
+		time_t t;
 		struct tm tm;
 
 		left = true;
-		if (!gmtime_r(&t, &tm) || !strftime(when, size, "%Y-%m-%d %H:%M:%S UTC", &tm))
+		(void)num_ll_prefix(text + cl + 1, 0, INT32_MAX * 64LL, &secs, NULL);
+		t = (time_t)secs;
+		if (secs < 0 || !gmtime_r(&t, &tm) || !strftime(when, size, "%Y-%m-%d %H:%M:%S UTC", &tm))
 			snprintf(when, size, "an unknown time");
 	}
 	free(text);
@@ -209,23 +169,6 @@ static void leave_forget(struct ctx *c)
 	report_init(&scratch);
 	(void)fs_remove(c, &scratch, LEFT_MARK);
 	report_free(&scratch);
-}
-
-void disc_notes_commit(struct disc_run *run)
-{
-	report_take_findings(run->rep, &run->notes);      /* with the count of those not kept */
-	report_free(&run->notes);
-	report_init(&run->notes);
-}
-
-void disc_run_reset(struct disc_run *run)
-{
-	for (size_t i = 0; i < run->found.n; i++)
-		peer_clear(&run->found.v[i]);
-	free(run->found.v);
-	memset(&run->found, 0, sizeof(run->found));
-	report_free(&run->notes);
-	report_init(&run->notes);
 }
 
 /* Sort s (head first, natural order) and name its nodes in the report. */

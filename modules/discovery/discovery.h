@@ -26,7 +26,7 @@
  */
 #define DISC_CLOCK_SKEW_S 60
 
-/* Where "now" comes from: time(2), or a skewed clock in tests (STYLE.md 6). */
+/* Where "now" comes from (run.c): time(2), or a skewed clock in tests (STYLE.md 6). */
 struct disc_clock {
 	int64_t (*now)(void);
 };
@@ -66,8 +66,13 @@ struct disc_run {
 	 */
 	bool ready;
 	char ready_why[160];            /* why ready, for the details */
+	/* records the last list rejected: how many, and the first reasons for the log (run.c) */
+	size_t rejected;
+	struct strlist rejects;
 	void *priv;                     /* the method's own state, from open to close */
 };
+
+#define DISC_REJECT_LOG_MAX 10          /* rejections logged (syslog) per run */
 
 /*
  * A rendezvous method.  A hook a method does not need is disc_nop, so the step
@@ -115,7 +120,7 @@ int disc_secret_load(const struct ctx *c, struct report *rep, char **key, size_t
  */
 void etcd_watch_members(const char *text, size_t len);
 
-/* The default for a hook a method does not need: does nothing, returns 0. */
+/* The default for a hook a method does not need: does nothing, returns 0 (run.c). */
 int disc_nop(struct disc_run *run);
 
 /* ---- this node's facts (node.c) ---- */
@@ -177,6 +182,8 @@ bool disc_ready_before(const struct ctx *c);
 void disc_mark_ready(struct ctx *c);
 /* The etcd lease this node holds (/run/hpcinit/etcd-lease), 0 when none (etcd.c). */
 int64_t etcd_read_lease(const struct ctx *c);
+/* ---- shared by the step and its methods (run.c) ---- */
+
 /*
  * The one rule every method's list ends with: is there nothing to wait for?
  * True when run->ready, when expect nodes are known (self included), or
@@ -188,6 +195,32 @@ bool disc_expect_met(struct disc_run *run);
 void disc_notes_commit(struct disc_run *run);
 /* Empty run->found and run->notes for the next list. */
 void disc_run_reset(struct disc_run *run);
+/*
+ * A record not taken: a finding tagged discovery.record.WHY in run->notes
+ * (the same tags for every method), counted, and the first reasons kept for
+ * the log (syslog on a real system), so that a planted or tampered record
+ * leaves a trace even when nobody reads the run's output.
+ */
+void disc_reject(struct disc_run *run, const char *why, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/*
+ * A record read for host (name: what the messages call it, the file or the
+ * key) parsed with the cluster's secret (key, NULL without one) into *ret:
+ * 0, or the rejection said (disc_reject: truncated, bad-hmac, no-hmac,
+ * malformed; a record of another host is malformed) and -errno.
+ */
+int disc_record_take(struct disc_run *run, const char *data, size_t len, const void *key, size_t key_len,
+		     const char *host, const char *name, struct peer *ret);
+/* -1 when a is this node and b is not, 1 the other way, else 0: this node sorts first. */
+int disc_self_first(const struct peer *a, const struct peer *b);
+/* Pointers to s's peers sorted by cmp (on struct peer **), malloc'd: for a pass that drops some. */
+struct peer **disc_sorted_index(struct peerset *s, int (*cmp)(const void *, const void *));
+/* Remove the peers a pass dropped (peer_clear: hostname NULL), keeping the order. */
+void disc_compact(struct peerset *s);
+/* Forget the last list's rejections. */
+void disc_rejects_reset(struct disc_run *run);
+/* Log the rejections kept, and how many more there were. */
+void disc_rejects_log(const struct disc_run *run);
 
 /* ---- the step (discovery.c) ---- */
 

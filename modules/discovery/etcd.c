@@ -4,14 +4,16 @@
  * /hpcinit/<cluster>/nodes/<host>, whose value is the same record the
  * shared method writes (HMAC and every check of record.c apply), under an
  * etcd lease of discovery.lease.  etcd drops the key when the node stops
- * renewing the lease, so the record's clock is never compared: clocks need
- * not agree.  A refresh is one "sync" (keep the lease alive, put the record
- * only when it differs, so an unchanged node wakes no watcher) and one
- * prefix range.
+ * renewing the lease, so no lease compares clocks; the record's date (the
+ * boot time) and the "in the future" rule go by etcd's clock (clock_seen):
+ * the nodes' clocks need not agree.  A refresh is one "sync" (keep the
+ * lease alive, put the record only when it differs, so an unchanged node
+ * wakes no watcher) and one prefix range.
  *
  * Every etcd call runs in the helper hpcinit-etcd (libcurl, json-c) through
  * proc.c, under a deadline: the agent itself links neither.  The lease ID
- * lives in /run/hpcinit/etcd-lease (per boot).
+ * lives in /run/hpcinit/etcd-lease, etcd's clock offset in
+ * /run/hpcinit/etcd-clock (per boot).
  */
 #include "config.h"
 
@@ -29,9 +31,12 @@
 #include "log.h"
 #include "proc.h"
 #include "rendezvous/rendezvous.h"
+#include "number.h"
 
 #define LEASE_FILE "/run/hpcinit/etcd-lease"
 #define MEMBERS_FILE "/run/hpcinit/etcd-members"  /* the last list etcd answered (this boot) */
+#define CLOCK_FILE "/run/hpcinit/etcd-clock"      /* etcd's clock minus this node's, s (this boot) */
+#define CLOCK_SLACK_S 5                 /* a Date within this of the known offset changes nothing */
 
 struct etcd {
 	char *key;                      /* this node's key */
@@ -46,8 +51,9 @@ struct etcd {
 	bool stale;                     /* the peers are the last membership etcd gave */
 	char *pending;                  /* await's answer: the next list's (NULL: ask etcd) */
 	size_t pending_len;
-	size_t rejected;
-	struct strlist rejects;
+	int64_t clock_off;              /* etcd's clock minus this node's (s), when clock_known */
+	bool clock_known;
+	int64_t offset;                 /* clock_off past the allowed skew, else 0: the cluster clock */
 };
 
 static const char *watch_members;      /* etcd_watch_members: not owned */
@@ -72,27 +78,6 @@ static const char *watch_value(const char *key, size_t *ret_len)
 			return f.value;
 		}
 	return NULL;
-}
-
-/*
- * Run the helper with the spec's endpoints and args (NULL-terminated).
- * 0 and its output in *res when it succeeded; otherwise the report gets
- * what it said (every endpoint and its answer) and -EHOSTUNREACH (no
- * endpoint answered), -EPROTO (etcd refused) or the start error.
- */
-static int helper(struct disc_run *run, const char *stdin_data, struct proc_result *res,
-		  const char *a0, ...)
-{
-	const char *args[16];
-	size_t n = 0;
-	va_list ap;
-
-	va_start(ap, a0);
-	for (const char *a = a0; a && n < 15; a = va_arg(ap, const char *))
-		args[n++] = a;
-	va_end(ap);
-	args[n] = NULL;
-	return rv_etcd_run(run->c, run->rep, stdin_data, res, args);
 }
 
 static int fail(struct disc_run *run, int r, const char *what, bool may_degrade)
@@ -129,12 +114,15 @@ static int fail(struct disc_run *run, int r, const char *what, bool may_degrade)
 int64_t etcd_read_lease(const struct ctx *c)
 {
 	char *text = NULL;
-	int64_t v = 0;
+	const char *end;
+	long long v = 0;
 
-	if (fs_read(c, LEASE_FILE, &text, NULL) == 0)
-		v = strtoll(text, NULL, 10);
+	/* the lease id and a newline (write_lease); anything else is no lease */
+	if (fs_read(c, LEASE_FILE, &text, NULL) == 0 &&
+	    !(num_ll_prefix(text, 1, INT64_MAX, &v, &end) && (*end == '\n' || !*end)))
+		v = 0;
 	free(text);
-	return v > 0 ? v : 0;
+	return v;
 }
 
 static void write_lease(struct ctx *c, int64_t lease)
@@ -149,20 +137,75 @@ static void write_lease(struct ctx *c, int64_t lease)
 	free(text);
 }
 
-/* The boot time: the record's "updated" (the lease, not this, ages it out). */
-static int64_t boot_time(void)
+/*
+ * The boot time, by this node's clock (btime of /proc/stat follows the wall
+ * clock): the record's "updated" once moved to the cluster clock (the lease,
+ * not this, ages it out; it orders two records claiming one address).
+ * Read under the root (--root: a test's own /proc/stat), else the kernel's.
+ */
+static int64_t boot_time(struct ctx *c)
 {
-	FILE *f = fopen("/proc/stat", "re");
-	char line[256];
+	char *text = NULL, *p;
 	long long bt = 0;
 
-	if (f) {
-		while (fgets(line, sizeof(line), f))
-			if (sscanf(line, "btime %lld", &bt) == 1)
-				break;
-		fclose(f);
+	if (fs_read(c, "/proc/stat", &text, NULL) < 0) {
+		text = NULL;
+		(void)fs_read_host("/proc/stat", 4 << 20, &text, NULL);
 	}
+	if (text && (p = strstr(text, "\nbtime ")) && !num_ll_prefix(p + 7, 1, INT64_MAX, &bt, NULL))
+		bt = 0;
+	free(text);
 	return bt > 0 ? bt : (int64_t)time(NULL);
+}
+
+/*
+ * The cluster clock under method etcd is etcd's: the HTTP Date of its
+ * answers (the helper prints "date T").  A node whose clock differs from
+ * it by more than DISC_CLOCK_SKEW_S dates its record and judges its peers'
+ * ("in the future") by etcd's clock instead, and says so; so a node
+ * booted a moment ago with its clock ahead is not rejected by its peers,
+ * and a node behind rejects none.  The offset is kept per boot in
+ * CLOCK_FILE, and moves only when a Date differs from it by more than
+ * CLOCK_SLACK_S (the record's text stays the same from run to run).
+ */
+static void clock_read(struct etcd *e, struct ctx *c)
+{
+	char *text = NULL;
+	const char *end;
+	long long v;
+
+	if (fs_read(c, CLOCK_FILE, &text, NULL) == 0) {
+		if (num_ll_prefix(text, INT64_MIN, INT64_MAX, &v, &end) && (*end == '\n' || !*end)) {
+			e->clock_off = v;
+			e->clock_known = true;
+		}
+	}
+	free(text);
+	if (e->clock_known && (e->clock_off > DISC_CLOCK_SKEW_S || e->clock_off < -DISC_CLOCK_SKEW_S))
+		e->offset = e->clock_off;
+}
+
+/* A "date T" from the helper, read at `local` by this node's clock. */
+static void clock_seen(struct etcd *e, struct ctx *c, int64_t date, int64_t local)
+{
+	int64_t off = date - local;
+	struct report scratch;
+	char *text;
+
+	if (date <= 0 || (e->clock_known && off - e->clock_off <= CLOCK_SLACK_S &&
+			  e->clock_off - off <= CLOCK_SLACK_S))
+		return;
+	e->clock_off = off;
+	e->clock_known = true;
+	e->offset = off > DISC_CLOCK_SKEW_S || off < -DISC_CLOCK_SKEW_S ? off : 0;
+	if (!ctx_may_write(c))
+		return;
+	text = xasprintf("%" PRId64 "\n", off);
+	report_init(&scratch);
+	if (fs_mkdir_p(c, &scratch, "/run/hpcinit", 0755, 0, 0) >= 0)
+		(void)fs_write(c, &scratch, CLOCK_FILE, text, strlen(text), 0644, 0, 0);
+	report_free(&scratch);
+	free(text);
 }
 
 /* ---- hooks ---- */
@@ -190,6 +233,7 @@ static int etcd_open(struct disc_run *run)
 	e->prefix = rv_etcd_prefix(c->spec, "nodes");
 	e->key = xasprintf("%s%s", e->prefix, run->self.hostname);
 	e->lease = etcd_read_lease(c);
+	clock_read(e, c);
 	return 0;
 }
 
@@ -221,18 +265,59 @@ static uint64_t await_ms(struct disc_run *run)
 	return ms;
 }
 
+/*
+ * The sync's answer: the lease granted, whether it put, etcd's Date, and
+ * after "list" the list's answer, kept whole for the list (binary-safe).
+ */
+static void read_sync(struct disc_run *run, const struct proc_result *res, int64_t *got, int64_t *put,
+		      int64_t *date)
+{
+	struct etcd *e = run->priv;
+	const char *p = res->out, *end = res->out + res->out_len;
+	struct rv_frame f;
+	long long v;
+
+	while (rv_frame_next(&p, end, &f)) {
+		char line[64];
+
+		if (f.kind != RV_F_LINE || f.line_len >= sizeof(line))
+			continue;
+		memcpy(line, f.line, f.line_len);
+		line[f.line_len] = '\0';
+		if (sscanf(line, "lease %lld", &v) == 1) {
+			*got = v;
+		} else if (sscanf(line, "put %lld", &v) == 1) {
+			*put = v;
+		} else if (sscanf(line, "date %lld", &v) == 1) {
+			*date = v;
+		} else if (!strcmp(line, "list")) {
+			free(e->pending);
+			e->pending_len = (size_t)(end - p);
+			e->pending = xmalloc(e->pending_len + 1);
+			memcpy(e->pending, p, e->pending_len);
+			e->pending[e->pending_len] = '\0';
+			if (strncmp(p, "waited 1\n", 9) == 0)
+				run->waited = true;
+			break;
+		}
+	}
+}
+
 static int etcd_publish(struct disc_run *run)
 {
 	struct ctx *c = run->c;
 	struct etcd *e = run->priv;
 	struct proc_result res = { 0 };
 	char ttl[32], lease[32], *text;
-	int64_t got = 0, put = 0;
+	int64_t got = 0, put = 0, date = 0, asked, offset = e->offset, use_lease = e->lease;
+	bool again = false;
 	int r;
 
 	if (!ctx_may_write(c))
 		return 0;       /* check/plan: the list compares this node's key */
-	run->self.updated = boot_time();
+sync_again:
+	res = (struct proc_result){ 0 };
+	run->self.updated = boot_time(c) + e->offset;
 	text = record_format(&run->self, c->spec->cluster.name, e->secret, e->secret_len);
 	if (!text) {
 		report_set(run->rep, ST_FAILED, "cannot compute the record HMAC");
@@ -240,7 +325,7 @@ static int etcd_publish(struct disc_run *run)
 	}
 	snprintf(ttl, sizeof(ttl), "%" PRIu64, c->spec->discovery.lease_ms / 1000 ?
 		 c->spec->discovery.lease_ms / 1000 : 1);
-	snprintf(lease, sizeof(lease), "%" PRId64, e->lease);
+	snprintf(lease, sizeof(lease), "%" PRId64, use_lease);
 	if (watch_members && e->lease) {
 		/* In the watch: etcd holds exactly this record (the stream says so), the watch keeps the lease. */
 		size_t have_len = 0;
@@ -252,8 +337,9 @@ static int etcd_publish(struct disc_run *run)
 			return 0;
 		}
 	}
+	asked = (int64_t)time(NULL);
 	if (watch_members) {
-		r = helper(run, text, &res, "sync", e->key, ttl, lease, NULL);
+		r = rv_etcd_call(run->c, run->rep, text, &res, "sync", e->key, ttl, lease, NULL);
 	} else {
 		/*
 		 * The same helper then lists the membership (the list takes it
@@ -266,45 +352,37 @@ static int etcd_publish(struct disc_run *run)
 
 		snprintf(want, sizeof(want), "%u", c->spec->discovery.expect);
 		snprintf(mss, sizeof(mss), "%" PRIu64, ms);
-		r = helper(run, text, &res, "sync", e->key, ttl, lease, e->prefix, ms ? want : NULL,
-			   mss, NULL);
+		r = rv_etcd_call(run->c, run->rep, text, &res, "sync", e->key, ttl, lease, e->prefix,
+				 ms ? want : NULL, mss, NULL);
 	}
 	free(text);
 	if (r < 0) {
 		proc_result_free(&res);
 		return fail(run, r, "cannot publish this node's record", true);   /* 0: degrade */
 	}
-	{
-		const char *p = res.out, *end = res.out + res.out_len;
-		struct rv_frame f;
-		long long v;
-
-		while (rv_frame_next(&p, end, &f)) {
-			char line[64];
-
-			if (f.kind != RV_F_LINE || f.line_len >= sizeof(line))
-				continue;
-			memcpy(line, f.line, f.line_len);
-			line[f.line_len] = '\0';
-			if (sscanf(line, "lease %lld", &v) == 1) {
-				got = v;
-			} else if (sscanf(line, "put %lld", &v) == 1) {
-				put = v;
-			} else if (!strcmp(line, "list")) {
-				/* The rest is the list's answer (binary-safe: it is never split here). */
-				free(e->pending);
-				e->pending_len = (size_t)(end - p);
-				e->pending = xmalloc(e->pending_len + 1);
-				memcpy(e->pending, p, e->pending_len);
-				e->pending[e->pending_len] = '\0';
-				if (strncmp(p, "waited 1\n", 9) == 0)
-					run->waited = true;
-				break;
-			}
-		}
-	}
+	read_sync(run, &res, &got, &put, &date);
 	proc_result_free(&res);
 	e->synced_ms = now_ms();
+	clock_seen(e, c, date, asked);
+	if (got > 0 && e->offset != offset && !again) {
+		/*
+		 * The first word of etcd's clock in this boot (or a clock that
+		 * moved): the record goes again, dated by it, before any peer
+		 * can wait on the one just put.  Once a boot, or after a jump.
+		 */
+		again = true;
+		offset = e->offset;
+		use_lease = got;
+		got = put = 0;
+		goto sync_again;
+	}
+	if (e->offset)
+		report_finding(run->rep, ST_DEGRADED, "discovery.clock.skew",
+			       "this node's clock is %" PRId64 " s %s etcd's (the Date of its answers; more "
+			       "than the %d s of skew allowed): this node's record is dated and the peers' "
+			       "judged by etcd's clock; fix the time sync (chrony)",
+			       e->offset < 0 ? -e->offset : e->offset,
+			       e->offset < 0 ? "ahead of" : "behind", DISC_CLOCK_SKEW_S);
 	if (got <= 0) {
 		report_set(run->rep, ST_FAILED, "etcd granted no lease");
 		return -EPROTO;
@@ -321,31 +399,6 @@ static int etcd_publish(struct disc_run *run)
 	return 0;
 }
 
-/*
- * A rejected key: a finding tagged discovery.record.WHY (the same tags as
- * the shared method), counted for the summary, the first ones logged.
- */
-static void reject(struct disc_run *run, const char *why, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void reject(struct disc_run *run, const char *why, const char *fmt, ...)
-{
-	struct etcd *e = run->priv;
-	struct strbuf sb = STRBUF_INIT;
-	char *tag;
-	va_list ap;
-
-	va_start(ap, fmt);
-	sb_vprintf(&sb, fmt, ap);
-	va_end(ap);
-	tag = xasprintf("discovery.record.%s", why);
-	report_finding(&run->notes, ST_DEGRADED, tag, "%s", sb_str(&sb));
-	free(tag);
-	if (e->rejects.n < 10)
-		strlist_push(&e->rejects, sb_str(&sb));
-	e->rejected++;
-	sb_free(&sb);
-}
-
 /* One key of the list: a peer, this node, or a rejection. */
 static void take_kv(struct disc_run *run, const char *k, size_t kl, const char *v, size_t vl)
 {
@@ -355,7 +408,6 @@ static void take_kv(struct disc_run *run, const char *k, size_t kl, const char *
 	char host[256], err[640];
 	const char *tag;
 	struct peer p;
-	int r;
 
 	if (kl <= pl || memcmp(k, e->prefix, pl) != 0 || kl - pl >= sizeof(host) ||
 	    memchr(k + pl, '\0', kl - pl)) {
@@ -363,7 +415,7 @@ static void take_kv(struct disc_run *run, const char *k, size_t kl, const char *
 		struct strbuf sk = STRBUF_INIT;
 
 		esc_append(&sk, k, kl < 200 ? kl : 200, false);
-		reject(run, "bad-name", "key %s: not %s<hostname>; rejected", sb_str(&sk), e->prefix);
+		disc_reject(run, "bad-name", "key %s: not %s<hostname>; rejected", sb_str(&sk), e->prefix);
 		sb_free(&sk);
 		return;
 	}
@@ -373,33 +425,17 @@ static void take_kv(struct disc_run *run, const char *k, size_t kl, const char *
 		struct strbuf sk = STRBUF_INIT;
 
 		esc_append(&sk, host, strlen(host) < 64 ? strlen(host) : 64, false);
-		reject(run, "bad-name", "key %s%s: not a valid host name; rejected", e->prefix, sb_str(&sk));
+		disc_reject(run, "bad-name", "key %s%s: not a valid host name; rejected", e->prefix, sb_str(&sk));
 		sb_free(&sk);
 		return;
 	}
 	if (vl > RECORD_MAX_BYTES) {
-		reject(run, "too-large", "record %s: %zu bytes, over the %d-byte limit; rejected", host, vl,
+		disc_reject(run, "too-large", "record %s: %zu bytes, over the %d-byte limit; rejected", host, vl,
 		       RECORD_MAX_BYTES);
 		return;
 	}
-	r = record_parse(v, vl, spec->cluster.name, e->secret, e->secret_len, &p, err, sizeof(err));
-	if (r == 0 && strcmp(p.hostname, host) != 0) {
-		snprintf(err, sizeof(err), "describes host %s, not %s", p.hostname, host);
-		peer_clear(&p);
-		r = -EBADMSG;
-	}
-	if (r < 0) {
-		if (r == -ENODATA)
-			reject(run, "truncated", "record %s: truncated (no \"...\" end marker); rejected", host);
-		else if (r == -EKEYREJECTED)
-			reject(run, "bad-hmac", "record %s: bad HMAC (tampered, or written with another cluster "
-			       "secret); rejected", host);
-		else if (r == -ENOKEY)
-			reject(run, "no-hmac", "record %s: no HMAC while cluster.secret_file is set; rejected", host);
-		else
-			reject(run, "malformed", "record %s: %s; rejected", host, err);
+	if (disc_record_take(run, v, vl, e->secret, e->secret_len, host, host, &p) < 0)
 		return;
-	}
 	if (strcmp(host, run->self.hostname) == 0) {
 		struct peer tmp = run->self;
 		char *want, *have;
@@ -415,11 +451,11 @@ static void take_kv(struct disc_run *run, const char *k, size_t kl, const char *
 		return;
 	}
 	/* The cluster's rules for records (admit.c), counted here like every rejection. */
-	tag = admit_future(&p, disc_now(), err, sizeof(err));
+	tag = admit_future(&p, disc_now() + e->offset, err, sizeof(err));
 	if (!tag)
 		tag = admit_record(&run->admit, &p, &run->notes, err, sizeof(err));
 	if (tag) {
-		reject(run, tag, "record %s: %s; rejected", host, err);
+		disc_reject(run, tag, "record %s: %s; rejected", host, err);
 		peer_clear(&p);
 		return;
 	}
@@ -443,14 +479,14 @@ static void wait_for_change(struct disc_run *run, int64_t rev)
 
 	if (!ctx_may_write(c) || rev <= 0 || ms == 0)
 		return;
-	snprintf(want, sizeof(want), "%zu", (size_t)c->spec->discovery.expect + e->rejected);
+	snprintf(want, sizeof(want), "%zu", (size_t)c->spec->discovery.expect + run->rejected);
 	snprintf(mss, sizeof(mss), "%" PRIu64, ms);
 	{
 		struct report *keep = run->rep, scratch;
 
 		report_init(&scratch);
 		run->rep = &scratch;
-		if (helper(run, NULL, &res, "await", e->prefix, want, mss, NULL) == 0) {
+		if (rv_etcd_call(run->c, run->rep, NULL, &res, "await", e->prefix, want, mss, NULL) == 0) {
 			free(e->pending);
 			e->pending = res.out;
 			e->pending_len = res.out_len;
@@ -517,9 +553,8 @@ static int etcd_list(struct disc_run *run)
 		run->rep = keep;
 		report_free(&scratch);
 	}
-	e->rejected = 0;
+	disc_rejects_reset(run);
 	e->self_seen = e->self_same = false;
-	strlist_free(&e->rejects);
 	if (watch_members && !e->unreachable) {
 		/* In the watch: the membership its stream keeps, without asking etcd again. */
 		char *copy = xmalloc(watch_members_len + 1);
@@ -538,7 +573,8 @@ static int etcd_list(struct disc_run *run)
 		e->pending = NULL;
 		r = 0;
 	} else {
-		r = e->unreachable ? -EHOSTUNREACH : helper(run, NULL, &res, "list", e->prefix, NULL);
+		r = e->unreachable ? -EHOSTUNREACH :
+			rv_etcd_call(run->c, run->rep, NULL, &res, "list", e->prefix, NULL);
 	}
 	if (r < 0 && !e->unreachable && fail(run, r, "cannot list the cluster's nodes", true) < 0) {
 		proc_result_free(&res);
@@ -576,12 +612,8 @@ static int etcd_finish(struct disc_run *run, const struct peerset *set)
 	const struct spec *spec = c->spec;
 	struct etcd *e = run->priv;
 
-	for (size_t i = 0; i < e->rejects.n; i++)
-		log_warn("%s", e->rejects.v[i]);
-	if (e->rejected > e->rejects.n)
-		log_warn("%zu more records rejected; the run's details list them (up to 1000)",
-			 e->rejected - e->rejects.n);
-	if (e->rejected)
+	disc_rejects_log(run);
+	if (run->rejected)
 		report_raise(rep, ST_DEGRADED);
 	if (!ctx_may_write(c) && (!e->self_seen || !e->self_same)) {
 		report_changed(rep, e->key);
@@ -599,8 +631,8 @@ static int etcd_finish(struct disc_run *run, const struct peerset *set)
 		report_set(rep, rep->status == ST_CHANGED ? ST_CHANGED : ST_OK,
 			   "%zu node%s known through etcd (expect %u)%s%s", set->n,
 			   set->n == 1 ? "" : "s", spec->discovery.expect, run->waited ? " after waiting" : "",
-			   e->rejected ? "; records rejected, see details" : "");
-		if (e->rejected)
+			   run->rejected ? "; records rejected, see details" : "");
+		if (run->rejected)
 			report_raise(rep, ST_DEGRADED);
 	} else if (run->ready || !ctx_may_write(c)) {
 		report_detail(rep, "%zu nodes known, fewer than expect %u%s%s%s", set->n,
@@ -608,8 +640,8 @@ static int etcd_finish(struct disc_run *run, const struct peerset *set)
 			      run->ready ? run->ready_why : "", run->ready ? ")" : "");
 		report_set(rep, rep->status == ST_CHANGED ? ST_CHANGED : ST_OK,
 			   "%zu node%s known through etcd (expect %u)%s", set->n, set->n == 1 ? "" : "s",
-			   spec->discovery.expect, e->rejected ? "; records rejected, see details" : "");
-		if (e->rejected)
+			   spec->discovery.expect, run->rejected ? "; records rejected, see details" : "");
+		if (run->rejected)
 			report_raise(rep, ST_DEGRADED);
 	} else if (c->refresh) {
 		report_set(rep, ST_DEGRADED, "only %zu of %u expected nodes in etcd, and none says the "
@@ -634,7 +666,7 @@ static int etcd_leave(struct disc_run *run)
 	int r;
 
 	snprintf(lease, sizeof(lease), "%" PRId64, e->lease);
-	r = helper(run, NULL, &res, "leave", e->key, lease, NULL);
+	r = rv_etcd_call(run->c, run->rep, NULL, &res, "leave", e->key, lease, NULL);
 	if (r < 0) {
 		proc_result_free(&res);
 		return fail(run, r, "cannot leave", false);
@@ -676,7 +708,7 @@ static void etcd_close(struct disc_run *run)
 	free(e->key);
 	free(e->prefix);
 	free(e->pending);
-	strlist_free(&e->rejects);
+	disc_rejects_reset(run);
 	free(e);
 	run->priv = NULL;
 }

@@ -39,7 +39,6 @@
 #include "nfs/squash.h"
 #include "rendezvous/rendezvous.h"
 
-#define REJECT_LOG_MAX 10               /* rejections logged (syslog) per run */
 
 struct secret {
 	char *key;                      /* NULL: no cluster secret */
@@ -72,8 +71,7 @@ struct shared {
 	const char *nodes;              /* its directory (target path) */
 	int64_t written;                /* when this node's record was last written (own clock) */
 	int64_t offset;                 /* cluster clock - own clock; 0 within the skew */
-	size_t rejected, expired, pruned;       /* rejected, expired: of the last pass */
-	struct strlist rejects;         /* the first REJECT_LOG_MAX reasons, for the log */
+	size_t expired, pruned;         /* expired: of the last pass (rejected: run->rejected) */
 };
 
 /*
@@ -193,32 +191,6 @@ static bool suffix(const char *s, size_t n, const char *suf)
 	return n >= l && memcmp(s + n - l, suf, l) == 0;
 }
 
-/*
- * A record not taken: say why in the report, and keep the reason for the
- * log (syslog on a real system) so that a planted or tampered record leaves
- * a trace even when nobody reads the run's output.
- */
-static void reject(struct disc_run *run, const char *why, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void reject(struct disc_run *run, const char *why, const char *fmt, ...)
-{
-	struct shared *sh = run->priv;
-	struct strbuf sb = STRBUF_INIT;
-	char *tag;
-	va_list ap;
-
-	va_start(ap, fmt);
-	sb_vprintf(&sb, fmt, ap);
-	va_end(ap);
-	tag = xasprintf("discovery.record.%s", why);
-	report_finding(&run->notes, ST_DEGRADED, tag, "%s", sb_str(&sb));
-	free(tag);
-	if (sh->rejects.n < REJECT_LOG_MAX)
-		strlist_push(&sh->rejects, sb_str(&sb));
-	sh->rejected++;
-	sb_free(&sb);
-}
-
 /* Prunings go to the step's report: they outlive the pass. */
 static void prune(struct disc_run *run, const char *name, const char *why)
 {
@@ -247,13 +219,13 @@ static bool want_record(void *arg, const char *name)
 	if (!suffix(name, nl, ".rec"))
 		return false;   /* not ours: left alone */
 	if (nl - 4 >= sizeof(host)) {
-		reject(ps->run, "bad-name", "record %.64s...: file name too long; rejected", name);
+		disc_reject(ps->run, "bad-name", "record %.64s...: file name too long; rejected", name);
 		return false;
 	}
 	memcpy(host, name, nl - 4);
 	host[nl - 4] = '\0';
 	if (!record_hostname_valid(host)) {
-		reject(ps->run, "bad-name", "record %s: file name is not <hostname>.rec; rejected", name);
+		disc_reject(ps->run, "bad-name", "record %s: file name is not <hostname>.rec; rejected", name);
 		return false;
 	}
 	/* this node: described by self, not by its old record */
@@ -266,13 +238,11 @@ static int take_record(void *arg, const struct rv_entry *e)
 	struct pass *ps = arg;
 	struct disc_run *run = ps->run;
 	struct shared *sh = run->priv;
-	const struct spec *spec = run->c->spec;
 	const char *name = e->name;
 	size_t nl = strlen(name);
 	char host[256], err[640];
 	const char *tag;
 	struct peer p;
-	int r;
 
 	if (e->refused && strcmp(e->refused, "temp") == 0) {
 		/* A writer's temp file; left behind only by a crash. */
@@ -281,7 +251,7 @@ static int take_record(void *arg, const struct rv_entry *e)
 		return 0;
 	}
 	if (e->refused) {
-		reject(run, e->refused, "record %s: %s; rejected", name, e->why);
+		disc_reject(run, e->refused, "record %s: %s; rejected", name, e->why);
 		return 0;
 	}
 	if (e->reowned)
@@ -289,24 +259,7 @@ static int take_record(void *arg, const struct rv_entry *e)
 			      "squashed); re-owned to uid %u", name, (unsigned)sh->rv.tree.trusted);
 	memcpy(host, name, nl - 4);
 	host[nl - 4] = '\0';
-	r = record_parse(e->value, e->len, spec->cluster.name, sh->sec.key, sh->sec.len, &p,
-			 err, sizeof(err));
-	if (r == 0 && strcmp(p.hostname, host) != 0) {
-		snprintf(err, sizeof(err), "describes host %s, not %s", p.hostname, host);
-		peer_clear(&p);
-		r = -EBADMSG;
-	}
-	if (r < 0) {
-		if (r == -ENODATA)
-			reject(run, "truncated", "record %s: truncated (no \"...\" end marker); rejected", name);
-		else if (r == -EKEYREJECTED)
-			reject(run, "bad-hmac", "record %s: bad HMAC (tampered, or written with another cluster "
-			       "secret); rejected", name);
-		else if (r == -ENOKEY)
-			reject(run, "no-hmac", "record %s: no HMAC while cluster.secret_file is set; rejected",
-			       name);
-		else
-			reject(run, "malformed", "record %s: %s; rejected", name, err);
+	if (disc_record_take(run, e->value, e->len, sh->sec.key, sh->sec.len, host, name, &p) < 0) {
 		if (ps->do_prune && ps->now - e->mtime > ps->lease)
 			prune(run, name, "rejected and not refreshed within the lease");
 		return 0;
@@ -314,7 +267,7 @@ static int take_record(void *arg, const struct rv_entry *e)
 	if (p.updated > ps->now + DISC_CLOCK_SKEW_S || e->mtime > ps->now + DISC_CLOCK_SKEW_S) {
 		int64_t ahead = (p.updated > e->mtime ? p.updated : e->mtime) - ps->now;
 
-		reject(run, "future", "record %s: dated %" PRId64 " s in the future (more than the %d s of "
+		disc_reject(run, "future", "record %s: dated %" PRId64 " s in the future (more than the %d s of "
 		       "clock skew allowed); rejected", name, ahead, DISC_CLOCK_SKEW_S);
 		peer_clear(&p);
 		return 0;
@@ -328,7 +281,7 @@ static int take_record(void *arg, const struct rv_entry *e)
 	}
 	tag = admit_record(&run->admit, &p, &run->notes, err, sizeof(err));
 	if (tag) {
-		reject(run, tag, "record %s: %s; rejected", name, err);
+		disc_reject(run, tag, "record %s: %s; rejected", name, err);
 		peer_clear(&p);
 		return 0;
 	}
@@ -641,8 +594,8 @@ static int shared_list(struct disc_run *run)
 		(void)write_self(c, &scratch, sh, &run->self);
 		report_free(&scratch);
 	}
-	sh->rejected = sh->expired = 0;
-	strlist_free(&sh->rejects);
+	disc_rejects_reset(run);
+	sh->expired = 0;
 	r = read_records(run, ctx_may_write(c));
 	if (r < 0) {
 		disc_notes_commit(run);
@@ -660,23 +613,19 @@ static int shared_finish(struct disc_run *run, const struct peerset *set)
 	const struct spec *spec = c->spec;
 	struct shared *sh = run->priv;
 
-	for (size_t i = 0; i < sh->rejects.n; i++)
-		log_warn("%s", sh->rejects.v[i]);
-	if (sh->rejected > sh->rejects.n)
-		log_warn("%zu more records rejected; the run's details list them (up to 1000)",
-			 sh->rejected - sh->rejects.n);
+	disc_rejects_log(run);
 	if (set->n >= spec->discovery.expect) {
 		report_set(rep, ST_OK, "%zu node%s known (expect %u)%s%s", set->n,
 			   set->n == 1 ? "" : "s", spec->discovery.expect,
 			   run->waited ? " after waiting" : "",
-			   sh->rejected ? "; records rejected, see details" : "");
+			   run->rejected ? "; records rejected, see details" : "");
 	} else if (run->ready || !ctx_may_write(c)) {
 		report_detail(rep, "%zu nodes known, fewer than expect %u%s%s%s", set->n,
 			      spec->discovery.expect, run->ready ? " (" : "",
 			      run->ready ? run->ready_why : "", run->ready ? ")" : "");
 		report_set(rep, ST_OK, "%zu node%s known (expect %u)%s", set->n, set->n == 1 ? "" : "s",
 			   spec->discovery.expect,
-			   sh->rejected ? "; records rejected, see details" : "");
+			   run->rejected ? "; records rejected, see details" : "");
 	} else if (c->refresh) {
 		report_set(rep, ST_DEGRADED, "only %zu of %u expected nodes in %s, and none says the "
 			   "cluster has formed (a refresh does not wait for them)", set->n,
@@ -716,7 +665,7 @@ static void shared_close(struct disc_run *run)
 		return;
 	secret_free(&sh->sec);
 	rv_close(&sh->rv);
-	strlist_free(&sh->rejects);
+	disc_rejects_reset(run);
 	free(sh);
 	run->priv = NULL;
 }

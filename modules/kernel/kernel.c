@@ -27,23 +27,6 @@
 
 /* ---- package managers -------------------------------------------------- */
 
-void kernel_released(struct ctx *c, struct report *r, const char *fmt, ...)
-{
-	struct strbuf sb = STRBUF_INIT;
-	va_list ap;
-
-	va_start(ap, fmt);
-	sb_vprintf(&sb, fmt, ap);
-	va_end(ap);
-	if (ctx_may_write(c)) {
-		report_finding(r, ST_CHANGED, "kernel.hold.released", "released (kernel.hold: false): %s", sb_str(&sb));
-	} else {
-		report_finding(r, ST_CHANGED, "kernel.hold.release", "kernel.hold: false, but hpcinit's hold is "
-			       "in place: %s (apply releases it)", sb_str(&sb));
-	}
-	sb_free(&sb);
-}
-
 /* The families, one file each (pm_*.c). */
 static const struct kernel_pm *const kernel_pms[] = {
 	&kernel_pm_apt, &kernel_pm_dnf, &kernel_pm_zypper, &kernel_pm_tdnf,
@@ -55,20 +38,6 @@ static const struct kernel_pm *pm_for(enum distro family)
 		if (kernel_pms[i]->family == family)
 			return kernel_pms[i];
 	return NULL;
-}
-
-int kernel_pm_no_db(const struct ctx *c, void **ret_db)
-{
-	*ret_db = NULL;
-	return 0;
-}
-
-void kernel_pm_no_db_close(void *db)
-{
-}
-
-void kernel_pm_no_installed(const void *db, struct strlist *out)
-{
 }
 
 /* ---- the module -------------------------------------------------------- */

@@ -93,7 +93,7 @@ extern const struct kernel_pm kernel_pm_dnf;
 extern const struct kernel_pm kernel_pm_zypper;
 extern const struct kernel_pm kernel_pm_tdnf;
 
-/* Defaults for families without a database hpcinit reads (kernel.c). */
+/* Defaults for families without a database hpcinit reads (pm.c). */
 int kernel_pm_no_db(const struct ctx *c, void **ret_db);
 void kernel_pm_no_db_close(void *db);
 void kernel_pm_no_installed(const void *db, struct strlist *out);

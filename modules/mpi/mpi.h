@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The mpi step's parts: the fabric (mpi.c) and the cluster check (verify.c). */
+/* The mpi step's parts: the fabric (fabric.c), the profile (mpi.c) and the cluster check (verify.c). */
 #ifndef HPCINIT_MPI_H
 #define HPCINIT_MPI_H
 

@@ -21,6 +21,7 @@
 #include "proc.h"
 #include "ib/identity.h"
 #include "record.h"
+#include "number.h"
 
 #define VERIFY_DEFAULT_MS (2 * 60 * 1000)
 #define VERIFY_RUN_MAX_MS (5 * 60 * 1000)
@@ -107,14 +108,18 @@ static int verify_parse(struct report *r, const char *out, double limit, uint64_
 			if (rnd && rounds)
 				report_detail(r, "round %s of %s (round-robin pairs: every pair of nodes is measured "
 					      "once in %s runs)", rnd, rounds, rounds);
-			if (st && strcmp(st, "slow") == 0 && limit > 0 && maxl && strtod(maxl, NULL) > limit) {
+			double maxl_v = 0, minbw_v = 0;
+			bool maxl_ok = maxl && num_double(maxl, 0, 1e12, &maxl_v);
+			bool minbw_ok = minbw && num_double(minbw, 0, 1e12, &minbw_v);
+
+			if (st && strcmp(st, "slow") == 0 && limit > 0 && maxl_ok && maxl_v > limit) {
 				report_finding(r, ST_FAILED, "mpi.verify.slow-pair", "slow pair %s <-> %s: "
 					       "latency %s us is above max_latency_us %g", slowest,
 					       comma ? comma + 1 : "?", maxl, limit);
 				judged = true;
 			}
-			if (st && strcmp(st, "slow") == 0 && min_bw && minbw &&
-			    strtod(minbw, NULL) * 1024.0 * 1024.0 < (double)min_bw) {
+			if (st && strcmp(st, "slow") == 0 && min_bw && minbw_ok &&
+			    minbw_v * 1024.0 * 1024.0 < (double)min_bw) {
 				report_finding(r, ST_FAILED, "mpi.verify.low-bandwidth", "narrow pair %s <-> %s: "
 					       "bandwidth %s MiB/s at 4 MiB is below min_bandwidth %.1f MiB/s",
 					       narrowest ? narrowest : "?", ncomma ? ncomma + 1 : "?", minbw,
@@ -354,7 +359,10 @@ static void verify_argv(const struct ctx *c, const struct fabric *f, const char 
 program:
 	argv_add(a, verify_program(l));
 	if (c->spec->mpi.max_latency_us > 0) {
-		snprintf(num, sizeof(num), "%g", c->spec->mpi.max_latency_us);
+		/* a plain decimal, never "1e+06": the program reads no exponent (num_double) */
+		snprintf(num, sizeof(num), "%.6f", c->spec->mpi.max_latency_us);
+		for (size_t n = strlen(num); n > 1 && strchr(num, '.') && (num[n - 1] == '0' || num[n - 1] == '.');)
+			num[--n] = '\0';
 		argv_add(a, "--max-latency-us");
 		argv_add(a, num);
 	}
@@ -389,15 +397,12 @@ program:
 
 static unsigned long verify_round_load(const struct ctx *c)
 {
-	char *text = NULL, *end;
-	unsigned long v = 0;
+	char *text = NULL;
+	unsigned long long v = 0;
 
-	if (fs_read(c, VERIFY_ROUND_PATH, &text, NULL) == 0) {
-		errno = 0;
-		v = strtoul(text, &end, 10);
-		if (errno || end == text || v > 1000000000ul)
-			v = 0;
-	}
+	/* the round first (then a newline); no number there: round 0 */
+	if (fs_read(c, VERIFY_ROUND_PATH, &text, NULL) == 0 && !num_ull_prefix(text, 10, 1000000000, &v, NULL))
+		v = 0;
 	free(text);
 	return v;
 }

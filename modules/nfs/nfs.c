@@ -37,6 +37,7 @@
 #include "log.h"
 #include "nfs.h"
 #include "proc.h"
+#include "number.h"
 
 /* ---- targets ------------------------------------------------------------ */
 
@@ -83,8 +84,10 @@ void target_init(struct nfs_target *t, const struct spec_nfs_mount *m)
 	t->vers = parse_vers(&t->opts);
 	t->ro = nfs_opt_find(&t->opts, "ro") != NULL;
 	port = nfs_opt_find(&t->opts, "port");
-	if (port && port[4] == '=')
-		t->port = (uint16_t)strtoul(port + 5, NULL, 10);       /* a port number: names.c */
+	unsigned long long pn;
+
+	if (port && port[4] == '=' && num_ull(port + 5, 10, 65535, &pn))   /* checked by names.c */
+		t->port = (uint16_t)pn;
 }
 
 /* ---- the module ------------------------------------------------------------------ */

@@ -27,6 +27,7 @@
 #include "log.h"
 #include "nfs.h"
 #include "proc.h"
+#include "number.h"
 
 extern char **environ;
 
@@ -210,15 +211,19 @@ bool rpc_answer_parse(const char *text, struct nfs_probe_result *res)
 		if (!nl)
 			break;
 		snprintf(line, sizeof(line), "%.*s", (int)n, p);
+		long long e;
+		unsigned long long m;
+
+		/* a number that does not read is the helper breaking its protocol: EPROTO, no mode */
 		if (strncmp(line, "errnum ", 7) == 0)
-			res->errnum = (int)strtol(line + 7, NULL, 10);
+			res->errnum = num_ll(line + 7, 0, 4095, &e) ? (int)e : EPROTO;
 		else if (strncmp(line, "what ", 5) == 0)
 			snprintf(res->what, sizeof(res->what), "%.*s", (int)sizeof(res->what) - 1, line + 5);
 		else if (strncmp(line, "msg ", 4) == 0)
 			snprintf(res->msg, sizeof(res->msg), "%.*s", (int)sizeof(res->msg) - 1, line + 4);
 		else if (strncmp(line, "mode ", 5) == 0) {
-			res->have_mode = true;
-			res->mode = (unsigned)strtoul(line + 5, NULL, 8) & 07777;
+			res->have_mode = num_ull(line + 5, 8, 07777, &m);
+			res->mode = res->have_mode ? (unsigned)m : 0;
 		} else if (strcmp(line, "exports") == 0)
 			res->have_exports = true;
 		else if (strncmp(line, "export ", 7) == 0)

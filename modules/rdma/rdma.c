@@ -28,10 +28,20 @@
 #include "hpcinit.h"
 #include "proc.h"
 #include "record.h"
-#include "rdma.h"
+#include "ib/ibsysfs.h"
+#include "ib/probe.h"
 #include "limits/memlock_job.h"
+#include "number.h"
 
 #define RDMA_MAX_DEVS 64
+
+/* An errno the helper names ("noaddr 99"): EPROTO when it is no errno. */
+static int helper_errno(const char *v)
+{
+	long long e;
+
+	return num_ll(v, 1, 4095, &e) ? (int)e : EPROTO;
+}
 
 static void fmt_kib(char *buf, size_t n, uint64_t bytes)
 {
@@ -326,7 +336,7 @@ static void check_ipoib(const struct ctx *c, struct report *r, struct anomalies 
 	char *addr = probe_helper_field(sb_str(&out), "addr"), *noaddr = probe_helper_field(sb_str(&out), "noaddr");
 
 	if (ret == 0 && !addr)
-		ret = noaddr ? -(int)strtol(noaddr, NULL, 10) : -EPROTO;
+		ret = noaddr ? -helper_errno(noaddr) : -EPROTO;
 	if (ret == 0)
 		snprintf(resolve_job->addr, sizeof(resolve_job->addr), "%s", addr);
 	free(addr);
@@ -542,7 +552,7 @@ static int verbs_list(const struct ctx *c, struct report *r, struct strlist *lis
 		free(fake);
 	}
 	if (ierr)
-		report_detail(r, "verbs: %s init failed: %s", name, strerror((int)strtol(ierr, NULL, 10)));
+		report_detail(r, "verbs: %s init failed: %s", name, strerror(helper_errno(ierr)));
 	for (const char *p = sb_str(&out); *p;) {
 		const char *nl = strchr(p, '\n');
 		size_t n = nl ? (size_t)(nl - p) : strlen(p);
@@ -554,7 +564,7 @@ static int verbs_list(const struct ctx *c, struct report *r, struct strlist *lis
 	if (ret < 0)
 		report_detail(r, "verbs: the %s helper did not answer: %s", RDMA_PROBE_HELPER, strerror(-ret));
 	else if (lerr)
-		report_detail(r, "verbs: %s lists no devices: %s", name, strerror((int)strtol(lerr, NULL, 10)));
+		report_detail(r, "verbs: %s lists no devices: %s", name, strerror(helper_errno(lerr)));
 	else
 		report_detail(r, "verbs: %s lists %zu device(s)", name, listed->n);
 	free(backend);

@@ -37,6 +37,7 @@
 #include "ib/identity.h"
 #include "record.h"
 #include "slurm.h"
+#include "number.h"
 
 #define MUNGE_KEY "/etc/munge/munge.key"
 #define SLURM_KEY "/etc/slurm/slurm.key"      /* auth/slurm, Slurm 23.11+ */
@@ -112,17 +113,15 @@ static int run_logged(struct ctx *c, struct report *rep, const char *const argv[
 /* A daemon from its pid file: alive and named comm. */
 static pid_t daemon_pid(const struct ctx *c, const char *pidfile, const char *comm)
 {
-	char *text = NULL, *end, path[64], *name = NULL;
+	char *text = NULL, path[64], *name = NULL;
 	size_t n;
-	long pid;
+	long long pid;
 	pid_t ret = 0;
 
 	if (fs_read(c, pidfile, &text, &n) < 0)
 		return 0;
-	errno = 0;
-	pid = strtol(text, &end, 10);
-	if (!errno && end != text && pid > 1 && pid < INT32_MAX) {
-		snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+	if (num_ll_prefix(text, 2, INT32_MAX - 1, &pid, NULL)) {
+		snprintf(path, sizeof(path), "/proc/%lld/comm", pid);
 		if (fs_read_host(path, 64, &name, &n) == 0 && strncmp(name, comm, strlen(comm)) == 0 &&
 		    (name[strlen(comm)] == '\n' || name[strlen(comm)] == '\0'))
 			ret = (pid_t)pid;

@@ -15,6 +15,7 @@
 
 #include "slurm.h"
 #include "strbuf.h"
+#include "number.h"
 
 
 /* The value of " KEY=" (or at the start) up to the next blank; copied into buf. */
@@ -172,7 +173,6 @@ uint64_t slurm_real_memory_mb(uint64_t memtotal_kib, unsigned margin_pct)
 uint64_t slurm_meminfo_total_kib(const char *meminfo)
 {
 	const char *p = strstr(meminfo, "MemTotal:");
-	char *end;
 	unsigned long long v;
 
 	if (!p || (p != meminfo && p[-1] != '\n'))
@@ -180,9 +180,7 @@ uint64_t slurm_meminfo_total_kib(const char *meminfo)
 	p += strlen("MemTotal:");
 	while (*p == ' ' || *p == '\t')
 		p++;
-	errno = 0;
-	v = strtoull(p, &end, 10);
-	if (errno || end == p)
+	if (!num_ull_prefix(p, 10, UINT64_MAX, &v, NULL))
 		return 0;
 	return v;
 }

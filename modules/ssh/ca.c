@@ -36,6 +36,7 @@
 #include "sshkey.h"
 #include "systemd.h"
 #include "ssh.h"
+#include "number.h"
 
 #define KEYGEN_TIMEOUT_MS 10000
 #define KEYSIGN_PATH "/usr/lib/openssh/ssh-keysign"
@@ -137,26 +138,6 @@ static int certs_open(struct ctx *c, struct report *r, const struct khost *self,
 	};
 
 	return rv_open(c, r, &o, st);
-}
-
-/*
- * Read name from certs/: 0 and the value, -ENOENT when absent.  An entry
- * the rendezvous refuses (a link, a FIFO or device, another owner,
- * writable by others, too large) is never read: a failed finding names it
- * and why, and the caller changes nothing that depends on it.
- */
-int ca_certs_get(struct rendezvous *st, struct report *r, const char *name, char **ret,
-		 size_t *ret_len)
-{
-	struct rv_entry e;
-	int w = rv_get_entry(st, name, &e, ret);
-
-	if (ret_len)
-		*ret_len = w == 0 ? e.len : 0;
-	if (w < 0 && e.refused && r)
-		report_finding(r, ST_FAILED, "ssh.ca.refused", "%s%s: %s; refused, not read",
-			       st->where, name, e.why);
-	return w;
 }
 
 /*
@@ -439,7 +420,10 @@ static int sshd_reload(struct ctx *c, struct report *r)
 		pidfile = xstrdup("/run/sshd.pid");
 	ret = fs_read(c, pidfile, &text, NULL);
 	if (ret == 0) {
-		long pid = strtol(text, NULL, 10);
+		long long n = 0;
+		const char *end;
+		/* the pid file: a pid and a newline; anything else names no process */
+		long pid = num_ll_prefix(text, 2, INT32_MAX, &n, &end) && (*end == '\n' || !*end) ? (long)n : 0;
 		char comm[64] = "", *cp = xasprintf("/proc/%ld/comm", pid);
 		FILE *f = pid > 1 ? fopen(cp, "re") : NULL;
 

@@ -22,6 +22,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,7 @@
 #include "rendezvous/rendezvous.h"
 #include "sshkey.h"
 #include "ssh.h"
+#include "number.h"
 
 #define KEYGEN_TIMEOUT_MS 10000
 #define HEAD_STATE_DIR "/var/lib/hpcinit/ssh-ca"       /* the head's own revocation list */
@@ -265,18 +267,18 @@ static void rev_free(struct revlist *l)
 static void rev_parse(char *text, int64_t dflt, struct revlist *l)
 {
 	for (char *p = text, *nl; p && *p; p = nl ? nl + 1 : NULL) {
-		char *end, *canon, *sp;
+		const char *end;
+		char *canon, *sp;
 		const char *id = "";
 		long long until;
 
 		nl = strchr(p, '\n');
 		if (nl)
 			*nl = '\0';
-		until = strtoll(p, &end, 10);
-		if (end == p || *end != ' ')
+		if (!num_ll_prefix(p, LLONG_MIN, LLONG_MAX, &until, &end) || *end != ' ')
 			until = dflt;
 		else
-			p = end + 1;
+			p += end - p + 1;
 		/* "<type> <base64> <id>": the id is the key's comment. */
 		sp = strchr(p, ' ');
 		if (sp && (sp = strchr(sp + 1, ' ')) && record_hostname_valid(sp + 1))

@@ -123,7 +123,7 @@ void ca_host_patterns(const struct spec *s, const struct khosts *hosts, struct s
 int ca_hostbased_converge(struct ctx *c, struct report *r, const struct khosts *want,
 			  const char *kh_text);
 
-/* Read name from the certs collection: 0, -ENOENT, or a refusal (a failed finding in r when not NULL). */
+/* certs.c: read name from the certs collection: 0, -ENOENT, or a refusal (a failed finding in r when not NULL). */
 struct rendezvous;
 int ca_certs_get(struct rendezvous *st, struct report *r, const char *name, char **ret,
 		 size_t *ret_len);

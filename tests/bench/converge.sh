@@ -76,6 +76,14 @@ flock -n 9 || { echo "converge.sh: another run holds /tmp/hpcinit-sim-hpb.lock" 
 T=$(mktemp -d /tmp/hpcinit-bench-converge.XXXXXX)
 chmod 0755 "$T"
 export SIM_STATE=$T/sim
+# The libexec helpers (hpcinit-ssh for key generation) from the build tree,
+# copied where the ssh module's users can run them: a tree cloned into a
+# mode-0700 directory (mktemp -d) is closed to them.
+if [ -z "${HPCINIT_LIBEXEC_DIR:-}" ]; then
+	mkdir -m 0755 "$T/libexec"
+	cp "$(dirname "$HPCINIT")"/hpcinit-* "$T/libexec/"
+	export HPCINIT_LIBEXEC_DIR=$T/libexec
+fi
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM

@@ -21,10 +21,17 @@ TOP_SRCDIR=$(cd "$(dirname "$0")/../.." && pwd)
 TOP_BUILDDIR=${TOP_BUILDDIR:-$TOP_SRCDIR/build}
 HPCINIT=${HPCINIT:-$TOP_BUILDDIR/hpcinit}
 export TOP_SRCDIR TOP_BUILDDIR HPCINIT
-export HPCINIT_LIBEXEC_DIR=${HPCINIT_LIBEXEC_DIR:-$TOP_BUILDDIR}
 N=${1:-32}
 EXPECT=$N
 . "$TOP_SRCDIR/tests/cluster/ssh-lib.sh"
+# The libexec helpers (hpcinit-ssh for key generation) from the build tree,
+# copied where the ssh module's users can run them: a tree cloned into a
+# mode-0700 directory (mktemp -d) is closed to them.
+if [ -z "${HPCINIT_LIBEXEC_DIR:-}" ]; then
+	mkdir -m 0755 "$T/libexec"
+	cp "$(dirname "$HPCINIT")"/hpcinit-* "$T/libexec/"
+	export HPCINIT_LIBEXEC_DIR=$T/libexec
+fi
 
 now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }

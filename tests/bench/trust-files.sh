@@ -28,7 +28,14 @@ T=$(mktemp -d /tmp/hpcinit-bench-trust.XXXXXX)
 chmod 0755 "$T"
 trap 'rm -rf "$T"' EXIT
 export HPCINIT_ADDRESS=10.0.0.1
-export HPCINIT_LIBEXEC_DIR=${HPCINIT_LIBEXEC_DIR:-$BUILD}
+# The libexec helpers (hpcinit-ssh for key generation) from the build tree,
+# copied where the ssh module's users can run them: a tree cloned into a
+# mode-0700 directory (mktemp -d) is closed to them.
+if [ -z "${HPCINIT_LIBEXEC_DIR:-}" ]; then
+	mkdir -m 0755 "$T/libexec"
+	cp "$(dirname "$HPCINIT")"/hpcinit-* "$T/libexec/"
+	export HPCINIT_LIBEXEC_DIR=$T/libexec
+fi
 ssh-keygen -q -t ed25519 -N '' -C bench-ca -f "$T/ca"
 CAPUB=$(cut -d' ' -f1,2 "$T/ca.pub")
 

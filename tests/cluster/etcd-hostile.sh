@@ -13,6 +13,9 @@
 #     record's own address is fine.
 #  2. A record dated an hour ahead does not win a member's address: it is
 #     rejected ("future"), as the shared method rejects it.
+#  2b. Wrong clocks: a node whose clock is 600 s ahead and that booted 30 s
+#     ago, and one 600 s behind, are judged by etcd's clock (its answers'
+#     HTTP Date): nobody is rejected as "in the future"; the two say so.
 #  3. Log injection: a key with a newline and an endpoint's error message
 #     with a newline print no line of their own ("result: ready").
 #  4. Size: the helper lists 2500 keys in pages at one revision; a
@@ -155,6 +158,61 @@ run node1 10.0.0.1 "$T/skew"
 check "... while one 30 s ahead (within the allowed skew) is a member" in_hostfile evil2
 "${ETCDCTL[@]}" del "${PREFIX}evil" >/dev/null
 "${ETCDCTL[@]}" del "${PREFIX}evil2" >/dev/null
+
+# ---- 2b. wrong clocks: the cluster clock is etcd's ----
+# A record's "updated" is its writer's boot time (btime of /proc/stat, which follows the wall
+# clock).  node4's clock is 600 s ahead and it booted 30 s ago (by its clock): its btime is 570 s
+# ahead of the others'.  node5's clock is 600 s behind; node6's is right and it booted 30 s ago.
+# The wrong clocks are libfaketime's (hpcinit and its helper), the btime a /proc/stat in the fake
+# root.  Each is judged by etcd's clock (the Date of its answers): nobody is rejected as "in
+# the future", and the nodes whose clock is off say so.
+FAKETIME_LIB=$(ls /usr/lib/*/faketime/libfaketime.so.1 2>/dev/null | head -1)
+check "clock: libfaketime is installed (Debian package faketime)" test -n "$FAKETIME_LIB"
+# clocked OFFSET NAME ADDRESS OUT: run under a wall clock OFFSET away (e.g. +600s)
+clocked() {
+	rc=0
+	LD_PRELOAD=$FAKETIME_LIB FAKETIME=$1 FAKETIME_DONT_FAKE_MONOTONIC=1 NO_FAKE_STAT=1 \
+		HPCINIT_ADDRESS=$3 "$HPCINIT" apply --only discovery,hostfile --root "$T/$2" \
+		-c "$T/$2/etc/hpcinit/node.yaml" --hostname "$2" -v >"$4" 2>&1 || rc=$?
+}
+# booted NAME SECONDS_AGO OFFSET: NAME's /proc/stat says it booted SECONDS_AGO by a clock OFFSET s off
+booted() {
+	mkdir -p "$T/$1/proc"
+	printf 'cpu  1 2 3 4\nbtime %d\n' $(($(date +%s) - $2 + $3)) > "$T/$1/proc/stat"
+}
+# in_hostfile_of NODE NAME
+in_hostfile_of() { grep -qx "$2" "$T/$1/etc/hpcinit/hostfile.plain"; }
+mkroot node4 ""; booted node4 30 600
+mkroot node5 ""
+mkroot node6 ""; booted node6 30 0
+clocked +600s node4 10.0.0.4 "$T/clock4"
+rc4=$rc
+run node6 10.0.0.6 "$T/clock6"
+clocked -600s node5 10.0.0.5 "$T/clock5"
+rc5=$rc
+run node1 10.0.0.1 "$T/clock1"
+check "clock: node4 (600 s ahead) is degraded and says its clock is ahead of etcd's" \
+	test "$rc4" = 3 -a -n "$(grep -E "this node's clock is (599|600|601) s ahead of etcd's" "$T/clock4")"
+check "... node1 (right clock) does not reject node4's record as in the future: node4 is a member" \
+	in_hostfile_of node1 node4
+check "... nor node6's (booted 30 s ago)" in_hostfile_of node1 node6
+check "... and says nothing is in the future" not_contains "$T/clock1" "in the future"
+check "clock: node5 (600 s behind) is degraded and says its clock is behind etcd's" \
+	test "$rc5" = 3 -a -n "$(grep -E "this node's clock is (599|600|601) s behind etcd's" "$T/clock5")"
+check "... and, judging by etcd's clock, takes node4 and node6 (booted 30 s ago) as members" \
+	bash -c "grep -qx node4 '$T/node5/etc/hpcinit/hostfile.plain' && grep -qx node6 '$T/node5/etc/hpcinit/hostfile.plain'"
+check "... and rejects nothing as in the future" not_contains "$T/clock5" "in the future"
+# mod_rev NAME: the revision of NAME's key's last put
+mod_rev() { "${ETCDCTL[@]}" get -w json "$PREFIX$1" | sed -n 's/.*"mod_revision":\([0-9]*\).*/\1/p'; }
+upd4=$("${ETCDCTL[@]}" get --print-value-only "${PREFIX}node4" | sed -n 's/^updated: //p')
+now=$(date +%s)
+check "clock: node4's record is dated by etcd's clock: its boot 30 s ago (updated $upd4, now $now)" \
+	test -n "$upd4" -a "$((now - ${upd4:-0}))" -ge 25 -a "$((now - ${upd4:-0}))" -le 120
+rev4=$(mod_rev node4)
+clocked +600s node4 10.0.0.4 "$T/clock4b"
+check "... and its next run puts nothing (the record, dated by the known offset, is the same)" \
+	test "$rc" = 3 -a -n "$rev4" -a "$(mod_rev node4)" = "$rev4"
+for w in node4 node5 node6; do "${ETCDCTL[@]}" del "$PREFIX$w" >/dev/null; done
 
 # ---- 3. log injection ----
 "${ETCDCTL[@]}" put "$(printf '%sx\nresult: ready' "$PREFIX")" junk >/dev/null

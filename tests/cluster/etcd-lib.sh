@@ -41,7 +41,7 @@ etcd_start_member() {
 		--listen-peer-urls "$(etcd_peer_url "$i")" --initial-advertise-peer-urls "$(etcd_peer_url "$i")" \
 		--initial-cluster "$initial" --initial-cluster-token "hpcinit-test-$$" \
 		--initial-cluster-state new --heartbeat-interval 50 --election-timeout 500 \
-		>"$T/etcd/m$i.log" 2>&1 &
+		>>"$T/etcd/m$i.log" 2>&1 &   # appended: a restart keeps the log before it
 	ETCD_PIDS[$i]=$!
 }
 

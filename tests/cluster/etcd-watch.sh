@@ -8,7 +8,8 @@
 #   - it leaves gracefully (hpcinit leave): gone from every hostfile within seconds;
 #   - apply joins it again; a leave by hand next to its own running watch holds (the
 #     watch's refreshes do not put the record back);
-#   - a node is killed (no leave): gone once its lease (3 s here) has run out.
+#   - a node is killed (no leave): gone once its lease (3 s here) has run out;
+#   - etcd: the watch renews its lease while its refresh waits for the run lock.
 # The latencies are printed; the checks allow WITHIN seconds.
 SIM_PREFIX=ewa SIM_NET=198.19.32
 . "$(dirname "$0")/lib.sh"
@@ -138,6 +139,32 @@ compaction() {
 		test "$(grep -c "the etcd watch ended" "$T"/watch.* | awk -F: '{s += $2} END {print s}')" = 0
 }
 
+# lock_keepalive NODE: the watch renews its lease while its refresh waits for the run lock.  Another
+# run holds /run/hpcinit/lock for three leases (flock(1) here; a slow refresh timer's run in the
+# fault campaign, seed 301) while a membership change makes the watch refresh: its key must stay
+# in etcd all along (no DELETE event), as the keepalive every third of the lease keeps it.
+lock_keepalive() {
+	local n=$1 key=/hpcinit/$CLUSTER/nodes/$1 hold=$((3 * ${LEASE%s})) epid
+	etcdctl_ watch "$key" >"$T/lockwatch.ev" 2>&1 &
+	epid=$!
+	sleep 0.5
+	on "$n" flock /run/hpcinit/lock sleep "$hold" &
+	sleep 0.5
+	etcdctl_ put "/hpcinit/$CLUSTER/nodes/zz-change" junk >/dev/null
+	wait $! || true
+	for _ in $(seq 1 30); do [ -n "$(etcdctl_ get --keys-only "$key")" ] && break; sleep 0.1; done
+	sleep 0.5
+	kill "$epid" 2>/dev/null || true
+	wait "$epid" 2>/dev/null || true
+	etcdctl_ del "/hpcinit/$CLUSTER/nodes/zz-change" >/dev/null
+	check "etcd: the watch's refresh waited for the run lock another run held for ${hold} s" \
+		contains "$T/watch.$n" "holds /run/hpcinit/lock"
+	check "etcd: ... and its key stayed in etcd meanwhile: the watch renewed the ${LEASE} lease while it waited (no DELETE)" \
+		bash -c "! grep -q '^DELETE' '$T/lockwatch.ev'"
+	if grep -q '^DELETE' "$T/lockwatch.ev"; then grep -a -E '^(PUT|DELETE)' "$T/lockwatch.ev" | sed 's/^/#   key event: /'; fi
+	check "etcd: ... and is there after the lock was released" test -n "$(etcdctl_ get --keys-only "$key")"
+}
+
 scenario() {
 	local method=$1 n ms rc5
 	local N1 N2 N3 N4 N5
@@ -183,6 +210,7 @@ scenario() {
 	[ "$method" != etcd ] || leave_waits_for_apply "$N5"
 	sim del "$N5"
 	[ "$method" != etcd ] || compaction "$N1"
+	[ "$method" != etcd ] || lock_keepalive "$N2"
 
 	# A node is killed: no leave, its watch dies with it; it is gone once its lease has run out.
 	sim del "$N4"

@@ -663,6 +663,7 @@ if [ "$FAULTS" = 0 ]; then
 fi
 if [ "$VIOLATIONS" -gt 0 ] || [ -n "${FAULTS_KEEP:-}" ]; then
 	mkdir -p "$OUT" && cp -a "$FT" "$OUT/logs" && echo "campaign: every run's output and exit status kept in $OUT/logs"
+	[ "$METHOD" != etcd ] || { mkdir -p "$OUT/etcd" && cp "$T"/etcd/m*.log "$OUT/etcd/" 2>/dev/null; }   # the members' logs, every restart
 fi
 if [ "$VIOLATIONS" -gt 0 ]; then
 	echo "campaign: $VIOLATIONS violation(s); evidence in $OUT; replay: $REPLAY"

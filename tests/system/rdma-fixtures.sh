@@ -1,7 +1,7 @@
 #!/bin/bash
 # rdma on fixture sysfs trees, through the real binary: the exact verdict of each case.
 # The trees are under tests/fixtures/rdma; each carries /etc/hpcinit/fake-rdma, the
-# documented test-only verbs behaviour (modules/rdma/fake.c, in the probe helper of test builds): no RDMA hardware here.
+# documented test-only verbs behaviour (libexec/rdma-fake.c, in the probe helper of test builds): no RDMA hardware here.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/rdma-lib.sh"
 need_fixture_ops

@@ -3,7 +3,7 @@
 # HBv4 after Azure's renaming service (mlx5_ib0 beside the AN VF mlx5_an0), the same VM
 # before it ran (kernel names mlx5_0, mlx5_1), ND H100 v5 (eight HCAs and an AN VF),
 # a MANA VM (no InfiniBand).  The verbs calls are the documented fixture ops
-# (modules/rdma/fake.c): no RDMA hardware here.
+# (libexec/rdma-fake.c): no RDMA hardware here.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/rdma-lib.sh"
 need_fixture_ops

@@ -92,6 +92,10 @@ int main(void)
 	TEST_INTEQ(read_proc_memlock(&c, "77", &soft, &hard), 0);
 	TEST_INTEQ(soft, 8388608);
 	TEST_INTEQ(hard, -1);
+	/* a limit that is no number is not known (it was read as 0 bytes) */
+	put("/proc/79/limits", "Max locked memory         8M                   unlimited            bytes\n");
+	TEST_INTEQ(read_proc_memlock(&c, "79", &soft, &hard), -ENODATA);
+	TEST_INTEQ(soft, 8388608);
 	put("/proc/78/stat", "78 (sshd) S 1 78 78 0 -1 4194560\n");
 	put("/proc/78/limits", "Max locked memory         65536                65536                bytes\n");
 	t = find_sshd(&c);

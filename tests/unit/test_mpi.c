@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <sys/stat.h>
 
+#include "../../modules/mpi/fabric.c"
 #include "../../modules/mpi/mpi.c"
 #include "../../modules/mpi/verify.c"
 #include "test.h"
@@ -211,6 +212,19 @@ static void test_argv(struct spec *s)
 	TEST_CHECK(strncmp(t, "runuser -u alice -- mpirun --hostfile /h ", 41) == 0);
 	TEST_CHECK(strstr(t, "--allow-run-as-root") == NULL);
 	TEST_CHECK(strstr(t, " /opt/x/hpcinit-mpiverify --max-latency-us 50 --min-bw-mibps 10240.0 --round 7") != NULL);
+	free(t);
+	strlist_free(&a);
+	/* the limit as a plain decimal: the program refuses "1e+06" (num_double) */
+	s->mpi.max_latency_us = 1e6;
+	verify_argv(&c, &f, "/h", 7, 2, "alice", false, &a);
+	t = joined(&a);
+	TEST_CHECK(strstr(t, " --max-latency-us 1000000 ") != NULL);
+	free(t);
+	strlist_free(&a);
+	s->mpi.max_latency_us = 2.5;
+	verify_argv(&c, &f, "/h", 7, 2, "alice", false, &a);
+	t = joined(&a);
+	TEST_CHECK(strstr(t, " --max-latency-us 2.5 ") != NULL);
 	free(t);
 	strlist_free(&a);
 	s->mpi.max_latency_us = 0;

@@ -48,5 +48,29 @@ int main(void)
 	TEST_CHECK(!num_ll_prefix(" 1", 0, 10, &v, &end));
 	TEST_CHECK(num_ull_prefix("42:x", 10, 100, &u, &end) && u == 42 && *end == ':');
 	TEST_CHECK(num_ll_prefix("7", 0, 10, &v, NULL) && v == 7);
+
+	/* decimal fractions: what strtod takes beyond them is refused */
+	double d = 7;
+
+	TEST_CHECK(num_double("1.5", 0, 10, &d) && d == 1.5);
+	TEST_CHECK(num_double("-0.25", -1, 1, &d) && d == -0.25);
+	TEST_CHECK(num_double("100", 0, 1e11, &d) && d == 100);
+	d = 7;
+	TEST_CHECK(!num_double("", 0, 10, &d));
+	TEST_CHECK(!num_double(NULL, 0, 10, &d));
+	TEST_CHECK(!num_double("1e3", 0, 1e9, &d));
+	TEST_CHECK(!num_double("inf", 0, 1e9, &d));
+	TEST_CHECK(!num_double("nan", -1e9, 1e9, &d));
+	TEST_CHECK(!num_double("0x10", 0, 1e9, &d));
+	TEST_CHECK(!num_double(" 1", 0, 10, &d));
+	TEST_CHECK(!num_double("1.", 0, 10, &d));
+	TEST_CHECK(!num_double(".5", 0, 10, &d));
+	TEST_CHECK(!num_double("+1", 0, 10, &d));
+	TEST_CHECK(!num_double("11", 0, 10, &d));
+	TEST_CHECK(!num_double("-1", 0, 10, &d));
+	TEST_CHECK(!num_double("1.5x", 0, 10, &d));
+	TEST_CHECK(d == 7);
+	TEST_CHECK(num_double_prefix("100 Gb/sec", 0, 1e6, &d, &end) && d == 100 && *end == ' ');
+	TEST_CHECK(num_double_prefix("2.5e3", 0, 1e6, &d, &end) && d == 2.5 && *end == 'e');
 	TEST_EXIT();
 }

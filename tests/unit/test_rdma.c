@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 
 #include "../../modules/rdma/rdma.c"
-#include "../../modules/rdma/child.c"
+#include "../../libexec/rdma-child.c"
 #include "ib/identity.h"
 #include "test.h"
 
@@ -60,6 +60,8 @@ static void test_protocol(void)
 	probe_parse(text, 14, &pp);             /* both steps */
 	TEST_INTEQ(pp.last_step, STEP_ALLOC_PD);
 	TEST_CHECK(!pp.have_result);
+	probe_parse("step 1\nstep 3x\n", 16, &pp);    /* a step that is no number: the last one known */
+	TEST_INTEQ(pp.last_step, STEP_OPEN);
 	probe_parse(text, len - 1, &pp);        /* the result line without its newline */
 	TEST_CHECK(!pp.have_result);
 	probe_parse(text, len, &pp);

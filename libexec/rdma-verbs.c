@@ -23,7 +23,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "fsutil.h"
-#include "rdma.h"
+#include "rdma-probe.h"
 
 static struct ibv_device **dev_list;
 static int dev_count;

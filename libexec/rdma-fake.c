@@ -38,7 +38,8 @@
 #include <unistd.h>
 
 #include "fsutil.h"
-#include "rdma.h"
+#include "rdma-probe.h"
+#include "number.h"
 
 #define FAKE_MAX_LINES 256
 
@@ -159,7 +160,11 @@ static void fake_probe(const struct ctx *c, const char *dev, uint64_t reg_mr, st
 		snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%u/state", dev, p);
 		if (!sysfs_get(c, path, buf, sizeof(buf)))
 			break;
-		res->port_state[p - 1] = (uint32_t)strtoul(buf, NULL, 10);
+		unsigned long long st = 0;
+
+		/* "4: ACTIVE": the state's number first; a file that starts otherwise is state 0 (NOP) */
+		(void)num_ull_prefix(buf, 10, UINT32_MAX, &st, NULL);
+		res->port_state[p - 1] = (uint32_t)st;
 		res->phys_port_cnt = p;
 	}
 	if (!fake_step(f, STEP_ALLOC_PD, io, res))

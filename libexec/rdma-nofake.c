@@ -4,6 +4,6 @@
 
 #include <stddef.h>
 
-#include "rdma.h"
+#include "rdma-probe.h"
 
 const struct rdma_ops *const rdma_test_ops = NULL;

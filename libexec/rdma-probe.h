@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rdma: the hardware side sits behind an ops table (STYLE.md item 6) in
- * the probe helper libexec/hpcinit-rdma-probe, chosen once per run:
- * libibverbs/librdmacm (verbs.c), or, on a fake root that asks for it, the
- * fixture ops (fake.c, linked only when configured --enable-test-backends).
- * The agent never maps the verbs libraries: rdma.c runs the helper through
- * the child engine (agent/base/proc.c) under rdma.open_timeout and reads its
- * answer (proto.c).  The sysfs inventory is ibsysfs.c, shared with mpi.
+ * The verbs helper hpcinit-rdma-probe: the hardware side sits behind an
+ * ops table (STYLE.md item 6), chosen once per run: libibverbs/librdmacm
+ * (rdma-verbs.c), or, on a fake root that asks for it, the fixture ops
+ * (rdma-fake.c, linked only when configured --enable-test-backends).  The
+ * agent never maps the verbs libraries: the rdma step (modules/rdma/rdma.c)
+ * runs the helper through lib/ib/probe.c under rdma.open_timeout and reads
+ * its answer (lib/ib/proto.c).  The sysfs inventory is lib/ib/ibsysfs.c.
  */
-#ifndef HPCINIT_RDMA_H
-#define HPCINIT_RDMA_H
+#ifndef HPCINIT_RDMA_PROBE_H
+#define HPCINIT_RDMA_PROBE_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -19,9 +19,8 @@
 #include "ib/probe.h"
 
 #define RDMA_MAX_PORTS IB_MAX_PORTS
-#define RDMA_FAKE_FILE "/etc/hpcinit/fake-rdma"   /* read only under a fake --root */
 
-/* Probe side (child.c): announce a step on io->fd (so a hang names its call). */
+/* Probe side (rdma-child.c): announce a step on io->fd (so a hang names its call). */
 struct probe_io {
 	int fd;
 };
@@ -53,7 +52,7 @@ struct rdma_ops {
 };
 
 extern const struct rdma_ops rdma_verbs_ops;
-/* The fixture ops (fake.c) when built --enable-test-backends, else NULL (nofake.c). */
+/* The fixture ops (rdma-fake.c) when built --enable-test-backends, else NULL (rdma-nofake.c). */
 extern const struct rdma_ops *const rdma_test_ops;
 
 #endif

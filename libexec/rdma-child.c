@@ -14,7 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "rdma.h"
+#include "rdma-probe.h"
 
 void probe_step(struct probe_io *io, enum probe_step s)
 {

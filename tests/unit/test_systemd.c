@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * agent/base/systemd.c: systemctl of the root and sshd's unit, on a
+ * temporary root whose systemctl is a shell script standing in for systemd
+ * (it logs its argv and fails for the units it is told to).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../agent/base/systemd.c"
+#include "test.h"
+#include "testfs.h"
+
+static char root[] = "/tmp/hpcinit-test-systemd.XXXXXX";
+
+/* A stand-in systemctl at rel: logs "$@" to <root>/calls, fails for a unit named in <root>/fail. */
+static void put_systemctl(const char *rel, mode_t mode)
+{
+	char text[1024], *p = fs_rooted(root, rel);
+
+	snprintf(text, sizeof(text),
+		 "#!/bin/sh\n"
+		 "echo \"$*\" >> '%s/calls'\n"
+		 "if [ -f '%s/fail' ] && grep -qx \"$2\" '%s/fail'; then echo no >&2; exit 1; fi\n"
+		 "echo \"did $1 ${2:-}\"\n", root, root, root);
+	test_put(root, rel, text);
+	TEST_INTEQ(chmod(p, mode), 0);
+	free(p);
+}
+
+static void rm_rel(const char *rel)
+{
+	char *p = fs_rooted(root, rel);
+
+	unlink(p);
+	free(p);
+}
+
+/* What the stand-in was called with since the last call (and forget it). */
+static char *calls(void)
+{
+	char *t = test_get(root, "/calls");
+
+	rm_rel("/calls");
+	return t ? t : xstrdup("");
+}
+
+int main(void)
+{
+	struct spec s = { 0 };
+	struct ctx c = { .spec = &s, .root = root, .mode = RUN_APPLY };
+	char *out = NULL, *p, *t;
+
+	if (!mkdtemp(root))
+		return 1;
+
+	/* no systemctl in the root: none found, nothing run */
+	TEST_CHECK(systemctl_path(&c) == NULL);
+	TEST_INTEQ(systemctl_run(&c, "is-active", "x.service", &out), -ENOENT);
+	TEST_CHECK(out == NULL);
+
+	/* a systemctl that is not executable is not one */
+	put_systemctl("/usr/bin/systemctl", 0644);
+	TEST_CHECK(systemctl_path(&c) == NULL);
+
+	/* /bin/systemctl when /usr/bin has none */
+	put_systemctl("/bin/systemctl", 0755);
+	p = systemctl_path(&c);
+	t = fs_rooted(root, "/bin/systemctl");
+	TEST_STREQ(p, t);
+	free(p);
+	free(t);
+
+	/* /usr/bin/systemctl first */
+	put_systemctl("/usr/bin/systemctl", 0755);
+	p = systemctl_path(&c);
+	t = fs_rooted(root, "/usr/bin/systemctl");
+	TEST_STREQ(p, t);
+	free(p);
+	free(t);
+
+	/* its stdout handed back on success, the argv as given (no shell between) */
+	TEST_INTEQ(systemctl_run(&c, "is-active", "a b;c.service", &out), 0);
+	TEST_STREQ(out, "did is-active a b;c.service\n");
+	free(out);
+	out = NULL;
+	t = calls();
+	TEST_STREQ(t, "is-active a b;c.service\n");
+	free(t);
+	/* one argument: a2 NULL ends argv */
+	TEST_INTEQ(systemctl_run(&c, "daemon-reload", NULL, NULL), 0);
+	t = calls();
+	TEST_STREQ(t, "daemon-reload\n");
+	free(t);
+
+	/* a failing systemctl: -EIO and no output */
+	test_put(root, "/fail", "bad.service\n");
+	TEST_INTEQ(systemctl_run(&c, "restart", "bad.service", &out), -EIO);
+	TEST_CHECK(out == NULL);
+	free(calls());
+
+	/* sshd's unit: none installed */
+	TEST_CHECK(sshd_unit(&c) == NULL);
+	/* RHEL's, in /usr/lib */
+	test_put(root, "/usr/lib/systemd/system/sshd.service", "[Service]\n");
+	TEST_STREQ(sshd_unit(&c), "sshd.service");
+	TEST_INTEQ(sshd_systemctl(&c, "reload"), 0);
+	t = calls();
+	TEST_STREQ(t, "reload sshd.service\n");
+	free(t);
+	/* Debian's, in /lib: ssh.service wins over sshd.service (Debian ships an sshd alias) */
+	test_put(root, "/lib/systemd/system/ssh.service", "[Service]\n");
+	TEST_STREQ(sshd_unit(&c), "ssh.service");
+	/* ... also from /etc/systemd/system alone */
+	rm_rel("/lib/systemd/system/ssh.service");
+	rm_rel("/usr/lib/systemd/system/sshd.service");
+	test_put(root, "/etc/systemd/system/ssh.service", "[Service]\n");
+	TEST_STREQ(sshd_unit(&c), "ssh.service");
+	/* the unit found fails: that failure, no second guess */
+	test_put(root, "/fail", "ssh.service\n");
+	TEST_INTEQ(sshd_systemctl(&c, "reload"), -EIO);
+	t = calls();
+	TEST_STREQ(t, "reload ssh.service\n");
+	free(t);
+
+	/* no unit file: ssh.service, and when that fails sshd.service */
+	rm_rel("/etc/systemd/system/ssh.service");
+	TEST_CHECK(sshd_unit(&c) == NULL);
+	TEST_INTEQ(sshd_systemctl(&c, "restart"), 0);
+	t = calls();
+	TEST_STREQ(t, "restart ssh.service\nrestart sshd.service\n");
+	free(t);
+	/* ... and when both fail, the failure */
+	test_put(root, "/fail", "ssh.service\nsshd.service\n");
+	TEST_INTEQ(sshd_systemctl(&c, "restart"), -EIO);
+	free(calls());
+	/* ... and ssh.service alone when it works */
+	rm_rel("/fail");
+	TEST_INTEQ(sshd_systemctl(&c, "restart"), 0);
+	t = calls();
+	TEST_STREQ(t, "restart ssh.service\n");
+	free(t);
+
+	test_rm_rf(root);
+	TEST_EXIT();
+}

@@ -1,0 +1,146 @@
+# tests/vm/cluster.sh's checks, sourced by it (not run alone): --slurm: the cluster of conf/cloud-init/slurm-*.yaml (docs/slurm.md).
+# Each check_NAME is run by --checks NAME; ok/notok, each_vm, vm_exec and the
+# cluster's variables are cluster.sh's.
+# shellcheck shell=bash
+
+# ---- --slurm: the cluster of conf/cloud-init/slurm-*.yaml (docs/slurm.md) ----
+slurm_computes() { names | grep -v '^head$'; }
+# slurm_on_head CHECK SCRIPT: run SCRIPT on the head; the check passes when it exits 0.
+slurm_on_head() {
+	local out
+	if out=$(vm_exec head 300 "$2" 2>&1); then ok "$1"; [ -z "$out" ] || sed 's/^/#   /' <<< "$out"
+	else notok "$1" "$out"; fi
+}
+# sinfo_wait NODE "STATE REASON": on the head, until sinfo says so for NODE (up to 120 s).
+sinfo_wait() {
+	printf 'for i in $(seq 120); do s=$(sinfo -h -n %s -o "%%t %%E"); s=${s/\\*/}; [ "$s" = "%s" ] && exit 0; sleep 1; done; echo "sinfo for %s: $s (want %s)"; sinfo -N -o "%%N %%t %%f %%E"; exit 1' "$1" "$2" "$1" "$2"
+}
+check_slurm() {
+	local feats=glocluster,hbv4,standard_hb176rs_v4 n script c1 out
+	c1=c1
+	each_vm "slurm: cloud-init done with the slurm custom-data, hpcinit status ready, no failed unit" '
+		cloud-init status | grep -q "^status: done" || { cloud-init status --long; grep -vE "^(Get|Selecting|Preparing|Unpacking|Setting up|Processing)" /var/log/cloud-init-output.log | tail -30; exit 1; }
+		hpcinit status > /tmp/st.txt 2>&1; grep -qiw ready /tmp/st.txt || { cat /tmp/st.txt; exit 1; }
+		f=$(systemctl list-units --failed --plain --no-legend)
+		[ -z "$f" ] || { echo "failed units: $f"; for u in $(echo "$f" | cut -d" " -f1); do journalctl -b -u "$u" --no-pager | tail -15; done; exit 1; }'
+	each_vm "slurm: the custom-data munge key is munge's (0400) and munged runs with it; head: slurmctld active, started after munged got that key; computes: slurmd is the transient unit hpcinit-slurmd, memlock unlimited, the package's slurmd.service disabled and inactive" '
+		set -e
+		[ "$(stat -c "%U %a" /etc/munge/munge.key)" = "munge 400" ] || { ls -l /etc/munge; exit 1; }
+		cmp -s /etc/munge/munge.key /etc/hpcinit/munge.key || { echo "/etc/munge/munge.key is not the custom-data key"; exit 1; }
+		systemctl is-active -q munge || { systemctl status --no-pager munge; exit 1; }
+		munge -n | unmunge >/dev/null || { echo "munge -n | unmunge failed"; exit 1; }
+		if [ "$(hostname)" = head ]; then
+			systemctl is-active -q slurmctld || { systemctl status --no-pager slurmctld; tail -20 /var/log/slurm/slurmctld.log; exit 1; }
+			# the package started slurmctld with munge'"'"'s generated key; it runs since the cluster key
+			m=$(systemctl show -p ActiveEnterTimestampMonotonic --value munge.service)
+			s=$(systemctl show -p ActiveEnterTimestampMonotonic --value slurmctld.service)
+			[ "$s" -ge "$m" ] || { echo "slurmctld active since $s us, munged (cluster key) since $m us"; exit 1; }
+			exit 0
+		fi
+		systemctl is-active -q hpcinit-slurmd.service || { systemctl status --no-pager hpcinit-slurmd.service; tail -20 /var/log/slurm/slurmd.log; exit 1; }
+		m=$(systemctl show -p LimitMEMLOCK --value hpcinit-slurmd.service)
+		[ "$m" = infinity ] || { echo "hpcinit-slurmd LimitMEMLOCK=$m"; exit 1; }
+		p=$(systemctl show -p MainPID --value hpcinit-slurmd.service)
+		grep "^Max locked memory" /proc/$p/limits | grep -q unlimited || { cat /proc/$p/limits; exit 1; }
+		! systemctl is-active -q slurmd.service || { echo "the package unit slurmd.service runs too"; exit 1; }
+		e=$(systemctl is-enabled slurmd.service 2>&1); [ "$e" = disabled ] || { echo "slurmd.service is $e, want disabled (custom-data)"; exit 1; }
+		exit 0'
+	script='set -e'
+	for n in $(slurm_computes); do
+		script+="
+		$(sinfo_wait "$n" "idle none")
+		f=\$(sinfo -h -n $n -o %f | tr , '\\n' | sort | paste -sd,)
+		[ \"\$f\" = $feats ] || { echo \"$n features \$f, want $feats\"; exit 1; }"
+	done
+	script+='
+	sinfo -N -o "%N %t %f %m %E"'
+	slurm_on_head "slurm: every compute idle in sinfo, features $feats (cluster, VM size fact, spec)" "$script"
+	local want got
+	want=$(slurm_computes | sort | tr '\n' ' ')
+	SRUN_T0=$(date +%s.%N)
+	got=$(vm_exec head 300 "timeout 240 srun -N$N --job-name=hpcinit-first hostname | sort | tr '\\n' ' '" 2>&1) || true
+	SRUN_T1=$(date +%s.%N)
+	[ "$got" = "$want" ] && ok "slurm: srun -N$N hostname runs on every compute ($(since "$SRUN_T0") s)" ||
+		notok "slurm: srun -N$N hostname runs on every compute" "got: $got" "want: $want"
+	each_vm "slurm: computes: hpcinit-health.socket (enabled by the custom-data) answers 200 Healthy on 127.0.0.1:9119/health" '
+		[ "$(hostname)" = head ] && exit 0
+		systemctl is-enabled -q hpcinit-health.socket && systemctl is-active -q hpcinit-health.socket ||
+			{ systemctl status --no-pager hpcinit-health.socket; exit 1; }
+		exec 3<>/dev/tcp/127.0.0.1/9119
+		printf "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n" >&3
+		r=$(timeout 30 cat <&3)
+		echo "$r" | head -1 | grep -q " 200 " && echo "$r" | grep -q "\"ApplicationHealthState\": *\"Healthy\"" || { echo "answer: $r"; exit 1; }'
+	# A check that starts failing (the memlock limits file is gone): Slurm's
+	# HealthCheckProgram drains the node with hpcinit:<tag>; repaired, it resumes.
+	out=$(vm_exec "$c1" 120 'mv /etc/security/limits.d/90-hpcinit.conf /root/90-hpcinit.conf.saved
+		/usr/libexec/hpcinit/hpcinit-health-check > /tmp/hc.txt 2>&1; echo "exit $?"; grep -i "^slurm\|drain" /tmp/hc.txt' 2>&1) || true
+	slurm_on_head "slurm: $c1: HealthCheckProgram with a failing check drains it with reason hpcinit:... ($(head -1 <<< "$out"))" \
+		"for i in \$(seq 60); do s=\$(sinfo -h -n $c1 -o '%t %E'); s=\${s/\\*/}; case \$s in 'drain hpcinit:'*) echo \"\$s\"; exit 0 ;; esac; sleep 1; done; echo \"sinfo: \$s\"; exit 1"
+	sed 's/^/#   /' <<< "$out"
+	out=$(vm_exec "$c1" 120 'mv /root/90-hpcinit.conf.saved /etc/security/limits.d/90-hpcinit.conf
+		/usr/libexec/hpcinit/hpcinit-health-check > /tmp/hc2.txt 2>&1; echo "exit $?"; grep -i "resumed" /tmp/hc2.txt' 2>&1) || true
+	slurm_on_head "slurm: $c1: repaired, the next HealthCheckProgram resumes it ($(head -1 <<< "$out"))" "$(sinfo_wait "$c1" "idle none")"
+	# An admin's drain is left alone.
+	out=$(vm_exec head 60 "scontrol update nodename=$c1 state=drain reason='bad dimm'" 2>&1) || true
+	out+=$(vm_exec "$c1" 120 '/usr/libexec/hpcinit/hpcinit-health-check 2>&1 | grep -o "left alone"' 2>&1) || true
+	slurm_on_head "slurm: $c1: an admin's drain is left alone by the HealthCheckProgram ($out)" \
+		"sleep 2; $(sinfo_wait "$c1" "drain bad dimm")"
+	vm_exec head 60 "scontrol update nodename=$c1 state=resume" >/dev/null 2>&1 || true
+}
+
+# The boot split to Slurm, per compute, in seconds after power-on (printed,
+# not asserted): kernel start (agent's clock and /proc/uptime), then this
+# boot's phases from /run/hpcinit/boot.json (cloud-init start, hpcinit
+# ready, registered with Slurm, cloud-init end), then Slurm's own
+# timestamps on the head's clock (slurmd's start, SlurmdStartTime) and the
+# first srun's end (its job's EndTime).  slurmctld logs no registration of a
+# dynamic node at its default level, so there is no "seen" time of its own.  VM clocks are mapped to the host's (clock_offset).
+check_slurmbench() {
+	local n k out off_head ph sd end
+	off_head=$(clock_offset head) || off_head=0
+	printf '# %-4s %7s %9s %8s %8s %8s %8s %10s\n' VM kernel ci-start ready slurm slurmd ci-end first-srun
+	for n in $(slurm_computes); do
+		k=$(awk -v l="${T_LAUNCH[$n]}" '{printf "%.1f", $1 - $2 - l}' "$W/vm/$n/out/agent-start")
+		ph=$(vm_exec "$n" 60 'python3 -c "
+import json
+p = {x[\"phase\"]: x[\"since_boot_ms\"] / 1000 for x in json.load(open(\"/run/hpcinit/boot.json\"))[\"phases\"] if \"since_boot_ms\" in x}
+print(\" \".join(\"%.1f\" % p[k] if k in p else \"?\" for k in (\"cloud-init.start\", \"ready\", \"slurm\", \"cloud-init.end\")))
+"' 2>&1) || { notok "slurmbench: /run/hpcinit/boot.json of $n" "$ph"; return; }
+		# Slurm's own times (head clock, unix seconds)
+		out=$(vm_exec head 60 "
+			t() { [ -n \"\$1\" ] && date -d \"\$1\" +%s || echo ?; }
+			sd=\$(scontrol -o show node $n | grep -o 'SlurmdStartTime=[^ ]*' | cut -d= -f2)
+			je=\$(scontrol -o show job 2>/dev/null | grep 'JobName=hpcinit-first' | grep -o 'EndTime=[^ ]*' | cut -d= -f2 | head -1)
+			echo \$(t \"\$sd\") \$(t \"\$je\")" 2>&1) || true
+		read -r sd end <<< "$out"
+		read -r cs rd sl ce <<< "$ph"
+		awk -v n="$n" -v k="$k" -v cs="$cs" -v rd="$rd" -v sl="$sl" -v ce="$ce" -v sd="$sd" -v je="$end" \
+			-v o="$off_head" -v l="${T_LAUNCH[$n]}" '
+			function ph(v) { return v == "?" ? "?" : sprintf("%.1f", k + v) }
+			function wall(v) { return v !~ /^[0-9]+$/ ? "?" : sprintf("%.0f", v - o - l) }
+			BEGIN { printf "# %-4s %6.1fs %8ss %7ss %7ss %7ss %7ss %9ss\n", n, k, ph(cs), ph(rd), ph(sl),
+				wall(sd), ph(ce), wall(je) }'
+	done
+	echo "# (seconds after each VM's power-on: kernel start; from boot.json: cloud-init start, hpcinit"
+	echo "#  ready, registered with Slurm (slurm step done), cloud-init end; Slurm's own, whole seconds on"
+	echo "#  the head's clock mapped to the host's (offset ${off_head} s): slurmd started (SlurmdStartTime),"
+	echo "#  the first srun's EndTime (the harness runs it after every VM's cloud-init is done, so it"
+	echo "#  is an upper bound; ? when it failed))"
+	ok "slurmbench: boot split to srun printed (not asserted)"
+}
+
+# hpcinit leave on the last compute, under systemd: drained, slurmd's unit
+# stopped, the dynamic node deleted.
+check_slurmleave() {
+	local v out
+	v=$(slurm_computes | tail -1)
+	if out=$(vm_exec "$v" 300 'hpcinit leave > /tmp/leave.txt 2>&1 || { cat /tmp/leave.txt; exit 1; }
+		grep "removed from Slurm" /tmp/leave.txt
+		! systemctl is-active -q hpcinit-slurmd.service || { echo "hpcinit-slurmd.service still active"; exit 1; }' 2>&1) &&
+		out+=$(vm_exec head 60 "! sinfo -N -h -o %N | grep -qx $v || { echo '$v still in sinfo'; sinfo -N; exit 1; }" 2>&1); then
+		ok "slurmleave: $v: hpcinit leave drains it, stops hpcinit-slurmd.service, deletes it from Slurm"
+		sed 's/^/#   /' <<< "$out"
+	else
+		notok "slurmleave: $v: hpcinit leave drains it, stops hpcinit-slurmd.service, deletes it from Slurm" "$out"
+	fi
+}
