@@ -152,8 +152,8 @@ static int64_t boot_time(struct ctx *c)
 		text = NULL;
 		(void)fs_read_host("/proc/stat", 4 << 20, &text, NULL);
 	}
-	if (text && (p = strstr(text, "\nbtime ")))
-		bt = strtoll(p + 7, NULL, 10);
+	if (text && (p = strstr(text, "\nbtime ")) && !num_ll_prefix(p + 7, 1, INT64_MAX, &bt, NULL))
+		bt = 0;
 	free(text);
 	return bt > 0 ? bt : (int64_t)time(NULL);
 }
@@ -170,13 +170,12 @@ static int64_t boot_time(struct ctx *c)
  */
 static void clock_read(struct etcd *e, struct ctx *c)
 {
-	char *text = NULL, *end;
+	char *text = NULL;
+	const char *end;
 	long long v;
 
 	if (fs_read(c, CLOCK_FILE, &text, NULL) == 0) {
-		errno = 0;
-		v = strtoll(text, &end, 10);
-		if (!errno && end != text && (*end == '\n' || !*end)) {
+		if (num_ll_prefix(text, INT64_MIN, INT64_MAX, &v, &end) && (*end == '\n' || !*end)) {
 			e->clock_off = v;
 			e->clock_known = true;
 		}

@@ -3,7 +3,10 @@
 # no source file over 900 lines, no function over 120 lines.  A function is
 # measured as ctags measures it, from the line its name is on to its closing
 # brace in column 0 (the kernel style the code is written in); the longest
-# are printed either way, so the numbers are there to read.
+# are printed either way, so the numbers are there to read.  And one rule
+# kept by text: numbers are read through agent/text/number.c, never a bare
+# strtol/strtoul/strtoll/strtoull/strtod (agent/loader/units.c checks its
+# own grammar before its strtod).
 . "$(dirname "$0")/lib.sh"
 
 cd "$TOP_SRCDIR"
@@ -30,4 +33,9 @@ check "functions are found (the measure reads the code)" [ "$(wc -l <"$T/functio
 echo "# longest functions:"; head -3 "$T/functions" | sed 's/^/#   /'
 awk '$1 > 120 { print "  " $2 " " $3 "(): " $1 " lines" }' "$T/functions" >"$T/long-functions"
 check "no function over 120 lines" not_contains "$T/long-functions" "lines"
+
+# shellcheck disable=SC2046
+grep -nE '\<strto(l|ul|ll|ull|d|f|ld|imax|umax)[[:space:]]*\(' $(grep '\.c$' "$T/files") |
+	grep -v -e '^agent/text/number\.c:' -e '^agent/loader/units\.c:.*strtod(' >"$T/strto" || true
+check "numbers are read through agent/text/number.c (no strto* elsewhere)" not_contains "$T/strto" ":"
 done_testing

@@ -105,6 +105,12 @@ if [ -n "$VMCHECK" ]; then
 	done
 fi
 [ "$SLURM" = 0 ] || [ "$CHECKS_SET" = 1 ] || CHECKS="slurm slurmbench slurmleave"
+# Every check named is one the checks files define (a typo fails here, before any boot).
+for c in $CHECKS; do
+	grep -q "^check_$c()" "$SRC"/tests/vm/checks-*.sh && continue
+	echo "$0: --checks: no check '$c'; they are: $(sed -n 's/^check_\([a-z0-9]*\)().*/\1/p' "$SRC"/tests/vm/checks-*.sh | tr '\n' ' ')" >&2
+	exit 2
+done
 MEM=${HPCINIT_VM_MEM:-1024}
 BOOT_TIMEOUT=${HPCINIT_VM_BOOT_TIMEOUT:-900}
 NET=198.18.50
@@ -412,7 +418,7 @@ done
 for c in $CHECKS; do
 	if [ $BOOT_OK = 0 ]; then notok "$c" "the VMs did not come up (consoles: $W/vm/*/console.log)"; continue; fi
 	t_c=$(date +%s)
-	if declare -f "check_$c" >/dev/null; then "check_$c"; else say "check $c: not written yet"; fi
+	if declare -f "check_$c" >/dev/null; then "check_$c"; else notok "$c" "no such check (tests/vm/checks-*.sh define check_NAME)"; fi
 	say "check $c: $(($(date +%s) - t_c)) s"
 done
 
