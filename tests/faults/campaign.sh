@@ -20,7 +20,8 @@
 # run must then report violations and exit 1: the harness can fail).  Needs root (lib.sh exits 77 otherwise).  docs/faults.md
 # says what a run covers and what it does not yet.  FAULTS_OUT: where the evidence
 # goes (default /tmp/hpcinit-faults.SEED.PID); FAULTS_KEEP=1 keeps every run's log there;
-# LEASE_S=N sets discovery.lease (default 15 s; the bound grows with it).
+# LEASE_S=N sets discovery.lease (default 15 s; the bound grows with it); FAULTS_NET=198.19.X
+# the nodes' /24 (default 198.19.60; two campaigns side by side need two).
 SEED=$(( $(date +%s%N) % 1000000 ))
 DURATION=90
 METHOD=shared
@@ -48,7 +49,7 @@ case $METHOD in shared | etcd) ;; *) echo "campaign: --method shared or etcd" >&
 FDIR=$(cd "$(dirname "$0")" && pwd)
 : "${TOP_SRCDIR:=$(cd "$FDIR/../.." && pwd)}"
 if [ -z "${TOP_BUILDDIR:-}" ] && [ -x "$TOP_SRCDIR/build/hpcinit" ]; then TOP_BUILDDIR=$TOP_SRCDIR/build; fi
-SIM_PREFIX=flt SIM_NET=198.19.60
+SIM_PREFIX=flt SIM_NET=${FAULTS_NET:-198.19.60}
 . "$TOP_SRCDIR/tests/cluster/lib.sh"
 [ "$METHOD" != etcd ] || . "$TOP_SRCDIR/tests/cluster/etcd-lib.sh"
 set +eu
