@@ -4,7 +4,7 @@
 # Second-scale membership with "hpcinit watch", for discovery method etcd
 # (a real 3-member etcd) and then for method shared (the simulated NFS
 # directory), on four simulated nodes that each run the watch:
-#   - a 5th node joins (apply): it is in every node's hostfile within seconds;
+#   - a 5th node joins (apply, then its watch): it is in every node's hostfile within seconds;
 #   - it leaves gracefully (hpcinit leave): gone from every hostfile within seconds;
 #   - apply joins it again; a leave by hand next to its own running watch holds (the
 #     watch's refreshes do not put the record back);
@@ -75,13 +75,17 @@ leave_holds() {
 	hpc "$n" refresh -v >"$T/refresh-left" 2>&1 || true
 	check "$method: ... a refresh says the node left and how to join again" \
 		grep -q "left cluster $CLUSTER at .*until \"hpcinit apply\"" "$T/refresh-left"
-	# The watch is ours: end it by its PID (the node's namespace holds it).
-	wpid=""
-	for p in $(ip netns pids "$n"); do
-		tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q "^$HPCINIT watch" && wpid=$p
-	done
+	wpid=$(watch_pid "$n")
 	check "$method: ... the watch was still running" test -n "$wpid"
 	[ -z "$wpid" ] || { kill "$wpid"; while kill -0 "$wpid" 2>/dev/null; do sleep 0.1; done; }
+}
+# watch_pid NODE: the PID of the node's "hpcinit watch" (ours; the node's namespace holds it), if any
+watch_pid() {
+	local p wpid=""
+	for p in $(ip netns pids "$1"); do
+		tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q "^$HPCINIT watch" && wpid=$p
+	done
+	echo "$wpid"
 }
 
 # leave_waits_for_apply NODE: a leave racing an apply takes the run lock after it.  The apply
@@ -215,11 +219,13 @@ scenario() {
 	start_watch "${FOUR[@]}"
 	sleep 1
 
-	# A 5th node joins: it applies (no watch of its own yet).
+	# A 5th node joins: it applies, then starts its watch, which keeps its record (a lease of 3 s:
+	# without a renewal, on a loaded machine the record ran out before the leave below).
 	sim add 1 >/dev/null
 	install_spec "$N5" "$T/node.yaml"
 	run_hpc "$T/apply5" "$N5" apply
 	rc5=$rc
+	on "$N5" "$HPCINIT" watch >"$T/watch5.$N5" 2>&1 &
 	ms=$(wait_all PRESENT "$N5" "$WITHIN" "${FOUR[@]}") || true
 	echo "# $method: join: $N5 in all 4 other hostfiles $ms ms after its apply returned (exit $rc5)"
 	check "$method: a 5th node joins: in every hostfile within $WITHIN s (took $ms ms)" \
@@ -237,6 +243,8 @@ scenario() {
 	run_hpc "$T/leave5b" "$N5" leave
 	check "$method: a second leave has nothing to remove and exits 0" \
 		grep -q "^leave: ok: " "$T/leave5b"
+	wpid=$(watch_pid "$N5")
+	[ -z "$wpid" ] || { kill "$wpid"; while kill -0 "$wpid" 2>/dev/null; do sleep 0.1; done; }
 	leave_holds "$method" "$N5" "${FOUR[@]}"
 	[ "$method" != etcd ] || leave_waits_for_apply "$N5"
 	sim del "$N5"
