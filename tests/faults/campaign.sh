@@ -20,7 +20,8 @@
 # run must then report violations and exit 1: the harness can fail).  Needs root (lib.sh exits 77 otherwise).  docs/faults.md
 # says what a run covers and what it does not yet.  FAULTS_OUT: where the evidence
 # goes (default /tmp/hpcinit-faults.SEED.PID); FAULTS_KEEP=1 keeps every run's log there;
-# LEASE_S=N sets discovery.lease (default 15 s; the bound grows with it).
+# LEASE_S=N sets discovery.lease (default 15 s; the bound grows with it); FAULTS_NET=198.19.X
+# the nodes' /24 (default 198.19.60; two campaigns side by side need two).
 SEED=$(( $(date +%s%N) % 1000000 ))
 DURATION=90
 METHOD=shared
@@ -48,7 +49,7 @@ case $METHOD in shared | etcd) ;; *) echo "campaign: --method shared or etcd" >&
 FDIR=$(cd "$(dirname "$0")" && pwd)
 : "${TOP_SRCDIR:=$(cd "$FDIR/../.." && pwd)}"
 if [ -z "${TOP_BUILDDIR:-}" ] && [ -x "$TOP_SRCDIR/build/hpcinit" ]; then TOP_BUILDDIR=$TOP_SRCDIR/build; fi
-SIM_PREFIX=flt SIM_NET=198.19.60
+SIM_PREFIX=flt SIM_NET=${FAULTS_NET:-198.19.60}
 . "$TOP_SRCDIR/tests/cluster/lib.sh"
 [ "$METHOD" != etcd ] || . "$TOP_SRCDIR/tests/cluster/etcd-lib.sh"
 set +eu
@@ -651,7 +652,8 @@ runs=$(cat "$FT"/runs.* 2>/dev/null | wc -l)
 echo "campaign: seed $SEED, method $METHOD: $runs hpcinit runs; $(for k in "${!COUNT[@]}"; do [[ $k == *status:* ]] || echo "${COUNT[$k]}"; done | awk '{s += $1} END {print s + 0}') faults injected:"
 for k in "${!COUNT[@]}"; do [[ $k == *status:* ]] || printf '  %-16s %d\n' "$k" "${COUNT[$k]}"; done | sort
 echo "campaign: hpcinit status exit codes sampled during faults and at quiet points:$(for k in "${!COUNT[@]}"; do [[ $k != *status:* ]] || printf ' %s x%d' "$k" "${COUNT[$k]}"; done)"
-echo "campaign: SIGKILLs of a run: $(grep -c killed-after "$FT/sigkills" 2>/dev/null) hit it mid-run, $(grep -c ended-before "$FT/sigkills" 2>/dev/null) came after it had ended"
+touch "$FT/sigkills"    # none: 0, not an empty count
+echo "campaign: SIGKILLs of a run: $(grep -c killed-after "$FT/sigkills") hit it mid-run, $(grep -c ended-before "$FT/sigkills") came after it had ended"
 echo "campaign: $TICKS rounds of continuous checks; $QUIETS quiet points, $SSH_PAIRS strict ssh logins checked, peak $PROCS_PEAK hpcinit processes on a node, watch RSS peak ${RSS_PEAK} kB"
 echo "campaign: run exit codes: $(awk '{print $3 "=" $5}' "$FT"/runs.* 2>/dev/null | sort | uniq -c | awk '{printf "%s x%s, ", $2, $1}')"
 FAULTS=0
