@@ -604,9 +604,12 @@ static bool drain_err(int fd, struct strbuf *line)
  * Debounce: more changes within DEBOUNCE_MS join this refresh, and
  * refreshes are at least as far apart as the last one took (hold_until: a
  * busy machine - a whole scale set starting at once - runs fewer, each on
- * the newest view, instead of a queue of them).
+ * the newest view, instead of a queue of them).  The hold can outlast the
+ * lease (a refresh that waited 9 s for the run lock holds the next one 9 s):
+ * the lease goes on being renewed meanwhile.
  */
-static void debounce(int fd, struct members *mem, unsigned *changes, uint64_t hold_until)
+static void debounce(int fd, struct members *mem, unsigned *changes, uint64_t hold_until,
+		     struct renewal *ka)
 {
 	uint64_t until = now_ms() + DEBOUNCE_MS;
 
@@ -614,10 +617,14 @@ static void debounce(int fd, struct members *mem, unsigned *changes, uint64_t ho
 		until = hold_until;
 	while (*changes && now_ms() < until) {
 		struct pollfd one = { .fd = fd, .events = POLLIN };
-		uint64_t tn = now_ms();
+		uint64_t tn = now_ms(), to = ka->next < until ? ka->next : until;
+		int p = poll(&one, 1, to > tn ? (int)(to - tn) : 0);
 
-		if (poll(&one, 1, (int)(until - tn)) <= 0)
+		renew_lease(ka);
+		if (p < 0)
 			break;
+		if (p == 0)
+			continue;
 		if (!drain_members(fd, mem, changes))
 			break;
 		if (now_ms() + DEBOUNCE_MS > until)
@@ -726,7 +733,7 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro_in)
 				restart_at = now_ms() + RESTART_MS;
 			}
 			if (running)
-				debounce(ch.out_fd, &mem, &changes, bo.hold_until);
+				debounce(ch.out_fd, &mem, &changes, bo.hold_until, &ka);
 		}
 		/* The refreshes run on the stream's membership while it is whole. */
 		if (running && mem.synced) {

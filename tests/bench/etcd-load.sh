@@ -5,8 +5,8 @@
 # root (--root, --hostname, HPCINIT_ADDRESS; no namespaces: 1,000 of those are too heavy for
 # this machine), against one etcd member on 127.0.0.1 (the load on the store does not depend
 # on how many members share it).  Phases, each printed:
-#   cold start    all N "hpcinit apply --only discovery,hostfile" (expect: N) started at
-#                 once: the time from the start and from the last record published (a watch
+#   cold start    all N "hpcinit apply --only discovery,hostfile" (expect: N) started in
+#                 waves of WAVE (the next once etcd holds the last's records): the time from the start and from the last record published (a watch
 #                 of the bench's own, etcdctl, stamps each key's first put) until every apply
 #                 has ended with N nodes in its hostfile; the nodes' CPU in all and per node
 #                 (their helpers included), etcd's CPU, requests and bytes.
@@ -54,10 +54,10 @@ command -v strace >/dev/null || { echo "etcd-load.sh: needs strace" >&2; exit 2;
 command -v etcdctl >/dev/null || { echo "etcd-load.sh: needs etcdctl (Debian package etcd-client)" >&2; exit 2; }
 command -v inotifywait >/dev/null || { echo "etcd-load.sh: needs inotifywait (Debian package inotify-tools)" >&2; exit 2; }
 T=$(mktemp -d /tmp/hpcinit-bench-etcd.XXXXXX)
-PIDS=()
+PIDS=() APIDS=()
 cleanup() {
 	local p
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${APIDS[@]}" "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
 	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
 	rm -rf "$T"
 }
@@ -95,6 +95,8 @@ addr() { local n=$(($1 + 256)); echo "10.$((n >> 16 & 255)).$((n >> 8 & 255)).$(
 etcd_pid=${PIDS[0]}
 # user+system CPU of etcd so far, ms
 etcd_cpu() { awk -v t="$(getconf CLK_TCK)" '{printf "%d", ($14 + $15) * 1000 / t}' "/proc/$etcd_pid/stat"; }
+nkeys() { curl -s -X POST -d '{"key":"L2hwY2luaXQvYmVuY2gvbm9kZXMv","range_end":"L2hwY2luaXQvYmVuY2gvbm9kZXMw","count_only":true}' \
+	"http://127.0.0.1:$PORT/v3/kv/range" | sed -n 's/.*"count":"\([0-9]*\)".*/\1/p' | grep . || echo 0; }
 etcd_rb() { echo $(($(metric etcd_network_client_grpc_received_bytes_total) + $(metric etcd_network_client_grpc_sent_bytes_total))); }
 # child_cpu: CHILD_CPU = user+system CPU, ms, of this shell's waited-for children so far
 # (bash's times; not in a $(...) subshell, whose children are its own)
@@ -108,7 +110,7 @@ child_cpu() {
 echo "$N nodes on the etcd rendezvous (one member), fake roots, $(nproc) cores, lease ${LEASE}s;" \
 	"load average $(cut -d' ' -f1-3 /proc/loadavg) before"
 for i in $(seq 1 "$N"); do mkroot "$T/n$i"; done
-# Cold start: all N applies at once, each waiting for N nodes (expect: N).  When each record
+# Cold start: all N applies (in waves), each waiting for N nodes (expect: N).  When each record
 # arrives: a watch of the bench's own, each key's first PUT stamped as it comes.
 ( echo "$BASHPID" >"$T/stamp.pid"
   exec etcdctl --endpoints "http://127.0.0.1:$PORT" watch --prefix /hpcinit/bench/nodes/ ) |
@@ -122,7 +124,7 @@ stamp_pipe=$!
 PIDS+=("$stamp_pipe")
 sleep 0.5
 PIDS+=("$(cat "$T/stamp.pid")")
-echo "cold start: $N applies (discovery, hostfile; expect: $N) started at once..."
+echo "cold start: $N applies (discovery, hostfile; expect: $N) started, $WAVE at a time..."
 rq0=$(metric grpc_server_started_total) by0=$(etcd_rb) ecpu0=$(etcd_cpu)
 child_cpu
 ccpu0=$CHILD_CPU
@@ -132,6 +134,12 @@ for i in $(seq 1 "$N"); do
 	HPCINIT_ADDRESS=$(addr "$i") timeout 900 "$HPCINIT" apply --only discovery,hostfile --root "$T/n$i" \
 		-c "$T/n$i/etc/hpcinit/node.yaml" --hostname "node$i" >"$T/n$i/apply.out" 2>&1 &
 	APIDS+=($!)
+	# In waves of WAVE: the next wave once etcd holds this one's records (at most 30 s), so
+	# that 2 cores are not asked for N lease grants at once (at 300 at once, half the applies
+	# met their etcd helper's 5 s timeout on this machine).
+	if [ $((i % WAVE)) = 0 ] && [ "$i" -lt "$N" ]; then
+		for _ in $(seq 1 300); do [ "$(nkeys)" -ge "$i" ] && break; sleep 0.1; done
+	fi
 done
 failed=0
 for i in $(seq 1 "$N"); do wait "${APIDS[i - 1]}" || failed=$((failed + 1)); done
@@ -298,7 +306,7 @@ done | awk '{ n[$1]++; r[$1] += $2; p[$1] += $3; v[$1] += $4 }
 	END { for (w in n) printf "%s %d %.0f %.0f %.0f\n", w, n[w], r[w] / n[w], p[w] / n[w], v[w] / n[w] }' | sort)
 # The same cold start on the shared directory (SHARED_COLD=0 skips it): the watches and etcd
 # stopped, N new fake roots whose /srv/share is one directory of this machine (a symbolic link
-# to it, as an NFS mount would be one directory), all N applies at once, expect: N.  The last
+# to it, as an NFS mount would be one directory), the N applies in waves as above, expect: N.  The last
 # record published: the last record file's first appearance (inotifywait stamps each name's
 # first rename into place).  File system calls are not counted here (strace on N processes
 # would be the load); the traced refresh below gives them per node.
@@ -343,6 +351,12 @@ if [ "${SHARED_COLD:-1}" = 1 ]; then
 		HPCINIT_ADDRESS=$(addr "$i") timeout 900 "$HPCINIT" apply --only discovery,hostfile --root "$T/s$i" \
 			-c "$T/s$i/etc/hpcinit/node.yaml" --hostname "node$i" >"$T/s$i/apply.out" 2>&1 &
 		APIDS+=($!)
+		if [ $((i % WAVE)) = 0 ] && [ "$i" -lt "$N" ]; then
+			for _ in $(seq 1 300); do
+				[ "$(find "$T/share/.hpcinit/bench/nodes" -name '*.rec' | wc -l)" -ge "$i" ] && break
+				sleep 0.1
+			done
+		fi
 	done
 	sfailed=0
 	for i in $(seq 1 "$N"); do wait "${APIDS[i - 1]}" || sfailed=$((sfailed + 1)); done

@@ -142,7 +142,9 @@ compaction() {
 # lock_keepalive NODE: the watch renews its lease while its refresh waits for the run lock.  Another
 # run holds /run/hpcinit/lock for three leases (flock(1) here; a slow refresh timer's run in the
 # fault campaign, seed 301) while a membership change makes the watch refresh: its key must stay
-# in etcd all along (no DELETE event), as the keepalive every third of the lease keeps it.
+# in etcd all along (no DELETE event), as the keepalive every third of the lease keeps it.  Then
+# a change (the junk key deleted) finds the watch holding its next refresh as long as the last
+# took (debounce: the 9 s of the wait); its key must stay for a lease after that too.
 lock_keepalive() {
 	local n=$1 key=/hpcinit/$CLUSTER/nodes/$1 hold=$((3 * ${LEASE%s})) epid
 	etcdctl_ watch "$key" >"$T/lockwatch.ev" 2>&1 &
@@ -153,13 +155,15 @@ lock_keepalive() {
 	etcdctl_ put "/hpcinit/$CLUSTER/nodes/zz-change" junk >/dev/null
 	wait $! || true
 	for _ in $(seq 1 30); do [ -n "$(etcdctl_ get --keys-only "$key")" ] && break; sleep 0.1; done
-	sleep 0.5
+	etcdctl_ del "/hpcinit/$CLUSTER/nodes/zz-change" >/dev/null
+	sleep $((${LEASE%s} + 1))
+	# the function's subshell and its etcdctl (ip netns exec runs it as the subshell's child)
+	pkill -P "$epid" 2>/dev/null || true
 	kill "$epid" 2>/dev/null || true
 	wait "$epid" 2>/dev/null || true
-	etcdctl_ del "/hpcinit/$CLUSTER/nodes/zz-change" >/dev/null
 	check "etcd: the watch's refresh waited for the run lock another run held for ${hold} s" \
 		contains "$T/watch.$n" "holds /run/hpcinit/lock"
-	check "etcd: ... and its key stayed in etcd meanwhile: the watch renewed the ${LEASE} lease while it waited (no DELETE)" \
+	check "etcd: ... and its key stayed in etcd meanwhile and a lease after: the watch renewed the ${LEASE} lease while it waited and while it held the next refresh (no DELETE)" \
 		bash -c "! grep -q '^DELETE' '$T/lockwatch.ev'"
 	if grep -q '^DELETE' "$T/lockwatch.ev"; then grep -a -E '^(PUT|DELETE)' "$T/lockwatch.ev" | sed 's/^/#   key event: /'; fi
 	check "etcd: ... and is there after the lock was released" test -n "$(etcdctl_ get --keys-only "$key")"

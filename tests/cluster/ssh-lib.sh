@@ -39,8 +39,9 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
-ok() { echo "ok [${SECONDS}s]: $*"; }
+# ok (with the seconds since the start), bail_out, done_testing
+TAP_SECONDS=1
+. "$TOP_SRCDIR/tests/lib/tap.sh"
 on() { bash "$SIM" exec "$@"; }
 nodes() { bash "$SIM" list; }
 

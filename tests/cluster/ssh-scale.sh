@@ -14,7 +14,7 @@ LEASE=6s cluster_up 4
 write_spec "$T/long.yaml"      # same cluster, 5 minute lease, for the later steps
 NODES=$(nodes)
 # shellcheck disable=SC2086
-run_on 0 apply $NODES || fail "apply"
+run_on 0 apply $NODES || bail_out "apply"
 hostkey() { cut -d' ' -f2 "$SIM_STATE/nodes/$1/ssh_host_ed25519_key.pub"; }
 userkey() { on "$1" cut -d' ' -f2 "/home/$2/.ssh/id_ed25519.pub"; }
 # no_key_anywhere KEY WHAT: no node's known_hosts or authorized_keys holds KEY.
@@ -22,7 +22,7 @@ no_key_anywhere() {
 	local n
 	for n in $(nodes); do
 		if on "$n" grep -qF "$1" /etc/hpcinit/ssh_known_hosts /home/alice/.ssh/authorized_keys; then
-			fail "$n still holds $2"
+			bail_out "$n still holds $2"
 		fi
 	done
 }
@@ -39,12 +39,12 @@ all_logins() {          # every node <-> every node as alice, sources in paralle
 	for s in $(nodes); do
 		wait -n || bad=1
 	done
-	[ $bad = 0 ] || { cat "$T"/login.*; fail "a login was refused"; }
+	[ $bad = 0 ] || { cat "$T"/login.*; bail_out "a login was refused"; }
 }
 # sim.sh add brings hps-4 back at the same address with a new MAC; the other
 # nodes' neighbour caches would send to the old one for a minute or more.
 readd_hps4() {
-	[ "$(bash "$SIM" add)" = hps-4 ] || fail "sim add did not recreate hps-4"
+	[ "$(bash "$SIM" add)" = hps-4 ] || bail_out "sim add did not recreate hps-4"
 	for n in hps-1 hps-2 hps-3; do
 		ip -n "$n" neigh flush to "$(bash "$SIM" addr hps-4)"
 	done
@@ -52,7 +52,7 @@ readd_hps4() {
 }
 old_host=$(hostkey hps-4)
 old_user=$(userkey hps-4 alice)
-on hps-1 grep -qF "$old_host" /etc/hpcinit/ssh_known_hosts || fail "hps-4's host key not pinned on hps-1"
+on hps-1 grep -qF "$old_host" /etc/hpcinit/ssh_known_hosts || bail_out "hps-4's host key not pinned on hps-1"
 
 # 1. Scale-in.  The live nodes refresh every half second (their timer does it every
 # minute) while hps-4, deleted, stops refreshing its record until its lease expires.
@@ -77,11 +77,11 @@ for _ in $(seq 1 60); do
 done
 kill "$timer"
 wait "$timer" 2>/dev/null || true
-[ $pruned = yes ] || fail "hps-4 was never pruned"
+[ $pruned = yes ] || bail_out "hps-4 was never pruned"
 for n in hps-1 hps-2 hps-3; do  # nobody else was dropped meanwhile
 	hp "$n" refresh -c "$T/node.yaml"
 	[ "$(module_field "$n" discovery summary)" = "3 nodes known (expect 4)" ] ||
-		fail "$n: $(module_field "$n" discovery summary)"
+		bail_out "$n: $(module_field "$n" discovery summary)"
 done
 no_key_anywhere "$old_host" "the departed node's host key"
 no_key_anywhere "$old_user" "the departed node's user key"
@@ -90,12 +90,12 @@ ok "scale-in: hps-4's host key and user keys pruned on every node"
 # 2. Scale-out: a new VM at the same name and address, new host key, new boot id.
 readd_hps4
 new_host=$(hostkey hps-4)
-[ "$new_host" != "$old_host" ] || fail "test bug: same host key"
+[ "$new_host" != "$old_host" ] || bail_out "test bug: same host key"
 hp hps-4 apply -c "$T/long.yaml"
-[ "$(cat "$T/rc.hps-4")" = 0 ] || fail "apply on the new hps-4: $(cat "$T/out.hps-4" "$T/err.hps-4")"
+[ "$(cat "$T/rc.hps-4")" = 0 ] || bail_out "apply on the new hps-4: $(cat "$T/out.hps-4" "$T/err.hps-4")"
 for n in hps-1 hps-2 hps-3; do
 	hp "$n" refresh -c "$T/long.yaml"
-	[ "$(cat "$T/rc.$n")" = 0 ] || fail "refresh on $n: $(cat "$T/out.$n")"
+	[ "$(cat "$T/rc.$n")" = 0 ] || bail_out "refresh on $n: $(cat "$T/out.$n")"
 done
 all_logins
 no_key_anywhere "$old_host" "the old host key of hps-4"
@@ -108,13 +108,13 @@ bash "$SIM" del hps-4
 readd_hps4
 new_host=$(hostkey hps-4)
 hp hps-4 apply -c "$T/long.yaml"
-[ "$(cat "$T/rc.hps-4")" = 0 ] || fail "apply on the rebuilt hps-4: $(cat "$T/out.hps-4")"
+[ "$(cat "$T/rc.hps-4")" = 0 ] || bail_out "apply on the rebuilt hps-4: $(cat "$T/out.hps-4")"
 for n in hps-1 hps-2 hps-3; do
 	hp "$n" refresh -c "$T/long.yaml"
-	[ "$(cat "$T/rc.$n")" = 0 ] || fail "refresh on $n: $(cat "$T/out.$n")"
+	[ "$(cat "$T/rc.$n")" = 0 ] || bail_out "refresh on $n: $(cat "$T/out.$n")"
 	det=$(module_field "$n" ssh details)
 	grep -q "hps-4: host key replaced (now ssh-ed25519 SHA256:.*boot id $prev_boot -> $(cat "$T/boot_id.hps-4"))" \
-		<<<"$det" || fail "$n did not report the replacement: $det"
+		<<<"$det" || bail_out "$n did not report the replacement: $det"
 done
 all_logins
 no_key_anywhere "$prev_host" "the previous host key of hps-4"
@@ -129,22 +129,23 @@ sleep 0.3
 hp hps-3 refresh -c "$T/long.yaml"      # publishes the new key, same boot id
 pinned=$(cut -d' ' -f2 "$SIM_STATE/nodes/hps-3/ssh_host_ed25519_key.pub")
 hp hps-1 refresh -c "$T/long.yaml"
-[ "$(cat "$T/rc.hps-1")" = 1 ] || fail "refresh with a changed live host key exited $(cat "$T/rc.hps-1")"
-[ "$(module_field hps-1 ssh status)" = failed ] || fail "ssh status $(module_field hps-1 ssh status)"
+[ "$(cat "$T/rc.hps-1")" = 1 ] || bail_out "refresh with a changed live host key exited $(cat "$T/rc.hps-1")"
+[ "$(module_field hps-1 ssh status)" = failed ] || bail_out "ssh status $(module_field hps-1 ssh status)"
 sum=$(module_field hps-1 ssh summary)
-[ "$sum" = "host key changed while the node stayed up: hps-3; refused (see details)" ] || fail "summary: $sum"
-module_field hps-1 ssh details | grep -q "hps-3: HOST KEY CHANGED while the node stayed up" || fail "no detail"
-on hps-1 grep -qF "$pinned" /etc/hpcinit/ssh_known_hosts || fail "the pinned key was dropped"
-on hps-1 grep -qF "$(cut -d' ' -f2 "$T/hk3.pub")" /etc/hpcinit/ssh_known_hosts && fail "the new key was accepted"
-if out=$(login hps-1 alice hps-3 2>&1); then fail "ssh accepted the changed host key"; fi
-grep -q 'REMOTE HOST IDENTIFICATION HAS CHANGED' <<<"$out" || fail "ssh said: $out"
+[ "$sum" = "host key changed while the node stayed up: hps-3; refused (see details)" ] || bail_out "summary: $sum"
+module_field hps-1 ssh details | grep -q "hps-3: HOST KEY CHANGED while the node stayed up" || bail_out "no detail"
+on hps-1 grep -qF "$pinned" /etc/hpcinit/ssh_known_hosts || bail_out "the pinned key was dropped"
+on hps-1 grep -qF "$(cut -d' ' -f2 "$T/hk3.pub")" /etc/hpcinit/ssh_known_hosts && bail_out "the new key was accepted"
+if out=$(login hps-1 alice hps-3 2>&1); then bail_out "ssh accepted the changed host key"; fi
+grep -q 'REMOTE HOST IDENTIFICATION HAS CHANGED' <<<"$out" || bail_out "ssh said: $out"
 ok "changed key of a live node: refused, exit 1, '$sum'; ssh refuses the host"
 # Other nodes and users are unaffected meanwhile.
-[ "$(login hps-1 bob hps-2)" = hps-2 ] || fail "bob@hps-1 -> hps-2 during the refusal"
+[ "$(login hps-1 bob hps-2)" = hps-2 ] || bail_out "bob@hps-1 -> hps-2 during the refusal"
 # The admin accepts it.
 on hps-1 ssh-keygen -q -R hps-3 -f /etc/hpcinit/ssh_known_hosts >/dev/null
 hp hps-1 refresh -c "$T/long.yaml"
-[ "$(cat "$T/rc.hps-1")" = 0 ] || fail "refresh after ssh-keygen -R: $(cat "$T/out.hps-1")"
-[ "$(login hps-1 alice hps-3)" = hps-3 ] || fail "login after accepting the key"
-on hps-1 grep -qF "$pinned" /etc/hpcinit/ssh_known_hosts && fail "old key of hps-3 still pinned"
+[ "$(cat "$T/rc.hps-1")" = 0 ] || bail_out "refresh after ssh-keygen -R: $(cat "$T/out.hps-1")"
+[ "$(login hps-1 alice hps-3)" = hps-3 ] || bail_out "login after accepting the key"
+on hps-1 grep -qF "$pinned" /etc/hpcinit/ssh_known_hosts && bail_out "old key of hps-3 still pinned"
 ok "after ssh-keygen -R and refresh the new key is pinned and the login works"
+done_testing

@@ -17,9 +17,9 @@ NET=198.18.3.0/25
 cluster_up 4
 NODES=$(nodes)
 # shellcheck disable=SC2086
-run_on 0 apply $NODES || fail "apply"
+run_on 0 apply $NODES || bail_out "apply"
 for n in $NODES; do
-	[ "$(module_field "$n" ssh status)" = changed ] || fail "$n: ssh $(module_field "$n" ssh status)"
+	[ "$(module_field "$n" ssh status)" = changed ] || bail_out "$n: ssh $(module_field "$n" ssh status)"
 done
 ok "apply on 4 nodes: $(module_field hps-1 ssh summary)"
 
@@ -41,7 +41,7 @@ bad=0
 for s in $NODES; do
 	wait -n || bad=1
 done
-[ $bad = 0 ] || { cat "$T"/login.*; fail "a login between cluster nodes was refused"; }
+[ $bad = 0 ] || { cat "$T"/login.*; bail_out "a login between cluster nodes was refused"; }
 ok "48 logins (4x4 nodes x 2 users by name, 4x4 by address) with strict host-key checking"
 
 # 2. Idempotence: a second apply rewrites nothing, and a converged node needs no
@@ -53,31 +53,31 @@ snapshot() {
 }
 for n in $NODES; do snapshot "$n" > "$T/snap1.$n"; done
 # shellcheck disable=SC2086
-HPCINIT_LIBEXEC_DIR=/nonexistent run_on 0 apply $NODES || fail "second apply (without hpcinit-ssh)"
+HPCINIT_LIBEXEC_DIR=/nonexistent run_on 0 apply $NODES || bail_out "second apply (without hpcinit-ssh)"
 for n in $NODES; do
-	[ "$(module_field "$n" ssh status)" = ok ] || fail "$n: second apply: ssh $(module_field "$n" ssh status)"
-	[ -z "$(module_field "$n" ssh changed)" ] || fail "$n: second apply changed $(module_field "$n" ssh changed)"
+	[ "$(module_field "$n" ssh status)" = ok ] || bail_out "$n: second apply: ssh $(module_field "$n" ssh status)"
+	[ -z "$(module_field "$n" ssh changed)" ] || bail_out "$n: second apply changed $(module_field "$n" ssh changed)"
 	snapshot "$n" > "$T/snap2.$n"
-	cmp -s "$T/snap1.$n" "$T/snap2.$n" || { diff "$T/snap1.$n" "$T/snap2.$n"; fail "$n: files changed"; }
+	cmp -s "$T/snap1.$n" "$T/snap2.$n" || { diff "$T/snap1.$n" "$T/snap2.$n"; bail_out "$n: files changed"; }
 done
 ok "second apply: ssh ok, nothing rewritten on any node"
 # check agrees.
 # shellcheck disable=SC2086
-run_on 0 check $NODES || fail "check after apply"
+run_on 0 check $NODES || bail_out "check after apply"
 ok "check: in sync"
 
 # 3. What ssh itself makes of the configuration (ssh -G prints the effective options).
 eff=$(on hps-1 runuser -u alice -- ssh -G hps-2 2>/dev/null)
-grep -qx 'stricthostkeychecking true' <<<"$eff" || fail "ssh -G hps-2: $(grep stricthost <<<"$eff")"
-grep -q '^globalknownhostsfile /etc/hpcinit/ssh_known_hosts ' <<<"$eff" || fail "ssh -G hps-2: no known_hosts"
+grep -qx 'stricthostkeychecking true' <<<"$eff" || bail_out "ssh -G hps-2: $(grep stricthost <<<"$eff")"
+grep -q '^globalknownhostsfile /etc/hpcinit/ssh_known_hosts ' <<<"$eff" || bail_out "ssh -G hps-2: no known_hosts"
 eff=$(on hps-1 runuser -u alice -- ssh -G host.example.org 2>/dev/null)
-grep -qx 'stricthostkeychecking true' <<<"$eff" && fail "the drop-in applies to a non-cluster host"
-grep -q '/etc/hpcinit/' <<<"$eff" && fail "the drop-in's known_hosts applies to a non-cluster host"
+grep -qx 'stricthostkeychecking true' <<<"$eff" && bail_out "the drop-in applies to a non-cluster host"
+grep -q '/etc/hpcinit/' <<<"$eff" && bail_out "the drop-in's known_hosts applies to a non-cluster host"
 ok "ssh -G: strict checking for cluster hosts only"
 
 # 4a. A host on the same bridge, not running hpcinit, with its own alice key.
 out=$(bash "$SIM" add)
-[ "$out" = hps-5 ] || fail "sim add gave '$out'"
+[ "$out" = hps-5 ] || bail_out "sim add gave '$out'"
 on hps-5 useradd -m -s /bin/bash alice
 on hps-5 runuser -u alice -- ssh-keygen -q -t ed25519 -N '' -f /home/alice/.ssh/id_ed25519
 # Give it the cluster's host keys (they are public) so what is judged is authorization,
@@ -87,8 +87,8 @@ on hps-5 install -o alice -m 0644 "$T/kh" /home/alice/.ssh/known_hosts
 on hps-1 cat /etc/hosts > "$T/hosts"
 on hps-5 cp "$T/hosts" /etc/hosts
 for d in $NODES; do
-	if out=$(login hps-5 alice "$d" 2>&1); then fail "outsider hps-5 logged in to $d"; fi
-	grep -q 'Permission denied (publickey)' <<<"$out" || fail "outsider -> $d: $out"
+	if out=$(login hps-5 alice "$d" 2>&1); then bail_out "outsider hps-5 logged in to $d"; fi
+	grep -q 'Permission denied (publickey)' <<<"$out" || bail_out "outsider -> $d: $out"
 done
 ok "a host outside the cluster (same bridge) cannot log in: Permission denied (publickey)"
 
@@ -96,9 +96,9 @@ ok "a host outside the cluster (same bridge) cannot log in: Permission denied (p
 on hps-2 runuser -u alice -- ssh-keygen -q -t ed25519 -N '' -f /home/alice/.ssh/unlisted
 if out=$(on hps-2 runuser -u alice -- ssh -o BatchMode=yes -o StrictHostKeyChecking=yes \
 	-o IdentitiesOnly=yes -i /home/alice/.ssh/unlisted hps-1 hostname 2>&1); then
-	fail "a key in no record logged in"
+	bail_out "a key in no record logged in"
 fi
-grep -q 'Permission denied (publickey)' <<<"$out" || fail "unlisted key: $out"
+grep -q 'Permission denied (publickey)' <<<"$out" || bail_out "unlisted key: $out"
 ok "a user key in no record is not authorized"
 
 # 4c. alice's real key, stolen to a machine outside cluster.network: from= refuses it.
@@ -107,9 +107,9 @@ on hps-5 install -o alice -m 0600 "$T/stolen" /home/alice/.ssh/stolen
 ip -n hps-5 addr add 198.18.3.200/24 dev eth0
 stolen() { on hps-5 runuser -u alice -- ssh -o BatchMode=yes -o StrictHostKeyChecking=yes \
 	-o IdentitiesOnly=yes -i /home/alice/.ssh/stolen "$@" hps-1 hostname; }
-if out=$(stolen -o BindAddress=198.18.3.200 2>&1); then fail "stolen key from outside cluster.network logged in"; fi
-grep -q 'Permission denied (publickey)' <<<"$out" || fail "stolen key: $out"
-[ "$(stolen -o BindAddress=198.18.3.15 2>&1)" = hps-1 ] || fail "control: the same key from inside the network"
+if out=$(stolen -o BindAddress=198.18.3.200 2>&1); then bail_out "stolen key from outside cluster.network logged in"; fi
+grep -q 'Permission denied (publickey)' <<<"$out" || bail_out "stolen key: $out"
+[ "$(stolen -o BindAddress=198.18.3.15 2>&1)" = hps-1 ] || bail_out "control: the same key from inside the network"
 ok "a cluster key used from outside cluster.network is refused by from= (and works from inside)"
 
 # 4d. Tampered records.  Discovery rejects them; the ssh module never sees their keys.
@@ -119,14 +119,14 @@ evil=$(on hps-5 cut -d' ' -f1,2 /home/alice/.ssh/evil.pub)
 cp "$REC/hps-4.rec" "$T/hps-4.rec.orig"
 # (i) hps-4's record with alice's key swapped, HMAC left as it was.
 sed -i "/user: alice/{n;s|key: .*|key: $evil alice@evil|}" "$REC/hps-4.rec"
-grep -q "$evil" "$REC/hps-4.rec" || fail "test bug: the record was not modified"
+grep -q "$evil" "$REC/hps-4.rec" || bail_out "test bug: the record was not modified"
 hp hps-1 refresh
 det=$(module_field hps-1 discovery details)
-grep -q 'hps-4.rec: bad HMAC' <<<"$det" || fail "discovery did not report the tampered record: $det"
-on hps-1 grep -q "${evil#* }" /home/alice/.ssh/authorized_keys && fail "tampered record added a key"
+grep -q 'hps-4.rec: bad HMAC' <<<"$det" || bail_out "discovery did not report the tampered record: $det"
+on hps-1 grep -q "${evil#* }" /home/alice/.ssh/authorized_keys && bail_out "tampered record added a key"
 if on hps-5 runuser -u alice -- ssh -o BatchMode=yes -o StrictHostKeyChecking=yes -o IdentitiesOnly=yes \
 	-i /home/alice/.ssh/evil hps-1 hostname >/dev/null 2>&1; then
-	fail "the tampered record's key logged in"
+	bail_out "the tampered record's key logged in"
 fi
 ok "a record with a bad HMAC adds no key ($(grep -m1 hps-4.rec <<<"$det"))"
 # (ii) a record written by a non-root user, on a cluster without a secret (so only
@@ -139,14 +139,15 @@ sed -e 's/^hostname: hps-4/hostname: hps-9/' -e 's/^addr: .*/addr: 198.18.3.99/'
 chown 1000:1000 "$REC/hps-9.rec"
 hp hps-1 refresh -c "$T/nosecret.yaml"
 det=$(module_field hps-1 discovery details)
-grep -q 'hps-9.rec' <<<"$det" || fail "discovery did not report the non-root record: $det"
-on hps-1 grep -q "${evil#* }" /home/alice/.ssh/authorized_keys && fail "a non-root record added a key"
+grep -q 'hps-9.rec' <<<"$det" || bail_out "discovery did not report the non-root record: $det"
+on hps-1 grep -q "${evil#* }" /home/alice/.ssh/authorized_keys && bail_out "a non-root record added a key"
 ok "a record written by a non-root user adds no key ($(grep -m1 hps-9.rec <<<"$det"))"
 chown 0:0 "$REC/hps-9.rec"
 hp hps-1 refresh -c "$T/nosecret.yaml"
-on hps-1 grep -q "${evil#* }" /home/alice/.ssh/authorized_keys || fail "control: root-owned record not used"
+on hps-1 grep -q "${evil#* }" /home/alice/.ssh/authorized_keys || bail_out "control: root-owned record not used"
 rm -f "$REC/hps-9.rec"
 ok "control: the same record owned by root is trusted (ownership is what refused it)"
-run_on 0 refresh hps-1 || fail "refresh after cleanup"
-on hps-1 grep -q "${evil#* }" /home/alice/.ssh/authorized_keys && fail "evil key not pruned"
+run_on 0 refresh hps-1 || bail_out "refresh after cleanup"
+on hps-1 grep -q "${evil#* }" /home/alice/.ssh/authorized_keys && bail_out "evil key not pruned"
 ok "after the bad record is gone the key is pruned"
+done_testing

@@ -1,11 +1,14 @@
 # The shell tests' one TAP library: source it (tests/system/lib.sh and
-# tests/cluster/lib.sh do), then check, ok, not_ok, and done_testing last.
+# tests/cluster/lib.sh do), then check, ok, not_ok (bail_out where the rest
+# cannot go on), and done_testing last.
 # A test passes when nothing failed and something passed: a test that
 # checked nothing is no pass.
 fails=0
 passes=0
-ok() { passes=$((passes + 1)); echo "ok - $*"; }
+ok() { passes=$((passes + 1)); echo "ok - $*${TAP_SECONDS:+ [${SECONDS}s]}"; }   # TAP_SECONDS=1: the time too
 not_ok() { fails=$((fails + 1)); echo "not ok - $*"; }
+# bail_out DESCRIPTION: a failure the rest cannot go on from: count it, say so, exit 1
+bail_out() { not_ok "$*"; echo "Bail out! $*"; exit 1; }
 # check DESCRIPTION COMMAND...: run the command, count the result
 check() { local d=$1; shift; if "$@"; then ok "$d"; else not_ok "$d"; fi; }
 done_testing() { echo "# $passes passed, $fails failed"; [ "$fails" -eq 0 ] && [ "$passes" -gt 0 ]; }

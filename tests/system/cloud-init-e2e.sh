@@ -22,7 +22,8 @@
 # (growpart, resizefs, disk_setup, mounts) and package managers stay off.
 set -eu
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
+# ok, bail_out, done_testing
+. "$(dirname "$0")/../lib/tap.sh"
 
 if [ "${1:-}" = inner ]; then
 	# Inside the namespaces.  $2 scratch mount point, $3 user-data,
@@ -83,10 +84,10 @@ fi
 
 : "${HPCINIT:?HPCINIT must name the built binary}" "${TOP_SRCDIR:?}"
 for tool in cloud-init unshare chroot python3; do
-	command -v "$tool" >/dev/null || fail "$tool not found (Debian: cloud-init, util-linux, coreutils, python3)"
+	command -v "$tool" >/dev/null || bail_out "$tool not found (Debian: cloud-init, util-linux, coreutils, python3)"
 done
 SHIPPED=$TOP_SRCDIR/conf/cloud-init/static-hosts.yaml
-[ -r "$SHIPPED" ] || fail "missing $SHIPPED"
+[ -r "$SHIPPED" ] || bail_out "missing $SHIPPED"
 
 T=$(mktemp -d /tmp/hpcinit-e2e.XXXXXX)
 trap 'rm -rf "$T"' EXIT
@@ -98,7 +99,7 @@ mkdir "$T/ns"
 USERDATA=$T/user-data
 sed 's/192\.168\.10\./198.18.10./g' "$SHIPPED" > "$USERDATA"
 [ "$(diff "$SHIPPED" "$USERDATA" | grep -c '^>')" -eq 5 ] ||
-	fail "expected 5 lines with 192.168.10. in $SHIPPED"
+	bail_out "expected 5 lines with 192.168.10. in $SHIPPED"
 
 # What the host has before: none of it may change.
 host_state() {
@@ -115,11 +116,11 @@ host_state > "$T/before"
 # The namespaces end with the inner shell; their mounts go with them.
 unshare --mount --uts --net --pid --fork --propagation private -- \
 	bash "$0" inner "$T/ns" "$USERDATA" "$HPCINIT" "$T/out" > "$T/log" 2>&1 ||
-	{ cat "$T/log"; fail "the namespace script failed"; }
+	{ cat "$T/log"; bail_out "the namespace script failed"; }
 
 host_state > "$T/after"
-diff -u "$T/before" "$T/after" || fail "the host's files changed"
-[ -z "$(ls -A "$T/ns")" ] || fail "the scratch mount point is not empty on the host"
+diff -u "$T/before" "$T/after" || bail_out "the host's files changed"
+[ -z "$(ls -A "$T/ns")" ] || bail_out "the scratch mount point is not empty on the host"
 
 O=$T/out
 show() {
@@ -130,17 +131,17 @@ show() {
 	return 0
 }
 
-[ "$(cat "$O/cloud-init-rc")" = 0 ] || { show; fail "a cloud-init stage failed"; }
-[ "$(cat "$O/uts-hostname")" = lab-node01 ] || { show; fail "cloud-init did not set the host name from meta-data"; }
+[ "$(cat "$O/cloud-init-rc")" = 0 ] || { show; bail_out "a cloud-init stage failed"; }
+[ "$(cat "$O/uts-hostname")" = lab-node01 ] || { show; bail_out "cloud-init did not set the host name from meta-data"; }
 
 # cloud-init turned runcmd into its script, with hpcinit as an argv list ...
-grep -qx "'hpcinit' 'apply'" "$O/runcmd" || { cat "$O/runcmd"; fail "runcmd script does not run hpcinit apply"; }
+grep -qx "'hpcinit' 'apply'" "$O/runcmd" || { cat "$O/runcmd"; bail_out "runcmd script does not run hpcinit apply"; }
 # ... and scripts-user ran that script.
 grep -q "Running command \['/var/lib/cloud/instance/scripts/runcmd'\]" "$O/var_log_cloud-init.log" ||
-	{ show; fail "cloud-init did not run the runcmd script"; }
+	{ show; bail_out "cloud-init did not run the runcmd script"; }
 
 # cloud-init reports no errors for the whole boot.
-python3 - "$O/var_lib_cloud_data_result.json" "$O/var_lib_cloud_data_status.json" <<'PY' || { show; fail "cloud-init reported errors"; }
+python3 - "$O/var_lib_cloud_data_result.json" "$O/var_lib_cloud_data_status.json" <<'PY' || { show; bail_out "cloud-init reported errors"; }
 import json, sys
 res = json.load(open(sys.argv[1]))["v1"]
 if res["errors"]:
@@ -158,12 +159,12 @@ cmp -s "$O/etc_hpcinit_node.yaml" <(python3 -c '
 import sys, yaml
 d = yaml.safe_load(open(sys.argv[1]))
 print([w["content"] for w in d["write_files"] if w["path"] == "/etc/hpcinit/node.yaml"][0], end="")
-' "$USERDATA") || fail "/etc/hpcinit/node.yaml differs from the custom-data"
-[ -s "$O/run_hpcinit_status.json" ] || { show; fail "/run/hpcinit/status.json did not land"; }
+' "$USERDATA") || bail_out "/etc/hpcinit/node.yaml differs from the custom-data"
+[ -s "$O/run_hpcinit_status.json" ] || { show; bail_out "/run/hpcinit/status.json did not land"; }
 # Every step of the spec this binary has converged (--help lists them).
 known=$("$HPCINIT" --help | sed -n 's/^Modules, in run order: \(.*\)\.$/\1/p')
-[ -n "$known" ] || fail "hpcinit --help lists no modules"
-python3 - "$O/run_hpcinit_status.json" "$known" <<'PY' || { show; fail "status.json is not the report of a successful apply"; }
+[ -n "$known" ] || bail_out "hpcinit --help lists no modules"
+python3 - "$O/run_hpcinit_status.json" "$known" <<'PY' || { show; bail_out "status.json is not the report of a successful apply"; }
 import json, sys
 rep = json.load(open(sys.argv[1]))
 known = [m.strip() for m in sys.argv[2].split(",")]
@@ -179,16 +180,17 @@ for m in want:
 print("steps: " + ", ".join("%s %s" % kv for kv in steps.items()))
 PY
 grep -q '^\* *hard *memlock *unlimited' "$O/etc_security_limits.d_90-hpcinit.conf" ||
-	fail "the memlock limits file in the overlay lacks '* hard memlock unlimited'"
+	bail_out "the memlock limits file in the overlay lacks '* hard memlock unlimited'"
 if echo "$known" | grep -qw hostfile; then
 	for n in 01 02 03 04; do
 		grep -q "^lab-node$n slots=" "$O/etc_hpcinit_hostfile.openmpi" ||
-			{ cat "$O/etc_hpcinit_hostfile.openmpi"; fail "hostfile.openmpi lacks lab-node$n"; }
+			{ cat "$O/etc_hpcinit_hostfile.openmpi"; bail_out "hostfile.openmpi lacks lab-node$n"; }
 	done
 fi
 for want in '^last apply  *.*, ready (exit 0' '^MODULE  *RESULT  *TIME  *FROM  *SUMMARY$' '^memlock  *changed  *[0-9]*ms  *apply ' '^result: ready (exit 0'; do
-	grep -q "$want" "$O/hpcinit-status" || { cat "$O/hpcinit-status"; fail "hpcinit status lacks /$want/"; }
+	grep -q "$want" "$O/hpcinit-status" || { cat "$O/hpcinit-status"; bail_out "hpcinit status lacks /$want/"; }
 done
 cmp -s "$O/run_hpcinit_status.json" "$O/var_lib_hpcinit_last-run.json" ||
-	fail "/var/lib/hpcinit/last-run.json differs from /run/hpcinit/status.json"
-echo "PASS: cloud-init ran hpcinit apply from runcmd; status.json landed; host untouched"
+	bail_out "/var/lib/hpcinit/last-run.json differs from /run/hpcinit/status.json"
+ok "cloud-init ran hpcinit apply from runcmd; status.json landed; host untouched"
+done_testing

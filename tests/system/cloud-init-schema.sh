@@ -7,11 +7,12 @@
 # that "hpcinit validate" accepts.  A broken file must fail the same checks.
 set -eu
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
+# ok, bail_out, done_testing
+. "$(dirname "$0")/../lib/tap.sh"
 
 : "${HPCINIT:?HPCINIT must name the built binary}" "${TOP_SRCDIR:?}"
-command -v cloud-init >/dev/null || fail "cloud-init not found (Debian package cloud-init)"
-python3 -c 'import yaml' || fail "python3-yaml not found"
+command -v cloud-init >/dev/null || bail_out "cloud-init not found (Debian package cloud-init)"
+python3 -c 'import yaml' || bail_out "python3-yaml not found"
 
 T=$(mktemp -d /tmp/hpcinit-ci-schema.XXXXXX)
 trap 'rm -rf "$T"' EXIT
@@ -107,50 +108,50 @@ check_file() {
 
 n=0
 for f in "$TOP_SRCDIR"/conf/cloud-init/*.yaml; do
-	check_file "$f" || fail "$f"
-	echo "ok $f ($(stat -c %s "$f") bytes)"
+	check_file "$f" || bail_out "$f"
+	ok "$f ($(stat -c %s "$f") bytes)"
 	n=$((n + 1))
 done
-[ "$n" -ge 5 ] || fail "expected at least 5 custom-data files, found $n"
+[ "$n" -ge 5 ] || bail_out "expected at least 5 custom-data files, found $n"
 
 # The checks can fail: each broken file below must be rejected.
 mkdir "$T/bad"
 cp "$TOP_SRCDIR/conf/cloud-init/vmss-compute.yaml" "$T/bad/ok.yaml"
-check_file "$T/bad/ok.yaml" 2>/dev/null || fail "a copy of a good file was rejected"
+check_file "$T/bad/ok.yaml" 2>/dev/null || bail_out "a copy of a good file was rejected"
 
 # Schema: runcmd must be a list; write_files entries need a path.
 sed -e 's/^runcmd:$/runcmd: 5/' -e '/^  - \[hpcinit, apply\]$/d' \
 	"$T/bad/ok.yaml" > "$T/bad/schema.yaml"
 if cloud-init schema --config-file "$T/bad/schema.yaml" >/dev/null 2>&1; then
-	fail "cloud-init schema accepted runcmd: 5"
+	bail_out "cloud-init schema accepted runcmd: 5"
 fi
-check_file "$T/bad/schema.yaml" 2>/dev/null && fail "check_file accepted runcmd: 5"
+check_file "$T/bad/schema.yaml" 2>/dev/null && bail_out "check_file accepted runcmd: 5"
 
 # Size: pad a valid file past 64 KB with a comment.
 { cat "$T/bad/ok.yaml"; head -c 70000 /dev/zero | tr '\0' '#'; echo; } > "$T/bad/big.yaml"
-cloud-init schema --config-file "$T/bad/big.yaml" >/dev/null 2>&1 || fail "padding broke the schema check"
-check_file "$T/bad/big.yaml" 2>/dev/null && fail "a file over 64 KB was accepted"
+cloud-init schema --config-file "$T/bad/big.yaml" >/dev/null 2>&1 || bail_out "padding broke the schema check"
+check_file "$T/bad/big.yaml" 2>/dev/null && bail_out "a file over 64 KB was accepted"
 
 # A shell string instead of an argv list.
 sed 's/^  - \[hpcinit, apply\]$/  - hpcinit apply/' "$T/bad/ok.yaml" > "$T/bad/string.yaml"
-check_file "$T/bad/string.yaml" 2>/dev/null && fail "a runcmd shell string was accepted"
+check_file "$T/bad/string.yaml" 2>/dev/null && bail_out "a runcmd shell string was accepted"
 
 # An embedded spec hpcinit rejects (unknown key).
 sed 's/^        name: glocluster$/        name: glocluster\n        colour: blue/' \
 	"$T/bad/ok.yaml" > "$T/bad/spec.yaml"
-grep -q 'colour: blue' "$T/bad/spec.yaml" || fail "could not build the bad-spec fixture"
-check_file "$T/bad/spec.yaml" 2>/dev/null && fail "an invalid embedded spec was accepted"
+grep -q 'colour: blue' "$T/bad/spec.yaml" || bail_out "could not build the bad-spec fixture"
+check_file "$T/bad/spec.yaml" 2>/dev/null && bail_out "an invalid embedded spec was accepted"
 
 # Unsafe defaults: an export without root squashing, a rendezvous without a secret.
 sed 's/root_squash, no_subtree_check/no_root_squash, no_subtree_check/' \
 	"$TOP_SRCDIR/conf/cloud-init/vmss-head.yaml" > "$T/bad/nosquash.yaml"
-grep -q 'no_root_squash' "$T/bad/nosquash.yaml" || fail "could not build the no_root_squash fixture"
-check_file "$T/bad/nosquash.yaml" 2>/dev/null && fail "an export with no_root_squash was accepted"
+grep -q 'no_root_squash' "$T/bad/nosquash.yaml" || bail_out "could not build the no_root_squash fixture"
+check_file "$T/bad/nosquash.yaml" 2>/dev/null && bail_out "an export with no_root_squash was accepted"
 grep -v 'secret_file: /etc/hpcinit/cluster.key' "$T/bad/ok.yaml" > "$T/bad/nosecret.yaml"
-check_file "$T/bad/nosecret.yaml" 2>/dev/null && fail "a shared rendezvous without a secret was accepted"
+check_file "$T/bad/nosecret.yaml" 2>/dev/null && bail_out "a shared rendezvous without a secret was accepted"
 sed 's/^      CHANGE-ME$/      0123456789abcdef0123456789abcdef/' "$T/bad/ok.yaml" > "$T/bad/secret.yaml"
-grep -q '0123456789abcdef' "$T/bad/secret.yaml" || fail "could not build the shipped-secret fixture"
-check_file "$T/bad/secret.yaml" 2>/dev/null && fail "a custom-data shipping a usable secret was accepted"
+grep -q '0123456789abcdef' "$T/bad/secret.yaml" || bail_out "could not build the shipped-secret fixture"
+check_file "$T/bad/secret.yaml" 2>/dev/null && bail_out "a custom-data shipping a usable secret was accepted"
 
 # The Slurm custom-data installs its packages without the recommended ones
 # (61 packages of MySQL, HDF5, X and GLib libraries on the Debian 12 test
@@ -183,20 +184,21 @@ apt_set() {
 for role in head compute; do
 	f=$TOP_SRCDIR/conf/cloud-init/slurm-$role.yaml
 	daemon=slurmd; [ "$role" = head ] && daemon=slurmctld
-	apt_set "$f" "$T/apt-$role" || fail "$f: apt could not resolve its packages"
+	apt_set "$f" "$T/apt-$role" || bail_out "$f: apt could not resolve its packages"
 	for p in "$daemon" slurm-client munge slurm-wlm-basic-plugins libpmix2 libpmix-dev; do
-		grep -qx "$p" "$T/apt-$role/inst" || fail "$f: $p would not be installed"
+		grep -qx "$p" "$T/apt-$role/inst" || bail_out "$f: $p would not be installed"
 	done
 	if grep -qx slurm-wlm-plugins "$T/apt-$role/inst"; then
-		fail "$f: installs the recommended slurm-wlm-plugins ($(wc -l < "$T/apt-$role/inst") packages)"
+		bail_out "$f: installs the recommended slurm-wlm-plugins ($(wc -l < "$T/apt-$role/inst") packages)"
 	fi
-	echo "ok $f: $(wc -l < "$T/apt-$role/inst") packages on an empty system, no recommended ones"
+	ok "$f: $(wc -l < "$T/apt-$role/inst") packages on an empty system, no recommended ones"
 done
 # ... and without its apt.conf.d file the same packages: list pulls them in.
 grep -v '^      APT::Install-Recommends "false";$' "$TOP_SRCDIR/conf/cloud-init/slurm-compute.yaml" > "$T/bad/recommends.yaml"
-apt_set "$T/bad/recommends.yaml" "$T/apt-bad" || fail "apt could not resolve the recommends fixture"
+apt_set "$T/bad/recommends.yaml" "$T/apt-bad" || bail_out "apt could not resolve the recommends fixture"
 grep -qx slurm-wlm-plugins "$T/apt-bad/inst" ||
-	fail "without APT::Install-Recommends false, apt did not install slurm-wlm-plugins: the check cannot fail"
-echo "ok without it: $(wc -l < "$T/apt-bad/inst") packages, slurm-wlm-plugins among them"
+	bail_out "without APT::Install-Recommends false, apt did not install slurm-wlm-plugins: the check cannot fail"
+ok "without it: $(wc -l < "$T/apt-bad/inst") packages, slurm-wlm-plugins among them"
 
-echo "PASS: $n custom-data files valid; 8 broken variants rejected"
+ok "$n custom-data files valid; 8 broken variants rejected"
+done_testing

@@ -5,7 +5,8 @@
 # a mistake fails it with exit 2 and the mistake's line and column.
 set -eu
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
+# ok, bail_out, done_testing
+. "$(dirname "$0")/../lib/tap.sh"
 : "${HPCINIT:?}" "${TOP_SRCDIR:?}"
 
 T=$(mktemp -d /tmp/hpcinit-conf.XXXXXX)
@@ -15,11 +16,11 @@ n=0
 for f in "$TOP_SRCDIR"/conf/*.yaml; do
 	rc=0
 	"$HPCINIT" validate "$f" > "$T/out" 2>&1 || rc=$?
-	[ "$rc" -eq 0 ] || { cat "$T/out"; fail "$f: hpcinit validate exited $rc"; }
-	echo "ok $(cat "$T/out")"
+	[ "$rc" -eq 0 ] || { cat "$T/out"; bail_out "$f: hpcinit validate exited $rc"; }
+	ok "$(cat "$T/out")"
 	n=$((n + 1))
 done
-[ "$n" -ge 5 ] || fail "expected at least 5 example specs, found $n"
+[ "$n" -ge 5 ] || bail_out "expected at least 5 example specs, found $n"
 
 # Safe by default (what people copy): every shared rendezvous has a cluster secret,
 # and no export lets a client's root write as root.
@@ -41,19 +42,20 @@ unsafe() {
 	sys.exit(bad)
 	PY
 }
-unsafe "$TOP_SRCDIR"/conf/*.yaml || fail "an example spec is not safe by default"
+unsafe "$TOP_SRCDIR"/conf/*.yaml || bail_out "an example spec is not safe by default"
 sed 's/root_squash, no_subtree_check/no_root_squash, no_subtree_check/' "$TOP_SRCDIR/conf/head.yaml" > "$T/nosquash.yaml"
-unsafe "$T/nosquash.yaml" >/dev/null && fail "the check accepted an export with no_root_squash"
+unsafe "$T/nosquash.yaml" >/dev/null && bail_out "the check accepted an export with no_root_squash"
 grep -v 'secret_file:' "$TOP_SRCDIR/conf/compute.yaml" > "$T/nosecret.yaml"
-unsafe "$T/nosecret.yaml" >/dev/null && fail "the check accepted a shared rendezvous without a secret"
-echo "ok every example sets a cluster secret for its shared rendezvous and squashes root on its exports"
+unsafe "$T/nosecret.yaml" >/dev/null && bail_out "the check accepted a shared rendezvous without a secret"
+ok "every example sets a cluster secret for its shared rendezvous and squashes root on its exports"
 
 # full.yaml sets every key: a typo in one is caught, with its place.
 sed 's/^  restrict_from: true/  restrict_form: true/' "$TOP_SRCDIR/conf/full.yaml" > "$T/typo.yaml"
 line=$(grep -n 'restrict_form' "$T/typo.yaml" | cut -d: -f1)
-[ -n "$line" ] || fail "could not build the typo fixture"
+[ -n "$line" ] || bail_out "could not build the typo fixture"
 rc=0
 "$HPCINIT" validate "$T/typo.yaml" > "$T/out" 2>&1 || rc=$?
-[ "$rc" -eq 2 ] || { cat "$T/out"; fail "a spec with an unknown key exited $rc, want 2"; }
-grep -q "typo.yaml:$line:3:" "$T/out" || { cat "$T/out"; fail "the error does not name typo.yaml:$line:3"; }
-echo "PASS: $n example specs valid; a typo is reported at its line"
+[ "$rc" -eq 2 ] || { cat "$T/out"; bail_out "a spec with an unknown key exited $rc, want 2"; }
+grep -q "typo.yaml:$line:3:" "$T/out" || { cat "$T/out"; bail_out "the error does not name typo.yaml:$line:3"; }
+ok "$n example specs valid; a typo is reported at its line"
+done_testing

@@ -6,9 +6,10 @@
 # (taken from conf/full.yaml, which sets every key) with its default.
 set -eu
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
+# ok, bail_out, done_testing
+. "$(dirname "$0")/../lib/tap.sh"
 : "${TOP_SRCDIR:?}"
-command -v man >/dev/null || fail "man not found (Debian package man-db)"
+command -v man >/dev/null || bail_out "man not found (Debian package man-db)"
 
 T=$(mktemp -d /tmp/hpcinit-man.XXXXXX)
 trap 'rm -rf "$T"' EXIT
@@ -22,23 +23,23 @@ render() {
 }
 
 for page in hpcinit.8 hpcinit.yaml.5; do
-	render "$TOP_SRCDIR/packaging/man/$page" "$T/$page.txt" || fail "$page has warnings"
-	echo "ok $page renders without warnings ($(wc -l < "$T/$page.txt") lines)"
+	render "$TOP_SRCDIR/packaging/man/$page" "$T/$page.txt" || bail_out "$page has warnings"
+	ok "$page renders without warnings ($(wc -l < "$T/$page.txt") lines)"
 done
 
 # The check can fail: a page with an undefined macro and a bad escape.
 printf '.TH BROKEN 8\n.SH NAME\nbroken \\- x\n.BOGUS\n\\fQword\n' > "$T/broken.8"
-render "$T/broken.8" "$T/broken.txt" 2>/dev/null && fail "a broken page rendered without warnings"
+render "$T/broken.8" "$T/broken.txt" 2>/dev/null && bail_out "a broken page rendered without warnings"
 
 # Every section of hpcinit(8) an admin looks for.
 for sect in NAME SYNOPSIS DESCRIPTION COMMANDS OPTIONS "EXIT STATUS" FILES ENVIRONMENT EXAMPLES "SEE ALSO"; do
-	grep -qx "$sect" "$T/hpcinit.8.txt" || fail "hpcinit(8) lacks the section $sect"
+	grep -qx "$sect" "$T/hpcinit.8.txt" || bail_out "hpcinit(8) lacks the section $sect"
 done
 for cmd in apply check plan refresh status verify validate; do
-	grep -Eq "^       $cmd( |\$)" "$T/hpcinit.8.txt" || fail "hpcinit(8) does not describe the command $cmd"
+	grep -Eq "^       $cmd( |\$)" "$T/hpcinit.8.txt" || bail_out "hpcinit(8) does not describe the command $cmd"
 done
 for code in 0 1 2 3 4; do
-	grep -Eq "^       $code +" "$T/hpcinit.8.txt" || fail "hpcinit(8) does not describe exit status $code"
+	grep -Eq "^       $code +" "$T/hpcinit.8.txt" || bail_out "hpcinit(8) does not describe exit status $code"
 done
 
 # Every key path in conf/full.yaml appears in hpcinit.yaml(5), and every
@@ -86,4 +87,5 @@ if nodefault:
 print("ok hpcinit.yaml(5) documents all %d keys of conf/full.yaml with defaults" % len(keys))
 PY
 
-echo "PASS: man pages"
+ok "man pages"
+done_testing

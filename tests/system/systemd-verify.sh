@@ -10,12 +10,13 @@
 # warnings, so any output at all is a failure.
 set -eu
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
+# ok, bail_out, done_testing
+. "$(dirname "$0")/../lib/tap.sh"
 : "${HPCINIT:?}" "${TOP_SRCDIR:?}" "${TOP_BUILDDIR:?}"
-command -v systemd-analyze >/dev/null || fail "systemd-analyze not found (Debian package systemd)"
+command -v systemd-analyze >/dev/null || bail_out "systemd-analyze not found (Debian package systemd)"
 SYSUNITS=$(pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null || echo /lib/systemd/system)
 [ -e "$SYSUNITS/sysinit.target" ] || SYSUNITS=/usr/lib/systemd/system
-[ -e "$SYSUNITS/sysinit.target" ] || fail "systemd's own units not found"
+[ -e "$SYSUNITS/sysinit.target" ] || bail_out "systemd's own units not found"
 
 T=$(mktemp -d /tmp/hpcinit-sdverify.XXXXXX)
 trap 'rm -rf "$T"' EXIT
@@ -34,8 +35,8 @@ units=("$TOP_BUILDDIR/packaging/systemd/hpcinit.service"
 	"$TOP_SRCDIR/packaging/systemd/hpcinit-health.socket" "$TOP_BUILDDIR/packaging/systemd/hpcinit-health@.service")
 names=()
 for u in "${units[@]}"; do
-	[ -e "$u" ] || fail "$u not built"
-	grep -q '@[a-z]*dir@' "$u" && fail "$u has unsubstituted @dir@ placeholders"
+	[ -e "$u" ] || bail_out "$u not built"
+	grep -q '@[a-z]*dir@' "$u" && bail_out "$u has unsubstituted @dir@ placeholders"
 	cp "$u" "$R/etc/systemd/system/"
 	names+=("/etc/systemd/system/$(basename "$u")")
 	# Put the real binaries where the Exec*= lines expect them: hpcinit's
@@ -44,7 +45,7 @@ for u in "${units[@]}"; do
 		mkdir -p "$R$(dirname "$exe")"
 		case $exe in
 		*/hpcinit) cp "$HPCINIT" "$R$exe" ;;
-		*) [ -x "$exe" ] || fail "$u runs $exe, which this machine does not have"
+		*) [ -x "$exe" ] || bail_out "$u runs $exe, which this machine does not have"
 		   cp "$exe" "$R$exe" ;;
 		esac
 	done
@@ -56,7 +57,7 @@ if [ -e "$SYSUNITS/slurmd.service" ]; then
 	slurmd_unit=$SYSUNITS/slurmd.service
 	# Its Exec*= binaries and its Documentation= page, as for hpcinit's units.
 	for exe in $(sed -n 's/^Exec[A-Za-z]*=[-@:+!]*\([^ ]*\).*/\1/p' "$slurmd_unit"); do
-		[ -x "$exe" ] || fail "slurmd.service runs $exe, which this machine does not have"
+		[ -x "$exe" ] || bail_out "slurmd.service runs $exe, which this machine does not have"
 		mkdir -p "$R$(dirname "$exe")"
 		cp "$exe" "$R$exe"
 	done
@@ -89,43 +90,44 @@ verify() { local root=$1; shift; systemd-analyze --root="$root" verify "$@" 2>&1
 out=$(verify "$R" "${names[@]}")
 if [ -n "$out" ]; then
 	echo "$out"
-	fail "systemd-analyze verify printed the lines above"
+	bail_out "systemd-analyze verify printed the lines above"
 fi
-echo "ok systemd-analyze verify is silent for: ${names[*]##*/}"
+ok "systemd-analyze verify is silent for: ${names[*]##*/}"
 
 # The check can fail: an unknown key in the drop-in, a missing binary.
 echo 'Bogus=yes' >> "$R/etc/systemd/system/slurmd.service.d/hpcinit.conf"
 out=$(verify "$R" /etc/systemd/system/slurmd.service)
-echo "$out" | grep -q "Unknown key 'Bogus'" || { echo "$out"; fail "an unknown key went unnoticed"; }
+echo "$out" | grep -q "Unknown key 'Bogus'" || { echo "$out"; bail_out "an unknown key went unnoticed"; }
 exe=$(sed -n 's/^ExecStart=\([^ ]*\).*/\1/p' "$R/etc/systemd/system/hpcinit.service")
 rm "$R$exe"
 out=$(verify "$R" /etc/systemd/system/hpcinit.service)
-echo "$out" | grep -q "is not executable" || { echo "$out"; fail "a missing ExecStart binary went unnoticed"; }
+echo "$out" | grep -q "is not executable" || { echo "$out"; bail_out "a missing ExecStart binary went unnoticed"; }
 
 # The unit says what the docs say.
 u=$R/etc/systemd/system/hpcinit.service
 for line in Type=oneshot RemainAfterExit=yes SuccessExitStatus=3 \
 	"Wants=network-online.target" DefaultDependencies=no "Conflicts=shutdown.target"; do
-	grep -qx "$line" "$u" || fail "hpcinit.service lacks $line"
+	grep -qx "$line" "$u" || bail_out "hpcinit.service lacks $line"
 done
 # After cloud-init's final stage (packages: installed), so not before multi-user.target.
-grep -q '^After=.*cloud-final.service' "$u" || fail "hpcinit.service is not after cloud-final.service"
-grep -q '^After=network-online.target' "$u" || fail "hpcinit.service is not after network-online.target"
-grep -qx "ExecStart=$exe apply" "$u" || fail "hpcinit.service does not run hpcinit apply"
+grep -q '^After=.*cloud-final.service' "$u" || bail_out "hpcinit.service is not after cloud-final.service"
+grep -q '^After=network-online.target' "$u" || bail_out "hpcinit.service is not after network-online.target"
+grep -qx "ExecStart=$exe apply" "$u" || bail_out "hpcinit.service does not run hpcinit apply"
 # Leave at shutdown while the network and remote file systems are up; the watch stops before it.
 u=$R/etc/systemd/system/hpcinit-leave.service
-grep -qx "ExecStop=$exe leave" "$u" || fail "hpcinit-leave.service does not run hpcinit leave at stop"
-grep -q '^After=network-online.target remote-fs.target' "$u" || fail "hpcinit-leave.service is not after the network"
+grep -qx "ExecStop=$exe leave" "$u" || bail_out "hpcinit-leave.service does not run hpcinit leave at stop"
+grep -q '^After=network-online.target remote-fs.target' "$u" || bail_out "hpcinit-leave.service is not after the network"
 u=$R/etc/systemd/system/hpcinit-watch.service
-grep -qx "ExecStart=$exe watch" "$u" || fail "hpcinit-watch.service does not run hpcinit watch"
-grep -q '^After=.*hpcinit-leave.service' "$u" || fail "hpcinit-watch.service does not stop before the leave"
-grep -qx "Type=notify" "$u" || fail "hpcinit-watch.service is not Type=notify"
-grep -qx "NotifyAccess=main" "$R/etc/systemd/system/hpcinit.service" || fail "hpcinit.service cannot say its STATUS="
+grep -qx "ExecStart=$exe watch" "$u" || bail_out "hpcinit-watch.service does not run hpcinit watch"
+grep -q '^After=.*hpcinit-leave.service' "$u" || bail_out "hpcinit-watch.service does not stop before the leave"
+grep -qx "Type=notify" "$u" || bail_out "hpcinit-watch.service is not Type=notify"
+grep -qx "NotifyAccess=main" "$R/etc/systemd/system/hpcinit.service" || bail_out "hpcinit.service cannot say its STATUS="
 # The health probe: loopback port 9119, one "hpcinit health" a connection on the socket.
 u=$R/etc/systemd/system/hpcinit-health.socket
-grep -qx "ListenStream=127.0.0.1:9119" "$u" || fail "hpcinit-health.socket does not listen on 127.0.0.1:9119"
-grep -qx "Accept=yes" "$u" || fail "hpcinit-health.socket is not inetd style (Accept=yes)"
+grep -qx "ListenStream=127.0.0.1:9119" "$u" || bail_out "hpcinit-health.socket does not listen on 127.0.0.1:9119"
+grep -qx "Accept=yes" "$u" || bail_out "hpcinit-health.socket is not inetd style (Accept=yes)"
 u=$R/etc/systemd/system/hpcinit-health@.service
-grep -qx "ExecStart=$exe health" "$u" || fail "hpcinit-health@.service does not run hpcinit health"
-grep -qx "StandardInput=socket" "$u" || fail "hpcinit-health@.service does not read the connection"
-echo "PASS: systemd units"
+grep -qx "ExecStart=$exe health" "$u" || bail_out "hpcinit-health@.service does not run hpcinit health"
+grep -qx "StandardInput=socket" "$u" || bail_out "hpcinit-health@.service does not read the connection"
+ok "systemd units"
+done_testing

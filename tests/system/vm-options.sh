@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 CL=$TOP_SRCDIR/tests/vm/cluster.sh
 mkdir "$T/bin"
-for t in dirname basename mktemp date seq id cat sed; do
+for t in dirname basename mktemp date seq id cat sed grep tr; do
 	p=$(command -v "$t") && ln -s "$p" "$T/bin/$t"
 done
 # run_cl OUT ARGS...: cluster.sh with that PATH, exit code in $rc

@@ -10,10 +10,12 @@ each_vm() {
 	local check=$1 script=$2 n msgs=() ev=$W/each_vm.$BASHPID pids=()
 	mkdir -p "$ev"
 	for n in $(names); do
-		{ vm_exec "$n" 600 "$script" > "$ev/$n.out" 2>&1; echo $? > "$ev/$n.rc"; } &
+		# (the harness runs under set -e: a failing script must end up in
+		# its .rc, not end this subshell before it writes one)
+		{ r=0; vm_exec "$n" 600 "$script" > "$ev/$n.out" 2>&1 || r=$?; echo $r > "$ev/$n.rc"; } &
 		pids+=($!)
 	done
-	wait "${pids[@]}"   # these only: the qemus are children of this shell too
+	wait "${pids[@]}" || true   # these only: the qemus are children of this shell too
 	for n in $(names); do
 		[ "$(cat "$ev/$n.rc" 2>/dev/null)" = 0 ] || msgs+=("$n:" "$(cat "$ev/$n.out" 2>/dev/null)")
 	done

@@ -43,7 +43,7 @@ check_slurm() {
 		p=$(systemctl show -p MainPID --value hpcinit-slurmd.service)
 		grep "^Max locked memory" /proc/$p/limits | grep -q unlimited || { cat /proc/$p/limits; exit 1; }
 		! systemctl is-active -q slurmd.service || { echo "the package unit slurmd.service runs too"; exit 1; }
-		e=$(systemctl is-enabled slurmd.service 2>&1); [ "$e" = disabled ] || { echo "slurmd.service is $e, want disabled (custom-data)"; exit 1; }
+		e=$(systemctl is-enabled slurmd.service 2>&1) || true; [ "$e" = disabled ] || { echo "slurmd.service is $e, want disabled (custom-data)"; exit 1; }
 		exit 0'
 	script='set -e'
 	for n in $(slurm_computes); do
