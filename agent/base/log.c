@@ -39,8 +39,22 @@ static void vlog(enum log_level lvl, const char *suffix, const char *fmt, va_lis
 	sb_vprintf(&raw, fmt, ap);
 	if (suffix)
 		sb_printf(&raw, ": %s", suffix);
-	/* What a message quotes may come from another machine: escaped for the terminal and syslog. */
-	esc_append(&sb, sb_str(&raw), raw.len, true);
+	/*
+	 * What a message quotes may come from another machine: escaped for the
+	 * terminal and syslog.  A message may run over lines (a program's
+	 * output); each further line is indented, so no text can start a line
+	 * that reads as a log entry of its own.
+	 */
+	while (raw.len && sb_str(&raw)[raw.len - 1] == '\n')
+		raw.len--;
+	for (const char *p = sb_str(&raw), *end = p + raw.len, *nl; p < end; p = nl + 1) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl)
+			nl = end;
+		if (p != sb_str(&raw))
+			sb_appendn(&sb, "\n    ", 5);
+		esc_append(&sb, p, (size_t)(nl - p), false);
+	}
 	sb_free(&raw);
 	if ((int)lvl <= (int)LOG_LVL_WARN + verbosity)
 		fprintf(stderr, "hpcinit[%s]: %s: %s\n", cur_module ? cur_module : "core",

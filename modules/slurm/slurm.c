@@ -489,7 +489,7 @@ static int start_slurmd(struct ctx *c, struct report *rep, const char *name)
 		const char *reset[] = { "systemctl", "reset-failed", SLURMD_UNIT ".service", NULL };
 		const char *argv[] = { "systemd-run", "--unit=" SLURMD_UNIT, "--property=LimitMEMLOCK=infinity",
 				       "--property=LimitNOFILE=131072", "--property=LimitSTACK=infinity",
-				       "--property=KillMode=process", "--property=Delegate=yes",
+				       "--property=KillMode=process", "--property=Delegate=yes", "--property=TasksMax=infinity",
 				       /* a configless slurmd that cannot reach slurmctld yet exits
 					* (22.05: "failed to load configs"): it tries again */
 				       "--property=Restart=on-failure", "--property=RestartSec=5",

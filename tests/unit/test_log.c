@@ -87,7 +87,8 @@ int main(void)
 	TEST_STREQ(t, "hpcinit[core]: debug: d2\n");
 	free(t);
 
-	/* text from elsewhere is escaped: no terminal escape gets through (newlines are kept, by design) */
+	/* text from elsewhere is escaped: no terminal escape gets through; a message may run over
+	 * lines, but each further line is indented, so none reads as a log entry of its own */
 	log_init(0, 0);
 	capture();
 	log_warn("peer said \"%s\"", "\033[2J\nhpcinit[core]: error: forged");
@@ -95,6 +96,13 @@ int main(void)
 	TEST_CHECK(strchr(t, '\033') == NULL);
 	TEST_CHECK(strstr(t, "\\x1b[2J") != NULL);
 	TEST_CHECK(strncmp(t, "hpcinit[core]: warning: peer said \"", 35) == 0);
+	TEST_CHECK(strstr(t, "\nhpcinit[") == NULL);
+	TEST_CHECK(strstr(t, "\n    hpcinit[core]: error: forged\"\n") != NULL);
+	free(t);
+	capture();
+	log_warn("a\n\nb\n");
+	t = captured();
+	TEST_STREQ(t, "hpcinit[core]: warning: a\n    \n    b\n");
 	free(t);
 
 	/* log_errno: the reason appended, the error handed back, either sign */

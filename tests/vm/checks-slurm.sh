@@ -60,8 +60,16 @@ check_slurm() {
 	SRUN_T0=$(date +%s.%N)
 	got=$(vm_exec head 300 "timeout 240 srun -N$N --job-name=hpcinit-first hostname | sort | tr '\\n' ' '" 2>&1) || true
 	SRUN_T1=$(date +%s.%N)
-	[ "$got" = "$want" ] && ok "slurm: srun -N$N hostname runs on every compute ($(since "$SRUN_T0") s)" ||
-		notok "slurm: srun -N$N hostname runs on every compute" "got: $got" "want: $want"
+	if [ "$got" = "$want" ]; then
+		ok "slurm: srun -N$N hostname runs on every compute ($(since "$SRUN_T0") s)"
+	else
+		# what the computes' slurmd and slurmstepd said (a VM run is too dear to go without)
+		local why=() m
+		for m in $(slurm_computes); do
+			why+=("$m: slurmd.log, errors:" "$(vm_exec "$m" 60 'grep -iE "error|fail|pmix|cgroup" /var/log/slurm/slurmd.log | tail -25' 2>&1)")
+		done
+		notok "slurm: srun -N$N hostname runs on every compute" "got: $got" "want: $want" "${why[@]}"
+	fi
 	each_vm "slurm: computes: hpcinit-health.socket (enabled by the custom-data) answers 200 Healthy on 127.0.0.1:9119/health" '
 		[ "$(hostname)" = head ] && exit 0
 		systemctl is-enabled -q hpcinit-health.socket && systemctl is-active -q hpcinit-health.socket ||
