@@ -225,7 +225,7 @@ watchers_cpu() { # user+system CPU in ms of the watch agents, their children wai
 	# shellcheck disable=SC2086
 	awk -v t="$(getconf CLK_TCK)" -v na="${#live[@]}" 'FNR == 1 { f++ }
 		{ s += $14 + $15 + (f <= na ? $16 + $17 : 0) } END { printf "%d", s * 1000 / t }' \
-		"${live[@]}" $helpers 2>/dev/null
+		"${live[@]}" $helpers 2>/dev/null || true   # a process gone meanwhile: awk says 2, the sum stands
 }
 until_all() { # until_all PRESENT|ABSENT NAME: ms until every watcher's hostfile lists (does not list) NAME
 	local want=$1 name=$2 t0 got i files=()
