@@ -35,6 +35,7 @@
 # helpers (about 3 MB of PSS per node together); use a smaller N on a small machine.
 # Usage: tests/bench/etcd-load.sh [N] [MINUTES]   (run by hand; not by make check)
 #        WAVE=50: how many watches start at a time; LEASE=90: the nodes' lease, seconds
+#        COLD_WAIT=180: how long a cold-start apply waits for the N nodes, seconds
 set -euo pipefail
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${TOP_BUILDDIR:-$TOP/build}
@@ -86,7 +87,7 @@ mkroot() {
 	cat > "$R/etc/hpcinit/node.yaml" <<-EOF
 	version: 1
 	cluster: {name: bench, network: 10.0.0.0/8, secret_file: /etc/hpcinit/cluster.key}
-	discovery: {method: etcd, endpoints: ["http://127.0.0.1:$PORT"], expect: $N, wait: 600s, lease: ${LEASE}s}
+	discovery: {method: etcd, endpoints: ["http://127.0.0.1:$PORT"], expect: $N, wait: ${COLD_WAIT:-180}s, lease: ${LEASE}s}
 	hostfile: {}
 	EOF
 }
