@@ -35,6 +35,7 @@
 # helpers (about 3 MB of PSS per node together); use a smaller N on a small machine.
 # Usage: tests/bench/etcd-load.sh [N] [MINUTES]   (run by hand; not by make check)
 #        WAVE=50: how many watches start at a time; LEASE=90: the nodes' lease, seconds
+#        COLD_WAIT=180: how long a cold-start apply waits for the N nodes, seconds
 set -euo pipefail
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${TOP_BUILDDIR:-$TOP/build}
@@ -86,7 +87,7 @@ mkroot() {
 	cat > "$R/etc/hpcinit/node.yaml" <<-EOF
 	version: 1
 	cluster: {name: bench, network: 10.0.0.0/8, secret_file: /etc/hpcinit/cluster.key}
-	discovery: {method: etcd, endpoints: ["http://127.0.0.1:$PORT"], expect: $N, wait: 600s, lease: ${LEASE}s}
+	discovery: {method: etcd, endpoints: ["http://127.0.0.1:$PORT"], expect: $N, wait: ${COLD_WAIT:-180}s, lease: ${LEASE}s}
 	hostfile: {}
 	EOF
 }
@@ -159,10 +160,10 @@ last=$(sort -n "$T/puts" | tail -1)
 echo "cold start: $((N - failed)) of $N applies exited 0, $full of $N hostfiles list $N nodes; $puts records first put, the last $(((last - t0) / 1000000)) ms after the start"
 if [ "$failed" -gt 0 ]; then
 	for i in $(seq 1 "$N"); do grep -q '^result: ready' "$T/n$i/apply.out" || { echo "node$i:" >&2; tail -5 "$T/n$i/apply.out" | sed 's/^/  | /' >&2; break; }; done
-	exit 1
+	echo "cold start: FAILED on $failed of $N nodes (first failure above); the watches below publish again and converge"
 fi
 COLD_ALL=$(((t1 - t0) / 1000000)) COLD_AFTER=$(((t1 - last) / 1000000))
-echo "cold start: all $N done $COLD_ALL ms after the start; last record published -> all $N done: $COLD_AFTER ms (goal at 1,000: under 1000 ms)"
+[ "$failed" -gt 0 ] || echo "cold start: all $N done $COLD_ALL ms after the start; last record published -> all $N done: $COLD_AFTER ms (goal at 1,000: under 1000 ms)"
 echo "cold start: nodes' CPU (applies and their helpers) $cold_cpu ms in all, $(awk -v c="$cold_cpu" -v n="$N" 'BEGIN{printf "%.2f", c / n}') ms a node (goal at 1,000: under 10 ms); etcd's CPU $cold_ecpu ms"
 echo "cold start: etcd $cold_req requests ($(awk -v c="$cold_req" -v n="$N" 'BEGIN{printf "%.1f", c / n}') a node), $cold_by bytes ($((cold_by / N)) a node); load average $(cut -d' ' -f1-3 /proc/loadavg)"
 # The start-up is not what this measures (every node reads the whole membership once when its
@@ -225,7 +226,7 @@ watchers_cpu() { # user+system CPU in ms of the watch agents, their children wai
 	# shellcheck disable=SC2086
 	awk -v t="$(getconf CLK_TCK)" -v na="${#live[@]}" 'FNR == 1 { f++ }
 		{ s += $14 + $15 + (f <= na ? $16 + $17 : 0) } END { printf "%d", s * 1000 / t }' \
-		"${live[@]}" $helpers 2>/dev/null
+		"${live[@]}" $helpers 2>/dev/null || true   # a process gone meanwhile: awk says 2, the sum stands
 }
 until_all() { # until_all PRESENT|ABSENT NAME: ms until every watcher's hostfile lists (does not list) NAME
 	local want=$1 name=$2 t0 got i files=()
