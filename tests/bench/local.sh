@@ -6,6 +6,12 @@
 # that writes the same memlock files the way image scripts do (azhpc-images style).
 # Goal (issue 3): under 10 ms and under 4 MB a run.
 # Usage: tests/bench/local.sh [RUNS]   (run by hand; not part of make check)
+# BASE=/path/to/other/build/hpcinit adds an A/B of the converged apply: this
+# binary against BASE (e.g. a build of an older commit, its helpers beside it),
+# each on its own converged copy of the root, in interleaved rounds of RUNS/10,
+# CPU (user+system, helpers included) and wall medians and the peak RSS of
+# each, and the ratios.  BASE's converged apply is verified as this one's is;
+# if it is not the run meant, no ratio is printed and the benchmark fails.
 set -euo pipefail
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 HPCINIT=${HPCINIT:-$TOP/build/hpcinit}
@@ -39,16 +45,21 @@ SH
 # Converge once, and verify the state the timed runs start from: every step ok
 # or skipped but rdma, degraded because this machine has no RDMA device (exit 3).
 # Anything else is not the run this benchmark means to time: it stops here.
-"$HPCINIT" apply --hostname node01 --root "$T/root" -c "$SPEC" >/dev/null 2>&1 || true
-rc=0
-"$HPCINIT" apply --hostname node01 --root "$T/root" -c "$SPEC" >"$T/converge.out" 2>&1 || rc=$?
-bad=$(awk '/^MODULE/ { f = 1; next } f && NF == 0 { exit }
-	f && $2 != "ok" && $2 != "skipped" && !($1 == "rdma" && $2 == "degraded") { print $1 " " $2 }' "$T/converge.out")
-if { [ "$rc" != 0 ] && [ "$rc" != 3 ]; } || [ -n "$bad" ]; then
-	echo "local.sh: FAIL: the converged apply is not the one measured (exit $rc; ${bad:-no step list}):" >&2
-	sed 's/^/  | /' "$T/converge.out" >&2
-	exit 1
-fi
+[ -z "${BASE:-}" ] || cp -a "$T/root" "$T/rootb"
+converge() { # converge BINARY ROOT: apply twice, and the second must be the converged run
+	local bin=$1 root=$2 rc=0 bad
+	"$bin" apply --hostname node01 --root "$root" -c "$SPEC" >/dev/null 2>&1 || true
+	"$bin" apply --hostname node01 --root "$root" -c "$SPEC" >"$T/converge.out" 2>&1 || rc=$?
+	bad=$(awk '/^MODULE/ { f = 1; next } f && NF == 0 { exit }
+		f && $2 != "ok" && $2 != "skipped" && !($1 == "rdma" && $2 == "degraded") { print $1 " " $2 }' "$T/converge.out")
+	if { [ "$rc" != 0 ] && [ "$rc" != 3 ]; } || [ -n "$bad" ]; then
+		echo "local.sh: FAIL: the converged apply of $bin is not the one measured (exit $rc; ${bad:-no step list}):" >&2
+		sed 's/^/  | /' "$T/converge.out" >&2
+		exit 1
+	fi
+}
+converge "$HPCINIT" "$T/root"
+[ -z "${BASE:-}" ] || converge "$BASE" "$T/rootb"
 # ... so exit 3 (degraded: rdma) is what a timed apply or check may end with
 export RUNSTAT_OK=3
 cc -O2 -o "$T/runstat" "$TOP/tests/bench/runstat.c"
@@ -84,3 +95,24 @@ awk -v a="$T_APPLY" -v c="$T_CHECK" -v s="$T_SH" -v t="$T_TRUE" -v ra="$R_APPLY"
 	printf "ratios: apply/shell-script %.2fx, check/shell-script %.2fx, apply//bin/true %.1fx\n", a/s, c/s, a/t
 	m = a > c ? a : c; r = ra > rc ? ra : rc
 	printf "goal under 10 ms a run: %s (%.2f ms); under 4 MB: %s (%.2f MB)\n", m < 10 ? "met" : "NOT met", m, r/1024 < 4 ? "met" : "NOT met", r/1024 }'
+[ -n "${BASE:-}" ] || exit 0
+# A/B: rounds alternate the two binaries so that load drifts reach both alike.
+ROUND=$(( RUNS / 10 > 5 ? RUNS / 10 : 5 ))
+rounds=10; a_cpu=(); b_cpu=(); a_wall=(); b_wall=(); a_rss=0; b_rss=0
+for i in $(seq 1 "$rounds"); do
+	for w in a b; do
+		if [ $w = a ]; then bin=$HPCINIT root=$T/root; else bin=$BASE root=$T/rootb; fi
+		RS=$(RUNSTAT_CPU=1 "$T/runstat" "$ROUND" "$bin" apply --hostname node01 --root "$root" -c "$SPEC") ||
+			{ echo "$0: a timed run of $bin failed (runstat above); no ratio printed" >&2; exit 1; }
+		read -r m _ r c <<< "$RS"
+		if [ $w = a ]; then a_wall+=("$m"); a_cpu+=("$c"); [ "$r" -le "$a_rss" ] || a_rss=$r
+		else b_wall+=("$m"); b_cpu+=("$c"); [ "$r" -le "$b_rss" ] || b_rss=$r; fi
+	done
+done
+med() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+awk -v ac="$(med "${a_cpu[@]}")" -v bc="$(med "${b_cpu[@]}")" -v aw="$(med "${a_wall[@]}")" -v bw="$(med "${b_wall[@]}")" \
+	-v ar="$a_rss" -v br="$b_rss" -v n="$((rounds * ROUND))" -v base="$BASE" 'BEGIN {
+	printf "A/B converged apply, %d runs each in %d interleaved rounds (BASE %s):\n", n, 10, base
+	printf "  %-6s CPU median %7.2f ms   wall median %7.2f ms   peak RSS %6.2f MB\n", "this", ac, aw, ar / 1024
+	printf "  %-6s CPU median %7.2f ms   wall median %7.2f ms   peak RSS %6.2f MB\n", "BASE", bc, bw, br / 1024
+	printf "ratio this/BASE: CPU %.3f, wall %.3f; CPU within 10%%: %s\n", ac / bc, aw / bw, ac / bc <= 1.10 ? "yes" : "NO" }'
