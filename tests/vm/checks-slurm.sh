@@ -70,6 +70,14 @@ check_slurm() {
 		done
 		notok "slurm: srun -N$N hostname runs on every compute" "got: $got" "want: $want" "${why[@]}"
 	fi
+	# An MPI job through srun (MpiDefault=pmix, the custom-data's libpmix-dev): the harness's
+	# hello (each VM's /hpcvm/mpi-hello), one rank a compute, over TCP on the cluster network.
+	got=$(vm_exec head 300 "cd /tmp && OMPI_MCA_pml=ob1 OMPI_MCA_btl=tcp,self OMPI_MCA_btl_tcp_if_include=$NET.0/24 timeout 240 srun -N$N --ntasks-per-node=1 /hpcvm/mpi-hello" 2>&1) || true
+	if printf '%s\n' "$got" | grep -q "^allreduce: $N of $N ranks"; then
+		ok "slurm: an MPI hello through srun (pmix) runs one rank on each of the $N computes"
+	else
+		notok "slurm: an MPI hello through srun (pmix) runs one rank on each of the $N computes" "got: $got"
+	fi
 	each_vm "slurm: computes: hpcinit-health.socket (enabled by the custom-data) answers 200 Healthy on 127.0.0.1:9119/health" '
 		[ "$(hostname)" = head ] && exit 0
 		systemctl is-enabled -q hpcinit-health.socket && systemctl is-active -q hpcinit-health.socket ||
