@@ -22,6 +22,34 @@ setup() {
 	hpcinit apply --root "$R" -c "$R/node.yaml" --only memlock >"$T/apply" 2>&1 || true
 }
 
+# fake_systemctl: the stand-in systemctl in the fake root (see below); with
+# $R/run/fake-systemd-slow its daemon-reload gives up as a loaded VM's did.
+fake_systemctl() {
+	mkdir -p "$R/run/systemd/system" "$R/usr/bin"
+	cat >"$R/usr/bin/systemctl" <<SH
+#!/bin/sh
+state=$R/run/fake-systemd-memlock
+case "\$1" in
+show) echo "DefaultLimitMEMLOCK=\$(cat "\$state" 2>/dev/null || echo 65536)" ;;
+daemon-reload) echo reload >>$R/run/fake-systemd-calls
+	if [ -e $R/run/fake-systemd-slow ]; then
+		( sleep 1.5; echo 8388608 >"\$state.tmp" && mv "\$state.tmp" "\$state" ) >/dev/null 2>&1 </dev/null &
+		echo "Failed to reload daemon: Connection timed out" >&2; exit 1
+	fi
+	v=\$(sed -n 's/^DefaultLimitMEMLOCK=//p' $R/etc/systemd/system.conf.d/90-hpcinit.conf)
+	case "\$v" in *M) v=\$(( \${v%M} * 1048576 ));; esac; echo "\$v" >"\$state" ;;
+try-restart) echo "try \$2" >>$R/run/fake-systemd-tries
+	[ "\$2" = "\$(cat $R/run/fake-sshd-unit 2>/dev/null || echo ssh.service)" ] || exit 5
+	echo "restart \$2" >>$R/run/fake-systemd-calls
+	[ -s "$R/run/sshd.pid" ] || exit 0
+	v=\$(cat "\$state" 2>/dev/null || echo 65536)
+	printf 'Limit                     Soft Limit           Hard Limit           Units     \nMax locked memory         %s              %s              bytes     \n' "\$v" "\$v" >"$R/proc/\$(cat $R/run/sshd.pid)/limits" ;;
+*) exit 1 ;;
+esac
+SH
+	chmod +x "$R/usr/bin/systemctl"
+}
+
 # The node as the spec wants it: jobs get 8 MiB, the probe pins 6 MiB under 8 MiB.
 setup
 run_hpc_stdout "$T/out" check --root "$R" -c "$R/node.yaml" --only rdma --json
@@ -85,25 +113,7 @@ has_detail "UsePAM no: named" "$T/mout" memlock "^sshd: no 'UsePAM yes' in /etc/
 # re-reads the drop-in on daemon-reload, as systemd does); the real one is
 # checked in a VM guest by tests/vmcheck/memlock-systemd.sh.
 setup
-mkdir -p "$R/run/systemd/system" "$R/usr/bin"
-cat >"$R/usr/bin/systemctl" <<SH
-#!/bin/sh
-state=$R/run/fake-systemd-memlock
-case "\$1" in
-show) echo "DefaultLimitMEMLOCK=\$(cat "\$state" 2>/dev/null || echo 65536)" ;;
-daemon-reload) echo reload >>$R/run/fake-systemd-calls
-	v=\$(sed -n 's/^DefaultLimitMEMLOCK=//p' $R/etc/systemd/system.conf.d/90-hpcinit.conf)
-	case "\$v" in *M) v=\$(( \${v%M} * 1048576 ));; esac; echo "\$v" >"\$state" ;;
-try-restart) echo "try \$2" >>$R/run/fake-systemd-tries
-	[ "\$2" = "\$(cat $R/run/fake-sshd-unit 2>/dev/null || echo ssh.service)" ] || exit 5
-	echo "restart \$2" >>$R/run/fake-systemd-calls
-	[ -s "$R/run/sshd.pid" ] || exit 0
-	v=\$(cat "\$state" 2>/dev/null || echo 65536)
-	printf 'Limit                     Soft Limit           Hard Limit           Units     \nMax locked memory         %s              %s              bytes     \n' "\$v" "\$v" >"$R/proc/\$(cat $R/run/sshd.pid)/limits" ;;
-*) exit 1 ;;
-esac
-SH
-chmod +x "$R/usr/bin/systemctl"
+fake_systemctl
 run_hpc_stdout "$T/c1" check --root "$R" -c "$R/node.yaml" --only memlock --json
 has_detail "check: the running manager is stale" "$T/c1" memlock \
 	'^systemd: the running manager still gives services memlock 64 KiB, not 8192 KiB; apply runs systemctl daemon-reload$'
@@ -149,19 +159,8 @@ is "sshd.service: the only unit tried" "$(cat "$R/run/fake-systemd-tries")" "try
 # took the new default: apply asks the manager until its deadline instead of
 # failing the step.  The stand-in takes the drop-in 1.5 s after it exits 1.
 setup
-mkdir -p "$R/run/systemd/system" "$R/usr/bin"
-cat >"$R/usr/bin/systemctl" <<SH
-#!/bin/sh
-state=$R/run/fake-systemd-memlock
-case "\$1" in
-show) echo "DefaultLimitMEMLOCK=\$(cat "\$state" 2>/dev/null || echo 65536)" ;;
-daemon-reload) echo reload >>$R/run/fake-systemd-calls
-	( sleep 1.5; echo 8388608 >"\$state.tmp" && mv "\$state.tmp" "\$state" ) >/dev/null 2>&1 </dev/null &
-	echo "Failed to reload daemon: Connection timed out" >&2; exit 1 ;;
-*) exit 1 ;;
-esac
-SH
-chmod +x "$R/usr/bin/systemctl"
+fake_systemctl
+: >"$R/run/fake-systemd-slow"
 run_hpc_stdout "$T/s1" apply --root "$R" -c "$R/node.yaml" --only memlock --json
 has_detail "a slow reload: apply waits for the manager's answer" "$T/s1" memlock \
 	'^systemd: reloaded \(systemctl daemon-reload gave up: Input/output error; the manager answered later\); services started from now on get memlock 8192 KiB'
