@@ -38,6 +38,15 @@ enum {
 #define ETCD_LIST_MAX (64 * 1024 * 1024)
 #define ETCD_OUT_MAX (ETCD_LIST_MAX + ETCD_LIST_MAX / 4)
 
+/*
+ * The agent's deadline for one run of the helper (plain requests): each
+ * endpoint may take the request timeout, three times over.  The helper
+ * retries a slow answer (connected, no answer in time: an overloaded
+ * member) within this, less one request timeout, with a longer timeout
+ * each time; a wait (await) adds its own time to both.
+ */
+#define ETCD_RUN_MS(timeout_ms, n_endpoints) ((timeout_ms) * ((n_endpoints) + 1) * 3)
+
 #define ETCD_FRAME_KV "kv %llu %llu %lld"
 #define ETCD_FRAME_DEL "del %llu"
 
