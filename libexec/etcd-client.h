@@ -118,7 +118,8 @@ int cmd_list(const char *prefix);
 
 /* ---- etcd-watch.c ---- */
 int cmd_watch(const char *prefix, int64_t from);
-int cmd_await(const char *prefix, int64_t expect, long ms, int64_t from, const char *seed, size_t seed_len);
+int cmd_await(const char *prefix, int64_t expect, long ms, int64_t from, const char *seed, size_t seed_len,
+	      bool formed_ends);
 
 /* ---- hpcinit-etcd.c ---- */
 

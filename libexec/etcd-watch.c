@@ -232,6 +232,7 @@ struct await_state {
 	size_t n, cap, bytes;           /* bytes: of all items */
 	int64_t expect, rev;            /* rev: the revision the membership is at */
 	bool done, restart, too_big;
+	bool formed_ends, formed;       /* a record saying "formed: true" ends the wait too */
 };
 
 static size_t key_find(const struct await_state *a, const char *k)
@@ -293,6 +294,9 @@ static void await_event(struct await_state *a, json_object *kv, bool deleted)
 	a->bytes = a->bytes - a->item_len[i] + len;
 	a->items[i] = item;
 	a->item_len[i] = len;
+	/* The agent judges the record (HMAC and all); a false alarm only ends this wait early. */
+	if (a->formed_ends && memmem(item, len, "\nformed: true\n", 14))
+		a->formed = true;
 	if (a->bytes > LIST_MAX)
 		a->too_big = true;
 }
@@ -314,7 +318,7 @@ static bool await_message(json_object *j, void *arg)
 				await_event(a, kv, deleted);
 		}
 	}
-	if ((int64_t)a->n >= a->expect)
+	if ((int64_t)a->n >= a->expect || a->formed)
 		a->done = true;
 	return !a->done && !a->restart && !a->too_big;  /* enough (or list again): end the stream */
 }
@@ -326,6 +330,7 @@ static void await_rev(int64_t rev, void *arg)
 	while (a->n)
 		await_drop(a, a->n - 1);
 	a->rev = rev;
+	a->formed = false;
 }
 
 static int await_put(json_object *kv, void *arg)
@@ -400,9 +405,10 @@ static bool await_seed(struct await_state *a, int64_t rev, const char *p, size_t
 	return false;
 }
 
-int cmd_await(const char *prefix, int64_t expect, long ms, int64_t from, const char *seed, size_t seed_len)
+int cmd_await(const char *prefix, int64_t expect, long ms, int64_t from, const char *seed, size_t seed_len,
+	      bool formed_ends)
 {
-	struct await_state a = { .expect = expect };
+	struct await_state a = { .expect = expect, .formed_ends = formed_ends };
 	int64_t deadline = mono_ms() + ms;
 	bool waited = false, current = true;
 	/* Given the membership at revision from: no range, the watch starts after it. */
@@ -421,7 +427,7 @@ int cmd_await(const char *prefix, int64_t expect, long ms, int64_t from, const c
 		have = false;
 		if (r < 0)
 			break;
-		if ((int64_t)a.n >= expect || left <= 0)
+		if ((int64_t)a.n >= expect || a.formed || left <= 0)
 			break;
 		a.restart = false;
 		hdrs = watch_start(prefix, a.rev + 1, &js, on_stream, &body);

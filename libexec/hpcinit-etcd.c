@@ -15,7 +15,9 @@
  *       clock: the HTTP Date of its last answer).  TTL_S 0: put with no
  *       lease (the ssh CA's certificates, which outlive any one lease).
  *       With PREFIX, then a line "list" and what list PREFIX prints; with
- *       EXPECT and MS, what await PREFIX EXPECT MS prints: a node's whole
+ *       EXPECT and MS, what await PREFIX EXPECT MS prints, except that a
+ *       record saying "formed: true" (a member saw the cluster formed: the
+ *       agent does not wait then) ends the wait as well: a node's whole
  *       apply (publish, list, wait for its peers) is one process.
  *   hpcinit-etcd [OPTIONS] list PREFIX
  *       "rev R", then per key "kv KEYLEN VALUELEN LEASE" and the key and
@@ -483,7 +485,7 @@ int main(int argc, char **argv)
 		else if ((ret = cmd_sync(argv[i], a, b)) == EX_OK && argc - i >= 4) {
 			/* The same process lists (or waits for the peers) next: no second start. */
 			printf("list\n");
-			ret = argc - i == 6 ? cmd_await(argv[i + 3], want, (long)ms, 0, NULL, 0) : cmd_list(argv[i + 3]);
+			ret = argc - i == 6 ? cmd_await(argv[i + 3], want, (long)ms, 0, NULL, 0, true) : cmd_list(argv[i + 3]);
 		}
 	} else if (!strcmp(cmd, "list") && argc - i == 1)
 		ret = cmd_list(argv[i]);
@@ -504,7 +506,7 @@ int main(int argc, char **argv)
 			/* With REV: the membership at REV on stdin (what list printed). */
 			if (from)
 				read_stdin(&seed, &seed_len, ETCD_OUT_MAX);
-			ret = cmd_await(argv[i], a, (long)b, from, seed, seed_len);
+			ret = cmd_await(argv[i], a, (long)b, from, seed, seed_len, false);
 		}
 		free(seed);
 	}

@@ -297,6 +297,7 @@ static void read_sync(struct disc_run *run, const struct proc_result *res, int64
 			e->pending = xmalloc(e->pending_len + 1);
 			memcpy(e->pending, p, e->pending_len);
 			e->pending[e->pending_len] = '\0';
+			e->listed = true;
 			if (strncmp(p, "waited 1\n", 9) == 0)
 				run->waited = true;
 			break;
@@ -311,6 +312,7 @@ static int etcd_publish(struct disc_run *run)
 	struct proc_result res = { 0 };
 	char ttl[32], lease[32], *text;
 	int64_t got = 0, put = 0, date = 0, asked, offset = e->offset, use_lease = e->lease;
+	uint64_t sent_ms;
 	bool again = false;
 	int r;
 
@@ -339,7 +341,8 @@ sync_again:
 		}
 	}
 	asked = (int64_t)time(NULL);
-	if (watch_members || e->listed) {
+	sent_ms = now_ms();             /* the lease is renewed at the start of a sync that waits */
+	if (watch_members || e->listed || again) {
 		/*
 		 * The watch keeps the membership; a run that has listed it
 		 * (the lease renewed during the wait, "formed: true" once the
@@ -349,12 +352,14 @@ sync_again:
 	} else {
 		/*
 		 * The same helper then lists the membership (the list takes it
-		 * from e->pending): one process and no second range.  It does
-		 * not wait for peers: the list first reads whether the cluster
-		 * has formed (a member's "formed: true"), then waits if not.
+		 * from e->pending), and when this run waits for its peers,
+		 * waits for them too (a watch from the list's revision), until
+		 * expect keys or a record saying "formed: true" (which the list
+		 * then judges): a node's whole cold start is one process and
+		 * one range.
 		 */
 		char want[32], mss[32];
-		uint64_t ms = 0;
+		uint64_t ms = await_ms(run);
 
 		snprintf(want, sizeof(want), "%u", c->spec->discovery.expect);
 		snprintf(mss, sizeof(mss), "%" PRIu64, ms);
@@ -368,7 +373,7 @@ sync_again:
 	}
 	read_sync(run, &res, &got, &put, &date);
 	proc_result_free(&res);
-	e->synced_ms = now_ms();
+	e->synced_ms = sent_ms;
 	clock_seen(e, c, date, asked);
 	if (got > 0 && e->offset != offset && !again) {
 		/*

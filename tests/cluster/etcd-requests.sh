@@ -10,6 +10,8 @@
 #     (a third of the lease), renewing its lease on the way, and a node ranges at most twice in
 #     all (its list, and its own key when it publishes "formed: true"); no await killed at its
 #     end and started again with a new list;
+#   - a node that waits starts its helper twice: publish, list and wait in one process, then
+#     "formed: true";
 #   - a member that takes a request and does not answer in time (SIGSTOP, as a member busy with
 #     a thousand nodes' requests) is asked again, with a longer timeout, and the call succeeds.
 # Fake roots (--root) and one member in a network namespace of the test's own (its loopback).
@@ -103,8 +105,13 @@ sleep 33
 r1=$(ranges)
 check "node1, waiting alone for 33 s past its await's 30 s, ranged at most twice (its list, its own key as it renewed the lease; etcd counted $((r1 - r0)))" \
 	test "$((r1 - r0))" -le 2
-apply 2 &
+# node2 waits for node3 (its helper runs traced: how many a node starts)
+HPCINIT_ADDRESS=10.0.0.2 in_ns strace -f -qq -e trace=execve -o "$T/exec.2" "$HPCINIT" apply --only discovery,hostfile \
+	--root "$T/n2" -c "$T/n2/etc/hpcinit/node.yaml" --hostname node2 >"$T/apply.2" 2>&1 &
 A2=$!
+# (no request to etcd while counting: the trace says when node2's helper runs)
+for _ in $(seq 1 100); do grep -q 'execve(".*/hpcinit-etcd"' "$T/exec.2" 2>/dev/null && break; sleep 0.1; done
+sleep 1.5
 apply 3 &
 A3=$!
 rc1=0 rc2=0 rc3=0
@@ -117,6 +124,9 @@ for i in 1 2 3; do
 	check "node$i: apply exits 0 ($rc)" test "$rc" = 0
 	check "node$i: 3 nodes known through etcd" contains "$T/apply.$i" "3 nodes known through etcd (expect 3)"
 done
+helpers=$(grep -c 'execve(".*/hpcinit-etcd"' "$T/exec.2" || true)
+check "node2, which waited for node3, started its etcd helper twice (publish, list and wait in one; \"formed: true\"; $helpers)" \
+	test "$helpers" = 2
 check "then node2 and node3 ranged at most twice each (their list; their own key with \"formed: true\"), node1 once (its own key; etcd counted $((r2 - r1)))" \
 	test "$((r2 - r1))" -le 5
 
