@@ -271,6 +271,8 @@ static size_t on_header(char *data, size_t size, size_t n, void *arg)
 	return len;
 }
 
+static bool answered;                   /* an endpoint has answered this process */
+
 /* What one endpoint answered, for the message when none would do. */
 struct tried {
 	char what[256];
@@ -312,9 +314,16 @@ again:
 		cc = curl_easy_perform(etcd_curl);
 		curl_easy_setopt(etcd_curl, CURLOPT_HEADERFUNCTION, NULL);
 		curl_slist_free_all(hdrs);
+		/*
+		 * It took the request and did not answer in time: busy, not
+		 * down.  A connection kept from an earlier answer reports no
+		 * connect time: an endpoint that answered this process before
+		 * counts as up too.
+		 */
 		if (cc == CURLE_OPERATION_TIMEDOUT &&
-		    curl_easy_getinfo(etcd_curl, CURLINFO_CONNECT_TIME_T, &connected) == CURLE_OK && connected > 0)
-			slow++;         /* it took the request and did not answer in time: busy, not down */
+		    (answered || (curl_easy_getinfo(etcd_curl, CURLINFO_CONNECT_TIME_T, &connected) == CURLE_OK &&
+				  connected > 0)))
+			slow++;
 		if (cc == CURLE_OK)
 			curl_easy_getinfo(etcd_curl, CURLINFO_RESPONSE_CODE, &status);
 		if (b.too_big) {
@@ -379,6 +388,7 @@ again:
 				goto again;
 			}
 			etcd_cur = i;
+			answered = true;
 			*ret = j;
 			if (ret_status)
 				*ret_status = status;
