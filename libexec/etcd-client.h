@@ -30,7 +30,7 @@
  * message saying so (exit 3), never "no endpoint answered".
  */
 #define RESP_MAX (8 * 1024 * 1024)      /* one answer or one watch message */
-#define PAGE_KEYS 1000                  /* at most, a page */
+#define PAGE_KEYS 250                   /* at most, a page: a busy member answers a small one sooner */
 #define FIRST_PAGE_KEYS 4               /* the first page: value sizes unknown yet */
 #define LIST_MAX ETCD_LIST_MAX           /* keys and values under the prefix, in all */
 #define LIST_RETRY_S 10                 /* watch: an over-limit prefix is listed again at most this often */

@@ -53,10 +53,11 @@
  * Options: --endpoint URL (repeat; tried in turn, the next after a
  * connection failure or a 5xx answer), --cacert FILE, --cert FILE --key
  * FILE, --auth FILE ("user:password", etcd's token auth), --timeout MS
- * (one request; default 5000).  An endpoint that took a request and gave
- * no answer within the timeout (a busy member) is asked again, with
- * twice the timeout and a pause with jitter, until the agent's deadline
- * for the run is near (ETCD_RUN_MS in etcd-proto.h).
+ * (one request; default 5000), --deadline MS (the agent's deadline for
+ * this run, less a margin; default ETCD_RUN_MS in etcd-proto.h, plus the
+ * wait).  An endpoint that took a request and gave no answer within the
+ * timeout (a busy member) is asked again, with twice the timeout and a
+ * pause with jitter, until the deadline is near.
  *
  * Exit 0 on success, 2 on usage errors, 1 when no endpoint answered (stderr
  * names every endpoint and what it answered), 3 when etcd refused the call.
@@ -390,7 +391,7 @@ static int cmd_ack(const char *url, const char *id)
 static int usage(void)
 {
 	fprintf(stderr, "usage: hpcinit-etcd --endpoint URL... [--cacert F] [--cert F --key F] [--auth F] "
-		"[--timeout MS] COMMAND\n"
+		"[--timeout MS] [--deadline MS] COMMAND\n"
 		"  sync KEY TTL_S [LEASE [PREFIX [EXPECT MS]]] < VALUE | list PREFIX | keepalive LEASE | leave KEY [LEASE] | "
 		"watch PREFIX [REV] | await PREFIX EXPECT MS [REV]\n"
 		"       hpcinit-etcd [--timeout MS] events URL | ack URL EVENT_ID\n");
@@ -410,7 +411,7 @@ static bool parse_i64(const char *s, int64_t *ret)
 int main(int argc, char **argv)
 {
 	int i = 1, ret;
-	int64_t a = 0, b = 0;
+	int64_t a = 0, b = 0, deadline = 0;
 	const char *cmd;
 
 	for (; i < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
@@ -431,6 +432,8 @@ int main(int argc, char **argv)
 			etcd_auth_file = v;
 		else if (!strcmp(o, "--timeout"))
 			etcd_timeout_ms = num_ll(v, 1, LONG_MAX, &ms) ? (long)ms : 5000;
+		else if (!strcmp(o, "--deadline"))
+			deadline = num_ll(v, 1, INT32_MAX, &ms) ? ms : 0;
 		else
 			return usage();
 	}
@@ -453,8 +456,8 @@ int main(int argc, char **argv)
 			(void)parse_i64(argv[i + 2], &wait);
 		else if (!strcmp(cmd, "sync") && argc - i == 6)
 			(void)parse_i64(argv[i + 5], &wait);
-		etcd_deadline_ms = mono_ms() + ETCD_RUN_MS(etcd_timeout_ms, (int64_t)etcd_n_endpoints) -
-				   etcd_timeout_ms + wait;
+		etcd_deadline_ms = mono_ms() + (deadline ? deadline :
+			ETCD_RUN_MS(etcd_timeout_ms, (int64_t)etcd_n_endpoints) - etcd_timeout_ms + wait);
 	}
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0 || !(etcd_curl = curl_easy_init())) {
 		fprintf(stderr, "hpcinit-etcd: libcurl did not start\n");

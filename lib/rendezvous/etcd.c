@@ -85,12 +85,10 @@ int rv_etcd_run(const struct ctx *c, struct report *rep, const char *stdin_data,
 	long long wait = 0;
 	int r;
 
-	rv_etcd_argv(c, &argv, RV_CALL_TIMEOUT_MS);
-	for (size_t i = 0; args[i]; i++, n++)
-		strlist_push(&argv, args[i]);
-	av = xcalloc(argv.n + 1, sizeof(*av));
-	for (size_t i = 0; i < argv.n; i++)
-		av[i] = argv.v[i];
+	unsigned long long ms;
+
+	for (size_t i = 0; args[i]; i++)
+		n++;
 	/*
 	 * The wait of an await (PREFIX EXPECT MS [REV]) or of a sync that
 	 * waits (KEY TTL LEASE PREFIX EXPECT MS) comes on top of the requests'
@@ -100,11 +98,26 @@ int rv_etcd_run(const struct ctx *c, struct report *rep, const char *stdin_data,
 	if ((n >= 4 && !strcmp(args[0], "await") && !num_ll(args[3], 0, 86400000, &wait)) ||
 	    (n == 7 && !strcmp(args[0], "sync") && !num_ll(args[6], 0, 86400000, &wait)))
 		wait = 0;
-	/* Each endpoint may take the whole request time, plus a margin (the helper retries within it). */
+	/*
+	 * Each endpoint may take the whole request time, three times over (the
+	 * helper asks a busy member again within it); a run that reads the
+	 * membership (list, await, a sync with a prefix) more with every node
+	 * expected; plus the wait.
+	 */
+	ms = ETCD_RUN_MS(RV_CALL_TIMEOUT_MS, (unsigned long long)d->endpoints.n) + (unsigned long long)wait;
+	if (!strcmp(args[0], "list") || !strcmp(args[0], "await") || (!strcmp(args[0], "sync") && n >= 5))
+		ms += (unsigned long long)ETCD_RUN_MS_PER_NODE * d->expect;
+	rv_etcd_argv(c, &argv, RV_CALL_TIMEOUT_MS);
+	/* The helper's retries end one request's time before the agent's deadline. */
+	strlist_push(&argv, "--deadline");
+	strlist_push_take(&argv, xasprintf("%llu", ms - RV_CALL_TIMEOUT_MS));
+	for (size_t i = 0; args[i]; i++)
+		strlist_push(&argv, args[i]);
+	av = xcalloc(argv.n + 1, sizeof(*av));
+	for (size_t i = 0; i < argv.n; i++)
+		av[i] = argv.v[i];
 	/* A membership up to the helper's own limit (it fails past that, saying so). */
-	r = proc_run_max(av, NULL, stdin_data,
-			 (unsigned)(ETCD_RUN_MS(RV_CALL_TIMEOUT_MS, d->endpoints.n) + (unsigned long long)wait),
-			 ETCD_OUT_MAX, res);
+	r = proc_run_max(av, NULL, stdin_data, (unsigned)ms, ETCD_OUT_MAX, res);
 	if (r < 0) {
 		if (rep)
 			report_detail(rep, "%s: cannot run: %s", argv.v[0], strerror(-r));

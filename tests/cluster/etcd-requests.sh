@@ -13,7 +13,8 @@
 #   - a node that waits starts its helper twice: publish, list and wait in one process, then
 #     "formed: true";
 #   - a member that takes a request and does not answer in time (SIGSTOP, as a member busy with
-#     a thousand nodes' requests) is asked again, with a longer timeout, and the call succeeds.
+#     a thousand nodes' requests) is asked again, with a longer timeout, and the call succeeds;
+#     with the agent's --deadline, for longer than the default.
 # Fake roots (--root) and one member in a network namespace of the test's own (its loopback).
 set -eu
 : "${TOP_SRCDIR:=$(cd "$(dirname "$0")/../.." && pwd)}"
@@ -144,4 +145,18 @@ slow_ok() {
 }
 check "a member stopped for 2.5 s (timeout 1 s): the list is asked again and succeeds" slow_ok
 check "the helper said it asked again" contains "$T/slow.err" "no answer in time; asking again"
+# Longer than the 5 s a run with a 1 s timeout has by default: the agent's --deadline (it grows
+# with discovery.expect for the runs that read the membership) lets the helper wait it out.
+kill -STOP "$ETCD_PID"
+helper --timeout 1000 --deadline 12000 list "$P" >"$T/slow2.out" 2>"$T/slow2.err" &
+SL=$!
+sleep 7
+kill -CONT "$ETCD_PID"
+rc=0
+wait "$SL" || rc=$?
+slow2_ok() {
+	[ "$rc" = 0 ] || { echo "  list exited $rc:"; sed 's/^/  | /' "$T/slow2.err"; return 1; }
+	[ "$(grep -c '^kv ' "$T/slow2.out")" = 3 ] || { sed 's/^/  | /' "$T/slow2.out"; return 1; }
+}
+check "a member stopped for 7 s, --deadline 12000: the list is asked again until it answers" slow2_ok
 done_testing
