@@ -253,9 +253,11 @@ static void hex(char *out, const unsigned char *in, size_t n)
  * HMAC-SHA256 through OpenSSL's EVP_MAC.  The keyed context is kept: for the
  * next record with the same key it is re-initialised without a key, which
  * restarts from the key's already-hashed pads, so 10,000 records neither
- * fetch the algorithm nor hash the key again.
+ * fetch the algorithm nor hash the key again.  One per thread: the shared
+ * directory's records are parsed on several (lib/rendezvous/dir.c), and a
+ * worker thread frees its own with record_thread_end.
  */
-static struct {
+static __thread struct {
 	unsigned char *key;
 	size_t keylen;
 	EVP_MAC *mac;
@@ -269,6 +271,15 @@ static void mac_forget(void)
 		free(mac_cache.key);
 		mac_cache.key = NULL;
 	}
+}
+
+void record_thread_end(void)
+{
+	mac_forget();
+	EVP_MAC_CTX_free(mac_cache.ctx);
+	EVP_MAC_free(mac_cache.mac);
+	mac_cache.ctx = NULL;
+	mac_cache.mac = NULL;
 }
 
 static int mac_prepare(const void *key, size_t keylen)

@@ -101,17 +101,21 @@ void disc_rejects_log(const struct disc_run *run)
 			 run->rejected - run->rejects.n);
 }
 
-int disc_record_take(struct disc_run *run, const char *data, size_t len, const void *key, size_t key_len,
-		     const char *host, const char *name, struct peer *ret)
+int disc_record_parse(const char *cluster, const char *data, size_t len, const void *key, size_t key_len,
+		      const char *host, struct peer *ret, char *err, size_t errlen)
 {
-	char err[640] = "";
-	int r = record_parse(data, len, run->c->spec->cluster.name, key, key_len, ret, err, sizeof(err));
+	int r = record_parse(data, len, cluster, key, key_len, ret, err, errlen);
 
 	if (r == 0 && strcmp(ret->hostname, host) != 0) {
-		snprintf(err, sizeof(err), "describes host %s, not %s", ret->hostname, host);
+		snprintf(err, errlen, "describes host %s, not %s", ret->hostname, host);
 		peer_clear(ret);
 		r = -EBADMSG;
 	}
+	return r;
+}
+
+int disc_record_judge(struct disc_run *run, int r, const char *err, const char *name)
+{
 	if (r == -ENODATA)
 		disc_reject(run, "truncated", "record %s: truncated (no \"...\" end marker); rejected", name);
 	else if (r == -EKEYREJECTED)
@@ -122,6 +126,16 @@ int disc_record_take(struct disc_run *run, const char *data, size_t len, const v
 	else if (r < 0)
 		disc_reject(run, "malformed", "record %s: %s; rejected", name, err);
 	return r;
+}
+
+int disc_record_take(struct disc_run *run, const char *data, size_t len, const void *key, size_t key_len,
+		     const char *host, const char *name, struct peer *ret)
+{
+	char err[640] = "";
+	int r = disc_record_parse(run->c->spec->cluster.name, data, len, key, key_len, host, ret, err,
+				  sizeof(err));
+
+	return disc_record_judge(run, r, err, name);
 }
 
 int disc_self_first(const struct peer *a, const struct peer *b)
