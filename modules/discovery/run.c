@@ -138,6 +138,44 @@ int disc_record_take(struct disc_run *run, const char *data, size_t len, const v
 	return disc_record_judge(run, r, err, name);
 }
 
+/* FNV-1a over the key's bytes, lowercased when nocase. */
+static uint64_t key_hash(const char *key, bool nocase)
+{
+	uint64_t h = 14695981039346656037ULL;
+
+	for (const unsigned char *c = (const unsigned char *)key; *c; c++) {
+		h ^= (uint64_t)(nocase && *c >= 'A' && *c <= 'Z' ? *c + ('a' - 'A') : *c);
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+bool disc_any_equal(const struct peerset *s, const char *(*key)(const struct peer *), bool nocase)
+{
+	size_t cap = 16, *slot;
+	bool clash = false;
+
+	while (cap < 2 * s->n)
+		cap *= 2;
+	slot = xcalloc(cap, sizeof(*slot));      /* index + 1; 0: empty */
+	for (size_t i = 0; i < s->n && !clash; i++) {
+		const char *ki = key(&s->v[i]);
+		size_t k = (size_t)key_hash(ki, nocase) & (cap - 1);
+
+		for (; slot[k]; k = (k + 1) & (cap - 1)) {
+			const char *kj = key(&s->v[slot[k] - 1]);
+
+			if ((nocase ? strcasecmp(kj, ki) : strcmp(kj, ki)) == 0) {
+				clash = true;
+				break;
+			}
+		}
+		slot[k] = i + 1;
+	}
+	free(slot);
+	return clash;
+}
+
 int disc_self_first(const struct peer *a, const struct peer *b)
 {
 	return a->self == b->self ? 0 : a->self ? -1 : 1;
