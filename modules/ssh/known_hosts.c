@@ -492,14 +492,13 @@ static void keys_from_network(struct ctx *c, struct report *r, const struct peer
 	t->tofu++;
 }
 
-void want_hosts(struct ctx *c, struct report *r, const struct peerset *ps,
-		const struct khosts *old, struct khosts *want, struct ssh_tally *t)
+void want_build(struct ctx *c, struct report *r, const struct peerset *ps, struct khosts *want)
 {
 	/* discovery: scan fetches host keys itself: trust on first use, not records. */
 	bool scanned = c->spec->discovery.present && c->spec->discovery.method == DISC_SCAN;
 	bool have_self = false;
-	struct smap ids, olds;
-	size_t at, gone = 0;
+	struct smap ids;
+	size_t at;
 
 	smap_init(&ids, ps ? ps->n + 1 : 1);
 	khosts_reserve(want, ps ? ps->n + 1 : 1);
@@ -575,6 +574,19 @@ void want_hosts(struct ctx *c, struct report *r, const struct peerset *ps,
 		free(id);
 	}
 	drop_shared_names(r, want);
+	smap_free(&ids);
+}
+
+void want_judge(struct ctx *c, struct report *r, const struct khosts *old, struct khosts *want,
+		struct ssh_tally *t)
+{
+	struct smap ids, olds;
+	size_t at, gone = 0;
+
+	/* The ids of want, to name who left: only when there is an old model. */
+	smap_init(&ids, old->n ? want->n : 0);
+	for (size_t i = 0; old->n && i < want->n; i++)
+		(void)smap_add(&ids, want->v[i].id, i);
 	smap_init(&olds, old->n);
 	for (size_t i = 0; i < old->n; i++)
 		if (*old->v[i].id)
@@ -605,6 +617,13 @@ void want_hosts(struct ctx *c, struct report *r, const struct peerset *ps,
 	t->peers = want->n;
 	smap_free(&ids);
 	smap_free(&olds);
+}
+
+void want_hosts(struct ctx *c, struct report *r, const struct peerset *ps,
+		const struct khosts *old, struct khosts *want, struct ssh_tally *t)
+{
+	want_build(c, r, ps, want);
+	want_judge(c, r, old, want, t);
 }
 
 /* Index "name key" and "name type" pairs of a known_hosts model. */

@@ -84,9 +84,18 @@ struct khost *khosts_add(struct khosts *s, const char *id, const char *boot_id,
 void kh_parse(const char *text, struct khosts *ret);
 char *kh_render(const struct spec *s, const struct khosts *hosts);
 char *conf_render(const struct spec *s, const struct khosts *hosts);
-/* The known_hosts this run wants, from the peers and what is pinned (old). */
+/* The known_hosts this run wants, from the peers and what is pinned (old): want_build, then want_judge. */
 void want_hosts(struct ctx *c, struct report *r, const struct peerset *ps,
 		const struct khosts *old, struct khosts *want, struct ssh_tally *t);
+/* The entries the peers ask for (names, published keys), before any policy. */
+void want_build(struct ctx *c, struct report *r, const struct peerset *ps, struct khosts *want);
+/*
+ * The key policy against what is pinned (old), keys fetched for peers
+ * without published ones, departed nodes named, counts in t.  Judging
+ * against an old model equal to want's own rendering changes nothing.
+ */
+void want_judge(struct ctx *c, struct report *r, const struct khosts *old, struct khosts *want,
+		struct ssh_tally *t);
 /* check: missing, extra and mismatched keys, by name and key type. */
 void kh_compare(struct report *r, const struct khosts *have, const struct khosts *want);
 
