@@ -733,45 +733,78 @@ struct unpack {
 	bool bad;
 };
 
-/* The next string: malloc'd, NULL when absent ("-") or bad (u->bad set). */
-static char *unpack_str(struct unpack *u)
+/* The next string in place (*ret, *ret_n): false when absent ("-") or bad (u->bad set). */
+static bool unpack_span(struct unpack *u, const char **ret, size_t *ret_n)
 {
 	size_t n = 0;
-	char *s;
 
 	if (u->bad || u->p >= u->end) {
 		u->bad = true;
-		return NULL;
+		return false;
 	}
 	if (*u->p == '-') {
 		u->p++;
-		return NULL;
+		return false;
 	}
 	while (u->p < u->end && *u->p >= '0' && *u->p <= '9' && n <= RECORD_MAX_BYTES)
 		n = n * 10 + (size_t)(*u->p++ - '0');
 	if (u->p >= u->end || *u->p != ':' || n > RECORD_MAX_BYTES || n > (size_t)(u->end - u->p - 1)) {
 		u->bad = true;
-		return NULL;
+		return false;
 	}
-	s = xmalloc(n + 1);
-	memcpy(s, u->p + 1, n);
-	s[n] = '\0';
+	*ret = u->p + 1;
+	*ret_n = n;
 	u->p += 1 + n;
-	return s;
+	return true;
 }
 
+/* The next string: malloc'd, NULL when absent ("-") or bad (u->bad set). */
+static char *unpack_str(struct unpack *u)
+{
+	const char *s;
+	size_t n;
+
+	return unpack_span(u, &s, &n) ? xstrndup(s, n) : NULL;
+}
+
+/* The next number, read from a copy on the stack: no malloc for 40,000 numbers. */
 static int64_t unpack_num(struct unpack *u, int64_t min, int64_t max)
 {
-	char *s = unpack_str(u);
+	char buf[32];
+	const char *s;
+	size_t n;
 	long long v = 0;
 
-	if (!s) {
+	if (!unpack_span(u, &s, &n)) {
 		u->bad = true;
 		return 0;
 	}
-	if (!num_ll(s, min, max, &v))
-		u->bad = true;
-	free(s);
+	/* -?[0-9]{1,18} (the numbers record_pack writes) cannot overflow: read here. */
+	{
+		size_t neg = n && s[0] == '-', i = neg;
+		int64_t d = 0;
+
+		while (i < n && i - neg < 18 && s[i] >= '0' && s[i] <= '9')
+			d = d * 10 + (s[i++] - '0');
+		if (i == n && n > neg) {
+			d = neg ? -d : d;
+			if (d < min || d > max)
+				u->bad = true;
+			return u->bad ? 0 : d;
+		}
+	}
+	if (n < sizeof(buf)) {
+		memcpy(buf, s, n);
+		buf[n] = '\0';
+		if (!num_ll(buf, min, max, &v))
+			u->bad = true;
+	} else {
+		char *copy = xstrndup(s, n);
+
+		if (!num_ll(copy, min, max, &v))
+			u->bad = true;
+		free(copy);
+	}
 	return u->bad ? 0 : (int64_t)v;
 }
 
