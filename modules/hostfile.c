@@ -107,14 +107,25 @@ static void hostfile_render(const struct spec *spec, const struct peerset *peers
 		const struct peer *p = &peers->v[i];
 		bool fb = false;
 		const char *name = peer_name(spec, p, &fb);
+		size_t nl, start;
 
 		if (fb && fallbacks)
 			strlist_push(fallbacks, p->hostname);
 		names[i] = name;
-		sb_printf(&t->openmpi, "%s slots=%u\n", name, p->slots);
-		sb_printf(&t->ompi_block, "%s slots=%u\n", name, p->slots);
-		sb_printf(&t->mpich, "%s:%u\n", name, p->slots);
-		sb_printf(&t->plain, "%s\n", name);
+		/* appends, not printf: four lines a node */
+		nl = strlen(name);
+		start = t->openmpi.len;
+		sb_appendn(&t->openmpi, name, nl);
+		sb_appendn(&t->openmpi, " slots=", 7);
+		sb_append_u64(&t->openmpi, p->slots);
+		sb_appendn(&t->openmpi, "\n", 1);
+		sb_appendn(&t->ompi_block, t->openmpi.buf + start, t->openmpi.len - start);
+		sb_appendn(&t->mpich, name, nl);
+		sb_appendn(&t->mpich, ":", 1);
+		sb_append_u64(&t->mpich, p->slots);
+		sb_appendn(&t->mpich, "\n", 1);
+		sb_appendn(&t->plain, name, nl);
+		sb_appendn(&t->plain, "\n", 1);
 	}
 	t->group = nodeset_fold(names, peers->n);
 	free(names);
@@ -553,8 +564,12 @@ static int etc_hosts(struct ctx *c, struct report *rep, bool *managed)
 		why = NULL;
 	}
 	free(have);
-	for (size_t i = 0; want && i < peers->n; i++)
-		sb_printf(&body, "%s %s\n", peers->v[i].addr, peers->v[i].hostname);
+	for (size_t i = 0; want && i < peers->n; i++) {
+		sb_append(&body, peers->v[i].addr);
+		sb_appendn(&body, " ", 1);
+		sb_append(&body, peers->v[i].hostname);
+		sb_appendn(&body, "\n", 1);
+	}
 	r = fs_managed_block(c, rep, ETC_HOSTS, spec->cluster.name, want ? sb_str(&body) : NULL,
 			     0644, 0, 0);
 	sb_free(&body);

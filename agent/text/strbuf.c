@@ -96,6 +96,18 @@ void sb_append(struct strbuf *sb, const char *s)
 	sb_appendn(sb, s, strlen(s));
 }
 
+void sb_append_u64(struct strbuf *sb, unsigned long long v)
+{
+	char num[24];
+	size_t i = sizeof(num);
+
+	do {
+		num[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	sb_appendn(sb, num + i, sizeof(num) - i);
+}
+
 void sb_vprintf(struct strbuf *sb, const char *fmt, va_list ap)
 {
 	va_list ap2;

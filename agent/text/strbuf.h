@@ -15,6 +15,8 @@ struct strbuf {
 #define STRBUF_INIT { NULL, 0, 0 }
 
 void sb_append(struct strbuf *sb, const char *s);
+/* v in decimal, as "%llu" writes it: no printf in loops over every node. */
+void sb_append_u64(struct strbuf *sb, unsigned long long v);
 void sb_appendn(struct strbuf *sb, const void *data, size_t n);
 void sb_printf(struct strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sb_vprintf(struct strbuf *sb, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));

@@ -16,37 +16,57 @@
 struct akey {
 	char *key;              /* "type base64" */
 	char *comment;          /* user@host of the first node publishing it */
-	struct strlist from;
+	const char **from;      /* borrowed: the spec's network, the peers' addresses */
+	size_t n_from;
 };
 
-static void akey_add(struct akey **v, size_t *n, struct smap *seen, const char *key,
+/* Add s to a's from= list unless there; s must outlive the block's rendering. */
+static void from_add(struct akey *a, const char *s)
+{
+	for (size_t i = 0; i < a->n_from; i++)
+		if (strcmp(a->from[i], s) == 0)
+			return;
+	/* 4, then doubling: most keys get one or two entries, a key shared by N nodes N. */
+	if (a->n_from >= 4 && (a->n_from & (a->n_from - 1)) == 0)
+		a->from = xrealloc(a->from, 2 * a->n_from * sizeof(*a->from));
+	else if (!a->from)
+		a->from = xmalloc(4 * sizeof(*a->from));
+	a->from[a->n_from++] = s;
+}
+
+/* v has room for every key (ak_render counts them first): no realloc per key. */
+static void akey_add(struct akey *v, size_t *n, struct smap *seen, char *key,
 		     const char *user, const char *host, const struct spec *s, const struct peer *p,
 		     bool self)
 {
 	struct akey *a;
 	size_t i;
 
-	if (smap_get(seen, key, &i)) {
-		a = &(*v)[i];
+	if (!smap_put(seen, key, *n, &i)) {
+		a = &v[i];
+		free(key);
 	} else {
-		*v = xrealloc(*v, (*n + 1) * sizeof(**v));
-		a = &(*v)[(*n)++];
+		size_t ul = strlen(user), hl = strlen(host);
+
+		a = &v[(*n)++];
 		memset(a, 0, sizeof(*a));
-		a->key = xstrdup(key);
-		a->comment = xasprintf("%s@%s", user, host);
-		(void)smap_add(seen, a->key, *n - 1);
+		a->key = key;   /* the map borrows it */
+		a->comment = xmalloc(ul + 1 + hl + 1);
+		memcpy(a->comment, user, ul);
+		a->comment[ul] = '@';
+		memcpy(a->comment + ul + 1, host, hl + 1);
 	}
 	if (s->cluster.has_network)
-		strlist_add_unique(&a->from, s->cluster.network.text);
+		from_add(a, s->cluster.network.text);
 	else if (p && valid_addr(p->addr))
-		strlist_add_unique(&a->from, p->addr);
+		from_add(a, p->addr);
 	/* mpirun over hostfile.address: ipoib comes from the IPoIB address. */
-	if (p && valid_addr(p->ipoib_addr))
-		strlist_add_unique(&a->from, p->ipoib_addr);
+	if (p && p->ipoib_addr && valid_addr(p->ipoib_addr))
+		from_add(a, p->ipoib_addr);
 	if (self) {
 		/* "ssh <own hostname>" may resolve to 127.0.1.1 (Debian /etc/hosts). */
-		strlist_add_unique(&a->from, "127.0.0.0/8");
-		strlist_add_unique(&a->from, "::1");
+		from_add(a, "127.0.0.0/8");
+		from_add(a, "::1");
 	}
 }
 
@@ -58,13 +78,16 @@ static void akey_add(struct akey **v, size_t *n, struct smap *seen, const char *
 char *ak_render(const struct spec *s, const struct peerset *ps, const char *user,
 		const char *self_pub, const char *self_host, struct report *r)
 {
-	struct akey *v = NULL;
-	size_t n = 0;
+	struct akey *v;
+	size_t n = 0, most = 1;
 	struct strbuf sb = STRBUF_INIT;
 	struct smap seen;
 	bool self_done = false;
 
-	smap_init(&seen, ps ? ps->n + 1 : 1);
+	for (size_t i = 0; ps && i < ps->n; i++)
+		most += ps->v[i].self ? 1 : ps->v[i].n_user_keys;
+	v = xcalloc(most, sizeof(*v));
+	smap_init(&seen, most);
 
 	for (size_t i = 0; ps && i < ps->n; i++) {
 		const struct peer *p = &ps->v[i];
@@ -74,8 +97,7 @@ char *ak_render(const struct spec *s, const struct peerset *ps, const char *user
 			char *canon = self_pub ? sshkey_canonical(self_pub) : NULL;
 
 			if (canon)
-				akey_add(&v, &n, &seen, canon, user, host, s, p, true);
-			free(canon);
+				akey_add(v, &n, &seen, canon, user, host, s, p, true);
 			self_done = true;
 			continue;
 		}
@@ -86,31 +108,32 @@ char *ak_render(const struct spec *s, const struct peerset *ps, const char *user
 				continue;
 			canon = p->user_keys[k].key ? sshkey_canonical(p->user_keys[k].key) : NULL;
 			if (canon)
-				akey_add(&v, &n, &seen, canon, user, host, s, p, false);
+				akey_add(v, &n, &seen, canon, user, host, s, p, false);
 			else if (r)
 				report_detail(r, "%s: a published key of %s is malformed; ignored", host, user);
-			free(canon);
 		}
 	}
 	if (!self_done && self_pub) {
 		char *canon = sshkey_canonical(self_pub);
 
 		if (canon)
-			akey_add(&v, &n, &seen, canon, user, self_host, s, NULL, true);
-		free(canon);
+			akey_add(v, &n, &seen, canon, user, self_host, s, NULL, true);
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (s->ssh.restrict_from) {
-			if (!v[i].from.n) {
+			if (!v[i].n_from) {
 				if (r)
 					report_detail(r, "%s: no address known to restrict %s's key with "
 						      "from=; left out", v[i].comment, user);
 				goto next;
 			}
-			sb_append(&sb, "from=\"");
-			for (size_t j = 0; j < v[i].from.n; j++)
-				sb_append(&sb, j ? "," : ""), sb_append(&sb, v[i].from.v[j]);
-			sb_append(&sb, "\" ");
+			sb_appendn(&sb, "from=\"", 6);
+			for (size_t j = 0; j < v[i].n_from; j++) {
+				if (j)
+					sb_appendn(&sb, ",", 1);
+				sb_append(&sb, v[i].from[j]);
+			}
+			sb_appendn(&sb, "\" ", 2);
 		}
 		sb_append(&sb, v[i].key);      /* appends, not printf: 10,000 keys a refresh */
 		sb_appendn(&sb, " ", 1);
@@ -119,7 +142,7 @@ char *ak_render(const struct spec *s, const struct peerset *ps, const char *user
 next:
 		free(v[i].key);
 		free(v[i].comment);
-		strlist_free(&v[i].from);
+		free(v[i].from);
 	}
 	smap_free(&seen);
 	free(v);

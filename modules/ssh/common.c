@@ -9,14 +9,35 @@
 
 #include "ssh.h"
 
+/*
+ * The hash: 8 bytes a step (keys are host keys of 80 characters and more;
+ * FNV-1a a byte at a time was half of the lookups' instructions), then
+ * mixed so that the low bits, which pick the slot, depend on every byte.
+ */
+static uint64_t smap_hash(const char *key, size_t n)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ n, w;
+	const char *p = key;
+
+	for (; n >= 8; n -= 8, p += 8) {
+		memcpy(&w, p, 8);
+		h = (h ^ w) * 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
+	}
+	w = 0;
+	memcpy(&w, p, n);
+	h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 29;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 32;
+	return h;
+}
+
 static size_t smap_slot(const struct smap *m, const char *key)
 {
-	uint64_t h = 1469598103934665603ull;
-	size_t i;
+	size_t n = strlen(key), i;
 
-	for (const char *p = key; *p; p++)
-		h = (h ^ (unsigned char)*p) * 1099511628211ull;
-	for (i = (size_t)h & (m->cap - 1); m->keys[i] && strcmp(m->keys[i], key) != 0;
+	for (i = (size_t)smap_hash(key, n) & (m->cap - 1); m->keys[i] && strcmp(m->keys[i], key) != 0;
 	     i = (i + 1) & (m->cap - 1))
 		;
 	return i;
@@ -50,19 +71,27 @@ bool smap_get(const struct smap *m, const char *key, size_t *ret)
 	return true;
 }
 
-bool smap_add(struct smap *m, const char *key, size_t val)
+bool smap_put(struct smap *m, const char *key, size_t val, size_t *ret)
 {
 	size_t i = smap_slot(m, key);
 
-	if (m->keys[i])
+	if (m->keys[i]) {
+		if (ret)
+			*ret = m->vals[i];
 		return false;
+	}
 	if (2 * (m->n + 1) > m->cap) {
 		struct smap bigger;
 
 		smap_init(&bigger, m->cap);
 		for (size_t j = 0; j < m->cap; j++)
-			if (m->keys[j])
-				(void)smap_add(&bigger, m->keys[j], m->vals[j]);
+			if (m->keys[j]) {
+				size_t k = smap_slot(&bigger, m->keys[j]);
+
+				bigger.keys[k] = m->keys[j];
+				bigger.vals[k] = m->vals[j];
+			}
+		bigger.n = m->n;
 		smap_free(m);
 		*m = bigger;
 		i = smap_slot(m, key);
@@ -71,6 +100,11 @@ bool smap_add(struct smap *m, const char *key, size_t val)
 	m->vals[i] = val;
 	m->n++;
 	return true;
+}
+
+bool smap_add(struct smap *m, const char *key, size_t val)
+{
+	return smap_put(m, key, val, NULL);
 }
 
 bool strlist_has(const struct strlist *l, const char *s)
@@ -85,6 +119,14 @@ void strlist_add_unique(struct strlist *l, const char *s)
 {
 	if (!strlist_has(l, s))
 		strlist_push(l, s);
+}
+
+void strlist_add_unique_n(struct strlist *l, const char *s, size_t n)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (strncmp(l->v[i], s, n) == 0 && l->v[i][n] == '\0')
+			return;
+	strlist_push_take(l, xstrndup(s, n));
 }
 
 void strlist_copy(struct strlist *dst, const struct strlist *src)

@@ -36,41 +36,83 @@ void khosts_free(struct khosts *s)
 		khost_free(&s->v[i]);
 	free(s->v);
 	s->v = NULL;
-	s->n = 0;
+	s->n = s->cap = 0;
+}
+
+/* Make room for n more entries. */
+static void khosts_reserve(struct khosts *s, size_t n)
+{
+	if (s->n + n > s->cap) {
+		s->cap = s->n + n;
+		s->v = xrealloc(s->v, s->cap * sizeof(*s->v));
+	}
+}
+
+/* A zeroed new entry.  Doubling: one realloc (and copy) per node made 10,000 nodes copy 10,000 times. */
+static struct khost *khost_new(struct khosts *s)
+{
+	struct khost *h;
+
+	if (s->n >= s->cap)
+		khosts_reserve(s, s->n ? s->n : 16);
+	h = &s->v[s->n++];
+	memset(h, 0, sizeof(*h));
+	return h;
 }
 
 struct khost *khosts_add(struct khosts *s, const char *id, const char *boot_id,
 			 const char *source)
 {
-	struct khost *h;
+	struct khost *h = khost_new(s);
 
-	s->v = xrealloc(s->v, (s->n + 1) * sizeof(*s->v));
-	h = &s->v[s->n++];
-	memset(h, 0, sizeof(*h));
 	h->id = xstrdup(id);
 	h->boot_id = xstrdup(boot_id ? boot_id : "");
 	h->source = xstrdup(source);
 	return h;
 }
 
-/* "# host <id> boot_id=<id|-> source=<record|local|scan>": the new entry, or NULL. */
-static struct khost *parse_host_comment(struct khosts *s, const char *line)
+static bool is_blank(char ch)
 {
-	struct khost *h = NULL;
-	char *copy = xstrdup(line + strlen("# host "));
-	char *save = NULL, *tok, *id = NULL, *boot = NULL, *src = NULL;
+	return ch == ' ' || ch == '\t';
+}
 
-	for (tok = strtok_r(copy, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
+/*
+ * "# host <id> boot_id=<id|-> source=<record|local|scan>" (p to end, after
+ * "# host "): the new entry, or NULL.  Read in place, no copy of the line.
+ */
+static struct khost *parse_host_comment(struct khosts *s, const char *p, const char *end)
+{
+	const char *id = NULL, *boot = NULL, *src = NULL;
+	size_t idl = 0, bootl = 0, srcl = 0;
+	struct khost *h;
+
+	while (p < end) {
+		const char *tok;
+		size_t n;
+
+		while (p < end && is_blank(*p))
+			p++;
+		if (p >= end)
+			break;
+		tok = p;
+		while (p < end && !is_blank(*p))
+			p++;
+		n = (size_t)(p - tok);
 		if (!id)
-			id = tok;
-		else if (strncmp(tok, "boot_id=", 8) == 0)
-			boot = tok + 8;
-		else if (strncmp(tok, "source=", 7) == 0)
-			src = tok + 7;
+			id = tok, idl = n;
+		else if (n >= 8 && strncmp(tok, "boot_id=", 8) == 0)
+			boot = tok + 8, bootl = n - 8;
+		else if (n >= 7 && strncmp(tok, "source=", 7) == 0)
+			src = tok + 7, srcl = n - 7;
 	}
-	if (id)
-		h = khosts_add(s, id, boot && strcmp(boot, "-") != 0 ? boot : "", src ? src : "record");
-	free(copy);
+	if (!id)
+		return NULL;
+	if (boot && bootl == 1 && boot[0] == '-')
+		boot = NULL;
+	h = khost_new(s);
+	h->id = xstrndup(id, idl);
+	h->boot_id = boot ? xstrndup(boot, bootl) : xstrdup("");
+	h->source = src ? xstrndup(src, srcl) : xstrdup("record");
 	return h;
 }
 
@@ -86,24 +128,35 @@ void kh_parse(const char *text, struct khosts *ret)
 
 	while (p && *p) {
 		const char *nl = strchr(p, '\n');
-		char *line = xstrndup(p, nl ? (size_t)(nl - p) : strlen(p));
-		char *sp, *canon;
+		const char *line = p, *end = nl ? nl : line + strlen(line), *sp;
+		char *canon;
 
 		p = nl ? nl + 1 : NULL;
-		if (strncmp(line, "# host ", 7) == 0) {
-			cur = parse_host_comment(ret, line);
-		} else if (line[0] != '#' && (sp = strpbrk(line, " \t")) && (canon = sshkey_canonical(sp))) {
-			char *save = NULL;
-
-			*sp = '\0';
-			if (!cur)
-				cur = khosts_add(ret, "", "", "manual");
-			for (char *n = strtok_r(line, ",", &save); n; n = strtok_r(NULL, ",", &save))
-				strlist_add_unique(&cur->names, n);
-			strlist_add_unique(&cur->keys, canon);
-			free(canon);
+		if (end - line >= 7 && strncmp(line, "# host ", 7) == 0) {
+			cur = parse_host_comment(ret, line + 7, end);
+			continue;
 		}
-		free(line);
+		if (line[0] == '#')
+			continue;
+		for (sp = line; sp < end && !is_blank(*sp); sp++)
+			;
+		/* sshkey_canonical stops at the end of the line ('\n') */
+		if (sp >= end || !(canon = sshkey_canonical(sp)))
+			continue;
+		if (!cur)
+			cur = khosts_add(ret, "", "", "manual");
+		for (const char *n = line; n < sp;) {
+			const char *comma = memchr(n, ',', (size_t)(sp - n));
+			const char *e = comma ? comma : sp;
+
+			if (e > n)
+				strlist_add_unique_n(&cur->names, n, (size_t)(e - n));
+			n = e + 1;
+		}
+		if (strlist_has(&cur->keys, canon))
+			free(canon);
+		else
+			strlist_push_take(&cur->keys, canon);
 	}
 }
 
@@ -124,8 +177,13 @@ char *kh_render(const struct spec *s, const struct khosts *hosts)
 			continue;
 		for (size_t j = 0; j < h->names.n; j++)
 			sb_append(&names, j ? "," : ""), sb_append(&names, h->names.v[j]);
-		sb_printf(&sb, "# host %s boot_id=%s source=%s\n", h->id,
-			  *h->boot_id ? h->boot_id : "-", h->source);
+		sb_appendn(&sb, "# host ", 7);
+		sb_append(&sb, h->id);
+		sb_appendn(&sb, " boot_id=", 9);
+		sb_append(&sb, *h->boot_id ? h->boot_id : "-");
+		sb_appendn(&sb, " source=", 8);
+		sb_append(&sb, h->source);
+		sb_appendn(&sb, "\n", 1);
 		for (size_t j = 0; j < h->keys.n; j++) { /* appends, not printf: a line per node */
 			sb_appendn(&sb, names.buf, names.len);
 			sb_appendn(&sb, " ", 1);
@@ -171,21 +229,32 @@ char *conf_render(const struct spec *s, const struct khosts *hosts)
 	struct smap seen;
 	char *net = network_pattern(s);
 	bool ca = s->ssh.host_keys == HOSTKEYS_CA;
+	const char *const *pv;
+	const char **own = NULL;
+	size_t pn = 0;
 
 	if (ca) {
 		/* The CA vouches for names and addresses: patterns, not a list of N. */
 		ca_host_patterns(s, hosts, &pats);
+		pv = (const char *const *)pats.v;
+		pn = pats.n;
 	} else {
+		size_t most = net ? 1 : 0;
+
+		/* Borrowed from hosts, not copied: a name per node and address. */
+		for (size_t i = 0; i < hosts->n; i++)
+			most += hosts->v[i].names.n;
+		own = xmalloc((most ? most : 1) * sizeof(*own));
+		pv = own;
 		if (net)
-			strlist_push(&pats, net);
-		smap_init(&seen, 4 * hosts->n);
+			own[pn++] = net;
+		smap_init(&seen, most);
 		for (size_t i = 0; i < hosts->n; i++)
 			for (size_t j = 0; j < hosts->v[i].names.n; j++)
 				if (smap_add(&seen, hosts->v[i].names.v[j], 0))
-					strlist_push(&pats, hosts->v[i].names.v[j]);
+					own[pn++] = hosts->v[i].names.v[j];
 		smap_free(&seen);
 	}
-	free(net);
 	sb_printf(&sb, "# hpcinit: host-key checking for the nodes of cluster %s (ssh module).\n"
 		  "# Their keys (host_keys: ca: their CA) come from " KH_PATH ".\n"
 		  "# Rebuilt on every run; edits are replaced.\n", s->cluster.name);
@@ -196,10 +265,14 @@ char *conf_render(const struct spec *s, const struct khosts *hosts)
 	 */
 	if (s->ssh.hostbased)
 		sb_append(&sb, "EnableSSHKeysign yes\n");
-	for (size_t i = 0; i <= pats.n; i++) {
+	for (size_t i = 0; i <= pn; i++) {
+		size_t l = i < pn ? strlen(pv[i]) : 0;
+
 		/* ca: one stanza per pattern (a negated pattern voids its whole line). */
-		if (line.len && (i == pats.n || ca || line.len + 1 + strlen(pats.v[i]) > HOST_LINE_MAX)) {
-			sb_printf(&sb, "Host%s\n", sb_str(&line));
+		if (line.len && (i == pn || ca || line.len + 1 + l > HOST_LINE_MAX)) {
+			sb_appendn(&sb, "Host", 4);
+			sb_appendn(&sb, line.buf, line.len);
+			sb_appendn(&sb, "\n", 1);
 			sb_append(&sb, "\tGlobalKnownHostsFile " KH_PATH
 				  " /etc/ssh/ssh_known_hosts /etc/ssh/ssh_known_hosts2\n"
 				  "\tStrictHostKeyChecking yes\n");
@@ -209,11 +282,13 @@ char *conf_render(const struct spec *s, const struct khosts *hosts)
 				sb_append(&sb, "\tHostbasedAuthentication yes\n");
 			sb_reset(&line);
 		}
-		if (i < pats.n)
-			sb_appendn(&line, " ", 1), sb_append(&line, pats.v[i]);
+		if (i < pn)
+			sb_appendn(&line, " ", 1), sb_appendn(&line, pv[i], l);
 	}
 	sb_free(&line);
 	strlist_free(&pats);
+	free(own);
+	free(net);
 	return sb_steal(&sb);
 }
 
@@ -251,12 +326,8 @@ static void peer_names(const struct peer *p, const char *id, struct strlist *nam
 	const char *dot = strchr(id, '.');
 
 	strlist_add_unique(names, id);
-	if (dot && dot > id) {
-		char *shortname = xstrndup(id, (size_t)(dot - id));
-
-		strlist_add_unique(names, shortname);
-		free(shortname);
-	}
+	if (dot && dot > id)
+		strlist_add_unique_n(names, id, (size_t)(dot - id));
 	if (valid_addr(p->addr))
 		strlist_add_unique(names, p->addr);
 	if (valid_addr(p->ipoib_addr))
@@ -421,16 +492,16 @@ static void keys_from_network(struct ctx *c, struct report *r, const struct peer
 	t->tofu++;
 }
 
-void want_hosts(struct ctx *c, struct report *r, const struct peerset *ps,
-		const struct khosts *old, struct khosts *want, struct ssh_tally *t)
+void want_build(struct ctx *c, struct report *r, const struct peerset *ps, struct khosts *want)
 {
 	/* discovery: scan fetches host keys itself: trust on first use, not records. */
 	bool scanned = c->spec->discovery.present && c->spec->discovery.method == DISC_SCAN;
 	bool have_self = false;
-	struct smap ids, olds;
-	size_t at, gone = 0;
+	struct smap ids;
+	size_t at;
 
 	smap_init(&ids, ps ? ps->n + 1 : 1);
+	khosts_reserve(want, ps ? ps->n + 1 : 1);
 	/* This node first: a record that claims its name must not displace it. */
 	for (size_t n = 0; ps && n < 2 * ps->n; n++) {
 		const struct peer *p = &ps->v[n % ps->n];
@@ -471,9 +542,9 @@ void want_hosts(struct ctx *c, struct report *r, const struct peerset *ps,
 						       "%s: its record publishes a certificate (%.*s) where a "
 						       "plain host key belongs; not pinned", id,
 						       (int)strcspn(canon, " "), canon);
-				else if (canon)
-					strlist_add_unique(&h->keys, canon);
-				else
+				else if (canon && !strlist_has(&h->keys, canon))
+					strlist_push_take(&h->keys, canon), canon = NULL;
+				else if (!canon)
 					report_detail(r, "%s: a published host key is malformed; ignored", id);
 				free(canon);
 			}
@@ -503,6 +574,19 @@ void want_hosts(struct ctx *c, struct report *r, const struct peerset *ps,
 		free(id);
 	}
 	drop_shared_names(r, want);
+	smap_free(&ids);
+}
+
+void want_judge(struct ctx *c, struct report *r, const struct khosts *old, struct khosts *want,
+		struct ssh_tally *t)
+{
+	struct smap ids, olds;
+	size_t at, gone = 0;
+
+	/* The ids of want, to name who left: only when there is an old model. */
+	smap_init(&ids, old->n ? want->n : 0);
+	for (size_t i = 0; old->n && i < want->n; i++)
+		(void)smap_add(&ids, want->v[i].id, i);
 	smap_init(&olds, old->n);
 	for (size_t i = 0; i < old->n; i++)
 		if (*old->v[i].id)
@@ -533,6 +617,13 @@ void want_hosts(struct ctx *c, struct report *r, const struct peerset *ps,
 	t->peers = want->n;
 	smap_free(&ids);
 	smap_free(&olds);
+}
+
+void want_hosts(struct ctx *c, struct report *r, const struct peerset *ps,
+		const struct khosts *old, struct khosts *want, struct ssh_tally *t)
+{
+	want_build(c, r, ps, want);
+	want_judge(c, r, old, want, t);
 }
 
 /* Index "name key" and "name type" pairs of a known_hosts model. */

@@ -122,10 +122,13 @@ static void check_include(struct ctx *c, struct report *r)
 	free(text);
 }
 
-static int write_system_files(struct ctx *c, struct report *r, const struct khosts *want)
+/* kh: want's known_hosts when already rendered (taken), else NULL. */
+static int write_system_files(struct ctx *c, struct report *r, const struct khosts *want, char *kh)
 {
 	const struct spec *s = c->spec;
-	char *kh = s->ssh.host_keys == HOSTKEYS_CA ? ca_kh_render(s, want) : kh_render(s, want);
+
+	if (!kh)
+		kh = s->ssh.host_keys == HOSTKEYS_CA ? ca_kh_render(s, want) : kh_render(s, want);
 	char *conf = conf_render(s, want);
 	int ret = 0;
 
@@ -150,15 +153,39 @@ static int ssh_run(struct ctx *c, struct report *r)
 	const struct spec *s = c->spec;
 	struct khosts old = { 0 }, want = { 0 };
 	struct ssh_tally t = { 0 };
-	char *text = NULL;
+	char *text = NULL, *now = NULL;
 	int ret, err = 0, sys_err = 0;
+	bool compare = c->mode == RUN_CHECK && s->ssh.host_keys != HOSTKEYS_CA;
 
-	if (fs_read(c, KH_PATH, &text, NULL) == 0)
-		kh_parse(text, &old);
-	want_hosts(c, r, c->out->peers, &old, &want, &t);
-	if (c->mode == RUN_CHECK && s->ssh.host_keys != HOSTKEYS_CA)
+	want_build(c, r, c->out->peers, &want);
+	if (fs_read(c, KH_PATH, &text, NULL) == 0) {
+		/*
+		 * The steady state: the file is what want renders to.  Read back,
+		 * it would pin the same keys under the same ids and name nobody
+		 * departed, so judging against it is judging against nothing;
+		 * parsing 10,000 entries only to find that was a fifth of the
+		 * step.  check still reads it, for kh_compare.
+		 */
+		now = compare || s->ssh.host_keys == HOSTKEYS_CA ? NULL : kh_render(s, &want);
+		if (!now || strcmp(now, text) != 0) {
+			kh_parse(text, &old);
+			free(now);
+			now = NULL;
+		}
+	}
+	/*
+	 * Judged against nothing, want changes only where host_keys: scan
+	 * fetches a key for a peer without one; else the text just rendered
+	 * is the one to write.
+	 */
+	if (s->ssh.host_keys == HOSTKEYS_SCAN) {
+		free(now);
+		now = NULL;
+	}
+	want_judge(c, r, &old, &want, &t);
+	if (compare)
 		kh_compare(r, &old, &want);
-	ret = write_system_files(c, r, &want);
+	ret = write_system_files(c, r, &want, now);
 	if (ret < 0)
 		err = sys_err = ret;
 	check_include(c, r);

@@ -35,6 +35,7 @@ struct khost {
 struct khosts {
 	struct khost *v;
 	size_t n;
+	size_t cap;             /* allocated entries; 0 for a borrowed array */
 };
 
 /* What one run found, for the summary line. */
@@ -61,9 +62,13 @@ void smap_free(struct smap *m);
 bool smap_get(const struct smap *m, const char *key, size_t *ret);
 /* Insert key (keeping an existing value); returns false when it was there. */
 bool smap_add(struct smap *m, const char *key, size_t val);
+/* Insert key with val when absent (true); else false and its value in *ret (when not NULL). */
+bool smap_put(struct smap *m, const char *key, size_t val, size_t *ret);
 bool strlist_has(const struct strlist *l, const char *s);
 /* For the few names or keys of one node; lists of N use a struct smap. */
 void strlist_add_unique(struct strlist *l, const char *s);
+/* The same for the n bytes at s (no NUL needed). */
+void strlist_add_unique_n(struct strlist *l, const char *s, size_t n);
 void strlist_copy(struct strlist *dst, const struct strlist *src);
 /* A plain host name: no pattern characters, nothing that widens a Host line. */
 bool valid_hostname(const char *s);
@@ -79,9 +84,18 @@ struct khost *khosts_add(struct khosts *s, const char *id, const char *boot_id,
 void kh_parse(const char *text, struct khosts *ret);
 char *kh_render(const struct spec *s, const struct khosts *hosts);
 char *conf_render(const struct spec *s, const struct khosts *hosts);
-/* The known_hosts this run wants, from the peers and what is pinned (old). */
+/* The known_hosts this run wants, from the peers and what is pinned (old): want_build, then want_judge. */
 void want_hosts(struct ctx *c, struct report *r, const struct peerset *ps,
 		const struct khosts *old, struct khosts *want, struct ssh_tally *t);
+/* The entries the peers ask for (names, published keys), before any policy. */
+void want_build(struct ctx *c, struct report *r, const struct peerset *ps, struct khosts *want);
+/*
+ * The key policy against what is pinned (old), keys fetched for peers
+ * without published ones, departed nodes named, counts in t.  Judging
+ * against an old model equal to want's own rendering changes nothing.
+ */
+void want_judge(struct ctx *c, struct report *r, const struct khosts *old, struct khosts *want,
+		struct ssh_tally *t);
 /* check: missing, extra and mismatched keys, by name and key type. */
 void kh_compare(struct report *r, const struct khosts *have, const struct khosts *want);
 

@@ -65,7 +65,7 @@ static void test_known_hosts(const char *ca_pub)
 {
 	struct spec s = { 0 };
 	struct khost self = { 0 };
-	struct khosts hosts = { &self, 1 };
+	struct khosts hosts = { &self, 1, 0 };
 	char name[] = "glo", local[] = "local", id[] = "node1.glo.internal", *kh, *ca_line;
 	struct strlist pats = { 0 };
 

@@ -155,7 +155,7 @@ int main(void)
 	struct world w = { 0 };
 	struct report r;
 	struct khost m[2];
-	struct khosts want = { m, 2 };
+	struct khosts want = { m, 2, 0 };
 	char *ca, *k1, *k1b, *k1c, *k2, *l, *p, *text, *mac;
 	char name[] = "glo", dir[] = "/shared", cakey[] = "/etc/hpcinit/ssh-ca";
 

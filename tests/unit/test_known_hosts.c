@@ -325,6 +325,69 @@ static void test_compare(const char *k1, const char *k2)
 	khosts_free(&want);
 }
 
+/*
+ * The steady state (ssh_run): when ssh_known_hosts holds exactly what want
+ * renders to, judging want against it read back is judging it against
+ * nothing, so ssh_run skips reading it.  Same report, tally and file,
+ * with this node, a renamed peer, one without keys and a shared address.
+ */
+static void test_judge_steady(struct spec *s, const char *k1, const char *k2)
+{
+	struct ctx c = { .spec = s, .root = root, .mode = RUN_APPLY };
+	struct peerset ps = { 0 };
+	struct khosts old = { 0 }, a = { 0 }, b = { 0 };
+	struct ssh_tally ta = { 0 }, tb = { 0 };
+	struct report ra, rb;
+	char *text, *ta_text, *tb_text;
+
+	ps.v = xcalloc(5, sizeof(*ps.v));
+	ps.n = 5;
+	peer_init(&ps.v[0], "hps-1.sim.example", "198.18.3.11", "b1", NULL);
+	ps.v[0].self = true;
+	peer_init(&ps.v[1], "HPS-2", "198.18.3.12", "b2", k1);
+	ps.v[1].ipoib_addr = xstrdup("172.16.0.12");
+	peer_init(&ps.v[2], "hps-3", "198.18.3.13", "b3", k2);
+	peer_init(&ps.v[3], "hps-4", "198.18.3.14", "b4", NULL);  /* no keys: left out */
+	peer_init(&ps.v[4], "hps-5", "198.18.3.13", "b5", k1);    /* hps-3's address */
+
+	report_init(&ra);
+	want_build(&c, &ra, &ps, &a);
+	text = kh_render(s, &a);
+	kh_parse(text, &old);
+	TEST_INTEQ(old.n, 4);
+	want_judge(&c, &ra, &old, &a, &ta);
+	report_init(&rb);
+	want_build(&c, &rb, &ps, &b);
+	{
+		struct khosts none = { 0 };
+
+		want_judge(&c, &rb, &none, &b, &tb);
+	}
+	TEST_INTEQ(ra.status, rb.status);
+	TEST_INTEQ(ra.status, ST_DEGRADED);
+	TEST_STREQ(sb_str(&ra.details), sb_str(&rb.details));
+	TEST_INTEQ(ra.n_findings, rb.n_findings);
+	TEST_CHECK(has_finding(&ra, "ssh.host-key.unpublished"));
+	TEST_CHECK(has_finding(&ra, "ssh.known-hosts.name-claimed-twice"));
+	TEST_INTEQ(ta.peers, tb.peers);
+	TEST_INTEQ(ta.host_keys, tb.host_keys);
+	TEST_INTEQ(ta.tofu, tb.tofu);
+	TEST_CHECK(!ta.refused && !tb.refused);
+	ta_text = kh_render(s, &a);
+	tb_text = kh_render(s, &b);
+	TEST_STREQ(ta_text, text);
+	TEST_STREQ(tb_text, text);
+	free(ta_text);
+	free(tb_text);
+	free(text);
+	khosts_free(&old);
+	khosts_free(&a);
+	khosts_free(&b);
+	report_free(&ra);
+	report_free(&rb);
+	peers_free(&ps);
+}
+
 int main(void)
 {
 	struct spec s;
@@ -337,6 +400,7 @@ int main(void)
 	test_names();
 	test_known_hosts(&s, khost_self, k1, k2);
 	test_parse_odd(k1);
+	test_judge_steady(&s, k1, k2);
 	test_compare(k1, k2);
 	free(k1);
 	free(k2);

@@ -5,7 +5,6 @@
 #include <errno.h>
 
 #include "../../agent/base/record.c"
-#include <openssl/hmac.h>
 
 #include "sshkey.h"
 #include "test.h"
@@ -503,28 +502,6 @@ static void test_key_span(void)
 	}
 }
 
-/* The cached HMAC equals a plain HMAC() for short, block-sized and long keys. */
-static void test_hmac_cache(void)
-{
-	static const size_t lens[] = { 1, 16, 63, 64, 65, 200, 4096 };
-	char *key = xmalloc(4096), mac[RECORD_HMAC_HEX + 1], want[RECORD_HMAC_HEX + 1];
-	const char *data = "the quick brown fox";
-
-	for (size_t i = 0; i < 4096; i++)
-		key[i] = (char)(i * 7 + 3);
-	for (int round = 0; round < 2; round++)
-		for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
-			unsigned char md[32];
-			unsigned int ml = 0;
-
-			HMAC(EVP_sha256(), key, (int)lens[i], (const unsigned char *)data, strlen(data), md, &ml);
-			hex(want, md, ml);
-			TEST_INTEQ(record_hmac(key, lens[i], data, strlen(data), mac), 0);
-			TEST_STREQ(mac, want);
-		}
-	free(key);
-}
-
 /*
  * The packed form an isolated step's child sends the runner: every field
  * comes back (the record text of both is the same, and the fields the text
@@ -582,12 +559,63 @@ static void test_pack(void)
 	sb_append(&sb, "2:n18:10.0.0.1------1:01:01:03:999");
 	TEST_INTEQ(record_unpack(sb.buf, sb.len, &q), -EBADMSG);
 	sb_free(&sb);
+
+	/* the numbers: both ends of updated, and what num_ll refuses */
+	for (int i = 0; i < 2; i++) {
+		memset(&p, 0, sizeof(p));
+		p.hostname = xstrdup("n1");
+		p.addr = xstrdup("10.0.0.1");
+		p.updated = i ? INT64_MAX : INT64_MIN;
+		p.slots = UINT_MAX;
+		record_pack(&sb, &p);
+		TEST_INTEQ(record_unpack(sb.buf, sb.len, &q), 0);
+		TEST_CHECK(q.updated == p.updated && q.slots == UINT_MAX);
+		peer_clear(&q);
+		peer_clear(&p);
+		sb_reset(&sb);
+	}
+	{
+		static const struct {
+			const char *slots, *updated, *flags;
+			int want;
+			int64_t updated_is;
+		} nums[] = {
+			{ "3:007", "2:-0", "1:7", 0, 0 },
+			{ "1:1", "20:-9223372036854775808", "1:0", 0, INT64_MIN },
+			{ "1:1", "20:00000000000000000042", "1:0", 0, 42 },
+			{ "1:1", "19:9223372036854775808", "1:0", -EBADMSG, 0 },      /* over */
+			{ "1:1", "1:5", "1:8", -EBADMSG, 0 },                         /* flags 0-7 */
+			{ "2:-1", "1:5", "1:0", -EBADMSG, 0 },                        /* slots >= 0 */
+			{ "10:4294967296", "1:5", "1:0", -EBADMSG, 0 },               /* over UINT_MAX */
+			{ "1:1", "1:-", "1:0", -EBADMSG, 0 },
+			{ "1:1", "2:+5", "1:0", -EBADMSG, 0 },
+			{ "1:1", "2:5x", "1:0", -EBADMSG, 0 },
+			{ "1:1", "2: 5", "1:0", -EBADMSG, 0 },
+			{ "1:1", "0:", "1:0", -EBADMSG, 0 },
+			{ "1:1", "-", "1:0", -EBADMSG, 0 },
+		};
+
+		for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
+			char *t = xasprintf("2:n18:10.0.0.1------%s%s%s1:01:0", nums[i].slots, nums[i].updated,
+					    nums[i].flags);
+			int r = record_unpack(t, strlen(t), &q);
+
+			if (r != nums[i].want)
+				fprintf(stderr, "case %zu: %s %s %s\n", i, nums[i].slots, nums[i].updated, nums[i].flags);
+			TEST_INTEQ(r, nums[i].want);
+			if (r == 0) {
+				TEST_CHECK(q.updated == nums[i].updated_is);
+				peer_clear(&q);
+			}
+			free(t);
+		}
+	}
+	sb_free(&sb);
 }
 
 int main(void)
 {
 	test_key_span();
-	test_hmac_cache();
 	test_natural();
 	test_sort();
 	test_hostname();

@@ -141,6 +141,38 @@ static void test_keys(void)
 
 #define ED_B64 "AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"
 
+/* sshkey_canonical as first written (before its one-pass form), for the comparison below. */
+static char *canonical_ref(const char *line)
+{
+	const char *p = line, *t, *b;
+	size_t tl, bl;
+
+	while (*p == ' ' || *p == '\t')
+		p++;
+	t = p;
+	while (*p && *p != ' ' && *p != '\t' && *p != '\n')
+		p++;
+	tl = (size_t)(p - t);
+	while (*p == ' ' || *p == '\t')
+		p++;
+	b = p;
+	while (*p && *p != ' ' && *p != '\t' && *p != '\n' && *p != '\r')
+		p++;
+	bl = (size_t)(p - b);
+	if (tl < 7 || bl < 16 || !(strncmp(t, "ssh-", 4) == 0 || strncmp(t, "ecdsa-", 6) == 0 ||
+				   strncmp(t, "sk-", 3) == 0))
+		return NULL;
+	for (const char *q = b; q < b + bl; q++)
+		if (!((*q >= 'A' && *q <= 'Z') || (*q >= 'a' && *q <= 'z') ||
+		      (*q >= '0' && *q <= '9') || *q == '+' || *q == '/' || *q == '='))
+			return NULL;
+	for (const char *q = t; q < t + tl; q++)
+		if (!((*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9') || *q == '-' ||
+		      *q == '@' || *q == '.'))
+			return NULL;
+	return xasprintf("%.*s %.*s", (int)tl, t, (int)bl, b);
+}
+
 /* Key lines as authorized_keys and .pub files hold them: type and base64 kept, the rest dropped. */
 static void test_canonical(void)
 {
@@ -176,6 +208,44 @@ static void test_canonical(void)
 			TEST_CHECK(got == NULL);
 		}
 		free(got);
+	}
+	/* Against the first version (one scan for the words, one for their characters), on random lines. */
+	{
+		static const char alpha[] = "ssh-ed25519 AZaz09+/=@.-_;$\t\r\n \x80#";
+		unsigned seed = 12345;
+		size_t taken = 0;
+
+		for (int n = 0; n < 200000; n++) {
+			char line[48];
+			size_t len = 0, want_len;
+			char *got, *want;
+
+			seed = seed * 1103515245u + 12345u;
+			want_len = (seed >> 16) % (sizeof(line) - 1);
+			if (n % 3 == 0)         /* often a plausible start */
+				len = (size_t)snprintf(line, sizeof(line), "%s", n % 2 ? "ssh-ed25519 " : " sk-a@b.c\t");
+			while (len < want_len) {
+				seed = seed * 1103515245u + 12345u;
+				/* mostly base64, now and then anything of alpha */
+				if ((seed >> 8) % 16)
+					line[len++] = "AZaz09+/="[(seed >> 16) % 9];
+				else
+					line[len++] = alpha[(seed >> 16) % (sizeof(alpha) - 1)];
+			}
+			line[len] = '\0';
+			got = sshkey_canonical(line);
+			want = canonical_ref(line);
+			if ((got == NULL) != (want == NULL) || (got && strcmp(got, want) != 0)) {
+				fprintf(stderr, "\"%s\": \"%s\", first version \"%s\"\n", line, got ? got : "(null)",
+					want ? want : "(null)");
+				TEST_CHECK(false);
+				n = 200000;
+			}
+			taken += got != NULL;
+			free(got);
+			free(want);
+		}
+		TEST_CHECK(taken > 1000);       /* keys taken, not only refused */
 	}
 	TEST_CHECK(sshkey_is_cert("ssh-ed25519-cert-v01@openssh.com " ED_B64));
 	TEST_CHECK(sshkey_is_cert("ecdsa-sha2-nistp256-cert-v01@openssh.com AAAA"));

@@ -26,6 +26,23 @@ int main(void)
 	TEST_CHECK(s[0] == 'a' && s[1] == '\0' && s[2] == 'b');
 	free(s);
 	TEST_CHECK(sb.buf == NULL);
+	/* sb_append_u64 writes what "%llu" writes */
+	{
+		static const unsigned long long vs[] = { 0, 7, 9, 10, 99, 100, 4294967295ull, 4294967296ull,
+							 18446744073709551615ull };
+
+		for (size_t i = 0; i < sizeof(vs) / sizeof(vs[0]); i++) {
+			char want[32];
+
+			snprintf(want, sizeof(want), "x%llu", vs[i]);
+			sb_reset(&sb);
+			sb_append(&sb, "x");
+			sb_append_u64(&sb, vs[i]);
+			TEST_STREQ(sb_str(&sb), want);
+			TEST_INTEQ(sb.len, strlen(want));
+		}
+		sb_free(&sb);
+	}
 	s = xasprintf("%s=%u", "k", 7u);
 	TEST_STREQ(s, "k=7");
 	free(s);
