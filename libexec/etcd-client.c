@@ -292,6 +292,7 @@ static int call(const char *path, const char *body, json_object **ret, long *ret
 		mono_ms() + ETCD_RUN_MS(etcd_timeout_ms, (int64_t)etcd_n_endpoints) - etcd_timeout_ms;
 	long tmo = etcd_timeout_ms;
 	unsigned attempt = 0, slow;
+	size_t slow_k = 0;              /* the first endpoint that was busy */
 
 again:
 	slow = 0;
@@ -322,8 +323,8 @@ again:
 		 */
 		if (cc == CURLE_OPERATION_TIMEDOUT &&
 		    (answered || (curl_easy_getinfo(etcd_curl, CURLINFO_CONNECT_TIME_T, &connected) == CURLE_OK &&
-				  connected > 0)))
-			slow++;
+				  connected > 0)) && !slow++)
+			slow_k = k;
 		if (cc == CURLE_OK)
 			curl_easy_getinfo(etcd_curl, CURLINFO_RESPONSE_CODE, &status);
 		if (b.too_big) {
@@ -352,6 +353,14 @@ again:
 			snprintf(tried[k].what, sizeof(tried[k].what), "%s%s", curl_easy_strerror(cc), hint);
 		} else if (status >= 500 || status == 0) {
 			json_object *j = b.p ? json_tokener_parse(b.p) : NULL, *m = NULL;
+
+			/*
+			 * 503: the member is up and cannot serve now (too many
+			 * requests in its queue, a leader being elected): busy,
+			 * asked again like a slow answer.
+			 */
+			if (status == 503 && !slow++)
+				slow_k = k;
 
 			if (j && ((m = jget(j, "message", json_type_string)) ||
 				  (m = jget(j, "error", json_type_string))))
@@ -412,8 +421,9 @@ again:
 		if (left >= 1000) {
 			tmo = tmo * 2 < left ? tmo * 2 : (long)left;
 			attempt++;
-			fprintf(stderr, "hpcinit-etcd: %s: no answer in time; asking again in %" PRId64
-				" ms (timeout %ld ms)\n", path, pause, tmo);
+			fprintf(stderr, "hpcinit-etcd: %s: %s: %s (busy); asking again in %" PRId64
+				" ms (timeout %ld ms)\n", path, etcd_endpoints[(etcd_cur + slow_k) % etcd_n_endpoints],
+				tried[slow_k].what, pause, tmo);
 			sleep_ms(pause);
 			goto again;
 		}
