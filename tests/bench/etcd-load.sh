@@ -34,7 +34,10 @@
 # Memory: N apply processes and their helpers at the cold start, then N watches and N
 # helpers (about 3 MB of PSS per node together); use a smaller N on a small machine.
 # Usage: tests/bench/etcd-load.sh [N] [MINUTES]   (run by hand; not by make check)
-#        WAVE=50: how many watches start at a time; LEASE=90: the nodes' lease, seconds
+#        WAVE=50: how many watches start at a time; LEASE=90: the nodes' lease, seconds (at
+#        1,000 use LEASE=300: nothing renews a lease between a node's apply and its watch, and
+#        starting 1,000 watches can take longer than 90 s; then the keys expire and every
+#        watcher refreshes for each)
 #        COLD_WAIT=180: how long a cold-start apply waits for the N nodes, seconds
 set -euo pipefail
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
