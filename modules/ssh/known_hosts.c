@@ -339,14 +339,16 @@ static void drop_shared_names(struct report *r, struct khosts *want)
 {
 	struct smap first, shared;
 	struct strlist dropped = { 0 };
-	size_t k;
+	size_t k = 0;
 
-	smap_init(&first, 4 * want->n);
+	for (size_t i = 0; i < want->n; i++)
+		k += want->v[i].names.n;
+	smap_init(&first, k);
 	for (size_t i = 0; i < want->n; i++)
 		for (size_t j = 0; j < want->v[i].names.n; j++) {
 			const char *n = want->v[i].names.v[j];
 
-			if (smap_add(&first, n, i) || !smap_get(&first, n, &k) || k == i)
+			if (smap_put(&first, n, i, &k) || k == i)
 				continue;
 			report_finding(r, ST_DEGRADED, "ssh.known-hosts.name-claimed-twice",
 				       "%s is claimed by both %s and %s; left out of " KH_PATH
