@@ -61,6 +61,8 @@ int natural_cmp(const char *a, const char *b);
 struct peer *peerset_add(struct peerset *s);
 /* A hostname that is safe as a file name and in hostfiles: [A-Za-z0-9._-], no "..". */
 bool record_hostname_valid(const char *name);
+/* Free this thread's HMAC context (a worker thread that parsed records, as it ends). */
+void record_thread_end(void);
 /* HMAC-SHA256 of data as hex.  0 or -EIO. */
 int record_hmac(const void *key, size_t keylen, const void *data, size_t len,
 		char out[RECORD_HMAC_HEX + 1]);

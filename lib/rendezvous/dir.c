@@ -18,6 +18,9 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -435,23 +438,24 @@ static ssize_t read_fd(int fd, char *buf, size_t size, size_t max)
 	return (ssize_t)got;
 }
 
-static int refuse(struct rv_entry *e, const char *tag, int r, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int refuse(struct rv_entry *e, const char *tag, int r, const char *fmt, ...)
+/* e->why points into why[256]: the caller's, so that threads read entries side by side. */
+#define WHY_LEN 256
+static int refuse(struct rv_entry *e, char *why, const char *tag, int r, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+static int refuse(struct rv_entry *e, char *why, const char *tag, int r, const char *fmt, ...)
 {
-	static char why[256];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
+	vsnprintf(why, WHY_LEN, fmt, ap);
 	va_end(ap);
 	e->refused = tag;
 	e->why = why;
 	return r;
 }
 
-int rv_dir_read_entry(int dfd, const char *name, const struct rv_tree *t, bool reown, size_t max,
-		      struct rv_entry *e, char **ret)
+static int read_entry(int dfd, const char *name, const struct rv_tree *t, bool reown, size_t max,
+		      struct rv_entry *e, char **ret, char *why)
 {
 	struct stat st;
 	ssize_t len;
@@ -474,10 +478,10 @@ reopen:
 		if (err == ESTALE && ++stale < RV_STALE_TRIES)
 			goto reopen;
 		if (err == ELOOP)
-			return refuse(e, "symlink", -ELOOP, "is a symbolic link");
+			return refuse(e, why, "symlink", -ELOOP, "is a symbolic link");
 		if (err == ENOENT)
 			return -ENOENT;         /* removed meanwhile */
-		return refuse(e, "unreadable", -err, "cannot open: %s", strerror(err));
+		return refuse(e, why, "unreadable", -err, "cannot open: %s", strerror(err));
 	}
 	if (fstat(fd, &st) < 0) {
 		int err = errno;
@@ -485,13 +489,13 @@ reopen:
 		close(fd);
 		if (err == ESTALE && ++stale < RV_STALE_TRIES)
 			goto reopen;
-		return refuse(e, "unreadable", -err, "cannot stat: %s", strerror(err));
+		return refuse(e, why, "unreadable", -err, "cannot stat: %s", strerror(err));
 	}
 	e->mtime = (int64_t)st.st_mtime;
 	e->reowned = false;
 	if (!S_ISREG(st.st_mode)) {
 		close(fd);
-		return refuse(e, "not-a-file", -EPERM, "not a regular file");
+		return refuse(e, why, "not-a-file", -EPERM, "not a regular file");
 	}
 	if (st.st_uid == 0 && t->head_squash && st.st_uid != t->trusted) {
 		/*
@@ -504,18 +508,18 @@ reopen:
 			e->reowned = true;
 	} else if (st.st_uid != t->trusted) {
 		close(fd);
-		return refuse(e, "wrong-owner", -EPERM, "owned by uid %u, not by the trusted writer "
+		return refuse(e, why, "wrong-owner", -EPERM, "owned by uid %u, not by the trusted writer "
 			      "(uid %u%s)", (unsigned)st.st_uid, (unsigned)t->trusted,
 			      t->squashed ? ", root squashed" : ", root");
 	}
 	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
 		close(fd);
-		return refuse(e, "writable", -EPERM, "writable by group or others (mode %04o)",
+		return refuse(e, why, "writable", -EPERM, "writable by group or others (mode %04o)",
 			      (unsigned)(st.st_mode & 07777));
 	}
 	if ((uint64_t)st.st_size > max) {
 		close(fd);
-		return refuse(e, "too-large", -EFBIG, "%lld bytes, over the %zu-byte limit",
+		return refuse(e, why, "too-large", -EFBIG, "%lld bytes, over the %zu-byte limit",
 			      (long long)st.st_size, max);
 	}
 	/* Sized by the file, not the limit: 10,000 records of 2 KiB are read in 2 KiB buffers. */
@@ -530,13 +534,21 @@ reopen:
 	}
 	if (len < 0) {
 		free(buf);
-		return refuse(e, "unreadable", (int)len, "cannot read: %s", strerror((int)-len));
+		return refuse(e, why, "unreadable", (int)len, "cannot read: %s", strerror((int)-len));
 	}
 	buf[len] = '\0';
 	e->value = buf;
 	e->len = (size_t)len;
 	*ret = buf;
 	return 0;
+}
+
+int rv_dir_read_entry(int dfd, const char *name, const struct rv_tree *t, bool reown, size_t max,
+		      struct rv_entry *e, char **ret)
+{
+	static char why[WHY_LEN];
+
+	return read_entry(dfd, name, t, reown, max, e, ret, why);
 }
 
 static int open_coll(const struct rendezvous *rv, DIR **ret)
@@ -624,50 +636,181 @@ int rv_dir_now(struct rendezvous *rv, int64_t *ret)
 }
 
 /*
- * One pass over the collection.  Names starting with "." (probes) are
- * skipped; fs_write's temporary files come with refused "temp" and their
- * file time, for the caller to prune; a name want declines is never opened.
+ * One pass over the collection, in batches of LIST_BATCH names: the names
+ * first (readdir and want, on this thread), then the entries read -- and
+ * prepped, when the lister has prep -- on up to RV_LIST_THREADS threads
+ * (opening, checking and reading 10,000 small files is most of a refresh
+ * at that size, and each entry is independent), then each, on this thread
+ * in readdir's order.  Names starting with "." (probes) are skipped;
+ * fs_write's temporary files come with refused "temp" and their file time,
+ * for the caller to prune; a name want declines is never opened.
  */
-static int dir_list(struct rendezvous *rv, struct report *rep, rv_want_fn want, rv_each_fn each,
-		    void *arg)
+#define LIST_BATCH 1024
+#define LIST_PAR_MIN 128                /* a smaller batch is read on this thread alone */
+
+struct slot {
+	size_t name_off;                /* in the batch's name pool */
+	bool temp;
+	int r;
+	char *val;
+	struct rv_entry e;
+	char why[WHY_LEN];
+};
+
+struct batch {
+	struct slot *s;
+	size_t n;
+	struct strbuf names;
+	int dfd;
+	const struct rv_tree *t;
+	bool reown;
+	size_t max;
+	const struct rv_lister *l;
+	size_t next;                    /* the next slot to read: taken atomically */
+};
+
+static void read_slot(struct batch *b, struct slot *s)
 {
+	if (s->temp)
+		return;
+	s->r = read_entry(b->dfd, s->e.name, b->t, b->reown, b->max, &s->e, &s->val, s->why);
+	if (s->r == 0 && b->l->prep)
+		s->e.prep = b->l->prep(b->l->arg, &s->e);
+}
+
+static void batch_work(struct batch *b)
+{
+	size_t i;
+
+	while ((i = __atomic_fetch_add(&b->next, 1, __ATOMIC_RELAXED)) < b->n)
+		read_slot(b, &b->s[i]);
+}
+
+static void *batch_worker(void *arg)
+{
+	struct batch *b = arg;
+
+	batch_work(b);
+	if (b->l->thread_end)
+		b->l->thread_end();
+	return NULL;
+}
+
+/* As many threads as this process may run on, up to RV_LIST_THREADS. */
+static unsigned list_threads(void)
+{
+	cpu_set_t set;
+	int n;
+
+	if (sched_getaffinity(0, sizeof(set), &set) < 0)
+		return 1;
+	n = CPU_COUNT(&set);
+	return n < 1 ? 1 : n > RV_LIST_THREADS ? RV_LIST_THREADS : (unsigned)n;
+}
+
+/* Read (and prep) every slot of the batch; the workers block every signal: they are this thread's. */
+static void batch_read(struct batch *b, unsigned threads)
+{
+	pthread_t tid[RV_LIST_THREADS];
+	unsigned started = 0;
+
+	for (size_t i = 0; i < b->n; i++)
+		b->s[i].e.name = b->names.buf + b->s[i].name_off;
+	b->next = 0;
+	if (threads > 1 && b->n >= LIST_PAR_MIN) {
+		sigset_t all, old;
+
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		for (unsigned i = 1; i < threads; i++)
+			if (pthread_create(&tid[started], NULL, batch_worker, b) == 0)
+				started++;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+	batch_work(b);
+	for (unsigned i = 0; i < started; i++)
+		pthread_join(tid[i], NULL);
+}
+
+/* each for every slot, in order; after a stop, only frees.  The first non-zero return. */
+static int batch_each(struct batch *b, int stop)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		struct slot *s = &b->s[i];
+
+		if (!stop && (s->temp || s->r != -ENOENT || s->e.refused))
+			stop = b->l->each(b->l->arg, &s->e);
+		else if (s->e.prep && b->l->prep_free)
+			b->l->prep_free(s->e.prep);
+		free(s->val);
+	}
+	b->n = 0;
+	sb_reset(&b->names);
+	return stop;
+}
+
+/* Add the name to the batch: a temporary file with its time, else a name to read. */
+static void batch_add(struct batch *b, const char *name)
+{
+	struct slot *s = &b->s[b->n++];
+	struct stat st;
+
+	memset(s, 0, sizeof(*s));
+	s->name_off = b->names.len;
+	sb_appendn(&b->names, name, strlen(name) + 1);
+	if (!strstr(name, TMP_MARK))
+		return;
+	s->temp = true;
+	s->e.refused = "temp";
+	s->e.why = "a writer's temporary file";
+	if (fstatat(b->dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		b->n--;         /* gone meanwhile */
+	else
+		s->e.mtime = (int64_t)st.st_mtime;
+}
+
+int rv_dir_list_prep(struct rendezvous *rv, struct report *rep, const struct rv_lister *l)
+{
+	struct batch b = { .t = &rv->tree, .reown = ctx_may_write(rv->c), .max = rv->o.max_bytes, .l = l };
+	unsigned threads = list_threads();
 	struct dirent *de;
+	int r = 0, err;
 	DIR *d;
-	int r, dfd;
 
 	(void)rep;
 	if ((r = open_coll(rv, &d)) < 0)
 		return r;
-	dfd = dirfd(d);
-	while ((errno = 0, de = readdir(d))) {
-		struct rv_entry e = { .name = de->d_name };
-		char *val = NULL;
-		struct stat st;
-
-		if (de->d_name[0] == '.')
-			continue;
-		if (strstr(de->d_name, TMP_MARK)) {
-			if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-				continue;
-			e.refused = "temp";
-			e.why = "a writer's temporary file";
-			e.mtime = (int64_t)st.st_mtime;
-		} else if (want && !want(arg, de->d_name)) {
-			continue;
-		} else if (rv_dir_read_entry(dfd, de->d_name, &rv->tree, ctx_may_write(rv->c),
-					     rv->o.max_bytes, &e, &val) == -ENOENT && !e.refused) {
-			continue;
+	b.dfd = dirfd(d);
+	b.s = xmalloc(LIST_BATCH * sizeof(*b.s));
+	for (;;) {
+		errno = 0;
+		de = readdir(d);
+		err = errno;
+		if (de && de->d_name[0] != '.' &&
+		    (strstr(de->d_name, TMP_MARK) || !l->want || l->want(l->arg, de->d_name)))
+			batch_add(&b, de->d_name);
+		if (b.n == LIST_BATCH || (!de && b.n)) {
+			batch_read(&b, threads);
+			if ((r = batch_each(&b, 0)) != 0)
+				break;
 		}
-		r = each(arg, &e);
-		free(val);
-		if (r) {
-			closedir(d);
-			return r;
+		if (!de) {
+			r = err ? -err : 0;
+			break;
 		}
 	}
-	r = errno ? -errno : 0;
+	free(b.s);
+	sb_free(&b.names);
 	closedir(d);
 	return r;
+}
+
+static int dir_list(struct rendezvous *rv, struct report *rep, rv_want_fn want, rv_each_fn each,
+		    void *arg)
+{
+	struct rv_lister l = { .want = want, .each = each, .arg = arg };
+
+	return rv_dir_list_prep(rv, rep, &l);
 }
 
 static void dir_close(struct rendezvous *rv)

@@ -104,6 +104,36 @@ int rv_list(struct rendezvous *rv, struct report *rep, rv_want_fn want, rv_each_
 	return rv->ops->list(rv, rep, want, each, arg);
 }
 
+/* Another backend: prep in line, entry by entry, before each. */
+static int prep_inline(void *arg, const struct rv_entry *e)
+{
+	const struct rv_lister *l = arg;
+	struct rv_entry copy = *e;
+
+	copy.prep = e->value ? l->prep(l->arg, e) : NULL;
+	return l->each(l->arg, &copy);
+}
+
+static bool want_inline(void *arg, const char *name)
+{
+	const struct rv_lister *l = arg;
+
+	return l->want(l->arg, name);
+}
+
+int rv_list_prep(struct rendezvous *rv, struct report *rep, const struct rv_lister *l)
+{
+	struct rv_lister copy = *l;
+
+	if (!rv->ops)
+		return -EBADF;
+	if (!l->prep)
+		return rv->ops->list(rv, rep, l->want, l->each, l->arg);
+	if (rv->ops == &rv_dir_ops)
+		return rv_dir_list_prep(rv, rep, l);
+	return rv->ops->list(rv, rep, l->want ? want_inline : NULL, prep_inline, &copy);
+}
+
 static bool no_read(void *arg, const char *name)
 {
 	strlist_push(arg, name);

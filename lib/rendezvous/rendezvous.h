@@ -51,6 +51,7 @@ struct rv_entry {
 					 * writable, too-large, unreadable, bad-name */
 	const char *why;                /* the refusal in words */
 	bool reowned;                   /* dir: a root-owned entry given to the trusted uid */
+	void *prep;                     /* rv_list_prep: what the lister's prep made of it */
 };
 
 /* list: called for each entry; a non-zero return stops the walk (and is list's). */
@@ -109,6 +110,28 @@ int rv_get_entry(struct rendezvous *rv, const char *name, struct rv_entry *e, ch
 int rv_put(struct rendezvous *rv, struct report *rep, const char *name, const char *data, size_t len);
 int rv_remove(struct rendezvous *rv, struct report *rep, const char *name);
 int rv_list(struct rendezvous *rv, struct report *rep, rv_want_fn want, rv_each_fn each, void *arg);
+/*
+ * A list whose per-entry work may run on several threads.  want and each
+ * are called as by rv_list, on the calling thread, in the collection's
+ * order.  prep (optional) is called first for each entry read (value set),
+ * on any thread, many at once: it may read arg but must change nothing
+ * shared; its result reaches each as e->prep, which each owns (frees or
+ * keeps).  prep_free frees the results each never saw (a walk that
+ * stopped); thread_end (optional) runs on each worker thread as it ends,
+ * to free what prep kept per thread.  The dir backend reads and preps
+ * large collections on up to RV_LIST_THREADS threads (as many as this
+ * process may run on); etcd calls prep in line.
+ */
+#define RV_LIST_THREADS 4
+struct rv_lister {
+	rv_want_fn want;
+	void *(*prep)(void *arg, const struct rv_entry *e);
+	void (*prep_free)(void *prep);
+	void (*thread_end)(void);
+	rv_each_fn each;
+	void *arg;
+};
+int rv_list_prep(struct rendezvous *rv, struct report *rep, const struct rv_lister *l);
 /* Every name in the collection (refused entries included), appended to ret. */
 int rv_names(struct rendezvous *rv, struct report *rep, struct strlist *ret);
 /* etcd: list again (a node waiting for something); dir: nothing to do. */
@@ -139,6 +162,8 @@ int rv_dir_read_entry(int dfd, const char *name, const struct rv_tree *t, bool r
  * the clock every node's writes are dated by.  0, or -errno.
  */
 int rv_dir_now(struct rendezvous *rv, int64_t *ret);
+/* rv_list_prep on the dir backend. */
+int rv_dir_list_prep(struct rendezvous *rv, struct report *rep, const struct rv_lister *l);
 
 /* ---- etcd: the one helper runner, the one frame reader (etcd.c) ---- */
 

@@ -241,51 +241,16 @@ static int name_order(const void *x, const void *y)
 		strcmp((*a)->hostname, (*b)->hostname);
 }
 
-/* Hash of a name as names compare (without case): FNV-1a over its lowercased bytes. */
-static uint64_t name_hash(const char *name)
+static const char *hostname_of(const struct peer *p)
 {
-	uint64_t h = 14695981039346656037ULL;
-
-	for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
-		h ^= (uint64_t)(*c >= 'A' && *c <= 'Z' ? *c + ('a' - 'A') : *c);
-		h *= 1099511628211ULL;
-	}
-	return h;
-}
-
-/*
- * Whether two names in s are equal but for case: one pass through an open
- * addressing table of their hashes (n log n string comparisons of a sort only
- * when some are).
- */
-static bool names_clash(const struct peerset *s)
-{
-	size_t cap = 16, *slot;
-	bool clash = false;
-
-	while (cap < 2 * s->n)
-		cap *= 2;
-	slot = xcalloc(cap, sizeof(*slot));      /* index + 1; 0: empty */
-	for (size_t i = 0; i < s->n && !clash; i++) {
-		size_t k = (size_t)name_hash(s->v[i].hostname) & (cap - 1);
-
-		for (; slot[k]; k = (k + 1) & (cap - 1)) {
-			if (strcasecmp(s->v[slot[k] - 1].hostname, s->v[i].hostname) == 0) {
-				clash = true;
-				break;
-			}
-		}
-		slot[k] = i + 1;
-	}
-	free(slot);
-	return clash;
+	return p->hostname;
 }
 
 void drop_contested_names(struct peerset *s, struct report *notes)
 {
 	struct peer **idx;
 
-	if (s->n < 2 || !names_clash(s))
+	if (s->n < 2 || !disc_any_equal(s, hostname_of, true))
 		return;
 	idx = disc_sorted_index(s, name_order);
 	for (size_t i = 0, j; i < s->n; i = j) {

@@ -70,11 +70,16 @@ static int addr_order(const void *x, const void *y)
 		((*a)->updated > (*b)->updated ? -1 : (*a)->updated < (*b)->updated);
 }
 
+static const char *addr_of(const struct peer *p)
+{
+	return p->addr;
+}
+
 void drop_duplicate_addrs(struct peerset *s, struct report *notes)
 {
 	struct peer **idx, *keep;
 
-	if (s->n < 2)
+	if (s->n < 2 || !disc_any_equal(s, addr_of, false))
 		return;
 	idx = disc_sorted_index(s, addr_order);
 	keep = idx[0];

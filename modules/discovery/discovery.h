@@ -211,6 +211,20 @@ void disc_reject(struct disc_run *run, const char *why, const char *fmt, ...)
  */
 int disc_record_take(struct disc_run *run, const char *data, size_t len, const void *key, size_t key_len,
 		     const char *host, const char *name, struct peer *ret);
+/*
+ * disc_record_take in two: the parse, which touches nothing shared (any
+ * thread: the shared directory's records are parsed on several), with the
+ * reason in err; then, on the run's thread, the rejection said and counted.
+ */
+int disc_record_parse(const char *cluster, const char *data, size_t len, const void *key, size_t key_len,
+		      const char *host, struct peer *ret, char *err, size_t errlen);
+int disc_record_judge(struct disc_run *run, int r, const char *err, const char *name);
+/*
+ * Whether two peers of s have the same key (without case when nocase): one
+ * pass through an open addressing table of the keys' hashes, so that the
+ * n log n comparisons of a sort are made only when some are equal.
+ */
+bool disc_any_equal(const struct peerset *s, const char *(*key)(const struct peer *), bool nocase);
 /* -1 when a is this node and b is not, 1 the other way, else 0: this node sorts first. */
 int disc_self_first(const struct peer *a, const struct peer *b);
 /* Pointers to s's peers sorted by cmp (on struct peer **), malloc'd: for a pass that drops some. */

@@ -101,17 +101,21 @@ void disc_rejects_log(const struct disc_run *run)
 			 run->rejected - run->rejects.n);
 }
 
-int disc_record_take(struct disc_run *run, const char *data, size_t len, const void *key, size_t key_len,
-		     const char *host, const char *name, struct peer *ret)
+int disc_record_parse(const char *cluster, const char *data, size_t len, const void *key, size_t key_len,
+		      const char *host, struct peer *ret, char *err, size_t errlen)
 {
-	char err[640] = "";
-	int r = record_parse(data, len, run->c->spec->cluster.name, key, key_len, ret, err, sizeof(err));
+	int r = record_parse(data, len, cluster, key, key_len, ret, err, errlen);
 
 	if (r == 0 && strcmp(ret->hostname, host) != 0) {
-		snprintf(err, sizeof(err), "describes host %s, not %s", ret->hostname, host);
+		snprintf(err, errlen, "describes host %s, not %s", ret->hostname, host);
 		peer_clear(ret);
 		r = -EBADMSG;
 	}
+	return r;
+}
+
+int disc_record_judge(struct disc_run *run, int r, const char *err, const char *name)
+{
 	if (r == -ENODATA)
 		disc_reject(run, "truncated", "record %s: truncated (no \"...\" end marker); rejected", name);
 	else if (r == -EKEYREJECTED)
@@ -122,6 +126,54 @@ int disc_record_take(struct disc_run *run, const char *data, size_t len, const v
 	else if (r < 0)
 		disc_reject(run, "malformed", "record %s: %s; rejected", name, err);
 	return r;
+}
+
+int disc_record_take(struct disc_run *run, const char *data, size_t len, const void *key, size_t key_len,
+		     const char *host, const char *name, struct peer *ret)
+{
+	char err[640] = "";
+	int r = disc_record_parse(run->c->spec->cluster.name, data, len, key, key_len, host, ret, err,
+				  sizeof(err));
+
+	return disc_record_judge(run, r, err, name);
+}
+
+/* FNV-1a over the key's bytes, lowercased when nocase. */
+static uint64_t key_hash(const char *key, bool nocase)
+{
+	uint64_t h = 14695981039346656037ULL;
+
+	for (const unsigned char *c = (const unsigned char *)key; *c; c++) {
+		h ^= (uint64_t)(nocase && *c >= 'A' && *c <= 'Z' ? *c + ('a' - 'A') : *c);
+		h *= 1099511628211ULL;
+	}
+	return h;
+}
+
+bool disc_any_equal(const struct peerset *s, const char *(*key)(const struct peer *), bool nocase)
+{
+	size_t cap = 16, *slot;
+	bool clash = false;
+
+	while (cap < 2 * s->n)
+		cap *= 2;
+	slot = xcalloc(cap, sizeof(*slot));      /* index + 1; 0: empty */
+	for (size_t i = 0; i < s->n && !clash; i++) {
+		const char *ki = key(&s->v[i]);
+		size_t k = (size_t)key_hash(ki, nocase) & (cap - 1);
+
+		for (; slot[k]; k = (k + 1) & (cap - 1)) {
+			const char *kj = key(&s->v[slot[k] - 1]);
+
+			if ((nocase ? strcasecmp(kj, ki) : strcmp(kj, ki)) == 0) {
+				clash = true;
+				break;
+			}
+		}
+		slot[k] = i + 1;
+	}
+	free(slot);
+	return clash;
 }
 
 int disc_self_first(const struct peer *a, const struct peer *b)

@@ -232,17 +232,53 @@ static bool want_record(void *arg, const char *name)
 	return strcmp(host, ps->run->self.hostname) != 0;
 }
 
-/* One record the library read (or refused): a peer, or a rejection saying why. */
+/* A record parsed on a reading thread (rv_list_prep): the peer, or why not. */
+struct parsed {
+	int r;
+	char *err;                      /* r < 0 */
+	struct peer p;                  /* r == 0 */
+};
+
+/* prep: parse and check the record where it was read; touches nothing shared. */
+static void *parse_record(void *arg, const struct rv_entry *e)
+{
+	const struct pass *ps = arg;
+	const struct shared *sh = ps->run->priv;
+	struct parsed *pr = xcalloc(1, sizeof(*pr));
+	size_t nl = strlen(e->name);
+	char host[256], err[640] = "";
+
+	memcpy(host, e->name, nl - 4);  /* want_record took only <hostname>.rec */
+	host[nl - 4] = '\0';
+	pr->r = disc_record_parse(ps->run->c->spec->cluster.name, e->value, e->len, sh->sec.key,
+				  sh->sec.len, host, &pr->p, err, sizeof(err));
+	if (pr->r < 0)
+		pr->err = xstrdup(err);
+	return pr;
+}
+
+static void parsed_free(void *arg)
+{
+	struct parsed *pr = arg;
+
+	if (pr->r == 0)
+		peer_clear(&pr->p);
+	free(pr->err);
+	free(pr);
+}
+
+/* One record the library read and parsed (or refused): a peer, or a rejection saying why. */
 static int take_record(void *arg, const struct rv_entry *e)
 {
 	struct pass *ps = arg;
 	struct disc_run *run = ps->run;
 	struct shared *sh = run->priv;
+	struct parsed *pr = e->prep;
 	const char *name = e->name;
-	size_t nl = strlen(name);
-	char host[256], err[640];
+	char err[640];
 	const char *tag;
 	struct peer p;
+	int r;
 
 	if (e->refused && strcmp(e->refused, "temp") == 0) {
 		/* A writer's temp file; left behind only by a crash. */
@@ -257,9 +293,11 @@ static int take_record(void *arg, const struct rv_entry *e)
 	if (e->reowned)
 		report_detail(run->rep, "record %s: owned by root (written before root was "
 			      "squashed); re-owned to uid %u", name, (unsigned)sh->rv.tree.trusted);
-	memcpy(host, name, nl - 4);
-	host[nl - 4] = '\0';
-	if (disc_record_take(run, e->value, e->len, sh->sec.key, sh->sec.len, host, name, &p) < 0) {
+	r = disc_record_judge(run, pr->r, pr->err, name);
+	p = pr->p;
+	free(pr->err);
+	free(pr);
+	if (r < 0) {
 		if (ps->do_prune && ps->now - e->mtime > ps->lease)
 			prune(run, name, "rejected and not refreshed within the lease");
 		return 0;
@@ -298,7 +336,11 @@ static int read_records(struct disc_run *run, bool do_prune)
 {
 	struct shared *sh = run->priv;
 	struct pass ps = { run, do_prune, shared_now(sh), lease_s(run->c->spec) };
-	int r = rv_list(&sh->rv, run->rep, want_record, take_record, &ps);
+	struct rv_lister l = {
+		.want = want_record, .prep = parse_record, .prep_free = parsed_free,
+		.thread_end = record_thread_end, .each = take_record, .arg = &ps,
+	};
+	int r = rv_list_prep(&sh->rv, run->rep, &l);
 
 	if (r < 0)
 		report_finding(&run->notes, ST_FAILED, "discovery.dir.unreadable",

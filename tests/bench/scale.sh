@@ -21,6 +21,10 @@
 # cluster user's authorized_keys block holds every node's key and known_hosts
 # every node's host key; the benchmark fails otherwise.
 #
+# The shared directory's records are read and parsed on up to 4 threads (as
+# many CPUs as the process may use; lib/rendezvous/dir.c): the steady refresh
+# is also timed on one CPU (taskset -c 0), to show what the threads give.
+#
 # Goal (issue 9): 10,000 records in under 200 ms, growing linearly.
 # Printed twice: by wall time, and by CPU time with its ratio to cat's CPU on the
 # same records (what a loaded machine can still compare).
@@ -139,6 +143,11 @@ for n in "${SIZES[@]}"; do
 	MED[$n]=$med
 	printf '%7d  %-26s %6.1f ms %9s %9s %6.1f MB\n' "$n" "refresh (first run)" "$first" - - \
 		"$(echo "$first_rss / 1024" | bc -l)"
+	if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
+		RS=$(taskset -c 0 "$T/runstat" "$RUNS" "$HPCINIT" "${args[@]}") || { echo "$0: a timed run failed (runstat above); no numbers printed for it" >&2; exit 1; }
+		read -r m1 p1 r1 <<< "$RS"
+		line "$n" "refresh (steady, 1 CPU)" "$m1" "$p1" "$(cpu_ms taskset -c 0 "$HPCINIT" "${args[@]}")" "$r1"
+	fi
 	# shellcheck disable=SC2054  # the comma is in one argument
 	nossh=(apply --only discovery,hostfile --root "$R" -c "$R/etc/hpcinit/node.yaml" --hostname bench-self)
 	RS=$("$T/runstat" "$RUNS" "$HPCINIT" "${nossh[@]}") || { echo "$0: a timed run failed (runstat above); no numbers printed for it" >&2; exit 1; }

@@ -43,7 +43,7 @@ DICT
 clang -g -O1 -fno-omit-frame-pointer \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-I"$work" -I"$top/agent/base" -I"$top/agent/loader" -I"$top/agent/text" \
-	"$here/fuzz_record.c" "$top/agent/base/record.c" "$top/agent/loader/names.c" "$top/agent/text/number.c" \
+	"$here/fuzz_record.c" "$top/agent/base/record.c" "$top/agent/base/hmac.c" "$top/agent/loader/names.c" "$top/agent/text/number.c" \
 	"$top/agent/loader/strlist.c" "$top/agent/text/strbuf.c" \
 	$(pkg-config --cflags --libs libcrypto) -o "$work/fuzz_record"
 

@@ -449,6 +449,52 @@ static void test_head_squash(struct ctx *c, struct spec *spec)
 	strlist_free(&anon);
 }
 
+/*
+ * Hundreds of records: the shared directory's list reads and parses batches
+ * of 128 or more on several threads (lib/rendezvous/dir.c); the peers, the
+ * rejections and their reasons must be those one thread gives.
+ */
+static void test_many(struct ctx *c, struct spec *spec)
+{
+	struct report rep;
+	char name[32], addr[32];
+	bool sorted = true;
+	size_t n;
+
+	TEST_INTEQ(cidr_parse("10.0.0.0/16", &spec->cluster.network), 0);     /* room for 300 */
+	for (int i = 100; i < 400; i++) {
+		snprintf(name, sizeof(name), "many%d", i);
+		snprintf(addr, sizeof(addr), "10.0.%d.%d", i / 200 + 1, i % 200 + 1);
+		plant(name, addr, 0, i % 50 == 3 ? "another-key-of-enough-length" : KEY);
+	}
+	TEST_INTEQ(run(c, &rep), 0);
+	TEST_INTEQ(rep.status, ST_DEGRADED);
+	TEST_CHECK(detail(&rep, "record nohmac.rec: no HMAC while cluster.secret_file is set; rejected"));
+	TEST_CHECK(detail(&rep, "record wrongowner.rec: owned by uid 1000, not by the trusted writer (uid 0, root); rejected"));
+	TEST_CHECK(detail(&rep, "record groupw.rec: writable by group or others (mode 0664); rejected"));
+	TEST_CHECK(detail(&rep, "record trunc.rec: truncated"));
+	TEST_CHECK(detail(&rep, "record Bad Name.rec: file name is not <hostname>.rec; rejected"));
+	TEST_CHECK(detail(&rep, "record many103.rec: bad HMAC"));
+	TEST_CHECK(detail(&rep, "record many353.rec: bad HMAC"));
+	TEST_CHECK(!detail(&rep, "record many104.rec"));
+	TEST_CHECK(finding(&rep, "discovery.record.bad-hmac", ST_DEGRADED));
+	/* node1 (this node), node2, node10 and the 300 planted but the 6 with the wrong key */
+	n = c->out->peers ? c->out->peers->n : 0;
+	TEST_INTEQ(n, 3 + 300 - 6);
+	TEST_CHECK(has_peer(c, "many100") && has_peer(c, "many399") && !has_peer(c, "many153"));
+	for (size_t i = 2; i < n; i++)          /* after this node: natural order */
+		if (natural_cmp(c->out->peers->v[i - 1].hostname, c->out->peers->v[i].hostname) >= 0 &&
+		    !c->out->peers->v[i - 1].self)
+			sorted = false;
+	TEST_CHECK(sorted);
+	report_free(&rep);
+	for (int i = 100; i < 400; i++) {
+		snprintf(name, sizeof(name), "many%d", i);
+		unplant(name);
+	}
+	TEST_INTEQ(cidr_parse("10.0.0.0/24", &spec->cluster.network), 0);
+}
+
 int main(void)
 {
 	struct spec spec = { 0 };
@@ -550,6 +596,7 @@ int main(void)
 		TEST_STREQ(out.peers->v[2].hostname, "node10");
 	}
 	report_free(&rep);
+	test_many(&c, &spec);
 
 	/* a world-writable directory is refused and left alone */
 	p = host(NODES);

@@ -5,7 +5,6 @@
 #include <errno.h>
 
 #include "../../agent/base/record.c"
-#include <openssl/hmac.h>
 
 #include "sshkey.h"
 #include "test.h"
@@ -503,28 +502,6 @@ static void test_key_span(void)
 	}
 }
 
-/* The cached HMAC equals a plain HMAC() for short, block-sized and long keys. */
-static void test_hmac_cache(void)
-{
-	static const size_t lens[] = { 1, 16, 63, 64, 65, 200, 4096 };
-	char *key = xmalloc(4096), mac[RECORD_HMAC_HEX + 1], want[RECORD_HMAC_HEX + 1];
-	const char *data = "the quick brown fox";
-
-	for (size_t i = 0; i < 4096; i++)
-		key[i] = (char)(i * 7 + 3);
-	for (int round = 0; round < 2; round++)
-		for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
-			unsigned char md[32];
-			unsigned int ml = 0;
-
-			HMAC(EVP_sha256(), key, (int)lens[i], (const unsigned char *)data, strlen(data), md, &ml);
-			hex(want, md, ml);
-			TEST_INTEQ(record_hmac(key, lens[i], data, strlen(data), mac), 0);
-			TEST_STREQ(mac, want);
-		}
-	free(key);
-}
-
 /*
  * The packed form an isolated step's child sends the runner: every field
  * comes back (the record text of both is the same, and the fields the text
@@ -650,7 +627,6 @@ static void test_pack(void)
 int main(void)
 {
 	test_key_span();
-	test_hmac_cache();
 	test_natural();
 	test_sort();
 	test_hostname();

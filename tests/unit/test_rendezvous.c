@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -204,6 +205,186 @@ static void test_dir(struct ctx *c)
 	free(p);
 }
 
+/* ---- rv_list_prep: entries read and prepped on several threads, each in order ---- */
+
+struct prepped {
+	pthread_t tid;
+	char *copy;                     /* the value prep saw */
+};
+
+struct par {
+	struct strlist order;           /* each's names and refusals, in its order */
+	pthread_t tids[16];
+	unsigned ntids;
+	pthread_mutex_t mu;
+	unsigned preps, freed, lib_freed, thread_ends, stop_after, eaches;
+	bool mismatch;
+};
+
+static void *par_prep(void *arg, const struct rv_entry *e)
+{
+	struct par *pa = arg;
+	struct prepped *pp = xcalloc(1, sizeof(*pp));
+	bool known = false;
+
+	pp->tid = pthread_self();
+	pp->copy = xstrndup(e->value, e->len);
+	usleep(50);     /* long enough that a worker thread surely gets its share of a batch */
+	pthread_mutex_lock(&pa->mu);
+	pa->preps++;
+	for (unsigned i = 0; i < pa->ntids; i++)
+		known = known || pthread_equal(pa->tids[i], pp->tid);
+	if (!known && pa->ntids < 16)
+		pa->tids[pa->ntids++] = pp->tid;
+	pthread_mutex_unlock(&pa->mu);
+	return pp;
+}
+
+static void par_prep_free(void *arg)
+{
+	struct prepped *pp = arg;
+
+	free(pp->copy);
+	free(pp);
+}
+
+static struct par *par_current;
+
+/* prep_free as the library calls it: after a stop, for the entries each never saw */
+static void par_lib_free(void *arg)
+{
+	par_current->lib_freed++;
+	par_prep_free(arg);
+}
+
+static void par_thread_end(void)
+{
+	pthread_mutex_lock(&par_current->mu);
+	par_current->thread_ends++;
+	pthread_mutex_unlock(&par_current->mu);
+}
+
+static int par_each(void *arg, const struct rv_entry *e)
+{
+	struct par *pa = arg;
+	struct prepped *pp = e->prep;
+
+	if (pa->stop_after && pa->eaches == pa->stop_after) {
+		if (pp) {       /* each owns the prep of the entry it is given, also when it stops */
+			pa->freed++;
+			par_prep_free(pp);
+		}
+		return 7;
+	}
+	pa->eaches++;
+	if (e->refused) {
+		strlist_push_take(&pa->order, xasprintf("%s:%s", e->name, e->refused));
+		pa->mismatch = pa->mismatch || pp != NULL;
+		return 0;
+	}
+	strlist_push(&pa->order, e->name);
+	if (!pp || strcmp(pp->copy, e->value) != 0) {
+		pa->mismatch = true;
+	} else {
+		pa->freed++;
+		par_prep_free(pp);
+	}
+	return 0;
+}
+
+static bool want_not_skip(void *arg, const char *name)
+{
+	(void)arg;
+	return strncmp(name, "skip", 4) != 0;
+}
+
+static void test_dir_parallel(struct ctx *c)
+{
+	struct rv_opts o = { .collection = "many", .self = "node1", .max_bytes = 1024, .create = true };
+	struct rendezvous rv;
+	struct report rep;
+	struct seen s = { 0 };
+	struct par pa = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	struct rv_lister l = { .want = want_not_skip, .prep = par_prep, .prep_free = par_lib_free,
+			       .thread_end = par_thread_end, .each = par_each, .arg = &pa };
+	unsigned threads = list_threads(), n = 2600;
+	bool same = true;
+
+	par_current = &pa;
+	report_init(&rep);
+	TEST_INTEQ(rv_open(c, &rep, &o, &rv), 0);
+	/* Three batches: entries to read, refused ones, temp files, names want declines. */
+	for (unsigned i = 0; i < n; i++) {
+		char rel[96], text[32];
+
+		snprintf(text, sizeof(text), "value %u\n", i);
+		if (i % 500 == 7)
+			snprintf(rel, sizeof(rel), "/share/.hpcinit/glo/many/w%04u.cert", i);
+		else if (i % 500 == 9)
+			snprintf(rel, sizeof(rel), "/share/.hpcinit/glo/many/t%04u.cert.hpcinit-tmp.1", i);
+		else if (i % 500 == 11)
+			snprintf(rel, sizeof(rel), "/share/.hpcinit/glo/many/skip%04u", i);
+		else
+			snprintf(rel, sizeof(rel), "/share/.hpcinit/glo/many/e%04u.cert", i);
+		put_file(rel, text, i % 500 == 7 ? 0666 : 0644, 0);
+	}
+	/* The order the walk on one thread gives (no prep: rv_list). */
+	TEST_INTEQ(rv_list(&rv, &rep, want_not_skip, collect, &s), 0);
+	TEST_INTEQ(s.names.n, n - 3 * 6);       /* the temp files come as refused "temp" */
+	TEST_INTEQ(s.refused.n, 2 * 6);
+	TEST_CHECK(has(&s.refused, "w0007.cert:writable"));
+	TEST_CHECK(has(&s.refused, "t0009.cert.hpcinit-tmp.1:temp"));
+	TEST_CHECK(!has(&s.names, "skip0011"));
+
+	TEST_INTEQ(rv_list_prep(&rv, &rep, &l), 0);
+	TEST_INTEQ(pa.order.n, n - 6);
+	TEST_CHECK(!pa.mismatch);
+	TEST_INTEQ(pa.preps, n - 3 * 6);        /* only entries read: not refused, temp or declined */
+	TEST_INTEQ(pa.freed, pa.preps);
+	TEST_INTEQ(pa.lib_freed, 0);
+	/* each saw the entries in the walk's order, refusals included */
+	{
+		size_t a = 0, b = 0;
+
+		for (size_t i = 0; i < pa.order.n && same; i++) {
+			const char *x = pa.order.v[i], *want;
+
+			if (strchr(x, ':'))
+				want = b < s.refused.n ? s.refused.v[b++] : "";
+			else
+				want = a < s.names.n ? s.names.v[a++] : "";
+			if (strcmp(x, want) != 0) {
+				fprintf(stderr, "# order: %s, expected %s at %zu\n", x, want, i);
+				same = false;
+			}
+		}
+	}
+	TEST_CHECK(same);
+	/* Several threads did the reading and the prep, each ended its own (3 batches). */
+	fprintf(stderr, "# %u CPUs usable: %u threads prepped, %u worker ends\n", threads, pa.ntids,
+		pa.thread_ends);
+	if (threads > 1) {
+		TEST_CHECK(pa.ntids >= 2);
+		TEST_INTEQ(pa.thread_ends, 3 * (threads - 1));
+	} else {
+		TEST_INTEQ(pa.ntids, 1);
+		TEST_INTEQ(pa.thread_ends, 0);
+	}
+	/* A walk each stops: its value returned, every prep made freed (ASan and valgrind count). */
+	strlist_free(&pa.order);
+	pa.preps = pa.freed = pa.eaches = 0;
+	pa.stop_after = 1500;
+	TEST_INTEQ(rv_list_prep(&rv, &rep, &l), 7);
+	TEST_INTEQ(pa.eaches, 1500);
+	TEST_INTEQ(pa.freed + pa.lib_freed, pa.preps);
+	TEST_CHECK(pa.lib_freed > 0);
+	strlist_free(&pa.order);
+	strlist_free(&s.names);
+	strlist_free(&s.refused);
+	rv_close(&rv);
+	report_free(&rep);
+}
+
 /* The head exports the share root squashed: levels and entries are the anonymous uid's. */
 static void test_dir_squash(struct ctx *c, struct spec *spec)
 {
@@ -322,6 +503,7 @@ int main(void)
 	free(p);
 
 	test_dir(&c);
+	test_dir_parallel(&c);
 	test_dir_squash(&c, &spec);
 	{
 		/* The shared directory has no stream to watch: its users list it again. */
