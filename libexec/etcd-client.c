@@ -30,9 +30,26 @@ const char *etcd_endpoints[MAX_ENDPOINTS];
 size_t etcd_n_endpoints, etcd_cur;         /* cur: the endpoint that answered last */
 const char *etcd_cacert, *etcd_cert, *etcd_key, *etcd_auth_file;
 long etcd_timeout_ms = 5000;
+int64_t etcd_deadline_ms;
 char *etcd_token;                     /* etcd auth token, after authenticate */
 CURL *etcd_curl;
 int64_t etcd_date;
+
+int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void sleep_ms(int64_t ms)
+{
+	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+
+	if (ms > 0)
+		nanosleep(&ts, NULL);
+}
 
 /* A JSON string's base64 (agent/text/base64.c's rules) decoded; NULL when absent or not base64. */
 unsigned char *b64_str(const char *s, size_t *ret_len)
@@ -254,6 +271,8 @@ static size_t on_header(char *data, size_t size, size_t n, void *arg)
 	return len;
 }
 
+static bool answered;                   /* an endpoint has answered this process */
+
 /* What one endpoint answered, for the message when none would do. */
 struct tried {
 	char what[256];
@@ -269,27 +288,43 @@ static int call(const char *path, const char *body, json_object **ret, long *ret
 {
 	struct tried tried[MAX_ENDPOINTS];
 	bool renewed = false;           /* the token was renewed once in this call */
+	int64_t end = etcd_deadline_ms ? etcd_deadline_ms :
+		mono_ms() + ETCD_RUN_MS(etcd_timeout_ms, (int64_t)etcd_n_endpoints) - etcd_timeout_ms;
+	long tmo = etcd_timeout_ms;
+	unsigned attempt = 0, slow;
+	size_t slow_k = 0;              /* the first endpoint that was busy */
 
 again:
-
+	slow = 0;
 	for (size_t k = 0; k < etcd_n_endpoints; k++) {
 		size_t i = (etcd_cur + k) % etcd_n_endpoints;
 		char url[1024];
 		struct http_buf b = { 0 };
 		struct curl_slist *hdrs = headers();
 		long status = 0;
+		curl_off_t connected = 0;
 		CURLcode cc;
 
 		snprintf(url, sizeof(url), "%s%s%s", etcd_endpoints[i],
 			 etcd_endpoints[i][strlen(etcd_endpoints[i]) - 1] == '/' ? path + 1 : path, "");
 		setup_handle(etcd_curl, url, body, hdrs);
-		curl_easy_setopt(etcd_curl, CURLOPT_TIMEOUT_MS, etcd_timeout_ms);
+		curl_easy_setopt(etcd_curl, CURLOPT_TIMEOUT_MS, tmo);
 		curl_easy_setopt(etcd_curl, CURLOPT_WRITEFUNCTION, on_body);
 		curl_easy_setopt(etcd_curl, CURLOPT_WRITEDATA, &b);
 		curl_easy_setopt(etcd_curl, CURLOPT_HEADERFUNCTION, on_header);
 		cc = curl_easy_perform(etcd_curl);
 		curl_easy_setopt(etcd_curl, CURLOPT_HEADERFUNCTION, NULL);
 		curl_slist_free_all(hdrs);
+		/*
+		 * It took the request and did not answer in time: busy, not
+		 * down.  A connection kept from an earlier answer reports no
+		 * connect time: an endpoint that answered this process before
+		 * counts as up too.
+		 */
+		if (cc == CURLE_OPERATION_TIMEDOUT &&
+		    (answered || (curl_easy_getinfo(etcd_curl, CURLINFO_CONNECT_TIME_T, &connected) == CURLE_OK &&
+				  connected > 0)) && !slow++)
+			slow_k = k;
 		if (cc == CURLE_OK)
 			curl_easy_getinfo(etcd_curl, CURLINFO_RESPONSE_CODE, &status);
 		if (b.too_big) {
@@ -318,6 +353,14 @@ again:
 			snprintf(tried[k].what, sizeof(tried[k].what), "%s%s", curl_easy_strerror(cc), hint);
 		} else if (status >= 500 || status == 0) {
 			json_object *j = b.p ? json_tokener_parse(b.p) : NULL, *m = NULL;
+
+			/*
+			 * 503: the member is up and cannot serve now (too many
+			 * requests in its queue, a leader being elected): busy,
+			 * asked again like a slow answer.
+			 */
+			if (status == 503 && !slow++)
+				slow_k = k;
 
 			if (j && ((m = jget(j, "message", json_type_string)) ||
 				  (m = jget(j, "error", json_type_string))))
@@ -354,12 +397,36 @@ again:
 				goto again;
 			}
 			etcd_cur = i;
+			answered = true;
 			*ret = j;
 			if (ret_status)
 				*ret_status = status;
 			return 0;
 		}
 		free(b.p);
+	}
+	if (slow) {
+		/*
+		 * An endpoint took the request and gave no answer in time: a
+		 * member busy with many nodes' requests at once (a cold start of
+		 * a thousand).  Ask again while the run's time lasts, with twice
+		 * the timeout each time, after a pause with jitter (100 ms
+		 * doubling to 2 s, half of it random) so that the nodes that
+		 * timed out together do not come back together.
+		 */
+		int64_t pause = attempt < 5 ? 100LL << attempt : 2000, left;
+
+		pause = pause / 2 + random() % (pause / 2 + 1);
+		left = end - mono_ms() - pause;
+		if (left >= 1000) {
+			tmo = tmo * 2 < left ? tmo * 2 : (long)left;
+			attempt++;
+			fprintf(stderr, "hpcinit-etcd: %s: %s: %s (busy); asking again in %" PRId64
+				" ms (timeout %ld ms)\n", path, etcd_endpoints[(etcd_cur + slow_k) % etcd_n_endpoints],
+				tried[slow_k].what, pause, tmo);
+			sleep_ms(pause);
+			goto again;
+		}
 	}
 	fprintf(stderr, "hpcinit-etcd: no etcd endpoint answered %s:", path);
 	for (size_t k = 0; k < etcd_n_endpoints; k++)

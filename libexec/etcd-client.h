@@ -30,7 +30,7 @@
  * message saying so (exit 3), never "no endpoint answered".
  */
 #define RESP_MAX (8 * 1024 * 1024)      /* one answer or one watch message */
-#define PAGE_KEYS 1000                  /* at most, a page */
+#define PAGE_KEYS 250                   /* at most, a page: a busy member answers a small one sooner */
 #define FIRST_PAGE_KEYS 4               /* the first page: value sizes unknown yet */
 #define LIST_MAX ETCD_LIST_MAX           /* keys and values under the prefix, in all */
 #define LIST_RETRY_S 10                 /* watch: an over-limit prefix is listed again at most this often */
@@ -46,6 +46,7 @@ extern const char *etcd_endpoints[MAX_ENDPOINTS];
 extern size_t etcd_n_endpoints, etcd_cur;         /* cur: the endpoint that answered last */
 extern const char *etcd_cacert, *etcd_cert, *etcd_key, *etcd_auth_file;
 extern long etcd_timeout_ms;
+extern int64_t etcd_deadline_ms;             /* monotonic ms: retries end here (0: per call) */
 extern char *etcd_token;                     /* etcd auth token, after authenticate */
 extern CURL *etcd_curl;
 extern int64_t etcd_date;                    /* the last answer's HTTP Date (etcd's clock), 0: none */
@@ -84,6 +85,8 @@ struct range_ops {
 
 
 /* ---- etcd-client.c ---- */
+int64_t mono_ms(void);
+void sleep_ms(int64_t ms);
 unsigned char *b64_str(const char *s, size_t *ret_len);
 char *prefix_end_b64(const char *prefix);
 json_object *jget(json_object *j, const char *k, json_type t);
@@ -115,7 +118,8 @@ int cmd_list(const char *prefix);
 
 /* ---- etcd-watch.c ---- */
 int cmd_watch(const char *prefix, int64_t from);
-int cmd_await(const char *prefix, int64_t expect, long ms);
+int cmd_await(const char *prefix, int64_t expect, long ms, int64_t from, const char *seed, size_t seed_len,
+	      bool formed_ends);
 
 /* ---- hpcinit-etcd.c ---- */
 

@@ -38,6 +38,23 @@ enum {
 #define ETCD_LIST_MAX (64 * 1024 * 1024)
 #define ETCD_OUT_MAX (ETCD_LIST_MAX + ETCD_LIST_MAX / 4)
 
+/*
+ * The agent's deadline for one run of the helper (plain requests): each
+ * endpoint may take the request timeout, three times over.  The helper
+ * retries a slow answer (connected, no answer in time: an overloaded
+ * member) within this, less one request timeout, with a longer timeout
+ * each time; a wait (await) adds its own time to both.
+ */
+#define ETCD_RUN_MS(timeout_ms, n_endpoints) ((timeout_ms) * ((n_endpoints) + 1) * 3)
+/*
+ * A run that reads the membership gets this much more per node the
+ * cluster expects (discovery.expect): a member answering a thousand nodes'
+ * lists at once answers each late, but answers (at 1,000 nodes on one
+ * member of 2 cores a cold start moves 1.5 GB of records).  The agent
+ * passes the helper its deadline (--deadline MS).
+ */
+#define ETCD_RUN_MS_PER_NODE 60
+
 #define ETCD_FRAME_KV "kv %llu %llu %lld"
 #define ETCD_FRAME_DEL "del %llu"
 

@@ -24,22 +24,6 @@
 
 /* ---- watch ---- */
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int64_t ms)
-{
-	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
-
-	if (ms > 0)
-		nanosleep(&ts, NULL);
-}
-
 struct watch_state {
 	bool created, changed, restart;
 	bool quiet;                     /* over the limit: print nothing, end at the first change */
@@ -248,6 +232,7 @@ struct await_state {
 	size_t n, cap, bytes;           /* bytes: of all items */
 	int64_t expect, rev;            /* rev: the revision the membership is at */
 	bool done, restart, too_big;
+	bool formed_ends, formed;       /* a record saying "formed: true" ends the wait too */
 };
 
 static size_t key_find(const struct await_state *a, const char *k)
@@ -309,6 +294,9 @@ static void await_event(struct await_state *a, json_object *kv, bool deleted)
 	a->bytes = a->bytes - a->item_len[i] + len;
 	a->items[i] = item;
 	a->item_len[i] = len;
+	/* The agent judges the record (HMAC and all); a false alarm only ends this wait early. */
+	if (a->formed_ends && memmem(item, len, "\nformed: true\n", 14))
+		a->formed = true;
 	if (a->bytes > LIST_MAX)
 		a->too_big = true;
 }
@@ -330,7 +318,7 @@ static bool await_message(json_object *j, void *arg)
 				await_event(a, kv, deleted);
 		}
 	}
-	if ((int64_t)a->n >= a->expect)
+	if ((int64_t)a->n >= a->expect || a->formed)
 		a->done = true;
 	return !a->done && !a->restart && !a->too_big;  /* enough (or list again): end the stream */
 }
@@ -342,6 +330,7 @@ static void await_rev(int64_t rev, void *arg)
 	while (a->n)
 		await_drop(a, a->n - 1);
 	a->rev = rev;
+	a->formed = false;
 }
 
 static int await_put(json_object *kv, void *arg)
@@ -359,11 +348,71 @@ static int await_keys(struct await_state *a, const char *prefix)
 	return range_prefix(prefix, &ops, &rev);
 }
 
-int cmd_await(const char *prefix, int64_t expect, long ms)
+/*
+ * The membership the agent has (what list or await printed, at revision
+ * rev) into a: its "kv" frames, every other line skipped.  False (a
+ * emptied) when it does not parse to its end: then a range, as without it.
+ */
+static bool await_seed(struct await_state *a, int64_t rev, const char *p, size_t len)
 {
-	struct await_state a = { .expect = expect };
+	const char *end = p + len;
+
+	await_rev(rev, a);
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		unsigned long long kl, vl;
+		long long lease;
+		size_t rest, hl;
+		char *k, *item;
+
+		if (!nl)
+			break;
+		hl = (size_t)(nl + 1 - p);
+		rest = (size_t)(end - nl - 1);
+		if (strncmp(p, "kv ", 3) != 0 || sscanf(p, ETCD_FRAME_KV, &kl, &vl, &lease) != 3) {
+			p = nl + 1;     /* "rev R", "waited 1", "list": not keys */
+			continue;
+		}
+		if (kl > rest || vl > rest - kl || rest - kl - vl < 1 || nl[1 + kl + vl] != '\n' ||
+		    memchr(nl + 1, '\0', (size_t)kl))
+			break;
+		if (!(k = strndup(nl + 1, (size_t)kl)) || !(item = malloc(hl + kl + vl + 1)))
+			abort();
+		memcpy(item, p, hl + kl + vl + 1);
+		if (key_find(a, k) < a->n) {
+			free(k);
+			free(item);
+			break;
+		}
+		if (a->n == a->cap) {
+			a->cap = a->cap ? 2 * a->cap : 64;
+			a->keys = realloc(a->keys, a->cap * sizeof(*a->keys));
+			a->items = realloc(a->items, a->cap * sizeof(*a->items));
+			a->item_len = realloc(a->item_len, a->cap * sizeof(*a->item_len));
+			if (!a->keys || !a->items || !a->item_len)
+				abort();
+		}
+		a->keys[a->n] = k;
+		a->items[a->n] = item;
+		a->item_len[a->n] = hl + kl + vl + 1;
+		a->bytes += hl + kl + vl + 1;
+		a->n++;
+		p = nl + 1 + kl + vl + 1;
+	}
+	if (p == end && a->bytes <= LIST_MAX)
+		return true;
+	await_rev(0, a);
+	return false;
+}
+
+int cmd_await(const char *prefix, int64_t expect, long ms, int64_t from, const char *seed, size_t seed_len,
+	      bool formed_ends)
+{
+	struct await_state a = { .expect = expect, .formed_ends = formed_ends };
 	int64_t deadline = mono_ms() + ms;
 	bool waited = false, current = true;
+	/* Given the membership at revision from: no range, the watch starts after it. */
+	bool have = from > 0 && seed && await_seed(&a, from, seed, seed_len);
 	int r = 0;
 
 	while (!a.done) {
@@ -373,10 +422,12 @@ int cmd_await(const char *prefix, int64_t expect, long ms)
 		int64_t left = deadline - mono_ms();
 		CURLcode cc;
 
-		r = await_keys(&a, prefix);
+		if (!have)
+			r = await_keys(&a, prefix);
+		have = false;
 		if (r < 0)
 			break;
-		if ((int64_t)a.n >= expect || left <= 0)
+		if ((int64_t)a.n >= expect || a.formed || left <= 0)
 			break;
 		a.restart = false;
 		hdrs = watch_start(prefix, a.rev + 1, &js, on_stream, &body);

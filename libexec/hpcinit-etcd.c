@@ -15,7 +15,9 @@
  *       clock: the HTTP Date of its last answer).  TTL_S 0: put with no
  *       lease (the ssh CA's certificates, which outlive any one lease).
  *       With PREFIX, then a line "list" and what list PREFIX prints; with
- *       EXPECT and MS, what await PREFIX EXPECT MS prints: a node's whole
+ *       EXPECT and MS, what await PREFIX EXPECT MS prints, except that a
+ *       record saying "formed: true" (a member saw the cluster formed: the
+ *       agent does not wait then) ends the wait as well: a node's whole
  *       apply (publish, list, wait for its peers) is one process.
  *   hpcinit-etcd [OPTIONS] list PREFIX
  *       "rev R", then per key "kv KEYLEN VALUELEN LEASE" and the key and
@@ -29,11 +31,14 @@
  *       "event ID TYPE STATUS RESOURCE,RESOURCE..." per event.
  *   hpcinit-etcd ack URL EVENT_ID
  *       acknowledge (start) the event: POST {"StartRequests":[{"EventId":ID}]}.
- *   hpcinit-etcd [OPTIONS] await PREFIX EXPECT MS
+ *   hpcinit-etcd [OPTIONS] await PREFIX EXPECT MS [REV]
  *       as list, once PREFIX holds EXPECT keys or after MS: one process
  *       for a node's whole wait for its peers (a range, then a watch whose
  *       events keep the membership, keys and values: the answer needs no
- *       second range); "waited 1" first when it had to watch.
+ *       second range); "waited 1" first when it had to watch.  With REV
+ *       (>0), stdin holds the membership at revision REV as list printed
+ *       it (the caller's last list): no range at all, the watch starts
+ *       after REV (a compacted REV, or stdin that does not parse: a range).
  *   hpcinit-etcd [OPTIONS] watch PREFIX [REV]
  *       runs until killed, streaming the membership under PREFIX: "reset",
  *       every key as list prints it, "synced" when it starts (and again
@@ -48,7 +53,11 @@
  * Options: --endpoint URL (repeat; tried in turn, the next after a
  * connection failure or a 5xx answer), --cacert FILE, --cert FILE --key
  * FILE, --auth FILE ("user:password", etcd's token auth), --timeout MS
- * (one request; default 5000).
+ * (one request; default 5000), --deadline MS (the agent's deadline for
+ * this run, less a margin; default ETCD_RUN_MS in etcd-proto.h, plus the
+ * wait).  An endpoint that took a request and gave no answer within the
+ * timeout (a busy member) is asked again, with twice the timeout and a
+ * pause with jitter, until the deadline is near.
  *
  * Exit 0 on success, 2 on usage errors, 1 when no endpoint answered (stderr
  * names every endpoint and what it answered), 3 when etcd refused the call.
@@ -96,7 +105,8 @@ static int lease_keepalive(int64_t lease, int64_t *ret_ttl)
 	return r;
 }
 
-static int read_stdin(char **ret, size_t *ret_len)
+/* stdin, at most max bytes (a record; an await's membership); *ret NUL-terminated. */
+static int read_stdin(char **ret, size_t *ret_len, size_t max)
 {
 	size_t n = 0, cap = 4096;
 	char *p = malloc(cap);
@@ -107,7 +117,7 @@ static int read_stdin(char **ret, size_t *ret_len)
 		ssize_t k;
 
 		if (n + 1 >= cap) {
-			if (cap >= STDIN_MAX)
+			if (cap >= max)
 				break;
 			cap *= 2;
 			p = realloc(p, cap);
@@ -136,7 +146,7 @@ static int cmd_sync(const char *k, int64_t ttl_s, int64_t lease)
 	bool same = false, fresh = false;
 	int r;
 
-	read_stdin(&value, &vlen);
+	read_stdin(&value, &vlen, STDIN_MAX);
 	if (ttl_s == 0)
 		lease = 0;
 	if (lease > 0) {
@@ -381,9 +391,9 @@ static int cmd_ack(const char *url, const char *id)
 static int usage(void)
 {
 	fprintf(stderr, "usage: hpcinit-etcd --endpoint URL... [--cacert F] [--cert F --key F] [--auth F] "
-		"[--timeout MS] COMMAND\n"
+		"[--timeout MS] [--deadline MS] COMMAND\n"
 		"  sync KEY TTL_S [LEASE [PREFIX [EXPECT MS]]] < VALUE | list PREFIX | keepalive LEASE | leave KEY [LEASE] | "
-		"watch PREFIX [REV] | await PREFIX EXPECT MS\n"
+		"watch PREFIX [REV] | await PREFIX EXPECT MS [REV]\n"
 		"       hpcinit-etcd [--timeout MS] events URL | ack URL EVENT_ID\n");
 	return EX_USAGE;
 }
@@ -401,7 +411,7 @@ static bool parse_i64(const char *s, int64_t *ret)
 int main(int argc, char **argv)
 {
 	int i = 1, ret;
-	int64_t a = 0, b = 0;
+	int64_t a = 0, b = 0, deadline = 0;
 	const char *cmd;
 
 	for (; i < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
@@ -422,6 +432,8 @@ int main(int argc, char **argv)
 			etcd_auth_file = v;
 		else if (!strcmp(o, "--timeout"))
 			etcd_timeout_ms = num_ll(v, 1, LONG_MAX, &ms) ? (long)ms : 5000;
+		else if (!strcmp(o, "--deadline"))
+			deadline = num_ll(v, 1, INT32_MAX, &ms) ? ms : 0;
 		else
 			return usage();
 	}
@@ -431,6 +443,22 @@ int main(int argc, char **argv)
 	if (etcd_n_endpoints == 0 && strcmp(cmd, "events") != 0 && strcmp(cmd, "ack") != 0)
 		return usage();
 	signal(SIGPIPE, SIG_DFL);
+	srandom((unsigned)getpid() ^ (unsigned)mono_ms());      /* the retries' jitter differs by node */
+	/*
+	 * Retries of slow answers end before the agent's deadline for this run
+	 * (ETCD_RUN_MS, plus the wait of an await); a watch runs for good and
+	 * gives each call that time from its start.
+	 */
+	if (strcmp(cmd, "watch") != 0 && etcd_n_endpoints) {
+		int64_t wait = 0;
+
+		if (!strcmp(cmd, "await") && argc - i >= 3)
+			(void)parse_i64(argv[i + 2], &wait);
+		else if (!strcmp(cmd, "sync") && argc - i == 6)
+			(void)parse_i64(argv[i + 5], &wait);
+		etcd_deadline_ms = mono_ms() + (deadline ? deadline :
+			ETCD_RUN_MS(etcd_timeout_ms, (int64_t)etcd_n_endpoints) - etcd_timeout_ms + wait);
+	}
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0 || !(etcd_curl = curl_easy_init())) {
 		fprintf(stderr, "hpcinit-etcd: libcurl did not start\n");
 		return EX_DOWN;
@@ -460,7 +488,7 @@ int main(int argc, char **argv)
 		else if ((ret = cmd_sync(argv[i], a, b)) == EX_OK && argc - i >= 4) {
 			/* The same process lists (or waits for the peers) next: no second start. */
 			printf("list\n");
-			ret = argc - i == 6 ? cmd_await(argv[i + 3], want, (long)ms) : cmd_list(argv[i + 3]);
+			ret = argc - i == 6 ? cmd_await(argv[i + 3], want, (long)ms, 0, NULL, 0, true) : cmd_list(argv[i + 3]);
 		}
 	} else if (!strcmp(cmd, "list") && argc - i == 1)
 		ret = cmd_list(argv[i]);
@@ -469,9 +497,22 @@ int main(int argc, char **argv)
 	else if (!strcmp(cmd, "leave") && (argc - i == 1 || argc - i == 2) &&
 		 (argc - i == 1 || parse_i64(argv[i + 1], &b)))
 		ret = cmd_leave(argv[i], b);
-	else if (!strcmp(cmd, "await") && argc - i == 3 && parse_i64(argv[i + 1], &a) &&
-		 parse_i64(argv[i + 2], &b) && b > 0)
-		ret = cmd_await(argv[i], a, (long)b);
+	else if (!strcmp(cmd, "await") && (argc - i == 3 || argc - i == 4) && parse_i64(argv[i + 1], &a) &&
+		 parse_i64(argv[i + 2], &b) && b > 0) {
+		int64_t from = 0;
+		char *seed = NULL;
+		size_t seed_len = 0;
+
+		if (argc - i == 4 && (!parse_i64(argv[i + 3], &from) || from <= 0))
+			ret = usage();
+		else {
+			/* With REV: the membership at REV on stdin (what list printed). */
+			if (from)
+				read_stdin(&seed, &seed_len, ETCD_OUT_MAX);
+			ret = cmd_await(argv[i], a, (long)b, from, seed, seed_len, false);
+		}
+		free(seed);
+	}
 	else if (!strcmp(cmd, "events") && argc - i == 1)
 		ret = cmd_events(argv[i]);
 	else if (!strcmp(cmd, "ack") && argc - i == 2)

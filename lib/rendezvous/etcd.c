@@ -24,6 +24,7 @@
 #include "../../libexec/etcd-proto.h"
 #include "escape.h"
 #include "fsutil.h"
+#include "number.h"
 #include "rendezvous.h"
 
 #define ETCD_VALUE_MAX (60 * 1024)      /* the helper reads at most 64 KiB of a value */
@@ -80,18 +81,43 @@ int rv_etcd_run(const struct ctx *c, struct report *rep, const char *stdin_data,
 	const struct spec_discovery *d = &c->spec->discovery;
 	struct strlist argv = { 0 };
 	const char **av;
+	size_t n = 0;
+	long long wait = 0;
 	int r;
 
+	unsigned long long ms;
+
+	for (size_t i = 0; args[i]; i++)
+		n++;
+	/*
+	 * The wait of an await (PREFIX EXPECT MS [REV]) or of a sync that
+	 * waits (KEY TTL LEASE PREFIX EXPECT MS) comes on top of the requests'
+	 * time: an await killed at its own end would be asked again, with a
+	 * whole list of the membership each time.
+	 */
+	if ((n >= 4 && !strcmp(args[0], "await") && !num_ll(args[3], 0, 86400000, &wait)) ||
+	    (n == 7 && !strcmp(args[0], "sync") && !num_ll(args[6], 0, 86400000, &wait)))
+		wait = 0;
+	/*
+	 * Each endpoint may take the whole request time, three times over (the
+	 * helper asks a busy member again within it); a run that reads the
+	 * membership (list, await, a sync with a prefix) more with every node
+	 * expected; plus the wait.
+	 */
+	ms = ETCD_RUN_MS(RV_CALL_TIMEOUT_MS, (unsigned long long)d->endpoints.n) + (unsigned long long)wait;
+	if (!strcmp(args[0], "list") || !strcmp(args[0], "await") || (!strcmp(args[0], "sync") && n >= 5))
+		ms += (unsigned long long)ETCD_RUN_MS_PER_NODE * d->expect;
 	rv_etcd_argv(c, &argv, RV_CALL_TIMEOUT_MS);
+	/* The helper's retries end one request's time before the agent's deadline. */
+	strlist_push(&argv, "--deadline");
+	strlist_push_take(&argv, xasprintf("%llu", ms - RV_CALL_TIMEOUT_MS));
 	for (size_t i = 0; args[i]; i++)
 		strlist_push(&argv, args[i]);
 	av = xcalloc(argv.n + 1, sizeof(*av));
 	for (size_t i = 0; i < argv.n; i++)
 		av[i] = argv.v[i];
-	/* Each endpoint may take the whole request time, plus a margin. */
 	/* A membership up to the helper's own limit (it fails past that, saying so). */
-	r = proc_run_max(av, NULL, stdin_data, (unsigned)(RV_CALL_TIMEOUT_MS * (d->endpoints.n + 1) * 3),
-			 ETCD_OUT_MAX, res);
+	r = proc_run_max(av, NULL, stdin_data, (unsigned)ms, ETCD_OUT_MAX, res);
 	if (r < 0) {
 		if (rep)
 			report_detail(rep, "%s: cannot run: %s", argv.v[0], strerror(-r));

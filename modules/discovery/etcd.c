@@ -47,6 +47,7 @@ struct etcd {
 	uint64_t synced_ms;             /* when publish last renewed the lease */
 	uint64_t wait_end_ms;           /* end of discovery.wait, from the first list */
 	bool self_seen, self_same;      /* check/plan: this node's key in the last list */
+	bool listed;                    /* the run has the membership: a publish lists no more */
 	bool unreachable;               /* no endpoint answered; on_unreachable: degrade */
 	bool stale;                     /* the peers are the last membership etcd gave */
 	char *pending;                  /* await's answer: the next list's (NULL: ask etcd) */
@@ -296,6 +297,7 @@ static void read_sync(struct disc_run *run, const struct proc_result *res, int64
 			e->pending = xmalloc(e->pending_len + 1);
 			memcpy(e->pending, p, e->pending_len);
 			e->pending[e->pending_len] = '\0';
+			e->listed = true;
 			if (strncmp(p, "waited 1\n", 9) == 0)
 				run->waited = true;
 			break;
@@ -310,6 +312,7 @@ static int etcd_publish(struct disc_run *run)
 	struct proc_result res = { 0 };
 	char ttl[32], lease[32], *text;
 	int64_t got = 0, put = 0, date = 0, asked, offset = e->offset, use_lease = e->lease;
+	uint64_t sent_ms;
 	bool again = false;
 	int r;
 
@@ -338,17 +341,25 @@ sync_again:
 		}
 	}
 	asked = (int64_t)time(NULL);
-	if (watch_members) {
+	sent_ms = now_ms();             /* the lease is renewed at the start of a sync that waits */
+	if (watch_members || e->listed || again) {
+		/*
+		 * The watch keeps the membership; a run that has listed it
+		 * (the lease renewed during the wait, "formed: true" once the
+		 * cluster formed) needs no second list of every record.
+		 */
 		r = rv_etcd_call(run->c, run->rep, text, &res, "sync", e->key, ttl, lease, NULL);
 	} else {
 		/*
 		 * The same helper then lists the membership (the list takes it
-		 * from e->pending): one process and no second range.  It does
-		 * not wait for peers: the list first reads whether the cluster
-		 * has formed (a member's "formed: true"), then waits if not.
+		 * from e->pending), and when this run waits for its peers,
+		 * waits for them too (a watch from the list's revision), until
+		 * expect keys or a record saying "formed: true" (which the list
+		 * then judges): a node's whole cold start is one process and
+		 * one range.
 		 */
 		char want[32], mss[32];
-		uint64_t ms = 0;
+		uint64_t ms = await_ms(run);
 
 		snprintf(want, sizeof(want), "%u", c->spec->discovery.expect);
 		snprintf(mss, sizeof(mss), "%" PRIu64, ms);
@@ -362,7 +373,7 @@ sync_again:
 	}
 	read_sync(run, &res, &got, &put, &date);
 	proc_result_free(&res);
-	e->synced_ms = now_ms();
+	e->synced_ms = sent_ms;
 	clock_seen(e, c, date, asked);
 	if (got > 0 && e->offset != offset && !again) {
 		/*
@@ -469,24 +480,30 @@ static void take_kv(struct disc_run *run, const char *k, size_t kl, const char *
  * or after up to a third of the lease (then the lease is renewed and the
  * wait goes on, within discovery.wait).  Its answer is the next list's.
  */
-static void wait_for_change(struct disc_run *run, int64_t rev)
+static void wait_for_change(struct disc_run *run, int64_t rev, const char *members)
 {
 	struct ctx *c = run->c;
 	struct etcd *e = run->priv;
 	struct proc_result res = { 0 };
 	uint64_t ms = await_ms(run);
-	char want[32], mss[32];
+	char want[32], mss[32], revs[32];
 
 	if (!ctx_may_write(c) || rev <= 0 || ms == 0)
 		return;
 	snprintf(want, sizeof(want), "%zu", (size_t)c->spec->discovery.expect + run->rejected);
 	snprintf(mss, sizeof(mss), "%" PRIu64, ms);
+	snprintf(revs, sizeof(revs), "%" PRId64, rev);
 	{
 		struct report *keep = run->rep, scratch;
 
 		report_init(&scratch);
 		run->rep = &scratch;
-		if (rv_etcd_call(run->c, run->rep, NULL, &res, "await", e->prefix, want, mss, NULL) == 0) {
+		/*
+		 * The helper gets the membership just listed (at rev) on stdin
+		 * and watches from after it: no second range of every record.
+		 */
+		if (rv_etcd_call(run->c, run->rep, members, &res, "await", e->prefix, want, mss, revs,
+				 NULL) == 0) {
 			free(e->pending);
 			e->pending = res.out;
 			e->pending_len = res.out_len;
@@ -595,13 +612,16 @@ static int etcd_list(struct disc_run *run)
 		free(text);
 		return 1;
 	}
+	e->listed = true;
 	if (ctx_may_write(run->c))
 		keep_members(run, res.out, res.out_len);
 	rev = take_list(run, res.out, res.out + res.out_len);
-	proc_result_free(&res);
-	if (disc_expect_met(run))
+	if (disc_expect_met(run)) {
+		proc_result_free(&res);
 		return 1;
-	wait_for_change(run, rev);
+	}
+	wait_for_change(run, rev, res.out);
+	proc_result_free(&res);
 	return 0;
 }
 
