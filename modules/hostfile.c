@@ -341,10 +341,11 @@ struct hosts_index {
 	size_t n;
 };
 
+/* Names are kept in lower case (ASCII, what strcasecmp folds here): strcmp orders them. */
 static int hosts_entry_cmp(const void *a, const void *b)
 {
 	const struct hosts_entry *x = a, *y = b;
-	int r = strcasecmp(x->name, y->name);
+	int r = strcmp(x->name, y->name);
 
 	return r ? r : (x->order > y->order) - (x->order < y->order);
 }
@@ -371,6 +372,9 @@ static void hosts_index_build(struct hosts_index *ix, const char *text)
 				cap = cap ? 2 * cap : 64;
 				ix->v = xrealloc(ix->v, cap * sizeof(*ix->v));
 			}
+			for (char *q = tok; *q; q++)
+				if (*q >= 'A' && *q <= 'Z')
+					*q = (char)(*q - 'A' + 'a');
 			ix->v[ix->n] = (struct hosts_entry){ tok, addr, ix->n };
 			ix->n++;
 		}
@@ -394,26 +398,34 @@ static void hosts_index_free(struct hosts_index *ix)
  */
 static const char *hosts_index_lookup(const struct hosts_index *ix, const char *name, bool *several)
 {
-	size_t lo = 0, hi = ix->n;
+	size_t lo = 0, hi = ix->n, n = strlen(name);
+	char buf[256];
+	char *low = n < sizeof(buf) ? buf : xmalloc(n + 1);
+	const char *ret = NULL;
 
+	for (size_t i = 0; i <= n; i++)
+		low[i] = name[i] >= 'A' && name[i] <= 'Z' ? (char)(name[i] - 'A' + 'a') : name[i];
 	/* the first entry not below name */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (strcasecmp(ix->v[mid].name, name) < 0)
+		if (strcmp(ix->v[mid].name, low) < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo == ix->n || strcasecmp(ix->v[lo].name, name) != 0)
-		return NULL;
-	if (several) {
-		*several = false;
-		for (size_t k = lo + 1; k < ix->n && strcasecmp(ix->v[k].name, name) == 0; k++)
-			if (strcmp(ix->v[k].addr, ix->v[lo].addr) != 0)
-				*several = true;
+	if (lo < ix->n && strcmp(ix->v[lo].name, low) == 0) {
+		ret = ix->v[lo].addr;
+		if (several) {
+			*several = false;
+			for (size_t k = lo + 1; k < ix->n && strcmp(ix->v[k].name, low) == 0; k++)
+				if (strcmp(ix->v[k].addr, ret) != 0)
+					*several = true;
+		}
 	}
-	return ix->v[lo].addr;
+	if (low != buf)
+		free(low);
+	return ret;
 }
 
 /*
@@ -456,6 +468,19 @@ static bool files_first(const struct ctx *c)
  * when nsswitch asks the file first and it names the node once; under a
  * fake root only the root's /etc/hosts (hosts, may be empty) can.
  */
+/* snprintf(dst, len, "%s", s) without printf: once a node. */
+static void copy_text(char *dst, size_t len, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (!len)
+		return;
+	if (n >= len)
+		n = len - 1;
+	memcpy(dst, s, n);
+	dst[n] = '\0';
+}
+
 static int name_resolves(const struct ctx *c, const struct hosts_index *hosts, bool files, const char *name,
 			 const char *want, char *other, size_t len)
 {
@@ -471,11 +496,11 @@ static int name_resolves(const struct ctx *c, const struct hosts_index *hosts, b
 			snprintf(other, len, "not in %s/etc/hosts", c->root);
 			return -1;
 		}
-		snprintf(other, len, "%s", a);
+		copy_text(other, len, a);
 		return strcmp(other, want) == 0 ? 0 : 1;
 	}
 	if (files && a && !several) {
-		snprintf(other, len, "%s", a);
+		copy_text(other, len, a);
 		return strcmp(other, want) == 0 ? 0 : 1;
 	}
 	r = getaddrinfo(name, NULL, &hints, &res);

@@ -82,6 +82,11 @@ static void sb_grow(struct strbuf *sb, size_t extra)
 	sb->cap = cap;
 }
 
+void sb_reserve(struct strbuf *sb, size_t extra)
+{
+	sb_grow(sb, extra);
+}
+
 void sb_appendn(struct strbuf *sb, const void *data, size_t n)
 {
 	sb_grow(sb, n);

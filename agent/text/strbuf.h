@@ -15,6 +15,8 @@ struct strbuf {
 #define STRBUF_INIT { NULL, 0, 0 }
 
 void sb_append(struct strbuf *sb, const char *s);
+/* Room for extra more bytes and the NUL at buf + len (buf is then not NULL); the caller writes them and moves len. */
+void sb_reserve(struct strbuf *sb, size_t extra);
 /* v in decimal, as "%llu" writes it: no printf in loops over every node. */
 void sb_append_u64(struct strbuf *sb, unsigned long long v);
 void sb_appendn(struct strbuf *sb, const void *data, size_t n);

@@ -13,10 +13,14 @@
 #include "sshkey.h"
 #include "ssh.h"
 
+#define FROM_INLINE 4
+
 struct akey {
 	char *key;              /* "type base64" */
-	char *comment;          /* user@host of the first node publishing it */
-	const char **from;      /* borrowed: the spec's network, the peers' addresses */
+	const char *host;       /* the comment is user@host, host of the first node publishing it */
+	/* from=, borrowed (the spec's network, the peers' addresses): in place up to FROM_INLINE */
+	const char *from_in[FROM_INLINE];
+	const char **from;      /* from_in, or on the heap for a key many nodes share */
 	size_t n_from;
 };
 
@@ -26,11 +30,13 @@ static void from_add(struct akey *a, const char *s)
 	for (size_t i = 0; i < a->n_from; i++)
 		if (strcmp(a->from[i], s) == 0)
 			return;
-	/* 4, then doubling: most keys get one or two entries, a key shared by N nodes N. */
-	if (a->n_from >= 4 && (a->n_from & (a->n_from - 1)) == 0)
+	/* in place, then doubling: most keys get one or two entries, a key shared by N nodes N */
+	if (a->n_from == FROM_INLINE) {
+		a->from = xmalloc(2 * FROM_INLINE * sizeof(*a->from));
+		memcpy(a->from, a->from_in, sizeof(a->from_in));
+	} else if (a->n_from > FROM_INLINE && (a->n_from & (a->n_from - 1)) == 0) {
 		a->from = xrealloc(a->from, 2 * a->n_from * sizeof(*a->from));
-	else if (!a->from)
-		a->from = xmalloc(4 * sizeof(*a->from));
+	}
 	a->from[a->n_from++] = s;
 }
 
@@ -46,15 +52,11 @@ static void akey_add(struct akey *v, size_t *n, struct smap *seen, char *key,
 		a = &v[i];
 		free(key);
 	} else {
-		size_t ul = strlen(user), hl = strlen(host);
-
 		a = &v[(*n)++];
 		memset(a, 0, sizeof(*a));
 		a->key = key;   /* the map borrows it */
-		a->comment = xmalloc(ul + 1 + hl + 1);
-		memcpy(a->comment, user, ul);
-		a->comment[ul] = '@';
-		memcpy(a->comment + ul + 1, host, hl + 1);
+		a->host = host;
+		a->from = a->from_in;
 	}
 	if (s->cluster.has_network)
 		from_add(a, s->cluster.network.text);
@@ -79,7 +81,7 @@ char *ak_render(const struct spec *s, const struct peerset *ps, const char *user
 		const char *self_pub, const char *self_host, struct report *r)
 {
 	struct akey *v;
-	size_t n = 0, most = 1;
+	size_t n = 0, most = 1, ul = strlen(user);
 	struct strbuf sb = STRBUF_INIT;
 	struct smap seen;
 	bool self_done = false;
@@ -123,8 +125,8 @@ char *ak_render(const struct spec *s, const struct peerset *ps, const char *user
 		if (s->ssh.restrict_from) {
 			if (!v[i].n_from) {
 				if (r)
-					report_detail(r, "%s: no address known to restrict %s's key with "
-						      "from=; left out", v[i].comment, user);
+					report_detail(r, "%s@%s: no address known to restrict %s's key with "
+						      "from=; left out", user, v[i].host, user);
 				goto next;
 			}
 			sb_appendn(&sb, "from=\"", 6);
@@ -137,12 +139,14 @@ char *ak_render(const struct spec *s, const struct peerset *ps, const char *user
 		}
 		sb_append(&sb, v[i].key);      /* appends, not printf: 10,000 keys a refresh */
 		sb_appendn(&sb, " ", 1);
-		sb_append(&sb, v[i].comment);
+		sb_appendn(&sb, user, ul);
+		sb_appendn(&sb, "@", 1);
+		sb_append(&sb, v[i].host);
 		sb_appendn(&sb, "\n", 1);
 next:
 		free(v[i].key);
-		free(v[i].comment);
-		free(v[i].from);
+		if (v[i].from != v[i].from_in)
+			free(v[i].from);
 	}
 	smap_free(&seen);
 	free(v);

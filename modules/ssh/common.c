@@ -33,71 +33,70 @@ static uint64_t smap_hash(const char *key, size_t n)
 	return h;
 }
 
-static size_t smap_slot(const struct smap *m, const char *key)
+/* The slot of key (hash h): where it is, or the empty slot where it goes. */
+static size_t smap_find(const struct smap *m, const char *key, uint64_t h)
 {
-	size_t n = strlen(key), i;
+	size_t i;
 
-	for (i = (size_t)smap_hash(key, n) & (m->cap - 1); m->keys[i] && strcmp(m->keys[i], key) != 0;
+	for (i = (size_t)h & (m->cap - 1);
+	     m->v[i].key && (m->v[i].hash != h || strcmp(m->v[i].key, key) != 0);
 	     i = (i + 1) & (m->cap - 1))
 		;
 	return i;
 }
 
+/* Room for expect keys at a load of at most 2/3. */
 void smap_init(struct smap *m, size_t expect)
 {
 	m->cap = 16;
-	while (m->cap < 2 * expect)
+	while (2 * m->cap < 3 * expect)
 		m->cap <<= 1;
-	m->keys = xcalloc(m->cap, sizeof(*m->keys));
-	m->vals = xcalloc(m->cap, sizeof(*m->vals));
+	m->v = xcalloc(m->cap, sizeof(*m->v));
 	m->n = 0;
 }
 
 void smap_free(struct smap *m)
 {
-	free(m->keys);
-	free(m->vals);
+	free(m->v);
 	memset(m, 0, sizeof(*m));
 }
 
 bool smap_get(const struct smap *m, const char *key, size_t *ret)
 {
-	size_t i = smap_slot(m, key);
+	size_t i = smap_find(m, key, smap_hash(key, strlen(key)));
 
-	if (!m->keys[i])
+	if (!m->v[i].key)
 		return false;
 	if (ret)
-		*ret = m->vals[i];
+		*ret = m->v[i].val;
 	return true;
 }
 
 bool smap_put(struct smap *m, const char *key, size_t val, size_t *ret)
 {
-	size_t i = smap_slot(m, key);
+	uint64_t h = smap_hash(key, strlen(key));
+	size_t i = smap_find(m, key, h);
 
-	if (m->keys[i]) {
+	if (m->v[i].key) {
 		if (ret)
-			*ret = m->vals[i];
+			*ret = m->v[i].val;
 		return false;
 	}
-	if (2 * (m->n + 1) > m->cap) {
+	if (3 * (m->n + 1) > 2 * m->cap) {
 		struct smap bigger;
 
 		smap_init(&bigger, m->cap);
 		for (size_t j = 0; j < m->cap; j++)
-			if (m->keys[j]) {
-				size_t k = smap_slot(&bigger, m->keys[j]);
-
-				bigger.keys[k] = m->keys[j];
-				bigger.vals[k] = m->vals[j];
-			}
+			if (m->v[j].key)
+				bigger.v[smap_find(&bigger, m->v[j].key, m->v[j].hash)] = m->v[j];
 		bigger.n = m->n;
 		smap_free(m);
 		*m = bigger;
-		i = smap_slot(m, key);
+		i = smap_find(m, key, h);
 	}
-	m->keys[i] = key;
-	m->vals[i] = val;
+	m->v[i].key = key;
+	m->v[i].val = val;
+	m->v[i].hash = h;
 	m->n++;
 	return true;
 }

@@ -162,7 +162,7 @@ void kh_parse(const char *text, struct khosts *ret)
 
 char *kh_render(const struct spec *s, const struct khosts *hosts)
 {
-	struct strbuf sb = STRBUF_INIT;
+	struct strbuf sb = STRBUF_INIT, names = STRBUF_INIT;   /* names: one buffer for every host */
 
 	sb_printf(&sb, "# hpcinit: host keys of the nodes of cluster %s (ssh module).\n"
 		  "# Rebuilt from the peers' records on every run; edits are replaced.\n"
@@ -171,12 +171,15 @@ char *kh_render(const struct spec *s, const struct khosts *hosts)
 		  s->cluster.name);
 	for (size_t i = 0; i < hosts->n; i++) {
 		const struct khost *h = &hosts->v[i];
-		struct strbuf names = STRBUF_INIT;
 
 		if (!h->keys.n || !h->names.n)
 			continue;
-		for (size_t j = 0; j < h->names.n; j++)
-			sb_append(&names, j ? "," : ""), sb_append(&names, h->names.v[j]);
+		sb_reset(&names);
+		for (size_t j = 0; j < h->names.n; j++) {
+			if (j)
+				sb_appendn(&names, ",", 1);
+			sb_append(&names, h->names.v[j]);
+		}
 		sb_appendn(&sb, "# host ", 7);
 		sb_append(&sb, h->id);
 		sb_appendn(&sb, " boot_id=", 9);
@@ -190,8 +193,8 @@ char *kh_render(const struct spec *s, const struct khosts *hosts)
 			sb_append(&sb, h->keys.v[j]);
 			sb_appendn(&sb, "\n", 1);
 		}
-		sb_free(&names);
 	}
+	sb_free(&names);
 	return sb_steal(&sb);
 }
 
@@ -339,14 +342,16 @@ static void drop_shared_names(struct report *r, struct khosts *want)
 {
 	struct smap first, shared;
 	struct strlist dropped = { 0 };
-	size_t k;
+	size_t k = 0;
 
-	smap_init(&first, 4 * want->n);
+	for (size_t i = 0; i < want->n; i++)
+		k += want->v[i].names.n;
+	smap_init(&first, k);
 	for (size_t i = 0; i < want->n; i++)
 		for (size_t j = 0; j < want->v[i].names.n; j++) {
 			const char *n = want->v[i].names.v[j];
 
-			if (smap_add(&first, n, i) || !smap_get(&first, n, &k) || k == i)
+			if (smap_put(&first, n, i, &k) || k == i)
 				continue;
 			report_finding(r, ST_DEGRADED, "ssh.known-hosts.name-claimed-twice",
 				       "%s is claimed by both %s and %s; left out of " KH_PATH

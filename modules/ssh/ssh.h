@@ -46,12 +46,19 @@ struct ssh_tally {
 };
 
 /*
- * A string -> index map (open addressing, FNV-1a), so that a run stays
- * O(N) in the number of nodes.  Keys are borrowed: they must outlive it.
+ * A string -> index map (open addressing, linear probing), so that a run
+ * stays O(N) in the number of nodes.  Keys are borrowed: they must outlive
+ * it.  Each slot keeps its key's hash next to it: a probe compares the
+ * hash, and reads the key (elsewhere in memory) only when it matches.
  */
+struct smap_slot {
+	const char *key;        /* NULL: empty */
+	size_t val;
+	uint64_t hash;
+};
+
 struct smap {
-	const char **keys;
-	size_t *vals;
+	struct smap_slot *v;
 	size_t cap, n;
 };
 

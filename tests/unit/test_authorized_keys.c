@@ -56,6 +56,34 @@ static void test_authorized(struct spec *s, const char *ka, const char *kb, cons
 	free(text);
 	s->cluster.has_network = true;
 
+	/* One key on 12 nodes (a home on NFS), no cluster.network: one line, every address once, in order. */
+	{
+		struct peerset many = { 0 };
+		struct strbuf from = STRBUF_INIT;
+
+		many.v = xcalloc(12, sizeof(*many.v));
+		many.n = 12;
+		for (size_t i = 0; i < 12; i++) {
+			char host[16], addr[32];
+
+			snprintf(host, sizeof(host), "n%zu", i);
+			snprintf(addr, sizeof(addr), "198.18.4.%zu", 10 + i % 11);   /* n11 repeats n0's */
+			peer_init(&many.v[i], host, addr, "b", NULL);
+			peer_user_key(&many.v[i], "alice", ka);
+			if (i < 11)
+				sb_printf(&from, "%s%s", i ? "," : "", addr);
+		}
+		s->cluster.has_network = false;
+		text = ak_render(s, &many, "alice", NULL, "n0", NULL);
+		want = xasprintf("from=\"%s\" %s alice@n0\n", sb_str(&from), ka);
+		TEST_STREQ(text, want);
+		free(want);
+		free(text);
+		s->cluster.has_network = true;
+		sb_free(&from);
+		peers_free(&many);
+	}
+
 	/* ak_keys reads back keys and comments through the from= option. */
 	{
 		struct strlist k = { 0 }, cm = { 0 };

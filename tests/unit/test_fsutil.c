@@ -381,6 +381,48 @@ static void test_temp_names(void)
 	report_free(&r);
 }
 
+/* fs_read_host: every byte at every size around its first buffer, a limit, and /proc's size 0. */
+static void test_read_sizes(void)
+{
+	static const size_t sizes[] = { 0, 1, 100, 8191, 8192, 8193, 16384, 100001, 1200000 };
+	char *path = fs_rooted(root, "/etc/sized"), *got;
+	size_t len;
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		char *want = xmalloc(sizes[i] + 1);
+		FILE *f = fopen(path, "w");
+
+		for (size_t k = 0; k < sizes[i]; k++)
+			want[k] = (char)('a' + (k * 7 + i) % 26);
+		want[sizes[i]] = '\0';
+		TEST_CHECK(f && fwrite(want, 1, sizes[i], f) == sizes[i]);
+		if (f)
+			fclose(f);
+		got = NULL;
+		len = 12345;
+		TEST_INTEQ(fs_read_host(path, FS_MAX_READ, &got, &len), 0);
+		TEST_INTEQ(len, sizes[i]);
+		TEST_CHECK(got && memcmp(got, want, sizes[i] + 1) == 0);
+		free(got);
+		/* one byte over the limit: refused; at the limit: read */
+		if (sizes[i]) {
+			got = NULL;
+			TEST_INTEQ(fs_read_host(path, sizes[i] - 1, &got, NULL), -EFBIG);
+			TEST_CHECK(got == NULL);
+			TEST_INTEQ(fs_read_host(path, sizes[i], &got, &len), 0);
+			TEST_INTEQ(len, sizes[i]);
+			free(got);
+		}
+		free(want);
+	}
+	free(path);
+	/* st_size 0, content all the same */
+	TEST_INTEQ(fs_read_host("/proc/self/status", FS_MAX_READ, &got, &len), 0);
+	TEST_CHECK(len > 100 && strlen(got) == len && strncmp(got, "Name:", 5) == 0);
+	free(got);
+	TEST_INTEQ(fs_read_host("/proc/self/status", 10, &got, &len), -EFBIG);
+}
+
 int main(void)
 {
 	if (!mkdtemp(root)) {
@@ -394,6 +436,7 @@ int main(void)
 		free(etc);
 	}
 	test_rooted();
+	test_read_sizes();
 	test_write();
 	test_plan_and_check();
 	test_managed_block();

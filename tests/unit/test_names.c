@@ -252,6 +252,9 @@ static void test_reserved(void)
 	TEST_CHECK(name_is_localhost("localhost"));
 	TEST_CHECK(name_is_localhost("LOCALHOST"));
 	TEST_CHECK(name_is_localhost("ip6-localhost"));
+	TEST_CHECK(name_is_localhost("IP6-AllNodes"));
+	TEST_CHECK(name_is_localhost("BroadcastHost"));
+	TEST_CHECK(!name_is_localhost(""));
 	TEST_CHECK(name_is_localhost("localhost.localdomain"));
 	TEST_CHECK(name_is_localhost("a.localhost"));
 	TEST_CHECK(!name_is_localhost("localhost1"));

@@ -553,6 +553,17 @@ static void test_pack(void)
 	TEST_STREQ(q.hostname, "n1");
 	peer_clear(&q);
 	peer_clear(&p);
+	/* the exact bytes, appended after what sb holds */
+	memset(&p, 0, sizeof(p));
+	p.hostname = xstrdup("n1");
+	p.addr = xstrdup("10.0.0.1");
+	p.slots = 4;
+	p.updated = -5;
+	sb_reset(&sb);
+	sb_append(&sb, "x");
+	record_pack(&sb, &p);
+	TEST_STREQ(sb_str(&sb), "x2:n18:10.0.0.1------1:42:-51:01:01:0");
+	peer_clear(&p);
 	/* a length past the end, a count over the limit */
 	TEST_INTEQ(record_unpack("99:n1", 5, &q), -EBADMSG);
 	sb_reset(&sb);
