@@ -57,7 +57,8 @@
  * this run, less a margin; default ETCD_RUN_MS in etcd-proto.h, plus the
  * wait).  An endpoint that took a request and gave no answer within the
  * timeout (a busy member) is asked again, with twice the timeout and a
- * pause with jitter, until the deadline is near.
+ * pause with jitter, until the deadline is near.  --put always: sync puts
+ * without asking for the key first (the caller knows its record changed).
  *
  * Exit 0 on success, 2 on usage errors, 1 when no endpoint answered (stderr
  * names every endpoint and what it answered), 3 when etcd refused the call.
@@ -84,6 +85,8 @@
 #include "number.h"
 
 /* ---- subcommands ---- */
+
+static bool put_always;                 /* --put always: sync puts without comparing first */
 
 static int lease_keepalive(int64_t lease, int64_t *ret_ttl)
 {
@@ -171,7 +174,12 @@ static int cmd_sync(const char *k, int64_t ttl_s, int64_t lease)
 			goto out;
 		}
 	}
-	/* Put only what differs: an unchanged record wakes no watcher. */
+	/*
+	 * Put only what differs: an unchanged record wakes no watcher.  The
+	 * caller that knows it differs (--put always) saves the range.
+	 */
+	if (put_always)
+		fresh = true;
 	req = json_object_new_object();
 	json_object_object_add(req, "key", b64_obj(k, strlen(k)));
 	r = fresh ? 0 : request("/v3/kv/range", req, &j);
@@ -391,7 +399,7 @@ static int cmd_ack(const char *url, const char *id)
 static int usage(void)
 {
 	fprintf(stderr, "usage: hpcinit-etcd --endpoint URL... [--cacert F] [--cert F --key F] [--auth F] "
-		"[--timeout MS] [--deadline MS] COMMAND\n"
+		"[--timeout MS] [--deadline MS] [--put always] COMMAND\n"
 		"  sync KEY TTL_S [LEASE [PREFIX [EXPECT MS]]] < VALUE | list PREFIX | keepalive LEASE | leave KEY [LEASE] | "
 		"watch PREFIX [REV] | await PREFIX EXPECT MS [REV]\n"
 		"       hpcinit-etcd [--timeout MS] events URL | ack URL EVENT_ID\n");
@@ -432,6 +440,8 @@ int main(int argc, char **argv)
 			etcd_auth_file = v;
 		else if (!strcmp(o, "--timeout"))
 			etcd_timeout_ms = num_ll(v, 1, LONG_MAX, &ms) ? (long)ms : 5000;
+		else if (!strcmp(o, "--put") && !strcmp(v, "always"))
+			put_always = true;
 		else if (!strcmp(o, "--deadline"))
 			deadline = num_ll(v, 1, INT32_MAX, &ms) ? ms : 0;
 		else

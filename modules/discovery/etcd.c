@@ -48,6 +48,7 @@ struct etcd {
 	uint64_t wait_end_ms;           /* end of discovery.wait, from the first list */
 	bool self_seen, self_same;      /* check/plan: this node's key in the last list */
 	bool listed;                    /* the run has the membership: a publish lists no more */
+	bool formed_put;                /* this run put "formed: true" (once without comparing) */
 	bool unreachable;               /* no endpoint answered; on_unreachable: degrade */
 	bool stale;                     /* the peers are the last membership etcd gave */
 	char *pending;                  /* await's answer: the next list's (NULL: ask etcd) */
@@ -348,7 +349,17 @@ sync_again:
 		 * (the lease renewed during the wait, "formed: true" once the
 		 * cluster formed) needs no second list of every record.
 		 */
-		r = rv_etcd_call(run->c, run->rep, text, &res, "sync", e->key, ttl, lease, NULL);
+		bool changed = e->listed && run->self.formed && !e->formed_put;
+
+		/*
+		 * "formed: true" once formed: the record differs from etcd's
+		 * (it did not say so), so the helper puts it without a range.
+		 */
+		if (changed)
+			e->formed_put = true;
+		r = changed ? rv_etcd_call(run->c, run->rep, text, &res, "--put", "always", "sync", e->key, ttl,
+					   lease, NULL) :
+			rv_etcd_call(run->c, run->rep, text, &res, "sync", e->key, ttl, lease, NULL);
 	} else {
 		/*
 		 * The same helper then lists the membership (the list takes it
