@@ -199,6 +199,17 @@ static void remove_stale_temps(const struct ctx *c, const char *hostpath)
 	free(dir);
 }
 
+bool fs_is_own_temp(const struct ctx *c, const char *name)
+{
+	char *prefix = tmp_prefix(c, "");
+	const char *mark = strstr(name, prefix);
+	size_t pl = strlen(prefix);
+	bool own = mark && mark > name && strlen(mark) == pl + 6;
+
+	free(prefix);
+	return own;
+}
+
 static int atomic_replace(const struct ctx *c, const char *hostpath, const void *data, size_t len,
 			  mode_t mode, uid_t uid, gid_t gid)
 {
@@ -322,6 +333,12 @@ static void note_change(struct ctx *c, struct report *r, const char *path,
 int fs_write(struct ctx *c, struct report *r, const char *path,
 	     const void *data, size_t len, mode_t mode, uid_t uid, gid_t gid)
 {
+	return fs_write_opt(c, r, path, data, len, mode, uid, gid, 0);
+}
+
+int fs_write_opt(struct ctx *c, struct report *r, const char *path, const void *data, size_t len,
+		 mode_t mode, uid_t uid, gid_t gid, unsigned flags)
+{
 	char *hp = ctx_path(c, path);
 	char *old = NULL;
 	size_t old_len = 0;
@@ -329,7 +346,7 @@ int fs_write(struct ctx *c, struct report *r, const char *path,
 	bool exists, same_content = false, same_meta = false;
 	int ret;
 
-	if (ctx_may_write(c))
+	if (ctx_may_write(c) && !(flags & FS_KEEP_TEMPS))
 		remove_stale_temps(c, hp);
 	exists = lstat(hp, &st) == 0;
 	if (exists && !S_ISREG(st.st_mode)) {

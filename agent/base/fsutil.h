@@ -47,6 +47,17 @@ int fs_check_private(const struct ctx *c, struct report *r, const char *key, con
  */
 int fs_write(struct ctx *c, struct report *r, const char *path,
 	     const void *data, size_t len, mode_t mode, uid_t uid, gid_t gid);
+/*
+ * Before it writes, fs_write removes this node's temp files of path left by
+ * a killed run: a readdir of path's directory.  FS_KEEP_TEMPS skips that,
+ * for a directory whose lister removes them instead (the rendezvous: 10,000
+ * records, read anyway in the same run; fs_is_own_temp tells which).
+ */
+#define FS_KEEP_TEMPS 1u
+int fs_write_opt(struct ctx *c, struct report *r, const char *path, const void *data, size_t len,
+		 mode_t mode, uid_t uid, gid_t gid, unsigned flags);
+/* name (a file name, no directory) is a temp file fs_write on this node made: "*.hpcinit-tmp.<node>.XXXXXX" */
+bool fs_is_own_temp(const struct ctx *c, const char *name);
 
 /*
  * mkdir -p without following links: mode/owner go to the leaf it creates,

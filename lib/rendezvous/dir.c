@@ -588,7 +588,9 @@ static int dir_put(struct rendezvous *rv, struct report *rep, const char *name, 
 		   size_t len)
 {
 	char *path = xasprintf("%s/%s", rv->tree.levels[2], name);
-	int r = fs_write(rv->c, rep, path, data, len, 0644, rv->tree.trusted, rv->tree.trusted_gid);
+	/* No readdir of 10,000 entries before each put: the list removes this node's leftovers. */
+	int r = fs_write_opt(rv->c, rep, path, data, len, 0644, rv->tree.trusted, rv->tree.trusted_gid,
+			     FS_KEEP_TEMPS);
 
 	free(path);
 	return r;
@@ -658,6 +660,7 @@ struct slot {
 };
 
 struct batch {
+	const struct ctx *c;
 	struct slot *s;
 	size_t n;
 	struct strbuf names;
@@ -749,11 +752,22 @@ static int batch_each(struct batch *b, int stop)
 	return stop;
 }
 
-/* Add the name to the batch: a temporary file with its time, else a name to read. */
+/*
+ * Add the name to the batch: a temporary file with its time, else a name to
+ * read.  This node's own temporary files are leftovers of a killed run
+ * (writers hold the run lock, as fs_write's own clean-up assumes): removed,
+ * since rv_put does not look for them (FS_KEEP_TEMPS).
+ */
 static void batch_add(struct batch *b, const char *name)
 {
-	struct slot *s = &b->s[b->n++];
+	struct slot *s;
 	struct stat st;
+
+	if (strstr(name, TMP_MARK) && b->reown && fs_is_own_temp(b->c, name)) {
+		(void)unlinkat(b->dfd, name, 0);
+		return;
+	}
+	s = &b->s[b->n++];
 
 	memset(s, 0, sizeof(*s));
 	s->name_off = b->names.len;
@@ -771,7 +785,8 @@ static void batch_add(struct batch *b, const char *name)
 
 int rv_dir_list_prep(struct rendezvous *rv, struct report *rep, const struct rv_lister *l)
 {
-	struct batch b = { .t = &rv->tree, .reown = ctx_may_write(rv->c), .max = rv->o.max_bytes, .l = l };
+	struct batch b = { .c = rv->c, .t = &rv->tree, .reown = ctx_may_write(rv->c), .max = rv->o.max_bytes,
+			   .l = l };
 	unsigned threads = list_threads();
 	struct dirent *de;
 	int r = 0, err;

@@ -162,6 +162,39 @@ static void test_dir(struct ctx *c)
 	strlist_free(&s.names);
 	strlist_free(&s.refused);
 
+	/*
+	 * A run killed mid-put leaves "<name>.hpcinit-tmp.<node>.XXXXXX".  rv_put does
+	 * not readdir the collection for it (10,000 entries): the next list removes
+	 * this node's own (writers hold the run lock), leaves another node's, and
+	 * in check mode removes nothing.
+	 */
+	put_file(CERTS "/node1.cert.hpcinit-tmp.node1.abcdef", "half", 0600, 0);
+	put_file(CERTS "/node1.cert.hpcinit-tmp.node2.abcdef", "half", 0600, 0);
+	TEST_INTEQ(rv_put(&rv, &rep, "node1.cert", "cert-text 2\n", 12), 1);
+	p = host(CERTS "/node1.cert.hpcinit-tmp.node1.abcdef");
+	TEST_CHECK(access(p, F_OK) == 0);
+	c->mode = RUN_CHECK;
+	TEST_INTEQ(rv_list(&rv, &rep, NULL, collect, &s), 0);
+	TEST_CHECK(access(p, F_OK) == 0);
+	TEST_CHECK(has(&s.refused, "node1.cert.hpcinit-tmp.node1.abcdef:temp"));
+	strlist_free(&s.names);
+	strlist_free(&s.refused);
+	c->mode = RUN_APPLY;
+	TEST_INTEQ(rv_list(&rv, &rep, NULL, collect, &s), 0);
+	TEST_CHECK(access(p, F_OK) < 0 && errno == ENOENT);
+	TEST_CHECK(!has(&s.refused, "node1.cert.hpcinit-tmp.node1.abcdef:temp"));
+	TEST_CHECK(has(&s.refused, "node1.cert.hpcinit-tmp.node2.abcdef:temp"));
+	TEST_CHECK(fs_is_own_temp(c, "x.rec.hpcinit-tmp.node1.Zz09_a"));
+	TEST_CHECK(!fs_is_own_temp(c, "x.rec.hpcinit-tmp.node1.Zz09_"));
+	TEST_CHECK(!fs_is_own_temp(c, "x.rec.hpcinit-tmp.node10.Zz09_a"));
+	TEST_CHECK(!fs_is_own_temp(c, ".hpcinit-tmp.node1.Zz09_a"));
+	free(p);
+	strlist_free(&s.names);
+	strlist_free(&s.refused);
+	p = host(CERTS "/node1.cert.hpcinit-tmp.node2.abcdef");
+	unlink(p);
+	free(p);
+
 	/* Removing a link removes the link, never its target. */
 	TEST_INTEQ(rv_remove(&rv, &rep, "link.cert"), 1);
 	p = host("/etc-secret");
