@@ -279,6 +279,51 @@ struct tried {
 };
 
 
+/* What a transfer that got no HTTP answer says, with the TLS setting to look at (never a key or a password). */
+static void curl_failure(size_t i, CURLcode cc, char *what, size_t size)
+{
+	bool tls = strncmp(etcd_endpoints[i], "https:", 6) == 0;
+	const char *hint = "";
+
+	if (cc == CURLE_PEER_FAILED_VERIFICATION)
+		hint = etcd_cacert ? " (the member's certificate does not verify against "
+			"discovery.ca_file, or does not name this address)" :
+			" (the member's certificate does not verify against the system's CAs: "
+			"set discovery.ca_file)";
+	else if (tls && !etcd_cert && (cc == CURLE_RECV_ERROR || cc == CURLE_SSL_CONNECT_ERROR ||
+				  cc == CURLE_SEND_ERROR))
+		hint = " (TLS handshake refused: a member with --client-cert-auth needs "
+			"discovery.cert_file and key_file)";
+	else if (tls && (cc == CURLE_SSL_CERTPROBLEM || cc == CURLE_SSL_CONNECT_ERROR))
+		hint = " (check discovery.cert_file and key_file)";
+	snprintf(what, size, "%s%s", curl_easy_strerror(cc), hint);
+}
+
+/*
+ * An endpoint took the request and gave no answer in time: a member busy
+ * with many nodes' requests at once (a cold start of a thousand).  Ask
+ * again while the run's time (end) lasts, with twice the timeout each time,
+ * after a pause with jitter (100 ms doubling to 2 s, half of it random) so
+ * that the nodes that timed out together do not come back together.  true:
+ * paused, ask again with *tmo.
+ */
+static bool ask_again(const char *path, const char *what, size_t busy, int64_t end, unsigned *attempt,
+		      long *tmo)
+{
+	int64_t pause = *attempt < 5 ? 100LL << *attempt : 2000, left;
+
+	pause = pause / 2 + random() % (pause / 2 + 1);
+	left = end - mono_ms() - pause;
+	if (left < 1000)
+		return false;
+	*tmo = *tmo * 2 < left ? *tmo * 2 : (long)left;
+	(*attempt)++;
+	fprintf(stderr, "hpcinit-etcd: %s: %s: %s (busy); asking again in %" PRId64 " ms (timeout %ld ms)\n",
+		path, etcd_endpoints[busy], what, pause, *tmo);
+	sleep_ms(pause);
+	return true;
+}
+
 /*
  * POST body to path on the endpoints in turn, from the one that answered
  * last.  0 and the parsed answer of the first endpoint that gave an HTTP
@@ -335,22 +380,7 @@ again:
 			return R_LIMIT;
 		}
 		if (cc != CURLE_OK) {
-			bool tls = strncmp(etcd_endpoints[i], "https:", 6) == 0;
-			const char *hint = "";
-
-			/* Name the TLS setting to look at (never a key or a password). */
-			if (cc == CURLE_PEER_FAILED_VERIFICATION)
-				hint = etcd_cacert ? " (the member's certificate does not verify against "
-					"discovery.ca_file, or does not name this address)" :
-					" (the member's certificate does not verify against the system's CAs: "
-					"set discovery.ca_file)";
-			else if (tls && !etcd_cert && (cc == CURLE_RECV_ERROR || cc == CURLE_SSL_CONNECT_ERROR ||
-						  cc == CURLE_SEND_ERROR))
-				hint = " (TLS handshake refused: a member with --client-cert-auth needs "
-					"discovery.cert_file and key_file)";
-			else if (tls && (cc == CURLE_SSL_CERTPROBLEM || cc == CURLE_SSL_CONNECT_ERROR))
-				hint = " (check discovery.cert_file and key_file)";
-			snprintf(tried[k].what, sizeof(tried[k].what), "%s%s", curl_easy_strerror(cc), hint);
+			curl_failure(i, cc, tried[k].what, sizeof(tried[k].what));
 		} else if (status >= 500 || status == 0) {
 			json_object *j = b.p ? json_tokener_parse(b.p) : NULL, *m = NULL;
 
@@ -405,29 +435,9 @@ again:
 		}
 		free(b.p);
 	}
-	if (slow) {
-		/*
-		 * An endpoint took the request and gave no answer in time: a
-		 * member busy with many nodes' requests at once (a cold start of
-		 * a thousand).  Ask again while the run's time lasts, with twice
-		 * the timeout each time, after a pause with jitter (100 ms
-		 * doubling to 2 s, half of it random) so that the nodes that
-		 * timed out together do not come back together.
-		 */
-		int64_t pause = attempt < 5 ? 100LL << attempt : 2000, left;
-
-		pause = pause / 2 + random() % (pause / 2 + 1);
-		left = end - mono_ms() - pause;
-		if (left >= 1000) {
-			tmo = tmo * 2 < left ? tmo * 2 : (long)left;
-			attempt++;
-			fprintf(stderr, "hpcinit-etcd: %s: %s: %s (busy); asking again in %" PRId64
-				" ms (timeout %ld ms)\n", path, etcd_endpoints[(etcd_cur + slow_k) % etcd_n_endpoints],
-				tried[slow_k].what, pause, tmo);
-			sleep_ms(pause);
-			goto again;
-		}
-	}
+	if (slow && ask_again(path, tried[slow_k].what, (etcd_cur + slow_k) % etcd_n_endpoints, end,
+			      &attempt, &tmo))
+		goto again;
 	fprintf(stderr, "hpcinit-etcd: no etcd endpoint answered %s:", path);
 	for (size_t k = 0; k < etcd_n_endpoints; k++)
 		fprintf(stderr, "%s %s: %s", k ? ";" : "", etcd_endpoints[(etcd_cur + k) % etcd_n_endpoints],

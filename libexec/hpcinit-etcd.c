@@ -416,6 +416,19 @@ static bool parse_i64(const char *s, int64_t *ret)
 	return true;
 }
 
+/* etcd's authenticate carries the password itself: only over TLS.  false (said) when an endpoint is not https://. */
+static bool auth_over_tls(void)
+{
+	for (size_t k = 0; k < etcd_n_endpoints; k++)
+		if (strncmp(etcd_endpoints[k], "https://", 8) != 0) {
+			fprintf(stderr, "hpcinit-etcd: endpoint %s is not https://: the password of "
+				"%s would cross the network in clear text; refused (use https:// "
+				"endpoints with discovery.auth_file)\n", safe_str(etcd_endpoints[k], 0), etcd_auth_file);
+			return false;
+		}
+	return true;
+}
+
 int main(int argc, char **argv)
 {
 	int i = 1, ret;
@@ -473,16 +486,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "hpcinit-etcd: libcurl did not start\n");
 		return EX_DOWN;
 	}
-	if (etcd_auth_file) {
-		for (size_t k = 0; k < etcd_n_endpoints; k++)
-			if (strncmp(etcd_endpoints[k], "https://", 8) != 0) {
-				/* etcd's authenticate carries the password itself: only over TLS. */
-				fprintf(stderr, "hpcinit-etcd: endpoint %s is not https://: the password of "
-					"%s would cross the network in clear text; refused (use https:// "
-					"endpoints with discovery.auth_file)\n", safe_str(etcd_endpoints[k], 0), etcd_auth_file);
-				return EX_REFUSED;
-			}
-	}
+	if (etcd_auth_file && !auth_over_tls())
+		return EX_REFUSED;
 	if (etcd_auth_file && etcd_n_endpoints) {
 		int r = authenticate();
 
