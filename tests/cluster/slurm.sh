@@ -177,7 +177,10 @@ MPI_TYPE=$(on "$H" srun --mpi=list 2>&1 | grep -o 'pmix' | head -1 || true)
 [ -n "$MPI_TYPE" ] || MPI_TYPE=pmi2
 if [ -x "$MPI_HELLO" ]; then
 	rc=0
-	on "$H" timeout 60 env OMPI_MCA_btl=tcp,self OMPI_MCA_btl_tcp_if_include=eth0 \
+	# pml ob1 over TCP, what hpcinit's mpi step writes for an Ethernet cluster (modules/mpi/fabric.c):
+	# these nodes run no mpi step, and a CI run once saw rank 0 die in MPI_Init (a jump to NULL)
+	# with Open MPI free to pick pml ucx in the namespace.
+	on "$H" timeout 60 env OMPI_MCA_pml=ob1 OMPI_MCA_btl=tcp,self OMPI_MCA_btl_tcp_if_include=eth0 \
 		OMPI_MCA_oob_tcp_if_include=eth0 srun -N2 --ntasks-per-node=1 --mpi="$MPI_TYPE" "$MPI_HELLO" \
 		> "$T/mpi.out" 2>&1 || rc=$?
 	mpi_ok() {
