@@ -235,6 +235,19 @@ struct await_state {
 	bool formed_ends, formed;       /* a record saying "formed: true" ends the wait too */
 };
 
+/* Room for one more key in a (its three arrays grow together). */
+static void await_room(struct await_state *a)
+{
+	if (a->n < a->cap)
+		return;
+	a->cap = a->cap ? 2 * a->cap : 64;
+	a->keys = realloc(a->keys, a->cap * sizeof(*a->keys));
+	a->items = realloc(a->items, a->cap * sizeof(*a->items));
+	a->item_len = realloc(a->item_len, a->cap * sizeof(*a->item_len));
+	if (!a->keys || !a->items || !a->item_len)
+		abort();
+}
+
 static size_t key_find(const struct await_state *a, const char *k)
 {
 	for (size_t i = 0; i < a->n; i++)
@@ -276,14 +289,7 @@ static void await_event(struct await_state *a, json_object *kv, bool deleted)
 		return;
 	i = key_find(a, k);
 	if (i == a->n) {
-		if (a->n == a->cap) {
-			a->cap = a->cap ? 2 * a->cap : 64;
-			a->keys = realloc(a->keys, a->cap * sizeof(*a->keys));
-			a->items = realloc(a->items, a->cap * sizeof(*a->items));
-			a->item_len = realloc(a->item_len, a->cap * sizeof(*a->item_len));
-			if (!a->keys || !a->items || !a->item_len)
-				abort();
-		}
+		await_room(a);
 		a->keys[a->n] = k;
 		a->item_len[a->n] = 0;
 		a->n++;
@@ -384,14 +390,7 @@ static bool await_seed(struct await_state *a, int64_t rev, const char *p, size_t
 			free(item);
 			break;
 		}
-		if (a->n == a->cap) {
-			a->cap = a->cap ? 2 * a->cap : 64;
-			a->keys = realloc(a->keys, a->cap * sizeof(*a->keys));
-			a->items = realloc(a->items, a->cap * sizeof(*a->items));
-			a->item_len = realloc(a->item_len, a->cap * sizeof(*a->item_len));
-			if (!a->keys || !a->items || !a->item_len)
-				abort();
-		}
+		await_room(a);
 		a->keys[a->n] = k;
 		a->items[a->n] = item;
 		a->item_len[a->n] = hl + kl + vl + 1;

@@ -157,6 +157,9 @@ for n in "${SIZES[@]}"; do
 	MED2[$n]=$m2
 	# baselines
 	recs=("$NODES_DIR"/*.rec)
+	# the cat baseline verified before it is timed: every record's bytes, nothing short
+	[ "$(cat "${recs[@]}" | wc -c)" = "$(stat -c %s "${recs[@]}" | awk '{ s += $1 } END { print s }')" ] ||
+		die "$n records: cat of the records printed fewer bytes than they hold"
 	RS=$("$T/runstat" "$RUNS" /bin/cat "${recs[@]}") || { echo "$0: a timed run failed (runstat above); no numbers printed for it" >&2; exit 1; }
 	read -r mc pc rc <<< "$RS"
 	CATCPU[$n]=$(cpu_ms /bin/cat "${recs[@]}")
