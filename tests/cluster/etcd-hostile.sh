@@ -65,10 +65,20 @@ ETCDCTL=(env ETCDCTL_API=3 etcdctl --endpoints "$URL")
 openssl rand -hex 32 > "$T/cluster.key"
 PREFIX=/hpcinit/hx/nodes/
 
-# mkroot NAME EXTRA_YAML: a fake root for node NAME with method etcd
+# booted NAME SECONDS_AGO OFFSET: NAME's /proc/stat says it booted SECONDS_AGO by a clock OFFSET s off
+booted() {
+	mkdir -p "$T/$1/proc"
+	printf 'cpu  1 2 3 4\nbtime %d\n' $(($(date +%s) - $2 + $3)) > "$T/$1/proc/stat"
+}
+# mkroot NAME EXTRA_YAML: a fake root for node NAME with method etcd.  Each node's boot time is
+# its own /proc/stat (an hour ago, by the true clock), never the host's: a node whose clock is
+# off needs a btime by its own clock (booted ... OFFSET), and the host's btime follows the true
+# one (with the host's, node5 below, 600 s behind, dated its record in the future whenever the
+# machine had booted less than 540 s before: the check failed one run in N on fresh machines).
 mkroot() {
 	local R=$T/$1
 	mkdir -p "$R/etc/hpcinit" "$R/etc/ssh" "$R/run/hpcinit"
+	booted "$1" 3600 0
 	printf 'root:x:0:0:root:/root:/bin/bash\n' > "$R/etc/passwd"
 	install -m 0600 "$T/cluster.key" "$R/etc/hpcinit/cluster.key"
 	cat > "$R/etc/hpcinit/node.yaml" <<-EOF
@@ -175,15 +185,10 @@ clocked() {
 		HPCINIT_ADDRESS=$3 "$HPCINIT" apply --only discovery,hostfile --root "$T/$2" \
 		-c "$T/$2/etc/hpcinit/node.yaml" --hostname "$2" -v >"$4" 2>&1 || rc=$?
 }
-# booted NAME SECONDS_AGO OFFSET: NAME's /proc/stat says it booted SECONDS_AGO by a clock OFFSET s off
-booted() {
-	mkdir -p "$T/$1/proc"
-	printf 'cpu  1 2 3 4\nbtime %d\n' $(($(date +%s) - $2 + $3)) > "$T/$1/proc/stat"
-}
 # in_hostfile_of NODE NAME
 in_hostfile_of() { grep -qx "$2" "$T/$1/etc/hpcinit/hostfile.plain"; }
 mkroot node4 ""; booted node4 30 600
-mkroot node5 ""
+mkroot node5 ""; booted node5 3600 -600
 mkroot node6 ""; booted node6 30 0
 clocked +600s node4 10.0.0.4 "$T/clock4"
 rc4=$rc
