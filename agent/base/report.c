@@ -141,8 +141,11 @@ void report_changed(struct report *r, const char *path)
 	strlist_push(&r->changed, path);
 }
 
-/* n more findings not kept: counted by the last entry, tagged report.more-findings */
-static void findings_drop(struct report *r, size_t n, enum rstatus sev)
+/*
+ * n more findings not kept: counted by the last entry, tagged
+ * report.more-findings; a cluster finding as long as every one it counts is.
+ */
+static void findings_drop(struct report *r, size_t n, enum rstatus sev, bool cluster)
 {
 	struct finding *f;
 
@@ -150,10 +153,12 @@ static void findings_drop(struct report *r, size_t n, enum rstatus sev)
 		r->findings = xrealloc(r->findings, (r->n_findings + 1) * sizeof(*r->findings));
 		f = &r->findings[r->n_findings++];
 		f->sev = ST_OK;
+		f->cluster = true;
 		f->tag = xstrdup("report.more-findings");
 		f->text = NULL;
 	}
 	f = &r->findings[r->n_findings - 1];
+	f->cluster = f->cluster && cluster;
 	r->findings_dropped += n;
 	if (rank(sev) > rank(f->sev))
 		f->sev = sev;
@@ -162,27 +167,47 @@ static void findings_drop(struct report *r, size_t n, enum rstatus sev)
 			    r->findings_dropped, REPORT_MAX_FINDINGS);
 }
 
-void report_finding(struct report *r, enum rstatus sev, const char *tag, const char *fmt, ...)
+static void finding_add(struct report *r, enum rstatus sev, bool cluster, const char *tag, const char *fmt,
+			va_list ap) __attribute__((format(printf, 5, 0)));
+static void finding_add(struct report *r, enum rstatus sev, bool cluster, const char *tag, const char *fmt,
+			va_list ap)
 {
 	struct strbuf text = STRBUF_INIT;
 	struct finding *f;
-	va_list ap;
 
-	va_start(ap, fmt);
 	escaped_vprintf(&text, fmt, ap);
-	va_end(ap);
 	report_detail(r, "%s", sb_str(&text));
-	report_raise(r, sev);
+	if (!cluster)
+		report_raise(r, sev);
 	if (r->findings_dropped || r->n_findings >= REPORT_MAX_FINDINGS) {
-		findings_drop(r, 1, sev);
+		findings_drop(r, 1, sev, cluster);
 		sb_free(&text);
 		return;
 	}
 	r->findings = xrealloc(r->findings, (r->n_findings + 1) * sizeof(*r->findings));
 	f = &r->findings[r->n_findings++];
 	f->sev = sev;
+	f->cluster = cluster;
 	f->tag = xstrdup(tag);
 	f->text = sb_steal(&text);
+}
+
+void report_finding(struct report *r, enum rstatus sev, const char *tag, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	finding_add(r, sev, false, tag, fmt, ap);
+	va_end(ap);
+}
+
+void report_cluster(struct report *r, const char *tag, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	finding_add(r, ST_DEGRADED, true, tag, fmt, ap);
+	va_end(ap);
 }
 
 void report_take_findings(struct report *dst, const struct report *src)
@@ -190,7 +215,10 @@ void report_take_findings(struct report *dst, const struct report *src)
 	size_t kept = src->n_findings - (src->findings_dropped ? 1 : 0);
 
 	for (size_t i = 0; i < kept; i++)
-		report_finding(dst, src->findings[i].sev, src->findings[i].tag, "%s", src->findings[i].text);
+		if (src->findings[i].cluster)
+			report_cluster(dst, src->findings[i].tag, "%s", src->findings[i].text);
+		else
+			report_finding(dst, src->findings[i].sev, src->findings[i].tag, "%s", src->findings[i].text);
 	if (src->findings_dropped) {
 		const struct finding *m = &src->findings[src->n_findings - 1];
 
@@ -198,8 +226,9 @@ void report_take_findings(struct report *dst, const struct report *src)
 			details_drop(dst, src->findings_dropped);   /* each was a line */
 		else
 			report_detail(dst, "%s", m->text);
-		report_raise(dst, m->sev);
-		findings_drop(dst, src->findings_dropped, m->sev);
+		if (!m->cluster)
+			report_raise(dst, m->sev);
+		findings_drop(dst, src->findings_dropped, m->sev, m->cluster);
 	}
 }
 
@@ -208,7 +237,7 @@ size_t report_problems(const struct report *r)
 	size_t n = 0;
 
 	for (size_t i = 0; i < r->n_findings; i++)
-		n += rank(r->findings[i].sev) > 0;
+		n += rank(r->findings[i].sev) > 0 && !r->findings[i].cluster;
 	return n;
 }
 
@@ -219,7 +248,7 @@ bool report_summarize(struct report *r)
 	if (rank(r->status) == 0)
 		return false;
 	for (size_t i = 0; i < r->n_findings; i++) {
-		if (r->findings[i].sev != r->status)
+		if (r->findings[i].sev != r->status || r->findings[i].cluster)
 			continue;
 		if (more > 1)
 			report_set(r, r->status, "%s (+%zu more)", r->findings[i].text, more - 1);
@@ -244,6 +273,29 @@ const char *finding_severity_name(enum rstatus sev)
 		return "failed";
 	}
 	return "?";
+}
+
+const char *finding_kind_name(const struct finding *f)
+{
+	return f->cluster ? "cluster" : finding_severity_name(f->sev);
+}
+
+bool finding_kind_from_name(const char *s, enum rstatus *ret_sev, bool *ret_cluster)
+{
+	static const enum rstatus all[] = { ST_OK, ST_CHANGED, ST_DEGRADED, ST_FAILED };
+
+	if (s && strcmp(s, "cluster") == 0) {
+		*ret_sev = ST_DEGRADED;
+		*ret_cluster = true;
+		return true;
+	}
+	for (size_t i = 0; s && i < sizeof(all) / sizeof(all[0]); i++)
+		if (strcmp(s, finding_severity_name(all[i])) == 0) {
+			*ret_sev = all[i];
+			*ret_cluster = false;
+			return true;
+		}
+	return false;
 }
 
 const char *rstatus_name(enum rstatus st, enum run_mode mode)

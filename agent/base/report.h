@@ -36,6 +36,7 @@ enum rstatus {
  */
 struct finding {
 	enum rstatus sev;
+	bool cluster;   /* about other nodes (report_cluster): never this node's status */
 	char *tag;
 	char *text;
 };
@@ -70,6 +71,16 @@ void report_changed(struct report *r, const char *path);
 void report_finding(struct report *r, enum rstatus sev, const char *tag, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 /*
+ * A cluster finding: what a step saw of other nodes or of what they share
+ * (a record rejected, a KRL a non-head wrote).  A detail line and a finding
+ * {ST_DEGRADED, tag, text, cluster} like report_finding (severity "cluster"
+ * in JSON), shown in status and counted
+ * in the metrics, but the report's status is NOT raised: a peer's bad record
+ * is never a reason to drain, fail, or answer Unhealthy for this node.
+ */
+void report_cluster(struct report *r, const char *tag, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/*
  * A step's details and findings are bounded (report.c): the first 1000
  * lines (128 KiB), then a "... N more" line; the first 1000 findings, then
  * one tagged report.more-findings that counts the rest (worst severity).
@@ -77,7 +88,7 @@ void report_finding(struct report *r, enum rstatus sev, const char *tag, const c
  * its count of those not kept included.
  */
 void report_take_findings(struct report *dst, const struct report *src);
-/* Findings that are a problem (sev above ST_OK). */
+/* Findings that are a problem of this node (sev above ST_OK, not cluster findings). */
 size_t report_problems(const struct report *r);
 /*
  * The worst-first summary: the first finding whose severity is the report's
@@ -88,5 +99,9 @@ bool report_summarize(struct report *r);
 const char *rstatus_name(enum rstatus st, enum run_mode mode);
 /* Severity of a finding in JSON: "info", "change", "degraded", "failed". */
 const char *finding_severity_name(enum rstatus sev);
+/* A finding's kind in JSON and the metrics: "cluster" for a cluster finding, else its severity's name. */
+const char *finding_kind_name(const struct finding *f);
+/* The reverse of finding_kind_name: false for an unknown name. */
+bool finding_kind_from_name(const char *s, enum rstatus *ret_sev, bool *ret_cluster);
 
 #endif

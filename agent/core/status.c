@@ -97,18 +97,6 @@ static bool status_from_name(const char *s, enum rstatus *ret)
 	return false;
 }
 
-static bool severity_from_name(const char *s, enum rstatus *ret)
-{
-	static const enum rstatus all[] = { ST_OK, ST_CHANGED, ST_DEGRADED, ST_FAILED };
-
-	for (size_t i = 0; s && i < sizeof(all) / sizeof(all[0]); i++)
-		if (strcmp(s, finding_severity_name(all[i])) == 0) {
-			*ret = all[i];
-			return true;
-		}
-	return false;
-}
-
 static size_t module_index(const char *name)
 {
 	size_t i;
@@ -146,11 +134,13 @@ static void load_module(yaml_document_t *doc, yaml_node_t *m, struct report *r)
 	     it && it < seq->data.sequence.items.top; it++) {
 		yaml_node_t *f = yaml_document_get_node(doc, *it);
 		enum rstatus sev;
+		bool cluster;
 
-		if (!severity_from_name(ydoc_get(doc, f, "severity"), &sev))
+		if (!finding_kind_from_name(ydoc_get(doc, f, "severity"), &sev, &cluster))
 			continue;
 		r->findings = xrealloc(r->findings, (r->n_findings + 1) * sizeof(*r->findings));
 		r->findings[r->n_findings].sev = sev;
+		r->findings[r->n_findings].cluster = cluster;
 		r->findings[r->n_findings].tag = xstrdup(ydoc_get(doc, f, "tag") ?: "");
 		r->findings[r->n_findings].text = xstrdup(ydoc_get(doc, f, "text") ?: "");
 		if (strcmp(r->findings[r->n_findings].tag, "report.more-findings") == 0) {
@@ -491,7 +481,7 @@ static char *metrics_compose(const struct part *parts, const struct boot *b)
 		for (size_t j = 0; k >= 0 && j < parts[k].reports[i].n_findings; j++) {
 			const struct finding *f = &parts[k].reports[i].findings[j];
 
-			if (f->sev != ST_DEGRADED && f->sev != ST_FAILED)
+			if ((f->sev != ST_DEGRADED && f->sev != ST_FAILED) || f->cluster)
 				continue;
 			sb_append(&sb, "hpcinit_finding{");
 			prom_label(&sb, "step", module_table[i]->name, 1);
@@ -628,7 +618,7 @@ static void json_module(struct strbuf *sb, const char *name, const struct report
 		const struct finding *f = &r->findings[j];
 
 		sb_append(sb, j ? ", {" : "{");
-		json_kv_str(sb, "severity", finding_severity_name(f->sev), 1);
+		json_kv_str(sb, "severity", finding_kind_name(f), 1);
 		json_kv_str(sb, "tag", f->tag, 0);
 		json_kv_str(sb, "text", f->text, 0);
 		sb_append(sb, "}");

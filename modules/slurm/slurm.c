@@ -334,7 +334,7 @@ static enum rstatus readiness(const struct ctx *c, struct strlist *tags, bool *r
 			size_t before = tags->n;
 
 			for (size_t j = 0; j < r->n_findings; j++)
-				if (r->findings[j].sev == sev)
+				if (r->findings[j].sev == sev && !r->findings[j].cluster)
 					strlist_push(tags, r->findings[j].tag);
 			if (tags->n == before)
 				strlist_push_take(tags, xasprintf("%s.%s", m->name, sev == ST_FAILED ? "failed" :

@@ -77,6 +77,46 @@ int main(void)
 	TEST_CHECK(r.details.len <= REPORT_MAX_BYTES + 200);
 	TEST_CHECK(strstr(sb_str(&r.details), "... 68 more detail lines not kept") != NULL);
 	report_free(&r);
+	/* cluster findings: shown and counted, never this node's status (issue 33, item 2) */
+	report_init(&r);
+	report_cluster(&r, "discovery.record.truncated", "record %s: truncated; rejected", "evil");
+	TEST_INTEQ(r.status, ST_OK);
+	TEST_INTEQ(r.n_findings, 1);
+	TEST_CHECK(r.findings[0].cluster);
+	TEST_STREQ(finding_kind_name(&r.findings[0]), "cluster");
+	TEST_INTEQ(report_problems(&r), 0);
+	TEST_CHECK(!report_summarize(&r));
+	TEST_CHECK(strstr(sb_str(&r.details), "record evil: truncated; rejected\n") != NULL);
+	report_finding(&r, ST_DEGRADED, "discovery.expect", "2 of 3 peers");
+	TEST_INTEQ(r.status, ST_DEGRADED);
+	TEST_INTEQ(report_problems(&r), 1);
+	TEST_CHECK(report_summarize(&r));
+	TEST_STREQ(r.summary, "2 of 3 peers");
+	report_free(&r);
+	{
+		enum rstatus sev = ST_OK;
+		bool cl = false;
+
+		TEST_CHECK(finding_kind_from_name("cluster", &sev, &cl) && cl && sev == ST_DEGRADED);
+		TEST_CHECK(finding_kind_from_name("failed", &sev, &cl) && !cl && sev == ST_FAILED);
+		TEST_CHECK(!finding_kind_from_name("bogus", &sev, &cl));
+	}
+	/* 30,000 cluster findings: the count of those not kept is a cluster finding too */
+	report_init(&r);
+	for (int i = 0; i < 30000; i++)
+		report_cluster(&r, "discovery.record.rejected", "record junk%d.rec: rejected", i);
+	TEST_INTEQ(r.status, ST_OK);
+	TEST_CHECK(r.findings[REPORT_MAX_FINDINGS].cluster);
+	{
+		struct report dst;
+
+		report_init(&dst);
+		report_take_findings(&dst, &r);
+		TEST_INTEQ(dst.status, ST_OK);
+		TEST_CHECK(dst.findings[0].cluster && dst.findings[REPORT_MAX_FINDINGS].cluster);
+		report_free(&dst);
+	}
+	report_free(&r);
 	TEST_STREQ(rstatus_name(ST_CHANGED, RUN_APPLY), "changed");
 	TEST_STREQ(rstatus_name(ST_CHANGED, RUN_CHECK), "drift");
 	TEST_STREQ(rstatus_name(ST_CHANGED, RUN_PLAN), "would change");
