@@ -51,6 +51,20 @@ struct run_so_far {
 	const bool *ran;
 };
 
+/*
+ * The node's state as hpcinit composes it from its latest runs (status.json):
+ * what status, the health endpoint, the textfile, Slurm and this node's
+ * record say of it.  The runner sets c->node before the steps run (the state
+ * the last runs left) and again once it wrote this run's status, before it
+ * calls the announce hooks (agent/core/status.c, status_node_state).
+ */
+struct node_state {
+	bool known;             /* false: no full apply since boot (nothing to say yet) */
+	enum rstatus status;    /* ST_OK ready, ST_DEGRADED or ST_FAILED */
+	char reason[128];       /* the worst finding's tag ("" when ready) */
+	int64_t ready_ms;       /* ms from the kernel's start to ready in this boot; -1 not yet */
+};
+
 struct ctx {
 	const struct spec *spec;
 	const char *root;       /* fake root for every path; "" means the real / */
@@ -71,6 +85,8 @@ struct ctx {
 	/* The run so far: the steps before this one, for a step that acts on the
 	 * node's readiness (slurm).  Read only; NULL outside a run. */
 	const struct run_so_far *run;
+	/* The node's state (struct node_state above); known false outside a run. */
+	struct node_state node;
 };
 
 /*
@@ -102,6 +118,10 @@ struct module {
 	/* hpcinit leave (and Scheduled Events): take this node out before discovery
 	 * removes its record.  NULL: nothing to do. */
 	int (*leave)(struct ctx *, struct report *);
+	/* After a run that wrote the node's status, when c->node differs from the
+	 * state before the run: tell the cluster (discovery puts it in this node's
+	 * record).  Run isolated, like leave.  NULL: nothing to do. */
+	int (*announce)(struct ctx *, struct report *);
 };
 
 /* True when the mode may change the system. */

@@ -673,6 +673,32 @@ static int exit_code_of(const struct ctx *c, const struct run_result *res)
 	return 0;
 }
 
+static bool node_state_changed(const struct node_state *a, const struct node_state *b)
+{
+	return a->known != b->known || a->status != b->status || strcmp(a->reason, b->reason) != 0;
+}
+
+/*
+ * The node's state changed in this run: each enabled step with an announce
+ * hook tells the cluster (discovery: this node's record), isolated.  What it
+ * says goes to the log only: the run's report and exit code are the node's.
+ */
+static void announce(struct ctx *c)
+{
+	for (size_t i = 0; module_table[i]; i++) {
+		const struct module *m = module_table[i];
+		struct report rep;
+
+		if (!m->announce || (m->enabled && !m->enabled(c->spec)))
+			continue;
+		report_init(&rep);
+		if (runner_call_isolated(c, m->name, m->announce, &rep) < 0 || rep.status == ST_FAILED)
+			log_msg(LOG_LVL_WARN, "%s: cannot tell the cluster this node's state: %s", m->name,
+				rep.summary[0] ? rep.summary : "failed");
+		report_free(&rep);
+	}
+}
+
 int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
 {
 	size_t n = 0;
@@ -718,6 +744,8 @@ int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
 		proc_stuck_dir(sd);
 		free(sd);
 	}
+	if (c->mode == RUN_APPLY)
+		status_node_state(c, &c->node);   /* what the last runs left: this run's record says it */
 	for (size_t i = 0; i < n; i++)
 		if (res->ran[i])
 			run_one(c, &mods[i], i, res);
@@ -726,7 +754,11 @@ int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
 	res->duration_ms = now_ms() - t0;
 	res->exit_code = exit_code_of(c, res);
 	if (c->mode == RUN_APPLY) {
+		struct node_state before = c->node;
+
 		status_write(c, o, res);
+		if (node_state_changed(&before, &c->node))
+			announce(c);
 		close(lock_fd);   /* releases the flock */
 	}
 	return res->exit_code;

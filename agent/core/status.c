@@ -272,6 +272,30 @@ static int current_exit(const struct part *parts)
 	return failed ? 1 : degraded ? 3 : 0;
 }
 
+/* The node's state from the parts: current_exit's verdict and the worst finding's tag. */
+static void node_state_of(const struct part *parts, struct node_state *ret)
+{
+	int code = current_exit(parts);
+
+	memset(ret, 0, sizeof(*ret));
+	ret->ready_ms = -1;
+	ret->known = parts[PART_APPLY].present;
+	ret->status = code == 1 ? ST_FAILED : code == 3 ? ST_DEGRADED : ST_OK;
+	for (size_t i = 0; ret->status != ST_OK && !ret->reason[0] && module_table[i]; i++) {
+		int k = latest_part(parts, i);
+		const struct report *r = k >= 0 ? &parts[k].reports[i] : NULL;
+
+		for (size_t j = 0; r && r->status == ret->status && j < r->n_findings; j++)
+			if (r->findings[j].sev == ret->status && !r->findings[j].cluster) {
+				snprintf(ret->reason, sizeof(ret->reason), "%s", r->findings[j].tag);
+				break;
+			}
+		if (r && r->status == ret->status && !ret->reason[0])
+			snprintf(ret->reason, sizeof(ret->reason), "%s.%s", module_table[i]->name,
+				 ret->status == ST_FAILED ? "failed" : "degraded");
+	}
+}
+
 const char *status_result_word(int code)
 {
 	return code == 0 ? "ready" : code == 3 ? "degraded" : "failed";
@@ -552,6 +576,10 @@ void status_write(struct ctx *c, const struct run_opts *o, const struct run_resu
 	part_from_result(&parts[id], o, res);
 	boot_update(c, res, id == PART_APPLY, &boot);
 	status = status_compose(c, o, res, parts, &boot);
+	node_state_of(parts, &c->node);
+	for (size_t i = 0; i < boot.n; i++)
+		if (strcmp(boot.ph[i].name, "ready") == 0 && boot.boot_ms > 0 && boot.ph[i].at_ms > 0)
+			c->node.ready_ms = boot.ph[i].at_ms - boot.boot_ms;
 	textfile = metrics_compose(parts, &boot);
 	r = metrics_write(c, textfile);
 	if (r < 0)
@@ -571,6 +599,15 @@ out:
 	free(status);
 	free(pp);
 	free(json);
+}
+
+void status_node_state(const struct ctx *c, struct node_state *ret)
+{
+	struct part parts[N_PARTS];
+
+	load_parts(c, parts);
+	node_state_of(parts, ret);
+	free_parts(parts);
 }
 
 static const char *result_word(const struct ctx *c, int code)

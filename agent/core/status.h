@@ -12,6 +12,8 @@
 
 /* Record an apply's run: its part and status.json. */
 void status_write(struct ctx *c, const struct run_opts *o, const struct run_result *res);
+/* The node's state from the parts on record (before a run: the state the last runs left). */
+void status_node_state(const struct ctx *c, struct node_state *ret);
 /* One step's report as its status-document entry (JSON), and parsed back (0 or -EBADMSG). */
 char *report_to_json(const char *name, const struct report *r);
 int report_from_json(const char *text, size_t len, struct report *r);
