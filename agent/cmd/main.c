@@ -260,6 +260,42 @@ static int parse_opts(int argc, char **argv, struct cli *o)
 	return -1;
 }
 
+/* The run mode and default steps of a command that runs steps; -EINVAL for an unknown one. */
+static int set_mode(struct cli *o)
+{
+	struct ctx *c = &o->c;
+
+	if (strcmp(o->command, "apply") == 0) {
+		c->mode = RUN_APPLY;
+	} else if (strcmp(o->command, "check") == 0) {
+		c->mode = RUN_CHECK;
+		/* a whole check is the node's live state; --only is a look */
+		o->ro.record_check = o->ro.only.n == 0;
+		if (!o->lock_timeout_set)
+			o->ro.lock_timeout_ms = CHECK_LOCK_TIMEOUT_MS;
+	} else if (strcmp(o->command, "plan") == 0) {
+		c->mode = RUN_PLAN;
+	} else if (strcmp(o->command, "refresh") == 0) {
+		c->mode = RUN_APPLY;
+		c->refresh = true;
+		if (o->ro.only.n == 0)
+			split_list_known("discovery,ssh,hostfile", &o->ro.only);
+	} else if (strcmp(o->command, "watch") == 0 || strcmp(o->command, "leave") == 0) {
+		c->mode = RUN_APPLY;
+		c->refresh = true;
+		if (o->ro.only.n == 0)
+			split_list_known("discovery,ssh,hostfile", &o->ro.only);
+	} else if (strcmp(o->command, "verify") == 0) {
+		c->mode = RUN_APPLY;
+		c->verify = true;
+		if (o->ro.only.n == 0)
+			split_list_known("mpi", &o->ro.only);
+	} else {
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct cli o = {
@@ -320,32 +356,7 @@ int main(int argc, char **argv)
 		return status_command(cp, o.json, stdout);
 	if (strcmp(o.command, "health") == 0)
 		return health_main(cp, STDIN_FILENO, STDOUT_FILENO);
-	if (strcmp(o.command, "apply") == 0) {
-		cp->mode = RUN_APPLY;
-	} else if (strcmp(o.command, "check") == 0) {
-		cp->mode = RUN_CHECK;
-		/* a whole check is the node's live state; --only is a look */
-		o.ro.record_check = o.ro.only.n == 0;
-		if (!o.lock_timeout_set)
-			o.ro.lock_timeout_ms = CHECK_LOCK_TIMEOUT_MS;
-	} else if (strcmp(o.command, "plan") == 0) {
-		cp->mode = RUN_PLAN;
-	} else if (strcmp(o.command, "refresh") == 0) {
-		cp->mode = RUN_APPLY;
-		cp->refresh = true;
-		if (o.ro.only.n == 0)
-			split_list_known("discovery,ssh,hostfile", &o.ro.only);
-	} else if (strcmp(o.command, "watch") == 0 || strcmp(o.command, "leave") == 0) {
-		cp->mode = RUN_APPLY;
-		cp->refresh = true;
-		if (o.ro.only.n == 0)
-			split_list_known("discovery,ssh,hostfile", &o.ro.only);
-	} else if (strcmp(o.command, "verify") == 0) {
-		cp->mode = RUN_APPLY;
-		cp->verify = true;
-		if (o.ro.only.n == 0)
-			split_list_known("mpi", &o.ro.only);
-	} else {
+	if (set_mode(&o) < 0) {
 		fprintf(stderr, "hpcinit: unknown command '%s'\nTry 'hpcinit --help'.\n", o.command);
 		return EXIT_USAGE;
 	}

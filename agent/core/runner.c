@@ -718,7 +718,7 @@ static int lock_for_record(struct ctx *c, const struct run_opts *o, int *lock_fd
 	w.mode = RUN_APPLY;     /* /run/hpcinit is hpcinit's own: a check may make it */
 	r = runner_take_lock_while(&w, o->lock_timeout_ms, o->lock_wait, o->lock_wait_arg, lock_fd);
 	if (r < 0 && c->mode == RUN_CHECK) {
-		log_warn("check: not recorded (another run holds the lock): status, the health answer and "
+		log_warn("check: not recorded (it could not take the run lock): status, the health answer and "
 			 "the metrics keep the state the last recorded run left");
 		*record = false;
 		return 0;

@@ -138,7 +138,7 @@ rc=0
 hpcinit check --json --lock-timeout 1s --root "$R" -c "$SPEC" --hostname node01 --kernel-release 6.9.1 \
 	>"$T/c7.json" 2>"$T/c7.err" || rc=$?
 check "locked out: the check still runs (exit 1: it finds the failure)" [ "$rc" -eq 1 ]
-check "locked out: it says it is not recorded" contains "$T/c7.err" "check: not recorded (another run holds the lock)"
+check "locked out: it says it is not recorded" contains "$T/c7.err" "check: not recorded (it could not take the run lock)"
 check "locked out: --json says recorded false" \
 	[ "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["recorded"])' "$T/c7.json")" = False ]
 agree locked-out ready
