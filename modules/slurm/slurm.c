@@ -189,8 +189,10 @@ static int read_key(const struct ctx *c, struct report *rep, char **ret, size_t 
 	}
 	close(fd);
 	if (n < KEY_MIN || n > KEY_MAX) {
-		report_finding(rep, ST_FAILED, "slurm.key.size", "slurm.key_file %s: needs %d to %d bytes "
-			       "(try: dd if=/dev/urandom bs=1 count=128 of=%s)", path, KEY_MIN, KEY_MAX, path);
+		report_finding(rep, ST_FAILED, "slurm.key.size", "slurm.key_file %s: needs %d to %d bytes; "
+			       "generate the key once, on your workstation (dd if=/dev/urandom bs=128 count=1 | "
+			       "base64 -w0), and put the same value in every node's custom-data: a key made on "
+			       "this node alone is not the cluster's", path, KEY_MIN, KEY_MAX);
 		explicit_bzero(buf, KEY_MAX + 1);
 		free(buf);
 		return -EINVAL;
