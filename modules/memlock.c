@@ -393,6 +393,8 @@ static bool systemd_live(struct ctx *c, struct report *r, long long want)
 			       "systemd: not running here (no /run/systemd/system): the drop-in applies when it starts");
 		return false;
 	}
+	if (systemctl_refused(c, r, "systemd (daemon-reload)"))
+		return false;
 	memlock_fmt(want, wbuf, sizeof(wbuf));
 	ret = live_default(c, &live);
 	if (ret < 0) {

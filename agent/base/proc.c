@@ -46,36 +46,79 @@ char *proc_which(const char *name)
 }
 
 /*
- * Is dir (the directory of the running binary) hpcinit's build tree, trusted
- * as much as the binary itself?  configure writes config.status there, an
- * installed system never has one beside the binary.  Both the directory and
- * the marker must be owned by root or by the binary's owner and not be
- * writable by group or others: whoever else could add files there cannot
- * slip in a helper.  why: what failed, when the marker is there but the
- * checks are not met.
+ * Who besides root and this process's user could change what st is?  NULL
+ * when no one, else a phrase (in buf) for the warning.  A directory with the
+ * sticky bit that root owns (/tmp) may be writable by others: they cannot
+ * rename or replace what they do not own in it.
  */
-static bool build_tree_trusted(const char *dir, uid_t exe_uid, const char **why)
+static const char *not_ours(const struct stat *st, char *buf, size_t len)
 {
-	char *marker = xasprintf("%s/config.status", dir);
+	uid_t me = geteuid();
+
+	if (st->st_uid != 0 && st->st_uid != me) {
+		snprintf(buf, len, "owned by uid %u, neither root nor this process's user (uid %u)",
+			 (unsigned)st->st_uid, (unsigned)me);
+		return buf;
+	}
+	if (S_ISDIR(st->st_mode) && (st->st_mode & S_ISVTX) && st->st_uid == 0)
+		return NULL;
+	if (st->st_mode & (S_IWGRP | S_IWOTH)) {
+		snprintf(buf, len, "writable by group or others (mode %04o)", (unsigned)(st->st_mode & 07777));
+		return buf;
+	}
+	return NULL;
+}
+
+/*
+ * Is dir (the directory of the running binary) hpcinit's build tree, trusted
+ * as much as this process itself?  configure writes config.status there, an
+ * installed system never has one beside the binary.  The binary, the marker,
+ * the directory and every directory above it up to / must be owned by root or
+ * by this process's user and not be writable by group or others: whoever
+ * else could add, rename or replace a file there could slip in a helper that
+ * this process (root, at boot) runs.  A root process started from a build
+ * in a user's home is that user's to steer: its helpers are not used.  why
+ * (in buf): what failed, when the marker is there but the checks are not met.
+ */
+static bool build_tree_trusted(const char *dir, const struct stat *exe, char *buf, size_t len,
+			       const char **why)
+{
+	char *marker = xasprintf("%s/config.status", dir), *up = xstrdup(dir), what[96];
 	struct stat st, ms;
+	const char *w = NULL;
 	bool ok = false;
 
 	*why = NULL;
 	if (lstat(marker, &ms) != 0)
 		goto out;               /* not a build tree: the usual case */
-	if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-		*why = "not a directory";
-	else if (st.st_uid != 0 && st.st_uid != exe_uid)
-		*why = "directory owned by someone other than the binary's owner or root";
-	else if (st.st_mode & (S_IWGRP | S_IWOTH))
-		*why = "directory writable by group or others";
-	else if (!S_ISREG(ms.st_mode))
+	if (!S_ISREG(ms.st_mode)) {
 		*why = "config.status is not a regular file";
-	else if (ms.st_uid != st.st_uid && ms.st_uid != 0)
-		*why = "config.status owned by someone other than the directory's owner or root";
-	else
-		ok = true;
+		goto out;
+	}
+	if ((w = not_ours(&ms, what, sizeof(what))))
+		snprintf(buf, len, "config.status is %s", w);
+	else if ((w = not_ours(exe, what, sizeof(what))))
+		snprintf(buf, len, "the binary is %s", w);
+	/* dir, then each directory above it, then / */
+	while (!w) {
+		char *slash = strrchr(up, '/');
+		const char *d = up[0] ? up : "/";
+
+		if (lstat(d, &st) != 0 || !S_ISDIR(st.st_mode)) {
+			snprintf(buf, len, "%s is not a directory", d);
+			w = buf;
+		} else if ((w = not_ours(&st, what, sizeof(what)))) {
+			snprintf(buf, len, "directory %s is %s", d, w);
+		}
+		if (!up[0] || !slash)
+			break;
+		*slash = '\0';
+	}
+	if (w)
+		*why = buf;
+	ok = !w;
 out:
+	free(up);
 	free(marker);
 	return ok;
 }
@@ -86,6 +129,7 @@ const char *proc_build_dir(void)
 	static char *dir;
 	char exe[PATH_MAX], *slash;
 	const char *why;
+	char buf[PATH_MAX + 128];
 	struct stat st;
 	ssize_t n;
 
@@ -100,7 +144,7 @@ const char *proc_build_dir(void)
 	if (!slash || slash == exe)
 		return NULL;
 	*slash = '\0';
-	if (build_tree_trusted(exe, st.st_uid, &why))
+	if (build_tree_trusted(exe, &st, buf, sizeof(buf), &why))
 		dir = xstrdup(exe);
 	else if (why)
 		log_warn("%s looks like a build tree (config.status) but its helpers are not used: %s; "

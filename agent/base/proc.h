@@ -130,11 +130,13 @@ char *argv_render(const char *const argv[]);
 char *proc_helper_path(const char *name);
 /*
  * The running binary's directory when it is hpcinit's build tree, else NULL:
- * it holds configure's config.status, and it and the marker are owned by
- * root or the binary's owner and not writable by group or others (a
- * directory anyone else may write is never trusted; a marker that fails
- * these checks is logged once).  An installed binary (/usr/sbin) has no
- * config.status beside it.  Decided once per process.
+ * it holds configure's config.status, and the marker, the binary, the
+ * directory and every directory above it up to / are owned by root or by
+ * this process's user and not writable by group or others (a root-owned
+ * sticky directory such as /tmp excepted): root started from a build in a
+ * user's home never runs that user's helpers.  A marker that fails these
+ * checks is logged once, naming what failed.  An installed binary (/usr/sbin)
+ * has no config.status beside it.  Decided once per process.
  */
 const char *proc_build_dir(void);
 /*

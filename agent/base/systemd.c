@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -16,10 +17,30 @@
 
 #define SYSTEMCTL_TIMEOUT_MS 30000
 
+bool services_live(const struct ctx *c)
+{
+	return ctx_real_root(c);
+}
+
+bool services_refused(const struct ctx *c, struct report *rep, const char *what)
+{
+	if (services_live(c))
+		return false;
+	if (rep)
+		report_finding(rep, ST_OK, "service.root", "%s: not started: --root %s is a tree, not this "
+			       "machine (hpcinit starts, stops and reloads no service under --root)", what, c->root);
+	return true;
+}
+
 char *systemctl_path(const struct ctx *c)
 {
 	static const char *const cands[] = { "/usr/bin/systemctl", "/bin/systemctl" };
 
+	if (!services_live(c)) {
+		const char *p = secure_getenv("HPCINIT_SYSTEMCTL");
+
+		return p && p[0] == '/' && access(p, X_OK) == 0 ? xstrdup(p) : NULL;
+	}
 	for (size_t i = 0; i < 2; i++) {
 		char *p = ctx_path(c, cands[i]);
 
@@ -28,6 +49,19 @@ char *systemctl_path(const struct ctx *c)
 		free(p);
 	}
 	return NULL;
+}
+
+bool systemctl_refused(const struct ctx *c, struct report *rep, const char *what)
+{
+	char *p;
+	bool none;
+
+	if (services_live(c))
+		return false;
+	p = systemctl_path(c);
+	none = !p;
+	free(p);
+	return none && services_refused(c, rep, what);
 }
 
 int systemctl_run(const struct ctx *c, const char *a1, const char *a2, char **ret_out)

@@ -6,12 +6,27 @@
 #include "hpcinit.h"
 
 /*
- * systemctl of the root: <root>/usr/bin/systemctl, else /bin/systemctl (the
- * same file on merged-/usr systems).  Under a fake root it is the root's
- * own, which is how tests stand in for a running systemd.  malloc'd, NULL
- * when there is none.
+ * --root DIR acts on a tree (an image being built, a test's fake root), never
+ * on the machine hpcinit runs on: under it no service is started, stopped,
+ * restarted or reloaded, and no daemon or service manager is asked (the
+ * tree's own systemctl would reach this machine's systemd; munged, slurmd
+ * and sshd would be this machine's).  The one rule, asked by every step
+ * before it touches a service: services_live is false on a fake root;
+ * services_refused says so too and, when rep, records the information
+ * finding "service.root": "WHAT: not started: --root DIR is a tree, not
+ * this machine".
+ */
+bool services_live(const struct ctx *c);
+bool services_refused(const struct ctx *c, struct report *rep, const char *what);
+/*
+ * systemctl of the root: /usr/bin/systemctl, else /bin/systemctl (the same
+ * file on merged-/usr systems).  On a fake root none (services_live), unless
+ * HPCINIT_SYSTEMCTL names a stand-in (an absolute path; tests stand in for a
+ * running systemd with it).  malloc'd, NULL when there is none.
  */
 char *systemctl_path(const struct ctx *c);
+/* True, after services_refused's finding, when there is no systemctl to run: a fake root without a stand-in. */
+bool systemctl_refused(const struct ctx *c, struct report *rep, const char *what);
 /* systemctl A1 [A2] under a 30 s deadline: 0 and its stdout (when ret_out), or -errno. */
 int systemctl_run(const struct ctx *c, const char *a1, const char *a2, char **ret_out);
 /*

@@ -105,10 +105,11 @@ static void split_list_known(const char *s, struct strlist *out)
 	strlist_free(&all);
 }
 
-static int load_spec(const char *path, struct spec **ret)
+/* The spec at path; its secret files read under root (placeholders: spec errors). */
+static int load_spec(const char *path, const char *root, struct spec **ret)
 {
 	struct diags d = { 0 };
-	int r = spec_load_file(path, ret, &d);
+	int r = spec_load_file_root(path, root, ret, &d);
 
 	if (r < 0) {
 		diags_print(&d, stderr);
@@ -341,7 +342,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "hpcinit: validate takes one file\n");
 			return EXIT_USAGE;
 		}
-		r = load_spec(o.config, &spec);
+		r = load_spec(o.config, o.root, &spec);
 		if (r < 0)
 			return EXIT_USAGE;
 		printf("%s: ok (cluster %s)\n", o.config, spec->cluster.name);
@@ -365,7 +366,7 @@ int main(int argc, char **argv)
 		strlist_free(&o.ro.only);
 		return EXIT_USAGE;
 	}
-	if ((!o.root[0] && spec_file_refused(o.config)) || load_spec(o.config, &spec) < 0) {
+	if ((!o.root[0] && spec_file_refused(o.config)) || load_spec(o.config, o.root, &spec) < 0) {
 		strlist_free(&o.ro.only);
 		return EXIT_USAGE;
 	}

@@ -103,19 +103,27 @@ static const char **argv_of(struct strlist *l)
 
 /* ---- Azure Scheduled Events ---- */
 
-/* resources (the whole list, however long) names this VM: its metadata name, or its hostname. */
-static bool is_me(const struct ctx *c, const char *self, const char *resources)
+/*
+ * resources (the whole list, however long) names this VM (its metadata name,
+ * or its hostname): true, with *others the number of the other VMs it lists.
+ */
+static bool is_me(const struct ctx *c, const char *self, const char *resources, size_t *others)
 {
 	char host[256] = "";
 	char *copy = xstrdup(resources), *save = NULL;
 	bool me = false;
 
+	*others = 0;
 	if (c->hostname)
 		snprintf(host, sizeof(host), "%s", c->hostname);
 	else if (gethostname(host, sizeof(host) - 1) < 0)
 		host[0] = '\0';
-	for (char *r = strtok_r(copy, ",", &save); r && !me; r = strtok_r(NULL, ",", &save))
-		me = (self[0] && !strcmp(r, self)) || (host[0] && !strcasecmp(r, host));
+	for (char *r = strtok_r(copy, ",", &save); r; r = strtok_r(NULL, ",", &save)) {
+		bool this = (self[0] && !strcmp(r, self)) || (host[0] && !strcasecmp(r, host));
+
+		me = me || this;
+		*others += !this;
+	}
 	free(copy);
 	return me;
 }
@@ -162,8 +170,8 @@ static char *next_word(char **p, bool rest)
  * never by the watch itself: a service that does not answer holds up that
  * child alone (each of its helper calls ends at a deadline), and the watch
  * reads what it finds from a pipe in the same poll as everything else.
- * The child writes "mine ID TYPE STATUS" once for each Terminate or
- * Preempt naming this VM.
+ * The child writes "mine ID TYPE STATUS OTHERS" once for each Terminate or
+ * Preempt naming this VM, OTHERS the number of other VMs the event lists.
  */
 static void events_child(void *arg, int fd)
 {
@@ -186,6 +194,7 @@ static void events_child(void *arg, int fd)
 			     l = strtok_r(NULL, "\n", &save)) {
 				char *p = l, *w = next_word(&p, false), *id, *type, *st, *rs;
 				bool known = false;
+				size_t others = 0;
 
 				if (w && !strcmp(w, "self") && (w = next_word(&p, false))) {
 					snprintf(self, sizeof(self), "%s", w);
@@ -195,12 +204,12 @@ static void events_child(void *arg, int fd)
 				    !(type = next_word(&p, false)) || !(st = next_word(&p, false)) ||
 				    !(rs = next_word(&p, true)) ||
 				    (strcmp(type, "Terminate") != 0 && strcmp(type, "Preempt") != 0) ||
-				    !is_me(c, self, rs))
+				    !is_me(c, self, rs, &others))
 					continue;
 				for (size_t i = 0; i < seen.n && !known; i++)
 					known = !strcmp(seen.v[i], id);
 				if (!known) {
-					char *line = xasprintf("mine %s %s %s\n", id, type, st);
+					char *line = xasprintf("mine %s %s %s %zu\n", id, type, st, others);
 					ssize_t n = write(fd, line, strlen(line));
 
 					free(line);
@@ -221,6 +230,7 @@ struct events {
 	uint64_t restart_at, next_leave;
 	struct strbuf in;               /* the child's output not read as lines yet */
 	struct strlist pending;         /* events for this VM, not acknowledged yet */
+	struct strlist shared;          /* those of them that list other VMs too: never acknowledged */
 };
 
 /* Start the child when it is not running; the fd to poll, or -1. */
@@ -267,11 +277,16 @@ static void events_read(struct events *ev)
 	while ((nl = memchr(ev->in.buf, '\n', ev->in.len))) {
 		char *line = xstrndup(ev->in.buf, (size_t)(nl - ev->in.buf)), *p = line;
 		char *w = next_word(&p, false), *id = next_word(&p, false), *type = next_word(&p, false);
-		char *st = next_word(&p, false);
+		char *st = next_word(&p, false), *others = next_word(&p, false);
 
-		if (w && !strcmp(w, "mine") && id && type && st) {
-			fprintf(stderr, "hpcinit watch: scheduled event %s: %s of this VM (%s)\n", id, type, st);
+		if (w && !strcmp(w, "mine") && id && type && st && others) {
+			bool alone = !strcmp(others, "0");
+
+			fprintf(stderr, "hpcinit watch: scheduled event %s: %s of this VM%s%s%s (%s)\n", id, type,
+				alone ? "" : " and ", alone ? "" : others, alone ? "" : " other VM(s)", st);
 			strlist_push(&ev->pending, id);
+			if (!alone)
+				strlist_push(&ev->shared, id);
 		}
 		free(line);
 		ev->in.len -= (size_t)(nl + 1 - ev->in.buf);
@@ -282,8 +297,11 @@ static void events_read(struct events *ev)
 /*
  * An event for this VM: leave the cluster, then acknowledge the events
  * (which lets Azure go ahead at once).  Only after a leave that worked: a
- * failed leave acknowledges nothing and is tried again.  true when the
- * node left: the watch then ends.
+ * failed leave acknowledges nothing and is tried again.  Only an event that
+ * lists this VM alone: acknowledging one that lists other VMs too starts it
+ * for all of them, before their own leave ran; this node leaves and lets
+ * Azure start it at its NotBefore time (or when every VM listed has
+ * acknowledged it).  true when the node left: the watch then ends.
  */
 static bool events_act(struct ctx *c, struct events *ev, uint64_t lock_timeout_ms)
 {
@@ -303,7 +321,16 @@ static bool events_act(struct ctx *c, struct events *ev, uint64_t lock_timeout_m
 	for (size_t i = 0; i < ev->pending.n; i++) {
 		const char *ack[] = { "ack", url, ev->pending.v[i], NULL };
 		struct proc_result ar = { 0 };
+		bool shared = false;
 
+		for (size_t k = 0; k < ev->shared.n && !shared; k++)
+			shared = !strcmp(ev->shared.v[k], ev->pending.v[i]);
+		if (shared) {
+			fprintf(stderr, "hpcinit watch: left the cluster (exit 0); event %s is not acknowledged: it "
+				"lists other VMs too, and acknowledging it would start it for every VM listed before "
+				"their own leave ran; Azure starts it at its NotBefore time\n", ev->pending.v[i]);
+			continue;
+		}
 		fprintf(stderr, "hpcinit watch: left the cluster (exit 0); acknowledging event %s: %s\n",
 			ev->pending.v[i], run_helper(ack, &ar) == 0 ? "done" : "failed");
 		proc_result_free(&ar);
@@ -316,6 +343,7 @@ static void events_free(struct events *ev)
 	events_stop(ev);
 	sb_free(&ev->in);
 	strlist_free(&ev->pending);
+	strlist_free(&ev->shared);
 }
 
 /* ---- shared: poll the names in the nodes directory ---- */

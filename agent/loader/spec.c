@@ -58,6 +58,8 @@ enum mark_slot {
 	M_HF_ADDRESS,
 	M_SLURM,
 	M_SLURM_SERVERS,
+	M_SECRET,
+	M_SLURM_KEY,
 	M_COUNT
 };
 _Static_assert(M_COUNT <= SCHEMA_SLOTS, "the loader keeps SCHEMA_SLOTS marks");
@@ -239,7 +241,7 @@ static const struct field cluster_fields[] = {
 	  "add name: followed by lower-case letters, digits or '-'" },
 	{ "role", &T_ENUM, offsetof(struct spec_cluster, role), role_vals, 0, M_ROLE, NULL },
 	{ "network", &T_CIDR, offsetof(struct spec_cluster, network), &network_cidr, 0, M_NETWORK, NULL },
-	{ "secret_file", &T_PATH, offsetof(struct spec_cluster, secret_file), NULL, 0, M_NONE, NULL },
+	{ "secret_file", &T_PATH, offsetof(struct spec_cluster, secret_file), NULL, 0, M_SECRET, NULL },
 	{ NULL, NULL, 0, NULL, 0, M_NONE, NULL }
 };
 
@@ -470,7 +472,7 @@ static const struct field slurm_fields[] = {
 	{ "memory_margin_percent", &T_INT, offsetof(struct spec_slurm, memory_margin_pct), &margin_int, 0,
 	  M_NONE, NULL },
 	{ "auth", &T_ENUM, offsetof(struct spec_slurm, auth), slurm_auth_vals, 0, M_NONE, NULL },
-	{ "key_file", &T_PATH, offsetof(struct spec_slurm, key_file), NULL, 0, M_NONE, NULL },
+	{ "key_file", &T_PATH, offsetof(struct spec_slurm, key_file), NULL, 0, M_SLURM_KEY, NULL },
 	{ "leave_wait", &T_DURATION, offsetof(struct spec_slurm, leave_wait_ms), &leave_wait_dur, 0,
 	  M_NONE, NULL },
 	{ NULL, NULL, 0, NULL, 0, M_NONE, NULL }
@@ -721,19 +723,83 @@ struct spec *spec_free(struct spec *s)
 	return NULL;
 }
 
-static int load(struct loader *L, struct spec *s)
+/* The placeholder of the example custom-data that the file at root+path (regular, not a link) holds, or NULL. */
+static const char *placeholder(const char *root, const char *path)
+{
+	static const char *const known[] = { SPEC_PLACEHOLDER, "REPLACE ME" /* slurm examples before 33 */ };
+	char *p = xasprintf("%s%s", root, path), buf[4096];
+	int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	const char *r = NULL;
+	struct stat st;
+	ssize_t n = -1;
+
+	free(p);
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		n = read(fd, buf, sizeof(buf));
+	close(fd);
+	for (size_t i = 0; i < 2 && n > 0 && !r; i++)
+		r = memmem(buf, (size_t)n, known[i], strlen(known[i])) ? known[i] : NULL;
+	explicit_bzero(buf, sizeof(buf));
+	return r;
+}
+
+/*
+ * A secret file the spec names that still holds the placeholder of the
+ * example custom-data is a spec error, at the key that names it: a node
+ * that made a secret of its own would be rejected by every peer.  Read under
+ * root; a file not there (a workstation) or unreadable is the step's to say.
+ */
+static void placeholder_checks(struct loader *L, const struct spec *s, const char *root)
+{
+	static const char once[] = "ONCE, on your workstation (%s), and put the same value in every node's custom-data";
+	const struct {
+		const char *key, *path, *how;
+		enum mark_slot slot;
+	} f[] = {
+		{ "cluster.secret_file", s->cluster.secret_file, "openssl rand -hex 32", M_SECRET },
+		{ "slurm.key_file", s->slurm.key_file, "dd if=/dev/urandom bs=128 count=1 | base64 -w0; "
+		  "custom-data encoding: b64", M_SLURM_KEY },
+		{ "discovery.auth_file", s->discovery.auth_file, NULL, M_DISC_AUTH },
+		{ "discovery.key_file", s->discovery.key_file, NULL, M_DISC },
+		{ "ssh.ca_key_file", s->ssh.ca_key_file, NULL, M_SSH_CA_KEY },
+	};
+
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		const char *ph = f[i].path ? placeholder(root, f[i].path) : NULL;
+		char *how = f[i].how ? xasprintf(once, f[i].how) : NULL;
+
+		if (ph)
+			error_mark(L, L->slots[f[i].slot].key, f[i].key, "%s%s still holds the placeholder '%s' of "
+				   "the example custom-data: generate the %s %s; a value made on one node alone is "
+				   "rejected by every peer", root, f[i].path, ph, how ? "secret" : "file's content",
+				   how ? how : "once and put it in the custom-data");
+		free(how);
+	}
+}
+
+static int load(struct loader *L, struct spec *s, const char *root)
 {
 	int r = schema_load(L, root_fields, s, "a mapping with version: 1 and cluster:");
 
 	if (r < 0)
 		return r;
 	cross_checks(L, s);
+	if (root)
+		placeholder_checks(L, s, root);
 	spec_late_defaults(s);
 	return L->src.n_errors ? -EINVAL : 0;
 }
 
 int spec_load_buffer(const char *name, const char *buf, size_t len,
 		     struct spec **ret_spec, struct diags *diags)
+{
+	return spec_load_buffer_root(name, buf, len, NULL, ret_spec, diags);
+}
+
+int spec_load_buffer_root(const char *name, const char *buf, size_t len, const char *root,
+			  struct spec **ret_spec, struct diags *diags)
 {
 	struct loader L;
 	struct spec *s;
@@ -751,7 +817,7 @@ int spec_load_buffer(const char *name, const char *buf, size_t len,
 	s->file = xstrdup(L.src.name);
 	spec_defaults(s);
 
-	r = load(&L, s);
+	r = load(&L, s, root);
 
 	schema_unload(&L);
 	source_close(&L.src);
@@ -764,6 +830,11 @@ int spec_load_buffer(const char *name, const char *buf, size_t len,
 }
 
 int spec_load_file(const char *path, struct spec **ret_spec, struct diags *diags)
+{
+	return spec_load_file_root(path, NULL, ret_spec, diags);
+}
+
+int spec_load_file_root(const char *path, const char *root, struct spec **ret_spec, struct diags *diags)
 {
 	struct strbuf sb = STRBUF_INIT;
 	struct stat st;
@@ -802,7 +873,7 @@ int spec_load_file(const char *path, struct spec **ret_spec, struct diags *diags
 			break;
 	}
 	close(fd);
-	r = spec_load_buffer(path, sb.buf, sb.len, ret_spec, diags);
+	r = spec_load_buffer_root(path, sb.buf, sb.len, root, ret_spec, diags);
 	sb_free(&sb);
 	return r;
 }

@@ -203,6 +203,17 @@ int spec_load_file(const char *path, struct spec **ret_spec, struct diags *diags
 /* Same, from memory; name is used in messages. */
 int spec_load_buffer(const char *name, const char *buf, size_t len,
 		     struct spec **ret_spec, struct diags *diags);
+/*
+ * The same, and with root (a directory; "" for the real root, NULL for no
+ * check) an error for each secret file the spec names (cluster.secret_file,
+ * slurm.key_file, discovery.auth_file and key_file, ssh.ca_key_file) that,
+ * read under root, still holds the example custom-data's placeholder
+ * (SPEC_PLACEHOLDER), at the key that names it.
+ */
+#define SPEC_PLACEHOLDER "CHANGE-ME"
+int spec_load_file_root(const char *path, const char *root, struct spec **ret_spec, struct diags *diags);
+int spec_load_buffer_root(const char *name, const char *buf, size_t len, const char *root,
+			  struct spec **ret_spec, struct diags *diags);
 struct spec *spec_free(struct spec *s);
 
 /* Helpers shared with modules and tests. */

@@ -45,8 +45,9 @@ int rv_secret_load(const struct ctx *c, struct report *rep, char **ret_key, size
 			report_detail(rep, "cluster.secret_file %s: is a symbolic link; refused (make it a "
 				      "regular file, mode 0600, owned by root)", path);
 		else
-			report_detail(rep, "cluster.secret_file %s: %s; create it on every node "
-				      "(the same random bytes, mode 0600)", path, strerror(errno));
+			report_detail(rep, "cluster.secret_file %s: %s; write it on every node from the "
+				      "custom-data (the same value everywhere, generated once: openssl rand -hex 32; "
+				      "mode 0600)", path, strerror(errno));
 		return r;
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & 077)) {
@@ -89,8 +90,10 @@ int rv_secret_load(const struct ctx *c, struct report *rep, char **ret_key, size
 	while (n && (text[n - 1] == '\n' || text[n - 1] == '\r'))
 		n--;
 	if (n < SECRET_MIN || n > SECRET_MAX) {
-		report_detail(rep, "cluster.secret_file %s: needs %d to %d bytes (try: "
-			      "openssl rand -hex 32 > %s)", path, SECRET_MIN, SECRET_MAX, path);
+		report_detail(rep, "cluster.secret_file %s: needs %d to %d bytes; generate the secret once, "
+			      "on your workstation (openssl rand -hex 32), and put the same value in every "
+			      "node's custom-data: a secret made on this node alone is rejected by every peer",
+			      path, SECRET_MIN, SECRET_MAX);
 		explicit_bzero(text, SECRET_MAX + 2);
 		free(text);
 		return -EINVAL;

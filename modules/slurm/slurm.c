@@ -37,6 +37,7 @@
 #include "ib/identity.h"
 #include "record.h"
 #include "slurm.h"
+#include "systemd.h"
 #include "number.h"
 
 #define MUNGE_KEY "/etc/munge/munge.key"
@@ -188,8 +189,10 @@ static int read_key(const struct ctx *c, struct report *rep, char **ret, size_t 
 	}
 	close(fd);
 	if (n < KEY_MIN || n > KEY_MAX) {
-		report_finding(rep, ST_FAILED, "slurm.key.size", "slurm.key_file %s: needs %d to %d bytes "
-			       "(try: dd if=/dev/urandom bs=1 count=128 of=%s)", path, KEY_MIN, KEY_MAX, path);
+		report_finding(rep, ST_FAILED, "slurm.key.size", "slurm.key_file %s: needs %d to %d bytes; "
+			       "generate the key once, on your workstation (dd if=/dev/urandom bs=128 count=1 | "
+			       "base64 -w0), and put the same value in every node's custom-data: a key made on "
+			       "this node alone is not the cluster's", path, KEY_MIN, KEY_MAX);
 		explicit_bzero(buf, KEY_MAX + 1);
 		free(buf);
 		return -EINVAL;
@@ -269,8 +272,8 @@ static int install_key(struct ctx *c, struct report *rep, bool *changed)
 	free(key);
 	if (r < 0 || !ctx_may_write(c))
 		return r < 0 ? r : 0;
-	if (c->spec->slurm.auth == SLURM_AUTH_SLURM)
-		return 0;       /* no daemon of its own: slurmd reads it when it starts */
+	if (c->spec->slurm.auth == SLURM_AUTH_SLURM || !services_live(c))
+		return 0;       /* no daemon of its own (slurmd reads it when it starts); --root: slurm_run */
 	/* munged, with this key */
 	if (under_systemd(c)) {
 		const char *argv[] = { "systemctl", *changed ? "restart" : "start", "munge.service", NULL };
@@ -587,13 +590,20 @@ static int slurm_run(struct ctx *c, struct report *rep)
 		r = install_key(c, rep, &changed);
 		if (r < 0)
 			return r;
-		/* slurmd reads Slurm's own key when it starts (munged was restarted instead) */
-		if (changed && ctx_may_write(c) && c->spec->slurm.auth == SLURM_AUTH_SLURM &&
-		    c->spec->cluster.role != ROLE_HEAD && slurmd_running(c)) {
-			stop_slurmd(c);
-			report_finding(rep, ST_CHANGED, "slurm.slurmd.rekey", "slurmd stopped: it starts "
-				       "again with the new auth/slurm key");
-		}
+	}
+	/* --root: the key in the tree, and nothing started, asked or registered here */
+	if (services_refused(c, rep, c->spec->cluster.role == ROLE_HEAD ? "munged" : "munged and slurmd")) {
+		if (!report_summarize(rep))
+			report_set(rep, ST_OK, "%s; not started: --root", !c->spec->slurm.key_file ?
+				   "no slurm.key_file" : "key in place");
+		return 0;
+	}
+	/* slurmd reads Slurm's own key when it starts (munged was restarted instead) */
+	if (changed && ctx_may_write(c) && c->spec->slurm.auth == SLURM_AUTH_SLURM &&
+	    c->spec->cluster.role != ROLE_HEAD && slurmd_running(c)) {
+		stop_slurmd(c);
+		report_finding(rep, ST_CHANGED, "slurm.slurmd.rekey", "slurmd stopped: it starts "
+			       "again with the new auth/slurm key");
 	}
 	if (c->spec->cluster.role == ROLE_HEAD) {
 		if (!rep->n_findings)
@@ -663,6 +673,10 @@ static int slurm_leave(struct ctx *c, struct report *rep)
 
 	if (c->spec->cluster.role == ROLE_HEAD || !name)
 		return name ? 0 : -errno;
+	if (services_refused(c, rep, "slurmd (leave)")) {
+		report_set(rep, ST_OK, "%s: not drained or removed from Slurm: --root", name);
+		return 0;
+	}
 	c->deadline_ms = now_ms() + c->spec->slurm.leave_wait_ms + 2 * CMD_MS;
 	r = query(c, name, &n);
 	if (r < 0 || !n.found) {

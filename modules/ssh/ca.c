@@ -368,10 +368,8 @@ static int sshd_reload(struct ctx *c, struct report *r)
 	struct proc_result pr = { 0 };
 	int ret;
 
-	if (!ctx_real_root(c)) {
-		report_detail(r, "sshd not reloaded (fake root)");
+	if (services_refused(c, r, "sshd reload"))
 		return 0;
-	}
 	{
 		const char *argv[] = { "/usr/sbin/sshd", "-t", NULL };
 

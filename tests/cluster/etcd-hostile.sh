@@ -28,7 +28,9 @@
 #     watch (a join is refreshed while the stand-in still holds the
 #     request); a Terminate for node10 in a resource list longer than 4095
 #     characters is not node1's; a leave that fails acknowledges nothing,
-#     and the event is acknowledged once the leave works.
+#     and the event is acknowledged once the leave works; a Terminate that
+#     lists this VM and another makes node1 leave but is not acknowledged
+#     (that would start it for the other VM too, before its own leave ran).
 set -euo pipefail
 TOP=${TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 BUILD=${TOP_BUILDDIR:-$TOP/build}
@@ -310,7 +312,8 @@ kill "$WPID" 2>/dev/null || true
 # A STAND-IN for the Azure instance metadata service (tests only; not the real service).
 # Modes, by files in $T/imds: hold (hold every GET until the client gives up: log "held N",
 # then "dropped N"), long (a Terminate for node10 after 4090 characters of other names),
-# term (a Terminate for node1).  Each answered events document logs "served MODE"; a POST
+# term (a Terminate for node1), shared (a Terminate for node1 and vm-2).  Each answered events
+# document logs "served MODE"; a POST
 # (the acknowledgement) is saved to $T/imds/ack.
 mkdir -p "$T/imds"
 cat > "$T/imds/standin.py" <<'PY'
@@ -353,6 +356,10 @@ class H(http.server.BaseHTTPRequestHandler):
             assert len(pad) == 4090
             ev = [{"EventId": "E-LONG", "EventType": "Terminate", "ResourceType": "VirtualMachine",
                    "Resources": pad.rstrip(",").split(",") + ["node10"], "EventStatus": "Scheduled"}]
+        elif os.path.exists(D + "/shared"):
+            mode = "shared"
+            ev = [{"EventId": "E-SHARED", "EventType": "Terminate", "ResourceType": "VirtualMachine",
+                   "Resources": ["vm-1", "vm-2"], "EventStatus": "Scheduled"}]
         elif os.path.exists(D + "/term"):
             mode = "term"
             ev = [{"EventId": "E-TERM", "EventType": "Terminate", "ResourceType": "VirtualMachine",
@@ -427,5 +434,23 @@ left_and_acked() {
 check "... once the lock is free it leaves, then acknowledges the event" left_and_acked
 wait_for 10 bash -c "! kill -0 $WATCH 2>/dev/null" || true
 check "... and the watch ends" bash -c "! kill -0 $WATCH 2>/dev/null"
+
+# A Terminate that lists this VM and another (vm-2): node1 leaves, but does not acknowledge
+# it: that would start it for vm-2 too before vm-2's own leave ran.
+rm -f "$T/imds/term" "$T/imds/ack"
+run node1 10.0.0.1 "$T/se-rejoin"
+touch "$T/imds/shared"
+HPCINIT_ADDRESS=10.0.0.1 "$HPCINIT" watch --root "$T/node1" -c "$T/node1/etc/hpcinit/node.yaml" --hostname node1 \
+	>"$T/watch2" 2>&1 &
+WATCH2=$!
+PIDS+=($WATCH2)
+wait_for 60 bash -c "! kill -0 $WATCH2 2>/dev/null" || true
+left_not_acked() {
+	grep -q 'scheduled event E-SHARED: Terminate of this VM and 1 other VM(s)' "$T/watch2" || return 1
+	[ -z "$("${ETCDCTL[@]}" get --keys-only "${PREFIX}node1")" ] && ! kill -0 "$WATCH2" 2>/dev/null
+}
+check "events: a Terminate listing this VM and vm-2: node1 leaves (its key is gone, the watch ended)" left_not_acked
+check "... and acknowledges nothing" test ! -e "$T/imds/ack"
+check "... and says why" grep -q 'event E-SHARED is not acknowledged: it lists other VMs too' "$T/watch2"
 
 done_testing

@@ -3,9 +3,11 @@
 #
 # Where the agent finds its helper programs (agent/base/proc.h, proc_helper_path):
 # HPCINIT_LIBEXEC_DIR (an override), else the binary's own directory when
-# that is its build tree (configure's config.status beside it, the directory
-# and the marker owned by root or the binary's owner, not writable by group or
-# others), else the configured libexec directory.  Key generation for a user
+# that is its build tree (configure's config.status beside it; the marker, the
+# binary, the directory and every directory above it owned by root or the
+# running user, not writable by group or others), else the configured libexec
+# directory.  Root started from a build in a user's folder (7) never runs that
+# user's helper (issue 33: shown with hpcinit watch).  Key generation for a user
 # (the ssh step) runs hpcinit-ssh: the real binary, copied into directories
 # that hold a stand-in hpcinit-ssh (a script recording that it ran), shows
 # which one it ran.  The build tree's own binary, run without the variable,
@@ -70,7 +72,7 @@ check "build tree: the helper beside the binary is run" ran "$T/bt"
 chmod 0775 "$T/bt"
 apply_with "$T/bt/hpcinit" "$T/4.out"
 check "group-writable build tree: its helper is not run" not_ran
-check "group-writable build tree: the warning says why" contains "$T/4.out" "directory writable by group or others"
+check "group-writable build tree: the warning says why" contains "$T/4.out" "directory $T/bt is writable by group or others (mode 0775)"
 chmod 0757 "$T/bt"
 apply_with "$T/bt/hpcinit" "$T/4b.out"
 check "other-writable build tree: its helper is not run" not_ran
@@ -91,7 +93,7 @@ chown 0 "$T/bt/config.status"
 chown 4321 "$T/bt"
 apply_with "$T/bt/hpcinit" "$T/5c.out"
 check "directory another user's (binary root's): not trusted" not_ran
-check "directory another user's: said why" contains "$T/5c.out" "owned by someone other than the binary's owner"
+check "directory another user's: said why" contains "$T/5c.out" "directory $T/bt is owned by uid 4321, neither root nor this process's user (uid 0)"
 chown 0 "$T/bt"
 
 # 6. HPCINIT_LIBEXEC_DIR overrides even a trusted build tree; a relative value is ignored
@@ -101,4 +103,30 @@ check "HPCINIT_LIBEXEC_DIR: its helper is run" ran "$T/over"
 (cd "$T" && apply_with "$T/bt/hpcinit" "$T/6b.out" HPCINIT_LIBEXEC_DIR=over && ran "$T/bt") &&
 	ok "relative HPCINIT_LIBEXEC_DIR: ignored, the build tree's helper is run" ||
 	not_ok "relative HPCINIT_LIBEXEC_DIR: ignored, the build tree's helper is run"
+# 7. A build tree a non-root user controls, run by root: never trusted.
+# 7a: the whole build (directory, binary, marker) nobody's, as a build in a
+# user's home is; 7b: root's own build tree inside a directory that user owns
+# (they could rename it away and put another in its place); 7c: a directory
+# above that is group-writable.  The configured libexec directory is used.
+nob=$(id -u nobody)
+mkdir -p "$T/home/u"
+copy_bin "$T/home/u/bt"
+: > "$T/home/u/bt/config.status"
+chown -R "$nob" "$T/home/u"
+apply_with "$T/home/u/bt/hpcinit" "$T/7a.out"
+check "root, a build tree nobody owns (binary included): its helper is not run" not_ran
+check "... said why" contains "$T/7a.out" "owned by uid $nob, neither root nor this process's user (uid 0)"
+check "... the configured libexec directory is named" contains "$T/7a.out" "helpers come from"
+chown -R 0 "$T/home/u/bt"
+apply_with "$T/home/u/bt/hpcinit" "$T/7b.out"
+check "root, root's build tree in a directory nobody owns: its helper is not run" not_ran
+check "... said why (the directory above)" contains "$T/7b.out" "directory $T/home/u is owned by uid $nob"
+chown 0 "$T/home/u"
+chmod 0775 "$T/home"
+apply_with "$T/home/u/bt/hpcinit" "$T/7c.out"
+check "root, a group-writable directory above the build tree: its helper is not run" not_ran
+check "... said why" contains "$T/7c.out" "directory $T/home is writable by group or others (mode 0775)"
+chmod 0755 "$T/home"
+apply_with "$T/home/u/bt/hpcinit" "$T/7d.out"
+check "root's build tree, every directory up to / root's: its helper is run" ran "$T/home/u/bt"
 done_testing

@@ -22,9 +22,11 @@ setup() {
 	hpcinit apply --root "$R" -c "$R/node.yaml" --only memlock >"$T/apply" 2>&1 || true
 }
 
-# fake_systemctl: the stand-in systemctl in the fake root (see below); with
+# fake_systemctl: the stand-in systemctl in the fake root (see below), named
+# in HPCINIT_SYSTEMCTL (under --root hpcinit runs no other); with
 # $R/run/fake-systemd-slow its daemon-reload gives up as a loaded VM's did.
 fake_systemctl() {
+	export HPCINIT_SYSTEMCTL=$R/usr/bin/systemctl
 	mkdir -p "$R/run/systemd/system" "$R/usr/bin"
 	cat >"$R/usr/bin/systemctl" <<SH
 #!/bin/sh

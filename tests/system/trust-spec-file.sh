@@ -56,4 +56,18 @@ run_hpc "$T/link" check -c "$D/link.yaml" --only memlock
 check "a link to a spec in a user's directory: exit 2" test "$rc" = 2
 check "a link: names the user's directory" contains "$T/link" "its directory $T/user is owned by uid 1000"
 
+# --root: the spec is read from -c as given, not from inside the root (hpcinit(8)):
+# a root whose own /etc/hpcinit/node.yaml is broken does not change what runs.
+R=$T/root
+mkroot "$R"
+mkdir -p "$R/etc/hpcinit" "$R$D"
+printf 'version: 1\ncluster: {name: BAD NAME}\n' > "$R/etc/hpcinit/node.yaml"
+cp "$R/etc/hpcinit/node.yaml" "$R$D/node.yaml"
+chmod 0644 "$D/node.yaml"
+run_hpc "$T/rootspec" validate --root "$R" "$D/node.yaml"
+check "--root: validate reads the spec from the path given, not from inside the root" \
+	contains "$T/rootspec" "$D/node.yaml: ok (cluster perms)"
+run_hpc "$T/rootplan" plan --root "$R" -c "$D/node.yaml" --only memlock
+check "--root: plan runs the spec given (exit $rc)" test "$rc" = 0
+
 done_testing

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * proc: argv exec (no shell), captured output, timeouts that kill the group,
- * exit codes; the engine underneath: TERM then KILL, inherited descriptors
+ * exit codes; the build-tree rule for helpers; the engine underneath: TERM then KILL, inherited descriptors
  * closed, function children, several children under one deadline.
  * (A child stuck in the kernel: test_proc_stuck.c.)
  */
@@ -90,9 +90,64 @@ static void test_engine(void)
 	close(inherited);
 }
 
+/*
+ * The build-tree rule (build_tree_trusted), as root: a tree and every
+ * directory above it root's and not writable by group or others; a tree in a
+ * directory another user owns, or owned by another user, or a group-writable
+ * directory above it, is not trusted, and why names the directory.
+ */
+static void test_build_tree(void)
+{
+	char base[] = "/tmp/hpcinit-test-bt.XXXXXX", buf[PATH_MAX + 128], *u, *bt, *m;
+	const char *why;
+	struct stat exe = { .st_uid = 0, .st_mode = S_IFREG | 0755 };
+
+	if (geteuid() != 0)
+		return;         /* chown: helper-path.sh runs the binary */
+	TEST_CHECK(mkdtemp(base) != NULL);
+	TEST_INTEQ(chmod(base, 0755), 0);
+	u = xasprintf("%s/u", base);
+	bt = xasprintf("%s/u/bt", base);
+	m = xasprintf("%s/u/bt/config.status", base);
+	TEST_INTEQ(mkdir(u, 0755), 0);
+	TEST_INTEQ(mkdir(bt, 0755), 0);
+	/* no marker: not a build tree, nothing to say */
+	TEST_CHECK(!build_tree_trusted(bt, &exe, buf, sizeof(buf), &why));
+	TEST_CHECK(why == NULL);
+	fclose(fopen(m, "w"));
+	TEST_CHECK(build_tree_trusted(bt, &exe, buf, sizeof(buf), &why));
+	/* a directory above it another user's (65534: nobody) */
+	TEST_INTEQ(chown(u, 65534, 65534), 0);
+	TEST_CHECK(!build_tree_trusted(bt, &exe, buf, sizeof(buf), &why));
+	TEST_CHECK(why && strstr(why, "is owned by uid 65534, neither root nor this process's user (uid 0)"));
+	TEST_CHECK(why && strncmp(why, "directory ", 10) == 0 && strstr(why, "/u is owned"));
+	TEST_INTEQ(chown(u, 0, 0), 0);
+	/* group-writable above it; a root-owned sticky one (/tmp) is fine */
+	TEST_INTEQ(chmod(u, 0775), 0);
+	TEST_CHECK(!build_tree_trusted(bt, &exe, buf, sizeof(buf), &why));
+	TEST_CHECK(why && strstr(why, "/u is writable by group or others (mode 0775)"));
+	TEST_INTEQ(chmod(u, 01777), 0);
+	TEST_CHECK(build_tree_trusted(bt, &exe, buf, sizeof(buf), &why));
+	TEST_INTEQ(chmod(u, 0755), 0);
+	/* the binary another user's */
+	exe.st_uid = 65534;
+	TEST_CHECK(!build_tree_trusted(bt, &exe, buf, sizeof(buf), &why));
+	TEST_CHECK(why && strncmp(why, "the binary is owned by uid 65534", 32) == 0);
+	exe.st_uid = 0;
+	TEST_CHECK(build_tree_trusted(bt, &exe, buf, sizeof(buf), &why));
+	unlink(m);
+	rmdir(bt);
+	rmdir(u);
+	rmdir(base);
+	free(m);
+	free(bt);
+	free(u);
+}
+
 int main(void)
 {
 	test_engine();
+	test_build_tree();
 	struct proc_result r;
 	uint64_t t0;
 

@@ -91,7 +91,9 @@ int main(void)
 	TEST_INTEQ(load("/etc/hpcinit/s15", &r, key, sizeof(key), &len), -EINVAL);
 	TEST_STREQ(key, "");
 	TEST_INTEQ(len, 0);
-	TEST_CHECK(said(&r, "needs 16 to 4096 bytes (try: openssl rand -hex 32 >"));
+	TEST_CHECK(said(&r, "needs 16 to 4096 bytes; generate the secret once, on your workstation "
+			"(openssl rand -hex 32), and put the same value in every node's custom-data"));
+	TEST_CHECK(!said(&r, "> /etc/hpcinit/s15"));   /* never: make one on this node */
 	report_free(&r);
 
 	/* 4096 bytes read whole; 4097 refused (not cut to a prefix) */
@@ -140,9 +142,9 @@ int main(void)
 	TEST_INTEQ(load("/etc/hpcinit/fifo", &r, key, sizeof(key), &len), -EPERM);
 	report_free(&r);
 
-	/* missing: says to create it on every node */
+	/* missing: says to write it on every node from the custom-data, generated once */
 	TEST_INTEQ(load("/etc/hpcinit/none", &r, key, sizeof(key), &len), -ENOENT);
-	TEST_CHECK(said(&r, "create it on every node"));
+	TEST_CHECK(said(&r, "write it on every node from the custom-data (the same value everywhere, generated once"));
 	report_free(&r);
 
 	/* owned by another user (needs root to chown; the suite runs as root) */

@@ -510,6 +510,95 @@ static void test_ssh_ca(void)
 		   "ssh.cert_validity: 1m is out of range; use a duration from 5m to 43920h");
 }
 
+/*
+ * Placeholders (issue 33): with a root, each secret file the spec names is
+ * read under it, and one that still holds the example custom-data's
+ * placeholder is an error at the key that names it.  Without a root
+ * (spec_load_buffer) nothing is read; a file not there is no error.
+ */
+static void test_placeholders(void)
+{
+	char root[] = "/tmp/hpcinit-test-spec.XXXXXX";
+	const char *text = "version: 1\ncluster:\n  name: c1\n  network: 10.0.0.0/24\n"
+			   "  secret_file: /s/cluster.key\nslurm:\n  conf_servers: [h]\n  key_file: /s/munge.key\n"
+			   "discovery: {method: etcd, endpoints: [\"https://e:2379\"], auth_file: /s/auth}\n";
+	struct diags d = { NULL, 0 };
+	struct spec *s = NULL;
+	char *p;
+	FILE *f;
+
+	TEST_CHECK(mkdtemp(root) != NULL);
+	p = xasprintf("%s/s", root);
+	TEST_INTEQ(mkdir(p, 0700), 0);
+	free(p);
+	/* no file under the root: loads */
+	TEST_INTEQ(spec_load_buffer_root("n.yaml", text, strlen(text), root, &s, &d), 0);
+	TEST_INTEQ(d.n, 0);
+	spec_free(s);
+	s = NULL;
+	/* the placeholders: one error each, at the key, the file named */
+	p = xasprintf("%s/s/cluster.key", root);
+	f = fopen(p, "w");
+	fputs("CHANGE-ME\n", f);
+	fclose(f);
+	free(p);
+	p = xasprintf("%s/s/munge.key", root);
+	f = fopen(p, "w");
+	fputs("xxCHANGE-ME-padded-to-look-long-enough-for-munge-xxxxxxxxxxxxx\n", f);
+	fclose(f);
+	free(p);
+	p = xasprintf("%s/s/auth", root);
+	f = fopen(p, "w");
+	fputs("root:CHANGE-ME\n", f);
+	fclose(f);
+	free(p);
+	TEST_INTEQ(spec_load_buffer_root("n.yaml", text, strlen(text), root, &s, &d), -EINVAL);
+	TEST_CHECK(s == NULL);
+	TEST_INTEQ(d.n, 3);
+	if (d.n == 3) {
+		p = xasprintf("cluster.secret_file: %s/s/cluster.key still holds the placeholder 'CHANGE-ME' of the "
+			      "example custom-data: generate the secret ONCE, on your workstation (openssl rand -hex 32), "
+			      "and put the same value in every node's custom-data; a value made on one node alone is "
+			      "rejected by every peer", root);
+		TEST_INTEQ(d.v[0].line, 5);
+		TEST_INTEQ(d.v[0].col, 3);
+		TEST_STREQ(d.v[0].msg, p);
+		free(p);
+		TEST_INTEQ(d.v[1].line, 8);
+		TEST_CHECK(strstr(d.v[1].msg, "slurm.key_file: ") == d.v[1].msg);
+		TEST_INTEQ(d.v[2].line, 9);
+		TEST_CHECK(strstr(d.v[2].msg, "discovery.auth_file: ") == d.v[2].msg);
+	}
+	diags_free(&d);
+	/* without a root nothing is read */
+	TEST_INTEQ(spec_load_buffer("n.yaml", text, strlen(text), &s, &d), 0);
+	TEST_INTEQ(d.n, 0);
+	spec_free(s);
+	s = NULL;
+	/* a real value: loads */
+	p = xasprintf("%s/s/cluster.key", root);
+	f = fopen(p, "w");
+	fputs("0123456789abcdef0123456789abcdef\n", f);
+	fclose(f);
+	free(p);
+	p = xasprintf("%s/s/munge.key", root);
+	unlink(p);
+	free(p);
+	p = xasprintf("%s/s/auth", root);
+	unlink(p);
+	free(p);
+	TEST_INTEQ(spec_load_buffer_root("n.yaml", text, strlen(text), root, &s, &d), 0);
+	TEST_INTEQ(d.n, 0);
+	spec_free(s);
+	diags_free(&d);
+	p = xasprintf("%s/s/cluster.key", root);
+	TEST_INTEQ(unlink(p), 0);
+	free(p);
+	p = xasprintf("%s/s", root);
+	TEST_INTEQ(rmdir(p), 0);
+	free(p);
+	TEST_INTEQ(rmdir(root), 0);
+}
 
 int main(void)
 {
@@ -520,5 +609,6 @@ int main(void)
 	test_cross();
 	test_etcd();
 	test_ssh_ca();
+	test_placeholders();
 	TEST_EXIT();
 }

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agent/base/systemd.c: systemctl of the root and sshd's unit, on a
- * temporary root whose systemctl is a shell script standing in for systemd
- * (it logs its argv and fails for the units it is told to).
+ * agent/base/systemd.c: --root starts no service (services_live), systemctl
+ * and sshd's unit, on a temporary root whose systemctl is a shell script
+ * standing in for systemd, named in HPCINIT_SYSTEMCTL (it logs its argv and
+ * fails for the units it is told to).
  */
 #include "config.h"
 
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -58,28 +61,58 @@ int main(void)
 		return 1;
 
 	/* no systemctl in the root: none found, nothing run */
+	unsetenv("HPCINIT_SYSTEMCTL");
 	TEST_CHECK(systemctl_path(&c) == NULL);
 	TEST_INTEQ(systemctl_run(&c, "is-active", "x.service", &out), -ENOENT);
 	TEST_CHECK(out == NULL);
 
-	/* a systemctl that is not executable is not one */
-	put_systemctl("/usr/bin/systemctl", 0644);
+	/* --root is a tree: its own systemctl (an image's) is never run, it would reach this machine's systemd */
+	put_systemctl("/usr/bin/systemctl", 0755);
+	put_systemctl("/bin/systemctl", 0755);
+	TEST_CHECK(!services_live(&c));
 	TEST_CHECK(systemctl_path(&c) == NULL);
+	TEST_INTEQ(systemctl_run(&c, "daemon-reload", NULL, NULL), -ENOENT);
+	t = calls();
+	TEST_STREQ(t, "");
+	free(t);
+	{
+		struct report r;
 
-	/* /bin/systemctl when /usr/bin has none */
+		report_init(&r);
+		TEST_CHECK(services_refused(&c, &r, "munged"));
+		TEST_CHECK(systemctl_refused(&c, &r, "systemd"));
+		TEST_INTEQ((int)r.n_findings, 2);
+		TEST_STREQ(r.findings[0].tag, "service.root");
+		TEST_INTEQ((int)r.findings[0].sev, ST_OK);
+		TEST_CHECK(strncmp(r.findings[0].text, "munged: not started: --root /tmp/", 33) == 0);
+		report_free(&r);
+	}
+	/* the real root: services are this machine's; systemctl is /usr/bin's or /bin's */
+	{
+		struct ctx real = { .spec = &s, .root = "", .mode = RUN_APPLY };
+
+		TEST_CHECK(services_live(&real));
+		TEST_CHECK(!services_refused(&real, NULL, "x"));
+		p = systemctl_path(&real);
+		TEST_CHECK(!p || !strcmp(p, "/usr/bin/systemctl") || !strcmp(p, "/bin/systemctl"));
+		free(p);
+	}
+
+	/* a test's stand-in, HPCINIT_SYSTEMCTL: absolute and executable only */
+	setenv("HPCINIT_SYSTEMCTL", "usr/bin/systemctl", 1);
+	TEST_CHECK(systemctl_path(&c) == NULL);
+	t = fs_rooted(root, "/bin/systemctl");
+	setenv("HPCINIT_SYSTEMCTL", t, 1);
+	put_systemctl("/bin/systemctl", 0644);
+	TEST_CHECK(systemctl_path(&c) == NULL);
 	put_systemctl("/bin/systemctl", 0755);
 	p = systemctl_path(&c);
-	t = fs_rooted(root, "/bin/systemctl");
 	TEST_STREQ(p, t);
 	free(p);
 	free(t);
-
-	/* /usr/bin/systemctl first */
-	put_systemctl("/usr/bin/systemctl", 0755);
-	p = systemctl_path(&c);
+	TEST_CHECK(!systemctl_refused(&c, NULL, "systemd"));
 	t = fs_rooted(root, "/usr/bin/systemctl");
-	TEST_STREQ(p, t);
-	free(p);
+	setenv("HPCINIT_SYSTEMCTL", t, 1);
 	free(t);
 
 	/* its stdout handed back on success, the argv as given (no shell between) */

@@ -237,7 +237,7 @@ slurm_subst() {
 	s=${s//10.0.0.0\/24/$NET.0/24}
 	printf '%s\n' "$s"
 }
-SLURM_KEY_PLACEHOLDER=UkVQTEFDRSBNRQo=
+SLURM_KEY_PLACEHOLDER=Q0hBTkdFLU1FCg==
 MUNGE_B64=$(head -c 128 /dev/urandom | base64 -w0)
 # What the platform does on Azure and a minbase image does not: the
 # address of the NIC (Azure: DHCP), the admin user (Azure: osProfile), and
