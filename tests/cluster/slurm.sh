@@ -14,6 +14,8 @@
 #     resumes it once the others have arrived;
 #     the same check drains a node whose check starts failing;
 #   - a drain an admin set is left alone by "hpcinit check";
+#   - what "hpcinit check" says a job gets (memlock, read from the running
+#     slurmd and PropagateResourceLimits(Except)) is what srun's job shows;
 #   - "hpcinit leave" drains the node, stops slurmd and deletes the dynamic node.
 # The munge key reaches every node as the cluster secret does (a root-only
 # file the custom-data writes); hpcinit installs it for munged.
@@ -254,7 +256,7 @@ job_agrees() {     # $1: the submitting shell's soft limit; $2: what the job mus
 	said=$(said_memlock) got=$(srun_memlock "$1")
 	[ "$said" = "$2" ] && [ "$got" = "$2" ] || {
 		echo "  hpcinit check said: '$said'; srun printed: '$got'; expected $2"
-		grep -oE '"[^"]*job: a Slurm job[^"]*"' "$T/jm.out" | sed 's/^/  | /'; return 1; }
+		grep -oE '"[^"]*job: a Slurm job[^"]*"' "$T/jm.out" | sort -u | sed 's/^/  | /'; return 1; }
 }
 prlimit --pid "$SLURMD1" --memlock=$((4096 * 1024)):$((8192 * 1024))
 memlock_spec 2M
