@@ -781,11 +781,15 @@ static bool proc_is(const struct ctx *c, const char *pid, const char *comm)
 	return yes;
 }
 
-/* The same mount namespace as this process (the real root only). */
-static bool proc_same_mnt(const char *pid)
+/*
+ * The same network namespace as this process (the real root only): a
+ * container's or a simulated node's daemon is not this node's, while a
+ * service's own mount namespace (PrivateTmp=) keeps it this node's.
+ */
+static bool proc_same_net(const char *pid)
 {
-	char self[64] = "", other[64] = "", *p = xasprintf("/proc/%s/ns/mnt", pid);
-	ssize_t a = readlink("/proc/self/ns/mnt", self, sizeof(self) - 1);
+	char self[64] = "", other[64] = "", *p = xasprintf("/proc/%s/ns/net", pid);
+	ssize_t a = readlink("/proc/self/ns/net", self, sizeof(self) - 1);
 	ssize_t b = readlink(p, other, sizeof(other) - 1);
 
 	free(p);
@@ -821,7 +825,7 @@ pid_t fs_daemon_pid(const struct ctx *c, const char *pidfile, const char *comm, 
 	while ((de = readdir(d))) {
 		if (!num_ll(de->d_name, 2, INT32_MAX - 1, &pid) || (best && pid >= best))
 			continue;
-		if (proc_is(c, de->d_name, comm) && (!ctx_real_root(c) || proc_same_mnt(de->d_name)))
+		if (proc_is(c, de->d_name, comm) && (!ctx_real_root(c) || proc_same_net(de->d_name)))
 			best = pid;
 	}
 	closedir(d);

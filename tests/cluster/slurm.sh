@@ -288,6 +288,15 @@ memlock_spec 8M
 check "memlock, propagated above slurmd's hard limit: check and srun agree (4096 KiB)" job_agrees 8192 4096
 check "memlock: a job below memlock.limit is memlock.job.slurm.low" grep -q '"memlock.job.slurm.low"' "$T/jm.out"
 install_spec "$C1" "$T/c1.yaml"
+# A node where no slurmd runs says so (not its unit's value), though the other nodes'
+# slurmd are in the /proc it shares (they are in other network namespaces).
+on "$C3" install -D -m 0644 "$T/slurm.conf" /etc/slurm/slurm.conf
+compute_spec 2 30s "memlock: {limit: 2M, users: [\"*\"], systemd: false}" > "$T/c3mem.yaml"
+install_spec "$C3" "$T/c3mem.yaml"
+run_hpc "$T/c3mem.out" "$C3" check --only memlock --json
+check "$C3 (no slurmd here, two on other nodes): what a job gets is not known, and said so" \
+	grep -q '"memlock.job.slurm.unknown"' "$T/c3mem.out"
+on "$C3" rm -f /etc/slurm/slurm.conf
 
 # Leaving: drained, slurmd stopped, the dynamic node deleted.
 run_hpc "$T/leave.out" "$C2" leave
