@@ -277,7 +277,15 @@ conf_reloaded() {
 	done
 	return 1
 }
-check "$C1: slurmd fetched the slurm.conf without PropagateResourceLimitsExcept" conf_reloaded
+# slurmd writes the fetched copy before it reloads: wait until a job shows the new
+# setting (a shell's 1024 KiB reaches it) before the comparison below.
+propagating() {
+	local i
+	for i in $(seq 20); do [ "$(srun_memlock 1024)" = 1024 ] && return 0; sleep 0.5; done
+	return 1
+}
+check "$C1: slurmd fetched and runs the slurm.conf without PropagateResourceLimitsExcept" \
+	eval 'conf_reloaded && propagating'
 check "memlock, propagated: check's statement is what srun shows (the submitting shell's 2048 KiB)" \
 	job_agrees 2048 2048
 # A shell asking more than slurmd's hard limit gets that limit, not its own and not
