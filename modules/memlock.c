@@ -519,10 +519,11 @@ static void slurm_job(const struct ctx *c, struct report *r, const struct memloc
 	memlock_fmt(want, wbuf, sizeof(wbuf));
 	if (!sl.propagates || got == sl.live_hard)
 		report_finding(r, ST_DEGRADED, "memlock.job.slurm.low",
-			       "a Slurm job here gets memlock %s, below memlock.limit %s: slurmd's %s limit (pid %ld); "
-			       "give slurmd's unit LimitMEMLOCK=infinity (a drop-in in "
-			       "/etc/systemd/system/slurmd.service.d) and restart slurmd", gbuf, wbuf,
-			       sl.propagates ? "hard" : "soft", sl.pid);
+			       "a Slurm job here gets memlock %s, below memlock.limit %s: slurmd's %s limit (pid %ld); %s",
+			       gbuf, wbuf, sl.propagates ? "hard" : "soft", sl.pid, strstr(unit, "hpcinit-slurmd") ?
+			       "restart slurmd (systemctl restart hpcinit-slurmd: the slurm step's unit gives it "
+			       "LimitMEMLOCK=infinity)" : "give slurmd's unit LimitMEMLOCK=infinity (a drop-in in "
+			       "/etc/systemd/system/slurmd.service.d) and restart slurmd");
 	else
 		report_finding(r, ST_DEGRADED, "memlock.job.slurm.low",
 			       "a Slurm job here gets memlock %s, below memlock.limit %s: the limit of the submitting "

@@ -284,6 +284,17 @@ int main(void)
 				  "/lib/systemd/system/slurmd.service:3)") != NULL);
 		TEST_CHECK(tagged(&r, "memlock.job.slurm.low") == NULL);
 		report_free(&r);
+		/* the slurm step's slurmd (hpcinit-slurmd under systemd) low: the fix is its restart */
+		put("/proc/4321/limits", "Max locked memory         4194304              4194304              bytes\n");
+		put("/run/systemd/system/.here", "");
+		s.slurm.present = true;
+		report_init(&r);
+		observe(&c, &r);
+		f = tagged(&r, "memlock.job.slurm.low");
+		TEST_CHECK(f && strstr(f->text, "; restart slurmd (systemctl restart hpcinit-slurmd: the slurm step's "
+				       "unit gives it LimitMEMLOCK=infinity)") != NULL);
+		report_free(&r);
+		s.slurm.present = false;
 		/* a stale pid file (another program has that pid): no slurmd */
 		put("/proc/4321/comm", "bash\n");
 		report_init(&r);
