@@ -175,40 +175,14 @@ static bool pam_has_limits(const struct ctx *c, const char *service, int depth, 
 	return found;
 }
 
-/* "Max locked memory  soft  hard  units" from /proc/PID/limits; -1 = unlimited. */
+/* "Max locked memory" of /proc/PID/limits (memlock_proc_read); -1 = unlimited. */
 static int read_proc_memlock(const struct ctx *c, const char *pid, long long *soft, long long *hard)
 {
-	char *path = xasprintf("/proc/%s/limits", pid), *text = NULL;
-	int r = fs_read(c, path, &text, NULL);
+	long long n;
 
-	free(path);
-	if (r < 0)
-		return r;
-	r = -ENODATA;
-	for (char *line = text; line && *line;) {
-		char *nl = strchr(line, '\n');
-
-		if (nl)
-			*nl = '\0';
-		if (strncmp(line, "Max locked memory", 17) == 0) {
-			char s1[32], s2[32];
-
-			long long sv = -1, hv = -1;
-
-			/* each a number of bytes or "unlimited"; anything else: the limits are not known */
-			if (sscanf(line + 17, "%31s %31s", s1, s2) == 2 &&
-			    (strcmp(s1, "unlimited") == 0 || num_ll(s1, 0, LLONG_MAX, &sv)) &&
-			    (strcmp(s2, "unlimited") == 0 || num_ll(s2, 0, LLONG_MAX, &hv))) {
-				*soft = sv;
-				*hard = hv;
-				r = 0;
-			}
-			break;
-		}
-		line = nl ? nl + 1 : NULL;
-	}
-	free(text);
-	return r;
+	if (!num_ll(pid, 1, INT32_MAX, &n))
+		return -EINVAL;
+	return memlock_proc_read(c, (long)n, soft, hard);
 }
 
 /* The running sshd: /run/sshd.pid, else the first process named sshd whose parent is 1. */
@@ -482,40 +456,80 @@ static int sshd_limits(const struct ctx *c, char **ret_pid, long long *soft, lon
 }
 
 /*
- * What a Slurm job gets: with PropagateResourceLimits naming MEMLOCK (ALL,
- * Slurm's default), the submitting shell's soft limit, whatever slurmd has;
- * otherwise slurmd's own (its unit's LimitMEMLOCK=, else systemd's default).
+ * What a Slurm job gets, read from the running slurmd (memlock_slurm_read):
+ * with PropagateResourceLimits naming MEMLOCK (ALL, Slurm's default) the
+ * submitting shell's soft limit, at most slurmd's hard limit; otherwise
+ * slurmd's own soft limit.  No slurmd: not known, and said so.
  */
-static void slurm_job(const struct ctx *c, struct report *r, const struct memlock_job *j, const char *who)
+static void slurm_job(const struct ctx *c, struct report *r, const struct memlock_job *j, const char *who,
+		      long long want)
 {
 	struct memlock_slurm sl;
-	char dbuf[32], pbuf[32], from[340];
+	char ubuf[32], pbuf[32], sbuf[32], hbuf[32], gbuf[32], wbuf[32], unit[340], setting[1500];
+	long long got, unit_soft;
 
 	memlock_slurm_read(c, &sl);
 	if (!sl.present)
 		return;
 	if (sl.slurmd_soft != MEMLOCK_UNSET) {
-		memlock_fmt(sl.slurmd_soft, dbuf, sizeof(dbuf));
-		snprintf(from, sizeof(from), "%s%s", sl.slurmd_from[0] == '/' ? "LimitMEMLOCK= at " : "",
+		unit_soft = sl.slurmd_soft;
+		memlock_fmt(sl.slurmd_soft, ubuf, sizeof(ubuf));
+		snprintf(unit, sizeof(unit), "%s%s", sl.slurmd_from[0] == '/' ? "LimitMEMLOCK= at " : "",
 			 sl.slurmd_from);
 	} else {
-		memlock_fmt(j->svc_soft, dbuf, sizeof(dbuf));
-		snprintf(from, sizeof(from), "%s", *j->svc_from ? j->svc_from : "systemd's built-in default");
+		unit_soft = j->svc_soft;
+		memlock_fmt(j->svc_soft, ubuf, sizeof(ubuf));
+		snprintf(unit, sizeof(unit), "%s", *j->svc_from ? j->svc_from : "systemd's built-in default");
 	}
+	snprintf(setting, sizeof(setting), "%s: %s%s%s%s%s", sl.conf, sl.setting, *sl.from ? " at " : "", sl.from,
+		 *sl.problem ? "; " : "", sl.problem);
+	if (!sl.live) {
+		report_finding(r, ST_OK, "memlock.job.slurm.unknown",
+			       "job: slurmd is not running here (%s%s%s): what a Slurm job gets is not known until it "
+			       "runs (%s); its unit would give slurmd memlock %s (%s)", sl.pid ? "its limits cannot be "
+			       "read, " : "no live ", sl.pid ? sl.pid_how : sl.pidfile, sl.pid ? "" : ", no process named "
+			       "slurmd", setting, ubuf, unit);
+		return;
+	}
+	memlock_fmt(sl.live_soft, sbuf, sizeof(sbuf));
+	memlock_fmt(sl.live_hard, hbuf, sizeof(hbuf));
 	memlock_fmt(j->pam_soft, pbuf, sizeof(pbuf));
-	if (sl.propagates)
+	got = memlock_slurm_job(&sl, j->pam_soft);
+	memlock_fmt(got, gbuf, sizeof(gbuf));
+	if (!sl.propagates)
 		report_finding(r, ST_OK, "memlock.job.slurm",
-			       "job: a Slurm job gets the memlock of the shell that submitted it, not slurmd's %s (%s) "
-			       "(%s: %s%s%s): a shell of a new PAM session of %s here has %s, and a shell with less "
-			       "(a login node without this limit, cron, a service) gives its jobs less; to give "
-			       "jobs slurmd's limit, set PropagateResourceLimitsExcept=MEMLOCK in slurm.conf and "
-			       "restart slurmd%s%s", dbuf, from, sl.conf, sl.setting, *sl.from ? " at " : "", sl.from,
-			       who, pbuf, *sl.problem ? "; " : "", sl.problem);
+			       "job: a Slurm job gets memlock %s: slurmd's soft limit (pid %ld, %s: soft %s, hard %s in "
+			       "/proc/%ld/limits), not the submitting shell's (%s); %s %s (%s)%s", gbuf, sl.pid, sl.pid_how,
+			       sbuf, hbuf, sl.pid, setting, unit_soft == sl.live_soft ? "slurmd has it from its unit:" :
+			       "its unit would give", ubuf, unit, unit_soft == sl.live_soft ? "" : ", not what slurmd "
+			       "runs with: it was started another way or before that changed");
+	else if (got != MEMLOCK_UNSET)
+		report_finding(r, ST_OK, "memlock.job.slurm",
+			       "job: a Slurm job gets memlock %s: the submitting shell's soft limit, at most slurmd's "
+			       "hard limit %s (pid %ld, %s, /proc/%ld/limits) (%s): a shell of a new PAM session of %s "
+			       "here has %s; a shell with less (cron, a service, a login node without this limit) gives "
+			       "its jobs less; to give jobs slurmd's soft limit (%s) instead, set "
+			       "PropagateResourceLimitsExcept=MEMLOCK in slurm.conf", gbuf, hbuf, sl.pid, sl.pid_how,
+			       sl.pid, setting, who, pbuf, sbuf);
 	else
 		report_finding(r, ST_OK, "memlock.job.slurm",
-			       "job: a Slurm job gets slurmd's memlock %s (%s), not the submitting shell's "
-			       "(%s: %s at %s)%s%s", dbuf, from, sl.conf, sl.setting, sl.from,
-			       *sl.problem ? "; " : "", sl.problem);
+			       "job: a Slurm job gets the submitting shell's soft memlock, at most slurmd's hard limit "
+			       "%s (pid %ld, %s, /proc/%ld/limits) (%s): no limits line sets it for a new PAM session "
+			       "of %s here", hbuf, sl.pid, sl.pid_how, sl.pid, setting, who);
+	if (got == MEMLOCK_UNSET || !lim_lt(got, want))
+		return;
+	memlock_fmt(want, wbuf, sizeof(wbuf));
+	if (!sl.propagates || got == sl.live_hard)
+		report_finding(r, ST_DEGRADED, "memlock.job.slurm.low",
+			       "a Slurm job here gets memlock %s, below memlock.limit %s: slurmd's %s limit (pid %ld); %s",
+			       gbuf, wbuf, sl.propagates ? "hard" : "soft", sl.pid, strstr(unit, "hpcinit-slurmd") ?
+			       "restart slurmd (systemctl restart hpcinit-slurmd: the slurm step's unit gives it "
+			       "LimitMEMLOCK=infinity)" : "give slurmd's unit LimitMEMLOCK=infinity (a drop-in in "
+			       "/etc/systemd/system/slurmd.service.d) and restart slurmd");
+	else
+		report_finding(r, ST_DEGRADED, "memlock.job.slurm.low",
+			       "a Slurm job here gets memlock %s, below memlock.limit %s: the limit of the submitting "
+			       "shell (a new PAM session of %s here)", gbuf, wbuf, who);
 }
 
 /* The limit a job gets: a new PAM session of the spec's user, and systemd services. */
@@ -553,7 +567,7 @@ static void job_limits(struct ctx *c, struct report *r, long long want)
 	report_finding(r, ST_OK, "memlock.job.services",
 		       "job: systemd services get memlock %s%s%s (DefaultLimitMEMLOCK; a unit's own LimitMEMLOCK= "
 		       "overrides it)", sbuf, *j.svc_from ? " from " : " (systemd's built-in default)", j.svc_from);
-	slurm_job(c, r, &j, who);
+	slurm_job(c, r, &j, who, want);
 	if (m->systemd && j.svc_soft != MEMLOCK_UNSET && lim_lt(j.svc_soft, want) &&
 	    strstr(j.svc_from, SYSTEMD_SYSTEM_PATH ":") != j.svc_from)
 		report_finding(r, ST_FAILED, "memlock.systemd.overridden",

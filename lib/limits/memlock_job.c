@@ -26,7 +26,15 @@
  *   case-insensitive; "Include FILE" inlines a file (relative to the
  *   including file's directory).  PropagateResourceLimits (default ALL) or
  *   PropagateResourceLimitsExcept name the limits a job takes from the
- *   submitting shell instead of from slurmd.
+ *   submitting shell instead of from slurmd.  A running slurmd is found by
+ *   SlurmdPidFile (default /run/slurmd.pid), else by name in /proc; its
+ *   command line says which slurm.conf it reads (-f FILE; --conf-server:
+ *   the configless copy /run/slurm/conf, 22.05 and later).
+ * - slurmstepd (src/slurmd/slurmstepd/ulimits.c, 22.05): a task starts
+ *   with slurmd's limits (slurmd forks and execs slurmstepd); a propagated
+ *   limit replaces the soft one, and one above the hard limit is reduced to
+ *   it ("reducing req to max").  slurmd's own limit is its unit's
+ *   LimitMEMLOCK= under systemd (not pam_limits: no PAM session starts it).
  */
 #include "config.h"
 
@@ -395,6 +403,7 @@ void memlock_job_limit(const struct ctx *c, const char *user, struct memlock_job
 struct slurm_acc {
 	char prl[160], prl_from[300];           /* PropagateResourceLimits */
 	char prle[160], prle_from[300];         /* PropagateResourceLimitsExcept */
+	char pidfile[256];                      /* SlurmdPidFile */
 	char problem[300];
 };
 
@@ -476,6 +485,8 @@ static void slurm_file(const struct ctx *c, const char *path, int depth, struct 
 			} else if (strcasecmp(tok, "PropagateResourceLimitsExcept") == 0) {
 				snprintf(a->prle, sizeof(a->prle), "%s", val);
 				snprintf(a->prle_from, sizeof(a->prle_from), "%s:%u", path, lineno);
+			} else if (strcasecmp(tok, "SlurmdPidFile") == 0 && val[0] == '/') {
+				snprintf(a->pidfile, sizeof(a->pidfile), "%s", val);
 			}
 		}
 		line = nl ? nl + 1 : NULL;
@@ -501,8 +512,10 @@ static bool list_has(const char *list, const char *name)
 /*
  * slurmd's own LimitMEMLOCK=: the transient unit hpcinit's slurm step runs
  * it in (systemd-run --property=LimitMEMLOCK=infinity, modules/slurm) when
- * it runs, else that step's limit when the spec has a slurm section, else
- * slurmd.service (the unit first found, then its drop-ins).
+ * it runs, else that step's limit when the spec has a slurm section and
+ * systemd runs (without systemd the step starts slurmd itself: no unit),
+ * else slurmd.service (the unit first found, then its drop-ins).  What the
+ * unit would give; the running slurmd's own limit is read from /proc.
  */
 static void slurmd_unit(const struct ctx *c, struct memlock_slurm *ret)
 {
@@ -515,7 +528,7 @@ static void slurmd_unit(const struct ctx *c, struct memlock_slurm *ret)
 		strlist_push(&files, transient);
 		goto read;
 	}
-	if (c->spec && c->spec->slurm.present) {
+	if (c->spec && c->spec->slurm.present && fs_exists(c, "/run/systemd/system")) {
 		ret->slurmd_soft = MEMLOCK_UNLIMITED;
 		snprintf(ret->slurmd_from, sizeof(ret->slurmd_from), "the slurm step's unit hpcinit-slurmd");
 		return;
@@ -575,11 +588,102 @@ read:
 	strlist_free(&files);
 }
 
+int memlock_proc_read(const struct ctx *c, long pid, long long *soft, long long *hard)
+{
+	char *path = xasprintf("/proc/%ld/limits", pid), *text = NULL;
+	int r = fs_read(c, path, &text, NULL);
+
+	free(path);
+	if (r < 0)
+		return r;
+	r = -ENODATA;
+	for (char *line = text; line && *line;) {
+		char *nl = strchr(line, '\n');
+
+		if (nl)
+			*nl = '\0';
+		if (strncmp(line, "Max locked memory", 17) == 0) {
+			char s1[32], s2[32];
+			long long sv = MEMLOCK_UNLIMITED, hv = MEMLOCK_UNLIMITED;
+
+			/* each a number of bytes or "unlimited"; anything else: the limits are not known */
+			if (sscanf(line + 17, "%31s %31s", s1, s2) == 2 &&
+			    (strcmp(s1, "unlimited") == 0 || num_ll(s1, 0, LLONG_MAX, &sv)) &&
+			    (strcmp(s2, "unlimited") == 0 || num_ll(s2, 0, LLONG_MAX, &hv))) {
+				*soft = sv;
+				*hard = hv;
+				r = 0;
+			}
+			break;
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	free(text);
+	return r;
+}
+
+/*
+ * The slurm.conf the running slurmd reads, from its command line: -f FILE,
+ * or with --conf-server the configless copy (when there is one); NULL
+ * when it says neither.  Malloc'd.
+ */
+static char *slurmd_conf(const struct ctx *c, long pid)
+{
+	char *path = xasprintf("/proc/%ld/cmdline", pid), *text = NULL, *ret = NULL;
+	size_t n = 0;
+
+	if (fs_read(c, path, &text, &n) == 0) {
+		for (size_t i = 0; i < n && !ret; i += strlen(text + i) + 1) {
+			const char *arg = text + i;
+
+			if (strcmp(arg, "-f") == 0 && i + 3 < n && text[i + 3] == '/')
+				ret = xstrdup(text + i + 3);
+			else if (strncmp(arg, "-f/", 3) == 0)
+				ret = xstrdup(arg + 2);
+			else if (strcmp(arg, "--conf-server") == 0 || strncmp(arg, "--conf-server=", 14) == 0)
+				ret = xstrdup("/run/slurm/conf/slurm.conf");
+		}
+	}
+	free(text);
+	free(path);
+	if (ret && !fs_exists(c, ret)) {
+		free(ret);
+		ret = NULL;
+	}
+	return ret;
+}
+
+static void slurm_settings(const struct ctx *c, struct memlock_slurm *ret, struct slurm_acc *a)
+{
+	memset(a, 0, sizeof(*a));
+	slurm_file(c, ret->conf, 0, a);
+	if (a->prl[0] && a->prle[0])
+		snprintf(ret->problem, sizeof(ret->problem), "both PropagateResourceLimits (%s) and "
+			 "PropagateResourceLimitsExcept (%s) are set: Slurm accepts only one", a->prl_from, a->prle_from);
+	else
+		snprintf(ret->problem, sizeof(ret->problem), "%s", a->problem);
+	if (a->prle[0]) {
+		/* Except: ALL propagates nothing, NONE everything */
+		ret->propagates = !list_has(a->prle, "ALL") && !list_has(a->prle, "MEMLOCK");
+		snprintf(ret->setting, sizeof(ret->setting), "PropagateResourceLimitsExcept=%.120s", a->prle);
+		snprintf(ret->from, sizeof(ret->from), "%s", a->prle_from);
+	} else if (a->prl[0]) {
+		ret->propagates = !list_has(a->prl, "NONE") && (list_has(a->prl, "ALL") || list_has(a->prl, "MEMLOCK"));
+		snprintf(ret->setting, sizeof(ret->setting), "PropagateResourceLimits=%.120s", a->prl);
+		snprintf(ret->from, sizeof(ret->from), "%s", a->prl_from);
+	} else {
+		ret->propagates = true;
+		snprintf(ret->setting, sizeof(ret->setting), "PropagateResourceLimits=ALL (Slurm's default)");
+		ret->from[0] = '\0';
+	}
+}
+
 void memlock_slurm_read(const struct ctx *c, struct memlock_slurm *ret)
 {
 	static const char *const confs[] = { "/etc/slurm/slurm.conf", "/run/slurm/conf/slurm.conf",
 					     "/var/spool/slurmd/conf-cache/slurm.conf" };
-	struct slurm_acc a = { 0 };
+	struct slurm_acc a;
+	char *own;
 
 	memset(ret, 0, sizeof(*ret));
 	ret->slurmd_soft = MEMLOCK_UNSET;
@@ -590,24 +694,29 @@ void memlock_slurm_read(const struct ctx *c, struct memlock_slurm *ret)
 		}
 	if (!ret->present)
 		return;
-	slurm_file(c, ret->conf, 0, &a);
-	if (a.prl[0] && a.prle[0])
-		snprintf(ret->problem, sizeof(ret->problem), "both PropagateResourceLimits (%s) and "
-			 "PropagateResourceLimitsExcept (%s) are set: Slurm accepts only one", a.prl_from, a.prle_from);
-	else
-		snprintf(ret->problem, sizeof(ret->problem), "%s", a.problem);
-	if (a.prle[0]) {
-		/* Except: ALL propagates nothing, NONE everything */
-		ret->propagates = !list_has(a.prle, "ALL") && !list_has(a.prle, "MEMLOCK");
-		snprintf(ret->setting, sizeof(ret->setting), "PropagateResourceLimitsExcept=%.120s", a.prle);
-		snprintf(ret->from, sizeof(ret->from), "%s", a.prle_from);
-	} else if (a.prl[0]) {
-		ret->propagates = !list_has(a.prl, "NONE") && (list_has(a.prl, "ALL") || list_has(a.prl, "MEMLOCK"));
-		snprintf(ret->setting, sizeof(ret->setting), "PropagateResourceLimits=%.120s", a.prl);
-		snprintf(ret->from, sizeof(ret->from), "%s", a.prl_from);
-	} else {
-		ret->propagates = true;
-		snprintf(ret->setting, sizeof(ret->setting), "PropagateResourceLimits=ALL (Slurm's default)");
+	slurm_settings(c, ret, &a);
+	snprintf(ret->pidfile, sizeof(ret->pidfile), "%s", a.pidfile[0] ? a.pidfile : "/run/slurmd.pid");
+	ret->pid = (long)fs_daemon_pid(c, ret->pidfile, "slurmd", true, ret->pid_how, sizeof(ret->pid_how));
+	if (ret->pid && (own = slurmd_conf(c, ret->pid)) != NULL) {
+		/* the file the running slurmd reads (configless: its cached copy) */
+		if (strcmp(own, ret->conf) != 0) {
+			snprintf(ret->conf, sizeof(ret->conf), "%s", own);
+			slurm_settings(c, ret, &a);
+		}
+		free(own);
 	}
+	if (ret->pid)
+		ret->live = memlock_proc_read(c, ret->pid, &ret->live_soft, &ret->live_hard) == 0;
 	slurmd_unit(c, ret);
+}
+
+long long memlock_slurm_job(const struct memlock_slurm *sl, long long submit)
+{
+	if (!sl->live)
+		return MEMLOCK_UNSET;
+	if (!sl->propagates)
+		return sl->live_soft;
+	if (submit == MEMLOCK_UNSET)
+		return MEMLOCK_UNSET;
+	return lim_lt(sl->live_hard, submit) ? sl->live_hard : submit;
 }

@@ -23,9 +23,11 @@ struct memlock_job {
 };
 
 /*
- * What a Slurm job gets (slurm.conf(5), Slurm 22.05): with
- * PropagateResourceLimits (default ALL) naming MEMLOCK, slurmd applies the
- * submitting shell's soft limit to the job, not its own.
+ * What a Slurm job gets (slurm.conf(5), slurmstepd of Slurm 22.05): the
+ * running slurmd's own limits (/proc/PID/limits: slurmstepd inherits them),
+ * and with PropagateResourceLimits (default ALL) naming MEMLOCK the
+ * submitting shell's soft limit in their place, reduced to slurmd's hard
+ * limit when it asks for more ("reducing req to max").
  */
 struct memlock_slurm {
 	bool present;                   /* a slurm.conf was found */
@@ -34,12 +36,26 @@ struct memlock_slurm {
 	char setting[160];              /* "PropagateResourceLimits=ALL (Slurm's default)", ... */
 	char from[300];                 /* "file:line" of the setting, "" for the default */
 	char problem[700];              /* what could not be read (an Include), both keys set, ... */
-	long long slurmd_soft;          /* slurmd.service's LimitMEMLOCK=, MEMLOCK_UNSET when none */
+	long long slurmd_soft;          /* slurmd's unit's LimitMEMLOCK=, MEMLOCK_UNSET when none */
 	char slurmd_from[300];
+	char pidfile[256];              /* SlurmdPidFile (default /run/slurmd.pid) */
+	long pid;                       /* the running slurmd, 0 when none runs */
+	char pid_how[300];              /* how it was found: its pid file, or "a process named slurmd" */
+	bool live;                      /* its /proc/PID/limits was read: */
+	long long live_soft, live_hard; /* bytes or MEMLOCK_UNLIMITED */
 };
 
-/* Read slurm.conf (and slurmd.service) under c's root. */
+/* Read slurm.conf, slurmd's unit and the running slurmd under c's root. */
 void memlock_slurm_read(const struct ctx *c, struct memlock_slurm *ret);
+/*
+ * The memlock soft limit a job started now gets, given the submitting
+ * shell's soft limit (submit: bytes, MEMLOCK_UNLIMITED, or MEMLOCK_UNSET
+ * when not known); MEMLOCK_UNSET when it cannot be said (no slurmd runs,
+ * or it propagates a shell's limit that is not known).
+ */
+long long memlock_slurm_job(const struct memlock_slurm *sl, long long submit);
+/* "Max locked memory" of /proc/PID/limits under c's root: 0, or -errno. */
+int memlock_proc_read(const struct ctx *c, long pid, long long *soft, long long *hard);
 
 /* Measure both for user (NULL or "": any user). */
 void memlock_job_limit(const struct ctx *c, const char *user, struct memlock_job *ret);

@@ -111,25 +111,10 @@ static int run_logged(struct ctx *c, struct report *rep, const char *const argv[
 	return r;
 }
 
-/* A daemon from its pid file: alive and named comm. */
+/* A daemon from its pid file: alive and named comm (fs_daemon_pid, no /proc scan). */
 static pid_t daemon_pid(const struct ctx *c, const char *pidfile, const char *comm)
 {
-	char *text = NULL, path[64], *name = NULL;
-	size_t n;
-	long long pid;
-	pid_t ret = 0;
-
-	if (fs_read(c, pidfile, &text, &n) < 0)
-		return 0;
-	if (num_ll_prefix(text, 2, INT32_MAX - 1, &pid, NULL)) {
-		snprintf(path, sizeof(path), "/proc/%lld/comm", pid);
-		if (fs_read_host(path, 64, &name, &n) == 0 && strncmp(name, comm, strlen(comm)) == 0 &&
-		    (name[strlen(comm)] == '\n' || name[strlen(comm)] == '\0'))
-			ret = (pid_t)pid;
-	}
-	free(name);
-	free(text);
-	return ret;
+	return fs_daemon_pid(c, pidfile, comm, false, NULL, 0);
 }
 
 /* Stop a daemon we may have started: TERM, then wait for it to go (up to 10 s). */

@@ -14,6 +14,8 @@
 #     resumes it once the others have arrived;
 #     the same check drains a node whose check starts failing;
 #   - a drain an admin set is left alone by "hpcinit check";
+#   - what "hpcinit check" says a job gets (memlock, read from the running
+#     slurmd and PropagateResourceLimits(Except)) is what srun's job shows;
 #   - "hpcinit leave" drains the node, stops slurmd and deletes the dynamic node.
 # The munge key reaches every node as the cluster secret does (a root-only
 # file the custom-data writes); hpcinit installs it for munged.
@@ -231,6 +233,78 @@ check "$C1: that check exits 0, its slurm row ok: resumed" \
 run_hpc "$T/again.out" "$C1" apply
 check "$C1: second apply exits 0" eval '[ $rc = 0 ] || show "$T/again.out" $rc'
 check "$C1: second apply: slurm ok" grep -q '^slurm  *ok ' "$T/again.out"
+
+# What a Slurm job gets (memlock) is read from the running slurmd and slurm.conf, and is
+# what srun shows.  slurmd on $C1 gets known limits (prlimit on the running daemon: root
+# here cannot go above 8192 KiB), $C1's spec gets a memlock section, and each time the
+# number "hpcinit check" states is compared with "ulimit -l" in a job that srun starts
+# from a shell on the head (the submit host) whose soft limit is what a new PAM session
+# gets on $C1 (limits.d, what memlock.limit writes): the shell stands in for a login.
+SLURMD1=$(on "$C1" cat /run/slurmd.pid)
+memlock_spec() { compute_spec 2 30s "memlock: {limit: $1, users: [\"*\"], systemd: false}" > "$T/c1mem.yaml"
+	install_spec "$C1" "$T/c1mem.yaml"; run_hpc "$T/memapply.out" "$C1" apply --only memlock; }
+said_memlock() {   # what hpcinit check on C1 says a job gets ("" when it says no number)
+	run_hpc "$T/jm.out" "$C1" check --only memlock --json
+	grep -oE 'job: a Slurm job gets memlock ([0-9]+ KiB|unlimited)' "$T/jm.out" | head -1 |
+		sed 's/.* memlock //; s/ KiB$//'
+}
+srun_memlock() {   # ulimit -l in a job srun starts on C1 from a head shell with soft limit $1 KiB
+	on "$H" timeout 60 bash -c "ulimit -S -l $1 && srun -N1 -w $C1 bash -c 'ulimit -l'" 2>&1
+}
+job_agrees() {     # $1: the submitting shell's soft limit; $2: what the job must get
+	local said got
+	said=$(said_memlock) got=$(srun_memlock "$1")
+	[ "$said" = "$2" ] && [ "$got" = "$2" ] || {
+		echo "  hpcinit check said: '$said'; srun printed: '$got'; expected $2"
+		grep -oE '"[^"]*job: a Slurm job[^"]*"' "$T/jm.out" | sort -u | sed 's/^/  | /'; return 1; }
+}
+prlimit --pid "$SLURMD1" --memlock=$((4096 * 1024)):$((8192 * 1024))
+memlock_spec 2M
+# PropagateResourceLimitsExcept=MEMLOCK (this test's slurm.conf): slurmd's soft limit,
+# whatever the submitting shell has (8192 KiB here).
+check "memlock, Except=MEMLOCK: check's statement is what srun shows (slurmd's soft, 4096 KiB)" \
+	job_agrees 8192 4096
+check "memlock, Except=MEMLOCK: the statement names slurmd's pid and its /proc limits" \
+	grep -q "slurmd's soft limit (pid $SLURMD1, /run/slurmd.pid: soft 4096 KiB, hard 8192 KiB in /proc/$SLURMD1/limits)" "$T/jm.out"
+# Propagation (Slurm's default ALL): the submitting shell's 2048 KiB, below slurmd's own.
+on "$H" sed -i '/^PropagateResourceLimitsExcept=/d' /etc/slurm/slurm.conf
+on "$H" scontrol reconfigure
+conf_reloaded() {
+	local i
+	for i in $(seq 50); do
+		on "$C1" grep -q PropagateResourceLimitsExcept /run/slurm/conf/slurm.conf || return 0
+		sleep 0.2
+	done
+	return 1
+}
+# slurmd writes the fetched copy before it reloads: wait until a job shows the new
+# setting (a shell's 1024 KiB reaches it) before the comparison below.
+propagating() {
+	local i
+	for i in $(seq 20); do [ "$(srun_memlock 1024)" = 1024 ] && return 0; sleep 0.5; done
+	return 1
+}
+check "$C1: slurmd fetched and runs the slurm.conf without PropagateResourceLimitsExcept" \
+	eval 'conf_reloaded && propagating'
+check "memlock, propagated: check's statement is what srun shows (the submitting shell's 2048 KiB)" \
+	job_agrees 2048 2048
+# A shell asking more than slurmd's hard limit gets that limit, not its own and not
+# slurmd's soft one (slurmd 2048 soft, 4096 hard; the spec and the shell 8192):
+# degraded, a job here cannot lock what memlock.limit says.
+prlimit --pid "$SLURMD1" --memlock=$((2048 * 1024)):$((4096 * 1024))
+memlock_spec 8M
+check "memlock, propagated above slurmd's hard limit: check and srun agree (4096 KiB)" job_agrees 8192 4096
+check "memlock: a job below memlock.limit is memlock.job.slurm.low" grep -q '"memlock.job.slurm.low"' "$T/jm.out"
+install_spec "$C1" "$T/c1.yaml"
+# A node where no slurmd runs says so (not its unit's value), though the other nodes'
+# slurmd are in the /proc it shares (they are in other network namespaces).
+on "$C3" install -D -m 0644 "$T/slurm.conf" /etc/slurm/slurm.conf
+compute_spec 2 30s "memlock: {limit: 2M, users: [\"*\"], systemd: false}" > "$T/c3mem.yaml"
+install_spec "$C3" "$T/c3mem.yaml"
+run_hpc "$T/c3mem.out" "$C3" check --only memlock --json
+check "$C3 (no slurmd here, two on other nodes): what a job gets is not known, and said so" \
+	grep -q '"memlock.job.slurm.unknown"' "$T/c3mem.out"
+on "$C3" rm -f /etc/slurm/slurm.conf
 
 # Leaving: drained, slurmd stopped, the dynamic node deleted.
 run_hpc "$T/leave.out" "$C2" leave

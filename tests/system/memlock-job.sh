@@ -82,25 +82,42 @@ is "services 4M: memlock failed" "$(jget "$T/mout" memlock status)" failed
 has_detail "services 4M: names the drop-in" "$T/mout" memlock \
 	'^/etc/systemd/system.conf.d/99-site.conf:2 sets DefaultLimitMEMLOCK 4096 KiB, below memlock.limit 8192 KiB'
 
-# Slurm: a job gets the submitting shell's limit (PropagateResourceLimits=ALL,
-# Slurm's default), not slurmd's; PropagateResourceLimitsExcept=MEMLOCK gives
-# it slurmd's.  slurm.conf as slurmd's configless cache keeps it, and
+# Slurm: what a job gets is read from the running slurmd (/proc/PID/limits) and
+# slurm.conf.  With PropagateResourceLimits=ALL (Slurm's default) the submitting
+# shell's soft limit, at most slurmd's hard limit; PropagateResourceLimitsExcept=MEMLOCK
+# gives it slurmd's soft limit.  slurm.conf as slurmd's configless cache keeps it, and
 # slurmd.service as Debian 12's slurmd package ships it (LimitMEMLOCK=infinity).
+# No slurmd running: not known, and said so (not the unit's value).
 setup
 mkdir -p "$R/var/spool/slurmd/conf-cache" "$R/lib/systemd/system"
 printf 'ClusterName=glo\nSlurmctldHost=head\n' >"$R/var/spool/slurmd/conf-cache/slurm.conf"
 printf '[Unit]\nDescription=Slurm node daemon\n[Service]\nExecStart=/usr/sbin/slurmd -D -s $SLURMD_OPTIONS\nLimitNOFILE=131072\nLimitMEMLOCK=infinity\n' \
 	>"$R/lib/systemd/system/slurmd.service"
+run_hpc_stdout "$T/s0" check --root "$R" -c "$R/node.yaml" --only memlock --json
+has_detail "slurm, no slurmd: not known, said so" "$T/s0" memlock \
+	"^job: slurmd is not running here \(no live /run/slurmd.pid, no process named slurmd\): what a Slurm job gets is not known until it runs \(/var/spool/slurmd/conf-cache/slurm.conf: PropagateResourceLimits=ALL \(Slurm's default\)\); its unit would give slurmd memlock unlimited \(LimitMEMLOCK= at /lib/systemd/system/slurmd.service:6\)$"
+# slurmd runs (the root's /run/slurmd.pid, /proc/5151) with 4 MiB soft, 8 MiB hard
+mkdir -p "$R/proc/5151"
+echo 5151 >"$R/run/slurmd.pid"
+echo slurmd >"$R/proc/5151/comm"
+printf 'Limit                     Soft Limit           Hard Limit           Units     \nMax locked memory         4194304              8388608              bytes     \n' >"$R/proc/5151/limits"
 run_hpc_stdout "$T/s1" check --root "$R" -c "$R/node.yaml" --only memlock --json
-has_detail "slurm default: the job gets the submitting shell's limit, the fix named" "$T/s1" memlock \
-	"^job: a Slurm job gets the memlock of the shell that submitted it, not slurmd's unlimited \(LimitMEMLOCK= at /lib/systemd/system/slurmd.service:6\) \(/var/spool/slurmd/conf-cache/slurm.conf: PropagateResourceLimits=ALL \(Slurm's default\)\): a shell of a new PAM session of user azureuser here has 8192 KiB, .*set PropagateResourceLimitsExcept=MEMLOCK in slurm.conf and restart slurmd$"
+has_detail "slurm default: the job gets the submitting shell's limit up to slurmd's hard, the fix named" "$T/s1" memlock \
+	"^job: a Slurm job gets memlock 8192 KiB: the submitting shell's soft limit, at most slurmd's hard limit 8192 KiB \(pid 5151, /run/slurmd.pid, /proc/5151/limits\) \(/var/spool/slurmd/conf-cache/slurm.conf: PropagateResourceLimits=ALL \(Slurm's default\)\): a shell of a new PAM session of user azureuser here has 8192 KiB; .*set PropagateResourceLimitsExcept=MEMLOCK in slurm.conf$"
 mkdir -p "$R/etc/slurm"
 printf 'ClusterName=glo\nInclude limits.conf\n' >"$R/etc/slurm/slurm.conf"
 printf '# RDMA jobs: slurmd'"'"'s limit\npropagateresourcelimitsexcept=CORE,MEMLOCK\n' >"$R/etc/slurm/limits.conf"
 run_hpc_stdout "$T/s2" check --root "$R" -c "$R/node.yaml" --only memlock --json
-has_detail "slurm Except=MEMLOCK (through an Include): the job gets slurmd's limit" "$T/s2" memlock \
-	"^job: a Slurm job gets slurmd's memlock unlimited \(LimitMEMLOCK= at /lib/systemd/system/slurmd.service:6\), not the submitting shell's \(/etc/slurm/slurm.conf: PropagateResourceLimitsExcept=CORE,MEMLOCK at /etc/slurm/limits.conf:2\)$"
-is "slurm: memlock status unchanged by the observation" "$(jget "$T/s2" memlock status)" "$(jget "$T/s1" memlock status)"
+has_detail "slurm Except=MEMLOCK (through an Include): the job gets slurmd's soft limit, not its unit's" "$T/s2" memlock \
+	"^job: a Slurm job gets memlock 4096 KiB: slurmd's soft limit \(pid 5151, /run/slurmd.pid: soft 4096 KiB, hard 8192 KiB in /proc/5151/limits\), not the submitting shell's \(/etc/slurm/slurm.conf: PropagateResourceLimitsExcept=CORE,MEMLOCK at /etc/slurm/limits.conf:2\); its unit would give unlimited \(LimitMEMLOCK= at /lib/systemd/system/slurmd.service:6\), not what slurmd runs with: it was started another way or before that changed$"
+is "slurm Except=MEMLOCK, 4 MiB below memlock.limit: degraded" "$(jget "$T/s2" memlock status)" degraded
+has_detail "... memlock.job.slurm.low names the fix" "$T/s2" memlock \
+	"^a Slurm job here gets memlock 4096 KiB, below memlock.limit 8192 KiB: slurmd's soft limit \(pid 5151\); give slurmd's unit LimitMEMLOCK=infinity \(a drop-in in /etc/systemd/system/slurmd.service.d\) and restart slurmd$"
+printf 'Max locked memory         unlimited            unlimited            bytes\n' >"$R/proc/5151/limits"
+run_hpc_stdout "$T/s3" check --root "$R" -c "$R/node.yaml" --only memlock --json
+has_detail "slurm Except=MEMLOCK, slurmd unlimited as its unit says" "$T/s3" memlock \
+	"^job: a Slurm job gets memlock unlimited: slurmd's soft limit .*; slurmd has it from its unit: unlimited \(LimitMEMLOCK= at /lib/systemd/system/slurmd.service:6\)$"
+is "slurm: memlock status unchanged by an observation that is not low" "$(jget "$T/s3" memlock status)" "$(jget "$T/s0" memlock status)"
 
 # sshd without UsePAM yes: reported, degraded.
 setup

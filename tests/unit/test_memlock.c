@@ -218,15 +218,40 @@ int main(void)
 		TEST_STREQ(sl.from, "");
 		TEST_INTEQ(sl.slurmd_soft, MEMLOCK_UNLIMITED);
 		TEST_STREQ(sl.slurmd_from, "/lib/systemd/system/slurmd.service:3");
+		/* no slurmd runs: not known, and said so (not the unit's value) */
+		report_init(&r);
+		observe(&c, &r);
+		TEST_CHECK(tagged(&r, "memlock.job.slurm") == NULL);
+		f = tagged(&r, "memlock.job.slurm.unknown");
+		TEST_CHECK(f && f->sev == ST_OK);
+		TEST_CHECK(f && strcmp(f->text, "job: slurmd is not running here (no live /run/slurmd.pid, no process "
+				       "named slurmd): what a Slurm job gets is not known until it runs "
+				       "(/var/spool/slurmd/conf-cache/slurm.conf: PropagateResourceLimits=ALL (Slurm's "
+				       "default)); its unit would give slurmd memlock unlimited (LimitMEMLOCK= at "
+				       "/lib/systemd/system/slurmd.service:3)") == 0);
+		report_free(&r);
+
+		/* slurmd runs (found by its pid file) with 4 MiB soft, 6 MiB hard: a PAM session's
+		 * 8 MiB is reduced to slurmd's hard limit, below memlock.limit: degraded */
+		put("/run/slurmd.pid", "4321\n");
+		put("/proc/4321/comm", "slurmd\n");
+		put("/proc/4321/limits", "Limit                     Soft Limit           Hard Limit           Units     \n"
+		    "Max locked memory         4194304              6291456              bytes     \n");
 		report_init(&r);
 		observe(&c, &r);
 		f = tagged(&r, "memlock.job.slurm");
 		TEST_CHECK(f && f->sev == ST_OK);
-		TEST_CHECK(f && strstr(f->text, "job: a Slurm job gets the memlock of the shell that submitted it, not "
-				       "slurmd's unlimited (LimitMEMLOCK= at /lib/systemd/system/slurmd.service:3) "
-				       "(/var/spool/slurmd/conf-cache/slurm.conf: PropagateResourceLimits=ALL (Slurm's default)): "
-				       "a shell of a new PAM session of any user here has 8192 KiB") != NULL);
-		TEST_CHECK(f && strstr(f->text, "set PropagateResourceLimitsExcept=MEMLOCK in slurm.conf") != NULL);
+		TEST_CHECK(f && strcmp(f->text, "job: a Slurm job gets memlock 6144 KiB: the submitting shell's soft "
+				       "limit, at most slurmd's hard limit 6144 KiB (pid 4321, /run/slurmd.pid, "
+				       "/proc/4321/limits) (/var/spool/slurmd/conf-cache/slurm.conf: "
+				       "PropagateResourceLimits=ALL (Slurm's default)): a shell of a new PAM session of any "
+				       "user here has 8192 KiB; a shell with less (cron, a service, a login node without "
+				       "this limit) gives its jobs less; to give jobs slurmd's soft limit (4096 KiB) "
+				       "instead, set PropagateResourceLimitsExcept=MEMLOCK in slurm.conf") == 0);
+		f = tagged(&r, "memlock.job.slurm.low");
+		TEST_CHECK(f && f->sev == ST_DEGRADED);
+		TEST_CHECK(f && strstr(f->text, "a Slurm job here gets memlock 6144 KiB, below memlock.limit 8192 KiB: "
+				       "slurmd's hard limit (pid 4321)") == f->text);
 		report_free(&r);
 
 		/* /etc/slurm/slurm.conf wins over the cache; keys case-insensitive, comma lists */
@@ -239,10 +264,42 @@ int main(void)
 		report_init(&r);
 		observe(&c, &r);
 		f = tagged(&r, "memlock.job.slurm");
-		TEST_CHECK(f && strcmp(f->text, "job: a Slurm job gets slurmd's memlock unlimited (LimitMEMLOCK= at "
-				       "/lib/systemd/system/slurmd.service:3), not the submitting shell's "
-				       "(/etc/slurm/slurm.conf: PropagateResourceLimitsExcept=CORE,memlock at "
-				       "/etc/slurm/slurm.conf:2)") == 0);
+		TEST_CHECK(f && strcmp(f->text, "job: a Slurm job gets memlock 4096 KiB: slurmd's soft limit (pid 4321, "
+				       "/run/slurmd.pid: soft 4096 KiB, hard 6144 KiB in /proc/4321/limits), not the "
+				       "submitting shell's (/etc/slurm/slurm.conf: PropagateResourceLimitsExcept=CORE,memlock "
+				       "at /etc/slurm/slurm.conf:2); its unit would give unlimited (LimitMEMLOCK= at "
+				       "/lib/systemd/system/slurmd.service:3), not what slurmd runs with: it was started "
+				       "another way or before that changed") == 0);
+		f = tagged(&r, "memlock.job.slurm.low");
+		TEST_CHECK(f && f->sev == ST_DEGRADED && strstr(f->text, ": slurmd's soft limit (pid 4321); give "
+							      "slurmd's unit LimitMEMLOCK=infinity") != NULL);
+		report_free(&r);
+		/* unlimited, as its unit says: nothing low */
+		put("/proc/4321/limits", "Max locked memory         unlimited            unlimited            bytes\n");
+		report_init(&r);
+		observe(&c, &r);
+		f = tagged(&r, "memlock.job.slurm");
+		TEST_CHECK(f && strstr(f->text, "job: a Slurm job gets memlock unlimited: slurmd's soft limit") == f->text &&
+			   strstr(f->text, "; slurmd has it from its unit: unlimited (LimitMEMLOCK= at "
+				  "/lib/systemd/system/slurmd.service:3)") != NULL);
+		TEST_CHECK(tagged(&r, "memlock.job.slurm.low") == NULL);
+		report_free(&r);
+		/* the slurm step's slurmd (hpcinit-slurmd under systemd) low: the fix is its restart */
+		put("/proc/4321/limits", "Max locked memory         4194304              4194304              bytes\n");
+		put("/run/systemd/system/.here", "");
+		s.slurm.present = true;
+		report_init(&r);
+		observe(&c, &r);
+		f = tagged(&r, "memlock.job.slurm.low");
+		TEST_CHECK(f && strstr(f->text, "; restart slurmd (systemctl restart hpcinit-slurmd: the slurm step's "
+				       "unit gives it LimitMEMLOCK=infinity)") != NULL);
+		report_free(&r);
+		s.slurm.present = false;
+		/* a stale pid file (another program has that pid): no slurmd */
+		put("/proc/4321/comm", "bash\n");
+		report_init(&r);
+		observe(&c, &r);
+		TEST_CHECK(tagged(&r, "memlock.job.slurm.unknown") != NULL);
 		report_free(&r);
 	}
 

@@ -127,6 +127,9 @@ int main(void)
 		TEST_STREQ(sl.slurmd_from, "/etc/systemd/system/slurmd.service.d/memlock.conf:2");
 		/* hpcinit's slurm step runs slurmd in its own transient unit: that one counts */
 		s.slurm.present = true;
+		memlock_slurm_read(&c, &sl);            /* without systemd the step starts slurmd itself */
+		TEST_STREQ(sl.slurmd_from, "/etc/systemd/system/slurmd.service.d/memlock.conf:2");
+		put("/run/systemd/system/.here", "");
 		memlock_slurm_read(&c, &sl);
 		TEST_INTEQ(sl.slurmd_soft, MEMLOCK_UNLIMITED);
 		TEST_STREQ(sl.slurmd_from, "the slurm step's unit hpcinit-slurmd");
@@ -136,6 +139,71 @@ int main(void)
 		TEST_INTEQ(sl.slurmd_soft, 8ll << 20);
 		TEST_STREQ(sl.slurmd_from, "/run/systemd/transient/hpcinit-slurmd.service:3");
 		s.slurm.present = false;
+
+		/* the running slurmd: SlurmdPidFile, its /proc/PID/limits, the conf its command line names */
+		TEST_CHECK(!sl.live && sl.pid == 0);
+		TEST_STREQ(sl.pidfile, "/run/slurmd.pid");
+		TEST_INTEQ(memlock_slurm_job(&sl, 1 << 20), MEMLOCK_UNSET);    /* not running: not known */
+		put("/etc/slurm/slurm.conf", "SlurmdPidFile=/var/run/slurm/d.pid PropagateResourceLimits=ALL\n");
+		put("/var/run/slurm/d.pid", "977\n");
+		put("/proc/977/comm", "slurmd\n");
+		put("/proc/977/limits", "Limit  Soft Limit  Hard Limit  Units\nMax cpu time  unlimited  unlimited  seconds\n"
+		    "Max locked memory         4194304              8388608              bytes     \n");
+		memlock_slurm_read(&c, &sl);
+		TEST_STREQ(sl.pidfile, "/var/run/slurm/d.pid");
+		TEST_INTEQ(sl.pid, 977);
+		TEST_STREQ(sl.pid_how, "/var/run/slurm/d.pid");
+		TEST_CHECK(sl.live && sl.propagates);
+		TEST_INTEQ(sl.live_soft, 4 << 20);
+		TEST_INTEQ(sl.live_hard, 8 << 20);
+		TEST_INTEQ(memlock_slurm_job(&sl, 2 << 20), 2 << 20);          /* the submitting shell's */
+		TEST_INTEQ(memlock_slurm_job(&sl, 16 << 20), 8 << 20);         /* reduced to slurmd's hard */
+		TEST_INTEQ(memlock_slurm_job(&sl, MEMLOCK_UNLIMITED), 8 << 20);
+		TEST_INTEQ(memlock_slurm_job(&sl, MEMLOCK_UNSET), MEMLOCK_UNSET);
+		/* configless (--conf-server): the cached copy it reads counts, not /etc/slurm */
+		{
+			char *p = xasprintf("%s/proc/977/cmdline", root);
+			FILE *f = fopen(p, "w");
+
+			fwrite("/usr/sbin/slurmd\0-Z\0--conf-server\0head\0", 1, 39, f);
+			fclose(f);
+			free(p);
+		}
+		put("/run/slurm/conf/slurm.conf", "PropagateResourceLimitsExcept=MEMLOCK\n");
+		memlock_slurm_read(&c, &sl);
+		TEST_STREQ(sl.conf, "/run/slurm/conf/slurm.conf");
+		TEST_CHECK(!sl.propagates);
+		TEST_INTEQ(memlock_slurm_job(&sl, MEMLOCK_UNLIMITED), 4 << 20); /* slurmd's soft */
+		/* -f FILE */
+		{
+			char *p = xasprintf("%s/proc/977/cmdline", root);
+			FILE *f = fopen(p, "w");
+
+			fwrite("slurmd\0-f\0/etc/slurm/other.conf\0", 1, 33, f);
+			fclose(f);
+			free(p);
+		}
+		put("/etc/slurm/other.conf", "PropagateResourceLimits=NONE\n");
+		memlock_slurm_read(&c, &sl);
+		TEST_STREQ(sl.conf, "/etc/slurm/other.conf");
+		TEST_CHECK(!sl.propagates);
+		/* a stale pid file, and no process of that name: none */
+		put("/proc/977/comm", "sshd\n");
+		memlock_slurm_read(&c, &sl);
+		TEST_CHECK(sl.pid == 0 && !sl.live);
+		TEST_STREQ(sl.conf, "/etc/slurm/slurm.conf");
+		/* found by name in /proc when the pid file is gone */
+		put("/proc/1200/comm", "slurmd\n");
+		put("/proc/1200/limits", "Max locked memory         unlimited            unlimited            bytes\n");
+		memlock_slurm_read(&c, &sl);
+		TEST_INTEQ(sl.pid, 1200);
+		TEST_STREQ(sl.pid_how, "a process named slurmd");
+		TEST_CHECK(sl.live && sl.live_soft == MEMLOCK_UNLIMITED && sl.live_hard == MEMLOCK_UNLIMITED);
+		TEST_INTEQ(memlock_slurm_job(&sl, 2 << 20), 2 << 20);
+		/* limits that cannot be read: running, not live */
+		put("/proc/1200/limits", "Max locked memory         lots                 unlimited            bytes\n");
+		memlock_slurm_read(&c, &sl);
+		TEST_CHECK(sl.pid == 1200 && !sl.live);
 	}
 
 	test_rm_rf(root);
