@@ -533,6 +533,19 @@ static void slurm_job(const struct ctx *c, struct report *r, const struct memloc
 }
 
 /* The limit a job gets: a new PAM session of the spec's user, and systemd services. */
+/*
+ * hpcinit's own limits file says less than the spec, or is gone: a job gets
+ * less than memlock.limit now.  Apply restores it, but until then a job hits
+ * it: broken, not drift (check), a change to make (plan; apply wrote it first).
+ */
+static void job_low(struct ctx *c, struct report *r, const char *who, const char *got, const char *from,
+		    const char *want)
+{
+	report_finding(r, c->mode == RUN_CHECK ? ST_FAILED : ST_CHANGED, "memlock.job.low",
+		       "job: a new PAM session of %s gets memlock %s (%s), below memlock.limit %s: %s is not "
+		       "what the spec says; hpcinit apply restores it", who, got, from, want, LIMITS_PATH);
+}
+
 static void job_limits(struct ctx *c, struct report *r, long long want)
 {
 	const struct spec_memlock *m = &c->spec->memlock;
@@ -558,7 +571,11 @@ static void job_limits(struct ctx *c, struct report *r, long long want)
 				       "%s sets memlock %s for %s, below memlock.limit %s: it overrides %s "
 				       "(pam_limits reads limits.d in name order; a later or more specific line wins)",
 				       j.pam_soft_from, sbuf, who, wbuf, LIMITS_PATH);
-	} else if (j.pam_soft == MEMLOCK_UNSET && fs_exists(c, LIMITS_PATH)) {
+		else
+			job_low(c, r, who, sbuf, j.pam_soft_from, wbuf);
+	} else if (j.pam_soft == MEMLOCK_UNSET && !fs_exists(c, LIMITS_PATH)) {
+		job_low(c, r, who, "the limit it inherits", "no limits line", wbuf);
+	} else if (j.pam_soft == MEMLOCK_UNSET) {
 		report_finding(r, ST_FAILED, "memlock.job.uncovered",
 			       "no limits line applies to %s: memlock.users (%s%s) does not cover the users whose "
 			       "jobs run here", who, m->users.n ? m->users.v[0] : "", m->users.n > 1 ? ", ..." : "");

@@ -299,8 +299,10 @@ enum rstatus mount_one(struct ctx *c, struct report *r, const struct nfs_target 
 	cmd = argv_render(argv);
 	*ret_not_mounted = true;
 	if (c->mode == RUN_CHECK) {
-		report_detail(r, "%s: not mounted (%s)", t->path, t->source);
-		st = ST_CHANGED;
+		/* Broken, not drift: a job that reads the share fails now (apply mounts it). */
+		report_finding(r, ST_FAILED, "nfs.mount.absent", "%s: not mounted (%s): a job that reads it "
+			       "fails; hpcinit apply mounts it", t->path, t->source);
+		st = ST_FAILED;
 		goto out;
 	}
 	/* The mount point: created when missing, never chmod'ed (it may hold a share's root). */

@@ -290,11 +290,11 @@ static int install_key(struct ctx *c, struct report *rep, bool *changed)
  * their findings of that status (a step without one: "<step>.failed").
  * *ran false: no earlier step ran.
  *
- * In hpcinit check, drift is what a health check finds (a mount gone, a
- * limits file changed): it counts as degraded.  Not the drift of the steps
- * that follow the membership (discovery, and those reading its peers): a node
- * joining or leaving changes their files until refresh or the watch runs, and
- * that is no reason to drain a node.
+ * In hpcinit check, drift (what apply would quietly restore: a file's mode, a
+ * membership file before the next refresh) is no reason to drain: the node's
+ * state (status.json, the health answer) stays ready on drift too.  What a job
+ * would hit, the steps report as degraded or failed in check (a mount gone:
+ * nfs.mount.absent; a job's memlock below the spec: memlock.job.low).
  */
 static enum rstatus readiness(const struct ctx *c, struct strlist *tags, bool *ran)
 {
@@ -305,13 +305,11 @@ static enum rstatus readiness(const struct ctx *c, struct strlist *tags, bool *r
 	for (size_t i = 0; run && i < run->n; i++) {
 		const struct report *r = &run->reports[i];
 		const struct module *m = run->steps[i];
-		enum rstatus st = r->status, sev = st;
+		enum rstatus st = r->status;
 
 		if (!run->ran[i] || st == ST_SKIPPED)
 			continue;
 		*ran = true;
-		if (c->mode == RUN_CHECK && st == ST_CHANGED && !((m->inputs | m->outputs) & OUT_PEERS))
-			st = ST_DEGRADED;
 		if (st < ST_DEGRADED || st < worst)
 			continue;
 		if (st > worst) {
@@ -322,11 +320,10 @@ static enum rstatus readiness(const struct ctx *c, struct strlist *tags, bool *r
 			size_t before = tags->n;
 
 			for (size_t j = 0; j < r->n_findings; j++)
-				if (r->findings[j].sev == sev && !r->findings[j].cluster)
+				if (r->findings[j].sev == st && !r->findings[j].cluster)
 					strlist_push(tags, r->findings[j].tag);
 			if (tags->n == before)
-				strlist_push_take(tags, xasprintf("%s.%s", m->name, sev == ST_FAILED ? "failed" :
-								  sev == ST_CHANGED ? "drift" : "degraded"));
+				strlist_push_take(tags, xasprintf("%s.%s", m->name, st == ST_FAILED ? "failed" : "degraded"));
 		}
 	}
 	return worst;

@@ -113,8 +113,31 @@ int main(void)
 		s.memlock.unlimited = true;
 		s.memlock.systemd = true;
 		put("/proc/77/limits", "Max locked memory         unlimited            unlimited            bytes\n");
+		/* hpcinit's limits file gone (check): a job gets less than the spec; broken, not drift */
 		report_init(&r);
 		observe(&c, &r);
+		TEST_CHECK(tagged(&r, "memlock.job.low") && tagged(&r, "memlock.job.low")->sev == ST_FAILED);
+		TEST_INTEQ(r.status, ST_FAILED);
+		report_free(&r);
+		/* ... or lowered in place: the same */
+		put(LIMITS_PATH, "*  -  memlock  4096\n");
+		report_init(&r);
+		observe(&c, &r);
+		TEST_CHECK(tagged(&r, "memlock.job.low") && tagged(&r, "memlock.job.low")->sev == ST_FAILED);
+		TEST_CHECK(strstr(tagged(&r, "memlock.job.low")->text, "gets memlock 4 MiB") ||
+			   strstr(tagged(&r, "memlock.job.low")->text, "4096"));
+		report_free(&r);
+		/* plan: a change to make, not a failure */
+		c.mode = RUN_PLAN;
+		report_init(&r);
+		observe(&c, &r);
+		TEST_CHECK(tagged(&r, "memlock.job.low") && tagged(&r, "memlock.job.low")->sev == ST_CHANGED);
+		report_free(&r);
+		c.mode = RUN_CHECK;
+		put(LIMITS_PATH, "*  -  memlock  unlimited\n");
+		report_init(&r);
+		observe(&c, &r);
+		TEST_CHECK(tagged(&r, "memlock.job.low") == NULL);
 		TEST_INTEQ(r.status, ST_OK);
 		TEST_INTEQ(report_problems(&r), 0);
 		TEST_STREQ(r.findings[0].tag, "memlock.pam.active");

@@ -191,26 +191,32 @@ static void test_readiness(void)
 	}
 	free(j);
 	strlist_free(&tags);
-	/* hpcinit check: a step's drift is a failing health check, unless the step follows the
-	 * membership (discovery and the peers' readers: refresh converges them) */
+	/* hpcinit check: drift is no reason to drain (the node's state stays ready on drift);
+	 * what a job would hit the steps report as failed (nfs.mount.absent) */
 	for (size_t i = 0; i < n; i++) {
 		report_free(&res.reports[i]);
 		report_init(&res.reports[i]);
 	}
 	c.mode = RUN_CHECK;
 	for (size_t i = 0; i < n; i++)
-		if (!strcmp(module_table[i]->name, "hostfile") || !strcmp(module_table[i]->name, "discovery"))
-			report_finding(&res.reports[i], ST_CHANGED, "x.membership", "x");
+		if (!strcmp(module_table[i]->name, "hostfile") || !strcmp(module_table[i]->name, "discovery") ||
+		    !strcmp(module_table[i]->name, "memlock"))
+			report_finding(&res.reports[i], ST_CHANGED, "x.drift", "x");
 	TEST_INTEQ(readiness(&c, &tags, &ran), ST_OK);
 	TEST_CHECK(tags.n == 0);
 	for (size_t i = 0; i < n; i++)
 		if (!strcmp(module_table[i]->name, "nfs"))
-			report_finding(&res.reports[i], ST_CHANGED, "nfs.mount.missing", "x");
-	TEST_INTEQ(readiness(&c, &tags, &ran), ST_DEGRADED);
+			report_finding(&res.reports[i], ST_FAILED, "nfs.mount.absent", "x");
+	TEST_INTEQ(readiness(&c, &tags, &ran), ST_FAILED);
 	j = joined(&tags);
-	TEST_STREQ(j, "nfs.mount.missing");
+	TEST_STREQ(j, "nfs.mount.absent");
 	free(j);
 	strlist_free(&tags);
+	for (size_t i = 0; i < n; i++) {
+		report_free(&res.reports[i]);
+		report_init(&res.reports[i]);
+		report_finding(&res.reports[i], ST_CHANGED, "x.changed", "x");
+	}
 	c.mode = RUN_APPLY;
 	TEST_INTEQ(readiness(&c, &tags, &ran), ST_OK);
 	report_finding(&res.reports[3], ST_FAILED, "nfs.mount.failed", "x");
