@@ -189,7 +189,7 @@ const char *admit_record(const struct admit *a, struct peer *p, struct report *n
 	if (a->check_names && (t = admit_name_reserved(a, p, why, len)))
 		return t;
 	if (p->ipoib_addr && a->has_ipoib && !addr_in(&a->ipoib, p->ipoib_addr)) {
-		report_finding(notes, ST_DEGRADED, "discovery.record.ipoib-outside",
+		report_cluster(notes, "discovery.record.ipoib-outside",
 			       "%s: IPoIB address %s is outside this node's IPoIB network %s; ignored",
 			       p->hostname, p->ipoib_addr, a->ipoib.text);
 		free(p->ipoib_addr);
@@ -223,8 +223,7 @@ void admit_found(struct disc_run *run)
 
 		if (t) {
 			snprintf(tag, sizeof(tag), "discovery.record.%s", t);
-			report_finding(&run->notes, ST_DEGRADED, tag, "record %s: %s; rejected",
-				       p->hostname, why);
+			report_cluster(&run->notes, tag, "record %s: %s; rejected", p->hostname, why);
 			peer_clear(p);
 			continue;
 		}
@@ -261,7 +260,7 @@ void drop_contested_names(struct peerset *s, struct report *notes)
 		if (idx[i]->self) {
 			/* This node's entry is never displaced. */
 			for (size_t k = i + 1; k < j; k++) {
-				report_finding(notes, ST_DEGRADED, "discovery.name.claims-self",
+				report_cluster(notes, "discovery.name.claims-self",
 					       "a record for %s (%s) claims this node's name %s "
 					       "(names compare without case); rejected",
 					       idx[k]->hostname, idx[k]->addr, idx[i]->hostname);
@@ -269,7 +268,7 @@ void drop_contested_names(struct peerset *s, struct report *notes)
 			}
 			continue;
 		}
-		report_finding(notes, ST_DEGRADED, "discovery.name.contested",
+		report_cluster(notes, "discovery.name.contested",
 			       "name %s is claimed by %zu records (%s at %s, %s at %s%s); none of "
 			       "them is used until only one is left", idx[i]->hostname, j - i,
 			       idx[i]->hostname, idx[i]->addr, idx[i + 1]->hostname, idx[i + 1]->addr,
