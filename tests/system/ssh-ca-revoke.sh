@@ -55,7 +55,7 @@ cp "$C/etc/hpcinit/ssh_revoked_keys" "$T/krl.installed"
 # 3a. The CA's own key in revoked.keys: never revoked.
 printf '%s\n' "$CAPUB" >>"$CERTS/revoked.keys"       # (no time: as a list from before times)
 rm -f "$H/var/lib/hpcinit/ssh-ca/revoked.keys"      # a rebuilt head: it reads certs/'s list
-on_head "$T/h1" apply
+on_head "$T/h1" apply -v
 check "CA key in revoked.keys: the published KRL does not revoke the CA" not_revoked "$CERTS/revoked.krl" "$T/ca.pub"
 check "CA key in revoked.keys: the head says it dropped it" contains "$T/h1" "revoked.keys names the CA's own key"
 
@@ -100,7 +100,7 @@ rm "$C/etc/ssh/ssh_host_ed25519_key" "$C/etc/ssh/ssh_host_ed25519_key.pub"
 ssh-keygen -q -t ed25519 -N '' -f "$C/etc/ssh/ssh_host_ed25519_key"
 cp "$C/etc/ssh/ssh_host_ed25519_key.pub" "$T/k2.pub"
 on_compute "$T/c3" apply --only discovery
-on_head "$T/h3" refresh
+on_head "$T/h3" refresh -v
 check "same boot id, new key: the head refuses it" contains "$T/h3" "HOST KEY CHANGED while the node stayed up"
 check "same boot id, new key: cn2.cert still certifies the old key" certified "$T/k1.pub"
 
