@@ -247,6 +247,25 @@ junk_is_cluster() {
 }
 check "... check --only discovery exits 0; --json: discovery ok, discovery.record.bad-name of severity \"cluster\"" \
 	eval '[ "$rc" = 0 ] && junk_is_cluster "$T/inject.json"'
+# This node's own record refused is this node's problem (its peers refuse it too): degraded.
+"${ETCDCTL[@]}" get --print-value-only "${PREFIX}node1" > "$T/node1.rec"
+"${ETCDCTL[@]}" put "${PREFIX}node1" junk >/dev/null
+rc=0
+HPCINIT_ADDRESS=10.0.0.1 "$HPCINIT" check --json --only discovery --root "$T/node1" \
+	-c "$T/node1/etc/hpcinit/node.yaml" --hostname node1 >"$T/self.json" 2>"$T/self.err" || rc=$?
+self_refused() {
+	python3 - "$1" <<-'PY'
+	import json, sys
+	d = json.load(open(sys.argv[1]))
+	m = [x for x in d["modules"] if x["name"] == "discovery"][0]
+	f = {x["tag"]: x["severity"] for x in m["findings"]}
+	assert f.get("discovery.record.self-refused") == "degraded", f
+	assert m["status"] == "degraded", m["status"]
+	PY
+}
+check "... while this node's own record refused is its own finding: check exits 3, discovery.record.self-refused degraded" \
+	eval '[ "$rc" = 3 ] && self_refused "$T/self.json"'
+"${ETCDCTL[@]}" put "${PREFIX}node1" < "$T/node1.rec" >/dev/null
 "${ETCDCTL[@]}" del "$(printf '%sx\nresult: ready' "$PREFIX")" >/dev/null
 # A stand-in for an endpoint (real etcd never says this) whose error message holds a newline.
 cat > "$T/endpoint.py" <<'PY'
