@@ -624,8 +624,9 @@ static int hostbased_remove(struct ctx *c, struct report *r)
 /*
  * The revocation list from the certs collection, once its HMAC vouches for
  * it.  No KRL yet: an empty list (ssh reads it as "nothing revoked").  A
- * refused one, or one the head did not vouch for: a cluster finding, and
- * the local copy (the last good KRL) stays as it was.  0 or -errno.
+ * refused one, one the head did not vouch for, or one gone after this node
+ * installed one: a cluster finding, and the local copy (the last good KRL)
+ * stays as it was.  0 or -errno.
  */
 static int install_krl(struct ctx *c, struct report *r, struct rendezvous *st, const char *secret,
 		       size_t secret_len)
@@ -636,6 +637,12 @@ static int install_krl(struct ctx *c, struct report *r, struct rendezvous *st, c
 
 	if (w == 0 && !krl_vouched(c, r, st, secret, secret_len, krl, len))
 		w = -EKEYREJECTED;
+	if (w == -ENOENT && fs_exists(c, REVOKED_PATH) && st->ops) {
+		/* The head never takes its KRL away: a missing one un-revokes nobody. */
+		report_cluster(r, "ssh.ca.krl-missing", "%srevoked.krl: missing (the head publishes it on "
+			       "every run); " REVOKED_PATH " stays as it was", st->where);
+		w = -EKEYREJECTED;
+	}
 	if (w == 0 || w == -ENOENT)
 		w = fs_write(c, r, REVOKED_PATH, krl ? krl : "", w == 0 ? len : 0, 0644, 0, 0);
 	else if (w == -EKEYREJECTED)

@@ -6,7 +6,8 @@
 #     KRL replaced by a record writer is not installed by a node (no HMAC
 #     of the cluster secret) and the head writes its own back; a replaced
 #     KRL or a junk revoked.krl.hmac is a cluster finding: the compute keeps
-#     the last good KRL and its refresh stays ready (issue 33);
+#     the last good KRL and its refresh stays ready, and so does a KRL
+#     deleted from certs/ (issue 33);
 #  4. a new host key under the same boot id is not signed (pinned mode's
 #     rule); under a new boot id it is signed and the replaced key revoked.
 . "$(dirname "$0")/lib.sh"
@@ -112,4 +113,14 @@ check "new boot id: the new key is certified" certified "$T/k2.pub"
 check "new boot id: the replaced key is in the head's revocation list" grep -qF "$(cut -d' ' -f2 "$T/k1.pub")" "$CERTS/revoked.keys"
 check "new boot id: the replaced key is revoked by the KRL" revoked "$CERTS/revoked.krl" "$T/k1.pub"
 check "new boot id: the head says so" contains "$T/h4" "replaced (boot id 22222222-2222-2222-2222-222222222222 -> 33333333"
+
+# 4c. The KRL deleted from certs/ (the anonymous uid can delete it on a squashing head): the compute
+# keeps the last good KRL, which still revokes the replaced key (a missing KRL un-revokes nobody).
+on_compute "$T/c5" refresh
+check "setup: cn2 installed the KRL revoking its replaced key" revoked "$C/etc/hpcinit/ssh_revoked_keys" "$T/k1.pub"
+rm "$CERTS/revoked.krl"
+on_compute "$T/c6" refresh -v
+check "KRL deleted: cn2 keeps the last good one (the replaced key stays revoked), exit 0" \
+	eval '[ "$rc" = 0 ] && revoked "$C/etc/hpcinit/ssh_revoked_keys" "$T/k1.pub"'
+check "... and says why" contains "$T/c6" "revoked.krl: missing (the head publishes it on every run)"
 done_testing
