@@ -222,6 +222,15 @@ const char *disc_method_name(enum disc_method m);
 #define SPEC_IMDS_PG_URL \
 	"http://169.254.169.254/metadata/instance/compute/placementGroupId?api-version=2021-02-01&format=text"
 #define SPEC_EVENTS_URL "http://169.254.169.254/metadata/scheduledevents?api-version=2020-07-01"
+/*
+ * Every host name the spec names, each with what it is for (whys, the same
+ * index): the NFS servers of nfs.mounts, the clients of nfs.exports, the
+ * slurmctld hosts of slurm.conf_servers, the etcd endpoints, the Scheduled
+ * Events and instance metadata addresses.  Addresses, networks and patterns
+ * name no host and are left out.  The one list of them: no peer's record
+ * may take one of these names (modules/discovery/admit.c).
+ */
+void spec_host_names(const struct spec *s, struct strlist *names, struct strlist *whys);
 /* The defaults of one mount, for a mount not made by the loader (tests). */
 void spec_nfs_mount_defaults(struct spec_nfs_mount *m);
 

@@ -16,8 +16,9 @@
  *    claiming this node's is dropped, and two records claiming one name
  *    are both dropped until one leaves;
  *  - a name this node needs for something else never comes from a record:
- *    localhost and its kin, the hosts its spec names (NFS servers, etcd
- *    endpoints, the Scheduled Events address) unless the static
+ *    localhost and its kin, the hosts its spec names (spec_host_names: NFS
+ *    servers and clients, slurmctld hosts, etcd endpoints, the Scheduled
+ *    Events address) unless the static
  *    /etc/hosts gives that name the record's own address (an NFS server
  *    that is also a member: pin it there), and a name the static
  *    /etc/hosts (outside hpcinit's block) gives another address.  The
@@ -32,7 +33,6 @@
 
 #include <arpa/inet.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,38 +52,6 @@ static char *lower(const char *s)
 	return r;
 }
 
-static void reserve(struct admit *a, char *name, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void reserve(struct admit *a, char *name, const char *fmt, ...)
-{
-	struct strbuf sb = STRBUF_INIT;
-	va_list ap;
-
-	if (!name)
-		return;
-	va_start(ap, fmt);
-	sb_vprintf(&sb, fmt, ap);
-	va_end(ap);
-	strlist_push_take(&a->reserved, name);
-	strlist_push(&a->reserved_why, sb_str(&sb));
-	sb_free(&sb);
-}
-
-/* Every host the spec names: the NFS servers, the etcd endpoints, the Scheduled Events address. */
-static void reserve_spec_names(struct admit *a, const struct spec *s)
-{
-	for (size_t i = 0; i < s->nfs.n_mounts; i++)
-		if (s->nfs.mounts[i].host)
-			reserve(a, xstrdup(s->nfs.mounts[i].host), "the NFS server of %s",
-				s->nfs.mounts[i].source);
-	for (size_t i = 0; s->discovery.method == DISC_ETCD && i < s->discovery.endpoints.n; i++)
-		reserve(a, name_url_host(s->discovery.endpoints.v[i]), "the etcd endpoint %s",
-			s->discovery.endpoints.v[i]);
-	if (s->discovery.events_enable && s->discovery.events_url)
-		reserve(a, name_url_host(s->discovery.events_url), "the Scheduled Events address %s",
-			s->discovery.events_url);
-}
-
 void admit_init(struct admit *a, const struct ctx *c, const struct peer *self)
 {
 	const char *dot;
@@ -96,7 +64,7 @@ void admit_init(struct admit *a, const struct ctx *c, const struct peer *self)
 	dot = strchr(a->self_name, '.');
 	a->domain = dot ? dot + 1 : NULL;
 	a->has_ipoib = node_ipoib_network(c, &a->ipoib) == 0;
-	reserve_spec_names(a, c->spec);
+	spec_host_names(c->spec, &a->reserved, &a->reserved_why);
 	if (fs_read(c, "/etc/hosts", &hosts, NULL) == 0) {
 		/* Only the static lines: the block is hpcinit's own output, from records. */
 		a->static_hosts = managed_block_apply(hosts, c->spec->cluster.name, NULL);
@@ -189,7 +157,7 @@ const char *admit_record(const struct admit *a, struct peer *p, struct report *n
 	if (a->check_names && (t = admit_name_reserved(a, p, why, len)))
 		return t;
 	if (p->ipoib_addr && a->has_ipoib && !addr_in(&a->ipoib, p->ipoib_addr)) {
-		report_finding(notes, ST_DEGRADED, "discovery.record.ipoib-outside",
+		report_cluster(notes, "discovery.record.ipoib-outside",
 			       "%s: IPoIB address %s is outside this node's IPoIB network %s; ignored",
 			       p->hostname, p->ipoib_addr, a->ipoib.text);
 		free(p->ipoib_addr);
@@ -223,8 +191,7 @@ void admit_found(struct disc_run *run)
 
 		if (t) {
 			snprintf(tag, sizeof(tag), "discovery.record.%s", t);
-			report_finding(&run->notes, ST_DEGRADED, tag, "record %s: %s; rejected",
-				       p->hostname, why);
+			report_cluster(&run->notes, tag, "record %s: %s; rejected", p->hostname, why);
 			peer_clear(p);
 			continue;
 		}
@@ -261,7 +228,7 @@ void drop_contested_names(struct peerset *s, struct report *notes)
 		if (idx[i]->self) {
 			/* This node's entry is never displaced. */
 			for (size_t k = i + 1; k < j; k++) {
-				report_finding(notes, ST_DEGRADED, "discovery.name.claims-self",
+				report_cluster(notes, "discovery.name.claims-self",
 					       "a record for %s (%s) claims this node's name %s "
 					       "(names compare without case); rejected",
 					       idx[k]->hostname, idx[k]->addr, idx[i]->hostname);
@@ -269,7 +236,7 @@ void drop_contested_names(struct peerset *s, struct report *notes)
 			}
 			continue;
 		}
-		report_finding(notes, ST_DEGRADED, "discovery.name.contested",
+		report_cluster(notes, "discovery.name.contested",
 			       "name %s is claimed by %zu records (%s at %s, %s at %s%s); none of "
 			       "them is used until only one is left", idx[i]->hostname, j - i,
 			       idx[i]->hostname, idx[i]->addr, idx[i + 1]->hostname, idx[i + 1]->addr,

@@ -55,7 +55,7 @@ struct disc_run {
 	struct admit admit;             /* the rules for records, from self and the spec */
 	struct peerset found;           /* peers of the last list, self not included */
 	struct report notes;            /* findings of the last list (rejections ...): only
-					 * report_finding, disc_notes_commit moves them on */
+					 * findings, disc_notes_commit moves them on */
 	bool waited;                    /* list ran more than once (or publish waited for peers) */
 	uint64_t start_ms;              /* the step's start: discovery.wait counts from here */
 	bool listen_again;              /* list waited for a change itself: list again without a pause */
@@ -196,10 +196,12 @@ void disc_notes_commit(struct disc_run *run);
 /* Empty run->found and run->notes for the next list. */
 void disc_run_reset(struct disc_run *run);
 /*
- * A record not taken: a finding tagged discovery.record.WHY in run->notes
- * (the same tags for every method), counted, and the first reasons kept for
- * the log (syslog on a real system), so that a planted or tampered record
- * leaves a trace even when nobody reads the run's output.
+ * A record not taken: a cluster finding (report_cluster) tagged
+ * discovery.record.WHY in run->notes (the same tags for every method),
+ * counted, and the first reasons kept for the log (syslog on a real
+ * system), so that a planted or tampered record leaves a trace even when
+ * nobody reads the run's output.  Another node's bad record is never this
+ * node's problem: it does not raise the step's status (nobody drains).
  */
 void disc_reject(struct disc_run *run, const char *why, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

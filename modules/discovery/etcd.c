@@ -456,7 +456,18 @@ static void take_kv(struct disc_run *run, const char *k, size_t kl, const char *
 		       RECORD_MAX_BYTES);
 		return;
 	}
-	if (disc_record_take(run, v, vl, e->secret, e->secret_len, host, host, &p) < 0)
+	if (strcmp(host, run->self.hostname) == 0 &&
+	    disc_record_parse(spec->cluster.name, v, vl, e->secret, e->secret_len, host, &p, err,
+			      sizeof(err)) < 0) {
+		/* This node's own record refused: its peers refuse it too, a fault of this node. */
+		e->self_seen = true;
+		report_finding(&run->notes, ST_DEGRADED, "discovery.record.self-refused",
+			       "this node's own record %s%s: %s; its peers reject it too (the next "
+			       "apply or refresh writes it again)", e->prefix, host, err);
+		return;
+	}
+	if (strcmp(host, run->self.hostname) != 0 &&
+	    disc_record_take(run, v, vl, e->secret, e->secret_len, host, host, &p) < 0)
 		return;
 	if (strcmp(host, run->self.hostname) == 0) {
 		struct peer tmp = run->self;
@@ -644,8 +655,6 @@ static int etcd_finish(struct disc_run *run, const struct peerset *set)
 	struct etcd *e = run->priv;
 
 	disc_rejects_log(run);
-	if (run->rejected)
-		report_raise(rep, ST_DEGRADED);
 	if (!ctx_may_write(c) && (!e->self_seen || !e->self_same)) {
 		report_changed(rep, e->key);
 		report_raise(rep, ST_CHANGED);
@@ -663,8 +672,6 @@ static int etcd_finish(struct disc_run *run, const struct peerset *set)
 			   "%zu node%s known through etcd (expect %u)%s%s", set->n,
 			   set->n == 1 ? "" : "s", spec->discovery.expect, run->waited ? " after waiting" : "",
 			   run->rejected ? "; records rejected, see details" : "");
-		if (run->rejected)
-			report_raise(rep, ST_DEGRADED);
 	} else if (run->ready || !ctx_may_write(c)) {
 		report_detail(rep, "%zu nodes known, fewer than expect %u%s%s%s", set->n,
 			      spec->discovery.expect, run->ready ? " (" : "",
@@ -672,8 +679,6 @@ static int etcd_finish(struct disc_run *run, const struct peerset *set)
 		report_set(rep, rep->status == ST_CHANGED ? ST_CHANGED : ST_OK,
 			   "%zu node%s known through etcd (expect %u)%s", set->n, set->n == 1 ? "" : "s",
 			   spec->discovery.expect, run->rejected ? "; records rejected, see details" : "");
-		if (run->rejected)
-			report_raise(rep, ST_DEGRADED);
 	} else if (c->refresh) {
 		report_set(rep, ST_DEGRADED, "only %zu of %u expected nodes in etcd, and none says the "
 			   "cluster has formed (a refresh does not wait for them)", set->n,

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "discovery.h"
+#include "escape.h"
 #include "log.h"
 #include "record.h"
 
@@ -70,15 +71,18 @@ void disc_run_reset(struct disc_run *run)
 
 void disc_reject(struct disc_run *run, const char *why, const char *fmt, ...)
 {
-	struct strbuf sb = STRBUF_INIT;
+	struct strbuf raw = STRBUF_INIT, sb = STRBUF_INIT;
 	char *tag;
 	va_list ap;
 
 	va_start(ap, fmt);
-	sb_vprintf(&sb, fmt, ap);
+	sb_vprintf(&raw, fmt, ap);
 	va_end(ap);
+	/* Names in it are anyone's (file names, keys): one line, escaped, in the finding and the log. */
+	esc_append(&sb, sb_str(&raw), raw.len, false);
+	sb_free(&raw);
 	tag = xasprintf("discovery.record.%s", why);
-	report_finding(&run->notes, ST_DEGRADED, tag, "%s", sb_str(&sb));
+	report_cluster(&run->notes, tag, "%s", sb_str(&sb));
 	free(tag);
 	if (run->rejects.n < DISC_REJECT_LOG_MAX)
 		strlist_push(&run->rejects, sb_str(&sb));

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "discovery.h"
+#include "escape.h"
 #include "fsutil.h"
 #include "log.h"
 #include "nfs/squash.h"
@@ -191,14 +192,26 @@ static bool suffix(const char *s, size_t n, const char *suf)
 	return n >= l && memcmp(s + n - l, suf, l) == 0;
 }
 
+/* A file name of the directory (anyone's text) for a message: escaped, newlines too, malloc'd. */
+static char *shown(const char *name)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	esc_append(&sb, name, strlen(name), false);
+	return sb_steal(&sb);
+}
+
 /* Prunings go to the step's report: they outlive the pass. */
 static void prune(struct disc_run *run, const char *name, const char *why)
 {
 	struct shared *sh = run->priv;
 
 	if (rv_remove(&sh->rv, run->rep, name) > 0) {
+		char *n = shown(name);
+
 		sh->pruned++;
-		report_detail(run->rep, "record %s: %s; removed", name, why);
+		report_detail(run->rep, "record %s: %s; removed", n, why);
+		free(n);
 	}
 }
 
@@ -290,9 +303,13 @@ static int take_record(void *arg, const struct rv_entry *e)
 		disc_reject(run, e->refused, "record %s: %s; rejected", name, e->why);
 		return 0;
 	}
-	if (e->reowned)
+	if (e->reowned) {
+		char *n = shown(name);
+
 		report_detail(run->rep, "record %s: owned by root (written before root was "
-			      "squashed); re-owned to uid %u", name, (unsigned)sh->rv.tree.trusted);
+			      "squashed); re-owned to uid %u", n, (unsigned)sh->rv.tree.trusted);
+		free(n);
+	}
 	r = disc_record_judge(run, pr->r, pr->err, name);
 	p = pr->p;
 	free(pr->err);

@@ -156,12 +156,13 @@ static bool krl_vouched(struct ctx *c, struct report *r, struct rendezvous *st, 
 
 	if (!secret)
 		return true;
-	w = ca_certs_get(st, r, "revoked.krl.hmac", &mac, NULL);
+	w = ca_certs_read(st, r, "revoked.krl.hmac", &mac, NULL);
 	if (w == 0)
 		w = ca_krl_vouched(c->spec, secret, secret_len, krl, len, mac);
 	free(mac);
+	/* Not the head's: a cluster finding; this node keeps the last good KRL. */
 	if (w < 0)
-		report_finding(r, ST_FAILED, "ssh.ca.krl-not-vouched",
+		report_cluster(r, "ssh.ca.krl-not-vouched",
 			       "%srevoked.krl: %s; not installed (" REVOKED_PATH " stays as it was)",
 			       st->where, w == -ENOENT ? "no revoked.krl.hmac from the head" :
 			       "its HMAC does not verify with the cluster secret (not the head's)");
@@ -180,11 +181,126 @@ static const char *key_file_type(const char *key)
 	return NULL;
 }
 
+/* How one certificate line stands for this node (cert_judge). */
+enum cert_verdict {
+	CERT_GOOD,      /* to install */
+	CERT_STALE,     /* the head's, but not usable: another key of this node's, or expired */
+	CERT_FORGED,    /* one the head never writes: not a certificate, another CA, a user's, a name not ours */
+};
+
 /*
- * This node's certificates from the rendezvous, each checked: a host
- * certificate signed by ca_public_key, for one of this node's own host
- * keys, naming only names this node has.  The accepted ones are installed
- * next to their keys; *conf gets their HostCertificate lines.
+ * Judge one line: a host certificate signed by ca, for one of self's host
+ * keys, naming only self's names, not expired.  CERT_GOOD fills *ct (the
+ * caller frees it); else the finding's tag and text (after "<path>: ").
+ */
+static enum cert_verdict cert_judge(const char *line, const struct khost *self, const char *ca,
+				    int64_t now, struct sshcert *ct, const char **tag, char *why, size_t len)
+{
+	const char *bad = NULL;
+
+	if (sshcert_parse(line, ct) < 0) {
+		*tag = "ssh.ca.bad-certificate";
+		snprintf(why, len, "a line is not an OpenSSH certificate; ignored");
+		return CERT_FORGED;
+	}
+	for (size_t i = 0; i < ct->principals.n && !bad; i++)
+		if (!strlist_has(&self->names, ct->principals.v[i]))
+			bad = ct->principals.v[i];
+	if (!ca || strcmp(ct->ca_key, ca) != 0) {
+		char *fp = sshkey_fingerprint(ct->ca_key);
+
+		*tag = "ssh.ca.other-ca";
+		snprintf(why, len, "certificate signed by another CA (%s), not ssh.ca_public_key; refused", fp);
+		free(fp);
+	} else if (ct->cert_type != 2) {
+		*tag = "ssh.ca.not-host-cert";
+		snprintf(why, len, "a user certificate, not a host certificate; refused");
+	} else if (!strlist_has(&self->keys, ct->key)) {
+		/* A rebuilt node's old certificate, until the head signs the new key. */
+		*tag = "ssh.ca.not-own-key";
+		snprintf(why, len, "certifies a key this node does not hold (stale, or not ours); not installed");
+		sshcert_free(ct);
+		return CERT_STALE;
+	} else if (bad) {
+		*tag = "ssh.ca.foreign-name";
+		snprintf(why, len, "certificate names %s, which is not this node's; refused", bad);
+	} else if ((int64_t)ct->valid_before <= now) {
+		*tag = "ssh.ca.expired";
+		snprintf(why, len, "the certificate expired; the head renews it on its next run");
+		sshcert_free(ct);
+		return CERT_STALE;
+	} else {
+		return CERT_GOOD;
+	}
+	sshcert_free(ct);
+	return CERT_FORGED;
+}
+
+/*
+ * Nothing usable in certs/ (a certificate not signed yet, or one the head
+ * did not write): the certificates installed before that are still good
+ * (cert_judge) stay in use.  How many were kept.
+ */
+static size_t keep_installed(struct ctx *c, struct report *r, const struct khost *self, const char *ca,
+			     int64_t now, struct strbuf *conf)
+{
+	static const char *const types[] = { "ed25519", "ecdsa", "rsa" };
+	size_t kept = 0;
+
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		char *dst = xasprintf("/etc/ssh/ssh_host_%s_key-cert.pub", types[i]), *text = NULL, why[256];
+		const char *tag, *ft;
+		struct sshcert ct;
+
+		if (fs_read(c, dst, &text, NULL) == 0) {
+			text[strcspn(text, "\n")] = '\0';
+			if (cert_judge(text, self, ca, now, &ct, &tag, why, sizeof(why)) == CERT_GOOD) {
+				ft = key_file_type(ct.key);
+				if (ft && strcmp(ft, types[i]) == 0) {
+					sb_printf(conf, "HostCertificate %s\n", dst);
+					report_detail(r, "%s: the last good certificate, kept", dst);
+					kept++;
+				}
+				sshcert_free(&ct);
+			}
+		}
+		free(text);
+		free(dst);
+	}
+	return kept;
+}
+
+/* Install one good certificate next to its key; *conf gets its HostCertificate line.  1, 0 or -errno. */
+static int install_cert(struct ctx *c, struct report *r, const char *line, const struct sshcert *ct,
+			struct strbuf *conf, bool *changed)
+{
+	const char *ft = key_file_type(ct->key);
+	char *dst, *canon, *body;
+	int w;
+
+	if (!ft)
+		return 0;
+	dst = xasprintf("/etc/ssh/ssh_host_%s_key-cert.pub", ft);
+	canon = sshkey_canonical(line);
+	body = xasprintf("%s\n", canon);
+	w = fs_write(c, r, dst, body, strlen(body), 0644, 0, 0);
+	if (w > 0)
+		*changed = true;
+	sb_printf(conf, "HostCertificate %s\n", dst);
+	free(body);
+	free(canon);
+	free(dst);
+	return w < 0 ? w : 1;
+}
+
+/*
+ * This node's certificates from the rendezvous, each judged (cert_judge).
+ * The good ones are installed next to their keys; *conf gets their
+ * HostCertificate lines.  A bad KRL or certificate keeps the last good one
+ * (docs/ssh.md "Refusals"): one the head never writes (another CA, ...) is
+ * a cluster finding, and with none usable in certs/ the good certificates
+ * installed before stay.  Only a node left with none has a problem of its
+ * own: ssh.ca.no-certificate, or the stale certificate's finding.
  */
 static int install_own(struct ctx *c, struct report *r, const struct khost *self,
 		       struct rendezvous *st, struct strbuf *conf, bool *changed)
@@ -194,80 +310,53 @@ static int install_own(struct ctx *c, struct report *r, const struct khost *self
 	char *path = xasprintf("%s%s", st->where, name);
 	char *ca = sshkey_canonical(s->ssh.ca_public_key);
 	int64_t now = (int64_t)time(NULL);
-	size_t installed = 0;
-	int ret = 0;
+	size_t installed = 0, kept = 0;
+	struct report stale;
+	int ret;
 
-	if ((ret = ca_certs_get(st, r, name, &text, NULL)) != -ENOENT && ret < 0) {
-		goto out;       /* refused: certs_get said why */
-	} else if (ret < 0) {
-		ret = 0;
-		report_finding(r, ST_DEGRADED, "ssh.ca.no-certificate",
-			       "%s: no certificate for this node yet (the head signs it on its next run); "
-			       "members cannot check this node's host key until then", path);
-		goto out;
-	}
+	report_init(&stale);
+	ret = ca_certs_read(st, r, name, &text, NULL);
+	if (ret < 0 && ret != -ENOENT && ret != -EKEYREJECTED)
+		goto out;       /* the rendezvous did not answer */
 	for (const char *p = text; p && *p;) {
-		const char *nl = strchr(p, '\n');
-		char *line = xstrndup(p, nl ? (size_t)(nl - p) : strlen(p));
+		const char *nl = strchr(p, '\n'), *tag;
+		char *line = xstrndup(p, nl ? (size_t)(nl - p) : strlen(p)), why[512];
 		struct sshcert ct;
-		const char *ft;
-		char *bad = NULL;
+		enum cert_verdict v = cert_judge(line, self, ca, now, &ct, &tag, why, sizeof(why));
 
 		p = nl ? nl + 1 : NULL;
-		if (sshcert_parse(line, &ct) < 0) {
-			report_finding(r, ST_DEGRADED, "ssh.ca.bad-certificate",
-				       "%s: a line is not an OpenSSH certificate; ignored", path);
-			free(line);
-			continue;
-		}
-		for (size_t i = 0; i < ct.principals.n && !bad; i++)
-			if (!strlist_has(&self->names, ct.principals.v[i]))
-				bad = ct.principals.v[i];
-		if (!ca || strcmp(ct.ca_key, ca) != 0) {
-			char *fp = sshkey_fingerprint(ct.ca_key);
+		if (v == CERT_FORGED) {
+			report_cluster(r, tag, "%s: %s", path, why);
+		} else if (v == CERT_STALE) {
+			report_finding(&stale, ST_DEGRADED, tag, "%s: %s", path, why);
+		} else {
+			int w = install_cert(c, r, line, &ct, conf, changed);
 
-			report_finding(r, ST_FAILED, "ssh.ca.other-ca",
-				       "%s: certificate signed by another CA (%s), not ssh.ca_public_key; "
-				       "refused", path, fp);
-			free(fp);
-		} else if (ct.cert_type != 2) {
-			report_finding(r, ST_FAILED, "ssh.ca.not-host-cert",
-				       "%s: a user certificate, not a host certificate; refused", path);
-		} else if (!strlist_has(&self->keys, ct.key)) {
-			/* A rebuilt node's old certificate, until the head signs the new key. */
-			report_finding(r, ST_DEGRADED, "ssh.ca.not-own-key",
-				       "%s: certifies a key this node does not hold (stale, or not ours); "
-				       "not installed", path);
-		} else if (bad) {
-			report_finding(r, ST_FAILED, "ssh.ca.foreign-name",
-				       "%s: certificate names %s, which is not this node's; refused", path, bad);
-		} else if ((int64_t)ct.valid_before <= now) {
-			report_finding(r, ST_DEGRADED, "ssh.ca.expired",
-				       "%s: the certificate expired; the head renews it on its next run", path);
-		} else if ((ft = key_file_type(ct.key))) {
-			char *dst = xasprintf("/etc/ssh/ssh_host_%s_key-cert.pub", ft);
-			char *canon = sshkey_canonical(line);
-			char *body = xasprintf("%s\n", canon);
-			int w;
-
-			free(canon);
-			w = fs_write(c, r, dst, body, strlen(body), 0644, 0, 0);
 			if (w < 0)
 				ret = w;
-			else if (w > 0)
-				*changed = true;
-			sb_printf(conf, "HostCertificate %s\n", dst);
-			installed++;
-			free(body);
-			free(dst);
+			installed += w > 0;
+			sshcert_free(&ct);
 		}
-		sshcert_free(&ct);
 		free(line);
 	}
 	if (installed)
 		report_detail(r, "%zu host certificate%s installed from %s", installed,
 			      installed == 1 ? "" : "s", path);
+	else
+		kept = keep_installed(c, r, self, ca, now, conf);
+	for (size_t i = 0; i < stale.n_findings && (installed || kept); i++)
+		report_cluster(r, stale.findings[i].tag, "%s", stale.findings[i].text);
+	if (!installed && !kept && stale.n_findings)
+		report_take_findings(r, &stale);
+	else if (!installed && !kept)
+		report_finding(r, ST_DEGRADED, "ssh.ca.no-certificate",
+			       "%s: no %scertificate for this node yet (the head signs it on its next run); "
+			       "members cannot check this node's host key until then", path,
+			       text ? "usable " : "");
+	if (ret == -ENOENT || ret == -EKEYREJECTED)
+		ret = 0;
 out:
+	report_free(&stale);
 	free(ca);
 	free(text);
 	free(path);
@@ -533,19 +622,29 @@ static int hostbased_remove(struct ctx *c, struct report *r)
 /*
  * The revocation list from the certs collection, once its HMAC vouches for
  * it.  No KRL yet: an empty list (ssh reads it as "nothing revoked").  A
- * refused one: the local copy stays as it was.  0 or -errno.
+ * refused one, one the head did not vouch for, or one gone after this node
+ * installed one: a cluster finding, and the local copy (the last good KRL)
+ * stays as it was.  0 or -errno.
  */
 static int install_krl(struct ctx *c, struct report *r, struct rendezvous *st, const char *secret,
 		       size_t secret_len)
 {
 	char *krl = NULL;
 	size_t len = 0;
-	int w = ca_certs_get(st, r, "revoked.krl", &krl, &len);
+	int w = ca_certs_read(st, r, "revoked.krl", &krl, &len);
 
 	if (w == 0 && !krl_vouched(c, r, st, secret, secret_len, krl, len))
-		w = -EKEYREJECTED;      /* the local copy stays as it was */
+		w = -EKEYREJECTED;
+	if (w == -ENOENT && fs_exists(c, REVOKED_PATH) && st->ops) {
+		/* The head never takes its KRL away: a missing one un-revokes nobody. */
+		report_cluster(r, "ssh.ca.krl-missing", "%srevoked.krl: missing (the head publishes it on "
+			       "every run); " REVOKED_PATH " stays as it was", st->where);
+		w = -EKEYREJECTED;
+	}
 	if (w == 0 || w == -ENOENT)
 		w = fs_write(c, r, REVOKED_PATH, krl ? krl : "", w == 0 ? len : 0, 0644, 0, 0);
+	else if (w == -EKEYREJECTED)
+		w = 0;          /* the last good KRL stays */
 	free(krl);
 	return w < 0 ? w : 0;
 }

@@ -400,7 +400,7 @@ static void plan_member(struct head *hd, size_t i)
 				continue;       /* rebuilt or rebooted: the new key is signed below */
 			fp_new = sshkey_fingerprint(h->keys.v[k]);
 			fp_old = sshkey_fingerprint(oc.v[o].key);
-			report_finding(hd->r, ST_FAILED, "ssh.ca.host-key-changed",
+			report_cluster(hd->r, "ssh.ca.host-key-changed",
 				       "%s: HOST KEY CHANGED while the node stayed up (boot id %s): its record "
 				       "publishes %s, certified is %s. Not signed: the old certificate stays. "
 				       "If the change is intended, remove %s%s and run hpcinit refresh on the "
@@ -440,8 +440,7 @@ static void plan_member(struct head *hd, size_t i)
 			bool ours = hd->ca && strcmp(pc.ca_key, hd->ca) == 0;
 			char *fp = sshkey_fingerprint(pc.ca_key);
 
-			report_finding(hd->r, ours ? ST_DEGRADED : ST_FAILED,
-				       ours ? "ssh.ca.record-cert" : "ssh.ca.record-other-ca",
+			report_cluster(hd->r, ours ? "ssh.ca.record-cert" : "ssh.ca.record-other-ca",
 				       "%s: its record publishes a host certificate signed by %s (%s) "
 				       "instead of a host key; not signed, left out", h->id,
 				       ours ? "this CA" : "another CA", fp);
@@ -450,7 +449,7 @@ static void plan_member(struct head *hd, size_t i)
 			continue;
 		}
 		if (hd->ca && strcmp(h->keys.v[k], hd->ca) == 0) {
-			report_finding(hd->r, ST_FAILED, "ssh.ca.record-ca-key",
+			report_cluster(hd->r, "ssh.ca.record-ca-key",
 				       "%s: its record publishes the CA's own key as a host key; not signed",
 				       h->id);
 			continue;
@@ -459,7 +458,7 @@ static void plan_member(struct head *hd, size_t i)
 		if (rv_ && !o && *rv_->id && strcmp(rv_->id, h->id) != 0) {
 			char *fp = sshkey_fingerprint(h->keys.v[k]);
 
-			report_finding(hd->r, ST_FAILED, "ssh.ca.key-revoked",
+			report_cluster(hd->r, "ssh.ca.key-revoked",
 				       "%s: host key %s was revoked for %s (a departed or replaced node's); "
 				       "not signed", h->id, fp, rv_->id);
 			free(fp);
@@ -515,7 +514,7 @@ static int publish_revoked(struct head *hd)
 		bool back = false;
 
 		if (hd->ca && strcmp(v->key, hd->ca) == 0) {
-			report_finding(hd->r, ST_DEGRADED, "ssh.ca.revoke-ca",
+			report_cluster(hd->r, "ssh.ca.revoke-ca",
 				       "revoked.keys names the CA's own key: never revoked (that would "
 				       "revoke every host certificate); dropped");
 			continue;

@@ -353,7 +353,7 @@ static void drop_shared_names(struct report *r, struct khosts *want)
 
 			if (smap_put(&first, n, i, &k) || k == i)
 				continue;
-			report_finding(r, ST_DEGRADED, "ssh.known-hosts.name-claimed-twice",
+			report_cluster(r, "ssh.known-hosts.name-claimed-twice",
 				       "%s is claimed by both %s and %s; left out of " KH_PATH
 				       " until one of them leaves", n, want->v[k].id, want->v[i].id);
 			strlist_push(&dropped, n);
@@ -458,7 +458,7 @@ static void keys_from_network(struct ctx *c, struct report *r, const struct peer
 	int ret;
 
 	if (c->spec->ssh.host_keys != HOSTKEYS_SCAN) {
-		report_finding(r, ST_DEGRADED, "ssh.host-key.unpublished",
+		report_cluster(r, "ssh.host-key.unpublished",
 			       "%s: published no host keys, left out of " KH_PATH " (ssh to it is "
 			       "refused); publish them with discovery: shared, or opt in to trust on "
 			       "first use with ssh: {host_keys: scan}", h->id);
@@ -516,13 +516,13 @@ void want_build(struct ctx *c, struct report *r, const struct peerset *ps, struc
 		if (p->self != (n < ps->n))
 			continue;
 		if (!valid_hostname(p->hostname)) {
-			report_finding(r, ST_DEGRADED, "ssh.peer.bad-hostname",
+			report_cluster(r, "ssh.peer.bad-hostname",
 				       "a peer record has an invalid hostname; ignored");
 			continue;
 		}
 		id = lowercase(p->hostname);
 		if (smap_get(&ids, id, &at)) {
-			report_finding(r, ST_DEGRADED, "ssh.peer.hostname-claimed-twice",
+			report_cluster(r, "ssh.peer.hostname-claimed-twice",
 				       "%s: %s; the other is ignored", id, want->v[at].peer &&
 				       want->v[at].peer->self ?
 				       "a peer record carries this node's hostname" :
@@ -543,7 +543,7 @@ void want_build(struct ctx *c, struct report *r, const struct peerset *ps, struc
 
 				/* ca: the head judges (and refuses) a certificate in a record. */
 				if (canon && sshkey_is_cert(canon) && c->spec->ssh.host_keys != HOSTKEYS_CA)
-					report_finding(r, ST_DEGRADED, "ssh.hostkey.certificate",
+					report_cluster(r, "ssh.hostkey.certificate",
 						       "%s: its record publishes a certificate (%.*s) where a "
 						       "plain host key belongs; not pinned", id,
 						       (int)strcspn(canon, " "), canon);
@@ -566,7 +566,7 @@ void want_build(struct ctx *c, struct report *r, const struct peerset *ps, struc
 			(void)gethostname(name, sizeof(name) - 1);
 		id = valid_hostname(name) ? lowercase(name) : NULL;
 		if (id && smap_get(&ids, id, NULL)) {
-			report_finding(r, ST_DEGRADED, "ssh.peer.hostname-claimed-twice",
+			report_cluster(r, "ssh.peer.hostname-claimed-twice",
 				       "%s: a peer record carries this node's hostname", id);
 		} else if (id) {
 			struct khost *h;

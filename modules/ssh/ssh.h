@@ -148,6 +148,14 @@ int ca_hostbased_converge(struct ctx *c, struct report *r, const struct khosts *
 struct rendezvous;
 int ca_certs_get(struct rendezvous *st, struct report *r, const char *name, char **ret,
 		 size_t *ret_len);
+/*
+ * certs.c: what a node reads of certs/ for itself (ca.c): 0, -ENOENT when
+ * absent (certs/ itself not made yet included), -EKEYREJECTED for an entry
+ * the rendezvous refuses (a cluster finding in r: whoever wrote it, it was
+ * not the head), or another -errno (the rendezvous unreachable).
+ */
+int ca_certs_read(struct rendezvous *st, struct report *r, const char *name, char **ret,
+		  size_t *ret_len);
 
 /* ---- ca_head.c: the head signs and revokes ---- */
 

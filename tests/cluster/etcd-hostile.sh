@@ -7,8 +7,8 @@
 # "hpcinit apply --only discovery,hostfile" and "hpcinit watch" on fake roots
 # (--root), as etcd-tls.sh.
 #  1. Names: a record may not take a name this node needs for something
-#     else (the NFS server of its spec, the Scheduled Events address,
-#     localhost) or one its static /etc/hosts gives another address; each
+#     else (the NFS server of its spec, slurm.conf_servers, the Scheduled
+#     Events address, localhost) or one its static /etc/hosts gives another address; each
 #     is rejected and named.  A name the static /etc/hosts gives the
 #     record's own address is fine.
 #  2. A record dated an hour ahead does not win a member's address: it is
@@ -17,7 +17,8 @@
 #     ago, and one 600 s behind, are judged by etcd's clock (its answers'
 #     HTTP Date): nobody is rejected as "in the future"; the two say so.
 #  3. Log injection: a key with a newline and an endpoint's error message
-#     with a newline print no line of their own ("result: ready").
+#     with a newline print no line of their own ("result: ready"); the junk
+#     key is a cluster finding (apply and check exit 0, discovery ok).
 #  4. Size: the helper lists 2500 keys in pages at one revision; a
 #     membership over 1 MiB reaches the agent whole; over
 #     64 MiB under a prefix it fails saying so (exit 3, not "no endpoint
@@ -103,6 +104,7 @@ in_hostfile() { grep -qx "$1" "$T/node1/etc/hpcinit/hostfile.plain"; }
 mkroot node1 ", scheduled_events: {enable: true, url: \"http://metadata01/metadata/scheduledevents\"}"
 cat >> "$T/node1/etc/hpcinit/node.yaml" <<-EOF
 nfs: {mounts: [{source: "nfs01:/home", path: /home}, {source: "nfs02:/scratch", path: /scratch}]}
+slurm: {conf_servers: ["slurm01:6817"]}
 EOF
 cat > "$T/node1/etc/hosts" <<-EOF
 127.0.0.1 localhost
@@ -114,30 +116,33 @@ cat > "$T/node1/etc/hosts" <<-EOF
 # END hpcinit hx
 EOF
 # The writers: members of the cluster (the secret), each publishing a record under a name of its choice.
-for w in nfs01:10.0.0.61 nfs02:10.0.0.65 metadata01:10.0.0.62 localhost:10.0.0.63 license:10.0.0.64 node2:10.0.0.2 node3:10.0.0.3; do
+for w in nfs01:10.0.0.61 nfs02:10.0.0.65 metadata01:10.0.0.62 localhost:10.0.0.63 license:10.0.0.64 slurm01:10.0.0.66 node2:10.0.0.2 node3:10.0.0.3; do
 	mkroot "${w%%:*}" ""
 	run "${w%%:*}" "${w#*:}" "$T/w.${w%%:*}"
 	[ -n "$("${ETCDCTL[@]}" get --keys-only "$PREFIX${w%%:*}")" ] ||
 		{ echo "Bail out! writer ${w%%:*} published nothing: exit $rc"; cat "$T/w.${w%%:*}"; exit 1; }
 done
 run node1 10.0.0.1 "$T/names"
-check "names: node1's discovery ends degraded: records rejected" grep -Eq '^discovery +degraded ' "$T/names"
+check "names: node1's discovery is not degraded: others' records rejected are cluster findings" \
+	grep -Eq '^discovery +(ok|changed) .*records rejected, see details' "$T/names"
 check "... the NFS server's name (nfs01, from nfs.mounts) is not taken from a record" \
 	grep -q "record nfs01: hostname nfs01 is the NFS server of nfs01:/home in this node's spec (nfs01); a record may not take a name this node needs for something else; rejected" "$T/names"
 check "... nor the Scheduled Events address's (metadata01)" \
 	grep -q "record metadata01: hostname metadata01 is the Scheduled Events address http://metadata01/metadata/scheduledevents in this node's spec" "$T/names"
+check "... nor the slurmctld host's (slurm01, from slurm.conf_servers)" \
+	grep -q "record slurm01: hostname slurm01 is the slurmctld host slurm01:6817 (slurm.conf_servers) in this node's spec (slurm01); a record may not take a name this node needs for something else; rejected" "$T/names"
 check "... nor localhost" grep -q "record localhost: hostname localhost is a name every system keeps for itself (loopback)" "$T/names"
 check "... nor a name the static /etc/hosts gives another address (license)" \
 	grep -q "record license: hostname license is 10.9.9.9 in this node's /etc/hosts (outside hpcinit's block), not the record's 10.0.0.64" "$T/names"
 names_hostfile() {
 	local n
 	for n in node1 node2 node3 nfs02; do in_hostfile "$n" || { echo "  $n missing"; cat "$T/node1/etc/hpcinit/hostfile.plain"; return 1; }; done
-	for n in nfs01 metadata01 localhost license; do ! in_hostfile "$n" || { echo "  $n listed"; return 1; }; done
+	for n in nfs01 metadata01 localhost license slurm01; do ! in_hostfile "$n" || { echo "  $n listed"; return 1; }; done
 }
 check "... the hostfile has node1, node2 and nfs02 (both in the static /etc/hosts at their records' addresses: an NFS server that is a member) and node3, and none of them" \
 	names_hostfile
 echo "# names: $(grep -c 'rejected' "$T/names") rejections"
-for w in nfs01 nfs02 metadata01 localhost license; do "${ETCDCTL[@]}" del "$PREFIX$w" >/dev/null; done
+for w in nfs01 nfs02 metadata01 localhost license slurm01; do "${ETCDCTL[@]}" del "$PREFIX$w" >/dev/null; done
 
 # ---- 2. a record from the future ----
 # forge NAME ADDR AHEAD_S: node2's record re-made as NAME at ADDR, dated AHEAD_S ahead, signed with the secret.
@@ -227,6 +232,42 @@ run node1 10.0.0.1 "$T/inject"
 check "injection: a key with a newline is rejected, shown escaped (\\x0a)" \
 	grep -qF 'x\x0aresult: ready: not a valid host name; rejected' "$T/inject"
 check "... and prints no line of its own" bash -c "! grep -Eq '^[[:space:]]*result: ready' '$T/inject'"
+check "... a junk key is a cluster finding: discovery ok" grep -Eq '^discovery +ok ' "$T/inject"
+rc=0
+HPCINIT_ADDRESS=10.0.0.1 "$HPCINIT" check --json --only discovery --root "$T/node1" \
+	-c "$T/node1/etc/hpcinit/node.yaml" --hostname node1 >"$T/inject.json" 2>"$T/inject.err" || rc=$?
+junk_is_cluster() {
+	python3 - "$1" <<-'PY'
+	import json, sys
+	d = json.load(open(sys.argv[1]))
+	m = [x for x in d["modules"] if x["name"] == "discovery"][0]
+	assert m["status"] == "ok", m["status"]
+	f = {x["tag"]: x["severity"] for x in m["findings"]}
+	assert f.get("discovery.record.bad-name") == "cluster", f
+	assert d["exit_code"] == 0, d["exit_code"]
+	PY
+}
+check "... check --only discovery exits 0; --json: discovery ok, discovery.record.bad-name of severity \"cluster\"" \
+	eval '[ "$rc" = 0 ] && junk_is_cluster "$T/inject.json"'
+# This node's own record refused is this node's problem (its peers refuse it too): degraded.
+"${ETCDCTL[@]}" get --print-value-only "${PREFIX}node1" > "$T/node1.rec"
+"${ETCDCTL[@]}" put "${PREFIX}node1" junk >/dev/null
+rc=0
+HPCINIT_ADDRESS=10.0.0.1 "$HPCINIT" check --json --only discovery --root "$T/node1" \
+	-c "$T/node1/etc/hpcinit/node.yaml" --hostname node1 >"$T/self.json" 2>"$T/self.err" || rc=$?
+self_refused() {
+	python3 - "$1" <<-'PY'
+	import json, sys
+	d = json.load(open(sys.argv[1]))
+	m = [x for x in d["modules"] if x["name"] == "discovery"][0]
+	f = {x["tag"]: x["severity"] for x in m["findings"]}
+	assert f.get("discovery.record.self-refused") == "degraded", f
+	assert m["status"] == "degraded", m["status"]
+	PY
+}
+check "... while this node's own record refused is its own finding: check exits 3, discovery.record.self-refused degraded" \
+	eval '[ "$rc" = 3 ] && self_refused "$T/self.json"'
+"${ETCDCTL[@]}" put "${PREFIX}node1" < "$T/node1.rec" >/dev/null
 "${ETCDCTL[@]}" del "$(printf '%sx\nresult: ready' "$PREFIX")" >/dev/null
 # A stand-in for an endpoint (real etcd never says this) whose error message holds a newline.
 cat > "$T/endpoint.py" <<'PY'

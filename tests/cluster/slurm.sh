@@ -16,6 +16,7 @@
 #   - a drain an admin set is left alone by "hpcinit check";
 #   - what "hpcinit check" says a job gets (memlock, read from the running
 #     slurmd and PropagateResourceLimits(Except)) is what srun's job shows;
+#   - a junk record in nodes/ (another node's problem, a cluster finding) drains nobody;
 #   - "hpcinit leave" drains the node, stops slurmd and deletes the dynamic node.
 # The munge key reaches every node as the cluster secret does (a root-only
 # file the custom-data writes); hpcinit installs it for munged.
@@ -228,6 +229,18 @@ check "$C1: hpcinit check resumes it when the check passes" idle_now "$C1"
 # (an admin running hpcinit check by hand; Slurm ignores the exit code).
 check "$C1: that check exits 0, its slurm row ok: resumed" \
 	eval '[ $rc = 0 ] && grep -q "^slurm  *ok .*: resumed (was hpcinit:nfs\." "$T/hc2.out" || show "$T/hc2.out" $rc'
+
+# Another node's bad record is a cluster finding, never a reason to drain (issue 33): a file in
+# nodes/ that is not a record (whoever writes as the export's anonymous uid can plant one) drained
+# every node with hpcinit:discovery.record.truncated.
+echo junk > "$SHARED/.hpcinit/$CLUSTER/nodes/junk.rec"
+run_hpc "$T/hcjunk.out" "$C1" check -v
+junk_not_drained() {
+	[ "$rc" = 0 ] && grep -q "record junk.rec: truncated" "$T/hcjunk.out" && idle_now "$C1" ||
+		{ show "$T/hcjunk.out" "$rc"; return 1; }
+}
+check "$C1: a junk record in nodes/: hpcinit check exits 0, names it, and does not drain $C1" junk_not_drained
+rm -f "$SHARED/.hpcinit/$CLUSTER/nodes/junk.rec"
 
 # A second apply on a registered node changes nothing in Slurm.
 run_hpc "$T/again.out" "$C1" apply

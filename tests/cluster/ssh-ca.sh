@@ -8,7 +8,8 @@
 #  3. a removed node's certificate is refused once the nodes have the KRL,
 #     and a rebuilt node at the same address gets a new certificate;
 #  4. refusals: a certificate from another CA (the node refuses to install
-#     it, and ssh refuses a host that presents one), a certificate for a
+#     it, a cluster finding: it keeps its last good one and stays ready; ssh
+#     refuses a host that presents one), a certificate for a
 #     name the node does not own, a compute holding the CA key, and a spec
 #     giving a compute ca_key_file.
 . "$TOP_SRCDIR/tests/cluster/ssh-lib.sh"
@@ -140,12 +141,17 @@ on hps-3 cat /etc/ssh/ssh_host_ed25519_key.pub > "$T/hps-3.pub"
 ssh-keygen -q -t ed25519 -N '' -C evil-ca -f "$T/evil"
 ssh-keygen -q -s "$T/evil" -h -I evil -n hps-3,"$(addr hps-3)" -V +1h "$T/hps-3.pub"
 cp "$T/hps-3-cert.pub" "$CERTS/hps-3.cert"
+on hps-3 cat /etc/ssh/ssh_host_ed25519_key-cert.pub > "$T/hps-3-cert.good"
 hp hps-3 refresh
-[ "$(cat "$T/rc.hps-3")" != 0 ] || bail_out "hps-3 accepted a certificate from another CA"
 det=$(module_field hps-3 ssh details)
 grep -q 'another CA' <<<"$det" || bail_out "no other-ca finding: $det"
 on hps-3 cmp -s /etc/ssh/ssh_host_ed25519_key-cert.pub "$T/hps-3-cert.pub" && bail_out "the foreign certificate was installed"
-ok "a certificate from another CA is refused: $(grep -m1 'another CA' <<<"$det" | cut -c1-100)"
+# Not the head's: a cluster finding; hps-3 keeps its last good certificate and stays ready.
+[ "$(cat "$T/rc.hps-3")" = 0 ] || bail_out "another CA's certificate in certs/ made hps-3's refresh exit $(cat "$T/rc.hps-3")"
+on hps-3 cmp -s /etc/ssh/ssh_host_ed25519_key-cert.pub "$T/hps-3-cert.good" || bail_out "hps-3's good certificate was replaced"
+grep -q 'the last good certificate, kept' <<<"$det" || bail_out "hps-3 does not say it kept its certificate: $det"
+[ "$(sshs hps-2 alice hps-3 2>&1)" = hps-3 ] || bail_out "hps-3 not reachable with its kept certificate"
+ok "a certificate from another CA is refused (a cluster finding; the last good one is kept, exit 0): $(grep -m1 'another CA' <<<"$det" | cut -c1-100)"
 # ... and ssh refuses a host presenting one (installed by hand, as an attacker would).
 on hps-3 cp /etc/ssh/ssh_host_ed25519_key-cert.pub "$T/hps-3-cert.installed"
 on hps-3 cp "$T/hps-3-cert.pub" /etc/ssh/ssh_host_ed25519_key-cert.pub
@@ -158,10 +164,11 @@ on hps-3 cp "$T/hps-3-cert.installed" /etc/ssh/ssh_host_ed25519_key-cert.pub
 ssh-keygen -q -s "$T/ca" -h -I wrong -n hps-3,hps-2 -V +1h "$T/hps-3.pub"
 cp "$T/hps-3-cert.pub" "$CERTS/hps-3.cert"
 hp hps-3 refresh
-[ "$(cat "$T/rc.hps-3")" != 0 ] || bail_out "hps-3 accepted a certificate naming hps-2"
 det=$(module_field hps-3 ssh details)
 grep -q 'names hps-2, which is not this node' <<<"$det" || bail_out "no foreign-name finding: $det"
-ok "a certificate for a name the node does not own is refused"
+on hps-3 cmp -s /etc/ssh/ssh_host_ed25519_key-cert.pub "$T/hps-3-cert.good" || bail_out "hps-3 installed a certificate naming hps-2"
+[ "$(cat "$T/rc.hps-3")" = 0 ] || bail_out "a certificate naming hps-2 made hps-3's refresh exit $(cat "$T/rc.hps-3")"
+ok "a certificate for a name the node does not own is refused (a cluster finding, the last good one kept)"
 cp "$T/hps-3.cert.good" "$CERTS/hps-3.cert"
 on hps-3 sh -c 'kill -HUP $(cat '"$T"'/sim/nodes/hps-3/sshd.pid)'
 # (c) a compute holding the CA key
@@ -208,8 +215,11 @@ ssh-keygen -q -s "$T/evil" -h -I evil -n hps-3 -V +1h "$T/hps-3.pub"
 forge hps-3 "$T/hps-3-cert.pub"
 grep -q -- '- ssh-ed25519-cert-v01@openssh.com ' "$REC/hps-3.rec" || bail_out "test bug: forged record"
 hp hps-1 refresh -c "$T/head.yaml"
-[ "$(cat "$T/rc.hps-1")" != 0 ] || bail_out "the head accepted a record carrying another CA's certificate"
+# A member's record: a cluster finding on the head, which signs on for the others (exit 0).
+[ "$(cat "$T/rc.hps-1")" = 0 ] || bail_out "a member's bad record failed the head's run: $(module_field hps-1 ssh details)"
 grep -q '"ssh.ca.record-other-ca"' "$T/out.hps-1" || bail_out "no record-other-ca finding: $(module_field hps-1 ssh details)"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert [x for m in d["modules"] for x in m["findings"] if x["tag"] == "ssh.ca.record-other-ca" and x["severity"] == "cluster"]' "$T/out.hps-1" ||
+	bail_out "record-other-ca is not a cluster finding"
 f=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print([x for m in d["modules"] for x in m["findings"] if "record-other-ca" in str(x)][0])' "$T/out.hps-1")
 ok "the head refuses a record whose host key is another CA's certificate: ${f:0:160}"
 cp -p "$T/hps-3.rec.good" "$REC/hps-3.rec"

@@ -26,7 +26,7 @@ printf 'format: 1\ncluster: esc\nhostname: evil2\naddr: 198.18.9.2\033[2J\n...\n
 chmod 0644 "$N"/*.rec
 
 run_hpc "$T/apply" apply -v --root "$R" -c "$T/spec.yaml"
-check "apply reports the bad records: degraded (exit 3), not failed" [ "$rc" -eq 3 ]
+check "apply reports the bad records as cluster findings: ready (exit 0), not failed" [ "$rc" -eq 0 ]
 check "the terminal got no escape byte" not_contains "$T/apply" "$esc"
 check "the rejected name is shown escaped" contains "$T/apply" 'evil\x1b]0;owned\x07\x1b[31m-.rec'
 check "invalid UTF-8 in a name is shown as bytes" contains "$T/apply" 'bad\xff\xfename.rec'
@@ -38,7 +38,7 @@ check "status.json holds no raw escape byte" not_contains "$R/run/hpcinit/status
 run_hpc_stdout "$T/check.json" check --json --root "$R" -c "$T/spec.yaml"
 check "check --json is valid UTF-8 JSON" valid_json "$T/check.json"
 run_hpc "$T/status" status --root "$R"
-check "hpcinit status reads it back: degraded (exit 3)" [ "$rc" -eq 3 ]
+check "hpcinit status reads it back: ready (exit 0)" [ "$rc" -eq 0 ]
 check "status shows the cluster" contains "$T/status" "cluster esc"
 check "status output has no escape byte" not_contains "$T/status" "$esc"
 done_testing

@@ -4,7 +4,10 @@
 # real ssh-keygen judges the KRLs (ssh-keygen -Q) and certificates (-L).
 #  3. the CA's own key written into certs/revoked.keys is never revoked; a
 #     KRL replaced by a record writer is not installed by a node (no HMAC
-#     of the cluster secret) and the head writes its own back;
+#     of the cluster secret) and the head writes its own back; a replaced
+#     KRL or a junk revoked.krl.hmac is a cluster finding: the compute keeps
+#     the last good KRL and its refresh stays ready, and so does a KRL
+#     deleted from certs/ (issue 33);
 #  4. a new host key under the same boot id is not signed (pinned mode's
 #     rule); under a new boot id it is signed and the replaced key revoked.
 . "$(dirname "$0")/lib.sh"
@@ -53,28 +56,52 @@ cp "$C/etc/hpcinit/ssh_revoked_keys" "$T/krl.installed"
 # 3a. The CA's own key in revoked.keys: never revoked.
 printf '%s\n' "$CAPUB" >>"$CERTS/revoked.keys"       # (no time: as a list from before times)
 rm -f "$H/var/lib/hpcinit/ssh-ca/revoked.keys"      # a rebuilt head: it reads certs/'s list
-on_head "$T/h1" apply
+on_head "$T/h1" apply -v
 check "CA key in revoked.keys: the published KRL does not revoke the CA" not_revoked "$CERTS/revoked.krl" "$T/ca.pub"
 check "CA key in revoked.keys: the head says it dropped it" contains "$T/h1" "revoked.keys names the CA's own key"
 
 # 3b. A record writer replaces the KRL with one revoking cn2's key.
 ssh-keygen -q -k -f "$T/evil.krl" "$T/k1.pub"
 cp "$T/evil.krl" "$CERTS/revoked.krl"
-on_compute "$T/c1" refresh
+on_compute "$T/c1" refresh -v
 check "replaced KRL: cn2 does not install it" not_revoked "$C/etc/hpcinit/ssh_revoked_keys" "$T/k1.pub"
 check "replaced KRL: cn2 says why" contains "$T/c1" "does not verify with the cluster secret"
+check "replaced KRL: not cn2's problem: its refresh is ready (exit 0), the last good KRL stays" \
+	bash -c "[ $rc -eq 0 ] && cmp -s '$C/etc/hpcinit/ssh_revoked_keys' '$T/krl.installed'"
 on_head "$T/h2" refresh
 check "replaced KRL: the head writes its own back" not cmp -s "$CERTS/revoked.krl" "$T/evil.krl"
 check "replaced KRL: the repaired KRL does not revoke cn2" not_revoked "$CERTS/revoked.krl" "$T/k1.pub"
 on_compute "$T/c2" refresh
 check "repaired KRL: cn2 installs it again" cmp -s "$C/etc/hpcinit/ssh_revoked_keys" "$CERTS/revoked.krl"
 
+# 3c. revoked.krl.hmac replaced with junk (the anonymous uid can, on a squashing head): a cluster
+# finding on every compute, never a failed ssh step (a booting node would never start slurmd).
+cp "$CERTS/revoked.krl.hmac" "$T/hmac.good"
+cp "$C/etc/hpcinit/ssh_revoked_keys" "$T/krl.good"
+echo junk >"$CERTS/revoked.krl.hmac"
+HPCINIT_ADDRESS=198.18.11.2 run_hpc_stdout "$T/c2b.json" refresh --json --root "$C" --hostname cn2 -c "$T/compute.yaml"
+check "junk KRL HMAC: cn2's refresh exits 0 (ready)" [ "$rc" -eq 0 ]
+ssh_cluster() {
+	python3 - "$1" <<-'PY'
+	import json, sys
+	d = json.load(open(sys.argv[1]))
+	m = [x for x in d["modules"] if x["name"] == "ssh"][0]
+	assert m["status"] in ("ok", "changed"), m["status"]
+	f = {x["tag"]: x["severity"] for x in m["findings"]}
+	assert f.get("ssh.ca.krl-not-vouched") == "cluster", f
+	PY
+}
+check "... its ssh step is not failed; ssh.ca.krl-not-vouched has severity \"cluster\"" \
+	ssh_cluster "$T/c2b.json"
+check "... and the last good KRL stays installed" cmp -s "$C/etc/hpcinit/ssh_revoked_keys" "$T/krl.good"
+cp "$T/hmac.good" "$CERTS/revoked.krl.hmac"
+
 # 4a. A new host key under the same boot id: not signed, the old certificate stays.
 rm "$C/etc/ssh/ssh_host_ed25519_key" "$C/etc/ssh/ssh_host_ed25519_key.pub"
 ssh-keygen -q -t ed25519 -N '' -f "$C/etc/ssh/ssh_host_ed25519_key"
 cp "$C/etc/ssh/ssh_host_ed25519_key.pub" "$T/k2.pub"
 on_compute "$T/c3" apply --only discovery
-on_head "$T/h3" refresh
+on_head "$T/h3" refresh -v
 check "same boot id, new key: the head refuses it" contains "$T/h3" "HOST KEY CHANGED while the node stayed up"
 check "same boot id, new key: cn2.cert still certifies the old key" certified "$T/k1.pub"
 
@@ -86,4 +113,14 @@ check "new boot id: the new key is certified" certified "$T/k2.pub"
 check "new boot id: the replaced key is in the head's revocation list" grep -qF "$(cut -d' ' -f2 "$T/k1.pub")" "$CERTS/revoked.keys"
 check "new boot id: the replaced key is revoked by the KRL" revoked "$CERTS/revoked.krl" "$T/k1.pub"
 check "new boot id: the head says so" contains "$T/h4" "replaced (boot id 22222222-2222-2222-2222-222222222222 -> 33333333"
+
+# 4c. The KRL deleted from certs/ (the anonymous uid can delete it on a squashing head): the compute
+# keeps the last good KRL, which still revokes the replaced key (a missing KRL un-revokes nobody).
+on_compute "$T/c5" refresh
+check "setup: cn2 installed the KRL revoking its replaced key" revoked "$C/etc/hpcinit/ssh_revoked_keys" "$T/k1.pub"
+rm "$CERTS/revoked.krl"
+on_compute "$T/c6" refresh -v
+check "KRL deleted: cn2 keeps the last good one (the replaced key stays revoked), exit 0" \
+	eval '[ "$rc" = 0 ] && revoked "$C/etc/hpcinit/ssh_revoked_keys" "$T/k1.pub"'
+check "... and says why" contains "$T/c6" "revoked.krl: missing (the head publishes it on every run)"
 done_testing

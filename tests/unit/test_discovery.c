@@ -88,10 +88,10 @@ static void test_clock_skew(struct ctx *c, struct spec *spec)
 	plant("future", "10.0.0.2", -3600, KEY);
 	plant("nearfuture", "10.0.0.8", -(DISC_CLOCK_SKEW_S / 2), KEY);
 	TEST_INTEQ(run(c, &rep), 0);
-	TEST_INTEQ(rep.status, ST_DEGRADED);
+	TEST_INTEQ(rep.status, ST_OK);      /* another node's record: not this node's problem */
 	TEST_CHECK(detail(&rep, "record future.rec: dated 3600 s in the future (more than the 60 s "
 			  "of clock skew allowed); rejected"));
-	TEST_CHECK(finding(&rep, "discovery.record.future", ST_DEGRADED));
+	TEST_CHECK(cluster_finding(&rep, "discovery.record.future"));
 	TEST_CHECK(has_peer(c, "node2") && !has_peer(c, "future"));
 	TEST_CHECK(has_peer(c, "nearfuture"));
 	report_free(&rep);
@@ -468,7 +468,7 @@ static void test_many(struct ctx *c, struct spec *spec)
 		plant(name, addr, 0, i % 50 == 3 ? "another-key-of-enough-length" : KEY);
 	}
 	TEST_INTEQ(run(c, &rep), 0);
-	TEST_INTEQ(rep.status, ST_DEGRADED);
+	TEST_INTEQ(rep.status, ST_OK);
 	TEST_CHECK(detail(&rep, "record nohmac.rec: no HMAC while cluster.secret_file is set; rejected"));
 	TEST_CHECK(detail(&rep, "record wrongowner.rec: owned by uid 1000, not by the trusted writer (uid 0, root); rejected"));
 	TEST_CHECK(detail(&rep, "record groupw.rec: writable by group or others (mode 0664); rejected"));
@@ -477,7 +477,7 @@ static void test_many(struct ctx *c, struct spec *spec)
 	TEST_CHECK(detail(&rep, "record many103.rec: bad HMAC"));
 	TEST_CHECK(detail(&rep, "record many353.rec: bad HMAC"));
 	TEST_CHECK(!detail(&rep, "record many104.rec"));
-	TEST_CHECK(finding(&rep, "discovery.record.bad-hmac", ST_DEGRADED));
+	TEST_CHECK(cluster_finding(&rep, "discovery.record.bad-hmac"));
 	/* node1 (this node), node2, node10 and the 300 planted but the 6 with the wrong key */
 	n = c->out->peers ? c->out->peers->n : 0;
 	TEST_INTEQ(n, 3 + 300 - 6);
@@ -556,17 +556,18 @@ int main(void)
 		free(hp);
 	}
 
-	/* check mode first: nothing changes, rejections listed */
+	/* check mode first: nothing changes, rejections listed (cluster findings: this node is ok) */
 	c.mode = RUN_CHECK;
 	TEST_INTEQ(run(&c, &rep), 0);
-	TEST_INTEQ(rep.status, ST_DEGRADED);
+	TEST_INTEQ(rep.status, ST_OK);
+	TEST_INTEQ(report_problems(&rep), 0);
 	TEST_CHECK(exists(NODES "/gone.rec"));              /* not pruned in check */
 	TEST_CHECK(exists(NODES "/node9.rec.hpcinit-tmp.abcdef"));
 	report_free(&rep);
 	c.mode = RUN_APPLY;
 
 	TEST_INTEQ(run(&c, &rep), 0);
-	TEST_INTEQ(rep.status, ST_DEGRADED);
+	TEST_INTEQ(rep.status, ST_CHANGED);     /* the pruning; the rejections raise nothing */
 	TEST_CHECK(detail(&rep, "record nohmac.rec: no HMAC while cluster.secret_file is set; rejected"));
 	TEST_CHECK(detail(&rep, "record badhmac.rec: bad HMAC"));
 	TEST_CHECK(detail(&rep, "record wrongowner.rec: owned by uid 1000, not by the trusted writer (uid 0, root); rejected"));
@@ -577,12 +578,12 @@ int main(void)
 	TEST_CHECK(detail(&rep, "stale temporary file; removed"));
 	TEST_CHECK(detail(&rep, "address 10.0.0.2 is claimed by node2 and stale-ip; keeping node2"));
 	/* the same, as data: a stable tag for each reason */
-	TEST_CHECK(finding(&rep, "discovery.record.no-hmac", ST_DEGRADED));
-	TEST_CHECK(finding(&rep, "discovery.record.bad-hmac", ST_DEGRADED));
-	TEST_CHECK(finding(&rep, "discovery.record.wrong-owner", ST_DEGRADED));
-	TEST_CHECK(finding(&rep, "discovery.record.writable", ST_DEGRADED));
-	TEST_CHECK(finding(&rep, "discovery.record.truncated", ST_DEGRADED));
-	TEST_CHECK(finding(&rep, "discovery.record.bad-name", ST_DEGRADED));
+	TEST_CHECK(cluster_finding(&rep, "discovery.record.no-hmac"));
+	TEST_CHECK(cluster_finding(&rep, "discovery.record.bad-hmac"));
+	TEST_CHECK(cluster_finding(&rep, "discovery.record.wrong-owner"));
+	TEST_CHECK(cluster_finding(&rep, "discovery.record.writable"));
+	TEST_CHECK(cluster_finding(&rep, "discovery.record.truncated"));
+	TEST_CHECK(cluster_finding(&rep, "discovery.record.bad-name"));
 	TEST_CHECK(finding(&rep, "discovery.address.claimed-twice", ST_OK));
 	TEST_CHECK(!exists(NODES "/gone.rec"));
 	TEST_CHECK(!exists(NODES "/node9.rec.hpcinit-tmp.abcdef"));

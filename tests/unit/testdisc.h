@@ -115,9 +115,20 @@ static inline bool detail(const struct report *rep, const char *text)
 static inline bool finding(const struct report *rep, const char *tag, enum rstatus sev)
 {
 	for (size_t i = 0; i < rep->n_findings; i++)
-		if (strcmp(rep->findings[i].tag, tag) == 0 && rep->findings[i].sev == sev)
+		if (strcmp(rep->findings[i].tag, tag) == 0 && rep->findings[i].sev == sev &&
+		    !rep->findings[i].cluster)
 			return true;
 	fprintf(stderr, "no finding %s\n", tag);
+	return false;
+}
+
+/* A cluster finding (report_cluster: about other nodes, never this node's status) tagged tag. */
+static inline bool cluster_finding(const struct report *rep, const char *tag)
+{
+	for (size_t i = 0; i < rep->n_findings; i++)
+		if (strcmp(rep->findings[i].tag, tag) == 0 && rep->findings[i].cluster)
+			return true;
+	fprintf(stderr, "no cluster finding %s\n", tag);
 	return false;
 }
 
