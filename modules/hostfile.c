@@ -23,7 +23,7 @@
  * The MPI hostfiles (openmpi, mpich, plain, the Open MPI default block, the
  * domains') list the nodes a job can use: a node whose record says it
  * failed is left out (hostfile.exclude: failed, the default; none keeps
- * it).  The clush group and /etc/hosts keep every member: an admin reaches
+ * it), but for this node itself (its record says what the last runs left).  The clush group and /etc/hosts keep every member: an admin reaches
  * a failed node to repair it.  Every pass is linear in the records.
  */
 #include "config.h"
@@ -177,7 +177,8 @@ static size_t usable_peers(const struct spec *spec, const struct peerset *all, s
 	for (size_t i = 0; i < all->n; i++) {
 		const struct peer *p = &all->v[i];
 
-		if (spec->hostfile.exclude == HF_EXCLUDE_FAILED && p->state == PEER_FAILED) {
+		/* this node's own record says the state the last runs left: this run's is not known yet */
+		if (spec->hostfile.exclude == HF_EXCLUDE_FAILED && p->state == PEER_FAILED && !p->self) {
 			if (!out++)
 				first = p;
 			continue;
@@ -185,10 +186,10 @@ static size_t usable_peers(const struct spec *spec, const struct peerset *all, s
 		ret->v[ret->n++] = *p;
 	}
 	if (out)
-		report_detail(rep, "%zu failed node%s left out of the MPI hostfiles (first: %s%s%s%s; "
+		report_detail(rep, "%zu failed node%s left out of the MPI hostfiles (first: %s%s%s; "
 			      "hostfile.exclude: none keeps them); the clush group keeps every member", out,
-			      out == 1 ? "" : "s", first->hostname, first->self ? ", this node" : "",
-			      first->reason ? ": " : "", first->reason ? first->reason : "");
+			      out == 1 ? "" : "s", first->hostname, first->reason ? ": " : "",
+			      first->reason ? first->reason : "");
 	return out;
 }
 
