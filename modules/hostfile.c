@@ -39,6 +39,7 @@
 
 #include "fsutil.h"
 #include "hpcinit.h"
+#include "mounts.h"
 #include "nodeset.h"
 #include "record.h"
 #include "ib/identity.h"
@@ -731,7 +732,9 @@ static int hf_run(struct ctx *c, struct report *rep)
 			      "(first: %s); using their cluster address", fallbacks.n, fallbacks.v[0]);
 		report_raise(rep, ST_DEGRADED);
 	}
-	r = fs_mkdir_p(c, rep, dir, 0755, 0, 0);
+	r = mounts_require(c, rep, "hostfile.dir", dir);
+	if (r == 0)
+		r = fs_mkdir_p(c, rep, dir, 0755, 0, 0);
 	if (r < 0) {
 		ret = r;
 		goto out;
@@ -775,12 +778,12 @@ static int hf_run(struct ctx *c, struct report *rep)
 	else if (hosts)
 		sb_printf(&written, "%s" ETC_HOSTS, written.len ? ", " : "");
 out:
-	if (ret < 0)
+	if (ret < 0 && ret != -ENOMEDIUM)       /* -ENOMEDIUM: the finding names the mount */
 		report_set(rep, ST_FAILED, "cannot write the hostfiles (see details)");
-	else if (left_out)
+	else if (ret == 0 && left_out)
 		report_set(rep, ST_OK, "%zu node%s in %s (%zu failed, left out of the MPI hostfiles): %s",
 			   usable.n, usable.n == 1 ? "" : "s", dir, left_out, sb_str(&written));
-	else
+	else if (ret == 0)
 		report_set(rep, ST_OK, "%zu node%s in %s: %s", c->out->peers->n, c->out->peers->n == 1 ? "" : "s",
 			   dir, sb_str(&written));
 	free(usable.v);

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "fsutil.h"
+#include "mounts.h"
 #include "nfs/squash.h"
 #include "rendezvous.h"
 
@@ -367,6 +368,9 @@ static int dir_open(struct rendezvous *rv, struct report *rep)
 	t->levels[1] = xasprintf("%s/%s", spec->discovery.dir, spec->cluster.name);
 	t->levels[2] = xasprintf("%s/%s", t->levels[1], rv->o.collection);
 	rv->where = xasprintf("%s/", t->levels[2]);
+	/* On a mount of the spec that is not there, the tree would be the local disk's. */
+	if ((r = mounts_require(c, rep, "discovery.dir", spec->discovery.dir)) < 0)
+		return r;
 	exported = nfs_export_lookup(spec, spec->discovery.dir, sq);
 	t->head_squash = exported && sq->squashed;
 	if (t->head_squash && (r = head_tree(rv, rep, sq)) < 0)

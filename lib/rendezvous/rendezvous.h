@@ -100,7 +100,9 @@ extern const struct rv_ops rv_etcd_ops;
 /*
  * Open a collection with the backend of discovery.method (shared or etcd).
  * 0; -ENOENT when a level is missing and o->create is false (a detail says
- * so); -errno with the reason in rep.
+ * so); -ENOMEDIUM when discovery.dir is on a mount of the spec that is not
+ * there (the finding <step>.mount.absent says so; nothing is made or read
+ * there); -errno with the reason in rep.
  */
 int rv_open(struct ctx *c, struct report *rep, const struct rv_opts *o, struct rendezvous *rv);
 void rv_close(struct rendezvous *rv);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "fsutil.h"
+#include "mounts.h"
 #include "sshkey.h"
 #include "userkeys.h"
 
@@ -32,6 +33,7 @@ static const char *key_file(enum key_type t)
 int ssh_user_open(const struct ctx *c, struct report *r, const char *name, const char *file,
 		  struct ssh_user *ret)
 {
+	char *what;
 	int r2;
 
 	memset(ret, 0, sizeof(*ret));
@@ -43,6 +45,11 @@ int ssh_user_open(const struct ctx *c, struct report *r, const char *name, const
 	}
 	ret->sshdir = xasprintf("%s/.ssh", strcmp(ret->home, "/") == 0 ? "" : ret->home);
 	ret->path = xasprintf("%s/%s", ret->sshdir, file);
+	what = xasprintf("user %s's home", name);
+	r2 = mounts_require(c, r, what, ret->home);
+	free(what);
+	if (r2 < 0)
+		return r2;
 	r2 = sshkey_check_path(c, r, ret->sshdir, true, ret->uid);
 	if (r2 == 0)
 		r2 = sshkey_check_path(c, r, ret->path, false, ret->uid);

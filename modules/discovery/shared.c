@@ -540,7 +540,7 @@ static int shared_open(struct disc_run *run)
 		report_set(run->rep, ST_CHANGED, "rendezvous directory %s missing", spec->discovery.dir);
 		return 1;
 	}
-	if (r < 0)
+	if (r < 0 && r != -ENOMEDIUM)   /* -ENOMEDIUM: its finding names the mount that is not there */
 		report_set(run->rep, ST_FAILED, "rendezvous directory %s refused", spec->discovery.dir);
 	return r;
 }

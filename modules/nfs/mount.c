@@ -284,12 +284,12 @@ enum rstatus mount_one(struct ctx *c, struct report *r, const struct nfs_target 
 	struct stat sb;
 
 	mountinfo_load(c, &mi);
-	e = mountinfo_find(&mi, t->path);
-	if (e && nfs_is_nfs_type(e->fstype) && nfs_source_eq(e->source, t->source)) {
+	e = mountinfo_spec_mount(&mi, t->m);
+	if (e) {
 		st = check_mounted(c, r, t, e, !mi.fixture);
 		goto out;
 	}
-	if (e) {
+	if ((e = mountinfo_find(&mi, t->path))) {
 		report_detail(r, "%s: already has %s (%s) mounted; unmount it or change the nfs.mounts path "
 			      "(hpcinit does not stack mounts)", t->path, e->source, e->fstype);
 		report_finding(r, ST_FAILED, "nfs.mountpoint.busy", "%s: another filesystem is mounted there", t->path);
@@ -355,8 +355,8 @@ enum rstatus mount_one(struct ctx *c, struct report *r, const struct nfs_target 
 	/* Believe the kernel, not mount's exit code. */
 	mountinfo_free(&mi);
 	mountinfo_load(c, &mi);
-	e = mountinfo_find(&mi, t->path);
-	if (!e || !nfs_is_nfs_type(e->fstype) || !nfs_source_eq(e->source, t->source)) {
+	if (!mountinfo_spec_mount(&mi, t->m)) {
+		e = mountinfo_find(&mi, t->path);
 		report_detail(r, "%s: %s exited 0, but mountinfo shows %s on %s", t->path, argv[0],
 			      e ? e->source : "nothing", t->path);
 		report_finding(r, ST_FAILED, "nfs.mount.not-visible", "%s: mount not visible after mount(8)", t->path);
@@ -411,7 +411,7 @@ void foreign_fstab_lines(const struct ctx *c, struct report *r, const char *tag,
 				q++;
 			l2 = (size_t)(q - f2);
 			if (l2) {
-				char *mp = field_unescape(f2, l2);
+				char *mp = mounts_unescape(f2, l2);
 
 				for (size_t i = 0; i < n; i++)
 					if (strcmp(mp, t[i].path) == 0)

@@ -78,9 +78,7 @@ void target_init(struct nfs_target *t, const struct spec_nfs_mount *m)
 	t->wait_ms = m->wait_ms;
 	for (size_t i = 0; i < m->options.n; i++)
 		strlist_push(&t->opts, m->options.v[i]);
-	/* an IPv6 server is written [addr]:/export, as mount(8) and mountinfo do */
-	t->source = strchr(t->host, ':') ? xasprintf("[%s]:%s", t->host, t->export)
-		: xasprintf("%s:%s", t->host, t->export);
+	t->source = mounts_source(m);   /* [v6addr]:/export, as mount(8) and mountinfo write it */
 	t->vers = parse_vers(&t->opts);
 	t->ro = nfs_opt_find(&t->opts, "ro") != NULL;
 	port = nfs_opt_find(&t->opts, "port");

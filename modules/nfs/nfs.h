@@ -4,7 +4,7 @@
  *   nfs.c     the step: targets from the spec, the run, the summary
  *   mount.c   one mount: mount(8), its errors, verification, foreign fstab lines
  *   probe.c   waiting for the server: TCP, the libnfs helper, statfs/write probes
- *   fstab.c   fstab lines, mountinfo, option text
+ *   fstab.c   fstab lines, option text (the mount table: agent/base/mounts.c)
  *   export.c  the head role's exports
  */
 #ifndef HPCINIT_NFS_H
@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "hpcinit.h"
+#include "mounts.h"
 #include "proc.h"
 
 #define NFS_SUPER_MAGIC_ 0x6969
@@ -96,16 +97,6 @@ struct nfs_target {
 	struct strlist opts;    /* for mount -o */
 };
 
-struct mi_entry {
-	char *mountpoint, *fstype, *source, *mntopts, *superopts;
-};
-
-struct mountinfo {
-	struct mi_entry *v;
-	size_t n;
-	bool fixture;           /* read from <root>/proc/self/mountinfo of a fake root */
-};
-
 /* The ops in use (probe.c); unit tests swap in fakes. */
 extern const struct nfs_ops *nfs_io;
 
@@ -113,19 +104,13 @@ extern const struct nfs_ops *nfs_io;
 void target_init(struct nfs_target *t, const struct spec_nfs_mount *m);
 void target_free(struct nfs_target *t);
 
-/* fstab lines, mountinfo, option text (fstab.c) */
+/* fstab lines, option text (fstab.c) */
 void nfs_fmt_duration(uint64_t ms, char *buf, size_t len);
 char *field_escape(const char *s);
-char *field_unescape(const char *s, size_t n);
 const char *nfs_opt_find(const struct strlist *l, const char *key);
 char *nfs_strlist_join(const struct strlist *l, const char *sep);
 char *mount_optstr(const struct nfs_target *t);
 char *fstab_line(const struct nfs_target *t);
-void mountinfo_free(struct mountinfo *mi);
-const struct mi_entry *mountinfo_find(const struct mountinfo *mi, const char *path);
-bool nfs_is_nfs_type(const char *fstype);
-bool nfs_source_eq(const char *a, const char *b);
-void mountinfo_load(const struct ctx *c, struct mountinfo *mi);
 int options_diff(const struct nfs_target *t, const struct mi_entry *e, struct strbuf *out);
 
 /* waiting for the server (probe.c) */

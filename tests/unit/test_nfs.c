@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Unit tests of the nfs step (modules/nfs/nfs.c, fstab.c, mount.c): fstab
- * rendering and option merging, mountinfo parsing, option drift, mount(8)
+ * rendering and option merging, option drift, mount(8)
  * error classification, the wait loop and whole runs on a temporary fake
  * root, the step's deadline.  Its exports are test_nfs_export.c, its probe
- * test_nfs_probe.c, the squash rules test_squash.c.
+ * test_nfs_probe.c, the squash rules test_squash.c, the mount table test_mounts.c.
  */
 #include "testnfs.h"
 
@@ -121,36 +121,6 @@ static const char mountinfo_text[] =
 	"garbage line without separator\n"
 	"62 25 0:52 / /scratch rw,relatime - tmpfs tmpfs rw\n";
 
-static void test_mountinfo(void)
-{
-	struct mountinfo mi;
-	const struct mi_entry *e;
-
-	mountinfo_parse(mountinfo_text, &mi);
-	TEST_INTEQ(mi.n, 5);
-	e = mountinfo_find(&mi, "/scratch");
-	TEST_CHECK(e != NULL);
-	if (e) {                                /* the top of the stack wins */
-		TEST_STREQ(e->fstype, "tmpfs");
-	}
-	e = mountinfo_find(&mi, "/mnt/my data");
-	TEST_CHECK(e != NULL);
-	if (e) {
-		TEST_STREQ(e->fstype, "nfs4");
-		TEST_STREQ(e->source, "acct.blob.core.windows.net:/acct/c");
-		TEST_STREQ(e->mntopts, "ro,relatime");
-	}
-	TEST_CHECK(mountinfo_find(&mi, "/nowhere") == NULL);
-	TEST_STREQ(mi.v[2].source, "10.0.0.7:/shared");
-	TEST_CHECK(nfs_source_eq("10.0.0.7:/shared/", "10.0.0.7:/shared"));
-	TEST_CHECK(nfs_source_eq("h:/", "h:/"));
-	TEST_CHECK(!nfs_source_eq("h:/a", "h:/ab"));
-	mountinfo_free(&mi);
-	mountinfo_parse("", &mi);
-	TEST_INTEQ(mi.n, 0);
-	mountinfo_free(&mi);
-}
-
 static void test_options_diff(void)
 {
 	static const char *const same[] = { "vers=3", "hard", "nolock", "proto=tcp", "nconnect=8",
@@ -238,13 +208,13 @@ static void test_classify(void)
 static void test_escape(void)
 {
 	char *e = field_escape("/a b\\c\td");
-	char *u = field_unescape(e, strlen(e));
+	char *u = mounts_unescape(e, strlen(e));
 
 	TEST_STREQ(e, "/a\\040b\\134c\\011d");
 	TEST_STREQ(u, "/a b\\c\td");
 	free(e);
 	free(u);
-	u = field_unescape("x\\04", 4);         /* truncated escape stays as is */
+	u = mounts_unescape("x\\04", 4);         /* truncated escape stays as is */
 	TEST_STREQ(u, "x\\04");
 	free(u);
 	TEST_CHECK(export_listed("/export  *\n/other\n", "/export"));
@@ -646,7 +616,6 @@ int main(void)
 	nfs_io = &fake_ops;
 	test_fstab_line();
 	test_target_invalid();
-	test_mountinfo();
 	test_options_diff();
 	test_classify();
 	test_escape();

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * lib/rendezvous: the shared-directory backend on a fake root (levels,
- * owners, links, FIFOs, sizes, squash) and the etcd backend's frame reader
+ * owners, links, FIFOs, sizes, squash, a spec mount not there) and the etcd backend's frame reader
  * and exit-code mapping.  The etcd backend against a real etcd is in
  * tests/cluster/etcd-*.sh and ssh-ca-etcd.sh.
  */
@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -464,6 +465,62 @@ static void test_dir_squash(struct ctx *c, struct spec *spec)
 	strlist_free(&x.options);
 }
 
+/*
+ * discovery.dir on a mount of the spec that is not there: nothing of the
+ * tree is made or read (the local disk under the mount point), and the
+ * finding names the mount; once mountinfo lists it, the tree is made.
+ */
+static void test_dir_mount(struct ctx *c, struct spec *spec)
+{
+	struct spec_nfs_mount m = { .host = (char *)(uintptr_t)"nfs01", .export = (char *)(uintptr_t)"/export",
+				    .path = (char *)(uintptr_t)"/share" };
+	struct rv_opts o = opts(true);
+	struct rendezvous rv;
+	struct report rep;
+	char *p, *coll = host("/share/.hpcinit/glo/fresh");
+
+	spec->nfs.present = true;
+	spec->nfs.mounts = &m;
+	spec->nfs.n_mounts = 1;
+	c->module = "discovery";
+	o.collection = "fresh";
+	report_init(&rep);
+	TEST_INTEQ(rv_open(c, &rep, &o, &rv), -ENOMEDIUM);
+	TEST_INTEQ(rep.n_findings, 1);
+	if (rep.n_findings) {
+		TEST_STREQ(rep.findings[0].tag, "discovery.mount.absent");
+		TEST_STREQ(rep.findings[0].text, "discovery.dir /share/.hpcinit is on the NFS mount /share "
+			   "(nfs01:/export), which is not mounted; nothing is written there");
+	}
+	TEST_CHECK(access(coll, F_OK) < 0);
+	rv_close(&rv);
+	report_free(&rep);
+	/* a compute's certs/ (create false) is refused the same way, not read as empty */
+	o.create = false;
+	report_init(&rep);
+	TEST_INTEQ(rv_open(c, &rep, &o, &rv), -ENOMEDIUM);
+	rv_close(&rv);
+	report_free(&rep);
+
+	test_put(root, "/proc/self/mountinfo", "60 1 0:50 / /share rw - nfs nfs01:/export rw,vers=3\n");
+	o.create = true;
+	report_init(&rep);
+	TEST_INTEQ(rv_open(c, &rep, &o, &rv), 0);
+	TEST_INTEQ(rep.n_findings, 0);
+	TEST_CHECK(access(coll, F_OK) == 0);
+	rv_close(&rv);
+	report_free(&rep);
+
+	p = host("/proc/self/mountinfo");
+	unlink(p);
+	spec->nfs.present = false;
+	spec->nfs.mounts = NULL;
+	spec->nfs.n_mounts = 0;
+	c->module = NULL;
+	free(p);
+	free(coll);
+}
+
 static void test_frames(void)
 {
 	static const char out[] = "rev 7\nkv 3 5 12\nk/avalue\nlist\ndel 2\nk2\nkv 9 9 0\nshort";
@@ -538,6 +595,7 @@ int main(void)
 	test_dir(&c);
 	test_dir_parallel(&c);
 	test_dir_squash(&c, &spec);
+	test_dir_mount(&c, &spec);
 	{
 		/* The shared directory has no stream to watch: its users list it again. */
 		struct proc_child ch;

@@ -3,9 +3,12 @@
  * lib/sshkeys/userkeys.c: a cluster user's ~/.ssh and key pair, in check
  * mode (nothing written).  The private key is made by the real ssh-keygen;
  * the public half ssh_user_key derives must be the one ssh-keygen -y prints.
+ * A home on a spec mount that is not there is never written (apply).
  */
 #include "config.h"
 
+#include <errno.h>
+#include <stdint.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -110,6 +113,50 @@ int main(void)
 	TEST_CHECK(access(path, F_OK) < 0);     /* check mode: the .pub is not written */
 	free(pub);
 	report_free(&r);
+
+	/*
+	 * /home on a mount of the spec that is not there: apply makes nothing
+	 * in the home the local disk has under the mount point, and the
+	 * finding names the mount (agent/base/mounts.c).
+	 */
+	{
+		struct spec_nfs_mount home = { .host = (char *)(uintptr_t)"nfs01",
+					       .export = (char *)(uintptr_t)"/home",
+					       .path = (char *)(uintptr_t)"/home" };
+
+		s.nfs.present = true;
+		s.nfs.mounts = &home;
+		s.nfs.n_mounts = 1;
+		c.mode = RUN_APPLY;
+		c.module = "ssh";
+		snprintf(path, sizeof(path), "%s/home/alice/.ssh", root);
+		test_rm_rf(path);
+		report_init(&r);
+		TEST_INTEQ(ssh_user_key(&c, &r, "alice", KEY_ED25519, &pub), -ENOMEDIUM);
+		TEST_INTEQ(r.status, ST_FAILED);
+		TEST_INTEQ(r.n_findings, 1);
+		if (r.n_findings) {
+			TEST_STREQ(r.findings[0].tag, "ssh.mount.absent");
+			TEST_STREQ(r.findings[0].text, "user alice's home /home/alice is on the NFS mount "
+				   "/home (nfs01:/home), which is not mounted; nothing is written there");
+		}
+		TEST_CHECK(access(path, F_OK) < 0);     /* no ~/.ssh made */
+		report_free(&r);
+		report_init(&r);
+		TEST_INTEQ(ssh_user_open(&c, &r, "alice", "authorized_keys", &u), -ENOMEDIUM);
+		ssh_user_close(&u);
+		report_free(&r);
+		/* mounted: the home is the user's again (check mode: nothing written) */
+		put("/proc/self/mountinfo", "60 1 0:50 / /home rw - nfs4 nfs01:/home rw,vers=4.1\n");
+		c.mode = RUN_CHECK;
+		report_init(&r);
+		TEST_INTEQ(ssh_user_open(&c, &r, "alice", "authorized_keys", &u), 0);
+		TEST_INTEQ(r.n_findings, 0);
+		ssh_user_close(&u);
+		report_free(&r);
+		s.nfs.mounts = NULL;
+		s.nfs.n_mounts = 0;
+	}
 
 	test_rm_rf(root);
 	TEST_EXIT();
