@@ -124,6 +124,13 @@ else
 	not_ok "tests/bench/gen-records not built: cannot check 1,000 members"
 fi
 
+# hostfile.exclude takes failed or none: anything else is a spec error with its place.
+spec ", exclude: sick" > "$T/sick.yaml"
+rc=0
+hpcinit validate "$T/sick.yaml" >"$T/sick.out" 2>&1 || rc=$?
+check "hostfile.exclude: sick is refused (exit 2)" test "$rc" = 2
+check "... naming the place and the key" grep -q "sick.yaml:4:.*hostfile.exclude" "$T/sick.out"
+
 # No rendezvous in the spec: a usage error.
 printf 'version: 1\ncluster: {name: glocluster}\n' > "$T/none-disc.yaml"
 as c2 members -c "$T/none-disc.yaml"
