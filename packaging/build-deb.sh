@@ -65,6 +65,10 @@ if [ "${1:-}" = --inner ]; then
 		[ -L "$R/etc/systemd/system/timers.target.wants/hpcinit-refresh.timer" ] ||
 			fail "hpcinit-refresh.timer is not enabled after install"
 	fi
+	if [ -e "$R/lib/systemd/system/hpcinit-check.timer" ]; then
+		[ -L "$R/etc/systemd/system/timers.target.wants/hpcinit-check.timer" ] ||
+			fail "hpcinit-check.timer is not enabled after install"
+	fi
 	in_root man -w hpcinit > /dev/null || fail "man cannot find hpcinit(8)"
 	echo "installed: $(in_root dpkg-query -W -f='${Package} ${Version} ${Status}' hpcinit)"
 

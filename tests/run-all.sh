@@ -143,7 +143,7 @@ vm_stage() {
 	local debs=
 	[[ " ${stage_fail[*]} " == *" packaging/build-deb.sh "* ]] || ! ls build/packages/hpcinit_*.deb >/dev/null 2>&1 ||
 		debs=$SRC/build/packages
-	HPCINIT_VM_DEBS=$debs bash tests/vm/cluster.sh -n 2 --nfs41 --vmcheck "memlock-systemd.sh nfs-self-probe.sh rdma-cm-peer.sh" > "$out" 2>&1 || rc=$?
+	HPCINIT_VM_DEBS=$debs bash tests/vm/cluster.sh -n 2 --nfs41 --vmcheck "health-live.sh memlock-systemd.sh nfs-self-probe.sh rdma-cm-peer.sh" > "$out" 2>&1 || rc=$?
 	grep -E '^(ok|not ok) - |^#   |^# [0-9]+ passed|^# [0-9:]+ (image ready|.*: cloud-init finished|check [a-z]+: [0-9]+ s)' "$out"
 	p=$(grep -c '^ok - ' "$out")
 	f=$(grep -c '^not ok - ' "$out")

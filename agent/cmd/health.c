@@ -16,6 +16,9 @@
  *
  * Degraded is Healthy (the node works; Slurm drains it with the reason);
  * the reason is in the metrics (hpcinit_finding) and in hpcinit status.
+ * The state is live: status.json includes the last recorded hpcinit check
+ * (hpcinit-check.timer), so a failure found after boot answers Unhealthy
+ * and a repair Healthy again; drift alone stays Healthy.
  */
 #include "config.h"
 

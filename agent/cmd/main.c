@@ -33,7 +33,8 @@ static void usage(FILE *out)
 	      "\n"
 	      "Commands:\n"
 	      "  apply            converge this node (default)\n"
-	      "  check            report drift; only the Slurm drain changes (exit 1 on drift)\n"
+	      "  check            report drift and failures; records the node's state, and\n"
+	      "                   only the Slurm drain changes (exit 1 on drift)\n"
 	      "  plan             show what apply would change, with diffs\n"
 	      "  refresh          apply discovery, ssh and hostfile only (scale-out/in timer)\n"
 	      "  verify           run the MPI verification across the cluster\n"
@@ -50,7 +51,8 @@ static void usage(FILE *out)
 	      "      --root DIR           act on the tree under DIR instead of /\n"
 	      "      --only LIST          run only these modules (comma-separated; their needs are added)\n"
 	      "      --json               print the run report as JSON\n"
-	      "      --lock-timeout DUR   wait this long for another run to finish (default 10m)\n"
+	      "      --lock-timeout DUR   wait this long for another run to finish (default 10m;\n"
+	      "                           check: 10s, then it runs without recording)\n"
 	      "      --kernel-release REL use REL as the running kernel release (tests, images)\n"
 	      "      --hostname NAME      use NAME as this node's hostname (tests)\n"
 	      "  -v, --verbose            more logging (repeat for debug)\n"
@@ -66,6 +68,8 @@ static void usage(FILE *out)
 }
 
 #define LOCK_TIMEOUT_MAX_MS (24 * HOUR_MS)
+/* hpcinit check waits this long for a run holding the lock, then runs unrecorded. */
+#define CHECK_LOCK_TIMEOUT_MS (10 * SEC_MS)
 
 /* --lock-timeout: a duration as the spec writes one (units.c), 0s to 24h. */
 static int parse_lock_timeout(const char *s, uint64_t *ret_ms)
@@ -192,7 +196,7 @@ static const struct option longopts[] = {
 
 struct cli {
 	const char *config, *root, *command;
-	bool json;
+	bool json, lock_timeout_set;
 	struct run_opts ro;
 	struct ctx c;
 };
@@ -217,6 +221,7 @@ static int parse_opts(int argc, char **argv, struct cli *o)
 			o->json = true;
 			break;
 		case 'L':
+			o->lock_timeout_set = true;
 			switch (parse_lock_timeout(optarg, &o->ro.lock_timeout_ms)) {
 			case 0:
 				break;
@@ -265,6 +270,44 @@ static int own_command(struct cli *o)
 	if (strcmp(o->command, "leave") == 0)
 		return leave_main(&o->c, o->ro.lock_timeout_ms);
 	return members_main(&o->c, o->json, stdout);
+}
+
+/* The run mode and default steps of a command that runs steps; -EINVAL for an unknown one. */
+static int set_mode(struct cli *o)
+{
+	struct ctx *c = &o->c;
+
+	if (strcmp(o->command, "apply") == 0) {
+		c->mode = RUN_APPLY;
+	} else if (strcmp(o->command, "check") == 0) {
+		c->mode = RUN_CHECK;
+		/* a whole check is the node's live state; --only is a look */
+		o->ro.record_check = o->ro.only.n == 0;
+		if (!o->lock_timeout_set)
+			o->ro.lock_timeout_ms = CHECK_LOCK_TIMEOUT_MS;
+	} else if (strcmp(o->command, "plan") == 0) {
+		c->mode = RUN_PLAN;
+	} else if (strcmp(o->command, "refresh") == 0) {
+		c->mode = RUN_APPLY;
+		c->refresh = true;
+		if (o->ro.only.n == 0)
+			split_list_known("discovery,ssh,hostfile", &o->ro.only);
+	} else if (strcmp(o->command, "watch") == 0 || strcmp(o->command, "leave") == 0) {
+		c->mode = RUN_APPLY;
+		c->refresh = true;
+		if (o->ro.only.n == 0)
+			split_list_known("discovery,ssh,hostfile", &o->ro.only);
+	} else if (strcmp(o->command, "members") == 0) {
+		c->mode = RUN_CHECK;    /* members.c reads the rendezvous, writes nothing */
+	} else if (strcmp(o->command, "verify") == 0) {
+		c->mode = RUN_APPLY;
+		c->verify = true;
+		if (o->ro.only.n == 0)
+			split_list_known("mpi", &o->ro.only);
+	} else {
+		return -EINVAL;
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -327,28 +370,7 @@ int main(int argc, char **argv)
 		return status_command(cp, o.json, stdout);
 	if (strcmp(o.command, "health") == 0)
 		return health_main(cp, STDIN_FILENO, STDOUT_FILENO);
-	if (strcmp(o.command, "apply") == 0) {
-		cp->mode = RUN_APPLY;
-	} else if (strcmp(o.command, "check") == 0 || strcmp(o.command, "members") == 0) {
-		cp->mode = RUN_CHECK;
-	} else if (strcmp(o.command, "plan") == 0) {
-		cp->mode = RUN_PLAN;
-	} else if (strcmp(o.command, "refresh") == 0) {
-		cp->mode = RUN_APPLY;
-		cp->refresh = true;
-		if (o.ro.only.n == 0)
-			split_list_known("discovery,ssh,hostfile", &o.ro.only);
-	} else if (strcmp(o.command, "watch") == 0 || strcmp(o.command, "leave") == 0) {
-		cp->mode = RUN_APPLY;
-		cp->refresh = true;
-		if (o.ro.only.n == 0)
-			split_list_known("discovery,ssh,hostfile", &o.ro.only);
-	} else if (strcmp(o.command, "verify") == 0) {
-		cp->mode = RUN_APPLY;
-		cp->verify = true;
-		if (o.ro.only.n == 0)
-			split_list_known("mpi", &o.ro.only);
-	} else {
+	if (set_mode(&o) < 0) {
 		fprintf(stderr, "hpcinit: unknown command '%s'\nTry 'hpcinit --help'.\n", o.command);
 		return EXIT_USAGE;
 	}

@@ -67,6 +67,68 @@ static void print_boot(yaml_document_t *doc, yaml_node_t *boot, FILE *out)
 	}
 }
 
+#define STATUS_MAX_CLUSTER_LINES 20
+
+/* A scalar of a document, escaped for the terminal. */
+static void print_escaped(FILE *out, const char *fmt_prefix, const char *s)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	esc_append(&sb, s ? s : "?", strlen(s ? s : "?"), false);
+	fprintf(out, "%s%s", fmt_prefix, sb_str(&sb));
+	sb_free(&sb);
+}
+
+/* "drift": the steps whose latest check found what apply would restore (not a failure). */
+static void print_drift(yaml_document_t *doc, yaml_node_t *root, FILE *out)
+{
+	yaml_node_t *d = ydoc_node(doc, root, "drift");
+	bool first = true;
+
+	if (!d || d->type != YAML_SEQUENCE_NODE)
+		return;
+	for (yaml_node_item_t *it = d->data.sequence.items.start; it < d->data.sequence.items.top; it++) {
+		yaml_node_t *n = yaml_document_get_node(doc, *it);
+
+		if (!n || n->type != YAML_SCALAR_NODE)
+			continue;
+		print_escaped(out, first ? "drift:" : ",", "");
+		print_escaped(out, " ", (const char *)n->data.scalar.value);
+		first = false;
+	}
+	if (!first)
+		fputs(" (what hpcinit apply restores; not a reason to fail the node)\n", out);
+}
+
+/* The cluster findings (about other nodes, never this node's state), at most STATUS_MAX_CLUSTER_LINES. */
+static void print_cluster(yaml_document_t *doc, yaml_node_t *mods, FILE *out)
+{
+	size_t n = 0;
+
+	for (yaml_node_item_t *it = mods->data.sequence.items.start; it < mods->data.sequence.items.top; it++) {
+		yaml_node_t *m = yaml_document_get_node(doc, *it), *f = ydoc_node(doc, m, "findings");
+
+		for (yaml_node_item_t *j = f && f->type == YAML_SEQUENCE_NODE ? f->data.sequence.items.start : NULL;
+		     j && j < f->data.sequence.items.top; j++) {
+			yaml_node_t *e = yaml_document_get_node(doc, *j);
+			const char *sev = ydoc_get(doc, e, "severity");
+
+			if (!sev || strcmp(sev, "cluster") != 0)
+				continue;
+			if (n++ == 0)
+				fputs("\ncluster findings (about other nodes; never this node's state):\n", out);
+			if (n > STATUS_MAX_CLUSTER_LINES)
+				continue;
+			print_escaped(out, "  ", ydoc_get(doc, m, "name"));
+			print_escaped(out, ": ", ydoc_get(doc, e, "tag"));
+			print_escaped(out, ": ", ydoc_get(doc, e, "text"));
+			fputc('\n', out);
+		}
+	}
+	if (n > STATUS_MAX_CLUSTER_LINES)
+		fprintf(out, "  ... %zu more (hpcinit status --json)\n", n - STATUS_MAX_CLUSTER_LINES);
+}
+
 int status_print(const struct ctx *c, const char *path, FILE *out)
 {
 	char *text = NULL;
@@ -108,6 +170,7 @@ int status_print(const struct ctx *c, const char *path, FILE *out)
 	}
 	if ((peers = ydoc_get(&doc, root, "peers")))
 		fprintf(out, "peers known: %s\n", peers);
+	print_drift(&doc, root, out);
 	print_boot(&doc, ydoc_node(&doc, root, "boot"), out);
 	status_print_row(out, "MODULE", "RESULT", "TIME", "FROM     SUMMARY");
 	mods = ydoc_node(&doc, root, "modules");
@@ -149,6 +212,7 @@ int status_print(const struct ctx *c, const char *path, FILE *out)
 				}
 			}
 		}
+		print_cluster(&doc, mods, out);
 	}
 	fprintf(out, "\nresult: %s (exit %s, %s ms)\n", ydoc_get(&doc, root, "result") ?: "?",
 		ydoc_get(&doc, root, "exit_code") ?: "?", ydoc_get(&doc, root, "duration_ms") ?: "?");

@@ -30,8 +30,8 @@ struct boot {
  * cloud-init's times again, and add what this run reached for the first time:
  * each step's end and "mounts", "fabric" (the nfs and rdma steps done), "ready"
  * (a full apply that ended ready or degraded) and "slurm" (the slurm step
- * registered the node).  full: the run is a full apply.  Writes BOOT_PATH back;
- * b holds the result (sorted by time).
+ * registered the node).  full: the run is a full apply; a check reaches
+ * none.  Writes BOOT_PATH back; b holds the result (sorted by time).
  */
 void boot_update(struct ctx *c, const struct run_result *res, bool full, struct boot *b);
 /* ms from the kernel's start to "ready" in this boot (BOOT_PATH), -1 not yet or not known. */

@@ -49,6 +49,40 @@ void prom_label(struct strbuf *sb, const char *key, const char *value, int first
 	sb_append(sb, "\"");
 }
 
+static bool counted(const struct finding *f, bool cluster)
+{
+	return cluster ? f->cluster : !f->cluster && (f->sev == ST_DEGRADED || f->sev == ST_FAILED);
+}
+
+void metrics_findings(struct strbuf *sb, const char *metric, const char *step, const struct report *r,
+		      bool cluster)
+{
+	bool *done = xcalloc(r->n_findings + 1, sizeof(*done));
+
+	for (size_t j = 0; j < r->n_findings; j++) {
+		const struct finding *f = &r->findings[j];
+		size_t n = 0;
+
+		if (done[j] || !counted(f, cluster))
+			continue;
+		for (size_t l = j; l < r->n_findings; l++) {
+			const struct finding *g = &r->findings[l];
+
+			if (done[l] || !counted(g, cluster) || strcmp(g->tag, f->tag) != 0 || (!cluster && g->sev != f->sev))
+				continue;
+			done[l] = true;
+			n += strcmp(g->tag, "report.more-findings") == 0 && r->findings_dropped ? r->findings_dropped : 1;
+		}
+		sb_printf(sb, "%s{", metric);
+		prom_label(sb, "step", step, 1);
+		if (!cluster)
+			prom_label(sb, "severity", finding_severity_name(f->sev), 0);
+		prom_label(sb, "tag", f->tag, 0);
+		sb_printf(sb, "} %zu\n", n);
+	}
+	free(done);
+}
+
 int metrics_write(struct ctx *c, const char *text)
 {
 	char *dir = ctx_path(c, TEXTFILE_DIR);

@@ -699,12 +699,41 @@ static void announce(struct ctx *c)
 	}
 }
 
+/*
+ * The run lock for a run that records itself: an apply (no lock, no run:
+ * -errno), or a check asked to record (o->record_check): without the lock
+ * within o->lock_timeout_ms it still runs, unrecorded, so it never writes a
+ * status between an apply's steps and never waits for one without end.
+ * *record true: the run records itself, holding *lock_fd.
+ */
+static int lock_for_record(struct ctx *c, const struct run_opts *o, int *lock_fd, bool *record)
+{
+	int r;
+
+	struct ctx w = *c;
+
+	*record = c->mode == RUN_APPLY || (c->mode == RUN_CHECK && o->record_check);
+	if (!*record)
+		return 0;
+	w.mode = RUN_APPLY;     /* /run/hpcinit is hpcinit's own: a check may make it */
+	r = runner_take_lock_while(&w, o->lock_timeout_ms, o->lock_wait, o->lock_wait_arg, lock_fd);
+	if (r < 0 && c->mode == RUN_CHECK) {
+		log_warn("check: not recorded (it could not take the run lock): status, the health answer and "
+			 "the metrics keep the state the last recorded run left");
+		*record = false;
+		return 0;
+	}
+	return r;
+}
+
 int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
 {
 	size_t n = 0;
 	int lock_fd = -1;
 	uint64_t t0 = now_ms();
 	struct module *mods;
+	struct timespec ts;
+	bool record = false;
 
 	while (module_table[n])
 		n++;
@@ -714,6 +743,8 @@ int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
 	res->reports = xcalloc(n, sizeof(*res->reports));
 	res->ran = xcalloc(n, sizeof(*res->ran));
 	res->started_unix = (uint64_t)time(NULL);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	res->started_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 	for (size_t i = 0; i < n; i++)
 		report_init(&res->reports[i]);
 	if (runner_check_table(module_table) < 0) {
@@ -725,9 +756,8 @@ int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
 		module_resolve(module_table[i], &mods[i]);
 	select_modules(o, mods, res->ran, n);
 
-	if (c->mode == RUN_APPLY) {
-		int r = runner_take_lock_while(c, o->lock_timeout_ms, o->lock_wait, o->lock_wait_arg,
-						&lock_fd);
+	{
+		int r = lock_for_record(c, o, &lock_fd, &record);
 
 		if (r < 0) {
 			/* Nothing ran: the report lists no module. */
@@ -744,7 +774,7 @@ int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
 		proc_stuck_dir(sd);
 		free(sd);
 	}
-	if (c->mode == RUN_APPLY)
+	if (record)
 		status_node_state(c, &c->node);   /* what the last runs left: this run's record says it */
 	for (size_t i = 0; i < n; i++)
 		if (res->ran[i])
@@ -753,9 +783,10 @@ int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
 	free(mods);
 	res->duration_ms = now_ms() - t0;
 	res->exit_code = exit_code_of(c, res);
-	if (c->mode == RUN_APPLY) {
+	if (record) {
 		struct node_state before = c->node;
 
+		res->recorded = true;
 		status_write(c, o, res);
 		if (node_state_changed(&before, &c->node))
 			announce(c);

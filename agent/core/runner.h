@@ -20,6 +20,12 @@ struct run_opts {
 	struct strlist only;            /* empty: every module */
 	uint64_t lock_timeout_ms;
 	/*
+	 * hpcinit check: record the run as the status part "check" (the node's
+	 * live state: status.json, the textfile, the health answer) when it gets
+	 * the run lock within lock_timeout_ms; otherwise it runs unrecorded.
+	 */
+	bool record_check;
+	/*
 	 * While the run waits for the run lock: called about every 50 ms (NULL:
 	 * nothing).  The watch renews its etcd lease there: another run holding
 	 * the lock for longer than the lease must not end this node's membership.
@@ -34,6 +40,8 @@ struct run_result {
 	size_t n;
 	struct outputs out;             /* the typed outputs the steps handed on; freed with res */
 	uint64_t started_unix;
+	int64_t started_ms;             /* the same, in ms: which part ran a step last */
+	bool recorded;                  /* the run wrote its status part */
 	uint64_t duration_ms;
 	int exit_code;
 };

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The run report and the node's status: the run as JSON (--json,
- * <part>.json), status.json composed from the last apply, refresh and
- * verify, the node_exporter textfile, the human table.  hpcinit status
+ * <part>.json), status.json composed from the last apply, refresh, verify
+ * and check, the node_exporter textfile, the human table.  hpcinit status
  * reads them back in agent/cmd/status_read.c with the readers here
  * (status.h).
  */
@@ -31,22 +31,27 @@
 #include "status.h"
 #include "ydoc.h"
 
-/* ---- status: the last full apply and the last refresh, kept apart ---------- */
+/* ---- status: the last full apply, refresh, verify and check, kept apart ----- */
 
 /*
  * Each kind of run keeps its own report (/run/hpcinit/<part>.json); status.json
  * is composed from them: every step as its latest run left it, and the worst
  * of those as the result.  A refresh therefore never hides a failed boot: the
  * steps it does not run keep the apply's verdict, and a step the apply skipped
- * because its need failed still counts as not done.
+ * because its need failed still counts as not done.  A check (the timer's,
+ * Slurm's) is a run like the others, so a failure found after boot turns the
+ * node failed and a check that finds it fine again turns it back; but drift
+ * (ST_CHANGED in a check: what apply would quietly restore) is not broken: it
+ * never clears a converging run's failure and never makes one (verdict_part).
  */
-const char *const status_part_names[N_PARTS] = { "apply", "refresh", "verify" };
+const char *const status_part_names[N_PARTS] = { "apply", "refresh", "verify", "check" };
 
 struct part {
 	bool present, owned;
 	const char *command;
 	char *command_buf;              /* owned copy behind command */
 	long long started, duration_ms;
+	long long started_ms;           /* which part ran a step last (older files: started * 1000) */
 	long long peers;                /* peers known after the run; -1: discovery did not run */
 	int exit_code;
 	struct report *reports;         /* by module_table index */
@@ -56,6 +61,8 @@ struct part {
 
 static enum part_id part_of(const struct ctx *c, const struct run_opts *o)
 {
+	if (c->mode == RUN_CHECK)
+		return PART_CHECK;
 	if (c->verify)
 		return PART_VERIFY;
 	if (strcmp(o->command, "apply") == 0 && o->only.n == 0)
@@ -85,12 +92,13 @@ static bool parse_ll(const char *s, long long *ret)
 	return num_ll(s, LLONG_MIN, LLONG_MAX, ret);
 }
 
+/* A step's status by its name in an apply's document, or a check's ("drift"). */
 static bool status_from_name(const char *s, enum rstatus *ret)
 {
 	static const enum rstatus all[] = { ST_OK, ST_CHANGED, ST_SKIPPED, ST_DEGRADED, ST_FAILED };
 
 	for (size_t i = 0; s && i < sizeof(all) / sizeof(all[0]); i++)
-		if (strcmp(s, rstatus_name(all[i], RUN_APPLY)) == 0) {
+		if (strcmp(s, rstatus_name(all[i], RUN_APPLY)) == 0 || strcmp(s, rstatus_name(all[i], RUN_CHECK)) == 0) {
 			*ret = all[i];
 			return true;
 		}
@@ -195,6 +203,7 @@ static void part_load(const struct ctx *c, enum part_id id, struct part *p)
 		report_init(&p->reports[i]);
 	p->command = p->command_buf = xstrdup(ydoc_get(&doc, root, "command") ?: status_part_names[id]);
 	p->started = parse_ll(ydoc_get(&doc, root, "started"), &v) ? v : 0;
+	p->started_ms = parse_ll(ydoc_get(&doc, root, "started_ms"), &v) ? v : p->started * 1000;
 	p->duration_ms = parse_ll(ydoc_get(&doc, root, "duration_ms"), &v) ? v : 0;
 	p->peers = parse_ll(ydoc_get(&doc, root, "peers"), &v) && v >= 0 ? v : -1;
 	p->exit_code = parse_ll(ydoc_get(&doc, root, "exit_code"), &v) && v >= 0 && v < 256 ? (int)v : 1;
@@ -222,6 +231,7 @@ static void part_from_result(struct part *p, const struct run_opts *o, const str
 	p->present = true;
 	p->command = o->command;
 	p->started = (long long)res->started_unix;
+	p->started_ms = (long long)res->started_ms;
 	p->duration_ms = (long long)res->duration_ms;
 	p->exit_code = res->exit_code;
 	p->peers = res->out.peers ? (long long)res->out.peers->n : -1;
@@ -241,28 +251,58 @@ static bool blocked(const struct report *r)
 	return false;
 }
 
-/* For every module, the part whose run of it is the latest (-1: none). */
-static int latest_part(const struct part *parts, size_t i)
+/* For every module, the part whose run of it is the latest (-1: none); checks too or not. */
+static int latest_of(const struct part *parts, size_t i, bool checks)
 {
 	int best = -1;
 
 	for (int k = 0; k < N_PARTS; k++)
-		if (parts[k].present && i < parts[k].n && parts[k].ran[i] &&
-		    (best < 0 || parts[k].started >= parts[best].started))
+		if (parts[k].present && i < parts[k].n && parts[k].ran[i] && (checks || k != PART_CHECK) &&
+		    (best < 0 || parts[k].started_ms >= parts[best].started_ms))
 			best = k;
 	return best;
 }
 
+static bool bad(const struct report *r)
+{
+	return r->status == ST_FAILED || r->status == ST_DEGRADED || blocked(r);
+}
+
+/* Step i's latest run is a check that found drift (what apply would restore). */
+static bool drifted(const struct part *parts, size_t i)
+{
+	int k = latest_of(parts, i, true);
+
+	return k == PART_CHECK && parts[k].reports[i].status == ST_CHANGED;
+}
+
 /*
- * The worst current state: 1 when a step's latest run failed or was blocked,
+ * The part whose report of step i is the node's (-1: none): the latest run
+ * of it, but drift found by a check leaves a failed, degraded or blocked
+ * apply, refresh or verify standing (the step is not converged; only a check
+ * that finds it in sync, or a run that converges it, clears that).
+ */
+static int verdict_part(const struct part *parts, size_t i)
+{
+	int k = latest_of(parts, i, true), a;
+
+	if (!drifted(parts, i))
+		return k;
+	a = latest_of(parts, i, false);
+	return a >= 0 && bad(&parts[a].reports[i]) ? a : k;
+}
+
+/*
+ * The worst current state: 1 when a step's verdict failed or was blocked,
  * or when no full apply is on record (since boot); 3 when one is degraded.
+ * Drift is neither.
  */
 static int current_exit(const struct part *parts)
 {
 	bool failed = !parts[PART_APPLY].present, degraded = false;
 
 	for (size_t i = 0; module_table[i]; i++) {
-		int k = latest_part(parts, i);
+		int k = verdict_part(parts, i);
 
 		if (k < 0)
 			continue;
@@ -282,7 +322,7 @@ static void node_state_of(const struct part *parts, struct node_state *ret)
 	ret->known = parts[PART_APPLY].present;
 	ret->status = code == 1 ? ST_FAILED : code == 3 ? ST_DEGRADED : ST_OK;
 	for (size_t i = 0; ret->status != ST_OK && !ret->reason[0] && module_table[i]; i++) {
-		int k = latest_part(parts, i);
+		int k = verdict_part(parts, i);
 		const struct report *r = k >= 0 ? &parts[k].reports[i] : NULL;
 
 		for (size_t j = 0; r && r->status == ret->status && j < r->n_findings; j++)
@@ -301,14 +341,40 @@ const char *status_result_word(int code)
 	return code == 0 ? "ready" : code == 3 ? "degraded" : "failed";
 }
 
-/* "result", "exit_code", "applied" and "parts": when each part last ran and how. */
+/* A part's result: a check's from its steps (drift is not failed), another's from its exit code. */
+static const char *part_word(const struct part *p, int k)
+{
+	bool failed = false, degraded = false, drift = false;
+
+	if (k != PART_CHECK)
+		return status_result_word(p->exit_code == 3 ? 3 : p->exit_code ? 1 : 0);
+	for (size_t i = 0; i < p->n; i++) {
+		if (!p->ran[i])
+			continue;
+		failed |= p->reports[i].status == ST_FAILED || blocked(&p->reports[i]);
+		degraded |= p->reports[i].status == ST_DEGRADED;
+		drift |= p->reports[i].status == ST_CHANGED;
+	}
+	return failed ? "failed" : degraded ? "degraded" : drift ? "drift" : "in-sync";
+}
+
+/* "result", "exit_code", "applied", "drift" and "parts": when each part last ran and how. */
 static void json_parts(struct strbuf *sb, const struct part *parts)
 {
 	int code = current_exit(parts);
+	bool first = true;
 
 	json_kv_str(sb, "result", status_result_word(code), 0);
 	json_kv_int(sb, "exit_code", code, 0);
 	sb_printf(sb, ", \"applied\": %s", parts[PART_APPLY].present ? "true" : "false");
+	sb_append(sb, ", \"drift\": [");
+	for (size_t i = 0; module_table[i]; i++)
+		if (drifted(parts, i)) {
+			sb_append(sb, first ? "" : ", ");
+			json_str(sb, module_table[i]->name);
+			first = false;
+		}
+	sb_append(sb, "]");
 	sb_append(sb, ",\n \"parts\": {");
 	for (int k = 0; k < N_PARTS; k++) {
 		const struct part *p = &parts[k];
@@ -322,7 +388,7 @@ static void json_parts(struct strbuf *sb, const struct part *parts)
 		json_kv_str(sb, "command", p->command, 1);
 		json_kv_int(sb, "started", p->started, 0);
 		json_kv_int(sb, "duration_ms", p->duration_ms, 0);
-		json_kv_str(sb, "result", status_result_word(p->exit_code == 3 ? 3 : p->exit_code ? 1 : 0), 0);
+		json_kv_str(sb, "result", part_word(p, k), 0);
 		json_kv_int(sb, "exit_code", p->exit_code, 0);
 		sb_append(sb, "}");
 	}
@@ -342,6 +408,7 @@ static void json_identity(struct strbuf *sb, const struct ctx *c, const struct r
 	json_kv_str(sb, "spec", c->spec ? c->spec->file : NULL, 0);
 	json_kv_str(sb, "cluster", c->spec ? c->spec->cluster.name : NULL, 0);
 	json_kv_int(sb, "started", (long long)res->started_unix, 0);
+	json_kv_int(sb, "started_ms", (long long)res->started_ms, 0);
 	json_kv_int(sb, "duration_ms", (long long)res->duration_ms, 0);
 }
 
@@ -351,7 +418,7 @@ static long long latest_peers(const struct part *parts)
 	int best = -1;
 
 	for (int k = 0; k < N_PARTS; k++)
-		if (parts[k].present && parts[k].peers >= 0 && (best < 0 || parts[k].started >= parts[best].started))
+		if (parts[k].present && parts[k].peers >= 0 && (best < 0 || parts[k].started_ms >= parts[best].started_ms))
 			best = k;
 	return best < 0 ? -1 : parts[best].peers;
 }
@@ -372,12 +439,13 @@ static char *status_compose(const struct ctx *c, const struct run_opts *o, const
 	boot_json(&sb, b);
 	sb_append(&sb, ",\n \"modules\": [");
 	for (size_t i = 0; module_table[i]; i++) {
-		int k = latest_part(parts, i);
+		int k = verdict_part(parts, i);
 
 		if (k < 0)
 			continue;
-		json_module(&sb, module_table[i]->name, &parts[k].reports[i], RUN_APPLY, first,
-			    status_part_names[k], parts[k].started);
+		/* a check's drift reads "drift" */
+		json_module(&sb, module_table[i]->name, &parts[k].reports[i], k == PART_CHECK ? RUN_CHECK : RUN_APPLY,
+			    first, status_part_names[k], parts[k].started);
 		first = false;
 	}
 	sb_append(&sb, "\n ]\n}\n");
@@ -452,12 +520,14 @@ static void status_broken(struct ctx *c, struct report *scratch, const struct ru
 
 /* ---- the node_exporter textfile (metrics.c writes it) ------------------------ */
 
-static const char *const step_results[] = { "ok", "changed", "skipped", "degraded", "failed" };
+static const char *const step_results[] = { "ok", "changed", "drift", "skipped", "degraded", "failed" };
 
 /*
  * The same truth as status.json, as metrics: the node's state, every step's
- * latest result, time and the findings that make it degraded or failed, each
- * part's last run, the peers known, this boot's phases.
+ * verdict, time, drift and the findings that make it degraded or failed (one
+ * series a tag, counted), the cluster findings, each part's last run, the
+ * peers known, this boot's phases.  No series twice (node_exporter refuses
+ * a repeated one at every scrape).
  */
 static char *metrics_compose(const struct part *parts, const struct boot *b)
 {
@@ -475,21 +545,23 @@ static char *metrics_compose(const struct part *parts, const struct boot *b)
 		prom_label(&sb, "state", states[i], 1);
 		sb_printf(&sb, "} %d\n", strcmp(status_result_word(code), states[i]) == 0);
 	}
-	prom_head(&sb, "hpcinit_step_result", "gauge", "Each step's latest result: 1 for the current one.");
+	prom_head(&sb, "hpcinit_step_result", "gauge",
+		  "Each step's result in the node's state (a check's drift: drift): 1 for the current one.");
 	for (size_t i = 0; module_table[i]; i++) {
-		int k = latest_part(parts, i);
+		int k = verdict_part(parts, i);
+		const char *now = k >= 0 ? rstatus_name(parts[k].reports[i].status,
+							k == PART_CHECK ? RUN_CHECK : RUN_APPLY) : NULL;
 
 		for (size_t j = 0; k >= 0 && j < sizeof(step_results) / sizeof(step_results[0]); j++) {
 			sb_append(&sb, "hpcinit_step_result{");
 			prom_label(&sb, "step", module_table[i]->name, 1);
 			prom_label(&sb, "result", step_results[j], 0);
-			sb_printf(&sb, "} %d\n",
-				  strcmp(rstatus_name(parts[k].reports[i].status, RUN_APPLY), step_results[j]) == 0);
+			sb_printf(&sb, "} %d\n", strcmp(now, step_results[j]) == 0);
 		}
 	}
 	prom_head(&sb, "hpcinit_step_duration_seconds", "gauge", "How long each step's latest run took.");
 	for (size_t i = 0; module_table[i]; i++) {
-		int k = latest_part(parts, i);
+		int k = latest_of(parts, i, true);
 
 		if (k < 0)
 			continue;
@@ -497,25 +569,33 @@ static char *metrics_compose(const struct part *parts, const struct boot *b)
 		prom_label(&sb, "step", module_table[i]->name, 1);
 		sb_printf(&sb, "} %.3f\n", (double)parts[k].reports[i].duration_ms / 1000.0);
 	}
-	prom_head(&sb, "hpcinit_finding", "gauge",
-		  "The findings that make a step degraded or failed (the reason), by stable tag.");
-	for (size_t i = 0; module_table[i]; i++) {
-		int k = latest_part(parts, i);
-
-		for (size_t j = 0; k >= 0 && j < parts[k].reports[i].n_findings; j++) {
-			const struct finding *f = &parts[k].reports[i].findings[j];
-
-			if ((f->sev != ST_DEGRADED && f->sev != ST_FAILED) || f->cluster)
-				continue;
-			sb_append(&sb, "hpcinit_finding{");
+	prom_head(&sb, "hpcinit_drift", "gauge",
+		  "1 when the latest check found the step drifted (what apply would restore; not a failure).");
+	for (size_t i = 0; module_table[i]; i++)
+		if (latest_of(parts, i, true) >= 0) {
+			sb_append(&sb, "hpcinit_drift{");
 			prom_label(&sb, "step", module_table[i]->name, 1);
-			prom_label(&sb, "severity", finding_severity_name(f->sev), 0);
-			prom_label(&sb, "tag", f->tag, 0);
-			sb_append(&sb, "} 1\n");
+			sb_printf(&sb, "} %d\n", drifted(parts, i));
 		}
+	prom_head(&sb, "hpcinit_finding", "gauge",
+		  "How many findings of each tag make a step degraded or failed (the reason).");
+	for (size_t i = 0; module_table[i]; i++) {
+		int k = verdict_part(parts, i);
+
+		if (k >= 0)
+			metrics_findings(&sb, "hpcinit_finding", module_table[i]->name, &parts[k].reports[i], false);
+	}
+	prom_head(&sb, "hpcinit_cluster_findings", "gauge",
+		  "How many findings of each tag a step made about other nodes (never this node's state).");
+	for (size_t i = 0; module_table[i]; i++) {
+		int k = latest_of(parts, i, true);
+
+		if (k >= 0)
+			metrics_findings(&sb, "hpcinit_cluster_findings", module_table[i]->name, &parts[k].reports[i],
+					 true);
 	}
 	prom_head(&sb, "hpcinit_last_run_timestamp_seconds", "gauge",
-		  "When each part (apply, refresh, verify) last ran, unix time.");
+		  "When each part (apply, refresh, verify, check) last ran, unix time.");
 	for (int k = 0; k < N_PARTS; k++)
 		if (parts[k].present) {
 			sb_append(&sb, "hpcinit_last_run_timestamp_seconds{");
@@ -530,7 +610,7 @@ static char *metrics_compose(const struct part *parts, const struct boot *b)
 			sb_printf(&sb, "} %.3f\n", (double)parts[k].duration_ms / 1000.0);
 		}
 	prom_head(&sb, "hpcinit_last_run_exit_code", "gauge",
-		  "Each part's last exit code: 0 ready, 1 failed, 3 degraded.");
+		  "Each part's last exit code: 0 ready, 1 failed (a check's: drift or failed), 3 degraded.");
 	for (int k = 0; k < N_PARTS; k++)
 		if (parts[k].present) {
 			sb_append(&sb, "hpcinit_last_run_exit_code{");
@@ -563,12 +643,15 @@ void status_write(struct ctx *c, const struct run_opts *o, const struct run_resu
 	char *json = runner_json(c, o, res), *pp = part_path(id), *status = NULL, *textfile = NULL;
 	const char *paths[] = { STATUS_PATH, LAST_RUN_PATH };
 	struct boot boot;
+	/* the status files are hpcinit's own: a check writes them too (and nothing else) */
+	struct ctx wc = *c, *w = &wc;
 	int r;
 
+	wc.mode = RUN_APPLY;
 	report_init(&scratch);
-	r = write_file(c, &scratch, pp, json);
+	r = write_file(w, &scratch, pp, json);
 	if (r < 0) {
-		status_broken(c, &scratch, o, res, pp, r, id);
+		status_broken(w, &scratch, o, res, pp, r, id);
 		goto out;
 	}
 	load_parts(c, parts);
@@ -581,14 +664,14 @@ void status_write(struct ctx *c, const struct run_opts *o, const struct run_resu
 		if (strcmp(boot.ph[i].name, "ready") == 0 && boot.boot_ms > 0 && boot.ph[i].at_ms > 0)
 			c->node.ready_ms = boot.ph[i].at_ms - boot.boot_ms;
 	textfile = metrics_compose(parts, &boot);
-	r = metrics_write(c, textfile);
+	r = metrics_write(w, textfile);
 	if (r < 0)
 		log_errno(LOG_LVL_WARN, r, "cannot write %s/%s for node_exporter, ignoring", TEXTFILE_DIR, TEXTFILE_NAME);
 	free_parts(parts);
 	for (int i = 0; i < 2; i++) {
-		r = write_file(c, &scratch, paths[i], status);
+		r = write_file(w, &scratch, paths[i], status);
 		if (r < 0) {
-			status_broken(c, &scratch, o, res, paths[i], r, id);
+			status_broken(w, &scratch, o, res, paths[i], r, id);
 			goto out;
 		}
 	}
@@ -681,11 +764,13 @@ char *runner_json(const struct ctx *c, const struct run_opts *o, const struct ru
 	if (res->out.peers)
 		json_kv_int(&sb, "peers", (long long)res->out.peers->n, 0);
 	if (c->mode == RUN_CHECK) {
-		/* check --json also says how the node was left: the worst current
-		 * state of status.json and when each part last ran. */
+		/* check --json also says whether it recorded itself (the part
+		 * "check") and how the node was left: the worst current state of
+		 * status.json and when each part last ran. */
 		struct part parts[N_PARTS];
 
 		load_parts(c, parts);
+		sb_printf(&sb, ", \"recorded\": %s", res->recorded ? "true" : "false");
 		sb_append(&sb, ",\n \"status\": {");
 		json_kv_str(&sb, "file", STATUS_PATH, 1);
 		json_parts(&sb, parts);

@@ -10,7 +10,7 @@
 /* The exit code of hpcinit status (and a part's) when the node's state is unknown. */
 #define STATUS_EXIT_UNKNOWN 4
 
-/* Record an apply's run: its part and status.json. */
+/* Record a run that may write, or a recorded check: its part, status.json and the textfile. */
 void status_write(struct ctx *c, const struct run_opts *o, const struct run_result *res);
 /* The node's state from the parts on record (before a run: the state the last runs left). */
 void status_node_state(const struct ctx *c, struct node_state *ret);
@@ -25,7 +25,7 @@ void runner_print_table(const struct ctx *c, const struct run_result *res, FILE 
 /* ---- for the readers (agent/cmd/status_read.c) ---- */
 
 /* The kinds of run status.json is composed from, and their names there. */
-enum part_id { PART_APPLY, PART_REFRESH, PART_VERIFY, N_PARTS };
+enum part_id { PART_APPLY, PART_REFRESH, PART_VERIFY, PART_CHECK, N_PARTS };
 extern const char *const status_part_names[N_PARTS];
 /* "ready", "degraded" or "failed" for an exit code 0, 3 or 1. */
 const char *status_result_word(int code);

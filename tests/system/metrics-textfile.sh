@@ -79,6 +79,22 @@ check "degraded: state" contains "$T/m2" 'hpcinit_state{state="degraded"} 1'
 check "degraded: the reason's tag" contains "$T/m2" 'hpcinit_finding{severity="degraded",step="memlock",tag="memlock.pam.inactive"} 1'
 check "the boot's ready stays the first" contains "$T/m2" "$ready1"
 
+# Two findings with one tag in one step (pam_limits missing for sshd and for
+# login): one series, its value the count.  The same series twice is a
+# gather error node_exporter logs at every scrape (its scrape_error stays 0).
+printf 'session required pam_unix.so\n' >"$R/etc/pam.d/login"
+run_hpc "$T/a3" apply --root "$R" -c "$SPEC" --hostname node01 --kernel-release 6.9.1
+check "apply degraded twice over" [ "$rc" -eq 3 ]
+check "two memlock.pam.inactive findings" [ "$(grep -c 'pam_limits is NOT active' "$T/a3")" -ge 2 ]
+scrape "$T/m4"
+check "one series for the tag, counted 2" contains "$T/m4" \
+	'hpcinit_finding{severity="degraded",step="memlock",tag="memlock.pam.inactive"} 2'
+# every series (name and labels) once in the file
+grep -v '^#' "$PROM" | sed 's/ [^ ]*$//' | sort | uniq -d >"$T/repeated"
+check "no series twice in the textfile" [ ! -s "$T/repeated" ]
+check "node_exporter gathered without error" not_contains "$T/ne.log" "collected before"
+check "scrape error still 0" contains "$T/m4" "node_textfile_scrape_error 0"
+
 # A malformed textfile is refused by node_exporter: the check above can fail.
 printf 'hpcinit_bad{x="1" 1\n' >"$D/broken.prom"
 scrape "$T/m3"

@@ -32,6 +32,7 @@ units=("$TOP_BUILDDIR/packaging/systemd/hpcinit.service"
 	"$TOP_BUILDDIR/packaging/systemd/hpcinit-refresh.service"
 	"$TOP_BUILDDIR/packaging/systemd/hpcinit-leave.service" "$TOP_BUILDDIR/packaging/systemd/hpcinit-watch.service"
 	"$TOP_SRCDIR/packaging/systemd/hpcinit-refresh.timer"
+	"$TOP_BUILDDIR/packaging/systemd/hpcinit-check.service" "$TOP_SRCDIR/packaging/systemd/hpcinit-check.timer"
 	"$TOP_SRCDIR/packaging/systemd/hpcinit-health.socket" "$TOP_BUILDDIR/packaging/systemd/hpcinit-health@.service")
 names=()
 for u in "${units[@]}"; do

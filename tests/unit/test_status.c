@@ -3,8 +3,9 @@
  * agent/core/status.c, the parts a reader of status.json relies on: a
  * step's report written as its status-document entry and read back (what
  * an isolated step's child and the composition of status.json from the
- * parts do), bad documents, the result words, and a table row escaped
- * whoever wrote the file.  (Whole runs' documents: test_runner.c and
+ * parts do), bad documents, the result words, a table row escaped
+ * whoever wrote the file, and the node's state from the parts with a
+ * check among them (drift is not broken).  (Whole runs' documents: test_runner.c and
  * tests/system/core-status.sh.)
  */
 #include "config.h"
@@ -133,8 +134,87 @@ static void test_words_and_rows(void)
 	free(out);
 }
 
+/* Parts in memory: each of the first step's reports with a status, at a time. */
+struct fake_part {
+	struct report reports[32];
+	bool ran[32];
+};
+
+static void fake(struct part *p, struct fake_part *f, long long at_ms, enum rstatus st)
+{
+	size_t n = 0;
+
+	while (module_table[n])
+		n++;
+	for (size_t i = 0; p->reports && i < p->n; i++)
+		report_free(&p->reports[i]);
+	memset(p, 0, sizeof(*p));
+	memset(f, 0, sizeof(*f));
+	for (size_t i = 0; i < n && i < 32; i++)
+		report_init(&f->reports[i]);
+	report_set(&f->reports[0], st, "x");
+	f->ran[0] = true;
+	p->present = true;
+	p->command = "x";
+	p->started_ms = at_ms;
+	p->reports = f->reports;
+	p->ran = f->ran;
+	p->n = n < 32 ? n : 32;
+}
+
+static void test_check_part(void)
+{
+	struct part parts[N_PARTS];
+	struct fake_part f[N_PARTS];
+	struct report r;
+	const char *drift = "{\"status\": \"drift\", \"summary\": \"s\"}";
+
+	/* a check's document names ST_CHANGED "drift": read back as changed, not unreadable */
+	report_init(&r);
+	TEST_INTEQ(report_from_json(drift, strlen(drift), &r), 0);
+	TEST_INTEQ(r.status, ST_CHANGED);
+	report_free(&r);
+
+	memset(parts, 0, sizeof(parts));
+	fake(&parts[PART_APPLY], &f[PART_APPLY], 1000, ST_OK);
+	TEST_INTEQ(current_exit(parts), 0);
+	/* a later check that finds the step failed fails the node */
+	fake(&parts[PART_CHECK], &f[PART_CHECK], 2000, ST_FAILED);
+	TEST_INTEQ(current_exit(parts), 1);
+	TEST_STREQ(part_word(&parts[PART_CHECK], PART_CHECK), "failed");
+	/* an apply after it repairs it; one in the same second but a ms later too */
+	fake(&parts[PART_APPLY], &f[PART_APPLY], 2001, ST_CHANGED);
+	TEST_INTEQ(current_exit(parts), 0);
+	/* drift only: ready, listed as drift, the verdict is the check's */
+	fake(&parts[PART_CHECK], &f[PART_CHECK], 3000, ST_CHANGED);
+	TEST_INTEQ(current_exit(parts), 0);
+	TEST_CHECK(drifted(parts, 0));
+	TEST_INTEQ(verdict_part(parts, 0), PART_CHECK);
+	TEST_STREQ(part_word(&parts[PART_CHECK], PART_CHECK), "drift");
+	/* drift never clears a failed apply */
+	fake(&parts[PART_APPLY], &f[PART_APPLY], 2500, ST_FAILED);
+	TEST_INTEQ(current_exit(parts), 1);
+	TEST_INTEQ(verdict_part(parts, 0), PART_APPLY);
+	/* a check that finds it in sync does */
+	fake(&parts[PART_CHECK], &f[PART_CHECK], 4000, ST_OK);
+	TEST_INTEQ(current_exit(parts), 0);
+	TEST_CHECK(!drifted(parts, 0));
+	TEST_STREQ(part_word(&parts[PART_CHECK], PART_CHECK), "in-sync");
+	/* degraded found by a check: degraded */
+	fake(&parts[PART_CHECK], &f[PART_CHECK], 5000, ST_DEGRADED);
+	TEST_INTEQ(current_exit(parts), 3);
+	/* no apply since boot: failed, whatever the check says */
+	parts[PART_APPLY].present = false;
+	fake(&parts[PART_CHECK], &f[PART_CHECK], 6000, ST_OK);
+	TEST_INTEQ(current_exit(parts), 1);
+	for (int k = 0; k < N_PARTS; k++)
+		for (size_t i = 0; parts[k].reports && i < parts[k].n; i++)
+			report_free(&parts[k].reports[i]);
+}
+
 int main(void)
 {
+	test_check_part();
 	test_round_trip();
 	test_bound_round_trip();
 	test_bad();

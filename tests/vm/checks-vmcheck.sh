@@ -25,9 +25,11 @@ check_vmcheck() {
 		case $b in nfs-self-probe.sh) args=$NET.0/24 ;; esac
 		local t0=$SECONDS
 		# the file runs hpcinit with a spec of its own and reads the status
-		# back: the node's refresh timer must not run the real spec meanwhile
-		# (seen on real VMs: it made status ready between the file's runs)
-		if out=$(vm_exec "$v" 600 "systemctl stop hpcinit-refresh.timer; while systemctl is-active -q hpcinit-refresh.service; do sleep 1; done
+		# back: the node's refresh and check timers must not run the real spec
+		# meanwhile (seen on real VMs: a refresh made status ready between the
+		# file's runs); a file that wants one starts its unit itself
+		if out=$(vm_exec "$v" 600 "systemctl stop hpcinit-refresh.timer hpcinit-check.timer
+			while systemctl is-active -q hpcinit-refresh.service hpcinit-check.service; do sleep 1; done
 			sh /hpcvm/vmcheck/$b $args" 2>&1); then
 			ok "vmcheck: $b on $v ($((SECONDS - t0)) s)"
 			grep '^ok - ' <<< "$out" | sed 's/^/#   /'
@@ -37,9 +39,10 @@ check_vmcheck() {
 		# put the node back to its own spec (and prove it is back)
 		if ! out=$(vm_exec "$v" 300 '
 			hpcinit apply > /tmp/reapply.txt 2>&1; rc=$?
-			systemctl start hpcinit-refresh.timer
+			systemctl start hpcinit-refresh.timer hpcinit-check.timer
 			[ $rc = 0 ] || { cat /tmp/reapply.txt; exit 1; }
-			systemctl is-active -q hpcinit-refresh.timer || { echo "hpcinit-refresh.timer is not active again"; exit 1; }
+			systemctl is-active -q hpcinit-refresh.timer hpcinit-check.timer ||
+				{ echo "hpcinit-refresh.timer or hpcinit-check.timer is not active again"; exit 1; }
 			[ "$(hostname)" = head ] && { exportfs -v | grep -q "^/shared" || { echo "/shared not exported again"; exit 1; }; }
 			m=$(systemctl show -p DefaultLimitMEMLOCK --value)
 			want=infinity; [ "$(hostname)" = head ] && want=$m
