@@ -345,23 +345,26 @@ int discovery_leave(struct ctx *c, struct report *rep)
  * The node's state changed (the runner's announce, after a run that wrote
  * the status): put this node's record again with it, through the method's
  * publish, looking once and listing nothing (etcd: one sync, which puts only
- * a record that differs; in the watch, nothing when the stream holds it).
- * Nothing for a node that left, or a method without records.
+ * a record that differs; in the watch, nothing when the stream holds it),
+ * after an apply and after a recorded check alike.  Nothing for a node that
+ * left, or a method without records.
  */
 static int disc_announce(struct ctx *c, struct report *rep)
 {
 	const struct disc_method_ops *m = method_of(c->spec);
-	struct disc_run run = { .c = c, .rep = rep, .start_ms = now_ms(), .announce = true };
-	bool refresh = c->refresh;
+	/* a recorded check announces too: putting this node's record is the one write it makes here */
+	struct ctx w = *c;
+	struct disc_run run = { .c = &w, .rep = rep, .start_ms = now_ms(), .announce = true };
 	char when[64];
 	int r;
 
-	if (!m || m->names_from_spec || !ctx_may_write(c) || disc_left(c, when, sizeof(when)))
+	w.mode = RUN_APPLY;
+	w.refresh = true;               /* look once: no wait for the tree or for peers */
+	if (!m || m->names_from_spec || c->mode == RUN_PLAN || disc_left(&w, when, sizeof(when)))
 		return 0;
 	report_init(&run.notes);
-	c->refresh = true;              /* look once: no wait for the tree or for peers */
-	r = node_facts(c, rep, &run.self);
-	run.self.formed = disc_ready_before(c) || c->spec->discovery.expect <= 1;
+	r = node_facts(&w, rep, &run.self);
+	run.self.formed = disc_ready_before(&w) || c->spec->discovery.expect <= 1;
 	if (r >= 0)
 		r = m->open(&run);
 	if (r == 0)
@@ -370,7 +373,6 @@ static int disc_announce(struct ctx *c, struct report *rep)
 		report_set(rep, rep->status, "this node's record says %s%s%s", peer_state_name(run.self.state),
 			   run.self.reason ? ": " : "", run.self.reason ? run.self.reason : "");
 	m->close(&run);
-	c->refresh = refresh;
 	report_free(&run.notes);
 	peer_clear(&run.self);
 	return r < 0 ? r : 0;

@@ -21,6 +21,7 @@ spec() {
 	cat <<-EOF
 	version: 1
 	cluster: {name: glocluster, network: 10.0.0.0/24, secret_file: /etc/hpcinit/cluster.key}
+	memlock: {limit: unlimited}
 	discovery: {method: shared, dir: /shared/.hpcinit, expect: 1}
 	hostfile: {etc_hosts: always$1}
 	EOF
@@ -92,6 +93,18 @@ as c1 refresh -c "$T/good.yaml"
 check "c3 is back in c1's hostfile" \
 	same_text "$(grep -v '^#' "$R/etc/hpcinit/hostfile.plain")" "$(printf 'c1\nc2\nc3')"
 
+# A failure found after boot by hpcinit check (a limits.d file lowers memlock): its record says so, and
+# says ready again once repaired.
+SITE=$R/etc/security/limits.d/zz-site.conf
+printf '*  soft  memlock  8192\n' >"$SITE"
+as c2 check -c "$T/good.yaml"
+check "c2's check finds the failure (exit 1)" test "$rc" = 1
+check "... and c2's record says failed, with the memlock tag" grep -qx 'reason: memlock\..*' "$NODES/c2.rec"
+rm -f "$SITE"
+as c2 check -c "$T/good.yaml"
+check "repaired, c2's check (exit 0) puts ready back in its record" \
+	same_text "$rc $(grep -E '^(state|reason):' "$NODES/c2.rec")" "0 state: ready"
+
 # The state is covered by the HMAC: c3's record edited to say failed is rejected.
 sed -i 's/^state: ready$/state: failed/' "$NODES/c3.rec"
 as c2 members -c "$T/good.yaml"
@@ -129,7 +142,7 @@ spec ", exclude: sick" > "$T/sick.yaml"
 rc=0
 hpcinit validate "$T/sick.yaml" >"$T/sick.out" 2>&1 || rc=$?
 check "hostfile.exclude: sick is refused (exit 2)" test "$rc" = 2
-check "... naming the place and the key" grep -q "sick.yaml:4:.*hostfile.exclude" "$T/sick.out"
+check "... naming the place and the key" grep -q "sick.yaml:5:.*hostfile.exclude" "$T/sick.out"
 
 # No rendezvous in the spec: a usage error.
 printf 'version: 1\ncluster: {name: glocluster}\n' > "$T/none-disc.yaml"
