@@ -18,6 +18,13 @@
  *   <dir>/hostfile.<format>.<domain>          the nodes of one InfiniBand domain (P_Key and
  *                                             placement group, lib/ib/identity.c), when
  *                                             records carry one: IB reaches only within it
+ *                                             (HF_DOMAINS_MAX domains at most)
+ *
+ * The MPI hostfiles (openmpi, mpich, plain, the Open MPI default block, the
+ * domains') list the nodes a job can use: a node whose record says it
+ * failed is left out (hostfile.exclude: failed, the default; none keeps
+ * it), but for this node itself (its record says what the last runs left).  The clush group and /etc/hosts keep every member: an admin reaches
+ * a failed node to repair it.  Every pass is linear in the records.
  */
 #include "config.h"
 
@@ -42,6 +49,12 @@
 #define CLUSH_LOCAL CLUSH_DIR "/local.cfg"
 #define HEADER_MARK "# hpcinit:"
 #define ETC_HOSTS "/etc/hosts"
+/*
+ * At most this many InfiniBand domains get hostfiles of their own (3 files
+ * each): the first in the hostfiles' order.  More is a cluster finding
+ * (hostfile.domains.too-many), never this node's fault.  docs/cluster.md.
+ */
+#define HF_DOMAINS_MAX 256
 
 /* Where distributions keep Open MPI's default hostfile, in the order tried. */
 static const char *const ompi_default_paths[] = {
@@ -131,6 +144,54 @@ static void hostfile_render(const struct spec *spec, const struct peerset *peers
 	t->group = nodeset_fold(names, peers->n);
 	free(names);
 	free(header);
+}
+
+/* The clush group: every member, failed ones too (folded, malloc'd). */
+static char *group_of(const struct spec *spec, const struct peerset *peers)
+{
+	const char **names = xcalloc(peers->n ? peers->n : 1, sizeof(*names));
+	char *g;
+
+	for (size_t i = 0; i < peers->n; i++) {
+		bool fb = false;
+
+		names[i] = peer_name(spec, &peers->v[i], &fb);
+	}
+	g = nodeset_fold(names, peers->n);
+	free(names);
+	return g;
+}
+
+/*
+ * The nodes a job can use (shallow copies into ret, which owns nothing):
+ * with hostfile.exclude failed, every peer whose record says failed is
+ * left out, and the report says which.
+ */
+static size_t usable_peers(const struct spec *spec, const struct peerset *all, struct peerset *ret,
+			   struct report *rep)
+{
+	size_t out = 0;
+	const struct peer *first = NULL;
+
+	ret->v = xcalloc(all->n ? all->n : 1, sizeof(*ret->v));
+	ret->n = 0;
+	for (size_t i = 0; i < all->n; i++) {
+		const struct peer *p = &all->v[i];
+
+		/* this node's own record says the state the last runs left: this run's is not known yet */
+		if (spec->hostfile.exclude == HF_EXCLUDE_FAILED && p->state == PEER_FAILED && !p->self) {
+			if (!out++)
+				first = p;
+			continue;
+		}
+		ret->v[ret->n++] = *p;
+	}
+	if (out)
+		report_detail(rep, "%zu failed node%s left out of the MPI hostfiles (first: %s%s%s; "
+			      "hostfile.exclude: none keeps them); the clush group keeps every member", out,
+			      out == 1 ? "" : "s", first->hostname, first->reason ? ": " : "",
+			      first->reason ? first->reason : "");
+	return out;
 }
 
 /* Remove a file we generated earlier (recognised by its header), for a format no longer wanted. */
@@ -227,98 +288,126 @@ static bool domain_file_name(const char *name)
 	return false;
 }
 
-/*
- * One hostfile of each wanted format per domain, beside the whole-cluster
- * ones; ours for domains that are gone are removed.  Nothing without domains.
- */
-static int domain_files(struct ctx *c, struct report *rep, const char *dir, struct strbuf *written)
+static int str_cmp(const void *a, const void *b)
 {
-	const struct spec *spec = c->spec;
-	const struct peerset *peers = c->out->peers;
-	struct strlist doms = { 0 }, want = { 0 };
-	unsigned *counts = xcalloc(peers->n ? peers->n : 1, sizeof(*counts));
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Ours for domains no longer wanted: one readdir, each name looked up in the sorted want. */
+static int domain_files_gone(struct ctx *c, struct report *rep, const char *dir, struct strlist *want)
+{
+	char *hp = ctx_path(c, dir);
+	DIR *dd = opendir(hp);
+	struct dirent *e;
+	struct strlist gone = { 0 };
 	int ret = 0;
 
-	rdma_domains(peers, &doms, counts);
-	for (size_t d = 0; d < doms.n; d++) {
-		struct peerset sub = { xcalloc(peers->n, sizeof(struct peer)), 0 };
-		struct hf_text t;
-		struct strbuf scratch = STRBUF_INIT;
-		const struct {
-			const char *fmt;
-			unsigned bit;
-			struct strbuf *text;
-		} files[] = {
-			{ "openmpi", HF_OPENMPI, &t.openmpi },
-			{ "mpich", HF_MPICH, &t.mpich },
-			{ "plain", HF_PLAIN, &t.plain },
-		};
+	free(hp);
+	if (want->n > 1)
+		qsort(want->v, want->n, sizeof(*want->v), str_cmp);
+	while (dd && (e = readdir(dd))) {
+		const char *name = e->d_name;
 
-		/* shallow copies: the set owns nothing */
-		for (size_t i = 0; i < peers->n; i++) {
-			char *pd = rdma_peer_domain(&peers->v[i]);
+		if (domain_file_name(name) && !(want->n && bsearch(&name, want->v, want->n, sizeof(*want->v), str_cmp)))
+			strlist_push(&gone, name);
+	}
+	if (dd)
+		closedir(dd);
+	for (size_t i = 0; i < gone.n; i++) {
+		char *path = xasprintf("%s/%s", strcmp(dir, "/") == 0 ? "" : dir, gone.v[i]);
 
-			if (pd && strcmp(pd, doms.v[d]) == 0)
-				sub.v[sub.n++] = peers->v[i];
-			free(pd);
-		}
-		hostfile_render(spec, &sub, &t, NULL);
-		for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-			char *name;
-			struct strbuf *hdr = files[i].text;
-			char *fixed;
+		if (remove_ours(c, rep, path) < 0)
+			ret = -EIO;
+		free(path);
+	}
+	strlist_free(&gone);
+	return ret;
+}
 
-			if (!(spec->hostfile.formats & files[i].bit))
-				continue;
-			name = xasprintf("hostfile.%s.%s", files[i].fmt, doms.v[d]);
-			/* the header names the domain */
-			fixed = xasprintf(HEADER_MARK " InfiniBand domain %s:%s", doms.v[d],
-					  sb_str(hdr) + strlen(HEADER_MARK));
-			sb_free(hdr);
-			sb_append(hdr, fixed);
-			free(fixed);
-			strlist_push(&want, name);
-			if (one_file(c, rep, dir, name, true, files[i].text, &scratch) < 0)
-				ret = -EIO;
-			free(name);
-		}
+/* The files of domain d (the peers in sub), each wanted format; their names into want. */
+static int domain_write(struct ctx *c, struct report *rep, const char *dir, const char *dom,
+			const struct peerset *sub, struct strlist *want)
+{
+	const struct spec *spec = c->spec;
+	struct hf_text t;
+	struct strbuf scratch = STRBUF_INIT;
+	const struct {
+		const char *fmt;
+		unsigned bit;
+		struct strbuf *text;
+	} files[] = {
+		{ "openmpi", HF_OPENMPI, &t.openmpi },
+		{ "mpich", HF_MPICH, &t.mpich },
+		{ "plain", HF_PLAIN, &t.plain },
+	};
+	int ret = 0;
+
+	hostfile_render(spec, sub, &t, NULL);
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		struct strbuf *hdr = files[i].text;
+		char *name, *fixed;
+
+		if (!(spec->hostfile.formats & files[i].bit))
+			continue;
+		name = xasprintf("hostfile.%s.%s", files[i].fmt, dom);
+		/* the header names the domain */
+		fixed = xasprintf(HEADER_MARK " InfiniBand domain %s:%s", dom, sb_str(hdr) + strlen(HEADER_MARK));
+		sb_free(hdr);
+		sb_append(hdr, fixed);
+		free(fixed);
+		if (one_file(c, rep, dir, name, true, files[i].text, &scratch) < 0)
+			ret = -EIO;
+		strlist_push_take(want, name);
+	}
+	hf_text_free(&t);
+	sb_free(&scratch);
+	return ret;
+}
+
+/*
+ * One hostfile of each wanted format per domain (of the usable peers),
+ * beside the whole-cluster ones, for HF_DOMAINS_MAX domains at most; ours
+ * for domains that are gone are removed.  Nothing without domains.  Linear:
+ * one pass gives each peer its domain (a hash table), one counting sort
+ * groups them, each domain's files are rendered from its own peers.
+ */
+static int domain_files(struct ctx *c, struct report *rep, const char *dir, const struct peerset *peers,
+			struct strbuf *written)
+{
+	struct strlist doms = { 0 }, want = { 0 };
+	size_t n = peers->n ? peers->n : 1, *idx = xcalloc(n, sizeof(*idx)), *start, nd;
+	unsigned *counts = xcalloc(n, sizeof(*counts));
+	struct peerset sub = { xcalloc(n, sizeof(struct peer)), 0 };
+	int ret = 0;
+
+	rdma_domains_index(peers, &doms, counts, idx);
+	nd = doms.n < HF_DOMAINS_MAX ? doms.n : HF_DOMAINS_MAX;
+	if (doms.n > HF_DOMAINS_MAX)
+		report_cluster(rep, "hostfile.domains.too-many", "the records name %zu InfiniBand domains, more than "
+			       "the %d that get hostfiles of their own: the first %d (in the hostfiles' order) have "
+			       "them, the others none", doms.n, HF_DOMAINS_MAX, HF_DOMAINS_MAX);
+	/* start[d]: where domain d's peers begin in sub (a counting sort, peers' order kept) */
+	start = xcalloc(nd + 1, sizeof(*start));
+	for (size_t d = 0; d < nd; d++)
+		start[d + 1] = start[d] + counts[d];
+	for (size_t i = 0; i < peers->n; i++)
+		if (idx[i] < nd)
+			sub.v[start[idx[i]]++] = peers->v[i];   /* shallow: sub owns nothing */
+	for (size_t d = 0, at = 0; d < nd; at += counts[d], d++) {
+		struct peerset one = { sub.v + at, counts[d] };
+
+		if (domain_write(c, rep, dir, doms.v[d], &one, &want) < 0)
+			ret = -EIO;
 		sb_printf(written, "%sdomain %s (%u node%s)", written->len ? ", " : "", doms.v[d], counts[d],
 			  counts[d] == 1 ? "" : "s");
-		hf_text_free(&t);
-		sb_free(&scratch);
-		free(sub.v);
 	}
-	/* ours for domains no longer there */
-	{
-		char *hp = ctx_path(c, dir);
-		DIR *dd = opendir(hp);
-		struct dirent *e;
-		struct strlist gone = { 0 };
-
-		free(hp);
-		while (dd && (e = readdir(dd))) {
-			bool keep = false;
-
-			if (!domain_file_name(e->d_name))
-				continue;
-			for (size_t i = 0; i < want.n && !keep; i++)
-				keep = strcmp(want.v[i], e->d_name) == 0;
-			if (!keep)
-				strlist_push(&gone, e->d_name);
-		}
-		if (dd)
-			closedir(dd);
-		for (size_t i = 0; i < gone.n; i++) {
-			char *path = xasprintf("%s/%s", strcmp(dir, "/") == 0 ? "" : dir, gone.v[i]);
-
-			if (remove_ours(c, rep, path) < 0)
-				ret = -EIO;
-			free(path);
-		}
-		strlist_free(&gone);
-	}
+	if (domain_files_gone(c, rep, dir, &want) < 0)
+		ret = -EIO;
 	strlist_free(&doms);
 	strlist_free(&want);
+	free(start);
+	free(sub.v);
+	free(idx);
 	free(counts);
 	return ret;
 }
@@ -624,15 +713,20 @@ static int hf_run(struct ctx *c, struct report *rep)
 	const char *ompi_path = NULL;
 	struct strlist fallbacks = { 0 };
 	struct strbuf written = STRBUF_INIT;
+	struct peerset usable;
 	struct hf_text t;
 	bool hosts = false;
+	size_t left_out;
 	int r, ret = 0;
 
 	if (!c->out->peers || c->out->peers->n == 0) {
 		report_set(rep, ST_FAILED, "no peers known (discovery did not run)");
 		return -ENODATA;
 	}
-	hostfile_render(spec, c->out->peers, &t, &fallbacks);
+	left_out = usable_peers(spec, c->out->peers, &usable, rep);
+	hostfile_render(spec, &usable, &t, &fallbacks);
+	free(t.group);
+	t.group = group_of(spec, c->out->peers);
 	if (fallbacks.n) {
 		report_detail(rep, "hostfile.address ipoib: %zu node(s) publish no IPoIB address "
 			      "(first: %s); using their cluster address", fallbacks.n, fallbacks.v[0]);
@@ -665,7 +759,7 @@ static int hf_run(struct ctx *c, struct report *rep)
 			if (r < 0)
 				ret = r;
 		}
-		if (domain_files(c, rep, dir, &written) < 0)
+		if (domain_files(c, rep, dir, &usable, &written) < 0)
 			ret = -EIO;
 	}
 	r = clush_files(c, rep, hf->formats & HF_CLUSH, t.group);
@@ -686,9 +780,13 @@ static int hf_run(struct ctx *c, struct report *rep)
 out:
 	if (ret < 0 && ret != -ENOMEDIUM)       /* -ENOMEDIUM: the finding names the mount */
 		report_set(rep, ST_FAILED, "cannot write the hostfiles (see details)");
+	else if (ret == 0 && left_out)
+		report_set(rep, ST_OK, "%zu node%s in %s (%zu failed, left out of the MPI hostfiles): %s",
+			   usable.n, usable.n == 1 ? "" : "s", dir, left_out, sb_str(&written));
 	else if (ret == 0)
 		report_set(rep, ST_OK, "%zu node%s in %s: %s", c->out->peers->n, c->out->peers->n == 1 ? "" : "s",
 			   dir, sb_str(&written));
+	free(usable.v);
 	sb_free(&written);
 	strlist_free(&fallbacks);
 	hf_text_free(&t);

@@ -19,6 +19,9 @@
  *   boot_id: 0f3c...                   (optional)
  *   updated: 1700000000
  *   formed: true                       (optional)
+ *   state: degraded                    (optional: ready, degraded, failed)
+ *   reason: mounts.nfs.absent          (optional: the worst finding's tag)
+ *   ready_ms: 41230                    (optional: its boot's time to ready)
  *   host_keys:
  *     - ssh-ed25519 AAAA...
  *   user_keys:
@@ -36,7 +39,9 @@
  * fields without older nodes rejecting its record during a rolling upgrade.
  * "formed: true" (added in 0.2) says the writer has seen its cluster formed:
  * a node joining then does not wait for discovery.expect.  It is covered by
- * the HMAC like every field, and an older agent skips it.
+ * the HMAC like every field, and an older agent skips it.  So are state,
+ * reason and ready_ms (0.3): a record without them is a node whose state is
+ * unknown, which every reader treats as usable.
  */
 #include "config.h"
 
@@ -77,6 +82,7 @@ void peer_clear(struct peer *p)
 	free(p->user_keys);
 	free(p->version);
 	free(p->boot_id);
+	free(p->reason);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -164,6 +170,13 @@ void peerset_sort(struct peerset *s)
 {
 	if (s && s->n > 1)
 		qsort(s->v, s->n, sizeof(s->v[0]), peer_order);
+}
+
+static const char *const state_names[] = { "unknown", "ready", "degraded", "failed" };
+
+const char *peer_state_name(enum peer_state s)
+{
+	return (unsigned)s < 4 ? state_names[s] : "unknown";
 }
 
 /* ---- validation of single values ---- */
@@ -270,6 +283,12 @@ char *record_format(const struct peer *p, const char *cluster, const void *key, 
 	sb_printf(&sb, "updated: %" PRId64 "\n", p->updated);
 	if (p->formed)
 		sb_append(&sb, "formed: true\n");
+	if (p->state != PEER_UNKNOWN)
+		field(&sb, "state: ", peer_state_name(p->state));
+	if (p->state != PEER_UNKNOWN && p->reason)
+		field(&sb, "reason: ", p->reason);
+	if (p->ready_ms > 0)
+		sb_printf(&sb, "ready_ms: %" PRId64 "\n", p->ready_ms);
 	if (p->host_keys.n) {
 		sb_append(&sb, "host_keys:\n");
 		for (size_t i = 0; i < p->host_keys.n; i++)
@@ -362,15 +381,16 @@ static bool next_line(struct parser *ps)
 enum field {
 	F_FORMAT, F_CLUSTER, F_HOSTNAME, F_ADDR, F_IPOIB, F_SLOTS, F_ROLE, F_VERSION,
 	F_BOOT_ID, F_UPDATED, F_FORMED, F_HOST_KEYS, F_USER_KEYS, F_HMAC, F_FABRIC, F_PKEY, F_PGROUP,
-	F_COUNT
+	F_STATE, F_REASON, F_READY_MS, F_COUNT
 };
 
 static const char *const field_names[F_COUNT] = {
 	"format", "cluster", "hostname", "addr", "ipoib", "slots", "role", "version",
 	"boot_id", "updated", "formed", "host_keys", "user_keys", "hmac", "fabric", "pkey", "placement_group",
+	"state", "reason", "ready_ms",
 };
 
-static const unsigned char field_lens[F_COUNT] = { 6, 7, 8, 4, 5, 5, 4, 7, 7, 7, 6, 9, 9, 4, 6, 4, 15 };
+static const unsigned char field_lens[F_COUNT] = { 6, 7, 8, 4, 5, 5, 4, 7, 7, 7, 6, 9, 9, 4, 6, 4, 15, 5, 6, 8 };
 
 /* n bytes of s: a decimal number up to max, without leading zeros.  0, or -EINVAL. */
 static int parse_u64(const char *s, size_t n, uint64_t max, uint64_t *ret)
@@ -541,6 +561,18 @@ static int parse_value(struct parser *ps, struct rec *rc, enum field f, const ch
 		return 0;
 	case F_PGROUP:
 		return parse_token(ps, v, vl, 64, "-", "placement_group: invalid", &p->placement_group);
+	case F_STATE:
+		for (int s = PEER_READY; s <= PEER_FAILED; s++)
+			if (strlen(state_names[s]) == vl && memcmp(state_names[s], v, vl) == 0)
+				p->state = (enum peer_state)s;
+		return p->state ? 0 : perr(ps, -EBADMSG, "state: expected ready, degraded or failed");
+	case F_REASON:
+		return parse_token(ps, v, vl, 127, "._-", "reason: expected a finding's tag", &p->reason);
+	case F_READY_MS:
+		if (parse_u64(v, vl, INT64_MAX, &u) < 0)
+			return perr(ps, -EBADMSG, "ready_ms: expected milliseconds");
+		p->ready_ms = (int64_t)u;
+		return 0;
 	case F_HOST_KEYS:
 	case F_USER_KEYS:
 	case F_COUNT:
@@ -717,7 +749,9 @@ void record_pack(struct strbuf *sb, const struct peer *p)
 	pack_str(sb, p->boot_id);
 	pack_num(sb, p->slots);
 	pack_num(sb, p->updated);
-	pack_num(sb, (p->head ? 1 : 0) | (p->formed ? 2 : 0) | (p->self ? 4 : 0));
+	pack_num(sb, (p->head ? 1 : 0) | (p->formed ? 2 : 0) | (p->self ? 4 : 0) | (int64_t)p->state << 3);
+	pack_str(sb, p->reason);
+	pack_num(sb, p->ready_ms);
 	pack_num(sb, (int64_t)p->host_keys.n);
 	for (size_t i = 0; i < p->host_keys.n; i++)
 		pack_str(sb, p->host_keys.v[i]);
@@ -825,10 +859,13 @@ int record_unpack(const char *data, size_t len, struct peer *ret)
 	p->boot_id = unpack_str(&u);
 	p->slots = (unsigned)unpack_num(&u, 0, UINT_MAX);
 	p->updated = unpack_num(&u, INT64_MIN, INT64_MAX);
-	flags = unpack_num(&u, 0, 7);
+	flags = unpack_num(&u, 0, 31);
 	p->head = flags & 1;
 	p->formed = flags & 2;
 	p->self = flags & 4;
+	p->state = (enum peer_state)(flags >> 3);
+	p->reason = unpack_str(&u);
+	p->ready_ms = unpack_num(&u, 0, INT64_MAX);
 	n = unpack_num(&u, 0, RECORD_MAX_KEYS);
 	for (int64_t i = 0; i < n && !u.bad; i++) {
 		char *k = unpack_str(&u);

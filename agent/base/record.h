@@ -17,6 +17,11 @@
 #define RECORD_MAX_BYTES (64 * 1024)
 #define RECORD_MAX_KEYS 32
 
+/* A node's state as its record says it; unknown counts as usable. */
+enum peer_state { PEER_UNKNOWN, PEER_READY, PEER_DEGRADED, PEER_FAILED };
+/* "unknown", "ready", "degraded", "failed". */
+const char *peer_state_name(enum peer_state s);
+
 struct user_key {
 	char *user;             /* cluster user the key belongs to */
 	char *key;              /* "ssh-ed25519 AAAA... comment" (one line) */
@@ -39,6 +44,10 @@ struct peer {
 	char *boot_id;
 	int64_t updated;        /* unix seconds of the last refresh */
 	bool formed;            /* the writer has seen its cluster formed (discovery.expect reached) */
+	/* The writer's own state (its status: ready, degraded, failed), covered by the HMAC. */
+	enum peer_state state;  /* PEER_UNKNOWN: not said (an older hpcinit, or no apply yet) */
+	char *reason;           /* the worst finding's tag when degraded or failed, else NULL */
+	int64_t ready_ms;       /* ms from its kernel's start to ready in its boot; 0 not known */
 	bool self;              /* this node */
 };
 

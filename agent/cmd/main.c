@@ -13,6 +13,7 @@
 #include "fsutil.h"
 #include "health.h"
 #include "log.h"
+#include "members.h"
 #include "notify.h"
 #include "record.h"
 #include "runner.h"
@@ -40,6 +41,7 @@ static void usage(FILE *out)
 	      "  watch            stay running: refresh within a second of a join or leave\n"
 	      "  leave            take this node out of the cluster (shutdown, scale-in)\n"
 	      "  status           show the last run (/run/hpcinit/status.json)\n"
+	      "  members          every member's state, reason and time to ready (the rendezvous)\n"
 	      "  health           answer one Azure Application Health probe on stdin/stdout\n"
 	      "                   (run by hpcinit-health.socket)\n"
 	      "  validate FILE    check a spec and print every error\n"
@@ -261,6 +263,16 @@ static int parse_opts(int argc, char **argv, struct cli *o)
 	return -1;
 }
 
+/* The commands that are not one run of the steps: watch and leave (watch.c), members (members.c). */
+static int own_command(struct cli *o)
+{
+	if (strcmp(o->command, "watch") == 0)
+		return watch_main(&o->c, &o->ro);
+	if (strcmp(o->command, "leave") == 0)
+		return leave_main(&o->c, o->ro.lock_timeout_ms);
+	return members_main(&o->c, o->json, stdout);
+}
+
 /* The run mode and default steps of a command that runs steps; -EINVAL for an unknown one. */
 static int set_mode(struct cli *o)
 {
@@ -286,6 +298,8 @@ static int set_mode(struct cli *o)
 		c->refresh = true;
 		if (o->ro.only.n == 0)
 			split_list_known("discovery,ssh,hostfile", &o->ro.only);
+	} else if (strcmp(o->command, "members") == 0) {
+		c->mode = RUN_CHECK;    /* members.c reads the rendezvous, writes nothing */
 	} else if (strcmp(o->command, "verify") == 0) {
 		c->mode = RUN_APPLY;
 		c->verify = true;
@@ -374,8 +388,8 @@ int main(int argc, char **argv)
 	/* syslog only for the real system: test runs on fake roots stay out of it. */
 	log_init(cp->verbose, o.root[0] == '\0' || strcmp(o.root, "/") == 0);
 
-	if (strcmp(o.command, "watch") == 0 || strcmp(o.command, "leave") == 0) {
-		code = strcmp(o.command, "watch") == 0 ? watch_main(cp, &o.ro) : leave_main(cp, o.ro.lock_timeout_ms);
+	if (strcmp(o.command, "watch") == 0 || strcmp(o.command, "leave") == 0 || strcmp(o.command, "members") == 0) {
+		code = own_command(&o);
 		strlist_free(&o.ro.only);
 		spec_free(spec);
 		return code;

@@ -207,6 +207,17 @@ void boot_json(struct strbuf *sb, const struct boot *b)
 	sb_append(sb, "]}");
 }
 
+long long boot_ready_ms(const struct ctx *c)
+{
+	struct boot b = { 0 };
+	struct boot_phase *p;
+
+	load_record(c, &b);
+	read_kernel(c, &b);
+	p = phase(&b, "ready");
+	return p && p->at_ms > 0 && b.boot_ms > 0 ? p->at_ms - b.boot_ms : -1;
+}
+
 void boot_update(struct ctx *c, const struct run_result *res, bool full, struct boot *b)
 {
 	long long end = realtime_ms(), at = end - (long long)res->duration_ms;

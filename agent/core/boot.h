@@ -34,6 +34,8 @@ struct boot {
  * none.  Writes BOOT_PATH back; b holds the result (sorted by time).
  */
 void boot_update(struct ctx *c, const struct run_result *res, bool full, struct boot *b);
+/* ms from the kernel's start to "ready" in this boot (BOOT_PATH), -1 not yet or not known. */
+long long boot_ready_ms(const struct ctx *c);
 /* The "boot" object of status.json. */
 void boot_json(struct strbuf *sb, const struct boot *b);
 

@@ -690,6 +690,7 @@ void status_node_state(const struct ctx *c, struct node_state *ret)
 
 	load_parts(c, parts);
 	node_state_of(parts, ret);
+	ret->ready_ms = boot_ready_ms(c);       /* as status_write says it: a record put before and after agrees */
 	free_parts(parts);
 }
 

@@ -88,6 +88,8 @@ static const struct enum_val address_vals[] = {
 static const struct enum_val etc_hosts_vals[] = {
 	{ "auto", HF_HOSTS_AUTO }, { "always", HF_HOSTS_ALWAYS }, { "never", HF_HOSTS_NEVER },
 	{ NULL, 0 } };
+static const struct enum_val exclude_vals[] = {
+	{ "failed", HF_EXCLUDE_FAILED }, { "none", HF_EXCLUDE_NONE }, { NULL, 0 } };
 static const struct enum_val slurm_auth_vals[] = {
 	{ "munge", SLURM_AUTH_MUNGE }, { "slurm", SLURM_AUTH_SLURM }, { NULL, 0 } };
 static const struct enum_val launcher_vals[] = {
@@ -442,6 +444,7 @@ static const struct field hostfile_fields[] = {
 	  NULL },
 	{ "etc_hosts", &T_ENUM, offsetof(struct spec_hostfile, etc_hosts), etc_hosts_vals, 0, M_NONE,
 	  NULL },
+	{ "exclude", &T_ENUM, offsetof(struct spec_hostfile, exclude), exclude_vals, 0, M_NONE, NULL },
 	{ NULL, NULL, 0, NULL, 0, M_NONE, NULL }
 };
 
@@ -534,6 +537,7 @@ static void spec_defaults(struct spec *s)
 	s->hostfile.address = HF_ADDR_HOSTNAME;
 	s->hostfile.openmpi_default = true;
 	s->hostfile.etc_hosts = HF_HOSTS_AUTO;
+	s->hostfile.exclude = HF_EXCLUDE_FAILED;
 	s->mpi.profile = true;
 	s->mpi.verify_enable = false;
 	s->mpi.max_latency_us = 0;

@@ -31,6 +31,8 @@ enum key_type { KEY_ED25519, KEY_ECDSA, KEY_RSA };
 enum host_keys { HOSTKEYS_PINNED, HOSTKEYS_SCAN, HOSTKEYS_CA };
 enum hf_address { HF_ADDR_HOSTNAME, HF_ADDR_IP, HF_ADDR_IPOIB };
 enum hf_etc_hosts { HF_HOSTS_AUTO, HF_HOSTS_ALWAYS, HF_HOSTS_NEVER };
+/* hostfile.exclude: which nodes the MPI hostfiles leave out, by the state their records say. */
+enum hf_exclude { HF_EXCLUDE_FAILED, HF_EXCLUDE_NONE };
 
 enum hf_format {
 	HF_OPENMPI = 1u << 0,
@@ -149,6 +151,7 @@ struct spec_hostfile {
 	enum hf_address address;        /* default hostname */
 	bool openmpi_default;           /* default true */
 	enum hf_etc_hosts etc_hosts;    /* default auto */
+	enum hf_exclude exclude;        /* default failed */
 };
 
 /* mpi.verify.launcher: which MPI launches the verify program (built for it). */

@@ -24,5 +24,8 @@ char *rdma_peer_domain(const struct peer *p);
 struct peerset;
 /* The distinct domains of peers, in peers' order; counts (optional, zeroed, ps->n long): nodes in each. */
 void rdma_domains(const struct peerset *ps, struct strlist *ret, unsigned *counts);
+/* As rdma_domains (ret empty on the call), and idx (optional, ps->n long): each peer's domain in ret, or RDMA_NO_DOMAIN. */
+#define RDMA_NO_DOMAIN ((size_t)-1)
+void rdma_domains_index(const struct peerset *ps, struct strlist *ret, unsigned *counts, size_t *idx);
 
 #endif

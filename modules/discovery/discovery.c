@@ -341,6 +341,43 @@ int discovery_leave(struct ctx *c, struct report *rep)
 	return r;
 }
 
+/*
+ * The node's state changed (the runner's announce, after a run that wrote
+ * the status): put this node's record again with it, through the method's
+ * publish, looking once and listing nothing (etcd: one sync, which puts only
+ * a record that differs; in the watch, nothing when the stream holds it),
+ * after an apply and after a recorded check alike.  Nothing for a node that
+ * left, or a method without records.
+ */
+static int disc_announce(struct ctx *c, struct report *rep)
+{
+	const struct disc_method_ops *m = method_of(c->spec);
+	/* a recorded check announces too: putting this node's record is the one write it makes here */
+	struct ctx w = *c;
+	struct disc_run run = { .c = &w, .rep = rep, .start_ms = now_ms(), .announce = true };
+	char when[64];
+	int r;
+
+	w.mode = RUN_APPLY;
+	w.refresh = true;               /* look once: no wait for the tree or for peers */
+	if (!m || m->names_from_spec || c->mode == RUN_PLAN || disc_left(&w, when, sizeof(when)))
+		return 0;
+	report_init(&run.notes);
+	r = node_facts(&w, rep, &run.self);
+	run.self.formed = disc_ready_before(&w) || c->spec->discovery.expect <= 1;
+	if (r >= 0)
+		r = m->open(&run);
+	if (r == 0)
+		r = m->publish(&run);
+	if (r >= 0 && rep->status != ST_FAILED)
+		report_set(rep, rep->status, "this node's record says %s%s%s", peer_state_name(run.self.state),
+			   run.self.reason ? ": " : "", run.self.reason ? run.self.reason : "");
+	m->close(&run);
+	report_free(&run.notes);
+	peer_clear(&run.self);
+	return r < 0 ? r : 0;
+}
+
 static int disc_check(struct ctx *c, struct report *rep)
 {
 	return disc_run(c, rep);
@@ -360,4 +397,5 @@ const struct module discovery_module = {
 	.apply = disc_apply,
 	.outputs = OUT_PEERS,
 	.isolate = true,        /* the shared directory, scans: a dead server must not hang the run */
+	.announce = disc_announce,      /* the node's state changed: its record says so */
 };

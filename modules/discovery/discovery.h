@@ -59,6 +59,7 @@ struct disc_run {
 	bool waited;                    /* list ran more than once (or publish waited for peers) */
 	uint64_t start_ms;              /* the step's start: discovery.wait counts from here */
 	bool listen_again;              /* list waited for a change itself: list again without a pause */
+	bool announce;                  /* the announce hook: publish only (etcd: no list), never wait */
 	/*
 	 * The cluster has formed: this node saw discovery.expect nodes earlier
 	 * in this boot, or a member's record says it did (formed: true).  Fewer
@@ -127,6 +128,14 @@ int disc_nop(struct disc_run *run);
 
 /* Everything this node publishes into *ret.  Failures that leave a usable record are details. */
 int node_facts(struct ctx *c, struct report *rep, struct peer *ret);
+/* p's state, reason and time to ready from the node's state (c->node; unknown outside a run). */
+void node_state_set(const struct ctx *c, struct peer *p);
+/*
+ * dst says src's state (shallow: dst owns nothing of it): check and plan
+ * compare this node's record but for its state, which the runner keeps
+ * (the announce hook puts it), so a state is never drift.
+ */
+void node_state_like(struct peer *dst, const struct peer *src);
 /* Is sa inside cluster.network (true without one)? */
 bool node_in_network(const struct spec *spec, const struct sockaddr *sa);
 /* The address of sa as text (malloc'd), NULL when it cannot be printed. */

@@ -343,7 +343,7 @@ sync_again:
 	}
 	asked = (int64_t)time(NULL);
 	sent_ms = now_ms();             /* the lease is renewed at the start of a sync that waits */
-	if (watch_members || e->listed || again) {
+	if (watch_members || e->listed || again || run->announce) {
 		/*
 		 * The watch keeps the membership; a run that has listed it
 		 * (the lease renewed during the wait, "formed: true" once the
@@ -475,6 +475,7 @@ static void take_kv(struct disc_run *run, const char *k, size_t kl, const char *
 
 		e->self_seen = true;
 		tmp.updated = p.updated;
+		node_state_like(&tmp, &p);
 		want = record_format(&tmp, spec->cluster.name, NULL, 0);
 		have = record_format(&p, spec->cluster.name, NULL, 0);
 		e->self_same = strcmp(want, have) == 0;

@@ -2,7 +2,9 @@
 /*
  * This node's facts: what it publishes about itself whichever method runs
  * (DESIGN.md "Peers"): hostname, cluster and IPoIB addresses, usable cores,
- * role, boot id, SSH host keys, and the cluster users' public keys.
+ * role, boot id, SSH host keys, the cluster users' public keys, and its
+ * state (ready, degraded or failed with the worst finding's tag, and the
+ * boot's time to ready: c->node, which the runner keeps).
  */
 #include "config.h"
 
@@ -249,6 +251,40 @@ static char *self_hostname(const struct ctx *c)
 	return xstrdup(buf);
 }
 
+/* A finding's tag as a record's reason: [A-Za-z0-9._-], 1 to 127 bytes. */
+static bool reason_valid(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 127)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+		      *s == '.' || *s == '_' || *s == '-'))
+			return false;
+	return true;
+}
+
+void node_state_set(const struct ctx *c, struct peer *p)
+{
+	const struct node_state *n = &c->node;
+
+	free(p->reason);
+	p->reason = NULL;
+	p->state = !n->known ? PEER_UNKNOWN : n->status == ST_FAILED ? PEER_FAILED :
+		n->status == ST_DEGRADED ? PEER_DEGRADED : PEER_READY;
+	if (p->state != PEER_READY && p->state != PEER_UNKNOWN && reason_valid(n->reason))
+		p->reason = xstrdup(n->reason);
+	p->ready_ms = n->known && n->ready_ms > 0 ? n->ready_ms : 0;
+}
+
+void node_state_like(struct peer *dst, const struct peer *src)
+{
+	dst->state = src->state;
+	dst->reason = src->reason;
+	dst->ready_ms = src->ready_ms;
+}
+
 int node_facts(struct ctx *c, struct report *rep, struct peer *p)
 {
 	const struct spec *spec = c->spec;
@@ -273,6 +309,7 @@ int node_facts(struct ctx *c, struct report *rep, struct peer *p)
 	p->version = xstrdup(PACKAGE_VERSION);
 	p->boot_id = boot_id(c);
 	p->updated = disc_now();
+	node_state_set(c, p);
 	r = sshkey_host_pubkeys(c, &p->host_keys);
 	if (r < 0 && r != -ENOENT)
 		report_detail(rep, "/etc/ssh: cannot read host keys: %s", strerror(-r));

@@ -587,6 +587,7 @@ static void compare_self(struct disc_run *run)
 		struct peer tmp = run->self;
 
 		tmp.updated = oldp.updated;
+		node_state_like(&tmp, &oldp);
 		want = record_format(&tmp, spec->cluster.name, NULL, 0);
 		have = record_format(&oldp, spec->cluster.name, NULL, 0);
 		if (strcmp(want, have) != 0) {

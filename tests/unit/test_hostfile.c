@@ -8,7 +8,9 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "../../modules/hostfile.c"
 #include "proc.h"
@@ -410,8 +412,169 @@ static void test_hosts_index(void)
 	sb_free(&big);
 }
 
+static struct ctx module_ctx(struct spec *spec, struct outputs *out)
+{
+	struct ctx c = { .spec = spec, .root = root, .mode = RUN_APPLY, .out = out };
+
+	spec->cluster.name = s_glo;
+	spec->hostfile.present = true;
+	spec->hostfile.dir = s_dir;
+	spec->hostfile.formats = HF_OPENMPI | HF_MPICH | HF_PLAIN | HF_CLUSH;
+	spec->hostfile.address = HF_ADDR_HOSTNAME;
+	spec->hostfile.etc_hosts = HF_HOSTS_ALWAYS;     /* the names resolve under the fake root */
+	return c;
+}
+
+/* Issue 33: a node whose record says failed is out of the MPI hostfiles, in the clush group; the switch. */
+static void test_exclude_failed(void)
+{
+	struct spec spec = { 0 };
+	struct outputs out = { 0 };
+	struct ctx c = module_ctx(&spec, &out);
+	struct report rep;
+	char *t;
+
+	TEST_CHECK(mkdtemp(root) != NULL);
+	out.peers = make_peers();       /* head1, node2, node10 */
+	for (size_t i = 0; i < out.peers->n; i++) {
+		out.peers->v[i].pkey = xstrdup("0x800b");
+		out.peers->v[i].state = PEER_READY;
+	}
+	out.peers->v[1].state = PEER_FAILED;    /* node2 */
+	out.peers->v[1].reason = xstrdup("mounts.nfs.absent");
+	out.peers->v[2].state = PEER_UNKNOWN;   /* node10: an older hpcinit's record, usable */
+	report_init(&rep);
+	TEST_INTEQ(hf_run(&c, &rep), 0);
+	TEST_CHECK(strstr(rep.summary, "2 nodes") && strstr(rep.summary, "1 failed, left out"));
+	TEST_CHECK(rep_has_detail(&rep, "left out of the MPI hostfiles (first: node2: mounts.nfs.absent;"));
+	TEST_CHECK(rep.status != ST_DEGRADED && rep.status != ST_FAILED);      /* about another node */
+	report_free(&rep);
+	t = get("/etc/hpcinit/hostfile.openmpi");
+	TEST_STREQ(t, "# hpcinit: cluster glo, 2 nodes; generated, do not edit\nhead1 slots=6\nnode10 slots=4\n");
+	free(t);
+	t = get("/etc/hpcinit/hostfile.mpich");
+	TEST_CHECK(t && !strstr(t, "node2:"));
+	free(t);
+	t = get("/etc/hpcinit/hostfile.plain");
+	TEST_STREQ(t, "# hpcinit: cluster glo, 2 nodes; generated, do not edit\nhead1\nnode10\n");
+	free(t);
+	t = get("/etc/hpcinit/hostfile.plain.0x800b");
+	TEST_CHECK(t && strstr(t, "\nhead1\nnode10\n") && !strstr(t, "node2\n"));
+	free(t);
+	t = get("/etc/clustershell/groups.d/hpcinit.yaml");
+	TEST_CHECK(t && strstr(t, "\nhpcinit:\n  glo: 'head1,node[2,10]'\n"));
+	free(t);
+
+	/* hostfile.exclude: none puts it back */
+	spec.hostfile.exclude = HF_EXCLUDE_NONE;
+	report_init(&rep);
+	TEST_INTEQ(hf_run(&c, &rep), 0);
+	TEST_CHECK(strstr(rep.summary, "3 nodes") != NULL);
+	report_free(&rep);
+	t = get("/etc/hpcinit/hostfile.plain");
+	TEST_STREQ(t, "# hpcinit: cluster glo, 3 nodes; generated, do not edit\nhead1\nnode2\nnode10\n");
+	free(t);
+	out.peers = peerset_free(out.peers);
+	test_rm_rf(root);
+	memcpy(root + strlen(root) - 6, "XXXXXX", 6);
+}
+
+static size_t domain_files_in(const char *dir)
+{
+	char *p = fs_rooted(root, dir);
+	DIR *d = opendir(p);
+	struct dirent *e;
+	size_t n = 0;
+
+	while (d && (e = readdir(d)))
+		n += domain_file_name(e->d_name);
+	if (d)
+		closedir(d);
+	free(p);
+	return n;
+}
+
+/*
+ * Issue 33: thousands of records, each of its own InfiniBand domain (the
+ * step took 50 s at 4,000 and hit its deadline at 6,000): the files stop at
+ * HF_DOMAINS_MAX domains with a cluster finding, and the step is linear.
+ * Not a timed assertion: the bound and the output are checked, the time printed.
+ */
+static void test_many_domains(void)
+{
+	static const size_t sizes[] = { 4000, 6000, 300 };
+	struct spec spec = { 0 };
+	struct outputs out = { 0 };
+	struct ctx c = module_ctx(&spec, &out);
+
+	TEST_CHECK(mkdtemp(root) != NULL);
+	spec.hostfile.formats = HF_OPENMPI | HF_MPICH | HF_PLAIN;
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		struct report rep;
+		struct timespec a, b;
+		bool finding = false;
+		char *t, *last;
+
+		out.peers = xcalloc(1, sizeof(*out.peers));
+		for (size_t i = 0; i < sizes[k]; i++) {
+			struct peer *p = peerset_add(out.peers);
+
+			p->hostname = xasprintf("node%zu", i + 1);
+			p->addr = xasprintf("10.%zu.%zu.%zu", i / 65536, (i / 256) % 256, i % 256);
+			p->slots = 4;
+			p->pkey = xstrdup("0x800b");
+			p->placement_group = xasprintf("pg%zu", i + 1);     /* a domain each */
+		}
+		peerset_sort(out.peers);
+		report_init(&rep);
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		TEST_INTEQ(hf_run(&c, &rep), 0);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		printf("# %zu records in %zu domains: the hostfile step took %.3f s\n", sizes[k], sizes[k],
+		       (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9);
+		for (size_t i = 0; i < rep.n_findings; i++)
+			finding |= strcmp(rep.findings[i].tag, "hostfile.domains.too-many") == 0 && rep.findings[i].cluster;
+		TEST_CHECK(finding == (sizes[k] > HF_DOMAINS_MAX));
+		TEST_CHECK(rep.status != ST_DEGRADED && rep.status != ST_FAILED);
+		TEST_INTEQ(domain_files_in(s_dir), 3 * HF_DOMAINS_MAX);
+		/* the first domains in the hostfiles' order have theirs; beyond the bound, none */
+		t = get("/etc/hpcinit/hostfile.plain.0x800b-pg1");
+		TEST_CHECK(t && strstr(t, "\nnode1\n"));
+		free(t);
+		t = get("/etc/hpcinit/hostfile.plain.0x800b-pg256");
+		TEST_CHECK(t && strstr(t, "\nnode256\n"));
+		free(t);
+		TEST_CHECK((t = get("/etc/hpcinit/hostfile.plain.0x800b-pg257")) == NULL);
+		free(t);
+		t = get("/etc/hpcinit/hostfile.plain");
+		last = xasprintf("\nnode%zu\n", sizes[k]);
+		TEST_CHECK(t && strstr(t, last));      /* every node in the cluster's */
+		free(last);
+		free(t);
+		report_free(&rep);
+		out.peers = peerset_free(out.peers);
+	}
+	/* back to two domains: the other files are removed */
+	out.peers = make_peers();
+	for (size_t i = 0; i < out.peers->n; i++)
+		out.peers->v[i].pkey = xstrdup(i ? "0x800b" : "0x800c");
+	{
+		struct report rep;
+
+		report_init(&rep);
+		TEST_INTEQ(hf_run(&c, &rep), 0);
+		report_free(&rep);
+	}
+	TEST_INTEQ(domain_files_in(s_dir), 6);
+	out.peers = peerset_free(out.peers);
+	test_rm_rf(root);
+	memcpy(root + strlen(root) - 6, "XXXXXX", 6);
+}
+
 int main(void)
 {
+	test_exclude_failed();
+	test_many_domains();
 	test_hosts_index();
 	test_render();
 	test_module();

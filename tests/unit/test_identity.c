@@ -345,7 +345,42 @@ static void test_domains(void)
 	strlist_free(&doms);
 	rdma_domains(NULL, &doms, NULL);
 	TEST_INTEQ(doms.n, 0);
+	/* each peer's domain, or none */
+	{
+		size_t idx[5];
+
+		rdma_domains_index(&ps, &doms, NULL, idx);
+		TEST_CHECK(idx[0] == 0 && idx[1] == 1 && idx[2] == RDMA_NO_DOMAIN && idx[3] == 2 && idx[4] == 0);
+		strlist_free(&doms);
+	}
 	free(ps.v);
+	/* 6,000 peers, 3,000 domains of two each (the table grows past many collisions): one pass */
+	{
+		size_t n = 6000, *idx = xcalloc(n, sizeof(*idx));
+		unsigned *cnt = xcalloc(n, sizeof(*cnt));
+		bool ok = true;
+
+		ps.n = n;
+		ps.v = xcalloc(n, sizeof(*ps.v));
+		for (size_t i = 0; i < n; i++) {
+			ps.v[i].pkey = k1;
+			ps.v[i].placement_group = xasprintf("pg%zu", i % 3000);
+		}
+		rdma_domains_index(&ps, &doms, cnt, idx);
+		TEST_INTEQ(doms.n, 3000);
+		for (size_t i = 0; i < n; i++) {
+			char *want = xasprintf("0x800b-pg%zu", i % 3000);
+
+			ok = ok && idx[i] == i % 3000 && cnt[idx[i]] == 2 && strcmp(doms.v[idx[i]], want) == 0;
+			free(want);
+			free(ps.v[i].placement_group);
+		}
+		TEST_CHECK(ok);
+		strlist_free(&doms);
+		free(ps.v);
+		free(idx);
+		free(cnt);
+	}
 }
 
 int main(void)

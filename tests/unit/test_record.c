@@ -274,6 +274,68 @@ static void test_formed(void)
 	peer_clear(&p);
 }
 
+/* The node's state (issue 33): round trip, covered by the HMAC, older records parse as unknown. */
+static void test_state(void)
+{
+	const char *key = "0123456789abcdef0123456789abcdef";
+	static const char *const words[] = { "unknown", "ready", "degraded", "failed" };
+	char err[160], *t, *bad;
+	struct peer p, q;
+
+	fill(&p);
+	t = record_format(&p, "glo", key, strlen(key));
+	TEST_CHECK(strstr(t, "state:") == NULL && strstr(t, "reason:") == NULL && strstr(t, "ready_ms:") == NULL);
+	TEST_INTEQ(parse_str(t, key, &q, err, sizeof(err)), 0);
+	TEST_CHECK(q.state == PEER_UNKNOWN && !q.reason && q.ready_ms == 0);     /* an older agent's record */
+	peer_clear(&q);
+	free(t);
+	for (int s = PEER_READY; s <= PEER_FAILED; s++) {
+		p.state = (enum peer_state)s;
+		free(p.reason);
+		p.reason = s == PEER_READY ? NULL : xstrdup("mounts.nfs.absent");
+		p.ready_ms = s == PEER_FAILED ? 0 : 41230;
+		t = record_format(&p, "glo", key, strlen(key));
+		TEST_STREQ(peer_state_name(p.state), words[s]);
+		TEST_INTEQ(parse_str(t, key, &q, err, sizeof(err)), 0);
+		TEST_CHECK(q.state == p.state && q.ready_ms == p.ready_ms);
+		TEST_CHECK(s == PEER_READY ? q.reason == NULL : strcmp(q.reason, "mounts.nfs.absent") == 0);
+		peer_clear(&q);
+		free(t);
+	}
+	/* failed turned ready, or the reason changed, without the secret: rejected */
+	p.state = PEER_FAILED;
+	t = record_format(&p, "glo", key, strlen(key));
+	TEST_CHECK(strstr(t, "\nstate: failed\nreason: mounts.nfs.absent\n") != NULL);
+	bad = replace(t, "state: failed", "state: ready");
+	TEST_INTEQ(parse_str(bad, key, &q, err, sizeof(err)), -EKEYREJECTED);
+	free(bad);
+	bad = replace(t, "reason: mounts.nfs.absent", "reason: mounts.nfs.gone");
+	TEST_INTEQ(parse_str(bad, key, &q, err, sizeof(err)), -EKEYREJECTED);
+	free(bad);
+	bad = replace(t, "state: failed\n", "");
+	TEST_INTEQ(parse_str(bad, key, &q, err, sizeof(err)), -EKEYREJECTED);
+	free(bad);
+	free(t);
+	/* strict values (no secret: the parse itself refuses) */
+	t = record_format(&p, "glo", NULL, 0);
+	bad = replace(t, "state: failed", "state: sick");
+	TEST_INTEQ(parse_str(bad, NULL, &q, err, sizeof(err)), -EBADMSG);
+	TEST_CHECK(strstr(err, "state: expected") != NULL);
+	free(bad);
+	bad = replace(t, "reason: mounts.nfs.absent", "reason: a/b;rm");
+	TEST_INTEQ(parse_str(bad, NULL, &q, err, sizeof(err)), -EBADMSG);
+	TEST_CHECK(strstr(err, "reason") != NULL);
+	free(bad);
+	bad = replace(t, "user_keys:", "ready_ms: -5\nuser_keys:");
+	TEST_INTEQ(parse_str(bad, NULL, &q, err, sizeof(err)), -EBADMSG);
+	free(bad);
+	bad = replace(t, "user_keys:", "state: ready\nuser_keys:");
+	TEST_INTEQ(parse_str(bad, NULL, &q, err, sizeof(err)), -EBADMSG);     /* duplicate */
+	free(bad);
+	free(t);
+	peer_clear(&p);
+}
+
 static void test_hmac(void)
 {
 	char mac[RECORD_HMAC_HEX + 1], err[160];
@@ -522,8 +584,13 @@ static void test_pack(void)
 	p.formed = true;
 	p.self = true;
 	p.updated = -5;
+	p.state = PEER_FAILED;
+	p.reason = xstrdup("mounts.nfs.absent");
+	p.ready_ms = 41230;
 	record_pack(&sb, &p);
 	TEST_INTEQ(record_unpack(sb.buf, sb.len, &q), 0);
+	TEST_CHECK(q.state == PEER_FAILED && q.ready_ms == 41230);
+	TEST_STREQ(q.reason, "mounts.nfs.absent");
 	a = record_format(&p, "glo", NULL, 0);
 	b = record_format(&q, "glo", NULL, 0);
 	TEST_STREQ(a, b);
@@ -562,12 +629,12 @@ static void test_pack(void)
 	sb_reset(&sb);
 	sb_append(&sb, "x");
 	record_pack(&sb, &p);
-	TEST_STREQ(sb_str(&sb), "x2:n18:10.0.0.1------1:42:-51:01:01:0");
+	TEST_STREQ(sb_str(&sb), "x2:n18:10.0.0.1------1:42:-51:0-1:01:01:0");
 	peer_clear(&p);
 	/* a length past the end, a count over the limit */
 	TEST_INTEQ(record_unpack("99:n1", 5, &q), -EBADMSG);
 	sb_reset(&sb);
-	sb_append(&sb, "2:n18:10.0.0.1------1:01:01:03:999");
+	sb_append(&sb, "2:n18:10.0.0.1------1:01:01:0-1:03:999");
 	TEST_INTEQ(record_unpack(sb.buf, sb.len, &q), -EBADMSG);
 	sb_free(&sb);
 
@@ -595,7 +662,7 @@ static void test_pack(void)
 			{ "1:1", "20:-9223372036854775808", "1:0", 0, INT64_MIN },
 			{ "1:1", "20:00000000000000000042", "1:0", 0, 42 },
 			{ "1:1", "19:9223372036854775808", "1:0", -EBADMSG, 0 },      /* over */
-			{ "1:1", "1:5", "1:8", -EBADMSG, 0 },                         /* flags 0-7 */
+			{ "1:1", "1:5", "2:32", -EBADMSG, 0 },                        /* flags 0-31 */
 			{ "2:-1", "1:5", "1:0", -EBADMSG, 0 },                        /* slots >= 0 */
 			{ "10:4294967296", "1:5", "1:0", -EBADMSG, 0 },               /* over UINT_MAX */
 			{ "1:1", "1:-", "1:0", -EBADMSG, 0 },
@@ -607,7 +674,7 @@ static void test_pack(void)
 		};
 
 		for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
-			char *t = xasprintf("2:n18:10.0.0.1------%s%s%s1:01:0", nums[i].slots, nums[i].updated,
+			char *t = xasprintf("2:n18:10.0.0.1------%s%s%s-1:01:01:0", nums[i].slots, nums[i].updated,
 					    nums[i].flags);
 			int r = record_unpack(t, strlen(t), &q);
 
@@ -635,6 +702,7 @@ int main(void)
 	test_fabric_fields();
 	test_hmac();
 	test_formed();
+	test_state();
 	test_truncation();
 	test_strict();
 	TEST_EXIT();
