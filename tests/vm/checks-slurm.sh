@@ -15,6 +15,21 @@ slurm_on_head() {
 sinfo_wait() {
 	printf 'for i in $(seq 120); do s=$(sinfo -h -n %s -o "%%t %%E"); s=${s/\\*/}; [ "$s" = "%s" ] && exit 0; sleep 1; done; echo "sinfo for %s: $s (want %s)"; sinfo -N -o "%%N %%t %%f %%E"; exit 1' "$1" "$2" "$1" "$2"
 }
+# live_agree VM WHEN HEALTH READY STATUS: the health socket's answer, hpcinit_ready in the
+# node_exporter textfile and hpcinit status's exit code on VM say HEALTH, READY, STATUS.
+live_agree() {
+	local got
+	got=$(vm_exec "$1" 60 '
+		r=$(bash -c "exec 3<>/dev/tcp/127.0.0.1/9119 && printf \"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n\" >&3 && timeout 30 cat <&3")
+		case $r in *Unhealthy*) h=Unhealthy ;; *Healthy*) h=Healthy ;; *) h="http:$(echo "$r" | head -1)" ;; esac
+		m=$(sed -n "s/^hpcinit_ready //p" /var/lib/prometheus/node-exporter/hpcinit.prom)
+		hpcinit status >/dev/null 2>&1; echo "$h $m $?"' 2>&1) || true
+	if [ "$got" = "$3 $4 $5" ]; then
+		ok "slurm: $1 $2: health $3, hpcinit_ready $4, hpcinit status exit $5 (Slurm agrees)"
+	else
+		notok "slurm: $1 $2: health, hpcinit_ready, hpcinit status exit agree with Slurm" "got: $got" "want: $3 $4 $5"
+	fi
+}
 check_slurm() {
 	local feats=glocluster,hbv4,standard_hb176rs_v4 n script c1 out
 	c1=c1
@@ -86,16 +101,22 @@ check_slurm() {
 		printf "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n" >&3
 		r=$(timeout 30 cat <&3)
 		echo "$r" | head -1 | grep -q " 200 " && echo "$r" | grep -q "\"ApplicationHealthState\": *\"Healthy\"" || { echo "answer: $r"; exit 1; }'
-	# A check that starts failing (the memlock limits file is gone): Slurm's
-	# HealthCheckProgram drains the node with hpcinit:<tag>; repaired, it resumes.
+	# A check that starts failing (the memlock limits file is gone: a job gets less):
+	# Slurm's HealthCheckProgram drains the node with hpcinit:<tag>, and the same check
+	# turns the node's health answer, hpcinit_ready and hpcinit status failed; repaired,
+	# it resumes and all of them say ready again (issue 33: one live state).
+	vm_exec "$c1" 60 'mkdir -p /var/lib/prometheus/node-exporter; systemctl stop hpcinit-check.timer' >/dev/null 2>&1 || true
 	out=$(vm_exec "$c1" 120 'mv /etc/security/limits.d/90-hpcinit.conf /root/90-hpcinit.conf.saved
 		/usr/libexec/hpcinit/hpcinit-health-check > /tmp/hc.txt 2>&1; echo "exit $?"; grep -i "^slurm\|drain" /tmp/hc.txt' 2>&1) || true
 	slurm_on_head "slurm: $c1: HealthCheckProgram with a failing check drains it with reason hpcinit:... ($(head -1 <<< "$out"))" \
 		"for i in \$(seq 60); do s=\$(sinfo -h -n $c1 -o '%t %E'); s=\${s/\\*/}; case \$s in 'drain hpcinit:'*) echo \"\$s\"; exit 0 ;; esac; sleep 1; done; echo \"sinfo: \$s\"; exit 1"
 	sed 's/^/#   /' <<< "$out"
+	live_agree "$c1" "drained by the failing check" Unhealthy 0 1
 	out=$(vm_exec "$c1" 120 'mv /root/90-hpcinit.conf.saved /etc/security/limits.d/90-hpcinit.conf
 		/usr/libexec/hpcinit/hpcinit-health-check > /tmp/hc2.txt 2>&1; echo "exit $?"; grep -i "resumed" /tmp/hc2.txt' 2>&1) || true
 	slurm_on_head "slurm: $c1: repaired, the next HealthCheckProgram resumes it ($(head -1 <<< "$out"))" "$(sinfo_wait "$c1" "idle none")"
+	live_agree "$c1" "resumed by the repaired check" Healthy 1 0
+	vm_exec "$c1" 60 'rm -rf /var/lib/prometheus; systemctl start hpcinit-check.timer' >/dev/null 2>&1 || true
 	# An admin's drain is left alone.
 	out=$(vm_exec head 60 "scontrol update nodename=$c1 state=drain reason='bad dimm'" 2>&1) || true
 	out+=$(vm_exec "$c1" 120 '/usr/libexec/hpcinit/hpcinit-health-check 2>&1 | grep -o "left alone"' 2>&1) || true
