@@ -93,6 +93,18 @@ check_slurm() {
 	else
 		notok "slurm: an MPI hello through srun (pmix) runs one rank on each of the $N computes" "got: $got"
 	fi
+	# What a job gets (memlock), read from the running slurmd (hpcinit-slurmd under real
+	# systemd) and slurm.conf's PropagateResourceLimitsExcept=MEMLOCK (slurm-head.yaml): the
+	# number hpcinit check states on c1 is what ulimit -l prints in a job srun starts there.
+	local said got
+	said=$(vm_exec "$c1" 120 "hpcinit check --only memlock -v 2>&1 | grep -oE 'job: a Slurm job gets memlock ([0-9]+ KiB|unlimited)' | head -1 | sed 's/.* memlock //; s/ KiB\$//'" 2>&1) || true
+	got=$(vm_exec head 120 "timeout 60 srun -N1 -w $c1 bash -c 'ulimit -l'" 2>&1) || true
+	if [ -n "$said" ] && [ "$said" = "$got" ]; then
+		ok "slurm: $c1: hpcinit check says a Slurm job gets memlock $said, and srun's job has $got"
+	else
+		notok "slurm: $c1: what hpcinit check says a Slurm job gets (memlock) is what srun's job has" \
+			"hpcinit check said: '$said'" "srun printed: '$got'"
+	fi
 	each_vm "slurm: computes: hpcinit-health.socket (enabled by the custom-data) answers 200 Healthy on 127.0.0.1:9119/health" '
 		[ "$(hostname)" = head ] && exit 0
 		systemctl is-enabled -q hpcinit-health.socket && systemctl is-active -q hpcinit-health.socket ||
