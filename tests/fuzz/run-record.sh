@@ -37,6 +37,11 @@ cat >"$work/record.dict" <<'DICT'
 "    key: "
 "  - ssh-ed25519 AAAA"
 "hmac: "
+"state: ready\x0a"
+"state: degraded\x0a"
+"state: failed\x0a"
+"reason: "
+"ready_ms: "
 "...\x0a"
 DICT
 # shellcheck disable=SC2046
