@@ -273,11 +273,17 @@ void mpi_fabric_peers(const struct ctx *c, struct report *r, struct fabric *f)
 
 		if (d == RDMA_NO_DOMAIN || counts[d] != 1)
 			continue;
-		report_finding(r, ST_DEGRADED, "mpi.fabric.alone", "%s is alone in InfiniBand domain %s: MPI over "
-			       "InfiniBand reaches no other node from it (P_Key %s%s%s is its scale set's own)",
-			       lone->hostname, doms.v[d], lone->pkey ? lone->pkey : "?",
-			       lone->placement_group ? ", placement group " : "",
-			       lone->placement_group ? lone->placement_group : "");
+		char why[512];
+
+		snprintf(why, sizeof(why), "%s is alone in InfiniBand domain %s: MPI over InfiniBand reaches no "
+			 "other node from it (P_Key %s%s%s is its scale set's own)", lone->hostname, doms.v[d],
+			 lone->pkey ? lone->pkey : "?", lone->placement_group ? ", placement group " : "",
+			 lone->placement_group ? lone->placement_group : "");
+		/* This node alone is its own problem; a peer alone is a cluster finding, not this node's state. */
+		if (lone->self)
+			report_finding(r, ST_DEGRADED, "mpi.fabric.alone", "%s", why);
+		else
+			report_cluster(r, "mpi.fabric.alone", "%s", why);
 	}
 	if (extra.len) {
 		char *old = f->what_extra;

@@ -70,9 +70,16 @@ has_detail "names that differ are named" "$T/out" mpi \
 has_detail "node05's identity is unknown, said" "$T/out" mpi '^1 peer\(s\) publish no fabric identity'
 has_detail "the domains are listed" "$T/out" mpi \
 	'^InfiniBand domains \(P_Key\[-placement group\]\): 0x800b-pg-a \(3 nodes\), 0x8014-pg-b \(1 node\)'
-is "mpi: degraded (a node alone)" "$(jget "$T/out" mpi status)" degraded
-is "node04 alone in its domain is the summary" "$(jget "$T/out" mpi summary)" \
-	"node04 is alone in InfiniBand domain 0x8014-pg-b: MPI over InfiniBand reaches no other node from it (P_Key 0x8014, placement group pg-b is its scale set's own)"
+# node04 alone in its domain is node04's problem: on node01 a cluster finding, not its state (issue 33)
+is "mpi: changed, not degraded (another node alone is a cluster finding)" "$(jget "$T/out" mpi status)" changed
+check "node04 alone in its domain: a cluster finding of node01's mpi step" \
+	grep -q '{"severity": "cluster", "tag": "mpi.fabric.alone", "text": "node04 is alone in InfiniBand domain 0x8014-pg-b: MPI over InfiniBand reaches no other node from it (P_Key 0x8014, placement group pg-b is its scale set.s own)"}' "$T/out"
+# ... and on node04 itself, alone in its domain, it is its own problem: degraded.
+cp -n "$N"/*.rec "$R4/shared/fixture/nodes/"
+HPCINIT_ADDRESS=10.0.0.7 run_hpc_stdout "$T/out4b" apply --root "$R4" -c "$R4/node.yaml" --hostname node04 --only discovery,mpi --json
+is "node04 (alone in its domain): its mpi step is degraded" "$(jget "$T/out4b" mpi status)" degraded
+check "... with the finding mpi.fabric.alone about itself (severity degraded)" \
+	grep -q '{"severity": "degraded", "tag": "mpi.fabric.alone", "text": "node04 is alone in InfiniBand domain 0x8014' "$T/out4b"
 check "the profile says per node what to use" grep -qx '# Device names differ between nodes (node03 has mlx5_1): the names below are this node.s,' "$R/etc/profile.d/hpcinit-mpi.sh"
 check "the profile still names this node's devices" grep -qx 'export UCX_NET_DEVICES=mlx5_ib0:1' "$R/etc/profile.d/hpcinit-mpi.sh"
 H=$R/etc/hpcinit
