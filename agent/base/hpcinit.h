@@ -56,7 +56,7 @@ struct run_so_far {
  * what status, the health endpoint, the textfile, Slurm and this node's
  * record say of it.  The runner sets c->node before the steps run (the state
  * the last runs left) and again once it wrote this run's status, before it
- * calls the announce hooks (agent/core/status.c, status_node_state).
+ * calls the announce hooks (agent/core/status.c, status_prior_load).
  */
 struct node_state {
 	bool known;             /* false: no full apply since boot (nothing to say yet) */

@@ -708,9 +708,8 @@ static void announce(struct ctx *c)
  */
 static int lock_for_record(struct ctx *c, const struct run_opts *o, int *lock_fd, bool *record)
 {
-	int r;
-
 	struct ctx w = *c;
+	int r;
 
 	*record = c->mode == RUN_APPLY || (c->mode == RUN_CHECK && o->record_check);
 	if (!*record)
@@ -733,6 +732,7 @@ int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
 	uint64_t t0 = now_ms();
 	struct module *mods;
 	struct timespec ts;
+	struct status_prior *prior = NULL;
 	bool record = false;
 
 	while (module_table[n])
@@ -775,7 +775,7 @@ int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
 		free(sd);
 	}
 	if (record)
-		status_node_state(c, &c->node);   /* what the last runs left: this run's record says it */
+		prior = status_prior_load(c, &c->node);   /* what the last runs left: this run's record says it */
 	for (size_t i = 0; i < n; i++)
 		if (res->ran[i])
 			run_one(c, &mods[i], i, res);
@@ -787,7 +787,7 @@ int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
 		struct node_state before = c->node;
 
 		res->recorded = true;
-		status_write(c, o, res);
+		status_write(c, o, res, prior);
 		if (node_state_changed(&before, &c->node))
 			announce(c);
 		close(lock_fd);   /* releases the flock */

@@ -452,6 +452,14 @@ static char *status_compose(const struct ctx *c, const struct run_opts *o, const
 	return sb_steal(&sb);
 }
 
+static char *run_json(const struct ctx *c, const struct run_opts *o, const struct run_result *res,
+		      const struct part *parts);
+
+/* The parts on record before a run that records itself, read once (status_prior_load). */
+struct status_prior {
+	struct part parts[N_PARTS];
+};
+
 static void load_parts(const struct ctx *c, struct part *parts)
 {
 	for (int k = 0; k < N_PARTS; k++)
@@ -635,12 +643,14 @@ static char *metrics_compose(const struct part *parts, const struct boot *b)
 	return sb_steal(&sb);
 }
 
-void status_write(struct ctx *c, const struct run_opts *o, const struct run_result *res)
+void status_write(struct ctx *c, const struct run_opts *o, const struct run_result *res,
+		  struct status_prior *prior)
 {
 	struct report scratch;
-	struct part parts[N_PARTS];
+	struct status_prior own;
+	struct part *parts = prior ? prior->parts : own.parts;
 	enum part_id id = part_of(c, o);
-	char *json = runner_json(c, o, res), *pp = part_path(id), *status = NULL, *textfile = NULL;
+	char *json, *pp = part_path(id), *status = NULL, *textfile = NULL;
 	const char *paths[] = { STATUS_PATH, LAST_RUN_PATH };
 	struct boot boot;
 	/* the status files are hpcinit's own: a check writes them too (and nothing else) */
@@ -648,13 +658,15 @@ void status_write(struct ctx *c, const struct run_opts *o, const struct run_resu
 	int r;
 
 	wc.mode = RUN_APPLY;
+	if (!prior)
+		load_parts(c, parts);
+	json = run_json(c, o, res, parts);      /* a check's "status" block: the parts before it */
 	report_init(&scratch);
 	r = write_file(w, &scratch, pp, json);
 	if (r < 0) {
 		status_broken(w, &scratch, o, res, pp, r, id);
 		goto out;
 	}
-	load_parts(c, parts);
 	part_free(&parts[id]);
 	part_from_result(&parts[id], o, res);
 	boot_update(c, res, id == PART_APPLY, &boot);
@@ -667,7 +679,6 @@ void status_write(struct ctx *c, const struct run_opts *o, const struct run_resu
 	r = metrics_write(w, textfile);
 	if (r < 0)
 		log_errno(LOG_LVL_WARN, r, "cannot write %s/%s for node_exporter, ignoring", TEXTFILE_DIR, TEXTFILE_NAME);
-	free_parts(parts);
 	for (int i = 0; i < 2; i++) {
 		r = write_file(w, &scratch, paths[i], status);
 		if (r < 0) {
@@ -677,6 +688,9 @@ void status_write(struct ctx *c, const struct run_opts *o, const struct run_resu
 	}
 	unlink_rooted(c, STATUS_ERROR_PATH);
 out:
+	free_parts(parts);
+	if (prior)
+		free(prior);
 	report_free(&scratch);
 	free(textfile);
 	free(status);
@@ -684,14 +698,14 @@ out:
 	free(json);
 }
 
-void status_node_state(const struct ctx *c, struct node_state *ret)
+struct status_prior *status_prior_load(const struct ctx *c, struct node_state *ret_node)
 {
-	struct part parts[N_PARTS];
+	struct status_prior *p = xcalloc(1, sizeof(*p));
 
-	load_parts(c, parts);
-	node_state_of(parts, ret);
-	ret->ready_ms = boot_ready_ms(c);       /* as status_write says it: a record put before and after agrees */
-	free_parts(parts);
+	load_parts(c, p->parts);
+	node_state_of(p->parts, ret_node);
+	ret_node->ready_ms = boot_ready_ms(c);  /* as status_write says it: a record put before and after agrees */
+	return p;
 }
 
 static const char *result_word(const struct ctx *c, int code)
@@ -753,7 +767,9 @@ static void json_module(struct strbuf *sb, const char *name, const struct report
 	sb_append(sb, "]}");
 }
 
-char *runner_json(const struct ctx *c, const struct run_opts *o, const struct run_result *res)
+/* The run as JSON; a check's "status" block from parts (the parts on record), else read here. */
+static char *run_json(const struct ctx *c, const struct run_opts *o, const struct run_result *res,
+		      const struct part *parts)
 {
 	struct strbuf sb = STRBUF_INIT;
 	bool first_mod = true;
@@ -767,15 +783,17 @@ char *runner_json(const struct ctx *c, const struct run_opts *o, const struct ru
 		/* check --json also says whether it recorded itself (the part
 		 * "check") and how the node was left: the worst current state of
 		 * status.json and when each part last ran. */
-		struct part parts[N_PARTS];
+		struct part own[N_PARTS];
 
-		load_parts(c, parts);
+		if (!parts)
+			load_parts(c, own);
 		sb_printf(&sb, ", \"recorded\": %s", res->recorded ? "true" : "false");
 		sb_append(&sb, ",\n \"status\": {");
 		json_kv_str(&sb, "file", STATUS_PATH, 1);
-		json_parts(&sb, parts);
+		json_parts(&sb, parts ? parts : own);
 		sb_append(&sb, "}");
-		free_parts(parts);
+		if (!parts)
+			free_parts(own);
 	}
 	sb_append(&sb, ",\n \"modules\": [");
 	for (size_t i = 0; i < res->n; i++) {
@@ -836,6 +854,11 @@ void runner_print_table(const struct ctx *c, const struct run_result *res, FILE 
 }
 
 /* One step's report as its status-document entry, and back (runner.c's isolated steps). */
+char *runner_json(const struct ctx *c, const struct run_opts *o, const struct run_result *res)
+{
+	return run_json(c, o, res, NULL);
+}
+
 char *report_to_json(const char *name, const struct report *r)
 {
 	struct strbuf sb = STRBUF_INIT;

@@ -10,10 +10,17 @@
 /* The exit code of hpcinit status (and a part's) when the node's state is unknown. */
 #define STATUS_EXIT_UNKNOWN 4
 
-/* Record a run that may write, or a recorded check: its part, status.json and the textfile. */
-void status_write(struct ctx *c, const struct run_opts *o, const struct run_result *res);
-/* The node's state from the parts on record (before a run: the state the last runs left). */
-void status_node_state(const struct ctx *c, struct node_state *ret);
+/*
+ * The parts on record before a run that records itself, read once under the
+ * run lock: *ret_node is the node's state they say (the state the last runs
+ * left), and status_write composes this run's with them and frees them.
+ */
+struct status_prior;
+struct status_prior *status_prior_load(const struct ctx *c, struct node_state *ret_node);
+/* Record a run that may write, or a recorded check: its part, status.json and the textfile
+ * (prior: from status_prior_load, taken and freed; NULL: read here). */
+void status_write(struct ctx *c, const struct run_opts *o, const struct run_result *res,
+		  struct status_prior *prior);
 /* One step's report as its status-document entry (JSON), and parsed back (0 or -EBADMSG). */
 char *report_to_json(const char *name, const struct report *r);
 int report_from_json(const char *text, size_t len, struct report *r);
