@@ -25,7 +25,7 @@ printf '#define _GNU_SOURCE 1\n' >"$work/config.h"
 clang -g -O1 -fno-omit-frame-pointer \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-I"$work" -I"$top/agent/base" -I"$top/agent/loader" -I"$top/agent/text" \
-	"$here/fuzz_spec.c" "$top/agent/loader/spec.c" "$top/agent/loader/diag.c" "$top/agent/text/escape.c" "$top/agent/loader/schema.c" \
+	"$here/fuzz_spec.c" "$top/agent/loader/spec.c" "$top/agent/loader/spec_tables.c" "$top/agent/loader/diag.c" "$top/agent/text/escape.c" "$top/agent/loader/schema.c" \
 	"$top/agent/loader/handlers.c" "$top/agent/loader/units.c" "$top/agent/loader/names.c" "$top/agent/text/number.c" "$top/agent/loader/cidr.c" \
 	"$top/agent/loader/nodeset.c" "$top/agent/loader/strlist.c" "$top/agent/text/strbuf.c" \
 	$(pkg-config --cflags --libs yaml-0.1) -lm -o "$work/fuzz_spec"
