@@ -121,6 +121,14 @@ static void cross_checks(struct loader *L, struct spec *s)
 		error_mark(L, L->slots[M_NFS_EXPORTS].key, "nfs.exports",
 			   "only the head node exports; set cluster.role: head, or move exports to the head node's spec");
 
+	if (s->kernel.updates == KUPD_WHEN_MODULES && !s->kernel.hold)
+		error_mark(L, L->slots[M_KERNEL_UPDATES].val, "kernel.updates",
+			   "when_modules gates the hold, and kernel.hold is false; set kernel.hold: true or "
+			   "remove updates:");
+	else if (s->kernel.updates == KUPD_WHEN_MODULES && s->kernel.modules.n == 0)
+		error_mark(L, L->slots[M_KERNEL_UPDATES].val, "kernel.updates",
+			   "when_modules lets a newer kernel in when every kernel.modules exists for it, "
+			   "and kernel.modules is empty; list the modules (like [mlx5_ib, lustre])");
 	if (s->discovery.present && !L->slots[M_DISC_METHOD].bad) {
 		yaml_mark_t m = slot_mark(L, M_DISC_METHOD, M_DISC);
 

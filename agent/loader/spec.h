@@ -62,9 +62,13 @@ struct spec_memlock {
 	bool systemd;                   /* default true */
 };
 
+/* kernel.updates: with the hold on, may a newer kernel come in? */
+enum kernel_updates { KUPD_HOLD, KUPD_WHEN_MODULES };
+
 struct spec_kernel {
 	bool present;
 	bool hold;                      /* default true */
+	enum kernel_updates updates;    /* default hold */
 	char *expect;                   /* glob, NULL when absent */
 	struct strlist modules;         /* default empty */
 };

@@ -52,6 +52,8 @@ static const struct enum_val slurm_auth_vals[] = {
 	{ "munge", SLURM_AUTH_MUNGE }, { "slurm", SLURM_AUTH_SLURM }, { NULL, 0 } };
 static const struct enum_val launcher_vals[] = {
 	{ "openmpi", MPI_OPENMPI }, { "mpich", MPI_MPICH }, { "intel", MPI_INTEL }, { NULL, 0 } };
+static const struct enum_val kupd_vals[] = {
+	{ "hold", KUPD_HOLD }, { "when_modules", KUPD_WHEN_MODULES }, { NULL, 0 } };
 static const struct enum_val format_vals[] = {
 	{ "openmpi", HF_OPENMPI }, { "mpich", HF_MPICH }, { "plain", HF_PLAIN },
 	{ "clush", HF_CLUSH }, { NULL, 0 } };
@@ -65,6 +67,7 @@ _Static_assert(sizeof(enum key_type) == sizeof(int), "enums are stored as int");
 _Static_assert(sizeof(enum host_keys) == sizeof(int), "enums are stored as int");
 _Static_assert(sizeof(enum hf_address) == sizeof(int), "enums are stored as int");
 _Static_assert(sizeof(enum slurm_auth) == sizeof(int), "enums are stored as int");
+_Static_assert(sizeof(enum kernel_updates) == sizeof(int), "enums are stored as int");
 
 const char *link_layer_name(enum link_layer l)
 {
@@ -216,6 +219,7 @@ static const struct field kernel_fields[] = {
 	{ "hold", &T_BOOL, offsetof(struct spec_kernel, hold), NULL, 0, M_NONE, NULL },
 	{ "expect", &T_GLOB, offsetof(struct spec_kernel, expect), NULL, 0, M_NONE, NULL },
 	{ "modules", &T_STRLIST, offsetof(struct spec_kernel, modules), &modules_list, 0, M_NONE, NULL },
+	{ "updates", &T_ENUM, offsetof(struct spec_kernel, updates), kupd_vals, 0, M_KERNEL_UPDATES, NULL },
 	{ NULL, NULL, 0, NULL, 0, M_NONE, NULL }
 };
 

@@ -34,6 +34,7 @@ enum mark_slot {
 	M_SLURM_SERVERS,
 	M_SECRET,
 	M_SLURM_KEY,
+	M_KERNEL_UPDATES,
 	M_COUNT
 };
 _Static_assert(M_COUNT <= SCHEMA_SLOTS, "the loader keeps SCHEMA_SLOTS marks");

@@ -62,9 +62,18 @@ struct kmod *kmods_new(const struct strlist *names);
 void kmods_find(const struct ctx *c, const char *rel, struct kmod *mods, size_t n);
 void kmods_free(struct kmod *mods, size_t n);
 
+/* A newer kernel the package manager offers (kernel.updates). */
+struct kernel_update {
+	char rel[KREL_MAX];     /* its release, as uname -r will say: 6.1.0-99-amd64 */
+	char pkg[192];          /* the package that carries it: linux-image-6.1.0-99-amd64 */
+	char version[96];       /* that package's candidate version */
+};
+
 /*
  * A package-manager family: how it lists installed kernels and holds the
- * running one.  Every hook is set (the kernel_pm_no_* defaults below).
+ * running one.  Every hook is set (the kernel_pm_no_* defaults below); a
+ * family file older than a hook may leave it NULL: kernel.c then uses the
+ * default.
  */
 struct kernel_pm {
 	enum distro family;
@@ -82,6 +91,31 @@ struct kernel_pm {
 	 * (kernel.hold.foreign).  Outside RUN_APPLY, what would go is drift.
 	 */
 	int (*release)(struct ctx *c, struct report *r, const char *rel, const void *db);
+	/*
+	 * The newest kernel the package manager would install for this node's
+	 * kernel packages (their candidates in the index as it is: never a
+	 * refresh; cheap, cached where asking costs).  0 with *ret filled;
+	 * -ENOENT: it offers none; -EOPNOTSUPP: this family cannot tell (the
+	 * default: "unknown on this family", a detail, never a failure); another
+	 * -errno: asking failed (a detail in r says why).
+	 */
+	int (*newest)(struct ctx *c, struct report *r, const void *db, struct kernel_update *ret);
+	/*
+	 * For u offered but not installed (no /lib/modules/<rel> yet): set
+	 * path ("<package>: <file>") of each of mods its candidate packages
+	 * would ship.  0; -EOPNOTSUPP: this family cannot tell (the default);
+	 * -ENODATA: the index has no file lists (a detail in r says what gives them).
+	 */
+	int (*update_modules)(struct ctx *c, struct report *r, const struct kernel_update *u,
+			      struct kmod *mods, size_t n);
+	/*
+	 * kernel.updates: when_modules, every module exists for u: keep the
+	 * running kernel rel's own packages held (nothing removes it) and let
+	 * u in; undo only what hpcinit held.  Problems are findings.  0 or
+	 * -errno; -EOPNOTSUPP (the default): this family only holds.
+	 */
+	int (*let_through)(struct ctx *c, struct report *r, const char *rel,
+			   const struct kernel_update *u, const void *db);
 };
 
 /* Report a release: "released" (apply) or drift naming what apply would release. */
@@ -97,5 +131,10 @@ extern const struct kernel_pm kernel_pm_tdnf;
 int kernel_pm_no_db(const struct ctx *c, void **ret_db);
 void kernel_pm_no_db_close(void *db);
 void kernel_pm_no_installed(const void *db, struct strlist *out);
+int kernel_pm_no_newest(struct ctx *c, struct report *r, const void *db, struct kernel_update *ret);
+int kernel_pm_no_update_modules(struct ctx *c, struct report *r, const struct kernel_update *u,
+				struct kmod *mods, size_t n);
+int kernel_pm_no_let_through(struct ctx *c, struct report *r, const char *rel,
+			     const struct kernel_update *u, const void *db);
 
 #endif

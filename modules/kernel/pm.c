@@ -6,6 +6,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdarg.h>
 
 #include "kernel.h"
@@ -39,4 +40,21 @@ void kernel_pm_no_db_close(void *db)
 
 void kernel_pm_no_installed(const void *db, struct strlist *out)
 {
+}
+
+int kernel_pm_no_newest(struct ctx *c, struct report *r, const void *db, struct kernel_update *ret)
+{
+	return -EOPNOTSUPP;
+}
+
+int kernel_pm_no_update_modules(struct ctx *c, struct report *r, const struct kernel_update *u,
+				struct kmod *mods, size_t n)
+{
+	return -EOPNOTSUPP;
+}
+
+int kernel_pm_no_let_through(struct ctx *c, struct report *r, const char *rel,
+			     const struct kernel_update *u, const void *db)
+{
+	return -EOPNOTSUPP;
 }
