@@ -107,7 +107,7 @@ struct kernel_pm {
 	 * -ENODATA: the index has no file lists (a detail in r says what gives them).
 	 */
 	int (*update_modules)(struct ctx *c, struct report *r, const struct kernel_update *u,
-			      struct kmod *mods, size_t n);
+			      const void *db, struct kmod *mods, size_t n);
 	/*
 	 * kernel.updates: when_modules, every module exists for u: keep the
 	 * running kernel rel's own packages held (nothing removes it) and let
@@ -133,7 +133,7 @@ void kernel_pm_no_db_close(void *db);
 void kernel_pm_no_installed(const void *db, struct strlist *out);
 int kernel_pm_no_newest(struct ctx *c, struct report *r, const void *db, struct kernel_update *ret);
 int kernel_pm_no_update_modules(struct ctx *c, struct report *r, const struct kernel_update *u,
-				struct kmod *mods, size_t n);
+				const void *db, struct kmod *mods, size_t n);
 int kernel_pm_no_let_through(struct ctx *c, struct report *r, const char *rel,
 			     const struct kernel_update *u, const void *db);
 

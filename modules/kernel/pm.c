@@ -48,7 +48,7 @@ int kernel_pm_no_newest(struct ctx *c, struct report *r, const void *db, struct 
 }
 
 int kernel_pm_no_update_modules(struct ctx *c, struct report *r, const struct kernel_update *u,
-				struct kmod *mods, size_t n)
+				const void *db, struct kmod *mods, size_t n)
 {
 	return -EOPNOTSUPP;
 }
