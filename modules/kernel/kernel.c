@@ -40,6 +40,122 @@ static const struct kernel_pm *pm_for(enum distro family)
 	return NULL;
 }
 
+/* A family file older than a hook leaves it NULL: the default in pm.c. */
+static int pm_newest(const struct kernel_pm *pm, struct ctx *c, struct report *r, const void *db,
+		     struct kernel_update *u)
+{
+	return (pm->newest ? pm->newest : kernel_pm_no_newest)(c, r, db, u);
+}
+
+static int pm_update_modules(const struct kernel_pm *pm, struct ctx *c, struct report *r,
+			     const struct kernel_update *u, const void *db, struct kmod *mods, size_t n)
+{
+	return (pm->update_modules ? pm->update_modules : kernel_pm_no_update_modules)(c, r, u, db, mods, n);
+}
+
+static int pm_let_through(const struct kernel_pm *pm, struct ctx *c, struct report *r, const char *rel,
+			  const struct kernel_update *u, const void *db)
+{
+	return (pm->let_through ? pm->let_through : kernel_pm_no_let_through)(c, r, rel, u, db);
+}
+
+/* ---- kernel.updates ------------------------------------------------------ */
+
+/*
+ * Where kernel.modules stand for u: its modules directory when u is
+ * installed (modules.builtin, DKMS state: kmods_find), else what the
+ * family's index says its packages ship.  The missing ones, each with why,
+ * into missing; *ret_how says where they were looked for.  0, or -errno
+ * (-EOPNOTSUPP, -ENODATA: unknown) from the family.
+ */
+static int update_missing(struct ctx *c, struct report *r, const struct kernel_pm *pm, const void *db,
+			  const struct kernel_update *u, bool installed, struct strbuf *missing,
+			  const char **ret_how)
+{
+	const struct strlist *names = &c->spec->kernel.modules;
+	struct kmod *mods = kmods_new(names);
+	int ret = 0;
+
+	if (installed) {
+		kmods_find(c, u->rel, mods, names->n);
+		*ret_how = "installed: /lib/modules, modules.builtin, DKMS";
+	} else {
+		ret = pm_update_modules(pm, c, r, u, db, mods, names->n);
+		*ret_how = "not installed: the packages its upgrade installs";
+	}
+	for (size_t i = 0; ret == 0 && i < names->n; i++) {
+		const struct kmod *m = &mods[i];
+
+		if (m->path)
+			report_detail(r, "kernel.updates: %s for %s: %s", m->name, u->rel, m->path);
+		else if (m->dkms)
+			sb_printf(missing, "%s%s (built by DKMS, not installed: %s)", missing->len ? ", " : "",
+				  m->name, m->dkms);
+		else if (m->other)
+			sb_printf(missing, "%s%s (in %s, which the upgrade does not install)",
+				  missing->len ? ", " : "", m->name, m->other);
+		else
+			sb_printf(missing, "%s%s", missing->len ? ", " : "", m->name);
+	}
+	kmods_free(mods, names->n);
+	return ret;
+}
+
+/*
+ * With the hold on: a newer kernel the package manager offers, and whether
+ * every kernel.modules exists for it.  True when kernel.updates:
+ * when_modules lets it in (*u is that kernel).
+ */
+static bool check_update(struct ctx *c, struct report *r, const char *rel, const struct kernel_pm *pm,
+			 const void *db, struct kernel_update *u)
+{
+	const struct spec_kernel *k = &c->spec->kernel;
+	bool gate = k->updates == KUPD_WHEN_MODULES;
+	struct strlist have = { 0 };
+	struct strbuf missing = STRBUF_INIT;
+	const char *how = "";
+	bool installed, let = false;
+	int ret;
+
+	memset(u, 0, sizeof(*u));
+	ret = pm_newest(pm, c, r, db, u);
+	if (ret == -EOPNOTSUPP) {
+		report_detail(r, "kernel.updates: which newer kernel %s would install is unknown on this family",
+			      pm->name);
+		return false;
+	}
+	if (ret == -ENOENT || (ret == 0 && kver_cmp(u->rel, rel) <= 0))
+		return false;
+	if (ret < 0) {
+		report_finding(r, ST_OK, "kernel.update.unknown", "cannot tell whether %s offers a newer kernel: "
+			       "%s%s", pm->name, strerror(-ret), gate ? "; held" : "");
+		return false;
+	}
+	installed_kernels(c, &have);
+	pm->installed(db, &have);
+	installed = strlist_has(&have, u->rel);
+	strlist_free(&have);
+	report_finding(r, ST_OK, "kernel.update.available", "newer kernel %s offered (%s %s)%s", u->rel,
+		       u->pkg, u->version[0] ? u->version : "", installed ? ", installed, not running" : "");
+	if (k->modules.n == 0)
+		return false;
+	ret = update_missing(c, r, pm, db, u, installed, &missing, &how);
+	if (ret < 0)
+		report_finding(r, ST_OK, "kernel.update.modules-unknown", "kernel %s: whether kernel.modules exist "
+			       "for it is unknown (%s)%s", u->rel, ret == -ENODATA ? "no file lists in the package index" :
+			       ret == -EOPNOTSUPP ? "unknown on this family" : strerror(-ret),
+			       gate ? "; held" : "");
+	else if (missing.len)
+		report_finding(r, ST_OK, "kernel.update.modules-missing", "kernel %s lacks %s (%s)%s", u->rel,
+			       sb_str(&missing), how, gate ? "; held" : "");
+	else
+		report_finding(r, ST_OK, "kernel.update.modules-ok", "every kernel.modules exists for kernel %s "
+			       "(%s)%s", u->rel, how, gate ? "" : "; held (kernel.updates: hold)");
+	let = gate && ret == 0 && missing.len == 0;
+	sb_free(&missing);
+	return let;
+}
+
 /* ---- the module -------------------------------------------------------- */
 
 static bool kernel_enabled(const struct spec *s)
@@ -172,7 +288,15 @@ static int kernel_run(struct ctx *c, struct report *r)
 	check_modules(c, r, rel);
 
 	if (k->hold && pm) {
-		ret = pm->hold(c, r, rel, db);
+		struct kernel_update u;
+		bool let = check_update(c, r, rel, pm, db, &u);
+
+		ret = let ? pm_let_through(pm, c, r, rel, &u, db) : -EOPNOTSUPP;
+		if (let && ret == -EOPNOTSUPP)
+			report_detail(r, "kernel.updates: %s cannot let kernel %s in on this family: held",
+				      pm->name, u.rel);
+		if (ret == -EOPNOTSUPP)
+			ret = pm->hold(c, r, rel, db);
 		if (ret < 0)
 			report_finding(r, ST_FAILED, "kernel.hold.error",
 				       "cannot hold the kernel: %s", strerror(-ret));

@@ -55,6 +55,7 @@ struct kmod {
 	char *path;             /* where found (target path), NULL if not */
 	bool builtin;
 	char *dkms;             /* built by DKMS but not installed */
+	char *other;            /* a kernel not installed: a package that ships it, which its upgrade does not install */
 };
 
 struct kmod *kmods_new(const struct strlist *names);
@@ -121,6 +122,17 @@ struct kernel_pm {
 /* Report a release: "released" (apply) or drift naming what apply would release. */
 void kernel_released(struct ctx *c, struct report *r, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* apt_update.c: the apt family's newest and update_modules (state: its answer, freed by apt_upd_free). */
+int apt_newest(struct ctx *c, struct report *r, const char *running, const struct strlist *metas,
+	       bool (*installed)(const char *rel, const void *arg), const void *inst_arg, void *state,
+	       struct kernel_update *ret);
+int apt_update_modules(struct ctx *c, struct report *r, const struct kernel_update *u, void *state,
+		       struct kmod *mods, size_t n);
+void *apt_upd_new(void);
+void apt_upd_free(void *state);
+bool apt_inst_line(const char *line, char *name, size_t nn, char *ver, size_t vn);
+void apt_depends_newest(const char *deps, struct kernel_update *u, bool *found);
 
 extern const struct kernel_pm kernel_pm_apt;
 extern const struct kernel_pm kernel_pm_dnf;

@@ -232,6 +232,7 @@ void kmods_free(struct kmod *mods, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		free(mods[i].path);
 		free(mods[i].dkms);
+		free(mods[i].other);
 	}
 	free(mods);
 }

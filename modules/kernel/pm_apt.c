@@ -34,6 +34,7 @@ struct dpkg_pkg {
 struct dpkg_db {
 	struct dpkg_pkg *v;
 	size_t n;
+	void *upd;              /* apt_update.c's answer, this run */
 };
 
 static void dpkg_db_free(struct dpkg_db *db)
@@ -46,6 +47,8 @@ static void dpkg_db_free(struct dpkg_db *db)
 	free(db->v);
 	db->v = NULL;
 	db->n = 0;
+	apt_upd_free(db->upd);
+	db->upd = NULL;
 }
 
 /* Parse /var/lib/dpkg/status (deb822 stanzas; continuation lines start with a blank). */
@@ -132,23 +135,49 @@ static bool depends_on_image(const char *deps)
  * linux-image-azure, linux-image-amd64, ...), because upgrading those is
  * what installs the next kernel.
  */
-static void dpkg_hold_set(const struct dpkg_db *db, const char *rel, struct strlist *out)
+static bool own_package(const char *name, const char *rel)
 {
 	const char *own[] = { "linux-image-", "linux-image-unsigned-", "linux-modules-",
 			      "linux-modules-extra-" };
 
+	for (size_t k = 0; k < sizeof(own) / sizeof(own[0]); k++) {
+		size_t pl = strlen(own[k]);
+
+		if (strncmp(name, own[k], pl) == 0 && strcmp(name + pl, rel) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Installed packages that pull in a kernel image and are no kernel's own (linux-image-amd64, linux-azure). */
+static void dpkg_metas(const struct dpkg_db *db, struct strlist *out)
+{
+	for (size_t i = 0; db && i < db->n; i++) {
+		const struct dpkg_pkg *p = &db->v[i];
+		const char *n = p->name;
+
+		if (strncmp(n, "linux-image-unsigned-", 21) == 0)
+			n += 21;
+		else if (strncmp(n, "linux-image-", 12) == 0 || strncmp(n, "linux-modules-", 14) == 0)
+			n += strncmp(n, "linux-image-", 12) == 0 ? 12 : 14;
+		if (n != p->name && isdigit((unsigned char)*n))
+			continue;       /* one kernel's own package */
+		if (p->installed && p->depends && depends_on_image(p->depends) && !strlist_has(out, p->name))
+			strlist_push(out, p->name);
+	}
+}
+
+/* Let-in (kernel.updates: when_modules): the running kernel's own packages only, no metapackage. */
+static void dpkg_hold_set(const struct dpkg_db *db, const char *rel, struct strlist *out, bool metas)
+{
 	for (size_t i = 0; i < db->n; i++) {
 		const struct dpkg_pkg *p = &db->v[i];
-		bool take = false;
+		bool take;
 
 		if (!p->installed)
 			continue;
-		for (size_t k = 0; k < sizeof(own) / sizeof(own[0]) && !take; k++) {
-			size_t pl = strlen(own[k]);
-
-			take = strncmp(p->name, own[k], pl) == 0 && strcmp(p->name + pl, rel) == 0;
-		}
-		if (!take && p->depends && depends_on_image(p->depends))
+		take = own_package(p->name, rel);
+		if (!take && metas && p->depends && depends_on_image(p->depends))
 			take = true;
 		if (take && !strlist_has(out, p->name))
 			strlist_push(out, p->name);
@@ -177,21 +206,29 @@ static char *regex_escape(const char *s)
 	return sb_steal(&sb);
 }
 
-static char *render_apt_blacklist(const char *cluster, const char *rel, const struct strlist *held)
+static char *render_apt_blacklist(const char *cluster, const char *rel, const struct strlist *held,
+				  const struct kernel_update *u)
 {
 	struct strbuf sb = STRBUF_INIT;
 
-	sb_printf(&sb, "// Managed by hpcinit for cluster %s: the running kernel %s is held\n"
-		  "// because the RDMA drivers are built for it.  Keep unattended-upgrades away\n"
-		  "// from kernels; upgrade them by hand, then reboot and re-run hpcinit.\n"
-		  "Unattended-Upgrade::Package-Blacklist {\n"
-		  "\t\"linux-image-\";\n\t\"linux-modules-\";\n\t\"linux-headers-\";\n",
-		  cluster, rel);
+	if (u)
+		sb_printf(&sb, "// Managed by hpcinit for cluster %s: the running kernel %s is held, and\n"
+			  "// kernel %s may come in (kernel.updates: when_modules; every module of\n"
+			  "// kernel.modules exists for it).  Keep unattended-upgrades away from the\n"
+			  "// running kernel's own packages only.\n"
+			  "Unattended-Upgrade::Package-Blacklist {\n", cluster, rel, u->rel);
+	else
+		sb_printf(&sb, "// Managed by hpcinit for cluster %s: the running kernel %s is held\n"
+			  "// because the RDMA drivers are built for it.  Keep unattended-upgrades away\n"
+			  "// from kernels; upgrade them by hand, then reboot and re-run hpcinit.\n"
+			  "Unattended-Upgrade::Package-Blacklist {\n"
+			  "\t\"linux-image-\";\n\t\"linux-modules-\";\n\t\"linux-headers-\";\n",
+			  cluster, rel);
 	for (size_t i = 0; i < held->n; i++) {
 		char *e;
 
-		if (strncmp(held->v[i], "linux-image-", 12) == 0 ||
-		    strncmp(held->v[i], "linux-modules-", 14) == 0)
+		if (!u && (strncmp(held->v[i], "linux-image-", 12) == 0 ||
+			   strncmp(held->v[i], "linux-modules-", 14) == 0))
 			continue;
 		e = regex_escape(held->v[i]);
 		sb_printf(&sb, "\t\"%s$\";\n", e);
@@ -266,16 +303,21 @@ static void ledger_read(const struct ctx *c, struct strlist *out)
 	free(text);
 }
 
-static void ledger_add(struct ctx *c, struct report *r, const struct strlist *pkgs)
+/* Record pkgs as hpcinit's holds (add), or forget them (!add). */
+static void ledger_update(struct ctx *c, struct report *r, const struct strlist *pkgs, bool add)
 {
-	struct strlist all = { 0 };
+	struct strlist old = { 0 }, all = { 0 };
 	struct strbuf sb = STRBUF_INIT;
 	struct report scratch;
 
-	ledger_read(c, &all);
-	for (size_t i = 0; i < pkgs->n; i++)
+	ledger_read(c, &old);
+	for (size_t i = 0; i < old.n; i++)
+		if (add || !strlist_has(pkgs, old.v[i]))
+			strlist_push(&all, old.v[i]);
+	for (size_t i = 0; add && i < pkgs->n; i++)
 		if (!strlist_has(&all, pkgs->v[i]))
 			strlist_push(&all, pkgs->v[i]);
+	strlist_free(&old);
 	sb_append(&sb, "# Packages hpcinit put on hold (dpkg selections); kernel.hold: false releases these.\n");
 	for (size_t i = 0; i < all.n; i++)
 		sb_printf(&sb, "%s\n", all.v[i]);
@@ -341,7 +383,9 @@ static int release_debian(struct ctx *c, struct report *r, const char *rel, cons
 	return 0;
 }
 
-static int hold_debian(struct ctx *c, struct report *r, const char *rel, const void *state)
+/* The hold; with u (a kernel let in), on the running kernel's own packages only. */
+static int hold_apply(struct ctx *c, struct report *r, const char *rel, const void *state,
+		      const struct kernel_update *u)
 {
 	const struct dpkg_db *db = state;
 	struct strlist held = { 0 }, todo = { 0 };
@@ -353,7 +397,7 @@ static int hold_debian(struct ctx *c, struct report *r, const char *rel, const v
 			       "cannot hold the kernel: no dpkg status at /var/lib/dpkg/status");
 		return 0;
 	}
-	dpkg_hold_set(db, rel, &held);
+	dpkg_hold_set(db, rel, &held, !u);
 	if (held.n == 0) {
 		report_finding(r, ST_FAILED, "kernel.hold.no-package",
 			       "cannot hold kernel %s: no installed package provides it "
@@ -374,7 +418,7 @@ static int hold_debian(struct ctx *c, struct report *r, const char *rel, const v
 		if (ctx_may_write(c)) {
 			ret = dpkg_set_selection(c, r, &todo, "hold");
 			if (ret == 0)
-				ledger_add(c, r, &todo);
+				ledger_update(c, r, &todo, true);
 			if (ret == 0) {
 				report_finding(r, ST_OK, "kernel.hold.ok",
 					       "held with dpkg selections: %s", sb_str(&names));
@@ -401,7 +445,7 @@ static int hold_debian(struct ctx *c, struct report *r, const char *rel, const v
 				       "held (dpkg selections): %s", held.v[i]);
 	}
 	if (fs_exists(c, "/etc/apt/apt.conf.d") || ctx_may_write(c)) {
-		text = render_apt_blacklist(c->spec->cluster.name, rel, &held);
+		text = render_apt_blacklist(c->spec->cluster.name, rel, &held, u);
 		ret = fs_mkdir_p(c, r, "/etc/apt/apt.conf.d", 0755, 0, 0);
 		if (ret >= 0)
 			ret = fs_write(c, r, APT_HOLD_PATH, text, strlen(text), 0644, 0, 0);
@@ -414,6 +458,107 @@ static int hold_debian(struct ctx *c, struct report *r, const char *rel, const v
 	strlist_free(&todo);
 	strlist_free(&held);
 	return ret;
+}
+
+static int hold_debian(struct ctx *c, struct report *r, const char *rel, const void *state)
+{
+	return hold_apply(c, r, rel, state, NULL);
+}
+
+/*
+ * kernel.updates: when_modules, u passed: the metapackages hpcinit held
+ * (its ledger) go back to install, so that apt's next upgrade (apt-get
+ * dist-upgrade, unattended-upgrades) installs u; the running kernel's own
+ * packages stay held.  A hold made by others is named and left.
+ */
+static int let_in_debian(struct ctx *c, struct report *r, const char *rel, const struct kernel_update *u,
+			 const void *state)
+{
+	const struct dpkg_db *db = state;
+	struct strlist metas = { 0 }, ours = { 0 }, todo = { 0 };
+	struct strbuf names = STRBUF_INIT;
+	int ret;
+
+	ret = hold_apply(c, r, rel, state, u);
+	if (ret < 0 || !db)
+		return ret;
+	dpkg_metas(db, &metas);
+	ledger_read(c, &ours);
+	for (size_t i = 0; i < metas.n; i++) {
+		const struct dpkg_pkg *p = dpkg_find(db, metas.v[i]);
+
+		if (!p->want || strcmp(p->want, "hold") != 0)
+			continue;
+		if (strlist_has(&ours, p->name)) {
+			strlist_push(&todo, p->name);
+			sb_printf(&names, "%s%s", names.len ? " " : "", p->name);
+		} else {
+			report_finding(r, ST_OK, "kernel.hold.foreign", "left alone: %s is on hold (not by "
+				       "hpcinit): it keeps kernel %s out", p->name, u->rel);
+		}
+	}
+	if (todo.n && ctx_may_write(c)) {
+		ret = dpkg_set_selection(c, r, &todo, "install");
+		if (ret == 0) {
+			ledger_update(c, r, &todo, false);
+			report_changed(r, "/var/lib/dpkg/status");
+			report_finding(r, ST_CHANGED, "kernel.update.let-in", "kernel %s let in: %s back to install "
+				       "(dpkg selections); apt's next upgrade installs it, the running kernel's "
+				       "packages stay held", u->rel, sb_str(&names));
+		} else {
+			report_finding(r, ST_FAILED, "kernel.hold.dpkg-failed", "could not release %s with dpkg",
+				       sb_str(&names));
+		}
+	} else if (todo.n) {
+		report_changed(r, "/var/lib/dpkg/status");
+		report_finding(r, ST_CHANGED, "kernel.update.let-in", "kernel %s may come in, but hpcinit's "
+			       "hold on %s keeps it out (apply releases it)", u->rel, sb_str(&names));
+	} else {
+		report_finding(r, ST_OK, "kernel.update.let-in", "kernel %s may come in: hpcinit holds no "
+			       "kernel metapackage", u->rel);
+	}
+	sb_free(&names);
+	strlist_free(&todo);
+	strlist_free(&ours);
+	strlist_free(&metas);
+	return 0;
+}
+
+static bool release_listed(const char *rel, const void *arg)
+{
+	return strlist_has(arg, rel);
+}
+
+static void dpkg_installed(const void *state, struct strlist *out);
+
+static int newest_debian(struct ctx *c, struct report *r, const void *state, struct kernel_update *ret)
+{
+	const struct dpkg_db *db = state;
+	struct strlist metas = { 0 }, have = { 0 };
+	char running[KREL_MAX];
+	const char *src;
+	int rc;
+
+	if (!db)
+		return -ENOENT;
+	rc = running_release(c, running, sizeof(running), &src);
+	if (rc < 0)
+		return rc;
+	dpkg_metas(db, &metas);
+	installed_kernels(c, &have);
+	dpkg_installed(db, &have);
+	rc = apt_newest(c, r, running, &metas, release_listed, &have, db->upd, ret);
+	strlist_free(&have);
+	strlist_free(&metas);
+	return rc;
+}
+
+static int update_modules_debian(struct ctx *c, struct report *r, const struct kernel_update *u,
+				 const void *state, struct kmod *mods, size_t n)
+{
+	const struct dpkg_db *db = state;
+
+	return apt_update_modules(c, r, u, db ? db->upd : NULL, mods, n);
 }
 
 /* linux-image-<rel> packages dpkg has installed (the boot loader may pick them). */
@@ -452,6 +597,7 @@ static int dpkg_open(const struct ctx *c, void **ret_db)
 		return 0;
 	db = xcalloc(1, sizeof(*db));
 	dpkg_db_parse(text, db);
+	db->upd = apt_upd_new();
 	free(text);
 	*ret_db = db;
 	return 0;
@@ -475,4 +621,7 @@ const struct kernel_pm kernel_pm_apt = {
 	.db_close = dpkg_close,
 	.installed = dpkg_installed,
 	.hold = hold_debian,
+	.newest = newest_debian,
+	.update_modules = update_modules_debian,
+	.let_through = let_in_debian,
 };
