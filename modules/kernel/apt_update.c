@@ -483,7 +483,7 @@ static bool cache_load(const struct ctx *c, const char *key, struct apt_upd *a)
 	for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
 		char *v = strchr(l, ' ');
 
-		if (!v)
+		if (!v || l[0] == '#')
 			continue;
 		*v++ = '\0';
 		if (strcmp(l, "key") == 0) {
@@ -498,7 +498,7 @@ static bool cache_load(const struct ctx *c, const char *key, struct apt_upd *a)
 				ok = false;
 			a->ret = 0;
 		} else if (strcmp(l, "contents") == 0) {
-			a->contents = strcmp(v, "none") == 0 ? -ENODATA : strcmp(v, "scanned") == 0 ? 0 : -EIO;
+			a->contents = strcmp(v, "none") == 0 ? -ENODATA : strcmp(v, "scanned") == 0 ? 0 : 1;
 		} else if (strcmp(l, "found") == 0) {
 			strlist_push(&a->found, v);
 		} else if (strcmp(l, "elsewhere") == 0) {

@@ -135,8 +135,8 @@ static bool check_update(struct ctx *c, struct report *r, const char *rel, const
 	pm->installed(db, &have);
 	installed = strlist_has(&have, u->rel);
 	strlist_free(&have);
-	report_finding(r, ST_OK, "kernel.update.available", "newer kernel %s offered (%s %s)%s", u->rel,
-		       u->pkg, u->version[0] ? u->version : "", installed ? ", installed, not running" : "");
+	report_finding(r, ST_OK, "kernel.update.available", "newer kernel %s offered (%s%s%s)%s", u->rel,
+		       u->pkg, u->version[0] ? " " : "", u->version, installed ? ", installed, not running" : "");
 	if (k->modules.n == 0)
 		return false;
 	ret = update_missing(c, r, pm, db, u, installed, &missing, &how);
