@@ -12,7 +12,7 @@ PKGS=(
 	nfs-ganesha nfs-ganesha-vfs libnfs-utils rpcbind nfs-common
 	cloud-init clustershell sshpass nmap
 	valgrind clang libclang-rt-14-dev man-db bc strace faketime inotify-tools
-	dpkg-dev debhelper devscripts lintian fakeroot rpm
+	dpkg-dev apt-utils debhelper devscripts lintian fakeroot rpm
 	rdma-core ibverbs-utils ucx-utils
 	qemu-system-x86 qemu-utils debootstrap
 	slurm-wlm slurmctld slurmd slurm-client munge

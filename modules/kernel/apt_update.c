@@ -196,8 +196,8 @@ void apt_depends_newest(const char *deps, struct kernel_update *u, bool *found)
 			p = strchr(p, ')') ? strchr(p, ')') + 1 : p + strlen(p);
 		}
 		rel = image_release(name);
-		if (rel && (!*found || kver_cmp(rel, u->rel) > 0)) {
-			snprintf(u->rel, sizeof(u->rel), "%s", rel);
+		if (rel && strlen(rel) < sizeof(u->rel) && (!*found || kver_cmp(rel, u->rel) > 0)) {
+			memcpy(u->rel, rel, strlen(rel) + 1);
 			snprintf(u->pkg, sizeof(u->pkg), "%s", name);
 			snprintf(u->version, sizeof(u->version), "%s", ver);
 			*found = true;

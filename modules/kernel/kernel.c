@@ -12,6 +12,9 @@
  *   SLES/openSUSE   a package lock in /etc/zypp/locks
  *   Azure Linux     /etc/tdnf/locks.d/hpcinit-kernel.conf (exact names:
  *                   tdnf locks do not take wildcards)
+ * With the hold on, kernel.updates: a newer kernel the family offers is
+ * reported with whether every kernel.modules exists for it, and with
+ * when_modules let in (the family's let_through) only when they all do.
  */
 #include "config.h"
 

@@ -9,6 +9,7 @@
 #include "../../modules/kernel/kmod.c"
 #include "../../modules/kernel/os.c"
 #include "../../modules/kernel/pm_apt.c"
+#include "../../modules/kernel/apt_update.c"
 #include "../../modules/kernel/pm_dnf.c"
 #include "../../modules/kernel/pm_tdnf.c"
 #include "../../modules/kernel/pm_zypper.c"
@@ -114,7 +115,7 @@ static void test_dpkg(void)
 	TEST_CHECK(!db.v[4].installed);
 	TEST_CHECK(depends_on_image(db.v[2].depends));
 	TEST_CHECK(!depends_on_image(db.v[6].depends));
-	dpkg_hold_set(&db, "5.15.0-1057-azure", &held);
+	dpkg_hold_set(&db, "5.15.0-1057-azure", &held, true);
 	TEST_INTEQ(held.n, 4);
 	TEST_CHECK(strlist_has(&held, "linux-image-5.15.0-1057-azure"));
 	TEST_CHECK(strlist_has(&held, "linux-modules-5.15.0-1057-azure"));
@@ -125,6 +126,17 @@ static void test_dpkg(void)
 	TEST_CHECK(!strlist_has(&held, "linux-image-5.15.0-1061-azure"));
 	TEST_CHECK(!strlist_has(&held, "bash"));
 	strlist_free(&held);
+	/* A kernel let in: the running kernel's own packages only; the metapackages are what brings it. */
+	dpkg_hold_set(&db, "5.15.0-1057-azure", &held, false);
+	TEST_INTEQ(held.n, 2);
+	TEST_CHECK(!strlist_has(&held, "linux-azure"));
+	strlist_free(&held);
+	dpkg_metas(&db, &held);
+	TEST_CHECK(strlist_has(&held, "linux-image-azure"));
+	TEST_CHECK(strlist_has(&held, "linux-azure"));
+	TEST_CHECK(!strlist_has(&held, "linux-image-5.15.0-1057-azure"));
+	TEST_CHECK(!strlist_has(&held, "linux-modules-5.15.0-1057-azure"));
+	strlist_free(&held);
 	dpkg_db_free(&db);
 
 	/* The apt blacklist anchors metapackage names and escapes regex characters. */
@@ -134,16 +146,81 @@ static void test_dpkg(void)
 	strlist_push(&h, "linux-image-azure");
 	strlist_push(&h, "linux-azure");
 	strlist_push(&h, "linux-image-6.1.0+1-amd64");
-	t = render_apt_blacklist("c1", "5.15.0-1057-azure", &h);
+	t = render_apt_blacklist("c1", "5.15.0-1057-azure", &h, NULL);
 	TEST_CHECK(strstr(t, "Unattended-Upgrade::Package-Blacklist {\n") != NULL);
 	TEST_CHECK(strstr(t, "\t\"linux-azure$\";\n") != NULL);
 	TEST_CHECK(strstr(t, "\t\"linux-image-\";\n") != NULL);
 	TEST_CHECK(strstr(t, "linux-image-azure$") == NULL);   /* covered by the prefix */
 	free(t);
+	/* A kernel let in: no prefixes, exact names only. */
+	struct kernel_update u = { .rel = "5.15.0-1060-azure" };
+
+	t = render_apt_blacklist("c1", "5.15.0-1057-azure", &h, &u);
+	TEST_CHECK(strstr(t, "\t\"linux-image-\";\n") == NULL);
+	TEST_CHECK(strstr(t, "\t\"linux-image-6\\.1\\.0\\+1-amd64$\";\n") != NULL);
+	TEST_CHECK(strstr(t, "5.15.0-1060-azure") != NULL);
+	free(t);
 	t = regex_escape("libstdc++6.x");
 	TEST_STREQ(t, "libstdc\\+\\+6\\.x");
 	free(t);
 	strlist_free(&h);
+}
+
+/* apt's answers: simulation lines, candidate Depends:, Contents paths. */
+static void test_apt_update(void)
+{
+	struct kernel_update u = { 0 };
+	char name[64], ver[32];
+	bool found = false;
+
+	TEST_CHECK(apt_inst_line("Inst linux-image-6.1.0-99-amd64 (6.1.999-1 localhost [amd64])\nConf x",
+				 name, sizeof(name), ver, sizeof(ver)));
+	TEST_STREQ(name, "linux-image-6.1.0-99-amd64");
+	TEST_STREQ(ver, "6.1.999-1");
+	TEST_CHECK(apt_inst_line("Inst linux-image-amd64 [6.1.55-1] (99.0 localhost [amd64])", name, sizeof(name),
+				 ver, sizeof(ver)));
+	TEST_STREQ(ver, "99.0");
+	TEST_CHECK(!apt_inst_line("Conf linux-image-amd64 (99.0 localhost [amd64])", name, sizeof(name), ver,
+				  sizeof(ver)));
+	TEST_CHECK(!apt_inst_line("Inst linux-image-a-very-long-name-that-does-not-fit-into-the-buffer-here (1)",
+				  name, sizeof(name), ver, sizeof(ver)));
+
+	apt_depends_newest(" linux-image-6.1.0-28-amd64 (= 6.1.119-1), linux-image-6.1.0-30-amd64 | foo\n",
+			   &u, &found);
+	TEST_CHECK(found);
+	TEST_STREQ(u.rel, "6.1.0-30-amd64");
+	TEST_STREQ(u.pkg, "linux-image-6.1.0-30-amd64");
+	TEST_STREQ(u.version, "");
+	found = false;
+	memset(&u, 0, sizeof(u));
+	/* Metapackage names and debug symbols are no release; unsigned- images are. */
+	apt_depends_newest(" linux-image-azure (= 5.15.0.1060.58), linux-image-5.15.0-1060-azure-dbgsym", &u, &found);
+	TEST_CHECK(!found);
+	apt_depends_newest(" linux-image-unsigned-5.15.0-1061-azure (>= 5.15.0-1061.70)", &u, &found);
+	TEST_CHECK(found);
+	TEST_STREQ(u.rel, "5.15.0-1061-azure");
+	TEST_STREQ(u.version, "5.15.0-1061.70");
+
+	struct strlist names = { 0 };
+	struct kmod *mods;
+	struct scan s = { 0 };
+	const char *p;
+
+	strlist_push(&names, "mlx5-ib");
+	strlist_push(&names, "lustre");
+	mods = kmods_new(&names);
+	s.mods = mods;
+	s.n = names.n;
+	p = "lib/modules/6.1.0-99-amd64/kernel/drivers/infiniband/hw/mlx5/mlx5_ib.ko.xz";
+	TEST_CHECK(scan_match(&s, p, strlen(p)) == &mods[0]);
+	p = "lib/modules/6.1.0-99-amd64/updates/lustre.ko";
+	TEST_CHECK(scan_match(&s, p, strlen(p)) == &mods[1]);
+	p = "lib/modules/6.1.0-99-amd64/updates/lustre.ko.sig";
+	TEST_CHECK(scan_match(&s, p, strlen(p)) == NULL);
+	p = "lib/modules/6.1.0-99-amd64/updates/mlx5_ib_extra.ko";
+	TEST_CHECK(scan_match(&s, p, strlen(p)) == NULL);
+	kmods_free(mods, names.n);
+	strlist_free(&names);
 }
 
 static void test_dnf(void)
@@ -311,6 +388,7 @@ int main(void)
 	test_os_release();
 	test_versions();
 	test_dpkg();
+	test_apt_update();
 	test_dnf();
 	test_zypp();
 	test_modules();

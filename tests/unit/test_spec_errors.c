@@ -173,6 +173,33 @@ static void test_print(void)
 	free(out);
 	diags_free(&d);
 
+	/* kernel.updates: when_modules gates the hold on the listed modules: both must be there. */
+	load_text("version: 1\ncluster: {name: c1}\nkernel: {hold: false, updates: when_modules}\n", &s, &d);
+	out = print_to_string(&d);
+	TEST_STREQ(out, "t.yaml:3:32: error: kernel.updates: when_modules gates the hold, and kernel.hold is false; "
+			"set kernel.hold: true or remove updates:\n"
+			"kernel: {hold: false, updates: when_modules}\n"
+			"                               ^\n");
+	free(out);
+	diags_free(&d);
+	load_text("version: 1\ncluster: {name: c1}\nkernel:\n  updates: when_modules\n", &s, &d);
+	out = print_to_string(&d);
+	TEST_STREQ(out, "t.yaml:4:12: error: kernel.updates: when_modules lets a newer kernel in when every "
+			"kernel.modules exists for it, and kernel.modules is empty; list the modules (like [mlx5_ib, lustre])\n"
+			"  updates: when_modules\n"
+			"           ^\n");
+	free(out);
+	diags_free(&d);
+	load_text("version: 1\ncluster: {name: c1}\nkernel: {updates: always}\n", &s, &d);
+	out = print_to_string(&d);
+	TEST_CHECK(strstr(out, "kernel.updates: expected one of hold, when_modules, got \"always\"") != NULL);
+	free(out);
+	diags_free(&d);
+	load_text("version: 1\ncluster: {name: c1}\nkernel: {updates: when_modules, modules: [lustre]}\n", &s, &d);
+	TEST_INTEQ(d.n, 0);
+	TEST_INTEQ(s->kernel.updates, KUPD_WHEN_MODULES);
+	diags_free(&d);
+
 	/* CR LF line ends: same lines, no CR in the source line. */
 	load_text("version: 1\r\ncluster:\r\n  name: c1\r\n  role: boss\r\n", &s, &d);
 	out = print_to_string(&d);
