@@ -42,7 +42,7 @@
 #define APT_LISTS "/var/lib/apt/lists"
 #define APT_HELPER "/usr/lib/apt/apt-helper"
 #define APT_SIM_TIMEOUT_MS 30000
-#define APT_SCAN_TIMEOUT_MS 60000
+#define APT_SCAN_TIMEOUT_MS 40000        /* with two apt runs of 30 s, inside the step's 120 s */
 #define APT_SCAN_MAX_OUT (256 * 1024)
 
 /* apt's answer for this run (struct dpkg_db's upd). */
