@@ -67,3 +67,97 @@ check_reboot() {
 		notok "reboot: $n comes back with /shared mounted and hpcinit ready" "$out"
 	fi
 }
+
+# (by hand, issue 35; not in CHECKS_ALL) kernel.updates: when_modules with the
+# real apt on a real Debian node.  The harness builds two local repositories
+# (dpkg-deb, dpkg-scanpackages, apt-ftparchive) offering linux-image-amd64
+# 99.1 and the kernel it depends on, 6.1.0-99-amd64 (files only, no
+# maintainer scripts: these VMs boot with qemu -kernel, no boot loader):
+# in a/ that kernel lacks rdma_ucm, in b/ it has every module the spec lists.
+# On c1, with apt-file's Contents index target: a/ stays held, the finding
+# names rdma_ucm and the release; b/ is let in, and apt full-upgrade then
+# installs the new kernel, which hpcinit judges by its /lib/modules.  It
+# changes c1's packages (run it alone, last); c1's own spec is applied again
+# at the end, which holds the kernel as before.
+kupd_repo() {   # kupd_repo DIR WITH_RDMA_UCM
+	local dir=$1 k m=lib/modules/6.1.0-99-amd64/kernel/drivers/infiniband
+	mkdir -p "$dir"
+	k=$(mktemp -d)
+	mkdir -p "$k/DEBIAN" "$k/$m/hw/mlx5" "$k/$m/core"
+	printf 'Package: linux-image-6.1.0-99-amd64\nVersion: 6.1.999-1\nArchitecture: amd64\nMaintainer: hpcinit test bed <root@localhost>\nDescription: newer kernel offered by the test bed (module files only)\n' >"$k/DEBIAN/control"
+	echo x >"$k/$m/hw/mlx5/mlx5_ib.ko"
+	echo x >"$k/$m/core/ib_uverbs.ko"
+	[ "$2" = no ] || echo x >"$k/$m/core/rdma_ucm.ko"
+	dpkg-deb -Zgzip --build "$k" "$dir/linux-image-6.1.0-99-amd64_6.1.999-1_amd64.deb" >/dev/null
+	rm -rf "$k/lib"
+	printf 'Package: linux-image-amd64\nVersion: 99.1\nArchitecture: amd64\nDepends: linux-image-6.1.0-99-amd64 (= 6.1.999-1)\nMaintainer: hpcinit test bed <root@localhost>\nDescription: newer kernel metapackage offered by the test bed\n' >"$k/DEBIAN/control"
+	dpkg-deb -Zgzip --build "$k" "$dir/linux-image-amd64_99.1_amd64.deb" >/dev/null
+	rm -rf "$k"
+	(cd "$dir" && dpkg-scanpackages --multiversion . /dev/null >Packages 2>/dev/null &&
+		apt-ftparchive contents . >Contents-amd64 && apt-ftparchive release . >Release)
+}
+check_kupdate() {
+	local n=c1 out
+	rm -rf "$W/vm/$n/kupd"
+	kupd_repo "$W/vm/$n/kupd/a" no
+	kupd_repo "$W/vm/$n/kupd/b" yes
+	if out=$(vm_exec "$n" 900 '
+		set -e
+		rel=6.1.0-99-amd64
+		cp -r /hpcvm/kupd /srv/kupd
+		# The index target apt-file installs (/etc/apt/apt.conf.d/50apt-file.conf);
+		# the VMs have no network to install apt-file itself.
+		cat >/etc/apt/apt.conf.d/50apt-file.conf <<-EOF
+		Acquire::IndexTargets::deb::Contents-deb {
+		    MetaKey "\$(COMPONENT)/Contents-\$(ARCHITECTURE)";
+		    ShortDescription "Contents-\$(ARCHITECTURE)";
+		    Description "\$(RELEASE)/\$(COMPONENT) \$(ARCHITECTURE) Contents (deb)";
+		    flatMetaKey "Contents-\$(ARCHITECTURE)";
+		    flatDescription "\$(RELEASE) Contents (deb)";
+		    KeepCompressed "true";
+		};
+		EOF
+		use() { echo "deb [trusted=yes] file:/srv/kupd/$1 ./" >/etc/apt/sources.list.d/kupd.list; apt-get update -q >/dev/null; }
+		f() { python3 -c "import json, sys
+for m in json.load(open(sys.argv[1]))[\"modules\"]:
+    for x in m[\"findings\"]:
+        if x[\"tag\"].startswith(\"kernel.update\") or x[\"tag\"].startswith(\"kernel.pending\"): print(x[\"tag\"] + \": \" + x[\"text\"])" "$1"; }
+		sel() { dpkg-query -W -f="\${db:Status-Want}" "$1"; }
+		sed -E "s/^( *)hold: true\$/&\n\1updates: when_modules/" /etc/hpcinit/node.yaml >/tmp/kupd.yaml
+		grep -q "updates: when_modules" /tmp/kupd.yaml
+		run=$(uname -r)
+		echo "running $run; linux-image-amd64 $(dpkg-query -W -f="\${Version}" linux-image-amd64) is $(sel linux-image-amd64)"
+		use a
+		hpcinit apply -c /tmp/kupd.yaml --only kernel --json >/tmp/k.json || true
+		f /tmp/k.json | tee /tmp/k.f
+		grep -qx "kernel.update.modules-missing: kernel $rel lacks rdma_ucm (not installed: the packages its upgrade installs); held" /tmp/k.f
+		[ "$(sel linux-image-amd64)" = hold ]
+		! apt-get -s -q full-upgrade | grep "^Inst linux-image-$rel"
+		echo "a/: held, rdma_ucm named; apt full-upgrade would not install $rel"
+		use b
+		rc=0; hpcinit check -c /tmp/kupd.yaml --only kernel --json >/tmp/k.json || rc=$?
+		f /tmp/k.json | tee /tmp/k.f
+		[ "$rc" = 1 ]
+		grep -q "^kernel.update.let-in: kernel $rel may come in, but hpcinit.s hold on linux-image-amd64 keeps it out" /tmp/k.f
+		hpcinit apply -c /tmp/kupd.yaml --only kernel --json >/tmp/k.json
+		f /tmp/k.json | tee /tmp/k.f
+		grep -q "^kernel.update.let-in: kernel $rel let in: linux-image-amd64 back to install" /tmp/k.f
+		[ "$(sel linux-image-amd64)" = install ]
+		[ "$(sel linux-image-$run)" = hold ]
+		DEBIAN_FRONTEND=noninteractive apt-get full-upgrade -y -q >/tmp/up.log 2>&1 || { cat /tmp/up.log; exit 1; }
+		grep "^Unpacking linux-image-$rel\|^Setting up linux-image-" /tmp/up.log
+		test -f /lib/modules/$rel/kernel/drivers/infiniband/core/rdma_ucm.ko
+		echo "b/: let in; apt full-upgrade installed $rel"
+		hpcinit check -c /tmp/kupd.yaml --only kernel --json >/tmp/k.json || true
+		f /tmp/k.json | tee /tmp/k.f
+		grep -qx "kernel.update.modules-ok: every kernel.modules exists for kernel $rel (installed: /lib/modules, modules.builtin, DKMS)" /tmp/k.f
+		rm -f /etc/apt/sources.list.d/kupd.list /etc/apt/apt.conf.d/50apt-file.conf
+		apt-get update -q >/dev/null
+		hpcinit apply --only kernel >/dev/null || true
+		echo "restored: linux-image-amd64 is $(sel linux-image-amd64) again"' 2>&1); then
+		ok "kupdate: kernel.updates: when_modules holds a kernel that lacks a module and lets in one that has them all (real apt)"
+		printf '%s\n' "$out" | sed 's/^/#   /'
+	else
+		notok "kupdate: kernel.updates: when_modules holds a kernel that lacks a module and lets in one that has them all (real apt)" "$out"
+	fi
+}
