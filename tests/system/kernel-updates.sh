@@ -67,7 +67,7 @@ repo() {
 	deb "lustre-client-modules-$NEW" 2.15.4-1 "" "lib/modules/$NEW/updates/lustre/lustre.ko"
 	index
 }
-# root MODE: the Ubuntu fixture, lustre loaded on the running kernel, kernel.updates: MODE
+# root MODE: the Ubuntu fixture, lustre loaded on the running kernel, kernel.updates: MODE (hold: the default, unset)
 root() {
 	fixture kernel/debian "$R"
 	mkdir -p "$R/lib/modules/5.15.0-1057-azure/updates/lustre" "$R/sys/module/lustre" "$R/etc/apt/preferences.d" \
@@ -78,8 +78,11 @@ root() {
 		printf 'Package: %s\nStatus: install ok installed\nVersion: 99\nArchitecture: amd64\n%s\n%s\n\n' \
 			"$p" "Maintainer: hpcinit tests <root@localhost>" "Description: stands in for $p" >>"$R/var/lib/dpkg/status"
 	done
-	printf 'version: 1\ncluster: {name: fixture}\nkernel:\n  hold: true\n  updates: %s\n  modules: [mlx5_ib, rdma_ucm, lustre]\n' \
-		"$1" >"$R/node.yaml"
+	# hold is the default: no updates: key then
+	local upd=""
+	[ "$1" = hold ] || upd="  updates: $1"$'\n'
+	printf 'version: 1\ncluster: {name: fixture}\nkernel:\n  hold: true\n%s  modules: [mlx5_ib, rdma_ucm, lustre]\n' \
+		"$upd" >"$R/node.yaml"
 	echo "deb [trusted=yes] file:$REPO ./" >"$R/etc/apt/sources.list"
 }
 kcheck() { run_hpc_stdout "$T/out" check --root "$R" -c "$R/node.yaml" --only kernel --json; findings "$T/out" >"$T/f"; dbg; }
