@@ -4,15 +4,18 @@
  * (kernel.updates), and whether the packages that upgrade installs ship the
  * modules of kernel.modules.
  *
- *   newest    apt-get -s install <the kernel metapackages dpkg has>: the
- *             simulation's "Inst linux-image-<rel>" lines (never a refresh
- *             of the index, never a lock: Debug::NoLocking).
- *   modules   apt's Contents indices (/var/lib/apt/lists/ *_Contents-*,
+ *   newest    apt-cache show --no-all-versions <the kernel metapackages
+ *             dpkg has>: the newest linux-image-<rel> their candidates
+ *             depend on (the index as it is: never a refresh, never a lock).
+ *   modules   for a kernel not installed yet: apt-get -s install <those
+ *             metapackages> says which packages the upgrade installs, and
+ *             apt's Contents indices (/var/lib/apt/lists/ *_Contents-*,
  *             which apt update fetches where apt-file is installed), read
- *             through apt-helper cat-file (apt's own decompression): a
- *             module exists for <rel> when a package that upgrade installs
- *             ships lib/modules/<rel>/.../<module>.ko*.  No Contents index:
- *             unknown (-ENODATA), and the kernel is checked once installed.
+ *             through apt-helper cat-file (apt's own decompression), what
+ *             they ship: a module exists for <rel> when one of them ships
+ *             lib/modules/<rel>/.../<module>.ko*.  No Contents index:
+ *             unknown (-ENODATA), and the kernel is judged once installed
+ *             (kernel.c: its /lib/modules).
  *
  * Both answers are kept in /run/hpcinit/kernel-update, keyed on the mtimes
  * of the lists directory and the dpkg status, the running release and the
