@@ -499,9 +499,12 @@ static bool cache_load(const struct ctx *c, const char *key, struct apt_upd *a)
 			if (sscanf(v, "%127s %191s %95s", a->u.rel, a->u.pkg, a->u.version) < 2 ||
 			    !valid_release(a->u.rel))
 				ok = false;
+			if (strcmp(a->u.version, "-") == 0)
+				a->u.version[0] = '\0';
 			a->ret = 0;
 		} else if (strcmp(l, "contents") == 0) {
-			a->contents = strcmp(v, "none") == 0 ? -ENODATA : strcmp(v, "scanned") == 0 ? 0 : 1;
+			a->contents = strcmp(v, "none") == 0 ? -ENODATA : strcmp(v, "scanned") == 0 ? 0 :
+				      strcmp(v, "unscanned") == 0 ? 1 : -EIO;
 		} else if (strcmp(l, "found") == 0) {
 			strlist_push(&a->found, v);
 		} else if (strcmp(l, "elsewhere") == 0) {
@@ -523,8 +526,8 @@ static void cache_store(const struct ctx *c, const char *key, const struct apt_u
 	struct report scratch;
 	struct ctx w = *c;
 
-	if (c->mode == RUN_PLAN || (a->ret < 0 && a->ret != -ENOENT) || a->contents == -EIO ||
-	    a->contents == -ETIMEDOUT)
+	/* A deadline is no answer; apt's own failure (a broken dependency) is one, until apt or dpkg change. */
+	if (c->mode == RUN_PLAN || (a->ret < 0 && a->ret != -ENOENT) || a->contents == -ETIMEDOUT)
 		return;
 	sb_printf(&sb, "# hpcinit kernel step: what apt would install (kernel.updates); asked again when the key changes\n"
 		  "key %s\n", key);
@@ -532,7 +535,8 @@ static void cache_store(const struct ctx *c, const char *key, const struct apt_u
 		sb_printf(&sb, "newest %s %s %s\n", a->u.rel, a->u.pkg, a->u.version[0] ? a->u.version : "-");
 	else
 		sb_append(&sb, "none -\n");
-	sb_printf(&sb, "contents %s\n", a->contents == -ENODATA ? "none" : a->contents == 0 ? "scanned" : "unscanned");
+	sb_printf(&sb, "contents %s\n", a->contents == -ENODATA ? "none" : a->contents == 0 ? "scanned" :
+		  a->contents == 1 ? "unscanned" : "failed");
 	for (size_t i = 0; i < a->found.n; i++)
 		sb_printf(&sb, "found %s\n", a->found.v[i]);
 	for (size_t i = 0; i < a->elsewhere.n; i++)

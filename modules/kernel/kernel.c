@@ -146,7 +146,9 @@ static bool check_update(struct ctx *c, struct report *r, const char *rel, const
 	if (ret < 0)
 		report_finding(r, ST_OK, "kernel.update.modules-unknown", "kernel %s: whether kernel.modules exist "
 			       "for it is unknown (%s)%s", u->rel, ret == -ENODATA ? "no file lists in the package index" :
-			       ret == -EOPNOTSUPP ? "unknown on this family" : strerror(-ret),
+			       ret == -EOPNOTSUPP ? "unknown on this family" :
+			       ret == -EIO ? "the package manager failed; asked again after its index or database changes" :
+			       strerror(-ret),
 			       gate ? "; held" : "");
 	else if (missing.len)
 		report_finding(r, ST_OK, "kernel.update.modules-missing", "kernel %s lacks %s (%s)%s", u->rel,

@@ -89,6 +89,12 @@ kcheck() { run_hpc_stdout "$T/out" check --root "$R" -c "$R/node.yaml" --only ke
 kapply() { run_hpc_stdout "$T/out" apply --root "$R" -c "$R/node.yaml" --only kernel --json; findings "$T/out" >"$T/f"; dbg; }
 dbg() { [ -z "${KG_DEBUG:-}" ] || { cat "$T/f"; grep -o '"kernel.updates[^"]*' "$T/out"; } >&2; }
 sel() { dpkg-query --admindir="$R/var/lib/dpkg" -W -f='${db:Status-Want}' "$1"; }
+# trace: how many apt programs one check runs
+trace() {
+	strace -f -qq -e trace=execve -o "$T/strace" "$HPCINIT" check --root "$R" -c "$R/node.yaml" --only kernel \
+		>/dev/null 2>&1 || true
+	grep -cE 'execve\("[^"]*/(apt-get|apt-cache|apt-helper)"' "$T/strace" || true
+}
 # What real apt would do now: a simulated upgrade that may install new packages.
 apt_sim() { apt-get "${APT[@]}" -s -q upgrade --with-new-pkgs 2>/dev/null | sed -n 's/^Inst \([^ ]*\).*/\1/p' | sort | tr '\n' ' '; }
 
@@ -171,6 +177,16 @@ check "no Contents: unknown, held" grep -qx \
 	"kernel.update.modules-unknown: kernel $NEW: whether kernel.modules exist for it is unknown (no file lists in the package index); held" "$T/f"
 is "no Contents: the metapackages stay held" "$(sel linux-image-azure) $(sel linux-azure)" "hold hold"
 
+# --- apt itself fails (a broken dependency): unknown, held, not asked again at every check ---
+cp "$R/var/lib/dpkg/status" "$T/status.good"
+printf 'Package: broken\nStatus: install ok installed\nVersion: 1\nArchitecture: amd64\nDepends: not-there\n%s\n\n' \
+	"Maintainer: hpcinit tests <root@localhost>"$'\n'"Description: depends on nothing there" >>"$R/var/lib/dpkg/status"
+kapply
+check "broken: unknown, held" grep -qx "kernel.update.modules-unknown: kernel $NEW: whether kernel.modules exist \
+for it is unknown (the package manager failed; asked again after its index or database changes); held" "$T/f"
+is "broken: the next check asks apt nothing" "$(trace)" 0
+cp "$T/status.good" "$R/var/lib/dpkg/status"
+
 # --- installed, not running: its /lib/modules decides ---
 cat >>"$R/var/lib/dpkg/status" <<-EOF
 	Package: linux-image-$NEW
@@ -195,11 +211,6 @@ kapply
 check "installed: with lustre there, let in" grep -q "^kernel.update.let-in: kernel $NEW let in: " "$T/f"
 
 # --- cost: check asks apt only after apt update or dpkg changed something ---
-trace() {
-	strace -f -qq -e trace=execve -o "$T/strace" "$HPCINIT" check --root "$R" -c "$R/node.yaml" --only kernel \
-		>/dev/null 2>&1 || true
-	grep -cE 'execve\("[^"]*/(apt-get|apt-cache|apt-helper)"' "$T/strace" || true
-}
 trace >/dev/null
 is "cache: a second check asks apt nothing" "$(trace)" 0
 touch "$R/var/lib/apt/lists"
