@@ -73,7 +73,8 @@ check_reboot() {
 # (dpkg-deb, dpkg-scanpackages, apt-ftparchive) offering linux-image-amd64
 # 99.1 and the kernel it depends on, 6.1.0-99-amd64 (files only, no
 # maintainer scripts: these VMs boot with qemu -kernel, no boot loader):
-# in a/ that kernel lacks rdma_ucm, in b/ it has every module the spec lists.
+# in a/ that kernel lacks rdma_ucm, in b/ it has every module the spec lists
+# (cluster.sh's: [rdma_rxe, ib_uverbs, rdma_ucm]).
 # On c1, with apt-file's Contents index target: a/ stays held, the finding
 # names rdma_ucm and the release; b/ is let in, and apt full-upgrade then
 # installs the new kernel, which hpcinit judges by its /lib/modules.  It
@@ -83,10 +84,11 @@ kupd_repo() {   # kupd_repo DIR WITH_RDMA_UCM
 	local dir=$1 k m=lib/modules/6.1.0-99-amd64/kernel/drivers/infiniband
 	mkdir -p "$dir"
 	k=$(mktemp -d)
-	mkdir -p "$k/DEBIAN" "$k/$m/hw/mlx5" "$k/$m/core"
+	mkdir -p "$k/DEBIAN" "$k/$m/hw/mlx5" "$k/$m/core" "$k/$m/sw/rxe"
 	printf 'Package: linux-image-6.1.0-99-amd64\nVersion: 6.1.999-1\nArchitecture: amd64\nMaintainer: hpcinit test bed <root@localhost>\nDescription: newer kernel offered by the test bed (module files only)\n' >"$k/DEBIAN/control"
 	echo x >"$k/$m/hw/mlx5/mlx5_ib.ko"
 	echo x >"$k/$m/core/ib_uverbs.ko"
+	echo x >"$k/$m/sw/rxe/rdma_rxe.ko"
 	[ "$2" = no ] || echo x >"$k/$m/core/rdma_ucm.ko"
 	dpkg-deb -Zgzip --build "$k" "$dir/linux-image-6.1.0-99-amd64_6.1.999-1_amd64.deb" >/dev/null
 	rm -rf "$k/lib"
