@@ -93,6 +93,10 @@ if [ "$SUITE" = trixie ]; then
 	BASE_PKGS=("${BASE_PKGS[@]/#libopenmpi3/libopenmpi40}")
 	BASE_PKGS=("${BASE_PKGS[@]/#libnfs13/libnfs14}")
 	BASE_PKGS=("${BASE_PKGS[@]/#librdmacm1/librdmacm1t64}")
+	# e2fsprogs left the required set in Debian 13 (debootstrap's minbase no
+	# longer has it); cloud-init's resizefs runs resize2fs at every boot and,
+	# since cloud-init 24, a module that fails fails its stage's unit.
+	BASE_PKGS+=(e2fsprogs)
 fi
 
 # The base layer: runs with the target directory $1, in a private mount namespace.
