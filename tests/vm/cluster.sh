@@ -162,6 +162,10 @@ preflight() {
 preflight
 
 names() { echo head; for i in $(seq 1 "$N"); do echo "c$i"; done; }
+suite_of() { echo "${SUITE_OF[$1]:-bookworm}"; }
+# --release: the VMs of the head's release, and the others (checks-*.sh).
+same_release() { local n; for n in $(names); do [ "$(suite_of "$n")" != bookworm ] || echo "$n"; done; }
+other_release() { local n; for n in $(names); do [ "$(suite_of "$n")" = bookworm ] || echo "$n"; done; }
 addr_of() { [ "$1" = head ] && echo "$NET.10" || echo "$NET.$((10 + ${1#c}))"; }
 
 W=${HPCINIT_VM_WORK:-$(mktemp -d /tmp/hpcinit-vm.XXXXXX)}
@@ -207,7 +211,7 @@ for s in $(printf '%s\n' "${SUITE_OF[@]}" | sort -u); do
 	exec {fd}< "${IMG_SUITE[$s]}/done"
 	flock -s "$fd"
 done
-img_of() { echo "${IMG_SUITE[${SUITE_OF[$1]:-bookworm}]}"; }
+img_of() { echo "${IMG_SUITE[$(suite_of "$1")]}"; }
 
 # ---- seeds: the product's custom-data, addresses filled in, plus the platform part ----
 # subst FILE: the custom-data for this test network.  Every replaced string
@@ -365,7 +369,7 @@ boot() {
 		-device virtio-rng-pci \
 		> "$d/qemu.log" 2>&1 &
 	PID[$n]=$!
-	say "booted $n ($(addr_of "$n"), ${SUITE_OF[$n]:-bookworm}) pid ${PID[$n]}"
+	say "booted $n ($(addr_of "$n"), $(suite_of "$n")) pid ${PID[$n]}"
 }
 
 # vm_exec NAME TIMEOUT SCRIPT: run SCRIPT as root in the VM, print its output, return its status.
