@@ -3,7 +3,7 @@
 #
 # A real cluster of virtual machines: a head VM and N compute VMs booted
 # under qemu (software emulation, no KVM) from the image tests/vm/image.sh
-# builds (Debian 12, real kernel, systemd, cloud-init, kernel NFS,
+# builds (Debian 12, or 13 for the computes --release names; real kernel, systemd, cloud-init, kernel NFS,
 # Soft-RoCE, and the .deb of this tree installed with apt).  Each VM boots
 # with a NoCloud seed whose user-data is the product's custom-data,
 # conf/cloud-init/vmss-head.yaml or vmss-compute.yaml, with the test
