@@ -127,7 +127,7 @@ check_fabric_releases() {
 	a=$(addr_of c2)
 	for n in c1 c2; do before[$n]=$(fabric_counters "$n" 2>&1) || true; done
 	vm_exec c2 30 "rm -f /tmp/rping-big.*; (timeout 200 rping -s -a $a -C 100 -S 65535 > /tmp/rping-big.out 2>&1 &) ; sleep 2" > /dev/null 2>&1 || true
-	out=$(vm_exec c1 200 "timeout 180 rping -c -a $a -C 100 -S 65535 -v 2>&1 | tail -2; echo rc=\${PIPESTATUS[0]}" 2>&1) || true
+	out=$(vm_exec c1 200 "timeout 180 rping -c -a $a -C 100 -S 65535 2>&1 | tail -5; echo rc=\${PIPESTATUS[0]}" 2>&1) || true
 	for n in c1 c2; do after[$n]=$(fabric_counters "$n" 2>&1) || true; done
 	grep -q '^rc=0$' <<< "$out" || { notok "$name" "$out" "server: $(vm_exec c2 30 'cat /tmp/rping-big.out' 2>&1)"; return; }
 	read -r s0 _ _ <<< "${before[c1]}"; read -r s1 _ _ <<< "${after[c1]}"
