@@ -16,10 +16,13 @@
 
 #include "fsutil.h"
 #include "gpu/gpu.h"
+#include "gpu/hca.h"
 #include "gpu/sizes.h"
+#include "gpu_step.h"
 #include "hpcinit.h"
 #include "ib/identity.h"
 #include "proc.h"
+#include "strlist.h"
 
 #define GPU_READ_MAX_MS 10000           /* the inventory child's own cap within the step's deadline */
 
@@ -159,6 +162,27 @@ static void judge_gpus(struct report *r, const struct gpu_inventory *inv)
 	}
 }
 
+/* Each GPU's nearest HCA, shown, and what does not hold of the pairing (degraded). */
+static void judge_hca(const struct ctx *c, struct report *r, struct gpu_inventory *inv, const struct gpu_size *sz)
+{
+	struct gpu_hca h[GPU_HCA_MAX];
+	size_t nh = gpu_hca_read(c, h, GPU_HCA_MAX);
+	struct strlist problems = { 0 };
+	const char *how;
+
+	if (!nh) {
+		report_detail(r, "HCAs: no RDMA device (/sys/class/infiniband): no GPU is paired with one");
+		return;
+	}
+	gpu_hca_pair(inv, h, nh, sz, &problems, &how);
+	for (size_t i = 0; i < inv->n; i++)
+		report_detail(r, "%s -> %s (%s)", inv->gpu[i].pci, inv->gpu[i].hca[0] ? inv->gpu[i].hca : "no HCA", how);
+	for (size_t k = 0; k < problems.n; k++)
+		report_finding(r, ST_DEGRADED, "gpu.hca", "%s; NCCL and the MPI profile get no HCA for that GPU",
+			       problems.v[k]);
+	strlist_free(&problems);
+}
+
 static void judge_count(struct report *r, const struct gpu_inventory *inv, const struct gpu_size *sz)
 {
 	if (inv->n == 0) {
@@ -186,6 +210,22 @@ static void judge_count(struct report *r, const struct gpu_inventory *inv, const
 			       "run nvidia-modprobe or start nvidia-persistenced");
 }
 
+/* "8 GPUs h100, driver 535.161.08, NVSwitch; GPU->HCA 0:mlx5_ib0 1:mlx5_ib1 ..." (the CUDA index in PCI order). */
+static void summary_ok(struct report *r, const struct gpu_inventory *inv)
+{
+	struct strbuf sb = STRBUF_INIT;
+	bool paired = false;
+
+	sb_printf(&sb, "%zu GPUs%s%s, driver %s%s", inv->n_usable, inv->gpu[0].type[0] ? " " : "", inv->gpu[0].type,
+		  inv->driver_version, inv->n_nvswitch ? ", NVSwitch" : "");
+	for (size_t i = 0; i < inv->n; i++)
+		paired |= inv->gpu[i].hca[0] != '\0';
+	for (size_t i = 0; paired && i < inv->n; i++)
+		sb_printf(&sb, "%s%zu:%s", i ? " " : "; GPU->HCA ", i, inv->gpu[i].hca[0] ? inv->gpu[i].hca : "-");
+	report_set(r, ST_OK, "%s", sb_str(&sb));
+	sb_free(&sb);
+}
+
 static int gpu_run(struct ctx *c, struct report *r)
 {
 	struct gpu_inventory *inv = &gpu_last;
@@ -199,10 +239,13 @@ static int gpu_run(struct ctx *c, struct report *r)
 	expected_count(c, r, inv, &sz);
 	judge_count(r, inv, sz);
 	judge_gpus(r, inv);
+	judge_hca(c, r, inv, sz);
+	gpu_check_peermem(c, r);
+	gpu_check_fabric(c, r, inv);
+	gpu_check_xid(c, r, inv);
 	c->out->gpu = inv;
 	if (r->status == ST_OK)
-		report_set(r, ST_OK, "%zu GPUs%s%s, driver %s%s", inv->n_usable, inv->gpu[0].type[0] ? " " : "",
-			   inv->gpu[0].type, inv->driver_version, inv->n_nvswitch ? ", NVSwitch" : "");
+		summary_ok(r, inv);
 	return 0;
 }
 

@@ -21,7 +21,14 @@ has_finding() {   # DESC SEVERITY TAG REGEX
 mk ndh100v5
 run
 is "ND H100 v5 healthy: exit 0" "$rc" 0
-is "ND H100 v5 healthy: summary" "$(jget "$T/out" gpu summary)" "8 GPUs h100, driver 535.161.08, NVSwitch"
+is "ND H100 v5 healthy: summary, each GPU's HCA by Azure's pairing" "$(jget "$T/out" gpu summary)" \
+	"8 GPUs h100, driver 535.161.08, NVSwitch; GPU->HCA 0:mlx5_ib0 1:mlx5_ib1 2:mlx5_ib2 3:mlx5_ib3 4:mlx5_ib4 5:mlx5_ib5 6:mlx5_ib6 7:mlx5_ib7"
+has_detail "ND H100 v5: 0008 pairs with 0104 (mlx5_ib3)" "$T/out" gpu "^0008:00:00.0 -> mlx5_ib3 \(Azure's pairing\)$"
+has_detail "ND H100 v5: GPUDirect RDMA" "$T/out" gpu '^GPUDirect RDMA: nvidia_peermem loaded and registered$'
+has_detail "ND H100 v5: the fabric manager" "$T/out" gpu \
+	'^fabric manager: pid 4242 \(/run/nvidia-fabricmanager/nv-fabricmanager.pid\), version 535.161.08 \(dpkg\)$'
+has_detail "ND H100 v5: the kernel log read" "$T/out" gpu '^kernel log: [0-9]+ bytes read, 0 Xid event\(s\)$'
+
 has_detail "ND H100 v5: expected from the size table" "$T/out" gpu '^expected: 8 GPUs \(Standard_ND96isr_H100_v5, the size table\)$'
 has_detail "ND H100 v5: 000c is the eighth, NUMA 1, minor 7" "$T/out" gpu '^000c:00:00.0: 10de:2330 h100, NUMA 1, nvidia, minor 7$'
 
