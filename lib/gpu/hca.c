@@ -41,6 +41,9 @@ static bool read_one(const struct ctx *c, const char *name, struct gpu_hca *h)
 	ssize_t k;
 	long long numa;
 
+	if (!name[0] || name[0] == '.' || name[0] == '-' ||
+	    strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") != strlen(name))
+		return false;   /* the name goes into shell profiles and status: only [A-Za-z0-9_.-] */
 	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/device", name);
 	hp = ctx_path(c, path);
 	k = readlink(hp, target, sizeof(target) - 1);

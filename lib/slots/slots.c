@@ -50,7 +50,16 @@ unsigned slots_node(const struct ctx *c, struct report *r, unsigned cores)
 		return cores;
 	if (m->slots_per_gpu) {
 		const struct gpu_inventory *inv = c->out ? c->out->gpu : NULL;
-		unsigned g = inv ? (unsigned)inv->n_usable : slots_count_gpus(c);
+		struct gpu_inventory *own = NULL;
+		unsigned g;
+
+		if (!inv && c->spec->gpu.present) {
+			/* No hand-off in this call (the announce hook, --only): the same inventory, read here. */
+			own = xmalloc(sizeof(*own));
+			gpu_inventory_read(c, own);
+			inv = own;
+		}
+		g = inv ? (unsigned)inv->n_usable : slots_count_gpus(c);
 
 		if (g) {
 			if (inv)
@@ -58,6 +67,7 @@ unsigned slots_node(const struct ctx *c, struct report *r, unsigned cores)
 					      "%zu on the bus; %u cores)", g, inv->n, cores);
 			else
 				report_detail(r, "slots: %u, one per GPU (mpi.slots_per_gpu; %u cores)", g, cores);
+			free(own);
 			return g;
 		}
 		if (inv)
@@ -66,6 +76,7 @@ unsigned slots_node(const struct ctx *c, struct report *r, unsigned cores)
 		else
 			report_detail(r, "slots: mpi.slots_per_gpu, but sysfs shows no GPU (NVIDIA or AMD under "
 				      "/sys/bus/pci/devices): %s", m->slots ? "mpi.slots instead" : "the usable cores instead");
+		free(own);
 	}
 	if (m->slots) {
 		report_detail(r, "slots: %u (mpi.slots; %u cores)", m->slots, cores);

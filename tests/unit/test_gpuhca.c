@@ -61,6 +61,7 @@ int main(void)
 		hca(name, pci, i < 4 ? "0\n" : "1\n", "InfiniBand\n");
 	}
 	hca("mlx5_an0", "c0de:00:02.0", "0\n", "Ethernet\n");     /* accelerated networking's VF */
+	hca("x$(reboot)", "c0df:00:02.0", "0\n", "InfiniBand\n");  /* a name no shell profile may carry: left out */
 	nh = gpu_hca_read(&c, h, GPU_HCA_MAX);
 	TEST_INTEQ(nh, 9);
 	TEST_STREQ(h[0].name, "mlx5_an0");

@@ -75,6 +75,16 @@ int main(void)
 			   "the bus): mpi.slots instead\nslots: 48 (mpi.slots; 96 cores)\n");
 		report_free(&r);
 		c.out = NULL;
+		/* No hand-off but a gpu section (the announce hook): the inventory read here, the
+		 * NVIDIA 3D controller above bound to no driver: no usable GPU. */
+		s.gpu.present = true;
+		put("/sys/bus/pci/devices/0000:01:00.0/device", "0x2330\n");
+		report_init(&r);
+		TEST_INTEQ(slots_node(&c, &r, 96), 48);
+		TEST_STREQ(sb_str(&r.details), "slots: mpi.slots_per_gpu, but the gpu step found no usable GPU (1 on "
+			   "the bus): mpi.slots instead\nslots: 48 (mpi.slots; 96 cores)\n");
+		report_free(&r);
+		s.gpu.present = false;
 	}
 
 	/* slots_per_gpu without GPUs: mpi.slots, then the cores; said. */
