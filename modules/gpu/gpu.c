@@ -24,7 +24,7 @@
 #include "proc.h"
 #include "strlist.h"
 
-#define GPU_READ_MAX_MS 10000           /* the inventory child's own cap within the step's deadline */
+#define GPU_READ_MAX_MS 5000            /* the inventory child's own cap within the step's deadline: it takes ms */
 
 static struct gpu_inventory gpu_last;   /* OUT_GPU: this run's inventory */
 

@@ -116,4 +116,16 @@ is "NC A100 v4 (4): summary" "$(jget "$T/out" gpu summary)" "4 GPUs a100, driver
 rm "$R/sys/bus/pci/devices/0004:00:00.0/driver"
 run
 has_finding "NC A100 v4: one unbound" failed gpu.unbound '0004:00:00.0: GPU 10de:20b5 is on the PCI bus but not bound'
+
+# A driver that does not answer: a read of its procfs blocks (a FIFO with no writer stands in
+# for a wedged driver's file).  The step ends at its read's deadline, failed, and names it.
+mk nca100v4-1
+rm "$R/proc/driver/nvidia/gpus/0001:00:00.0/information"
+mkfifo "$R/proc/driver/nvidia/gpus/0001:00:00.0/information"
+t0=$(date +%s%N)
+run
+t1=$(date +%s%N)
+is "wedged driver: exit 1" "$rc" 1
+has_finding "wedged driver: said" failed gpu.hung 'reading the GPUs \(sysfs, /proc/driver/nvidia\) did not finish within 5000 ms'
+check "wedged driver: the run ended (under 15 s)" test $(((t1 - t0) / 1000000)) -lt 15000
 done_testing
