@@ -95,8 +95,8 @@ static void vm_size(struct ctx *c, struct report *r, char *out, size_t n)
 		if (out[0])
 			return;
 	}
-	if (!ctx_real_root(c) && !getenv("HPCINIT_GPU_IMDS"))
-		return;         /* a fake root has no metadata service (tests name one with HPCINIT_GPU_IMDS) */
+	if (!ctx_real_root(c) && strcmp(c->spec->gpu.imds_url, SPEC_IMDS_VMSIZE_URL) == 0)
+		return;         /* a fake root (an image, a test) is no VM: only a gpu.imds_url of its own is asked */
 	if (imds_get_text(c->spec->gpu.imds_url, IMDS_TIMEOUT_MS, out, n, err, sizeof(err)) < 0) {
 		out[0] = '\0';
 		report_detail(r, "VM size: %s: %s", c->spec->gpu.imds_url, err);
