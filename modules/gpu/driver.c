@@ -110,9 +110,13 @@ static void fm_version(struct ctx *c, char *out, size_t n, const char **how)
 		if (out[0])
 			return;
 	}
-	if (fs_exists(c, "/var/lib/rpm") || fs_exists(c, "/usr/lib/sysimage/rpm")) {
+	/* RHEL 8/9 keep the database in /var/lib/rpm, newer Fedora and SUSE in /usr/lib/sysimage/rpm. */
+	const char *db = fs_exists(c, "/var/lib/rpm") ? "/var/lib/rpm" :
+			 fs_exists(c, "/usr/lib/sysimage/rpm") ? "/usr/lib/sysimage/rpm" : NULL;
+
+	if (db) {
 		const char *root = c->root && c->root[0] ? c->root : "/";
-		const char *const argv[] = { "rpm", "--root", root, "-q", "--qf", "%{VERSION}\\n",
+		const char *const argv[] = { "rpm", "--root", root, "--dbpath", db, "-q", "--qf", "%{VERSION}\\n",
 					     "nvidia-fabric-manager", "nvidia-fabricmanager", NULL };
 		uint64_t left = ctx_remaining_ms(c);
 		struct proc_result res = { 0 };

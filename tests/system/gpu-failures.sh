@@ -70,6 +70,25 @@ run
 is "fabric manager version unknown: exit 3" "$rc" 3
 has_finding "fabric manager version unknown: said" degraded gpu.fabricmanager.version-unknown 'nvidia-fabricmanager.s version is unknown'
 
+# An RPM system (AlmaLinux HPC images): the version from rpm's database in the root, made
+# here with rpmbuild and rpm --justdb (a stand-in package: no files, only its name and version).
+if command -v rpmbuild >/dev/null && command -v rpm >/dev/null; then
+	mkdir -p "$T/rpm/SPECS"
+	printf 'Name: nvidia-fabric-manager\nVersion: %s\nRelease: 1\nSummary: stand-in\nLicense: MIT\nBuildArch: noarch\n%%description\nstand-in\n%%files\n' \
+		535.154.05 >"$T/rpm/SPECS/fm.spec"
+	rpmbuild --define "_topdir $T/rpm" -bb "$T/rpm/SPECS/fm.spec" >"$T/rpmbuild.log" 2>&1
+	mk ndh100v5
+	rm "$R/var/lib/dpkg/status"
+	rpm --root "$R" --dbpath /var/lib/rpm --initdb
+	rpm --root "$R" --dbpath /var/lib/rpm -i --nodeps --justdb --noscripts "$T"/rpm/RPMS/noarch/*.rpm 2>/dev/null
+	run
+	is "rpm: fabric manager 535.154.05, driver 535.161.08: exit 1" "$rc" 1
+	has_finding "rpm: the version from rpm's database" failed gpu.fabricmanager.version \
+		'nvidia-fabricmanager is 535.154.05 \(rpm\) but the driver is 535.161.08'
+else
+	echo "# rpm or rpmbuild not installed: the RPM database case is not run here (tools/setup.sh installs them)"
+fi
+
 # Xid 79 after boot: the GPU fell off the bus while the node ran; check fails it, naming it.
 mk ndh100v5
 run apply
