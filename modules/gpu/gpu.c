@@ -200,7 +200,7 @@ static void judge_count(struct report *r, const struct gpu_inventory *inv, const
 		name_absent(r, inv, sz);
 	} else if (inv->expected && inv->n > inv->expected) {
 		report_finding(r, ST_DEGRADED, "gpu.count.more", "%zu GPUs on the PCI bus, %u expected "
-			       "(gpu.count or the size table): Slurm is told %zu", inv->n, inv->expected, inv->n);
+			       "(gpu.count or the size table): check gpu.count", inv->n, inv->expected);
 	}
 	if (inv->driver_version[0] == '\0')
 		report_finding(r, ST_FAILED, "gpu.driver.absent", "no NVIDIA driver (/proc/driver/nvidia/version): "

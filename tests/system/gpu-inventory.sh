@@ -83,6 +83,13 @@ run
 is "no GPU: exit 1" "$rc" 1
 has_finding "no GPU: said" failed gpu.none 'no NVIDIA GPU on the PCI bus'
 
+# Bad gpu keys: exit 2 with the place and what is allowed, nothing run.
+printf 'version: 1\ncluster: {name: gpu}\ngpu:\n  count: 65\n  peermem: always\n' >"$T/bad.yaml"
+run_hpc "$T/bad" validate "$T/bad.yaml"
+is "bad gpu keys: exit 2" "$rc" 2
+check "bad gpu.count: its place and bounds" grep -q "bad.yaml:4:10: .*0.*64" "$T/bad"
+check "bad gpu.peermem: its place and the words" grep -q "bad.yaml:5:12: .*optional.*required" "$T/bad"
+
 # The VM size from the metadata service when no fact file says it: a STAND-IN for Azure's
 # IMDS on loopback (this machine is no Azure VM) answers compute/vmSize with Metadata: true.
 mk ndh100v5
