@@ -7,7 +7,6 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,31 +24,15 @@ static const char *const peermem_registered[] = {
 	NULL,
 };
 
-/* Is there an InfiniBand device at all (GPUDirect RDMA has nothing to do without one)? */
-static bool has_rdma_device(const struct ctx *c)
-{
-	char *hp = ctx_path(c, "/sys/class/infiniband");
-	DIR *d = opendir(hp);
-	struct dirent *e;
-	bool any = false;
-
-	free(hp);
-	while (d && !any && (e = readdir(d)))
-		any = e->d_name[0] != '.';
-	if (d)
-		closedir(d);
-	return any;
-}
-
-void gpu_check_peermem(struct ctx *c, struct report *r)
+void gpu_check_peermem(struct ctx *c, struct report *r, bool infiniband)
 {
 	bool required = c->spec->gpu.peermem == GPU_PEERMEM_REQUIRED;
 	enum rstatus sev = required ? ST_FAILED : ST_DEGRADED;
 	const char *why = required ? " [gpu.peermem: required]" : "";
 	bool registered = false;
 
-	if (!required && !has_rdma_device(c)) {
-		report_detail(r, "GPUDirect RDMA: no RDMA device (/sys/class/infiniband), not checked");
+	if (!required && !infiniband) {
+		report_detail(r, "GPUDirect RDMA: no InfiniBand device (/sys/class/infiniband), not checked");
 		return;
 	}
 	for (size_t i = 0; peermem_registered[i]; i++)

@@ -162,17 +162,20 @@ static void judge_gpus(struct report *r, const struct gpu_inventory *inv)
 	}
 }
 
-/* Each GPU's nearest HCA, shown, and what does not hold of the pairing (degraded). */
-static void judge_hca(const struct ctx *c, struct report *r, struct gpu_inventory *inv, const struct gpu_size *sz)
+/* Each GPU's nearest HCA, shown, and what does not hold of the pairing (degraded).  True: an InfiniBand HCA. */
+static bool judge_hca(const struct ctx *c, struct report *r, struct gpu_inventory *inv, const struct gpu_size *sz)
 {
 	struct gpu_hca h[GPU_HCA_MAX];
 	size_t nh = gpu_hca_read(c, h, GPU_HCA_MAX);
 	struct strlist problems = { 0 };
 	const char *how;
+	bool ib = false;
 
-	if (!nh) {
-		report_detail(r, "HCAs: no RDMA device (/sys/class/infiniband): no GPU is paired with one");
-		return;
+	for (size_t k = 0; k < nh; k++)
+		ib |= h[k].infiniband;
+	if (!ib) {
+		report_detail(r, "HCAs: no InfiniBand device (/sys/class/infiniband): no GPU is paired with one");
+		return false;
 	}
 	gpu_hca_pair(inv, h, nh, sz, &problems, &how);
 	for (size_t i = 0; i < inv->n; i++)
@@ -181,6 +184,7 @@ static void judge_hca(const struct ctx *c, struct report *r, struct gpu_inventor
 		report_finding(r, ST_DEGRADED, "gpu.hca", "%s; NCCL and the MPI profile get no HCA for that GPU",
 			       problems.v[k]);
 	strlist_free(&problems);
+	return true;
 }
 
 static void judge_count(struct report *r, const struct gpu_inventory *inv, const struct gpu_size *sz)
@@ -239,8 +243,7 @@ static int gpu_run(struct ctx *c, struct report *r)
 	expected_count(c, r, inv, &sz);
 	judge_count(r, inv, sz);
 	judge_gpus(r, inv);
-	judge_hca(c, r, inv, sz);
-	gpu_check_peermem(c, r);
+	gpu_check_peermem(c, r, judge_hca(c, r, inv, sz));
 	gpu_check_fabric(c, r, inv);
 	gpu_check_xid(c, r, inv);
 	c->out->gpu = inv;

@@ -38,11 +38,18 @@ rm -rf "$R/sys/module/nvidia_peermem"
 run
 is "peermem not loaded: exit 3" "$rc" 3
 has_finding "peermem not loaded: said" degraded gpu.peermem.unloaded 'nvidia_peermem is not loaded'
-# An NC node without InfiniBand: nothing to say about GPUDirect RDMA.
+# An NC node without InfiniBand (only accelerated networking's Ethernet VF, an RDMA device
+# too): nothing to say about GPUDirect RDMA.
 mk nca100v4-1
 rm -rf "$R/sys/module/nvidia_peermem" "$R/sys/kernel/mm/memory_peers"
+mkdir -p "$R/sys/bus/pci/devices/c0de:00:02.0" "$R/sys/class/infiniband/mlx5_an0/ports/1"
+echo 0 >"$R/sys/bus/pci/devices/c0de:00:02.0/numa_node"
+echo Ethernet >"$R/sys/class/infiniband/mlx5_an0/ports/1/link_layer"
+ln -s ../../../bus/pci/devices/c0de:00:02.0 "$R/sys/class/infiniband/mlx5_an0/device"
 run
 is "NC without InfiniBand, no peermem: exit 0" "$rc" 0
+has_detail "NC without InfiniBand: not checked, said" "$T/out" gpu '^GPUDirect RDMA: no InfiniBand device'
+is "NC without InfiniBand: no HCA in the summary" "$(jget "$T/out" gpu summary)" "1 GPUs a100, driver 535.161.08"
 
 # The fabric manager down, then of another version than the driver.
 mk ndh100v5
@@ -104,8 +111,10 @@ has_finding "fallen off, gone from PCI: the address" failed gpu.missing '000b:00
 # An Xid that is not a failing one is shown, not failed.
 mk ndh100v5
 printf '4,2210,912345678,-;NVRM: Xid (PCI:0001:00:00): 13, Graphics SM Warp Exception\n' >>"$R/dev/kmsg"
+printf '4,2211,912345679,-;NVRM: Xid (PCI:0001:00:00): 13, Graphics SM Warp Exception\n' >>"$R/dev/kmsg"
 run
 is "Xid 13: exit 0" "$rc" 0
+is "Xid 13 twice: said once" "$(jget "$T/out" gpu details | grep -c 'Xid 13 in the kernel log')" 1
 has_detail "Xid 13: shown" "$T/out" gpu '^0001:00:00.0: Xid 13 in the kernel log \(not a failing one\)$'
 
 # The pairing checked against sysfs: an HCA on the other NUMA node than its GPU.
