@@ -10,7 +10,9 @@
  * the image's pins (AlmaLinux HPC images write exclude=nvidia-fabricmanager
  * ... gdrcopy); but exclude and excludepkgs are two keys of one option whose
  * values add up, in the order each key first appears, and an empty value
- * clears what came before.  So hpcinit writes the name the file does not use
+ * clears what came before.  dnf 4 has no drop-in for [main] (a [main] in a
+ * .repo file or in dnf.conf.d/ counts for nothing), so the line must be in
+ * dnf.conf itself.  So hpcinit writes the name the file does not use
  * yet (exclude, else excludepkgs): the image's line stays as it is and keeps
  * working, and a release takes exactly hpcinit's block out.  yum (yum.conf
  * alone) knows only exclude.

@@ -101,6 +101,40 @@ case_el() {
 	has_detail "$name: check names the newer kernel the next boot takes" "$T/out" kernel "newer kernel $kv-$knew.x86_64 installed"
 }
 
+# How dnf reads [main] (what pm_dnf.c relies on), asked of the real dnf: the names it
+# would upgrade, with each dnf.conf.
+upgrades() {
+	"${NONET[@]}" dnf -q --installroot="$1" --config="$1/etc/dnf/dnf.conf" --setopt=reposdir="$1/etc/yum.repos.d" \
+		--releasever=9 --noplugins list --upgrades 2>/dev/null | awk 'NR > 1 { sub(/\..*/, "", $1); print $1 }' |
+		sort | tr '\n' ' ' | sed 's/ $//'
+}
+P=$T/probe-9
+mkdir -p "$P/etc/dnf" "$P/etc/yum.repos.d"
+printf '[local]\nname=local\nbaseurl=file://%s\ngpgcheck=0\n' "$T/repo-5.14.0" >"$P/etc/yum.repos.d/local.repo"
+rpm_root "$P" "$T"/repo-5.14.0/{kernel-core,kernel-modules,kernel}-5.14.0-427.13.1.el9_4.noarch.rpm \
+	"$T"/repo-5.14.0/{hello-1.0,nvidia-fabricmanager-535.183.01,gdrcopy-2.4}-1.noarch.rpm
+dnf_reads() {  # DESCRIPTION EXPECTED DNF.CONF
+	printf "$3" >"$P/etc/dnf/dnf.conf"
+	is "dnf reads [main]: $1" "$(upgrades "$P")" "$2"
+}
+ALL="gdrcopy hello kernel kernel-core kernel-modules nvidia-fabricmanager"
+dnf_reads "nothing excluded" "$ALL" '[main]\n'
+dnf_reads "a second exclude= drops the first" "gdrcopy hello nvidia-fabricmanager" \
+	'[main]\nexclude=nvidia-fabricmanager gdrcopy\nexclude=kernel*\n'
+dnf_reads "keys are case-insensitive (EXCLUDE= is exclude=)" "gdrcopy hello nvidia-fabricmanager" \
+	'[main]\nEXCLUDE=nvidia-fabricmanager gdrcopy\nexclude=kernel*\n'
+dnf_reads "exclude= and excludepkgs= add up" "hello" \
+	'[main]\nexclude=nvidia-fabricmanager gdrcopy\nexcludepkgs=kernel*\n'
+dnf_reads "an empty value clears what came before" "$ALL" '[main]\nexcludepkgs=kernel*\nexclude=\n'
+dnf_reads "the keys count in the order of their first line" "gdrcopy hello nvidia-fabricmanager" \
+	'[main]\nexclude=nvidia-fabricmanager gdrcopy\nexcludepkgs=kernel*\nexclude=\n'
+dnf_reads "an indented line continues a value" "hello" \
+	'[main]\nexclude=nvidia-fabricmanager gdrcopy\n  kernel*\n'
+printf '[main]\nexcludepkgs=kernel*\n' >"$P/etc/yum.repos.d/zz-main.repo"
+mkdir -p "$P/etc/dnf/dnf.conf.d"
+printf '[main]\nexcludepkgs=kernel*\n' >"$P/etc/dnf/dnf.conf.d/hold.conf"
+dnf_reads "no drop-in: a [main] in a .repo file or dnf.conf.d/ counts for nothing" "$ALL" '[main]\n'
+
 PIN='exclude=nvidia-fabricmanager gdrcopy
 '
 case_el alma8 almalinux 8.10 "AlmaLinux 8.10 (Cerulean Leopard)" 4.18.0 553.el8_10 553.16.1.el8_10 "$PIN"
