@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "fsutil.h"
 #include "kernel.h"
@@ -311,6 +312,17 @@ static int hold_rhel(struct ctx *c, struct report *r, const char *rel, const voi
 	return ret < 0 ? ret : 0;
 }
 
+/* A symlink (EL8 and EL9: /etc/yum.conf -> dnf/dnf.conf, the same file as dnf.conf)? */
+static bool is_link(const struct ctx *c, const char *path)
+{
+	char *p = ctx_path(c, path);
+	struct stat st;
+	bool link = lstat(p, &st) == 0 && S_ISLNK(st.st_mode);
+
+	free(p);
+	return link;
+}
+
 static int release_rhel(struct ctx *c, struct report *r, const char *rel, const void *db)
 {
 	static const char *const paths[] = { "/etc/dnf/dnf.conf", "/etc/yum.conf" };
@@ -321,7 +333,7 @@ static int release_rhel(struct ctx *c, struct report *r, const char *rel, const 
 		char *old = NULL, *ours;
 		struct ini_main im;
 
-		if (fs_read(c, paths[i], &old, NULL) < 0)
+		if (is_link(c, paths[i]) || fs_read(c, paths[i], &old, NULL) < 0)
 			continue;
 		ours = managed_block_get(old, tag);
 		if (ours) {
