@@ -71,12 +71,12 @@ case_el() {
 		"$REPO/hello-1.0-1.noarch.rpm" "$REPO/nvidia-fabricmanager-535.183.01-1.noarch.rpm" \
 		"$REPO/gdrcopy-2.4-1.noarch.rpm"
 
-	run_hpc_stdout "$T/out" check --root "$R" -c "$R/node.yaml" --only kernel --json
+	run_hpc_stdout "$T/out" check --root "$R" -c "$R/node.yaml" --json
 	is "$name: check before apply: drift (not held)" "$(jget "$T/out" kernel status)" drift
-	run_hpc_stdout "$T/out" apply --root "$R" -c "$R/node.yaml" --only kernel --json
+	run_hpc_stdout "$T/out" apply --root "$R" -c "$R/node.yaml" --json
 	is "$name: apply exits 0" "$rc" 0
 	has_detail "$name: apply says held" "$T/out" kernel '^held: kernel\* excluded in hpcinit.s block in \[main\] of /etc/dnf/dnf.conf'
-	run_hpc_stdout "$T/out" check --root "$R" -c "$R/node.yaml" --only kernel --json
+	run_hpc_stdout "$T/out" check --root "$R" -c "$R/node.yaml" --json
 	is "$name: check after apply exits 0 (no drift)" "$rc" 0
 	sed '/^# BEGIN hpcinit holdtest$/,/^# END hpcinit holdtest$/d' "$R/etc/dnf/dnf.conf" >"$T/outside"
 	check "$name: every line outside hpcinit's block is the image's, unchanged" same_file "$T/outside" "$T/dnf.conf.image"
@@ -87,23 +87,23 @@ case_el() {
 	is "$name: held: kernel-modules stays" "$(rpmq "$R" kernel-modules)" "$kv-$kold"
 	is "$name: the unrelated package moves" "$(rpmq "$R" hello)" 1.1-1
 	pinned "$name" "$R" "$pin"
-	run_hpc_stdout "$T/out" check --root "$R" -c "$R/node.yaml" --only kernel --json
+	run_hpc_stdout "$T/out" check --root "$R" -c "$R/node.yaml" --json
 	is "$name: check after the upgrade exits 0" "$rc" 0
 
 	sed -i 's/hold: true/hold: false/' "$R/node.yaml"
-	run_hpc_stdout "$T/out" check --root "$R" -c "$R/node.yaml" --only kernel --json
+	run_hpc_stdout "$T/out" check --root "$R" -c "$R/node.yaml" --json
 	is "$name: hold: false, check: drift (the block would go)" "$(jget "$T/out" kernel status)" drift
-	run_hpc_stdout "$T/out" apply --root "$R" -c "$R/node.yaml" --only kernel --json
+	run_hpc_stdout "$T/out" apply --root "$R" -c "$R/node.yaml" --json
 	has_detail "$name: apply releases" "$T/out" kernel '^released \(kernel.hold: false\): hpcinit.s kernel\* exclude block in /etc/dnf/dnf.conf$'
 	check "$name: dnf.conf is the image's again, byte for byte" same_file "$R/etc/dnf/dnf.conf" "$T/dnf.conf.image"
-	run_hpc_stdout "$T/out" check --root "$R" -c "$R/node.yaml" --only kernel --json
+	run_hpc_stdout "$T/out" check --root "$R" -c "$R/node.yaml" --json
 	check "$name: check after the release finds no hold drift" not_contains "$T/out" kernel.hold.release
 	check "$name: dnf upgrade runs" dnf_root "$R" upgrade
 	for p in kernel kernel-core kernel-modules; do
 		is "$name: released: $p $kv-$knew installs beside the running one" "$(rpmq "$R" $p)" "$(words "$kv-$kold" "$kv-$knew")"
 	done
 	pinned "$name: after the release" "$R" "$pin"
-	run_hpc_stdout "$T/out" check --root "$R" -c "$R/node.yaml" --only kernel --json
+	run_hpc_stdout "$T/out" check --root "$R" -c "$R/node.yaml" --json
 	has_detail "$name: check names the newer kernel the next boot takes" "$T/out" kernel "newer kernel $kv-$knew.x86_64 installed"
 }
 

@@ -50,12 +50,12 @@ zyp() {
 	return "$rc"
 }
 
-run_hpc_stdout "$T/out" check --root "$R" -c "$R/node.yaml" --only kernel --json
+run_hpc_stdout "$T/out" check --root "$R" -c "$R/node.yaml" --json
 is "check before apply: drift (not held)" "$(jget "$T/out" kernel status)" drift
-run_hpc_stdout "$T/out" apply --root "$R" -c "$R/node.yaml" --only kernel --json
+run_hpc_stdout "$T/out" apply --root "$R" -c "$R/node.yaml" --json
 is "apply exits 0" "$rc" 0
 has_detail "apply says held" "$T/out" kernel '^held: lock for kernel-default added to /etc/zypp/locks$'
-run_hpc_stdout "$T/out" check --root "$R" -c "$R/node.yaml" --only kernel --json
+run_hpc_stdout "$T/out" check --root "$R" -c "$R/node.yaml" --json
 is "check after apply exits 0 (no drift)" "$rc" 0
 check "zypper locks lists hpcinit's lock" bash -c "$(declare -p NONET R T); $(declare -f zyp); zyp locks && grep -q 'kernel-default' \"\$T/zypper.log\""
 
@@ -64,9 +64,9 @@ for cmd in update dup; do
 	is "zypper $cmd: held: kernel-default stays (multiversion)" "$(rpmq "$R" kernel-default)" "$KV-$KOLD"
 	is "zypper $cmd: the unrelated package moves" "$(rpmq "$R" hello)" 1.1-1
 	is "zypper $cmd: the image's lock still holds gdrcopy" "$(rpmq "$R" gdrcopy)" 2.4-1
-	run_hpc_stdout "$T/out" check --root "$R" -c "$R/node.yaml" --only kernel --json
+	run_hpc_stdout "$T/out" check --root "$R" -c "$R/node.yaml" --json
 	is "zypper $cmd: check after it exits 0" "$rc" 0
-	[ "$cmd" = dup ] || { rm -rf "$R"; cp -a "$T/root.fresh" "$R"; hpcinit apply --root "$R" -c "$R/node.yaml" --only kernel >/dev/null; }
+	[ "$cmd" = dup ] || { rm -rf "$R"; cp -a "$T/root.fresh" "$R"; hpcinit apply --root "$R" -c "$R/node.yaml" >/dev/null; }
 done
 # Asking for the kernel by name is refused by the solver; `install --force` is not
 # (what zypper really does: the lock is no hold against --force).
@@ -75,21 +75,21 @@ is "zypper install of the newer kernel by name: refused (4: solver problem)" "$r
 check "  and the solver names the lock" contains "$T/zypper.log" "remove lock to allow installation of kernel-default-$KV-$KNEW"
 
 sed -i 's/hold: true/hold: false/' "$R/node.yaml"
-run_hpc_stdout "$T/out" apply --root "$R" -c "$R/node.yaml" --only kernel --json
+run_hpc_stdout "$T/out" apply --root "$R" -c "$R/node.yaml" --json
 has_detail "hold: false: apply releases" "$T/out" kernel "^released \(kernel.hold: false\): hpcinit's lock block in /etc/zypp/locks$"
 check "the locks file is the image's again, byte for byte" same_file "$R/etc/zypp/locks" "$T/locks.image"
-run_hpc_stdout "$T/out" check --root "$R" -c "$R/node.yaml" --only kernel --json
+run_hpc_stdout "$T/out" check --root "$R" -c "$R/node.yaml" --json
 check "check after the release finds no hold drift" not_contains "$T/out" kernel.hold.release
 check "zypper update runs" zyp update
 is "released: the newer kernel-default installs beside the running one" "$(rpmq "$R" kernel-default)" \
 	"$(words "$KV-$KOLD" "$KV-$KNEW")"
 is "the image's lock holds after the release" "$(rpmq "$R" gdrcopy)" 2.4-1
-run_hpc_stdout "$T/out" check --root "$R" -c "$R/node.yaml" --only kernel --json
+run_hpc_stdout "$T/out" check --root "$R" -c "$R/node.yaml" --json
 has_detail "check names the newer kernel the next boot takes" "$T/out" kernel "newer kernel $KV-${KNEW%.1}-default installed"
 
 # install --force: with hpcinit's lock back, zypper still installs the kernel beside it.
 rm -rf "$R"; cp -a "$T/root.fresh" "$R"
-run_hpc_stdout "$T/out" apply --root "$R" -c "$R/node.yaml" --only kernel --json
+run_hpc_stdout "$T/out" apply --root "$R" -c "$R/node.yaml" --json
 is "a fresh root: apply holds again" "$rc" 0
 has_detail "  and warns about install --force on multiversion kernels" "$T/out" kernel \
 	'^warning: /etc/zypp/zypp.conf installs kernels as multiversion: zypper install --force puts a new kernel-default beside the locked one'
