@@ -7,7 +7,8 @@
 # leave the running kernel alone (multiversion or not: the lock holds), move the
 # unrelated package and keep the image's lock; check agrees; kernel.hold: false takes out
 # only hpcinit's lock block, and zypper then installs the newer kernel beside the old.
-# zypper reads only the root's repositories and config (ZYPP_CONF, --config), without a
+# zypper reads only the root's repositories and config and logs into the test's folder
+# (ZYPP_CONF, --config, ZYPP_LOGFILE), without a
 # network where this machine allows it.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/rdma-lib.sh"
@@ -44,7 +45,7 @@ cp -a "$R" "$T/root.fresh"
 # zyp ARGS...: the real zypper on the root only (its output in $T/zypper.log, shown on failure)
 zyp() {
 	local rc=0
-	ZYPP_CONF=$R/etc/zypp/zypp.conf "${NONET[@]}" zypper --root "$R" --config "$R/etc/zypp/zypper.conf" \
+	ZYPP_CONF=$R/etc/zypp/zypp.conf ZYPP_LOGFILE=$T/zypp.log "${NONET[@]}" zypper --root "$R" --config "$R/etc/zypp/zypper.conf" \
 		--non-interactive --no-gpg-checks "$@" >"$T/zypper.log" 2>&1 || rc=$?
 	[ "$rc" = 0 ] || [ -n "${ZYP_MAY_FAIL:-}" ] || sed 's/^/  | /' "$T/zypper.log"
 	return "$rc"
