@@ -220,7 +220,8 @@ static void summary_ok(struct report *r, const struct gpu_inventory *inv)
 	struct strbuf sb = STRBUF_INIT;
 	bool paired = false;
 
-	sb_printf(&sb, "%zu GPUs%s%s, driver %s%s", inv->n_usable, inv->gpu[0].type[0] ? " " : "", inv->gpu[0].type,
+	sb_printf(&sb, "%zu GPU%s%s%s, driver %s%s", inv->n_usable, inv->n_usable == 1 ? "" : "s",
+		  inv->gpu[0].type[0] ? " " : "", inv->gpu[0].type,
 		  inv->driver_version, inv->n_nvswitch ? ", NVSwitch" : "");
 	for (size_t i = 0; i < inv->n; i++)
 		paired |= inv->gpu[i].hca[0] != '\0';

@@ -49,7 +49,7 @@ ln -s ../../../bus/pci/devices/c0de:00:02.0 "$R/sys/class/infiniband/mlx5_an0/de
 run
 is "NC without InfiniBand, no peermem: exit 0" "$rc" 0
 has_detail "NC without InfiniBand: not checked, said" "$T/out" gpu '^GPUDirect RDMA: no InfiniBand device'
-is "NC without InfiniBand: no HCA in the summary" "$(jget "$T/out" gpu summary)" "1 GPUs a100, driver 535.161.08"
+is "NC without InfiniBand: no HCA in the summary" "$(jget "$T/out" gpu summary)" "1 GPU a100, driver 535.161.08"
 
 # The fabric manager down, then of another version than the driver.
 mk ndh100v5
