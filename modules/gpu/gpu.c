@@ -117,9 +117,13 @@ static void expected_count(struct ctx *c, struct report *r, struct gpu_inventory
 		inv->expected = (*sz)->gpus;
 		report_detail(r, "expected: %u GPUs (%s, the size table)", inv->expected, (*sz)->name);
 	} else {
-		report_finding(r, ST_OK, "gpu.count.unknown", "expected count unknown: %s; set gpu.count to have "
-			       "a short node fail", inv->vm_size[0] ? "this VM size is not in the size table" :
-			       "no VM size (" GPU_VM_SIZE_FACT " or the metadata service)");
+		if (inv->vm_size[0])
+			report_finding(r, ST_OK, "gpu.count.unknown", "expected count unknown: %s is not in the size "
+				       "table; set gpu.count to have a short node fail", inv->vm_size);
+		else
+			report_finding(r, ST_OK, "gpu.count.unknown", "expected count unknown: no VM size ("
+				       GPU_VM_SIZE_FACT " or the metadata service); set gpu.count to have a short "
+				       "node fail");
 	}
 }
 
