@@ -96,11 +96,19 @@ else
 	echo "# rpm or rpmbuild not installed: the RPM database case is not run here (tools/setup.sh installs them)"
 fi
 
-# Xid 79 after boot: the GPU fell off the bus while the node ran; check fails it, naming it.
+# Xid 79 after boot: the GPU fell off the bus while the node ran; check (the whole check,
+# as the timer runs it) fails it, naming it, and the node's status turns failed.
 mk ndh100v5
-run apply
+run_hpc "$T/apply" apply --root "$R" -c "$R/node.yaml"
 is "before the Xid: apply exit 0" "$rc" 0
+run_hpc "$T/status" status --root "$R"
+is "before the Xid: status ready (exit 0)" "$rc" 0
 printf '4,2210,912345678,-;NVRM: Xid (PCI:000b:00:00): 79, pid=0, name=, GPU has fallen off the bus.\n' >>"$R/dev/kmsg"
+run_hpc "$T/check" check --root "$R" -c "$R/node.yaml"
+is "Xid 79: the whole check exit 1" "$rc" 1
+run_hpc "$T/status" status --root "$R"
+is "Xid 79: the node's status is failed (exit 1)" "$rc" 1
+check "Xid 79: status says why" grep -q '000b:00:00.0: Xid 79' "$T/status"
 run check
 is "Xid 79 after boot: check exit 1" "$rc" 1
 has_finding "Xid 79: named with the GPU's address" failed gpu.xid '000b:00:00.0: Xid 79 \(GPU has fallen off the bus\) in the kernel log'
