@@ -250,6 +250,7 @@ static int gpu_run(struct ctx *c, struct report *r)
 	judge_gpus(r, inv);
 	gpu_check_peermem(c, r, judge_hca(c, r, inv, sz));
 	gpu_check_fabric(c, r, inv);
+	gpu_check_nccl_topo(c, r);
 	gpu_check_xid(c, r, inv);
 	c->out->gpu = inv;
 	if (r->status == ST_OK)

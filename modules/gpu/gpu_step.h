@@ -14,6 +14,8 @@
 void gpu_check_peermem(struct ctx *c, struct report *r, bool infiniband);
 /* On NVSwitch nodes: nvidia-fabricmanager running, of the driver's version. */
 void gpu_check_fabric(struct ctx *c, struct report *r, const struct gpu_inventory *inv);
+/* NCCL_TOPO_FILE of /etc/nccl.conf (the image's): the file it names is there. */
+void gpu_check_nccl_topo(struct ctx *c, struct report *r);
 /* The fabric manager's installed version from dpkg's status text ("535.161.08"), "" when none. */
 void gpu_fm_version_dpkg(const char *status, char *out, size_t n);
 

@@ -133,6 +133,21 @@ is "HCA on the wrong NUMA node: exit 3" "$rc" 3
 has_finding "HCA on the wrong NUMA node: both named" degraded gpu.hca \
 	'0003:00:00.0 \(NUMA 0\) and its HCA mlx5_ib2 0103:00:00.0 \(NUMA 1\) are on different NUMA nodes'
 
+# The image's NCCL topology file: named in /etc/nccl.conf, left alone, its absence said.
+mk ndh100v5
+mkdir -p "$R/opt/microsoft"
+printf '# the image'"'"'s\nNCCL_IB_PCI_RELAXED_ORDERING=1\nNCCL_TOPO_FILE=/opt/microsoft/ndv5-topo.xml\n' >"$R/etc/nccl.conf"
+echo '<system version="1"/>' >"$R/opt/microsoft/ndv5-topo.xml"
+cp "$R/etc/nccl.conf" "$T/nccl.conf.before"
+run apply
+is "NCCL topology file there: exit 0" "$rc" 0
+has_detail "NCCL topology file: shown" "$T/out" gpu '^NCCL_TOPO_FILE: /opt/microsoft/ndv5-topo.xml \(/etc/nccl.conf, the image.s: left as it is\)$'
+check "NCCL topology file: /etc/nccl.conf untouched" cmp -s "$R/etc/nccl.conf" "$T/nccl.conf.before"
+rm "$R/opt/microsoft/ndv5-topo.xml"
+run
+is "NCCL topology file gone: exit 3" "$rc" 3
+has_finding "NCCL topology file gone: named" degraded gpu.nccl.topo '/etc/nccl.conf sets NCCL_TOPO_FILE=/opt/microsoft/ndv5-topo.xml, which is not there'
+
 # ND A100 v4: 6 NVSwitches 10de:1af1, no published pairing: HCAs by NUMA node.
 mk nda100v4
 run
