@@ -116,6 +116,24 @@ has_finding "Xid 79: named with the GPU's address" failed gpu.xid '000b:00:00.0:
 rm -rf "$R/sys/bus/pci/devices/000b:00:00.0"
 run check
 has_finding "fallen off, gone from PCI: the address" failed gpu.missing '000b:00:00.0: no GPU at this PCI address'
+# No count to hold the node to (a size not in the table): a GPU on the bus at boot's apply
+# and gone at the timer's check still fails it, named (this boot's /run keeps what was seen).
+mk nca100v4-2
+echo Standard_Stand_In_Size >"$R/etc/hpcinit/facts/vm-size"
+run apply
+is "unknown size, 2 GPUs: apply exit 0" "$rc" 0
+check "unknown size: what was seen is kept in /run" grep -qx '0002:00:00.0' "$R/run/hpcinit/gpu-seen"
+rm -rf "$R/sys/bus/pci/devices/0002:00:00.0" "$R/proc/driver/nvidia/gpus/0002:00:00.0"
+run check
+is "unknown size, one gone after boot: check exit 1" "$rc" 1
+has_finding "unknown size, one gone: named" failed gpu.missing '0002:00:00.0: a GPU was there earlier this boot'
+# The ND H100 v5 layout names it once, not twice.
+mk ndh100v5
+run apply
+rm -rf "$R/sys/bus/pci/devices/0003:00:00.0"
+run check
+is "layout and /run: 0003 named once" "$(findings | grep -c '^failed gpu.missing 0003:00:00.0')" 1
+
 # An Xid that is not a failing one is shown, not failed.
 mk ndh100v5
 printf '4,2210,912345678,-;NVRM: Xid (PCI:0001:00:00): 13, Graphics SM Warp Exception\n' >>"$R/dev/kmsg"
