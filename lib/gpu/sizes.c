@@ -27,7 +27,7 @@ static const struct { unsigned device; const char *type; } types[] = {
 	{ 0x26b9, "l40s" },     /* L40S */
 };
 
-/* ND H100 v5 (and ND H200 v5, the same board): azhpc-images topology/ndv5-topo.xml. */
+/* ND H100 v5: azhpc-images topology/ndv5-topo.xml.  (ND H200 v5 is not assumed to share it: NUMA nodes.) */
 static const struct gpu_pair ndv5_pairs[] = {
 	{ "0001:00:00.0", "0101:00:00.0" }, { "0002:00:00.0", "0102:00:00.0" },
 	{ "0003:00:00.0", "0103:00:00.0" }, { "0008:00:00.0", "0104:00:00.0" },
@@ -38,7 +38,7 @@ static const struct gpu_pair ndv5_pairs[] = {
 
 static const struct gpu_size sizes[] = {
 	{ "Standard_ND96isr_H100_v5", 8, ndv5_pairs },
-	{ "Standard_ND96isr_H200_v5", 8, ndv5_pairs },
+	{ "Standard_ND96isr_H200_v5", 8, NULL },
 	{ "Standard_ND96asr_v4", 8, NULL },
 	{ "Standard_ND96amsr_A100_v4", 8, NULL },
 	{ "Standard_ND40rs_v2", 8, NULL },

@@ -148,3 +148,30 @@ void gpu_check_fabric(struct ctx *c, struct report *r, const struct gpu_inventor
 			       "driver is %s: they must match exactly (CUDA error 802); install the fabric manager of "
 			       "version %s and pin both", ver, from, inv->driver_version, inv->driver_version);
 }
+
+void gpu_check_nccl_topo(struct ctx *c, struct report *r)
+{
+	char *text = NULL, path[256] = "";
+
+	if (fs_read(c, "/etc/nccl.conf", &text, NULL) < 0)
+		return;
+	for (char *line = text; line && *line;) {
+		char *nl = strchr(line, '\n');
+
+		if (nl)
+			*nl = '\0';
+		line += strspn(line, " \t");
+		if (strncmp(line, "NCCL_TOPO_FILE=", 15) == 0)
+			snprintf(path, sizeof(path), "%.*s", (int)strcspn(line + 15, " \t\r"), line + 15);
+		line = nl ? nl + 1 : NULL;
+	}
+	free(text);
+	if (!path[0])
+		return;
+	if (path[0] != '/' || !fs_exists(c, path))
+		report_finding(r, ST_DEGRADED, "gpu.nccl.topo", "/etc/nccl.conf sets NCCL_TOPO_FILE=%s, which is not "
+			       "there: NCCL sees no GPU-HCA pairing inside the VM and may pick a far HCA; install the "
+			       "image's topology file or remove the line", path);
+	else
+		report_detail(r, "NCCL_TOPO_FILE: %s (/etc/nccl.conf, the image's: left as it is)", path);
+}

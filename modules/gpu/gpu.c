@@ -117,24 +117,31 @@ static void expected_count(struct ctx *c, struct report *r, struct gpu_inventory
 		inv->expected = (*sz)->gpus;
 		report_detail(r, "expected: %u GPUs (%s, the size table)", inv->expected, (*sz)->name);
 	} else {
-		report_finding(r, ST_OK, "gpu.count.unknown", "expected count unknown: %s; set gpu.count to have "
-			       "a short node fail", inv->vm_size[0] ? "this VM size is not in the size table" :
-			       "no VM size (" GPU_VM_SIZE_FACT " or the metadata service)");
+		if (inv->vm_size[0])
+			report_finding(r, ST_OK, "gpu.count.unknown", "expected count unknown: %s is not in the size "
+				       "table; set gpu.count to have a short node fail", inv->vm_size);
+		else
+			report_finding(r, ST_OK, "gpu.count.unknown", "expected count unknown: no VM size ("
+				       GPU_VM_SIZE_FACT " or the metadata service); set gpu.count to have a short "
+				       "node fail");
 	}
 }
 
-/* A GPU of Azure's layout for this size that is not on the bus at all. */
-static void name_absent(struct report *r, const struct gpu_inventory *inv, const struct gpu_size *sz)
+/* A GPU of Azure's layout for this size that is not on the bus at all (its address added to named). */
+static void name_absent(struct report *r, const struct gpu_inventory *inv, const struct gpu_size *sz,
+			struct strlist *named)
 {
 	for (size_t k = 0; sz && sz->pairs && sz->pairs[k].gpu; k++) {
 		bool seen = false;
 
 		for (size_t i = 0; i < inv->n; i++)
 			seen |= strcmp(inv->gpu[i].pci, sz->pairs[k].gpu) == 0;
-		if (!seen)
+		if (!seen) {
 			report_finding(r, ST_FAILED, "gpu.missing", "%s: no GPU at this PCI address (%s has one "
 				       "there): it fell off the bus or the host did not attach it; deallocate and "
 				       "redeploy the VM", sz->pairs[k].gpu, sz->name);
+			strlist_push(named, sz->pairs[k].gpu);
+		}
 	}
 }
 
@@ -187,7 +194,8 @@ static bool judge_hca(const struct ctx *c, struct report *r, struct gpu_inventor
 	return true;
 }
 
-static void judge_count(struct report *r, const struct gpu_inventory *inv, const struct gpu_size *sz)
+static void judge_count(struct report *r, const struct gpu_inventory *inv, const struct gpu_size *sz,
+			struct strlist *named)
 {
 	if (inv->n == 0) {
 		report_finding(r, ST_FAILED, "gpu.none", "no NVIDIA GPU on the PCI bus (/sys/bus/pci/devices, "
@@ -201,7 +209,7 @@ static void judge_count(struct report *r, const struct gpu_inventory *inv, const
 	if (inv->expected && inv->n < inv->expected) {
 		report_finding(r, ST_FAILED, "gpu.missing", "%zu of %u GPUs on the PCI bus%s", inv->n,
 			       inv->expected, sz && sz->pairs ? "" : ": deallocate and redeploy the VM");
-		name_absent(r, inv, sz);
+		name_absent(r, inv, sz, named);
 	} else if (inv->expected && inv->n > inv->expected) {
 		report_finding(r, ST_DEGRADED, "gpu.count.more", "%zu GPUs on the PCI bus, %u expected "
 			       "(gpu.count or the size table): check gpu.count", inv->n, inv->expected);
@@ -220,7 +228,8 @@ static void summary_ok(struct report *r, const struct gpu_inventory *inv)
 	struct strbuf sb = STRBUF_INIT;
 	bool paired = false;
 
-	sb_printf(&sb, "%zu GPUs%s%s, driver %s%s", inv->n_usable, inv->gpu[0].type[0] ? " " : "", inv->gpu[0].type,
+	sb_printf(&sb, "%zu GPU%s%s%s, driver %s%s", inv->n_usable, inv->n_usable == 1 ? "" : "s",
+		  inv->gpu[0].type[0] ? " " : "", inv->gpu[0].type,
 		  inv->driver_version, inv->n_nvswitch ? ", NVSwitch" : "");
 	for (size_t i = 0; i < inv->n; i++)
 		paired |= inv->gpu[i].hca[0] != '\0';
@@ -233,6 +242,7 @@ static void summary_ok(struct report *r, const struct gpu_inventory *inv)
 static int gpu_run(struct ctx *c, struct report *r)
 {
 	struct gpu_inventory *inv = &gpu_last;
+	struct strlist named = { 0 };
 	const struct gpu_size *sz;
 	int ret;
 
@@ -241,10 +251,13 @@ static int gpu_run(struct ctx *c, struct report *r)
 	if (ret < 0)
 		return 0;               /* the finding says it; nothing to hand on */
 	expected_count(c, r, inv, &sz);
-	judge_count(r, inv, sz);
+	judge_count(r, inv, sz, &named);
+	gpu_check_seen(c, r, inv, &named);
+	strlist_free(&named);
 	judge_gpus(r, inv);
 	gpu_check_peermem(c, r, judge_hca(c, r, inv, sz));
 	gpu_check_fabric(c, r, inv);
+	gpu_check_nccl_topo(c, r);
 	gpu_check_xid(c, r, inv);
 	c->out->gpu = inv;
 	if (r->status == ST_OK)

@@ -49,7 +49,7 @@ ln -s ../../../bus/pci/devices/c0de:00:02.0 "$R/sys/class/infiniband/mlx5_an0/de
 run
 is "NC without InfiniBand, no peermem: exit 0" "$rc" 0
 has_detail "NC without InfiniBand: not checked, said" "$T/out" gpu '^GPUDirect RDMA: no InfiniBand device'
-is "NC without InfiniBand: no HCA in the summary" "$(jget "$T/out" gpu summary)" "1 GPUs a100, driver 535.161.08"
+is "NC without InfiniBand: no HCA in the summary" "$(jget "$T/out" gpu summary)" "1 GPU a100, driver 535.161.08"
 
 # The fabric manager down, then of another version than the driver.
 mk ndh100v5
@@ -96,11 +96,19 @@ else
 	echo "# rpm or rpmbuild not installed: the RPM database case is not run here (tools/setup.sh installs them)"
 fi
 
-# Xid 79 after boot: the GPU fell off the bus while the node ran; check fails it, naming it.
+# Xid 79 after boot: the GPU fell off the bus while the node ran; check (the whole check,
+# as the timer runs it) fails it, naming it, and the node's status turns failed.
 mk ndh100v5
-run apply
+run_hpc "$T/apply" apply --root "$R" -c "$R/node.yaml"
 is "before the Xid: apply exit 0" "$rc" 0
+run_hpc "$T/status" status --root "$R"
+is "before the Xid: status ready (exit 0)" "$rc" 0
 printf '4,2210,912345678,-;NVRM: Xid (PCI:000b:00:00): 79, pid=0, name=, GPU has fallen off the bus.\n' >>"$R/dev/kmsg"
+run_hpc "$T/check" check --root "$R" -c "$R/node.yaml"
+is "Xid 79: the whole check exit 1" "$rc" 1
+run_hpc "$T/status" status --root "$R"
+is "Xid 79: the node's status is failed (exit 1)" "$rc" 1
+check "Xid 79: status says why" grep -q '000b:00:00.0: Xid 79' "$T/status"
 run check
 is "Xid 79 after boot: check exit 1" "$rc" 1
 has_finding "Xid 79: named with the GPU's address" failed gpu.xid '000b:00:00.0: Xid 79 \(GPU has fallen off the bus\) in the kernel log'
@@ -108,6 +116,24 @@ has_finding "Xid 79: named with the GPU's address" failed gpu.xid '000b:00:00.0:
 rm -rf "$R/sys/bus/pci/devices/000b:00:00.0"
 run check
 has_finding "fallen off, gone from PCI: the address" failed gpu.missing '000b:00:00.0: no GPU at this PCI address'
+# No count to hold the node to (a size not in the table): a GPU on the bus at boot's apply
+# and gone at the timer's check still fails it, named (this boot's /run keeps what was seen).
+mk nca100v4-2
+echo Standard_Stand_In_Size >"$R/etc/hpcinit/facts/vm-size"
+run apply
+is "unknown size, 2 GPUs: apply exit 0" "$rc" 0
+check "unknown size: what was seen is kept in /run" grep -qx '0002:00:00.0' "$R/run/hpcinit/gpu-seen"
+rm -rf "$R/sys/bus/pci/devices/0002:00:00.0" "$R/proc/driver/nvidia/gpus/0002:00:00.0"
+run check
+is "unknown size, one gone after boot: check exit 1" "$rc" 1
+has_finding "unknown size, one gone: named" failed gpu.missing '0002:00:00.0: a GPU was there earlier this boot'
+# The ND H100 v5 layout names it once, not twice.
+mk ndh100v5
+run apply
+rm -rf "$R/sys/bus/pci/devices/0003:00:00.0"
+run check
+is "layout and /run: 0003 named once" "$(findings | grep -c '^failed gpu.missing 0003:00:00.0')" 1
+
 # An Xid that is not a failing one is shown, not failed.
 mk ndh100v5
 printf '4,2210,912345678,-;NVRM: Xid (PCI:0001:00:00): 13, Graphics SM Warp Exception\n' >>"$R/dev/kmsg"
@@ -124,6 +150,21 @@ run
 is "HCA on the wrong NUMA node: exit 3" "$rc" 3
 has_finding "HCA on the wrong NUMA node: both named" degraded gpu.hca \
 	'0003:00:00.0 \(NUMA 0\) and its HCA mlx5_ib2 0103:00:00.0 \(NUMA 1\) are on different NUMA nodes'
+
+# The image's NCCL topology file: named in /etc/nccl.conf, left alone, its absence said.
+mk ndh100v5
+mkdir -p "$R/opt/microsoft"
+printf '# the image'"'"'s\nNCCL_IB_PCI_RELAXED_ORDERING=1\nNCCL_TOPO_FILE=/opt/microsoft/ndv5-topo.xml\n' >"$R/etc/nccl.conf"
+echo '<system version="1"/>' >"$R/opt/microsoft/ndv5-topo.xml"
+cp "$R/etc/nccl.conf" "$T/nccl.conf.before"
+run apply
+is "NCCL topology file there: exit 0" "$rc" 0
+has_detail "NCCL topology file: shown" "$T/out" gpu '^NCCL_TOPO_FILE: /opt/microsoft/ndv5-topo.xml \(/etc/nccl.conf, the image.s: left as it is\)$'
+check "NCCL topology file: /etc/nccl.conf untouched" cmp -s "$R/etc/nccl.conf" "$T/nccl.conf.before"
+rm "$R/opt/microsoft/ndv5-topo.xml"
+run
+is "NCCL topology file gone: exit 3" "$rc" 3
+has_finding "NCCL topology file gone: named" degraded gpu.nccl.topo '/etc/nccl.conf sets NCCL_TOPO_FILE=/opt/microsoft/ndv5-topo.xml, which is not there'
 
 # ND A100 v4: 6 NVSwitches 10de:1af1, no published pairing: HCAs by NUMA node.
 mk nda100v4

@@ -123,4 +123,7 @@ printf 'version: 1\ncluster: {name: gpu}\ngpu: {}\n' >"$R/node.yaml"
 run
 is "no size known: exit 0 (7 GPUs, nothing to hold them to)" "$rc" 0
 has_finding "no size known: said" info gpu.count.unknown 'expected count unknown: no VM size'
+echo Standard_HB176rs_v4 >"$R/etc/hpcinit/facts/vm-size"
+run
+has_finding "a size without GPUs in the table: named" info gpu.count.unknown 'expected count unknown: Standard_HB176rs_v4 is not in the size table'
 done_testing
