@@ -29,6 +29,8 @@ struct gpu_inventory;
 #define NVML_LIB_ENV "HPCINIT_NVML_LIB"
 /* The longest the reading may take, even when the step's deadline is later. */
 #define NVML_DEADLINE_MS 20000u
+/* Kept back from the step's deadline for the step's own report; less than twice this left: not read. */
+#define NVML_RESERVE_MS 500u
 
 /*
  * Read NVML for the GPUs of inv and add to r a detail line per GPU and the
