@@ -110,8 +110,14 @@ static const char *const nv_item_call[NV_N] = {
 	"nvmlDeviceGetRetiredPages", "nvmlDeviceGetRetiredPagesPendingStatus",
 };
 
-/* Thresholds (docs/gpu.md): a board with this many retired pages is due for replacement. */
-#define NVML_RETIRED_PAGES_MAX 60
+/*
+ * Thresholds (docs/gpu.md), Azure's node health checks' (azurehpc-health-checks
+ * customTests/azure_gpu_ecc.nhc): more rows remapped for uncorrectable errors
+ * than this fails the GPU; this many retired pages with one more pending is a
+ * full retirement table.
+ */
+#define NVML_REMAP_UNC_MAX 512
+#define NVML_RETIRED_PAGES_FULL 62
 
 /* ---- the child: load, call, write the answer --------------------------------- */
 
@@ -520,7 +526,11 @@ static void judge_memory(struct report *r, const char *pci, const struct nvml_de
 		if (v[3])
 			report_finding(r, ST_FAILED, "gpu.rowremap.failed", "GPU %s: a row remap failed: its memory "
 				       "has no spare row left for a bad one (replace the GPU)", pci);
-		else if (v[2])
+		else if (v[1] > NVML_REMAP_UNC_MAX)
+			report_finding(r, ST_FAILED, "gpu.rowremap.many", "GPU %s: %llu rows remapped for "
+				       "uncorrectable errors (more than %u): its memory is failing (replace the GPU)",
+				       pci, v[1], NVML_REMAP_UNC_MAX);
+		if (!v[3] && v[2])
 			report_finding(r, ST_DEGRADED, "gpu.rowremap.pending", "GPU %s: a row remap is pending: "
 				       "it takes effect when the GPU is reset (drain it, then nvidia-smi -r or reboot)", pci);
 	}
@@ -528,9 +538,13 @@ static void judge_memory(struct report *r, const char *pci, const struct nvml_de
 		unsigned long long n = d->v[NV_SBE][0] + d->v[NV_DBE][0];
 
 		sb_printf(line, ", pages retired %llu (double-bit %llu)", n, d->v[NV_DBE][0]);
-		if (n >= NVML_RETIRED_PAGES_MAX)
-			report_finding(r, ST_FAILED, "gpu.pages.retired", "GPU %s: %llu pages retired (%u or more): "
-				       "its memory is wearing out (replace the GPU)", pci, n, NVML_RETIRED_PAGES_MAX);
+		if (n >= NVML_RETIRED_PAGES_FULL && d->seen[NV_PAGESPEND] && d->ret[NV_PAGESPEND] == 0 &&
+		    d->v[NV_PAGESPEND][0]) {
+			sb_append(line, ", a page retirement pending");
+			report_finding(r, ST_FAILED, "gpu.pages.full", "GPU %s: %llu pages retired and one more "
+				       "pending: its retirement table is full (replace the GPU)", pci, n);
+			return;
+		}
 	}
 	if (d->seen[NV_PAGESPEND] && d->ret[NV_PAGESPEND] == 0 && d->v[NV_PAGESPEND][0]) {
 		sb_append(line, ", a page retirement pending");

@@ -119,8 +119,12 @@ static void thresholds(void)
 	threshold("remap=0,2,1,1", "gpu.rowremap.failed", ST_FAILED, "a row remap failed");
 	threshold("remap=3,0,0,0", NULL, ST_OK, "rows remapped 3 (correctable) 0 (uncorrectable)");
 	/* a GPU before A100: pages retired instead of rows remapped */
-	threshold("remap=unsupported pages=40,19,0", NULL, ST_OK, "pages retired 59 (double-bit 19)");
-	threshold("remap=unsupported pages=40,20,0", "gpu.pages.retired", ST_FAILED, "60 pages retired");
+	threshold("remap=0,512,0,0", NULL, ST_OK, "rows remapped 0 (correctable) 512 (uncorrectable)");
+	threshold("remap=0,513,0,0", "gpu.rowremap.many", ST_FAILED, "513 rows remapped for uncorrectable errors");
+	threshold("remap=unsupported pages=40,22,0", NULL, ST_OK, "pages retired 62 (double-bit 22)");
+	threshold("remap=unsupported pages=40,21,1", "gpu.pages.pending", ST_DEGRADED, "page retirement is pending");
+	threshold("remap=unsupported pages=40,22,1", "gpu.pages.full", ST_FAILED,
+		  "62 pages retired and one more pending: its retirement table is full");
 	threshold("remap=unsupported pages=0,1,1", "gpu.pages.pending", ST_DEGRADED, "page retirement is pending");
 	threshold("lost=nvmlDeviceGetEccMode", "gpu.nvml.lost", ST_FAILED, "nvmlDeviceGetEccMode answered GPU is lost");
 }
