@@ -655,10 +655,10 @@ static bool judge_reader(struct report *r, const struct proc_child *ch, const st
 	if (a->call[0])
 		snprintf(at, sizeof(at), a->call_idx >= 0 ? "%s (NVML GPU %lld)" : "%s", a->call, a->call_idx);
 	if (ch->timed_out || ch->abandoned) {
-		report_finding(r, ST_FAILED, "gpu.nvml.timeout", "NVML did not answer within %u ms: %s %s%s "
+		report_finding(r, ST_FAILED, "gpu.nvml.timeout", "NVML did not answer within %u ms: %s %s "
 			       "(a hung driver: nvidia-smi would hang too; see the kernel log for Xid errors)",
 			       timeout_ms, at[0] ? at : "the reader", ch->abandoned ? "is stuck in the kernel, left "
-			       "behind" : "was still running, ended", "");
+			       "behind" : "was still running, ended");
 		return true;
 	}
 	if (a->nolib[0]) {
@@ -717,10 +717,11 @@ static void judge_match(struct report *r, const struct gpu_inventory *inv, const
 
 		if (used[i])
 			continue;
-		if (ret_lost(d->handle_ret))
-			report_finding(r, ST_FAILED, "gpu.nvml.lost", "NVML GPU %u: nvmlDeviceGetHandleByIndex_v2 "
-				       "answered %s: a GPU has fallen off the bus or needs a reset", i,
-				       ret_text(a, d->handle_ret));
+		if (ret_lost(d->handle_ret) || ret_lost(d->pci_ret))
+			report_finding(r, ST_FAILED, "gpu.nvml.lost", "NVML GPU %u: %s answered %s: a GPU has fallen "
+				       "off the bus or needs a reset", i, ret_lost(d->handle_ret) ?
+				       "nvmlDeviceGetHandleByIndex_v2" : "nvmlDeviceGetPciInfo_v3",
+				       ret_text(a, ret_lost(d->handle_ret) ? d->handle_ret : d->pci_ret));
 		else
 			report_detail(r, "NVML GPU %u (%s): not among the GPUs on the PCI bus: not judged", i,
 				      d->busid[0] ? d->busid : (d->handle_ret ? ret_text(a, d->handle_ret) : "-"));

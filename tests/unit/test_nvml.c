@@ -107,6 +107,28 @@ static void healthy(void)
 	report_free(&r);
 }
 
+/* A GPU whose handle or address NVML cannot give: ours unmatched, and the lost one failed by its index. */
+static void lost_unmatched(void)
+{
+	static const char *const how[2] = { "lost=nvmlDeviceGetHandleByIndex_v2", "lost=nvmlDeviceGetPciInfo_v3" };
+
+	for (int k = 0; k < 2; k++) {
+		struct report r;
+		char buf[256];
+		const struct finding *f;
+
+		snprintf(buf, sizeof(buf), "gpu 00000001:00:00.0\ngpu 00000002:00:00.0 %s\n", how[k]);
+		run(&r, standin, buf, 0);
+		f = find(&r, "gpu.nvml.lost");
+		TEST_CHECK(f && has(f->text, "NVML GPU 1: "));
+		TEST_CHECK(f && has(f->text, how[k] + 5));
+		f = find(&r, "gpu.nvml.unmatched");
+		TEST_CHECK(f && has(f->text, "GPU 0002:00:00.0: bound to the driver"));
+		TEST_INTEQ(r.status, ST_FAILED);
+		report_free(&r);
+	}
+}
+
 static void thresholds(void)
 {
 	threshold("persist=0", "gpu.persistence.off", ST_DEGRADED, "persistence mode is off");
@@ -127,6 +149,7 @@ static void thresholds(void)
 		  "62 pages retired and one more pending: its retirement table is full");
 	threshold("remap=unsupported pages=0,1,1", "gpu.pages.pending", ST_DEGRADED, "page retirement is pending");
 	threshold("lost=nvmlDeviceGetEccMode", "gpu.nvml.lost", ST_FAILED, "nvmlDeviceGetEccMode answered GPU is lost");
+	lost_unmatched();
 }
 
 /* The library absent, not a library, missing a symbol: a detail line, no finding. */
@@ -235,6 +258,20 @@ static void wrong_pci(void)
 	TEST_CHECK(has(r.details.buf, "GPU 0002:00:00.0: not bound to the driver, not read with NVML"));
 	TEST_CHECK(has(r.details.buf, "NVML GPU 0 (00000009:00:00.0): not among the GPUs on the PCI bus"));
 	report_free(&r);
+
+	/* the same domain, another bus, device or function is another GPU */
+	for (int k = 0; k < 3; k++) {
+		static const char *const other[3] = { "00000001:01:00.0", "00000001:00:01.0", "00000001:00:00.1" };
+		char buf[128];
+
+		snprintf(buf, sizeof(buf), "gpu %s uncvol=3\n", other[k]);
+		write_conf(buf);
+		report_init(&r);
+		TEST_INTEQ(gpu_nvml_check(&c, &inv, &r), 0);
+		TEST_CHECK(find(&r, "gpu.nvml.unmatched") != NULL);
+		TEST_CHECK(find(&r, "gpu.ecc.uncorrectable") == NULL);
+		report_free(&r);
+	}
 
 	/* NVML's upper case and 8-digit domain match sysfs's "000a:00:00.0" */
 	snprintf(inv.gpu[1].pci, sizeof(inv.gpu[1].pci), "000a:00:00.0");
