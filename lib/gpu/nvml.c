@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "gpu/nvml.h"
@@ -590,9 +591,10 @@ static void judge_gpu(struct report *r, const char *pci, unsigned idx, const str
  * May the override be loaded into this (root) process?  Its real path, the
  * file and every directory above it, must be owned by root or by this
  * process's user and writable by no one else (a root-owned sticky directory
- * such as /tmp excepted): nobody else can have put code there.
+ * such as /tmp excepted): nobody else can have put code there.  out is that
+ * real path, the one loaded: a link on the way cannot be changed after.
  */
-static bool path_trusted(const char *path, char *why, size_t wn)
+static bool path_trusted(const char *path, char *out, size_t n, char *why, size_t wn)
 {
 	char real[PATH_MAX];
 	uid_t me = geteuid();
@@ -605,6 +607,7 @@ static bool path_trusted(const char *path, char *why, size_t wn)
 		snprintf(why, wn, "%s=%s: %s", NVML_LIB_ENV, path, strerror(errno));
 		return false;
 	}
+	snprintf(out, n, "%s", real);
 	for (size_t len = strlen(real), top = 1; len > 0; top = 0) {
 		struct stat st;
 
@@ -631,12 +634,8 @@ static bool lib_path(const struct ctx *c, char *out, size_t n, char *why, size_t
 {
 	const char *env = getenv(NVML_LIB_ENV);
 
-	if (env && *env) {
-		if (!path_trusted(env, why, wn))
-			return false;
-		snprintf(out, n, "%s", env);
-		return true;
-	}
+	if (env && *env)
+		return path_trusted(env, out, n, why, wn);
 	if (c->root && *c->root) {
 		snprintf(why, wn, "under a fake root this machine's %s is not the root's (%s names a stand-in)",
 			 NVML_LIB_DEFAULT, NVML_LIB_ENV);
@@ -673,7 +672,9 @@ static bool judge_reader(struct report *r, const struct proc_child *ch, const st
 	}
 	if (!a->done && (a->init_ret == 0 || !a->init_seen)) {
 		report_finding(r, ST_DEGRADED, "gpu.nvml.crashed", "NVML's reader ended without an answer "
-			       "(status %d)%s%s", ch->status, at[0] ? " in " : "", at);
+			       "(%s %d)%s%s", WIFSIGNALED(ch->status) ? "signal" : "exit status",
+			       WIFSIGNALED(ch->status) ? WTERMSIG(ch->status) : WEXITSTATUS(ch->status),
+			       at[0] ? " in " : "", at);
 		return true;
 	}
 	if (a->init_seen && a->init_ret != 0) {
