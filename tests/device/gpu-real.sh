@@ -25,7 +25,8 @@
 #     retired pages, remapped rows, bus ids), the driver's version, the
 #     NVIDIA PCI functions and their driver links, /dev/nvidia*, peermem;
 #   - `hpcinit check --only gpu --json` on a scratch root whose /sys, /proc
-#     and /dev are the machine's, bound in a private mount namespace
+#     and /dev are the machine's (and, read only, the fabric manager's pid
+#     directory and the package database), bound in a private mount namespace
 #     (unshare -m: the binds end with the command), with HPCINIT_NVML_LIB
 #     naming the machine's own libnvidia-ml.so.1 (a fake root never loads
 #     the default library, see docs/gpu.md);
@@ -102,7 +103,8 @@ say "gpu-real: $NGPU NVIDIA GPU(s) on the PCI bus; NVML ${NVML:-not found}"
 [ "${NGPU:-0}" -gt 0 ] || skip "no NVIDIA GPU on this machine's PCI bus"
 
 SCR=$(mktemp -d /tmp/hpcinit-gpu-real.XXXXXX) || exit 1
-trap 'rm -rf "$SCR"' EXIT
+# the binds live in unshare's namespace only; never remove a tree with a mount in it
+trap 'grep -q " $SCR/" /proc/self/mounts || rm -rf "$SCR"' EXIT
 mkdir -p "$SCR/root/sys" "$SCR/root/proc" "$SCR/root/dev" "$SCR/root/etc/hpcinit" "$SCR/root/run" "$SCR/root/var/lib"
 cat >"$SCR/node.yaml" <<EOF
 version: 1
@@ -123,6 +125,11 @@ run_root() {
 	unshare -m --propagation private bash -c '
 		R=$1; shift
 		for m in sys proc dev; do mount --rbind "/$m" "$R/$m" || exit 97; done
+		# what the fabric manager check reads (its pid file, the package database), read only
+		for m in run/nvidia-fabricmanager var/lib/dpkg var/lib/rpm; do
+			[ -d "/$m" ] || continue
+			mkdir -p "$R/$m" && mount --bind "/$m" "$R/$m" && mount -o remount,bind,ro "$R/$m" || exit 97
+		done
 		exec "$@"' _ "$SCR/root" \
 		env HPCINIT_NVML_LIB="$NVML" timeout 120 "$BIN" check --root "$SCR/root" -c "$SCR/root/etc/hpcinit/node.yaml" \
 		--only gpu --json
