@@ -636,7 +636,7 @@ static bool lib_path(const struct ctx *c, char *out, size_t n, char *why, size_t
 
 	if (env && *env)
 		return path_trusted(env, out, n, why, wn);
-	if (c->root && *c->root) {
+	if (!ctx_real_root(c)) {
 		snprintf(why, wn, "under a fake root this machine's %s is not the root's (%s names a stand-in)",
 			 NVML_LIB_DEFAULT, NVML_LIB_ENV);
 		return false;

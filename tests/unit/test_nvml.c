@@ -211,6 +211,13 @@ static void override_rules(void)
 	TEST_CHECK(has(r.details.buf, "under a fake root this machine's libnvidia-ml.so.1 is not the root's"));
 	report_free(&r);
 
+	/* --root / is the real root: the default library is the machine's own (absent here: a detail) */
+	c.root = "/";
+	report_init(&r);
+	TEST_INTEQ(gpu_nvml_check(&c, &inv, &r), 0);
+	TEST_CHECK(!strstr(r.details.buf, "under a fake root"));
+	report_free(&r);
+
 	c.root = "";
 	setenv(NVML_LIB_ENV, "tests/lib/nvml-standin.so", 1);
 	report_init(&r);
