@@ -554,13 +554,16 @@ static void judge_memory(struct report *r, const char *pci, const struct nvml_de
 	}
 }
 
-static void judge_gpu(struct report *r, const char *pci, unsigned idx, const struct nvml_answer *a,
+/* One GPU: its line of readings, then the findings they make (kept in f until the line is out). */
+static void judge_gpu(struct report *out, const char *pci, unsigned idx, const struct nvml_answer *a,
 		      const struct nvml_dev *d)
 {
 	struct strbuf line = STRBUF_INIT;
+	struct report f, *r = &f;
 
-	if (judge_lost(r, pci, a, d))
+	if (judge_lost(out, pci, a, d))
 		return;
+	report_init(&f);
 	sb_printf(&line, "GPU %s (NVML %u):", pci, idx);
 	if (d->seen[NV_PERSIST] && d->ret[NV_PERSIST] == 0) {
 		sb_printf(&line, " persistence %s", d->v[NV_PERSIST][0] ? "on" : "off");
@@ -581,7 +584,9 @@ static void judge_gpu(struct report *r, const char *pci, unsigned idx, const str
 	for (int it = 0; it < NV_N; it++)
 		if (d->seen[it] && d->ret[it] != 0)
 			sb_printf(&line, "; %s %s: %s", nv_item_call[it], nv_item_name[it], ret_text(a, d->ret[it]));
-	report_detail(r, "%s", line.buf ? line.buf : "");
+	report_detail(out, "%s", line.buf ? line.buf : "");
+	report_take_findings(out, &f);
+	report_free(&f);
 	sb_free(&line);
 }
 

@@ -84,6 +84,10 @@ static void threshold(const char *gpu1, const char *tag, enum rstatus sev, const
 		TEST_INTEQ(f ? (int)f->sev : -1, (int)sev);
 		TEST_CHECK(f && has(f->text, "GPU 0001:00:00.0"));
 		TEST_CHECK(f && has(f->text, text));
+		/* the GPU's line of readings first, then what they mean (a lost GPU has no such line) */
+		if (f && strcmp(tag, "gpu.nvml.lost") != 0)
+			TEST_CHECK(strstr(r.details.buf, "GPU 0001:00:00.0 (NVML 0):") &&
+				   strstr(r.details.buf, "GPU 0001:00:00.0 (NVML 0):") < strstr(r.details.buf, f->text));
 	} else {
 		TEST_INTEQ(r.n_findings, 0);
 		TEST_CHECK(has(r.details.buf, text));
