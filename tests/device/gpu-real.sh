@@ -1,24 +1,27 @@
 #!/bin/bash
 # The gpu step against a REAL NVIDIA GPU, its driver and its management
 # library (NVML): the run issue 34 asks for where a machine with an H100 or
-# H200 is at hand.  Not part of `make check` (no GPU there); run by hand.
+# H200 is at hand.  Not part of `make check` (no GPU there); run by hand, as
+# root, from the repository's root.
 #
-# The machine: one or more NVIDIA GPUs, root, the NVIDIA driver and
-# libnvidia-ml.so.1 installed, nothing installable, no network.  So a build
-# is carried to it:
-#
+# On a machine with a build of its own (build/hpcinit):
+#     sudo tests/device/gpu-real.sh [OUTDIR]
+# On a machine with one or more NVIDIA GPUs, the driver and libnvidia-ml.so.1,
+# but nothing installable and no network, a build is carried to it:
 #   1. Here, after `make -C build`:   bash tests/device/gpu-real.sh --pack
 #      puts build/gpu-carry/: the hpcinit binary and the shared libraries it
-#      links that are not glibc's (ldd: libyaml, libcrypto), about 6 MB.  The
+#      links that are not glibc's (ldd: libyaml, libcrypto), about 7 MB.  The
 #      helpers (hpcinit-ssh, -etcd, -rdma-probe, -mpiverify: libssh, libcurl,
 #      json-c, libibverbs, MPI ...) are left behind: `check --only gpu` runs
 #      none of them, and with them the carry passes the runner's 64 MiB.
 #      The binary needs glibc 2.34 or later on the machine (Debian 12's build
 #      asks for symbols up to GLIBC_2.34: Ubuntu 22.04, RHEL 9 and later).
-#   2. There, from the repository's root, with build/gpu-carry beside it:
+#   2. There, with build/gpu-carry beside the sources:
 #         bash tests/device/gpu-real.sh
 #      (the project's device runner: command "bash tests/device/gpu-real.sh",
 #      carry ["build/gpu-carry"]; it sets $OUT, where the output is kept).
+# $HPCINIT names another binary; without it build/gpu-carry/hpcinit, else
+# build/hpcinit.
 #
 # What it runs, changing nothing of the machine's configuration:
 #   - the facts to compare with: nvidia-smi -q (persistence, ECC, ECC errors,
@@ -31,11 +34,13 @@
 #     naming the machine's own libnvidia-ml.so.1 (a fake root never loads
 #     the default library, see docs/gpu.md);
 #   - the same check on / itself, where NVML is found the production way
-#     (dlopen "libnvidia-ml.so.1"); check writes only its state under
-#     /run/hpcinit, which is removed after when this script made it.
-# Output: stdout, and under $OUT (when set): facts.txt, check-root.json,
-# check-real.json, summary.txt.  Exit 0 when both checks ran (whatever they
-# found: a real GPU may well be degraded), 77 when it cannot run here.
+#     (dlopen "libnvidia-ml.so.1"), then 20 more for the step's time; check
+#     writes only its state under /run/hpcinit, removed after when this
+#     script made it.
+# Output: stdout, and under $OUT, else OUTDIR, else a temporary directory:
+# facts.txt, nvidia-smi.txt, check-root.json, check-real.json, times.txt,
+# summary.txt.  Exit 0 when the checks ran (whatever they found: a real GPU
+# may well be degraded), 77 when it cannot run here.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 CARRY=build/gpu-carry
@@ -52,13 +57,14 @@ if [ "${1:-}" = "--pack" ]; then
 	exit 0
 fi
 
-OUTD=${OUT:-}
-[ -z "$OUTD" ] || mkdir -p "$OUTD"
-say() { printf '%s\n' "$*"; [ -z "$OUTD" ] || printf '%s\n' "$*" >>"$OUTD/summary.txt"; }
+OUTD=${OUT:-${1:-$(mktemp -d /tmp/hpcinit-gpu-real.out.XXXXXX)}}
+mkdir -p "$OUTD" || exit 1
+say() { printf '%s\n' "$*"; printf '%s\n' "$*" >>"$OUTD/summary.txt"; }
 skip() { say "gpu-real: SKIP: $*"; exit 77; }
 
 BIN=${HPCINIT:-$CARRY/hpcinit}
-[ -x "$BIN" ] || skip "no $BIN: pack it with --pack where it was built, and carry $CARRY"
+[ -x "$BIN" ] || [ -n "${HPCINIT:-}" ] || BIN=build/hpcinit
+[ -x "$BIN" ] || skip "no $CARRY/hpcinit nor build/hpcinit: build here, or pack with --pack and carry $CARRY"
 [ "$(id -u)" = 0 ] || skip "run as root (the driver's files and NVML need it)"
 export LD_LIBRARY_PATH="$PWD/$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export HPCINIT_LIBEXEC_DIR="$PWD/$CARRY"
@@ -87,13 +93,14 @@ facts() {
 	echo "== peermem"; ls -d /sys/module/nvidia_peermem /sys/kernel/mm/memory_peers/*/version 2>&1
 	echo "== nvidia-smi -q (excerpt)"
 	if command -v nvidia-smi >/dev/null; then
-		timeout 60 nvidia-smi -q 2>&1 | grep -E -A1 '^GPU |Product Name|Bus Id|Persistence Mode|Ecc Mode|Current|Pending|Volatile|Aggregate|Uncorr|Retired|Remapped|Correctable Error|Uncorrectable Error|Pending Page|Remapping Failure' |
+		timeout 60 nvidia-smi -q >"$OUTD/nvidia-smi.txt" 2>&1
+		grep -E -A1 '^GPU |Product Name|Bus Id|Persistence Mode|Ecc Mode|Current|Pending|Volatile|Aggregate|Uncorr|Retired|Remapped|Correctable Error|Uncorrectable Error|Pending Page|Remapping Failure' "$OUTD/nvidia-smi.txt" |
 			grep -v '^--$' | head -150
 	else
 		echo "(no nvidia-smi)"
 	fi
 }
-facts | tee ${OUTD:+"$OUTD/facts.txt"}
+facts | tee "$OUTD/facts.txt"
 NGPU=0
 for d in /sys/bus/pci/devices/*; do
 	[ "$(cat "$d/vendor" 2>/dev/null)" = 0x10de ] || continue
@@ -151,16 +158,26 @@ t0=$(date +%s%N)
 timeout 120 "$BIN" check -c "$SCR/node.yaml" --only gpu --json >"$SCR/check-real.json" 2>"$SCR/check-real.err"
 rc2=$?
 ms2=$(( ($(date +%s%N) - t0) / 1000000 ))
-[ $had_run = 1 ] || rm -rf /run/hpcinit
 say "== check on / (dlopen libnvidia-ml.so.1): exit $rc2 in $ms2 ms"
 cat "$SCR/check-real.json" "$SCR/check-real.err"
-if [ -n "$OUTD" ]; then
-	cp "$SCR/check-root.json" "$OUTD/check-root.json" 2>/dev/null
-	cp "$SCR/check-real.json" "$OUTD/check-real.json"
-	cat "$SCR/check-root.err" "$SCR/check-real.err" >"$OUTD/stderr.txt" 2>/dev/null
+# the step's own time (the runner's duration_ms), 20 runs more
+for _ in $(seq 1 20); do
+	timeout 120 "$BIN" check -c "$SCR/node.yaml" --only gpu --json 2>/dev/null |
+		python3 -c 'import json, sys
+for m in json.load(sys.stdin)["modules"]:
+    if m["name"] == "gpu": print(m["duration_ms"])' 2>/dev/null || true
+done | sort -n >"$OUTD/times.txt"
+[ $had_run = 1 ] || rm -rf /run/hpcinit
+if [ -s "$OUTD/times.txt" ]; then
+	say "gpu step duration_ms over $(wc -l <"$OUTD/times.txt") runs on /: min $(head -1 "$OUTD/times.txt"), median $(sed -n "$(( ($(wc -l <"$OUTD/times.txt") + 1) / 2 ))p" "$OUTD/times.txt"), max $(tail -1 "$OUTD/times.txt")"
+else
+	say "gpu step duration_ms: no run gave a report (python3 missing?)"
 fi
+cp "$SCR/check-root.json" "$OUTD/check-root.json" 2>/dev/null
+cp "$SCR/check-real.json" "$OUTD/check-real.json"
+cat "$SCR/check-root.err" "$SCR/check-real.err" >"$OUTD/stderr.txt" 2>/dev/null
 # exit codes of check: 0 ready, 1 failed or drift, 3 degraded; 2 a spec error
 [ $rc2 != 2 ] || { say "gpu-real: the spec was refused"; exit 1; }
 grep -q '"gpu"' "$SCR/check-real.json" || { say "gpu-real: no gpu report in the output"; exit 1; }
-say "gpu-real: done (compare the NVML lines of the reports with nvidia-smi's facts above)"
+say "gpu-real: done, files in $OUTD (compare the NVML lines of the reports with nvidia-smi's facts above)"
 exit 0
