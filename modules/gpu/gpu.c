@@ -17,6 +17,7 @@
 #include "fsutil.h"
 #include "gpu/gpu.h"
 #include "gpu/hca.h"
+#include "gpu/nvml.h"
 #include "gpu/sizes.h"
 #include "gpu_step.h"
 #include "hpcinit.h"
@@ -259,6 +260,7 @@ static int gpu_run(struct ctx *c, struct report *r)
 	gpu_check_fabric(c, r, inv);
 	gpu_check_nccl_topo(c, r);
 	gpu_check_xid(c, r, inv);
+	gpu_nvml_check(c, inv, r);      /* where the node has NVIDIA's management library: lib/gpu/nvml.c */
 	c->out->gpu = inv;
 	if (r->status == ST_OK)
 		summary_ok(r, inv);
