@@ -40,7 +40,8 @@
 #               conf/cloud-init/slurm-head.yaml and slurm-compute.yaml (the
 #               head runs slurmctld, the computes register as dynamic nodes;
 #               cloud-init installs Slurm and munge from the image's local
-#               repository); default checks "slurm slurmbench slurmleave"
+#               repository); default checks "slurm slurmbench slurmgpu
+#               slurmleave" (slurmgpu: stand-in GPUs as GRES, issue 34)
 #   --hold      after the checks, keep the VMs running until WORK/release is
 #               created (to look around: tests/vm/exec.sh WORK NAME 'command')
 #
@@ -104,7 +105,7 @@ if [ -n "$VMCHECK" ]; then
 		exit 2
 	done
 fi
-[ "$SLURM" = 0 ] || [ "$CHECKS_SET" = 1 ] || CHECKS="slurm slurmbench slurmleave"
+[ "$SLURM" = 0 ] || [ "$CHECKS_SET" = 1 ] || CHECKS="slurm slurmbench slurmgpu slurmleave"
 # Every check named is one the checks files define (a typo fails here, before any boot).
 for c in $CHECKS; do
 	grep -q "^check_$c()" "$SRC"/tests/vm/checks-*.sh && continue
