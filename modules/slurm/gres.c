@@ -180,7 +180,7 @@ bool slurm_version_newer(const struct slurm_version *a, const struct slurm_versi
 	return a->major != b->major ? a->major > b->major : a->minor > b->minor;
 }
 
-bool slurm_refused_protocol(const char *err)
+const char *slurm_refused_protocol(const char *err)
 {
 	/*
 	 * What a client newer than slurmctld reads: a 24.11 scontrol against
@@ -192,6 +192,6 @@ bool slurm_refused_protocol(const char *err)
 
 	for (size_t i = 0; err && says[i]; i++)
 		if (strstr(err, says[i]))
-			return true;
-	return false;
+			return says[i];
+	return NULL;
 }

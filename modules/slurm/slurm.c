@@ -525,6 +525,7 @@ static int version_gate(struct ctx *c, struct report *rep, const char *servers)
 	const char *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", env_server, NULL };
 	struct slurm_version mine, ctld;
 	char err[256] = "";
+	const char *why = NULL;
 	uint64_t delay = 200, stop = now_ms() + ctx_remaining_ms(c) * 3 / 4;
 	unsigned refused = 0;
 	int r;
@@ -538,7 +539,8 @@ static int version_gate(struct ctx *c, struct report *rep, const char *servers)
 		r = slurm_version_of(c, sargv, envp, &ctld, err, sizeof(err));
 		if (r == 0 || now_ms() >= stop)
 			break;
-		refused = slurm_refused_protocol(err) ? refused + 1 : 0;
+		why = slurm_refused_protocol(err);
+		refused = why ? refused + 1 : 0;
 		if (refused >= 3)
 			break;
 		if (!ctx_backoff(c, &delay, 2000))
@@ -557,10 +559,10 @@ static int version_gate(struct ctx *c, struct report *rep, const char *servers)
 	}
 	if (refused >= 3) {
 		report_finding(rep, ST_FAILED, "slurm.version.newer", "slurmd %s is newer than slurmctld at %s: "
-			       "the controller refused this node's Slurm protocol (scontrol: %s), as a slurmctld "
-			       "older than %u.%02u does, and Slurm refuses a newer slurmd; install the "
-			       "controller's release of slurmd or upgrade the controller first",
-			       mine.text, servers, err, mine.major, mine.minor);
+			       "the controller refused this node's Slurm protocol (scontrol: \"%s\"), as a slurmctld "
+			       "older than %u.%02u does (its version cannot be asked from here), and Slurm refuses "
+			       "a newer slurmd; install the controller's release of slurmd or upgrade the "
+			       "controller first", mine.text, servers, why, mine.major, mine.minor);
 		return -EPROTO;
 	}
 	report_detail(rep, "slurmctld's version unknown (scontrol show config: %s); slurmd %s started unchecked",

@@ -66,8 +66,8 @@ int slurm_version_parse(const char *text, struct slurm_version *ret);
 int slurm_config_version(const char *show_config, struct slurm_version *ret);
 /* a is a later release than b (major.minor; the patch level does not count). */
 bool slurm_version_newer(const struct slurm_version *a, const struct slurm_version *b);
-/* A client's complaint that says slurmctld refused its protocol (the client is newer). */
-bool slurm_refused_protocol(const char *err);
+/* The words of a client's complaint that say slurmctld refused its protocol (the client is newer); NULL if none. */
+const char *slurm_refused_protocol(const char *err);
 
 bool slurm_gres_type_ok(const char *type);
 /* GPUs Slurm can be given: bound, with a device node and a known minor. */

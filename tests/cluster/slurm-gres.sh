@@ -136,7 +136,7 @@ chmod 0755 "$T/slurmd-24.11"
 on "$C3" mount --bind "$T/slurmd-24.11" /usr/sbin/slurmd
 
 show() { echo "  exit $2"; sed 's/^/  | /' "$1"; return 1; }
-run_hpc "$T/c1.out" "$C1" apply
+run_hpc "$T/c1.out" "$C1" apply -v
 check "$C1 (2 GPUs): apply exits 0" eval '[ $rc = 0 ] || show "$T/c1.out" $rc'
 check "$C1: registered with Gres=gpu:a100:2" contains "$T/c1.out" "Gres=gpu:a100:2)"
 hdr="# Written by hpcinit (the slurm step) from the GPUs this node has; do not edit.
