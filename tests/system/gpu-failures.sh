@@ -1,0 +1,119 @@
+#!/bin/bash
+# The gpu step's other failures on fake roots of real layouts (tests/fixtures/gpu/mkroot.sh:
+# no GPU here, the files stand in for an ND or NC node's), through the real binary:
+# GPUDirect RDMA, the fabric manager, Xid events after boot (check), the HCA pairing,
+# ND A100 v4 and NC A100 v4.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/rdma-lib.sh"
+if [ "$(id -u)" != 0 ]; then echo "SKIP: the fake /dev/nvidia* need mknod (root)"; exit 77; fi
+R=$T/root
+mk() { rm -rf "$R"; bash "$FIX/gpu/mkroot.sh" "$R" "$1"; }
+spec() { printf 'version: 1\ncluster: {name: gpu}\ngpu: {%s}\n' "${1:-}" >"$R/node.yaml"; }
+run() { run_hpc_stdout "$T/out" "${1:-check}" --root "$R" -c "$R/node.yaml" --only gpu --json; }
+findings() { "$PY" -c 'import json, sys
+for m in json.load(open(sys.argv[1]))["modules"]:
+    if m["name"] == "gpu":
+        for f in m.get("findings", []): print(f["severity"], f["tag"], f["text"])' "$T/out"; }
+has_finding() {   # DESC SEVERITY TAG REGEX
+	if findings | grep -E -- "^$2 $3 $4" >/dev/null; then ok "$1"; else
+		not_ok "$1"; echo "  no finding /^$2 $3 $4/ in:"; findings | sed 's/^/  | /'; fi
+}
+
+# nvidia_peermem loaded but not registered: NCCL drops GPUDirect RDMA silently.
+mk ndh100v5
+rm -rf "$R/sys/kernel/mm/memory_peers"
+run
+is "peermem unregistered: exit 3 (degraded)" "$rc" 3
+has_finding "peermem unregistered: said" degraded gpu.peermem.unregistered 'nvidia_peermem is loaded but not registered'
+spec 'peermem: required'
+run
+is "peermem unregistered, required: exit 1" "$rc" 1
+has_finding "peermem unregistered, required: failed" failed gpu.peermem.unregistered '.*\[gpu.peermem: required\]$'
+# nvidia-peermem's own name for the registration (newer drivers) counts too.
+mkdir -p "$R/sys/kernel/mm/memory_peers/nvidia-peermem" && echo 1.2 >"$R/sys/kernel/mm/memory_peers/nvidia-peermem/version"
+run
+is "peermem registered as nvidia-peermem: exit 0" "$rc" 0
+mk ndh100v5
+rm -rf "$R/sys/module/nvidia_peermem"
+run
+is "peermem not loaded: exit 3" "$rc" 3
+has_finding "peermem not loaded: said" degraded gpu.peermem.unloaded 'nvidia_peermem is not loaded'
+# An NC node without InfiniBand: nothing to say about GPUDirect RDMA.
+mk nca100v4-1
+rm -rf "$R/sys/module/nvidia_peermem" "$R/sys/kernel/mm/memory_peers"
+run
+is "NC without InfiniBand, no peermem: exit 0" "$rc" 0
+
+# The fabric manager down, then of another version than the driver.
+mk ndh100v5
+rm "$R/run/nvidia-fabricmanager/nv-fabricmanager.pid"
+rm -rf "$R/proc/4242"
+run
+is "fabric manager down: exit 1" "$rc" 1
+has_finding "fabric manager down: names the NVSwitches" failed gpu.fabricmanager.down \
+	'nvidia-fabricmanager is not running .* on a node with 4 NVSwitches \(the first at 0004:00:00.0\)'
+mk ndh100v5
+echo 4242 >"$R/run/nvidia-fabricmanager/nv-fabricmanager.pid"
+echo bash >"$R/proc/4242/comm"     # a stale pid file: another process has the pid now
+run
+is "stale pid file: exit 1" "$rc" 1
+has_finding "stale pid file: down" failed gpu.fabricmanager.down 'nvidia-fabricmanager is not running'
+mk ndh100v5
+sed -i 's/^Version: .*/Version: 535.154.05-1/' "$R/var/lib/dpkg/status"
+run
+is "fabric manager 535.154.05, driver 535.161.08: exit 1" "$rc" 1
+has_finding "fabric manager version: both named" failed gpu.fabricmanager.version \
+	'nvidia-fabricmanager is 535.154.05 \(dpkg\) but the driver is 535.161.08: they must match exactly'
+mk ndh100v5
+rm "$R/var/lib/dpkg/status"
+run
+is "fabric manager version unknown: exit 3" "$rc" 3
+has_finding "fabric manager version unknown: said" degraded gpu.fabricmanager.version-unknown 'nvidia-fabricmanager.s version is unknown'
+
+# Xid 79 after boot: the GPU fell off the bus while the node ran; check fails it, naming it.
+mk ndh100v5
+run apply
+is "before the Xid: apply exit 0" "$rc" 0
+printf '4,2210,912345678,-;NVRM: Xid (PCI:000b:00:00): 79, pid=0, name=, GPU has fallen off the bus.\n' >>"$R/dev/kmsg"
+run check
+is "Xid 79 after boot: check exit 1" "$rc" 1
+has_finding "Xid 79: named with the GPU's address" failed gpu.xid '000b:00:00.0: Xid 79 \(GPU has fallen off the bus\) in the kernel log'
+# ...and gone from the bus too: the count and the address.
+rm -rf "$R/sys/bus/pci/devices/000b:00:00.0"
+run check
+has_finding "fallen off, gone from PCI: the address" failed gpu.missing '000b:00:00.0: no GPU at this PCI address'
+# An Xid that is not a failing one is shown, not failed.
+mk ndh100v5
+printf '4,2210,912345678,-;NVRM: Xid (PCI:0001:00:00): 13, Graphics SM Warp Exception\n' >>"$R/dev/kmsg"
+run
+is "Xid 13: exit 0" "$rc" 0
+has_detail "Xid 13: shown" "$T/out" gpu '^0001:00:00.0: Xid 13 in the kernel log \(not a failing one\)$'
+
+# The pairing checked against sysfs: an HCA on the other NUMA node than its GPU.
+mk ndh100v5
+echo 1 >"$R/sys/bus/pci/devices/0103:00:00.0/numa_node"
+run
+is "HCA on the wrong NUMA node: exit 3" "$rc" 3
+has_finding "HCA on the wrong NUMA node: both named" degraded gpu.hca \
+	'0003:00:00.0 \(NUMA 0\) and its HCA mlx5_ib2 0103:00:00.0 \(NUMA 1\) are on different NUMA nodes'
+
+# ND A100 v4: 6 NVSwitches 10de:1af1, no published pairing: HCAs by NUMA node.
+mk nda100v4
+run
+is "ND A100 v4 healthy: exit 0" "$rc" 0
+is "ND A100 v4 healthy: summary" "$(jget "$T/out" gpu summary)" \
+	"8 GPUs a100, driver 535.161.08, NVSwitch; GPU->HCA 0:mlx5_ib0 1:mlx5_ib1 2:mlx5_ib2 3:mlx5_ib3 4:mlx5_ib4 5:mlx5_ib5 6:mlx5_ib6 7:mlx5_ib7"
+has_detail "ND A100 v4: by NUMA nodes" "$T/out" gpu "^0009:00:00.0 -> mlx5_ib4 \\(NUMA nodes\\)$"
+rm -rf "$R/proc/4242"
+run
+has_finding "ND A100 v4: fabric manager down, 6 NVSwitches" failed gpu.fabricmanager.down '.* on a node with 6 NVSwitches'
+
+# NC A100 v4 with 4 GPUs, no NVSwitch: no fabric manager wanted; one unbound.
+mk nca100v4-4
+run
+is "NC A100 v4 (4): exit 0" "$rc" 0
+is "NC A100 v4 (4): summary" "$(jget "$T/out" gpu summary)" "4 GPUs a100, driver 535.161.08"
+rm "$R/sys/bus/pci/devices/0004:00:00.0/driver"
+run
+has_finding "NC A100 v4: one unbound" failed gpu.unbound '0004:00:00.0: GPU 10de:20b5 is on the PCI bus but not bound'
+done_testing
