@@ -18,7 +18,8 @@
 #   - GPUs: each GPU compute's /sys/bus/pci/devices and /proc/driver are
 #     bind mounts of a tree tests/fixtures/gpu/mkroot.sh made (an NC A100
 #     v4 with 2 GPUs: PCI functions 10de:20b5 bound to "nvidia", the
-#     driver's information files), and its /dev is a tmpfs holding the usual
+#     driver's information files), an empty /sys/class/infiniband (that size
+#     has no InfiniBand), and its /dev is a tmpfs holding the usual
 #     character devices and mknod'ed /dev/nvidia0, /dev/nvidia1 (c 195 N) and
 #     /dev/nvidiactl (c 195 255), which Slurm treats like any device file;
 #   - the newer slurmd: in that compute only, /usr/sbin/slurmd is a script
@@ -58,6 +59,8 @@ gpu_standin() {      # gpu_standin NODE [MISSING-MINOR]
 	done
 	on "$n" mkdir -m 1777 /dev/shm
 	on "$n" cp -a "$r/dev/." /dev/
+	# An NC A100 v4 has no InfiniBand: hide any RDMA device of this host (rxe of another test)
+	on "$n" sh -c "[ ! -d /sys/class/infiniband ] || mount -t tmpfs sim-ib /sys/class/infiniband"
 }
 gpu_standin "$C1"
 gpu_standin "$C2" 1

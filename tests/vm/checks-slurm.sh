@@ -141,8 +141,8 @@ check_slurm() {
 # A100 PCIe GPUs (these VMs have none), made inside the VM where the gpu step
 # reads: a tmpfs on /sys/bus/pci/devices and one on /proc/driver holding the
 # PCI functions (10de:20b5, class 0x030200, bound to "nvidia") and the
-# driver's files, and /dev/nvidia0, /dev/nvidia1 (mknod c 195 N) and
-# /dev/nvidiactl.  With "gpu: {count: 2}" added to its spec, a compute that
+# driver's files, an empty /sys/class/infiniband (that size has none), and
+# /dev/nvidia0, /dev/nvidia1 (mknod c 195 N) and /dev/nvidiactl.  With "gpu: {count: 2}" added to its spec, a compute that
 # left Slurm applies again and registers gpu:<type>:2; srun --gres=gpu:2 runs
 # there with CUDA_VISIBLE_DEVICES as Slurm sets it.  A compute short of one
 # device node never registers and says why; given it back, it registers.
@@ -164,6 +164,8 @@ for i in 0 1; do
 	[ "\$i" = "\$miss" ] || mknod -m 0666 "/dev/nvidia\$i" c 195 "\$i"
 done
 [ -c /dev/nvidiactl ] || mknod -m 0666 /dev/nvidiactl c 195 255
+# an NC A100 v4 has no InfiniBand (GPUDirect RDMA is checked only beside an RDMA device)
+[ ! -d /sys/class/infiniband ] || grep -q '^gpu-standin-ib ' /proc/mounts || mount -t tmpfs gpu-standin-ib /sys/class/infiniband
 grep -q '^gpu:' /etc/hpcinit/node.yaml || printf 'gpu:\n  count: 2\n' >> /etc/hpcinit/node.yaml
 EOF
 }
