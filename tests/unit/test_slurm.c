@@ -520,6 +520,58 @@ static void test_version(void)
 					   "Unable to contact slurm controller (connect failure)"));
 }
 
+/* write_gres_conf: the whole file at once where slurmd's included gres.conf names it; a killed run's temp file goes. */
+static void test_gres_write(void)
+{
+	static char root[] = "/tmp/hpcinit-test-gres.XXXXXX";
+	static char host[] = "c1";
+	struct gpu_inventory inv = inv_of(2, "h100");
+	struct outputs out = { 0 };
+	struct spec s = { 0 };
+	struct ctx c = { 0 };
+	struct report r;
+	struct stat st;
+	char *got, *p;
+
+	if (geteuid() != 0) {
+		printf("# gres.conf writes need root (root's file): not run\n");
+		return;
+	}
+	if (!mkdtemp(root))
+		return;
+	test_put(root, "/etc/slurm/hpcinit-gres.conf", "Name=gpu File=/dev/nvidia9\n");
+	test_put(root, "/etc/slurm/hpcinit-gres.conf.hpcinit-tmp.c1.AbC123", "Name=gpu File=/dev/nvidia");
+	out.gpu = &inv;
+	c.spec = &s;
+	c.root = root;
+	c.hostname = host;
+	c.out = &out;
+	c.mode = RUN_APPLY;
+	c.deadline_ms = now_ms() + 10000;
+	report_init(&r);
+	TEST_INTEQ(write_gres_conf(&c, &r), 0);
+	got = test_get(root, SLURM_GRES_INCLUDE);
+	TEST_CHECK(got && strstr(got, "\nName=gpu Type=h100 File=/dev/nvidia0\nName=gpu Type=h100 File=/dev/nvidia1\n") &&
+		   !strstr(got, "nvidia9"));
+	free(got);
+	got = test_get(root, "/etc/slurm/hpcinit-gres.conf.hpcinit-tmp.c1.AbC123");
+	TEST_CHECK(got == NULL);
+	free(got);
+	p = fs_rooted(root, SLURM_GRES_INCLUDE);
+	TEST_CHECK(stat(p, &st) == 0 && (st.st_mode & 07777) == 0644 && st.st_uid == 0);
+	free(p);
+	report_free(&r);
+	/* no gpu section: the file says there are none (a head including it still parses) */
+	c.out = NULL;
+	report_init(&r);
+	TEST_INTEQ(write_gres_conf(&c, &r), 0);
+	got = test_get(root, SLURM_GRES_INCLUDE);
+	TEST_CHECK(got && strstr(got, "\n# no GPUs\n") && !strstr(got, "Name=gpu"));
+	free(got);
+	report_free(&r);
+	test_rm_rf(root);
+}
+
 int main(void)
 {
 	test_parse();
@@ -531,5 +583,6 @@ int main(void)
 	test_spec();
 	test_gres();
 	test_version();
+	test_gres_write();
 	TEST_EXIT();
 }
