@@ -7,7 +7,6 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,31 +24,15 @@ static const char *const peermem_registered[] = {
 	NULL,
 };
 
-/* Is there an InfiniBand device at all (GPUDirect RDMA has nothing to do without one)? */
-static bool has_rdma_device(const struct ctx *c)
-{
-	char *hp = ctx_path(c, "/sys/class/infiniband");
-	DIR *d = opendir(hp);
-	struct dirent *e;
-	bool any = false;
-
-	free(hp);
-	while (d && !any && (e = readdir(d)))
-		any = e->d_name[0] != '.';
-	if (d)
-		closedir(d);
-	return any;
-}
-
-void gpu_check_peermem(struct ctx *c, struct report *r)
+void gpu_check_peermem(struct ctx *c, struct report *r, bool infiniband)
 {
 	bool required = c->spec->gpu.peermem == GPU_PEERMEM_REQUIRED;
 	enum rstatus sev = required ? ST_FAILED : ST_DEGRADED;
 	const char *why = required ? " [gpu.peermem: required]" : "";
 	bool registered = false;
 
-	if (!required && !has_rdma_device(c)) {
-		report_detail(r, "GPUDirect RDMA: no RDMA device (/sys/class/infiniband), not checked");
+	if (!required && !infiniband) {
+		report_detail(r, "GPUDirect RDMA: no InfiniBand device (/sys/class/infiniband), not checked");
 		return;
 	}
 	for (size_t i = 0; peermem_registered[i]; i++)
@@ -110,9 +93,13 @@ static void fm_version(struct ctx *c, char *out, size_t n, const char **how)
 		if (out[0])
 			return;
 	}
-	if (fs_exists(c, "/var/lib/rpm") || fs_exists(c, "/usr/lib/sysimage/rpm")) {
+	/* RHEL 8/9 keep the database in /var/lib/rpm, newer Fedora and SUSE in /usr/lib/sysimage/rpm. */
+	const char *db = fs_exists(c, "/var/lib/rpm") ? "/var/lib/rpm" :
+			 fs_exists(c, "/usr/lib/sysimage/rpm") ? "/usr/lib/sysimage/rpm" : NULL;
+
+	if (db) {
 		const char *root = c->root && c->root[0] ? c->root : "/";
-		const char *const argv[] = { "rpm", "--root", root, "-q", "--qf", "%{VERSION}\\n",
+		const char *const argv[] = { "rpm", "--root", root, "--dbpath", db, "-q", "--qf", "%{VERSION}\\n",
 					     "nvidia-fabric-manager", "nvidia-fabricmanager", NULL };
 		uint64_t left = ctx_remaining_ms(c);
 		struct proc_result res = { 0 };

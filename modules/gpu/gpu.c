@@ -24,7 +24,7 @@
 #include "proc.h"
 #include "strlist.h"
 
-#define GPU_READ_MAX_MS 10000           /* the inventory child's own cap within the step's deadline */
+#define GPU_READ_MAX_MS 5000            /* the inventory child's own cap within the step's deadline: it takes ms */
 
 static struct gpu_inventory gpu_last;   /* OUT_GPU: this run's inventory */
 
@@ -95,8 +95,8 @@ static void vm_size(struct ctx *c, struct report *r, char *out, size_t n)
 		if (out[0])
 			return;
 	}
-	if (!ctx_real_root(c) && !getenv("HPCINIT_GPU_IMDS"))
-		return;         /* a fake root has no metadata service (tests name one with HPCINIT_GPU_IMDS) */
+	if (!ctx_real_root(c) && strcmp(c->spec->gpu.imds_url, SPEC_IMDS_VMSIZE_URL) == 0)
+		return;         /* a fake root (an image, a test) is no VM: only a gpu.imds_url of its own is asked */
 	if (imds_get_text(c->spec->gpu.imds_url, IMDS_TIMEOUT_MS, out, n, err, sizeof(err)) < 0) {
 		out[0] = '\0';
 		report_detail(r, "VM size: %s: %s", c->spec->gpu.imds_url, err);
@@ -162,17 +162,20 @@ static void judge_gpus(struct report *r, const struct gpu_inventory *inv)
 	}
 }
 
-/* Each GPU's nearest HCA, shown, and what does not hold of the pairing (degraded). */
-static void judge_hca(const struct ctx *c, struct report *r, struct gpu_inventory *inv, const struct gpu_size *sz)
+/* Each GPU's nearest HCA, shown, and what does not hold of the pairing (degraded).  True: an InfiniBand HCA. */
+static bool judge_hca(const struct ctx *c, struct report *r, struct gpu_inventory *inv, const struct gpu_size *sz)
 {
 	struct gpu_hca h[GPU_HCA_MAX];
 	size_t nh = gpu_hca_read(c, h, GPU_HCA_MAX);
 	struct strlist problems = { 0 };
 	const char *how;
+	bool ib = false;
 
-	if (!nh) {
-		report_detail(r, "HCAs: no RDMA device (/sys/class/infiniband): no GPU is paired with one");
-		return;
+	for (size_t k = 0; k < nh; k++)
+		ib |= h[k].infiniband;
+	if (!ib) {
+		report_detail(r, "HCAs: no InfiniBand device (/sys/class/infiniband): no GPU is paired with one");
+		return false;
 	}
 	gpu_hca_pair(inv, h, nh, sz, &problems, &how);
 	for (size_t i = 0; i < inv->n; i++)
@@ -181,6 +184,7 @@ static void judge_hca(const struct ctx *c, struct report *r, struct gpu_inventor
 		report_finding(r, ST_DEGRADED, "gpu.hca", "%s; NCCL and the MPI profile get no HCA for that GPU",
 			       problems.v[k]);
 	strlist_free(&problems);
+	return true;
 }
 
 static void judge_count(struct report *r, const struct gpu_inventory *inv, const struct gpu_size *sz)
@@ -200,7 +204,7 @@ static void judge_count(struct report *r, const struct gpu_inventory *inv, const
 		name_absent(r, inv, sz);
 	} else if (inv->expected && inv->n > inv->expected) {
 		report_finding(r, ST_DEGRADED, "gpu.count.more", "%zu GPUs on the PCI bus, %u expected "
-			       "(gpu.count or the size table): Slurm is told %zu", inv->n, inv->expected, inv->n);
+			       "(gpu.count or the size table): check gpu.count", inv->n, inv->expected);
 	}
 	if (inv->driver_version[0] == '\0')
 		report_finding(r, ST_FAILED, "gpu.driver.absent", "no NVIDIA driver (/proc/driver/nvidia/version): "
@@ -239,8 +243,7 @@ static int gpu_run(struct ctx *c, struct report *r)
 	expected_count(c, r, inv, &sz);
 	judge_count(r, inv, sz);
 	judge_gpus(r, inv);
-	judge_hca(c, r, inv, sz);
-	gpu_check_peermem(c, r);
+	gpu_check_peermem(c, r, judge_hca(c, r, inv, sz));
 	gpu_check_fabric(c, r, inv);
 	gpu_check_xid(c, r, inv);
 	c->out->gpu = inv;

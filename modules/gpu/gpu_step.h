@@ -10,8 +10,8 @@
 #define GPU_FM_PIDFILE "/run/nvidia-fabricmanager/nv-fabricmanager.pid"
 #define GPU_FM_COMM "nv-fabricmanage"
 
-/* GPUDirect RDMA: nvidia_peermem loaded and registered (on nodes with InfiniBand, or gpu.peermem: required). */
-void gpu_check_peermem(struct ctx *c, struct report *r);
+/* GPUDirect RDMA: nvidia_peermem loaded and registered (infiniband: the node has an InfiniBand HCA; or gpu.peermem: required). */
+void gpu_check_peermem(struct ctx *c, struct report *r, bool infiniband);
 /* On NVSwitch nodes: nvidia-fabricmanager running, of the driver's version. */
 void gpu_check_fabric(struct ctx *c, struct report *r, const struct gpu_inventory *inv);
 /* The fabric manager's installed version from dpkg's status text ("535.161.08"), "" when none. */

@@ -19,6 +19,7 @@
 #include "gpu_step.h"
 #include "hpcinit.h"
 #include "number.h"
+#include "strlist.h"
 
 #define KMSG_MAX (8u << 20)     /* the kernel's ring is smaller; a plain file is cut here */
 
@@ -104,10 +105,26 @@ static const char *gpu_named(const struct gpu_inventory *inv, const char *pci)
 	return pci;
 }
 
+/* First time this GPU logs this Xid (each said once, 16 at most)? */
+static bool first_time(struct strlist *said, const char *pci, unsigned xid)
+{
+	char key[48];
+
+	snprintf(key, sizeof(key), "%s %u", pci, xid);
+	for (size_t i = 0; i < said->n; i++)
+		if (strcmp(said->v[i], key) == 0)
+			return false;
+	if (said->n >= 16)
+		return false;
+	strlist_push(said, key);
+	return true;
+}
+
 void gpu_check_xid(struct ctx *c, struct report *r, const struct gpu_inventory *inv)
 {
-	size_t len = 0, seen = 0, reported = 0;
+	size_t len = 0, seen = 0;
 	char *text = kmsg_read(c, &len);
+	struct strlist said = { 0 };
 
 	if (!text) {
 		report_detail(r, "kernel log: /dev/kmsg unreadable, Xid events not checked");
@@ -123,15 +140,18 @@ void gpu_check_xid(struct ctx *c, struct report *r, const struct gpu_inventory *
 			const char *what = xid_what(xid);
 
 			seen++;
-			if (what && reported++ < 8)
+			if (!first_time(&said, pci, xid))
+				;       /* the same GPU's same Xid again: said once */
+			else if (what)
 				report_finding(r, ST_FAILED, "gpu.xid", "%s: Xid %u (%s) in the kernel log this boot: "
 					       "drain the node; reboot, and if it comes back, deallocate and redeploy "
 					       "the VM", gpu_named(inv, pci), xid, what);
-			else if (!what)
+			else
 				report_detail(r, "%s: Xid %u in the kernel log (not a failing one)", gpu_named(inv, pci), xid);
 		}
 		line = nl ? nl + 1 : NULL;
 	}
 	report_detail(r, "kernel log: %zu bytes read, %zu Xid event(s)", len, seen);
+	strlist_free(&said);
 	free(text);
 }

@@ -38,11 +38,18 @@ rm -rf "$R/sys/module/nvidia_peermem"
 run
 is "peermem not loaded: exit 3" "$rc" 3
 has_finding "peermem not loaded: said" degraded gpu.peermem.unloaded 'nvidia_peermem is not loaded'
-# An NC node without InfiniBand: nothing to say about GPUDirect RDMA.
+# An NC node without InfiniBand (only accelerated networking's Ethernet VF, an RDMA device
+# too): nothing to say about GPUDirect RDMA.
 mk nca100v4-1
 rm -rf "$R/sys/module/nvidia_peermem" "$R/sys/kernel/mm/memory_peers"
+mkdir -p "$R/sys/bus/pci/devices/c0de:00:02.0" "$R/sys/class/infiniband/mlx5_an0/ports/1"
+echo 0 >"$R/sys/bus/pci/devices/c0de:00:02.0/numa_node"
+echo Ethernet >"$R/sys/class/infiniband/mlx5_an0/ports/1/link_layer"
+ln -s ../../../bus/pci/devices/c0de:00:02.0 "$R/sys/class/infiniband/mlx5_an0/device"
 run
 is "NC without InfiniBand, no peermem: exit 0" "$rc" 0
+has_detail "NC without InfiniBand: not checked, said" "$T/out" gpu '^GPUDirect RDMA: no InfiniBand device'
+is "NC without InfiniBand: no HCA in the summary" "$(jget "$T/out" gpu summary)" "1 GPUs a100, driver 535.161.08"
 
 # The fabric manager down, then of another version than the driver.
 mk ndh100v5
@@ -70,6 +77,25 @@ run
 is "fabric manager version unknown: exit 3" "$rc" 3
 has_finding "fabric manager version unknown: said" degraded gpu.fabricmanager.version-unknown 'nvidia-fabricmanager.s version is unknown'
 
+# An RPM system (AlmaLinux HPC images): the version from rpm's database in the root, made
+# here with rpmbuild and rpm --justdb (a stand-in package: no files, only its name and version).
+if command -v rpmbuild >/dev/null && command -v rpm >/dev/null; then
+	mkdir -p "$T/rpm/SPECS"
+	printf 'Name: nvidia-fabric-manager\nVersion: %s\nRelease: 1\nSummary: stand-in\nLicense: MIT\nBuildArch: noarch\n%%description\nstand-in\n%%files\n' \
+		535.154.05 >"$T/rpm/SPECS/fm.spec"
+	rpmbuild --define "_topdir $T/rpm" -bb "$T/rpm/SPECS/fm.spec" >"$T/rpmbuild.log" 2>&1
+	mk ndh100v5
+	rm "$R/var/lib/dpkg/status"
+	rpm --root "$R" --dbpath /var/lib/rpm --initdb
+	rpm --root "$R" --dbpath /var/lib/rpm -i --nodeps --justdb --noscripts "$T"/rpm/RPMS/noarch/*.rpm 2>/dev/null
+	run
+	is "rpm: fabric manager 535.154.05, driver 535.161.08: exit 1" "$rc" 1
+	has_finding "rpm: the version from rpm's database" failed gpu.fabricmanager.version \
+		'nvidia-fabricmanager is 535.154.05 \(rpm\) but the driver is 535.161.08'
+else
+	echo "# rpm or rpmbuild not installed: the RPM database case is not run here (tools/setup.sh installs them)"
+fi
+
 # Xid 79 after boot: the GPU fell off the bus while the node ran; check fails it, naming it.
 mk ndh100v5
 run apply
@@ -85,8 +111,10 @@ has_finding "fallen off, gone from PCI: the address" failed gpu.missing '000b:00
 # An Xid that is not a failing one is shown, not failed.
 mk ndh100v5
 printf '4,2210,912345678,-;NVRM: Xid (PCI:0001:00:00): 13, Graphics SM Warp Exception\n' >>"$R/dev/kmsg"
+printf '4,2211,912345679,-;NVRM: Xid (PCI:0001:00:00): 13, Graphics SM Warp Exception\n' >>"$R/dev/kmsg"
 run
 is "Xid 13: exit 0" "$rc" 0
+is "Xid 13 twice: said once" "$(jget "$T/out" gpu details | grep -c 'Xid 13 in the kernel log')" 1
 has_detail "Xid 13: shown" "$T/out" gpu '^0001:00:00.0: Xid 13 in the kernel log \(not a failing one\)$'
 
 # The pairing checked against sysfs: an HCA on the other NUMA node than its GPU.
@@ -116,4 +144,16 @@ is "NC A100 v4 (4): summary" "$(jget "$T/out" gpu summary)" "4 GPUs a100, driver
 rm "$R/sys/bus/pci/devices/0004:00:00.0/driver"
 run
 has_finding "NC A100 v4: one unbound" failed gpu.unbound '0004:00:00.0: GPU 10de:20b5 is on the PCI bus but not bound'
+
+# A driver that does not answer: a read of its procfs blocks (a FIFO with no writer stands in
+# for a wedged driver's file).  The step ends at its read's deadline, failed, and names it.
+mk nca100v4-1
+rm "$R/proc/driver/nvidia/gpus/0001:00:00.0/information"
+mkfifo "$R/proc/driver/nvidia/gpus/0001:00:00.0/information"
+t0=$(date +%s%N)
+run
+t1=$(date +%s%N)
+is "wedged driver: exit 1" "$rc" 1
+has_finding "wedged driver: said" failed gpu.hung 'reading the GPUs \(sysfs, /proc/driver/nvidia\) did not finish within 5000 ms'
+check "wedged driver: the run ended (under 15 s)" test $(((t1 - t0) / 1000000)) -lt 15000
 done_testing

@@ -82,4 +82,45 @@ rm -rf "$R/sys/bus/pci/devices/0001:00:00.0"
 run
 is "no GPU: exit 1" "$rc" 1
 has_finding "no GPU: said" failed gpu.none 'no NVIDIA GPU on the PCI bus'
+
+# Bad gpu keys: exit 2 with the place and what is allowed, nothing run.
+printf 'version: 1\ncluster: {name: gpu}\ngpu:\n  count: 65\n  peermem: always\n' >"$T/bad.yaml"
+run_hpc "$T/bad" validate "$T/bad.yaml"
+is "bad gpu keys: exit 2" "$rc" 2
+check "bad gpu.count: its place and bounds" grep -q "bad.yaml:4:10: .*0.*64" "$T/bad"
+check "bad gpu.peermem: its place and the words" grep -q "bad.yaml:5:12: .*optional.*required" "$T/bad"
+
+# The VM size from the metadata service when no fact file says it: a STAND-IN for Azure's
+# IMDS on loopback (this machine is no Azure VM) answers compute/vmSize with Metadata: true.
+mk ndh100v5
+rm "$R/etc/hpcinit/facts/vm-size" "$R/dev/nvidia7"
+cat >"$T/imds.py" <<'PY'
+import http.server, os, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        ok = self.headers.get("Metadata") == "true" and self.path.startswith("/metadata/instance/compute/vmSize")
+        body = b"Standard_ND96isr_H100_v5"
+        self.send_response(200 if ok else 400); self.send_header("Content-Length", str(len(body) if ok else 0))
+        self.end_headers()
+        if ok: self.wfile.write(body)
+    def log_message(self, *a): pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+open(sys.argv[1] + ".tmp", "w").write(str(s.server_address[1])); os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+s.serve_forever()
+PY
+"$PY" "$T/imds.py" "$T/port" & imds=$!
+cleanup_add "kill $imds"
+for _ in $(seq 50); do [ -s "$T/port" ] && break; sleep 0.1; done
+printf 'version: 1\ncluster: {name: gpu}\ngpu: {imds_url: "http://127.0.0.1:%s/metadata/instance/compute/vmSize?api-version=2021-02-01&format=text"}\n' \
+	"$(cat "$T/port")" >"$R/node.yaml"
+rm -rf "$R/sys/bus/pci/devices/000c:00:00.0" "$R/proc/driver/nvidia/gpus/000c:00:00.0"
+run
+is "size from the metadata service, 7 of 8: exit 1" "$rc" 1
+has_detail "size from the metadata service: the table's count" "$T/out" gpu '^expected: 8 GPUs \(Standard_ND96isr_H100_v5, the size table\)$'
+has_finding "size from the metadata service: 000c named" failed gpu.missing '000c:00:00.0: no GPU at this PCI address'
+# No fact file and the default URL on a fake root: no metadata service asked, the count unknown.
+printf 'version: 1\ncluster: {name: gpu}\ngpu: {}\n' >"$R/node.yaml"
+run
+is "no size known: exit 0 (7 GPUs, nothing to hold them to)" "$rc" 0
+has_finding "no size known: said" info gpu.count.unknown 'expected count unknown: no VM size'
 done_testing

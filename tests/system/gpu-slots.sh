@@ -25,6 +25,9 @@ check "healthy: 8 slots in the record" test "$(rec)" = "slots: 8"
 check "the profile exports each GPU's HCA in PCI order" grep -qx \
 	'export HPCINIT_GPU_HCA=mlx5_ib0,mlx5_ib1,mlx5_ib2,mlx5_ib3,mlx5_ib4,mlx5_ib5,mlx5_ib6,mlx5_ib7' \
 	"$R/etc/profile.d/hpcinit-mpi.sh"
+run_hpc "$T/status" status --root "$R"
+check "status shows each GPU's HCA" grep -Eq \
+	'^gpu +ok .*GPU->HCA 0:mlx5_ib0 1:mlx5_ib1 2:mlx5_ib2 3:mlx5_ib3 4:mlx5_ib4 5:mlx5_ib5 6:mlx5_ib6 7:mlx5_ib7$' "$T/status"
 
 # /dev/nvidia6 gone: 8 GPUs on the bus, 7 usable.  The step fails, the node's state changes
 # (the announce hook rewrites the record), and the record says 7 slots throughout.
