@@ -196,7 +196,7 @@ check_slurmgpu() {
 	[ -n "$c2" ] || return 0
 	out=$(vm_exec "$c2" 600 "$(slurm_gpu_standin 1)
 		hpcinit leave > /tmp/gpu-leave.txt 2>&1 || { cat /tmp/gpu-leave.txt; exit 1; }
-		hpcinit apply > /tmp/gpu-apply.txt 2>&1; echo \"apply exit \$?\"
+		rc=0; hpcinit apply > /tmp/gpu-apply.txt 2>&1 || rc=\$?; echo \"apply exit \$rc\"
 		grep -E 'gpu|not registered' /tmp/gpu-apply.txt
 		! systemctl is-active -q hpcinit-slurmd.service || echo 'hpcinit-slurmd.service active'" 2>&1) || true
 	if grep -q '^apply exit 1$' <<< "$out" && grep -q 'not registered with Slurm' <<< "$out" &&
