@@ -446,13 +446,137 @@ static char *vm_size(const struct ctx *c)
 	return text;
 }
 
-/* slurmd -Z --conf-server ... --conf "RealMemory=.. Feature=.." -N name, started once. */
+/* ---- GPUs and versions ------------------------------------------------------ */
+
+/*
+ * This node's gres.conf lines (SLURM_GRES_INCLUDE), written atomically
+ * before slurmd starts: the device files of the GPUs the gpu step found, or
+ * a comment on a node without any, so that a head whose gres.conf includes
+ * the file never leaves a node without it (slurmd retried a missing
+ * include for 60 s, then failed).
+ */
+static int write_gres_conf(struct ctx *c, struct report *rep)
+{
+	const struct gpu_inventory *inv = c->out ? c->out->gpu : NULL;
+	static const struct gpu_inventory none;
+	char *text = slurm_gres_conf(inv ? inv : &none);
+	int r = fs_mkdir_p(c, rep, "/etc/slurm", 0755, 0, 0);
+
+	if (r >= 0)
+		r = fs_write(c, rep, SLURM_GRES_INCLUDE, text, strlen(text), 0644, 0, 0);
+	free(text);
+	if (r < 0)
+		report_finding(rep, ST_FAILED, "slurm.gres.write", "%s: cannot write this node's gres.conf "
+			       "lines: %s", SLURM_GRES_INCLUDE, strerror(-r));
+	return r < 0 ? r : 0;
+}
+
+/* A node short of GPUs is never registered (the gpu step fails it too). */
+static bool gres_short(const struct ctx *c, struct report *rep)
+{
+	const struct gpu_inventory *inv = c->out ? c->out->gpu : NULL;
+	size_t n;
+
+	if (!inv)
+		return false;
+	n = slurm_gres_count(inv);
+	if (n && n >= inv->n && n >= inv->expected)
+		return false;
+	report_finding(rep, ST_FAILED, "slurm.gres.short", "%zu of %zu GPUs usable (%u expected): not "
+		       "registered with Slurm; a node short of a GPU is not given jobs that ask for them",
+		       n, inv->n > inv->expected ? inv->n : (size_t)inv->expected, inv->expected);
+	return true;
+}
+
+static int slurm_version_of(const struct ctx *c, const char *const argv[], const char *const envp[],
+			    struct slurm_version *v, char *err, size_t size)
+{
+	struct proc_result res = { 0 };
+	uint64_t left = ctx_remaining_ms(c);
+	int r = left ? proc_run(argv, envp, NULL, left < CMD_MS ? (unsigned)left : CMD_MS, &res) : -ETIMEDOUT;
+
+	if (r >= 0)
+		r = res.timed_out ? -ETIMEDOUT : res.exit_code;
+	if (r == 0)
+		r = argv[1][0] == '-' ? slurm_version_parse(res.out, v) : slurm_config_version(res.out, v);
+	if (r != 0)
+		first_line(&res, err, size);
+	proc_result_free(&res);
+	return r;
+}
+
+/*
+ * Slurm refuses a slurmd newer than slurmctld (major.minor).  Before
+ * registering, ask the controller its version ("scontrol show config":
+ * SLURM_VERSION is slurmctld's own; SLURM_CONF_SERVER lets scontrol fetch
+ * the configuration from the conf servers as slurmd does) and compare with
+ * slurmd -V.  A slurmctld older than this node's client refuses its
+ * protocol outright (a 24.11 scontrol against 22.05: "Zero Bytes were
+ * transmitted or received"): that is the same rule.  -EPROTO: do not
+ * register.  A controller that does not answer at all within most of the
+ * step's deadline leaves the version unchecked and slurmd is started as
+ * before (it retries until slurmctld is up).
+ */
+static int version_gate(struct ctx *c, struct report *rep, const char *servers)
+{
+	const char *vargv[] = { "slurmd", "-V", NULL };
+	const char *sargv[] = { "scontrol", "show", "config", NULL };
+	char *env_server = xasprintf("SLURM_CONF_SERVER=%s", servers);
+	const char *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", env_server, NULL };
+	struct slurm_version mine, ctld;
+	char err[256] = "";
+	const char *why = NULL;
+	uint64_t delay = 200, stop = now_ms() + ctx_remaining_ms(c) * 3 / 4;
+	unsigned refused = 0;
+	int r;
+
+	if (slurm_version_of(c, vargv, NULL, &mine, err, sizeof(err)) != 0) {
+		report_detail(rep, "slurmd -V: %s; its version is not compared with slurmctld's", err);
+		free(env_server);
+		return 0;
+	}
+	for (;;) {
+		r = slurm_version_of(c, sargv, envp, &ctld, err, sizeof(err));
+		if (r == 0 || now_ms() >= stop)
+			break;
+		why = slurm_refused_protocol(err);
+		refused = why ? refused + 1 : 0;
+		if (refused >= 3)
+			break;
+		if (!ctx_backoff(c, &delay, 2000))
+			break;
+	}
+	free(env_server);
+	if (r == 0 && slurm_version_newer(&mine, &ctld)) {
+		report_finding(rep, ST_FAILED, "slurm.version.newer", "slurmd %s is newer than slurmctld %s: "
+			       "Slurm refuses it; install slurmd %u.%02u or upgrade the controller first",
+			       mine.text, ctld.text, ctld.major, ctld.minor);
+		return -EPROTO;
+	}
+	if (r == 0) {
+		report_detail(rep, "slurmd %s, slurmctld %s", mine.text, ctld.text);
+		return 0;
+	}
+	if (refused >= 3) {
+		report_finding(rep, ST_FAILED, "slurm.version.newer", "slurmd %s is newer than slurmctld at %s: "
+			       "the controller refused this node's Slurm protocol (scontrol: \"%s\"), as a slurmctld "
+			       "older than %u.%02u does (its version cannot be asked from here), and Slurm refuses "
+			       "a newer slurmd; install the controller's release of slurmd or upgrade the "
+			       "controller first", mine.text, servers, why, mine.major, mine.minor);
+		return -EPROTO;
+	}
+	report_detail(rep, "slurmctld's version unknown (scontrol show config: %s); slurmd %s started unchecked",
+		      err, mine.text);
+	return 0;
+}
+
+/* slurmd -Z --conf-server ... --conf "RealMemory=.. Feature=.. [Gres=..]" -N name, started once. */
 static int start_slurmd(struct ctx *c, struct report *rep, const char *name)
 {
 	const struct spec *s = c->spec;
 	struct strlist feats = { 0 };
 	struct strbuf servers = { 0 };
-	char *meminfo = NULL, *size = vm_size(c), *dom = ib_domain(c), *conf;
+	char *meminfo = NULL, *size = vm_size(c), *dom = ib_domain(c), *conf, *gres;
 	size_t n;
 	uint64_t kib = 0;
 	int r;
@@ -462,8 +586,22 @@ static int start_slurmd(struct ctx *c, struct report *rep, const char *name)
 	free(meminfo);
 	slurm_features(s->cluster.name, size, dom, &s->slurm.features, &feats);
 	conf = slurm_node_conf(slurm_real_memory_mb(kib, s->slurm.memory_margin_pct), &feats);
+	gres = c->out && c->out->gpu ? slurm_gres(c->out->gpu) : NULL;
+	if (gres) {
+		char *with = xasprintf("%s Gres=%s", conf, gres);
+
+		free(conf);
+		conf = with;
+	}
 	for (size_t i = 0; i < s->slurm.conf_servers.n; i++)
 		sb_printf(&servers, "%s%s", i ? "," : "", s->slurm.conf_servers.v[i]);
+	if (gres_short(c, rep)) {
+		r = -EPROTO;
+		goto out;
+	}
+	if (ctx_may_write(c) && ((r = write_gres_conf(c, rep)) < 0 ||
+				 (r = version_gate(c, rep, sb_str(&servers))) < 0))
+		goto out;
 	if (!ctx_may_write(c)) {
 		report_finding(rep, ST_CHANGED, "slurm.register", "would start slurmd -Z --conf-server %s "
 			       "--conf \"%s\" -N %s", sb_str(&servers), conf, name);
@@ -497,6 +635,8 @@ static int start_slurmd(struct ctx *c, struct report *rep, const char *name)
 	else if (ctx_may_write(c))
 		report_finding(rep, ST_CHANGED, "slurm.registered", "slurmd started: %s registers with "
 			       "%s as a dynamic node (%s)", name, sb_str(&servers), conf);
+out:
+	free(gres);
 	strlist_free(&feats);
 	sb_free(&servers);
 	free(conf);
@@ -706,6 +846,6 @@ const struct module slurm_module = {
 	.check = slurm_run,
 	.apply = slurm_run,
 	.leave = slurm_leave,
-	.inputs = OUT_PEERS,    /* this node's own record: its InfiniBand domain */
+	.inputs = OUT_PEERS | OUT_GPU,  /* its own record (InfiniBand domain); its GPUs (GRES) */
 	.isolate = true,        /* slurm.key_file on shared storage, scontrol to slurmctld */
 };

@@ -7,10 +7,18 @@
 #include <stdint.h>
 
 #include "strlist.h"
+#include "gpu/gpu.h"
 
 /* The reason prefix hpcinit owns: it resumes only drains whose reason starts with it. */
 #define SLURM_REASON_PREFIX "hpcinit:"
 #define SLURM_REASON_MAX 200
+/*
+ * The node's own gres.conf lines.  A configless slurmd keeps only the files
+ * slurmctld serves in its cache (a gres.conf the controller lacks is
+ * removed there), so the head's gres.conf says "Include <this>" and every
+ * node reads its own (docs/slurm.md).
+ */
+#define SLURM_GRES_INCLUDE "/etc/slurm/hpcinit-gres.conf"
 /* The fact file an image or custom-data may write with this VM's size (IMDS's vmSize). */
 #define SLURM_VM_SIZE_FACT "/etc/hpcinit/facts/vm-size"
 
@@ -43,5 +51,34 @@ uint64_t slurm_real_memory_mb(uint64_t memtotal_kib, unsigned margin_pct);
 uint64_t slurm_meminfo_total_kib(const char *meminfo);
 /* slurmd --conf's value: "RealMemory=N Feature=a,b". malloc'd. */
 char *slurm_node_conf(uint64_t real_memory_mb, const struct strlist *features);
+
+/* ---- gres.c: GPUs and versions --------------------------------------------- */
+
+/* A Slurm release: major.minor decide what talks to what ("22.05.8": 22, 5). */
+struct slurm_version {
+	unsigned major, minor;
+	char text[32];          /* as printed: "22.05.8" */
+};
+
+/* The last word of the first line ("slurm-wlm 22.05.8" from slurmd -V); 0 or -EBADMSG. */
+int slurm_version_parse(const char *text, struct slurm_version *ret);
+/* SLURM_VERSION of "scontrol show config" (slurmctld's own version); 0 or -EBADMSG. */
+int slurm_config_version(const char *show_config, struct slurm_version *ret);
+/* a is a later release than b (major.minor; the patch level does not count). */
+bool slurm_version_newer(const struct slurm_version *a, const struct slurm_version *b);
+/* The words of a client's complaint that say slurmctld refused its protocol (the client is newer); NULL if none. */
+const char *slurm_refused_protocol(const char *err);
+
+bool slurm_gres_type_ok(const char *type);
+/* GPUs Slurm can be given: bound, with a device node and a known minor. */
+size_t slurm_gres_count(const struct gpu_inventory *inv);
+/*
+ * slurmd --conf's Gres value: "gpu:h100:8" when every usable GPU's type is
+ * known ("gpu:a:2,gpu:b:1" for two types), else "gpu:8"; NULL when none.
+ * malloc'd.
+ */
+char *slurm_gres(const struct gpu_inventory *inv);
+/* The gres.conf text: one "Name=gpu [Type=t] File=/dev/nvidia<minor>" line a usable GPU, by minor. malloc'd. */
+char *slurm_gres_conf(const struct gpu_inventory *inv);
 
 #endif

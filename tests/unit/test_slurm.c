@@ -410,6 +410,168 @@ static void test_spec(void)
 	TEST_CHECK(strstr(m, "conf_servers") != NULL);
 }
 
+static struct gpu_inventory inv_of(size_t n, const char *type)
+{
+	struct gpu_inventory inv;
+
+	memset(&inv, 0, sizeof(inv));
+	inv.n = inv.n_usable = n;
+	inv.expected = (unsigned)n;
+	for (size_t i = 0; i < n; i++) {
+		snprintf(inv.gpu[i].pci, sizeof(inv.gpu[i].pci), "%04zx:00:00.0", i + 1);
+		inv.gpu[i].bound = inv.gpu[i].dev_node = true;
+		inv.gpu[i].minor = (int)i;
+		snprintf(inv.gpu[i].type, sizeof(inv.gpu[i].type), "%s", type);
+	}
+	return inv;
+}
+
+/* The GRES and gres.conf lines from the GPUs found, exactly. */
+static void test_gres(void)
+{
+	struct gpu_inventory inv = inv_of(8, "h100");
+	char *g = slurm_gres(&inv), *conf = slurm_gres_conf(&inv);
+	static const char hdr[] = "# Written by hpcinit (the slurm step) from the GPUs this node has; do not edit.\n"
+				  "# The head's gres.conf includes this file (docs/slurm.md).\n";
+
+	TEST_STREQ(g, "gpu:h100:8");
+	TEST_CHECK(strncmp(conf, hdr, strlen(hdr)) == 0);
+	TEST_STREQ(conf + strlen(hdr), "Name=gpu Type=h100 File=/dev/nvidia0\nName=gpu Type=h100 File=/dev/nvidia1\n"
+		   "Name=gpu Type=h100 File=/dev/nvidia2\nName=gpu Type=h100 File=/dev/nvidia3\n"
+		   "Name=gpu Type=h100 File=/dev/nvidia4\nName=gpu Type=h100 File=/dev/nvidia5\n"
+		   "Name=gpu Type=h100 File=/dev/nvidia6\nName=gpu Type=h100 File=/dev/nvidia7\n");
+	free(g);
+	free(conf);
+	/* minors out of PCI order are written by minor; an unbound GPU is no GRES */
+	inv = inv_of(3, "a100");
+	inv.gpu[0].minor = 2;
+	inv.gpu[2].minor = 0;
+	inv.gpu[1].bound = false;
+	g = slurm_gres(&inv);
+	conf = slurm_gres_conf(&inv);
+	TEST_STREQ(g, "gpu:a100:2");
+	TEST_STREQ(conf + strlen(hdr), "Name=gpu Type=a100 File=/dev/nvidia0\nName=gpu Type=a100 File=/dev/nvidia2\n");
+	TEST_INTEQ((int)slurm_gres_count(&inv), 2);
+	free(g);
+	free(conf);
+	/* a type that is not a word Slurm takes (from a table or a spec gone wrong): no Type at all */
+	inv = inv_of(2, "h100\nName=gpu File=/etc/shadow");
+	g = slurm_gres(&inv);
+	conf = slurm_gres_conf(&inv);
+	TEST_STREQ(g, "gpu:2");
+	TEST_STREQ(conf + strlen(hdr), "Name=gpu File=/dev/nvidia0\nName=gpu File=/dev/nvidia1\n");
+	free(g);
+	free(conf);
+	TEST_CHECK(!slurm_gres_type_ok("H100") && !slurm_gres_type_ok("a b") && !slurm_gres_type_ok("") &&
+		   slurm_gres_type_ok("h100") && slurm_gres_type_ok("rtx_6000-ada.1"));
+	/* one unknown type: untyped; two known types: one entry each */
+	inv = inv_of(2, "h100");
+	inv.gpu[1].type[0] = '\0';
+	g = slurm_gres(&inv);
+	TEST_STREQ(g, "gpu:2");
+	free(g);
+	inv = inv_of(3, "h100");
+	snprintf(inv.gpu[1].type, sizeof(inv.gpu[1].type), "a100");
+	g = slurm_gres(&inv);
+	TEST_STREQ(g, "gpu:h100:2,gpu:a100:1");
+	free(g);
+	/* none usable: no GRES, and a file that says so (a head including it still parses) */
+	inv = inv_of(0, "");
+	TEST_CHECK(slurm_gres(&inv) == NULL);
+	conf = slurm_gres_conf(&inv);
+	TEST_STREQ(conf + strlen(hdr), "# no GPUs\n");
+	free(conf);
+}
+
+/* Slurm's version rule: slurmd -V and scontrol show config as the real 22.05.8 and 24.11.5 print them. */
+static void test_version(void)
+{
+	struct slurm_version d, c;
+	/* "scontrol show config" of Debian 12's slurmctld (lines around it kept) */
+	static const char conf[] = "Configuration data as of 2026-12-06T04:58:49\n"
+				   "SLURM_CONF              = /etc/slurm/slurm.conf\n"
+				   "SLURM_VERSION           = 22.05.8\n"
+				   "SrunEpilog              = (null)\n";
+
+	TEST_INTEQ(slurm_version_parse("slurm-wlm 22.05.8\n", &d), 0);
+	TEST_CHECK(d.major == 22 && d.minor == 5);
+	TEST_STREQ(d.text, "22.05.8");
+	TEST_INTEQ(slurm_version_parse("slurm-wlm 24.11.5\n", &d), 0);
+	TEST_CHECK(d.major == 24 && d.minor == 11);
+	TEST_INTEQ(slurm_version_parse("slurm 23.02.0-0rc1", &d), 0);
+	TEST_CHECK(d.major == 23 && d.minor == 2);
+	TEST_INTEQ(slurm_version_parse("slurm-wlm\n", &d), -EBADMSG);
+	TEST_INTEQ(slurm_version_parse("", &d), -EBADMSG);
+	TEST_INTEQ(slurm_version_parse("slurm 22x05", &d), -EBADMSG);
+	TEST_INTEQ(slurm_config_version("SLURM_CONF = x\n", &c), -EBADMSG);
+	TEST_INTEQ(slurm_config_version("XSLURM_VERSION = 1.2\n", &c), -EBADMSG);
+	TEST_INTEQ(slurm_config_version(conf, &c), 0);
+	TEST_STREQ(c.text, "22.05.8");
+	TEST_INTEQ(slurm_version_parse("slurm-wlm 24.11.5", &d), 0);
+	TEST_CHECK(slurm_version_newer(&d, &c));
+	TEST_CHECK(!slurm_version_newer(&c, &d));
+	TEST_INTEQ(slurm_version_parse("slurm-wlm 22.05.9", &d), 0);
+	TEST_CHECK(!slurm_version_newer(&d, &c));       /* the patch level does not count */
+	TEST_INTEQ(slurm_version_parse("slurm 22.11.0", &d), 0);
+	TEST_CHECK(slurm_version_newer(&d, &c));
+	TEST_CHECK(slurm_refused_protocol("scontrol: error: _fetch_child: failed to fetch remote configs: "
+					  "Zero Bytes were transmitted or received"));
+	TEST_CHECK(!slurm_refused_protocol("scontrol: error: _fetch_child: failed to fetch remote configs: "
+					   "Unable to contact slurm controller (connect failure)"));
+}
+
+/* write_gres_conf: the whole file at once where slurmd's included gres.conf names it; a killed run's temp file goes. */
+static void test_gres_write(void)
+{
+	static char root[] = "/tmp/hpcinit-test-gres.XXXXXX";
+	static char host[] = "c1";
+	struct gpu_inventory inv = inv_of(2, "h100");
+	struct outputs out = { 0 };
+	struct spec s = { 0 };
+	struct ctx c = { 0 };
+	struct report r;
+	struct stat st;
+	char *got, *p;
+
+	if (geteuid() != 0) {
+		printf("# gres.conf writes need root (root's file): not run\n");
+		return;
+	}
+	if (!mkdtemp(root))
+		return;
+	test_put(root, "/etc/slurm/hpcinit-gres.conf", "Name=gpu File=/dev/nvidia9\n");
+	test_put(root, "/etc/slurm/hpcinit-gres.conf.hpcinit-tmp.c1.AbC123", "Name=gpu File=/dev/nvidia");
+	out.gpu = &inv;
+	c.spec = &s;
+	c.root = root;
+	c.hostname = host;
+	c.out = &out;
+	c.mode = RUN_APPLY;
+	c.deadline_ms = now_ms() + 10000;
+	report_init(&r);
+	TEST_INTEQ(write_gres_conf(&c, &r), 0);
+	got = test_get(root, SLURM_GRES_INCLUDE);
+	TEST_CHECK(got && strstr(got, "\nName=gpu Type=h100 File=/dev/nvidia0\nName=gpu Type=h100 File=/dev/nvidia1\n") &&
+		   !strstr(got, "nvidia9"));
+	free(got);
+	got = test_get(root, "/etc/slurm/hpcinit-gres.conf.hpcinit-tmp.c1.AbC123");
+	TEST_CHECK(got == NULL);
+	free(got);
+	p = fs_rooted(root, SLURM_GRES_INCLUDE);
+	TEST_CHECK(stat(p, &st) == 0 && (st.st_mode & 07777) == 0644 && st.st_uid == 0);
+	free(p);
+	report_free(&r);
+	/* no gpu section: the file says there are none (a head including it still parses) */
+	c.out = NULL;
+	report_init(&r);
+	TEST_INTEQ(write_gres_conf(&c, &r), 0);
+	got = test_get(root, SLURM_GRES_INCLUDE);
+	TEST_CHECK(got && strstr(got, "\n# no GPUs\n") && !strstr(got, "Name=gpu"));
+	free(got);
+	report_free(&r);
+	test_rm_rf(root);
+}
+
 int main(void)
 {
 	test_parse();
@@ -419,5 +581,8 @@ int main(void)
 	test_ib_domain();
 	test_key();
 	test_spec();
+	test_gres();
+	test_version();
+	test_gres_write();
 	TEST_EXIT();
 }

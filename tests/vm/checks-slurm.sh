@@ -137,6 +137,84 @@ check_slurm() {
 	vm_exec head 60 "scontrol update nodename=$c1 state=resume" >/dev/null 2>&1 || true
 }
 
+# GPUs as GRES (issue 34), on real systemd and Slurm: STAND-INS for two
+# A100 PCIe GPUs (these VMs have none), made inside the VM where the gpu step
+# reads: a tmpfs on /sys/bus/pci/devices and one on /proc/driver holding the
+# PCI functions (10de:20b5, class 0x030200, bound to "nvidia") and the
+# driver's files, an empty /sys/class/infiniband (that size has none), and
+# /dev/nvidia0, /dev/nvidia1 (mknod c 195 N) and /dev/nvidiactl.  With "gpu: {count: 2}" added to its spec, a compute that
+# left Slurm applies again and registers gpu:<type>:2; srun --gres=gpu:2 runs
+# there with CUDA_VISIBLE_DEVICES as Slurm sets it.  A compute short of one
+# device node never registers and says why; given it back, it registers.
+slurm_gpu_standin() {   # the script for a VM: $1 is the minor left without a device node, or ""
+	cat <<EOF
+set -e
+miss='$1'
+grep -q '^gpu-standin-pci ' /proc/mounts || mount -t tmpfs gpu-standin-pci /sys/bus/pci/devices
+grep -q '^gpu-standin-drv ' /proc/mounts || mount -t tmpfs gpu-standin-drv /proc/driver
+mkdir -p /proc/driver/nvidia/gpus
+printf 'NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.161.08  Tue Mar  5 22:42:15 UTC 2024\n' > /proc/driver/nvidia/version
+for i in 0 1; do
+	a=000\$((i + 1)):00:00.0 d=/sys/bus/pci/devices/000\$((i + 1)):00:00.0
+	mkdir -p "\$d" "/proc/driver/nvidia/gpus/\$a"
+	echo 0x10de > "\$d/vendor"; echo 0x20b5 > "\$d/device"; echo 0x030200 > "\$d/class"; echo 0 > "\$d/numa_node"
+	ln -sfn ../../../../bus/pci/drivers/nvidia "\$d/driver"
+	printf 'Model: \t\t NVIDIA stand-in\nDevice Minor: \t %d\nBus Location: \t %s\n' "\$i" "\$a" > "/proc/driver/nvidia/gpus/\$a/information"
+	rm -f "/dev/nvidia\$i"
+	[ "\$i" = "\$miss" ] || mknod -m 0666 "/dev/nvidia\$i" c 195 "\$i"
+done
+[ -c /dev/nvidiactl ] || mknod -m 0666 /dev/nvidiactl c 195 255
+# an NC A100 v4 has no InfiniBand (GPUDirect RDMA is checked only beside an RDMA device)
+[ ! -d /sys/class/infiniband ] || grep -q '^gpu-standin-ib ' /proc/mounts || mount -t tmpfs gpu-standin-ib /sys/class/infiniband
+grep -q '^gpu:' /etc/hpcinit/node.yaml || printf 'gpu:\n  count: 2\n' >> /etc/hpcinit/node.yaml
+EOF
+}
+check_slurmgpu() {
+	local c1 c2 out rc
+	c1=$(slurm_computes | head -1)
+	c2=$(slurm_computes | sed -n 2p)
+	out=$(vm_exec "$c1" 600 "$(slurm_gpu_standin '')
+		hpcinit leave > /tmp/gpu-leave.txt 2>&1 || { cat /tmp/gpu-leave.txt; exit 1; }
+		hpcinit apply > /tmp/gpu-apply.txt 2>&1 || { echo \"apply exit \$?\"; cat /tmp/gpu-apply.txt; exit 1; }
+		grep -o 'Gres=gpu[^) ]*' /tmp/gpu-apply.txt
+		cat /etc/slurm/hpcinit-gres.conf" 2>&1) && rc=0 || rc=$?
+	if [ "$rc" = 0 ] && grep -q '^Gres=gpu:\([a-z0-9_.-]*:\)\?2$' <<< "$out" &&
+		grep -q '^Name=gpu .*File=/dev/nvidia1$' <<< "$out"; then
+		ok "slurmgpu: $c1 (2 stand-in GPUs): hpcinit apply registers $(grep '^Gres=' <<< "$out"), gres.conf lines name /dev/nvidia0 and /dev/nvidia1"
+		sed 's/^/#   /' <<< "$out"
+	else
+		notok "slurmgpu: $c1 (2 stand-in GPUs): hpcinit apply registers gpu:2 with its gres.conf lines" "$out"
+	fi
+	slurm_on_head "slurmgpu: $c1 is idle in sinfo with GRES gpu:...2" "$(sinfo_wait "$c1" "idle none")
+		g=\$(sinfo -h -n $c1 -o %G); echo \"$c1 GRES \$g\"; case \$g in gpu:*2|gpu:*2\\(*) exit 0 ;; esac; exit 1"
+	out=$(vm_exec head 300 "timeout 240 srun -N1 -w $c1 --gres=gpu:2 bash -c 'echo CUDA_VISIBLE_DEVICES=\$CUDA_VISIBLE_DEVICES'" 2>&1) || true
+	if [ "$out" = "CUDA_VISIBLE_DEVICES=0,1" ]; then
+		ok "slurmgpu: srun -w $c1 --gres=gpu:2 runs with $out (Slurm's gpu_generic binding)"
+	else
+		notok "slurmgpu: srun -w $c1 --gres=gpu:2 runs with CUDA_VISIBLE_DEVICES=0,1" "got: $out"
+	fi
+	[ -n "$c2" ] || return 0
+	out=$(vm_exec "$c2" 600 "$(slurm_gpu_standin 1)
+		hpcinit leave > /tmp/gpu-leave.txt 2>&1 || { cat /tmp/gpu-leave.txt; exit 1; }
+		rc=0; hpcinit apply > /tmp/gpu-apply.txt 2>&1 || rc=\$?; echo \"apply exit \$rc\"
+		grep -E 'gpu|not registered' /tmp/gpu-apply.txt
+		! systemctl is-active -q hpcinit-slurmd.service || echo 'hpcinit-slurmd.service active'" 2>&1) || true
+	if grep -q '^apply exit 1$' <<< "$out" && grep -q 'not registered with Slurm' <<< "$out" &&
+		grep -q '/dev/nvidia1' <<< "$out" && ! grep -q 'hpcinit-slurmd.service active' <<< "$out"; then
+		ok "slurmgpu: $c2 short of /dev/nvidia1: apply exits 1, says why, starts no slurmd"
+		sed 's/^/#   /' <<< "$out"
+	else
+		notok "slurmgpu: $c2 short of /dev/nvidia1: apply exits 1, says why, starts no slurmd" "$out"
+	fi
+	slurm_on_head "slurmgpu: $c2 (short of a GPU) is not in sinfo" \
+		"sleep 5; ! sinfo -N -h -o %N | grep -qx $c2 || { sinfo -N -o '%N %t %G %E'; exit 1; }"
+	out=$(vm_exec "$c2" 600 "mknod -m 0666 /dev/nvidia1 c 195 1
+		hpcinit apply > /tmp/gpu-apply2.txt 2>&1 || { echo \"apply exit \$?\"; cat /tmp/gpu-apply2.txt; exit 1; }
+		grep -o 'Gres=gpu[^) ]*' /tmp/gpu-apply2.txt" 2>&1) && rc=0 || rc=$?
+	if [ "$rc" = 0 ]; then ok "slurmgpu: $c2 given /dev/nvidia1 back: apply registers it ($out)"
+	else notok "slurmgpu: $c2 given /dev/nvidia1 back: apply registers it" "$out"; fi
+}
+
 # The boot split to Slurm, per compute, in seconds after power-on (printed,
 # not asserted): kernel start (agent's clock and /proc/uptime), then this
 # boot's phases from /run/hpcinit/boot.json (cloud-init start, hpcinit

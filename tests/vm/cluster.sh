@@ -40,7 +40,8 @@
 #               conf/cloud-init/slurm-head.yaml and slurm-compute.yaml (the
 #               head runs slurmctld, the computes register as dynamic nodes;
 #               cloud-init installs Slurm and munge from the image's local
-#               repository); default checks "slurm slurmbench slurmleave"
+#               repository); default checks "slurm slurmbench slurmgpu
+#               slurmleave" (slurmgpu: stand-in GPUs as GRES, issue 34)
 #   --release NAME=SUITE  boot the VM NAME (a compute: c1, c2 ...) from the
 #               image of another Debian release (tests/vm/image.sh --suite
 #               SUITE; trixie, Debian 13) beside the others' Debian 12: two
@@ -112,7 +113,7 @@ if [ -n "$VMCHECK" ]; then
 		exit 2
 	done
 fi
-[ "$SLURM" = 0 ] || [ "$CHECKS_SET" = 1 ] || CHECKS="slurm slurmbench slurmleave"
+[ "$SLURM" = 0 ] || [ "$CHECKS_SET" = 1 ] || CHECKS="slurm slurmbench slurmgpu slurmleave"
 # --release: a compute of this run, a release image.sh builds (checked before any boot).
 for n in "${!SUITE_OF[@]}"; do
 	[[ $n =~ ^c[1-9][0-9]*$ ]] && [ "${n#c}" -le "$N" ] ||
