@@ -22,6 +22,7 @@
  *   state: degraded                    (optional: ready, degraded, failed)
  *   reason: mounts.nfs.absent          (optional: the worst finding's tag)
  *   ready_ms: 41230                    (optional: its boot's time to ready)
+ *   users: alice=10001:10001           (optional: the spec's users as NSS resolved them)
  *   host_keys:
  *     - ssh-ed25519 AAAA...
  *   user_keys:
@@ -41,7 +42,8 @@
  * a node joining then does not wait for discovery.expect.  It is covered by
  * the HMAC like every field, and an older agent skips it.  So are state,
  * reason and ready_ms (0.3): a record without them is a node whose state is
- * unknown, which every reader treats as usable.
+ * unknown, which every reader treats as usable.  users (0.4) is what the
+ * writer resolved of ssh.users: a record without it says nothing about them.
  */
 #include "config.h"
 
@@ -83,6 +85,7 @@ void peer_clear(struct peer *p)
 	free(p->version);
 	free(p->boot_id);
 	free(p->reason);
+	free(p->users);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -209,6 +212,73 @@ static bool hex_valid(const char *s, size_t n)
 	return true;
 }
 
+/* n bytes of s: a uid or gid, decimal without leading zeros, below 4294967295; -1 when not. */
+static int64_t id_value(const char *s, size_t n)
+{
+	int64_t v = 0;
+
+	if (n == 0 || n > 10 || (n > 1 && s[0] == '0'))
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (!is_digit(s[i]))
+			return -1;
+		v = v * 10 + (s[i] - '0');
+	}
+	return v < 4294967295 ? v : -1;
+}
+
+/* One "name=uid:gid" item of n bytes: its name's length, or 0 when malformed; the numbers in ret. */
+static size_t users_item(const char *s, size_t n, int64_t *ret_uid, int64_t *ret_gid)
+{
+	const char *eq = memchr(s, '=', n), *colon;
+	size_t nl;
+
+	if (!eq)
+		return 0;
+	nl = (size_t)(eq - s);
+	colon = memchr(eq + 1, ':', n - nl - 1);
+	if (!colon || !name_user_validn(s, nl))
+		return 0;
+	*ret_uid = id_value(eq + 1, (size_t)(colon - eq - 1));
+	*ret_gid = id_value(colon + 1, (size_t)(s + n - colon - 1));
+	return *ret_uid < 0 || *ret_gid < 0 ? 0 : nl;
+}
+
+bool record_users_valid(const char *s, size_t n)
+{
+	if (n == 0 || n > RECORD_USERS_MAX)
+		return false;
+	for (const char *p = s, *end = s + n; p < end;) {
+		const char *comma = memchr(p, ',', (size_t)(end - p));
+		size_t il = comma ? (size_t)(comma - p) : (size_t)(end - p);
+		int64_t u, g;
+
+		if (!users_item(p, il, &u, &g) || (comma && comma + 1 == end))
+			return false;
+		p += il + 1;
+	}
+	return true;
+}
+
+int record_user_ids(const struct peer *p, const char *user, uint32_t *ret_uid, uint32_t *ret_gid)
+{
+	size_t ul = strlen(user);
+
+	for (const char *s = p->users; s && *s;) {
+		const char *comma = strchr(s, ',');
+		size_t il = comma ? (size_t)(comma - s) : strlen(s);
+		int64_t u, g;
+
+		if (users_item(s, il, &u, &g) == ul && memcmp(s, user, ul) == 0) {
+			*ret_uid = (uint32_t)u;
+			*ret_gid = (uint32_t)g;
+			return 0;
+		}
+		s = comma ? comma + 1 : NULL;
+	}
+	return -ENOENT;
+}
+
 /*
  * Length of a public key "type base64" at the start of s (the form
  * sshkey_canonical() produces: the same character sets and minimum
@@ -289,6 +359,8 @@ char *record_format(const struct peer *p, const char *cluster, const void *key, 
 		field(&sb, "reason: ", p->reason);
 	if (p->ready_ms > 0)
 		sb_printf(&sb, "ready_ms: %" PRId64 "\n", p->ready_ms);
+	if (p->users)
+		field(&sb, "users: ", p->users);
 	if (p->host_keys.n) {
 		sb_append(&sb, "host_keys:\n");
 		for (size_t i = 0; i < p->host_keys.n; i++)
@@ -381,16 +453,16 @@ static bool next_line(struct parser *ps)
 enum field {
 	F_FORMAT, F_CLUSTER, F_HOSTNAME, F_ADDR, F_IPOIB, F_SLOTS, F_ROLE, F_VERSION,
 	F_BOOT_ID, F_UPDATED, F_FORMED, F_HOST_KEYS, F_USER_KEYS, F_HMAC, F_FABRIC, F_PKEY, F_PGROUP,
-	F_STATE, F_REASON, F_READY_MS, F_COUNT
+	F_STATE, F_REASON, F_READY_MS, F_USERS, F_COUNT
 };
 
 static const char *const field_names[F_COUNT] = {
 	"format", "cluster", "hostname", "addr", "ipoib", "slots", "role", "version",
 	"boot_id", "updated", "formed", "host_keys", "user_keys", "hmac", "fabric", "pkey", "placement_group",
-	"state", "reason", "ready_ms",
+	"state", "reason", "ready_ms", "users",
 };
 
-static const unsigned char field_lens[F_COUNT] = { 6, 7, 8, 4, 5, 5, 4, 7, 7, 7, 6, 9, 9, 4, 6, 4, 15, 5, 6, 8 };
+static const unsigned char field_lens[F_COUNT] = { 6, 7, 8, 4, 5, 5, 4, 7, 7, 7, 6, 9, 9, 4, 6, 4, 15, 5, 6, 8, 5 };
 
 /* n bytes of s: a decimal number up to max, without leading zeros.  0, or -EINVAL. */
 static int parse_u64(const char *s, size_t n, uint64_t max, uint64_t *ret)
@@ -572,6 +644,11 @@ static int parse_value(struct parser *ps, struct rec *rc, enum field f, const ch
 		if (parse_u64(v, vl, INT64_MAX, &u) < 0)
 			return perr(ps, -EBADMSG, "ready_ms: expected milliseconds");
 		p->ready_ms = (int64_t)u;
+		return 0;
+	case F_USERS:
+		if (!record_users_valid(v, vl))
+			return perr(ps, -EBADMSG, "users: expected name=uid:gid,... in %d bytes", RECORD_USERS_MAX);
+		p->users = xstrndup(v, vl);
 		return 0;
 	case F_HOST_KEYS:
 	case F_USER_KEYS:

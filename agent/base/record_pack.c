@@ -79,6 +79,7 @@ void record_pack(struct strbuf *sb, const struct peer *p)
 		pack_str(sb, p->user_keys[i].user);
 		pack_str(sb, p->user_keys[i].key);
 	}
+	pack_str(sb, p->users);
 }
 
 struct unpack {
@@ -204,6 +205,7 @@ int record_unpack(const char *data, size_t len, struct peer *ret)
 		if (!p->user_keys[i].user || !p->user_keys[i].key)
 			u.bad = true;
 	}
+	p->users = unpack_str(&u);
 	if (u.bad || u.p != u.end || !p->hostname || !p->addr) {
 		peer_clear(p);
 		return -EBADMSG;

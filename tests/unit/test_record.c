@@ -564,6 +564,83 @@ static void test_key_span(void)
 	}
 }
 
+
+
+/*
+ * users: what the writer resolved of the spec's users (issue 35).  A record
+ * without it (an older hpcinit) parses and says nothing; the field is
+ * covered by the HMAC, bounded, and every name and number is checked.
+ */
+static void test_users(void)
+{
+	const char *key = "0123456789abcdef0123456789abcdef";
+	static const char *const bad_values[] = {
+		"alice", "alice=1", "alice=1:", "alice=:1", "=1:1", "alice=01:1", "alice=1:1,",
+		",alice=1:1", "alice=1:1,,bob=2:2", "alice=4294967295:1", "alice=1:99999999999",
+		"alice=-1:1", "al/ce=1:1", "alice=1:1:1", "123=1:1", "alice=1 :1", "alice=1:1;rm",
+	};
+	struct strbuf sb = STRBUF_INIT;
+	char err[160], *t, *bad;
+	struct peer p, q;
+	uint32_t u = 0, g = 0;
+	size_t last = 0;
+
+	fill(&p);
+	t = record_format(&p, "glo", key, strlen(key));
+	TEST_CHECK(strstr(t, "users:") == NULL);
+	TEST_INTEQ(parse_str(t, key, &q, err, sizeof(err)), 0);
+	TEST_CHECK(q.users == NULL);            /* an older agent's record: nothing said */
+	TEST_INTEQ(record_user_ids(&q, "alice", &u, &g), -ENOENT);
+	peer_clear(&q);
+	free(t);
+
+	p.users = xstrdup("alice=10001:10001,bob.x=4294967294:0,c$=0:100");
+	t = record_format(&p, "glo", key, strlen(key));
+	TEST_CHECK(strstr(t, "\nusers: alice=10001:10001,bob.x=4294967294:0,c$=0:100\n") != NULL);
+	TEST_INTEQ(parse_str(t, key, &q, err, sizeof(err)), 0);
+	TEST_STREQ(q.users, p.users);
+	TEST_INTEQ(record_user_ids(&q, "alice", &u, &g), 0);
+	TEST_CHECK(u == 10001 && g == 10001);
+	TEST_INTEQ(record_user_ids(&q, "bob.x", &u, &g), 0);
+	TEST_CHECK(u == 4294967294u && g == 0);
+	TEST_INTEQ(record_user_ids(&q, "c$", &u, &g), 0);
+	TEST_CHECK(u == 0 && g == 100);
+	TEST_INTEQ(record_user_ids(&q, "bob", &u, &g), -ENOENT);       /* a prefix is not a name */
+	TEST_INTEQ(record_user_ids(&q, "alice=10001", &u, &g), -ENOENT);
+	peer_clear(&q);
+	/* changed without the secret: rejected */
+	bad = replace(t, "alice=10001:10001", "alice=10002:10001");
+	TEST_INTEQ(parse_str(bad, key, &q, err, sizeof(err)), -EKEYREJECTED);
+	free(bad);
+	free(t);
+	/* strict values */
+	t = record_format(&p, "glo", NULL, 0);
+	for (size_t i = 0; i < sizeof(bad_values) / sizeof(bad_values[0]); i++) {
+		char *line = xasprintf("users: %s\n", bad_values[i]);
+
+		bad = replace(t, "users: alice=10001:10001,bob.x=4294967294:0,c$=0:100\n", line);
+		if (parse_str(bad, NULL, &q, err, sizeof(err)) != -EBADMSG)
+			fprintf(stderr, "users value accepted: %s\n", bad_values[i]);
+		TEST_INTEQ(parse_str(bad, NULL, &q, err, sizeof(err)), -EBADMSG);
+		TEST_CHECK(strstr(err, "users: expected") != NULL);
+		free(line);
+		free(bad);
+	}
+	bad = replace(t, "user_keys:", "users: bob=1:1\nuser_keys:");
+	TEST_INTEQ(parse_str(bad, NULL, &q, err, sizeof(err)), -EBADMSG);     /* duplicate */
+	free(bad);
+	free(t);
+	/* bounded: whole items up to RECORD_USERS_MAX bytes, and not one more */
+	while (sb.len <= RECORD_USERS_MAX) {
+		last = sb.len;
+		sb_printf(&sb, "%su%05zu=1:1", sb.len ? "," : "", sb.len);
+	}
+	TEST_CHECK(record_users_valid(sb.buf, last));
+	TEST_CHECK(!record_users_valid(sb.buf, sb.len));
+	sb_free(&sb);
+	peer_clear(&p);
+}
+
 int main(void)
 {
 	test_key_span();
@@ -575,6 +652,7 @@ int main(void)
 	test_hmac();
 	test_formed();
 	test_state();
+	test_users();
 	test_truncation();
 	test_strict();
 	TEST_EXIT();

@@ -53,9 +53,11 @@ static void test_pack(void)
 	p.state = PEER_FAILED;
 	p.reason = xstrdup("mounts.nfs.absent");
 	p.ready_ms = 41230;
+	p.users = xstrdup("alice=10001:10001,bob=10002:100");
 	record_pack(&sb, &p);
 	TEST_INTEQ(record_unpack(sb.buf, sb.len, &q), 0);
 	TEST_CHECK(q.state == PEER_FAILED && q.ready_ms == 41230);
+	TEST_STREQ(q.users, "alice=10001:10001,bob=10002:100");
 	TEST_STREQ(q.reason, "mounts.nfs.absent");
 	a = record_format(&p, "glo", NULL, 0);
 	b = record_format(&q, "glo", NULL, 0);
@@ -82,7 +84,7 @@ static void test_pack(void)
 	record_pack(&sb, &p);
 	TEST_INTEQ(record_unpack(sb.buf, sb.len, &q), 0);
 	TEST_CHECK(!q.ipoib_addr && !q.fabric && !q.version && !q.self && q.host_keys.n == 0 &&
-		   q.n_user_keys == 0);
+		   q.n_user_keys == 0 && !q.users);
 	TEST_STREQ(q.hostname, "n1");
 	peer_clear(&q);
 	peer_clear(&p);
@@ -95,12 +97,12 @@ static void test_pack(void)
 	sb_reset(&sb);
 	sb_append(&sb, "x");
 	record_pack(&sb, &p);
-	TEST_STREQ(sb_str(&sb), "x2:n18:10.0.0.1------1:42:-51:0-1:01:01:0");
+	TEST_STREQ(sb_str(&sb), "x2:n18:10.0.0.1------1:42:-51:0-1:01:01:0-");
 	peer_clear(&p);
 	/* a length past the end, a count over the limit */
 	TEST_INTEQ(record_unpack("99:n1", 5, &q), -EBADMSG);
 	sb_reset(&sb);
-	sb_append(&sb, "2:n18:10.0.0.1------1:01:01:0-1:03:999");
+	sb_append(&sb, "2:n18:10.0.0.1------1:01:01:0-1:03:999-");
 	TEST_INTEQ(record_unpack(sb.buf, sb.len, &q), -EBADMSG);
 	sb_free(&sb);
 
@@ -140,7 +142,7 @@ static void test_pack(void)
 		};
 
 		for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
-			char *t = xasprintf("2:n18:10.0.0.1------%s%s%s-1:01:01:0", nums[i].slots, nums[i].updated,
+			char *t = xasprintf("2:n18:10.0.0.1------%s%s%s-1:01:01:0-", nums[i].slots, nums[i].updated,
 					    nums[i].flags);
 			int r = record_unpack(t, strlen(t), &q);
 
