@@ -39,8 +39,9 @@ int ssh_user_open(const struct ctx *c, struct report *r, const char *name, const
 	memset(ret, 0, sizeof(*ret));
 	r2 = fs_lookup_user(c, name, &ret->uid, &ret->gid, &ret->home);
 	if (r2 < 0) {
-		report_detail(r, "user %s: not found in /etc/passwd; create the account first "
-			      "(cloud-init users:) or remove it from ssh.users", name);
+		report_detail(r, "user %s: not found %s; create the account first "
+			      "(cloud-init users:, the directory) or remove it from ssh.users", name,
+			      ctx_real_root(c) ? "through NSS (getpwnam)" : "in /etc/passwd");
 		return r2;
 	}
 	ret->sshdir = xasprintf("%s/.ssh", strcmp(ret->home, "/") == 0 ? "" : ret->home);
