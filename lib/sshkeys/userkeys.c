@@ -34,6 +34,7 @@ int ssh_user_open(const struct ctx *c, struct report *r, const char *name, const
 		  struct ssh_user *ret)
 {
 	char *what;
+	bool as_user;
 	int r2;
 
 	memset(ret, 0, sizeof(*ret));
@@ -51,9 +52,16 @@ int ssh_user_open(const struct ctx *c, struct report *r, const char *name, const
 	free(what);
 	if (r2 < 0)
 		return r2;
+	/*
+	 * As the user when the home is theirs: on an NFS home exported with
+	 * root_squash (a 0700 home, Debian's default), root cannot even look
+	 * into it; the user can.
+	 */
+	as_user = sshkey_fsid_user(c, ret->home, ret->uid, ret->gid);
 	r2 = sshkey_check_path(c, r, ret->sshdir, true, ret->uid);
 	if (r2 == 0)
 		r2 = sshkey_check_path(c, r, ret->path, false, ret->uid);
+	sshkey_fsid_restore(as_user);
 	return r2;
 }
 
