@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "fsutil.h"
+#include "log.h"
 #include "ssh.h"
 #include "sshkeys/resolve.h"
 
@@ -154,7 +155,15 @@ bool *users_converge(struct ctx *c, struct report *r)
 		snprintf(wait_text, sizeof(wait_text), " after %" PRIu64 ".%01" PRIu64 " s (ssh.users_wait)",
 			 wait / 1000, wait % 1000 / 100);
 
-	if (users_wait(c, users, wait, 1000, ok)) {
+	/* looked once; the wait said in the log, where an admin watching the boot sees it */
+	if (users_wait(c, users, 0, 1000, ok) && wait) {
+		for (size_t i = 0; i < users->n; i++)
+			if (!ok[i])
+				log_warn("user %s does not resolve yet; waiting up to %" PRIu64 " s for it "
+					 "(ssh.users_wait)", users->v[i], wait / 1000);
+		(void)users_wait(c, users, wait, 1000, ok);
+	}
+	if (memchr(ok, false, users->n)) {
 		for (size_t i = 0; i < users->n; i++)
 			if (!ok[i])
 				report_finding(r, ST_FAILED, "ssh.user.unresolved",

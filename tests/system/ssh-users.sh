@@ -75,6 +75,7 @@ took=$((($(date +%s%N) - start) / 1000000))
 echo "# apply took ${took} ms"
 check "slow directory: apply exits 0 (ready)" test "$rc" = 0
 check "... it waited for alice (>= 2 s)" test "$took" -ge 2000
+check "... it said so in the log" contains "$T/a1.json.err" "user alice does not resolve yet; waiting up to 4 s for it (ssh.users_wait)"
 check "... no ssh.user.unresolved" not_contains "$T/a1.json" ssh.user.unresolved
 check "... alice's key pair written as alice" \
 	test "$(stat -c %u "$T/n1/home/alice/.ssh/id_ed25519" 2>/dev/null)" = 5001
@@ -134,5 +135,4 @@ chown -R 5001:5001 "$T/n3/home/alice"
 on n3 10.0.0.3 compute "$T/f3.json" apply
 check "fixed: n3 ready again (exit $rc)" test "$rc" = 0
 check "... its record says 5001 now" grep -qx 'users: alice=5001:5001' "$NODES/n3.rec"
-
 done_testing
