@@ -50,7 +50,7 @@ check_directory() {
 		grep -qE "^passwd:.* sss" /etc/nsswitch.conf || { grep passwd /etc/nsswitch.conf; exit 1; }
 		[ "$(getent passwd alice | cut -d: -f3,4,6)" = 10001:10001:/shared/home/alice ] || { getent passwd alice; exit 1; }
 		[ "$(getent passwd bob | cut -d: -f3,4)" = 10002:10002 ] || { getent passwd bob; exit 1; }
-		grep -qx "users: alice=10001:10001" /shared/.hpcinit/glocluster/nodes/$(hostname).rec ||
+		grep -qE "^users: (.*,)?alice=10001:10001(,|$)" /shared/.hpcinit/glocluster/nodes/$(hostname).rec ||
 			{ echo "the record does not say alice=10001:10001"; grep users: /shared/.hpcinit/glocluster/nodes/$(hostname).rec; exit 1; }'
 	# item 3: alice's keys in her NFS home, written as her (root_squash: root cannot even look in)
 	if out=$(vm_exec head 60 '
@@ -67,13 +67,14 @@ $out2"
 		notok "directory: alice's key pair and authorized_keys are in her NFS home, hers (root on a compute cannot list it: root_squash)" "$out" "${out2:-}"
 	fi
 	# (b) bob, in no list: host-based login from every node to every node, strict host checking, no key
-	local script='set -e'
+	local script='set -e' f0=$FAILN
 	for n in $(names); do
 		script+="
 		h=\$(cd /tmp && runuser -u bob -- ssh -o BatchMode=yes -o StrictHostKeyChecking=yes -o PreferredAuthentications=hostbased -o ConnectTimeout=30 $n 'echo \$(hostname) \$(id -un) \$(id -u)' 2>&1) || { echo \"ssh $n: \$h\"; exit 1; }
 		[ \"\$h\" = '$n bob 10002' ] || { echo \"ssh $n: \$h\"; exit 1; }"
 	done
 	each_vm "directory: bob (directory only, in no list) logs in host-based from every VM to every VM, StrictHostKeyChecking=yes" "$script"
+	[ "$FAILN" = "$f0" ] || dir_hostbased_debug
 	if out=$(vm_exec head 60 'ls -la /shared/home/bob; ! ls /shared/home/bob/.ssh/id_* /shared/home/bob/.ssh/authorized_keys 2>/dev/null' 2>&1); then
 		ok "directory: no key was made for bob"
 	else
@@ -113,10 +114,11 @@ $out2"
 		[ "$rc" != 0 ] || exit 1
 		systemctl start sssd.service
 		for i in $(seq 60); do getent passwd alice >/dev/null && break; sleep 1; done
-		rc=0; hpcinit check > /tmp/dir-check2.txt 2>&1 || rc=$?
+		rc=0; hpcinit check --json > /tmp/dir-check2.json 2>/tmp/dir-check2.err || rc=$?
 		echo "with sssd back: hpcinit check exit $rc"
-		grep -E "^(ssh|result)" /tmp/dir-check2.txt
-		[ "$rc" = 0 ]' 2>&1); then
+		python3 -c "import json,sys; [print(m[\"name\"], m[\"status\"], m[\"summary\"]) for m in json.load(open(sys.argv[1]))[\"modules\"] if m[\"status\"] not in (\"ok\", \"skipped\")]" /tmp/dir-check2.json
+		! findings /tmp/dir-check2.json ssh.user.unresolved failed >/dev/null &&
+			python3 -c "import json,sys; sys.exit(0 if [m for m in json.load(open(sys.argv[1]))[\"modules\"] if m[\"name\"] == \"ssh\" and m[\"status\"] == \"ok\"] else 1)" /tmp/dir-check2.json' 2>&1); then
 		ok "directory: a user that does not resolve fails the node (ssh.user.unresolved names alice); back when sssd is"
 		sed 's/^/#   /' <<< "$out"
 	else
@@ -137,7 +139,7 @@ $out2"
 		findings /tmp/dir-apply.json ssh.user.ids-differ failed
 		[ "$rc" != 0 ]
 		findings /tmp/dir-apply.json ssh.user.ids-differ failed | grep -qF "user alice is 3197663:3197663 here but 10001:10001 on 2 of 3 nodes"
-		grep -x "users: alice=3197663:3197663" /shared/.hpcinit/glocluster/nodes/c2.rec
+		grep -E "^users: (.*,)?alice=3197663:3197663(,|$)" /shared/.hpcinit/glocluster/nodes/c2.rec
 		grep -x "state: failed" /shared/.hpcinit/glocluster/nodes/c2.rec' 2>&1) &&
 		out2=$(vm_exec head 300 "$DIR_FINDINGS"'
 		rc=0; hpcinit refresh --json > /tmp/dir-refresh.json 2>/tmp/dir-refresh.err || rc=$?
@@ -155,9 +157,26 @@ $out2"
 		cp /tmp/nsswitch.conf.orig /etc/nsswitch.conf
 		rc=0; hpcinit apply > /tmp/dir-apply2.txt 2>&1 || rc=$?
 		grep -E "^(ssh|result)" /tmp/dir-apply2.txt
-		[ "$rc" = 0 ] && grep -qx "users: alice=10001:10001" /shared/.hpcinit/glocluster/nodes/c2.rec' 2>&1); then
+		[ "$rc" = 0 ] && grep -qE "^users: (.*,)?alice=10001:10001(,|$)" /shared/.hpcinit/glocluster/nodes/c2.rec' 2>&1); then
 		ok "directory: c2 ready again with the directory's alice"
 	else
 		notok "directory: c2 ready again with the directory's alice" "$out"
 	fi
+}
+
+# When host-based login fails: one sshd -ddd on c1 (port 2222, one connection) and ssh -vvv from the
+# head as bob, and what hpcinit wrote, so the reason is in the log.
+dir_hostbased_debug() {
+	local out
+	out=$(vm_exec c1 120 '
+		sshd -T | grep -iE "^(hostbasedauthentication|usedns|ignorerhosts|hostbasedusesnamefrompacketonly|usepam) "
+		stat -c "%a %U %n" /usr/lib/openssh/ssh-keysign; cat /etc/ssh/shosts.equiv; grep -c . /etc/ssh/ssh_known_hosts
+		grep -n "" /etc/hosts | tail -5
+		(timeout 60 /usr/sbin/sshd -ddd -p 2222 -o LogLevel=DEBUG3 > /tmp/sshd-debug.log 2>&1 &)
+		sleep 2; echo started' 2>&1)
+	echo "# c1: $out" | sed '2,$s/^/#   /'
+	out=$(vm_exec head 60 'cd /tmp; runuser -u bob -- ssh -vvv -p 2222 -o BatchMode=yes -o StrictHostKeyChecking=yes -o PreferredAuthentications=hostbased c1 id 2>&1 | grep -iE "hostbased|keysign|local|chost|denied|Authentications|error|fail" | head -30; grep -n "" /etc/ssh/ssh_config.d/90-hpcinit.conf | head -8' 2>&1)
+	echo "$out" | sed 's/^/#   head: /'
+	out=$(vm_exec c1 60 'sleep 1; grep -iE "hostbased|rhosts|shosts|known_hosts|chost|resolv|pam|denied|fail|userauth" /tmp/sshd-debug.log | head -40' 2>&1)
+	echo "$out" | sed 's/^/#   c1 sshd: /'
 }
