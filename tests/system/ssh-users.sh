@@ -12,7 +12,10 @@
 #     at the deadline and not before; check says it at once;
 #  3. one node resolves alice to another UID (per-VM users): the odd node
 #     fails with ssh.user.ids-differ, the others name it in a cluster
-#     finding and stay ready; on a tie the head's side is right.
+#     finding and stay ready; on a tie the head's side is right;
+#  4. ssh.hostbased: a host public key only root can read (cloud-init writes
+#     its ssh_keys: 0600; users' ssh then has no key to offer) is reported
+#     by check and made 0644 by apply.
 . "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || { echo "ssh-users: needs root (homes owned by their users)" >&2; exit 77; }
 chmod 0755 "$T"
@@ -135,4 +138,17 @@ chown -R 5001:5001 "$T/n3/home/alice"
 on n3 10.0.0.3 compute "$T/f3.json" apply
 check "fixed: n3 ready again (exit $rc)" test "$rc" = 0
 check "... its record says 5001 now" grep -qx 'users: alice=5001:5001' "$NODES/n3.rec"
+
+# ---- host-based login: a host public key only root can read (cloud-init's ssh_keys: writes 0600) ----
+node n7 5001
+ssh-keygen -q -t ed25519 -N '' -f "$T/n7/etc/ssh/ssh_host_ed25519_key" < /dev/null
+chmod 0600 "$T/n7/etc/ssh/ssh_host_ed25519_key.pub"
+sed -e 's/ssh: {users: \[alice\], users_wait: 4s}/ssh: {users: [alice], hostbased: true}/' "$T/compute.yaml" > "$T/hb.yaml"
+on n7 10.0.0.7 hb "$T/c7.json" check
+check "hostbased: check names the unreadable host public key (degraded)" \
+	has "$T/c7.json" ssh.hostbased.pubkey-unreadable degraded "/etc/ssh/ssh_host_ed25519_key.pub is mode 0600"
+on n7 10.0.0.7 hb "$T/a7.json" apply
+check "... apply makes it 0644 (exit $rc)" test "$(stat -c %a "$T/n7/etc/ssh/ssh_host_ed25519_key.pub")" = 644
+check "... and says so" contains "$T/a7.json" "ssh_host_ed25519_key.pub: made readable (0644) for host-based login"
+check "... the private key stays 0600" test "$(stat -c %a "$T/n7/etc/ssh/ssh_host_ed25519_key")" = 600
 done_testing
