@@ -9,6 +9,7 @@
 extern const struct module memlock_module;
 extern const struct module kernel_module;
 extern const struct module rdma_module;
+extern const struct module gpu_module;
 extern const struct module nfs_module;
 extern const struct module discovery_module;
 extern const struct module ssh_module;
@@ -20,6 +21,7 @@ const struct module *const module_table[] = {
 	&memlock_module,
 	&kernel_module,
 	&rdma_module,
+	&gpu_module,
 	&nfs_module,
 	&discovery_module,
 	&ssh_module,

@@ -13,6 +13,7 @@ PKGS=(
 	cloud-init clustershell sshpass nmap
 	valgrind clang libclang-rt-14-dev man-db bc strace faketime inotify-tools
 	dpkg-dev debhelper devscripts lintian fakeroot rpm
+	dnf zypper createrepo-c
 	rdma-core ibverbs-utils ucx-utils
 	qemu-system-x86 qemu-utils debootstrap
 	slurm-wlm slurmctld slurmd slurm-client munge

@@ -18,6 +18,7 @@
 
 struct peerset;                 /* record.h */
 struct rdma_result;             /* lib/ib/ibsysfs.h */
+struct gpu_inventory;           /* lib/gpu/gpu.h */
 
 /*
  * Typed hand-offs between steps.  Each field is declared by exactly one
@@ -30,12 +31,14 @@ struct rdma_result;             /* lib/ib/ibsysfs.h */
 enum output_id {
 	OUT_PEERS = 1u << 0,    /* peers: discovery */
 	OUT_RDMA = 1u << 1,     /* rdma: rdma */
+	OUT_GPU = 1u << 2,      /* gpu: gpu */
 };
-#define OUT_ALL (OUT_PEERS | OUT_RDMA)
+#define OUT_ALL (OUT_PEERS | OUT_RDMA | OUT_GPU)
 
 struct outputs {
 	struct peerset *peers;          /* OUT_PEERS: every known node, this one flagged self */
 	const struct rdma_result *rdma; /* OUT_RDMA: what the rdma step found usable in this run */
+	const struct gpu_inventory *gpu;        /* OUT_GPU: the GPUs the gpu step found (NULL: it could not read them) */
 };
 
 /*

@@ -85,6 +85,7 @@ static const struct output_desc {
 } output_descs[] = {
 	{ OUT_PEERS, "peers", offsetof(struct outputs, peers), free_peers },
 	{ OUT_RDMA, "rdma", offsetof(struct outputs, rdma), NULL },     /* the rdma module's static */
+	{ OUT_GPU, "gpu", offsetof(struct outputs, gpu), NULL },        /* the gpu module's static */
 };
 #define N_OUTPUTS (sizeof(output_descs) / sizeof(output_descs[0]))
 

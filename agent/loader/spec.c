@@ -61,6 +61,7 @@ static void spec_defaults(struct spec *s)
 	s->hostfile.openmpi_default = true;
 	s->hostfile.etc_hosts = HF_HOSTS_AUTO;
 	s->hostfile.exclude = HF_EXCLUDE_FAILED;
+	s->gpu.peermem = GPU_PEERMEM_OPTIONAL;
 	s->mpi.profile = true;
 	s->mpi.verify_enable = false;
 	s->mpi.max_latency_us = 0;
@@ -77,6 +78,8 @@ static void spec_late_defaults(struct spec *s)
 		s->rdma.devices = xstrdup("*");
 	if (!s->rdma.imds_url)
 		s->rdma.imds_url = xstrdup(SPEC_IMDS_PG_URL);        /* what a device is comes from sysfs (ibsysfs.c) */
+	if (!s->gpu.imds_url)
+		s->gpu.imds_url = xstrdup(SPEC_IMDS_VMSIZE_URL);    /* only asked when gpu.count is 0 and no fact file */
 	if (!s->hostfile.dir)
 		s->hostfile.dir = xstrdup("/etc/hpcinit");
 	if (!s->discovery.events_url)
@@ -215,6 +218,7 @@ struct spec *spec_free(struct spec *s)
 	free(s->rdma.devices);
 	free(s->rdma.ipoib);
 	free(s->rdma.imds_url);
+	free(s->gpu.imds_url);
 	for (size_t i = 0; i < s->nfs.n_mounts; i++) {
 		struct spec_nfs_mount *m = &s->nfs.mounts[i];
 

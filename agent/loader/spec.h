@@ -83,6 +83,16 @@ struct spec_rdma {
 	char *imds_url;                 /* its URL; default IMDS compute/placementGroupId */
 };
 
+/* gpu: the node's NVIDIA GPUs (modules/gpu, docs/gpu.md). */
+enum gpu_peermem { GPU_PEERMEM_OPTIONAL, GPU_PEERMEM_REQUIRED };
+
+struct spec_gpu {
+	bool present;
+	unsigned count;                 /* GPUs this node must have; 0 (default): the VM size's (lib/gpu/sizes.c) */
+	enum gpu_peermem peermem;       /* GPUDirect RDMA missing: degraded (optional, default) or failed */
+	char *imds_url;                 /* where the VM size comes from without the fact file; default IMDS compute/vmSize */
+};
+
 struct spec_nfs_mount {
 	char *source;                   /* "host:/export" */
 	char *host;                     /* split from source */
@@ -190,6 +200,7 @@ struct spec {
 	struct spec_memlock memlock;
 	struct spec_kernel kernel;
 	struct spec_rdma rdma;
+	struct spec_gpu gpu;
 	struct spec_nfs nfs;
 	struct spec_discovery discovery;
 	struct spec_ssh ssh;
@@ -225,6 +236,8 @@ const char *link_layer_name(enum link_layer l);
 const char *disc_method_name(enum disc_method m);
 #define SPEC_IMDS_PG_URL \
 	"http://169.254.169.254/metadata/instance/compute/placementGroupId?api-version=2021-02-01&format=text"
+#define SPEC_IMDS_VMSIZE_URL \
+	"http://169.254.169.254/metadata/instance/compute/vmSize?api-version=2021-02-01&format=text"
 #define SPEC_EVENTS_URL "http://169.254.169.254/metadata/scheduledevents?api-version=2020-07-01"
 /*
  * Every host name the spec names, each with what it is for (whys, the same

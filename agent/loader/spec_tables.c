@@ -31,6 +31,8 @@ static const struct enum_val link_vals[] = {
 	{ NULL, 0 } };
 static const struct enum_val soft_vals[] = {
 	{ "auto", SOFT_AUTO }, { "allow", SOFT_ALLOW }, { "deny", SOFT_DENY }, { NULL, 0 } };
+static const struct enum_val peermem_vals[] = {
+	{ "optional", GPU_PEERMEM_OPTIONAL }, { "required", GPU_PEERMEM_REQUIRED }, { NULL, 0 } };
 static const struct enum_val method_vals[] = {
 	{ "shared", DISC_SHARED }, { "static", DISC_STATIC }, { "scan", DISC_SCAN }, { "etcd", DISC_ETCD },
 	{ NULL, 0 } };
@@ -59,6 +61,7 @@ static const struct enum_val format_vals[] = {
 _Static_assert(sizeof(enum role) == sizeof(int), "enums are stored as int");
 _Static_assert(sizeof(enum link_layer) == sizeof(int), "enums are stored as int");
 _Static_assert(sizeof(enum soft_rdma) == sizeof(int), "enums are stored as int");
+_Static_assert(sizeof(enum gpu_peermem) == sizeof(int), "enums are stored as int");
 _Static_assert(sizeof(enum disc_method) == sizeof(int), "enums are stored as int");
 _Static_assert(sizeof(enum mpi_launcher) == sizeof(int), "enums are stored as int");
 _Static_assert(sizeof(enum key_type) == sizeof(int), "enums are stored as int");
@@ -158,6 +161,7 @@ static const struct flags_arg formats_flags = { format_vals, "format", "openmpi,
 static const struct int_arg version_int = { 1, 1, 4 };
 static const struct int_arg rate_int = { 0, 1600, 4 };
 static const struct int_arg slots_int = { 0, 4096, 4 };
+static const struct int_arg gpu_count_int = { 0, 64, 4 };     /* GPU_MAX (lib/gpu/gpu.h) */
 static const struct int_arg port_int = { 1, 65535, 2 };
 static const struct int_arg expect_int = { 1, SPEC_MAX_HOSTS, 4 };
 static const struct float_arg latency_float = { 0, 1e6 };
@@ -232,6 +236,13 @@ static const struct field rdma_fields[] = {
 	{ "software", &T_ENUM, offsetof(struct spec_rdma, software), soft_vals, 0, M_NONE, NULL },
 	{ "placement_group", &T_BOOL, offsetof(struct spec_rdma, placement_group), NULL, 0, M_NONE, NULL },
 	{ "imds_url", &T_URL, offsetof(struct spec_rdma, imds_url), NULL, 0, M_NONE, NULL },
+	{ NULL, NULL, 0, NULL, 0, M_NONE, NULL }
+};
+
+static const struct field gpu_fields[] = {
+	{ "count", &T_INT, offsetof(struct spec_gpu, count), &gpu_count_int, 0, M_NONE, NULL },
+	{ "peermem", &T_ENUM, offsetof(struct spec_gpu, peermem), peermem_vals, 0, M_NONE, NULL },
+	{ "imds_url", &T_URL, offsetof(struct spec_gpu, imds_url), NULL, 0, M_NONE, NULL },
 	{ NULL, NULL, 0, NULL, 0, M_NONE, NULL }
 };
 
@@ -448,6 +459,7 @@ static const struct schema cluster_schema = { cluster_fields, -1, false };
 SECTION(memlock, struct spec_memlock);
 SECTION(kernel, struct spec_kernel);
 SECTION(rdma, struct spec_rdma);
+SECTION(gpu, struct spec_gpu);
 SECTION(nfs, struct spec_nfs);
 SECTION(discovery, struct spec_discovery);
 SECTION(ssh, struct spec_ssh);
@@ -463,6 +475,7 @@ const struct field spec_root_fields[] = {
 	{ "memlock", &T_MAP, offsetof(struct spec, memlock), &memlock_schema, 0, M_NONE, NULL },
 	{ "kernel", &T_MAP, offsetof(struct spec, kernel), &kernel_schema, 0, M_NONE, NULL },
 	{ "rdma", &T_MAP, offsetof(struct spec, rdma), &rdma_schema, 0, M_NONE, NULL },
+	{ "gpu", &T_MAP, offsetof(struct spec, gpu), &gpu_schema, 0, M_NONE, NULL },
 	{ "nfs", &T_MAP, offsetof(struct spec, nfs), &nfs_schema, 0, M_NONE, NULL },
 	{ "discovery", &T_MAP, offsetof(struct spec, discovery), &discovery_schema, 0, M_DISC, NULL },
 	{ "ssh", &T_MAP, offsetof(struct spec, ssh), &ssh_schema, 0, M_SSH, NULL },

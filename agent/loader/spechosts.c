@@ -49,4 +49,7 @@ void spec_host_names(const struct spec *s, struct strlist *names, struct strlist
 	if (s->rdma.present && s->rdma.imds_url)
 		host_name(names, whys, name_url_host(s->rdma.imds_url),
 			  xasprintf("the instance metadata address %s", s->rdma.imds_url));
+	if (s->gpu.present && s->gpu.imds_url)
+		host_name(names, whys, name_url_host(s->gpu.imds_url),
+			  xasprintf("the instance metadata address %s (gpu.imds_url)", s->gpu.imds_url));
 }

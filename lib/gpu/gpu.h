@@ -36,6 +36,25 @@ struct gpu_inventory {
 	size_t n_nvswitch;      /* NVSwitches on the bus */
 	char driver_version[32];        /* /proc/driver/nvidia/version, "" when no driver */
 	bool ctl;               /* /dev/nvidiactl is a character device */
+	bool truncated;         /* more than GPU_MAX GPUs on the bus: the rest are not listed */
+	char nvswitch_pci[16];  /* the first NVSwitch's PCI address, "" when none */
+	char vm_size[64];       /* the VM size the expected count came from, "" when none */
 };
+
+struct ctx;
+/*
+ * Fill inv from <root>/sys/bus/pci/devices, /proc/driver/nvidia and /dev
+ * (zeroed first; expected, type and hca left to the caller): every NVIDIA
+ * function of class 0x0302xx or 0x0300xx in PCI address order, NVSwitches
+ * counted.  Plain reads; the caller bounds them in time (modules/gpu).
+ */
+void gpu_inventory_read(const struct ctx *c, struct gpu_inventory *inv);
+/* The driver's version in /proc/driver/nvidia/version's text ("535.161.08"), "" when none. */
+void gpu_parse_driver_version(const char *text, char *out, size_t n);
+/* "Device Minor: N" of /proc/driver/nvidia/gpus/<addr>/information, -1 when none. */
+int gpu_parse_minor(const char *text);
+/* Is this PCI function a GPU (NVIDIA, 3D or VGA controller)? An NVSwitch? */
+bool gpu_is_gpu(unsigned vendor, unsigned class_code);
+bool gpu_is_nvswitch(unsigned vendor, unsigned device);
 
 #endif

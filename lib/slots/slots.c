@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "fsutil.h"
+#include "gpu/gpu.h"
 #include "hpcinit.h"
 #include "ib/ibsysfs.h"
 #include "slots/slots.h"
@@ -48,14 +49,34 @@ unsigned slots_node(const struct ctx *c, struct report *r, unsigned cores)
 	if (!m->present)
 		return cores;
 	if (m->slots_per_gpu) {
-		unsigned g = slots_count_gpus(c);
+		const struct gpu_inventory *inv = c->out ? c->out->gpu : NULL;
+		struct gpu_inventory *own = NULL;
+		unsigned g;
+
+		if (!inv && c->spec->gpu.present) {
+			/* No hand-off in this call (the announce hook, --only): the same inventory, read here. */
+			own = xmalloc(sizeof(*own));
+			gpu_inventory_read(c, own);
+			inv = own;
+		}
+		g = inv ? (unsigned)inv->n_usable : slots_count_gpus(c);
 
 		if (g) {
-			report_detail(r, "slots: %u, one per GPU (mpi.slots_per_gpu; %u cores)", g, cores);
+			if (inv)
+				report_detail(r, "slots: %u, one per usable GPU (mpi.slots_per_gpu; the gpu step found "
+					      "%zu on the bus; %u cores)", g, inv->n, cores);
+			else
+				report_detail(r, "slots: %u, one per GPU (mpi.slots_per_gpu; %u cores)", g, cores);
+			free(own);
 			return g;
 		}
-		report_detail(r, "slots: mpi.slots_per_gpu, but sysfs shows no GPU (NVIDIA or AMD under "
-			      "/sys/bus/pci/devices): %s", m->slots ? "mpi.slots instead" : "the usable cores instead");
+		if (inv)
+			report_detail(r, "slots: mpi.slots_per_gpu, but the gpu step found no usable GPU (%zu on "
+				      "the bus): %s", inv->n, m->slots ? "mpi.slots instead" : "the usable cores instead");
+		else
+			report_detail(r, "slots: mpi.slots_per_gpu, but sysfs shows no GPU (NVIDIA or AMD under "
+				      "/sys/bus/pci/devices): %s", m->slots ? "mpi.slots instead" : "the usable cores instead");
+		free(own);
 	}
 	if (m->slots) {
 		report_detail(r, "slots: %u (mpi.slots; %u cores)", m->slots, cores);

@@ -12,8 +12,10 @@
 
 /*
  * The slots this node publishes (its record, then every hostfile): one per
- * GPU with mpi.slots_per_gpu where sysfs shows GPUs, else mpi.slots when
- * set, else cores (the usable CPU count).  Says in r which and why.
+ * GPU with mpi.slots_per_gpu -- the usable GPUs the gpu step found
+ * (c->out->gpu, OUT_GPU), or read again with a gpu section where this call
+ * has no hand-off (the announce hook), else the GPUs sysfs shows -- else
+ * mpi.slots when set, else cores (the usable CPU count).  Says in r which and why.
  */
 unsigned slots_node(const struct ctx *c, struct report *r, unsigned cores);
 /* NVIDIA and AMD GPUs under <root>/sys/bus/pci/devices (3D and display-other controllers). */

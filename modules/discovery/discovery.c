@@ -396,6 +396,7 @@ const struct module discovery_module = {
 	.check = disc_check,
 	.apply = disc_apply,
 	.outputs = OUT_PEERS,
+	.inputs = OUT_GPU,      /* the slots of mpi.slots_per_gpu: the usable GPUs (lib/slots, node.c) */
 	.isolate = true,        /* the shared directory, scans: a dead server must not hang the run */
 	.announce = disc_announce,      /* the node's state changed: its record says so */
 };

@@ -91,7 +91,11 @@ static int hold_suse(struct ctx *c, struct report *r, const char *rel, const voi
 	}
 	if (!old)
 		old = xstrdup("");
-	/* openSUSE bug 1177262: zypper may ignore locks on multiversion kernels. */
+	/*
+	 * Multiversion kernels: zypper update, dup and install keep the lock, but
+	 * install --force installs a new kernel beside it (tests/system/
+	 * kernel-hold-zypper.sh, zypper 1.14); openSUSE bug 1177262 is the caveat.
+	 */
 	if (fs_read(c, "/etc/zypp/zypp.conf", &zconf, NULL) == 0) {
 		for (char *l = zconf; l && *l;) {
 			char *nl = strchr(l, '\n');
@@ -100,9 +104,9 @@ static int hold_suse(struct ctx *c, struct report *r, const char *rel, const voi
 				*nl = '\0';
 			if (strncmp(l, "multiversion", 12) == 0 && strstr(l, "multiversion(kernel)"))
 				report_finding(r, ST_OK, "kernel.hold.warning",
-					       "warning: /etc/zypp/zypp.conf installs kernels as multiversion; "
-					       "zypper can install a new %s beside the locked one (openSUSE "
-					       "bug 1177262): check 'zypper locks' after updates", pkg);
+					       "warning: /etc/zypp/zypp.conf installs kernels as multiversion: "
+					       "zypper install --force puts a new %s beside the locked one "
+					       "(update and dup keep the lock; openSUSE bug 1177262)", pkg);
 			l = nl ? nl + 1 : NULL;
 		}
 		free(zconf);

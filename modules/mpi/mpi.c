@@ -32,6 +32,7 @@
 #include "hpcinit.h"
 #include "mpi.h"
 #include "proc.h"
+#include "gpu/gpu.h"
 #include "ib/ibsysfs.h"
 #include "ib/identity.h"
 #include "ib/peers.h"
@@ -146,6 +147,30 @@ static int sysfiles_converge(struct ctx *c, struct report *r, const struct fabri
 	return ret;
 }
 
+/*
+ * The GPUs' nearest HCAs (the gpu step's OUT_GPU), by CUDA index in PCI
+ * order, for a launch wrapper binding a local rank to its GPU's HCA
+ * (docs/gpu.md).  Names are sysfs's, checked safe (lib/gpu/hca.c).
+ */
+static void profile_gpu(struct strbuf *sb, const struct gpu_inventory *inv)
+{
+	bool all = inv && inv->n > 0;
+
+	for (size_t i = 0; all && i < inv->n; i++)
+		all = inv->gpu[i].hca[0] != '\0';
+	if (!inv || !inv->n)
+		return;
+	sb_printf(sb, "# GPUs (the gpu step): each GPU's nearest InfiniBand HCA, by CUDA index in PCI order.\n");
+	if (!all) {
+		sb_printf(sb, "# Not every GPU has an HCA here (the gpu step's gpu.hca findings): none exported.\n");
+		return;
+	}
+	sb_printf(sb, "export HPCINIT_GPU_HCA=");
+	for (size_t i = 0; i < inv->n; i++)
+		sb_printf(sb, "%s%s", i ? "," : "", inv->gpu[i].hca);
+	sb_printf(sb, "\n");
+}
+
 static int profile_converge(struct ctx *c, struct report *r, const struct fabric *f)
 {
 	char *text = NULL;
@@ -162,6 +187,14 @@ static int profile_converge(struct ctx *c, struct report *r, const struct fabric
 		return ret;
 	}
 	text = profile_render(c->spec, f);
+	if (c->out && c->out->gpu) {
+		struct strbuf sb = STRBUF_INIT;
+
+		sb_append(&sb, text);
+		profile_gpu(&sb, c->out->gpu);
+		free(text);
+		text = sb_steal(&sb);
+	}
 	ret = 0;
 	if (!fs_exists(c, "/etc/profile.d"))
 		ret = fs_mkdir_p(c, r, "/etc/profile.d", 0755, 0, 0);
@@ -286,6 +319,6 @@ const struct module mpi_module = {
 	.timeout_ms = mpi_timeout,
 	.check = mpi_run,
 	.apply = mpi_run,
-	.inputs = OUT_RDMA | OUT_PEERS,
+	.inputs = OUT_RDMA | OUT_PEERS | OUT_GPU,      /* GPU: each GPU's HCA in the profile */
 	.isolate = true,        /* the profile, users' homes, mpirun over the network */
 };

@@ -56,13 +56,21 @@ fixture kernel/rhel "$R"
 sed -i 's/^best=True/exclude=shim* kernel* grub2*/' "$R/etc/dnf/dnf.conf"
 run_hpc_stdout "$T/out" check --root "$R" -c "$R/node.yaml" --only kernel --json
 is "rhel: a site exclude covering kernel* counts as held" "$rc" 0
-# ... and one without kernel* is reported, not edited.
+# ... an image's exclude= without kernel* is kept as it is, and hpcinit's block uses the
+# other key (dnf keeps a key's last value only; exclude and excludepkgs add up) ...
 sed -i 's/^exclude=.*/exclude=nvidia*/' "$R/etc/dnf/dnf.conf"
+run_hpc_stdout "$T/out" apply --root "$R" -c "$R/node.yaml" --only kernel --json
+is "rhel: a foreign exclude= without kernel*: held beside it" "$rc" 0
+check "rhel: the image's line is kept" grep -qx 'exclude=nvidia\*' "$R/etc/dnf/dnf.conf"
+check "rhel: hpcinit's line is excludepkgs=kernel*" grep -qx 'excludepkgs=kernel\*' "$R/etc/dnf/dnf.conf"
+# ... and a [main] that sets both keys already is reported, not edited.
+fixture kernel/rhel "$R"
+sed -i 's/^best=True/exclude=nvidia*\nexcludepkgs=gdrcopy/' "$R/etc/dnf/dnf.conf"
 cp "$R/etc/dnf/dnf.conf" "$T/dnf.before"
 run_hpc_stdout "$T/out" apply --root "$R" -c "$R/node.yaml" --only kernel --json
-is "rhel: a foreign exclude= without kernel* fails" "$rc" 1
+is "rhel: exclude= and excludepkgs= both foreign fails" "$rc" 1
 is "rhel: and says what to do" "$(jget "$T/out" kernel summary)" \
-	"/etc/dnf/dnf.conf: [main] already has exclude=nvidia* without kernel*; add kernel* to that line (hpcinit does not edit lines it does not own)"
+	"/etc/dnf/dnf.conf: [main] already sets both exclude= and excludepkgs= without kernel*, and dnf keeps only the last value of a key: add kernel* to one of them (hpcinit does not edit lines it does not own)"
 check "rhel: the file is untouched" same_file "$R/etc/dnf/dnf.conf" "$T/dnf.before"
 
 # SLES: a package lock in /etc/zypp/locks, separated from the site's lock by a blank line.

@@ -54,7 +54,7 @@ release rhel
 check "rhel: no hpcinit block left in dnf.conf" not_contains "$R/etc/dnf/dnf.conf" "# BEGIN hpcinit"
 check "rhel: no exclude left in dnf.conf" not_contains "$R/etc/dnf/dnf.conf" "exclude=kernel*"
 check "rhel: yum.conf untouched" grep -qx 'exclude=kernel\* shim\*' "$R/etc/yum.conf"
-check "rhel: the site's exclude is named" grep -qx "kernel.hold.foreign: left alone: /etc/yum.conf \[main\] has exclude=kernel\* shim\* (not hpcinit's)" "$T/f"
+check "rhel: the site's exclude is named" grep -qx "kernel.hold.foreign: left alone: /etc/yum.conf \[main\] excludes kernel\* shim\* (not hpcinit's)" "$T/f"
 
 # SLES: our lock block goes; the site's lock and a site lock on the kernel stay.
 fixture kernel/suse "$R"

@@ -100,7 +100,7 @@ static const struct module mc = { .name = "c", .enabled = on, .needs = needs_b, 
 static const struct module md = { .name = "d", .enabled = on, .needs = needs_a, .check = d_apply,
 				  .apply = d_apply, .inputs = OUT_PEERS };
 static const struct module me = { .name = "e", .enabled = off, .check = c_apply, .apply = c_apply,
-				  .outputs = OUT_RDMA };
+				  .outputs = OUT_RDMA | OUT_GPU };
 static const struct module mf = { .name = "f", .enabled = on, .apply = f_apply };
 static const struct module mg = { .name = "g", .check = g_check };
 const struct module *const module_table[] = { &ma, &mb, &mc, &md, &me, &mf, &mg, NULL };
@@ -178,7 +178,7 @@ static void test_check_table(void)
 {
 	static const char *const needs_typo[] = { "discovry", NULL };
 	static const char *const needs_later[] = { "q", NULL };
-	const struct module p = { .name = "p", .apply = nop, .outputs = OUT_PEERS | OUT_RDMA };
+	const struct module p = { .name = "p", .apply = nop, .outputs = OUT_PEERS | OUT_RDMA | OUT_GPU };
 	const struct module q = { .name = "q", .apply = nop, .inputs = OUT_PEERS };
 	const struct module typo = { .name = "t", .apply = nop, .needs = needs_typo };
 	const struct module later = { .name = "l", .apply = nop, .needs = needs_later };
@@ -186,7 +186,9 @@ static void test_check_table(void)
 	const struct module p2 = { .name = "p2", .apply = nop, .outputs = OUT_PEERS };
 	const struct module odd = { .name = "o", .apply = nop, .inputs = 1u << 7 };
 	const struct module self = { .name = "s", .apply = nop, .outputs = OUT_PEERS, .inputs = OUT_PEERS };
-	const struct module rdma_only = { .name = "r", .apply = nop, .outputs = OUT_RDMA };
+	const struct module rdma_only = { .name = "r", .apply = nop, .outputs = OUT_RDMA | OUT_GPU };
+	const struct module rdma_alone = { .name = "ra", .apply = nop, .outputs = OUT_RDMA };
+	const struct module peers_rdma = { .name = "pr", .apply = nop, .outputs = OUT_PEERS | OUT_RDMA };
 	const struct module *good[] = { &p, &q, NULL };
 	const struct module *t1[] = { &p, &typo, NULL };
 	const struct module *t2[] = { &p, &later, &q, NULL };
@@ -200,6 +202,12 @@ static void test_check_table(void)
 	const struct module iso_rdma = { .name = "ir", .apply = nop, .outputs = OUT_RDMA, .isolate = true };
 	const struct module iso_peers = { .name = "ip", .apply = nop, .outputs = OUT_PEERS, .isolate = true };
 	const struct module *t10[] = { &iso_peers, &iso_rdma, NULL };
+	const struct module iso_gpu = { .name = "ig", .apply = nop, .outputs = OUT_GPU, .isolate = true };
+	const struct module gpu_reader = { .name = "gr", .apply = nop, .inputs = OUT_GPU };
+	const struct module gpu_maker = { .name = "gm", .apply = nop, .outputs = OUT_GPU };
+	const struct module *t11[] = { &iso_peers, &rdma_alone, &iso_gpu, NULL };
+	const struct module *t12[] = { &peers_rdma, &gpu_reader, &gpu_maker, NULL };
+	const struct module *good3[] = { &peers_rdma, &gpu_maker, &gpu_reader, NULL };
 	const struct module *good2[] = { &iso_peers, &rdma_only, &q, NULL };
 
 	TEST_INTEQ(runner_check_table(good), 0);
@@ -213,6 +221,9 @@ static void test_check_table(void)
 	TEST_INTEQ(runner_check_table(t7), -EINVAL);   /* produces what it reads */
 	TEST_INTEQ(runner_check_table(t8), -EINVAL);   /* nobody produces peers */
 	TEST_INTEQ(runner_check_table(t9), -EINVAL);   /* two modules named q */
+	TEST_INTEQ(runner_check_table(t11), -EINVAL);  /* an isolated step cannot hand on the GPUs */
+	TEST_INTEQ(runner_check_table(t12), -EINVAL);  /* the GPUs read before the gpu step */
+	TEST_INTEQ(runner_check_table(good3), 0);      /* the GPUs read after it */
 	TEST_INTEQ(runner_check_table(t10), -EINVAL);  /* isolated, with an output the child cannot send */
 	TEST_INTEQ(runner_check_table(good2), 0);      /* isolated producer of peers */
 }

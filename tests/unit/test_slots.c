@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include "../../lib/slots/slots.c"
+#include "gpu/gpu.h"
 #include "test.h"
 #include "testfs.h"
 
@@ -56,6 +57,35 @@ int main(void)
 	TEST_INTEQ(slots_node(&c, &r, 96), 2);
 	TEST_STREQ(sb_str(&r.details), "slots: 2, one per GPU (mpi.slots_per_gpu; 96 cores)\n");
 	report_free(&r);
+	/* With the gpu step's inventory (OUT_GPU): its usable GPUs, not sysfs's count nor a table's. */
+	{
+		struct gpu_inventory inv = { .n = 8, .n_usable = 7, .expected = 8 };
+		struct outputs out = { .gpu = &inv };
+
+		c.out = &out;
+		report_init(&r);
+		TEST_INTEQ(slots_node(&c, &r, 96), 7);
+		TEST_STREQ(sb_str(&r.details), "slots: 7, one per usable GPU (mpi.slots_per_gpu; the gpu step found "
+			   "8 on the bus; 96 cores)\n");
+		report_free(&r);
+		inv.n_usable = 0;
+		report_init(&r);
+		TEST_INTEQ(slots_node(&c, &r, 96), 48);
+		TEST_STREQ(sb_str(&r.details), "slots: mpi.slots_per_gpu, but the gpu step found no usable GPU (8 on "
+			   "the bus): mpi.slots instead\nslots: 48 (mpi.slots; 96 cores)\n");
+		report_free(&r);
+		c.out = NULL;
+		/* No hand-off but a gpu section (the announce hook): the inventory read here, the
+		 * NVIDIA 3D controller above bound to no driver: no usable GPU. */
+		s.gpu.present = true;
+		put("/sys/bus/pci/devices/0000:01:00.0/device", "0x2330\n");
+		report_init(&r);
+		TEST_INTEQ(slots_node(&c, &r, 96), 48);
+		TEST_STREQ(sb_str(&r.details), "slots: mpi.slots_per_gpu, but the gpu step found no usable GPU (1 on "
+			   "the bus): mpi.slots instead\nslots: 48 (mpi.slots; 96 cores)\n");
+		report_free(&r);
+		s.gpu.present = false;
+	}
 
 	/* slots_per_gpu without GPUs: mpi.slots, then the cores; said. */
 	{

@@ -25,11 +25,21 @@ int main(void)
 		TEST_CHECK(module_find(m->name) == m);
 		produced |= m->outputs;
 	}
-	TEST_INTEQ(n, 9);
+	TEST_INTEQ(n, 10);
 	TEST_CHECK(strcmp(module_table[n - 1]->name, "slurm") == 0);   /* last: it reads the run so far */
 	TEST_INTEQ(produced, OUT_ALL);
 	TEST_CHECK(module_find("discovery")->outputs & OUT_PEERS);
 	TEST_CHECK(module_find("rdma")->outputs & OUT_RDMA);
+	TEST_CHECK(module_find("gpu")->outputs & OUT_GPU);
+	/* gpu runs after rdma and before discovery, which publishes the slots its GPUs give */
+	for (size_t i = 0, rdma = 0, gpu = 0; module_table[i]; i++) {
+		if (strcmp(module_table[i]->name, "rdma") == 0)
+			rdma = i + 1;
+		if (strcmp(module_table[i]->name, "gpu") == 0)
+			gpu = i + 1;
+		if (strcmp(module_table[i]->name, "discovery") == 0)
+			TEST_CHECK(rdma && gpu > rdma);
+	}
 	TEST_CHECK(module_find("nosuch") == NULL);
 	TEST_EXIT();
 }
