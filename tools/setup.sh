@@ -18,6 +18,7 @@ PKGS=(
 	qemu-system-x86 qemu-utils debootstrap
 	slurm-wlm slurmctld slurmd slurm-client munge
 	prometheus-node-exporter curl
+	libnss-extrausers
 )
 if [ "${HPCINIT_SKIP_APT:-0}" != 1 ]; then
 	export DEBIAN_FRONTEND=noninteractive

@@ -22,6 +22,7 @@
  *   state: degraded                    (optional: ready, degraded, failed)
  *   reason: mounts.nfs.absent          (optional: the worst finding's tag)
  *   ready_ms: 41230                    (optional: its boot's time to ready)
+ *   users: alice=10001:10001           (optional: the spec's users as NSS resolved them)
  *   host_keys:
  *     - ssh-ed25519 AAAA...
  *   user_keys:
@@ -41,7 +42,8 @@
  * a node joining then does not wait for discovery.expect.  It is covered by
  * the HMAC like every field, and an older agent skips it.  So are state,
  * reason and ready_ms (0.3): a record without them is a node whose state is
- * unknown, which every reader treats as usable.
+ * unknown, which every reader treats as usable.  users (0.4) is what the
+ * writer resolved of ssh.users: a record without it says nothing about them.
  */
 #include "config.h"
 
@@ -83,6 +85,7 @@ void peer_clear(struct peer *p)
 	free(p->version);
 	free(p->boot_id);
 	free(p->reason);
+	free(p->users);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -209,6 +212,73 @@ static bool hex_valid(const char *s, size_t n)
 	return true;
 }
 
+/* n bytes of s: a uid or gid, decimal without leading zeros, below 4294967295; -1 when not. */
+static int64_t id_value(const char *s, size_t n)
+{
+	int64_t v = 0;
+
+	if (n == 0 || n > 10 || (n > 1 && s[0] == '0'))
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (!is_digit(s[i]))
+			return -1;
+		v = v * 10 + (s[i] - '0');
+	}
+	return v < 4294967295 ? v : -1;
+}
+
+/* One "name=uid:gid" item of n bytes: its name's length, or 0 when malformed; the numbers in ret. */
+static size_t users_item(const char *s, size_t n, int64_t *ret_uid, int64_t *ret_gid)
+{
+	const char *eq = memchr(s, '=', n), *colon;
+	size_t nl;
+
+	if (!eq)
+		return 0;
+	nl = (size_t)(eq - s);
+	colon = memchr(eq + 1, ':', n - nl - 1);
+	if (!colon || !name_user_validn(s, nl))
+		return 0;
+	*ret_uid = id_value(eq + 1, (size_t)(colon - eq - 1));
+	*ret_gid = id_value(colon + 1, (size_t)(s + n - colon - 1));
+	return *ret_uid < 0 || *ret_gid < 0 ? 0 : nl;
+}
+
+bool record_users_valid(const char *s, size_t n)
+{
+	if (n == 0 || n > RECORD_USERS_MAX)
+		return false;
+	for (const char *p = s, *end = s + n; p < end;) {
+		const char *comma = memchr(p, ',', (size_t)(end - p));
+		size_t il = comma ? (size_t)(comma - p) : (size_t)(end - p);
+		int64_t u, g;
+
+		if (!users_item(p, il, &u, &g) || (comma && comma + 1 == end))
+			return false;
+		p += il + 1;
+	}
+	return true;
+}
+
+int record_user_ids(const struct peer *p, const char *user, uint32_t *ret_uid, uint32_t *ret_gid)
+{
+	size_t ul = strlen(user);
+
+	for (const char *s = p->users; s && *s;) {
+		const char *comma = strchr(s, ',');
+		size_t il = comma ? (size_t)(comma - s) : strlen(s);
+		int64_t u, g;
+
+		if (users_item(s, il, &u, &g) == ul && memcmp(s, user, ul) == 0) {
+			*ret_uid = (uint32_t)u;
+			*ret_gid = (uint32_t)g;
+			return 0;
+		}
+		s = comma ? comma + 1 : NULL;
+	}
+	return -ENOENT;
+}
+
 /*
  * Length of a public key "type base64" at the start of s (the form
  * sshkey_canonical() produces: the same character sets and minimum
@@ -289,6 +359,8 @@ char *record_format(const struct peer *p, const char *cluster, const void *key, 
 		field(&sb, "reason: ", p->reason);
 	if (p->ready_ms > 0)
 		sb_printf(&sb, "ready_ms: %" PRId64 "\n", p->ready_ms);
+	if (p->users)
+		field(&sb, "users: ", p->users);
 	if (p->host_keys.n) {
 		sb_append(&sb, "host_keys:\n");
 		for (size_t i = 0; i < p->host_keys.n; i++)
@@ -381,16 +453,16 @@ static bool next_line(struct parser *ps)
 enum field {
 	F_FORMAT, F_CLUSTER, F_HOSTNAME, F_ADDR, F_IPOIB, F_SLOTS, F_ROLE, F_VERSION,
 	F_BOOT_ID, F_UPDATED, F_FORMED, F_HOST_KEYS, F_USER_KEYS, F_HMAC, F_FABRIC, F_PKEY, F_PGROUP,
-	F_STATE, F_REASON, F_READY_MS, F_COUNT
+	F_STATE, F_REASON, F_READY_MS, F_USERS, F_COUNT
 };
 
 static const char *const field_names[F_COUNT] = {
 	"format", "cluster", "hostname", "addr", "ipoib", "slots", "role", "version",
 	"boot_id", "updated", "formed", "host_keys", "user_keys", "hmac", "fabric", "pkey", "placement_group",
-	"state", "reason", "ready_ms",
+	"state", "reason", "ready_ms", "users",
 };
 
-static const unsigned char field_lens[F_COUNT] = { 6, 7, 8, 4, 5, 5, 4, 7, 7, 7, 6, 9, 9, 4, 6, 4, 15, 5, 6, 8 };
+static const unsigned char field_lens[F_COUNT] = { 6, 7, 8, 4, 5, 5, 4, 7, 7, 7, 6, 9, 9, 4, 6, 4, 15, 5, 6, 8, 5 };
 
 /* n bytes of s: a decimal number up to max, without leading zeros.  0, or -EINVAL. */
 static int parse_u64(const char *s, size_t n, uint64_t max, uint64_t *ret)
@@ -573,6 +645,11 @@ static int parse_value(struct parser *ps, struct rec *rc, enum field f, const ch
 			return perr(ps, -EBADMSG, "ready_ms: expected milliseconds");
 		p->ready_ms = (int64_t)u;
 		return 0;
+	case F_USERS:
+		if (!record_users_valid(v, vl))
+			return perr(ps, -EBADMSG, "users: expected name=uid:gid,... in %d bytes", RECORD_USERS_MAX);
+		p->users = xstrndup(v, vl);
+		return 0;
 	case F_HOST_KEYS:
 	case F_USER_KEYS:
 	case F_COUNT:
@@ -694,200 +771,5 @@ int record_parse(const char *text, size_t len, const char *cluster,
 		return r;
 	}
 	*ret = rc.p;
-	return 0;
-}
-
-/* ---- the packed form (record_pack, record_unpack) ---- */
-
-/* "<n>:" then n bytes.  No printf: 10,000 peers make 150,000 of these. */
-static void pack_bytes(struct strbuf *sb, const char *s, size_t n)
-{
-	char num[24];
-	size_t i = sizeof(num), l = n;
-
-	num[--i] = ':';
-	do {
-		num[--i] = (char)('0' + l % 10);
-		l /= 10;
-	} while (l);
-	sb_appendn(sb, num + i, sizeof(num) - i);
-	sb_appendn(sb, s, n);
-}
-
-static void pack_str(struct strbuf *sb, const char *s)
-{
-	if (s)
-		pack_bytes(sb, s, strlen(s));
-	else
-		sb_appendn(sb, "-", 1);
-}
-
-static void pack_num(struct strbuf *sb, int64_t v)
-{
-	char num[24];
-	size_t i = sizeof(num);
-	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-
-	do {
-		num[--i] = (char)('0' + u % 10);
-		u /= 10;
-	} while (u);
-	if (v < 0)
-		num[--i] = '-';
-	pack_bytes(sb, num + i, sizeof(num) - i);
-}
-
-void record_pack(struct strbuf *sb, const struct peer *p)
-{
-	pack_str(sb, p->hostname);
-	pack_str(sb, p->addr);
-	pack_str(sb, p->ipoib_addr);
-	pack_str(sb, p->fabric);
-	pack_str(sb, p->pkey);
-	pack_str(sb, p->placement_group);
-	pack_str(sb, p->version);
-	pack_str(sb, p->boot_id);
-	pack_num(sb, p->slots);
-	pack_num(sb, p->updated);
-	pack_num(sb, (p->head ? 1 : 0) | (p->formed ? 2 : 0) | (p->self ? 4 : 0) | (int64_t)p->state << 3);
-	pack_str(sb, p->reason);
-	pack_num(sb, p->ready_ms);
-	pack_num(sb, (int64_t)p->host_keys.n);
-	for (size_t i = 0; i < p->host_keys.n; i++)
-		pack_str(sb, p->host_keys.v[i]);
-	pack_num(sb, (int64_t)p->n_user_keys);
-	for (size_t i = 0; i < p->n_user_keys; i++) {
-		pack_str(sb, p->user_keys[i].user);
-		pack_str(sb, p->user_keys[i].key);
-	}
-}
-
-struct unpack {
-	const char *p, *end;
-	bool bad;
-};
-
-/* The next string in place (*ret, *ret_n): false when absent ("-") or bad (u->bad set). */
-static bool unpack_span(struct unpack *u, const char **ret, size_t *ret_n)
-{
-	size_t n = 0;
-
-	if (u->bad || u->p >= u->end) {
-		u->bad = true;
-		return false;
-	}
-	if (*u->p == '-') {
-		u->p++;
-		return false;
-	}
-	while (u->p < u->end && *u->p >= '0' && *u->p <= '9' && n <= RECORD_MAX_BYTES)
-		n = n * 10 + (size_t)(*u->p++ - '0');
-	if (u->p >= u->end || *u->p != ':' || n > RECORD_MAX_BYTES || n > (size_t)(u->end - u->p - 1)) {
-		u->bad = true;
-		return false;
-	}
-	*ret = u->p + 1;
-	*ret_n = n;
-	u->p += 1 + n;
-	return true;
-}
-
-/* The next string: malloc'd, NULL when absent ("-") or bad (u->bad set). */
-static char *unpack_str(struct unpack *u)
-{
-	const char *s;
-	size_t n;
-
-	return unpack_span(u, &s, &n) ? xstrndup(s, n) : NULL;
-}
-
-/* The next number, read from a copy on the stack: no malloc for 40,000 numbers. */
-static int64_t unpack_num(struct unpack *u, int64_t min, int64_t max)
-{
-	char buf[32];
-	const char *s;
-	size_t n;
-	long long v = 0;
-
-	if (!unpack_span(u, &s, &n)) {
-		u->bad = true;
-		return 0;
-	}
-	/* -?[0-9]{1,18} (the numbers record_pack writes) cannot overflow: read here. */
-	{
-		size_t neg = n && s[0] == '-', i = neg;
-		int64_t d = 0;
-
-		while (i < n && i - neg < 18 && s[i] >= '0' && s[i] <= '9')
-			d = d * 10 + (s[i++] - '0');
-		if (i == n && n > neg) {
-			d = neg ? -d : d;
-			if (d < min || d > max)
-				u->bad = true;
-			return u->bad ? 0 : d;
-		}
-	}
-	if (n < sizeof(buf)) {
-		memcpy(buf, s, n);
-		buf[n] = '\0';
-		if (!num_ll(buf, min, max, &v))
-			u->bad = true;
-	} else {
-		char *copy = xstrndup(s, n);
-
-		if (!num_ll(copy, min, max, &v))
-			u->bad = true;
-		free(copy);
-	}
-	return u->bad ? 0 : (int64_t)v;
-}
-
-int record_unpack(const char *data, size_t len, struct peer *ret)
-{
-	struct unpack u = { data, data + len, false };
-	struct peer *p = ret;
-	int64_t flags, n;
-
-	memset(p, 0, sizeof(*p));
-	p->hostname = unpack_str(&u);
-	p->addr = unpack_str(&u);
-	p->ipoib_addr = unpack_str(&u);
-	p->fabric = unpack_str(&u);
-	p->pkey = unpack_str(&u);
-	p->placement_group = unpack_str(&u);
-	p->version = unpack_str(&u);
-	p->boot_id = unpack_str(&u);
-	p->slots = (unsigned)unpack_num(&u, 0, UINT_MAX);
-	p->updated = unpack_num(&u, INT64_MIN, INT64_MAX);
-	flags = unpack_num(&u, 0, 31);
-	p->head = flags & 1;
-	p->formed = flags & 2;
-	p->self = flags & 4;
-	p->state = (enum peer_state)(flags >> 3);
-	p->reason = unpack_str(&u);
-	p->ready_ms = unpack_num(&u, 0, INT64_MAX);
-	n = unpack_num(&u, 0, RECORD_MAX_KEYS);
-	for (int64_t i = 0; i < n && !u.bad; i++) {
-		char *k = unpack_str(&u);
-
-		if (k)
-			strlist_push_take(&p->host_keys, k);
-		else
-			u.bad = true;
-	}
-	n = unpack_num(&u, 0, RECORD_MAX_KEYS);
-	if (!u.bad && n > 0)
-		p->user_keys = xcalloc((size_t)n, sizeof(*p->user_keys));
-	for (int64_t i = 0; i < n && !u.bad; i++) {
-		p->user_keys[i].user = unpack_str(&u);
-		p->user_keys[i].key = unpack_str(&u);
-		p->n_user_keys = (size_t)i + 1;
-		if (!p->user_keys[i].user || !p->user_keys[i].key)
-			u.bad = true;
-	}
-	if (u.bad || u.p != u.end || !p->hostname || !p->addr) {
-		peer_clear(p);
-		return -EBADMSG;
-	}
 	return 0;
 }

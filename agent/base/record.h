@@ -3,7 +3,8 @@
  * Peer records: what one node publishes about itself (DESIGN.md "Peers").
  * The discovery module hands them on as the typed output peers (c->out->peers);
  * ssh, hostfile and mpi read it.
- * record.c owns the on-disk format (YAML), parsing with limits, and HMAC.
+ * record.c owns the on-disk format (YAML), parsing with limits, and HMAC;
+ * record_pack.c the packed form between two processes of one run.
  */
 #ifndef HPCINIT_RECORD_H
 #define HPCINIT_RECORD_H
@@ -16,6 +17,7 @@
 
 #define RECORD_MAX_BYTES (64 * 1024)
 #define RECORD_MAX_KEYS 32
+#define RECORD_USERS_MAX 4096   /* bytes of a record's users: field */
 
 /* A node's state as its record says it; unknown counts as usable. */
 enum peer_state { PEER_UNKNOWN, PEER_READY, PEER_DEGRADED, PEER_FAILED };
@@ -48,6 +50,13 @@ struct peer {
 	enum peer_state state;  /* PEER_UNKNOWN: not said (an older hpcinit, or no apply yet) */
 	char *reason;           /* the worst finding's tag when degraded or failed, else NULL */
 	int64_t ready_ms;       /* ms from its kernel's start to ready in its boot; 0 not known */
+	/*
+	 * What the writer resolved of the spec's users through NSS,
+	 * "alice=10001:10001,bob=10002:100" (name=uid:gid, in spec order, at most
+	 * RECORD_USERS_MAX bytes); NULL when it says nothing (an older hpcinit,
+	 * no users, none resolved).  ssh compares it between nodes.
+	 */
+	char *users;
 	bool self;              /* this node */
 };
 
@@ -70,6 +79,11 @@ int natural_cmp(const char *a, const char *b);
 struct peer *peerset_add(struct peerset *s);
 /* A hostname that is safe as a file name and in hostfiles: [A-Za-z0-9._-], no "..". */
 bool record_hostname_valid(const char *name);
+/* n bytes of s in the shape of a record's users: "name=uid:gid[,...]", each name a
+ * user name, each number decimal without leading zeros, below 4294967295. */
+bool record_users_valid(const char *s, size_t n);
+/* user's numbers in p->users: 0, or -ENOENT when the record does not carry user. */
+int record_user_ids(const struct peer *p, const char *user, uint32_t *ret_uid, uint32_t *ret_gid);
 /* Free this thread's HMAC context (a worker thread that parsed records, as it ends). */
 void record_thread_end(void);
 /* HMAC-SHA256 of data as hex.  0 or -EIO. */

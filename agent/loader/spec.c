@@ -56,6 +56,7 @@ static void spec_defaults(struct spec *s)
 	s->ssh.host_keys = HOSTKEYS_PINNED;
 	s->ssh.restrict_from = true;
 	s->ssh.cert_validity_ms = 24 * HOUR_MS;  /* docs/ssh.md "How long a certificate lives" */
+	s->ssh.users_wait_ms = 2 * MIN_MS;       /* docs/ssh.md "Directory users": SSSD's first minute */
 	s->hostfile.address = HF_ADDR_HOSTNAME;
 	s->hostfile.openmpi_default = true;
 	s->hostfile.etc_hosts = HF_HOSTS_AUTO;

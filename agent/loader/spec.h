@@ -156,6 +156,7 @@ struct spec_ssh {
 	char *ca_public_key;            /* host_keys ca: "type base64 [comment]" of the CA */
 	uint64_t cert_validity_ms;      /* host_keys ca: default 7 days */
 	bool hostbased;                 /* host-based login between members (default false) */
+	uint64_t users_wait_ms;         /* how long users may take to resolve through NSS (default 2 min) */
 };
 
 struct spec_hostfile {

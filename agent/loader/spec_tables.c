@@ -179,6 +179,7 @@ static const struct dur_arg disc_wait_dur = { 0, 24 * HOUR_MS };
 static const struct dur_arg lease_dur = { SEC_MS, 24 * HOUR_MS };
 static const struct dur_arg scan_timeout_dur = { 10, 60 * SEC_MS };
 static const struct dur_arg cert_validity_dur = { 5 * MIN_MS, 5 * 366 * 24 * HOUR_MS };
+static const struct dur_arg users_wait_dur = { 0, HOUR_MS };
 static const struct cidr_arg network_cidr = { offsetof(struct spec_cluster, has_network) };
 static const struct path_arg not_root_path = { true };
 static const struct hosts_arg hosts_max = { SPEC_MAX_HOSTS };
@@ -405,6 +406,8 @@ static const struct field ssh_fields[] = {
 	{ "cert_validity", &T_DURATION, offsetof(struct spec_ssh, cert_validity_ms), &cert_validity_dur,
 	  0, M_NONE, NULL },
 	{ "hostbased", &T_BOOL, offsetof(struct spec_ssh, hostbased), NULL, 0, M_NONE, NULL },
+	{ "users_wait", &T_DURATION, offsetof(struct spec_ssh, users_wait_ms), &users_wait_dur, 0, M_NONE,
+	  NULL },
 	{ NULL, NULL, 0, NULL, 0, M_NONE, NULL }
 };
 

@@ -34,13 +34,15 @@ int ssh_user_open(const struct ctx *c, struct report *r, const char *name, const
 		  struct ssh_user *ret)
 {
 	char *what;
+	bool as_user;
 	int r2;
 
 	memset(ret, 0, sizeof(*ret));
 	r2 = fs_lookup_user(c, name, &ret->uid, &ret->gid, &ret->home);
 	if (r2 < 0) {
-		report_detail(r, "user %s: not found in /etc/passwd; create the account first "
-			      "(cloud-init users:) or remove it from ssh.users", name);
+		report_detail(r, "user %s: not found %s; create the account first "
+			      "(cloud-init users:, the directory) or remove it from ssh.users", name,
+			      ctx_real_root(c) ? "through NSS (getpwnam)" : "in /etc/passwd");
 		return r2;
 	}
 	ret->sshdir = xasprintf("%s/.ssh", strcmp(ret->home, "/") == 0 ? "" : ret->home);
@@ -50,9 +52,16 @@ int ssh_user_open(const struct ctx *c, struct report *r, const char *name, const
 	free(what);
 	if (r2 < 0)
 		return r2;
+	/*
+	 * As the user when the home is theirs: on an NFS home exported with
+	 * root_squash (a 0700 home, Debian's default), root cannot even look
+	 * into it; the user can.
+	 */
+	as_user = sshkey_fsid_user(c, ret->home, ret->uid, ret->gid);
 	r2 = sshkey_check_path(c, r, ret->sshdir, true, ret->uid);
 	if (r2 == 0)
 		r2 = sshkey_check_path(c, r, ret->path, false, ret->uid);
+	sshkey_fsid_restore(as_user);
 	return r2;
 }
 

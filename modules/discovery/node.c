@@ -24,6 +24,7 @@
 #include "fsutil.h"
 #include "names.h"
 #include "sshkey.h"
+#include "sshkeys/resolve.h"
 #include "sshkeys/userkeys.h"
 #include "ib/identity.h"
 #include "slots/slots.h"
@@ -317,10 +318,15 @@ int node_facts(struct ctx *c, struct report *rep, struct peer *p)
 		report_detail(rep, "no SSH host keys in /etc/ssh; peers cannot pin this node's "
 			      "host key (run ssh-keygen -A)");
 	if (spec->ssh.present) {
+		/* the users as NSS resolves them here, so that the nodes compare (modules/ssh/users.c) */
+		p->users = users_resolved_text(c, &spec->ssh.users);
 		for (size_t i = 0; i < spec->ssh.users.n; i++) {
 			char *pub = NULL;
 			struct user_key *uk;
 
+			/* not resolved (yet): the ssh step waits for the directory and says so */
+			if (fs_lookup_user(c, spec->ssh.users.v[i], NULL, NULL, NULL) == -ENOENT)
+				continue;
 			r = ssh_user_key(c, rep, spec->ssh.users.v[i], spec->ssh.key_type, &pub);
 			if (r < 0) {
 				if (r != -ENOENT || ctx_may_write(c))

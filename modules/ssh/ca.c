@@ -421,6 +421,40 @@ static void wait_for_cert(struct ctx *c, struct report *r, const struct khost *s
 
 /* ---- hostbased ---- */
 
+/*
+ * The ssh client, running as the user, loads the host's public keys to ask
+ * ssh-keysign for a signature: a public key only root can read ("no local
+ * public host keys could be loaded") leaves host-based login nothing to
+ * offer.  cloud-init writes the ssh_keys: it is given with mode 0600 (found
+ * on VMs).  A public key is public: apply makes it 0644, check reports it.
+ */
+static int hostbased_pubkeys(struct ctx *c, struct report *r)
+{
+	static const char *const types[] = { "ed25519", "ecdsa", "rsa" };
+	int ret = 0;
+
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		char *rel = xasprintf("/etc/ssh/ssh_host_%s_key.pub", types[i]), *abs = ctx_path(c, rel);
+		char *text = NULL;
+		size_t len = 0;
+		struct stat st;
+
+		if (lstat(abs, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 && !(st.st_mode & S_IROTH)) {
+			if (!ctx_may_write(c))
+				report_finding(r, ST_DEGRADED, "ssh.hostbased.pubkey-unreadable",
+					       "%s is mode %04o: users' ssh cannot load it for host-based login; "
+					       "apply makes it 0644 (a public key)", rel, (unsigned)(st.st_mode & 07777));
+			else if (fs_read(c, rel, &text, &len) == 0 && (ret = fs_write(c, r, rel, text, len, 0644,
+										     0, st.st_gid)) >= 0)
+				report_detail(r, "%s: made readable (0644) for host-based login", rel);
+		}
+		free(text);
+		free(abs);
+		free(rel);
+	}
+	return ret < 0 ? ret : 0;
+}
+
 static int hostbased_files(struct ctx *c, struct report *r, const struct khosts *want,
 			   const char *kh_text)
 {
@@ -446,7 +480,8 @@ static int hostbased_files(struct ctx *c, struct report *r, const struct khosts 
 			       access(ks, F_OK) == 0 ? "not setuid root" : "missing");
 	free(ks);
 	sb_free(&eq);
-	return ret < 0 ? ret : 0;
+	w = hostbased_pubkeys(c, r);
+	return ret < 0 ? ret : w;
 }
 
 /* ---- sshd ---- */

@@ -155,6 +155,7 @@ static int ssh_run(struct ctx *c, struct report *r)
 	struct ssh_tally t = { 0 };
 	char *text = NULL, *now = NULL;
 	int ret, err = 0, sys_err = 0;
+	bool *ok;
 	bool compare = c->mode == RUN_CHECK && s->ssh.host_keys != HOSTKEYS_CA;
 
 	want_build(c, r, c->out->peers, &want);
@@ -189,7 +190,12 @@ static int ssh_run(struct ctx *c, struct report *r)
 	if (ret < 0)
 		err = sys_err = ret;
 	check_include(c, r);
+	ok = users_converge(c, r);
 	for (size_t i = 0; i < s->ssh.users.n; i++) {
+		if (!ok[i]) {           /* ssh.user.unresolved says so */
+			err = err ? err : -ENOENT;
+			continue;
+		}
 		ret = user_converge(c, r, s->ssh.users.v[i], &t);
 		if (ret < 0) {
 			if (!err)
@@ -226,6 +232,7 @@ static int ssh_run(struct ctx *c, struct report *r)
 				   s->ssh.hostbased ? ", host-based login" : "", t.users, t.user_keys);
 	}
 	strlist_free(&t.refused_hosts);
+	free(ok);
 	khosts_free(&old);
 	khosts_free(&want);
 	free(text);
@@ -241,8 +248,9 @@ static uint64_t ssh_timeout(const struct spec *s)
 {
 	/* A first scan fetches one host key per peer, one after the other. */
 	/* ca: the head may sign one certificate per member (ssh-keygen each). */
-	return s->ssh.host_keys == HOSTKEYS_SCAN || s->ssh.host_keys == HOSTKEYS_CA ? 10 * 60 * 1000 :
-	       60 * 1000;
+	/* users_wait: a directory slow at boot is waited for on top (modules/ssh/users.c). */
+	return (s->ssh.host_keys == HOSTKEYS_SCAN || s->ssh.host_keys == HOSTKEYS_CA ? 10 * 60 * 1000 :
+		60 * 1000) + s->ssh.users_wait_ms;
 }
 
 static const char *const ssh_needs[] = { "discovery", NULL };

@@ -181,4 +181,15 @@ char *ak_render(const struct spec *s, const struct peerset *ps, const char *user
 void ak_report_diff(struct ctx *c, struct report *r, const char *path,
 		    const char *old_block, const char *new_block);
 
+/* ---- users.c: the spec's users through NSS, the same on every node ---- */
+
+/*
+ * Wait (apply at boot: ssh.users_wait) for every user of ssh.users to
+ * resolve, ssh.user.unresolved (failed) for each that does not; then each
+ * resolved user's ids against the peers' records: ssh.user.ids-differ,
+ * failed when this node is the odd one, a cluster finding naming the odd
+ * nodes otherwise.  Returns which resolved (ssh.users.n entries, malloc'd).
+ */
+bool *users_converge(struct ctx *c, struct report *r);
+
 #endif

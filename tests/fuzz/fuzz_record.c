@@ -40,7 +40,7 @@ static void round_trip(const struct peer *p, const char *key, size_t keylen)
 	if (!same_str(p->hostname, q.hostname) || !same_str(p->addr, q.addr) ||
 	    !same_str(p->ipoib_addr, q.ipoib_addr) || p->slots != q.slots || p->head != q.head ||
 	    p->host_keys.n != q.host_keys.n || p->n_user_keys != q.n_user_keys ||
-	    p->updated != q.updated)
+	    p->updated != q.updated || !same_str(p->users, q.users))
 		abort();
 	peer_clear(&q);
 	free(text);

@@ -42,6 +42,8 @@ cat >"$work/record.dict" <<'DICT'
 "state: failed\x0a"
 "reason: "
 "ready_ms: "
+"users: "
+"=10001:10001,"
 "...\x0a"
 DICT
 # shellcheck disable=SC2046

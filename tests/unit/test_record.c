@@ -564,131 +564,81 @@ static void test_key_span(void)
 	}
 }
 
+
+
 /*
- * The packed form an isolated step's child sends the runner: every field
- * comes back (the record text of both is the same, and the fields the text
- * does not hold: self), absent strings stay absent, and anything cut short
- * or padded is refused whole.
+ * users: what the writer resolved of the spec's users (issue 35).  A record
+ * without it (an older hpcinit) parses and says nothing; the field is
+ * covered by the HMAC, bounded, and every name and number is checked.
  */
-static void test_pack(void)
+static void test_users(void)
 {
-	struct peer p, q;
+	const char *key = "0123456789abcdef0123456789abcdef";
+	static const char *const bad_values[] = {
+		"alice", "alice=1", "alice=1:", "alice=:1", "=1:1", "alice=01:1", "alice=1:1,",
+		",alice=1:1", "alice=1:1,,bob=2:2", "alice=4294967295:1", "alice=1:99999999999",
+		"alice=-1:1", "al/ce=1:1", "alice=1:1:1", "123=1:1", "alice=1 :1", "alice=1:1;rm",
+	};
 	struct strbuf sb = STRBUF_INIT;
-	char *a, *b;
+	char err[160], *t, *bad;
+	struct peer p, q;
+	uint32_t u = 0, g = 0;
+	size_t last = 0;
 
 	fill(&p);
-	p.fabric = xstrdup("mlx5_ib0=0c42:a103:0065:aa10");
-	p.pkey = xstrdup("0x800b");
-	p.placement_group = xstrdup("pg-1");
-	p.head = true;
-	p.formed = true;
-	p.self = true;
-	p.updated = -5;
-	p.state = PEER_FAILED;
-	p.reason = xstrdup("mounts.nfs.absent");
-	p.ready_ms = 41230;
-	record_pack(&sb, &p);
-	TEST_INTEQ(record_unpack(sb.buf, sb.len, &q), 0);
-	TEST_CHECK(q.state == PEER_FAILED && q.ready_ms == 41230);
-	TEST_STREQ(q.reason, "mounts.nfs.absent");
-	a = record_format(&p, "glo", NULL, 0);
-	b = record_format(&q, "glo", NULL, 0);
-	TEST_STREQ(a, b);
-	TEST_CHECK(q.self && q.head && q.formed && q.updated == -5 && q.slots == 120);
-	TEST_INTEQ(q.host_keys.n, 2);
-	TEST_INTEQ(q.n_user_keys, 1);
-	TEST_STREQ(q.user_keys[0].user, "azureuser");
-	free(a);
-	free(b);
+	t = record_format(&p, "glo", key, strlen(key));
+	TEST_CHECK(strstr(t, "users:") == NULL);
+	TEST_INTEQ(parse_str(t, key, &q, err, sizeof(err)), 0);
+	TEST_CHECK(q.users == NULL);            /* an older agent's record: nothing said */
+	TEST_INTEQ(record_user_ids(&q, "alice", &u, &g), -ENOENT);
 	peer_clear(&q);
-	/* every cut short is refused, and so is a byte too many */
-	for (size_t n = 0; n < sb.len; n++)
-		TEST_INTEQ(record_unpack(sb.buf, n, &q), -EBADMSG);
-	sb_append(&sb, "x");
-	TEST_INTEQ(record_unpack(sb.buf, sb.len, &q), -EBADMSG);
-	peer_clear(&p);
-	sb_reset(&sb);
+	free(t);
 
-	/* absent strings stay absent, no keys */
-	memset(&p, 0, sizeof(p));
-	p.hostname = xstrdup("n1");
-	p.addr = xstrdup("10.0.0.1");
-	record_pack(&sb, &p);
-	TEST_INTEQ(record_unpack(sb.buf, sb.len, &q), 0);
-	TEST_CHECK(!q.ipoib_addr && !q.fabric && !q.version && !q.self && q.host_keys.n == 0 &&
-		   q.n_user_keys == 0);
-	TEST_STREQ(q.hostname, "n1");
+	p.users = xstrdup("alice=10001:10001,bob.x=4294967294:0,c$=0:100");
+	t = record_format(&p, "glo", key, strlen(key));
+	TEST_CHECK(strstr(t, "\nusers: alice=10001:10001,bob.x=4294967294:0,c$=0:100\n") != NULL);
+	TEST_INTEQ(parse_str(t, key, &q, err, sizeof(err)), 0);
+	TEST_STREQ(q.users, p.users);
+	TEST_INTEQ(record_user_ids(&q, "alice", &u, &g), 0);
+	TEST_CHECK(u == 10001 && g == 10001);
+	TEST_INTEQ(record_user_ids(&q, "bob.x", &u, &g), 0);
+	TEST_CHECK(u == 4294967294u && g == 0);
+	TEST_INTEQ(record_user_ids(&q, "c$", &u, &g), 0);
+	TEST_CHECK(u == 0 && g == 100);
+	TEST_INTEQ(record_user_ids(&q, "bob", &u, &g), -ENOENT);       /* a prefix is not a name */
+	TEST_INTEQ(record_user_ids(&q, "alice=10001", &u, &g), -ENOENT);
 	peer_clear(&q);
-	peer_clear(&p);
-	/* the exact bytes, appended after what sb holds */
-	memset(&p, 0, sizeof(p));
-	p.hostname = xstrdup("n1");
-	p.addr = xstrdup("10.0.0.1");
-	p.slots = 4;
-	p.updated = -5;
-	sb_reset(&sb);
-	sb_append(&sb, "x");
-	record_pack(&sb, &p);
-	TEST_STREQ(sb_str(&sb), "x2:n18:10.0.0.1------1:42:-51:0-1:01:01:0");
-	peer_clear(&p);
-	/* a length past the end, a count over the limit */
-	TEST_INTEQ(record_unpack("99:n1", 5, &q), -EBADMSG);
-	sb_reset(&sb);
-	sb_append(&sb, "2:n18:10.0.0.1------1:01:01:0-1:03:999");
-	TEST_INTEQ(record_unpack(sb.buf, sb.len, &q), -EBADMSG);
-	sb_free(&sb);
+	/* changed without the secret: rejected */
+	bad = replace(t, "alice=10001:10001", "alice=10002:10001");
+	TEST_INTEQ(parse_str(bad, key, &q, err, sizeof(err)), -EKEYREJECTED);
+	free(bad);
+	free(t);
+	/* strict values */
+	t = record_format(&p, "glo", NULL, 0);
+	for (size_t i = 0; i < sizeof(bad_values) / sizeof(bad_values[0]); i++) {
+		char *line = xasprintf("users: %s\n", bad_values[i]);
 
-	/* the numbers: both ends of updated, and what num_ll refuses */
-	for (int i = 0; i < 2; i++) {
-		memset(&p, 0, sizeof(p));
-		p.hostname = xstrdup("n1");
-		p.addr = xstrdup("10.0.0.1");
-		p.updated = i ? INT64_MAX : INT64_MIN;
-		p.slots = UINT_MAX;
-		record_pack(&sb, &p);
-		TEST_INTEQ(record_unpack(sb.buf, sb.len, &q), 0);
-		TEST_CHECK(q.updated == p.updated && q.slots == UINT_MAX);
-		peer_clear(&q);
-		peer_clear(&p);
-		sb_reset(&sb);
+		bad = replace(t, "users: alice=10001:10001,bob.x=4294967294:0,c$=0:100\n", line);
+		if (parse_str(bad, NULL, &q, err, sizeof(err)) != -EBADMSG)
+			fprintf(stderr, "users value accepted: %s\n", bad_values[i]);
+		TEST_INTEQ(parse_str(bad, NULL, &q, err, sizeof(err)), -EBADMSG);
+		TEST_CHECK(strstr(err, "users: expected") != NULL);
+		free(line);
+		free(bad);
 	}
-	{
-		static const struct {
-			const char *slots, *updated, *flags;
-			int want;
-			int64_t updated_is;
-		} nums[] = {
-			{ "3:007", "2:-0", "1:7", 0, 0 },
-			{ "1:1", "20:-9223372036854775808", "1:0", 0, INT64_MIN },
-			{ "1:1", "20:00000000000000000042", "1:0", 0, 42 },
-			{ "1:1", "19:9223372036854775808", "1:0", -EBADMSG, 0 },      /* over */
-			{ "1:1", "1:5", "2:32", -EBADMSG, 0 },                        /* flags 0-31 */
-			{ "2:-1", "1:5", "1:0", -EBADMSG, 0 },                        /* slots >= 0 */
-			{ "10:4294967296", "1:5", "1:0", -EBADMSG, 0 },               /* over UINT_MAX */
-			{ "1:1", "1:-", "1:0", -EBADMSG, 0 },
-			{ "1:1", "2:+5", "1:0", -EBADMSG, 0 },
-			{ "1:1", "2:5x", "1:0", -EBADMSG, 0 },
-			{ "1:1", "2: 5", "1:0", -EBADMSG, 0 },
-			{ "1:1", "0:", "1:0", -EBADMSG, 0 },
-			{ "1:1", "-", "1:0", -EBADMSG, 0 },
-		};
-
-		for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
-			char *t = xasprintf("2:n18:10.0.0.1------%s%s%s-1:01:01:0", nums[i].slots, nums[i].updated,
-					    nums[i].flags);
-			int r = record_unpack(t, strlen(t), &q);
-
-			if (r != nums[i].want)
-				fprintf(stderr, "case %zu: %s %s %s\n", i, nums[i].slots, nums[i].updated, nums[i].flags);
-			TEST_INTEQ(r, nums[i].want);
-			if (r == 0) {
-				TEST_CHECK(q.updated == nums[i].updated_is);
-				peer_clear(&q);
-			}
-			free(t);
-		}
+	bad = replace(t, "user_keys:", "users: bob=1:1\nuser_keys:");
+	TEST_INTEQ(parse_str(bad, NULL, &q, err, sizeof(err)), -EBADMSG);     /* duplicate */
+	free(bad);
+	free(t);
+	/* bounded: whole items up to RECORD_USERS_MAX bytes, and not one more */
+	while (sb.len <= RECORD_USERS_MAX) {
+		last = sb.len;
+		sb_printf(&sb, "%su%05zu=1:1", sb.len ? "," : "", sb.len);
 	}
+	TEST_CHECK(record_users_valid(sb.buf, last));
+	TEST_CHECK(!record_users_valid(sb.buf, sb.len));
 	sb_free(&sb);
+	peer_clear(&p);
 }
 
 int main(void)
@@ -698,11 +648,11 @@ int main(void)
 	test_sort();
 	test_hostname();
 	test_roundtrip();
-	test_pack();
 	test_fabric_fields();
 	test_hmac();
 	test_formed();
 	test_state();
+	test_users();
 	test_truncation();
 	test_strict();
 	TEST_EXIT();

@@ -42,6 +42,15 @@
 #               cloud-init installs Slurm and munge from the image's local
 #               repository); default checks "slurm slurmbench slurmgpu
 #               slurmleave" (slurmgpu: stand-in GPUs as GRES, issue 34)
+#   --directory the cluster's users come from a directory (issue 35): the
+#               head also gets conf/cloud-init/parts/directory-server.yaml (slapd,
+#               users alice and bob with homes on /shared) and every node
+#               directory-client.yaml (sssd-ldap), as more parts of the
+#               custom-data; the spec lists alice in ssh.users and turns
+#               ssh.hostbased on.  The test bed makes the directory slow:
+#               the head loads its users 40 s after its runcmd began, while
+#               hpcinit waits for them.  Default checks "boot directory"
+#               (tests/vm/checks-directory.sh)
 #   --release NAME=SUITE  boot the VM NAME (a compute: c1, c2 ...) from the
 #               image of another Debian release (tests/vm/image.sh --suite
 #               SUITE; trixie, Debian 13) beside the others' Debian 12: two
@@ -82,6 +91,7 @@ VMCHECK=
 WATCH=0
 NFS41=0
 SLURM=0
+DIRECTORY=0
 CHECKS_SET=0
 declare -A SUITE_OF=()     # --release: VM name -> Debian suite (default bookworm)
 while [ $# -gt 0 ]; do
@@ -89,6 +99,7 @@ while [ $# -gt 0 ]; do
 	-n) N=$2; shift 2 ;;
 	--checks) CHECKS=$2; CHECKS_SET=1; shift 2 ;;
 	--slurm) SLURM=1; shift ;;
+	--directory) DIRECTORY=1; shift ;;
 	--keep) KEEP=1; shift ;;
 	--hold) HOLD=1; KEEP=1; shift ;;
 	--squash) SQUASH=1; shift ;;
@@ -99,7 +110,7 @@ while [ $# -gt 0 ]; do
 	--late-head) LATE_HEAD=$2; shift 2 ;;
 	--vmcheck) VMCHECK=$2; shift 2 ;;
 	--release) SUITE_OF[${2%%=*}]=${2#*=}; shift 2 ;;
-	*) echo "usage: $0 [-n N] [--checks LIST] [--keep] [--hold] [--squash|--no-squash] [--nfs41] [--slurm] [--release NAME=SUITE] [--lease DUR] [--late-head SECONDS] [--vmcheck \"FILE.sh ...\"]" >&2; exit 2 ;;
+	*) echo "usage: $0 [-n N] [--checks LIST] [--keep] [--hold] [--squash|--no-squash] [--nfs41] [--slurm] [--directory] [--release NAME=SUITE] [--lease DUR] [--late-head SECONDS] [--vmcheck \"FILE.sh ...\"]" >&2; exit 2 ;;
 	esac
 done
 # --vmcheck names files of tests/vmcheck: a name that is not there is a
@@ -114,6 +125,7 @@ if [ -n "$VMCHECK" ]; then
 	done
 fi
 [ "$SLURM" = 0 ] || [ "$CHECKS_SET" = 1 ] || CHECKS="slurm slurmbench slurmgpu slurmleave"
+[ "$DIRECTORY" = 0 ] || [ "$CHECKS_SET" = 1 ] || CHECKS="boot directory"
 # --release: a compute of this run, a release image.sh builds (checked before any boot).
 for n in "${!SUITE_OF[@]}"; do
 	[[ $n =~ ^c[1-9][0-9]*$ ]] && [ "${n#c}" -le "$N" ] ||
@@ -247,6 +259,11 @@ subst() {
 		grep -qE '^ *mpi:$' <<< "$s" || { echo "seed: 'mpi:' not found in $f" >&2; return 1; }
 		s=$(sed -E 's/^( *)mpi:$/&\n\1  software_fabric: true/' <<< "$s")
 	fi
+	# --directory: a directory user must resolve before a node is ready; every user logs in host-based
+	if [ "$DIRECTORY" = 1 ]; then
+		grep -qE '^ *users: \[azureuser\]$' <<< "$s" || { echo "seed: 'users: [azureuser]' not found in $f" >&2; return 1; }
+		s=$(sed -E 's/^( *)users: \[azureuser\]$/\1users: [azureuser, alice]\n\1hostbased: true/' <<< "$s")
+	fi
 	# Azure's HPC sizes have mlx5 (InfiniBand); these VMs have Soft-RoCE.
 	s=${s//\[mlx5_ib, /[rdma_rxe, }
 	# The test cluster: the head and N computes.
@@ -271,6 +288,25 @@ slurm_subst() {
 	s=${s//10.0.0.0\/24/$NET.0/24}
 	printf '%s\n' "$s"
 }
+# --directory: conf/cloud-init/parts/directory-*.yaml for this network, a password
+# for the placeholder, and the test bed's slow directory: the head loads its
+# users 40 s after its runcmd began (hpcinit apply, right after, waits).
+directory_subst() {
+	local f=$1 s
+	s=$(cat "$f")
+	if [ "$f" != "${f%server.yaml}" ]; then
+		for pat in 'CHANGE-ME-LDAP' '  - [sh, -c, "ldapadd '; do
+			grep -qF -- "$pat" <<< "$s" || { echo "seed: '$pat' not found in $f" >&2; return 1; }
+		done
+		s=${s//CHANGE-ME-LDAP/$LDAP_PW}
+		s=${s//  - \[sh, -c, \"ldapadd /  - [systemd-run, --on-active=40, --unit=hpcvm-late-directory, sh, -c, \"ldapadd }
+	else
+		grep -qF 'ldap://10.0.0.4' <<< "$s" || { echo "seed: 'ldap://10.0.0.4' not found in $f" >&2; return 1; }
+		s=${s//10.0.0.4/$NET.10}
+	fi
+	printf '%s\n' "$s"
+}
+LDAP_PW=$(openssl rand -hex 12)
 SLURM_KEY_PLACEHOLDER=Q0hBTkdFLU1FCg==
 MUNGE_B64=$(head -c 128 /dev/urandom | base64 -w0)
 # What the platform does on Azure and a minbase image does not: the
@@ -331,8 +367,14 @@ make_seed() {
 		ssh-keygen -q -t "$t" -N '' -C "root@$n" -f "$d/hostkeys/ssh_host_${t}_key" < /dev/null
 	done
 	platform_part "$(addr_of "$n")" "$role" "$d/hostkeys" > "$d/platform.yaml"
-	cloud-init devel make-mime -a "$d/custom-data.yaml:cloud-config" -a "$d/platform.yaml:cloud-config" \
-		> "$d/seed/user-data"
+	local parts=(-a "$d/custom-data.yaml:cloud-config" -a "$d/platform.yaml:cloud-config")
+	if [ "$DIRECTORY" = 1 ]; then
+		[ "$role" = compute ] || { directory_subst "$SRC/conf/cloud-init/parts/directory-server.yaml" > "$d/directory-server.yaml" &&
+			parts+=(-a "$d/directory-server.yaml:cloud-config"); }
+		directory_subst "$SRC/conf/cloud-init/parts/directory-client.yaml" > "$d/directory-client.yaml"
+		parts+=(-a "$d/directory-client.yaml:cloud-config")
+	fi
+	cloud-init devel make-mime "${parts[@]}" > "$d/seed/user-data"
 	printf 'instance-id: %s-%s\nlocal-hostname: %s\n' "$n" "$NS" "$n" > "$d/seed/meta-data"
 }
 
@@ -447,7 +489,7 @@ fi
 # ---- checks ----
 # One file a part of the product (tests/vm/checks-*.sh), functions only:
 # sourced here, in this order, before any runs.
-for part in cluster fabric node membership vmcheck slurm; do
+for part in cluster fabric node membership vmcheck slurm directory; do
 	. "$SRC/tests/vm/checks-$part.sh"
 done
 for c in $CHECKS; do

@@ -159,11 +159,14 @@ final_build() {
 	chroot "$R" env DEBIAN_FRONTEND=noninteractive \
 		apt-get install -y -q --no-install-recommends $(cd "$debs" && ls hpcinit*.deb | grep -v -- -dbgsym_ | sed 's/_.*//') >&2
 	# The Slurm custom-data's packages (conf/cloud-init/slurm-*.yaml, cluster.sh
-	# --slurm): only their .debs and their dependencies' go into the local
-	# repository; cloud-init installs them at first boot, as on Azure.
+	# --slurm) and the directory's (conf/cloud-init/parts/directory-*.yaml,
+	# cluster.sh --directory; libnss-extrausers for its per-VM UID): only
+	# their .debs and their dependencies' go into the local repository;
+	# cloud-init installs them at first boot, as on Azure.
 	chroot "$R" apt-get clean
 	chroot "$R" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --download-only \
-		slurmd slurmctld slurm-client munge libpmix-dev >&2
+		slurmd slurmctld slurm-client munge libpmix-dev \
+		slapd ldap-utils sssd-ldap libnss-sss libpam-sss libnss-extrausers >&2
 	cp "$R"/var/cache/apt/archives/*.deb "$repo/"
 	chroot "$R" apt-get clean
 	(cd "$repo" && dpkg-scanpackages --multiversion . /dev/null > Packages 2>/dev/null)
