@@ -54,7 +54,7 @@
  * connection failure or a 5xx answer), --cacert FILE, --cert FILE --key
  * FILE, --auth FILE ("user:password", etcd's token auth), --timeout MS
  * (one request; default 5000), --deadline MS (the agent's deadline for
- * this run, less a margin; default ETCD_RUN_MS in etcd-proto.h, plus the
+ * this run, less a margin; default ETCD_RUN_MS in lib/rendezvous/etcd-proto.h, plus the
  * wait).  An endpoint that took a request and gave no answer within the
  * timeout (a busy member) is asked again, with twice the timeout and a
  * pause with jitter, until the deadline is near.  --put always: sync puts

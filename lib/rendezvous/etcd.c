@@ -4,7 +4,7 @@
  * Every call runs the helper hpcinit-etcd (libcurl, json-c) through proc.c
  * under a deadline; this file is the agent's one runner of it, its one
  * reader of the helper's frames and its one mapping of the helper's exit
- * codes (libexec/etcd-proto.h).
+ * codes (lib/rendezvous/etcd-proto.h).
  *
  * A collection is listed once at open (and again on rv_reload); get and
  * list answer from that list.  put writes with no lease (a certificate
@@ -21,7 +21,7 @@
 
 #include <openssl/evp.h>
 
-#include "../../libexec/etcd-proto.h"
+#include "etcd-proto.h"
 #include "escape.h"
 #include "fsutil.h"
 #include "number.h"

@@ -14,7 +14,7 @@
  *        and is opened again when NFS says it went stale (ESTALE).
  *   etcd (discovery.method etcd): keys /hpcinit/<cluster>/<coll>/<name>,
  *        every call through the hpcinit-etcd helper (one runner, one frame
- *        reader, one error mapping; the protocol is libexec/etcd-proto.h).
+ *        reader, one error mapping; the protocol is lib/rendezvous/etcd-proto.h).
  *
  * What an entry says is the caller's to judge (record.c, admit.c, the
  * CA's checks): the library says only whether it may be read at all.
@@ -185,7 +185,7 @@ int rv_etcd_call(const struct ctx *c, struct report *rep, const char *stdin_data
 /* The helper's exit code as -errno (the one mapping). */
 int rv_etcd_status(const struct proc_result *res);
 
-/* One frame of the helper's output (libexec/etcd-proto.h). */
+/* One frame of the helper's output (lib/rendezvous/etcd-proto.h). */
 enum rv_frame_kind { RV_F_KV, RV_F_DEL, RV_F_LINE };
 struct rv_frame {
 	enum rv_frame_kind kind;
@@ -207,7 +207,7 @@ int rv_frame_next(const char **p, const char *end, struct rv_frame *f);
 /*
  * Watch a collection: start a child whose stdout (ch->out_fd) streams the
  * collection's frames (etcd: "reset", every key, "synced", then "kv"/"del"
- * per change; see libexec/etcd-proto.h) until it is killed.  -EOPNOTSUPP
+ * per change; see lib/rendezvous/etcd-proto.h) until it is killed.  -EOPNOTSUPP
  * for the shared directory (its users list it again instead).
  */
 int rv_watch(const struct ctx *c, const char *collection, struct proc_child *ch);
