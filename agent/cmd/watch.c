@@ -418,17 +418,12 @@ static int watch_shared(struct ctx *c, const struct run_opts *ro)
 /* The lease's remaining TTL (0: gone); -1 when etcd could not be asked. */
 static int64_t keepalive(const struct ctx *c, int64_t lease)
 {
-	struct proc_result res = { 0 };
-	char id[32];
-	long long ttl = -1;
+	struct strbuf err = STRBUF_INIT;
+	int64_t ttl = rv_etcd_keepalive(c, lease, &err);
 
-	snprintf(id, sizeof(id), "%" PRId64, lease);
-	if (rv_etcd_call(c, NULL, NULL, &res, "keepalive", id, NULL) == 0 &&
-	    sscanf(res.out, "ttl %lld", &ttl) != 1)
-		ttl = -1;
-	if (res.exit_code != 0 && res.err && *res.err)
-		fprintf(stderr, "hpcinit watch: keepalive: %s", res.err);
-	proc_result_free(&res);
+	if (err.len)
+		fprintf(stderr, "hpcinit watch: keepalive: %s", sb_str(&err));
+	sb_free(&err);
 	return ttl;
 }
 
@@ -445,7 +440,7 @@ static void renew_lease(struct renewal *k)
 
 	if (now_ms() < k->next)
 		return;
-	lease = etcd_read_lease(k->c);
+	lease = rv_etcd_lease(k->c);
 	if (!lease || keepalive(k->c, lease) == 0)
 		k->gone = true;
 	k->next = now_ms() + k->every;
@@ -781,7 +776,7 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro_in)
 			ka.gone = false;
 			/* The key went with the lease; the stream may not say so yet: list, then put. */
 			etcd_watch_members(NULL, 0);
-			refresh(c, ro, etcd_read_lease(c) ? "lease expired" : "no lease");
+			refresh(c, ro, rv_etcd_lease(c) ? "lease expired" : "no lease");
 		}
 	}
 	if (running)

@@ -38,7 +38,38 @@ struct rv_opts {
 	const char *self;               /* this node's hostname: the squash probe's name, and in\n\t\t\t\t\t * check mode nodes/<self>.rec shows whom root writes as */
 	size_t max_bytes;               /* the largest entry read */
 	bool create;                    /* apply: create missing levels (else -ENOENT) */
+	bool no_list;                   /* etcd: no list at open (the caller syncs, lists, awaits) */
 };
+
+/* rv_sync: this node's own entry, kept under its lease (etcd). */
+struct rv_sync {
+	const char *name;               /* the entry (this node's) */
+	const char *value;              /* its value, NUL-terminated */
+	uint64_t ttl_s;                 /* the lease's TTL (0: 1 s) */
+	bool put_always;                /* put without comparing first (a value known to differ) */
+	bool list;                      /* then list the collection (ans->members) ... */
+	unsigned expect;                /* ... waiting up to wait_ms (0: not) for expect entries */
+	uint64_t wait_ms;
+};
+struct rv_synced {
+	int64_t lease;                  /* the lease granted (0: none) */
+	bool lease_new;                 /* not the one held before (kept in RV_LEASE_FILE now) */
+	bool put;                       /* the entry was written */
+	int64_t date;                   /* the rendezvous's clock (etcd's HTTP Date), 0: not said */
+	bool listed, waited;            /* list: members holds the collection's frames; it waited */
+	char *members;                  /* malloc'd, the caller's */
+	size_t members_len;
+};
+/* rv_frames: wait for the collection to hold expect entries, watching from rev. */
+struct rv_await {
+	const char *have;               /* the collection's frames as listed at rev */
+	size_t expect;
+	uint64_t wait_ms;
+	int64_t rev;
+};
+#define RV_LEFT_DELETED 1u
+#define RV_LEFT_REVOKED 2u
+#define RV_LEASE_FILE "/run/hpcinit/etcd-lease"  /* the lease this node holds (this boot) */
 
 /* One entry: its name in the collection and its value (borrowed by the callback). */
 struct rv_entry {
@@ -72,6 +103,12 @@ struct rv_ops {
 	int (*remove)(struct rendezvous *, struct report *, const char *name);
 	int (*list)(struct rendezvous *, struct report *, rv_want_fn, rv_each_fn, void *arg);
 	void (*close)(struct rendezvous *);
+	/* The session of a backend with leases (etcd; NULL for dir: -EOPNOTSUPP). */
+	int (*sync)(struct rendezvous *, struct report *, const struct rv_sync *, struct rv_synced *);
+	/* The collection's frames, unfiltered (w NULL: now; else after an await). */
+	int (*frames)(struct rendezvous *, struct report *, const struct rv_await *w, char **ret, size_t *ret_len);
+	/* This node's entry removed and its lease revoked: *left RV_LEFT_*. */
+	int (*leave)(struct rendezvous *, struct report *, const char *name, unsigned *left);
 };
 
 /* The shared directory's tree: its levels and whom it trusts. */
@@ -92,6 +129,7 @@ struct rendezvous {
 	char *prefix;                   /* etcd: /hpcinit/<cluster>/<collection>/ */
 	struct strlist names, vals;     /* etcd: the collection as the last list gave it */
 	bool listed;
+	int64_t lease;                  /* etcd: the lease this node holds (RV_LEASE_FILE), 0: none */
 };
 
 extern const struct rv_ops rv_dir_ops;
@@ -138,6 +176,23 @@ int rv_list_prep(struct rendezvous *rv, struct report *rep, const struct rv_list
 int rv_names(struct rendezvous *rv, struct report *rep, struct strlist *ret);
 /* etcd: list again (a node waiting for something); dir: nothing to do. */
 int rv_reload(struct rendezvous *rv, struct report *rep);
+
+/*
+ * The session of a node in a rendezvous with leases (etcd): sync keeps the
+ * lease alive (granting one when none is held or it is gone) and puts the
+ * entry only when it differs (put_always: at once), then lists (and waits)
+ * when asked; frames gives the whole collection as the helper's frames
+ * ("kv" each key, "rev R") for a caller that judges every key itself, or
+ * after waiting for expect entries; leave removes the entry and revokes
+ * the lease.  -EOPNOTSUPP for the shared directory; else as rv_etcd_run.
+ */
+int rv_sync(struct rendezvous *rv, struct report *rep, const struct rv_sync *q, struct rv_synced *ans);
+int rv_frames(struct rendezvous *rv, struct report *rep, const struct rv_await *w, char **ret, size_t *ret_len);
+int rv_leave(struct rendezvous *rv, struct report *rep, const char *name, unsigned *left);
+/* The lease this node holds (RV_LEASE_FILE), 0 when none. */
+int64_t rv_etcd_lease(const struct ctx *c);
+/* Keep a lease alive: its TTL left (0: gone), -1 when etcd could not be asked (why appended to err). */
+int64_t rv_etcd_keepalive(const struct ctx *c, int64_t lease, struct strbuf *err);
 
 /*
  * The cluster secret (secret.c): *key NULL without cluster.secret_file;

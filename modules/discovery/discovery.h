@@ -189,8 +189,6 @@ void drop_duplicate_addrs(struct peerset *s, struct report *notes);
 /* Has this node seen `expect` nodes since boot (/run is per boot), in this cluster? */
 bool disc_ready_before(const struct ctx *c);
 void disc_mark_ready(struct ctx *c);
-/* The etcd lease this node holds (/run/hpcinit/etcd-lease), 0 when none (etcd.c). */
-int64_t etcd_read_lease(const struct ctx *c);
 /* ---- shared by the step and its methods (run.c) ---- */
 
 /*

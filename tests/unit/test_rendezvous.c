@@ -555,6 +555,33 @@ static void test_frames(void)
 	}
 }
 
+/* The sync's answer as the session reads it: the lease, the put, etcd's Date, then the list whole. */
+static void test_sync_answer(void)
+{
+	static char out[] = "lease 42\nput 1\ndate 1700000000\nlist\nwaited 1\nkv 3 1 42\nk/ax\nrev 9\n";
+	struct proc_result res = { .out = out, .out_len = sizeof(out) - 1 };
+	struct rv_synced ans = { 0 };
+
+	read_sync(&res, &ans);
+	TEST_INTEQ(ans.lease, 42);
+	TEST_CHECK(ans.put);
+	TEST_INTEQ(ans.date, 1700000000);
+	TEST_CHECK(ans.listed && ans.waited);
+	TEST_CHECK(ans.members_len == strlen("waited 1\nkv 3 1 42\nk/ax\nrev 9\n") &&
+		   memcmp(ans.members, "waited 1\nkv", 11) == 0);
+	free(ans.members);
+	/* No list asked: no members; a put of 0 is no put; junk after a number is no number. */
+	{
+		static char o2[] = "lease 5x\nput 0\n";
+		struct proc_result r2 = { .out = o2, .out_len = sizeof(o2) - 1 };
+		struct rv_synced a2 = { 0 };
+
+		read_sync(&r2, &a2);
+		TEST_INTEQ(a2.lease, 0);
+		TEST_CHECK(!a2.put && !a2.listed && !a2.members);
+	}
+}
+
 static void test_status(void)
 {
 	struct proc_result r = { 0 };
@@ -579,6 +606,7 @@ int main(void)
 	char *p;
 
 	test_frames();
+	test_sync_answer();
 	test_status();
 
 	TEST_CHECK(mkdtemp(root) != NULL);
@@ -598,6 +626,24 @@ int main(void)
 	test_dir_mount(&c, &spec);
 	{
 		/* The shared directory has no stream to watch: its users list it again. */
+		/* Nor a lease: the session's calls are etcd's. */
+		struct rendezvous drv;
+		struct rv_opts o = { .collection = "nodes", .self = "node1", .max_bytes = 4096, .create = true };
+		struct rv_sync q = { .name = "node1", .value = "x" };
+		struct rv_synced ans;
+		char *fr = NULL;
+		size_t frl = 0;
+		unsigned left = 0;
+		struct report rep;
+
+		report_init(&rep);
+		TEST_INTEQ(rv_open(&c, &rep, &o, &drv), 0);
+		TEST_INTEQ(rv_sync(&drv, &rep, &q, &ans), -EOPNOTSUPP);
+		TEST_INTEQ(rv_frames(&drv, &rep, NULL, &fr, &frl), -EOPNOTSUPP);
+		TEST_INTEQ(rv_leave(&drv, &rep, "node1", &left), -EOPNOTSUPP);
+		rv_close(&drv);
+		report_free(&rep);
+
 		struct proc_child ch;
 
 		TEST_INTEQ(rv_watch(&c, "nodes", &ch), -EOPNOTSUPP);
