@@ -267,6 +267,53 @@ int rv_frame_next(const char **p, const char *end, struct rv_frame *f);
  */
 int rv_watch(const struct ctx *c, const char *collection, struct proc_child *ch);
 
+/*
+ * ---- a watcher's reading (stream.c) ----
+ *
+ * A collection's stream (rv_watch), kept as the membership it describes:
+ * key -> the helper's "kv" frame.  synced: a whole view since the last
+ * "reset".  The watcher polls ch.out_fd (and ch.err_fd while >= 0).
+ */
+struct rv_stream {
+	struct proc_child ch;
+	bool running;
+	char **key, **item;
+	size_t *item_len;
+	size_t n, cap;
+	bool synced;
+	struct strbuf in;               /* stream bytes not parsed yet */
+	struct strbuf err_line;         /* the helper's stderr line not ended yet */
+};
+/* Start the stream (the membership emptied): 0, or -errno (-EOPNOTSUPP: the shared directory). */
+int rv_stream_start(const struct ctx *c, const char *collection, struct rv_stream *s);
+/* End it (TERM to its process group), the membership emptied. */
+void rv_stream_stop(struct rv_stream *s);
+void rv_stream_free(struct rv_stream *s);
+/* Read what ch.out_fd has: each "synced" counts one change in *changes.  false at end of stream. */
+bool rv_stream_read(struct rv_stream *s, unsigned *changes);
+/* As rv_stream_read, from bytes in hand (the reader's parser). */
+void rv_stream_feed(struct rv_stream *s, const char *buf, size_t n, unsigned *changes);
+/* Read what ch.err_fd has: each whole line, escaped, appended to lines.  false at its end (closed). */
+bool rv_stream_read_err(struct rv_stream *s, struct strlist *lines);
+/* The membership in the helper's list format (what a list would print). */
+void rv_stream_text(const struct rv_stream *s, struct strbuf *out);
+
+/* The lease kept alive every `every` ms (from next on); gone: it was found gone (or none is held). */
+struct rv_keeper {
+	const struct ctx *c;
+	uint64_t every, next;
+	bool gone;
+};
+/* When due: one keepalive (etcd's complaint appended to err).  true when it was due. */
+bool rv_keeper_tick(struct rv_keeper *k, struct strbuf *err);
+
+/*
+ * The names in the shared directory's collection ending in suffix, summed
+ * (a hash of the set, in any order) for a poll: 0, or -errno.  Only the
+ * names: a join or a leave adds or removes a file.
+ */
+int rv_dir_names_sum(const struct ctx *c, const char *collection, const char *suffix, uint64_t *ret);
+
 /* The etcd key prefix of a collection: /hpcinit/<cluster>/<collection>/. */
 char *rv_etcd_prefix(const struct spec *spec, const char *collection);
 

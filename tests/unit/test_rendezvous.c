@@ -2,7 +2,8 @@
 /*
  * lib/rendezvous: the shared-directory backend on a fake root (levels,
  * owners, links, FIFOs, sizes, squash, a spec mount not there) and the etcd backend's frame reader
- * and exit-code mapping.  The etcd backend against a real etcd is in
+ * and exit-code mapping, the session's answers, a watcher's stream parser and the
+ * shared directory's name sum.  The etcd backend against a real etcd is in
  * tests/cluster/etcd-*.sh and ssh-ca-etcd.sh.
  */
 #include "config.h"
@@ -17,6 +18,7 @@
 #include "../../lib/rendezvous/rendezvous.c"
 #include "../../lib/rendezvous/dir.c"
 #include "../../lib/rendezvous/etcd.c"
+#include "../../lib/rendezvous/stream.c"
 #include "spec.h"
 #include "test.h"
 #include "testfs.h"
@@ -582,6 +584,68 @@ static void test_sync_answer(void)
 	}
 }
 
+/* The watch stream kept as a membership: frames split anywhere, reset, del, synced counted. */
+static void test_stream(void)
+{
+	static const char in[] = "reset\nkv 3 1 7\nk/ax\nkv 3 1 7\nk/by\nsynced\n"
+				 "kv 3 1 7\nk/az\ndel 3\nk/b\nsynced\nreset\n";
+	struct rv_stream m = { 0 };
+	struct strbuf t = STRBUF_INIT;
+	unsigned changes = 0;
+
+	/* One byte at a time: a frame is taken only when whole. */
+	for (size_t i = 0; i < 27; i++)
+		rv_stream_feed(&m, in + i, 1, &changes);
+	TEST_INTEQ(m.n, 1);
+	TEST_INTEQ(changes, 0);
+	TEST_CHECK(!m.synced);
+	rv_stream_feed(&m, in + 27, 41 - 27, &changes);
+	TEST_INTEQ(m.n, 2);
+	TEST_INTEQ(changes, 1);
+	TEST_CHECK(m.synced);
+	rv_stream_feed(&m, in + 41, 72 - 41, &changes);
+	TEST_INTEQ(changes, 2);
+	rv_stream_text(&m, &t);
+	/* k/a replaced by the later put, k/b deleted */
+	TEST_STREQ(sb_str(&t), "kv 3 1 7\nk/az\n");
+	rv_stream_feed(&m, in + 72, sizeof(in) - 1 - 72, &changes);
+	TEST_INTEQ(m.n, 0);
+	TEST_CHECK(!m.synced);
+	TEST_INTEQ(m.in.len, 0);
+	rv_stream_free(&m);
+	sb_free(&t);
+}
+
+/* The shared directory's names summed: the same set in any order sums the same; another set not. */
+static void test_names_sum(struct ctx *c)
+{
+	char *d = host("/share/.hpcinit/glo/sum"), *f;
+	uint64_t a = 0, b = 0, e = 0;
+	static const char *const names[] = { "n1.rec", "n2.rec", ".hidden.rec", "x.tmp", ".rec" };
+
+	TEST_INTEQ(rv_dir_names_sum(c, "sum", ".rec", &e), -ENOENT);
+	mkdir(d, 0755);
+	TEST_INTEQ(rv_dir_names_sum(c, "sum", ".rec", &e), 0);
+	for (size_t i = 0; i < 5; i++) {
+		f = xasprintf("%s/%s", d, names[i]);
+		close(open(f, O_CREAT | O_WRONLY, 0644));
+		free(f);
+	}
+	TEST_INTEQ(rv_dir_names_sum(c, "sum", ".rec", &a), 0);
+	TEST_CHECK(a != e);
+	f = xasprintf("%s/x.tmp", d);
+	unlink(f);      /* not a record: the sum does not move */
+	free(f);
+	TEST_INTEQ(rv_dir_names_sum(c, "sum", ".rec", &b), 0);
+	TEST_CHECK(a == b);
+	f = xasprintf("%s/n2.rec", d);
+	unlink(f);
+	free(f);
+	TEST_INTEQ(rv_dir_names_sum(c, "sum", ".rec", &b), 0);
+	TEST_CHECK(a != b);
+	free(d);
+}
+
 static void test_status(void)
 {
 	struct proc_result r = { 0 };
@@ -624,6 +688,8 @@ int main(void)
 	test_dir_parallel(&c);
 	test_dir_squash(&c, &spec);
 	test_dir_mount(&c, &spec);
+	test_stream();
+	test_names_sum(&c);
 	{
 		/* The shared directory has no stream to watch: its users list it again. */
 		/* Nor a lease: the session's calls are etcd's. */
