@@ -22,8 +22,10 @@
  *    refresh, and a refresh every third of the lease keeps this node's
  *    record fresh and prunes expired ones.
  *
- * The watch process itself is the agent (no libcurl, no json-c); the
- * helper it runs links them.
+ * The stream, the lease's keepalive and the directory's names are
+ * lib/rendezvous's (stream.c), Scheduled Events lib/metadata's: this file
+ * keeps the loop (wait, debounce, refresh through the runner, notify).
+ * The watch process itself is the agent (no libcurl, no json-c).
  */
 #include "config.h"
 
@@ -34,7 +36,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,6 +43,7 @@
 #include "escape.h"
 #include "fsutil.h"
 #include "log.h"
+#include "metadata/metadata.h"
 #include "notify.h"
 #include "proc.h"
 #include "rendezvous/rendezvous.h"
@@ -91,59 +93,7 @@ static int refresh(struct ctx *c, const struct run_opts *ro, const char *why)
 	return code;
 }
 
-static const char **argv_of(struct strlist *l)
-{
-	const char **av = xcalloc(l->n + 1, sizeof(*av));
-
-	for (size_t i = 0; i < l->n; i++)
-		av[i] = l->v[i];
-	return av;
-}
-
 /* ---- Azure Scheduled Events ---- */
-
-/*
- * resources (the whole list, however long) names this VM (its metadata name,
- * or its hostname): true, with *others the number of the other VMs it lists.
- */
-static bool is_me(const struct ctx *c, const char *self, const char *resources, size_t *others)
-{
-	char host[256] = "";
-	char *copy = xstrdup(resources), *save = NULL;
-	bool me = false;
-
-	*others = 0;
-	if (c->hostname)
-		snprintf(host, sizeof(host), "%s", c->hostname);
-	else if (gethostname(host, sizeof(host) - 1) < 0)
-		host[0] = '\0';
-	for (char *r = strtok_r(copy, ",", &save); r; r = strtok_r(NULL, ",", &save)) {
-		bool this = (self[0] && !strcmp(r, self)) || (host[0] && !strcasecmp(r, host));
-
-		me = me || this;
-		*others += !this;
-	}
-	free(copy);
-	return me;
-}
-
-static int run_helper(const char *const *args, struct proc_result *res)
-{
-	struct strlist argv = { 0 };
-	const char **av;
-	int r;
-
-	strlist_push_take(&argv, proc_helper_path("hpcinit-etcd"));
-	strlist_push(&argv, "--timeout");
-	strlist_push(&argv, "5000");
-	for (size_t i = 0; args[i]; i++)
-		strlist_push(&argv, args[i]);
-	av = argv_of(&argv);
-	r = proc_run(av, NULL, NULL, 15000, res);
-	free(av);
-	strlist_free(&argv);
-	return r == 0 && res->exit_code == 0 ? 0 : -1;
-}
 
 /*
  * The next space-separated word of *p (moved past it), or the rest of the
@@ -165,7 +115,8 @@ static char *next_word(char **p, bool rest)
 }
 
 /*
- * The metadata service is asked in a child of the watch (events_child),
+ * The metadata service (lib/metadata: md_events_get, md_events_ack) is
+ * asked in a child of the watch (events_child),
  * never by the watch itself: a service that does not answer holds up that
  * child alone (each of its helper calls ends at a deadline), and the watch
  * reads what it finds from a pipe in the same poll as everything else.
@@ -175,50 +126,43 @@ static char *next_word(char **p, bool rest)
 static void events_child(void *arg, int fd)
 {
 	struct ctx *c = arg;
-	const char *args[] = { "events", c->spec->discovery.events_url, NULL };
 	struct strlist seen = { 0 };
 
 	/* The watch's handlers would only set its flag here: SIGTERM ends this child. */
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGINT, SIG_DFL);
 	for (;;) {
-		struct proc_result res = { 0 };
-		char self[256] = "";
+		struct md_events ev = { 0 };
+		struct strbuf err = STRBUF_INIT;
+		char host[256] = "";
+		int r;
 
-		if (run_helper(args, &res) < 0) {
-			if (res.err && *res.err)
-				log_debug("scheduled events: %s", res.err);
-		} else {
-			for (char *save = NULL, *l = strtok_r(res.out, "\n", &save); l;
-			     l = strtok_r(NULL, "\n", &save)) {
-				char *p = l, *w = next_word(&p, false), *id, *type, *st, *rs;
-				bool known = false;
-				size_t others = 0;
+		if (c->hostname)
+			snprintf(host, sizeof(host), "%s", c->hostname);
+		else if (gethostname(host, sizeof(host) - 1) < 0)
+			host[0] = '\0';
+		r = md_events_get(c->spec->discovery.events_url, host, &ev, &err);
 
-				if (w && !strcmp(w, "self") && (w = next_word(&p, false))) {
-					snprintf(self, sizeof(self), "%s", w);
-					continue;
-				}
-				if (!w || strcmp(w, "event") != 0 || !(id = next_word(&p, false)) ||
-				    !(type = next_word(&p, false)) || !(st = next_word(&p, false)) ||
-				    !(rs = next_word(&p, true)) ||
-				    (strcmp(type, "Terminate") != 0 && strcmp(type, "Preempt") != 0) ||
-				    !is_me(c, self, rs, &others))
-					continue;
-				for (size_t i = 0; i < seen.n && !known; i++)
-					known = !strcmp(seen.v[i], id);
-				if (!known) {
-					char *line = xasprintf("mine %s %s %s %zu\n", id, type, st, others);
-					ssize_t n = write(fd, line, strlen(line));
+		if (r < 0)
+			log_debug("scheduled events: %s%s%s", strerror(-r), err.len ? ": " : "", sb_str(&err));
+		for (size_t i = 0; i < ev.n; i++) {
+			bool known = false;
 
-					free(line);
-					if (n < 0)
-						_exit(0);       /* the watch is gone */
-					strlist_push(&seen, id);
-				}
+			for (size_t k = 0; k < seen.n && !known; k++)
+				known = !strcmp(seen.v[k], ev.v[i].id);
+			if (!known) {
+				char *line = xasprintf("mine %s %s %s %zu\n", ev.v[i].id, ev.v[i].type,
+						       ev.v[i].status, ev.v[i].others);
+				ssize_t n = write(fd, line, strlen(line));
+
+				free(line);
+				if (n < 0)
+					_exit(0);       /* the watch is gone */
+				strlist_push(&seen, ev.v[i].id);
 			}
 		}
-		proc_result_free(&res);
+		md_events_free(&ev);
+		sb_free(&err);
 		poll(NULL, 0, EVENTS_MS);
 	}
 }
@@ -318,9 +262,9 @@ static bool events_act(struct ctx *c, struct events *ev, uint64_t lock_timeout_m
 		return false;
 	}
 	for (size_t i = 0; i < ev->pending.n; i++) {
-		const char *ack[] = { "ack", url, ev->pending.v[i], NULL };
-		struct proc_result ar = { 0 };
+		struct strbuf err = STRBUF_INIT;
 		bool shared = false;
+		int r;
 
 		for (size_t k = 0; k < ev->shared.n && !shared; k++)
 			shared = !strcmp(ev->shared.v[k], ev->pending.v[i]);
@@ -330,9 +274,10 @@ static bool events_act(struct ctx *c, struct events *ev, uint64_t lock_timeout_m
 				"their own leave ran; Azure starts it at its NotBefore time\n", ev->pending.v[i]);
 			continue;
 		}
-		fprintf(stderr, "hpcinit watch: left the cluster (exit 0); acknowledging event %s: %s\n",
-			ev->pending.v[i], run_helper(ack, &ar) == 0 ? "done" : "failed");
-		proc_result_free(&ar);
+		r = md_events_ack(url, ev->pending.v[i], &err);
+		fprintf(stderr, "hpcinit watch: left the cluster (exit 0); acknowledging event %s: %s%s\n",
+			ev->pending.v[i], r == 0 ? "done" : "failed: ", r == 0 ? "" : strerror(-r));
+		sb_free(&err);
 	}
 	return true;
 }
