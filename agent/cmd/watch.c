@@ -10,7 +10,7 @@
  *    or a compacted revision, when events may have been missed), then each
  *    put and deletion.  This process keeps that membership; a batch of
  *    changes is debounced (DEBOUNCE_MS), then one refresh runs on it
- *    without asking etcd again (etcd_watch_members: no list, and no put
+ *    without asking etcd again (rv_etcd_view_set: no list, and no put
  *    while etcd holds this node's record unchanged), so a join or a leave
  *    costs every watcher no request and no helper process.
  *    The lease is renewed every third of its TTL by the helper's
@@ -488,9 +488,9 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro_in)
 		/* The refreshes run on the stream's membership while it is whole. */
 		if (mem.running && mem.synced) {
 			rv_stream_text(&mem, &text);
-			etcd_watch_members(sb_str(&text), text.len);
+			rv_etcd_view_set(sb_str(&text), text.len);
 		} else {
-			etcd_watch_members(NULL, 0);
+			rv_etcd_view_set(NULL, 0);
 		}
 		if (events_act(c, &ev, ro->lock_timeout_ms))
 			break;
@@ -502,12 +502,12 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro_in)
 		if (ka.gone) {
 			ka.gone = false;
 			/* The key went with the lease; the stream may not say so yet: list, then put. */
-			etcd_watch_members(NULL, 0);
+			rv_etcd_view_set(NULL, 0);
 			refresh(c, ro, rv_etcd_lease(c) ? "lease expired" : "no lease");
 		}
 	}
 	events_free(&ev);
-	etcd_watch_members(NULL, 0);
+	rv_etcd_view_set(NULL, 0);
 	rv_stream_free(&mem);
 	sb_free(&text);
 	return 0;

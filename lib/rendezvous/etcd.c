@@ -455,6 +455,22 @@ int rv_reload(struct rendezvous *rv, struct report *rep)
  * helper's answers are read here, and only here.
  */
 
+static const char *view;                /* rv_etcd_view_set: not owned */
+static size_t view_len;
+
+void rv_etcd_view_set(const char *text, size_t len)
+{
+	view = text;
+	view_len = text ? len : 0;
+}
+
+const char *rv_etcd_view(size_t *len)
+{
+	if (len)
+		*len = view_len;
+	return view;
+}
+
 int64_t rv_etcd_lease(const struct ctx *c)
 {
 	char *text = NULL;

@@ -189,6 +189,16 @@ int rv_reload(struct rendezvous *rv, struct report *rep);
 int rv_sync(struct rendezvous *rv, struct report *rep, const struct rv_sync *q, struct rv_synced *ans);
 int rv_frames(struct rendezvous *rv, struct report *rep, const struct rv_await *w, char **ret, size_t *ret_len);
 int rv_leave(struct rendezvous *rv, struct report *rep, const char *name, unsigned *left);
+/*
+ * The session's view of the collection a watcher keeps (hpcinit watch: its
+ * stream's membership, in the helper's list format), for the runs it
+ * starts: discovery lists it instead of asking etcd, and puts nothing while
+ * it holds this node's record unchanged.  Set NULL when the stream is not
+ * in sync (ask etcd).  Borrowed, not copied: the setter keeps it alive.
+ */
+void rv_etcd_view_set(const char *text, size_t len);
+/* The view (NULL: none), its length in *len when len is not NULL. */
+const char *rv_etcd_view(size_t *len);
 /* The lease this node holds (RV_LEASE_FILE), 0 when none. */
 int64_t rv_etcd_lease(const struct ctx *c);
 /* Keep a lease alive: its TTL left (0: gone), -1 when etcd could not be asked (why appended to err). */

@@ -59,19 +59,11 @@ struct etcd {
 	int64_t offset;                 /* clock_off past the allowed skew, else 0: the cluster clock */
 };
 
-static const char *watch_members;      /* etcd_watch_members: not owned */
-static size_t watch_members_len;
-
-void etcd_watch_members(const char *text, size_t len)
-{
-	watch_members = text;
-	watch_members_len = len;
-}
-
 /* The value of key in the watch's membership; NULL when it has none. */
 static const char *watch_value(const char *key, size_t *ret_len)
 {
-	const char *p = watch_members, *end = watch_members + watch_members_len;
+	size_t len = 0;
+	const char *p = rv_etcd_view(&len), *end = p + len;
 	size_t want = strlen(key);
 	struct rv_frame f;
 
@@ -293,7 +285,7 @@ sync_again:
 	}
 	q.value = text;
 	q.ttl_s = ttl_s;
-	if (watch_members && e->rv.lease) {
+	if (rv_etcd_view(NULL) && e->rv.lease) {
 		/* In the watch: etcd holds exactly this record (the stream says so), the watch keeps the lease. */
 		size_t have_len = 0;
 		const char *have = watch_value(e->key, &have_len);
@@ -306,7 +298,7 @@ sync_again:
 	}
 	asked = (int64_t)time(NULL);
 	sent_ms = now_ms();             /* the lease is renewed at the start of a sync that waits */
-	if (watch_members || e->listed || again || run->announce) {
+	if (rv_etcd_view(NULL) || e->listed || again || run->announce) {
 		/*
 		 * The watch keeps the membership; a run that has listed it
 		 * (the lease renewed during the wait, "formed: true" once the
@@ -542,15 +534,17 @@ static int etcd_list(struct disc_run *run)
 	}
 	disc_rejects_reset(run);
 	e->self_seen = e->self_same = false;
-	if (watch_members && !e->unreachable) {
+	if (rv_etcd_view(NULL) && !e->unreachable) {
 		/* In the watch: the membership its stream keeps, without asking etcd again. */
-		char *copy = xmalloc(watch_members_len + 1);
+		size_t vlen = 0;
+		const char *view = rv_etcd_view(&vlen);
+		char *copy = xmalloc(vlen + 1);
 
-		memcpy(copy, watch_members, watch_members_len);
-		copy[watch_members_len] = '\0';
+		memcpy(copy, view, vlen);
+		copy[vlen] = '\0';
 		if (ctx_may_write(run->c))
-			keep_members(run, copy, watch_members_len);
-		(void)take_list(run, copy, copy + watch_members_len);
+			keep_members(run, copy, vlen);
+		(void)take_list(run, copy, copy + vlen);
 		free(copy);
 		return 1;
 	}

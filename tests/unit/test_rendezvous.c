@@ -614,6 +614,16 @@ static void test_stream(void)
 	TEST_INTEQ(m.in.len, 0);
 	rv_stream_free(&m);
 	sb_free(&t);
+	/* The view a watcher hands the runs it starts: set, read, cleared. */
+	{
+		size_t l = 1;
+
+		TEST_CHECK(rv_etcd_view(&l) == NULL && l == 0);
+		rv_etcd_view_set(in, 6);
+		TEST_CHECK(rv_etcd_view(&l) == in && l == 6);
+		rv_etcd_view_set(NULL, 6);
+		TEST_CHECK(rv_etcd_view(&l) == NULL && l == 0);
+	}
 }
 
 /* The shared directory's names summed: the same set in any order sums the same; another set not. */
