@@ -6,8 +6,8 @@
  * acts on: an event that will take this VM away, and its acknowledgement).
  *
  * A GET is plain HTTP/1.0 to the service's numeric address, in the agent
- * (no library).  Scheduled Events need JSON: they run in the helper that
- * links curl and json-c (hpcinit-etcd's "events" and "ack", through
+ * (no library).  Scheduled Events need JSON: they run in the service's own
+ * helper, hpcinit-metadata (libcurl, json-c: "events" and "ack", through
  * proc.c, under a deadline); its answer is read here, and its failures
  * keep their meaning (-errno), never a bare -1.
  */
@@ -154,7 +154,7 @@ static int run_helper(const char *const *args, struct proc_result *res)
 	const char **av;
 	int r;
 
-	strlist_push_take(&argv, proc_helper_path(ETCD_HELPER_NAME));
+	strlist_push_take(&argv, proc_helper_path(MD_HELPER_NAME));
 	strlist_push(&argv, "--timeout");
 	strlist_push_take(&argv, xasprintf("%u", MD_CALL_TIMEOUT_MS));
 	for (size_t i = 0; args[i]; i++)

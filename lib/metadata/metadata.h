@@ -9,6 +9,7 @@
 #include "hpcinit.h"
 #include "proc.h"
 
+#define MD_HELPER_NAME "hpcinit-metadata"  /* Scheduled Events (libcurl, json-c) */
 #define IMDS_TIMEOUT_MS 2000            /* one GET of an instance fact */
 #define MD_CALL_TIMEOUT_MS 5000         /* Scheduled Events: one request of the helper */
 #define MD_RUN_MS 15000                 /* Scheduled Events: one run of the helper */

@@ -109,7 +109,7 @@ static void test_events_down(void)
 	struct md_events ev = { 0 };
 	struct strbuf err = STRBUF_INIT;
 	const char *top = getenv("TOP_BUILDDIR");
-	char *helper = top ? xasprintf("%s/hpcinit-etcd", top) : NULL;
+	char *helper = top ? xasprintf("%s/" MD_HELPER_NAME, top) : NULL;
 	int r;
 
 	if (!helper || access(helper, X_OK) != 0) {
