@@ -3,7 +3,7 @@
  * Inside hpcinit-etcd: the etcd client (etcd-client.c: base64, JSON, HTTP
  * with endpoint failover and token auth, ranges read page by page), the
  * watch and await streams (etcd-watch.c), and the subcommands and main
- * (hpcinit-etcd.c).  The helper's protocol with the agent: etcd-proto.h.
+ * (hpcinit-etcd.c).  The helper's protocol with the agent: lib/rendezvous/etcd-proto.h.
  */
 #ifndef HPCINIT_ETCD_CLIENT_H
 #define HPCINIT_ETCD_CLIENT_H
@@ -15,7 +15,7 @@
 #include <curl/curl.h>
 #include <json-c/json.h>
 
-#include "etcd-proto.h"
+#include "../lib/rendezvous/etcd-proto.h"
 
 #define MAX_ENDPOINTS 32
 #define STDIN_MAX (64 * 1024)
@@ -36,7 +36,7 @@
 #define LIST_RETRY_S 10                 /* watch: an over-limit prefix is listed again at most this often */
 #define CONNECT_MS 1500
 
-/* The exit codes and frames the agent reads: etcd-proto.h, shared with lib/rendezvous/etcd.c. */
+/* The exit codes and frames the agent reads: lib/rendezvous/etcd-proto.h, shared with lib/rendezvous/etcd.c. */
 enum { EX_OK = ETCD_EX_OK, EX_DOWN = ETCD_EX_DOWN, EX_USAGE = ETCD_EX_USAGE, EX_REFUSED = ETCD_EX_REFUSED };
 /* request()'s failures: no endpoint answered, etcd refused, over a limit (a refusal too). */
 enum { R_DOWN = -1, R_REFUSED = -2, R_LIMIT = -3 };

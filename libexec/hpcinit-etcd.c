@@ -24,13 +24,6 @@
  *       value bytes, then a newline.
  *   hpcinit-etcd [OPTIONS] keepalive LEASE       "ttl T" (0: the lease is gone)
  *   hpcinit-etcd [OPTIONS] leave KEY [LEASE]     revoke LEASE, delete KEY
- *   hpcinit-etcd events URL
- *       Azure Scheduled Events (no --endpoint needed): GET URL with the
- *       header "Metadata: true"; "self NAME" (this VM's name from the
- *       instance metadata service at the same address), then one line
- *       "event ID TYPE STATUS RESOURCE,RESOURCE..." per event.
- *   hpcinit-etcd ack URL EVENT_ID
- *       acknowledge (start) the event: POST {"StartRequests":[{"EventId":ID}]}.
  *   hpcinit-etcd [OPTIONS] await PREFIX EXPECT MS [REV]
  *       as list, once PREFIX holds EXPECT keys or after MS: one process
  *       for a node's whole wait for its peers (a range, then a watch whose
@@ -54,7 +47,7 @@
  * connection failure or a 5xx answer), --cacert FILE, --cert FILE --key
  * FILE, --auth FILE ("user:password", etcd's token auth), --timeout MS
  * (one request; default 5000), --deadline MS (the agent's deadline for
- * this run, less a margin; default ETCD_RUN_MS in etcd-proto.h, plus the
+ * this run, less a margin; default ETCD_RUN_MS in lib/rendezvous/etcd-proto.h, plus the
  * wait).  An endpoint that took a request and gave no answer within the
  * timeout (a busy member) is asked again, with twice the timeout and a
  * pause with jitter, until the deadline is near.  --put always: sync puts
@@ -257,143 +250,6 @@ static int cmd_leave(const char *k, int64_t lease)
 	return EX_OK;
 }
 
-/* ---- Azure Scheduled Events ---- */
-
-/* One request to one URL with "Metadata: true"; 0 and the body, or -1 (stderr says why). */
-static int imds(const char *url, const char *body, struct http_buf *b)
-{
-	struct curl_slist *h = curl_slist_append(NULL, "Metadata: true");
-	long status = 0;
-	CURLcode cc;
-
-	if (body)
-		h = curl_slist_append(h, "Content-Type: application/json");
-	curl_easy_reset(etcd_curl);
-	curl_easy_setopt(etcd_curl, CURLOPT_URL, url);
-	curl_easy_setopt(etcd_curl, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(etcd_curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(etcd_curl, CURLOPT_NOPROXY, "*");       /* IMDS is never proxied */
-	curl_easy_setopt(etcd_curl, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(etcd_curl, CURLOPT_TIMEOUT_MS, etcd_timeout_ms);
-	curl_easy_setopt(etcd_curl, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(etcd_curl, CURLOPT_WRITEDATA, b);
-	if (body)
-		curl_easy_setopt(etcd_curl, CURLOPT_POSTFIELDS, body);
-	cc = curl_easy_perform(etcd_curl);
-	curl_slist_free_all(h);
-	if (cc == CURLE_OK)
-		curl_easy_getinfo(etcd_curl, CURLINFO_RESPONSE_CODE, &status);
-	if (cc != CURLE_OK || status < 200 || status > 299) {
-		fprintf(stderr, "hpcinit-etcd: %s: %s\n", url,
-			cc != CURLE_OK ? curl_easy_strerror(cc) : "unexpected HTTP status");
-		if (cc == CURLE_OK)
-			fprintf(stderr, "hpcinit-etcd: %s answered HTTP %ld\n", url, status);
-		return -1;
-	}
-	return 0;
-}
-
-/* Text fields of the events document may hold anything: print them as one safe word. */
-static void put_word(const char *s)
-{
-	if (!s || !*s)
-		s = "-";
-	for (; *s; s++)
-		putchar((*s > ' ' && *s < 0x7f && *s != ',') ? *s : '_');
-}
-
-/* The events document (an answer of the Scheduled Events endpoint), one line an event. */
-static void events_print(json_object *j)
-{
-	json_object *evs = jget(j, "Events", json_type_array);
-
-	printf("incarnation %" PRId64 "\n", get_i64(j, "DocumentIncarnation"));
-	for (size_t i = 0; i < jlen(evs); i++) {
-		json_object *e = json_object_array_get_idx(evs, i);
-		json_object *res = jget(e, "Resources", json_type_array);
-		size_t n = jlen(res), printed = 0;
-
-		fputs("event ", stdout);
-		put_word(jstr(e, "EventId"));
-		putchar(' ');
-		put_word(jstr(e, "EventType"));
-		putchar(' ');
-		put_word(jstr(e, "EventStatus"));
-		putchar(' ');
-		for (size_t k = 0; k < n; k++) {
-			const char *name = json_object_get_string(jget_idx_str(res, k));
-
-			if (!name)
-				continue;
-			if (printed++)
-				putchar(',');
-			put_word(name);
-		}
-		if (!printed)
-			putchar('-');
-		putchar('\n');
-	}
-}
-
-static int cmd_events(const char *url)
-{
-	struct http_buf b = { 0 }, nb = { 0 };
-	json_object *j;
-	const char *p = strstr(url, "://");
-	char base[512], name_url[640];
-	size_t bl;
-
-	/* This VM's name: the instance metadata service at the same scheme, host and port. */
-	p = p ? strchr(p + 3, '/') : NULL;
-	bl = p ? (size_t)(p - url) : strlen(url);
-	if (bl >= sizeof(base)) {
-		fprintf(stderr, "hpcinit-etcd: %s: URL too long\n", url);
-		return EX_USAGE;
-	}
-	memcpy(base, url, bl);
-	base[bl] = '\0';
-	snprintf(name_url, sizeof(name_url),
-		 "%s/metadata/instance/compute/name?api-version=2021-02-01&format=text", base);
-	if (imds(name_url, NULL, &nb) == 0 && nb.p) {
-		fputs("self ", stdout);
-		put_word(nb.p);
-		putchar('\n');
-	}
-	free(nb.p);
-	if (imds(url, NULL, &b) < 0) {
-		free(b.p);
-		return EX_DOWN;
-	}
-	j = json_tokener_parse(b.p ? b.p : "");
-	free(b.p);
-	if (!j) {
-		fprintf(stderr, "hpcinit-etcd: %s: the answer is not JSON\n", url);
-		return EX_REFUSED;
-	}
-	events_print(j);
-	json_object_put(j);
-	return EX_OK;
-}
-
-static int cmd_ack(const char *url, const char *id)
-{
-	json_object *req = json_object_new_object(), *arr = json_object_new_array(),
-		    *one = json_object_new_object();
-	struct http_buf b = { 0 };
-	int r;
-
-	json_object_object_add(one, "EventId", json_object_new_string(id));
-	json_object_array_add(arr, one);
-	json_object_object_add(req, "StartRequests", arr);
-	r = imds(url, json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN), &b);
-	json_object_put(req);
-	free(b.p);
-	if (r < 0)
-		return EX_DOWN;
-	printf("acknowledged %s\n", id);
-	return EX_OK;
-}
-
 /* ---- main ---- */
 
 static int usage(void)
@@ -401,8 +257,7 @@ static int usage(void)
 	fprintf(stderr, "usage: hpcinit-etcd --endpoint URL... [--cacert F] [--cert F --key F] [--auth F] "
 		"[--timeout MS] [--deadline MS] [--put always] COMMAND\n"
 		"  sync KEY TTL_S [LEASE [PREFIX [EXPECT MS]]] < VALUE | list PREFIX | keepalive LEASE | leave KEY [LEASE] | "
-		"watch PREFIX [REV] | await PREFIX EXPECT MS [REV]\n"
-		"       hpcinit-etcd [--timeout MS] events URL | ack URL EVENT_ID\n");
+		"watch PREFIX [REV] | await PREFIX EXPECT MS [REV]\n");
 	return EX_USAGE;
 }
 
@@ -463,7 +318,7 @@ int main(int argc, char **argv)
 	if (i >= argc || !etcd_cert != !etcd_key)
 		return usage();
 	cmd = argv[i++];
-	if (etcd_n_endpoints == 0 && strcmp(cmd, "events") != 0 && strcmp(cmd, "ack") != 0)
+	if (etcd_n_endpoints == 0)
 		return usage();
 	signal(SIGPIPE, SIG_DFL);
 	srandom((unsigned)getpid() ^ (unsigned)mono_ms());      /* the retries' jitter differs by node */
@@ -528,10 +383,6 @@ int main(int argc, char **argv)
 		}
 		free(seed);
 	}
-	else if (!strcmp(cmd, "events") && argc - i == 1)
-		ret = cmd_events(argv[i]);
-	else if (!strcmp(cmd, "ack") && argc - i == 2)
-		ret = cmd_ack(argv[i], argv[i + 1]);
 	else if (!strcmp(cmd, "watch") && (argc - i == 1 || (argc - i == 2 && parse_i64(argv[i + 1], &a))))
 		ret = cmd_watch(argv[i], argc - i == 2 ? a : 0);
 	else

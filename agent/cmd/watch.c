@@ -10,7 +10,7 @@
  *    or a compacted revision, when events may have been missed), then each
  *    put and deletion.  This process keeps that membership; a batch of
  *    changes is debounced (DEBOUNCE_MS), then one refresh runs on it
- *    without asking etcd again (etcd_watch_members: no list, and no put
+ *    without asking etcd again (rv_etcd_view_set: no list, and no put
  *    while etcd holds this node's record unchanged), so a join or a leave
  *    costs every watcher no request and no helper process.
  *    The lease is renewed every third of its TTL by the helper's
@@ -22,12 +22,13 @@
  *    refresh, and a refresh every third of the lease keeps this node's
  *    record fresh and prunes expired ones.
  *
- * The watch process itself is the agent (no libcurl, no json-c); the
- * helper it runs links them.
+ * The stream, the lease's keepalive and the directory's names are
+ * lib/rendezvous's (stream.c), Scheduled Events lib/metadata's: this file
+ * keeps the loop (wait, debounce, refresh through the runner, notify).
+ * The watch process itself is the agent (no libcurl, no json-c).
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -35,7 +36,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -43,6 +43,7 @@
 #include "escape.h"
 #include "fsutil.h"
 #include "log.h"
+#include "metadata/metadata.h"
 #include "notify.h"
 #include "proc.h"
 #include "rendezvous/rendezvous.h"
@@ -92,59 +93,7 @@ static int refresh(struct ctx *c, const struct run_opts *ro, const char *why)
 	return code;
 }
 
-static const char **argv_of(struct strlist *l)
-{
-	const char **av = xcalloc(l->n + 1, sizeof(*av));
-
-	for (size_t i = 0; i < l->n; i++)
-		av[i] = l->v[i];
-	return av;
-}
-
 /* ---- Azure Scheduled Events ---- */
-
-/*
- * resources (the whole list, however long) names this VM (its metadata name,
- * or its hostname): true, with *others the number of the other VMs it lists.
- */
-static bool is_me(const struct ctx *c, const char *self, const char *resources, size_t *others)
-{
-	char host[256] = "";
-	char *copy = xstrdup(resources), *save = NULL;
-	bool me = false;
-
-	*others = 0;
-	if (c->hostname)
-		snprintf(host, sizeof(host), "%s", c->hostname);
-	else if (gethostname(host, sizeof(host) - 1) < 0)
-		host[0] = '\0';
-	for (char *r = strtok_r(copy, ",", &save); r; r = strtok_r(NULL, ",", &save)) {
-		bool this = (self[0] && !strcmp(r, self)) || (host[0] && !strcasecmp(r, host));
-
-		me = me || this;
-		*others += !this;
-	}
-	free(copy);
-	return me;
-}
-
-static int run_helper(const char *const *args, struct proc_result *res)
-{
-	struct strlist argv = { 0 };
-	const char **av;
-	int r;
-
-	strlist_push_take(&argv, proc_helper_path("hpcinit-etcd"));
-	strlist_push(&argv, "--timeout");
-	strlist_push(&argv, "5000");
-	for (size_t i = 0; args[i]; i++)
-		strlist_push(&argv, args[i]);
-	av = argv_of(&argv);
-	r = proc_run(av, NULL, NULL, 15000, res);
-	free(av);
-	strlist_free(&argv);
-	return r == 0 && res->exit_code == 0 ? 0 : -1;
-}
 
 /*
  * The next space-separated word of *p (moved past it), or the rest of the
@@ -166,7 +115,8 @@ static char *next_word(char **p, bool rest)
 }
 
 /*
- * The metadata service is asked in a child of the watch (events_child),
+ * The metadata service (lib/metadata: md_events_get, md_events_ack) is
+ * asked in a child of the watch (events_child),
  * never by the watch itself: a service that does not answer holds up that
  * child alone (each of its helper calls ends at a deadline), and the watch
  * reads what it finds from a pipe in the same poll as everything else.
@@ -176,50 +126,43 @@ static char *next_word(char **p, bool rest)
 static void events_child(void *arg, int fd)
 {
 	struct ctx *c = arg;
-	const char *args[] = { "events", c->spec->discovery.events_url, NULL };
 	struct strlist seen = { 0 };
 
 	/* The watch's handlers would only set its flag here: SIGTERM ends this child. */
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGINT, SIG_DFL);
 	for (;;) {
-		struct proc_result res = { 0 };
-		char self[256] = "";
+		struct md_events ev = { 0 };
+		struct strbuf err = STRBUF_INIT;
+		char host[256] = "";
+		int r;
 
-		if (run_helper(args, &res) < 0) {
-			if (res.err && *res.err)
-				log_debug("scheduled events: %s", res.err);
-		} else {
-			for (char *save = NULL, *l = strtok_r(res.out, "\n", &save); l;
-			     l = strtok_r(NULL, "\n", &save)) {
-				char *p = l, *w = next_word(&p, false), *id, *type, *st, *rs;
-				bool known = false;
-				size_t others = 0;
+		if (c->hostname)
+			snprintf(host, sizeof(host), "%s", c->hostname);
+		else if (gethostname(host, sizeof(host) - 1) < 0)
+			host[0] = '\0';
+		r = md_events_get(c->spec->discovery.events_url, host, &ev, &err);
 
-				if (w && !strcmp(w, "self") && (w = next_word(&p, false))) {
-					snprintf(self, sizeof(self), "%s", w);
-					continue;
-				}
-				if (!w || strcmp(w, "event") != 0 || !(id = next_word(&p, false)) ||
-				    !(type = next_word(&p, false)) || !(st = next_word(&p, false)) ||
-				    !(rs = next_word(&p, true)) ||
-				    (strcmp(type, "Terminate") != 0 && strcmp(type, "Preempt") != 0) ||
-				    !is_me(c, self, rs, &others))
-					continue;
-				for (size_t i = 0; i < seen.n && !known; i++)
-					known = !strcmp(seen.v[i], id);
-				if (!known) {
-					char *line = xasprintf("mine %s %s %s %zu\n", id, type, st, others);
-					ssize_t n = write(fd, line, strlen(line));
+		if (r < 0)
+			log_debug("scheduled events: %s%s%s", strerror(-r), err.len ? ": " : "", sb_str(&err));
+		for (size_t i = 0; i < ev.n; i++) {
+			bool known = false;
 
-					free(line);
-					if (n < 0)
-						_exit(0);       /* the watch is gone */
-					strlist_push(&seen, id);
-				}
+			for (size_t k = 0; k < seen.n && !known; k++)
+				known = !strcmp(seen.v[k], ev.v[i].id);
+			if (!known) {
+				char *line = xasprintf("mine %s %s %s %zu\n", ev.v[i].id, ev.v[i].type,
+						       ev.v[i].status, ev.v[i].others);
+				ssize_t n = write(fd, line, strlen(line));
+
+				free(line);
+				if (n < 0)
+					_exit(0);       /* the watch is gone */
+				strlist_push(&seen, ev.v[i].id);
 			}
 		}
-		proc_result_free(&res);
+		md_events_free(&ev);
+		sb_free(&err);
 		poll(NULL, 0, EVENTS_MS);
 	}
 }
@@ -319,9 +262,9 @@ static bool events_act(struct ctx *c, struct events *ev, uint64_t lock_timeout_m
 		return false;
 	}
 	for (size_t i = 0; i < ev->pending.n; i++) {
-		const char *ack[] = { "ack", url, ev->pending.v[i], NULL };
-		struct proc_result ar = { 0 };
+		struct strbuf err = STRBUF_INIT;
 		bool shared = false;
+		int r;
 
 		for (size_t k = 0; k < ev->shared.n && !shared; k++)
 			shared = !strcmp(ev->shared.v[k], ev->pending.v[i]);
@@ -331,9 +274,10 @@ static bool events_act(struct ctx *c, struct events *ev, uint64_t lock_timeout_m
 				"their own leave ran; Azure starts it at its NotBefore time\n", ev->pending.v[i]);
 			continue;
 		}
-		fprintf(stderr, "hpcinit watch: left the cluster (exit 0); acknowledging event %s: %s\n",
-			ev->pending.v[i], run_helper(ack, &ar) == 0 ? "done" : "failed");
-		proc_result_free(&ar);
+		r = md_events_ack(url, ev->pending.v[i], &err);
+		fprintf(stderr, "hpcinit watch: left the cluster (exit 0); acknowledging event %s: %s%s\n",
+			ev->pending.v[i], r == 0 ? "done" : "failed: ", r == 0 ? "" : strerror(-r));
+		sb_free(&err);
 	}
 	return true;
 }
@@ -346,35 +290,11 @@ static void events_free(struct events *ev)
 	strlist_free(&ev->shared);
 }
 
-/* ---- shared: poll the names in the nodes directory ---- */
+/* ---- shared: poll the names in the nodes directory (rv_dir_names_sum) ---- */
 
-/* A hash of the sorted-independent set of *.rec names (sum of per-name hashes). */
 static int names_hash(const struct ctx *c, uint64_t *ret)
 {
-	char *rel = xasprintf("%s/%s/nodes", c->spec->discovery.dir, c->spec->cluster.name);
-	char *hp = ctx_path(c, rel);
-	DIR *d = opendir(hp);
-	struct dirent *de;
-	uint64_t sum = 0, n = 0;
-
-	free(rel);
-	free(hp);
-	if (!d)
-		return -errno;
-	while ((de = readdir(d))) {
-		size_t l = strlen(de->d_name);
-		uint64_t h = 1469598103934665603ULL;
-
-		if (de->d_name[0] == '.' || l < 5 || strcmp(de->d_name + l - 4, ".rec") != 0)
-			continue;
-		for (size_t i = 0; i < l; i++)
-			h = (h ^ (unsigned char)de->d_name[i]) * 1099511628211ULL;
-		sum += h;
-		n++;
-	}
-	closedir(d);
-	*ret = sum ^ (n * 0x9e3779b97f4a7c15ULL);
-	return 0;
+	return rv_dir_names_sum(c, "nodes", ".rec", ret);
 }
 
 static int watch_shared(struct ctx *c, const struct run_opts *ro)
@@ -415,217 +335,20 @@ static int watch_shared(struct ctx *c, const struct run_opts *ro)
 
 /* ---- etcd: the helper's watch stream, and keepalives ---- */
 
-/* The lease's remaining TTL (0: gone); -1 when etcd could not be asked. */
-static int64_t keepalive(const struct ctx *c, int64_t lease)
-{
-	struct proc_result res = { 0 };
-	char id[32];
-	long long ttl = -1;
-
-	snprintf(id, sizeof(id), "%" PRId64, lease);
-	if (rv_etcd_call(c, NULL, NULL, &res, "keepalive", id, NULL) == 0 &&
-	    sscanf(res.out, "ttl %lld", &ttl) != 1)
-		ttl = -1;
-	if (res.exit_code != 0 && res.err && *res.err)
-		fprintf(stderr, "hpcinit watch: keepalive: %s", res.err);
-	proc_result_free(&res);
-	return ttl;
-}
-
 /* The lease's renewal: every third of the lease, in the loop and while a refresh waits for the lock. */
-struct renewal {
-	struct ctx *c;
-	uint64_t every, next;
-	bool gone;                      /* the lease was found gone: the loop refreshes */
-};
-
-static void renew_lease(struct renewal *k)
+static void renew_lease(struct rv_keeper *k)
 {
-	int64_t lease;
+	struct strbuf err = STRBUF_INIT;
 
-	if (now_ms() < k->next)
-		return;
-	lease = etcd_read_lease(k->c);
-	if (!lease || keepalive(k->c, lease) == 0)
-		k->gone = true;
-	k->next = now_ms() + k->every;
+	if (rv_keeper_tick(k, &err) && err.len)
+		fprintf(stderr, "hpcinit watch: keepalive: %s", sb_str(&err));
+	sb_free(&err);
 }
 
 /* run_opts.lock_wait: another run (the refresh timer's) holds the lock; the lease goes on being renewed. */
 static void renew_while_waiting(void *arg)
 {
 	renew_lease(arg);
-}
-
-static int start_watch(const struct ctx *c, struct proc_child *ch)
-{
-	int r = rv_watch(c, "nodes", ch);
-
-	if (r < 0)
-		fprintf(stderr, "hpcinit watch: cannot start the etcd watch: %s\n", strerror(-r));
-	return r;
-}
-
-static void stop_watch(struct proc_child *ch)
-{
-	if (ch->pid > 0) {
-		kill(-ch->pid, SIGTERM);
-		(void)waitpid(ch->pid, NULL, 0);
-		ch->pid = 0;
-	}
-	proc_child_free(ch);
-}
-
-/* The membership the stream keeps: key -> the helper's "kv" item (header, key, value). */
-struct members {
-	char **key, **item;
-	size_t *item_len;
-	size_t n, cap;
-	bool synced;                    /* a whole view since the last "reset" */
-	struct strbuf in;               /* stream bytes not parsed yet */
-};
-
-static void members_clear(struct members *m)
-{
-	for (size_t i = 0; i < m->n; i++) {
-		free(m->key[i]);
-		free(m->item[i]);
-	}
-	m->n = 0;
-	m->synced = false;
-}
-
-static void members_free(struct members *m)
-{
-	members_clear(m);
-	free(m->key);
-	free(m->item);
-	free(m->item_len);
-	sb_free(&m->in);
-}
-
-static size_t members_find(const struct members *m, const char *k, size_t kl)
-{
-	for (size_t i = 0; i < m->n; i++)
-		if (strlen(m->key[i]) == kl && memcmp(m->key[i], k, kl) == 0)
-			return i;
-	return m->n;
-}
-
-static void members_put(struct members *m, const char *k, size_t kl, const char *item, size_t len)
-{
-	size_t i = members_find(m, k, kl);
-
-	if (i == m->n) {
-		if (m->n == m->cap) {
-			m->cap = m->cap ? 2 * m->cap : 64;
-			m->key = xrealloc(m->key, m->cap * sizeof(*m->key));
-			m->item = xrealloc(m->item, m->cap * sizeof(*m->item));
-			m->item_len = xrealloc(m->item_len, m->cap * sizeof(*m->item_len));
-		}
-		m->key[m->n] = xstrndup(k, kl);
-		m->item[m->n] = NULL;
-		m->n++;
-	}
-	free(m->item[i]);
-	m->item[i] = xmalloc(len);
-	memcpy(m->item[i], item, len);
-	m->item_len[i] = len;
-}
-
-static void members_del(struct members *m, const char *k, size_t kl)
-{
-	size_t i = members_find(m, k, kl);
-
-	if (i == m->n)
-		return;
-	free(m->key[i]);
-	free(m->item[i]);
-	m->n--;
-	m->key[i] = m->key[m->n];
-	m->item[i] = m->item[m->n];
-	m->item_len[i] = m->item_len[m->n];
-}
-
-/* The membership in the helper's list format, for etcd_watch_members. */
-static void members_text(const struct members *m, struct strbuf *out)
-{
-	sb_reset(out);
-	for (size_t i = 0; i < m->n; i++)
-		sb_appendn(out, m->item[i], m->item_len[i]);
-}
-
-/*
- * Parse the whole items in m->in: "reset", "synced" (one more change in
- * *changes), "kv KL VL LEASE\n" KEY VALUE "\n", "del KL\n" KEY "\n".
- */
-static void members_parse(struct members *m, unsigned *changes)
-{
-	const char *start = sb_str(&m->in), *p = start, *end = p + m->in.len;
-	struct rv_frame f;
-	size_t used;
-
-	while (rv_frame_next(&p, end, &f)) {
-		if (f.kind == RV_F_KV) {
-			members_put(m, f.key, f.key_len, p - f.size, f.size);
-		} else if (f.kind == RV_F_DEL) {
-			members_del(m, f.key, f.key_len);
-		} else if (f.line_len == 5 && !memcmp(f.line, "reset", 5)) {
-			members_clear(m);
-		} else if (f.line_len == 6 && !memcmp(f.line, "synced", 6)) {
-			m->synced = true;
-			(*changes)++;
-		}
-	}
-	used = (size_t)(p - start);
-	if (used) {
-		memmove(m->in.buf, m->in.buf + used, m->in.len - used + 1);
-		m->in.len -= used;
-	}
-}
-
-/* Read what is there into the stream's membership.  false at end of stream. */
-static bool drain_members(int fd, struct members *m, unsigned *changes)
-{
-	char buf[65536];
-	ssize_t n = read(fd, buf, sizeof(buf));
-
-	if (n < 0)
-		return errno == EINTR || errno == EAGAIN;
-	if (n == 0)
-		return false;
-	sb_appendn(&m->in, buf, (size_t)n);
-	members_parse(m, changes);
-	return true;
-}
-
-/* The helper's stderr, line by line, to ours.  false at end of stream. */
-static bool drain_err(int fd, struct strbuf *line)
-{
-	char buf[4096];
-	ssize_t n = read(fd, buf, sizeof(buf));
-
-	if (n < 0)
-		return errno == EINTR || errno == EAGAIN;
-	if (n == 0)
-		return false;
-	for (ssize_t i = 0; i < n; i++) {
-		if (buf[i] != '\n') {
-			if (line->len < 4096)
-				sb_appendn(line, &buf[i], 1);
-			continue;
-		}
-		{
-			/* The helper's line, escaped as the agent escapes everything from elsewhere. */
-			struct strbuf safe = STRBUF_INIT;
-
-			esc_append(&safe, sb_str(line), line->len, false);
-			fprintf(stderr, "hpcinit watch: %s\n", sb_str(&safe));
-			sb_free(&safe);
-		}
-		sb_reset(line);
-	}
-	return true;
 }
 
 /*
@@ -636,15 +359,14 @@ static bool drain_err(int fd, struct strbuf *line)
  * lease (a refresh that waited 9 s for the run lock holds the next one 9 s):
  * the lease goes on being renewed meanwhile.
  */
-static void debounce(int fd, struct members *mem, unsigned *changes, uint64_t hold_until,
-		     struct renewal *ka)
+static void debounce(struct rv_stream *mem, unsigned *changes, uint64_t hold_until, struct rv_keeper *ka)
 {
 	uint64_t until = now_ms() + DEBOUNCE_MS;
 
 	if (hold_until > until)
 		until = hold_until;
 	while (*changes && now_ms() < until) {
-		struct pollfd one = { .fd = fd, .events = POLLIN };
+		struct pollfd one = { .fd = mem->ch.out_fd, .events = POLLIN };
 		uint64_t tn = now_ms(), to = ka->next < until ? ka->next : until;
 		int p = poll(&one, 1, to > tn ? (int)(to - tn) : 0);
 
@@ -653,7 +375,7 @@ static void debounce(int fd, struct members *mem, unsigned *changes, uint64_t ho
 			break;
 		if (p == 0)
 			continue;
-		if (!drain_members(fd, mem, changes))
+		if (!rv_stream_read(mem, changes))
 			break;
 		if (now_ms() + DEBOUNCE_MS > until)
 			until = now_ms() + DEBOUNCE_MS;
@@ -691,15 +413,13 @@ static void refresh_backoff(struct ctx *c, const struct run_opts *ro, struct bac
 static int watch_etcd(struct ctx *c, const struct run_opts *ro_in)
 {
 	uint64_t every = c->spec->discovery.lease_ms / 3;
-	struct renewal ka = { .c = c };
+	struct rv_keeper ka = { .c = c };
 	struct run_opts wro = *ro_in, *ro = &wro;
 	uint64_t restart_at = 0;
 	struct backoff bo = { .retry_ms = 1000 };
-	struct strbuf text = STRBUF_INIT, err = STRBUF_INIT;
-	struct members mem = { 0 };
-	struct proc_child ch = { 0 };
+	struct strbuf text = STRBUF_INIT;
+	struct rv_stream mem = { 0 };
 	struct events ev = { 0 };
-	bool running = false;
 
 	if (every < 500)
 		every = 500;
@@ -713,15 +433,16 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro_in)
 		uint64_t now = now_ms(), wake;
 		int n = 0, t, efd = events_fd(c, &ev), ei = -1, erri = -1;
 
-		if (!running && now >= restart_at) {
-			members_clear(&mem);
-			sb_reset(&mem.in);
-			running = start_watch(c, &ch) == 0;
-			if (!running)
+		if (!mem.running && now >= restart_at) {
+			int r = rv_stream_start(c, "nodes", &mem);
+
+			if (r < 0) {
+				fprintf(stderr, "hpcinit watch: cannot start the etcd watch: %s\n", strerror(-r));
 				restart_at = now + RESTART_MS;
+			}
 		}
 		wake = ka.next;
-		if (!running && restart_at < wake)
+		if (!mem.running && restart_at < wake)
 			wake = restart_at;
 		if (bo.retry_at && bo.retry_at < wake)
 			wake = bo.retry_at;
@@ -730,11 +451,11 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro_in)
 		if (ev.pending.n && ev.next_leave < wake)
 			wake = ev.next_leave;
 		t = wake > now ? (int)(wake - now) : 0;
-		if (running) {
-			pf[n++] = (struct pollfd){ .fd = ch.out_fd, .events = POLLIN };
-			if (ch.err_fd >= 0) {
+		if (mem.running) {
+			pf[n++] = (struct pollfd){ .fd = mem.ch.out_fd, .events = POLLIN };
+			if (mem.ch.err_fd >= 0) {
 				erri = n;
-				pf[n++] = (struct pollfd){ .fd = ch.err_fd, .events = POLLIN };
+				pf[n++] = (struct pollfd){ .fd = mem.ch.err_fd, .events = POLLIN };
 			}
 		}
 		if (efd >= 0) {
@@ -747,50 +468,48 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro_in)
 			break;
 		if (ei >= 0 && (pf[ei].revents & (POLLIN | POLLHUP)))
 			events_read(&ev);
-		if (running && erri >= 0 && (pf[erri].revents & (POLLIN | POLLHUP)) &&
-		    !drain_err(ch.err_fd, &err)) {
-			close(ch.err_fd);
-			ch.err_fd = -1;
+		if (mem.running && erri >= 0 && (pf[erri].revents & (POLLIN | POLLHUP))) {
+			struct strlist lines = { 0 };
+
+			(void)rv_stream_read_err(&mem, &lines);
+			for (size_t i = 0; i < lines.n; i++)
+				fprintf(stderr, "hpcinit watch: %s\n", lines.v[i]);
+			strlist_free(&lines);
 		}
-		if (running && (pf[0].revents & (POLLIN | POLLHUP))) {
-			if (!drain_members(ch.out_fd, &mem, &changes)) {
+		if (mem.running && (pf[0].revents & (POLLIN | POLLHUP))) {
+			if (!rv_stream_read(&mem, &changes)) {
 				fprintf(stderr, "hpcinit watch: the etcd watch ended; starting it again\n");
-				stop_watch(&ch);
-				running = false;
-				members_clear(&mem);
+				rv_stream_stop(&mem);
 				restart_at = now_ms() + RESTART_MS;
 			}
-			if (running)
-				debounce(ch.out_fd, &mem, &changes, bo.hold_until, &ka);
+			if (mem.running)
+				debounce(&mem, &changes, bo.hold_until, &ka);
 		}
 		/* The refreshes run on the stream's membership while it is whole. */
-		if (running && mem.synced) {
-			members_text(&mem, &text);
-			etcd_watch_members(sb_str(&text), text.len);
+		if (mem.running && mem.synced) {
+			rv_stream_text(&mem, &text);
+			rv_etcd_view_set(sb_str(&text), text.len);
 		} else {
-			etcd_watch_members(NULL, 0);
+			rv_etcd_view_set(NULL, 0);
 		}
 		if (events_act(c, &ev, ro->lock_timeout_ms))
 			break;
 		if (changes || (bo.retry_at && now_ms() >= bo.retry_at))
 			refresh_backoff(c, ro, &bo, !changes ? "retry" : !bo.started ?
-					"start (the stream's view, no list)" : running && mem.synced ?
+					"start (the stream's view, no list)" : mem.running && mem.synced ?
 					"membership changed (the stream's view, no list)" : "membership changed");
 		renew_lease(&ka);
 		if (ka.gone) {
 			ka.gone = false;
 			/* The key went with the lease; the stream may not say so yet: list, then put. */
-			etcd_watch_members(NULL, 0);
-			refresh(c, ro, etcd_read_lease(c) ? "lease expired" : "no lease");
+			rv_etcd_view_set(NULL, 0);
+			refresh(c, ro, rv_etcd_lease(c) ? "lease expired" : "no lease");
 		}
 	}
-	if (running)
-		stop_watch(&ch);
 	events_free(&ev);
-	etcd_watch_members(NULL, 0);
-	members_free(&mem);
+	rv_etcd_view_set(NULL, 0);
+	rv_stream_free(&mem);
 	sb_free(&text);
-	sb_free(&err);
 	return 0;
 }
 

@@ -4,7 +4,7 @@
  * RDMA devices that are its fabric (ibsysfs.c's classification: never the
  * accelerated-networking VF) with their port GUIDs, the tenant P_Key (the
  * larger of a port's two), and on Azure the placement group: IMDS
- * compute/placementGroupId, asked once, under a deadline, never required.
+ * compute/placementGroupId, asked once (lib/metadata), under a deadline, never required.
  * Together P_Key and placement group are the node's InfiniBand domain:
  * nodes of two domains cannot reach each other over InfiniBand.
  */
@@ -13,17 +13,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
-#include <netdb.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "hpcinit.h"
 #include "ibsysfs.h"
 #include "identity.h"
+#include "metadata/metadata.h"
 #include "record.h"
 
 bool ib_fabric_candidate(const struct spec_rdma *s, const struct ib_dev *d)
@@ -38,124 +35,6 @@ bool ib_fabric_candidate(const struct spec_rdma *s, const struct ib_dev *d)
 	for (unsigned k = 0; k < d->n_ports; k++)
 		ll |= ib_link_matches(s->link_layer, d->ports[k].link_layer);
 	return ll;
-}
-
-/* One HTTP/1.0 GET with "Metadata: true" to a numeric http:// URL within timeout_ms; the body, trimmed. */
-int imds_get_text(const char *url, unsigned timeout_ms, char *out, size_t n, char *err, size_t errn)
-{
-	char host[64], port[8] = "80", req[768], buf[8192];
-	const char *p, *path;
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-				  .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV }, *ai = NULL;
-	uint64_t end = now_ms() + timeout_ms;
-	size_t hl, len = 0;
-	int fd = -1, r = -EINVAL;
-	char *body;
-
-	out[0] = err[0] = '\0';
-	if (strncmp(url, "http://", 7) != 0) {
-		snprintf(err, errn, "only http:// (the metadata service's scheme)");
-		return -EINVAL;
-	}
-	p = url + 7;
-	path = strchr(p, '/');
-	hl = path ? (size_t)(path - p) : strlen(p);
-	if (!path || hl == 0 || hl >= sizeof(host)) {
-		snprintf(err, errn, "no host or path");
-		return -EINVAL;
-	}
-	memcpy(host, p, hl);
-	host[hl] = '\0';
-	{
-		char *colon = strrchr(host, ':');
-
-		if (colon && !strchr(host, ']') && strlen(colon + 1) < sizeof(port)) {
-			snprintf(port, sizeof(port), "%s", colon + 1);
-			*colon = '\0';
-		}
-	}
-	if (getaddrinfo(host, port, &hints, &ai) != 0) {
-		snprintf(err, errn, "%s: not a numeric address (the metadata service has one)", host);
-		return -EINVAL;
-	}
-	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0) {
-		r = -errno;
-		goto out;
-	}
-	if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0 && errno != EINPROGRESS) {
-		r = -errno;
-		snprintf(err, errn, "connect: %s", strerror(errno));
-		goto out;
-	}
-	{
-		int w = snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: %s\r\nMetadata: true\r\n"
-				 "Connection: close\r\n\r\n", path, host);
-		size_t sent = 0;
-
-		if (w < 0 || (size_t)w >= sizeof(req)) {
-			snprintf(err, errn, "URL too long");
-			goto out;
-		}
-		for (;;) {
-			struct pollfd pf = { .fd = fd, .events = sent < (size_t)w ? POLLOUT : POLLIN };
-			uint64_t now = now_ms();
-			int pr;
-			ssize_t k;
-
-			if (now >= end) {
-				r = -ETIMEDOUT;
-				snprintf(err, errn, "no answer within %u ms", timeout_ms);
-				goto out;
-			}
-			pr = poll(&pf, 1, (int)(end - now));
-			if (pr < 0 && errno == EINTR)
-				continue;
-			if (pr <= 0)
-				continue;
-			if (sent < (size_t)w) {
-				k = send(fd, req + sent, (size_t)w - sent, MSG_NOSIGNAL);
-				if (k < 0 && errno != EAGAIN) {
-					r = -errno;
-					snprintf(err, errn, "%s", strerror(errno));
-					goto out;
-				}
-				sent += k > 0 ? (size_t)k : 0;
-				continue;
-			}
-			k = read(fd, buf + len, sizeof(buf) - 1 - len);
-			if (k < 0 && errno == EAGAIN)
-				continue;
-			if (k < 0) {
-				r = -errno;
-				snprintf(err, errn, "%s", strerror(errno));
-				goto out;
-			}
-			if (k == 0 || (len += (size_t)k) == sizeof(buf) - 1)
-				break;
-		}
-	}
-	buf[len] = '\0';
-	if (strncmp(buf, "HTTP/1.", 7) != 0 || len < 12 || strncmp(buf + 9, "200", 3) != 0) {
-		r = -EPROTO;
-		snprintf(err, errn, "answered %.*s", (int)strcspn(buf, "\r\n") > 60 ? 60 : (int)strcspn(buf, "\r\n"), buf);
-		goto out;
-	}
-	body = strstr(buf, "\r\n\r\n");
-	if (!body) {
-		r = -EPROTO;
-		snprintf(err, errn, "no body");
-		goto out;
-	}
-	body += 4;
-	body[strcspn(body, "\r\n")] = '\0';
-	snprintf(out, n, "%s", body);
-	r = 0;
-out:
-	if (fd >= 0)
-		close(fd);
-	freeaddrinfo(ai);
-	return r;
 }
 
 static bool pg_valid(const char *s)

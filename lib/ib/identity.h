@@ -8,16 +8,13 @@
 
 #include "hpcinit.h"
 #include "ibsysfs.h"
-
-#define IMDS_TIMEOUT_MS 2000
+#include "metadata/metadata.h"
 
 struct peer;
 /* Is d a fabric device for the spec: the glob, never the AN VF, soft devices as rdma.software says, link layer? */
 bool ib_fabric_candidate(const struct spec_rdma *s, const struct ib_dev *d);
 /* p->fabric, p->pkey and p->placement_group from sysfs and IMDS (rdma section only). */
 void rdma_node_identity(const struct ctx *c, struct report *r, struct peer *p);
-/* GET url (http://<numeric address>[:port]/path, "Metadata: true") within timeout_ms: body's first line. */
-int imds_get_text(const char *url, unsigned timeout_ms, char *out, size_t n, char *err, size_t errn);
 
 /* A peer's InfiniBand domain as a file-name-safe word ("0x800b", "0x800b-<placement group>"); NULL: none known. */
 char *rdma_peer_domain(const struct peer *p);

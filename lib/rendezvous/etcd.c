@@ -4,7 +4,7 @@
  * Every call runs the helper hpcinit-etcd (libcurl, json-c) through proc.c
  * under a deadline; this file is the agent's one runner of it, its one
  * reader of the helper's frames and its one mapping of the helper's exit
- * codes (libexec/etcd-proto.h).
+ * codes (lib/rendezvous/etcd-proto.h).
  *
  * A collection is listed once at open (and again on rv_reload); get and
  * list answer from that list.  put writes with no lease (a certificate
@@ -14,6 +14,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +22,7 @@
 
 #include <openssl/evp.h>
 
-#include "../../libexec/etcd-proto.h"
+#include "etcd-proto.h"
 #include "escape.h"
 #include "fsutil.h"
 #include "number.h"
@@ -267,7 +268,8 @@ static int etcd_open(struct rendezvous *rv, struct report *rep)
 {
 	rv->prefix = rv_etcd_prefix(rv->c->spec, rv->o.collection);
 	rv->where = xstrdup(rv->prefix);
-	return etcd_reload(rv, rep);
+	rv->lease = rv_etcd_lease(rv->c);
+	return rv->o.no_list ? 0 : etcd_reload(rv, rep);
 }
 
 static int decode64(const char *v, char **ret, size_t *ret_len)
@@ -422,6 +424,11 @@ static void etcd_close(struct rendezvous *rv)
 	strlist_free(&rv->vals);
 }
 
+static int etcd_sync(struct rendezvous *rv, struct report *rep, const struct rv_sync *q, struct rv_synced *ans);
+static int etcd_frames(struct rendezvous *rv, struct report *rep, const struct rv_await *w, char **ret,
+		       size_t *ret_len);
+static int etcd_leave(struct rendezvous *rv, struct report *rep, const char *name, unsigned *left);
+
 const struct rv_ops rv_etcd_ops = {
 	.name = "etcd",
 	.open = etcd_open,
@@ -430,9 +437,212 @@ const struct rv_ops rv_etcd_ops = {
 	.remove = etcd_remove,
 	.list = etcd_list,
 	.close = etcd_close,
+	.sync = etcd_sync,
+	.frames = etcd_frames,
+	.leave = etcd_leave,
 };
 
 int rv_reload(struct rendezvous *rv, struct report *rep)
 {
 	return rv->ops == &rv_etcd_ops ? etcd_reload(rv, rep) : 0;
+}
+
+/*
+ * ---- the node's session: its own key under a lease ----
+ *
+ * The lease this node holds lives in LEASE_FILE (per boot); rv_sync keeps
+ * it alive and puts the node's entry under it, rv_leave revokes it.  The
+ * helper's answers are read here, and only here.
+ */
+
+static const char *view;                /* rv_etcd_view_set: not owned */
+static size_t view_len;
+
+void rv_etcd_view_set(const char *text, size_t len)
+{
+	view = text;
+	view_len = text ? len : 0;
+}
+
+const char *rv_etcd_view(size_t *len)
+{
+	if (len)
+		*len = view_len;
+	return view;
+}
+
+int64_t rv_etcd_lease(const struct ctx *c)
+{
+	char *text = NULL;
+	const char *end;
+	long long v = 0;
+
+	/* the lease id and a newline (lease_write); anything else is no lease */
+	if (fs_read(c, RV_LEASE_FILE, &text, NULL) == 0 &&
+	    !(num_ll_prefix(text, 1, INT64_MAX, &v, &end) && (*end == '\n' || !*end)))
+		v = 0;
+	free(text);
+	return v;
+}
+
+static void lease_write(struct ctx *c, int64_t lease)
+{
+	struct report scratch;
+	char *text = xasprintf("%" PRId64 "\n", lease);
+
+	report_init(&scratch);
+	if (fs_mkdir_p(c, &scratch, "/run/hpcinit", 0755, 0, 0) >= 0)
+		(void)fs_write(c, &scratch, RV_LEASE_FILE, text, strlen(text), 0600, 0, 0);
+	report_free(&scratch);
+	free(text);
+}
+
+/* The answer of a sync: the lease granted, whether it put, etcd's Date, and after "list" the list. */
+static void read_sync(const struct proc_result *res, struct rv_synced *ans)
+{
+	const char *p = res->out, *end = res->out + res->out_len;
+	struct rv_frame f;
+
+	while (rv_frame_next(&p, end, &f)) {
+		char line[64];
+		const char *w;
+		long long v;
+
+		if (f.kind != RV_F_LINE || f.line_len >= sizeof(line))
+			continue;
+		memcpy(line, f.line, f.line_len);
+		line[f.line_len] = '\0';
+		w = strchr(line, ' ');
+		if (w && num_ll(w + 1, INT64_MIN, INT64_MAX, &v)) {
+			if (!strncmp(line, "lease ", 6))
+				ans->lease = v;
+			else if (!strncmp(line, "put ", 4))
+				ans->put = v != 0;
+			else if (!strncmp(line, "date ", 5))
+				ans->date = v;
+		} else if (!strcmp(line, "list")) {
+			ans->members_len = (size_t)(end - p);
+			ans->members = xmalloc(ans->members_len + 1);
+			memcpy(ans->members, p, ans->members_len);
+			ans->members[ans->members_len] = '\0';
+			ans->listed = true;
+			ans->waited = strncmp(p, "waited 1\n", 9) == 0;
+			break;
+		}
+	}
+}
+
+static int etcd_sync(struct rendezvous *rv, struct report *rep, const struct rv_sync *q, struct rv_synced *ans)
+{
+	struct proc_result res = { 0 };
+	char ttl[32], lease[32], want[32], mss[32];
+	char *key = xasprintf("%s%s", rv->prefix, q->name);
+	int r;
+
+	snprintf(ttl, sizeof(ttl), "%" PRIu64, q->ttl_s ? q->ttl_s : 1);
+	snprintf(lease, sizeof(lease), "%" PRId64, rv->lease);
+	snprintf(want, sizeof(want), "%u", q->expect);
+	snprintf(mss, sizeof(mss), "%" PRIu64, q->wait_ms);
+	if (!q->list)
+		r = q->put_always ?
+			rv_etcd_call(rv->c, rep, q->value, &res, "--put", "always", "sync", key, ttl, lease, NULL) :
+			rv_etcd_call(rv->c, rep, q->value, &res, "sync", key, ttl, lease, NULL);
+	else
+		r = rv_etcd_call(rv->c, rep, q->value, &res, "sync", key, ttl, lease, rv->prefix,
+				 q->wait_ms ? want : NULL, mss, NULL);
+	free(key);
+	if (r == 0) {
+		read_sync(&res, ans);
+		if (ans->lease > 0 && ans->lease != rv->lease) {
+			rv->lease = ans->lease;
+			ans->lease_new = true;
+			lease_write(rv->c, ans->lease);
+		}
+	}
+	proc_result_free(&res);
+	return r;
+}
+
+static int etcd_frames(struct rendezvous *rv, struct report *rep, const struct rv_await *w, char **ret,
+		       size_t *ret_len)
+{
+	struct proc_result res = { 0 };
+	char want[32], mss[32], revs[32];
+	int r;
+
+	if (!w) {
+		r = rv_etcd_call(rv->c, rep, NULL, &res, "list", rv->prefix, NULL);
+	} else {
+		snprintf(want, sizeof(want), "%zu", w->expect);
+		snprintf(mss, sizeof(mss), "%" PRIu64, w->wait_ms);
+		snprintf(revs, sizeof(revs), "%" PRId64, w->rev);
+		/* The membership just listed (at rev) on stdin: the helper watches from after it. */
+		r = rv_etcd_call(rv->c, rep, w->have, &res, "await", rv->prefix, want, mss, revs, NULL);
+	}
+	if (r == 0) {
+		*ret = res.out ? res.out : xstrdup("");
+		*ret_len = res.out_len;
+		res.out = NULL;
+	}
+	proc_result_free(&res);
+	return r;
+}
+
+static int etcd_leave(struct rendezvous *rv, struct report *rep, const char *name, unsigned *left)
+{
+	struct proc_result res = { 0 };
+	char lease[32], *key = xasprintf("%s%s", rv->prefix, name);
+	long long deleted = 0, revoked = 0;
+	const char *p, *end;
+	struct rv_frame f;
+	int r;
+
+	snprintf(lease, sizeof(lease), "%" PRId64, rv->lease);
+	r = rv_etcd_call(rv->c, rep, NULL, &res, "leave", key, lease, NULL);
+	free(key);
+	if (r < 0) {
+		proc_result_free(&res);
+		return r;
+	}
+	p = res.out;
+	end = res.out + res.out_len;
+	while (rv_frame_next(&p, end, &f)) {
+		char line[64];
+
+		if (f.kind != RV_F_LINE || f.line_len >= sizeof(line))
+			continue;
+		memcpy(line, f.line, f.line_len);
+		line[f.line_len] = '\0';
+		if (!strncmp(line, "deleted ", 8) && !num_ll(line + 8, 0, INT64_MAX, &deleted))
+			deleted = 0;
+		else if (!strncmp(line, "revoked ", 8) && !num_ll(line + 8, 0, INT64_MAX, &revoked))
+			revoked = 0;
+	}
+	proc_result_free(&res);
+	if (rv->lease) {
+		struct report scratch;
+
+		report_init(&scratch);
+		(void)fs_remove(rv->c, &scratch, RV_LEASE_FILE);
+		report_free(&scratch);
+		rv->lease = 0;
+	}
+	*left = (deleted ? RV_LEFT_DELETED : 0) | (revoked ? RV_LEFT_REVOKED : 0);
+	return 0;
+}
+
+int64_t rv_etcd_keepalive(const struct ctx *c, int64_t lease, struct strbuf *err)
+{
+	struct proc_result res = { 0 };
+	char id[32];
+	long long ttl = -1;
+
+	snprintf(id, sizeof(id), "%" PRId64, lease);
+	if (rv_etcd_call(c, NULL, NULL, &res, "keepalive", id, NULL) == 0 &&
+	    !(res.out && !strncmp(res.out, "ttl ", 4) && num_ll_prefix(res.out + 4, 0, INT64_MAX, &ttl, NULL)))
+		ttl = -1;
+	if (err && res.exit_code != 0 && res.err && *res.err)
+		sb_append(err, res.err);
+	proc_result_free(&res);
+	return ttl;
 }

@@ -134,6 +134,35 @@ int rv_list_prep(struct rendezvous *rv, struct report *rep, const struct rv_list
 	return rv->ops->list(rv, rep, l->want ? want_inline : NULL, prep_inline, &copy);
 }
 
+int rv_sync(struct rendezvous *rv, struct report *rep, const struct rv_sync *q, struct rv_synced *ans)
+{
+	memset(ans, 0, sizeof(*ans));
+	if (!rv->ops)
+		return -EBADF;
+	if (!plain_name(q->name) || !q->value)
+		return -EINVAL;
+	return rv->ops->sync ? rv->ops->sync(rv, rep, q, ans) : -EOPNOTSUPP;
+}
+
+int rv_frames(struct rendezvous *rv, struct report *rep, const struct rv_await *w, char **ret, size_t *ret_len)
+{
+	*ret = NULL;
+	*ret_len = 0;
+	if (!rv->ops)
+		return -EBADF;
+	return rv->ops->frames ? rv->ops->frames(rv, rep, w, ret, ret_len) : -EOPNOTSUPP;
+}
+
+int rv_leave(struct rendezvous *rv, struct report *rep, const char *name, unsigned *left)
+{
+	*left = 0;
+	if (!rv->ops)
+		return -EBADF;
+	if (!plain_name(name))
+		return -EINVAL;
+	return rv->ops->leave ? rv->ops->leave(rv, rep, name, left) : -EOPNOTSUPP;
+}
+
 static bool no_read(void *arg, const char *name)
 {
 	strlist_push(arg, name);

@@ -14,7 +14,7 @@
  *        and is opened again when NFS says it went stale (ESTALE).
  *   etcd (discovery.method etcd): keys /hpcinit/<cluster>/<coll>/<name>,
  *        every call through the hpcinit-etcd helper (one runner, one frame
- *        reader, one error mapping; the protocol is libexec/etcd-proto.h).
+ *        reader, one error mapping; the protocol is lib/rendezvous/etcd-proto.h).
  *
  * What an entry says is the caller's to judge (record.c, admit.c, the
  * CA's checks): the library says only whether it may be read at all.
@@ -38,7 +38,38 @@ struct rv_opts {
 	const char *self;               /* this node's hostname: the squash probe's name, and in\n\t\t\t\t\t * check mode nodes/<self>.rec shows whom root writes as */
 	size_t max_bytes;               /* the largest entry read */
 	bool create;                    /* apply: create missing levels (else -ENOENT) */
+	bool no_list;                   /* etcd: no list at open (the caller syncs, lists, awaits) */
 };
+
+/* rv_sync: this node's own entry, kept under its lease (etcd). */
+struct rv_sync {
+	const char *name;               /* the entry (this node's) */
+	const char *value;              /* its value, NUL-terminated */
+	uint64_t ttl_s;                 /* the lease's TTL (0: 1 s) */
+	bool put_always;                /* put without comparing first (a value known to differ) */
+	bool list;                      /* then list the collection (ans->members) ... */
+	unsigned expect;                /* ... waiting up to wait_ms (0: not) for expect entries */
+	uint64_t wait_ms;
+};
+struct rv_synced {
+	int64_t lease;                  /* the lease granted (0: none) */
+	bool lease_new;                 /* not the one held before (kept in RV_LEASE_FILE now) */
+	bool put;                       /* the entry was written */
+	int64_t date;                   /* the rendezvous's clock (etcd's HTTP Date), 0: not said */
+	bool listed, waited;            /* list: members holds the collection's frames; it waited */
+	char *members;                  /* malloc'd, the caller's */
+	size_t members_len;
+};
+/* rv_frames: wait for the collection to hold expect entries, watching from rev. */
+struct rv_await {
+	const char *have;               /* the collection's frames as listed at rev */
+	size_t expect;
+	uint64_t wait_ms;
+	int64_t rev;
+};
+#define RV_LEFT_DELETED 1u
+#define RV_LEFT_REVOKED 2u
+#define RV_LEASE_FILE "/run/hpcinit/etcd-lease"  /* the lease this node holds (this boot) */
 
 /* One entry: its name in the collection and its value (borrowed by the callback). */
 struct rv_entry {
@@ -72,6 +103,12 @@ struct rv_ops {
 	int (*remove)(struct rendezvous *, struct report *, const char *name);
 	int (*list)(struct rendezvous *, struct report *, rv_want_fn, rv_each_fn, void *arg);
 	void (*close)(struct rendezvous *);
+	/* The session of a backend with leases (etcd; NULL for dir: -EOPNOTSUPP). */
+	int (*sync)(struct rendezvous *, struct report *, const struct rv_sync *, struct rv_synced *);
+	/* The collection's frames, unfiltered (w NULL: now; else after an await). */
+	int (*frames)(struct rendezvous *, struct report *, const struct rv_await *w, char **ret, size_t *ret_len);
+	/* This node's entry removed and its lease revoked: *left RV_LEFT_*. */
+	int (*leave)(struct rendezvous *, struct report *, const char *name, unsigned *left);
 };
 
 /* The shared directory's tree: its levels and whom it trusts. */
@@ -92,6 +129,7 @@ struct rendezvous {
 	char *prefix;                   /* etcd: /hpcinit/<cluster>/<collection>/ */
 	struct strlist names, vals;     /* etcd: the collection as the last list gave it */
 	bool listed;
+	int64_t lease;                  /* etcd: the lease this node holds (RV_LEASE_FILE), 0: none */
 };
 
 extern const struct rv_ops rv_dir_ops;
@@ -140,6 +178,33 @@ int rv_names(struct rendezvous *rv, struct report *rep, struct strlist *ret);
 int rv_reload(struct rendezvous *rv, struct report *rep);
 
 /*
+ * The session of a node in a rendezvous with leases (etcd): sync keeps the
+ * lease alive (granting one when none is held or it is gone) and puts the
+ * entry only when it differs (put_always: at once), then lists (and waits)
+ * when asked; frames gives the whole collection as the helper's frames
+ * ("kv" each key, "rev R") for a caller that judges every key itself, or
+ * after waiting for expect entries; leave removes the entry and revokes
+ * the lease.  -EOPNOTSUPP for the shared directory; else as rv_etcd_run.
+ */
+int rv_sync(struct rendezvous *rv, struct report *rep, const struct rv_sync *q, struct rv_synced *ans);
+int rv_frames(struct rendezvous *rv, struct report *rep, const struct rv_await *w, char **ret, size_t *ret_len);
+int rv_leave(struct rendezvous *rv, struct report *rep, const char *name, unsigned *left);
+/*
+ * The session's view of the collection a watcher keeps (hpcinit watch: its
+ * stream's membership, in the helper's list format), for the runs it
+ * starts: discovery lists it instead of asking etcd, and puts nothing while
+ * it holds this node's record unchanged.  Set NULL when the stream is not
+ * in sync (ask etcd).  Borrowed, not copied: the setter keeps it alive.
+ */
+void rv_etcd_view_set(const char *text, size_t len);
+/* The view (NULL: none), its length in *len when len is not NULL. */
+const char *rv_etcd_view(size_t *len);
+/* The lease this node holds (RV_LEASE_FILE), 0 when none. */
+int64_t rv_etcd_lease(const struct ctx *c);
+/* Keep a lease alive: its TTL left (0: gone), -1 when etcd could not be asked (why appended to err). */
+int64_t rv_etcd_keepalive(const struct ctx *c, int64_t lease, struct strbuf *err);
+
+/*
  * The cluster secret (secret.c): *key NULL without cluster.secret_file;
  * else a regular file, not a link, root's, mode 0600 (no group or other
  * bits), 16 to 4096 bytes.  0, or -errno with the reason in rep.
@@ -185,7 +250,7 @@ int rv_etcd_call(const struct ctx *c, struct report *rep, const char *stdin_data
 /* The helper's exit code as -errno (the one mapping). */
 int rv_etcd_status(const struct proc_result *res);
 
-/* One frame of the helper's output (libexec/etcd-proto.h). */
+/* One frame of the helper's output (lib/rendezvous/etcd-proto.h). */
 enum rv_frame_kind { RV_F_KV, RV_F_DEL, RV_F_LINE };
 struct rv_frame {
 	enum rv_frame_kind kind;
@@ -207,10 +272,57 @@ int rv_frame_next(const char **p, const char *end, struct rv_frame *f);
 /*
  * Watch a collection: start a child whose stdout (ch->out_fd) streams the
  * collection's frames (etcd: "reset", every key, "synced", then "kv"/"del"
- * per change; see libexec/etcd-proto.h) until it is killed.  -EOPNOTSUPP
+ * per change; see lib/rendezvous/etcd-proto.h) until it is killed.  -EOPNOTSUPP
  * for the shared directory (its users list it again instead).
  */
 int rv_watch(const struct ctx *c, const char *collection, struct proc_child *ch);
+
+/*
+ * ---- a watcher's reading (stream.c) ----
+ *
+ * A collection's stream (rv_watch), kept as the membership it describes:
+ * key -> the helper's "kv" frame.  synced: a whole view since the last
+ * "reset".  The watcher polls ch.out_fd (and ch.err_fd while >= 0).
+ */
+struct rv_stream {
+	struct proc_child ch;
+	bool running;
+	char **key, **item;
+	size_t *item_len;
+	size_t n, cap;
+	bool synced;
+	struct strbuf in;               /* stream bytes not parsed yet */
+	struct strbuf err_line;         /* the helper's stderr line not ended yet */
+};
+/* Start the stream (the membership emptied): 0, or -errno (-EOPNOTSUPP: the shared directory). */
+int rv_stream_start(const struct ctx *c, const char *collection, struct rv_stream *s);
+/* End it (TERM to its process group), the membership emptied. */
+void rv_stream_stop(struct rv_stream *s);
+void rv_stream_free(struct rv_stream *s);
+/* Read what ch.out_fd has: each "synced" counts one change in *changes.  false at end of stream. */
+bool rv_stream_read(struct rv_stream *s, unsigned *changes);
+/* As rv_stream_read, from bytes in hand (the reader's parser). */
+void rv_stream_feed(struct rv_stream *s, const char *buf, size_t n, unsigned *changes);
+/* Read what ch.err_fd has: each whole line, escaped, appended to lines.  false at its end (closed). */
+bool rv_stream_read_err(struct rv_stream *s, struct strlist *lines);
+/* The membership in the helper's list format (what a list would print). */
+void rv_stream_text(const struct rv_stream *s, struct strbuf *out);
+
+/* The lease kept alive every `every` ms (from next on); gone: it was found gone (or none is held). */
+struct rv_keeper {
+	const struct ctx *c;
+	uint64_t every, next;
+	bool gone;
+};
+/* When due: one keepalive (etcd's complaint appended to err).  true when it was due. */
+bool rv_keeper_tick(struct rv_keeper *k, struct strbuf *err);
+
+/*
+ * The names in the shared directory's collection ending in suffix, summed
+ * (a hash of the set, in any order) for a poll: 0, or -errno.  Only the
+ * names: a join or a leave adds or removes a file.
+ */
+int rv_dir_names_sum(const struct ctx *c, const char *collection, const char *suffix, uint64_t *ret);
 
 /* The etcd key prefix of a collection: /hpcinit/<cluster>/<collection>/. */
 char *rv_etcd_prefix(const struct spec *spec, const char *collection);

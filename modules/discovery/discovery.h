@@ -112,15 +112,6 @@ extern const struct disc_method_ops disc_method_etcd;
 
 /* The cluster secret (cluster.secret_file) for a method: *key NULL without one (shared.c). */
 int disc_secret_load(const struct ctx *c, struct report *rep, char **key, size_t *len);
-/* The etcd helper's runner, argv and frame reader: lib/rendezvous (rv_etcd_*). */
-/*
- * hpcinit watch: the membership its etcd watch stream keeps, in the helper's
- * list format ("kv KL VL LEASE", key, value), for the refreshes it runs:
- * list takes it instead of asking etcd, publish puts nothing while it holds
- * this node's record unchanged.  NULL: ask etcd (the stream is not in sync).
- */
-void etcd_watch_members(const char *text, size_t len);
-
 /* The default for a hook a method does not need: does nothing, returns 0 (run.c). */
 int disc_nop(struct disc_run *run);
 
@@ -189,8 +180,6 @@ void drop_duplicate_addrs(struct peerset *s, struct report *notes);
 /* Has this node seen `expect` nodes since boot (/run is per boot), in this cluster? */
 bool disc_ready_before(const struct ctx *c);
 void disc_mark_ready(struct ctx *c);
-/* The etcd lease this node holds (/run/hpcinit/etcd-lease), 0 when none (etcd.c). */
-int64_t etcd_read_lease(const struct ctx *c);
 /* ---- shared by the step and its methods (run.c) ---- */
 
 /*

@@ -10,9 +10,10 @@
  * lease alive, put the record only when it differs, so an unchanged node
  * wakes no watcher) and one prefix range.
  *
- * Every etcd call runs in the helper hpcinit-etcd (libcurl, json-c) through
- * proc.c, under a deadline: the agent itself links neither.  The lease ID
- * lives in /run/hpcinit/etcd-lease, etcd's clock offset in
+ * The records live in the rendezvous's "nodes" collection (lib/rendezvous),
+ * whose etcd session owns every call to etcd, this node's lease
+ * (/run/hpcinit/etcd-lease) and the helper's answers: rv_sync, rv_frames,
+ * rv_leave.  This file judges the records; etcd's clock offset lives in
  * /run/hpcinit/etcd-clock (per boot).
  */
 #include "config.h"
@@ -33,17 +34,17 @@
 #include "rendezvous/rendezvous.h"
 #include "number.h"
 
-#define LEASE_FILE "/run/hpcinit/etcd-lease"
 #define MEMBERS_FILE "/run/hpcinit/etcd-members"  /* the last list etcd answered (this boot) */
 #define CLOCK_FILE "/run/hpcinit/etcd-clock"      /* etcd's clock minus this node's, s (this boot) */
 #define CLOCK_SLACK_S 5                 /* a Date within this of the known offset changes nothing */
 
 struct etcd {
-	char *key;                      /* this node's key */
+	struct rendezvous rv;           /* the "nodes" collection, its session and lease */
+	bool rv_open;
+	char *key;                      /* this node's key (for messages) */
 	char *prefix;                   /* /hpcinit/<cluster>/nodes/ */
 	char *secret;                   /* cluster secret or NULL */
 	size_t secret_len;
-	int64_t lease;                  /* 0: none yet */
 	uint64_t synced_ms;             /* when publish last renewed the lease */
 	uint64_t wait_end_ms;           /* end of discovery.wait, from the first list */
 	bool self_seen, self_same;      /* check/plan: this node's key in the last list */
@@ -58,19 +59,11 @@ struct etcd {
 	int64_t offset;                 /* clock_off past the allowed skew, else 0: the cluster clock */
 };
 
-static const char *watch_members;      /* etcd_watch_members: not owned */
-static size_t watch_members_len;
-
-void etcd_watch_members(const char *text, size_t len)
-{
-	watch_members = text;
-	watch_members_len = len;
-}
-
 /* The value of key in the watch's membership; NULL when it has none. */
 static const char *watch_value(const char *key, size_t *ret_len)
 {
-	const char *p = watch_members, *end = watch_members + watch_members_len;
+	size_t len = 0;
+	const char *p = rv_etcd_view(&len), *end = p + len;
 	size_t want = strlen(key);
 	struct rv_frame f;
 
@@ -111,32 +104,6 @@ static int fail(struct disc_run *run, int r, const char *what, bool may_degrade)
 		report_detail(run->rep, "discovery.on_unreachable is degrade, but etcd gave no "
 			      "membership yet in this boot: nothing to degrade to");
 	return r;
-}
-
-int64_t etcd_read_lease(const struct ctx *c)
-{
-	char *text = NULL;
-	const char *end;
-	long long v = 0;
-
-	/* the lease id and a newline (write_lease); anything else is no lease */
-	if (fs_read(c, LEASE_FILE, &text, NULL) == 0 &&
-	    !(num_ll_prefix(text, 1, INT64_MAX, &v, &end) && (*end == '\n' || !*end)))
-		v = 0;
-	free(text);
-	return v;
-}
-
-static void write_lease(struct ctx *c, int64_t lease)
-{
-	struct report scratch;
-	char *text = xasprintf("%" PRId64 "\n", lease);
-
-	report_init(&scratch);
-	if (fs_mkdir_p(c, &scratch, "/run/hpcinit", 0755, 0, 0) >= 0)
-		(void)fs_write(c, &scratch, LEASE_FILE, text, strlen(text), 0600, 0, 0);
-	report_free(&scratch);
-	free(text);
 }
 
 /*
@@ -232,9 +199,21 @@ static int etcd_open(struct disc_run *run)
 		report_set(run->rep, ST_FAILED, "etcd credentials unusable (see details)");
 		return r;
 	}
-	e->prefix = rv_etcd_prefix(c->spec, "nodes");
+	{
+		/* No list at open: a publish lists (and waits) in the same helper run. */
+		struct rv_opts o = { .collection = "nodes", .self = run->self.hostname,
+				     .max_bytes = RECORD_MAX_BYTES, .no_list = true };
+
+		r = rv_open(c, run->rep, &o, &e->rv);
+		if (r < 0) {
+			report_set(run->rep, ST_FAILED, "the rendezvous in etcd cannot be opened: %s",
+				   strerror(-r));
+			return r;
+		}
+		e->rv_open = true;
+	}
+	e->prefix = xstrdup(e->rv.prefix);
 	e->key = xasprintf("%s%s", e->prefix, run->self.hostname);
-	e->lease = etcd_read_lease(c);
 	clock_read(e, c);
 	return 0;
 }
@@ -267,70 +246,46 @@ static uint64_t await_ms(struct disc_run *run)
 	return ms;
 }
 
-/*
- * The sync's answer: the lease granted, whether it put, etcd's Date, and
- * after "list" the list's answer, kept whole for the list (binary-safe).
- */
-static void read_sync(struct disc_run *run, const struct proc_result *res, int64_t *got, int64_t *put,
-		      int64_t *date)
+/* After "list" the sync's answer is the list's, kept whole for the list (binary-safe). */
+static void take_synced(struct disc_run *run, struct rv_synced *ans)
 {
 	struct etcd *e = run->priv;
-	const char *p = res->out, *end = res->out + res->out_len;
-	struct rv_frame f;
-	long long v;
 
-	while (rv_frame_next(&p, end, &f)) {
-		char line[64];
-
-		if (f.kind != RV_F_LINE || f.line_len >= sizeof(line))
-			continue;
-		memcpy(line, f.line, f.line_len);
-		line[f.line_len] = '\0';
-		if (sscanf(line, "lease %lld", &v) == 1) {
-			*got = v;
-		} else if (sscanf(line, "put %lld", &v) == 1) {
-			*put = v;
-		} else if (sscanf(line, "date %lld", &v) == 1) {
-			*date = v;
-		} else if (!strcmp(line, "list")) {
-			free(e->pending);
-			e->pending_len = (size_t)(end - p);
-			e->pending = xmalloc(e->pending_len + 1);
-			memcpy(e->pending, p, e->pending_len);
-			e->pending[e->pending_len] = '\0';
-			e->listed = true;
-			if (strncmp(p, "waited 1\n", 9) == 0)
-				run->waited = true;
-			break;
-		}
-	}
+	if (!ans->listed)
+		return;
+	free(e->pending);
+	e->pending = ans->members;
+	e->pending_len = ans->members_len;
+	ans->members = NULL;
+	e->listed = true;
+	if (ans->waited)
+		run->waited = true;
 }
 
 static int etcd_publish(struct disc_run *run)
 {
 	struct ctx *c = run->c;
 	struct etcd *e = run->priv;
-	struct proc_result res = { 0 };
-	char ttl[32], lease[32], *text;
-	int64_t got = 0, put = 0, date = 0, asked, offset = e->offset, use_lease = e->lease;
-	uint64_t sent_ms;
-	bool again = false;
+	struct rv_synced ans = { 0 };
+	struct rv_sync q = { .name = run->self.hostname };
+	char *text;
+	int64_t asked, offset = e->offset;
+	uint64_t sent_ms, ttl_s = c->spec->discovery.lease_ms / 1000 ? c->spec->discovery.lease_ms / 1000 : 1;
+	bool again = false, granted = false;
 	int r;
 
 	if (!ctx_may_write(c))
 		return 0;       /* check/plan: the list compares this node's key */
 sync_again:
-	res = (struct proc_result){ 0 };
 	run->self.updated = boot_time(c) + e->offset;
 	text = record_format(&run->self, c->spec->cluster.name, e->secret, e->secret_len);
 	if (!text) {
 		report_set(run->rep, ST_FAILED, "cannot compute the record HMAC");
 		return -EIO;
 	}
-	snprintf(ttl, sizeof(ttl), "%" PRIu64, c->spec->discovery.lease_ms / 1000 ?
-		 c->spec->discovery.lease_ms / 1000 : 1);
-	snprintf(lease, sizeof(lease), "%" PRId64, use_lease);
-	if (watch_members && e->lease) {
+	q.value = text;
+	q.ttl_s = ttl_s;
+	if (rv_etcd_view(NULL) && e->rv.lease) {
 		/* In the watch: etcd holds exactly this record (the stream says so), the watch keeps the lease. */
 		size_t have_len = 0;
 		const char *have = watch_value(e->key, &have_len);
@@ -343,7 +298,7 @@ sync_again:
 	}
 	asked = (int64_t)time(NULL);
 	sent_ms = now_ms();             /* the lease is renewed at the start of a sync that waits */
-	if (watch_members || e->listed || again || run->announce) {
+	if (rv_etcd_view(NULL) || e->listed || again || run->announce) {
 		/*
 		 * The watch keeps the membership; a run that has listed it
 		 * (the lease renewed during the wait, "formed: true" once the
@@ -357,9 +312,7 @@ sync_again:
 		 */
 		if (changed)
 			e->formed_put = true;
-		r = changed ? rv_etcd_call(run->c, run->rep, text, &res, "--put", "always", "sync", e->key, ttl,
-					   lease, NULL) :
-			rv_etcd_call(run->c, run->rep, text, &res, "sync", e->key, ttl, lease, NULL);
+		q.put_always = changed;
 	} else {
 		/*
 		 * The same helper then lists the membership (the list takes it
@@ -369,24 +322,22 @@ sync_again:
 		 * then judges): a node's whole cold start is one process and
 		 * one range.
 		 */
-		char want[32], mss[32];
-		uint64_t ms = await_ms(run);
-
-		snprintf(want, sizeof(want), "%u", c->spec->discovery.expect);
-		snprintf(mss, sizeof(mss), "%" PRIu64, ms);
-		r = rv_etcd_call(run->c, run->rep, text, &res, "sync", e->key, ttl, lease, e->prefix,
-				 ms ? want : NULL, mss, NULL);
+		q.list = true;
+		q.expect = c->spec->discovery.expect;
+		q.wait_ms = await_ms(run);
 	}
+	r = rv_sync(&e->rv, run->rep, &q, &ans);
 	free(text);
 	if (r < 0) {
-		proc_result_free(&res);
+		free(ans.members);
 		return fail(run, r, "cannot publish this node's record", true);   /* 0: degrade */
 	}
-	read_sync(run, &res, &got, &put, &date);
-	proc_result_free(&res);
+	take_synced(run, &ans);
+	free(ans.members);
+	granted = granted || ans.lease_new;
 	e->synced_ms = sent_ms;
-	clock_seen(e, c, date, asked);
-	if (got > 0 && e->offset != offset && !again) {
+	clock_seen(e, c, ans.date, asked);
+	if (ans.lease > 0 && e->offset != offset && !again) {
 		/*
 		 * The first word of etcd's clock in this boot (or a clock that
 		 * moved): the record goes again, dated by it, before any peer
@@ -394,8 +345,7 @@ sync_again:
 		 */
 		again = true;
 		offset = e->offset;
-		use_lease = got;
-		got = put = 0;
+		q = (struct rv_sync){ .name = run->self.hostname };
 		goto sync_again;
 	}
 	if (e->offset)
@@ -405,16 +355,13 @@ sync_again:
 			       "judged by etcd's clock; fix the time sync (chrony)",
 			       e->offset < 0 ? -e->offset : e->offset,
 			       e->offset < 0 ? "ahead of" : "behind", DISC_CLOCK_SKEW_S);
-	if (got <= 0) {
+	if (ans.lease <= 0) {
 		report_set(run->rep, ST_FAILED, "etcd granted no lease");
 		return -EPROTO;
 	}
-	if (got != e->lease) {
-		e->lease = got;
-		write_lease(c, got);
-		report_detail(run->rep, "etcd lease %" PRId64 " (%s s) granted", got, ttl);
-	}
-	if (put) {
+	if (granted)
+		report_detail(run->rep, "etcd lease %" PRId64 " (%" PRIu64 " s) granted", ans.lease, ttl_s);
+	if (ans.put) {
 		report_changed(run->rep, e->key);
 		report_raise(run->rep, ST_CHANGED);
 	}
@@ -507,36 +454,27 @@ static void wait_for_change(struct disc_run *run, int64_t rev, const char *membe
 {
 	struct ctx *c = run->c;
 	struct etcd *e = run->priv;
-	struct proc_result res = { 0 };
 	uint64_t ms = await_ms(run);
-	char want[32], mss[32], revs[32];
+	struct rv_await w = { .have = members, .expect = (size_t)c->spec->discovery.expect + run->rejected,
+			      .wait_ms = ms, .rev = rev };
+	struct report scratch;
+	char *out = NULL;
+	size_t len = 0;
 
 	if (!ctx_may_write(c) || rev <= 0 || ms == 0)
 		return;
-	snprintf(want, sizeof(want), "%zu", (size_t)c->spec->discovery.expect + run->rejected);
-	snprintf(mss, sizeof(mss), "%" PRIu64, ms);
-	snprintf(revs, sizeof(revs), "%" PRId64, rev);
-	{
-		struct report *keep = run->rep, scratch;
-
-		report_init(&scratch);
-		run->rep = &scratch;
-		/*
-		 * The helper gets the membership just listed (at rev) on stdin
-		 * and watches from after it: no second range of every record.
-		 */
-		if (rv_etcd_call(run->c, run->rep, members, &res, "await", e->prefix, want, mss, revs,
-				 NULL) == 0) {
-			free(e->pending);
-			e->pending = res.out;
-			e->pending_len = res.out_len;
-			res.out = NULL;
-			run->listen_again = true;
-		}
-		run->rep = keep;
-		report_free(&scratch);
+	report_init(&scratch);
+	/*
+	 * The helper gets the membership just listed (at rev) on stdin
+	 * and watches from after it: no second range of every record.
+	 */
+	if (rv_frames(&e->rv, &scratch, &w, &out, &len) == 0) {
+		free(e->pending);
+		e->pending = out;
+		e->pending_len = len;
+		run->listen_again = true;
 	}
-	proc_result_free(&res);
+	report_free(&scratch);
 }
 
 /* The helper's list output (frames: "kv", "rev N") into run->found; its revision. */
@@ -582,6 +520,7 @@ static int etcd_list(struct disc_run *run)
 	int64_t rev;
 	int r;
 
+	/* res: the list's frames (out, out_len), freed with it */
 	/* A long wait for peers outlives the lease: renew it on the way. */
 	if (run->waited && ctx_may_write(run->c) && !e->unreachable &&
 	    now_ms() - e->synced_ms > run->c->spec->discovery.lease_ms / 3) {
@@ -595,15 +534,17 @@ static int etcd_list(struct disc_run *run)
 	}
 	disc_rejects_reset(run);
 	e->self_seen = e->self_same = false;
-	if (watch_members && !e->unreachable) {
+	if (rv_etcd_view(NULL) && !e->unreachable) {
 		/* In the watch: the membership its stream keeps, without asking etcd again. */
-		char *copy = xmalloc(watch_members_len + 1);
+		size_t vlen = 0;
+		const char *view = rv_etcd_view(&vlen);
+		char *copy = xmalloc(vlen + 1);
 
-		memcpy(copy, watch_members, watch_members_len);
-		copy[watch_members_len] = '\0';
+		memcpy(copy, view, vlen);
+		copy[vlen] = '\0';
 		if (ctx_may_write(run->c))
-			keep_members(run, copy, watch_members_len);
-		(void)take_list(run, copy, copy + watch_members_len);
+			keep_members(run, copy, vlen);
+		(void)take_list(run, copy, copy + vlen);
 		free(copy);
 		return 1;
 	}
@@ -613,8 +554,7 @@ static int etcd_list(struct disc_run *run)
 		e->pending = NULL;
 		r = 0;
 	} else {
-		r = e->unreachable ? -EHOSTUNREACH :
-			rv_etcd_call(run->c, run->rep, NULL, &res, "list", e->prefix, NULL);
+		r = e->unreachable ? -EHOSTUNREACH : rv_frames(&e->rv, run->rep, NULL, &res.out, &res.out_len);
 	}
 	if (r < 0 && !e->unreachable && fail(run, r, "cannot list the cluster's nodes", true) < 0) {
 		proc_result_free(&res);
@@ -695,38 +635,15 @@ static int etcd_finish(struct disc_run *run, const struct peerset *set)
 /* hpcinit leave: revoke the lease (etcd deletes the key with it) and delete the key. */
 static int etcd_leave(struct disc_run *run)
 {
-	struct ctx *c = run->c;
 	struct etcd *e = run->priv;
-	struct proc_result res = { 0 };
-	char lease[32];
-	long long deleted = 0, revoked = 0;
-	int r;
+	unsigned left = 0;
+	int r = rv_leave(&e->rv, run->rep, run->self.hostname, &left);
 
-	snprintf(lease, sizeof(lease), "%" PRId64, e->lease);
-	r = rv_etcd_call(run->c, run->rep, NULL, &res, "leave", e->key, lease, NULL);
-	if (r < 0) {
-		proc_result_free(&res);
+	if (r < 0)
 		return fail(run, r, "cannot leave", false);
-	}
-	{
-		const char *p = res.out, *end = res.out + res.out_len;
-		struct rv_frame f;
-
-		while (rv_frame_next(&p, end, &f))
-			if (f.kind == RV_F_LINE && sscanf(f.line, "deleted %lld", &deleted) != 1)
-				(void)sscanf(f.line, "revoked %lld", &revoked);
-	}
-	proc_result_free(&res);
-	if (e->lease) {
-		struct report scratch;
-
-		report_init(&scratch);
-		(void)fs_remove(c, &scratch, LEASE_FILE);
-		report_free(&scratch);
-	}
-	if (deleted || revoked)
+	if (left)
 		report_set(run->rep, ST_CHANGED, "%s removed from etcd%s", e->key,
-			   revoked ? " (lease revoked)" : "");
+			   left & RV_LEFT_REVOKED ? " (lease revoked)" : "");
 	else
 		report_set(run->rep, ST_OK, "%s: no record in etcd to remove", e->key);
 	return 0;
@@ -742,6 +659,8 @@ static void etcd_close(struct disc_run *run)
 		explicit_bzero(e->secret, e->secret_len);
 		free(e->secret);
 	}
+	if (e->rv_open)
+		rv_close(&e->rv);
 	free(e->key);
 	free(e->prefix);
 	free(e->pending);

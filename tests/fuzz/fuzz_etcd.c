@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libFuzzer target for hpcinit-etcd's JSON handling: whatever answers at an
- * etcd endpoint (or the Scheduled Events address) may send anything.  The
+ * libFuzzer target for hpcinit-etcd's JSON handling (and hpcinit-metadata's
+ * Scheduled Events reader): whatever answers at an etcd endpoint (or the
+ * Scheduled Events address) may send anything.  The
  * first byte picks the reader, the rest is the answer:
  *   0  a range answer, as list prints it (the ops of range_prefix)
  *   1  watch messages, fed to the stream parser in pieces as curl cuts them
@@ -9,7 +10,7 @@
  *   3  a Scheduled Events document
  *   4  an error answer (answer_error, header_rev, get_i64)
  * Crashes, leaks, UB and timeouts are the findings.  The helper itself is
- * compiled in (its three files; its main renamed); stdout goes to /dev/null (run-etcd.sh
+ * compiled in (its three files and hpcinit-metadata.c; their mains renamed); stdout goes to /dev/null (run-etcd.sh
  * closes the target's stderr too; crash reports still show).
  * Build and run: tests/fuzz/run-etcd.sh; make check replays etcd-corpus.
  */
@@ -18,6 +19,13 @@ int hpcinit_etcd_main(int argc, char **argv);
 #include "../../libexec/hpcinit-etcd.c"
 #include "../../libexec/etcd-client.c"
 #include "../../libexec/etcd-watch.c"
+#undef main
+/* The Scheduled Events reader is hpcinit-metadata's (the same HTTP and JSON client). */
+#define main hpcinit_metadata_main
+#define usage metadata_usage
+int hpcinit_metadata_main(int argc, char **argv);
+#include "../../libexec/hpcinit-metadata.c"
+#undef usage
 #undef main
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

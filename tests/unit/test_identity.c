@@ -20,110 +20,9 @@
 #include "../../lib/ib/identity.c"
 #include "test.h"
 #include "testfs.h"
+#include "imds-standin.h"
 
 static char root[] = "/tmp/hpcinit-test-identity.XXXXXX";
-
-/* ---- a stand-in for IMDS: one scripted answer a connection -------------------------- */
-
-#define HANG NULL               /* accept, read, never answer */
-
-static void imds_serve(int lfd, const char *const *answers, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		int fd = accept(lfd, NULL, NULL);
-		char req[4096];
-		size_t len = 0;
-		ssize_t k;
-		const char *a = answers[i];
-
-		if (fd < 0)
-			_exit(1);
-		while (len < sizeof(req) - 1 && (k = read(fd, req + len, sizeof(req) - 1 - len)) > 0) {
-			len += (size_t)k;
-			req[len] = '\0';
-			if (strstr(req, "\r\n\r\n"))
-				break;
-		}
-		req[len] = '\0';
-		if (strncmp(req, "GET /metadata/instance/compute/placementGroupId?api-version=2021-02-01&format=text "
-			    "HTTP/1.0\r\n", 86) != 0 || !strstr(req, "\r\nMetadata: true\r\n"))
-			a = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
-		if (a == HANG) {
-			sleep(5);
-		} else if (write(fd, a, strlen(a)) < 0) {
-			_exit(1);
-		}
-		close(fd);
-	}
-	_exit(0);
-}
-
-/* Start the stand-in; its URL in url, its pid returned. */
-static pid_t imds_start(const char *const *answers, size_t n, char *url, size_t urln)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t sl = sizeof(sa);
-	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	pid_t pid;
-
-	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(lfd, 8) < 0 ||
-	    getsockname(lfd, (struct sockaddr *)&sa, &sl) < 0)
-		abort();
-	snprintf(url, urln, "http://127.0.0.1:%u/metadata/instance/compute/placementGroupId"
-		 "?api-version=2021-02-01&format=text", (unsigned)ntohs(sa.sin_port));
-	pid = fork();
-	if (pid == 0)
-		imds_serve(lfd, answers, n);
-	close(lfd);
-	return pid;
-}
-
-static void imds_stop(pid_t pid)
-{
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-}
-
-static void test_imds(void)
-{
-	static const char *const answers[] = {
-		"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\npg-0123abc\r\nsecond line\r\n",
-		"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n",
-		"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n",
-		"garbage",
-		HANG,
-	};
-	char url[256], out[128], err[160];
-	pid_t pid = imds_start(answers, 5, url, sizeof(url));
-
-	/* 200: the body's first line */
-	TEST_INTEQ(imds_get_text(url, 5000, out, sizeof(out), err, sizeof(err)), 0);
-	TEST_STREQ(out, "pg-0123abc");
-	/* another status: the status line said */
-	TEST_INTEQ(imds_get_text(url, 5000, out, sizeof(out), err, sizeof(err)), -EPROTO);
-	TEST_STREQ(err, "answered HTTP/1.1 404 Not Found");
-	TEST_STREQ(out, "");
-	/* headers without their end: no body */
-	TEST_INTEQ(imds_get_text(url, 5000, out, sizeof(out), err, sizeof(err)), -EPROTO);
-	TEST_STREQ(err, "no body");
-	/* not HTTP */
-	TEST_INTEQ(imds_get_text(url, 5000, out, sizeof(out), err, sizeof(err)), -EPROTO);
-	TEST_STREQ(err, "answered garbage");
-	/* no answer: the deadline ends it */
-	TEST_INTEQ(imds_get_text(url, 300, out, sizeof(out), err, sizeof(err)), -ETIMEDOUT);
-	TEST_STREQ(err, "no answer within 300 ms");
-	imds_stop(pid);
-	/* nothing listens any more: the connection's error */
-	TEST_CHECK(imds_get_text(url, 2000, out, sizeof(out), err, sizeof(err)) == -ECONNREFUSED);
-	/* not a URL it will use */
-	TEST_INTEQ(imds_get_text("http://127.0.0.1:80", 100, out, sizeof(out), err, sizeof(err)), -EINVAL);
-	TEST_STREQ(err, "no host or path");
-	TEST_INTEQ(imds_get_text("http:///x", 100, out, sizeof(out), err, sizeof(err)), -EINVAL);
-	TEST_INTEQ(imds_get_text("ftp://127.0.0.1/x", 100, out, sizeof(out), err, sizeof(err)), -EINVAL);
-	TEST_STREQ(err, "only http:// (the metadata service's scheme)");
-	TEST_INTEQ(imds_get_text("http://localhost/x", 100, out, sizeof(out), err, sizeof(err)), -EINVAL);
-	TEST_STREQ(err, "localhost: not a numeric address (the metadata service has one)");
-}
 
 /* ---- which devices are the fabric ----------------------------------------------------- */
 
@@ -388,7 +287,6 @@ int main(void)
 	if (!mkdtemp(root))
 		return 1;
 	signal(SIGPIPE, SIG_IGN);
-	test_imds();
 	test_candidate();
 	test_node_identity();
 	test_domains();

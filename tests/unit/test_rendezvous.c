@@ -2,7 +2,8 @@
 /*
  * lib/rendezvous: the shared-directory backend on a fake root (levels,
  * owners, links, FIFOs, sizes, squash, a spec mount not there) and the etcd backend's frame reader
- * and exit-code mapping.  The etcd backend against a real etcd is in
+ * and exit-code mapping, the session's answers, a watcher's stream parser and the
+ * shared directory's name sum.  The etcd backend against a real etcd is in
  * tests/cluster/etcd-*.sh and ssh-ca-etcd.sh.
  */
 #include "config.h"
@@ -17,6 +18,7 @@
 #include "../../lib/rendezvous/rendezvous.c"
 #include "../../lib/rendezvous/dir.c"
 #include "../../lib/rendezvous/etcd.c"
+#include "../../lib/rendezvous/stream.c"
 #include "spec.h"
 #include "test.h"
 #include "testfs.h"
@@ -555,6 +557,105 @@ static void test_frames(void)
 	}
 }
 
+/* The sync's answer as the session reads it: the lease, the put, etcd's Date, then the list whole. */
+static void test_sync_answer(void)
+{
+	static char out[] = "lease 42\nput 1\ndate 1700000000\nlist\nwaited 1\nkv 3 1 42\nk/ax\nrev 9\n";
+	struct proc_result res = { .out = out, .out_len = sizeof(out) - 1 };
+	struct rv_synced ans = { 0 };
+
+	read_sync(&res, &ans);
+	TEST_INTEQ(ans.lease, 42);
+	TEST_CHECK(ans.put);
+	TEST_INTEQ(ans.date, 1700000000);
+	TEST_CHECK(ans.listed && ans.waited);
+	TEST_CHECK(ans.members_len == strlen("waited 1\nkv 3 1 42\nk/ax\nrev 9\n") &&
+		   memcmp(ans.members, "waited 1\nkv", 11) == 0);
+	free(ans.members);
+	/* No list asked: no members; a put of 0 is no put; junk after a number is no number. */
+	{
+		static char o2[] = "lease 5x\nput 0\n";
+		struct proc_result r2 = { .out = o2, .out_len = sizeof(o2) - 1 };
+		struct rv_synced a2 = { 0 };
+
+		read_sync(&r2, &a2);
+		TEST_INTEQ(a2.lease, 0);
+		TEST_CHECK(!a2.put && !a2.listed && !a2.members);
+	}
+}
+
+/* The watch stream kept as a membership: frames split anywhere, reset, del, synced counted. */
+static void test_stream(void)
+{
+	static const char in[] = "reset\nkv 3 1 7\nk/ax\nkv 3 1 7\nk/by\nsynced\n"
+				 "kv 3 1 7\nk/az\ndel 3\nk/b\nsynced\nreset\n";
+	struct rv_stream m = { 0 };
+	struct strbuf t = STRBUF_INIT;
+	unsigned changes = 0;
+
+	/* One byte at a time: a frame is taken only when whole. */
+	for (size_t i = 0; i < 27; i++)
+		rv_stream_feed(&m, in + i, 1, &changes);
+	TEST_INTEQ(m.n, 1);
+	TEST_INTEQ(changes, 0);
+	TEST_CHECK(!m.synced);
+	rv_stream_feed(&m, in + 27, 41 - 27, &changes);
+	TEST_INTEQ(m.n, 2);
+	TEST_INTEQ(changes, 1);
+	TEST_CHECK(m.synced);
+	rv_stream_feed(&m, in + 41, 72 - 41, &changes);
+	TEST_INTEQ(changes, 2);
+	rv_stream_text(&m, &t);
+	/* k/a replaced by the later put, k/b deleted */
+	TEST_STREQ(sb_str(&t), "kv 3 1 7\nk/az\n");
+	rv_stream_feed(&m, in + 72, sizeof(in) - 1 - 72, &changes);
+	TEST_INTEQ(m.n, 0);
+	TEST_CHECK(!m.synced);
+	TEST_INTEQ(m.in.len, 0);
+	rv_stream_free(&m);
+	sb_free(&t);
+	/* The view a watcher hands the runs it starts: set, read, cleared. */
+	{
+		size_t l = 1;
+
+		TEST_CHECK(rv_etcd_view(&l) == NULL && l == 0);
+		rv_etcd_view_set(in, 6);
+		TEST_CHECK(rv_etcd_view(&l) == in && l == 6);
+		rv_etcd_view_set(NULL, 6);
+		TEST_CHECK(rv_etcd_view(&l) == NULL && l == 0);
+	}
+}
+
+/* The shared directory's names summed: the same set in any order sums the same; another set not. */
+static void test_names_sum(struct ctx *c)
+{
+	char *d = host("/share/.hpcinit/glo/sum"), *f;
+	uint64_t a = 0, b = 0, e = 0;
+	static const char *const names[] = { "n1.rec", "n2.rec", ".hidden.rec", "x.tmp", ".rec" };
+
+	TEST_INTEQ(rv_dir_names_sum(c, "sum", ".rec", &e), -ENOENT);
+	mkdir(d, 0755);
+	TEST_INTEQ(rv_dir_names_sum(c, "sum", ".rec", &e), 0);
+	for (size_t i = 0; i < 5; i++) {
+		f = xasprintf("%s/%s", d, names[i]);
+		close(open(f, O_CREAT | O_WRONLY, 0644));
+		free(f);
+	}
+	TEST_INTEQ(rv_dir_names_sum(c, "sum", ".rec", &a), 0);
+	TEST_CHECK(a != e);
+	f = xasprintf("%s/x.tmp", d);
+	unlink(f);      /* not a record: the sum does not move */
+	free(f);
+	TEST_INTEQ(rv_dir_names_sum(c, "sum", ".rec", &b), 0);
+	TEST_CHECK(a == b);
+	f = xasprintf("%s/n2.rec", d);
+	unlink(f);
+	free(f);
+	TEST_INTEQ(rv_dir_names_sum(c, "sum", ".rec", &b), 0);
+	TEST_CHECK(a != b);
+	free(d);
+}
+
 static void test_status(void)
 {
 	struct proc_result r = { 0 };
@@ -579,6 +680,7 @@ int main(void)
 	char *p;
 
 	test_frames();
+	test_sync_answer();
 	test_status();
 
 	TEST_CHECK(mkdtemp(root) != NULL);
@@ -596,8 +698,28 @@ int main(void)
 	test_dir_parallel(&c);
 	test_dir_squash(&c, &spec);
 	test_dir_mount(&c, &spec);
+	test_stream();
+	test_names_sum(&c);
 	{
 		/* The shared directory has no stream to watch: its users list it again. */
+		/* Nor a lease: the session's calls are etcd's. */
+		struct rendezvous drv;
+		struct rv_opts o = { .collection = "nodes", .self = "node1", .max_bytes = 4096, .create = true };
+		struct rv_sync q = { .name = "node1", .value = "x" };
+		struct rv_synced ans;
+		char *fr = NULL;
+		size_t frl = 0;
+		unsigned left = 0;
+		struct report rep;
+
+		report_init(&rep);
+		TEST_INTEQ(rv_open(&c, &rep, &o, &drv), 0);
+		TEST_INTEQ(rv_sync(&drv, &rep, &q, &ans), -EOPNOTSUPP);
+		TEST_INTEQ(rv_frames(&drv, &rep, NULL, &fr, &frl), -EOPNOTSUPP);
+		TEST_INTEQ(rv_leave(&drv, &rep, "node1", &left), -EOPNOTSUPP);
+		rv_close(&drv);
+		report_free(&rep);
+
 		struct proc_child ch;
 
 		TEST_INTEQ(rv_watch(&c, "nodes", &ch), -EOPNOTSUPP);
