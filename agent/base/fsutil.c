@@ -346,8 +346,6 @@ int fs_write_opt(struct ctx *c, struct report *r, const char *path, const void *
 	bool exists, same_content = false, same_meta = false;
 	int ret;
 
-	if (ctx_may_write(c) && !(flags & FS_KEEP_TEMPS))
-		remove_stale_temps(c, hp);
 	exists = lstat(hp, &st) == 0;
 	if (exists && !S_ISREG(st.st_mode)) {
 		report_detail(r, "%s: exists and is not a regular file; remove it or fix the spec", path);
@@ -374,6 +372,14 @@ int fs_write_opt(struct ctx *c, struct report *r, const char *path, const void *
 		ret = 0;
 		goto out;
 	}
+	/*
+	 * Only a write that happens looks for a killed run's temp files: a
+	 * converged run reads no directory (a half-dead home stalls a readdir,
+	 * and every run would pay one per file).  A killed run was writing
+	 * other content than the file has, so the next run writes and tidies.
+	 */
+	if (ctx_may_write(c) && !(flags & FS_KEEP_TEMPS))
+		remove_stale_temps(c, hp);
 	if (!ctx_may_write(c)) {
 		char *newtxt = xstrndup(data, len);
 

@@ -34,6 +34,9 @@ stall() { # stall DIR [OPTIONS]: mount a stalled file system on DIR
 		cat "$dir.out"; exit 77
 	fi
 }
+# The ssh step looks into a user's home as the user (a root_squash NFS home):
+# the user must reach the fake roots as on a node, through a 0755 path.
+chmod 0755 "$T"
 A=$T/a
 B=$T/b
 for r in "$A" "$B"; do
@@ -41,10 +44,11 @@ for r in "$A" "$B"; do
 	mkdir -p "$r/shared" "$r/etc/hpcinit"
 done
 mkdir -p "$A/stall" "$B/home"
-# B's /home as the client last saw it: the user's home with a key pair.
+# B's /home as the client last saw it: the user's home with a key pair (its
+# .pub as hpcinit writes it: discovery reads the pair and has nothing to write).
 H=$T/bhome/azureuser
 mkdir -p "$H/.ssh"
-ssh-keygen -q -t ed25519 -N '' -C azureuser@node01 -f "$H/.ssh/id_ed25519"
+ssh-keygen -q -t ed25519 -N "" -C azureuser@hpcinit -f "$H/.ssh/id_ed25519"
 chmod 0700 "$H/.ssh"
 chown -R 1000:1000 "$H"
 # A run blocked in the agent itself ends when its server goes: wait for it before
@@ -59,11 +63,12 @@ cluster: {name: glocluster, network: 198.18.0.0/24}
 discovery: {method: shared, dir: /shared, expect: 1, wait: 0s}
 hostfile: {dir: /stall/hostfiles, formats: [plain]}
 YAML
+# users_wait: 0s: the ssh step's deadline is its own 60 s (a directory wait adds to it).
 cat >"$B/node.yaml" <<YAML
 version: 1
 cluster: {name: glocluster, network: 198.18.0.0/24}
 discovery: {method: shared, dir: /shared, expect: 1, wait: 0s}
-ssh: {users: [azureuser]}
+ssh: {users: [azureuser], users_wait: 0s}
 hostfile: {formats: [plain]}
 YAML
 export HPCINIT_ADDRESS=198.18.0.1
