@@ -29,7 +29,29 @@ export HPCINIT_ADDRESS=${HPCINIT_ADDRESS:-198.18.0.10}
 # The libexec helpers (rdma probe, ...): a build tree's binary runs those built beside it,
 # an installed one those of its libexec directory (agent/base/proc.h), so a run spawns them as on a node.
 T=$(mktemp -d /tmp/hpcinit-bench.XXXXXX)
-trap 'rm -rf "$T"' EXIT
+MOUNTS=()
+trap 'for m in "${MOUNTS[@]}"; do umount "$m" 2>/dev/null || true; done; rm -rf "$T"' EXIT
+# On a node /run is tmpfs (systemd): a fake root's /run gets one too where this
+# user may mount (root), so the status files cost what they cost on a node;
+# elsewhere they stay on this machine's disk, and the first line says so.
+RUNFS=tmpfs
+runfs() { # runfs ROOT: ROOT/run on a tmpfs, its files kept
+	[ "$RUNFS" = tmpfs ] || return 0
+	mv "$1/run" "$1/run.disk" && mkdir "$1/run"
+	if mount -t tmpfs -o size=16m,mode=0755 hpcinit-bench "$1/run" 2>/dev/null; then
+		MOUNTS=("$1/run" "${MOUNTS[@]}")
+	else
+		RUNFS="this machine's disk (no tmpfs mount here)"
+	fi
+	cp -a "$1/run.disk/." "$1/run/" && rm -rf "$1/run.disk"
+}
+unrunfs() { # unrunfs ROOT: its /run back on the disk (before ROOT is removed)
+	if [ "$RUNFS" = tmpfs ] && umount "$1/run" 2>/dev/null; then
+		local m keep=()
+		for m in "${MOUNTS[@]}"; do [ "$m" = "$1/run" ] || keep+=("$m"); done
+		MOUNTS=("${keep[@]}")
+	fi
+}
 eval "$(sed -n '/^mkroot()/,/^}/p' "$TOP/tests/system/lib.sh")"
 # The root: an Ubuntu-like tree with a dpkg database and the running kernel's
 # packages (the kernel fixture), plus PAM stacks; rdma finds no devices (as on
@@ -40,6 +62,7 @@ while read -r p; do
 done <"$T/root/empty-files"
 rm "$T/root/empty-files"
 mkroot "$T/root"
+runfs "$T/root"
 cat >"$T/baseline.sh" <<'SH'
 #!/bin/bash
 # What image scripts do: write limits and systemd drop-ins unconditionally.
@@ -68,7 +91,7 @@ baseline_verified "its first run"
 # Converge once, and verify the state the timed runs start from: every step ok
 # or skipped but rdma, degraded because this machine has no RDMA device (exit 3).
 # Anything else is not the run this benchmark means to time: it stops here.
-[ -z "${BASE:-}" ] || cp -a "$T/root" "$T/rootb"
+[ -z "${BASE:-}" ] || { cp -a "$T/root" "$T/rootb" && runfs "$T/rootb"; }
 converged() { # converged BINARY ROOT WHEN: one apply, and it must be the converged run
 	local bin=$1 root=$2 rc=0 bad
 	"$bin" apply --hostname node01 --root "$root" -c "$SPEC" >"$T/converge.out" 2>&1 || rc=$?
@@ -91,9 +114,10 @@ converge "$HPCINIT" "$T/root"
 export RUNSTAT_OK=3
 cc -O2 -o "$T/runstat" "$TOP/tests/bench/runstat.c"
 fresh() {
-	rm -rf "$T/fresh"; cp -a "$T/root" "$T/fresh"
+	unrunfs "$T/fresh"; rm -rf "$T/fresh"; cp -a "$T/root" "$T/fresh"
 	rm -rf "$T/fresh/etc/security/limits.d"/* "$T/fresh/etc/systemd" "$T/fresh/run/hpcinit" \
 		"$T/fresh/var/lib/hpcinit" "$T/fresh/etc/hpcinit"/hostfile.* "$T/fresh/etc/clustershell"
+	runfs "$T/fresh"
 }
 show() { # show NAME "MEDIAN P90 RSS CPU"
 	local med p90 rss cpu
@@ -103,6 +127,7 @@ show() { # show NAME "MEDIAN P90 RSS CPU"
 }
 read -r LOAD0 _ < /proc/loadavg
 echo "hpcinit local benchmark: $RUNS runs each, interleaved, spec $(basename "$SPEC"), $(nproc) cores, load average $LOAD0"
+echo "the fake root's /run: $RUNFS; /var/lib and /etc: $(df --output=fstype "$T" | tail -1) on this machine's disk"
 RS=$(RUNSTAT_CPU=1 "$T/runstat" "$RUNS" /bin/true :: "$HPCINIT" --version :: /bin/bash "$T/baseline.sh" "$T/sroot" \
 	:: "$HPCINIT" apply --hostname node01 --root "$T/root" -c "$SPEC" \
 	:: "$HPCINIT" check --hostname node01 --root "$T/root" -c "$SPEC") ||
