@@ -668,33 +668,55 @@ static void child_io(struct proc_child *ch, int fd, short revents)
 	}
 }
 
-/* Where a child's exit cannot be polled for (no pidfd): how often waitpid looks. */
+/* Where no SIGCHLD wakes proc_wait (its pipe could not be made): how often waitpid looks. */
 #define EXIT_POLL_MS 5
-static bool pidfd_off;  /* tests: take the kernel without pidfd_open */
+static bool chld_wake_off;      /* tests: as if the pipe could not be made */
 
 /*
- * A descriptor that poll reports readable when the child exits (pidfd_open,
- * Linux 5.3), so proc_wait sleeps until the exit itself, not a poll step
- * after it: a step's child closes its answer pipe a moment before it is a
- * zombie, and waitpid(WNOHANG) in that moment found it alive and cost a
- * whole step of EXIT_POLL_MS per isolated step.  Opened while the child is
- * not reaped, so the pid is still this child's.  -1 where the kernel has
- * none: then waitpid is polled every EXIT_POLL_MS.
+ * A child's exit wakes proc_wait's poll: while it waits, SIGCHLD writes a
+ * byte to this pipe (the self-pipe: a signal between the waitpid and the
+ * poll leaves the byte there, so no exit is missed).  A step's child closes
+ * its answer pipe a moment before it is a zombie; polling waitpid(WNOHANG)
+ * found it alive in that moment and slept a whole EXIT_POLL_MS step, once
+ * per isolated step.  (Not a pidfd: valgrind, which runs the tests, does
+ * not know pidfd_open.)
  */
-static int child_pidfd(const struct proc_child *ch)
+static int chld_pipe[2] = { -1, -1 };
+
+static void on_sigchld(int sig)
 {
-	if (pidfd_off || ch->pid <= 0 || ch->exited || ch->abandoned)
-		return -1;
-#ifdef SYS_pidfd_open
-	return (int)syscall(SYS_pidfd_open, ch->pid, 0);        /* close-on-exec always */
-#else
-	return -1;
-#endif
+	int e = errno, w = chld_pipe[1];
+
+	(void)sig;
+	if (w >= 0)
+		(void)!write(w, "c", 1);
+	errno = e;
 }
 
-/* Reap chs[i] if it exited; its pollfds (pipes, and its pidfd while it runs) into pf. */
-static void child_poll_set(struct proc_child *ch, int pidfd, struct pollfd *pf, size_t *owner, size_t i,
-			   nfds_t *k)
+/* Start (on) or stop (!on) the wake-ups; false when there are none (polling waitpid instead). */
+static bool chld_wake(bool on, struct sigaction *old)
+{
+	struct sigaction sa = { .sa_handler = on_sigchld, .sa_flags = SA_NOCLDSTOP | SA_RESTART };
+	int w;
+
+	if (on) {
+		if (chld_wake_off || pipe2(chld_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+			return false;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGCHLD, &sa, old);
+		return true;
+	}
+	sigaction(SIGCHLD, old, NULL);
+	w = chld_pipe[1];
+	chld_pipe[1] = -1;
+	close(w);
+	close(chld_pipe[0]);
+	chld_pipe[0] = -1;
+	return false;
+}
+
+/* chs[i]'s pollfds: its pipes while it is read. */
+static void child_poll_set(struct proc_child *ch, struct pollfd *pf, size_t *owner, size_t i, nfds_t *k)
 {
 	int fds[3] = { ch->out_fd, ch->err_fd, ch->in_fd };
 
@@ -703,22 +725,17 @@ static void child_poll_set(struct proc_child *ch, int pidfd, struct pollfd *pf, 
 			pf[*k] = (struct pollfd){ .fd = fds[f], .events = f == 2 ? POLLOUT : POLLIN };
 			owner[(*k)++] = i;
 		}
-	if (pidfd >= 0 && !child_done(ch)) {
-		pf[*k] = (struct pollfd){ .fd = pidfd, .events = POLLIN };
-		owner[(*k)++] = i;
-	}
 }
 
 void proc_wait(struct proc_child *chs, size_t n, const struct proc_limits *lim)
 {
 	uint64_t deadline = now_ms() + lim->timeout_ms;
-	struct pollfd *pf = xcalloc(4 * n + 1, sizeof(*pf));
-	size_t *owner = xcalloc(4 * n + 1, sizeof(*owner));
-	int *pidfd = xcalloc(n + 1, sizeof(*pidfd));
-	struct sigaction ign = { .sa_handler = SIG_IGN }, old_pipe;
+	struct pollfd *pf = xcalloc(3 * n + 2, sizeof(*pf));
+	size_t *owner = xcalloc(3 * n + 2, sizeof(*owner));
+	struct sigaction ign = { .sa_handler = SIG_IGN }, old_pipe, old_chld;
+	/* installed before the first waitpid: an exit after it wakes the poll */
+	bool wake = chld_wake(true, &old_chld);
 
-	for (size_t i = 0; i < n; i++)
-		pidfd[i] = child_pidfd(&chs[i]);
 	/* A child that exits without reading its stdin must not kill us with SIGPIPE. */
 	sigaction(SIGPIPE, &ign, &old_pipe);
 	for (;;) {
@@ -726,6 +743,10 @@ void proc_wait(struct proc_child *chs, size_t n, const struct proc_limits *lim)
 		nfds_t k = 0;
 		bool pending = false, unpiped = false;
 
+		if (wake) {
+			pf[k] = (struct pollfd){ .fd = chld_pipe[0], .events = POLLIN };
+			owner[k++] = SIZE_MAX;
+		}
 		for (size_t i = 0; i < n; i++) {
 			struct proc_child *ch = &chs[i];
 
@@ -744,12 +765,11 @@ void proc_wait(struct proc_child *chs, size_t n, const struct proc_limits *lim)
 
 			if (t < next)
 				next = t;
-			child_poll_set(ch, pidfd[i], pf, owner, i, &k);
+			child_poll_set(ch, pf, owner, i, &k);
 			if (child_reading(ch) || !child_done(ch))
 				pending = true;
-			/* Running without pipes, and no pidfd to say when it exits: waitpid is polled. */
-			if (!child_reading(ch) && !child_done(ch) && pidfd[i] < 0)
-				unpiped = true;
+			/* Running without pipes, and no SIGCHLD to say when it exits: waitpid is polled. */
+			unpiped |= !wake && !child_reading(ch) && !child_done(ch);
 		}
 		if (!pending)
 			break;
@@ -759,31 +779,27 @@ void proc_wait(struct proc_child *chs, size_t n, const struct proc_limits *lim)
 			wait_ms = EXIT_POLL_MS;
 		if (poll(pf, k, wait_ms) < 0) {
 			if (errno == EINTR)
-				continue;
+				continue;       /* SIGCHLD itself: its byte is read on the next round */
 			break;
 		}
 		for (nfds_t q = 0; q < k; q++) {
-			size_t i = owner[q];
+			char drain[64];
 
-			if (pf[q].fd != pidfd[i]) {
-				child_io(&chs[i], pf[q].fd, pf[q].revents);
-			} else if (pf[q].revents) {
-				/* It exited: waitpid reaps it next; should it not, polling waitpid takes over. */
-				close(pidfd[i]);
-				pidfd[i] = -1;
-			}
+			if (owner[q] != SIZE_MAX)
+				child_io(&chs[owner[q]], pf[q].fd, pf[q].revents);
+			else if (pf[q].revents)
+				while (read(pf[q].fd, drain, sizeof(drain)) > 0)
+					;
 		}
 	}
 	sigaction(SIGPIPE, &old_pipe, NULL);
-	for (size_t i = 0; i < n; i++) {
-		if (pidfd[i] >= 0)
-			close(pidfd[i]);
+	if (wake)
+		chld_wake(false, &old_chld);
+	for (size_t i = 0; i < n; i++)
 		if (chs[i].abandoned && chs[i].timed_out)
 			stuck_note(&chs[i]);
-	}
-	free(pidfd);
-	free(owner);
 	free(pf);
+	free(owner);
 }
 
 int proc_run(const char *const argv[], const char *const envp[], const char *stdin_data,

@@ -64,10 +64,11 @@ static long wait_sleeps(struct proc_child *ch, const struct proc_limits *lim)
 
 /*
  * A child that closed its pipe and has not exited yet: proc_wait sleeps
- * until the exit (a pidfd in the poll), not in EXIT_POLL_MS steps of
+ * until the exit (SIGCHLD wakes its poll), not in EXIT_POLL_MS steps of
  * waitpid(WNOHANG) (which cost a 5 ms step per isolated step of a run: 60
- * steps over these 300 ms).  Without pidfd (pidfd_off, an old kernel) the
- * steps are the way, and the exit is still seen.  The deadline still holds.
+ * steps over these 300 ms).  Without the wake-up (chld_wake_off: its pipe
+ * could not be made) the steps are the way, and the exit is still seen.
+ * The deadline still holds.
  */
 static void test_exit_wakes(void)
 {
@@ -87,16 +88,16 @@ static void test_exit_wakes(void)
 	TEST_CHECK(sleeps < 20);
 	proc_child_free(&ch);
 
-	pidfd_off = true;
+	chld_wake_off = true;
 	memset(&ch, 0, sizeof(ch));
 	TEST_INTEQ(proc_start_fn(&ch, fn_close_then_exit, NULL, 0), 0);
 	sleeps = wait_sleeps(&ch, &lim);
 	TEST_CHECK(ch.eof && ch.exited && WIFEXITED(ch.status) && !ch.timed_out);
 	TEST_CHECK(sleeps >= 20);       /* the fallback: polled, as this test can tell */
 	proc_child_free(&ch);
-	pidfd_off = false;
+	chld_wake_off = false;
 
-	/* Closed its pipe and hangs: killed at the deadline, nothing in the poll but its pidfd. */
+	/* Closed its pipe and hangs: killed at the deadline, nothing to wake the poll but the timer. */
 	memset(&ch, 0, sizeof(ch));
 	t0 = now_ms();
 	TEST_INTEQ(proc_start_fn(&ch, fn_close_then_hang, NULL, 0), 0);
