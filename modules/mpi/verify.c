@@ -201,6 +201,58 @@ static char *launch_failure(struct report *r, const char *err)
 }
 
 /*
+ * The launcher daemon a node lacks, "orted" or "prted", or NULL.  mpirun
+ * starts its daemon on every node over ssh: Open MPI 4.x's is orted, 5.x's
+ * (PRRTE) prted, and neither release has the other's.  On nodes of two
+ * releases (Debian 12 has Open MPI 4.1, Debian 13 5.0: tests/vm/cluster.sh
+ * --release) the shell there says "orted: command not found" or
+ * "/usr/bin/prted: No such file or directory".  Open MPI 5 names the node
+ * ("Remote daemon: [...] on node c2"): *node gets it (malloc'd), or NULL
+ * (node may be NULL).
+ */
+static const char *missing_daemon(const char *err, char **node)
+{
+	static const char *const daemons[] = { "orted", "prted" };
+	static const char *const said[] = { ": command not found", ": No such file or directory" };
+	const char *d = NULL, *p, *q;
+
+	if (node)
+		*node = NULL;
+	for (size_t i = 0; !d && i < 2; i++)
+		for (p = err; !d && p && (p = strstr(p, daemons[i])); p += 5)
+			for (size_t k = 0; k < 2; k++)
+				if (strncmp(p + 5, said[k], strlen(said[k])) == 0)
+					d = daemons[i];
+	if (!d || !node || !(p = strstr(err, "Remote daemon:")))
+		return d;
+	q = strchr(p, '\n');
+	p = memmem(p, q ? (size_t)(q - p) : strlen(p), " on node ", 9);
+	if (p && p[9] && !strchr(" \r\n", p[9]))
+		*node = xstrndup(p + 9, strcspn(p + 9, " \r\n"));
+	return d;
+}
+
+/* The finding of an mpirun that gave no result (timed out, or failed to start). */
+static void launch_report(struct report *r, const struct proc_result *pr, int attempt)
+{
+	char *why = launch_failure(r, pr->err), *node = NULL;
+	const char *daemon = pr->timed_out || !pr->err ? NULL : missing_daemon(pr->err, &node);
+
+	if (daemon)
+		report_finding(r, ST_FAILED, "mpi.verify.mixed-mpi", "mpirun failed: %s has no %s, the "
+			       "daemon of this node's Open MPI %s: the nodes run different Open MPI "
+			       "releases (4.x starts orted, 5.x prted, neither the other's); run jobs "
+			       "among the nodes of one release, or install one MPI on every node",
+			       node ? node : "a node", daemon, strcmp(daemon, "orted") ? "5.x" : "4.x");
+	else
+		report_finding(r, ST_FAILED, pr->timed_out ? "mpi.verify.timeout" : "mpi.verify.launch-failed",
+			       "mpirun %s after %d attempt%s: %s", pr->timed_out ? "timed out" : "failed",
+			       attempt, attempt > 1 ? "s" : "", why ? why : "see details");
+	free(why);
+	free(node);
+}
+
+/*
  * The verify program, built for the MPI that launches it: hpcinit-mpiverify
  * (Open MPI) or hpcinit-mpiverify-mpich (MPICH, and Intel MPI, which keeps
  * MPICH's ABI).  HPCINIT_MPIVERIFY / HPCINIT_MPIVERIFY_MPICH: a copy the
@@ -512,13 +564,10 @@ static int verify_hostfile(struct ctx *c, struct report *r, const char *domain)
 		 * the others may still be setting up: retry until the deadline.
 		 * Asked for by hand (hpcinit verify), answer now.
 		 */
-		if (c->verify || pr.timed_out || now_ms() + delay + 5000 >= end) {
-			char *why = launch_failure(r, pr.err);
-
-			report_finding(r, ST_FAILED, pr.timed_out ? "mpi.verify.timeout" : "mpi.verify.launch-failed",
-				       "mpirun %s after %d attempt%s: %s", pr.timed_out ? "timed out" : "failed",
-				       attempt, attempt > 1 ? "s" : "", why ? why : "see details");
-			free(why);
+		/* a node without this MPI's daemon will not grow one: answer now */
+		if (c->verify || pr.timed_out || (pr.err && missing_daemon(pr.err, NULL)) ||
+		    now_ms() + delay + 5000 >= end) {
+			launch_report(r, &pr, attempt);
 			proc_result_free(&pr);
 			break;
 		}

@@ -29,4 +29,16 @@ check "a path out of tests/vmcheck is unknown: exit 2" test "$rc" = 2
 run_cl "$T/out4" --vmcheck "memlock-systemd.sh nfs-self-probe.sh"
 check "known names: past the option check (the preflight fails: exit 1)" test "$rc" = 1
 check "...at the preflight" contains "$T/out4" "not ok - host can run qemu VMs"
+# --release: a compute of this run, a suite image.sh builds (issue 35)
+run_cl "$T/out5" -n 2 --release c3=trixie
+check "--release of a VM that is not a compute of the run: exit 2" test "$rc" = 2
+check "...says which computes there are" contains "$T/out5" "--release c3=trixie: c3 is not a compute of this run (c1..c2)"
+run_cl "$T/out6" --release head=trixie
+check "--release of the head: exit 2" test "$rc" = 2
+run_cl "$T/out7" --release c1=jessie
+check "--release of a suite image.sh does not build: exit 2" test "$rc" = 2
+check "...names the suites" contains "$T/out7" "the suites are bookworm (default) and trixie"
+run_cl "$T/out8" -n 2 --release c1=trixie
+check "--release c1=trixie: past the option check (the preflight fails: exit 1)" test "$rc" = 1
+check "...at the preflight" contains "$T/out8" "not ok - host can run qemu VMs"
 done_testing

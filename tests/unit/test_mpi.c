@@ -356,6 +356,28 @@ static void test_parse(void)
 	}
 	report_free(&r);
 
+	/*
+	 * Two Open MPI releases in one cluster (Debian 12's 4.1 beside Debian
+	 * 13's 5.0): what each mpirun printed on the test bed's VMs.
+	 */
+	{
+		char *node = NULL;
+
+		TEST_STREQ(missing_daemon("bash: line 1: orted: command not found\n-----\n"
+					  "ORTE was unable to reliably start one or more daemons.\n", &node), "orted");
+		TEST_CHECK(node == NULL);
+		TEST_STREQ(missing_daemon("bash: line 1: /usr/bin/prted: No such file or directory\n-----\n"
+					  "PRTE has lost communication with a remote daemon.\n\n"
+					  "  HNP daemon   : [prterun-c1-1246@0,0] on node c1\n"
+					  "  Remote daemon: [prterun-c1-1246@0,2] on node c2\n", &node), "prted");
+		TEST_STREQ(node, "c2");
+		free(node);
+		TEST_CHECK(missing_daemon("ssh: connect to host n4 port 22: Connection refused\r\n", &node) == NULL);
+		TEST_CHECK(missing_daemon("bash: orted: Permission denied\n", &node) == NULL);
+		TEST_CHECK(missing_daemon("prted: No such file or directory\nRemote daemon: on node \n", &node));
+		TEST_CHECK(node == NULL);
+	}
+
 	TEST_INTEQ(count_hosts("# hpcinit\nn1 slots=2\n\n  n2 slots=2\n#n3\nn4"), 3);
 	TEST_INTEQ(count_hosts(""), 0);
 }

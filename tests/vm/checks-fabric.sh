@@ -75,12 +75,8 @@ check_fabric() {
 	local n out rc t0 msgs bytes pkts tcpmax msgs_l=()
 	declare -A before=() after=()
 	[ "$N" -ge 2 ] || { notok "fabric: an MPI job over rxe0 between c1 and c2" "needs 2 computes"; return; }
-	each_vm "fabric: the computes' Open MPI params and ucx.conf make rxe0 the fabric (mpi.software_fabric)" '
-		[ "$(hostname)" = head ] && exit 0
-		for f in "/etc/openmpi/openmpi-mca-params.conf:pml = ucx" "/etc/openmpi/openmpi-mca-params.conf:pml_ucx_devices = any" \
-			"/etc/ucx/ucx.conf:UCX_NET_DEVICES=rxe0:1" "/etc/ucx/ucx.conf:UCX_UD_VERBS_ETH_DGID_CHECK=n"; do
-			grep -qxF "${f#*:}" "${f%%:*}" || { echo "${f%%:*} has no line \"${f#*:}\":"; cat "${f%%:*}"; exit 1; }
-		done'
+	fabric_params
+	[ "$(suite_of c1)" = "$(suite_of c2)" ] || { check_fabric_releases; return; }
 	for n in c1 c2; do before[$n]=$(fabric_counters "$n" 2>&1) || true; done
 	t0=$SECONDS
 	out=$(fabric_job 240 2>&1) && rc=0 || rc=$?
@@ -110,6 +106,40 @@ check_fabric() {
 	[ ${#msgs_l[@]} -eq 0 ] && ok "fabric: its messages went over rxe0's verbs (rxe0's counters on c1 and c2), not TCP" ||
 		notok "fabric: its messages went over rxe0's verbs (rxe0's counters on c1 and c2), not TCP" "${msgs_l[@]}"
 	check_fabric_memlock
+}
+fabric_params() {
+	each_vm "fabric: the computes' Open MPI params and ucx.conf make rxe0 the fabric (mpi.software_fabric)" '
+		[ "$(hostname)" = head ] && exit 0
+		for f in "/etc/openmpi/openmpi-mca-params.conf:pml = ucx" "/etc/openmpi/openmpi-mca-params.conf:pml_ucx_devices = any" \
+			"/etc/ucx/ucx.conf:UCX_NET_DEVICES=rxe0:1" "/etc/ucx/ucx.conf:UCX_UD_VERBS_ETH_DGID_CHECK=n"; do
+			grep -qxF "${f#*:}" "${f%%:*}" || { echo "${f%%:*} has no line \"${f#*:}\":"; cat "${f%%:*}"; exit 1; }
+		done'
+}
+# --release, c1 and c2 of two releases: no MPI job spans two Open MPI
+# releases (check mpi), so the fabric between them is proven with verbs
+# alone: rping (rdma_cm, RDMA reads and writes; rdma-core 56 beside 42) of
+# 100 x 65535 bytes from c1 to c2 over rxe0, rxe0's own counters on both
+# moving by its payload in packets of at most 4 KiB.
+check_fabric_releases() {
+	local n out a s0 r0 s1 r1 msgs_l=() pkts=$((100 * 65535 / 4096))
+	local name="fabric: verbs over rxe0 between c1 ($(suite_of c1)) and c2 ($(suite_of c2)): rping 100 x 64 KiB, rxe0's counters on both"
+	declare -A before=() after=()
+	a=$(addr_of c2)
+	for n in c1 c2; do before[$n]=$(fabric_counters "$n" 2>&1) || true; done
+	vm_exec c2 30 "rm -f /tmp/rping-big.*; (timeout 200 rping -s -a $a -C 100 -S 65535 > /tmp/rping-big.out 2>&1 &) ; sleep 2" > /dev/null 2>&1 || true
+	out=$(vm_exec c1 200 "timeout 180 rping -c -a $a -C 100 -S 65535 2>&1 | tail -5; echo rc=\${PIPESTATUS[0]}" 2>&1) || true
+	for n in c1 c2; do after[$n]=$(fabric_counters "$n" 2>&1) || true; done
+	grep -q '^rc=0$' <<< "$out" || { notok "$name" "$out" "server: $(vm_exec c2 30 'cat /tmp/rping-big.out' 2>&1)"; return; }
+	read -r s0 _ _ <<< "${before[c1]}"; read -r s1 _ _ <<< "${after[c1]}"
+	[[ "$s0$s1" =~ ^[0-9]+$ ]] && [ $((s1 - s0)) -ge "$pkts" ] || msgs_l+=("c1: rxe0 sent_pkts ${before[c1]} -> ${after[c1]}, want +$pkts")
+	read -r _ r0 _ <<< "${before[c2]}"; read -r _ r1 _ <<< "${after[c2]}"
+	[[ "$r0$r1" =~ ^[0-9]+$ ]] && [ $((r1 - r0)) -ge "$pkts" ] || msgs_l+=("c2: rxe0 rcvd_pkts ${before[c2]} -> ${after[c2]}, want +$pkts")
+	if [ ${#msgs_l[@]} -eq 0 ]; then
+		ok "$name"
+		echo "#   c1 rxe0 sent_pkts +$((s1 - s0)), c2 rxe0 rcvd_pkts +$((r1 - r0)) (payload 100 x 65535 bytes: >= $pkts packets)"
+	else
+		notok "$name" "${msgs_l[@]}" "$out"
+	fi
 }
 check_fabric_memlock() {
 	local out rc name="fabric: memlock 64 KiB for azureuser: hpcinit check predicts it, the verbs job fails"

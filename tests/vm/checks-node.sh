@@ -27,10 +27,11 @@ check_gating() {
 		systemctl stop slurmd.service'
 }
 
-# (7) Kernel hold: a newer linux-image-amd64 offered by the local repository stays out.
+# (7) Kernel hold: a newer linux-image-amd64 offered by the local repository
+# stays out, on every compute (of each release: --release).
 check_kernel() {
-	each_vm "kernel: apt-get upgrade leaves the held kernel packages alone; hpcinit check agrees" '
-		[ "$(hostname)" = c2 ] || exit 0
+	each_vm "kernel: apt-get upgrade leaves the held kernel packages alone on every compute; hpcinit check agrees" '
+		[ "$(hostname)" = head ] && exit 0
 		set -e
 		v0=$(dpkg-query -W -f="\${Version}" linux-image-amd64)
 		apt-cache policy linux-image-amd64 | grep -q "99.0" || { echo "the repository offers no newer linux-image-amd64"; apt-cache policy linux-image-amd64; exit 1; }

@@ -3,7 +3,7 @@
 #
 # A real cluster of virtual machines: a head VM and N compute VMs booted
 # under qemu (software emulation, no KVM) from the image tests/vm/image.sh
-# builds (Debian 12, real kernel, systemd, cloud-init, kernel NFS,
+# builds (Debian 12, or 13 for the computes --release names; real kernel, systemd, cloud-init, kernel NFS,
 # Soft-RoCE, and the .deb of this tree installed with apt).  Each VM boots
 # with a NoCloud seed whose user-data is the product's custom-data,
 # conf/cloud-init/vmss-head.yaml or vmss-compute.yaml, with the test
@@ -41,6 +41,12 @@
 #               head runs slurmctld, the computes register as dynamic nodes;
 #               cloud-init installs Slurm and munge from the image's local
 #               repository); default checks "slurm slurmbench slurmleave"
+#   --release NAME=SUITE  boot the VM NAME (a compute: c1, c2 ...) from the
+#               image of another Debian release (tests/vm/image.sh --suite
+#               SUITE; trixie, Debian 13) beside the others' Debian 12: two
+#               releases in one cluster, as during a rolling upgrade.  With
+#               --slurm too, that compute's slurmd is newer than the head's
+#               slurmctld.  Repeat for more VMs.
 #   --hold      after the checks, keep the VMs running until WORK/release is
 #               created (to look around: tests/vm/exec.sh WORK NAME 'command')
 #
@@ -76,6 +82,7 @@ WATCH=0
 NFS41=0
 SLURM=0
 CHECKS_SET=0
+declare -A SUITE_OF=()     # --release: VM name -> Debian suite (default bookworm)
 while [ $# -gt 0 ]; do
 	case $1 in
 	-n) N=$2; shift 2 ;;
@@ -90,7 +97,8 @@ while [ $# -gt 0 ]; do
 	--lease) LEASE=$2; shift 2 ;;
 	--late-head) LATE_HEAD=$2; shift 2 ;;
 	--vmcheck) VMCHECK=$2; shift 2 ;;
-	*) echo "usage: $0 [-n N] [--checks LIST] [--keep] [--hold] [--squash|--no-squash] [--nfs41] [--slurm] [--lease DUR] [--late-head SECONDS] [--vmcheck \"FILE.sh ...\"]" >&2; exit 2 ;;
+	--release) SUITE_OF[${2%%=*}]=${2#*=}; shift 2 ;;
+	*) echo "usage: $0 [-n N] [--checks LIST] [--keep] [--hold] [--squash|--no-squash] [--nfs41] [--slurm] [--release NAME=SUITE] [--lease DUR] [--late-head SECONDS] [--vmcheck \"FILE.sh ...\"]" >&2; exit 2 ;;
 	esac
 done
 # --vmcheck names files of tests/vmcheck: a name that is not there is a
@@ -105,6 +113,15 @@ if [ -n "$VMCHECK" ]; then
 	done
 fi
 [ "$SLURM" = 0 ] || [ "$CHECKS_SET" = 1 ] || CHECKS="slurm slurmbench slurmleave"
+# --release: a compute of this run, a release image.sh builds (checked before any boot).
+for n in "${!SUITE_OF[@]}"; do
+	[[ $n =~ ^c[1-9][0-9]*$ ]] && [ "${n#c}" -le "$N" ] ||
+		{ echo "$0: --release $n=${SUITE_OF[$n]}: $n is not a compute of this run (c1..c$N)" >&2; exit 2; }
+	case ${SUITE_OF[$n]} in
+	trixie) ;;
+	*) echo "$0: --release $n=${SUITE_OF[$n]}: the suites are bookworm (default) and trixie" >&2; exit 2 ;;
+	esac
+done
 # Every check named is one the checks files define (a typo fails here, before any boot).
 for c in $CHECKS; do
 	grep -q "^check_$c()" "$SRC"/tests/vm/checks-*.sh && continue
@@ -145,6 +162,10 @@ preflight() {
 preflight
 
 names() { echo head; for i in $(seq 1 "$N"); do echo "c$i"; done; }
+suite_of() { echo "${SUITE_OF[$1]:-bookworm}"; }
+# --release: the VMs of the head's release, and the others (checks-*.sh).
+same_release() { local n; for n in $(names); do [ "$(suite_of "$n")" != bookworm ] || echo "$n"; done; }
+other_release() { local n; for n in $(names); do [ "$(suite_of "$n")" = bookworm ] || echo "$n"; done; }
 addr_of() { [ "$1" = head ] && echo "$NET.10" || echo "$NET.$((10 + ${1#c}))"; }
 
 W=${HPCINIT_VM_WORK:-$(mktemp -d /tmp/hpcinit-vm.XXXXXX)}
@@ -179,6 +200,18 @@ say "image ready in $(($(date +%s) - t0)) s: $IMG"
 # image.sh prunes old images, never one held like this (the qemus inherit the lock)
 exec 7< "$IMG/done"
 flock -s 7
+# --release: each other suite's image (its own .debs, built inside it), held the same way.
+declare -A IMG_SUITE=([bookworm]=$IMG)
+for s in $(printf '%s\n' "${SUITE_OF[@]}" | sort -u); do
+	t0=$(date +%s)
+	IMG_SUITE[$s]=$(bash "$SRC/tests/vm/image.sh" --suite "$s" 2> "$W/image-$s.log" | tail -1) ||
+		{ tail -40 "$W/image-$s.log"; notok "image $s" "tests/vm/image.sh --suite $s failed"; finish; exit 1; }
+	sed 's/^/#   /' "$W/image-$s.log" | grep "#   image:" || true
+	say "image $s ready in $(($(date +%s) - t0)) s: ${IMG_SUITE[$s]}"
+	exec {fd}< "${IMG_SUITE[$s]}/done"
+	flock -s "$fd"
+done
+img_of() { echo "${IMG_SUITE[$(suite_of "$1")]}"; }
 
 # ---- seeds: the product's custom-data, addresses filled in, plus the platform part ----
 # subst FILE: the custom-data for this test network.  Every replaced string
@@ -318,15 +351,16 @@ ip -n "$NS" link add br0 type bridge
 ip -n "$NS" link set br0 up
 declare -A T_LAUNCH=()
 boot() {
-	local n=$1 i=$2 d=$W/vm/$1
-	qemu-img create -q -f qcow2 -b "$IMG/disk.img" -F raw "$d/disk.qcow2"
+	local n=$1 i=$2 d=$W/vm/$1 img
+	img=$(img_of "$n")
+	qemu-img create -q -f qcow2 -b "$img/disk.img" -F raw "$d/disk.qcow2"
 	ip -n "$NS" tuntap add "tap$i" mode tap
 	ip -n "$NS" link set "tap$i" master br0 up
 	T_LAUNCH[$n]=$(date +%s.%N)
 	ip netns exec "$NS" qemu-system-x86_64 -name "hpcvm-$n" -accel tcg,thread=multi \
 		-m "$MEM" -smp 1 -nodefaults -display none -monitor none \
 		-serial "file:$d/console.log" \
-		-kernel "$IMG/vmlinuz" -initrd "$IMG/initrd.img" \
+		-kernel "$img/vmlinuz" -initrd "$img/initrd.img" \
 		-append "root=/dev/vda rw console=ttyS0 net.ifnames=0 ds=nocloud;s=file:///hpcvm/seed/ hpcvm.name=$n" \
 		-drive "file=$d/disk.qcow2,format=qcow2,if=virtio" \
 		-netdev "tap,id=n0,ifname=tap$i,script=no,downscript=no" \
@@ -335,7 +369,7 @@ boot() {
 		-device virtio-rng-pci \
 		> "$d/qemu.log" 2>&1 &
 	PID[$n]=$!
-	say "booted $n ($(addr_of "$n")) pid ${PID[$n]}"
+	say "booted $n ($(addr_of "$n"), $(suite_of "$n")) pid ${PID[$n]}"
 }
 
 # vm_exec NAME TIMEOUT SCRIPT: run SCRIPT as root in the VM, print its output, return its status.

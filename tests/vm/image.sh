@@ -1,9 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 #
-# Build (or reuse) the Debian 12 disk image the VM test bed boots.
+# Build (or reuse) the Debian disk image the VM test bed boots: Debian 12
+# (bookworm, the default) or Debian 13 (--suite trixie).
 #
-#   tests/vm/image.sh [--debs DIR] [--keep N]   prints the image directory on its last line
+#   tests/vm/image.sh [--suite bookworm|trixie] [--debs DIR] [--keep N]
+#                      prints the image directory on its last line
 #
 # The image directory holds disk.img (raw ext4, root=/dev/vda), vmlinuz and
 # initrd.img (booted with qemu -kernel/-initrd, no boot loader) and
@@ -20,6 +22,15 @@
 #   img/KEY    base + the .deb installed with apt inside the chroot, as a
 #              user would, made into disk.img (KEY: base key, the .deb's
 #              hash and the final_build function)
+# A newer release gets its own .debs: hpcinit built on Debian 12 does not
+# install on Debian 13 (libnfs13 and libopenmpi3 are gone there: libnfs14,
+# libopenmpi40), so for --suite trixie the deb layer is built inside that
+# release (deb-trixie/KEY: dpkg-buildpackage of this tree's tracked files in
+# an overlay of the trixie base with the Build-Depends of debian/control,
+# KEY: the tree's hash, the base key and the deb_build function), as a
+# distribution builds a package per release; --debs applies to bookworm only.
+# Each suite other than bookworm has its own layers (base-SUITE, deb-SUITE,
+# img-SUITE), so pruning one release never deletes the other's.
 # Pruning: after a build, each layer keeps its newest N entries (by last
 # use; --keep N or HPCINIT_VM_KEEP, default 2; the ones this run uses
 # always stay) and the rest is deleted and printed ("image: pruned ...").
@@ -39,11 +50,19 @@ DDIR=
 KEEPN=${HPCINIT_VM_KEEP:-2}
 while [ $# -gt 0 ]; do
 	case $1 in
+	--suite) SUITE=$2; shift 2 ;;
 	--debs) DDIR=$(readlink -f "$2"); shift 2 ;;
 	--keep) KEEPN=$2; shift 2 ;;
-	*) echo "usage: $0 [--debs DIR] [--keep N]" >&2; exit 2 ;;
+	*) echo "usage: $0 [--suite bookworm|trixie] [--debs DIR] [--keep N]" >&2; exit 2 ;;
 	esac
 done
+case $SUITE in
+bookworm) LSFX= ;;
+trixie) LSFX=-trixie ;;
+*) echo "image: --suite: bookworm or trixie, not '$SUITE'" >&2; exit 2 ;;
+esac
+[ -z "$DDIR" ] || [ "$SUITE" = bookworm ] ||
+	{ echo "image: --debs: the .debs of Debian 12 do not install on $SUITE (it builds its own)" >&2; exit 2; }
 case $KEEPN in ''|*[!0-9]*|0) echo "image: --keep wants a number >= 1" >&2; exit 2 ;; esac
 
 log() { echo "image: $*" >&2; }
@@ -67,6 +86,18 @@ BASE_PKGS=(
 	cloud-init clustershell python3
 	libyaml-0-2 libssh-4 libnfs13 libibverbs1 librdmacm1
 )
+# Debian 13's names for the libraries whose package name changed (new
+# sonames: libopenmpi40 is Open MPI 5, libnfs14; the 64-bit time_t rename:
+# librdmacm1t64); UCX 1.18 keeps libucx0.
+if [ "$SUITE" = trixie ]; then
+	BASE_PKGS=("${BASE_PKGS[@]/#libopenmpi3/libopenmpi40}")
+	BASE_PKGS=("${BASE_PKGS[@]/#libnfs13/libnfs14}")
+	BASE_PKGS=("${BASE_PKGS[@]/#librdmacm1/librdmacm1t64}")
+	# e2fsprogs left the required set in Debian 13 (debootstrap's minbase no
+	# longer has it); cloud-init's resizefs runs resize2fs at every boot and,
+	# since cloud-init 24, a module that fails fails its stage's unit.
+	BASE_PKGS+=(e2fsprogs)
+fi
 
 # The base layer: runs with the target directory $1, in a private mount namespace.
 base_build() {
@@ -214,6 +245,28 @@ final_build() {
 	truncate -s 0 "$R/etc/machine-id"
 }
 
+# The deb layer of a release other than bookworm: $1 the merged root
+# (base below, writable overlay above), $2 a copy of the tree's tracked
+# files with packaging/debian as debian/, $3 the output directory.
+deb_build() {
+	local R=$1 tree=$2 out=$3
+	mount -t proc proc "$R/proc"
+	mount --rbind /sys "$R/sys"
+	mount --rbind /dev "$R/dev"
+	cp /etc/resolv.conf "$R/etc/resolv.conf"
+	printf 'deb %s %s main\n' "$MIRROR" "$SUITE" > "$R/etc/apt/sources.list"
+	mkdir -p "$R/build"
+	cp -a "$tree" "$R/build/src"
+	chroot "$R" env DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
+	chroot "$R" env DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -q --no-install-recommends build-essential fakeroot >&2
+	chroot "$R" env DEBIAN_FRONTEND=noninteractive \
+		apt-get build-dep -y -q --no-install-recommends /build/src >&2
+	chroot "$R" sh -c 'cd /build/src && DEB_BUILD_OPTIONS="parallel=$(nproc)" dpkg-buildpackage -us -uc -b' \
+		> "$out/dpkg-buildpackage.log" 2>&1 || { tail -60 "$out/dpkg-buildpackage.log" >&2; return 1; }
+	cp "$R"/build/hpcinit*.deb "$out/"
+}
+
 hash_of() { sha256sum | cut -c1-16; }
 
 mkdir -p "$CACHE"
@@ -249,7 +302,7 @@ prune() {
 }
 
 BKEY=$( { printf '%s\n' "$SUITE" "$MIRROR" "$BASE_INCLUDE" "${BASE_PKGS[@]}"; declare -f base_build; } | hash_of)
-BASE=$CACHE/base/$BKEY
+BASE=$CACHE/base$LSFX/$BKEY
 if [ -f "$BASE/done" ]; then
 	log "base $BKEY: cached"
 	touch "$BASE/done"
@@ -267,7 +320,38 @@ else
 	log "base $BKEY: built in $(($(date +%s) - t0)) s"
 fi
 
-if [ -z "$DDIR" ]; then
+if [ -z "$DDIR" ] && [ "$SUITE" != bookworm ]; then
+	SKEY=$( { cd "$SRC" && { git ls-files -z 2>/dev/null || find . -path ./build -prune -o -type f -print0; } |
+		sort -z | xargs -0 sha256sum 2>/dev/null; echo "$BKEY"; declare -f deb_build; } | hash_of)
+	DDIR=$CACHE/deb$LSFX/$SKEY
+	if ! ls "$DDIR"/hpcinit_*.deb >/dev/null 2>&1; then
+		log "deb $SKEY: dpkg-buildpackage inside $SUITE (base $BKEY)"
+		t0=$(date +%s)
+		rm -rf "$DDIR.tmp"
+		mkdir -p "$DDIR.tmp/ovl/upper" "$DDIR.tmp/ovl/work" "$DDIR.tmp/ovl/root" "$DDIR.tmp/tree" "$DDIR.tmp/out"
+		if git -C "$SRC" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+			(cd "$SRC" && git ls-files -z | xargs -0 tar -cf - --no-recursion) | tar -C "$DDIR.tmp/tree" -xf -
+		else
+			(cd "$SRC" && tar -cf - --exclude='./build*' --exclude=./debian .) | tar -C "$DDIR.tmp/tree" -xf -
+		fi
+		rm -rf "$DDIR.tmp/tree/debian"
+		cp -a "$SRC/packaging/debian" "$DDIR.tmp/tree/debian"
+		export -f deb_build
+		export SUITE MIRROR
+		unshare --mount --propagation private -- bash -c '
+			set -Eeuo pipefail
+			mount -t overlay overlay -o "lowerdir=$1/root,upperdir=$2/ovl/upper,workdir=$2/ovl/work" "$2/ovl/root"
+			deb_build "$2/ovl/root" "$2/tree" "$2/out"
+		' _ "$BASE" "$DDIR.tmp" || die "the $SUITE .deb build failed"
+		rm -rf "$DDIR"
+		mv "$DDIR.tmp/out" "$DDIR"
+		rm -rf "$DDIR.tmp"
+		log "deb $SKEY: built in $(($(date +%s) - t0)) s: $(dpkg-deb -f "$DDIR"/hpcinit_*.deb Depends)"
+	else
+		log "deb $SKEY: cached"
+	fi
+	touch "$DDIR/done"
+elif [ -z "$DDIR" ]; then
 	SKEY=$(cd "$SRC" && { git ls-files -z 2>/dev/null || find . -path ./build -prune -o -type f -print0; } |
 		sort -z | xargs -0 sha256sum 2>/dev/null | hash_of)
 	DDIR=$CACHE/deb/$SKEY
@@ -287,7 +371,7 @@ fi
 ls "$DDIR"/hpcinit_*.deb >/dev/null 2>&1 || die "no hpcinit_*.deb in $DDIR"
 
 FKEY=$( { echo "$BKEY"; cat "$DDIR"/hpcinit*.deb | sha256sum; declare -f final_build; } | hash_of)
-IMG=$CACHE/img/$FKEY
+IMG=$CACHE/img$LSFX/$FKEY
 if [ -f "$IMG/done" ]; then
 	log "image $FKEY: cached"
 	touch "$IMG/done"
@@ -317,8 +401,8 @@ else
 	log "image $FKEY: built in $(($(date +%s) - t0)) s"
 fi
 
-prune img "$FKEY"
-prune deb "$(basename "$DDIR")"
-prune base "$BKEY"
+prune "img$LSFX" "$FKEY"
+prune "deb$LSFX" "$(basename "$DDIR")"
+prune "base$LSFX" "$BKEY"
 log "cache $CACHE: $(du -sh "$CACHE" 2>/dev/null | cut -f1) (keeps $KEEPN per layer)"
 echo "$IMG"
