@@ -7,6 +7,8 @@
  */
 #include "config.h"
 
+#include <sys/resource.h>
+
 #include "../../agent/base/proc.c"
 #include "test.h"
 
@@ -29,6 +31,80 @@ static void fn_sleep(void *arg, int fd)
 	(void)!write(fd, "S", 1);
 	for (;;)
 		pause();
+}
+
+/* Answers, closes its pipe, and lives on 300 ms without it (the moment an isolated step's child has, drawn out). */
+static void fn_close_then_exit(void *arg, int fd)
+{
+	(void)arg;
+	(void)!write(fd, "A", 1);
+	close(fd);
+	usleep(300 * 1000);
+}
+
+/* Closes its pipe and never exits. */
+static void fn_close_then_hang(void *arg, int fd)
+{
+	(void)arg;
+	close(fd);
+	for (;;)
+		pause();
+}
+
+/* Times our process slept (voluntary context switches) while proc_wait waited for ch. */
+static long wait_sleeps(struct proc_child *ch, const struct proc_limits *lim)
+{
+	struct rusage a, b;
+
+	getrusage(RUSAGE_SELF, &a);
+	proc_wait(ch, 1, lim);
+	getrusage(RUSAGE_SELF, &b);
+	return b.ru_nvcsw - a.ru_nvcsw;
+}
+
+/*
+ * A child that closed its pipe and has not exited yet: proc_wait sleeps
+ * until the exit (SIGCHLD wakes its poll), not in EXIT_POLL_MS steps of
+ * waitpid(WNOHANG) (which cost a 5 ms step per isolated step of a run: 60
+ * steps over these 300 ms).  Without the wake-up (chld_wake_off: its pipe
+ * could not be made) the steps are the way, and the exit is still seen.
+ * The deadline still holds.
+ */
+static void test_exit_wakes(void)
+{
+	const struct proc_limits lim = { .timeout_ms = 5000, .reap_ms = 5000, .eof_ends = true };
+	const struct proc_limits dl = { .timeout_ms = 300, .reap_ms = 500 };
+	struct proc_child ch = { 0 };
+	uint64_t t0 = now_ms();
+	long sleeps;
+
+	TEST_INTEQ(proc_start_fn(&ch, fn_close_then_exit, NULL, 0), 0);
+	sleeps = wait_sleeps(&ch, &lim);
+	TEST_CHECK(ch.eof && ch.exited && WIFEXITED(ch.status) && !ch.timed_out);
+	TEST_STREQ(sb_str(&ch.out), "A");
+	TEST_CHECK(now_ms() - t0 >= 290 && now_ms() - t0 < 3000);
+	if (sleeps >= 20)
+		fprintf(stderr, "proc_wait slept %ld times for one child's exit\n", sleeps);
+	TEST_CHECK(sleeps < 20);
+	proc_child_free(&ch);
+
+	chld_wake_off = true;
+	memset(&ch, 0, sizeof(ch));
+	TEST_INTEQ(proc_start_fn(&ch, fn_close_then_exit, NULL, 0), 0);
+	sleeps = wait_sleeps(&ch, &lim);
+	TEST_CHECK(ch.eof && ch.exited && WIFEXITED(ch.status) && !ch.timed_out);
+	TEST_CHECK(sleeps >= 20);       /* the fallback: polled, as this test can tell */
+	proc_child_free(&ch);
+	chld_wake_off = false;
+
+	/* Closed its pipe and hangs: killed at the deadline, nothing to wake the poll but the timer. */
+	memset(&ch, 0, sizeof(ch));
+	t0 = now_ms();
+	TEST_INTEQ(proc_start_fn(&ch, fn_close_then_hang, NULL, 0), 0);
+	proc_wait(&ch, 1, &dl);
+	TEST_CHECK(ch.timed_out && ch.exited && WIFSIGNALED(ch.status) && WTERMSIG(ch.status) == SIGKILL);
+	TEST_CHECK(now_ms() - t0 >= 290 && now_ms() - t0 < 2000);
+	proc_child_free(&ch);
 }
 
 static void test_engine(void)
@@ -147,6 +223,7 @@ static void test_build_tree(void)
 int main(void)
 {
 	test_engine();
+	test_exit_wakes();
 	test_build_tree();
 	struct proc_result r;
 	uint64_t t0;
