@@ -180,6 +180,15 @@ suite_of() { echo "${SUITE_OF[$1]:-bookworm}"; }
 same_release() { local n; for n in $(names); do [ "$(suite_of "$n")" != bookworm ] || echo "$n"; done; }
 other_release() { local n; for n in $(names); do [ "$(suite_of "$n")" = bookworm ] || echo "$n"; done; }
 addr_of() { [ "$1" = head ] && echo "$NET.10" || echo "$NET.$((10 + ${1#c}))"; }
+# The two VMs of check fabric's MPI job over rxe0, the launching one first:
+# c1 and c2; with --release where they differ (no MPI job spans two Open
+# MPI releases: check mpi), the one of the head's release and the head,
+# which then gets the computes' fabric sections too (subst).
+fabric_pair() {
+	if [ "$(suite_of c1)" = "$(suite_of c2)" ]; then echo "c1 c2"
+	elif [ "$(suite_of c1)" = bookworm ]; then echo "c1 head"
+	else echo "c2 head"; fi
+}
 
 W=${HPCINIT_VM_WORK:-$(mktemp -d /tmp/hpcinit-vm.XXXXXX)}
 mkdir -p "$W"
@@ -263,6 +272,12 @@ subst() {
 	if [ "$DIRECTORY" = 1 ]; then
 		grep -qE '^ *users: \[azureuser\]$' <<< "$s" || { echo "seed: 'users: [azureuser]' not found in $f" >&2; return 1; }
 		s=$(sed -E 's/^( *)users: \[azureuser\]$/\1users: [azureuser, alice]\n\1hostbased: true/' <<< "$s")
+	fi
+	# The head in check fabric's MPI pair (--release): the computes' kernel
+	# modules, rdma and mpi.software_fabric, so hpcinit makes rxe0 its fabric too.
+	if [ "$f" != "${f%head.yaml}" ] && [[ " $(fabric_pair) " == *" head "* ]]; then
+		grep -qxF '      hostfile: {}' <<< "$s" || { echo "seed: 'hostfile: {}' not found in $f" >&2; return 1; }
+		s=$(sed -E 's/^( *)hostfile: \{\}$/&\n\1kernel:\n\1  modules: [rdma_rxe, ib_uverbs, rdma_ucm]\n\1rdma:\n\1  devices: "rxe*"\n\1  link_layer: ethernet\n\1mpi:\n\1  software_fabric: true/' <<< "$s")
 	fi
 	# Azure's HPC sizes have mlx5 (InfiniBand); these VMs have Soft-RoCE.
 	s=${s//\[mlx5_ib, /[rdma_rxe, }
