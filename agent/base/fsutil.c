@@ -199,6 +199,21 @@ static void remove_stale_temps(const struct ctx *c, const char *hostpath)
 	free(dir);
 }
 
+/* Did hostpath's directory change (an entry made or removed) after st, hostpath's own, changed? */
+static bool dir_changed_since(const char *hostpath, const struct stat *st)
+{
+	const char *slash = strrchr(hostpath, '/');
+	char *dir = slash ? xstrndup(hostpath, (size_t)(slash - hostpath + 1)) : xstrdup(".");
+	struct stat ds;
+	bool changed = true;
+
+	if (lstat(dir, &ds) == 0)
+		changed = ds.st_mtim.tv_sec > st->st_ctim.tv_sec ||
+			  (ds.st_mtim.tv_sec == st->st_ctim.tv_sec && ds.st_mtim.tv_nsec > st->st_ctim.tv_nsec);
+	free(dir);
+	return changed;
+}
+
 bool fs_is_own_temp(const struct ctx *c, const char *name)
 {
 	char *prefix = tmp_prefix(c, "");
@@ -368,18 +383,19 @@ int fs_write_opt(struct ctx *c, struct report *r, const char *path, const void *
 		uid = 0;
 		gid = 0;
 	}
+	/*
+	 * A killed run's temp files: a write that happens looks for them; a
+	 * converged file only when its directory changed after the file did
+	 * (a temp file made there since), so a converged run reads no
+	 * directory every time (a half-dead home would stall the readdir).
+	 */
+	if (ctx_may_write(c) && !(flags & FS_KEEP_TEMPS) &&
+	    (!(same_content && same_meta) || dir_changed_since(hp, &st)))
+		remove_stale_temps(c, hp);
 	if (same_content && same_meta) {
 		ret = 0;
 		goto out;
 	}
-	/*
-	 * Only a write that happens looks for a killed run's temp files: a
-	 * converged run reads no directory (a half-dead home stalls a readdir,
-	 * and every run would pay one per file).  A killed run was writing
-	 * other content than the file has, so the next run writes and tidies.
-	 */
-	if (ctx_may_write(c) && !(flags & FS_KEEP_TEMPS))
-		remove_stale_temps(c, hp);
 	if (!ctx_may_write(c)) {
 		char *newtxt = xstrndup(data, len);
 

@@ -312,6 +312,15 @@ static void test_temp_names(void)
 	TEST_INTEQ(fs_write(&c, &r, "/home/shared/authorized_keys", "k\n", 2, 0600, 0, 0), 1);
 	TEST_CHECK(fs_exists(&c, "/home/shared/authorized_keys.hpcinit-tmp.node2.abcdef"));
 	TEST_CHECK(!fs_exists(&c, "/home/shared/authorized_keys.hpcinit-tmp.node1.ghijkl"));
+	/*
+	 * A converged file: a run killed while writing other content left its
+	 * temp file after the file was last written (core-kill.sh: the spec
+	 * went back before the next run): the converged write still tidies.
+	 */
+	usleep(20000);
+	put("/home/shared/authorized_keys.hpcinit-tmp.node1.mnopqr", "killed with other content");
+	TEST_INTEQ(fs_write(&c, &r, "/home/shared/authorized_keys", "k\n", 2, 0600, 0, 0), 0);
+	TEST_CHECK(!fs_exists(&c, "/home/shared/authorized_keys.hpcinit-tmp.node1.mnopqr"));
 	report_free(&r);
 }
 

@@ -198,6 +198,8 @@ static void test_print(void)
 	load_text("version: 1\ncluster: {name: c1}\nkernel: {updates: when_modules, modules: [lustre]}\n", &s, &d);
 	TEST_INTEQ(d.n, 0);
 	TEST_INTEQ(s->kernel.updates, KUPD_WHEN_MODULES);
+	spec_free(s);
+	s = NULL;
 	diags_free(&d);
 
 	/* CR LF line ends: same lines, no CR in the source line. */
