@@ -418,7 +418,7 @@ static struct gpu_inventory inv_of(size_t n, const char *type)
 	inv.n = inv.n_usable = n;
 	inv.expected = (unsigned)n;
 	for (size_t i = 0; i < n; i++) {
-		snprintf(inv.gpu[i].pci, sizeof(inv.gpu[i].pci), "%04zx:00:00.0", i + 1);
+		snprintf(inv.gpu[i].pci, sizeof(inv.gpu[i].pci), "%04x:00:00.0", (unsigned)(i + 1) & 0xffffu);
 		inv.gpu[i].bound = inv.gpu[i].dev_node = true;
 		inv.gpu[i].minor = (int)i;
 		snprintf(inv.gpu[i].type, sizeof(inv.gpu[i].type), "%s", type);

@@ -82,7 +82,7 @@ int main(void)
 	/* many odd nodes: the first 10 named, then a count */
 	{
 		const char *v[40] = { 0 };
-		char names[40][16];
+		char names[40][48];
 
 		v[0] = "h=5:5";
 		for (int i = 1; i < 15; i++) {
