@@ -89,4 +89,75 @@ for f in $(find tests -name '*.sh' -not -path 'tests/vmcheck/*' -not -path 'test
 done
 ok "shell tests checked for their own TAP dialect"
 
+# --- the finding tags are an index of the tests ---
+# Every tag a finding can carry (tests/system/finding-tags.pl reads them from
+# the sources) appears in some test, where the test asserts it: grep for a tag
+# and find the test of that failure.  A tag no test on this machine can make
+# (it needs hardware) is named in HARDWARE with why and what stands in for it.
+# KNOWN_UNTESTED is the backlog this check started with: take a tag off when a
+# test asserts it (this check says so); a new tag in neither list fails.
+HARDWARE=""
+KNOWN_UNTESTED="
+	discovery.dir.unreadable discovery.record.malformed discovery.record.not-a-file
+	discovery.record.resolves-elsewhere discovery.record.symlink discovery.record.too-large
+	discovery.static.bad-name discovery.static.self-added discovery.static.unresolved gpu.count.more
+	gpu.ctl.missing gpu.minor.unknown gpu.nvml.reader gpu.toomany kernel.expect.mismatch
+	kernel.hold.dpkg-failed kernel.hold.error kernel.hold.foreign-exclude kernel.hold.ledger
+	kernel.hold.no-dpkg-status kernel.hold.no-package kernel.hold.unknown-distro
+	kernel.hold.unreadable kernel.hold.warning kernel.module.dkms-not-installed
+	kernel.module.not-loaded kernel.pending.ok kernel.pending.unchecked kernel.update.unknown
+	memlock.job.uncovered memlock.self.limit memlock.sshd.absent memlock.sshd.restart-failed
+	memlock.sshd.restarted memlock.systemd.live memlock.systemd.overridden memlock.systemd.reloaded
+	memlock.systemd.stale memlock.systemd.unknown mpi.profile.write mpi.sysfiles.write
+	mpi.verify.cannot-run mpi.verify.exit-status mpi.verify.launch-failed mpi.verify.low-bandwidth
+	mpi.verify.no-hostfile mpi.verify.no-hosts mpi.verify.no-mpirun mpi.verify.no-program
+	mpi.verify.rank-twice mpi.verify.slow-pair mpi.verify.timeout nfs.exports.exportfs-failed
+	nfs.exports.mkdir nfs.exports.no-server nfs.exports.write nfs.fstab.write nfs.mount.cannot-run
+	nfs.mount.denied nfs.mount.no-export nfs.mount.no-mount-nfs nfs.mount.no-statd
+	nfs.mount.not-visible nfs.mount.timeout nfs.mount.unreachable nfs.mounted.not-answering
+	nfs.mounted.not-nfs nfs.mounted.options-differ nfs.mounted.stat-failed nfs.mounted.write-failed
+	nfs.mountpoint.busy nfs.mountpoint.mkdir nfs.mountpoint.not-dir nfs.server.denied
+	nfs.server.no-export rdma.fw-0.0.000 rdma.ipoib-down rdma.ipoib-kvp rdma.ipoib-missing
+	rdma.ipoib-no-address rdma.ipoib-resolve rdma.iwarp rdma.link-layer rdma.no-devices
+	rdma.no-fabric rdma.no-helper rdma.no-match rdma.no-uverbs rdma.not-listed rdma.open-failed
+	rdma.port-down rdma.port-init rdma.port-polling rdma.probe-crashed rdma.probe-failed rdma.rate
+	rdma.software-device rendezvous.value-too-large runner.crashed runner.needs.skipped
+	slurm.controller slurm.drain.admin slurm.drain.failed slurm.drained slurm.gres.short
+	slurm.gres.write slurm.key.installed slurm.key.size slurm.leave.deleted slurm.leave.drained
+	slurm.munge.missing slurm.munge.start slurm.register slurm.register.timeout slurm.registered
+	slurm.resume.failed slurm.resumed slurm.slurmd.rekey slurm.slurmd.start slurm.slurmd.stopped
+	slurm.user.missing ssh.ca.bad-certificate ssh.ca.expired ssh.ca.foreign-name
+	ssh.ca.key-on-compute ssh.ca.krl-missing ssh.ca.no-certificate ssh.ca.no-rendezvous
+	ssh.ca.no-secret ssh.ca.not-host-cert ssh.ca.not-own-key ssh.ca.other-ca ssh.ca.record-cert
+	ssh.ca.refused ssh.ca.revoke-ca ssh.ca.store-unreachable ssh.hostbased.no-keysign
+	ssh.peer.bad-hostname ssh.sshd.config-invalid ssh.sshd.no-include ssh.sshd.not-reloaded
+"
+srcs=$(find . \( -path ./tests -o -path './build*' -o -path './_build*' -o -path ./.git \) -prune \
+	-o -name '*.c' -print | sed 's|^\./||' | sort)
+tfiles=$(find tests -type f -not -path tests/system/finding-tags.pl -not -path tests/system/tests-findable.sh | sort)
+perl tests/system/finding-tags.pl $srcs -- $tfiles >"$T/tags" || bail_out "finding-tags.pl failed"
+listed() { echo "$HARDWARE" | grep -qE "^[[:space:]]*$1:" || known "$(echo $KNOWN_UNTESTED)" "$1"; }
+n=0 nt=0 nh=0 nk=0
+while read -r what tag where; do
+	case $what in
+	unknown) not_ok "a finding at $tag with a computed tag ($where): teach finding-tags.pl's %dynamic which tags it can be"; continue ;;
+	esac
+	n=$((n + 1))
+	if [ "$what" = tested ]; then
+		nt=$((nt + 1))
+		if listed "$tag"; then not_ok "finding tag $tag ($where) is in a test now: take it off the lists in $0"; else ok "finding tag $tag: in a test"; fi
+	elif echo "$HARDWARE" | grep -qE "^[[:space:]]*$tag:"; then
+		nh=$((nh + 1)); echo "# finding tag $tag ($where) needs hardware: $(echo "$HARDWARE" | grep -E "^[[:space:]]*$tag:" | sed 's/^[^:]*: //')"
+	elif known "$(echo $KNOWN_UNTESTED)" "$tag"; then
+		nk=$((nk + 1)); echo "# known, finding tag in no test yet: $tag ($where)"
+	else
+		not_ok "finding tag $tag ($where) is in no test: write one that makes it and asserts it (or, for hardware, name it in HARDWARE in $0)"
+	fi
+done <"$T/tags"
+check "finding tags found" test "$n" -gt 100
+for tag in $KNOWN_UNTESTED $(echo "$HARDWARE" | sed -n 's/^[[:space:]]*\([a-z0-9.-]*\):.*/\1/p'); do
+	grep -q " $tag " "$T/tags" || not_ok "finding tag $tag in the lists of $0 is in no source now: take it off"
+done
+echo "# finding tags: $n; in a test: $nt; hardware, with stand-ins: $nh; known untested: $nk"
+
 done_testing
