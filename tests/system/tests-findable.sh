@@ -116,20 +116,17 @@ KNOWN_UNTESTED="
 	nfs.mount.not-visible nfs.mount.timeout nfs.mount.unreachable nfs.mounted.not-answering
 	nfs.mounted.not-nfs nfs.mounted.options-differ nfs.mounted.stat-failed nfs.mounted.write-failed
 	nfs.mountpoint.busy nfs.mountpoint.mkdir nfs.mountpoint.not-dir nfs.server.denied
-	nfs.server.no-export rdma.fw-0.0.000 rdma.ipoib-down rdma.ipoib-kvp rdma.ipoib-missing
-	rdma.ipoib-no-address rdma.ipoib-resolve rdma.iwarp rdma.link-layer rdma.no-devices
-	rdma.no-fabric rdma.no-helper rdma.no-match rdma.no-uverbs rdma.not-listed rdma.open-failed
-	rdma.port-down rdma.port-init rdma.port-polling rdma.probe-crashed rdma.probe-failed rdma.rate
-	rdma.software-device rendezvous.value-too-large runner.crashed runner.needs.skipped
-	slurm.controller slurm.drain.admin slurm.drain.failed slurm.drained slurm.gres.short
-	slurm.gres.write slurm.key.installed slurm.key.size slurm.leave.deleted slurm.leave.drained
-	slurm.munge.missing slurm.munge.start slurm.register slurm.register.timeout slurm.registered
-	slurm.resume.failed slurm.resumed slurm.slurmd.rekey slurm.slurmd.start slurm.slurmd.stopped
-	slurm.user.missing ssh.ca.bad-certificate ssh.ca.expired ssh.ca.foreign-name
-	ssh.ca.key-on-compute ssh.ca.krl-missing ssh.ca.no-certificate ssh.ca.no-rendezvous
-	ssh.ca.no-secret ssh.ca.not-host-cert ssh.ca.not-own-key ssh.ca.other-ca ssh.ca.record-cert
-	ssh.ca.refused ssh.ca.revoke-ca ssh.ca.store-unreachable ssh.hostbased.no-keysign
-	ssh.peer.bad-hostname ssh.sshd.config-invalid ssh.sshd.no-include ssh.sshd.not-reloaded
+	nfs.server.no-export rdma.fw-0.0.000 rdma.iwarp rdma.link-layer rendezvous.value-too-large
+	runner.crashed runner.needs.skipped slurm.controller slurm.drain.admin slurm.drain.failed
+	slurm.drained slurm.gres.short slurm.gres.write slurm.key.installed slurm.key.size
+	slurm.leave.deleted slurm.leave.drained slurm.munge.missing slurm.munge.start slurm.register
+	slurm.register.timeout slurm.registered slurm.resume.failed slurm.resumed slurm.slurmd.rekey
+	slurm.slurmd.start slurm.slurmd.stopped slurm.user.missing ssh.ca.bad-certificate ssh.ca.expired
+	ssh.ca.foreign-name ssh.ca.key-on-compute ssh.ca.krl-missing ssh.ca.no-certificate
+	ssh.ca.no-rendezvous ssh.ca.no-secret ssh.ca.not-host-cert ssh.ca.not-own-key ssh.ca.other-ca
+	ssh.ca.record-cert ssh.ca.refused ssh.ca.revoke-ca ssh.ca.store-unreachable
+	ssh.hostbased.no-keysign ssh.peer.bad-hostname ssh.sshd.config-invalid ssh.sshd.no-include
+	ssh.sshd.not-reloaded
 "
 srcs=$(find . \( -path ./tests -o -path './build*' -o -path './_build*' -o -path ./.git \) -prune \
 	-o -name '*.c' -print | sed 's|^\./||' | sort)
