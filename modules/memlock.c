@@ -643,6 +643,7 @@ static void observe(struct ctx *c, struct report *r)
 
 		fmt_kib(soft, sb, sizeof(sb));
 		free(pid);
+		pid = NULL;    /* a failed restart reads no new one: found again below */
 		if (ret == 0 && sshd_limits(c, &pid, &soft, &hard) == 0 &&
 		    !lim_lt(hard, want) && !lim_lt(soft, want))
 			report_finding(r, ST_CHANGED, "memlock.sshd.restarted",
