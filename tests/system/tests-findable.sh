@@ -106,11 +106,9 @@ KNOWN_UNTESTED="
 	mpi.verify.low-bandwidth mpi.verify.no-hostfile mpi.verify.no-hosts mpi.verify.no-mpirun
 	mpi.verify.no-program mpi.verify.rank-twice mpi.verify.slow-pair mpi.verify.timeout
 	nfs.exports.exportfs-failed nfs.exports.mkdir nfs.exports.no-server nfs.exports.write
-	nfs.fstab.write nfs.mount.cannot-run nfs.mount.denied nfs.mount.no-export nfs.mount.no-mount-nfs
-	nfs.mount.no-statd nfs.mount.not-visible nfs.mount.timeout nfs.mount.unreachable
-	nfs.mounted.not-answering nfs.mounted.not-nfs nfs.mounted.options-differ nfs.mounted.stat-failed
-	nfs.mounted.write-failed nfs.mountpoint.busy nfs.mountpoint.mkdir nfs.mountpoint.not-dir
-	nfs.server.denied nfs.server.no-export rdma.fw-0.0.000 rdma.iwarp rdma.link-layer
+	nfs.fstab.write nfs.mount.not-visible nfs.mounted.not-answering nfs.mounted.not-nfs
+	nfs.mounted.options-differ nfs.mounted.stat-failed nfs.mounted.write-failed nfs.mountpoint.busy
+	nfs.mountpoint.mkdir nfs.mountpoint.not-dir nfs.server.denied nfs.server.no-export
 	rendezvous.value-too-large runner.crashed runner.needs.skipped slurm.controller
 	slurm.drain.admin slurm.drain.failed slurm.drained slurm.gres.short slurm.gres.write
 	slurm.key.installed slurm.key.size slurm.leave.deleted slurm.leave.drained slurm.munge.missing

@@ -579,6 +579,42 @@ static void test_fake_root(void)
 	TEST_CHECK(strstr(sb_str(&r.details), "the kernel has no NFS client support (mount: mount.nfs: "
 			  "No such device; ENODEV") != NULL);
 	report_free(&r);
+	/* each failure mount.nfs names is its own finding (the tags index the tests) */
+	{
+		static const struct { const char *says, *tag; } fails[] = {
+			{ "mount: wrong fs type, bad option, bad superblock on 10.0.0.7:/shared, missing "
+			  "codepage or helper program, or other error", "nfs.mount.no-mount-nfs" },
+			{ "mount.nfs: rpc.statd is not running but is required for remote locking.",
+			  "nfs.mount.no-statd" },
+			{ "mount.nfs: access denied by server while mounting 10.0.0.7:/shared", "nfs.mount.denied" },
+			{ "mount.nfs: mounting 10.0.0.7:/shared failed, reason given by server: No such file or "
+			  "directory", "nfs.mount.no-export" },
+			{ "mount.nfs: Connection timed out", "nfs.mount.timeout" },
+			{ "mount.nfs: Connection refused", "nfs.mount.unreachable" },
+		};
+		for (size_t i = 0; i < sizeof(fails) / sizeof(fails[0]); i++) {
+			char *script = xasprintf("#!/bin/sh\necho '%s' >&2\nexit 32\n", fails[i].says);
+
+			spit(path, script);
+			free(script);
+			report_init(&r);
+			TEST_CHECK(nfs_apply(&c, &r) < 0);
+			TEST_INTEQ(r.status, ST_FAILED);
+			TEST_CHECK(r.n_findings == 1 && strcmp(r.findings[0].tag, fails[i].tag) == 0);
+			if (r.n_findings != 1 || strcmp(r.findings[0].tag, fails[i].tag) != 0)
+				fprintf(stderr, "  mount says '%s': %s, not %s\n", fails[i].says,
+					r.n_findings ? r.findings[0].tag : "no finding", fails[i].tag);
+			report_free(&r);
+		}
+	}
+	/* a mount program that cannot be started */
+	setenv("HPCINIT_MOUNT_PROG", "/nonexistent/mount", 1);
+	report_init(&r);
+	TEST_CHECK(nfs_apply(&c, &r) < 0);
+	TEST_CHECK(r.n_findings == 1 && strcmp(r.findings[0].tag, "nfs.mount.cannot-run") == 0);
+	if (r.n_findings)
+		fprintf(stderr, "  no mount program: %s\n", r.findings[0].tag);
+	report_free(&r);
 	unsetenv("HPCINIT_MOUNT_PROG");
 
 	/* a mount removed entirely: the block goes, the file is as it was (plus a final newline) */
