@@ -106,19 +106,17 @@ KNOWN_UNTESTED="
 	mpi.verify.low-bandwidth mpi.verify.no-hostfile mpi.verify.no-hosts mpi.verify.no-mpirun
 	mpi.verify.no-program mpi.verify.rank-twice mpi.verify.slow-pair mpi.verify.timeout
 	nfs.exports.exportfs-failed nfs.exports.mkdir nfs.exports.no-server nfs.exports.write
-	nfs.fstab.write nfs.mount.not-visible nfs.mounted.not-answering nfs.mounted.not-nfs
-	nfs.mounted.options-differ nfs.mounted.stat-failed nfs.mounted.write-failed nfs.mountpoint.busy
-	nfs.mountpoint.mkdir nfs.mountpoint.not-dir nfs.server.denied nfs.server.no-export
-	rendezvous.value-too-large runner.crashed runner.needs.skipped slurm.controller
-	slurm.drain.admin slurm.drain.failed slurm.drained slurm.gres.short slurm.gres.write
-	slurm.key.installed slurm.key.size slurm.leave.deleted slurm.leave.drained slurm.munge.missing
-	slurm.munge.start slurm.register slurm.register.timeout slurm.registered slurm.resume.failed
-	slurm.resumed slurm.slurmd.rekey slurm.slurmd.start slurm.slurmd.stopped slurm.user.missing
-	ssh.ca.bad-certificate ssh.ca.expired ssh.ca.foreign-name ssh.ca.key-on-compute
-	ssh.ca.krl-missing ssh.ca.no-certificate ssh.ca.no-rendezvous ssh.ca.no-secret
-	ssh.ca.not-host-cert ssh.ca.not-own-key ssh.ca.other-ca ssh.ca.record-cert ssh.ca.refused
-	ssh.ca.revoke-ca ssh.ca.store-unreachable ssh.hostbased.no-keysign ssh.peer.bad-hostname
-	ssh.sshd.config-invalid ssh.sshd.no-include ssh.sshd.not-reloaded
+	nfs.fstab.write nfs.mount.not-visible nfs.mounted.not-nfs rendezvous.value-too-large
+	runner.crashed runner.needs.skipped slurm.controller slurm.drain.admin slurm.drain.failed
+	slurm.drained slurm.gres.short slurm.gres.write slurm.key.installed slurm.key.size
+	slurm.leave.deleted slurm.leave.drained slurm.munge.missing slurm.munge.start slurm.register
+	slurm.register.timeout slurm.registered slurm.resume.failed slurm.resumed slurm.slurmd.rekey
+	slurm.slurmd.start slurm.slurmd.stopped slurm.user.missing ssh.ca.bad-certificate ssh.ca.expired
+	ssh.ca.foreign-name ssh.ca.key-on-compute ssh.ca.krl-missing ssh.ca.no-certificate
+	ssh.ca.no-rendezvous ssh.ca.no-secret ssh.ca.not-host-cert ssh.ca.not-own-key ssh.ca.other-ca
+	ssh.ca.record-cert ssh.ca.refused ssh.ca.revoke-ca ssh.ca.store-unreachable
+	ssh.hostbased.no-keysign ssh.peer.bad-hostname ssh.sshd.config-invalid ssh.sshd.no-include
+	ssh.sshd.not-reloaded
 "
 srcs=$(find . \( -path ./tests -o -path './build*' -o -path './_build*' -o -path ./.git \) -prune \
 	-o -name '*.c' -print | sed 's|^\./||' | sort)
