@@ -105,8 +105,7 @@ KNOWN_UNTESTED="
 	mpi.sysfiles.write mpi.verify.cannot-run mpi.verify.exit-status mpi.verify.launch-failed
 	mpi.verify.low-bandwidth mpi.verify.no-hostfile mpi.verify.no-hosts mpi.verify.no-mpirun
 	mpi.verify.no-program mpi.verify.rank-twice mpi.verify.slow-pair mpi.verify.timeout
-	nfs.exports.exportfs-failed nfs.exports.mkdir nfs.exports.no-server nfs.exports.write
-	nfs.fstab.write nfs.mount.not-visible nfs.mounted.not-nfs rendezvous.value-too-large
+	nfs.exports.exportfs-failed nfs.exports.no-server nfs.mounted.not-nfs rendezvous.value-too-large
 	runner.crashed runner.needs.skipped slurm.controller slurm.drain.admin slurm.drain.failed
 	slurm.drained slurm.gres.short slurm.gres.write slurm.key.installed slurm.key.size
 	slurm.leave.deleted slurm.leave.drained slurm.munge.missing slurm.munge.start slurm.register

@@ -755,6 +755,20 @@ static void test_finding_tags(void)
 	TEST_CHECK(has_tag(&r, "nfs.mounted.write-failed"));
 	report_free(&r);
 	unsetenv("HPCINIT_MOUNT_PROG");
+	/* mount(8) says it mounted, and mountinfo shows nothing there */
+	fakes_reset();
+	setenv("HPCINIT_MOUNT_PROG", "/bin/true", 1);
+	tag_run(&r, root, root_line, "/scratch", RUN_APPLY);
+	TEST_CHECK(has_tag(&r, "nfs.mount.not-visible"));
+	report_free(&r);
+	unsetenv("HPCINIT_MOUNT_PROG");
+	/* /etc/fstab cannot be written (a directory) */
+	snprintf(path, sizeof(path), "%s/etc/fstab", root);
+	unlink(path);
+	mkdir(path, 0755);
+	tag_run(&r, root, mi, "/scratch", RUN_APPLY);
+	TEST_CHECK(has_tag(&r, "nfs.fstab.write"));
+	report_free(&r);
 
 	/* the server's answers before a mount: no such export, permission denied */
 	mount_init(&m, "198.18.2.2", "/export", "/scratch", NULL, 1000);
