@@ -101,21 +101,18 @@ KNOWN_UNTESTED="
 	discovery.record.resolves-elsewhere discovery.record.symlink discovery.record.too-large
 	discovery.static.bad-name discovery.static.self-added discovery.static.unresolved gpu.count.more
 	gpu.ctl.missing gpu.minor.unknown gpu.nvml.reader gpu.toomany kernel.hold.dpkg-failed
-	kernel.hold.error kernel.update.unknown memlock.self.limit memlock.sshd.absent mpi.profile.write
-	mpi.sysfiles.write mpi.verify.cannot-run mpi.verify.exit-status mpi.verify.launch-failed
-	mpi.verify.low-bandwidth mpi.verify.no-hostfile mpi.verify.no-hosts mpi.verify.no-mpirun
-	mpi.verify.no-program mpi.verify.rank-twice mpi.verify.slow-pair mpi.verify.timeout
-	nfs.exports.exportfs-failed nfs.exports.no-server nfs.mounted.not-nfs rendezvous.value-too-large
-	runner.crashed runner.needs.skipped slurm.controller slurm.drain.admin slurm.drain.failed
-	slurm.drained slurm.gres.short slurm.gres.write slurm.key.installed slurm.key.size
-	slurm.leave.deleted slurm.leave.drained slurm.munge.missing slurm.munge.start slurm.register
-	slurm.register.timeout slurm.registered slurm.resume.failed slurm.resumed slurm.slurmd.rekey
-	slurm.slurmd.start slurm.slurmd.stopped slurm.user.missing ssh.ca.bad-certificate ssh.ca.expired
-	ssh.ca.foreign-name ssh.ca.key-on-compute ssh.ca.krl-missing ssh.ca.no-certificate
-	ssh.ca.no-rendezvous ssh.ca.no-secret ssh.ca.not-host-cert ssh.ca.not-own-key ssh.ca.other-ca
-	ssh.ca.record-cert ssh.ca.refused ssh.ca.revoke-ca ssh.ca.store-unreachable
-	ssh.hostbased.no-keysign ssh.peer.bad-hostname ssh.sshd.config-invalid ssh.sshd.no-include
-	ssh.sshd.not-reloaded
+	kernel.hold.error kernel.update.unknown memlock.self.limit memlock.sshd.absent
+	mpi.sysfiles.write mpi.verify.cannot-run nfs.exports.exportfs-failed nfs.exports.no-server
+	nfs.mounted.not-nfs rendezvous.value-too-large runner.crashed runner.needs.skipped
+	slurm.controller slurm.drain.admin slurm.drain.failed slurm.drained slurm.gres.short
+	slurm.gres.write slurm.key.installed slurm.key.size slurm.leave.deleted slurm.leave.drained
+	slurm.munge.missing slurm.munge.start slurm.register slurm.register.timeout slurm.registered
+	slurm.resume.failed slurm.resumed slurm.slurmd.rekey slurm.slurmd.start slurm.slurmd.stopped
+	slurm.user.missing ssh.ca.bad-certificate ssh.ca.expired ssh.ca.foreign-name
+	ssh.ca.key-on-compute ssh.ca.krl-missing ssh.ca.no-certificate ssh.ca.no-rendezvous
+	ssh.ca.no-secret ssh.ca.not-host-cert ssh.ca.not-own-key ssh.ca.other-ca ssh.ca.record-cert
+	ssh.ca.refused ssh.ca.revoke-ca ssh.ca.store-unreachable ssh.hostbased.no-keysign
+	ssh.peer.bad-hostname ssh.sshd.config-invalid ssh.sshd.no-include ssh.sshd.not-reloaded
 "
 srcs=$(find . \( -path ./tests -o -path './build*' -o -path './_build*' -o -path ./.git \) -prune \
 	-o -name '*.c' -print | sed 's|^\./||' | sort)
