@@ -547,6 +547,28 @@ int main(void)
 	put(NODES "/trunc.rec", "# hpcinit peer record\nformat: 1\ncluster: glo\nhost", 0644);
 	put(NODES "/Bad Name.rec", "x", 0644);
 	put(NODES "/README", "not a record\n", 0644);
+	/* a link, a directory, a record too large, one naming another host than its file */
+	{
+		char *lp = host(NODES "/linked.rec"), *dp = host(NODES "/adir.rec");
+		char *big = xmalloc(RECORD_MAX_BYTES + 2);
+
+		TEST_INTEQ(symlink("node2.rec", lp), 0);
+		TEST_INTEQ(mkdir(dp, 0755), 0);
+		memset(big, 'x', RECORD_MAX_BYTES + 1);
+		big[RECORD_MAX_BYTES + 1] = '\0';
+		put(NODES "/huge.rec", big, 0644);
+		free(big);
+		free(lp);
+		free(dp);
+	}
+	plant("node11", "10.0.0.11", 0, KEY);
+	{
+		char *from = host(NODES "/node11.rec"), *to = host(NODES "/node12.rec");
+
+		TEST_INTEQ(rename(from, to), 0);
+		free(from);
+		free(to);
+	}
 	put(NODES "/node9.rec.hpcinit-tmp.abcdef", "left by a crash", 0644);
 	{
 		char *hp = host(NODES "/node9.rec.hpcinit-tmp.abcdef");
@@ -584,6 +606,10 @@ int main(void)
 	TEST_CHECK(cluster_finding(&rep, "discovery.record.writable"));
 	TEST_CHECK(cluster_finding(&rep, "discovery.record.truncated"));
 	TEST_CHECK(cluster_finding(&rep, "discovery.record.bad-name"));
+	TEST_CHECK(cluster_finding(&rep, "discovery.record.symlink"));
+	TEST_CHECK(cluster_finding(&rep, "discovery.record.not-a-file"));
+	TEST_CHECK(cluster_finding(&rep, "discovery.record.too-large"));
+	TEST_CHECK(cluster_finding(&rep, "discovery.record.malformed"));
 	TEST_CHECK(finding(&rep, "discovery.address.claimed-twice", ST_OK));
 	TEST_CHECK(!exists(NODES "/gone.rec"));
 	TEST_CHECK(!exists(NODES "/node9.rec.hpcinit-tmp.abcdef"));
