@@ -92,4 +92,10 @@ run_hpc_stdout "$T/statusj" status --json --root "$R"
 check "status --json is JSON" python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["modules"][0]["name"]=="memlock"' "$T/statusj"
 run_hpc_stdout "$T/applyj" apply --json --root "$R" -c "$SPEC"
 check "apply --json is JSON with exit_code" python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["exit_code"]==3 and d["result"]=="degraded"' "$T/applyj"
+# a step whose need was skipped (hostfile without a discovery section): skipped, tagged
+mkroot "$T/needs"
+printf 'version: 1\ncluster: {name: fx}\nhostfile: {formats: [openmpi]}\n' >"$T/needs.yaml"
+run_hpc_stdout "$T/needs.json" apply --root "$T/needs" -c "$T/needs.yaml" --json
+check "a need skipped: exit 0" [ "$rc" -eq 0 ]
+check "...the step skipped, tagged runner.needs.skipped" contains "$T/needs.json" '"tag": "runner.needs.skipped"'
 done_testing

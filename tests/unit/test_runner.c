@@ -7,6 +7,8 @@
  */
 #include "config.h"
 
+#include <signal.h>
+
 #include "../../agent/core/runner.c"
 #include "../../agent/core/status.c"
 #include "../../agent/cmd/status_read.c"
@@ -268,6 +270,15 @@ static int iso_peers_step(struct ctx *c, struct report *r)
 	return 0;
 }
 
+/* A step whose child dies before it answers (a crash in a library it calls). */
+static int iso_crash_step(struct ctx *c, struct report *r)
+{
+	(void)c;
+	(void)r;
+	raise(SIGKILL);
+	return 0;
+}
+
 static void test_isolated_roundtrip(void)
 {
 	struct spec s = { 0 };
@@ -320,6 +331,20 @@ static void test_isolated_roundtrip(void)
 	}
 	view.peers = peerset_free(view.peers);
 	report_free(&rep);
+
+	/* the child killed before it answers: the step fails, tagged runner.crashed, the signal named */
+	{
+		const struct module mcr = { .name = "crash", .apply = iso_crash_step, .check = iso_crash_step,
+					   .isolate = true };
+
+		report_init(&rep);
+		r = run_isolated(&c, &mcr, mcr.apply, &rep, &view, 20000);
+		TEST_INTEQ(r, -EIO);
+		TEST_INTEQ(rep.status, ST_FAILED);
+		TEST_CHECK(rep.n_findings == 1 && strcmp(rep.findings[0].tag, "runner.crashed") == 0);
+		TEST_CHECK(rep.n_findings == 1 && strstr(rep.findings[0].text, "signal Killed") != NULL);
+		report_free(&rep);
+	}
 }
 
 static void test_iso_header(void)
@@ -413,6 +438,7 @@ int main(void)
 	TEST_STREQ(res.reports[1].summary, "Input/output error");
 	TEST_INTEQ(res.reports[2].status, ST_SKIPPED);
 	TEST_STREQ(res.reports[2].summary, "needs b, which failed");
+	TEST_CHECK(res.reports[2].n_findings == 1 && strcmp(res.reports[2].findings[0].tag, NEEDS_FAILED_TAG) == 0);
 	TEST_INTEQ(res.reports[3].status, ST_DEGRADED);
 	TEST_INTEQ(res.reports[4].status, ST_SKIPPED);
 	TEST_STREQ(res.reports[4].summary, "no e section in the spec");
