@@ -1,0 +1,32 @@
+#!/bin/bash
+# gpu: the inventory's findings that gpu-failures.sh does not make, by their tags,
+# on the fake root of an ND H100 v5 (tests/fixtures/gpu/mkroot.sh: no GPU here, the
+# files stand in for the node's): /dev/nvidiactl missing, a GPU's Device Minor
+# unknown, more GPUs than gpu.count says.  The real binary, check --only gpu.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/rdma-lib.sh"
+if [ "$(id -u)" != 0 ]; then echo "SKIP: the fake /dev/nvidia* need mknod (root)"; exit 77; fi
+R=$T/root
+mk() { rm -rf "$R"; bash "$FIX/gpu/mkroot.sh" "$R" "$1"; }
+spec() { printf 'version: 1\ncluster: {name: gpu}\ngpu: {%s}\n' "${1:-}" >"$R/node.yaml"; }
+run() { run_hpc_stdout "$T/out" check --root "$R" -c "$R/node.yaml" --only gpu --json; }
+
+mk ndh100v5
+spec
+rm "$R/dev/nvidiactl"
+run
+is "no /dev/nvidiactl: exit 1" "$rc" 1
+has_tag "no /dev/nvidiactl" "$T/out" gpu failed gpu.ctl.missing
+
+mk ndh100v5
+spec
+info=$(ls "$R"/proc/driver/nvidia/gpus/*/information | head -1)
+sed -i '/^Device Minor/d' "$info"
+run
+has_tag "a GPU's Device Minor unknown" "$T/out" gpu failed gpu.minor.unknown
+
+mk ndh100v5
+spec 'count: 4'
+run
+has_tag "8 GPUs where gpu.count says 4" "$T/out" gpu degraded gpu.count.more
+done_testing
