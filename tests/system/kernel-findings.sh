@@ -3,7 +3,7 @@
 # its tag, on the fixture roots with one change: the dpkg status gone or without the
 # kernel's package, a kernel pending with no modules listed to check it by, the
 # ledger's directory a file, dnf.conf unreadable or with a foreign exclude=, zypper's
-# multiversion(kernel).  The real binary, check or apply --only kernel.
+# multiversion(kernel), dpkg failing.  The real binary, check or apply --only kernel.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/rdma-lib.sh"
 R=$T/root
@@ -31,4 +31,6 @@ case_ "dnf.conf sets exclude= and excludepkgs= without kernel*" rhel apply \
 check "...and dnf.conf is left as it was" grep -qx 'exclude=foo' "$R/etc/dnf/dnf.conf"
 case_ "zypper keeps several kernels (multiversion(kernel))" suse apply \
 	'printf "[main]\nmultiversion = provides:multiversion(kernel)\n" >"$R/etc/zypp/zypp.conf"' 0 info kernel.hold.warning
+case_ "dpkg cannot take its lock (/var/lib/dpkg/lock a directory)" debian apply \
+	'rm -f "$R/var/lib/dpkg/lock"; mkdir "$R/var/lib/dpkg/lock"' 1 failed kernel.hold.dpkg-failed
 done_testing

@@ -69,6 +69,7 @@ has_detail "99-site.conf: reg_mr under the job's limit, both numbers named" "$T/
 	"^reg-mr-enomem: mlx5_ib0: ibv_reg_mr of 6 MiB failed with ENOMEM: the memlock limit in force is 4096 KiB \\(hard 4096 KiB; a job gets: PAM session of azureuser 4096 KiB, systemd services 8192 KiB\\); set memlock: unlimited and restart the services that use RDMA$"
 run_hpc_stdout "$T/mout" check --root "$R" -c "$R/node.yaml" --only memlock --json
 is "99-site.conf: memlock failed" "$(jget "$T/mout" memlock status)" failed
+has_tag "no sshd running in the root: said, as information" "$T/mout" memlock info memlock.sshd.absent
 is "99-site.conf: memlock names the file" "$(jget "$T/mout" memlock summary)" \
 	"/etc/security/limits.d/99-site.conf:2 sets memlock 4096 KiB for user azureuser, below memlock.limit 8192 KiB: it overrides /etc/security/limits.d/90-hpcinit.conf (pam_limits reads limits.d in name order; a later or more specific line wins)"
 
