@@ -88,6 +88,31 @@ for f in $(find tests -name '*.sh' -not -path 'tests/vmcheck/*' -not -path 'test
 done
 ok "shell tests checked for their own TAP dialect"
 
+# --- a shell test's name says the step it covers (modules/<step>), or the part of
+# the house: core and runner (agent/core), spec and conf (the spec, conf/ examples),
+# cloud-init, etcd (the rendezvous), vm (the VM harness), and the tree's own checks ---
+PARTS="core runner spec conf cloud-init etcd vm dist man layers sizes tests systemd"
+# Known still, by name: the readiness exports (issue 33), records' readiness across nodes,
+# the spec file's trust, the demo; take a file off when it is renamed (this test says so).
+KNOWN_UNNAMED="tests/system/health-endpoint.sh tests/system/metrics-textfile.sh tests/system/notify.sh
+	tests/system/live-state.sh tests/system/members.sh tests/system/trust-spec-file.sh tests/cluster/demo.sh"
+steps=$(find modules -mindepth 1 -maxdepth 1 \( -type d -o -name '*.c' \) | sed 's|^modules/||; s|\.c$||' | sort -u)
+for f in $(find tests/system tests/cluster -name '*.sh' -not -name '*lib.sh' -not -name overlay.sh -not -name sim.sh | sort); do
+	b=$(basename "$f" .sh)
+	named=
+	for p in $steps $PARTS; do
+		case $b in "$p"|"$p"-*) named=$p; break ;; esac
+	done
+	if [ -n "$named" ]; then
+		known "$(echo $KNOWN_UNNAMED)" "$f" && not_ok "$f says its step now: take it off KNOWN_UNNAMED in $0"
+	elif known "$(echo $KNOWN_UNNAMED)" "$f"; then
+		echo "# known, its name does not say its step yet: $f"
+	else
+		not_ok "$f: the name does not say the step it covers (<step>-*.sh: $(echo $steps), or $PARTS)"
+	fi
+done
+ok "shell tests' names checked for their step"
+
 # --- the finding tags are an index of the tests ---
 # Every tag a finding can carry (tests/system/finding-tags.pl reads them from
 # the sources) appears in some test, where the test asserts it: grep for a tag
