@@ -4,6 +4,8 @@
 # files: tests-findable.sh).  What this one holds:
 #  - every source file and every header without a .c of its name is named in
 #    ARCHITECTURE.md, so the guide cannot fall behind the tree;
+#  - a header declares its own file's functions, or those of its folder's
+#    files it names (a folder's inside header);
 #  - every folder with sources has its build fragment beside them, and
 #    modules/modules.am includes the steps' fragments in modules/table.c's run
 #    order;
@@ -39,6 +41,37 @@ for h in $(find $srcdirs -name '*.h' 2>/dev/null | sort); do
 	grep -qF "$(basename "$h")" "$ARCH" || missing="$missing $h"
 done
 check "every header without a .c of its name is named in ARCHITECTURE.md${missing:+ (not:$missing)}" test -z "$missing"
+
+# --- a header is named for what it declares ---
+# Each function a header declares is defined in the file of its name, or in
+# another file of its folder that the header's own text names (a folder's
+# inside header, slurm.h for words.c and gres.c, names its files).  From the
+# built objects' definitions (nm) and the headers' declarations.
+objs=$(find "$TOP_BUILDDIR"/agent "$TOP_BUILDDIR"/common "$TOP_BUILDDIR"/lib "$TOP_BUILDDIR"/modules \
+	-name '*.o' ! -name 'hpcinit_*-*' 2>/dev/null || true)
+if [ -n "$objs" ]; then
+	# shellcheck disable=SC2086
+	nm -P --defined-only -A $objs 2>/dev/null | awk -v b="$TOP_BUILDDIR/" '$3 == "T" {
+		o = $1; sub(/:$/, "", o); sub(b, "", o); d = o; sub(/\/[^\/]*$/, "", d)
+		f = o; sub(/.*\//, "", f); sub(/\.o$/, ".c", f); print $2, d "/" f }' >"$T/defs"
+	bad=""
+	# shellcheck disable=SC2086
+	for h in $(find $srcdirs -name '*.h' 2>/dev/null | sort); do
+		d=$(dirname "$h"); b=$(basename "$h" .h)
+		for fn in $(grep -oE '^[a-z][a-z_ *0-9]*[ *][a-z_][a-z_0-9]*\(' "$h" | grep -oE '[a-z_][a-z_0-9]*\($' | tr -d '(' | sort -u); do
+			awk -v f="$fn" '$1 == f { print $2 }' "$T/defs"
+		done | sort -u | while read -r src; do
+			[ "$src" = "$d/$b.c" ] && continue
+			if [ "$(dirname "$src")" != "$d" ]; then echo "$h declares a function of $src (another folder)"
+			elif ! grep -qF "$(basename "$src")" "$h"; then echo "$h declares functions of $(basename "$src") without naming it"; fi
+		done >>"$T/hdr-bad"
+	done
+	touch "$T/hdr-bad"
+	if [ -s "$T/hdr-bad" ]; then not_ok "each header declares only its file's functions, or its folder's files it names:"; sed 's/^/  | /' "$T/hdr-bad"
+	else ok "each header declares only its file's functions, or its folder's files it names"; fi
+else
+	not_ok "the agent's objects are built (run make first): the headers cannot be checked"
+fi
 
 # --- a build fragment beside every folder's sources ---
 missing=""
