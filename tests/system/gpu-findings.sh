@@ -2,7 +2,7 @@
 # gpu: the inventory's findings that gpu-failures.sh does not make, by their tags,
 # on the fake root of an ND H100 v5 (tests/fixtures/gpu/mkroot.sh: no GPU here, the
 # files stand in for the node's): /dev/nvidiactl missing, a GPU's Device Minor
-# unknown, more GPUs than gpu.count says.  The real binary, check --only gpu.
+# unknown, more GPUs than gpu.count says, more than a node may have.  The real binary, check --only gpu.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/rdma-lib.sh"
 if [ "$(id -u)" != 0 ]; then echo "SKIP: the fake /dev/nvidia* need mknod (root)"; exit 77; fi
@@ -29,4 +29,15 @@ mk ndh100v5
 spec 'count: 4'
 run
 has_tag "8 GPUs where gpu.count says 4" "$T/out" gpu degraded gpu.count.more
+# More GPUs on the bus than a node may have (64): the first 64 checked, said.  57 more
+# stand-in GPUs on the PCI bus, unbound (only the count matters here).
+mk ndh100v5
+spec
+for i in $(seq 16 72); do
+	d=$R/sys/bus/pci/devices/$(printf '%04x' "$i"):00:00.0
+	mkdir -p "$d"
+	echo 0x10de >"$d/vendor"; echo 0x2330 >"$d/device"; echo 0x030200 >"$d/class"; echo 0 >"$d/numa_node"
+done
+run
+has_tag "65 GPUs on the bus" "$T/out" gpu degraded gpu.toomany
 done_testing

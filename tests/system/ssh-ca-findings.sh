@@ -115,4 +115,11 @@ is "certs/ a file: exit 1" "$rc" 1
 has_tag "certs/ a file" "$T/out" ssh failed ssh.ca.store-unreachable
 rm "$CERTS"
 mv "$T/certs.d" "$CERTS"
+# The head: the CA's own key in certs/revoked.keys (a rebuilt head reads certs/'s list) is dropped,
+# never revoked, and said (ssh-ca-revoke.sh proves the KRL).
+printf '%s\n' "$CAPUB" >>"$CERTS/revoked.keys"
+rm -f "$H/var/lib/hpcinit/ssh-ca/revoked.keys"
+HPCINIT_ADDRESS=198.18.10.1 run_hpc_stdout "$T/out" apply --root "$H" --hostname hd1 -c "$T/head.yaml" --json
+is "head, the CA's key in revoked.keys: exit 0" "$rc" 0
+has_tag "head, the CA's key in revoked.keys: dropped" "$T/out" ssh cluster ssh.ca.revoke-ca
 done_testing
