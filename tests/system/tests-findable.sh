@@ -122,14 +122,14 @@ ok "shell tests' names checked for their step"
 # test asserts it (this check says so); a new tag in neither list fails.
 HARDWARE=""
 KNOWN_UNTESTED="
-	discovery.dir.unreadable discovery.static.bad-name gpu.nvml.reader kernel.hold.error
-	kernel.update.unknown memlock.self.limit mpi.sysfiles.write mpi.verify.cannot-run
-	nfs.exports.exportfs-failed nfs.exports.no-server nfs.mounted.not-nfs rendezvous.value-too-large
-	slurm.controller slurm.drain.admin slurm.drain.failed slurm.drained slurm.gres.short
-	slurm.gres.write slurm.leave.deleted slurm.leave.drained slurm.munge.start slurm.register
-	slurm.register.timeout slurm.registered slurm.resume.failed slurm.resumed slurm.slurmd.rekey
-	slurm.slurmd.start slurm.slurmd.stopped ssh.ca.no-secret ssh.ca.record-cert
-	ssh.peer.bad-hostname ssh.sshd.config-invalid ssh.sshd.not-reloaded
+	discovery.dir.unreadable gpu.nvml.reader kernel.hold.error kernel.update.unknown
+	memlock.self.limit mpi.sysfiles.write mpi.verify.cannot-run nfs.exports.exportfs-failed
+	nfs.exports.no-server nfs.mounted.not-nfs rendezvous.value-too-large slurm.controller
+	slurm.drain.admin slurm.drain.failed slurm.drained slurm.gres.short slurm.gres.write
+	slurm.leave.deleted slurm.leave.drained slurm.munge.start slurm.register slurm.register.timeout
+	slurm.registered slurm.resume.failed slurm.resumed slurm.slurmd.rekey slurm.slurmd.start
+	slurm.slurmd.stopped ssh.ca.no-secret ssh.ca.record-cert ssh.peer.bad-hostname
+	ssh.sshd.config-invalid ssh.sshd.not-reloaded
 "
 srcs=$(find . \( -path ./tests -o -path './build*' -o -path './_build*' -o -path ./.git \) -prune \
 	-o -name '*.c' -print | sed 's|^\./||' | sort)

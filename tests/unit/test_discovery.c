@@ -495,6 +495,32 @@ static void test_many(struct ctx *c, struct spec *spec)
 	TEST_INTEQ(cidr_parse("10.0.0.0/24", &spec->cluster.network), 0);
 }
 
+/* A name in discovery.hosts the loader would refuse (a spec built in code): a finding, not a peer. */
+static void test_static_bad_name(void)
+{
+	struct spec spec = { 0 };
+	struct ctx c = { .spec = &spec, .mode = RUN_APPLY, .hostname = "node1" };
+	struct report rep;
+	struct disc_run run = { .c = &c, .rep = &rep };
+	char self[] = "node1";
+	bool found = false;
+
+	report_init(&rep);
+	report_init(&run.notes);
+	run.self.hostname = self;
+	strlist_push(&spec.discovery.hosts, "-bad..name");
+	TEST_INTEQ(static_open(&run), 0);
+	static_list(&run);
+	for (size_t i = 0; i < run.notes.n_findings; i++)
+		found |= strcmp(run.notes.findings[i].tag, "discovery.static.bad-name") == 0;
+	TEST_CHECK(found);
+	TEST_INTEQ(run.found.n, 0);
+	static_close(&run);
+	report_free(&run.notes);
+	report_free(&rep);
+	strlist_free(&spec.discovery.hosts);
+}
+
 int main(void)
 {
 	struct spec spec = { 0 };
@@ -504,6 +530,7 @@ int main(void)
 	char *p, *before = NULL, *after = NULL;
 	struct stat st;
 
+	test_static_bad_name();
 	disc_test_setup(&c, &spec);
 
 	/* first apply: directories and the record are made */
