@@ -5,7 +5,7 @@
 # by the real mpirun on this machine (localhost; no ssh).  What verify_parse makes
 # of the program's lines (slow pair, narrow pair, two ranks on a host) and a
 # launch that fails or times out are in tests/unit/test_mpi.c.  And apply's profile
-# that cannot be written.
+# and system files that cannot be written.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/rdma-lib.sh"
 R=$T/root
@@ -46,4 +46,10 @@ rm -rf "$R/etc/profile.d"
 : >"$R/etc/profile.d"
 run_hpc_stdout "$T/out" apply --root "$R" -c "$R/node.yaml" --only mpi --json
 has_tag "apply: the profile cannot be written" "$T/out" mpi failed mpi.profile.write
+# apply on an HBv3 (the rdma fixture): /etc/ucx a file, ucx.conf cannot be written
+fixture rdma/hbv3-healthy "$T/hbv3"
+printf 'mpi: {profile: true}\n' >>"$T/hbv3/node.yaml"
+: >"$T/hbv3/etc/ucx"
+run_hpc_stdout "$T/out" apply --root "$T/hbv3" -c "$T/hbv3/node.yaml" --only mpi --json
+has_tag "apply: ucx.conf cannot be written (/etc/ucx a file)" "$T/out" mpi failed mpi.sysfiles.write
 done_testing
