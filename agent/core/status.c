@@ -472,16 +472,26 @@ static void free_parts(struct part *parts)
 		part_free(&parts[k]);
 }
 
+/*
+ * A status file, replaced whole (rename) for every reader.  Each holds the
+ * run's time, so the old one is not read to compare.  Those under /run are
+ * not synced: no later boot reads them (a tmpfs; a crash empties it), and
+ * `check` writes them on a timer all day.  last-run.json, kept for the next
+ * boot, syncs its data but not its directory: after a crash it is the last
+ * run's or the one before, whole.
+ */
 static int write_file(struct ctx *c, struct report *scratch, const char *path, const char *text)
 {
 	char *dir = xstrdup(path);
+	unsigned flags = FS_REPLACE;
 	int r;
 
 	*strrchr(dir, '/') = '\0';
+	flags |= strcmp(dir, STATUS_DIR) == 0 ? FS_NO_SYNC : FS_SYNC_FILE;
 	r = fs_mkdir_p(c, scratch, dir, 0755, 0, 0);
 	free(dir);
 	if (r >= 0)
-		r = fs_write(c, scratch, path, text, strlen(text), 0644, 0, 0);
+		r = fs_write_opt(c, scratch, path, text, strlen(text), 0644, 0, 0, flags);
 	return r;
 }
 
