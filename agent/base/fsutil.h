@@ -59,8 +59,9 @@ int fs_write(struct ctx *c, struct report *r, const char *path,
  * crash the name holds the new file.  FS_SYNC_FILE: the file only; after a
  * crash the name holds the old file or the new one, either whole (a record
  * rewritten every run, /var/lib/hpcinit/last-run.json).  FS_NO_SYNC: neither,
- * for a file no later boot reads (under /run, a tmpfs a crash empties
- * anyway); the rename still replaces it whole for every reader.
+ * for a file no later boot reads (the status files under /run, a tmpfs a
+ * crash empties anyway, written by `check` on a timer all day); the rename
+ * still replaces it whole for every reader.
  */
 #define FS_SYNC_FILE 2u
 #define FS_NO_SYNC 4u

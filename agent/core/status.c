@@ -472,14 +472,7 @@ static void free_parts(struct part *parts)
 		part_free(&parts[k]);
 }
 
-/*
- * A status file, replaced whole (rename) for every reader.  Each holds the
- * run's time, so the old one is not read to compare.  Those under /run are
- * not synced: no later boot reads them (a tmpfs; a crash empties it), and
- * `check` writes them on a timer all day.  last-run.json, kept for the next
- * boot, syncs its data but not its directory: after a crash it is the last
- * run's or the one before, whole.
- */
+/* Replaced whole, not compared (each holds the run's time); under /run not synced (fsutil.h). */
 static int write_file(struct ctx *c, struct report *scratch, const char *path, const char *text)
 {
 	char *dir = xstrdup(path);
