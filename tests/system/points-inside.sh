@@ -20,17 +20,14 @@ list_files() {   # list_files DIR
 	fi
 }
 
-notes='(DESIGN|STYLE|TESTBED|FIELD-NOTES)'
-pattern="\\<$notes\\.md\\>|FIELD-NOTES|\\.\\./shared\\>|/work/(shared)\\>"
+field='FIELD''-NOTES'
+notes="(DESIGN|STYLE|TESTBED|$field)"
+pattern="\\<$notes\\.md\\>|$field|\\.\\./shared\\>|/work/(shared)\\>"
 
 # outside DIR OUT: the lines of DIR's files that point outside, in OUT.
 outside() {
-	local f
-	: >"$2"
-	while IFS= read -r f; do
-		[ -f "$1/$f" ] || continue
-		grep -IHnE "$pattern" "$1/$f" 2>/dev/null | sed "s|^$1/||" >>"$2" || true
-	done < <(list_files "$1")
+	(cd "$1" && list_files . | while IFS= read -r f; do [ -f "$f" ] && printf '%s\0' "$f"; done |
+		xargs -0 -r grep -IHnE "$pattern" >"$2") || true
 }
 
 # The check can fail: a tree with a comment that points outside.
