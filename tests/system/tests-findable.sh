@@ -91,7 +91,7 @@ ok "shell tests checked for their own TAP dialect"
 # --- a shell test's name says the step it covers (modules/<step>), or the part of
 # the house: core and runner (agent/core), spec and conf (the spec, conf/ examples),
 # cloud-init, etcd (the rendezvous), vm (the VM harness), and the tree's own checks ---
-PARTS="core runner spec conf cloud-init etcd vm dist man layers sizes tests architecture systemd"
+PARTS="core runner spec conf cloud-init etcd vm dist man layers sizes tests architecture points systemd"
 # Known still, by name: the readiness exports (issue 33), records' readiness across nodes,
 # the spec file's trust, the demo; take a file off when it is renamed (this test says so).
 KNOWN_UNNAMED="tests/system/health-endpoint.sh tests/system/metrics-textfile.sh tests/system/notify.sh
