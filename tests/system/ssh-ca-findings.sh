@@ -33,12 +33,12 @@ YAML
 }
 spec head >"$T/head.yaml"
 spec compute >"$T/compute.yaml"
-head() {        # head OUT ARGS...: hpcinit on the head's root
+on_head() {     # on_head OUT ARGS...: hpcinit on the head's root
 	local out=$1
 	shift
 	HPCINIT_ADDRESS=198.18.10.1 run_hpc "$out" "$@" --root "$H" --hostname hd1 -c "$T/head.yaml"
 }
-compute() {     # compute OUT ARGS...: hpcinit on the compute's root
+on_compute() {  # on_compute OUT ARGS...: hpcinit on the compute's root
 	local out=$1
 	shift
 	HPCINIT_ADDRESS=198.18.10.2 run_hpc "$out" "$@" --root "$C" --hostname cn2 -c "$T/compute.yaml"
@@ -50,12 +50,12 @@ refresh() {
 	HPCINIT_ADDRESS=198.18.10.2 run_hpc_stdout "$T/out" refresh --root "$C" --hostname cn2 -c "${1:-$T/compute.yaml}" --json
 }
 
-compute "$T/c0" apply --only discovery
+on_compute "$T/c0" apply --only discovery
 refresh
 is "no certificate yet: exit 3" "$rc" 3
 has_tag "no certificate yet" "$T/out" ssh degraded ssh.ca.no-certificate
-head "$T/h1" apply
-compute "$T/c1" apply
+on_head "$T/h1" apply
+on_compute "$T/c1" apply
 check "the compute installed its certificate" [ -s "$C/etc/ssh/ssh_host_ed25519_key-cert.pub" ]
 cp "$CERTS/cn2.cert" "$T/good.cert"
 ssh-keygen -q -t ed25519 -N '' -f "$T/other-ca"
