@@ -155,22 +155,17 @@ int fd_write_all(int fd, const void *data, size_t len)
 /*
  * Temp files carry this node's name: two nodes writing the same shared home
  * (NFS) each remove only their own leftovers, never the other's live file.
- * The name is reduced to the characters a hostname may have.
+ * The name is node_hostname (a valid host name, else "localhost"), its
+ * first 64 bytes.
  */
 static char *tmp_prefix(const struct ctx *c, const char *hostpath)
 {
-	char node[65] = "";
-	size_t i;
+	char node[NODE_HOSTNAME_MAX];
 
-	if (c->hostname)
-		snprintf(node, sizeof(node), "%s", c->hostname);
-	else if (gethostname(node, sizeof(node) - 1) < 0)
-		node[0] = '\0';
-	node[sizeof(node) - 1] = '\0';
-	for (i = 0; node[i]; i++)
-		if (!isalnum((unsigned char)node[i]) && node[i] != '-' && node[i] != '.')
-			node[i] = '_';
-	return xasprintf("%s.hpcinit-tmp.%s.", hostpath, i ? node : "localhost");
+	if (!node_hostname(c, node, sizeof(node)))
+		snprintf(node, sizeof(node), "localhost");
+	node[64] = '\0';               /* the name's first 64 bytes, as before */
+	return xasprintf("%s.hpcinit-tmp.%s.", hostpath, node);
 }
 
 /*

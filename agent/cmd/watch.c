@@ -137,10 +137,7 @@ static void events_child(void *arg, int fd)
 		char host[256] = "";
 		int r;
 
-		if (c->hostname)
-			snprintf(host, sizeof(host), "%s", c->hostname);
-		else if (gethostname(host, sizeof(host) - 1) < 0)
-			host[0] = '\0';
+		(void)node_hostname(c, host, sizeof(host));
 		r = md_events_get(c->spec->discovery.events_url, host, &ev, &err);
 
 		if (r < 0)

@@ -333,12 +333,7 @@ static enum rstatus readiness(const struct ctx *c, struct strlist *tags, bool *r
 
 static const char *node_name(const struct ctx *c, char *buf, size_t size)
 {
-	if (c->hostname)
-		return c->hostname;
-	if (gethostname(buf, size) < 0)
-		return NULL;
-	buf[size - 1] = '\0';
-	return buf;
+	return node_hostname(c, buf, size);
 }
 
 /* What the controller says about this node; -errno when it cannot be asked. */

@@ -33,9 +33,7 @@ static void self_hostname(const struct ctx *c, const struct peerset *ps, char *b
 			snprintf(buf, len, "%s", ps->v[i].hostname);
 			return;
 		}
-	if (c->hostname)
-		snprintf(buf, len, "%s", c->hostname);
-	else if (gethostname(buf, len - 1) < 0 || !valid_hostname(buf))
+	if (!node_hostname(c, buf, len))
 		snprintf(buf, len, "localhost");
 }
 
