@@ -185,50 +185,12 @@ static int read_proc_memlock(const struct ctx *c, const char *pid, long long *so
 	return memlock_proc_read(c, (long)n, soft, hard);
 }
 
-/* The running sshd: /run/sshd.pid, else the first process named sshd whose parent is 1. */
+/* The running sshd: /run/sshd.pid, else the lowest process named sshd whose parent is 1 (daemon_pid). */
 static char *find_sshd(const struct ctx *c)
 {
-	char *text = NULL, *ret = NULL, *procdir;
-	DIR *d;
-	struct dirent *de;
+	pid_t pid = daemon_pid(c, "/run/sshd.pid", "sshd", DAEMON_SCAN | DAEMON_TOP, NULL, 0);
 
-	if (fs_read(c, "/run/sshd.pid", &text, NULL) == 0) {
-		text[strcspn(text, " \n")] = '\0';
-		if (*text && strspn(text, "0123456789") == strlen(text)) {
-			char *p = xasprintf("/proc/%s/limits", text);
-
-			if (fs_exists(c, p))
-				ret = xstrdup(text);
-			free(p);
-		}
-		free(text);
-		if (ret)
-			return ret;
-	}
-	procdir = ctx_path(c, "/proc");
-	d = opendir(procdir);
-	free(procdir);
-	if (!d)
-		return NULL;
-	while (!ret && (de = readdir(d))) {
-		char *stat = NULL, *p;
-
-		if (strspn(de->d_name, "0123456789") != strlen(de->d_name))
-			continue;
-		p = xasprintf("/proc/%s/stat", de->d_name);
-		if (fs_read(c, p, &stat, NULL) == 0) {
-			/* pid (comm) state ppid ... */
-			char *open = strchr(stat, '('), *close = strrchr(stat, ')');
-
-			if (open && close && close > open && strncmp(open + 1, "sshd)", 5) == 0 &&
-			    strncmp(close + 1, " S 1 ", 5) == 0)
-				ret = xstrdup(de->d_name);
-		}
-		free(stat);
-		free(p);
-	}
-	closedir(d);
-	return ret;
+	return pid ? xasprintf("%ld", (long)pid) : NULL;
 }
 
 /* a < b with -1 (unlimited) the largest. */
@@ -300,17 +262,6 @@ static int sshd_use_pam(const struct ctx *c, const char *path, int depth, char *
 	return r;
 }
 
-/* The running system manager under the root (sd_booted: /run/systemd/system is a directory). */
-static bool systemd_running(const struct ctx *c)
-{
-	char *p = ctx_path(c, "/run/systemd/system");
-	struct stat st;
-	bool yes = stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-
-	free(p);
-	return yes;
-}
-
 /* The live default of the running manager: systemctl show's DefaultLimitMEMLOCK (bytes or infinity). */
 static int live_default(const struct ctx *c, long long *ret)
 {
@@ -362,9 +313,9 @@ static bool systemd_live(struct ctx *c, struct report *r, long long want)
 
 	if (!c->spec->memlock.systemd)
 		return false;
-	if (!systemd_running(c)) {
+	if (!systemd_booted(c)) {
 		report_finding(r, ST_OK, "memlock.systemd.not-running",
-			       "systemd: not running here (no /run/systemd/system): the drop-in applies when it starts");
+			       "systemd: not running here (no " SYSTEMD_BOOTED_DIR "): the drop-in applies when it starts");
 		return false;
 	}
 	if (systemctl_refused(c, r, "systemd (daemon-reload)"))

@@ -48,6 +48,7 @@
 
 #include "fsutil.h"
 #include "number.h"
+#include "systemd.h"
 #include "limits/memlock_job.h"
 
 void memlock_fmt(long long bytes, char *buf, size_t n)
@@ -528,7 +529,7 @@ static void slurmd_unit(const struct ctx *c, struct memlock_slurm *ret)
 		strlist_push(&files, transient);
 		goto read;
 	}
-	if (c->spec && c->spec->slurm.present && fs_exists(c, "/run/systemd/system")) {
+	if (c->spec && c->spec->slurm.present && systemd_booted(c)) {
 		ret->slurmd_soft = MEMLOCK_UNLIMITED;
 		snprintf(ret->slurmd_from, sizeof(ret->slurmd_from), "the slurm step's unit hpcinit-slurmd");
 		return;
@@ -696,7 +697,7 @@ void memlock_slurm_read(const struct ctx *c, struct memlock_slurm *ret)
 		return;
 	slurm_settings(c, ret, &a);
 	snprintf(ret->pidfile, sizeof(ret->pidfile), "%s", a.pidfile[0] ? a.pidfile : "/run/slurmd.pid");
-	ret->pid = (long)fs_daemon_pid(c, ret->pidfile, "slurmd", true, ret->pid_how, sizeof(ret->pid_how));
+	ret->pid = (long)daemon_pid(c, ret->pidfile, "slurmd", DAEMON_SCAN, ret->pid_how, sizeof(ret->pid_how));
 	if (ret->pid && (own = slurmd_conf(c, ret->pid)) != NULL) {
 		/* the file the running slurmd reads (configless: its cached copy) */
 		if (strcmp(own, ret->conf) != 0) {

@@ -97,6 +97,8 @@ int main(void)
 	TEST_INTEQ(read_proc_memlock(&c, "79", &soft, &hard), -ENODATA);
 	TEST_INTEQ(soft, 8388608);
 	put("/proc/78/stat", "78 (sshd) S 1 78 78 0 -1 4194560\n");
+	put("/proc/78/comm", "sshd\n");
+	put("/proc/77/comm", "sshd\n");
 	put("/proc/78/limits", "Max locked memory         65536                65536                bytes\n");
 	t = find_sshd(&c);
 	TEST_STREQ(t, "78");
