@@ -214,14 +214,6 @@ int runner_check_table(const struct module *const *table)
 	return r;
 }
 
-static bool in_list(const struct strlist *l, const char *s)
-{
-	for (size_t i = 0; i < l->n; i++)
-		if (strcmp(l->v[i], s) == 0)
-			return true;
-	return false;
-}
-
 int runner_check_only(const struct strlist *only)
 {
 	int r = 0;
@@ -245,7 +237,7 @@ int runner_check_only(const struct strlist *only)
 static void select_modules(const struct run_opts *o, const struct module *mods, bool *sel, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		sel[i] = o->only.n == 0 || in_list(&o->only, mods[i].name);
+		sel[i] = o->only.n == 0 || strlist_has(&o->only, mods[i].name);
 	for (size_t i = n; i-- > 0;) {
 		const struct module *m = &mods[i];
 
