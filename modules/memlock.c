@@ -193,14 +193,6 @@ static char *find_sshd(const struct ctx *c)
 	return pid ? xasprintf("%ld", (long)pid) : NULL;
 }
 
-/* a < b with -1 (unlimited) the largest. */
-static bool lim_lt(long long a, long long b)
-{
-	if (a < 0)
-		return false;
-	return b < 0 || a < b;
-}
-
 static void fmt_kib(long long bytes, char *buf, size_t n)
 {
 	if (bytes < 0)
@@ -467,7 +459,7 @@ static void slurm_job(const struct ctx *c, struct report *r, const struct memloc
 			       "job: a Slurm job gets the submitting shell's soft memlock, at most slurmd's hard limit "
 			       "%s (pid %ld, %s, /proc/%ld/limits) (%s): no limits line sets it for a new PAM session "
 			       "of %s here", hbuf, sl.pid, sl.pid_how, sl.pid, setting, who);
-	if (got == MEMLOCK_UNSET || !lim_lt(got, want))
+	if (got == MEMLOCK_UNSET || !memlock_lt(got, want))
 		return;
 	memlock_fmt(want, wbuf, sizeof(wbuf));
 	if (!sl.propagates || got == sl.live_hard)
@@ -514,7 +506,7 @@ static void job_limits(struct ctx *c, struct report *r, long long want)
 		       "job: a new PAM session of %s gets memlock soft %s%s%s, hard %s%s%s (pam_limits' reading of "
 		       "limits.conf and limits.d)", who, sbuf, *j.pam_soft_from ? " from " : "", j.pam_soft_from,
 		       hbuf, *j.pam_hard_from ? " from " : "", j.pam_hard_from);
-	if (j.pam_soft != MEMLOCK_UNSET && lim_lt(j.pam_soft, want)) {
+	if (j.pam_soft != MEMLOCK_UNSET && memlock_lt(j.pam_soft, want)) {
 		bool ours = strncmp(j.pam_soft_from, LIMITS_PATH ":", strlen(LIMITS_PATH) + 1) == 0;
 
 		if (!ours)
@@ -536,7 +528,7 @@ static void job_limits(struct ctx *c, struct report *r, long long want)
 		       "job: systemd services get memlock %s%s%s (DefaultLimitMEMLOCK; a unit's own LimitMEMLOCK= "
 		       "overrides it)", sbuf, *j.svc_from ? " from " : " (systemd's built-in default)", j.svc_from);
 	slurm_job(c, r, &j, who, want);
-	if (m->systemd && j.svc_soft != MEMLOCK_UNSET && lim_lt(j.svc_soft, want) &&
+	if (m->systemd && j.svc_soft != MEMLOCK_UNSET && memlock_lt(j.svc_soft, want) &&
 	    strstr(j.svc_from, SYSTEMD_SYSTEM_PATH ":") != j.svc_from)
 		report_finding(r, ST_FAILED, "memlock.systemd.overridden",
 			       "%s sets DefaultLimitMEMLOCK %s, below memlock.limit %s: it is read after %s",
@@ -587,7 +579,7 @@ static void observe(struct ctx *c, struct report *r)
 	free(where);
 	job_limits(c, r, want);
 	live_ok = systemd_live(c, r, want);
-	if (sshd_limits(c, &pid, &soft, &hard) == 0 && (lim_lt(hard, want) || lim_lt(soft, want)) &&
+	if (sshd_limits(c, &pid, &soft, &hard) == 0 && (memlock_lt(hard, want) || memlock_lt(soft, want)) &&
 	    live_ok && ctx_may_write(c)) {
 		char sb[32];
 		int ret = restart_sshd(c);
@@ -595,7 +587,7 @@ static void observe(struct ctx *c, struct report *r)
 		fmt_kib(soft, sb, sizeof(sb));
 		free(pid);
 		if (ret == 0 && sshd_limits(c, &pid, &soft, &hard) == 0 &&
-		    !lim_lt(hard, want) && !lim_lt(soft, want))
+		    !memlock_lt(hard, want) && !memlock_lt(soft, want))
 			report_finding(r, ST_CHANGED, "memlock.sshd.restarted",
 				       "sshd ran with memlock %s (started before the systemd default); "
 				       "restarted (systemctl try-restart), open sessions kept", sb);
@@ -609,7 +601,7 @@ static void observe(struct ctx *c, struct report *r)
 	if (pid) {
 		if (read_proc_memlock(c, pid, &soft, &hard) == 0) {
 			char sb[32], hb[32];
-			bool low = lim_lt(hard, want) || lim_lt(soft, want);
+			bool low = memlock_lt(hard, want) || memlock_lt(soft, want);
 
 			fmt_kib(soft, sb, sizeof(sb));
 			fmt_kib(hard, hb, sizeof(hb));

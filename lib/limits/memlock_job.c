@@ -61,14 +61,11 @@ void memlock_fmt(long long bytes, char *buf, size_t n)
 		snprintf(buf, n, "%lld KiB", bytes / 1024);
 }
 
-/* a < b with unlimited as the largest. */
-static bool lim_lt(long long a, long long b)
+bool memlock_lt(long long a, long long b)
 {
-	if (a == MEMLOCK_UNLIMITED)
+	if (a == MEMLOCK_UNSET || b == MEMLOCK_UNSET || a == MEMLOCK_UNLIMITED)
 		return false;
-	if (b == MEMLOCK_UNLIMITED)
-		return true;
-	return a < b;
+	return b == MEMLOCK_UNLIMITED || a < b;
 }
 
 long long memlock_job_min(const struct memlock_job *j)
@@ -77,7 +74,7 @@ long long memlock_job_min(const struct memlock_job *j)
 
 	if (j->pam_soft != MEMLOCK_UNSET)
 		m = j->pam_soft;
-	if (j->svc_soft != MEMLOCK_UNSET && (m == MEMLOCK_UNSET || lim_lt(j->svc_soft, m)))
+	if (j->svc_soft != MEMLOCK_UNSET && (m == MEMLOCK_UNSET || memlock_lt(j->svc_soft, m)))
 		m = j->svc_soft;
 	return m;
 }
@@ -719,5 +716,5 @@ long long memlock_slurm_job(const struct memlock_slurm *sl, long long submit)
 		return sl->live_soft;
 	if (submit == MEMLOCK_UNSET)
 		return MEMLOCK_UNSET;
-	return lim_lt(sl->live_hard, submit) ? sl->live_hard : submit;
+	return memlock_lt(sl->live_hard, submit) ? sl->live_hard : submit;
 }
