@@ -25,6 +25,7 @@
 #include "fsutil.h"
 #include "hpcinit.h"
 #include "limits/memlock_job.h"
+#include "names.h"
 #include "proc.h"
 #include "systemd.h"
 #include "number.h"
@@ -37,17 +38,6 @@
 static bool memlock_enabled(const struct spec *s)
 {
 	return s->memlock.present;
-}
-
-/* limits.conf domains: "*", user, @group, %group, uid ranges; nothing that could split a line. */
-static bool valid_domain(const char *d)
-{
-	if (!*d || strlen(d) > 64)
-		return false;
-	for (const char *p = d; *p; p++)
-		if (!(isalnum((unsigned char)*p) || strchr("._-@%*:", *p)))
-			return false;
-	return true;
 }
 
 /* Value for limits.conf, in KiB (rounded up), or "unlimited". */
@@ -93,12 +83,16 @@ static int write_files(struct ctx *c, struct report *r)
 	char *text;
 	int ret, changed = 0;
 
-	for (size_t i = 0; i < s->memlock.users.n; i++)
-		if (!valid_domain(s->memlock.users.v[i])) {
-			report_set(r, ST_FAILED, "memlock.users: '%s' is not a limits.conf domain "
-				   "(user, @group, %%group or *)", s->memlock.users.v[i]);
+	/* The loader's rule (name_check_pam_domain), asked again before a line is written. */
+	for (size_t i = 0; i < s->memlock.users.n; i++) {
+		const char *why = name_check_pam_domain(s->memlock.users.v[i]);
+
+		if (why) {
+			report_set(r, ST_FAILED, "memlock.users: '%s' is not a limits.conf domain: %s",
+				   s->memlock.users.v[i], why);
 			return -EINVAL;
 		}
+	}
 	ret = fs_mkdir_p(c, r, "/etc/security/limits.d", 0755, 0, 0);
 	if (ret < 0)
 		return ret;

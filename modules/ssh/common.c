@@ -106,23 +106,6 @@ bool smap_add(struct smap *m, const char *key, size_t val)
 	return smap_put(m, key, val, NULL);
 }
 
-/*
- * Names end up in known_hosts and in a "Host" pattern list, where '*', '?',
- * '!', ',' or blanks would widen what a record may claim.  Accept only
- * plain host names.
- */
-bool valid_hostname(const char *s)
-{
-	size_t n = s ? strlen(s) : 0;
-
-	if (n == 0 || n > 253 || s[0] == '-' || s[0] == '.')
-		return false;
-	for (const char *p = s; *p; p++)
-		if (!(isalnum((unsigned char)*p) || *p == '-' || *p == '.' || *p == '_'))
-			return false;
-	return true;
-}
-
 bool valid_addr(const char *s)
 {
 	unsigned char buf[sizeof(struct in6_addr)];

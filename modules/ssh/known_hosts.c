@@ -515,7 +515,7 @@ void want_build(struct ctx *c, struct report *r, const struct peerset *ps, struc
 
 		if (p->self != (n < ps->n))
 			continue;
-		if (!valid_hostname(p->hostname)) {
+		if (!record_hostname_valid(p->hostname)) {
 			report_cluster(r, "ssh.peer.bad-hostname",
 				       "a peer record has an invalid hostname; ignored");
 			continue;

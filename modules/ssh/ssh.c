@@ -29,7 +29,7 @@
 static void self_hostname(const struct ctx *c, const struct peerset *ps, char *buf, size_t len)
 {
 	for (size_t i = 0; ps && i < ps->n; i++)
-		if (ps->v[i].self && valid_hostname(ps->v[i].hostname)) {
+		if (ps->v[i].self && record_hostname_valid(ps->v[i].hostname)) {
 			snprintf(buf, len, "%s", ps->v[i].hostname);
 			return;
 		}

@@ -71,8 +71,6 @@ bool smap_get(const struct smap *m, const char *key, size_t *ret);
 bool smap_add(struct smap *m, const char *key, size_t val);
 /* Insert key with val when absent (true); else false and its value in *ret (when not NULL). */
 bool smap_put(struct smap *m, const char *key, size_t val, size_t *ret);
-/* A plain host name: no pattern characters, nothing that widens a Host line. */
-bool valid_hostname(const char *s);
 bool valid_addr(const char *s);
 char *lowercase(const char *s);
 
