@@ -821,7 +821,7 @@ int runner_call_isolated(struct ctx *c, const char *name, int (*hook)(struct ctx
 	return r;
 }
 
-/* One step's leave: the first step's (discovery: the record's removal) in a child under its deadline. */
+/* One step's leave: the record's removal (discovery's) in a child under its deadline. */
 static int leave_one(struct ctx *c, const struct module *m, bool record)
 {
 	struct report rep;
@@ -873,13 +873,18 @@ int runner_leave(struct ctx *c, uint64_t lock_timeout_ms)
 		       strerror(-r));
 		return 1;
 	}
-	/* Last step first: the scheduler lets the node go before its record does. */
-	while (n--) {
-		const struct module *m = module_table[n];
+	/*
+	 * Last step first, and the step that publishes the node (OUT_PEERS:
+	 * discovery) after all of them: the scheduler lets the node go before
+	 * its record does.
+	 */
+	for (int record = 0; record < 2; record++)
+		for (size_t i = n; i--;) {
+			const struct module *m = module_table[i];
 
-		if (m->leave && (!m->enabled || m->enabled(c->spec)))
-			code |= leave_one(c, m, n == 0);
-	}
+			if (m->leave && (!m->enabled || m->enabled(c->spec)) && !!(m->outputs & OUT_PEERS) == record)
+				code |= leave_one(c, m, record);
+		}
 	close(lock_fd);
 	return code;
 }

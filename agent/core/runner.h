@@ -71,9 +71,9 @@ void run_result_free(struct run_result *res);
  * (waiting up to lock_timeout_ms, so an apply or refresh in flight finishes
  * first and cannot put the record back), each enabled module's leave hook,
  * last step first, each reported as "leave: NAME: ok|changed|failed: ...";
- * the first step's last (discovery: this node's record goes), in a child
- * under its deadline (runner_call_isolated), reported as "leave:
- * ok|changed|failed: ...".  No leave hook enabled: says so, 0.  1 when one
+ * the one of the step that publishes the node (OUT_PEERS, discovery: its
+ * record goes) after all of them, in a child under its deadline
+ * (runner_call_isolated), reported as "leave: ok|changed|failed: ...".  No leave hook enabled: says so, 0.  1 when one
  * failed or the lock was not had, else 0.
  */
 int runner_leave(struct ctx *c, uint64_t lock_timeout_ms);
