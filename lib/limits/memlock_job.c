@@ -602,10 +602,11 @@ int memlock_proc_read(const struct ctx *c, long pid, long long *soft, long long 
 			*nl = '\0';
 		if (strncmp(line, "Max locked memory", 17) == 0) {
 			char s1[32], s2[32];
+			const char *p = line + 17;
 			long long sv = MEMLOCK_UNLIMITED, hv = MEMLOCK_UNLIMITED;
 
 			/* each a number of bytes or "unlimited"; anything else: the limits are not known */
-			if (sscanf(line + 17, "%31s %31s", s1, s2) == 2 &&
+			if (num_word_field(&p, s1, sizeof(s1)) && num_word_field(&p, s2, sizeof(s2)) &&
 			    (strcmp(s1, "unlimited") == 0 || num_ll(s1, 0, LLONG_MAX, &sv)) &&
 			    (strcmp(s2, "unlimited") == 0 || num_ll(s2, 0, LLONG_MAX, &hv))) {
 				*soft = sv;

@@ -39,6 +39,7 @@
 
 #include "fsutil.h"
 #include "kernel.h"
+#include "number.h"
 #include "proc.h"
 
 #define APT_CACHE_PATH "/run/hpcinit/kernel-update"
@@ -496,9 +497,13 @@ static bool cache_load(const struct ctx *c, const char *key, struct apt_upd *a)
 		} else if (strcmp(l, "none") == 0) {
 			a->ret = -ENOENT;
 		} else if (strcmp(l, "newest") == 0) {
-			if (sscanf(v, "%127s %191s %95s", a->u.rel, a->u.pkg, a->u.version) < 2 ||
-			    !valid_release(a->u.rel))
+			const char *q = v;
+
+			if (!num_word_field(&q, a->u.rel, sizeof(a->u.rel)) ||
+			    !num_word_field(&q, a->u.pkg, sizeof(a->u.pkg)) || !valid_release(a->u.rel))
 				ok = false;
+			else
+				(void)num_word_field(&q, a->u.version, sizeof(a->u.version));
 			if (strcmp(a->u.version, "-") == 0)
 				a->u.version[0] = '\0';
 			a->ret = 0;
