@@ -210,22 +210,33 @@ void apt_depends_newest(const char *deps, struct kernel_update *u, bool *found)
 	}
 }
 
+/* prog (apt-cache, apt-get) with the root's options, words, then metas: its output in *out, or -errno. */
+static int ask_metas(const struct ctx *c, struct report *r, const char *prog, const char *const *words,
+		     const struct strlist *metas, char **out)
+{
+	struct strlist av = { 0 };
+	int ret;
+
+	apt_args(c, prog, &av);
+	for (; *words; words++)
+		strlist_push(&av, *words);
+	for (size_t i = 0; i < metas->n; i++)
+		strlist_push(&av, metas->v[i]);
+	ret = run_apt(r, &av, out);
+	strlist_free(&av);
+	return ret;
+}
+
 /* apt-cache show --no-all-versions metas: the newest kernel image their candidates depend on. */
 static int ask_candidates(const struct ctx *c, struct report *r, const struct strlist *metas,
 			  struct kernel_update *u)
 {
-	struct strlist av = { 0 };
+	static const char *const words[] = { "show", "--no-all-versions", NULL };
 	bool found = false;
 	char *out;
 	int ret;
 
-	apt_args(c, "apt-cache", &av);
-	strlist_push(&av, "show");
-	strlist_push(&av, "--no-all-versions");
-	for (size_t i = 0; i < metas->n; i++)
-		strlist_push(&av, metas->v[i]);
-	ret = run_apt(r, &av, &out);
-	strlist_free(&av);
+	ret = ask_metas(c, r, "apt-cache", words, metas, &out);
 	if (ret < 0)
 		return ret;
 	for (const char *l = out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
@@ -241,18 +252,11 @@ static int ask_candidates(const struct ctx *c, struct report *r, const struct st
 /* apt-get -s install metas: every package that upgrade would install. */
 static int ask_inst(const struct ctx *c, struct report *r, const struct strlist *metas, struct strlist *inst)
 {
-	struct strlist av = { 0 };
+	static const char *const words[] = { "-s", "-q", "install", NULL };
 	char *out;
 	int ret;
 
-	apt_args(c, "apt-get", &av);
-	strlist_push(&av, "-s");
-	strlist_push(&av, "-q");
-	strlist_push(&av, "install");
-	for (size_t i = 0; i < metas->n; i++)
-		strlist_push(&av, metas->v[i]);
-	ret = run_apt(r, &av, &out);
-	strlist_free(&av);
+	ret = ask_metas(c, r, "apt-get", words, metas, &out);
 	if (ret < 0)
 		return ret;
 	for (const char *l = out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
