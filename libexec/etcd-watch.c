@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 
 #include "escape.h"
 #include "etcd-client.h"
+#include "number.h"
 
 /* ---- watch ---- */
 
@@ -369,13 +371,15 @@ static bool await_seed(struct await_state *a, int64_t rev, const char *p, size_t
 		unsigned long long kl, vl;
 		long long lease;
 		size_t rest, hl;
+		const char *q;
 		char *k, *item;
 
 		if (!nl)
 			break;
 		hl = (size_t)(nl + 1 - p);
 		rest = (size_t)(end - nl - 1);
-		if (strncmp(p, "kv ", 3) != 0 || sscanf(p, ETCD_FRAME_KV, &kl, &vl, &lease) != 3) {
+		if (strncmp(p, "kv ", 3) != 0 || (q = p + 3, !num_ull_field(&q, 10, ULLONG_MAX, &kl)) ||
+		    !num_ull_field(&q, 10, ULLONG_MAX, &vl) || !num_ll_field(&q, LLONG_MIN, LLONG_MAX, &lease)) {
 			p = nl + 1;     /* "rev R", "waited 1", "list": not keys */
 			continue;
 		}

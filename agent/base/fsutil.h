@@ -124,15 +124,4 @@ struct strlist;
  */
 void fs_user_groups(const struct ctx *c, const char *user, bool gid_known, gid_t gid, struct strlist *ret);
 
-/*
- * The running daemon named comm, under c's root: the pid in pidfile when
- * that process lives and /proc/PID/comm is comm; else, with scan, the
- * lowest pid named comm in /proc (on the real root only a process of this
- * network namespace: a container's or a simulated node's daemon is not this
- * node's).  0 when none.  ret_how (may be NULL) says which: the pid file or
- * "a process named comm".
- */
-pid_t fs_daemon_pid(const struct ctx *c, const char *pidfile, const char *comm, bool scan,
-		    char *ret_how, size_t how_len);
-
 #endif

@@ -39,7 +39,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../modules/discovery/discovery.h"
 #include "escape.h"
 #include "fsutil.h"
 #include "log.h"
@@ -96,25 +95,6 @@ static int refresh(struct ctx *c, const struct run_opts *ro, const char *why)
 /* ---- Azure Scheduled Events ---- */
 
 /*
- * The next space-separated word of *p (moved past it), or the rest of the
- * line when rest; NULL at the end.  No length limit: the helper prints an
- * event's resources as one word of any length.
- */
-static char *next_word(char **p, bool rest)
-{
-	char *w = *p, *e;
-
-	while (*w == ' ')
-		w++;
-	if (!*w)
-		return NULL;
-	e = rest ? w + strlen(w) : w + strcspn(w, " ");
-	*p = *e ? e + 1 : e;
-	*e = '\0';
-	return w;
-}
-
-/*
  * The metadata service (lib/metadata: md_events_get, md_events_ack) is
  * asked in a child of the watch (events_child),
  * never by the watch itself: a service that does not answer holds up that
@@ -137,10 +117,7 @@ static void events_child(void *arg, int fd)
 		char host[256] = "";
 		int r;
 
-		if (c->hostname)
-			snprintf(host, sizeof(host), "%s", c->hostname);
-		else if (gethostname(host, sizeof(host) - 1) < 0)
-			host[0] = '\0';
+		(void)node_hostname(c, host, sizeof(host));
 		r = md_events_get(c->spec->discovery.events_url, host, &ev, &err);
 
 		if (r < 0)
@@ -219,8 +196,8 @@ static void events_read(struct events *ev)
 	sb_appendn(&ev->in, buf, (size_t)n);
 	while ((nl = memchr(ev->in.buf, '\n', ev->in.len))) {
 		char *line = xstrndup(ev->in.buf, (size_t)(nl - ev->in.buf)), *p = line;
-		char *w = next_word(&p, false), *id = next_word(&p, false), *type = next_word(&p, false);
-		char *st = next_word(&p, false), *others = next_word(&p, false);
+		char *w = md_next_word(&p, false), *id = md_next_word(&p, false), *type = md_next_word(&p, false);
+		char *st = md_next_word(&p, false), *others = md_next_word(&p, false);
 
 		if (w && !strcmp(w, "mine") && id && type && st && others) {
 			bool alone = !strcmp(others, "0");
@@ -253,7 +230,7 @@ static bool events_act(struct ctx *c, struct events *ev, uint64_t lock_timeout_m
 
 	if (!ev->pending.n || now_ms() < ev->next_leave)
 		return false;
-	code = leave_main(c, lock_timeout_ms);
+	code = runner_leave(c, lock_timeout_ms);
 	fflush(stdout);
 	if (code != 0) {
 		fprintf(stderr, "hpcinit watch: leaving the cluster failed (exit %d); the scheduled event "
@@ -539,40 +516,4 @@ int watch_main(struct ctx *c, const struct run_opts *ro)
 		return watch_etcd(c, ro);
 	refresh(c, ro, "start");
 	return watch_shared(c, ro);
-}
-
-int leave_main(struct ctx *c, uint64_t lock_timeout_ms)
-{
-	struct report rep;
-	int r, lock_fd = -1, steps;
-
-	if (!c->spec->discovery.present && !c->spec->slurm.present) {
-		fprintf(stderr, "hpcinit: leave: the spec has no discovery section; nothing to leave\n");
-		return 0;
-	}
-	/* After a run in flight: its publish (or its slurmd start) cannot come after this removal. */
-	r = runner_take_lock(c, lock_timeout_ms, &lock_fd);
-	if (r < 0) {
-		printf("leave: failed: cannot take the run lock: %s; this node's record was not removed\n",
-		       strerror(-r));
-		return 1;
-	}
-	/* The steps' own leave first (slurm: drain, wait for jobs, delete the node). */
-	steps = runner_leave(c);
-	if (!c->spec->discovery.present) {
-		close(lock_fd);
-		return steps;
-	}
-	report_init(&rep);
-	c->module = "discovery";
-	/* In a child: a shared directory that stopped answering ends at the deadline, not holding the lock. */
-	r = runner_call_isolated(c, "discovery", discovery_leave, &rep);
-	close(lock_fd);
-	printf("leave: %s: %s\n", rep.status == ST_FAILED ? "failed" : rep.status == ST_CHANGED ?
-	       "changed" : "ok", rep.summary[0] ? rep.summary : "nothing to remove");
-	if (rep.details.len)
-		fputs(sb_str(&rep.details), stdout);
-	r = r < 0 || rep.status == ST_FAILED || steps ? 1 : 0;
-	report_free(&rep);
-	return r;
 }

@@ -14,6 +14,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -156,9 +157,16 @@ int rv_etcd_call(const struct ctx *c, struct report *rep, const char *stdin_data
 	return rv_etcd_run(c, rep, stdin_data, res, args);
 }
 
+/* ETCD_FRAME_KV's numbers after "kv ": key length, value length, lease. */
+static bool frame_kv(const char *q, unsigned long long *kl, unsigned long long *vl, long long *lease)
+{
+	return num_ull_field(&q, 10, ULLONG_MAX, kl) && num_ull_field(&q, 10, ULLONG_MAX, vl) &&
+	       num_ll_field(&q, LLONG_MIN, LLONG_MAX, lease);
+}
+
 int rv_frame_next(const char **pp, const char *end, struct rv_frame *f)
 {
-	const char *p = *pp, *nl;
+	const char *p = *pp, *nl, *q;
 	unsigned long long kl, vl;
 	long long lease;
 	size_t hl, rest;
@@ -168,7 +176,7 @@ int rv_frame_next(const char **pp, const char *end, struct rv_frame *f)
 	hl = (size_t)(nl + 1 - p);
 	rest = (size_t)(end - nl - 1);
 	memset(f, 0, sizeof(*f));
-	if (sscanf(p, ETCD_FRAME_KV, &kl, &vl, &lease) == 3 && strncmp(p, "kv ", 3) == 0) {
+	if (strncmp(p, "kv ", 3) == 0 && frame_kv(p + 3, &kl, &vl, &lease)) {
 		if (kl > rest || vl > rest - kl || rest - kl - vl < 1)
 			return 0;
 		f->kind = RV_F_KV;
@@ -178,7 +186,7 @@ int rv_frame_next(const char **pp, const char *end, struct rv_frame *f)
 		f->value_len = (size_t)vl;
 		f->lease = lease;
 		f->size = hl + (size_t)kl + (size_t)vl + 1;
-	} else if (sscanf(p, ETCD_FRAME_DEL, &kl) == 1 && strncmp(p, "del ", 4) == 0) {
+	} else if (strncmp(p, "del ", 4) == 0 && (q = p + 4, num_ull_field(&q, 10, ULLONG_MAX, &kl))) {
 		if (kl > rest || rest - kl < 1)
 			return 0;
 		f->kind = RV_F_DEL;

@@ -79,6 +79,7 @@ check "degraded message names the fix" contains "$T/apply5" "pam_limits is NOT a
 mkdir -p "$R/proc/4242"
 printf '%s\n' 'Limit                     Soft Limit           Hard Limit           Units' \
 	'Max locked memory         65536                65536                bytes' >"$R/proc/4242/limits"
+echo sshd >"$R/proc/4242/comm"
 echo 4242 >"$R/run/sshd.pid"
 run_hpc "$T/check3" check -v --root "$R" -c "$SPEC"
 check "check reports sshd's memlock" contains "$T/check3" "sshd (pid 4242) runs with memlock soft 64 KiB, hard 64 KiB"

@@ -154,6 +154,7 @@ is "no second daemon-reload" "$(cat "$R/run/fake-systemd-calls")" reload
 # node is not left degraded by a limit only a restart fixes; check only says so.
 rm -f "$R/run/fake-systemd-calls"
 mkdir -p "$R/proc/4242"
+echo sshd >"$R/proc/4242/comm"
 echo 4242 >"$R/run/sshd.pid"
 printf 'Limit                     Soft Limit           Hard Limit           Units     \nMax locked memory         4194304              4194304              bytes     \n' >"$R/proc/4242/limits"
 run_hpc_stdout "$T/c3" check --root "$R" -c "$R/node.yaml" --only memlock --json

@@ -378,42 +378,6 @@ static void test_read_sizes(void)
 	TEST_INTEQ(fs_read_host("/proc/self/status", 10, &got, &len), -EFBIG);
 }
 
-/* fs_daemon_pid: the pid file's process when it lives with that name, else by name in /proc. */
-static void test_daemon_pid(void)
-{
-	struct ctx c = { .root = root, .mode = RUN_CHECK };
-	struct ctx host = { .root = "/", .mode = RUN_CHECK };
-	char how[64] = "", self[24];
-
-	TEST_INTEQ(fs_daemon_pid(&c, "/run/x.pid", "xd", true, how, sizeof(how)), 0);
-	put("/run/x.pid", "812\n");
-	put("/proc/812/comm", "xd\n");
-	TEST_INTEQ(fs_daemon_pid(&c, "/run/x.pid", "xd", false, how, sizeof(how)), 812);
-	TEST_STREQ(how, "/run/x.pid");
-	put("/proc/812/comm", "xdd\n");               /* the pid went to another program */
-	TEST_INTEQ(fs_daemon_pid(&c, "/run/x.pid", "xd", false, how, sizeof(how)), 0);
-	put("/proc/9000/comm", "xd\n");
-	put("/proc/700/comm", "xd\n");
-	put("/proc/self/comm", "xd\n");                /* not a pid */
-	TEST_INTEQ(fs_daemon_pid(&c, "/run/x.pid", "xd", true, how, sizeof(how)), 700);
-	TEST_STREQ(how, "a process named xd");
-	put("/run/x.pid", "-3\n");
-	TEST_INTEQ(fs_daemon_pid(&c, "/run/x.pid", "xd", false, NULL, 0), 0);
-	/* the real root: this very process, found by its name in this mount namespace */
-	snprintf(self, sizeof(self), "%ld", (long)getpid());
-	put("/run/self.pid", self);
-	{
-		char *pf = fs_rooted(root, "/run/self.pid"), *comm = NULL;
-
-		TEST_CHECK(fs_read_host("/proc/self/comm", 64, &comm, NULL) == 0);
-		comm[strcspn(comm, "\n")] = '\0';
-		TEST_INTEQ(fs_daemon_pid(&host, pf, comm, false, NULL, 0), getpid());
-		TEST_CHECK(fs_daemon_pid(&host, NULL, comm, true, NULL, 0) > 0);
-		free(comm);
-		free(pf);
-	}
-}
-
 /* Syncs by flag: file and directory, the file only, none; FS_REPLACE writes the same content anew. */
 static void test_write_sync(void)
 {
@@ -473,7 +437,6 @@ int main(void)
 	test_mkdir_safety();
 	test_truncated_block();
 	test_temp_names();
-	test_daemon_pid();
 	test_rm_rf(root);
 	TEST_EXIT();
 }
