@@ -55,6 +55,22 @@ enum {
  */
 #define ETCD_RUN_MS_PER_NODE 60
 
+/*
+ * "hpcinit-etcd [OPTIONS] serve": one helper for several calls (a step's:
+ * publish, wait, "formed: true"), so a node starts it once.  Each request
+ * on its stdin is a line ETCD_SERVE_CALL (ARGC, then the bytes of the
+ * call's stdin), then ARGC arguments, each a line with its length and the
+ * bytes and a newline (the same words a run of its own would take after
+ * the OPTIONS: "--put always", "--deadline MS", the command and its
+ * arguments), then the stdin bytes.  Each answer is a line ETCD_SERVE_DONE
+ * (the exit code, the bytes of stdout, the bytes of stderr), then those
+ * bytes: what a run of its own would have printed and exited with.  EOF on
+ * its stdin ends it.  "watch" is not served.
+ */
+#define ETCD_SERVE_CALL "call %u %zu"
+#define ETCD_SERVE_DONE "done %d %zu %zu"
+#define ETCD_SERVE_ARGS_MAX 32
+
 #define ETCD_FRAME_KV "kv %llu %llu %lld"
 #define ETCD_FRAME_DEL "del %llu"
 

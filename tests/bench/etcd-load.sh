@@ -38,7 +38,8 @@
 #        1,000 use LEASE=300: nothing renews a lease between a node's apply and its watch, and
 #        starting 1,000 watches can take longer than 90 s; then the keys expire and every
 #        watcher refreshes for each)
-#        COLD_WAIT=180: how long a cold-start apply waits for the N nodes, seconds
+#        COLD_WAIT=180: how long a cold-start apply waits for the N nodes, seconds;
+#        KEEP=1: keep the nodes' roots and logs (the watches' refresh lines) for a look afterwards
 set -euo pipefail
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${TOP_BUILDDIR:-$TOP/build}
@@ -64,7 +65,7 @@ cleanup() {
 	local p
 	for p in "${APIDS[@]}" "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
 	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-	rm -rf "$T"
+	if [ "${KEEP:-0}" = 1 ]; then echo "KEEP=1: the nodes' roots and logs are kept in $T" >&2; else rm -rf "$T"; fi
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
