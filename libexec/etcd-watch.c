@@ -375,7 +375,7 @@ static bool await_seed(struct await_state *a, int64_t rev, const char *p, size_t
 			break;
 		hl = (size_t)(nl + 1 - p);
 		rest = (size_t)(end - nl - 1);
-		if (strncmp(p, "kv ", 3) != 0 || sscanf(p, ETCD_FRAME_KV, &kl, &vl, &lease) != 3) {
+		if (etcd_frame_header(p, nl, &kl, &vl, &lease) != 1) {
 			p = nl + 1;     /* "rev R", "waited 1", "list": not keys */
 			continue;
 		}

@@ -134,12 +134,17 @@ static int sess_answer(struct proc_result *res)
 {
 	const char *p = sess.in.buf, *nl = p ? memchr(p, '\n', sess.in.len) : NULL;
 	size_t hl, ol = 0, el = 0;
+	char line[65];
 	int code = 0;
 
 	if (!nl)
 		return sess.in.len > 64 ? -EPROTO : 0;
 	hl = (size_t)(nl + 1 - p);
-	if (sscanf(p, ETCD_SERVE_DONE, &code, &ol, &el) != 3 || strncmp(p, "done ", 5) ||
+	if (hl > 64)
+		return -EPROTO;
+	memcpy(line, p, hl - 1);
+	line[hl - 1] = '\0';          /* sscanf on the line alone, not on megabytes of answer */
+	if (sscanf(line, ETCD_SERVE_DONE, &code, &ol, &el) != 3 || strncmp(line, "done ", 5) ||
 	    ol > ETCD_OUT_MAX + ETCD_OUT_MAX || el > ETCD_OUT_MAX)
 		return -EPROTO;
 	if (sess.in.len - hl < ol + el)
@@ -334,16 +339,18 @@ int rv_etcd_call(const struct ctx *c, struct report *rep, const char *stdin_data
 int rv_frame_next(const char **pp, const char *end, struct rv_frame *f)
 {
 	const char *p = *pp, *nl;
-	unsigned long long kl, vl;
-	long long lease;
+	unsigned long long kl = 0, vl = 0;
+	long long lease = 0;
 	size_t hl, rest;
+	int kind;
 
 	if (p >= end || !(nl = memchr(p, '\n', (size_t)(end - p))))
 		return 0;
 	hl = (size_t)(nl + 1 - p);
 	rest = (size_t)(end - nl - 1);
 	memset(f, 0, sizeof(*f));
-	if (sscanf(p, ETCD_FRAME_KV, &kl, &vl, &lease) == 3 && strncmp(p, "kv ", 3) == 0) {
+	kind = etcd_frame_header(p, nl, &kl, &vl, &lease);
+	if (kind == 1) {
 		if (kl > rest || vl > rest - kl || rest - kl - vl < 1)
 			return 0;
 		f->kind = RV_F_KV;
@@ -353,7 +360,7 @@ int rv_frame_next(const char **pp, const char *end, struct rv_frame *f)
 		f->value_len = (size_t)vl;
 		f->lease = lease;
 		f->size = hl + (size_t)kl + (size_t)vl + 1;
-	} else if (sscanf(p, ETCD_FRAME_DEL, &kl) == 1 && strncmp(p, "del ", 4) == 0) {
+	} else if (kind == 2) {
 		if (kl > rest || rest - kl < 1)
 			return 0;
 		f->kind = RV_F_DEL;

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -557,6 +558,46 @@ static void test_frames(void)
 	}
 }
 
+/*
+ * A frame's header is read within its line: the byte after the buffer's end
+ * is a page nobody may read (sscanf measured the whole rest of the buffer
+ * with strlen, which read past an answer's end and made a list of 10,000
+ * keys quadratic); a negative lease, a "del", a number that is no number.
+ */
+static void test_frames_bounded(void)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	char *map = mmap(NULL, (size_t)pg * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	static const char text[] = "kv 3 2 -1\nk/aav\n";
+	unsigned long long kl = 0, vl = 0;
+	long long lease = 0;
+	struct rv_frame f;
+	const char *p, *end;
+
+	TEST_CHECK(map != MAP_FAILED);
+	if (map == MAP_FAILED)
+		return;
+	TEST_INTEQ(mprotect(map + pg, (size_t)pg, PROT_NONE), 0);
+	memcpy(map + pg - (sizeof(text) - 1), text, sizeof(text) - 1);  /* no NUL: the next byte cannot be read */
+	p = map + pg - (sizeof(text) - 1);
+	end = map + pg;
+	TEST_INTEQ(rv_frame_next(&p, end, &f), 1);
+	TEST_INTEQ(f.kind, RV_F_KV);
+	TEST_INTEQ(f.lease, -1);
+	TEST_CHECK(f.key_len == 3 && f.value_len == 2 && memcmp(f.value, "av", 2) == 0);
+	TEST_CHECK(p == end);
+	munmap(map, (size_t)pg * 2);
+	TEST_INTEQ(etcd_frame_header("del 12\n", "del 12\n" + 6, &kl, &vl, &lease), 2);
+	TEST_INTEQ(kl, 12);
+	TEST_INTEQ(etcd_frame_header("kv 1 2 3\n", "kv 1 2 3\n" + 8, &kl, &vl, &lease), 1);
+	TEST_CHECK(kl == 1 && vl == 2 && lease == 3);
+	TEST_INTEQ(etcd_frame_header("kv 1 x 3\n", "kv 1 x 3\n" + 8, &kl, &vl, &lease), 0);
+	TEST_INTEQ(etcd_frame_header("kv 1 2 3 4\n", "kv 1 2 3 4\n" + 10, &kl, &vl, &lease), 0);
+	TEST_INTEQ(etcd_frame_header("kv 1 2 \n", "kv 1 2 \n" + 7, &kl, &vl, &lease), 0);
+	TEST_INTEQ(etcd_frame_header("del \n", "del \n" + 4, &kl, &vl, &lease), 0);
+	TEST_INTEQ(etcd_frame_header("rev 7\n", "rev 7\n" + 5, &kl, &vl, &lease), 0);
+}
+
 /* The sync's answer as the session reads it: the lease, the put, etcd's Date, then the list whole. */
 static void test_sync_answer(void)
 {
@@ -680,6 +721,7 @@ int main(void)
 	char *p;
 
 	test_frames();
+	test_frames_bounded();
 	test_sync_answer();
 	test_status();
 
