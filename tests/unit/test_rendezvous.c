@@ -655,6 +655,36 @@ static void test_stream(void)
 	TEST_INTEQ(m.in.len, 0);
 	rv_stream_free(&m);
 	sb_free(&t);
+	/* Many keys (the index grows), every third deleted, every key put again: one entry each. */
+	{
+		struct strbuf one = STRBUF_INIT;
+		char k[32];
+
+		for (int round = 0; round < 2; round++)
+			for (int i = 0; i < 1000; i++) {
+				snprintf(k, sizeof(k), "k/n%04d", i);
+				sb_reset(&one);
+				if (round == 0 || i % 3)
+					sb_printf(&one, "kv 7 1 0\n%sv\n", k);
+				else
+					sb_printf(&one, "del 7\n%s\n", k);
+				rv_stream_feed(&m, sb_str(&one), one.len, &changes);
+			}
+		TEST_INTEQ(m.n, 1000 - 334);
+		for (int i = 0; i < 1000; i += 3) {
+			snprintf(k, sizeof(k), "k/n%04d", i);
+			sb_reset(&one);
+			sb_printf(&one, "kv 7 1 0\n%sw\n", k);
+			rv_stream_feed(&m, sb_str(&one), one.len, &changes);
+		}
+		TEST_INTEQ(m.n, 1000);
+		TEST_INTEQ(members_find(&m, "k/n0999", 7), members_find(&m, "k/n0999", 7));
+		TEST_CHECK(members_find(&m, "k/n0999", 7) < m.n);
+		TEST_CHECK(members_find(&m, "k/n1000", 7) == m.n);
+		TEST_INTEQ(memcmp(m.item[members_find(&m, "k/n0003", 7)] + 16, "w", 1), 0);
+		rv_stream_free(&m);
+		sb_free(&one);
+	}
 	/* The view a watcher hands the runs it starts: set, read, cleared. */
 	{
 		size_t l = 1;
