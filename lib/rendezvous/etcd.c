@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,6 +162,8 @@ static int sess_answer(struct proc_result *res)
 	return 1;
 }
 
+static int sess_talk(const struct ctx *c, uint64_t end, struct proc_result *res);
+
 /*
  * One call through the step's helper, starting it when it is not up: 0
  * with res filled (timed out: the helper killed), or -errno when it could
@@ -174,6 +177,23 @@ static int sess_call(const struct ctx *c, const struct strlist *call, const char
 
 	free(sess.req);
 	sess.req = sess_request(call, stdin_data);
+	/* A helper that ended before it read the request must not kill this process (SIGPIPE). */
+	{
+		struct sigaction ign = { .sa_handler = SIG_IGN }, old_pipe;
+
+		sigemptyset(&ign.sa_mask);
+		sigaction(SIGPIPE, &ign, &old_pipe);
+		r = sess_talk(c, end, res);
+		sigaction(SIGPIPE, &old_pipe, NULL);
+	}
+	return r;
+}
+
+/* sess_call's work: start the helper if it is not up, write the request, read the answer. */
+static int sess_talk(const struct ctx *c, uint64_t end, struct proc_result *res)
+{
+	int r = 0;
+
 	if (!sess.up) {
 		struct strlist argv = { 0 };
 		const char **av;

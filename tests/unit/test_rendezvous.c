@@ -598,6 +598,50 @@ static void test_frames_bounded(void)
 	TEST_INTEQ(etcd_frame_header("rev 7\n", "rev 7\n" + 5, &kl, &vl, &lease), 0);
 }
 
+/*
+ * The step's helper ("serve") and its way out: a helper that stopped reading
+ * its requests (stdin closed) is stopped, and the call runs in a helper of
+ * its own; the write to it must not kill this process (SIGPIPE).  The helper
+ * is a stand-in (a shell script: no etcd here): served, it closes its stdin,
+ * answers one call ("rev 5") and lingers; run on its own it prints "rev 7".
+ */
+static void test_session(struct ctx *c)
+{
+	static const char *const list[] = { "list", "/hpcinit/t/nodes/", NULL };
+	char dir[] = "/tmp/hpcinit-test-sess.XXXXXX", *helper;
+	struct proc_result res = { 0 };
+	FILE *f;
+
+	TEST_CHECK(mkdtemp(dir) != NULL);
+	helper = xasprintf("%s/hpcinit-etcd", dir);
+	f = fopen(helper, "w");
+	TEST_CHECK(f != NULL);
+	if (!f)
+		return;
+	fputs("#!/bin/sh\n# stand-in for hpcinit-etcd (test_rendezvous: no etcd)\n"
+	      "for a; do [ \"$a\" = serve ] && { exec <&-; printf 'done 0 6 0\\nrev 5\\n'; sleep 2; exit 0; }; done\n"
+	      "printf 'rev 7\\n'\n", f);
+	fclose(f);
+	chmod(helper, 0755);
+	setenv("HPCINIT_LIBEXEC_DIR", dir, 1);
+	sess.armed = 1;
+	TEST_INTEQ(rv_etcd_run(c, NULL, NULL, &res, list), 0);
+	TEST_CHECK(res.out && (!strcmp(res.out, "rev 5\n") || !strcmp(res.out, "rev 7\n")));
+	proc_result_free(&res);
+	memset(&res, 0, sizeof(res));
+	/* The helper no longer reads: the call runs on its own. */
+	TEST_INTEQ(rv_etcd_run(c, NULL, NULL, &res, list), 0);
+	TEST_STREQ(res.out ? res.out : "", "rev 7\n");
+	TEST_CHECK(!sess.up);
+	proc_result_free(&res);
+	sess.armed = 0;
+	sess_stop(true);
+	unsetenv("HPCINIT_LIBEXEC_DIR");
+	unlink(helper);
+	rmdir(dir);
+	free(helper);
+}
+
 /* The sync's answer as the session reads it: the lease, the put, etcd's Date, then the list whole. */
 static void test_sync_answer(void)
 {
@@ -771,6 +815,7 @@ int main(void)
 	test_dir_squash(&c, &spec);
 	test_dir_mount(&c, &spec);
 	test_stream();
+	test_session(&c);
 	test_names_sum(&c);
 	{
 		/* The shared directory has no stream to watch: its users list it again. */
