@@ -226,7 +226,7 @@ bool fs_is_own_temp(const struct ctx *c, const char *name)
 }
 
 static int atomic_replace(const struct ctx *c, const char *hostpath, const void *data, size_t len,
-			  mode_t mode, uid_t uid, gid_t gid)
+			  mode_t mode, uid_t uid, gid_t gid, unsigned flags)
 {
 	char *prefix = tmp_prefix(c, hostpath);
 	char *tmp = xasprintf("%sXXXXXX", prefix);
@@ -245,7 +245,7 @@ static int atomic_replace(const struct ctx *c, const char *hostpath, const void 
 	r = fd_write_all(fd, data, len);
 	if (r < 0)
 		goto out_unlink;
-	if (fsync(fd) < 0) {
+	if (!(flags & FS_NO_SYNC) && fsync(fd) < 0) {
 		r = -errno;
 		goto out_unlink;
 	}
@@ -260,7 +260,7 @@ static int atomic_replace(const struct ctx *c, const char *hostpath, const void 
 		goto out_unlink;
 	}
 	free(tmp);
-	return fsync_dir_of(hostpath);
+	return flags & (FS_NO_SYNC | FS_SYNC_FILE) ? 0 : fsync_dir_of(hostpath);
 
 out_unlink:
 	if (fd >= 0)
@@ -367,13 +367,15 @@ int fs_write_opt(struct ctx *c, struct report *r, const char *path, const void *
 		ret = -EEXIST;
 		goto out;
 	}
-	if (exists) {
+	if (exists && !(flags & FS_REPLACE)) {
 		ret = fs_read_host(hp, FS_MAX_READ, &old, &old_len);
 		if (ret < 0) {
 			report_detail(r, "%s: cannot read: %s", path, strerror(-ret));
 			goto out;
 		}
 		same_content = old_len == len && memcmp(old, data, len) == 0;
+	}
+	if (exists) {
 		if (uid == FS_KEEP_OWNER) {
 			uid = st.st_uid;
 			gid = st.st_gid;
@@ -415,7 +417,7 @@ int fs_write_opt(struct ctx *c, struct report *r, const char *path, const void *
 			goto out;
 		}
 	} else {
-		ret = atomic_replace(c, hp, data, len, mode, uid, gid);
+		ret = atomic_replace(c, hp, data, len, mode, uid, gid, flags);
 		if (ret < 0) {
 			report_detail(r, "%s: cannot write: %s", path, strerror(-ret));
 			goto out;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Peer records (DESIGN.md "Peers").  A record is a small YAML document in a
+ * Peer records (docs/conventions.md "Peers").  A record is a small YAML document in a
  * fixed shape, so that writing it is a printf and reading 10,000 of them is
  * a single pass over each file with no allocation per line:
  *
@@ -56,8 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/crypto.h>
-
+#include "crypto.h"
 #include "names.h"
 #include "number.h"
 #include "record.h"
@@ -746,7 +745,7 @@ static int check_whole(struct parser *ps, const struct rec *rc, const void *key,
 		return perr(ps, -ENOKEY, "no hmac, and cluster.secret_file is set");
 	if (record_hmac(key, keylen, ps->text, (size_t)(rc->hmac_line - ps->text), want) < 0)
 		return perr(ps, -EIO, "cannot compute the HMAC");
-	if (CRYPTO_memcmp(want, rc->mac, RECORD_HMAC_HEX) != 0)
+	if (crypto()->CRYPTO_memcmp(want, rc->mac, RECORD_HMAC_HEX) != 0)
 		return perr(ps, -EKEYREJECTED,
 			    "HMAC does not match (tampered, or written with another cluster secret)");
 	return 0;

@@ -24,8 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-
+#include "base64.h"
 #include "etcd-proto.h"
 #include "escape.h"
 #include "fsutil.h"
@@ -476,23 +475,11 @@ static int etcd_open(struct rendezvous *rv, struct report *rep)
 
 static int decode64(const char *v, char **ret, size_t *ret_len)
 {
-	size_t vl = strlen(v), pad = 0;
-	unsigned char *out;
-	int n;
+	unsigned char *out = b64_decode(v, strlen(v), ret_len);
 
-	if (vl % 4 != 0)
+	if (!out)
 		return -EBADMSG;
-	out = xmalloc(vl / 4 * 3 + 1);
-	n = vl ? EVP_DecodeBlock(out, (const unsigned char *)v, (int)vl) : 0;
-	if (n < 0) {
-		free(out);
-		return -EBADMSG;
-	}
-	while (pad < 2 && vl > pad && v[vl - 1 - pad] == '=')
-		pad++;
-	out[(size_t)n - pad] = '\0';
 	*ret = (char *)out;
-	*ret_len = (size_t)n - pad;
 	return 0;
 }
 
@@ -523,10 +510,7 @@ static int etcd_get(struct rendezvous *rv, const char *name, struct rv_entry *e,
 
 static char *enc64(const char *p, size_t n)
 {
-	char *out = xmalloc(4 * ((n + 2) / 3) + 1);
-
-	EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)p, (int)n);
-	return out;
+	return b64_encode(p, n);
 }
 
 static int etcd_put(struct rendezvous *rv, struct report *rep, const char *name, const char *data,

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* fsutil: root prefix, atomic writes that skip unchanged content, managed blocks, plan mode. */
+/*
+ * fsutil: root prefix, atomic writes that skip unchanged content, what a
+ * write syncs (fsync counted), managed blocks, plan mode.
+ */
 #include "config.h"
 
 #include <dirent.h>
@@ -11,7 +14,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* fsutil.c's fsync calls, counted (test_write_sync) */
+static int fsyncs;
+static int counted_fsync(int fd)
+{
+	fsyncs++;
+	return fsync(fd);
+}
+#define fsync counted_fsync
 #include "../../agent/base/fsutil.c"
+#undef fsync
 #include "proc.h"
 #include "test.h"
 #include "testfs.h"
@@ -402,6 +414,43 @@ static void test_daemon_pid(void)
 	}
 }
 
+/* Syncs by flag: file and directory, the file only, none; FS_REPLACE writes the same content anew. */
+static void test_write_sync(void)
+{
+	struct ctx c = { .root = root, .mode = RUN_APPLY };
+	struct report r;
+	struct stat st1, st2;
+	char *t;
+
+	report_init(&r);
+	TEST_INTEQ(fs_mkdir_p(&c, &r, "/etc/s", 0755, 0, 0), 1);
+	fsyncs = 0;
+	TEST_INTEQ(fs_write(&c, &r, "/etc/s/f", "1\n", 2, 0644, 0, 0), 1);
+	TEST_INTEQ(fsyncs, 2);
+	fsyncs = 0;
+	TEST_INTEQ(fs_write_opt(&c, &r, "/etc/s/f", "2\n", 2, 0644, 0, 0, FS_SYNC_FILE), 1);
+	TEST_INTEQ(fsyncs, 1);
+	fsyncs = 0;
+	TEST_INTEQ(fs_write_opt(&c, &r, "/etc/s/f", "3\n", 2, 0644, 0, 0, FS_NO_SYNC), 1);
+	TEST_INTEQ(fsyncs, 0);
+	t = slurp("/etc/s/f");
+	TEST_STREQ(t, "3\n");
+	free(t);
+	/* unchanged: nothing written, nothing synced */
+	TEST_INTEQ(fs_write(&c, &r, "/etc/s/f", "3\n", 2, 0644, 0, 0), 0);
+	TEST_INTEQ(fsyncs, 0);
+	/* FS_REPLACE does not read the old file: the same content is written again (a new inode) */
+	st1 = stat_of("/etc/s/f");
+	TEST_INTEQ(fs_write_opt(&c, &r, "/etc/s/f", "3\n", 2, 0644, 0, 0, FS_REPLACE | FS_NO_SYNC), 1);
+	st2 = stat_of("/etc/s/f");
+	TEST_CHECK(st2.st_ino != st1.st_ino);
+	TEST_INTEQ(st2.st_mode & 07777, 0644);
+	t = slurp("/etc/s/f");
+	TEST_STREQ(t, "3\n");
+	free(t);
+	report_free(&r);
+}
+
 int main(void)
 {
 	if (!mkdtemp(root)) {
@@ -417,6 +466,7 @@ int main(void)
 	test_rooted();
 	test_read_sizes();
 	test_write();
+	test_write_sync();
 	test_plan_and_check();
 	test_managed_block();
 	test_diff();
