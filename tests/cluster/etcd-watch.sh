@@ -186,8 +186,8 @@ lock_keepalive() {
 
 # lease_gone_while_waiting NODE: the node's lease ends (revoked here; etcd ends it so after an
 # outage longer than the lease) while its watch's refresh waits for the run lock.  The keepalive
-# finds it gone; once the lock is free the watch puts its key again at once, not at its next
-# refresh, which is held back as long as the one that waited took (9 s here).
+# finds it gone; once the lock is free the watch puts its key again at once (the keepalive's
+# refresh), not only at its next change.
 lease_gone_while_waiting() {
 	local n=$1 key=/hpcinit/$CLUSTER/nodes/$1 hold=$((3 * ${LEASE%s})) fpid id t0 ms=timeout
 	on "$n" flock /run/hpcinit/lock sleep "$hold" &
