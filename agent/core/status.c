@@ -171,10 +171,39 @@ static void load_module(yaml_document_t *doc, yaml_node_t *m, struct report *r)
 	}
 }
 
-/* Load a part's run document; absent or unreadable leaves p not present. */
+int status_format_of(const char *value)
+{
+	long long v;
+
+	if (!value)
+		return 1;
+	return num_ll(value, 1, INT_MAX, &v) ? (int)v : 0;
+}
+
+bool status_format_refused(const char *value, const char *writer, char *buf, size_t size)
+{
+	int f = status_format_of(value);
+
+	if (f >= 1 && f <= STATUS_FORMAT_READ)
+		return false;
+	/* the writer's version only when it looks like one: it reaches the terminal and the log */
+	if (writer && (!*writer || strlen(writer) > 64 ||
+		       strspn(writer, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.+~_-") !=
+		       strlen(writer)))
+		writer = NULL;
+	if (f == 0)
+		snprintf(buf, size, "its format is not a number from 1");
+	else
+		snprintf(buf, size, "status format %d%s%s%s is newer than hpcinit %s reads (formats 1 to %d)", f,
+			 writer ? " (written by hpcinit " : "", writer ? writer : "", writer ? ")" : "",
+			 PACKAGE_VERSION, STATUS_FORMAT_READ);
+	return true;
+}
+
+/* Load a part's run document; absent, unreadable or of a newer format leaves p not present. */
 static void part_load(const struct ctx *c, enum part_id id, struct part *p)
 {
-	char *path = part_path(id), *text = NULL;
+	char *path = part_path(id), *text = NULL, why[160];
 	size_t len = 0, n = 0;
 	yaml_document_t doc;
 	yaml_node_t *root, *mods;
@@ -193,6 +222,12 @@ static void part_load(const struct ctx *c, enum part_id id, struct part *p)
 	root = yaml_document_get_root_node(&doc);
 	if (!root || root->type != YAML_MAPPING_NODE)
 		goto out;
+	if (status_format_refused(ydoc_get(&doc, root, "format"), ydoc_get(&doc, root, "hpcinit"), why,
+				  sizeof(why))) {
+		/* docs/formats.md: a newer hpcinit's (a downgrade): not misread; its next run writes it again */
+		log_warn("%s%s/%s.json: %s; not read", c->root, STATUS_DIR, status_part_names[id], why);
+		goto out;
+	}
 	while (module_table[n])
 		n++;
 	p->present = p->owned = true;
@@ -404,6 +439,7 @@ static void json_identity(struct strbuf *sb, const struct ctx *c, const struct r
 {
 	sb_append(sb, "{");
 	json_kv_str(sb, "hpcinit", PACKAGE_VERSION, 1);
+	json_kv_int(sb, "format", STATUS_FORMAT, 0);
 	json_kv_str(sb, "command", o->command, 0);
 	json_kv_str(sb, "spec", c->spec ? c->spec->file : NULL, 0);
 	json_kv_str(sb, "cluster", c->spec ? c->spec->cluster.name : NULL, 0);
@@ -512,6 +548,7 @@ static void status_broken(struct ctx *c, struct report *scratch, const struct ru
 	sb_printf(&why, "hpcinit %s could not write %s: %s", o->command, path, strerror(-err));
 	sb_append(&sb, "{");
 	json_kv_str(&sb, "hpcinit", PACKAGE_VERSION, 1);
+	json_kv_int(&sb, "format", STATUS_FORMAT, 0);
 	json_kv_str(&sb, "result", "unknown", 0);
 	json_kv_int(&sb, "exit_code", STATUS_EXIT_UNKNOWN, 0);
 	sb_append(&sb, ", \"stale\": true");
