@@ -22,6 +22,7 @@
 #include "json.h"
 #include "number.h"
 #include "status.h"
+#include "status_format.h"
 #include "status_read.h"
 #include "ydoc.h"
 
@@ -152,8 +153,7 @@ int status_print(const struct ctx *c, const char *path, FILE *out)
 		r = -EBADMSG;
 		goto out;
 	}
-	if (status_format_refused(ydoc_get(&doc, root, "format"), ydoc_get(&doc, root, "hpcinit"), why,
-				  sizeof(why))) {
+	if (status_format_refused(&doc, root, why, sizeof(why))) {
 		/* docs/formats.md: a newer format is not shown as if this hpcinit knew what it says */
 		fprintf(out, "%s%s: %s; not shown (hpcinit status --json hands it on as it is)\n", c->root, path, why);
 		r = 0;
@@ -249,8 +249,7 @@ static int status_code(const char *text, char *why, size_t whylen)
 		const char *res = ydoc_get(&doc, root, "result"), *ec = ydoc_get(&doc, root, "exit_code");
 		long long v;
 
-		if (status_format_refused(ydoc_get(&doc, root, "format"), ydoc_get(&doc, root, "hpcinit"),
-					  why ? why : buf, why ? whylen : sizeof(buf)))
+		if (status_format_refused(&doc, root, why ? why : buf, why ? whylen : sizeof(buf)))
 			res = NULL;
 		if (res && status_parse_ll(ec, &v) && (v == 0 || v == 1 || v == 3) &&
 		    strcmp(res, status_result_word((int)v)) == 0)

@@ -29,6 +29,7 @@
 #include "number.h"
 #include "runner.h"
 #include "status.h"
+#include "status_format.h"
 #include "ydoc.h"
 
 /* ---- status: the last full apply, refresh, verify and check, kept apart ----- */
@@ -171,35 +172,6 @@ static void load_module(yaml_document_t *doc, yaml_node_t *m, struct report *r)
 	}
 }
 
-int status_format_of(const char *value)
-{
-	long long v;
-
-	if (!value)
-		return 1;
-	return num_ll(value, 1, INT_MAX, &v) ? (int)v : 0;
-}
-
-bool status_format_refused(const char *value, const char *writer, char *buf, size_t size)
-{
-	int f = status_format_of(value);
-
-	if (f >= 1 && f <= STATUS_FORMAT_READ)
-		return false;
-	/* the writer's version only when it looks like one: it reaches the terminal and the log */
-	if (writer && (!*writer || strlen(writer) > 64 ||
-		       strspn(writer, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.+~_-") !=
-		       strlen(writer)))
-		writer = NULL;
-	if (f == 0)
-		snprintf(buf, size, "its format is not a number from 1");
-	else
-		snprintf(buf, size, "status format %d%s%s%s is newer than hpcinit %s reads (formats 1 to %d)", f,
-			 writer ? " (written by hpcinit " : "", writer ? writer : "", writer ? ")" : "",
-			 PACKAGE_VERSION, STATUS_FORMAT_READ);
-	return true;
-}
-
 /* Load a part's run document; absent, unreadable or of a newer format leaves p not present. */
 static void part_load(const struct ctx *c, enum part_id id, struct part *p)
 {
@@ -222,9 +194,7 @@ static void part_load(const struct ctx *c, enum part_id id, struct part *p)
 	root = yaml_document_get_root_node(&doc);
 	if (!root || root->type != YAML_MAPPING_NODE)
 		goto out;
-	if (status_format_refused(ydoc_get(&doc, root, "format"), ydoc_get(&doc, root, "hpcinit"), why,
-				  sizeof(why))) {
-		/* docs/formats.md: a newer hpcinit's (a downgrade): not misread; its next run writes it again */
+	if (status_format_refused(&doc, root, why, sizeof(why))) {  /* a newer hpcinit's: its next run rewrites it */
 		log_warn("%s%s/%s.json: %s; not read", c->root, STATUS_DIR, status_part_names[id], why);
 		goto out;
 	}

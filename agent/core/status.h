@@ -7,23 +7,6 @@
 
 #include "runner.h"
 
-/*
- * The status document's format (docs/formats.md): the "format" key of
- * status.json, the part files, last-run.json and a run's --json report.
- * Written as STATUS_FORMAT; read from 1 to STATUS_FORMAT_READ (a document
- * without the key, as release 0.1.0 wrote it, is format 1).  A key added is
- * not a new format; a new number means an older reader would misread it.
- */
-#define STATUS_FORMAT 1
-#define STATUS_FORMAT_READ 1
-/*
- * The format a document's "format" value says (NULL: 1), or 0 when it is
- * not a number from 1; status_format_refused() fills buf with why a reader
- * does not read it (newer, or no number) and returns true, else false.
- */
-int status_format_of(const char *value);
-bool status_format_refused(const char *value, const char *writer, char *buf, size_t size);
-
 /* The exit code of hpcinit status (and a part's) when the node's state is unknown. */
 #define STATUS_EXIT_UNKNOWN 4
 
