@@ -13,7 +13,10 @@
 #  4. upgrade in place: this tree's `hpcinit status` reads 0.1.0's status.json
 #     on hps-1, and its apply there converges with the rest;
 #  5. a record of a newer format (3) in the directory: this tree leaves it out
-#     with discovery.record.format-newer; the hostfiles keep the four.
+#     with discovery.record.format-newer; the hostfiles keep the four;
+#  6. discovery method etcd (a real 3-member etcd), hps-1 back on 0.1.0 (a
+#     downgrade) with hps-2: one apply on all four, every hostfile lists all
+#     four, no record rejected, alice logs in old to new and new to old.
 #
 # By hand, not in make check (docs/formats.md has its cost: building 0.1.0
 # at -O0 takes ~11 s of CPU, the cluster ~15 s):
@@ -21,11 +24,12 @@
 #       TOP_BUILDDIR=$PWD/build tests/compat/two-releases.sh
 # The previous release comes from `git archive` of OLD_COMMIT (default
 # 1033c06, release 0.1.0) in TOP_SRCDIR's repository, configured with the
-# optional parts off (OLD_CFLAGS, default -O0 -g0), only hpcinit and
-# hpcinit-ssh built, or:
+# optional parts off (OLD_CFLAGS, default -O0 -g0), only hpcinit,
+# hpcinit-ssh and hpcinit-etcd built, or:
 #   HPCINIT_OLD=/path/to/hpcinit   a 0.1.0 hpcinit already built (its helpers
 #                                  beside it, or in HPCINIT_OLD_LIBEXEC)
-#   HPCINIT_OLD_BUILD=DIR          build there and reuse it on the next run (a CI cache)
+#   HPCINIT_OLD_BUILD=DIR          build there and reuse it on the next run (a CI cache;
+#                                  with --build-only: build it, outside any lock, and stop)
 # A clone without that commit (shallow) FAILS, saying so: it does not skip.
 : "${OLD_COMMIT:=1033c06}"
 : "${OLD_VERSION:=0.1.0}"
@@ -48,7 +52,7 @@ build_old() {
 			"(a shallow clone, or no git checkout): run 'git fetch --unshallow' (or fetch that" \
 			"commit), or set HPCINIT_OLD to a built $OLD_VERSION hpcinit"
 	fi
-	if [ -x "$dir/hpcinit" ] && [ -x "$dir/hpcinit-ssh" ] && [ "$(cat "$dir/.hpcinit-commit" 2>/dev/null)" = "$OLD_COMMIT" ]; then
+	if [ -x "$dir/hpcinit" ] && [ -x "$dir/hpcinit-ssh" ] && [ -x "$dir/hpcinit-etcd" ] && [ "$(cat "$dir/.hpcinit-commit" 2>/dev/null)" = "$OLD_COMMIT" ]; then
 		echo "# release $OLD_VERSION: reusing the build in $dir"
 		return 0
 	fi
@@ -61,10 +65,10 @@ build_old() {
 		cd "$dir" &&
 			autoreconf -fi &&
 			./configure --without-mpi --without-mpich --without-libnfs CFLAGS="$OLD_CFLAGS" &&
-			make -j"$(nproc)" hpcinit hpcinit-ssh
+			make -j"$(nproc)" hpcinit hpcinit-ssh hpcinit-etcd
 	) > "$dir/.build.log" 2>&1 || { tail -30 "$dir/.build.log"; bail_out "building release $OLD_VERSION ($OLD_COMMIT) failed"; }
 	echo "$OLD_COMMIT" > "$dir/.hpcinit-commit"
-	echo "# release $OLD_VERSION ($OLD_COMMIT) built in $((SECONDS - t0)) s (git archive, autoreconf, configure, make hpcinit hpcinit-ssh)"
+	echo "# release $OLD_VERSION ($OLD_COMMIT) built in $((SECONDS - t0)) s (git archive, autoreconf, configure, make hpcinit and 2 helpers)"
 }
 OLD_TMP=
 if [ -n "${HPCINIT_OLD:-}" ]; then
@@ -80,7 +84,14 @@ else
 	trap 'rm -rf "$OLD_TMP"' EXIT
 	build_old "$OLD_TMP/build"
 fi
+if [ "${1:-}" = --build-only ]; then
+	[ -n "${HPCINIT_OLD_BUILD:-}" ] || bail_out "--build-only needs HPCINIT_OLD_BUILD (where the build is kept)"
+	ok "release $OLD_VERSION built in $HPCINIT_OLD_BUILD: $("$OLD" --version)"
+	exit 0
+fi
 . "$TOP_SRCDIR/tests/cluster/ssh-lib.sh"       # its own T and cleanup from here on
+_cleanup() { cleanup; }          # etcd-lib.sh's exit trap ends with the cluster's cleanup
+. "$TOP_SRCDIR/tests/cluster/etcd-lib.sh"
 if [ -n "$OLD_TMP" ]; then
 	mv "$OLD_TMP/build" "$T/old"
 	rmdir "$OLD_TMP"
@@ -195,5 +206,26 @@ check "... as the cluster finding discovery.record.format-newer" \
 check "... which leaves hps-3's discovery ok" [ "$(module_field hps-3 discovery status)" = ok ]
 check "... and the hostfiles keep the four" hostfiles_all
 rm -f "$(dirname "$rec")/hps-9.rec"
+
+# ---- 6. the etcd method; hps-1 back on the previous release ----
+etcd_up || bail_out "etcd did not start"
+sed -i "s|^discovery: .*|discovery: {method: etcd, endpoints: $(etcd_endpoints), expect: 4, wait: 60s, lease: 30s}|" "$T/node.yaml"
+grep -q 'method: etcd' "$T/node.yaml" || bail_out "test bug: the etcd spec"
+OLD_NODES="hps-1 hps-2"
+# shellcheck disable=SC2086
+check "etcd: apply on 2 nodes of $OLD_VERSION (hps-1 downgraded) and 2 of this tree: every one exits 0" \
+	each apply $OLD_NODES $NEW_NODES
+check "etcd: every node's hostfile lists all four" hostfiles_all
+check "etcd: no node rejects another's record" no_rejects
+etcd_logins() {
+	local s d got bad=0
+	for s in hps-1 hps-4; do
+		for d in hps-1 hps-4; do
+			got=$(login "$s" alice "$d" 2>&1) && [ "$got" = "$d" ] || { echo "  alice@$s -> $d: $got"; bad=1; }
+		done
+	done
+	return $bad
+}
+check "etcd: alice logs in $OLD_VERSION to this tree and back (hps-1, hps-4)" etcd_logins
 
 done_testing
