@@ -20,8 +20,7 @@
 #
 # By hand, not in make check (docs/formats.md has its cost: building 0.1.0
 # at -O0 takes ~11 s of CPU, the cluster ~15 s):
-#   flock /tmp/hpcinit-cluster.lock env HPCINIT=$PWD/build/hpcinit TOP_SRCDIR=$PWD \
-#       TOP_BUILDDIR=$PWD/build tests/compat/two-releases.sh
+#   tests/compat/two-releases.sh    (as root, from the source tree, built in build/)
 # The previous release comes from `git archive` of OLD_COMMIT (default
 # 1033c06, release 0.1.0) in TOP_SRCDIR's repository, configured with the
 # optional parts off (OLD_CFLAGS, default -O0 -g0), only hpcinit,
@@ -29,7 +28,7 @@
 #   HPCINIT_OLD=/path/to/hpcinit   a 0.1.0 hpcinit already built (its helpers
 #                                  beside it, or in HPCINIT_OLD_LIBEXEC)
 #   HPCINIT_OLD_BUILD=DIR          build there and reuse it on the next run (a CI cache;
-#                                  with --build-only: build it, outside any lock, and stop)
+#                                  with --build-only: build it and stop)
 # A clone without that commit (shallow) FAILS, saying so: it does not skip.
 : "${OLD_COMMIT:=1033c06}"
 : "${OLD_VERSION:=0.1.0}"
