@@ -19,7 +19,7 @@
 #     four, no record rejected, alice logs in old to new and new to old.
 #
 # By hand, not in make check (docs/formats.md has its cost: building 0.1.0
-# at -O0 takes ~11 s of CPU, the cluster ~15 s):
+# at -O0 took 11 s of CPU, the cluster part 17 s):
 #   tests/compat/two-releases.sh    (as root, from the source tree, built in build/)
 # The previous release comes from `git archive` of OLD_COMMIT (default
 # 1033c06, release 0.1.0) in TOP_SRCDIR's repository, configured with the
