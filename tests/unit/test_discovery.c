@@ -474,6 +474,11 @@ static void test_many(struct ctx *c, struct spec *spec)
 	TEST_CHECK(detail(&rep, "record groupw.rec: writable by group or others (mode 0664); rejected"));
 	TEST_CHECK(detail(&rep, "record trunc.rec: truncated"));
 	TEST_CHECK(detail(&rep, "record Bad Name.rec: file name is not <hostname>.rec; rejected"));
+	TEST_CHECK(detail(&rep, "record newer.rec: format 2 (written by hpcinit 9.0.0) is newer than hpcinit "
+			  PACKAGE_VERSION " reads (formats 1 to 1); the node is left out until this node runs "
+			  "a release that reads its format (docs/formats.md)"));
+	TEST_CHECK(cluster_finding(&rep, "discovery.record.format-newer"));
+	TEST_CHECK(exists(NODES "/newer.rec"));
 	TEST_CHECK(detail(&rep, "record many103.rec: bad HMAC"));
 	TEST_CHECK(detail(&rep, "record many353.rec: bad HMAC"));
 	TEST_CHECK(!detail(&rep, "record many104.rec"));
@@ -573,6 +578,9 @@ int main(void)
 	free(p);
 	put(NODES "/trunc.rec", "# hpcinit peer record\nformat: 1\ncluster: glo\nhost", 0644);
 	put(NODES "/Bad Name.rec", "x", 0644);
+	/* a newer format (docs/formats.md): refused before its lines are read, kept for its writer */
+	put(NODES "/newer.rec", "# hpcinit peer record\nformat: 2\ncluster: glo\nhostname: newer\n"
+	    "addr: 10.0.0.11\nslots: many\nversion: 9.0.0\n...\n", 0644);
 	put(NODES "/README", "not a record\n", 0644);
 	/* a link, a directory, a record too large, one naming another host than its file */
 	{
@@ -623,6 +631,11 @@ int main(void)
 	TEST_CHECK(detail(&rep, "record groupw.rec: writable by group or others (mode 0664); rejected"));
 	TEST_CHECK(detail(&rep, "record trunc.rec: truncated"));
 	TEST_CHECK(detail(&rep, "record Bad Name.rec: file name is not <hostname>.rec; rejected"));
+	TEST_CHECK(detail(&rep, "record newer.rec: format 2 (written by hpcinit 9.0.0) is newer than hpcinit "
+			  PACKAGE_VERSION " reads (formats 1 to 1); the node is left out until this node runs "
+			  "a release that reads its format (docs/formats.md)"));
+	TEST_CHECK(cluster_finding(&rep, "discovery.record.format-newer"));
+	TEST_CHECK(exists(NODES "/newer.rec"));
 	TEST_CHECK(detail(&rep, "record gone.rec: lease expired (scale-in); removed"));
 	TEST_CHECK(detail(&rep, "stale temporary file; removed"));
 	TEST_CHECK(detail(&rep, "address 10.0.0.2 is claimed by node2 and stale-ip; keeping node2"));
