@@ -185,8 +185,25 @@ on hps-1 "$HPCINIT" status > "$T/status.hps-1" 2>&1 || rc=$?
 check "this tree's status reads $OLD_VERSION's status.json on hps-1: exit 0 (ready)" [ "$rc" = 0 ]
 check "... and shows it" contains "$T/status.hps-1" "result: ready (exit 0"
 OLD_NODES="hps-2"
+NEW_VERSION=$("$HPCINIT" --version | sed 's/^hpcinit //')
+rec1=$(find "$SHARED" -name hps-1.rec | head -1)
+[ -n "$rec1" ] || bail_out "no hps-1.rec under $SHARED"
+grep -v '^version: \|^updated: \|^hmac: ' "$rec1" >"$T/hps-1.rec.before"
 each apply hps-1 || bail_out "apply of this tree on hps-1 after $OLD_VERSION"
-check "the upgraded hps-1's apply: ssh and hostfile converged, nothing to change" unchanged hps-1
+# The upgraded node says its release in its record (version:, so updated: and the hmac too);
+# nothing else of it changes,
+# and the others' files see no change: ssh and hostfile converged.
+upgraded() {
+	local m
+	for m in ssh hostfile; do
+		[ "$(module_field hps-1 "$m" status)" = ok ] ||
+			{ echo "  hps-1: $m $(module_field hps-1 "$m" status): $(module_field hps-1 "$m" changed)"; return 1; }
+	done
+	grep -qx "version: $NEW_VERSION" "$rec1" || { echo "  hps-1.rec:"; sed 's/^/  | /' "$rec1"; return 1; }
+	grep -v '^version: \|^updated: \|^hmac: ' "$rec1" | diff -u "$T/hps-1.rec.before" - >"$T/hps-1.rec.diff" ||
+		{ sed 's/^/  | /' "$T/hps-1.rec.diff"; return 1; }
+}
+check "the upgraded hps-1's apply: its record says $NEW_VERSION and nothing else changed; ssh and hostfile converged" upgraded
 check "... status.json now says format 1" [ "$(on hps-1 python3 -c 'import json; print(json.load(open("/run/hpcinit/status.json")).get("format"))')" = 1 ]
 check "the $OLD_VERSION node hps-2's check after hps-1's upgrade: in sync (exit 0)" each check hps-2
 check "... every hostfile still lists the four" hostfiles_all
