@@ -132,6 +132,10 @@ typedef bool (*disc_left_fn)(void *arg, const char *key, const char *boot);
  */
 void disc_held_merge(struct disc_run *run, const char *prev, size_t prev_len, char **text, size_t *len,
 		     const char *self_key, disc_left_fn left, void *arg);
+/* shared: this node wrote its record now; a write after more than half the lease says the directory was away. */
+void disc_shared_written(struct ctx *c, struct report *rep);
+/* shared: how long records past their lease are still kept (the grace after the directory came back), 0: not. */
+uint64_t disc_shared_kept_ms(const struct ctx *c);
 
 /* ---- this node's facts (node.c) ---- */
 

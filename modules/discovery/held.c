@@ -211,3 +211,64 @@ void disc_held_merge(struct disc_run *run, const char *prev, size_t prev_len, ch
 	held_free(&keep);
 	sb_free(&file);
 }
+
+/*
+ * Method shared: a record is past its lease when its node has not written
+ * it for the lease.  When the directory itself stopped answering (a stalled
+ * NFS server) no node could, and every record is past its lease the moment
+ * it is back.  So a node that finds its own last write of its record older
+ * than half the lease (its renewals are a third of the lease apart in the
+ * watch, a refresh timer's period else) takes the directory for having been
+ * away: from that write on, for the grace, records past their lease are kept
+ * (and pruned by nobody), while their nodes write them again.
+ */
+#define SHARED_WRITTEN "/run/hpcinit/shared-written"    /* this node's last write of its record */
+#define SHARED_BACK "/run/hpcinit/shared-back"          /* the write that found the directory back */
+
+static uint64_t mono_file(const struct ctx *c, const char *path)
+{
+	char *text = NULL;
+	unsigned long long v = 0;
+	const char *end;
+
+	if (fs_read(c, path, &text, NULL) == 0 && !(num_ull_prefix(text, 10, UINT64_MAX, &v, &end) &&
+						     (*end == '\n' || !*end)))
+		v = 0;
+	free(text);
+	return v;
+}
+
+static void mono_write(struct ctx *c, const char *path, uint64_t v)
+{
+	struct report scratch;
+	char *text = xasprintf("%" PRIu64 "\n", v);
+
+	report_init(&scratch);
+	if (fs_mkdir_p(c, &scratch, "/run/hpcinit", 0755, 0, 0) >= 0)
+		(void)fs_write(c, &scratch, path, text, strlen(text), 0644, 0, 0);
+	report_free(&scratch);
+	free(text);
+}
+
+void disc_shared_written(struct ctx *c, struct report *rep)
+{
+	uint64_t now = now_ms(), last = mono_file(c, SHARED_WRITTEN);
+
+	if (!ctx_may_write(c))
+		return;
+	if (last && now - last > c->spec->discovery.lease_ms / 2) {
+		report_detail(rep, "this node could not write its record for %" PRIu64 " s (more than half "
+			      "the lease): the directory was away; records past their lease are kept for "
+			      "the grace of %" PRIu64 " s while their nodes write them again",
+			      (now - last) / 1000, disc_grace_ms(c->spec) / 1000);
+		mono_write(c, SHARED_BACK, now);
+	}
+	mono_write(c, SHARED_WRITTEN, now);
+}
+
+uint64_t disc_shared_kept_ms(const struct ctx *c)
+{
+	uint64_t back = mono_file(c, SHARED_BACK), now = now_ms(), grace = disc_grace_ms(c->spec);
+
+	return back && now - back < grace ? back + grace - now : 0;
+}

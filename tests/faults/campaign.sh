@@ -12,7 +12,9 @@
 #
 # --time is the injection time (setup and the last quiet point come on top);
 # a quiet point every --quiet seconds: the faults stop and heal, and within a
-# bound (the lease + a refresh period + 10 s) every invariant must hold.
+# bound (the lease + the grace a vanished record is held + a refresh period + 10 s) every
+# invariant must hold.  The long etcd outages (etcd_outage, etcd_leader) are checked on every
+# version of the files written during them (versions.py): no live node may go missing.
 # The seed is printed; the same seed replays the same fault choices (the
 # timing of the processes is the machine's, so a replay is close, not exact).
 # Prints each fault kind's count and every violation with the seed; exits 1
@@ -62,7 +64,8 @@ RANDOM=$SEED
 
 LEASE=${LEASE_S:-15}            # discovery.lease, s (renewed every third of it)
 REFRESH_S=5
-BOUND=$((LEASE + REFRESH_S + 10))   # a quiet point's bound
+GRACE_S=$((LEASE > 5 ? LEASE : 5))     # docs/cluster.md: a vanished record (etcd) is held this long
+BOUND=$((LEASE + GRACE_S + REFRESH_S + 10))   # a quiet point's bound
 MAXNODES=$((NNODES + 3))
 PROC_MAX=10                     # hpcinit processes (agent and helpers) on one node
 RSS_MAX_KB=$((64 * 1024))       # the watch's resident memory
@@ -367,6 +370,72 @@ a_etcdup() {
 		[ -n "${ETCD_PIDS[$i]}" ] || { log "etcd: member m$i restarted"; etcd_start_member "$i"; }
 	done
 }
+# The long outages (issue 37): etcd away for longer than the lease, or its leader killed.  No
+# other fault is injected (nor a quiet point held) until the check, a lease and the grace after
+# etcd is back; every version of the files of the nodes then live with nothing pending is
+# recorded (versions.py), and none may lack a node its version before the fault listed.
+OUTAGE=""
+outage_begin() {        # outage_begin SECONDS_UNTIL_ETCD_BACK: the window and its recorder
+	local n p stable=() args=()
+	for n in $(live_nodes); do
+		for p in "${PENDING[@]}"; do [[ " $p " == *" $n "* ]] && continue 2; done
+		stable+=("$n")
+		args+=("$n=$(etc_of "$n")")
+	done
+	OUTAGE="$(python3 "$FDIR/versions.py" now) ${stable[*]}"
+	python3 "$FDIR/versions.py" "$FT/versions.$SECONDS" "${args[@]}" &
+	OUTAGE_REC=$!
+	OUTAGE_OUT=$FT/versions.$SECONDS
+	later "$1" etcdup
+	later $(($1 + LEASE + GRACE_S + 2)) outagecheck
+}
+a_outagecheck() {
+	local t0 names lost
+	[ -n "$OUTAGE" ] || return 0
+	read -r t0 names <<<"$OUTAGE"
+	kill "$OUTAGE_REC" 2>/dev/null
+	wait "$OUTAGE_REC" 2>/dev/null
+	# shellcheck disable=SC2086
+	lost=$(python3 "$FDIR/versions.py" lost "$OUTAGE_OUT" "$t0" "$(python3 "$FDIR/versions.py" now)" $names)
+	log "etcd outage over: $(wc -l <"$OUTAGE_OUT") versions of the files of $names recorded, $(grep -c . <<<"$lost") lacking a live node"
+	while IFS= read -r m; do [ -z "$m" ] || violation "${m%% *}" "a live node lost during an etcd outage: $m"; done <<<"$lost"
+	OUTAGE=""
+}
+f_etcd_outage() {
+	local i
+	for i in 1 2 3; do [ -n "${ETCD_PIDS[$i]}" ] || { log "etcd outage: a member is down already"; return; }; done
+	rnd $((LEASE + 2)) $((LEASE + 8))
+	local d=$R
+	pick stop majority
+	if [ "$R" = stop ]; then
+		log "etcd outage: every member stopped (SIGSTOP) for ${d}s (lease ${LEASE}s)"
+		kill -STOP "${ETCD_PIDS[@]}"
+		PENDING+=("$((SECONDS + d)) etcdcont")
+	else
+		pick 1 2 3
+		log "etcd outage: majority lost (m$R and m$((R % 3 + 1)) killed) for ${d}s (lease ${LEASE}s)"
+		etcd_kill "$R"
+		etcd_kill $((R % 3 + 1))
+	fi
+	outage_begin "$d"
+}
+a_etcdcont() { log "etcd: every member continued"; kill -CONT "${ETCD_PIDS[@]}" 2>/dev/null; }
+f_etcd_leader() {
+	local i port leader=""
+	for i in 1 2 3; do [ -n "${ETCD_PIDS[$i]}" ] || { log "etcd leader: a member is down already"; return; }; done
+	port=$(etcdctl_ endpoint status -w json 2>/dev/null | python3 -c '
+import json, sys
+for e in json.load(sys.stdin):
+    s = e["Status"]
+    if s["header"]["member_id"] == s["leader"]:
+        print(e["Endpoint"].rsplit(":", 1)[1])' 2>/dev/null)
+	for i in 1 2 3; do [ "$(etcd_client_url "$i")" != "http://$ETCD_HOST:$port" ] || leader=$i; done
+	[ -n "$leader" ] || { log "etcd leader: no leader now"; return; }
+	log "etcd: the leader m$leader killed (a leader change)"
+	etcd_kill "$leader"
+	rnd 2 10
+	outage_begin "$R"
+}
 f_etcd_compact() {
 	local rev
 	rev=$(etcdctl_ get -w json /hpcinit-faults/none 2>/dev/null | sed -n 's/.*"revision":\([0-9]*\).*/\1/p')
@@ -406,7 +475,7 @@ a_shareup() {
 }
 
 KINDS=(sigkill sigkill tworuns crash reuse destroy leave burst netcut runfull clock)
-[ "$METHOD" != etcd ] || KINDS+=(etcd_member etcd_member etcd_majority etcd_compact)
+[ "$METHOD" != etcd ] || KINDS+=(etcd_member etcd_member etcd_majority etcd_compact etcd_outage etcd_leader)
 if [ "$METHOD" = shared ]; then
 	[ -x "$STALL" ] || make -C "$TOP_BUILDDIR" tests/system/fuse_stall >/dev/null 2>&1
 	if [ -x "$STALL" ] && [ -e /dev/fuse ]; then KINDS+=(share_stop)
@@ -603,7 +672,9 @@ rnd 1 4
 NEXT_FAULT=$((SECONDS + R))
 while [ $SECONDS -lt $END ]; do
 	run_pending due
-	if [ $SECONDS -ge "$NEXT_QUIET" ]; then
+	if [ -n "$OUTAGE" ]; then
+		:       # an etcd outage's window: nothing else until its check (a_outagecheck)
+	elif [ $SECONDS -ge "$NEXT_QUIET" ]; then
 		quiet_point
 		NEXT_QUIET=$((SECONDS + QUIET))
 	elif [ $SECONDS -ge "$NEXT_FAULT" ]; then

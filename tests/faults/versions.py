@@ -4,6 +4,8 @@
 
   versions.py OUT NODE=ETC_DIR...   record until SIGTERM
   versions.py now                 the CLOCK_MONOTONIC time, ms
+  versions.py lost OUT T0 T1 NAME...      the same, for the files of each NAME, and only the
+                                  NAMEs its version before T0 listed: a live node lost
   versions.py missing OUT T0 T1 NAME...   the versions written in [T0, T1] (ms) that
                                   lack one of NAME: "node file t n names"; nothing when none
 
@@ -72,9 +74,28 @@ def missing(out, t0, t1, want):
                 print("%s %s at %s ms: %s hosts, without %s" % (node, rel, ms, n, ",".join(lost)))
 
 
+def lost(out, t0, t1, want):
+    base, bad = {}, []
+    with open(out) as f:
+        for line in f:
+            ms, node, rel, n, have = line.split()
+            if node not in want:
+                continue
+            have = have.split(",")
+            if int(ms) <= t0:
+                base[(node, rel)] = have
+            elif int(ms) <= t1:
+                gone = [w for w in want if w in base.get((node, rel), []) and w not in have]
+                if gone:
+                    bad.append("%s %s at %s ms: %s hosts, without %s" % (node, rel, ms, n, ",".join(gone)))
+    print("\n".join(bad[:20]), end="\n" if bad else "")
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["now"]:
         print("%d" % (time.clock_gettime(time.CLOCK_MONOTONIC) * 1000))
+    elif len(sys.argv) > 4 and sys.argv[1] == "lost":
+        lost(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5:])
     elif len(sys.argv) > 4 and sys.argv[1] == "missing":
         missing(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5:])
     elif len(sys.argv) > 2:
