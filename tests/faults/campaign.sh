@@ -370,12 +370,13 @@ a_etcdup() {
 		[ -n "${ETCD_PIDS[$i]}" ] || { log "etcd: member m$i restarted"; etcd_start_member "$i"; }
 	done
 }
-# The long outages (issue 37): etcd away for longer than the lease, or its leader killed.  No
+# The long outages (issue 37): etcd away for longer than the lease, or its leader killed, or
+# the share's server stopped (share_stop, below).  No
 # other fault is injected (nor a quiet point held) until the check, a lease and the grace after
 # etcd is back; every version of the files of the nodes then live with nothing pending is
 # recorded (versions.py), and none may lack a node its version before the fault listed.
 OUTAGE=""
-outage_begin() {        # outage_begin SECONDS_UNTIL_ETCD_BACK: the window and its recorder
+outage_begin() {        # outage_begin SECONDS_UNTIL_BACK [ACTION]: the window and its recorder (ACTION: etcdup)
 	local n p stable=() args=()
 	for n in $(live_nodes); do
 		for p in "${PENDING[@]}"; do [[ " $p " == *" $n "* ]] && continue 2; done
@@ -386,7 +387,7 @@ outage_begin() {        # outage_begin SECONDS_UNTIL_ETCD_BACK: the window and i
 	python3 "$FDIR/versions.py" "$FT/versions.$SECONDS" "${args[@]}" &
 	OUTAGE_REC=$!
 	OUTAGE_OUT=$FT/versions.$SECONDS
-	later "$1" etcdup
+	later "$1" "${2:-etcdup}"
 	later $(($1 + LEASE + GRACE_S + 2)) outagecheck
 }
 a_outagecheck() {
@@ -397,8 +398,8 @@ a_outagecheck() {
 	wait "$OUTAGE_REC" 2>/dev/null
 	# shellcheck disable=SC2086
 	lost=$(python3 "$FDIR/versions.py" lost "$OUTAGE_OUT" "$t0" "$(python3 "$FDIR/versions.py" now)" $names)
-	log "etcd outage over: $(wc -l <"$OUTAGE_OUT") versions of the files of $names recorded, $(grep -c . <<<"$lost") lacking a live node"
-	while IFS= read -r m; do [ -z "$m" ] || violation "${m%% *}" "a live node lost during an etcd outage: $m"; done <<<"$lost"
+	log "outage over: $(wc -l <"$OUTAGE_OUT") versions of the files of $names recorded, $(grep -c . <<<"$lost") lacking a live node"
+	while IFS= read -r m; do [ -z "$m" ] || violation "${m%% *}" "a live node lost during an outage (etcd or the share): $m"; done <<<"$lost"
 	OUTAGE=""
 }
 f_etcd_outage() {
@@ -461,6 +462,16 @@ f_share_stop() {
 	rnd 5 25
 	later "$R" shareup
 }
+# share_outage: the same for longer than the lease, checked on every version (outage_begin)
+f_share_outage() {
+	[ -z "$SHARE_DOWN" ] || { log "share: stopped already"; return; }
+	rnd $((LEASE + 2)) $((LEASE + 8))
+	local d=$R
+	f_share_stop
+	PENDING=("${PENDING[@]:0:${#PENDING[@]}-1}")      # its own heal: at the window's time
+	log "share outage: the server stays away ${d}s (lease ${LEASE}s)"
+	outage_begin "$d" shareup
+}
 a_shareup() {
 	local n p a=()
 	SHARE_DOWN=""
@@ -478,7 +489,7 @@ KINDS=(sigkill sigkill tworuns crash reuse destroy leave burst netcut runfull cl
 [ "$METHOD" != etcd ] || KINDS+=(etcd_member etcd_member etcd_majority etcd_compact etcd_outage etcd_leader)
 if [ "$METHOD" = shared ]; then
 	[ -x "$STALL" ] || make -C "$TOP_BUILDDIR" tests/system/fuse_stall >/dev/null 2>&1
-	if [ -x "$STALL" ] && [ -e /dev/fuse ]; then KINDS+=(share_stop)
+	if [ -x "$STALL" ] && [ -e /dev/fuse ]; then KINDS+=(share_stop share_outage)
 	else log "share_stop not injected: no $STALL or no /dev/fuse"; fi
 fi
 if [ -n "$ONLY" ]; then          # --faults a,b: only these kinds
@@ -486,11 +497,22 @@ if [ -n "$ONLY" ]; then          # --faults a,b: only these kinds
 	[ ${#KINDS[@]} -gt 0 ] || { echo "campaign: --faults $ONLY: none of them applies to method $METHOD" >&2; exit 2; }
 fi
 log "fault kinds: $(printf '%s\n' "${KINDS[@]}" | sort -u | tr '\n' ' ')"
+INJECTED=0
 inject() {
 	local live kind n
 	mapfile -t live < <(live_nodes)
-	pick "${KINDS[@]}"
-	kind=$R
+	if [ -n "$ONLY" ]; then         # --faults: the kinds in turn, so a short run has each
+		kind=${KINDS[$((INJECTED % ${#KINDS[@]}))]}
+	else
+		pick "${KINDS[@]}"
+		kind=$R
+		# a long outage's window (outage_begin) must end before --time does: else another kind
+		case $kind in
+		etcd_outage | etcd_leader | share_outage)
+			[ $((SECONDS + 2 * LEASE + GRACE_S + 10)) -le "$END" ] || kind=sigkill ;;
+		esac
+	fi
+	INJECTED=$((INJECTED + 1))
 	case $kind in
 	leave | destroy | crash) [ ${#live[@]} -gt 3 ] || kind=sigkill ;;
 	esac
@@ -670,7 +692,7 @@ END=$((SECONDS + DURATION))
 NEXT_QUIET=$((SECONDS + QUIET))
 rnd 1 4
 NEXT_FAULT=$((SECONDS + R))
-while [ $SECONDS -lt $END ]; do
+while [ $SECONDS -lt $END ] || [ -n "$OUTAGE" ]; do     # an outage's window is seen to its end
 	run_pending due
 	if [ -n "$OUTAGE" ]; then
 		:       # an etcd outage's window: nothing else until its check (a_outagecheck)
