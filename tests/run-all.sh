@@ -127,7 +127,7 @@ stage "fuzz: etcd helper's JSON, 30 s" fuzz_wait etcd
 stage "fault campaign: tests/faults/campaign.sh, 30 s of faults a method" bash -c "cd '$SRC' &&
 	TOP_BUILDDIR='$SRC/build' bash tests/faults/campaign.sh --seed 10 --time 30 --quiet 20 --method shared &&
 	TOP_BUILDDIR='$SRC/build' bash tests/faults/campaign.sh --seed 11 --time 30 --quiet 20 --method etcd &&
-	TOP_BUILDDIR='$SRC/build' LEASE_S=3 bash tests/faults/campaign.sh --seed 12 --time 30 --quiet 15 --method etcd \
+	TOP_BUILDDIR='$SRC/build' LEASE_S=3 bash tests/faults/campaign.sh --seed 12 --time 30 --quiet 60 --method etcd \
 		--faults etcd_outage,etcd_leader"
 
 for s in packaging/build-deb.sh packaging/build-rpm.sh; do

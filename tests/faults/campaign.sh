@@ -405,7 +405,7 @@ a_outagecheck() {
 f_etcd_outage() {
 	local i
 	for i in 1 2 3; do [ -n "${ETCD_PIDS[$i]}" ] || { log "etcd outage: a member is down already"; return; }; done
-	rnd $((LEASE + 2)) $((LEASE + 8))
+	rnd $((LEASE + 2)) $((LEASE + 5))
 	local d=$R
 	pick stop majority
 	if [ "$R" = stop ]; then
@@ -434,7 +434,7 @@ for e in json.load(sys.stdin):
 	[ -n "$leader" ] || { log "etcd leader: no leader now"; return; }
 	log "etcd: the leader m$leader killed (a leader change)"
 	etcd_kill "$leader"
-	rnd 2 10
+	rnd 2 5
 	outage_begin "$R"
 }
 f_etcd_compact() {
@@ -465,7 +465,7 @@ f_share_stop() {
 # share_outage: the same for longer than the lease, checked on every version (outage_begin)
 f_share_outage() {
 	[ -z "$SHARE_DOWN" ] || { log "share: stopped already"; return; }
-	rnd $((LEASE + 2)) $((LEASE + 8))
+	rnd $((LEASE + 2)) $((LEASE + 5))
 	local d=$R
 	f_share_stop
 	PENDING=("${PENDING[@]:0:${#PENDING[@]}-1}")      # its own heal: at the window's time
