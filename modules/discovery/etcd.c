@@ -691,16 +691,24 @@ static void tombstone(struct disc_run *run)
 	struct rendezvous t;
 	struct report scratch;
 
+	if (!ctx_may_write(c))
+		return;
 	report_init(&scratch);
 	if (rv_open(c, &scratch, &o, &t) == 0) {
-		t.lease = 0;    /* a lease of its own (the sync writes it as the node's: put right below) */
+		t.lease = 0;    /* a lease of its own (the sync writes it as the node's: put back below) */
 		if (rv_sync(&t, &scratch, &q, &ans) < 0)
 			report_detail(run->rep, "the tombstone of this leave was not written (the peers hold "
 				      "the record for %" PRIu64 " s)", disc_grace_ms(c->spec) / 1000);
 		free(ans.members);
 		rv_close(&t);
-		if (!e->rv.lease)
+		if (e->rv.lease) {
+			char *text = xasprintf("%" PRId64 "\n", e->rv.lease);
+
+			(void)fs_write(c, &scratch, RV_LEASE_FILE, text, strlen(text), 0600, 0, 0);
+			free(text);
+		} else {
 			(void)fs_remove(c, &scratch, RV_LEASE_FILE);
+		}
 	}
 	report_free(&scratch);
 }
