@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Peer records (DESIGN.md "Peers").  A record is a small YAML document in a
+ * Peer records (docs/conventions.md "Peers").  A record is a small YAML document in a
  * fixed shape, so that writing it is a printf and reading 10,000 of them is
  * a single pass over each file with no allocation per line:
  *

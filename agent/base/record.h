@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Peer records: what one node publishes about itself (DESIGN.md "Peers").
+ * Peer records: what one node publishes about itself (docs/conventions.md "Peers").
  * The discovery module hands them on as the typed output peers (c->out->peers);
  * ssh, hostfile and mpi read it.
  * record.c owns the on-disk format (YAML) and parsing with limits; hmac.c

@@ -56,7 +56,7 @@ int runner_check_only(const struct strlist *only);
  * 0 or -EINVAL.  runner_run checks module_table with it before anything runs.
  */
 int runner_check_table(const struct module *const *table);
-/* Run; fills res.  Returns the exit code (DESIGN.md "Exit codes"). */
+/* Run; fills res.  Returns the exit code (docs/conventions.md "Exit codes"). */
 int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res);
 /*
  * The run lock (LOCK_PATH), waiting up to timeout_ms: 0 and the fd that holds

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * discovery: learn the cluster (DESIGN.md "Peers").  Every method ends with
+ * discovery: learn the cluster (docs/conventions.md "Peers").  Every method ends with
  * the typed output peers (c->out->peers, OUT_PEERS) = every known node, this
  * one included and flagged self, so ssh, hostfile and mpi work the same
  * whichever method found them.

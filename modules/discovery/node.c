@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * This node's facts: what it publishes about itself whichever method runs
- * (DESIGN.md "Peers"): hostname, cluster and IPoIB addresses, usable cores,
+ * (docs/conventions.md "Peers"): hostname, cluster and IPoIB addresses, usable cores,
  * role, boot id, SSH host keys, the cluster users' public keys, and its
  * state (ready, degraded or failed with the worst finding's tag, and the
  * boot's time to ready: c->node, which the runner keeps).

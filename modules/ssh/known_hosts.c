@@ -320,7 +320,7 @@ static int helper_fetch(const char *host, unsigned port, unsigned timeout_ms, ch
 }
 
 static const struct fetch_ops helper_fetch_ops = { helper_fetch };
-/* Tests swap this table (STYLE.md 6). */
+/* Tests swap this table (docs/conventions.md "Ops tables for hardware, network and time"). */
 static const struct fetch_ops *fetch_ops = &helper_fetch_ops;
 /* ---- building the wanted known_hosts ---- */
 

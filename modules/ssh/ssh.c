@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ssh: passwordless SSH between cluster nodes with host-key checking on
- * (DESIGN.md "Trust").  Inputs are the peers discovery found; outputs:
+ * (docs/conventions.md "Trust").  Inputs are the peers discovery found; outputs:
  *
  *   ~user/.ssh/id_<type>{,.pub}     the user's key pair, made if absent
  *   ~user/.ssh/authorized_keys      a managed block per cluster: every peer's

@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Inside the ssh step (DESIGN.md "Trust"): known_hosts and the ssh_config
- * drop-in (known_hosts.c), authorized_keys (authorized_keys.c), the users'
- * key pairs (userkeys.c), small shared pieces (common.c), and the step
- * itself (ssh.c).
+ * What the ssh step's files share (docs/conventions.md "Trust", docs/ssh.md).
+ * The folder holds: the step itself (ssh.c), known_hosts and the ssh_config
+ * drop-in (known_hosts.c), authorized_keys (authorized_keys.c), the spec's
+ * users as NSS resolves them (users.c), host certificates and host-based
+ * login (ca.c on every node, ca_head.c on the head, certs.c the certs/
+ * collection both read, cert.c an OpenSSH certificate's fields), and small
+ * shared pieces (common.c).  The users' key pairs are lib/sshkeys; libssh
+ * lives in the helper hpcinit-ssh (libexec/hpcinit-ssh.c).
  */
 #ifndef HPCINIT_SSH_H
 #define HPCINIT_SSH_H

@@ -2,7 +2,7 @@
 # memlock: the reg_mr probe proves the node, not the spec.  It registers memory
 # under the limit a job gets here (a new PAM session of the spec's user, and
 # systemd services), never under memlock.limit.  The process runs with a 4 MiB
-# soft limit (hard 8 MiB: the most root may set on this host, TESTBED.md) and
+# soft limit (hard 8 MiB: the most root may set on this host, docs/testing.md "Memlock") and
 # the spec asks for 8M; reg_mr is 6M.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/rdma-lib.sh"

@@ -46,7 +46,7 @@ empty_files() {
 
 # in_verbs_ns SCRIPT: run SCRIPT (bash) in a private mount namespace whose /dev is an
 # overlay with /dev/infiniband/uverbs0 (char 231:192), so the real libibverbs lists a
-# fixture device (TESTBED.md).  Exits 77 (SKIP, never a pass) where that cannot work.
+# fixture device (docs/testing.md "A verbs device without hardware").  Exits 77 (SKIP, never a pass) where that cannot work.
 in_verbs_ns() {
 	if [ "$(id -u)" != 0 ] || ! unshare --mount --propagation private true 2>/dev/null; then
 		echo "SKIP: needs root and mount namespaces (unshare --mount)"; exit 77
