@@ -376,17 +376,18 @@ a_etcdup() {
 # etcd is back; every version of the files of the nodes then live with nothing pending is
 # recorded (versions.py), and none may lack a node its version before the fault listed.
 OUTAGE=""
-outage_begin() {        # outage_begin SECONDS_UNTIL_BACK [ACTION]: the window and its recorder (ACTION: etcdup)
+outage_begin() {        # outage_begin SECONDS_UNTIL_BACK [ACTION]: the window and its recorder (ACTION: etcdup); before the fault
 	local n p stable=() args=()
 	for n in $(live_nodes); do
 		for p in "${PENDING[@]}"; do [[ " $p " == *" $n "* ]] && continue 2; done
 		stable+=("$n")
 		args+=("$n=$(etc_of "$n")")
 	done
-	OUTAGE="$(python3 "$FDIR/versions.py" now) ${stable[*]}"
 	python3 "$FDIR/versions.py" "$FT/versions.$SECONDS" "${args[@]}" &
 	OUTAGE_REC=$!
 	OUTAGE_OUT=$FT/versions.$SECONDS
+	sleep 0.5       # the files as they are before the fault, recorded
+	OUTAGE="$(python3 "$FDIR/versions.py" now) ${stable[*]}"
 	later "$1" "${2:-etcdup}"
 	later $(($1 + LEASE + GRACE_S + 2)) outagecheck
 }
@@ -408,17 +409,17 @@ f_etcd_outage() {
 	rnd $((LEASE + 2)) $((LEASE + 5))
 	local d=$R
 	pick stop majority
+	outage_begin "$d"
 	if [ "$R" = stop ]; then
 		log "etcd outage: every member stopped (SIGSTOP) for ${d}s (lease ${LEASE}s)"
 		kill -STOP "${ETCD_PIDS[@]}"
-		PENDING+=("$((SECONDS + d)) etcdcont")
+		later "$d" etcdcont
 	else
 		pick 1 2 3
 		log "etcd outage: majority lost (m$R and m$((R % 3 + 1)) killed) for ${d}s (lease ${LEASE}s)"
 		etcd_kill "$R"
 		etcd_kill $((R % 3 + 1))
 	fi
-	outage_begin "$d"
 }
 a_etcdcont() { log "etcd: every member continued"; kill -CONT "${ETCD_PIDS[@]}" 2>/dev/null; }
 f_etcd_leader() {
@@ -432,10 +433,10 @@ for e in json.load(sys.stdin):
         print(e["Endpoint"].rsplit(":", 1)[1])' 2>/dev/null)
 	for i in 1 2 3; do [ "$(etcd_client_url "$i")" != "http://$ETCD_HOST:$port" ] || leader=$i; done
 	[ -n "$leader" ] || { log "etcd leader: no leader now"; return; }
-	log "etcd: the leader m$leader killed (a leader change)"
-	etcd_kill "$leader"
 	rnd 2 5
 	outage_begin "$R"
+	log "etcd: the leader m$leader killed (a leader change)"
+	etcd_kill "$leader"
 }
 f_etcd_compact() {
 	local rev
@@ -464,13 +465,15 @@ f_share_stop() {
 }
 # share_outage: the same for longer than the lease, checked on every version (outage_begin)
 f_share_outage() {
+	local n
 	[ -z "$SHARE_DOWN" ] || { log "share: stopped already"; return; }
 	rnd $((LEASE + 2)) $((LEASE + 5))
-	local d=$R
-	f_share_stop
-	PENDING=("${PENDING[@]:0:${#PENDING[@]}-1}")      # its own heal: at the window's time
-	log "share outage: the server stays away ${d}s (lease ${LEASE}s)"
-	outage_begin "$d" shareup
+	outage_begin "$R" shareup
+	log "share outage: its server stops for ${R}s (lease ${LEASE}s; fuse_stall on $SHARED in every node)"
+	SHARE_DOWN=1
+	for n in $(live_nodes); do
+		on "$n" "$STALL" -a "$SHARED" >"$FT/stall.$n" 2>&1 &
+	done
 }
 a_shareup() {
 	local n p a=()

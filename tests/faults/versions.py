@@ -5,7 +5,8 @@
   versions.py OUT NODE=ETC_DIR...   record until SIGTERM
   versions.py now                 the CLOCK_MONOTONIC time, ms
   versions.py lost OUT T0 T1 NAME...      the same, for the files of each NAME, and only the
-                                  NAMEs its version before T0 listed: a live node lost
+                                  NAMEs its version before T0 (else its first) listed: a
+                                  live node lost
   versions.py missing OUT T0 T1 NAME...   the versions written in [T0, T1] (ms) that
                                   lack one of NAME: "node file t n names"; nothing when none
 
@@ -82,7 +83,9 @@ def lost(out, t0, t1, want):
             if node not in want:
                 continue
             have = have.split(",")
-            if int(ms) <= t0:
+            # the version before the fault: the last one by T0, else the first the recorder saw
+            # (a recorder started with the fault sees the files as they were)
+            if int(ms) <= t0 or (node, rel) not in base:
                 base[(node, rel)] = have
             elif int(ms) <= t1:
                 gone = [w for w in want if w in base.get((node, rel), []) and w not in have]
