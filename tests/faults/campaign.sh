@@ -702,7 +702,7 @@ while [ $SECONDS -lt $END ] || [ -n "$OUTAGE" ]; do     # an outage's window is 
 	elif [ $SECONDS -ge "$NEXT_QUIET" ]; then
 		quiet_point
 		NEXT_QUIET=$((SECONDS + QUIET))
-	elif [ $SECONDS -ge "$NEXT_FAULT" ]; then
+	elif [ $SECONDS -ge "$NEXT_FAULT" ] && [ $SECONDS -lt "$END" ]; then
 		inject
 		rnd 1 4
 		NEXT_FAULT=$((SECONDS + R))
