@@ -492,7 +492,8 @@ KINDS=(sigkill sigkill tworuns crash reuse destroy leave burst netcut runfull cl
 [ "$METHOD" != etcd ] || KINDS+=(etcd_member etcd_member etcd_majority etcd_compact etcd_outage etcd_leader)
 if [ "$METHOD" = shared ]; then
 	[ -x "$STALL" ] || make -C "$TOP_BUILDDIR" tests/system/fuse_stall >/dev/null 2>&1
-	if [ -x "$STALL" ] && [ -e /dev/fuse ]; then KINDS+=(share_stop share_outage)
+	# share_outage only when named (--faults): docs/faults.md says what it still finds
+	if [ -x "$STALL" ] && [ -e /dev/fuse ]; then KINDS+=(share_stop); [[ ,$ONLY, != *,share_outage,* ]] || KINDS+=(share_outage)
 	else log "share_stop not injected: no $STALL or no /dev/fuse"; fi
 fi
 if [ -n "$ONLY" ]; then          # --faults a,b: only these kinds
