@@ -29,13 +29,11 @@
 static void self_hostname(const struct ctx *c, const struct peerset *ps, char *buf, size_t len)
 {
 	for (size_t i = 0; ps && i < ps->n; i++)
-		if (ps->v[i].self && valid_hostname(ps->v[i].hostname)) {
+		if (ps->v[i].self && record_hostname_valid(ps->v[i].hostname)) {
 			snprintf(buf, len, "%s", ps->v[i].hostname);
 			return;
 		}
-	if (c->hostname)
-		snprintf(buf, len, "%s", c->hostname);
-	else if (gethostname(buf, len - 1) < 0 || !valid_hostname(buf))
+	if (!node_hostname(c, buf, len))
 		snprintf(buf, len, "localhost");
 }
 

@@ -75,14 +75,6 @@ bool smap_get(const struct smap *m, const char *key, size_t *ret);
 bool smap_add(struct smap *m, const char *key, size_t val);
 /* Insert key with val when absent (true); else false and its value in *ret (when not NULL). */
 bool smap_put(struct smap *m, const char *key, size_t val, size_t *ret);
-bool strlist_has(const struct strlist *l, const char *s);
-/* For the few names or keys of one node; lists of N use a struct smap. */
-void strlist_add_unique(struct strlist *l, const char *s);
-/* The same for the n bytes at s (no NUL needed). */
-void strlist_add_unique_n(struct strlist *l, const char *s, size_t n);
-void strlist_copy(struct strlist *dst, const struct strlist *src);
-/* A plain host name: no pattern characters, nothing that widens a Host line. */
-bool valid_hostname(const char *s);
 bool valid_addr(const char *s);
 char *lowercase(const char *s);
 

@@ -76,3 +76,17 @@ need_fixture_ops() {
 	fi
 	rm -rf "$r"
 }
+# has_tag DESC FILE MODULE SEVERITY TAG: MODULE's findings in a --json report include TAG
+# with SEVERITY (failed, degraded, ok, changed, skipped): the finding tags index the tests
+# (tests/system/tests-findable.sh).
+has_tag() {
+	local f
+	f=$("$PY" -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+for m in d["modules"]:
+    if m["name"] == sys.argv[2]:
+        for x in m.get("findings", []):
+            print(x["severity"], x["tag"])' "$2" "$3")
+	if grep -qxF -- "$4 $5" <<<"$f"; then ok "$1 ($5)"; else
+		not_ok "$1: no $4 finding $5"; echo "  findings of $3:"; sed 's/^/  | /' <<<"$f"; fi
+}
