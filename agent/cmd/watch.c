@@ -40,6 +40,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../modules/discovery/discovery.h"   /* discovery_held_until: a held record's refresh */
 #include "escape.h"
 #include "fsutil.h"
 #include "log.h"
@@ -53,6 +54,7 @@
 #define DEBOUNCE_MS 100                 /* changes this close together make one refresh */
 #define POLL_MS 1000                    /* shared: how often the nodes directory is listed */
 #define RESTART_MS 1000                 /* a watch helper that ended is started again after this */
+#define HELD_SLACK_MS 20                /* a held record's refresh: this after its grace ends */
 
 #define EVENTS_MS 1000                  /* Scheduled Events: poll about once a second */
 #define LEAVE_RETRY_MS 5000             /* a leave for a scheduled event that failed: again after this */
@@ -407,7 +409,7 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro_in)
 	uint64_t every = c->spec->discovery.lease_ms / 3;
 	struct rv_keeper ka = { .c = c };
 	struct run_opts wro = *ro_in, *ro = &wro;
-	uint64_t restart_at = 0;
+	uint64_t restart_at = 0, held_done = 0;
 	struct backoff bo = { .retry_ms = 1000 };
 	struct strbuf text = STRBUF_INIT;
 	struct rv_stream mem = { 0 };
@@ -422,7 +424,8 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro_in)
 	while (!stop) {
 		struct pollfd pf[3];
 		unsigned changes = 0;
-		uint64_t now = now_ms(), wake;
+		/* A record held since it vanished (discovery's held.c): a refresh when its grace ends. */
+		uint64_t now = now_ms(), wake, held = discovery_held_until(c);
 		int n = 0, t, efd = events_fd(c, &ev), ei = -1, erri = -1;
 
 		if (!mem.running && now >= restart_at) {
@@ -442,6 +445,8 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro_in)
 			wake = ev.restart_at;
 		if (ev.pending.n && ev.next_leave < wake)
 			wake = ev.next_leave;
+		if (held && held != held_done && held + HELD_SLACK_MS < wake)
+			wake = held + HELD_SLACK_MS;
 		t = wake > now ? (int)(wake - now) : 0;
 		if (mem.running) {
 			pf[n++] = (struct pollfd){ .fd = mem.ch.out_fd, .events = POLLIN };
@@ -486,6 +491,11 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro_in)
 		}
 		if (events_act(c, &ev, ro->lock_timeout_ms))
 			break;
+		if (!changes && held && held != held_done && now_ms() >= held + HELD_SLACK_MS) {
+			held_done = held;
+			if (!bo.retry_at)
+				refresh_backoff(c, ro, &bo, "a vanished record's grace ended");
+		}
 		if (changes || (bo.retry_at && now_ms() >= bo.retry_at))
 			refresh_backoff(c, ro, &bo, !changes ? "retry" : !bo.started ?
 					"start (the stream's view, no list)" : mem.running && mem.synced ?

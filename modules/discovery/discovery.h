@@ -120,6 +120,28 @@ int disc_secret_load(const struct ctx *c, struct report *rep, char **key, size_t
 /* The default for a hook a method does not need: does nothing, returns 0 (run.c). */
 int disc_nop(struct disc_run *run);
 
+/* ---- what a vanished record means (held.c) ---- */
+
+/* How long a record that vanished without a leave is held: discovery.lease, at least 5 s. */
+uint64_t disc_grace_ms(const struct spec *s);
+/* When the first record held now stops being held (monotonic ms; 0: none held): the watch refreshes then. */
+uint64_t discovery_held_until(const struct ctx *c);
+/* The boot id a record's text says, into buf ("" when none). */
+void disc_record_boot_id(const char *v, size_t vl, char *buf, size_t size);
+/* true when key's record left gracefully: its tombstone names boot (the method's). */
+typedef bool (*disc_left_fn)(void *arg, const char *key, const char *boot);
+/*
+ * The list just taken (*text, *len, malloc'd frames; replaced) against the
+ * last one (prev): records gone from it are a leave (left() true) or held
+ * for the grace, their last frames appended to *text.
+ */
+void disc_held_merge(struct disc_run *run, const char *prev, size_t prev_len, char **text, size_t *len,
+		     const char *self_key, disc_left_fn left, void *arg);
+/* shared: this node wrote its record now; a write after more than half the lease says the directory was away. */
+void disc_shared_written(struct ctx *c, struct report *rep);
+/* shared: how long records past their lease are still kept (the grace after the directory came back), 0: not. */
+uint64_t disc_shared_kept_ms(const struct ctx *c);
+
 /* ---- this node's facts (node.c) ---- */
 
 /* Everything this node publishes into *ret.  Failures that leave a usable record are details. */

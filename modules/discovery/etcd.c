@@ -42,6 +42,8 @@
 struct etcd {
 	struct rendezvous rv;           /* the "nodes" collection, its session and lease */
 	bool rv_open;
+	struct rendezvous left;         /* the "left" collection: graceful leaves' tombstones (held.c) */
+	int left_open;                  /* 0: not yet, 1: listed, -1: could not be */
 	char *key;                      /* this node's key (for messages) */
 	char *prefix;                   /* /hpcinit/<cluster>/nodes/ */
 	char *secret;                   /* cluster secret or NULL */
@@ -515,6 +517,43 @@ static void keep_members(struct disc_run *run, const char *out, size_t len)
 	sb_free(&sb);
 }
 
+/* disc_left_fn: key's record left gracefully: its tombstone holds the boot id that left (one list). */
+static bool etcd_left(void *arg, const char *key, const char *boot)
+{
+	struct disc_run *run = arg;
+	struct etcd *e = run->priv;
+	size_t pl = strlen(e->prefix), len = 0;
+	char *val = NULL;
+	bool left;
+
+	if (!e->left_open) {
+		struct rv_opts o = { .collection = "left", .self = run->self.hostname, .max_bytes = 256 };
+		struct report scratch;
+
+		report_init(&scratch);
+		e->left_open = rv_open(run->c, &scratch, &o, &e->left) == 0 ? 1 : -1;
+		report_free(&scratch);
+	}
+	if (e->left_open < 0 || strncmp(key, e->prefix, pl) != 0 || rv_get(&e->left, key + pl, &val, &len) < 0)
+		return false;
+	left = strcmp(val, *boot ? boot : "-") == 0;
+	free(val);
+	return left;
+}
+
+/* The list just taken (*text, malloc'd) against the last one: what vanished is held or a leave. */
+static void hold_vanished(struct disc_run *run, char **text, size_t *len)
+{
+	struct etcd *e = run->priv;
+	char *prev = NULL;
+	size_t plen = 0;
+
+	if (fs_read(run->c, MEMBERS_FILE, &prev, &plen) < 0)
+		return;
+	disc_held_merge(run, prev, plen, text, len, e->key, etcd_left, run);
+	free(prev);
+}
+
 static int etcd_list(struct disc_run *run)
 {
 	struct etcd *e = run->priv;
@@ -544,6 +583,7 @@ static int etcd_list(struct disc_run *run)
 
 		memcpy(copy, view, vlen);
 		copy[vlen] = '\0';
+		hold_vanished(run, &copy, &vlen);
 		if (ctx_may_write(run->c))
 			keep_members(run, copy, vlen);
 		(void)take_list(run, copy, copy + vlen);
@@ -578,6 +618,7 @@ static int etcd_list(struct disc_run *run)
 		return 1;
 	}
 	e->listed = true;
+	hold_vanished(run, &res.out, &res.out_len);
 	if (ctx_may_write(run->c))
 		keep_members(run, res.out, res.out_len);
 	rev = take_list(run, res.out, res.out + res.out_len);
@@ -634,12 +675,55 @@ static int etcd_finish(struct disc_run *run, const struct peerset *set)
 	return 0;
 }
 
-/* hpcinit leave: revoke the lease (etcd deletes the key with it) and delete the key. */
+/*
+ * A graceful leave's tombstone (held.c), put before the record goes:
+ * /hpcinit/<cluster>/left/<host>, this boot's id, under a lease of its own
+ * of discovery.lease + the grace (the node's own lease is revoked next).
+ * Without it (etcd refused it) the peers hold the record for the grace.
+ */
+static void tombstone(struct disc_run *run)
+{
+	struct ctx *c = run->c;
+	struct etcd *e = run->priv;
+	struct rv_opts o = { .collection = "left", .self = run->self.hostname, .max_bytes = 256, .no_list = true };
+	struct rv_sync q = { .name = run->self.hostname, .put_always = true,
+			     .value = run->self.boot_id && *run->self.boot_id ? run->self.boot_id : "-",
+			     .ttl_s = (c->spec->discovery.lease_ms + disc_grace_ms(c->spec)) / 1000 };
+	struct rv_synced ans = { 0 };
+	struct rendezvous t;
+	struct report scratch;
+
+	if (!ctx_may_write(c))
+		return;
+	report_init(&scratch);
+	if (rv_open(c, &scratch, &o, &t) == 0) {
+		t.lease = 0;    /* a lease of its own (the sync writes it as the node's: put back below) */
+		if (rv_sync(&t, &scratch, &q, &ans) < 0)
+			report_detail(run->rep, "the tombstone of this leave was not written (the peers hold "
+				      "the record for %" PRIu64 " s)", disc_grace_ms(c->spec) / 1000);
+		free(ans.members);
+		rv_close(&t);
+		if (e->rv.lease) {
+			char *text = xasprintf("%" PRId64 "\n", e->rv.lease);
+
+			(void)fs_write(c, &scratch, RV_LEASE_FILE, text, strlen(text), 0600, 0, 0);
+			free(text);
+		} else {
+			(void)fs_remove(c, &scratch, RV_LEASE_FILE);
+		}
+	}
+	report_free(&scratch);
+}
+
+/* hpcinit leave: the tombstone, then revoke the lease (etcd deletes the key with it) and delete the key. */
 static int etcd_leave(struct disc_run *run)
 {
 	struct etcd *e = run->priv;
 	unsigned left = 0;
-	int r = rv_leave(&e->rv, run->rep, run->self.hostname, &left);
+	int r;
+
+	tombstone(run);
+	r = rv_leave(&e->rv, run->rep, run->self.hostname, &left);
 
 	if (r < 0)
 		return fail(run, r, "cannot leave", false);
@@ -663,6 +747,8 @@ static void etcd_close(struct disc_run *run)
 	}
 	if (e->rv_open)
 		rv_close(&e->rv);
+	if (e->left_open > 0)
+		rv_close(&e->left);
 	free(e->key);
 	free(e->prefix);
 	free(e->pending);

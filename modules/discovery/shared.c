@@ -220,6 +220,7 @@ struct pass {
 	struct disc_run *run;
 	bool do_prune;
 	int64_t now, lease;
+	uint64_t kept_ms;               /* > 0: the directory was away; past the lease is kept (held.c) */
 };
 
 /* Names: <hostname>.rec of another node is read; a bad name is rejected unread. */
@@ -327,7 +328,11 @@ static int take_record(void *arg, const struct rv_entry *e)
 		peer_clear(&p);
 		return 0;
 	}
-	if (ps->now - p.updated > ps->lease) {
+	if (ps->now - p.updated > ps->lease && ps->kept_ms) {
+		report_detail(run->rep, "record %s: past its lease by %" PRId64 " s, kept: the directory was "
+			      "away, its node may not have written it since (%" PRIu64 " s of the grace left)",
+			      name, ps->now - p.updated - ps->lease, (ps->kept_ms + 999) / 1000);
+	} else if (ps->now - p.updated > ps->lease) {
 		sh->expired++;
 		if (ps->do_prune)
 			prune(run, name, "lease expired (scale-in)");
@@ -352,7 +357,7 @@ static int take_record(void *arg, const struct rv_entry *e)
 static int read_records(struct disc_run *run, bool do_prune)
 {
 	struct shared *sh = run->priv;
-	struct pass ps = { run, do_prune, shared_now(sh), lease_s(run->c->spec) };
+	struct pass ps = { run, do_prune, shared_now(sh), lease_s(run->c->spec), disc_shared_kept_ms(run->c) };
 	struct rv_lister l = {
 		.want = want_record, .prep = parse_record, .prep_free = parsed_free,
 		.thread_end = record_thread_end, .each = take_record, .arg = &ps,
@@ -461,6 +466,7 @@ static int write_self(struct ctx *c, struct report *rep, struct shared *sh, stru
 	if (r < 0)
 		return r;
 	sh->written = mine;
+	disc_shared_written(c, rep);
 	return 0;
 }
 

@@ -262,11 +262,12 @@ scenario() {
 	[ "$method" != etcd ] || lease_gone_while_waiting "$N3"
 	[ "$method" != etcd ] || lock_keepalive "$N2"
 
-	# A node is killed: no leave, its watch dies with it; it is gone once its lease has run out.
+	# A node is killed: no leave, its watch dies with it; it is gone once its lease has run out
+	# (etcd: and its record stayed away for the grace, 5 s here: docs/cluster.md).
 	sim del "$N4"
-	ms=$(wait_all ABSENT "$N4" $((WITHIN + 5)) "$N1" "$N2" "$N3") || true
+	ms=$(wait_all ABSENT "$N4" $((WITHIN + 10)) "$N1" "$N2" "$N3") || true
 	echo "# $method: kill: $N4 gone from the other 3 hostfiles $ms ms after it was killed (lease $LEASE)"
-	check "$method: a killed node is gone after its lease ($LEASE) within $((WITHIN + 5)) s (took $ms ms)" \
+	check "$method: a killed node is gone after its lease ($LEASE) within $((WITHIN + 10)) s (took $ms ms)" \
 		test "$ms" != timeout
 	for n in "$N1" "$N2" "$N3"; do
 		check "$method: $n: hostfiles list the 3 survivors" hostfiles_list "$n" "$N1" "$N2" "$N3"

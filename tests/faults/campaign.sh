@@ -12,7 +12,9 @@
 #
 # --time is the injection time (setup and the last quiet point come on top);
 # a quiet point every --quiet seconds: the faults stop and heal, and within a
-# bound (the lease + a refresh period + 10 s) every invariant must hold.
+# bound (the lease + the grace a vanished record is held + a refresh period + 10 s) every
+# invariant must hold.  The long etcd outages (etcd_outage, etcd_leader) are checked on every
+# version of the files written during them (versions.py): no live node may go missing.
 # The seed is printed; the same seed replays the same fault choices (the
 # timing of the processes is the machine's, so a replay is close, not exact).
 # Prints each fault kind's count and every violation with the seed; exits 1
@@ -62,7 +64,8 @@ RANDOM=$SEED
 
 LEASE=${LEASE_S:-15}            # discovery.lease, s (renewed every third of it)
 REFRESH_S=5
-BOUND=$((LEASE + REFRESH_S + 10))   # a quiet point's bound
+GRACE_S=$((LEASE > 5 ? LEASE : 5))     # docs/cluster.md: a vanished record (etcd) is held this long
+BOUND=$((LEASE + GRACE_S + REFRESH_S + 10))   # a quiet point's bound
 MAXNODES=$((NNODES + 3))
 PROC_MAX=10                     # hpcinit processes (agent and helpers) on one node
 RSS_MAX_KB=$((64 * 1024))       # the watch's resident memory
@@ -367,6 +370,74 @@ a_etcdup() {
 		[ -n "${ETCD_PIDS[$i]}" ] || { log "etcd: member m$i restarted"; etcd_start_member "$i"; }
 	done
 }
+# The long outages (issue 37): etcd away for longer than the lease, or its leader killed, or
+# the share's server stopped (share_stop, below).  No
+# other fault is injected (nor a quiet point held) until the check, a lease and the grace after
+# etcd is back; every version of the files of the nodes then live with nothing pending is
+# recorded (versions.py), and none may lack a node its version before the fault listed.
+OUTAGE=""
+outage_begin() {        # outage_begin SECONDS_UNTIL_BACK [ACTION]: the window and its recorder (ACTION: etcdup); before the fault
+	local n p stable=() args=()
+	for n in $(live_nodes); do
+		for p in "${PENDING[@]}"; do [[ " $p " == *" $n "* ]] && continue 2; done
+		stable+=("$n")
+		args+=("$n=$(etc_of "$n")")
+	done
+	python3 "$FDIR/versions.py" "$FT/versions.$SECONDS" "${args[@]}" &
+	OUTAGE_REC=$!
+	OUTAGE_OUT=$FT/versions.$SECONDS
+	sleep 0.5       # the files as they are before the fault, recorded
+	OUTAGE="$(python3 "$FDIR/versions.py" now) ${stable[*]}"
+	later "$1" "${2:-etcdup}"
+	later $(($1 + LEASE + GRACE_S + 2)) outagecheck
+}
+a_outagecheck() {
+	local t0 names lost
+	[ -n "$OUTAGE" ] || return 0
+	read -r t0 names <<<"$OUTAGE"
+	kill "$OUTAGE_REC" 2>/dev/null
+	wait "$OUTAGE_REC" 2>/dev/null
+	# shellcheck disable=SC2086
+	lost=$(python3 "$FDIR/versions.py" lost "$OUTAGE_OUT" "$t0" "$(python3 "$FDIR/versions.py" now)" $names)
+	log "outage over: $(wc -l <"$OUTAGE_OUT") versions of the files of $names recorded, $(grep -c . <<<"$lost") lacking a live node"
+	while IFS= read -r m; do [ -z "$m" ] || violation "${m%% *}" "a live node lost during an outage (etcd or the share): $m"; done <<<"$lost"
+	OUTAGE=""
+}
+f_etcd_outage() {
+	local i
+	for i in 1 2 3; do [ -n "${ETCD_PIDS[$i]}" ] || { log "etcd outage: a member is down already"; return; }; done
+	rnd $((LEASE + 2)) $((LEASE + 5))
+	local d=$R
+	pick stop majority
+	outage_begin "$d"
+	if [ "$R" = stop ]; then
+		log "etcd outage: every member stopped (SIGSTOP) for ${d}s (lease ${LEASE}s)"
+		kill -STOP "${ETCD_PIDS[@]}"
+		later "$d" etcdcont
+	else
+		pick 1 2 3
+		log "etcd outage: majority lost (m$R and m$((R % 3 + 1)) killed) for ${d}s (lease ${LEASE}s)"
+		etcd_kill "$R"
+		etcd_kill $((R % 3 + 1))
+	fi
+}
+a_etcdcont() { log "etcd: every member continued"; kill -CONT "${ETCD_PIDS[@]}" 2>/dev/null; }
+f_etcd_leader() {
+	local i port leader=""
+	for i in 1 2 3; do [ -n "${ETCD_PIDS[$i]}" ] || { log "etcd leader: a member is down already"; return; }; done
+	port=$(etcdctl_ endpoint status -w json 2>/dev/null | python3 -c '
+import json, sys
+for e in json.load(sys.stdin):
+    s = e["Status"]
+    if s["header"]["member_id"] == s["leader"]:
+        print(e["Endpoint"].rsplit(":", 1)[1])' 2>/dev/null)
+	for i in 1 2 3; do [ "$(etcd_client_url "$i")" != "http://$ETCD_HOST:$port" ] || leader=$i; done
+	[ -n "$leader" ] || { log "etcd leader: no leader now"; return; }
+	rnd 2 5
+	outage_begin "$R"
+	log "etcd: the leader m$leader killed (a leader change)"
+	etcd_kill "$leader"
+}
 f_etcd_compact() {
 	local rev
 	rev=$(etcdctl_ get -w json /hpcinit-faults/none 2>/dev/null | sed -n 's/.*"revision":\([0-9]*\).*/\1/p')
@@ -392,6 +463,18 @@ f_share_stop() {
 	rnd 5 25
 	later "$R" shareup
 }
+# share_outage: the same for longer than the lease, checked on every version (outage_begin)
+f_share_outage() {
+	local n
+	[ -z "$SHARE_DOWN" ] || { log "share: stopped already"; return; }
+	rnd $((LEASE + 2)) $((LEASE + 5))
+	outage_begin "$R" shareup
+	log "share outage: its server stops for ${R}s (lease ${LEASE}s; fuse_stall on $SHARED in every node)"
+	SHARE_DOWN=1
+	for n in $(live_nodes); do
+		on "$n" "$STALL" -a "$SHARED" >"$FT/stall.$n" 2>&1 &
+	done
+}
 a_shareup() {
 	local n p a=()
 	SHARE_DOWN=""
@@ -406,10 +489,11 @@ a_shareup() {
 }
 
 KINDS=(sigkill sigkill tworuns crash reuse destroy leave burst netcut runfull clock)
-[ "$METHOD" != etcd ] || KINDS+=(etcd_member etcd_member etcd_majority etcd_compact)
+[ "$METHOD" != etcd ] || KINDS+=(etcd_member etcd_member etcd_majority etcd_compact etcd_outage etcd_leader)
 if [ "$METHOD" = shared ]; then
 	[ -x "$STALL" ] || make -C "$TOP_BUILDDIR" tests/system/fuse_stall >/dev/null 2>&1
-	if [ -x "$STALL" ] && [ -e /dev/fuse ]; then KINDS+=(share_stop)
+	# share_outage only when named (--faults): docs/faults.md says what it still finds
+	if [ -x "$STALL" ] && [ -e /dev/fuse ]; then KINDS+=(share_stop); [[ ,$ONLY, != *,share_outage,* ]] || KINDS+=(share_outage)
 	else log "share_stop not injected: no $STALL or no /dev/fuse"; fi
 fi
 if [ -n "$ONLY" ]; then          # --faults a,b: only these kinds
@@ -417,11 +501,22 @@ if [ -n "$ONLY" ]; then          # --faults a,b: only these kinds
 	[ ${#KINDS[@]} -gt 0 ] || { echo "campaign: --faults $ONLY: none of them applies to method $METHOD" >&2; exit 2; }
 fi
 log "fault kinds: $(printf '%s\n' "${KINDS[@]}" | sort -u | tr '\n' ' ')"
+INJECTED=0
 inject() {
 	local live kind n
 	mapfile -t live < <(live_nodes)
-	pick "${KINDS[@]}"
-	kind=$R
+	if [ -n "$ONLY" ]; then         # --faults: the kinds in turn, so a short run has each
+		kind=${KINDS[$((INJECTED % ${#KINDS[@]}))]}
+	else
+		pick "${KINDS[@]}"
+		kind=$R
+		# a long outage's window (outage_begin) must end before --time does: else another kind
+		case $kind in
+		etcd_outage | etcd_leader | share_outage)
+			[ $((SECONDS + 2 * LEASE + GRACE_S + 10)) -le "$END" ] || kind=sigkill ;;
+		esac
+	fi
+	INJECTED=$((INJECTED + 1))
 	case $kind in
 	leave | destroy | crash) [ ${#live[@]} -gt 3 ] || kind=sigkill ;;
 	esac
@@ -601,12 +696,14 @@ END=$((SECONDS + DURATION))
 NEXT_QUIET=$((SECONDS + QUIET))
 rnd 1 4
 NEXT_FAULT=$((SECONDS + R))
-while [ $SECONDS -lt $END ]; do
+while [ $SECONDS -lt $END ] || [ -n "$OUTAGE" ]; do     # an outage's window is seen to its end
 	run_pending due
-	if [ $SECONDS -ge "$NEXT_QUIET" ]; then
+	if [ -n "$OUTAGE" ]; then
+		:       # an etcd outage's window: nothing else until its check (a_outagecheck)
+	elif [ $SECONDS -ge "$NEXT_QUIET" ]; then
 		quiet_point
 		NEXT_QUIET=$((SECONDS + QUIET))
-	elif [ $SECONDS -ge "$NEXT_FAULT" ]; then
+	elif [ $SECONDS -ge "$NEXT_FAULT" ] && [ $SECONDS -lt "$END" ]; then
 		inject
 		rnd 1 4
 		NEXT_FAULT=$((SECONDS + R))

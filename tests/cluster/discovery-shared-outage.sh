@@ -1,0 +1,82 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# A shared directory that stops answering for longer than the lease is not a mass leave
+# (issue 37).  Four simulated nodes run "hpcinit watch" with discovery method shared,
+# lease 3 s; every version of every node's hostfile and known_hosts is recorded as it is
+# written (tests/faults/versions.py).  The share's server stops for four leases: a STAND-IN,
+# tests/system/fuse_stall -a mounted on the shared directory inside every node (a file system
+# that never answers below its top, as a hard NFS mount whose server died; killing it and
+# unmounting is the server back, as in the fault campaign).  When it is back every record in
+# it is past its lease -- no node could write meanwhile -- and no version may lack a live node.
+# Then a node is killed: it still leaves every hostfile, within lease + a refresh period.
+SIM_PREFIX=sou SIM_NET=198.19.38
+. "$(dirname "$0")/lib.sh"
+LEASE=3
+STALL=$TOP_BUILDDIR/tests/system/fuse_stall
+[ -x "$STALL" ] || make -C "$TOP_BUILDDIR" tests/system/fuse_stall >/dev/null 2>&1 || true
+if [ ! -x "$STALL" ] || [ ! -e /dev/fuse ]; then
+	echo "SKIP: needs $STALL and /dev/fuse"
+	exit 77
+fi
+VERSIONS=$TOP_SRCDIR/tests/faults/versions.py
+now_ms() { python3 "$VERSIONS" now; }
+etc_of() { echo "$SIM_STATE/nodes/$1/ovl/etc/upper"; }
+
+N1=$(node 1) N2=$(node 2) N3=$(node 3) N4=$(node 4)
+ALL=("$N1" "$N2" "$N3" "$N4")
+sim up 4 --shared "$SHARED" >/dev/null
+spec "${LEASE}s" 4 "ssh: {}" > "$T/node.yaml"
+for n in "${ALL[@]}"; do install_spec "$n" "$T/node.yaml"; done
+check "apply on 4 nodes (lease ${LEASE}s)" apply_all "$T/apply" "${ALL[@]}"
+for n in "${ALL[@]}"; do on "$n" "$HPCINIT" watch >"$T/watch.$n" 2>&1 & done
+sleep 2
+for n in "${ALL[@]}"; do check "$n's hostfiles list the 4" hostfiles_list "$n" "${ALL[@]}"; done
+args=()
+for n in "${ALL[@]}"; do args+=("$n=$(etc_of "$n")"); done
+python3 "$VERSIONS" "$T/versions" "${args[@]}" &
+REC=$!
+sleep 1
+
+# The share stops answering for four leases, in every node at once.
+t0=$(now_ms)
+for n in "${ALL[@]}"; do on "$n" "$STALL" -a "$SHARED" >"$T/stall.$n" 2>&1 & done
+sleep $((4 * LEASE))
+# (the host sees the directory itself: what the nodes find when their server is back)
+old=$(find "$SHARED/.hpcinit/$CLUSTER/nodes" -name '*.rec' -newermt "@$(($(date +%s) - LEASE))" | wc -l)
+all=$(find "$SHARED/.hpcinit/$CLUSTER/nodes" -name '*.rec' | wc -l)
+for n in "${ALL[@]}"; do
+	for p in $(ip netns pids "$n" 2>/dev/null); do
+		a=()
+		mapfile -d '' -n 1 a 2>/dev/null <"/proc/$p/cmdline" || continue
+		[ "${a[0]}" != "$STALL" ] || kill -KILL "$p"
+	done
+	on "$n" umount -l "$SHARED" 2>/dev/null || true
+done
+check "stall: when the share is back, its $all records are past their lease ($old written within it)" \
+	test "$old" = 0 -a "$all" = 4
+sleep $((3 * LEASE + 5))
+lost=$(python3 "$VERSIONS" missing "$T/versions" "$t0" "$(now_ms)" "${ALL[@]}")
+echo "# stall: $(awk -v t="$t0" '$1 >= t' "$T/versions" | wc -l) versions written from the stall to $((3 * LEASE + 5)) s after it"
+[ -z "$lost" ] || echo "$lost" | head -20 | sed 's/^/#   lost: /'
+check "stall: the share away $((4 * LEASE)) s (lease ${LEASE}s): no hostfile or known_hosts version lacked a live node" \
+	test -z "$lost"
+for n in "${ALL[@]}"; do check "$n's hostfiles list the 4 after the stall" hostfiles_list "$n" "${ALL[@]}"; done
+
+# A node killed: still gone from every other hostfile, not before its lease.
+for p in $(ip netns pids "$N4"); do
+	tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q "^$HPCINIT watch" && kpid=$p
+done
+tk=$(now_ms)
+kill -KILL "$kpid"
+sleep $((3 * LEASE + 4))
+drops=$(python3 "$VERSIONS" missing "$T/versions" "$tk" 99999999999 "$N4" |
+	awk -v n="$N4" '$2 == "hostfile.plain" && $1 != n {print $1, $4}' | sort -k1,1 -u -s)
+echo "# crash: $N4's watch killed; dropped from each hostfile after: $(awk -v t="$tk" '{printf "%s %d ms; ", $1, $2 - t}' <<<"$drops")"
+check "crash: every other hostfile dropped $N4" test "$(echo "$drops" | grep -c .)" = 3
+check "crash: none before 2/3 of its lease" \
+	test -z "$(awk -v t="$tk" -v l=$((LEASE * 2000 / 3)) '$2 - t < l' <<<"$drops")"
+kill "$REC" 2>/dev/null || true
+wait "$REC" 2>/dev/null || true
+grep -h "refresh exit" "$T"/watch.* | sed 's/^/# /' | tail -12
+done_testing
