@@ -51,7 +51,7 @@ void sleep_ms(int64_t ms)
 		nanosleep(&ts, NULL);
 }
 
-/* A JSON string's base64 (agent/text/base64.c's rules) decoded; NULL when absent or not base64. */
+/* A JSON string's base64 (common/text/base64.c's rules) decoded; NULL when absent or not base64. */
 unsigned char *b64_str(const char *s, size_t *ret_len)
 {
 	return s ? b64_decode(s, strlen(s), ret_len) : NULL;
@@ -122,7 +122,7 @@ bool jtrue(json_object *j, const char *k)
 /*
  * Text from an answer (an error message, a key) made safe for our stderr,
  * which reaches the run's output and syslog: escaped as the agent escapes
- * everything from elsewhere (agent/text/escape.c), newlines included, so a
+ * everything from elsewhere (common/text/escape.c), newlines included, so a
  * message can never print a line of its own.  At most max bytes of it.
  * The result lives until the next call with the same slot (0-3).
  */

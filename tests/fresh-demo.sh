@@ -12,7 +12,7 @@
 # file of mode 0000.  Then no executable file named hpcinit* may remain
 # under /usr or /opt, or this fails before the demo starts.  The binary of
 # the checkout's build/ must therefore find its helpers itself
-# (agent/base/proc.h, proc_helper_path).
+# (common/base/proc.h, proc_helper_path).
 #
 # Usage (root): bash tests/fresh-demo.sh
 # SIM_PREFIX, SIM_BRIDGE and SIM_NET are passed on when set (names only,

@@ -341,7 +341,7 @@ static const struct module *find_idx(const char *name, size_t *ret)
 /* ---- isolation: steps that touch shared storage or the network -------------- */
 
 /*
- * A step flagged isolate runs in a child (the child engine, agent/base/proc.c):
+ * A step flagged isolate runs in a child (the child engine, common/base/proc.c):
  * every step that touches shared storage, users' homes or the network
  * (discovery, nfs, ssh, hostfile, mpi, slurm).
  * A hard NFS mount whose server died, or a FUSE server that never answers,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * This node's fabric identity, for its peer record (agent/base/record.c): the
+ * This node's fabric identity, for its peer record (common/base/record.c): the
  * RDMA devices that are its fabric (ibsysfs.c's classification: never the
  * accelerated-networking VF) with their port GUIDs, the tenant P_Key (the
  * larger of a port's two), and on Azure the placement group: IMDS

@@ -31,7 +31,7 @@ struct ssh_user {
  * Look the user up and refuse (with a detail) a ~/.ssh or ~/.ssh/<file> that
  * sshd's StrictModes would refuse (sshkey_check_path); absent is fine.  A
  * home on a mount of the spec that is not there: -ENOMEDIUM and the finding
- * <step>.mount.absent (agent/base/mounts.h); nothing is made there.
+ * <step>.mount.absent (common/base/mounts.h); nothing is made there.
  */
 int ssh_user_open(const struct ctx *c, struct report *r, const char *name, const char *file,
 		  struct ssh_user *ret);

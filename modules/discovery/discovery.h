@@ -7,7 +7,7 @@
  * (admit.c); what the step and its methods share about a run (run.c: the
  * clock, when expect is met); and one file per method behind struct
  * disc_method_ops, listed in disc_methods[] (discovery.c): shared.c and
- * etcd.c keep peer records (agent/base/record.c) in a rendezvous, static.c
+ * etcd.c keep peer records (common/base/record.c) in a rendezvous, static.c
  * resolves discovery.hosts, scan.c probes cluster.network.
  *
  * Adding a method: one file defining a const struct disc_method_ops and one

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fstab lines and option text for the nfs step (the mount table: agent/base/mounts.c). */
+/* fstab lines and option text for the nfs step (the mount table: common/base/mounts.c). */
 #include "config.h"
 
 #include <errno.h>

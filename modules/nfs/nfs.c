@@ -12,7 +12,7 @@
  * Network and mount-point access sit behind struct nfs_ops (docs/conventions.md "Ops tables")
  * so unit tests swap the table.  Everything that can block on a server
  * (libnfs calls in the helper hpcinit-nfs-probe, statfs of a hard mount
- * whose server died) runs in a child under the engine of agent/base/proc.c; a
+ * whose server died) runs in a child under the engine of common/base/proc.c; a
  * child stuck in the kernel is abandoned, never waited for.  The spec
  * loader owns every rule and default of the nfs section (names.c, spec.c):
  * this step acts on what it loaded, without checking it again.

@@ -4,7 +4,7 @@
  *   nfs.c     the step: targets from the spec, the run, the summary
  *   mount.c   one mount: mount(8), its errors, verification, foreign fstab lines
  *   probe.c   waiting for the server: TCP, the libnfs helper, statfs/write probes
- *   fstab.c   fstab lines, option text (the mount table: agent/base/mounts.c)
+ *   fstab.c   fstab lines, option text (the mount table: common/base/mounts.c)
  *   export.c  the head role's exports
  */
 #ifndef HPCINIT_NFS_H

@@ -4,7 +4,7 @@
  * MOUNT/LOOKUP probe with libnfs -- in the helper hpcinit-nfs-probe, so the
  * agent never maps libnfs -- with backoff until the mount's wait runs out;
  * and statfs/stat/write probes of a mounted path.  Everything that can
- * block on a server runs in a child under the engine of agent/base/proc.c; a
+ * block on a server runs in a child under the engine of common/base/proc.c; a
  * child stuck in the kernel is abandoned, never waited for.
  */
 #include "config.h"

@@ -48,7 +48,7 @@ else
 	NETWHERE="this machine's namespace (HPCINIT_ADDRESS=$HPCINIT_ADDRESS)"
 fi
 # The libexec helpers (rdma probe, ...): a build tree's binary runs those built beside it,
-# an installed one those of its libexec directory (agent/base/proc.h), so a run spawns them as on a node.
+# an installed one those of its libexec directory (common/base/proc.h), so a run spawns them as on a node.
 T=$(mktemp -d /tmp/hpcinit-bench.XXXXXX)
 MOUNTS=()
 trap 'for m in "${MOUNTS[@]}"; do umount "$m" 2>/dev/null || true; done; rm -rf "$T"' EXIT

@@ -54,9 +54,9 @@ DICT
 # shellcheck disable=SC2046
 clang -g -O1 -fno-omit-frame-pointer \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	-I"$work" -I"$top/agent/base" -I"$top/agent/loader" -I"$top/agent/text" \
-	"$here/fuzz_etcd.c" "$top/agent/text/escape.c" "$top/agent/text/strbuf.c" "$top/agent/text/number.c" \
-	"$top/agent/text/base64.c" \
+	-I"$work" -I"$top/common/base" -I"$top/common/loader" -I"$top/common/text" \
+	"$here/fuzz_etcd.c" "$top/common/text/escape.c" "$top/common/text/strbuf.c" "$top/common/text/number.c" \
+	"$top/common/text/base64.c" \
 	$(pkg-config --cflags --libs libcurl json-c) -o "$work/fuzz_etcd"
 
 rc=0

@@ -49,9 +49,9 @@ DICT
 # shellcheck disable=SC2046
 clang -g -O1 -fno-omit-frame-pointer \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	-I"$work" -I"$top/agent/base" -I"$top/agent/loader" -I"$top/agent/text" \
-	"$here/fuzz_record.c" "$top/agent/base/record.c" "$top/agent/base/hmac.c" "$top/agent/loader/names.c" "$top/agent/text/number.c" \
-	"$top/agent/loader/strlist.c" "$top/agent/text/strbuf.c" \
+	-I"$work" -I"$top/common/base" -I"$top/common/loader" -I"$top/common/text" \
+	"$here/fuzz_record.c" "$top/common/base/record.c" "$top/common/base/hmac.c" "$top/common/loader/names.c" "$top/common/text/number.c" \
+	"$top/common/loader/strlist.c" "$top/common/text/strbuf.c" \
 	$(pkg-config --cflags --libs libcrypto) -o "$work/fuzz_record"
 
 rc=0

@@ -24,10 +24,10 @@ printf '#define _GNU_SOURCE 1\n' >"$work/config.h"
 # shellcheck disable=SC2046
 clang -g -O1 -fno-omit-frame-pointer \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	-I"$work" -I"$top/agent/base" -I"$top/agent/loader" -I"$top/agent/text" \
-	"$here/fuzz_spec.c" "$top/agent/loader/spec.c" "$top/agent/loader/spec_tables.c" "$top/agent/loader/diag.c" "$top/agent/text/escape.c" "$top/agent/loader/schema.c" \
-	"$top/agent/loader/handlers.c" "$top/agent/loader/units.c" "$top/agent/loader/names.c" "$top/agent/text/number.c" "$top/agent/loader/cidr.c" \
-	"$top/agent/loader/nodeset.c" "$top/agent/loader/strlist.c" "$top/agent/text/strbuf.c" \
+	-I"$work" -I"$top/common/base" -I"$top/common/loader" -I"$top/common/text" \
+	"$here/fuzz_spec.c" "$top/common/loader/spec.c" "$top/common/loader/spec_tables.c" "$top/common/loader/diag.c" "$top/common/text/escape.c" "$top/common/loader/schema.c" \
+	"$top/common/loader/handlers.c" "$top/common/loader/units.c" "$top/common/loader/names.c" "$top/common/text/number.c" "$top/common/loader/cidr.c" \
+	"$top/common/loader/nodeset.c" "$top/common/loader/strlist.c" "$top/common/text/strbuf.c" \
 	$(pkg-config --cflags --libs yaml-0.1) -lm -o "$work/fuzz_spec"
 
 rc=0

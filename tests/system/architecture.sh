@@ -47,8 +47,9 @@ check "every header without a .c of its name is named in ARCHITECTURE.md${missin
 # another file of its folder that the header's own text names (a folder's
 # inside header, slurm.h for words.c and gres.c, names its files).  From the
 # built objects' definitions (nm) and the headers' declarations.
-objs=$(find "$TOP_BUILDDIR"/agent "$TOP_BUILDDIR"/common "$TOP_BUILDDIR"/lib "$TOP_BUILDDIR"/modules \
-	-name '*.o' ! -name 'hpcinit_*-*' 2>/dev/null || true)
+# (the objects the Makefile names, as layers.sh takes them: not one an earlier layout left)
+objs=$(cd "$TOP_BUILDDIR" && awk '/^am_libhpcinit_a_OBJECTS *=/ {f = 1} f {print} f && !/\\$/ {exit}' Makefile |
+	tr ' \\\t' '\n\n\n' | sed -n 's|\$(OBJEXT)$|o|p' | while read -r o; do [ -f "$o" ] && echo "$TOP_BUILDDIR/$o"; done)
 if [ -n "$objs" ]; then
 	# shellcheck disable=SC2086
 	nm -P --defined-only -A $objs 2>/dev/null | awk -v b="$TOP_BUILDDIR/" '$3 == "T" {

@@ -1,5 +1,5 @@
 #!/bin/bash
-# libcrypto is loaded on first use (agent/base/crypto.c): the agent does not
+# libcrypto is loaded on first use (common/base/crypto.c): the agent does not
 # link it, a run that signs and reads no key never maps it (a converged check
 # on a timer paid 1.8 MB and ~1 ms for it), and a run that signs its record
 # loads it and works.  LD_DEBUG=files names each library the loader maps; the

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 #
-# Where the agent finds its helper programs (agent/base/proc.h, proc_helper_path):
+# Where the agent finds its helper programs (common/base/proc.h, proc_helper_path):
 # HPCINIT_LIBEXEC_DIR (an override), else the binary's own directory when
 # that is its build tree (configure's config.status beside it; the marker, the
 # binary, the directory and every directory above it owned by root or the

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 #
-# A step's details and findings are bounded (agent/base/report.c): 10,000 junk
+# A step's details and findings are bounded (common/base/report.c): 10,000 junk
 # records in the rendezvous directory are 10,000 rejections, but the run
 # keeps the first 1000 detail lines and 1000 findings, then one "... N more"
 # line and one report.more-findings finding that count the rest.  Before the

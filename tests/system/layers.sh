@@ -24,9 +24,9 @@ classify() {
 		if (f ~ /^modules\//) { s = substr(f, 9); sub(/[\/.].*/, "", s); return "4 step:" s }
 		if (f ~ /^lib\//) return "3 lib"
 		if (f ~ /^libexec\//) return "3 libexec"
-		if (f ~ /^agent\/base\//) return "2 base"
-		if (f ~ /^agent\/loader\//) return "1 loader"
-		if (f ~ /^agent\/text\//) return "0 text"
+		if (f ~ /^common\/base\//) return "2 base"
+		if (f ~ /^common\/loader\//) return "1 loader"
+		if (f ~ /^common\/text\//) return "0 text"
 		return ""
 	}
 	BEGIN { n = split(known, k, " "); for (i = 1; i <= n; i++) ok[k[i]] = 1 }
@@ -60,7 +60,7 @@ check "the agent's objects are built" [ -z "$missing" ]
 # (libexec/...), and each call from a helper's object to a function another
 # of its objects, or the agent's library, defines is one too.
 # (an object whose source is gone, left by an earlier layout, is not one).
-hobjs=$(find libexec lib modules agent -name 'hpcinit_*-*.o' 2>/dev/null | sort |
+hobjs=$(find libexec lib modules agent common -name 'hpcinit_*-*.o' 2>/dev/null | sort |
 	while read -r o; do s=${o##*/}; s=${s#*-}; [ ! -f "$TOP_SRCDIR/${o%/*}/${s%.o}.c" ] || echo "$o"; done)
 # shellcheck disable=SC2086
 [ -z "$hobjs" ] || { nm -A -P --defined-only $objs; echo "--"; nm -A -P $hobjs; } 2>/dev/null | awk '
@@ -97,7 +97,7 @@ sed -n 's/^bad /  /p' "$T/calls"
 # --- includes: each quoted #include, found where the compiler finds it ---
 cd "$TOP_SRCDIR"
 find agent modules lib libexec -name '*.[ch]' | sort >"$T/files"
-grep -H '^#include "' $(cat "$T/files") | awk -v dirs="agent/cmd agent/core agent/base agent/loader agent/text lib modules" '
+grep -H '^#include "' $(cat "$T/files") | awk -v dirs="agent/cmd agent/core common/base common/loader common/text lib modules" '
 	function norm(p,   n, i, a, out, m) {
 		n = split(p, a, "/"); m = 0
 		for (i = 1; i <= n; i++) {

@@ -1,6 +1,6 @@
 #!/bin/bash
-# Tests findable by name (issue 24): every library file (agent/base,
-# agent/core, agent/loader, agent/text, lib/) has a unit test of its own --
+# Tests findable by name (issue 24): every library file (common/base,
+# agent/core, common/loader, common/text, lib/) has a unit test of its own --
 # tests/unit/test_<name>.c (test_<folder><name>.c in lib/ib), or for a
 # backend its folder's test_<folder>.c #including it (as unit tests do to
 # reach a file's statics) -- every unit test is built by an automake
@@ -20,7 +20,7 @@ KNOWN_DIALECT=""
 known() { case " $1 " in *" $2 "*) return 0 ;; esac; return 1; }   # known LIST FILE
 
 # --- each library file, and its unit test ---
-libs=$(find agent/base agent/core agent/loader agent/text lib -name '*.c' | sort)
+libs=$(find common/base agent/core common/loader common/text lib -name '*.c' | sort)
 check "library files found" test -n "$libs"
 for f in $libs; do
 	base=$(basename "$f" .c)

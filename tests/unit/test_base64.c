@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Base64 (agent/text/base64.c): RFC 4648's vectors both ways, and what decoding refuses. */
+/* Base64 (common/text/base64.c): RFC 4648's vectors both ways, and what decoding refuses. */
 #include "config.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../agent/text/base64.c"
+#include "../../common/text/base64.c"
 #include "test.h"
 
 /* s decodes to want (n bytes); encoding want gives s back */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agent/base/blocked.c: what a blocked child waits for, read from /proc,
+ * common/base/blocked.c: what a blocked child waits for, read from /proc,
  * for real children blocked in real system calls: opening a FIFO no one
  * writes (by an absolute and by a relative path), reading a pipe, ppoll,
  * and spinning in user space.
@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "../../agent/base/blocked.c"
+#include "../../common/base/blocked.c"
 #include "strbuf.h"
 #include "test.h"
 

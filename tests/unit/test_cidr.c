@@ -2,7 +2,7 @@
 /* cidr.c: networks in canonical form, membership. */
 #include "config.h"
 
-#include "../../agent/loader/cidr.c"
+#include "../../common/loader/cidr.c"
 #include "test.h"
 
 static void test_cidr(void)

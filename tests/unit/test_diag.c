@@ -2,7 +2,7 @@
 /* diag.c: suggestions; the places, carets and passes run through test_spec. */
 #include "config.h"
 
-#include "../../agent/loader/diag.c"
+#include "../../common/loader/diag.c"
 #include "test.h"
 
 static void test_suggest(void)

@@ -22,7 +22,7 @@ static int counted_fsync(int fd)
 	return fsync(fd);
 }
 #define fsync counted_fsync
-#include "../../agent/base/fsutil.c"
+#include "../../common/base/fsutil.c"
 #undef fsync
 #include "proc.h"
 #include "test.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The spec loader's typed handlers (agent/loader/handlers.c) through the
+ * The spec loader's typed handlers (common/loader/handlers.c) through the
  * schema walker (schema.c): sizes, durations, integers and numbers,
  * booleans and enums, paths, names, CIDR, node ranges, each with its bounds
  * and its message for a bad value.

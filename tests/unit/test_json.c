@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agent/text/json.c: JSON strings and key/value pairs, always valid UTF-8
+ * common/text/json.c: JSON strings and key/value pairs, always valid UTF-8
  * JSON that libyaml reads back (status.json is read by ydoc.c): what
  * escape.c would escape becomes the text \xNN.
  */
 #include "config.h"
 
-#include "../../agent/text/json.c"
+#include "../../common/text/json.c"
 #include "test.h"
 #include "ydoc.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agent/base/log.c: what reaches stderr at each verbosity, with the
+ * common/base/log.c: what reaches stderr at each verbosity, with the
  * module's name, escaped (a message may quote another machine), and
  * log_errno's reason and return value.  stderr is a real file here.
  */
@@ -10,7 +10,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "../../agent/base/log.c"
+#include "../../common/base/log.c"
 #include "fsutil.h"
 #include "test.h"
 

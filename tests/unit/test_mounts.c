@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of agent/base/mounts.c: mountinfo parsing, the spec mount's
+ * Unit tests of common/base/mounts.c: mountinfo parsing, the spec mount's
  * source and presence, paths under a mount, and mounts_absent /
  * mounts_require on a temporary fake root whose proc/self/mountinfo says
  * what is mounted.
  */
-#include "../../agent/base/mounts.c"
+#include "../../common/base/mounts.c"
 
 #include <errno.h>
 #include <stdint.h>

@@ -2,7 +2,7 @@
 /* names.c: host, user, interface, module, option, glob and path rules. */
 #include "config.h"
 
-#include "../../agent/loader/names.c"
+#include "../../common/loader/names.c"
 #include "test.h"
 
 static void test_paths(void)

@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <stdbool.h>
 
-#include "../../agent/loader/nodeset.c"
+#include "../../common/loader/nodeset.c"
 #include "proc.h"
 #include "spec.h"
 #include "test.h"

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* The checked number parser (agent/text/number.c). */
+/* The checked number parser (common/text/number.c). */
 #include "config.h"
 
 #include <limits.h>
 
-#include "../../agent/text/number.c"
+#include "../../common/text/number.c"
 #include "test.h"
 
 int main(void)

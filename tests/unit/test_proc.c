@@ -9,7 +9,7 @@
 
 #include <sys/resource.h>
 
-#include "../../agent/base/proc.c"
+#include "../../common/base/proc.c"
 #include "test.h"
 
 static void fn_answer(void *arg, int fd)

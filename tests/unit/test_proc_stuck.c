@@ -16,7 +16,7 @@
 #include <linux/fuse.h>
 #include <sys/mount.h>
 
-#include "../../agent/base/proc.c"
+#include "../../common/base/proc.c"
 #include "test.h"
 
 static char mnt[64];

@@ -4,7 +4,7 @@
 
 #include <errno.h>
 
-#include "../../agent/base/record.c"
+#include "../../common/base/record.c"
 
 #include "sshkey.h"
 #include "test.h"

@@ -4,7 +4,7 @@
 
 #include <errno.h>
 
-#include "../../agent/base/record_pack.c"
+#include "../../common/base/record_pack.c"
 
 #include "test.h"
 

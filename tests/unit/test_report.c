@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* agent/base/report.c: a step's report: status, summary, details, changed files, findings, their bounds. */
+/* common/base/report.c: a step's report: status, summary, details, changed files, findings, their bounds. */
 #include "config.h"
 
-#include "../../agent/base/report.c"
+#include "../../common/base/report.c"
 #include "test.h"
 
 int main(void)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agent/loader/schema.c: the schema walker on a table of its own (not the
+ * common/loader/schema.c: the schema walker on a table of its own (not the
  * spec's): values stored through offsetof, nested mappings and sequences
  * of mappings with their paths, unknown keys with a suggestion or the list
  * of valid keys, duplicate keys, missing required keys with their hint,
@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "../../agent/loader/schema.c"
+#include "../../common/loader/schema.c"
 #include "test.h"
 
 struct inner {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The spec (agent/loader/spec.c): the sections' defaults, a full spec, the
+ * The spec (common/loader/spec.c): the sections' defaults, a full spec, the
  * nfs, etcd and ssh CA sections, the checks between keys.  The typed
  * handlers are test_handlers.c, the loader's messages test_spec_errors.c.
  */

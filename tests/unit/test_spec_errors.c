@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The spec loader's messages (agent/loader/spec.c, diag.c): YAML syntax and
+ * The spec loader's messages (common/loader/spec.c, diag.c): YAML syntax and
  * the document's shape, each in its own words with its place; the limits
  * (nesting, error count, size); diagnostics printed with the source line
  * and a caret.

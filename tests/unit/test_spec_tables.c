@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agent/loader/spec_tables.c: the tables themselves, walked as data.  Every
+ * common/loader/spec_tables.c: the tables themselves, walked as data.  Every
  * key is a lower-case word, unique in its table, keeps its marks in a slot
  * the loader has, and is documented: docs/spec.md has a row for every leaf
  * key (its dotted path, `nfs.mounts[].path` for lists of mappings) and
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../agent/loader/spec_tables.c"
+#include "../../common/loader/spec_tables.c"
 #include "test.h"
 
 static char *slurp(const char *path)

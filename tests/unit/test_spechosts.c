@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* agent/loader/spechosts.c: every host name the spec names, and only host names. */
+/* common/loader/spechosts.c: every host name the spec names, and only host names. */
 #include "config.h"
 
-#include "../../agent/loader/spechosts.c"
+#include "../../common/loader/spechosts.c"
 #include "test.h"
 
 static bool listed(const struct strlist *l, const char *s)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agent/base/sshkey.c: SSH key text against the real tools (keys made by
+ * common/base/sshkey.c: SSH key text against the real tools (keys made by
  * the hpcinit-ssh helper and ssh-keygen, fingerprints as ssh-keygen -l
  * prints them), canonical key lines, this node's host keys from a fake
  * root's /etc/ssh, the StrictModes checks of a user's files, acting as a
@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../agent/base/sshkey.c"
+#include "../../common/base/sshkey.c"
 #include "proc.h"
 #include "test.h"
 #include "testfs.h"

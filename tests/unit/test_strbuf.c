@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* agent/text/strbuf.c: growing strings (JSON output is test_json.c, reports test_report.c). */
+/* common/text/strbuf.c: growing strings (JSON output is test_json.c, reports test_report.c). */
 #include "config.h"
 
-#include "../../agent/text/strbuf.c"
+#include "../../common/text/strbuf.c"
 #include "test.h"
 
 int main(void)

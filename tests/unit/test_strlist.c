@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agent/loader/strlist.c: growable NULL-terminated string lists: copies or
+ * common/loader/strlist.c: growable NULL-terminated string lists: copies or
  * takes its strings, stays NULL-terminated across every growth, reserve
  * keeps the entries, free empties it for reuse; membership (the one
  * strlist_has), adding once and copying.
@@ -9,7 +9,7 @@
 
 #include <stdio.h>
 
-#include "../../agent/loader/strlist.c"
+#include "../../common/loader/strlist.c"
 #include "test.h"
 
 int main(void)

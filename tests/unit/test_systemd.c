@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agent/base/systemd.c: --root starts no service (services_live), systemctl
+ * common/base/systemd.c: --root starts no service (services_live), systemctl
  * and sshd's unit, on a temporary root whose systemctl is a shell script
  * standing in for systemd, named in HPCINIT_SYSTEMCTL (it logs its argv and
  * fails for the units it is told to).
@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../agent/base/systemd.c"
+#include "../../common/base/systemd.c"
 #include "test.h"
 #include "testfs.h"
 

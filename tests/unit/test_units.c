@@ -4,7 +4,7 @@
 
 #include <errno.h>
 
-#include "../../agent/loader/units.c"
+#include "../../common/loader/units.c"
 #include "test.h"
 
 static void test_size(void)

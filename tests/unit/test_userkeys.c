@@ -117,7 +117,7 @@ int main(void)
 	/*
 	 * /home on a mount of the spec that is not there: apply makes nothing
 	 * in the home the local disk has under the mount point, and the
-	 * finding names the mount (agent/base/mounts.c).
+	 * finding names the mount (common/base/mounts.c).
 	 */
 	{
 		struct spec_nfs_mount home = { .host = (char *)(uintptr_t)"nfs01",

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../agent/base/users.c"
+#include "../../common/base/users.c"
 #include "test.h"
 #include "testfs.h"
 

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agent/base/util.c: the clock, a step's deadline and this node's name.  The backoff's
+ * common/base/util.c: the clock, a step's deadline and this node's name.  The backoff's
  * delays are checked as values (doubled, capped, cut to what is left of
  * the deadline), never as measured times.
  */
 #include "config.h"
 
-#include "../../agent/base/util.c"
+#include "../../common/base/util.c"
 #include "test.h"
 
 #include <unistd.h>

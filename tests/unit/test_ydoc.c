@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agent/loader/ydoc.c: one YAML or JSON document and the lookups status,
+ * common/loader/ydoc.c: one YAML or JSON document and the lookups status,
  * boot and cloud-init's status use: scalars by key, nodes by key, and NULL
  * for what is not there or not of the right kind.
  */
 #include "config.h"
 
-#include "../../agent/loader/ydoc.c"
+#include "../../common/loader/ydoc.c"
 #include "test.h"
 
 static bool load(yaml_document_t *doc, const char *text)

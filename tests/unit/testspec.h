@@ -7,7 +7,7 @@
 #ifndef HPCINIT_TESTSPEC_H
 #define HPCINIT_TESTSPEC_H
 
-#include "../../agent/loader/spec.c"
+#include "../../common/loader/spec.c"
 
 #include <sys/stat.h>
 

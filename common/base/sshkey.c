@@ -229,7 +229,7 @@ void sshkey_fsid_restore(bool switched)
 	n_saved_groups = -1;
 }
 
-/* ---- key blobs: the SSH wire format (base64: agent/text/base64.c) ---- */
+/* ---- key blobs: the SSH wire format (base64: common/text/base64.c) ---- */
 
 /* One SSH "string" (uint32 length, bytes) at *p; false when it runs past end. */
 static bool wire_string(const unsigned char **p, const unsigned char *end,

@@ -20,7 +20,7 @@ bool ctx_backoff(const struct ctx *c, uint64_t *delay_ms, uint64_t cap_ms);
  * This node's host name, the one place it is looked up: --hostname
  * (c->hostname) when given, else gethostname(2) (c NULL: gethostname only).
  * The one validity rule is a peer record's (record_hostname_valid: RFC 1123
- * labels and '_', agent/loader/names.c).  Into buf and returns buf when valid and it
+ * labels and '_', common/loader/names.c).  Into buf and returns buf when valid and it
  * fits in len; else buf is "" and NULL: each caller says what stands in.
  */
 const char *node_hostname(const struct ctx *c, char *buf, size_t len);

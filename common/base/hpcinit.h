@@ -116,7 +116,7 @@ struct module {
 	unsigned outputs;
 	unsigned inputs;
 	/* Touches shared storage or the network: the runner runs the hook in a child
-	 * (agent/base/proc.c) and gives up on it at the deadline, naming what it waited for. */
+	 * (common/base/proc.c) and gives up on it at the deadline, naming what it waited for. */
 	bool isolate;
 	/* hpcinit leave (and Scheduled Events): take this node out before discovery
 	 * removes its record.  NULL: nothing to do. */
