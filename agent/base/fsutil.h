@@ -5,6 +5,7 @@
  * functions add the root.  Writes are atomic and skipped when the content,
  * mode and owner are already right.  Outside RUN_APPLY nothing is written:
  * the change is recorded in the report (with a diff in RUN_PLAN) instead.
+ * users.c (declared here too) resolves users and groups for the owners.
  *
  * Return convention for writers: 0 = already right, 1 = changed (or would
  * change), -errno = error (the report's details say which path and why).

@@ -3,7 +3,8 @@
  * Peer records: what one node publishes about itself (DESIGN.md "Peers").
  * The discovery module hands them on as the typed output peers (c->out->peers);
  * ssh, hostfile and mpi read it.
- * record.c owns the on-disk format (YAML), parsing with limits, and HMAC;
+ * record.c owns the on-disk format (YAML) and parsing with limits; hmac.c
+ * the HMAC-SHA256 that authenticates a record;
  * record_pack.c the packed form between two processes of one run.
  */
 #ifndef HPCINIT_RECORD_H

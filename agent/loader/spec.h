@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The version-1 node spec as typed structs.  spec.c fills them from YAML;
+ * The version-1 node spec as typed structs.  spec.c fills them from YAML
+ * with the section tables of spec_tables.c; spechosts.c lists the host
+ * names the spec itself names;
  * every module reads only these structs, so the contract lives here.
  */
 #ifndef HPCINIT_SPEC_H

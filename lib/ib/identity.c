@@ -47,7 +47,7 @@ static bool pg_valid(const char *s)
 	return true;
 }
 
-void rdma_node_identity(const struct ctx *c, struct report *r, struct peer *p)
+void rdma_node_identity(struct ctx *c, struct report *r, struct peer *p)
 {
 	const struct spec_rdma *s = &c->spec->rdma;
 	struct ib_dev *devs;
@@ -79,7 +79,8 @@ void rdma_node_identity(const struct ctx *c, struct report *r, struct peer *p)
 	/* The placement group matters only between InfiniBand nodes, and only Azure has one. */
 	if (pkey && s->placement_group && s->imds_url) {
 		char pg[128], err[160];
-		int ret = imds_get_text(s->imds_url, IMDS_TIMEOUT_MS, pg, sizeof(pg), err, sizeof(err));
+		bool cached;
+		int ret = md_fact(c, "placement-group", s->imds_url, pg, sizeof(pg), &cached, err, sizeof(err));
 
 		if (ret == 0 && pg_valid(pg))
 			p->placement_group = xstrdup(pg);

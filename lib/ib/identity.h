@@ -14,7 +14,7 @@ struct peer;
 /* Is d a fabric device for the spec: the glob, never the AN VF, soft devices as rdma.software says, link layer? */
 bool ib_fabric_candidate(const struct spec_rdma *s, const struct ib_dev *d);
 /* p->fabric, p->pkey and p->placement_group from sysfs and IMDS (rdma section only). */
-void rdma_node_identity(const struct ctx *c, struct report *r, struct peer *p);
+void rdma_node_identity(struct ctx *c, struct report *r, struct peer *p);
 
 /* A peer's InfiniBand domain as a file-name-safe word ("0x800b", "0x800b-<placement group>"); NULL: none known. */
 char *rdma_peer_domain(const struct peer *p);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The cloud's metadata service (Azure IMDS), the agent's one client of it:
- * a text GET under a deadline (the placement group for lib/ib's identity,
- * the VM size for the gpu step), and Scheduled Events (what hpcinit watch
+ * a text GET under a deadline, and the instance facts asked with it once a
+ * boot (md_fact: the placement group for lib/ib's identity, the VM size for
+ * the gpu step, kept in /run/hpcinit/facts), and Scheduled Events (what hpcinit watch
  * acts on: an event that will take this VM away, and its acknowledgement).
  *
  * A GET is plain HTTP/1.0 to the service's numeric address, in the agent
@@ -24,6 +25,7 @@
 #include <unistd.h>
 
 #include "../rendezvous/etcd-proto.h"
+#include "fsutil.h"
 #include "metadata.h"
 #include "proc.h"
 
@@ -142,6 +144,46 @@ out:
 	if (fd >= 0)
 		close(fd);
 	freeaddrinfo(ai);
+	return r;
+}
+
+/* ---- instance facts, asked once a boot ---- */
+
+int md_fact(struct ctx *c, const char *name, const char *url, char *out, size_t n, bool *cached,
+	    char *err, size_t errn)
+{
+	char *path = xasprintf(MD_FACTS_DIR "/%s", name), *text = NULL;
+	size_t ul = strlen(url);
+	int r;
+
+	*cached = false;
+	out[0] = err[0] = '\0';
+	/* "URL\nFACT\n": the fact of this url, written by an earlier run this boot */
+	if (fs_read(c, path, &text, NULL) == 0 && strncmp(text, url, ul) == 0 && text[ul] == '\n') {
+		char *v = text + ul + 1;
+
+		v[strcspn(v, "\r\n")] = '\0';
+		if (v[0] && strlen(v) < n) {
+			snprintf(out, n, "%s", v);
+			*cached = true;
+			free(text);
+			free(path);
+			return 0;
+		}
+	}
+	free(text);
+	r = imds_get_text(url, IMDS_TIMEOUT_MS, out, n, err, errn);
+	if (r == 0 && out[0] && ctx_may_write(c) && !strpbrk(out, "\r\n")) {
+		struct report scratch;
+		char *body = xasprintf("%s\n%s\n", url, out);
+
+		report_init(&scratch);
+		if (fs_mkdir_p(c, &scratch, MD_FACTS_DIR, 0755, 0, 0) >= 0)
+			(void)fs_write(c, &scratch, path, body, strlen(body), 0644, 0, 0);
+		report_free(&scratch);
+		free(body);
+	}
+	free(path);
 	return r;
 }
 

@@ -22,6 +22,18 @@
  */
 int imds_get_text(const char *url, unsigned timeout_ms, char *out, size_t n, char *err, size_t errn);
 
+/*
+ * An instance fact (name: "vm-size", "placement-group") from url, asked once
+ * a boot: the answer of an earlier run this boot when it asked the same url
+ * (MD_FACTS_DIR/<name>, in /run: a reboot, or a redeploy, forgets it), else
+ * imds_get_text's, kept there by a run that may write.  0 and the fact in
+ * out (*cached true when it came from the file), or imds_get_text's -errno
+ * and err; a failure is never kept, so the next run asks again.
+ */
+#define MD_FACTS_DIR "/run/hpcinit/facts"
+int md_fact(struct ctx *c, const char *name, const char *url, char *out, size_t n, bool *cached,
+	    char *err, size_t errn);
+
 /* A Scheduled Event that takes this VM away (Terminate or Preempt naming it). */
 struct md_event {
 	char *id, *type, *status;

@@ -98,9 +98,16 @@ static void vm_size(struct ctx *c, struct report *r, char *out, size_t n)
 	}
 	if (!ctx_real_root(c) && strcmp(c->spec->gpu.imds_url, SPEC_IMDS_VMSIZE_URL) == 0)
 		return;         /* a fake root (an image, a test) is no VM: only a gpu.imds_url of its own is asked */
-	if (imds_get_text(c->spec->gpu.imds_url, IMDS_TIMEOUT_MS, out, n, err, sizeof(err)) < 0) {
-		out[0] = '\0';
-		report_detail(r, "VM size: %s: %s", c->spec->gpu.imds_url, err);
+	{
+		bool cached;
+
+		if (md_fact(c, "vm-size", c->spec->gpu.imds_url, out, n, &cached, err, sizeof(err)) < 0) {
+			out[0] = '\0';
+			report_detail(r, "VM size: %s: %s", c->spec->gpu.imds_url, err);
+		} else if (cached) {
+			report_detail(r, "VM size: %s (asked of %s earlier this boot: " MD_FACTS_DIR "/vm-size)",
+				      out, c->spec->gpu.imds_url);
+		}
 	}
 }
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The gpu step's parts (modules/gpu/): the driver's companions (driver.c) and the kernel log (xid.c). */
+/* The gpu step's parts (modules/gpu/): the driver's companions (driver.c), the kernel log
+ * (xid.c) and the GPUs seen earlier this boot (seen.c). */
 #ifndef HPCINIT_GPU_STEP_H
 #define HPCINIT_GPU_STEP_H
 

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The slurm step (modules/slurm): its pure parts, shared with the unit test. */
+/* The slurm step (modules/slurm): its pure parts (words.c: scontrol's answers,
+ * reasons, features, memory; gres.c: GRES and Slurm versions), shared with
+ * slurm.c and the unit test. */
 #ifndef HPCINIT_SLURM_H
 #define HPCINIT_SLURM_H
 

@@ -115,8 +115,14 @@ is "one domain of 4" "$(grep -vc '^#' "$H/hostfile.openmpi.0x800b-pg-a")" 4
 is "mpi: ok (names still differ: a warning, each node's files name its own)" "$(jget "$T/out" mpi status)" ok
 check "summary: names differ on 1 peer" grep -qF 'device names differ on 1 peer(s) (node03 has mlx5_1)' <<<"$(jget "$T/out" mpi summary)"
 
-# IMDS not there (nothing listens): never required, the domain is the P_Key alone.
+# IMDS not there (nothing listens): the answer an earlier run of this boot kept
+# (/run/hpcinit/facts) still holds: a placement group does not change while the VM runs.
 stop_standin
+check "the answer is kept for this boot, with the URL it answered" grep -q '^http://127.0.0.1:.*placementGroupId' "$R/run/hpcinit/facts/placement-group"
+run_hpc_stdout "$T/out" apply --root "$R" -c "$R/node.yaml" --hostname node01 --json
+check "no IMDS, asked earlier this boot: the kept placement group" grep -qx 'placement_group: pg-a' "$own"
+# A new boot (/run is empty) without IMDS: never required, the domain is the P_Key alone.
+rm -r "$R/run/hpcinit/facts"
 run_hpc_stdout "$T/out" apply --root "$R" -c "$R/node.yaml" --hostname node01 --json
 check "no IMDS: no placement_group line" bash -c "! grep -q '^placement_group:' '$own'"
 has_detail "no IMDS: said" "$T/out" discovery '^placement group: not known \(http://127\.0\.0\.1:[0-9]+/.*: connect|^placement group: not known \(http://127\.0\.0\.1:[0-9]+/.*: Connection refused'

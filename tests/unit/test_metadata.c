@@ -126,8 +126,66 @@ static void test_events_down(void)
 	md_events_free(&ev);
 }
 
+/* An instance fact: asked once a boot, kept by a run that may write, per URL; a failure not kept. */
+static void test_fact(void)
+{
+	static const char *const answers[] = {
+		"HTTP/1.1 503 Service Unavailable\r\n\r\n",
+		"HTTP/1.1 200 OK\r\n\r\nStandard_ND96isr_H100_v5\r\n",
+		"HTTP/1.1 200 OK\r\n\r\nStandard_HB176rs_v4\r\n",
+	};
+	char root[] = "/tmp/test_metadata.XXXXXX", url[256], url2[300], out[128], err[160], *text = NULL;
+	struct ctx c = { .root = root, .mode = RUN_CHECK };
+	bool cached = true;
+	pid_t pid;
+
+	TEST_CHECK(mkdtemp(root) != NULL);
+	pid = imds_start(answers, 3, url, sizeof(url));
+	/* the service fails: said, nothing kept */
+	TEST_INTEQ(md_fact(&c, "vm-size", url, out, sizeof(out), &cached, err, sizeof(err)), -EPROTO);
+	TEST_CHECK(!cached);
+	TEST_CHECK(!fs_exists(&c, MD_FACTS_DIR "/vm-size"));
+	/* a check asks and keeps nothing */
+	TEST_INTEQ(md_fact(&c, "vm-size", url, out, sizeof(out), &cached, err, sizeof(err)), 0);
+	TEST_STREQ(out, "Standard_ND96isr_H100_v5");
+	TEST_CHECK(!cached);
+	TEST_CHECK(!fs_exists(&c, MD_FACTS_DIR "/vm-size"));
+	/* an apply asks and keeps the answer with the URL it asked */
+	c.mode = RUN_APPLY;
+	TEST_INTEQ(md_fact(&c, "vm-size", url, out, sizeof(out), &cached, err, sizeof(err)), 0);
+	TEST_STREQ(out, "Standard_HB176rs_v4");
+	TEST_CHECK(!cached);
+	TEST_INTEQ(fs_read(&c, MD_FACTS_DIR "/vm-size", &text, NULL), 0);
+	TEST_CHECK(text && strncmp(text, url, strlen(url)) == 0);
+	free(text);
+	imds_stop(pid);
+	/* later runs this boot: the kept answer, the service not asked (it is gone) */
+	c.mode = RUN_CHECK;
+	TEST_INTEQ(md_fact(&c, "vm-size", url, out, sizeof(out), &cached, err, sizeof(err)), 0);
+	TEST_STREQ(out, "Standard_HB176rs_v4");
+	TEST_CHECK(cached);
+	/* another URL is another question: asked (and refused, nothing listens) */
+	snprintf(url2, sizeof(url2), "%s&x=1", url);
+	TEST_CHECK(md_fact(&c, "vm-size", url2, out, sizeof(out), &cached, err, sizeof(err)) < 0);
+	TEST_CHECK(!cached);
+	TEST_STREQ(out, "");
+	/* the fake root's tree, as made: the file, then each directory */
+	{
+		static const char *const made[] = { MD_FACTS_DIR "/vm-size", MD_FACTS_DIR, "/run/hpcinit", "/run" };
+
+		for (size_t i = 0; i < 4; i++) {
+			char *p = ctx_path(&c, made[i]);
+
+			TEST_INTEQ(i == 0 ? unlink(p) : rmdir(p), 0);
+			free(p);
+		}
+		TEST_INTEQ(rmdir(root), 0);
+	}
+}
+
 int main(void)
 {
+	test_fact();
 	test_imds();
 	test_events_parse();
 	test_status();
