@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The slurm step (modules/slurm): its pure parts (words.c: scontrol's answers,
- * reasons, features, memory; gres.c: GRES and Slurm versions), shared with
- * slurm.c and the unit test. */
+ * reasons, features, memory, the arrival's window and slot; gres.c: GRES and
+ * Slurm versions), shared with slurm.c and the unit test, and arrival.c's side
+ * of the arrival (the address, the wait, what was last told). */
 #ifndef HPCINIT_SLURM_H
 #define HPCINIT_SLURM_H
 
