@@ -29,6 +29,7 @@
 #include "cidr.h"
 #include "fsutil.h"
 #include "hpcinit.h"
+#include "proc.h"
 #include "record.h"
 #include "slurm.h"
 
@@ -116,6 +117,42 @@ int slurm_pace(struct ctx *c, struct report *rep, const char *name, const char *
 			return -ETIMEDOUT;
 		(void)nanosleep(&ts, NULL);
 	}
+	return 0;
+}
+
+int slurm_fix_addr(struct ctx *c, struct report *rep, const char *name, const char *have)
+{
+	char *addr = slurm_node_addr(c), *n, *a, *h;
+	struct proc_result res = { 0 };
+	uint64_t left = ctx_remaining_ms(c);
+	int r;
+
+	if (!addr || !have[0] || strcmp(addr, have) == 0) {
+		free(addr);
+		return 0;
+	}
+	n = xasprintf("nodename=%s", name);
+	a = xasprintf("nodeaddr=%s", addr);
+	h = xasprintf("nodehostname=%s", name);
+	{
+		const char *argv[] = { "scontrol", "update", n, a, h, NULL };
+
+		r = left ? proc_run(argv, NULL, NULL, left < 30000 ? (unsigned)left : 30000, &res) : -ETIMEDOUT;
+		if (r >= 0)
+			r = res.timed_out ? -ETIMEDOUT : res.exit_code;
+	}
+	if (r == 0)
+		report_finding(rep, ST_CHANGED, "slurm.nodeaddr", "%s: slurmctld had NodeAddr=%s (where it "
+			       "registered from); set to %s, its address in cluster.network", name, have, addr);
+	else
+		report_finding(rep, ST_DEGRADED, "slurm.nodeaddr.failed", "%s: slurmctld has NodeAddr=%s, not "
+			       "%s (its address in cluster.network), and scontrol update failed: %.200s", name,
+			       have, addr, r < 0 ? strerror(-r) : res.err && *res.err ? res.err : "no output");
+	proc_result_free(&res);
+	free(n);
+	free(a);
+	free(h);
+	free(addr);
 	return 0;
 }
 

@@ -801,6 +801,8 @@ static int slurm_run(struct ctx *c, struct report *rep)
 	}
 	/* Debian 12's Slurm 22.05 cannot register drained: drain right after registering. */
 	r = reconcile(c, rep, name, &n, want);
+	if (r == 0 && n.found && ctx_may_write(c))
+		r = slurm_fix_addr(c, rep, name, n.addr);
 	if (r == 0 && n.found && c->mode != RUN_PLAN)
 		slurm_told_write(c, name, want);
 	if (r == 0 && !rep->summary[0] && report_problems(rep) == 0 && !want)

@@ -30,6 +30,7 @@ struct slurm_node {
 	bool found;             /* false: "Node X not found" (not registered) */
 	char state[128];        /* "IDLE+DRAIN+DYNAMIC_NORM" */
 	char reason[256];       /* without the " [user@time]" scontrol appends; "" when none */
+	char addr[64];          /* NodeAddr: the address slurmctld talks to it by; "" when not said */
 	bool drain;             /* DRAIN in the state (draining or drained) */
 	bool busy;              /* jobs on it: ALLOCATED, MIXED or COMPLETING */
 	bool down;              /* DOWN or NOT_RESPONDING */
@@ -89,6 +90,11 @@ char *slurm_node_addr(const struct ctx *c);
 uint64_t slurm_window_of(const struct spec *s);
 /* Wait this node's slot of the window (apply; plan and check only say it); 0 or -ETIMEDOUT. */
 int slurm_pace(struct ctx *c, struct report *rep, const char *name, const char *addr);
+/*
+ * apply: slurmctld's NodeAddr for the node (have) is not its address (22.05 takes the
+ * address a dynamic node registered from, whatever --conf says): set it.  0 or -errno.
+ */
+int slurm_fix_addr(struct ctx *c, struct report *rep, const char *name, const char *have);
 /* The node's state is what it last told slurmctld in this boot. */
 bool slurm_told_same(const struct ctx *c, const char *name, const char *want);
 /* Keep what was told (want NULL: ready); name NULL forgets it. */

@@ -62,6 +62,7 @@ int slurm_parse_node(const char *text, struct slurm_node *ret)
 	if (!field(text, "NodeName", name, sizeof(name)) || !field(text, "State", ret->state, sizeof(ret->state)))
 		return -EBADMSG;
 	ret->found = true;
+	(void)field(text, "NodeAddr", ret->addr, sizeof(ret->addr));
 	ret->drain = has_word(ret->state, "DRAIN") || has_word(ret->state, "DRAINED") ||
 		     has_word(ret->state, "DRAINING");
 	ret->busy = has_word(ret->state, "ALLOCATED") || has_word(ret->state, "MIXED") ||

@@ -20,7 +20,8 @@
 #   - "hpcinit leave" drains the node, stops slurmd and deletes the dynamic node.
 # Arrival (docs/slurm.md): the head cannot resolve the computes' names (its
 # /etc/hosts knows only itself), so srun working at all shows slurmctld was
-# given each node's address (NodeAddr); a registration is paced by its slot of
+# given each node's address (NodeAddr: its cluster.network one, though it
+# registers from another network); a registration is paced by its slot of
 # slurm.register_window; and in steady state "hpcinit check" asks slurmctld
 # nothing (sdiag's RPC counts, and a counting scontrol on PATH).
 # The munge key reaches every node as the cluster secret does (a root-only
@@ -131,6 +132,14 @@ compute_spec 2 30s "nfs: {mounts: [{source: \"$HA:/never\", path: /shared, wait:
 install_spec "$C1" "$T/c1.yaml"
 install_spec "$C2" "$T/c2.yaml"
 install_spec "$C3" "$T/c3.yaml"
+# C1 reaches the head from a second address, outside cluster.network (a VM's other
+# network): slurmctld must still be given C1's address in cluster.network, not the one
+# its registration came from (Slurm 22.05's choice when none is given).  Undone once C1
+# is registered, so that nothing else (srun, MPI) sees the second network.
+OTHER_NET=198.18.77
+on "$H" ip addr add "$OTHER_NET.1/24" dev eth0
+on "$C1" ip addr add "$OTHER_NET.2/24" dev eth0
+on "$C1" ip route replace "$HA/32" dev eth0 src "$OTHER_NET.2"
 rc1=0 rc2=0 rc3=0
 hpc "$C2" apply > "$T/c2.out" 2>&1 || rc2=$?
 hpc "$C1" apply -v > "$T/c1.out" 2>&1 & p1=$!
@@ -161,7 +170,13 @@ node_addr_is() {
 	got=$(on "$H" scontrol --oneliner show node "$1" | grep -o 'NodeAddr=[^ ]*')
 	same_text "$got" "NodeAddr=$2"
 }
-check "$C1: slurmctld has its address (NodeAddr=$C1A) from the registration" node_addr_is "$C1" "$C1A"
+check "$C1: slurmctld has its address in cluster.network (NodeAddr=$C1A), not the one it registered from" \
+	node_addr_is "$C1" "$C1A"
+check "$C1: its apply said so (Slurm 22.05 ignores NodeAddr in a dynamic node's --conf: one scontrol update)" \
+	contains "$T/c1.out" "slurmctld had NodeAddr=$OTHER_NET.2 (where it registered from); set to $C1A"
+on "$C1" ip route del "$HA/32" dev eth0 src "$OTHER_NET.2"
+on "$C1" ip addr del "$OTHER_NET.2/24" dev eth0
+on "$H" ip addr del "$OTHER_NET.1/24" dev eth0
 check "$C2: slurmctld has its address from the registration" node_addr_is "$C2" "$(sim addr "$C2")"
 check "the head cannot resolve $C1 (so nothing below needs it to)" eval '! on "$H" getent hosts "$C1"'
 

@@ -38,6 +38,7 @@ static void test_parse(void)
 	TEST_CHECK(n.found);
 	TEST_STREQ(n.state, "IDLE+DRAIN+DYNAMIC_NORM");
 	TEST_STREQ(n.reason, "hpcinit:nfs.mount.failed");
+	TEST_STREQ(n.addr, "198.19.41.13");
 	TEST_CHECK(n.drain && !n.busy && !n.down);
 	TEST_CHECK(slurm_reason_ours(n.reason));
 
