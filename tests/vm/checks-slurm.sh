@@ -256,6 +256,31 @@ print(\" \".join(\"%.1f\" % p[k] if k in p else \"?\" for k in (\"cloud-init.sta
 	ok "slurmbench: boot split to srun printed (not asserted)"
 }
 
+# hpcinit's own part of each compute's boot, from its run's own report: the first
+# apply's table (cloud-init ran it; its output is in cloud-init-output.log: each step's
+# time, discovery's and slurm's including what they waited for: the peers, slurmctld),
+# the phases boot.json recorded, and the CPU (user+sys) of hpcinit apply and check
+# run again now on the converged node.  Printed, not asserted.
+check_slurmshare() {
+	local n out
+	for n in $(slurm_computes); do
+		out=$(vm_exec "$n" 300 '
+			sed -n "/^MODULE  *RESULT/,/^\$/p" /var/log/cloud-init-output.log | head -14
+			python3 -c "
+import json
+b = json.load(open(\"/run/hpcinit/boot.json\"))
+print(\"boot.json:\", \" \".join(\"%s=%.3f\" % (x[\"phase\"], x[\"since_boot_ms\"] / 1000) for x in b[\"phases\"] if \"since_boot_ms\" in x))
+"
+			TIMEFORMAT="%R s wall, %U s user, %S s sys"
+			for a in apply check; do
+				{ time hpcinit $a > /tmp/share.$a 2>&1; } 2> /tmp/share.$a.t || true
+				echo "again now: hpcinit $a: $(cat /tmp/share.$a.t) (exit as printed: $(tail -1 /tmp/share.$a))"
+			done' 2>&1) || { notok "slurmshare: $n" "$out"; return; }
+		sed "s/^/# $n: /" <<< "$out"
+	done
+	ok "slurmshare: hpcinit's part of each compute's boot printed (not asserted)"
+}
+
 # hpcinit leave on the last compute, under systemd: drained, slurmd's unit
 # stopped, the dynamic node deleted.
 check_slurmleave() {
