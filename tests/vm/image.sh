@@ -179,13 +179,16 @@ final_build() {
 	chroot "$R" env DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
 	# HPCINIT_VM_BAKE: packages baked into the image, as a real deployment bakes what its
 	# custom-data names (conf/cloud-init/image-build.yaml; tests/bench/vm-slurm-boot.sh
-	# --baked): installed from the local repository, enabled as Debian enables them, and
-	# no munge key of the image's own (its postinst made one; hpcinit installs the cluster's).
+	# --baked): installed from the local repository, enabled as Debian enables them but
+	# slurmd.service (hpcinit starts a compute's slurmd; on a head, which has a slurm.conf,
+	# the package's unit failed at boot: "Unable to determine this slurmd's NodeName"),
+	# and no munge key of the image's own (its postinst made one; hpcinit installs the cluster's).
 	if [ -n "${HPCINIT_VM_BAKE:-}" ]; then
 		# shellcheck disable=SC2086 # a list of package names
 		chroot "$R" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
 			$HPCINIT_VM_BAKE >&2
 		chroot "$R" apt-get clean
+		chroot "$R" systemctl disable slurmd.service >&2 2>/dev/null || true
 		rm -f "$R/etc/munge/munge.key"
 	fi
 	chroot "$R" hpcinit --version >&2
