@@ -699,11 +699,19 @@ static void stop_slurmd(struct ctx *c)
 	}
 }
 
-/* Until the controller lists the node and hears from it, or the deadline. */
+/*
+ * Until the controller lists the node and hears from it, or the deadline.
+ * slurmd writes its pid file once it has its configuration, just before it
+ * registers: wait for that here first (at most 3 s), asking slurmctld nothing,
+ * then ask (a poll a second at most: at 1,000 nodes each query is an RPC).
+ */
 static int wait_registered(struct ctx *c, struct report *rep, const char *name, struct slurm_node *n)
 {
-	uint64_t delay = 100;
+	uint64_t delay = 100, local = now_ms() + 3000;
 
+	while (!daemon_pid(c, SLURMD_PID, "slurmd") && now_ms() < local && ctx_backoff(c, &delay, 200))
+		;
+	delay = 100;
 	for (;;) {
 		if (query(c, name, n) == 0 && n->found && !n->down)
 			return 0;
