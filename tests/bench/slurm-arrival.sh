@@ -12,6 +12,8 @@
 #   2. paced: every node leaves, then all apply again at once with
 #      slurm.register_window WINDOW: each node's slot (its apply -v) and the
 #      same figures; goal: spread near WINDOW x (N-1)/N, gaps near WINDOW/N;
+#   and in each, the RPCs slurmctld served while the N nodes arrived (sdiag,
+#   reset first), a node's share: what registering costs the controller;
 #   3. steady state: "hpcinit check" on every node every INTERVAL seconds
 #      for STEADY seconds (slurmd's HealthCheckProgram does it every
 #      HealthCheckInterval); slurmctld's RPC counts (sdiag --reset first;
@@ -101,6 +103,16 @@ arrivals() {
 			print (t[1] * 3600 + t[2] * 60 + t[3]) * 1000 + t[4], name
 		}' | sort -n
 }
+# rpcs FILE: slurmctld's RPC counts since the reset, by type, but sdiag's own
+rpcs() {
+	on "$H" sdiag | sed -n '/by message type/,/by user/p' |
+		awk '/count:/ && $1 != "REQUEST_STATS_INFO" { sub("count:", "", $4); print $1, $4 }' > "$1"
+}
+# arrival_rpcs LABEL FILE: an arrival's RPCs, a node's share
+arrival_rpcs() {
+	awk -v label="$1" -v n="$N" '{ t += $2; what = what " " $1 "=" $2 }
+		END { printf "%-9s arrival: slurmctld served %d RPCs, %.1f a node (%s )\n", label, t, t / n, what }' "$2"
+}
 # spread LABEL FILE: the figures of one arrival
 spread() {
 	awk -v label="$1" -v n="$N" '
@@ -118,7 +130,9 @@ echo "slurm-arrival: $N computes, window $WINDOW, steady state $STEADY s with a 
 compute_spec 0s > "$T/c0.yaml"
 for n in "${COMPUTES[@]}"; do install_spec "$n" "$T/c0.yaml"; done
 from=$(( $(wc -l < "$T/slurmctld.log") + 1 ))
+on "$H" sdiag --reset > /dev/null
 all_apply base
+rpcs "$T/base.rpcs"
 arrivals "$from" > "$T/base.arr"
 for n in "${COMPUTES[@]}"; do hpc "$n" leave > "$T/leave.$n.out" 2>&1 & done
 wait
@@ -126,7 +140,9 @@ wait
 compute_spec "$WINDOW" > "$T/cw.yaml"
 for n in "${COMPUTES[@]}"; do install_spec "$n" "$T/cw.yaml"; done
 from=$(( $(wc -l < "$T/slurmctld.log") + 1 ))
+on "$H" sdiag --reset > /dev/null
 all_apply paced
+rpcs "$T/paced.rpcs"
 arrivals "$from" > "$T/paced.arr"
 echo "node slots (apply -v) and slurmctld's registration, ms after the first:"
 first=$(head -1 "$T/paced.arr" | cut -d' ' -f1)
@@ -136,6 +152,8 @@ while read -r ms name; do
 done < "$T/paced.arr"
 spread "no pacing" "$T/base.arr"
 spread "paced" "$T/paced.arr"
+arrival_rpcs "no pacing" "$T/base.rpcs"
+arrival_rpcs "paced" "$T/paced.rpcs"
 
 # 3. steady state
 steady() {   # LABEL BINARY
@@ -152,8 +170,7 @@ steady() {   # LABEL BINARY
 		sleep "$INTERVAL"
 	done
 	t1=$(date +%s%N)
-	on "$H" sdiag | sed -n '/by message type/,/by user/p' |
-		awk '/count:/ && $1 != "REQUEST_STATS_INFO" { sub("count:", "", $4); print $1, $4 }' > "$T/steady.$label"
+	rpcs "$T/steady.$label"
 	awk -v label="$label" -v n="$N" -v s="$(( (t1 - t0) / 1000000 ))" -v iv="$INTERVAL" -v hc="$HC" -v checks="$rounds" '
 		/^MESSAGE_/ { own += $2; next }
 		{ asked += $2; what = what " " $1 "=" $2 }
