@@ -32,6 +32,10 @@
  *       (>0), stdin holds the membership at revision REV as list printed
  *       it (the caller's last list): no range at all, the watch starts
  *       after REV (a compacted REV, or stdin that does not parse: a range).
+ *   hpcinit-etcd [OPTIONS] serve
+ *       the calls above (not watch) one after another in this one process,
+ *       each request and answer framed (lib/rendezvous/etcd-proto.h): a
+ *       step's calls start one helper, not one each.
  *   hpcinit-etcd [OPTIONS] watch PREFIX [REV]
  *       runs until killed, streaming the membership under PREFIX: "reset",
  *       every key as list prints it, "synced" when it starts (and again
@@ -101,12 +105,28 @@ static int lease_keepalive(int64_t lease, int64_t *ret_ttl)
 	return r;
 }
 
+static bool serving;                    /* serve: stdin is the requests; a call's own stdin is call_in */
+static const char *call_in;
+static size_t call_in_len;
+
 /* stdin, at most max bytes (a record; an await's membership); *ret NUL-terminated. */
 static int read_stdin(char **ret, size_t *ret_len, size_t max)
 {
 	size_t n = 0, cap = 4096;
-	char *p = malloc(cap);
+	char *p;
 
+	if (serving) {
+		n = call_in_len < max ? call_in_len : max;
+		p = malloc(n + 1);
+		if (!p)
+			abort();
+		memcpy(p, call_in, n);
+		p[n] = '\0';
+		*ret = p;
+		*ret_len = n;
+		return 0;
+	}
+	p = malloc(cap);
 	if (!p)
 		abort();
 	for (;;) {
@@ -257,7 +277,7 @@ static int usage(void)
 	fprintf(stderr, "usage: hpcinit-etcd --endpoint URL... [--cacert F] [--cert F --key F] [--auth F] "
 		"[--timeout MS] [--deadline MS] [--put always] COMMAND\n"
 		"  sync KEY TTL_S [LEASE [PREFIX [EXPECT MS]]] < VALUE | list PREFIX | keepalive LEASE | leave KEY [LEASE] | "
-		"watch PREFIX [REV] | await PREFIX EXPECT MS [REV]\n");
+		"watch PREFIX [REV] | await PREFIX EXPECT MS [REV] | serve\n");
 	return EX_USAGE;
 }
 
@@ -284,49 +304,35 @@ static bool auth_over_tls(void)
 	return true;
 }
 
-int main(int argc, char **argv)
+/* A call's own option (--put always, --deadline MS): 1 when o is one (taken), 0 when not, -1 when wrong. */
+static int call_opt(const char *o, const char *v, int64_t *deadline)
 {
-	int i = 1, ret;
-	int64_t a = 0, b = 0, deadline = 0;
-	const char *cmd;
+	long long ms;
 
-	for (; i < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
-		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-		long long ms;
-
-		if (!v)
-			return usage();
-		if (!strcmp(o, "--endpoint") && etcd_n_endpoints < MAX_ENDPOINTS)
-			etcd_endpoints[etcd_n_endpoints++] = v;
-		else if (!strcmp(o, "--cacert"))
-			etcd_cacert = v;
-		else if (!strcmp(o, "--cert"))
-			etcd_cert = v;
-		else if (!strcmp(o, "--key"))
-			etcd_key = v;
-		else if (!strcmp(o, "--auth"))
-			etcd_auth_file = v;
-		else if (!strcmp(o, "--timeout"))
-			etcd_timeout_ms = num_ll(v, 1, LONG_MAX, &ms) ? (long)ms : 5000;
-		else if (!strcmp(o, "--put") && !strcmp(v, "always"))
-			put_always = true;
-		else if (!strcmp(o, "--deadline"))
-			deadline = num_ll(v, 1, INT32_MAX, &ms) ? ms : 0;
-		else
-			return usage();
+	if (!strcmp(o, "--put") && !strcmp(v, "always")) {
+		put_always = true;
+		return 1;
 	}
-	if (i >= argc || !etcd_cert != !etcd_key)
-		return usage();
-	cmd = argv[i++];
-	if (etcd_n_endpoints == 0)
-		return usage();
-	signal(SIGPIPE, SIG_DFL);
-	srandom((unsigned)getpid() ^ (unsigned)mono_ms());      /* the retries' jitter differs by node */
+	if (!strcmp(o, "--deadline")) {
+		*deadline = num_ll(v, 1, INT32_MAX, &ms) ? ms : 0;
+		return 1;
+	}
+	return 0;
+}
+
+/* The command at argv[i] (its arguments after it, up to argc): the exit code. */
+static int run(int argc, char **argv, int i, int64_t deadline)
+{
+	int64_t a = 0, b = 0;
+	const char *cmd = argv[i++];
+	int ret;
+
 	/*
 	 * Retries of slow answers end before the agent's deadline for this run
 	 * (ETCD_RUN_MS, plus the wait of an await); a watch runs for good and
 	 * gives each call that time from its start.
 	 */
+	etcd_deadline_ms = 0;
 	if (strcmp(cmd, "watch") != 0 && etcd_n_endpoints) {
 		int64_t wait = 0;
 
@@ -336,18 +342,6 @@ int main(int argc, char **argv)
 			(void)parse_i64(argv[i + 5], &wait);
 		etcd_deadline_ms = mono_ms() + (deadline ? deadline :
 			ETCD_RUN_MS(etcd_timeout_ms, (int64_t)etcd_n_endpoints) - etcd_timeout_ms + wait);
-	}
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0 || !(etcd_curl = curl_easy_init())) {
-		fprintf(stderr, "hpcinit-etcd: libcurl did not start\n");
-		return EX_DOWN;
-	}
-	if (etcd_auth_file && !auth_over_tls())
-		return EX_REFUSED;
-	if (etcd_auth_file && etcd_n_endpoints) {
-		int r = authenticate();
-
-		if (r < 0)
-			return exit_of(r);
 	}
 	if (!strcmp(cmd, "sync") && argc - i >= 2 && argc - i <= 6 && argc - i != 5 &&
 	    parse_i64(argv[i + 1], &a) && (argc - i == 2 || parse_i64(argv[i + 2], &b))) {
@@ -383,10 +377,164 @@ int main(int argc, char **argv)
 		}
 		free(seed);
 	}
-	else if (!strcmp(cmd, "watch") && (argc - i == 1 || (argc - i == 2 && parse_i64(argv[i + 1], &a))))
+	else if (!strcmp(cmd, "watch") && !serving && (argc - i == 1 || (argc - i == 2 && parse_i64(argv[i + 1], &a))))
 		ret = cmd_watch(argv[i], argc - i == 2 ? a : 0);
 	else
 		ret = usage();
+	fflush(stdout);
+	return ret;
+}
+
+/* One line of at most max bytes from f, its newline dropped; false at EOF or past max. */
+static bool line_in(FILE *f, char *buf, size_t max)
+{
+	size_t n;
+
+	if (!fgets(buf, (int)max, f))
+		return false;
+	n = strlen(buf);
+	if (!n || buf[n - 1] != '\n')
+		return false;
+	buf[n - 1] = '\0';
+	return true;
+}
+
+/* n bytes of f into a new NUL-terminated buffer; NULL when f ends first. */
+static char *bytes_in(FILE *f, size_t n)
+{
+	char *p = malloc(n + 1);
+
+	if (!p)
+		abort();
+	if (fread(p, 1, n, f) != n) {
+		free(p);
+		return NULL;
+	}
+	p[n] = '\0';
+	return p;
+}
+
+/*
+ * serve (lib/rendezvous/etcd-proto.h): the calls of one step in one
+ * process: the agent starts it once, not once a call (this process's
+ * start, its libraries' loading and relocation, is most of a short call's
+ * cost).  Each call runs as a run of its own would, its stdout and stderr
+ * caught and sent back framed.  A request that does not parse ends it
+ * (exit 2): the agent then runs the call on its own.
+ */
+static int serve(void)
+{
+	FILE *out = stdout, *err = stderr;
+	char line[64];
+
+	serving = true;
+	while (line_in(stdin, line, sizeof(line))) {
+		char *av[ETCD_SERVE_ARGS_MAX + 1] = { 0 }, *data = NULL, *ob = NULL, *eb = NULL;
+		size_t inlen = 0, ol = 0, el = 0;
+		unsigned ac = 0, k = 0;
+		int64_t deadline = 0;
+		FILE *o, *e;
+		int rc = -1, j = 0;
+
+		{
+			const char *q = line + 5;
+			unsigned long long la, li;
+
+			/* ETCD_SERVE_CALL: "call ARGC STDIN-LEN" */
+			if (strncmp(line, "call ", 5) || !num_ull_field(&q, 10, ETCD_SERVE_ARGS_MAX, &la) || la == 0 ||
+			    !num_ull_field(&q, 10, ETCD_OUT_MAX, &li) || (*q && *q != '\n'))
+				return EX_USAGE;
+			ac = (unsigned)la;
+			inlen = (size_t)li;
+		}
+		for (; k < ac; k++) {
+			long long len;
+
+			if (!line_in(stdin, line, sizeof(line)) || !num_ll(line, 0, 65536, &len) ||
+			    !(av[k] = bytes_in(stdin, (size_t)len)) || fgetc(stdin) != '\n')
+				break;
+		}
+		if (k == ac)
+			data = bytes_in(stdin, inlen);
+		if (!data) {
+			for (k = 0; k < ac; k++)
+				free(av[k]);
+			return EX_USAGE;
+		}
+		put_always = false;
+		while ((unsigned)j + 1 < ac && !strncmp(av[j], "--", 2) && call_opt(av[j], av[j + 1], &deadline) == 1)
+			j += 2;
+		call_in = data;
+		call_in_len = inlen;
+		if (!(o = open_memstream(&ob, &ol)) || !(e = open_memstream(&eb, &el)))
+			abort();
+		stdout = o;
+		stderr = e;
+		rc = (unsigned)j < ac ? run((int)ac, av, j, deadline) : usage();
+		fflush(o);
+		fflush(e);
+		stdout = out;
+		stderr = err;
+		fclose(o);
+		fclose(e);
+		fprintf(out, ETCD_SERVE_DONE "\n", rc, ol, el);
+		fwrite(ob, 1, ol, out);
+		fwrite(eb, 1, el, out);
+		fflush(out);
+		free(ob);
+		free(eb);
+		free(data);
+		for (k = 0; k < ac; k++)
+			free(av[k]);
+	}
+	return EX_OK;
+}
+
+int main(int argc, char **argv)
+{
+	int i = 1, ret;
+	int64_t deadline = 0;
+
+	for (; i < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
+		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		long long ms;
+
+		if (!v)
+			return usage();
+		if (!strcmp(o, "--endpoint") && etcd_n_endpoints < MAX_ENDPOINTS)
+			etcd_endpoints[etcd_n_endpoints++] = v;
+		else if (!strcmp(o, "--cacert"))
+			etcd_cacert = v;
+		else if (!strcmp(o, "--cert"))
+			etcd_cert = v;
+		else if (!strcmp(o, "--key"))
+			etcd_key = v;
+		else if (!strcmp(o, "--auth"))
+			etcd_auth_file = v;
+		else if (!strcmp(o, "--timeout"))
+			etcd_timeout_ms = num_ll(v, 1, LONG_MAX, &ms) ? (long)ms : 5000;
+		else if (call_opt(o, v, &deadline) != 1)
+			return usage();
+	}
+	if (i >= argc || !etcd_cert != !etcd_key)
+		return usage();
+	if (etcd_n_endpoints == 0)
+		return usage();
+	signal(SIGPIPE, SIG_DFL);
+	srandom((unsigned)getpid() ^ (unsigned)mono_ms());      /* the retries' jitter differs by node */
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0 || !(etcd_curl = curl_easy_init())) {
+		fprintf(stderr, "hpcinit-etcd: libcurl did not start\n");
+		return EX_DOWN;
+	}
+	if (etcd_auth_file && !auth_over_tls())
+		return EX_REFUSED;
+	if (etcd_auth_file && etcd_n_endpoints) {
+		int r = authenticate();
+
+		if (r < 0)
+			return exit_of(r);
+	}
+	ret = !strcmp(argv[i], "serve") && argc - i == 1 ? serve() : run(argc, argv, i, deadline);
 	fflush(stdout);
 	curl_easy_cleanup(etcd_curl);
 	curl_global_cleanup();

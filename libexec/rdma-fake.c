@@ -67,9 +67,17 @@ static int fake_init(const struct ctx *c)
 		if (nl)
 			*nl = '\0';
 		memset(f, 0, sizeof(*f));
-		if (line[0] != '#' &&
-		    sscanf(line, "%7s %63s %63s %63s %63s", f->kind, f->name, f->a, f->b, f->c) >= 3)
-			n_fake++;
+		if (line[0] != '#') {
+			const char *p = line;
+
+			/* KIND NAME A [B [C]] */
+			if (num_word_field(&p, f->kind, sizeof(f->kind)) && num_word_field(&p, f->name, sizeof(f->name)) &&
+			    num_word_field(&p, f->a, sizeof(f->a))) {
+				if (num_word_field(&p, f->b, sizeof(f->b)))
+					(void)num_word_field(&p, f->c, sizeof(f->c));
+				n_fake++;
+			}
+		}
 		line = nl ? nl + 1 : NULL;
 	}
 	free(text);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The verbs helper hpcinit-rdma-probe: the hardware side sits behind an
- * ops table (STYLE.md item 6), chosen once per run: libibverbs/librdmacm
+ * ops table (docs/conventions.md "Ops tables"), chosen once per run: libibverbs/librdmacm
  * (rdma-verbs.c), or, on a fake root that asks for it, the fixture ops
  * (rdma-fake.c, linked only when configured --enable-test-backends).  The
  * agent never maps the verbs libraries: the rdma step (modules/rdma/rdma.c)

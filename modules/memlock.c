@@ -25,6 +25,7 @@
 #include "fsutil.h"
 #include "hpcinit.h"
 #include "limits/memlock_job.h"
+#include "names.h"
 #include "proc.h"
 #include "systemd.h"
 #include "number.h"
@@ -37,17 +38,6 @@
 static bool memlock_enabled(const struct spec *s)
 {
 	return s->memlock.present;
-}
-
-/* limits.conf domains: "*", user, @group, %group, uid ranges; nothing that could split a line. */
-static bool valid_domain(const char *d)
-{
-	if (!*d || strlen(d) > 64)
-		return false;
-	for (const char *p = d; *p; p++)
-		if (!(isalnum((unsigned char)*p) || strchr("._-@%*:", *p)))
-			return false;
-	return true;
 }
 
 /* Value for limits.conf, in KiB (rounded up), or "unlimited". */
@@ -93,12 +83,16 @@ static int write_files(struct ctx *c, struct report *r)
 	char *text;
 	int ret, changed = 0;
 
-	for (size_t i = 0; i < s->memlock.users.n; i++)
-		if (!valid_domain(s->memlock.users.v[i])) {
-			report_set(r, ST_FAILED, "memlock.users: '%s' is not a limits.conf domain "
-				   "(user, @group, %%group or *)", s->memlock.users.v[i]);
+	/* The loader's rule (name_check_pam_domain), asked again before a line is written. */
+	for (size_t i = 0; i < s->memlock.users.n; i++) {
+		const char *why = name_check_pam_domain(s->memlock.users.v[i]);
+
+		if (why) {
+			report_set(r, ST_FAILED, "memlock.users: '%s' is not a limits.conf domain: %s",
+				   s->memlock.users.v[i], why);
 			return -EINVAL;
 		}
+	}
 	ret = fs_mkdir_p(c, r, "/etc/security/limits.d", 0755, 0, 0);
 	if (ret < 0)
 		return ret;
@@ -185,58 +179,12 @@ static int read_proc_memlock(const struct ctx *c, const char *pid, long long *so
 	return memlock_proc_read(c, (long)n, soft, hard);
 }
 
-/* The running sshd: /run/sshd.pid, else the first process named sshd whose parent is 1. */
+/* The running sshd: /run/sshd.pid, else the lowest process named sshd whose parent is 1 (daemon_pid). */
 static char *find_sshd(const struct ctx *c)
 {
-	char *text = NULL, *ret = NULL, *procdir;
-	DIR *d;
-	struct dirent *de;
+	pid_t pid = daemon_pid(c, "/run/sshd.pid", "sshd", DAEMON_SCAN | DAEMON_TOP, NULL, 0);
 
-	if (fs_read(c, "/run/sshd.pid", &text, NULL) == 0) {
-		text[strcspn(text, " \n")] = '\0';
-		if (*text && strspn(text, "0123456789") == strlen(text)) {
-			char *p = xasprintf("/proc/%s/limits", text);
-
-			if (fs_exists(c, p))
-				ret = xstrdup(text);
-			free(p);
-		}
-		free(text);
-		if (ret)
-			return ret;
-	}
-	procdir = ctx_path(c, "/proc");
-	d = opendir(procdir);
-	free(procdir);
-	if (!d)
-		return NULL;
-	while (!ret && (de = readdir(d))) {
-		char *stat = NULL, *p;
-
-		if (strspn(de->d_name, "0123456789") != strlen(de->d_name))
-			continue;
-		p = xasprintf("/proc/%s/stat", de->d_name);
-		if (fs_read(c, p, &stat, NULL) == 0) {
-			/* pid (comm) state ppid ... */
-			char *open = strchr(stat, '('), *close = strrchr(stat, ')');
-
-			if (open && close && close > open && strncmp(open + 1, "sshd)", 5) == 0 &&
-			    strncmp(close + 1, " S 1 ", 5) == 0)
-				ret = xstrdup(de->d_name);
-		}
-		free(stat);
-		free(p);
-	}
-	closedir(d);
-	return ret;
-}
-
-/* a < b with -1 (unlimited) the largest. */
-static bool lim_lt(long long a, long long b)
-{
-	if (a < 0)
-		return false;
-	return b < 0 || a < b;
+	return pid ? xasprintf("%ld", (long)pid) : NULL;
 }
 
 static void fmt_kib(long long bytes, char *buf, size_t n)
@@ -300,17 +248,6 @@ static int sshd_use_pam(const struct ctx *c, const char *path, int depth, char *
 	return r;
 }
 
-/* The running system manager under the root (sd_booted: /run/systemd/system is a directory). */
-static bool systemd_running(const struct ctx *c)
-{
-	char *p = ctx_path(c, "/run/systemd/system");
-	struct stat st;
-	bool yes = stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-
-	free(p);
-	return yes;
-}
-
 /* The live default of the running manager: systemctl show's DefaultLimitMEMLOCK (bytes or infinity). */
 static int live_default(const struct ctx *c, long long *ret)
 {
@@ -362,9 +299,9 @@ static bool systemd_live(struct ctx *c, struct report *r, long long want)
 
 	if (!c->spec->memlock.systemd)
 		return false;
-	if (!systemd_running(c)) {
+	if (!systemd_booted(c)) {
 		report_finding(r, ST_OK, "memlock.systemd.not-running",
-			       "systemd: not running here (no /run/systemd/system): the drop-in applies when it starts");
+			       "systemd: not running here (no " SYSTEMD_BOOTED_DIR "): the drop-in applies when it starts");
 		return false;
 	}
 	if (systemctl_refused(c, r, "systemd (daemon-reload)"))
@@ -516,7 +453,7 @@ static void slurm_job(const struct ctx *c, struct report *r, const struct memloc
 			       "job: a Slurm job gets the submitting shell's soft memlock, at most slurmd's hard limit "
 			       "%s (pid %ld, %s, /proc/%ld/limits) (%s): no limits line sets it for a new PAM session "
 			       "of %s here", hbuf, sl.pid, sl.pid_how, sl.pid, setting, who);
-	if (got == MEMLOCK_UNSET || !lim_lt(got, want))
+	if (got == MEMLOCK_UNSET || !memlock_lt(got, want))
 		return;
 	memlock_fmt(want, wbuf, sizeof(wbuf));
 	if (!sl.propagates || got == sl.live_hard)
@@ -563,7 +500,7 @@ static void job_limits(struct ctx *c, struct report *r, long long want)
 		       "job: a new PAM session of %s gets memlock soft %s%s%s, hard %s%s%s (pam_limits' reading of "
 		       "limits.conf and limits.d)", who, sbuf, *j.pam_soft_from ? " from " : "", j.pam_soft_from,
 		       hbuf, *j.pam_hard_from ? " from " : "", j.pam_hard_from);
-	if (j.pam_soft != MEMLOCK_UNSET && lim_lt(j.pam_soft, want)) {
+	if (j.pam_soft != MEMLOCK_UNSET && memlock_lt(j.pam_soft, want)) {
 		bool ours = strncmp(j.pam_soft_from, LIMITS_PATH ":", strlen(LIMITS_PATH) + 1) == 0;
 
 		if (!ours)
@@ -585,7 +522,7 @@ static void job_limits(struct ctx *c, struct report *r, long long want)
 		       "job: systemd services get memlock %s%s%s (DefaultLimitMEMLOCK; a unit's own LimitMEMLOCK= "
 		       "overrides it)", sbuf, *j.svc_from ? " from " : " (systemd's built-in default)", j.svc_from);
 	slurm_job(c, r, &j, who, want);
-	if (m->systemd && j.svc_soft != MEMLOCK_UNSET && lim_lt(j.svc_soft, want) &&
+	if (m->systemd && j.svc_soft != MEMLOCK_UNSET && memlock_lt(j.svc_soft, want) &&
 	    strstr(j.svc_from, SYSTEMD_SYSTEM_PATH ":") != j.svc_from)
 		report_finding(r, ST_FAILED, "memlock.systemd.overridden",
 			       "%s sets DefaultLimitMEMLOCK %s, below memlock.limit %s: it is read after %s",
@@ -636,15 +573,16 @@ static void observe(struct ctx *c, struct report *r)
 	free(where);
 	job_limits(c, r, want);
 	live_ok = systemd_live(c, r, want);
-	if (sshd_limits(c, &pid, &soft, &hard) == 0 && (lim_lt(hard, want) || lim_lt(soft, want)) &&
+	if (sshd_limits(c, &pid, &soft, &hard) == 0 && (memlock_lt(hard, want) || memlock_lt(soft, want)) &&
 	    live_ok && ctx_may_write(c)) {
 		char sb[32];
 		int ret = restart_sshd(c);
 
 		fmt_kib(soft, sb, sizeof(sb));
 		free(pid);
+		pid = NULL;    /* a failed restart reads no new one: found again below */
 		if (ret == 0 && sshd_limits(c, &pid, &soft, &hard) == 0 &&
-		    !lim_lt(hard, want) && !lim_lt(soft, want))
+		    !memlock_lt(hard, want) && !memlock_lt(soft, want))
 			report_finding(r, ST_CHANGED, "memlock.sshd.restarted",
 				       "sshd ran with memlock %s (started before the systemd default); "
 				       "restarted (systemctl try-restart), open sessions kept", sb);
@@ -658,7 +596,7 @@ static void observe(struct ctx *c, struct report *r)
 	if (pid) {
 		if (read_proc_memlock(c, pid, &soft, &hard) == 0) {
 			char sb[32], hb[32];
-			bool low = lim_lt(hard, want) || lim_lt(soft, want);
+			bool low = memlock_lt(hard, want) || memlock_lt(soft, want);
 
 			fmt_kib(soft, sb, sizeof(sb));
 			fmt_kib(hard, hb, sizeof(hb));

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The module table, in run order (DESIGN.md). */
+/* The module table, in run order (docs/conventions.md "Run order"). */
 #include "config.h"
 
 #include <string.h>

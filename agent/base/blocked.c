@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "blocked.h"
+#include "number.h"
 
 #define PATH_MAX_TEXT 1024       /* the longest path a message names */
 
@@ -184,8 +186,15 @@ static long read_syscall(pid_t pid, unsigned long long a[2])
 
 	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
 	if ((f = fopen(path, "re"))) {
-		if (fgets(buf, sizeof(buf), f) && sscanf(buf, "%ld %llx %llx", &nr, &a[0], &a[1]) < 1)
-			nr = -2;
+		const char *p = buf;
+		long long n;
+
+		/* "NR 0xARG1 0xARG2 ...", "-1 0xSP 0xPC" (user mode), "running" */
+		if (fgets(buf, sizeof(buf), f) && num_ll_field(&p, -1, LONG_MAX, &n)) {
+			nr = (long)n;
+			if (num_ull_field(&p, 16, ULLONG_MAX, &a[0]))
+				(void)num_ull_field(&p, 16, ULLONG_MAX, &a[1]);
+		}
 		fclose(f);
 	}
 	return nr;

@@ -155,22 +155,17 @@ int fd_write_all(int fd, const void *data, size_t len)
 /*
  * Temp files carry this node's name: two nodes writing the same shared home
  * (NFS) each remove only their own leftovers, never the other's live file.
- * The name is reduced to the characters a hostname may have.
+ * The name is node_hostname (a valid host name, else "localhost"), its
+ * first 64 bytes.
  */
 static char *tmp_prefix(const struct ctx *c, const char *hostpath)
 {
-	char node[65] = "";
-	size_t i;
+	char node[NODE_HOSTNAME_MAX];
 
-	if (c->hostname)
-		snprintf(node, sizeof(node), "%s", c->hostname);
-	else if (gethostname(node, sizeof(node) - 1) < 0)
-		node[0] = '\0';
-	node[sizeof(node) - 1] = '\0';
-	for (i = 0; node[i]; i++)
-		if (!isalnum((unsigned char)node[i]) && node[i] != '-' && node[i] != '.')
-			node[i] = '_';
-	return xasprintf("%s.hpcinit-tmp.%s.", hostpath, i ? node : "localhost");
+	if (!node_hostname(c, node, sizeof(node)))
+		snprintf(node, sizeof(node), "localhost");
+	node[64] = '\0';               /* the name's first 64 bytes, as before */
+	return xasprintf("%s.hpcinit-tmp.%s.", hostpath, node);
 }
 
 /*
@@ -226,7 +221,7 @@ bool fs_is_own_temp(const struct ctx *c, const char *name)
 }
 
 static int atomic_replace(const struct ctx *c, const char *hostpath, const void *data, size_t len,
-			  mode_t mode, uid_t uid, gid_t gid)
+			  mode_t mode, uid_t uid, gid_t gid, unsigned flags)
 {
 	char *prefix = tmp_prefix(c, hostpath);
 	char *tmp = xasprintf("%sXXXXXX", prefix);
@@ -245,7 +240,7 @@ static int atomic_replace(const struct ctx *c, const char *hostpath, const void 
 	r = fd_write_all(fd, data, len);
 	if (r < 0)
 		goto out_unlink;
-	if (fsync(fd) < 0) {
+	if (!(flags & FS_NO_SYNC) && fsync(fd) < 0) {
 		r = -errno;
 		goto out_unlink;
 	}
@@ -260,7 +255,7 @@ static int atomic_replace(const struct ctx *c, const char *hostpath, const void 
 		goto out_unlink;
 	}
 	free(tmp);
-	return fsync_dir_of(hostpath);
+	return flags & (FS_NO_SYNC | FS_SYNC_FILE) ? 0 : fsync_dir_of(hostpath);
 
 out_unlink:
 	if (fd >= 0)
@@ -367,13 +362,15 @@ int fs_write_opt(struct ctx *c, struct report *r, const char *path, const void *
 		ret = -EEXIST;
 		goto out;
 	}
-	if (exists) {
+	if (exists && !(flags & FS_REPLACE)) {
 		ret = fs_read_host(hp, FS_MAX_READ, &old, &old_len);
 		if (ret < 0) {
 			report_detail(r, "%s: cannot read: %s", path, strerror(-ret));
 			goto out;
 		}
 		same_content = old_len == len && memcmp(old, data, len) == 0;
+	}
+	if (exists) {
 		if (uid == FS_KEEP_OWNER) {
 			uid = st.st_uid;
 			gid = st.st_gid;
@@ -415,7 +412,7 @@ int fs_write_opt(struct ctx *c, struct report *r, const char *path, const void *
 			goto out;
 		}
 	} else {
-		ret = atomic_replace(c, hp, data, len, mode, uid, gid);
+		ret = atomic_replace(c, hp, data, len, mode, uid, gid, flags);
 		if (ret < 0) {
 			report_detail(r, "%s: cannot write: %s", path, strerror(-ret));
 			goto out;
@@ -786,72 +783,4 @@ void text_diff(struct strbuf *out, const char *path, const char *old, const char
 	}
 	strlist_free(&a);
 	strlist_free(&b);
-}
-
-/* /proc/PID/comm (under c's root) is comm. */
-static bool proc_is(const struct ctx *c, const char *pid, const char *comm)
-{
-	char *path = xasprintf("/proc/%s/comm", pid), *name = NULL;
-	bool yes = false;
-
-	if (fs_read(c, path, &name, NULL) == 0) {
-		name[strcspn(name, "\n")] = '\0';
-		yes = strcmp(name, comm) == 0;
-	}
-	free(name);
-	free(path);
-	return yes;
-}
-
-/*
- * The same network namespace as this process (the real root only): a
- * container's or a simulated node's daemon is not this node's, while a
- * service's own mount namespace (PrivateTmp=) keeps it this node's.
- */
-static bool proc_same_net(const char *pid)
-{
-	char self[64] = "", other[64] = "", *p = xasprintf("/proc/%s/ns/net", pid);
-	ssize_t a = readlink("/proc/self/ns/net", self, sizeof(self) - 1);
-	ssize_t b = readlink(p, other, sizeof(other) - 1);
-
-	free(p);
-	return a > 0 && b > 0 && a == b && memcmp(self, other, (size_t)a) == 0;
-}
-
-pid_t fs_daemon_pid(const struct ctx *c, const char *pidfile, const char *comm, bool scan,
-		    char *ret_how, size_t how_len)
-{
-	char *text = NULL, *procdir, num[24];
-	long long pid = 0, best = 0;
-	DIR *d;
-	struct dirent *de;
-
-	if (pidfile && fs_read(c, pidfile, &text, NULL) == 0 &&
-	    num_ll_prefix(text, 2, INT32_MAX - 1, &pid, NULL)) {
-		snprintf(num, sizeof(num), "%lld", pid);
-		if (proc_is(c, num, comm)) {
-			free(text);
-			if (ret_how)
-				snprintf(ret_how, how_len, "%s", pidfile);
-			return (pid_t)pid;
-		}
-	}
-	free(text);
-	if (!scan)
-		return 0;
-	procdir = ctx_path(c, "/proc");
-	d = opendir(procdir);
-	free(procdir);
-	if (!d)
-		return 0;
-	while ((de = readdir(d))) {
-		if (!num_ll(de->d_name, 2, INT32_MAX - 1, &pid) || (best && pid >= best))
-			continue;
-		if (proc_is(c, de->d_name, comm) && (!ctx_real_root(c) || proc_same_net(de->d_name)))
-			best = pid;
-	}
-	closedir(d);
-	if (best && ret_how)
-		snprintf(ret_how, how_len, "a process named %s", comm);
-	return (pid_t)best;
 }

@@ -55,6 +55,19 @@ int fs_write(struct ctx *c, struct report *r, const char *path,
  * records, read anyway in the same run; fs_is_own_temp tells which).
  */
 #define FS_KEEP_TEMPS 1u
+/*
+ * What a write syncs: by default the file and its directory, so after a
+ * crash the name holds the new file.  FS_SYNC_FILE: the file only; after a
+ * crash the name holds the old file or the new one, either whole (a record
+ * rewritten every run, /var/lib/hpcinit/last-run.json).  FS_NO_SYNC: neither,
+ * for a file no later boot reads (the status files under /run, a tmpfs a
+ * crash empties anyway, written by `check` on a timer all day); the rename
+ * still replaces it whole for every reader.
+ */
+#define FS_SYNC_FILE 2u
+#define FS_NO_SYNC 4u
+/* The content always differs (it holds the run's time): the old file is not read to compare. */
+#define FS_REPLACE 8u
 int fs_write_opt(struct ctx *c, struct report *r, const char *path, const void *data, size_t len,
 		 mode_t mode, uid_t uid, gid_t gid, unsigned flags);
 /* name (a file name, no directory) is a temp file fs_write on this node made: "*.hpcinit-tmp.<node>.XXXXXX" */
@@ -110,16 +123,5 @@ struct strlist;
  * each once.
  */
 void fs_user_groups(const struct ctx *c, const char *user, bool gid_known, gid_t gid, struct strlist *ret);
-
-/*
- * The running daemon named comm, under c's root: the pid in pidfile when
- * that process lives and /proc/PID/comm is comm; else, with scan, the
- * lowest pid named comm in /proc (on the real root only a process of this
- * network namespace: a container's or a simulated node's daemon is not this
- * node's).  0 when none.  ret_how (may be NULL) says which: the pid file or
- * "a process named comm".
- */
-pid_t fs_daemon_pid(const struct ctx *c, const char *pidfile, const char *comm, bool scan,
-		    char *ret_how, size_t how_len);
 
 #endif

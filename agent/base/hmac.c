@@ -11,10 +11,8 @@
 #include <string.h>
 
 #include <openssl/core_names.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/params.h>
 
+#include "crypto.h"
 #include "record.h"
 #include "strbuf.h"
 
@@ -30,7 +28,8 @@ static void hex(char *out, const unsigned char *in, size_t n)
 }
 
 /*
- * HMAC-SHA256 through OpenSSL's EVP_MAC.  The keyed context is kept: for the
+ * HMAC-SHA256 through OpenSSL's EVP_MAC (libcrypto loaded on the first
+ * record signed or checked: crypto.h).  The keyed context is kept: for the
  * next record with the same key it is re-initialised without a key, which
  * restarts from the key's already-hashed pads, so 10,000 records neither
  * fetch the algorithm nor hash the key again.  One per thread: the shared
@@ -56,34 +55,35 @@ static void mac_forget(void)
 void record_thread_end(void)
 {
 	mac_forget();
-	EVP_MAC_CTX_free(mac_cache.ctx);
-	EVP_MAC_free(mac_cache.mac);
+	if (mac_cache.ctx || mac_cache.mac) {
+		crypto()->EVP_MAC_CTX_free(mac_cache.ctx);
+		crypto()->EVP_MAC_free(mac_cache.mac);
+	}
 	mac_cache.ctx = NULL;
 	mac_cache.mac = NULL;
 }
 
 static int mac_prepare(const void *key, size_t keylen)
 {
+	const struct crypto_api *C = crypto();
 	char digest[] = "SHA256";
 	OSSL_PARAM params[] = {
-		OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
-		OSSL_PARAM_construct_end(),
+		C->OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+		C->OSSL_PARAM_construct_end(),
 	};
 
 	if (mac_cache.key && mac_cache.keylen == keylen && memcmp(mac_cache.key, key, keylen) == 0)
-		return EVP_MAC_init(mac_cache.ctx, NULL, 0, NULL) ? 0 : -EIO;
+		return C->EVP_MAC_init(mac_cache.ctx, NULL, 0, NULL) ? 0 : -EIO;
 	if (!mac_cache.ctx) {
-		/* hpcinit never prints OpenSSL's error strings: not loading them saves ~0.4 MB. */
-		OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CRYPTO_STRINGS, NULL);
-		mac_cache.mac = EVP_MAC_fetch(NULL, OSSL_MAC_NAME_HMAC, NULL);
+		mac_cache.mac = C->EVP_MAC_fetch(NULL, OSSL_MAC_NAME_HMAC, NULL);
 		if (!mac_cache.mac)
 			return -EIO;
-		mac_cache.ctx = EVP_MAC_CTX_new(mac_cache.mac);
+		mac_cache.ctx = C->EVP_MAC_CTX_new(mac_cache.mac);
 		if (!mac_cache.ctx)
 			return -ENOMEM;
 	}
 	mac_forget();
-	if (!EVP_MAC_init(mac_cache.ctx, key, keylen, params))
+	if (!C->EVP_MAC_init(mac_cache.ctx, key, keylen, params))
 		return -EIO;
 	mac_cache.key = xmalloc(keylen ? keylen : 1);
 	memcpy(mac_cache.key, key, keylen);
@@ -98,8 +98,8 @@ int record_hmac(const void *key, size_t keylen, const void *data, size_t len,
 	size_t n = 0;
 
 	if (mac_prepare(key, keylen) < 0 ||
-	    !EVP_MAC_update(mac_cache.ctx, data, len) ||
-	    !EVP_MAC_final(mac_cache.ctx, md, &n, sizeof(md)) || n != sizeof(md)) {
+	    !crypto()->EVP_MAC_update(mac_cache.ctx, data, len) ||
+	    !crypto()->EVP_MAC_final(mac_cache.ctx, md, &n, sizeof(md)) || n != sizeof(md)) {
 		/* forget a half-made cache so the next call starts over */
 		mac_forget();
 		return -EIO;

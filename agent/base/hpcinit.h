@@ -81,7 +81,7 @@ struct ctx {
 	const char *module;     /* name of the running module, for logs */
 	/* Overrides a fake root may supply (documented; tests use them). */
 	const char *kernel_release;  /* NULL: uname(2), or <root>/etc/hpcinit/kernel-release */
-	const char *hostname;        /* NULL: gethostname(2) */
+	const char *hostname;        /* NULL: gethostname(2); read it with node_hostname (util.h) */
 	/* This module's view of the typed outputs (struct outputs): its declared
 	 * inputs and its own outputs; everything else is NULL. */
 	struct outputs *out;

@@ -235,6 +235,7 @@ static char *stuck_path(const char *key)
 static bool proc_stat_of(pid_t pid, char *state, unsigned long long *starttime)
 {
 	char path[64], buf[1024], *p;
+	const char *q;
 	FILE *f;
 	size_t n;
 	int field = 3;
@@ -252,7 +253,8 @@ static bool proc_stat_of(pid_t pid, char *state, unsigned long long *starttime)
 	for (p += 2; *p && field < 22; p++)
 		if (*p == ' ')
 			field++;
-	return field == 22 && sscanf(p, "%llu", starttime) == 1;
+	q = p;
+	return field == 22 && num_ull_field(&q, 10, ULLONG_MAX, starttime);
 }
 
 int proc_stuck_find(const char *key, struct proc_stuck *st)

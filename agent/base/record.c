@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Peer records (DESIGN.md "Peers").  A record is a small YAML document in a
+ * Peer records (docs/conventions.md "Peers").  A record is a small YAML document in a
  * fixed shape, so that writing it is a printf and reading 10,000 of them is
  * a single pass over each file with no allocation per line:
  *
@@ -36,14 +36,18 @@
  * nothing from a record reaches a path, a hostfile or a known_hosts line
  * unvalidated.  The "..." document end marker is the last line: a record
  * without it was cut short.  The HMAC covers every byte before the hmac line.
+ * Versions (docs/formats.md): "format: N" is always the first field.
  * Unknown top-level "key: value" lines are skipped, so a newer agent can add
- * fields without older nodes rejecting its record during a rolling upgrade.
- * "formed: true" (added in 0.2) says the writer has seen its cluster formed:
- * a node joining then does not wait for discovery.expect.  It is covered by
- * the HMAC like every field, and an older agent skips it.  So are state,
- * reason and ready_ms (0.3): a record without them is a node whose state is
- * unknown, which every reader treats as usable.  users (0.4) is what the
- * writer resolved of ssh.users: a record without it says nothing about them.
+ * optional fields without a new format and without older nodes rejecting
+ * its record during a rolling upgrade; a new format number is for a change
+ * an older reader would misread, and such a record is refused before any
+ * other line of it is read (check_newer).  Optional fields added to format 1
+ * before release 0.1.0: "formed: true" says the writer has seen its cluster
+ * formed (a node joining then does not wait for discovery.expect); state,
+ * reason and ready_ms (a record without them is a node whose state is
+ * unknown, which every reader treats as usable); users, what the writer
+ * resolved of ssh.users (a record without it says nothing about them).
+ * Each is covered by the HMAC like every field.
  */
 #include "config.h"
 
@@ -56,14 +60,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/crypto.h>
-
+#include "crypto.h"
 #include "names.h"
 #include "number.h"
 #include "record.h"
 #include "strbuf.h"
 
-#define RECORD_FORMAT 1
 #define RECORD_END "...\n"
 
 void peer_clear(struct peer *p)
@@ -490,9 +492,41 @@ struct rec {
 };
 
 /*
- * The whole text before its lines: bounded, no NUL, and ending with the
- * marker "...\n" (anything else at the end means the file was cut short: a
- * crashed writer without atomic rename, a full disk).
+ * A record of a newer format is told before any other line is read: every
+ * format keeps "format: N" as its first field, and the lines after it may
+ * mean what this agent cannot know (docs/formats.md).  Nothing of it is
+ * kept; the writer's version, when a line says it in a shape this agent
+ * reads, goes into the message, which the caller escapes.
+ */
+static int check_newer(struct parser *ps)
+{
+	struct parser scan = *ps;
+	const char *ver = "";
+	size_t verlen = 0;
+	uint64_t u = 0;
+
+	while (next_line(&scan) && (scan.len == 0 || scan.line[0] == '#'))
+		;
+	/* not first, or not newer: the field-by-field read judges it */
+	if (!scan.line || scan.len <= 8 || memcmp(scan.line, "format: ", 8) != 0 ||
+	    parse_u64(scan.line + 8, scan.len - 8, UINT32_MAX, &u) < 0 || u <= RECORD_FORMAT_READ)
+		return 0;
+	while (next_line(&scan))
+		if (scan.len > 9 && memcmp(scan.line, "version: ", 9) == 0 &&
+		    token_valid(scan.line + 9, scan.len - 9, 64, ".+~-_")) {
+			ver = scan.line + 9;
+			verlen = scan.len - 9;
+			break;
+		}
+	return perr(ps, -EPROTONOSUPPORT, "format %" PRIu64 "%s%.*s%s is newer than hpcinit %s reads "
+		    "(formats 1 to %d)", u, verlen ? " (written by hpcinit " : "", (int)verlen, ver,
+		    verlen ? ")" : "", PACKAGE_VERSION, RECORD_FORMAT_READ);
+}
+
+/*
+ * The whole text before its lines: bounded, no NUL, not of a newer format,
+ * and ending with the marker "...\n" (anything else at the end means the
+ * file was cut short: a crashed writer without atomic rename, a full disk).
  */
 static int check_frame(struct parser *ps, const char *text, size_t len)
 {
@@ -500,6 +534,8 @@ static int check_frame(struct parser *ps, const char *text, size_t len)
 		return perr(ps, -EFBIG, "larger than %d bytes", RECORD_MAX_BYTES);
 	if (memchr(text, '\0', len))
 		return perr(ps, -EBADMSG, "contains a NUL byte");
+	if (check_newer(ps) < 0)
+		return -EPROTONOSUPPORT;
 	if (len < sizeof(RECORD_END) - 1 ||
 	    memcmp(text + len - (sizeof(RECORD_END) - 1), RECORD_END, sizeof(RECORD_END) - 1) != 0 ||
 	    (len > sizeof(RECORD_END) - 1 && text[len - sizeof(RECORD_END)] != '\n'))
@@ -583,9 +619,13 @@ static int parse_value(struct parser *ps, struct rec *rc, enum field f, const ch
 
 	switch (f) {
 	case F_FORMAT:
-		if (vl != 1 || v[0] != '0' + RECORD_FORMAT)
-			return perr(ps, -EBADMSG, "format %.*s is not supported (this agent reads %d)",
-				    (int)vl, v, RECORD_FORMAT);
+		/* a newer one not first is refused here too (check_newer found it not first) */
+		if (parse_u64(v, vl, UINT32_MAX, &u) < 0 || u == 0)
+			return perr(ps, -EBADMSG, "format: expected a number from 1 (this agent reads 1 to %d)",
+				    RECORD_FORMAT_READ);
+		if (u > RECORD_FORMAT_READ)
+			return perr(ps, -EPROTONOSUPPORT, "format %" PRIu64 " is newer than hpcinit %s "
+				    "reads (formats 1 to %d)", u, PACKAGE_VERSION, RECORD_FORMAT_READ);
 		return 0;
 	case F_CLUSTER:
 		if (rc->cluster && (strlen(rc->cluster) != vl || memcmp(rc->cluster, v, vl) != 0))
@@ -746,7 +786,7 @@ static int check_whole(struct parser *ps, const struct rec *rc, const void *key,
 		return perr(ps, -ENOKEY, "no hmac, and cluster.secret_file is set");
 	if (record_hmac(key, keylen, ps->text, (size_t)(rc->hmac_line - ps->text), want) < 0)
 		return perr(ps, -EIO, "cannot compute the HMAC");
-	if (CRYPTO_memcmp(want, rc->mac, RECORD_HMAC_HEX) != 0)
+	if (crypto()->CRYPTO_memcmp(want, rc->mac, RECORD_HMAC_HEX) != 0)
 		return perr(ps, -EKEYREJECTED,
 			    "HMAC does not match (tampered, or written with another cluster secret)");
 	return 0;

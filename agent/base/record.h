@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Peer records: what one node publishes about itself (DESIGN.md "Peers").
+ * Peer records: what one node publishes about itself (docs/conventions.md "Peers").
  * The discovery module hands them on as the typed output peers (c->out->peers);
  * ssh, hostfile and mpi read it.
  * record.c owns the on-disk format (YAML) and parsing with limits; hmac.c
@@ -17,6 +17,16 @@
 #include "spec.h"
 
 #define RECORD_MAX_BYTES (64 * 1024)
+/*
+ * The record format (docs/formats.md): the "format: N" line, always the
+ * first field.  RECORD_FORMAT is what this agent writes; it reads formats 1
+ * to RECORD_FORMAT_READ.  Adding an optional field is not a new format (a
+ * reader skips keys it does not know); a new number means a reader that
+ * does not know it would misread the record, so it refuses it
+ * (-EPROTONOSUPPORT) and the node is left out.
+ */
+#define RECORD_FORMAT 1
+#define RECORD_FORMAT_READ 1
 #define RECORD_MAX_KEYS 32
 #define RECORD_USERS_MAX 4096   /* bytes of a record's users: field */
 
@@ -101,7 +111,10 @@ char *record_format(const struct peer *p, const char *cluster, const void *key, 
  * "cluster:"; with key, its hmac must be present and right.  Returns 0 and
  * fills *ret, or fills err with a one-line reason and returns:
  * -EFBIG too large, -ENODATA truncated (no end marker), -EBADMSG malformed,
- * -EXDEV another cluster, -ENOKEY no hmac, -EKEYREJECTED wrong hmac.
+ * -EXDEV another cluster, -ENOKEY no hmac, -EKEYREJECTED wrong hmac,
+ * -EPROTONOSUPPORT a format newer than RECORD_FORMAT_READ (err names the
+ * format and, when the record says it, the writer's version; nothing else
+ * of such a record is read).
  */
 int record_parse(const char *text, size_t len, const char *cluster,
 		 const void *key, size_t keylen, struct peer *ret, char *err, size_t errlen);

@@ -11,13 +11,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/bio.h>
-#include <openssl/bn.h>
 #include <openssl/core_names.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
 
 #include "base64.h"
+#include "crypto.h"
 #include "fsutil.h"
 #include "hpcinit.h"
 #include "log.h"
@@ -294,7 +291,7 @@ char *sshkey_fingerprint(const char *canon)
 	tl = (size_t)(sp - canon);
 	blob = b64_decode_lines(sp + 1, strlen(sp + 1), &len);
 	if (blob && blob_ok(blob, len, canon, tl, NULL, NULL) &&
-	    EVP_Digest(blob, len, md, &mdlen, EVP_sha256(), NULL) == 1) {
+	    crypto()->EVP_Digest(blob, len, md, &mdlen, crypto()->EVP_sha256(), NULL) == 1) {
 		char *b64 = b64_encode(md, mdlen);
 
 		b64[strcspn(b64, "=")] = '\0';      /* ssh-keygen -l prints it unpadded */
@@ -404,22 +401,23 @@ static void blob_string(struct blob *b, const void *data, size_t n)
 /* An SSH "mpint" of a key parameter: big-endian, a leading zero when the top bit is set. */
 static bool blob_mpint(struct blob *b, const EVP_PKEY *pk, const char *param)
 {
+	const struct crypto_api *C = crypto();
 	BIGNUM *bn = NULL;
 	unsigned char *buf;
 	size_t l;
 
-	if (EVP_PKEY_get_bn_param(pk, param, &bn) != 1)
+	if (C->EVP_PKEY_get_bn_param(pk, param, &bn) != 1)
 		return false;
-	l = (size_t)BN_num_bytes(bn);
+	l = ((size_t)C->BN_num_bits(bn) + 7) / 8;      /* BN_num_bytes, a macro */
 	buf = xmalloc(l + 1);
 	buf[0] = 0;
-	BN_bn2bin(bn, buf + 1);
+	C->BN_bn2bin(bn, buf + 1);
 	if (l && (buf[1] & 0x80))
 		blob_string(b, buf, l + 1);
 	else
 		blob_string(b, buf + 1, l);
 	free(buf);
-	BN_free(bn);
+	C->BN_free(bn);
 	return true;
 }
 
@@ -439,24 +437,25 @@ static int pem_public(const char *text, size_t len, char **ret_pub)
 	static const struct { const char *group, *ssh; } curves[] = {
 		{ "prime256v1", "nistp256" }, { "secp384r1", "nistp384" }, { "secp521r1", "nistp521" },
 	};
-	BIO *bio = BIO_new_mem_buf(text, (int)len);
-	EVP_PKEY *pk = bio ? PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, NULL) : NULL;
+	const struct crypto_api *C = crypto();
+	BIO *bio = C->BIO_new_mem_buf(text, (int)len);
+	EVP_PKEY *pk = bio ? C->PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, NULL) : NULL;
 	struct blob b = { 0 };
 	const char *type = NULL;
 	bool ok = false;
 
-	if (pk && EVP_PKEY_get_base_id(pk) == EVP_PKEY_RSA) {
+	if (pk && C->EVP_PKEY_get_base_id(pk) == EVP_PKEY_RSA) {
 		type = "ssh-rsa";
 		blob_string(&b, type, strlen(type));
 		ok = blob_mpint(&b, pk, OSSL_PKEY_PARAM_RSA_E) && blob_mpint(&b, pk, OSSL_PKEY_PARAM_RSA_N);
-	} else if (pk && EVP_PKEY_get_base_id(pk) == EVP_PKEY_EC) {
+	} else if (pk && C->EVP_PKEY_get_base_id(pk) == EVP_PKEY_EC) {
 		char group[64];
 		unsigned char q[256];
 		size_t ql = 0;
 
-		if (EVP_PKEY_get_utf8_string_param(pk, OSSL_PKEY_PARAM_GROUP_NAME, group, sizeof(group),
+		if (C->EVP_PKEY_get_utf8_string_param(pk, OSSL_PKEY_PARAM_GROUP_NAME, group, sizeof(group),
 						   NULL) == 1 &&
-		    EVP_PKEY_get_octet_string_param(pk, OSSL_PKEY_PARAM_PUB_KEY, q, sizeof(q), &ql) == 1)
+		    C->EVP_PKEY_get_octet_string_param(pk, OSSL_PKEY_PARAM_PUB_KEY, q, sizeof(q), &ql) == 1)
 			for (size_t i = 0; i < sizeof(curves) / sizeof(curves[0]) && !ok; i++) {
 				char name[32];
 
@@ -468,13 +467,13 @@ static int pem_public(const char *text, size_t len, char **ret_pub)
 				blob_string(&b, q, ql);
 				ok = true;
 			}
-	} else if (pk && EVP_PKEY_get_base_id(pk) == EVP_PKEY_ED25519) {
+	} else if (pk && C->EVP_PKEY_get_base_id(pk) == EVP_PKEY_ED25519) {
 		unsigned char raw[32];
 		size_t rl = sizeof(raw);
 
 		type = "ssh-ed25519";
 		blob_string(&b, type, strlen(type));
-		if (EVP_PKEY_get_raw_public_key(pk, raw, &rl) == 1) {
+		if (C->EVP_PKEY_get_raw_public_key(pk, raw, &rl) == 1) {
 			blob_string(&b, raw, rl);
 			ok = true;
 		}
@@ -489,8 +488,8 @@ static int pem_public(const char *text, size_t len, char **ret_pub)
 		free(b64);
 	}
 	free(b.p);
-	EVP_PKEY_free(pk);
-	BIO_free(bio);
+	C->EVP_PKEY_free(pk);
+	C->BIO_free(bio);
 	return ok ? 0 : -EINVAL;
 }
 

@@ -6,12 +6,18 @@
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fsutil.h"
+#include "number.h"
 #include "proc.h"
 #include "systemd.h"
 
@@ -115,4 +121,96 @@ int sshd_systemctl(const struct ctx *c, const char *verb)
 	if (r < 0)
 		r = systemctl_run(c, verb, "sshd.service", NULL);
 	return r;
+}
+
+bool systemd_booted(const struct ctx *c)
+{
+	char *p = ctx_path(c, SYSTEMD_BOOTED_DIR);
+	struct stat st;
+	bool yes = stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+
+	free(p);
+	return yes;
+}
+
+/* /proc/PID/comm (under c's root) is comm. */
+static bool proc_is(const struct ctx *c, const char *pid, const char *comm)
+{
+	char *path = xasprintf("/proc/%s/comm", pid), *name = NULL;
+	bool yes = false;
+
+	if (fs_read(c, path, &name, NULL) == 0) {
+		name[strcspn(name, "\n")] = '\0';
+		yes = strcmp(name, comm) == 0;
+	}
+	free(name);
+	free(path);
+	return yes;
+}
+
+/*
+ * The same network namespace as this process (the real root only): a
+ * container's or a simulated node's daemon is not this node's, while a
+ * service's own mount namespace (PrivateTmp=) keeps it this node's.
+ */
+static bool proc_same_net(const char *pid)
+{
+	char self[64] = "", other[64] = "", *p = xasprintf("/proc/%s/ns/net", pid);
+	ssize_t a = readlink("/proc/self/ns/net", self, sizeof(self) - 1);
+	ssize_t b = readlink(p, other, sizeof(other) - 1);
+
+	free(p);
+	return a > 0 && b > 0 && a == b && memcmp(self, other, (size_t)a) == 0;
+}
+
+/* /proc/PID (under c's root) lives (not a zombie) and its parent is pid 1: "pid (comm) state ppid ...". */
+static bool proc_top(const struct ctx *c, const char *pid)
+{
+	char *path = xasprintf("/proc/%s/stat", pid), *text = NULL, *close;
+	bool yes = false;
+
+	if (fs_read(c, path, &text, NULL) == 0 && (close = strrchr(text, ')')))
+		yes = close[1] == ' ' && close[2] && close[2] != 'Z' && strncmp(close + 3, " 1 ", 3) == 0;
+	free(text);
+	free(path);
+	return yes;
+}
+
+pid_t daemon_pid(const struct ctx *c, const char *pidfile, const char *comm, unsigned flags,
+		 char *ret_how, size_t how_len)
+{
+	char *text = NULL, *procdir, num[24];
+	long long pid = 0, best = 0;
+	DIR *d;
+	struct dirent *de;
+
+	if (pidfile && fs_read(c, pidfile, &text, NULL) == 0 &&
+	    num_ll_prefix(text, 2, INT32_MAX - 1, &pid, NULL)) {
+		snprintf(num, sizeof(num), "%lld", pid);
+		if (proc_is(c, num, comm)) {
+			free(text);
+			if (ret_how)
+				snprintf(ret_how, how_len, "%s", pidfile);
+			return (pid_t)pid;
+		}
+	}
+	free(text);
+	if (!(flags & DAEMON_SCAN))
+		return 0;
+	procdir = ctx_path(c, "/proc");
+	d = opendir(procdir);
+	free(procdir);
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		if (!num_ll(de->d_name, 2, INT32_MAX - 1, &pid) || (best && pid >= best))
+			continue;
+		if (proc_is(c, de->d_name, comm) && (!ctx_real_root(c) || proc_same_net(de->d_name)) &&
+		    (!(flags & DAEMON_TOP) || proc_top(c, de->d_name)))
+			best = pid;
+	}
+	closedir(d);
+	if (best && ret_how)
+		snprintf(ret_how, how_len, "a process named %s", comm);
+	return (pid_t)best;
 }

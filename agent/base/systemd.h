@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* systemctl of the root and sshd's unit (systemd.c). */
+/* systemctl of the root, sshd's unit, is systemd running, a daemon by its pid file (systemd.c). */
 #ifndef HPCINIT_SYSTEMD_H
 #define HPCINIT_SYSTEMD_H
 
@@ -38,5 +38,25 @@ int systemctl_run(const struct ctx *c, const char *a1, const char *a2, char **re
 const char *sshd_unit(const struct ctx *c);
 /* systemctl VERB on sshd's unit; with none found, ssh.service, then sshd.service. */
 int sshd_systemctl(const struct ctx *c, const char *verb);
+/*
+ * systemd runs the root (sd_booted(3): /run/systemd/system under the root
+ * is a directory).  The one test of it: a step that reloads a service or
+ * writes a manager drop-in asks this.
+ */
+#define SYSTEMD_BOOTED_DIR "/run/systemd/system"
+bool systemd_booted(const struct ctx *c);
+/*
+ * The running daemon named comm, under c's root: the pid in pidfile (may be
+ * NULL) when that process lives and /proc/PID/comm is comm; else, with
+ * DAEMON_SCAN, the lowest pid named comm in /proc (on the real root only a
+ * process of this network namespace: a container's or a simulated node's
+ * daemon is not this node's), and with DAEMON_TOP too only one whose parent
+ * is pid 1 (the daemon, not its per-connection children).  0 when none.
+ * ret_how (may be NULL) says which: the pid file or "a process named comm".
+ * The one reader of a daemon's pid file.
+ */
+enum { DAEMON_SCAN = 1u << 0, DAEMON_TOP = 1u << 1 };
+pid_t daemon_pid(const struct ctx *c, const char *pidfile, const char *comm, unsigned flags,
+		 char *ret_how, size_t how_len);
 
 #endif

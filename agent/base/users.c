@@ -113,14 +113,6 @@ int fs_lookup_user(const struct ctx *c, const char *user, uid_t *ret_uid, gid_t 
 	return r;
 }
 
-static bool list_has(const struct strlist *l, const char *s)
-{
-	for (size_t i = 0; i < l->n; i++)
-		if (strcmp(l->v[i], s) == 0)
-			return true;
-	return false;
-}
-
 /* The groups of user through NSS: getgrouplist (its primary group first when known), getgrgid. */
 static void user_groups_nss(const char *user, bool gid_known, gid_t gid, struct strlist *ret)
 {
@@ -138,7 +130,7 @@ static void user_groups_nss(const char *user, bool gid_known, gid_t gid, struct 
 
 		if (!gid_known && gs[i] == (gid_t)-1)
 			continue;
-		if ((g = getgrgid(gs[i])) && !list_has(ret, g->gr_name))
+		if ((g = getgrgid(gs[i])) && !strlist_has(ret, g->gr_name))
 			strlist_push(ret, g->gr_name);
 	}
 	free(gs);
@@ -168,7 +160,7 @@ void fs_user_groups(const struct ctx *c, const char *user, bool gid_known, gid_t
 		member = gid_known && g == gid;
 		for (char *save = NULL, *m = strtok_r(f[3], ",", &save); m && !member; m = strtok_r(NULL, ",", &save))
 			member = strcmp(m, user) == 0;
-		if (member && !list_has(ret, f[0]))
+		if (member && !strlist_has(ret, f[0]))
 			strlist_push(ret, f[0]);
 	}
 	free(text);

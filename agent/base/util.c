@@ -5,8 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "hpcinit.h"
+#include "names.h"
 #include "util.h"
 
 uint64_t now_ms(void)
@@ -42,4 +44,25 @@ bool ctx_backoff(const struct ctx *c, uint64_t *delay_ms, uint64_t cap_ms)
 		;
 	*delay_ms = d * 2;
 	return ctx_remaining_ms(c) > 0;
+}
+
+const char *node_hostname(const struct ctx *c, char *buf, size_t len)
+{
+	char sys[NODE_HOSTNAME_MAX] = "";
+	const char *name = c ? c->hostname : NULL;
+	size_t n;
+
+	if (len == 0)
+		return NULL;
+	buf[0] = '\0';
+	if (!name) {
+		if (gethostname(sys, sizeof(sys) - 1) < 0)
+			return NULL;
+		name = sys;
+	}
+	n = strlen(name);
+	if (n >= len || !name_host_valid(name, NAME_UNDERSCORE))
+		return NULL;
+	memcpy(buf, name, n + 1);
+	return buf;
 }

@@ -269,7 +269,7 @@ static int own_command(struct cli *o)
 	if (strcmp(o->command, "watch") == 0)
 		return watch_main(&o->c, &o->ro);
 	if (strcmp(o->command, "leave") == 0)
-		return leave_main(&o->c, o->ro.lock_timeout_ms);
+		return runner_leave(&o->c, o->ro.lock_timeout_ms);
 	return members_main(&o->c, o->json, stdout);
 }
 

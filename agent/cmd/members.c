@@ -287,8 +287,7 @@ static void fail_text(struct members *m, const char *what, const struct report *
 static void members_read(struct members *m, bool json)
 {
 	struct ctx *c = m->c;
-	const char *host = c->hostname;
-	char self[256];
+	char self[NODE_HOSTNAME_MAX];
 	struct rendezvous rv;
 	struct rv_opts o = { .collection = "nodes", .max_bytes = RECORD_MAX_BYTES };
 	struct rv_lister l = {
@@ -299,11 +298,7 @@ static void members_read(struct members *m, bool json)
 	size_t count[SHOWN_N] = { 0 };
 	int r;
 
-	if (!host && gethostname(self, sizeof(self)) == 0) {
-		self[sizeof(self) - 1] = '\0';
-		host = self;
-	}
-	o.self = host && record_hostname_valid(host) ? host : "localhost";
+	o.self = node_hostname(c, self, sizeof(self)) ? self : "localhost";
 	report_init(&rep);
 	r = rv_secret_load(c, &rep, &m->key, &m->key_len);
 	if (r < 0) {

@@ -3,6 +3,8 @@
  * hpcinit status and the health probe's state: status.json (or an earlier
  * boot's last-run.json) read back, printed as a table or handed on as it
  * is, and the node's state as an exit code.  core/status.c writes them.
+ * A document of a newer format (docs/formats.md) is neither shown as a
+ * table nor trusted for the state: status unknown, saying why.
  */
 #include "config.h"
 
@@ -20,6 +22,7 @@
 #include "json.h"
 #include "number.h"
 #include "status.h"
+#include "status_format.h"
 #include "status_read.h"
 #include "ydoc.h"
 
@@ -136,7 +139,7 @@ int status_print(const struct ctx *c, const char *path, FILE *out)
 	yaml_document_t doc;
 	yaml_node_t *root, *mods, *parts;
 	const char *peers;
-	char when[64];
+	char when[64], why[160];
 	int r = fs_read(c, path, &text, &len);
 
 	if (r < 0)
@@ -148,6 +151,12 @@ int status_print(const struct ctx *c, const char *path, FILE *out)
 	root = yaml_document_get_root_node(&doc);
 	if (!root || root->type != YAML_MAPPING_NODE) {
 		r = -EBADMSG;
+		goto out;
+	}
+	if (status_format_refused(&doc, root, why, sizeof(why))) {
+		/* docs/formats.md: a newer format is not shown as if this hpcinit knew what it says */
+		fprintf(out, "%s%s: %s; not shown (hpcinit status --json hands it on as it is)\n", c->root, path, why);
+		r = 0;
 		goto out;
 	}
 	fmt_time(ydoc_get(&doc, root, "started"), when, sizeof(when));
@@ -226,18 +235,22 @@ out:
 /*
  * status's exit code: what status.json says the node is (its "result",
  * cross-checked with its "exit_code"): ready 0, failed 1, degraded 3.
- * A document that says anything else, or cannot be read, is unknown: 4.
+ * A document that says anything else, cannot be read, or is of a format
+ * newer than this hpcinit reads (why, when not NULL, says so) is unknown: 4.
  */
-static int status_code(const char *text)
+static int status_code(const char *text, char *why, size_t whylen)
 {
 	yaml_document_t doc;
 	int code = STATUS_EXIT_UNKNOWN;
+	char buf[160];
 
 	if (ydoc_load(&doc, text, strlen(text))) {
 		yaml_node_t *root = yaml_document_get_root_node(&doc);
 		const char *res = ydoc_get(&doc, root, "result"), *ec = ydoc_get(&doc, root, "exit_code");
 		long long v;
 
+		if (status_format_refused(&doc, root, why ? why : buf, why ? whylen : sizeof(buf)))
+			res = NULL;
 		if (res && status_parse_ll(ec, &v) && (v == 0 || v == 1 || v == 3) &&
 		    strcmp(res, status_result_word((int)v)) == 0)
 			code = (int)v;
@@ -254,7 +267,7 @@ int status_state(const struct ctx *c, bool *ret_applied)
 	*ret_applied = false;
 	if (fs_exists(c, STATUS_ERROR_PATH) || fs_read(c, STATUS_PATH, &text, NULL) < 0)
 		return STATUS_EXIT_UNKNOWN;
-	code = status_code(text);
+	code = status_code(text, NULL, 0);
 	{
 		yaml_document_t doc;
 
@@ -295,8 +308,10 @@ int status_command(const struct ctx *c, bool json, FILE *out)
 		return STATUS_EXIT_UNKNOWN;
 	}
 	if (fs_exists(c, STATUS_PATH)) {
+		char why[160] = "";
+
 		r = fs_read(c, STATUS_PATH, &text, NULL);
-		code = r < 0 ? STATUS_EXIT_UNKNOWN : status_code(text);
+		code = r < 0 ? STATUS_EXIT_UNKNOWN : status_code(text, why, sizeof(why));
 		if (r == 0 && json)
 			fputs(text, out);
 		else if (r == 0)
@@ -306,7 +321,9 @@ int status_command(const struct ctx *c, bool json, FILE *out)
 			fprintf(stderr, "hpcinit: cannot read %s%s: %s\n", c->root, STATUS_PATH, strerror(-r));
 			return STATUS_EXIT_UNKNOWN;
 		}
-		if (code == STATUS_EXIT_UNKNOWN)
+		if (code == STATUS_EXIT_UNKNOWN && why[0])
+			fprintf(stderr, "hpcinit: %s%s: %s: status unknown\n", c->root, STATUS_PATH, why);
+		else if (code == STATUS_EXIT_UNKNOWN)
 			fprintf(stderr, "hpcinit: %s%s does not say ready, degraded or failed: status unknown\n",
 				c->root, STATUS_PATH);
 		return code;
@@ -323,6 +340,7 @@ int status_command(const struct ctx *c, bool json, FILE *out)
 
 		sb_append(&sb, "{");
 		json_kv_str(&sb, "hpcinit", PACKAGE_VERSION, 1);
+		json_kv_int(&sb, "format", STATUS_FORMAT, 0);
 		json_kv_str(&sb, "result", "unknown", 0);
 		json_kv_int(&sb, "exit_code", STATUS_EXIT_UNKNOWN, 0);
 		sb_append(&sb, ", \"stale\": true");

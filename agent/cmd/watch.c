@@ -36,10 +36,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../modules/discovery/discovery.h"
 #include "escape.h"
 #include "fsutil.h"
 #include "log.h"
@@ -96,25 +96,6 @@ static int refresh(struct ctx *c, const struct run_opts *ro, const char *why)
 /* ---- Azure Scheduled Events ---- */
 
 /*
- * The next space-separated word of *p (moved past it), or the rest of the
- * line when rest; NULL at the end.  No length limit: the helper prints an
- * event's resources as one word of any length.
- */
-static char *next_word(char **p, bool rest)
-{
-	char *w = *p, *e;
-
-	while (*w == ' ')
-		w++;
-	if (!*w)
-		return NULL;
-	e = rest ? w + strlen(w) : w + strcspn(w, " ");
-	*p = *e ? e + 1 : e;
-	*e = '\0';
-	return w;
-}
-
-/*
  * The metadata service (lib/metadata: md_events_get, md_events_ack) is
  * asked in a child of the watch (events_child),
  * never by the watch itself: a service that does not answer holds up that
@@ -137,10 +118,7 @@ static void events_child(void *arg, int fd)
 		char host[256] = "";
 		int r;
 
-		if (c->hostname)
-			snprintf(host, sizeof(host), "%s", c->hostname);
-		else if (gethostname(host, sizeof(host) - 1) < 0)
-			host[0] = '\0';
+		(void)node_hostname(c, host, sizeof(host));
 		r = md_events_get(c->spec->discovery.events_url, host, &ev, &err);
 
 		if (r < 0)
@@ -219,8 +197,8 @@ static void events_read(struct events *ev)
 	sb_appendn(&ev->in, buf, (size_t)n);
 	while ((nl = memchr(ev->in.buf, '\n', ev->in.len))) {
 		char *line = xstrndup(ev->in.buf, (size_t)(nl - ev->in.buf)), *p = line;
-		char *w = next_word(&p, false), *id = next_word(&p, false), *type = next_word(&p, false);
-		char *st = next_word(&p, false), *others = next_word(&p, false);
+		char *w = md_next_word(&p, false), *id = md_next_word(&p, false), *type = md_next_word(&p, false);
+		char *st = md_next_word(&p, false), *others = md_next_word(&p, false);
 
 		if (w && !strcmp(w, "mine") && id && type && st && others) {
 			bool alone = !strcmp(others, "0");
@@ -253,7 +231,7 @@ static bool events_act(struct ctx *c, struct events *ev, uint64_t lock_timeout_m
 
 	if (!ev->pending.n || now_ms() < ev->next_leave)
 		return false;
-	code = leave_main(c, lock_timeout_ms);
+	code = runner_leave(c, lock_timeout_ms);
 	fflush(stdout);
 	if (code != 0) {
 		fprintf(stderr, "hpcinit watch: leaving the cluster failed (exit %d); the scheduled event "
@@ -353,11 +331,14 @@ static void renew_while_waiting(void *arg)
 
 /*
  * Debounce: more changes within DEBOUNCE_MS join this refresh, and
- * refreshes are at least as far apart as the last one took (hold_until: a
- * busy machine - a whole scale set starting at once - runs fewer, each on
- * the newest view, instead of a queue of them).  The hold can outlast the
- * lease (a refresh that waited 9 s for the run lock holds the next one 9 s):
- * the lease goes on being renewed meanwhile.
+ * refreshes are at least as far apart as the CPU the last one used (its
+ * own and its steps' children's; hold_until: a node busy with a whole
+ * scale set's joins runs fewer, each on the newest view, instead of a
+ * queue of them, and spends at most about half a core on them).  Not as far
+ * apart as the last one took: a refresh that waited (for the run lock, for
+ * the disk, for a machine shared with a thousand other nodes) held the next
+ * as long, and at 1,000 nodes a leave reached the watchers 20 s late behind
+ * the join's refreshes.  The lease goes on being renewed during the hold.
  */
 static void debounce(struct rv_stream *mem, unsigned *changes, uint64_t hold_until, struct rv_keeper *ka)
 {
@@ -394,9 +375,20 @@ struct backoff {
  * scale set starting at once) is tried again with backoff and jitter, not
  * only at the next change.
  */
+/* CPU this process and its waited-for children have used, ms. */
+static uint64_t cpu_used_ms(void)
+{
+	struct rusage self = { 0 }, kids = { 0 };
+
+	(void)getrusage(RUSAGE_SELF, &self);
+	(void)getrusage(RUSAGE_CHILDREN, &kids);
+	return (uint64_t)(self.ru_utime.tv_sec + self.ru_stime.tv_sec + kids.ru_utime.tv_sec + kids.ru_stime.tv_sec) * 1000 +
+	       (uint64_t)(self.ru_utime.tv_usec + self.ru_stime.tv_usec + kids.ru_utime.tv_usec + kids.ru_stime.tv_usec) / 1000;
+}
+
 static void refresh_backoff(struct ctx *c, const struct run_opts *ro, struct backoff *bo, const char *why)
 {
-	uint64_t t0 = now_ms();
+	uint64_t cpu0 = cpu_used_ms();
 
 	if (refresh(c, ro, why) == 1) {
 		bo->retry_at = now_ms() + bo->retry_ms / 2 + (uint64_t)(random() % (long)bo->retry_ms);
@@ -407,7 +399,7 @@ static void refresh_backoff(struct ctx *c, const struct run_opts *ro, struct bac
 		bo->retry_ms = 1000;
 	}
 	bo->started = true;
-	bo->hold_until = now_ms() + (now_ms() - t0);
+	bo->hold_until = now_ms() + (cpu_used_ms() - cpu0);
 }
 
 static int watch_etcd(struct ctx *c, const struct run_opts *ro_in)
@@ -539,40 +531,4 @@ int watch_main(struct ctx *c, const struct run_opts *ro)
 		return watch_etcd(c, ro);
 	refresh(c, ro, "start");
 	return watch_shared(c, ro);
-}
-
-int leave_main(struct ctx *c, uint64_t lock_timeout_ms)
-{
-	struct report rep;
-	int r, lock_fd = -1, steps;
-
-	if (!c->spec->discovery.present && !c->spec->slurm.present) {
-		fprintf(stderr, "hpcinit: leave: the spec has no discovery section; nothing to leave\n");
-		return 0;
-	}
-	/* After a run in flight: its publish (or its slurmd start) cannot come after this removal. */
-	r = runner_take_lock(c, lock_timeout_ms, &lock_fd);
-	if (r < 0) {
-		printf("leave: failed: cannot take the run lock: %s; this node's record was not removed\n",
-		       strerror(-r));
-		return 1;
-	}
-	/* The steps' own leave first (slurm: drain, wait for jobs, delete the node). */
-	steps = runner_leave(c);
-	if (!c->spec->discovery.present) {
-		close(lock_fd);
-		return steps;
-	}
-	report_init(&rep);
-	c->module = "discovery";
-	/* In a child: a shared directory that stopped answering ends at the deadline, not holding the lock. */
-	r = runner_call_isolated(c, "discovery", discovery_leave, &rep);
-	close(lock_fd);
-	printf("leave: %s: %s\n", rep.status == ST_FAILED ? "failed" : rep.status == ST_CHANGED ?
-	       "changed" : "ok", rep.summary[0] ? rep.summary : "nothing to remove");
-	if (rep.details.len)
-		fputs(sb_str(&rep.details), stdout);
-	r = r < 0 || rep.status == ST_FAILED || steps ? 1 : 0;
-	report_free(&rep);
-	return r;
 }

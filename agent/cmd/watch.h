@@ -14,12 +14,5 @@
  * watched.
  */
 int watch_main(struct ctx *c, const struct run_opts *ro);
-/*
- * hpcinit leave: remove this node's record with the spec's method; prints
- * the result.  It holds the run lock (waiting up to lock_timeout_ms), so an
- * apply or refresh in flight finishes first and cannot put the record back
- * after it was removed.
- */
-int leave_main(struct ctx *c, uint64_t lock_timeout_ms);
 
 #endif

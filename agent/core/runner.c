@@ -214,14 +214,6 @@ int runner_check_table(const struct module *const *table)
 	return r;
 }
 
-static bool in_list(const struct strlist *l, const char *s)
-{
-	for (size_t i = 0; i < l->n; i++)
-		if (strcmp(l->v[i], s) == 0)
-			return true;
-	return false;
-}
-
 int runner_check_only(const struct strlist *only)
 {
 	int r = 0;
@@ -245,7 +237,7 @@ int runner_check_only(const struct strlist *only)
 static void select_modules(const struct run_opts *o, const struct module *mods, bool *sel, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		sel[i] = o->only.n == 0 || in_list(&o->only, mods[i].name);
+		sel[i] = o->only.n == 0 || strlist_has(&o->only, mods[i].name);
 	for (size_t i = n; i-- > 0;) {
 		const struct module *m = &mods[i];
 
@@ -829,39 +821,71 @@ int runner_call_isolated(struct ctx *c, const char *name, int (*hook)(struct ctx
 	return r;
 }
 
-int runner_leave(struct ctx *c)
+/* One step's leave: the record's removal (discovery's) in a child under its deadline. */
+static int leave_one(struct ctx *c, const struct module *m, bool record)
 {
-	size_t n = 0;
-	int code = 0;
+	struct report rep;
+	int r;
 
-	while (module_table[n])
-		n++;
-	/* Last step first: the scheduler lets the node go before its record does. */
-	while (n--) {
-		const struct module *m = module_table[n];
-		struct report rep;
-		int r;
-
-		if (!m->leave || (m->enabled && !m->enabled(c->spec)))
-			continue;
-		report_init(&rep);
+	report_init(&rep);
+	if (record) {
+		/* In a child: a shared directory that stopped answering ends at the deadline, not holding the lock. */
+		r = runner_call_isolated(c, m->name, m->leave, &rep);
+	} else {
 		c->module = m->name;
 		log_set_module(m->name);
-		r = m->leave(c, &rep);
+		r = m->leave(c, &rep);          /* its own deadline (slurm: slurm.leave_wait) */
 		log_set_module(NULL);
 		c->module = NULL;
 		if (r < 0)
 			report_raise(&rep, ST_FAILED);
 		if (!rep.summary[0])
 			report_summarize(&rep);
+	}
+	if (record)
+		printf("leave: %s: %s\n", rep.status == ST_FAILED ? "failed" : rep.status == ST_CHANGED ?
+		       "changed" : "ok", rep.summary[0] ? rep.summary : "nothing to remove");
+	else
 		printf("leave: %s: %s: %s\n", m->name, rep.status == ST_FAILED ? "failed" :
 		       rep.status == ST_CHANGED ? "changed" : "ok", rep.summary[0] ? rep.summary : "nothing to do");
-		if (rep.details.len)
-			fputs(sb_str(&rep.details), stdout);
-		if (rep.status == ST_FAILED)
-			code = 1;
-		report_free(&rep);
+	if (rep.details.len)
+		fputs(sb_str(&rep.details), stdout);
+	r = r < 0 || rep.status == ST_FAILED ? 1 : 0;
+	report_free(&rep);
+	return r;
+}
+
+int runner_leave(struct ctx *c, uint64_t lock_timeout_ms)
+{
+	size_t n = 0, hooks = 0;
+	int code = 0, lock_fd = -1, r;
+
+	for (; module_table[n]; n++)
+		hooks += module_table[n]->leave && (!module_table[n]->enabled || module_table[n]->enabled(c->spec));
+	if (!hooks) {
+		fprintf(stderr, "hpcinit: leave: the spec has no discovery section; nothing to leave\n");
+		return 0;
 	}
+	/* After a run in flight: its publish (or its slurmd start) cannot come after this removal. */
+	r = runner_take_lock(c, lock_timeout_ms, &lock_fd);
+	if (r < 0) {
+		printf("leave: failed: cannot take the run lock: %s; this node's record was not removed\n",
+		       strerror(-r));
+		return 1;
+	}
+	/*
+	 * Last step first, and the step that publishes the node (OUT_PEERS:
+	 * discovery) after all of them: the scheduler lets the node go before
+	 * its record does.
+	 */
+	for (int record = 0; record < 2; record++)
+		for (size_t i = n; i--;) {
+			const struct module *m = module_table[i];
+
+			if (m->leave && (!m->enabled || m->enabled(c->spec)) && !!(m->outputs & OUT_PEERS) == record)
+				code |= leave_one(c, m, record);
+		}
+	close(lock_fd);
 	return code;
 }
 

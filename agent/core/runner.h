@@ -56,7 +56,7 @@ int runner_check_only(const struct strlist *only);
  * 0 or -EINVAL.  runner_run checks module_table with it before anything runs.
  */
 int runner_check_table(const struct module *const *table);
-/* Run; fills res.  Returns the exit code (DESIGN.md "Exit codes"). */
+/* Run; fills res.  Returns the exit code (docs/conventions.md "Exit codes"). */
 int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res);
 /*
  * The run lock (LOCK_PATH), waiting up to timeout_ms: 0 and the fd that holds
@@ -67,11 +67,16 @@ int runner_take_lock_while(struct ctx *c, uint64_t timeout_ms, void (*wait)(void
 			   int *ret_fd);
 void run_result_free(struct run_result *res);
 /*
- * hpcinit leave, before discovery's part: each enabled module's leave hook,
- * last step first, each reported as "leave: NAME: ok|changed|failed: ...".
- * 1 when one failed, else 0.
+ * hpcinit leave (and the watch's Scheduled Events): under the run lock
+ * (waiting up to lock_timeout_ms, so an apply or refresh in flight finishes
+ * first and cannot put the record back), each enabled module's leave hook,
+ * last step first, each reported as "leave: NAME: ok|changed|failed: ...";
+ * the one of the step that publishes the node (OUT_PEERS, discovery: its
+ * record goes) after all of them, in a child under its deadline
+ * (runner_call_isolated), reported as "leave: ok|changed|failed: ...".  No leave hook enabled: says so, 0.  1 when one
+ * failed or the lock was not had, else 0.
  */
-int runner_leave(struct ctx *c);
+int runner_leave(struct ctx *c, uint64_t lock_timeout_ms);
 /*
  * Run hook in a child under module name's deadline, as an isolated step
  * runs (hpcinit leave's removal of the record on the shared directory): at

@@ -29,6 +29,7 @@
 #include "number.h"
 #include "runner.h"
 #include "status.h"
+#include "status_format.h"
 #include "ydoc.h"
 
 /* ---- status: the last full apply, refresh, verify and check, kept apart ----- */
@@ -171,10 +172,10 @@ static void load_module(yaml_document_t *doc, yaml_node_t *m, struct report *r)
 	}
 }
 
-/* Load a part's run document; absent or unreadable leaves p not present. */
+/* Load a part's run document; absent, unreadable or of a newer format leaves p not present. */
 static void part_load(const struct ctx *c, enum part_id id, struct part *p)
 {
-	char *path = part_path(id), *text = NULL;
+	char *path = part_path(id), *text = NULL, why[160];
 	size_t len = 0, n = 0;
 	yaml_document_t doc;
 	yaml_node_t *root, *mods;
@@ -193,6 +194,10 @@ static void part_load(const struct ctx *c, enum part_id id, struct part *p)
 	root = yaml_document_get_root_node(&doc);
 	if (!root || root->type != YAML_MAPPING_NODE)
 		goto out;
+	if (status_format_refused(&doc, root, why, sizeof(why))) {  /* a newer hpcinit's: its next run rewrites it */
+		log_warn("%s%s/%s.json: %s; not read", c->root, STATUS_DIR, status_part_names[id], why);
+		goto out;
+	}
 	while (module_table[n])
 		n++;
 	p->present = p->owned = true;
@@ -404,6 +409,7 @@ static void json_identity(struct strbuf *sb, const struct ctx *c, const struct r
 {
 	sb_append(sb, "{");
 	json_kv_str(sb, "hpcinit", PACKAGE_VERSION, 1);
+	json_kv_int(sb, "format", STATUS_FORMAT, 0);
 	json_kv_str(sb, "command", o->command, 0);
 	json_kv_str(sb, "spec", c->spec ? c->spec->file : NULL, 0);
 	json_kv_str(sb, "cluster", c->spec ? c->spec->cluster.name : NULL, 0);
@@ -472,16 +478,19 @@ static void free_parts(struct part *parts)
 		part_free(&parts[k]);
 }
 
+/* Replaced whole, not compared (each holds the run's time); under /run not synced (fsutil.h). */
 static int write_file(struct ctx *c, struct report *scratch, const char *path, const char *text)
 {
 	char *dir = xstrdup(path);
+	unsigned flags = FS_REPLACE;
 	int r;
 
 	*strrchr(dir, '/') = '\0';
+	flags |= strcmp(dir, STATUS_DIR) == 0 ? FS_NO_SYNC : FS_SYNC_FILE;
 	r = fs_mkdir_p(c, scratch, dir, 0755, 0, 0);
 	free(dir);
 	if (r >= 0)
-		r = fs_write(c, scratch, path, text, strlen(text), 0644, 0, 0);
+		r = fs_write_opt(c, scratch, path, text, strlen(text), 0644, 0, 0, flags);
 	return r;
 }
 
@@ -512,6 +521,7 @@ static void status_broken(struct ctx *c, struct report *scratch, const struct ru
 	sb_printf(&why, "hpcinit %s could not write %s: %s", o->command, path, strerror(-err));
 	sb_append(&sb, "{");
 	json_kv_str(&sb, "hpcinit", PACKAGE_VERSION, 1);
+	json_kv_int(&sb, "format", STATUS_FORMAT, 0);
 	json_kv_str(&sb, "result", "unknown", 0);
 	json_kv_int(&sb, "exit_code", STATUS_EXIT_UNKNOWN, 0);
 	sb_append(&sb, ", \"stale\": true");

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "strbuf.h"
 #include "strlist.h"
@@ -44,4 +45,33 @@ void strlist_free(struct strlist *l)
 	free(l->v);
 	l->v = NULL;
 	l->n = 0;
+}
+
+bool strlist_has(const struct strlist *l, const char *s)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (strcmp(l->v[i], s) == 0)
+			return true;
+	return false;
+}
+
+void strlist_add_unique(struct strlist *l, const char *s)
+{
+	if (!strlist_has(l, s))
+		strlist_push(l, s);
+}
+
+void strlist_add_unique_n(struct strlist *l, const char *s, size_t n)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (strncmp(l->v[i], s, n) == 0 && l->v[i][n] == '\0')
+			return;
+	strlist_push_take(l, xstrndup(s, n));
+}
+
+void strlist_copy(struct strlist *dst, const struct strlist *src)
+{
+	strlist_free(dst);
+	for (size_t i = 0; i < src->n; i++)
+		strlist_push(dst, src->v[i]);
 }

@@ -118,3 +118,57 @@ bool num_double(const char *s, double min, double max, double *ret)
 	*ret = v;
 	return true;
 }
+
+/* A field ends at a blank, a newline or the end of the string. */
+static bool field_end(char ch)
+{
+	return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\0';
+}
+
+static const char *field_start(const char *s)
+{
+	while (*s == ' ' || *s == '\t')
+		s++;
+	return s;
+}
+
+bool num_ll_field(const char **p, long long min, long long max, long long *ret)
+{
+	const char *s = field_start(*p), *end;
+	long long v;
+
+	if (!num_ll_prefix(s, min, max, &v, &end) || !field_end(*end))
+		return false;
+	*ret = v;
+	*p = end;
+	return true;
+}
+
+bool num_ull_field(const char **p, int base, unsigned long long max, unsigned long long *ret)
+{
+	const char *s = field_start(*p), *end;
+	unsigned long long v;
+
+	if (base == 16 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		s += 2;
+	if (!num_ull_prefix(s, base, max, &v, &end) || !field_end(*end))
+		return false;
+	*ret = v;
+	*p = end;
+	return true;
+}
+
+bool num_word_field(const char **p, char *buf, size_t n)
+{
+	const char *s = field_start(*p);
+	size_t len = 0;
+
+	while (!field_end(s[len]))
+		len++;
+	if (len == 0 || len >= n)
+		return false;
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	*p = s + len;
+	return true;
+}

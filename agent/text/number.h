@@ -9,6 +9,7 @@
 #define HPCINIT_NUMBER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 /* All of s as a base-10 number in [min, max]: true and *ret, else false and *ret untouched. */
 bool num_ll(const char *s, long long min, long long max, long long *ret);
@@ -23,6 +24,19 @@ bool num_ll_prefix(const char *s, long long min, long long max, long long *ret, 
 /* The same, unsigned, in base. */
 bool num_ull_prefix(const char *s, int base, unsigned long long max, unsigned long long *ret,
 		    const char **end);
+
+/*
+ * Fields of a line (what sscanf's "%lld %llu %31s" read, checked; the only
+ * reader of fields, so nothing else calls sscanf): blanks (' ', '\t')
+ * skipped, then a number that ends at a blank, a newline or the end of the
+ * string; *p moved just after it.  false, *p and *ret untouched, when there
+ * is none, it is out of range or something else follows its digits.  In
+ * base 16 a leading "0x" is allowed (/proc prints it).
+ */
+bool num_ll_field(const char **p, long long min, long long max, long long *ret);
+bool num_ull_field(const char **p, int base, unsigned long long max, unsigned long long *ret);
+/* A word of a line: blanks skipped, up to a blank, newline or the end, into buf (a NUL; a word of n bytes or more: false). */
+bool num_word_field(const char **p, char *buf, size_t n);
 
 /*
  * A decimal fraction, all of s: digits, at most one '.' with digits after

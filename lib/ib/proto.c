@@ -135,16 +135,18 @@ void probe_parse(const char *text, size_t len, struct probe_parsed *ret)
 		} else if (line_value(p, n, "event", v, sizeof(v))) {
 			snprintf(ret->res.event, sizeof(ret->res.event), "%.*s", (int)sizeof(ret->res.event) - 1, v);
 		} else if (line_value(p, n, "result", v, sizeof(v))) {
-			int st, err;
-			unsigned ports;
-			uint64_t cur, max;
+			const char *q = v;
+			long long st, err;
+			unsigned long long cur, max, ports;
 
-			if (sscanf(v, "%d %d %" SCNu64 " %" SCNu64 " %u", &st, &err, &cur, &max, &ports) == 5) {
-				ret->res.step = st;
-				ret->res.err = err;
+			if (num_ll_field(&q, INT_MIN, INT_MAX, &st) && num_ll_field(&q, INT_MIN, INT_MAX, &err) &&
+			    num_ull_field(&q, 10, UINT64_MAX, &cur) && num_ull_field(&q, 10, UINT64_MAX, &max) &&
+			    num_ull_field(&q, 10, UINT_MAX, &ports)) {
+				ret->res.step = (int)st;
+				ret->res.err = (int)err;
 				ret->res.memlock_cur = cur;
 				ret->res.memlock_max = max;
-				ret->res.phys_port_cnt = ports;
+				ret->res.phys_port_cnt = (unsigned)ports;
 				ret->have_result = true;
 			}
 		}

@@ -48,6 +48,7 @@
 
 #include "fsutil.h"
 #include "number.h"
+#include "systemd.h"
 #include "limits/memlock_job.h"
 
 void memlock_fmt(long long bytes, char *buf, size_t n)
@@ -60,14 +61,11 @@ void memlock_fmt(long long bytes, char *buf, size_t n)
 		snprintf(buf, n, "%lld KiB", bytes / 1024);
 }
 
-/* a < b with unlimited as the largest. */
-static bool lim_lt(long long a, long long b)
+bool memlock_lt(long long a, long long b)
 {
-	if (a == MEMLOCK_UNLIMITED)
+	if (a == MEMLOCK_UNSET || b == MEMLOCK_UNSET || a == MEMLOCK_UNLIMITED)
 		return false;
-	if (b == MEMLOCK_UNLIMITED)
-		return true;
-	return a < b;
+	return b == MEMLOCK_UNLIMITED || a < b;
 }
 
 long long memlock_job_min(const struct memlock_job *j)
@@ -76,7 +74,7 @@ long long memlock_job_min(const struct memlock_job *j)
 
 	if (j->pam_soft != MEMLOCK_UNSET)
 		m = j->pam_soft;
-	if (j->svc_soft != MEMLOCK_UNSET && (m == MEMLOCK_UNSET || lim_lt(j->svc_soft, m)))
+	if (j->svc_soft != MEMLOCK_UNSET && (m == MEMLOCK_UNSET || memlock_lt(j->svc_soft, m)))
 		m = j->svc_soft;
 	return m;
 }
@@ -528,7 +526,7 @@ static void slurmd_unit(const struct ctx *c, struct memlock_slurm *ret)
 		strlist_push(&files, transient);
 		goto read;
 	}
-	if (c->spec && c->spec->slurm.present && fs_exists(c, "/run/systemd/system")) {
+	if (c->spec && c->spec->slurm.present && systemd_booted(c)) {
 		ret->slurmd_soft = MEMLOCK_UNLIMITED;
 		snprintf(ret->slurmd_from, sizeof(ret->slurmd_from), "the slurm step's unit hpcinit-slurmd");
 		return;
@@ -604,10 +602,11 @@ int memlock_proc_read(const struct ctx *c, long pid, long long *soft, long long 
 			*nl = '\0';
 		if (strncmp(line, "Max locked memory", 17) == 0) {
 			char s1[32], s2[32];
+			const char *p = line + 17;
 			long long sv = MEMLOCK_UNLIMITED, hv = MEMLOCK_UNLIMITED;
 
 			/* each a number of bytes or "unlimited"; anything else: the limits are not known */
-			if (sscanf(line + 17, "%31s %31s", s1, s2) == 2 &&
+			if (num_word_field(&p, s1, sizeof(s1)) && num_word_field(&p, s2, sizeof(s2)) &&
 			    (strcmp(s1, "unlimited") == 0 || num_ll(s1, 0, LLONG_MAX, &sv)) &&
 			    (strcmp(s2, "unlimited") == 0 || num_ll(s2, 0, LLONG_MAX, &hv))) {
 				*soft = sv;
@@ -696,7 +695,7 @@ void memlock_slurm_read(const struct ctx *c, struct memlock_slurm *ret)
 		return;
 	slurm_settings(c, ret, &a);
 	snprintf(ret->pidfile, sizeof(ret->pidfile), "%s", a.pidfile[0] ? a.pidfile : "/run/slurmd.pid");
-	ret->pid = (long)fs_daemon_pid(c, ret->pidfile, "slurmd", true, ret->pid_how, sizeof(ret->pid_how));
+	ret->pid = (long)daemon_pid(c, ret->pidfile, "slurmd", DAEMON_SCAN, ret->pid_how, sizeof(ret->pid_how));
 	if (ret->pid && (own = slurmd_conf(c, ret->pid)) != NULL) {
 		/* the file the running slurmd reads (configless: its cached copy) */
 		if (strcmp(own, ret->conf) != 0) {
@@ -718,5 +717,5 @@ long long memlock_slurm_job(const struct memlock_slurm *sl, long long submit)
 		return sl->live_soft;
 	if (submit == MEMLOCK_UNSET)
 		return MEMLOCK_UNSET;
-	return lim_lt(sl->live_hard, submit) ? sl->live_hard : submit;
+	return memlock_lt(sl->live_hard, submit) ? sl->live_hard : submit;
 }

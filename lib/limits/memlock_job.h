@@ -63,6 +63,12 @@ void memlock_job_limit(const struct ctx *c, const char *user, struct memlock_job
 long long memlock_job_min(const struct memlock_job *j);
 /* The user whose jobs count: the first of ssh.users that exists, else "" (any user). */
 const char *memlock_job_user(const struct ctx *c);
+/*
+ * a < b for memlock limits (bytes, MEMLOCK_UNLIMITED the largest); a limit
+ * not known (MEMLOCK_UNSET) is neither below nor above anything: false.  The
+ * one comparison of limits (memlock step and job limits).
+ */
+bool memlock_lt(long long a, long long b);
 /* "64 KiB", "unlimited", "unset". */
 void memlock_fmt(long long bytes, char *buf, size_t n);
 

@@ -226,12 +226,7 @@ int md_status(const struct proc_result *res)
 	}
 }
 
-/*
- * The next space-separated word of *p (moved past it), or the rest of the
- * line when rest; NULL at the end.  No length limit: the helper prints an
- * event's resources as one word of any length.
- */
-static char *next_word(char **p, bool rest)
+char *md_next_word(char **p, bool rest)
 {
 	char *w = *p, *e;
 
@@ -271,16 +266,16 @@ void md_events_parse(char *text, const char *host, struct md_events *ret)
 	char self[256] = "";
 
 	for (char *save = NULL, *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-		char *p = l, *w = next_word(&p, false), *id, *type, *st, *rs;
+		char *p = l, *w = md_next_word(&p, false), *id, *type, *st, *rs;
 		size_t others = 0;
 
-		if (w && !strcmp(w, "self") && (w = next_word(&p, false))) {
+		if (w && !strcmp(w, "self") && (w = md_next_word(&p, false))) {
 			snprintf(self, sizeof(self), "%s", w);
 			continue;
 		}
-		if (!w || strcmp(w, "event") != 0 || !(id = next_word(&p, false)) ||
-		    !(type = next_word(&p, false)) || !(st = next_word(&p, false)) ||
-		    !(rs = next_word(&p, true)) ||
+		if (!w || strcmp(w, "event") != 0 || !(id = md_next_word(&p, false)) ||
+		    !(type = md_next_word(&p, false)) || !(st = md_next_word(&p, false)) ||
+		    !(rs = md_next_word(&p, true)) ||
 		    (strcmp(type, "Terminate") != 0 && strcmp(type, "Preempt") != 0) ||
 		    !names_me(self, host ? host : "", rs, &others))
 			continue;

@@ -55,6 +55,13 @@ int md_events_ack(const char *url, const char *id, struct strbuf *err);
 void md_events_free(struct md_events *ev);
 /* The helper's answer ("self NAME", "event ID TYPE STATUS RESOURCES" lines; text is cut up). */
 void md_events_parse(char *text, const char *host, struct md_events *ret);
+/*
+ * The next space-separated word of *p (moved past it, cut out in place), or
+ * the rest of the line when rest; NULL at the end.  No length limit: the
+ * helper prints an event's resources as one word of any length.  The one
+ * reader of the helper's lines and of the watch's events child's.
+ */
+char *md_next_word(char **p, bool rest);
 /* The helper's exit as -errno (the one mapping for the metadata service). */
 int md_status(const struct proc_result *res);
 

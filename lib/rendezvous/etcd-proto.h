@@ -55,7 +55,64 @@ enum {
  */
 #define ETCD_RUN_MS_PER_NODE 60
 
-#define ETCD_FRAME_KV "kv %llu %llu %lld"
+/*
+ * "hpcinit-etcd [OPTIONS] serve": one helper for several calls (a step's:
+ * publish, wait, "formed: true"), so a node starts it once.  Each request
+ * on its stdin is a line ETCD_SERVE_CALL (ARGC, then the bytes of the
+ * call's stdin), then ARGC arguments, each a line with its length and the
+ * bytes and a newline (the same words a run of its own would take after
+ * the OPTIONS: "--put always", "--deadline MS", the command and its
+ * arguments), then the stdin bytes.  Each answer is a line ETCD_SERVE_DONE
+ * (the exit code, the bytes of stdout, the bytes of stderr), then those
+ * bytes: what a run of its own would have printed and exited with.  EOF on
+ * its stdin ends it.  "watch" is not served.
+ */
+#define ETCD_SERVE_CALL "call %u %zu"
+#define ETCD_SERVE_DONE "done %d %zu %zu"
+#define ETCD_SERVE_ARGS_MAX 32
+
+#define ETCD_FRAME_KV "kv %llu %llu %lld"      /* printed so; read with etcd_frame_header */
 #define ETCD_FRAME_DEL "del %llu"
+
+/*
+ * A frame's header line [p, nl) read as "kv KL VL LEASE" (*lease may be
+ * negative) or "del KL"; false when it is neither.  Not sscanf: that
+ * measures the whole rest of the buffer on every call (glibc), which made
+ * reading a list of 10,000 keys quadratic.
+ */
+static inline const char *etcd_frame_num(const char *p, const char *nl, unsigned long long *ret)
+{
+	unsigned long long v = 0;
+	const char *s = p;
+
+	/* past the type's end: the largest value (no lengths fit it: a reader waits for more) */
+	while (p < nl && *p >= '0' && *p <= '9' && p - s < 24) {
+		unsigned d = (unsigned)(*p++ - '0');
+
+		v = v > (~0ULL - d) / 10 ? ~0ULL : v * 10 + d;
+	}
+	*ret = v;
+	return p > s && (p == nl || *p < '0' || *p > '9') ? p : NULL;
+}
+
+static inline int etcd_frame_header(const char *p, const char *nl, unsigned long long *kl,
+				    unsigned long long *vl, long long *lease)
+{
+	unsigned long long l;
+	int neg;
+
+	if (nl - p > 4 && !__builtin_memcmp(p, "del ", 4)) {
+		p = etcd_frame_num(p + 4, nl, kl);
+		return p == nl ? 2 : 0;
+	}
+	if (nl - p < 8 || __builtin_memcmp(p, "kv ", 3) || !(p = etcd_frame_num(p + 3, nl, kl)) ||
+	    p == nl || *p++ != ' ' || !(p = etcd_frame_num(p, nl, vl)) || p == nl || *p++ != ' ')
+		return 0;
+	neg = p < nl && *p == '-';
+	if (!(p = etcd_frame_num(p + neg, nl, &l)) || p != nl || l > 9223372036854775807ULL)
+		return 0;
+	*lease = neg ? -(long long)l : (long long)l;
+	return 1;
+}
 
 #endif

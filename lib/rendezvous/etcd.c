@@ -2,7 +2,8 @@
 /*
  * The rendezvous in etcd: keys /hpcinit/<cluster>/<collection>/<name>.
  * Every call runs the helper hpcinit-etcd (libcurl, json-c) through proc.c
- * under a deadline; this file is the agent's one runner of it, its one
+ * under a deadline, the calls of one open rendezvous through one helper
+ * ("serve"); this file is the agent's one runner of it, its one
  * reader of the helper's frames and its one mapping of the helper's exit
  * codes (lib/rendezvous/etcd-proto.h).
  *
@@ -14,14 +15,17 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include <openssl/evp.h>
-
+#include "base64.h"
 #include "etcd-proto.h"
 #include "escape.h"
 #include "fsutil.h"
@@ -76,6 +80,199 @@ int rv_etcd_status(const struct proc_result *res)
 	}
 }
 
+/*
+ * The step's helper ("hpcinit-etcd serve", lib/rendezvous/etcd-proto.h):
+ * while a rendezvous in etcd is open (etcd_open arms it, etcd_close ends
+ * it) its calls go to one helper, started at the first: a node's cold
+ * start (publish, list and wait, then "formed: true") starts one process,
+ * not one a call.  A helper that ends or answers what does not parse is
+ * stopped and the call runs on its own (calls are safe to repeat: a sync
+ * puts only what differs); one that passes the call's deadline is killed,
+ * as a run of its own is.  The watch's refreshes read the stream's view
+ * and make no call; its keepalives run on their own.
+ */
+static struct {
+	unsigned armed;                 /* open rendezvous in etcd */
+	bool up;
+	struct proc_child ch;
+	char *req;                      /* the request being written (ch.in_data) */
+	struct strbuf in;               /* what the helper answered so far */
+} sess;
+
+static void sess_stop(bool kill_now)
+{
+	const struct proc_limits lim = { .timeout_ms = kill_now ? 0 : 2000, .reap_ms = 1000, .eof_ends = true };
+
+	if (!sess.up)
+		return;
+	if (sess.ch.in_fd >= 0)
+		close(sess.ch.in_fd);   /* EOF: the helper ends */
+	sess.ch.in_fd = -1;
+	proc_wait(&sess.ch, 1, &lim);
+	proc_child_free(&sess.ch);
+	free(sess.req);
+	sess.req = NULL;
+	sb_free(&sess.in);
+	sess.up = false;
+}
+
+/* One request: ETCD_SERVE_CALL, each argument, the stdin bytes. */
+static char *sess_request(const struct strlist *call, const char *stdin_data)
+{
+	struct strbuf sb = STRBUF_INIT;
+	size_t in_len = stdin_data ? strlen(stdin_data) : 0;
+
+	sb_printf(&sb, ETCD_SERVE_CALL "\n", (unsigned)call->n, in_len);
+	for (size_t i = 0; i < call->n; i++)
+		sb_printf(&sb, "%zu\n%s\n", strlen(call->v[i]), call->v[i]);
+	if (in_len)
+		sb_appendn(&sb, stdin_data, in_len);
+	return sb_steal(&sb);
+}
+
+/* The answer when whole: 1 (res filled, sess.in emptied), 0 not yet, -EPROTO when it does not parse. */
+static int sess_answer(struct proc_result *res)
+{
+	const char *p = sess.in.buf, *nl = p ? memchr(p, '\n', sess.in.len) : NULL;
+	size_t hl, ol = 0, el = 0;
+	char line[65];
+	int code = 0;
+
+	if (!nl)
+		return sess.in.len > 64 ? -EPROTO : 0;
+	hl = (size_t)(nl + 1 - p);
+	if (hl > 64)
+		return -EPROTO;
+	memcpy(line, p, hl - 1);
+	line[hl - 1] = '\0';          /* the line alone, not megabytes of answer */
+	{
+		const char *q = line + 5;
+		long long lc;
+		unsigned long long lo, le;
+
+		/* ETCD_SERVE_DONE: "done CODE OUT-LEN ERR-LEN" */
+		if (strncmp(line, "done ", 5) || !num_ll_field(&q, INT_MIN, INT_MAX, &lc) ||
+		    !num_ull_field(&q, 10, ETCD_OUT_MAX + ETCD_OUT_MAX, &lo) ||
+		    !num_ull_field(&q, 10, ETCD_OUT_MAX, &le) || *q)
+			return -EPROTO;
+		code = (int)lc;
+		ol = (size_t)lo;
+		el = (size_t)le;
+	}
+	if (sess.in.len - hl < ol + el)
+		return 0;
+	if (sess.in.len - hl > ol + el)
+		return -EPROTO;         /* one request at a time: nothing may follow */
+	res->exit_code = code;
+	res->out_cut = ol > ETCD_OUT_MAX;
+	res->out_len = res->out_cut ? ETCD_OUT_MAX : ol;
+	res->out = xstrndup(p + hl, res->out_len);
+	res->err_len = el;
+	res->err = xstrndup(p + hl + ol, el);
+	sb_free(&sess.in);
+	return 1;
+}
+
+static int sess_talk(const struct ctx *c, uint64_t end, struct proc_result *res);
+
+/*
+ * One call through the step's helper, starting it when it is not up: 0
+ * with res filled (timed out: the helper killed), or -errno when it could
+ * not be asked (the caller runs the call on its own).
+ */
+static int sess_call(const struct ctx *c, const struct strlist *call, const char *stdin_data, unsigned ms,
+		     struct proc_result *res)
+{
+	uint64_t end = now_ms() + ms;
+	int r = 0;
+
+	free(sess.req);
+	sess.req = sess_request(call, stdin_data);
+	/* A helper that ended before it read the request must not kill this process (SIGPIPE). */
+	{
+		struct sigaction ign = { .sa_handler = SIG_IGN }, old_pipe;
+
+		sigemptyset(&ign.sa_mask);
+		sigaction(SIGPIPE, &ign, &old_pipe);
+		r = sess_talk(c, end, res);
+		sigaction(SIGPIPE, &old_pipe, NULL);
+	}
+	return r;
+}
+
+/* sess_call's work: start the helper if it is not up, write the request, read the answer. */
+static int sess_talk(const struct ctx *c, uint64_t end, struct proc_result *res)
+{
+	int r = 0;
+
+	if (!sess.up) {
+		struct strlist argv = { 0 };
+		const char **av;
+
+		rv_etcd_argv(c, &argv, RV_CALL_TIMEOUT_MS);
+		strlist_push(&argv, "serve");
+		av = xcalloc(argv.n + 1, sizeof(*av));
+		for (size_t i = 0; i < argv.n; i++)
+			av[i] = argv.v[i];
+		memset(&sess.ch, 0, sizeof(sess.ch));
+		r = proc_start_argv(&sess.ch, av[0], av, NULL, sess.req);     /* the first request: its stdin */
+		free(av);
+		strlist_free(&argv);
+		if (r < 0)
+			return r;
+		sess.up = true;
+	} else {
+		sess.ch.in_data = sess.req;
+		sess.ch.in_len = strlen(sess.req);
+		sess.ch.in_off = 0;
+	}
+	while (r == 0) {
+		struct pollfd pf[3] = { { .fd = sess.ch.out_fd, .events = POLLIN },
+					{ .fd = sess.ch.err_fd, .events = POLLIN },
+					{ .fd = sess.ch.in_off < sess.ch.in_len ? sess.ch.in_fd : -1, .events = POLLOUT } };
+		uint64_t now = now_ms();
+		char buf[65536];
+		ssize_t n;
+
+		if (now >= end) {
+			sess_stop(true);
+			res->timed_out = true;
+			res->exit_code = -1;
+			return 0;
+		}
+		if (poll(pf, 3, (int)(end - now)) < 0) {
+			r = errno == EINTR ? 0 : -errno;
+			continue;
+		}
+		if (pf[2].revents & (POLLOUT | POLLERR | POLLHUP)) {
+			n = write(sess.ch.in_fd, sess.ch.in_data + sess.ch.in_off, sess.ch.in_len - sess.ch.in_off);
+			if (n < 0 && errno != EAGAIN && errno != EINTR)
+				r = -EPIPE;
+			else if (n > 0)
+				sess.ch.in_off += (size_t)n;
+		}
+		if (pf[1].revents & (POLLIN | POLLHUP)) {
+			/* The helper's own stderr (a served call's comes in its answer): kept for a failure. */
+			n = read(sess.ch.err_fd, buf, sizeof(buf));
+			if (n > 0 && sess.ch.err.len < 65536)
+				sb_appendn(&sess.ch.err, buf, (size_t)n);
+		}
+		if (pf[0].revents & (POLLIN | POLLHUP)) {
+			n = read(sess.ch.out_fd, buf, sizeof(buf));
+			if (n > 0) {
+				sb_appendn(&sess.in, buf, (size_t)n);
+				r = sess_answer(res);
+				if (r == 1)
+					return 0;
+			} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+				r = -EPIPE;     /* the helper ended */
+			}
+		}
+	}
+	sess_stop(true);
+	return r;
+}
+
 int rv_etcd_run(const struct ctx *c, struct report *rep, const char *stdin_data,
 		struct proc_result *res, const char *const args[])
 {
@@ -117,8 +314,21 @@ int rv_etcd_run(const struct ctx *c, struct report *rep, const char *stdin_data,
 	av = xcalloc(argv.n + 1, sizeof(*av));
 	for (size_t i = 0; i < argv.n; i++)
 		av[i] = argv.v[i];
+	r = -ENOTCONN;
+	if (sess.armed) {
+		/* The step's helper: the call's own words, after the helper's options. */
+		struct strlist call = { 0 };
+
+		for (size_t i = argv.n - n - 2; i < argv.n; i++)
+			strlist_push(&call, argv.v[i]);
+		r = sess_call(c, &call, stdin_data, (unsigned)ms, res);
+		strlist_free(&call);
+		if (r < 0)
+			proc_result_free(res);
+	}
 	/* A membership up to the helper's own limit (it fails past that, saying so). */
-	r = proc_run_max(av, NULL, stdin_data, (unsigned)ms, ETCD_OUT_MAX, res);
+	if (r < 0)
+		r = proc_run_max(av, NULL, stdin_data, (unsigned)ms, ETCD_OUT_MAX, res);
 	if (r < 0) {
 		if (rep)
 			report_detail(rep, "%s: cannot run: %s", argv.v[0], strerror(-r));
@@ -160,16 +370,18 @@ int rv_etcd_call(const struct ctx *c, struct report *rep, const char *stdin_data
 int rv_frame_next(const char **pp, const char *end, struct rv_frame *f)
 {
 	const char *p = *pp, *nl;
-	unsigned long long kl, vl;
-	long long lease;
+	unsigned long long kl = 0, vl = 0;
+	long long lease = 0;
 	size_t hl, rest;
+	int kind;
 
 	if (p >= end || !(nl = memchr(p, '\n', (size_t)(end - p))))
 		return 0;
 	hl = (size_t)(nl + 1 - p);
 	rest = (size_t)(end - nl - 1);
 	memset(f, 0, sizeof(*f));
-	if (sscanf(p, ETCD_FRAME_KV, &kl, &vl, &lease) == 3 && strncmp(p, "kv ", 3) == 0) {
+	kind = etcd_frame_header(p, nl, &kl, &vl, &lease);
+	if (kind == 1) {
 		if (kl > rest || vl > rest - kl || rest - kl - vl < 1)
 			return 0;
 		f->kind = RV_F_KV;
@@ -179,7 +391,7 @@ int rv_frame_next(const char **pp, const char *end, struct rv_frame *f)
 		f->value_len = (size_t)vl;
 		f->lease = lease;
 		f->size = hl + (size_t)kl + (size_t)vl + 1;
-	} else if (sscanf(p, ETCD_FRAME_DEL, &kl) == 1 && strncmp(p, "del ", 4) == 0) {
+	} else if (kind == 2) {
 		if (kl > rest || rest - kl < 1)
 			return 0;
 		f->kind = RV_F_DEL;
@@ -266,6 +478,7 @@ static int etcd_reload(struct rendezvous *rv, struct report *rep)
 
 static int etcd_open(struct rendezvous *rv, struct report *rep)
 {
+	sess.armed++;
 	rv->prefix = rv_etcd_prefix(rv->c->spec, rv->o.collection);
 	rv->where = xstrdup(rv->prefix);
 	rv->lease = rv_etcd_lease(rv->c);
@@ -274,23 +487,11 @@ static int etcd_open(struct rendezvous *rv, struct report *rep)
 
 static int decode64(const char *v, char **ret, size_t *ret_len)
 {
-	size_t vl = strlen(v), pad = 0;
-	unsigned char *out;
-	int n;
+	unsigned char *out = b64_decode(v, strlen(v), ret_len);
 
-	if (vl % 4 != 0)
+	if (!out)
 		return -EBADMSG;
-	out = xmalloc(vl / 4 * 3 + 1);
-	n = vl ? EVP_DecodeBlock(out, (const unsigned char *)v, (int)vl) : 0;
-	if (n < 0) {
-		free(out);
-		return -EBADMSG;
-	}
-	while (pad < 2 && vl > pad && v[vl - 1 - pad] == '=')
-		pad++;
-	out[(size_t)n - pad] = '\0';
 	*ret = (char *)out;
-	*ret_len = (size_t)n - pad;
 	return 0;
 }
 
@@ -321,10 +522,7 @@ static int etcd_get(struct rendezvous *rv, const char *name, struct rv_entry *e,
 
 static char *enc64(const char *p, size_t n)
 {
-	char *out = xmalloc(4 * ((n + 2) / 3) + 1);
-
-	EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)p, (int)n);
-	return out;
+	return b64_encode(p, n);
 }
 
 static int etcd_put(struct rendezvous *rv, struct report *rep, const char *name, const char *data,
@@ -419,6 +617,8 @@ static int etcd_list(struct rendezvous *rv, struct report *rep, rv_want_fn want,
 
 static void etcd_close(struct rendezvous *rv)
 {
+	if (sess.armed && --sess.armed == 0)
+		sess_stop(false);
 	free(rv->prefix);
 	strlist_free(&rv->names);
 	strlist_free(&rv->vals);

@@ -290,6 +290,8 @@ struct rv_stream {
 	char **key, **item;
 	size_t *item_len;
 	size_t n, cap;
+	size_t *slot, slots;            /* the keys by hash: index + 1, 0 empty; slots a power of 2 */
+	bool stale;                     /* a key dropped: the index is built again at the next find */
 	bool synced;
 	struct strbuf in;               /* stream bytes not parsed yet */
 	struct strbuf err_line;         /* the helper's stderr line not ended yet */

@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -30,14 +31,62 @@ static void members_clear(struct rv_stream *m)
 		free(m->item[i]);
 	}
 	m->n = 0;
+	m->stale = true;
 	m->synced = false;
 }
 
-static size_t members_find(const struct rv_stream *m, const char *k, size_t kl)
+/* FNV-1a of a key's bytes (the keys of one prefix differ in their last bytes). */
+static size_t key_hash(const char *k, size_t kl)
 {
+	uint64_t h = 14695981039346656037ULL;
+
+	for (size_t i = 0; i < kl; i++)
+		h = (h ^ (unsigned char)k[i]) * 1099511628211ULL;
+	return (size_t)h;
+}
+
+static void index_put(struct rv_stream *m, size_t i)
+{
+	size_t s = key_hash(m->key[i], strlen(m->key[i])) & (m->slots - 1);
+
+	while (m->slot[s])
+		s = (s + 1) & (m->slots - 1);
+	m->slot[s] = i + 1;
+}
+
+/* The index of every key, built again (at most half full). */
+static void index_build(struct rv_stream *m)
+{
+	size_t want = 64;
+
+	while (want < 2 * m->cap)
+		want *= 2;
+	if (want != m->slots) {
+		free(m->slot);
+		m->slot = xmalloc(want * sizeof(*m->slot));
+		m->slots = want;
+	}
+	memset(m->slot, 0, m->slots * sizeof(*m->slot));
 	for (size_t i = 0; i < m->n; i++)
-		if (strlen(m->key[i]) == kl && memcmp(m->key[i], k, kl) == 0)
-			return i;
+		index_put(m, i);
+	m->stale = false;
+}
+
+/*
+ * Key k's index, m->n when it has none.  Through a hash index: a linear
+ * search (with a strlen of every key) made a watch's start on 10,000 keys
+ * 50 million comparisons.
+ */
+static size_t members_find(struct rv_stream *m, const char *k, size_t kl)
+{
+	if (m->stale || !m->slot || m->slots < 2 * m->cap)
+		index_build(m);
+	for (size_t s = key_hash(k, kl) & (m->slots - 1); m->slot[s]; s = (s + 1) & (m->slots - 1)) {
+		const char *have = m->key[m->slot[s] - 1];
+
+		if (memcmp(have, k, kl) == 0 && have[kl] == '\0' && !memchr(k, '\0', kl))
+			return m->slot[s] - 1;
+	}
 	return m->n;
 }
 
@@ -55,6 +104,10 @@ static void members_put(struct rv_stream *m, const char *k, size_t kl, const cha
 		m->key[m->n] = xstrndup(k, kl);
 		m->item[m->n] = NULL;
 		m->n++;
+		if (m->stale || !m->slot || m->slots < 2 * m->cap)
+			index_build(m);
+		else
+			index_put(m, m->n - 1);
 	}
 	free(m->item[i]);
 	m->item[i] = xmalloc(len);
@@ -70,6 +123,7 @@ static void members_del(struct rv_stream *m, const char *k, size_t kl)
 		return;
 	free(m->key[i]);
 	free(m->item[i]);
+	m->stale = true;
 	m->n--;
 	m->key[i] = m->key[m->n];
 	m->item[i] = m->item[m->n];
@@ -141,6 +195,7 @@ void rv_stream_free(struct rv_stream *m)
 	free(m->key);
 	free(m->item);
 	free(m->item_len);
+	free(m->slot);
 	sb_free(&m->in);
 	sb_free(&m->err_line);
 	memset(m, 0, sizeof(*m));

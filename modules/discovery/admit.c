@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What a peer must be before ssh, hostfile and mpi act on it (DESIGN.md
+ * What a peer must be before ssh, hostfile and mpi act on it (docs/conventions.md
  * "Trust", docs/cluster.md "What a record writer can and cannot do").  A
  * root on one node can write any record, with the cluster secret if it has
  * it; what it writes may describe a node, never widen or displace one:

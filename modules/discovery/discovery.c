@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * discovery: learn the cluster (DESIGN.md "Peers").  Every method ends with
+ * discovery: learn the cluster (docs/conventions.md "Peers").  Every method ends with
  * the typed output peers (c->out->peers, OUT_PEERS) = every known node, this
  * one included and flagged self, so ssh, hostfile and mpi work the same
  * whichever method found them.
@@ -398,5 +398,6 @@ const struct module discovery_module = {
 	.outputs = OUT_PEERS,
 	.inputs = OUT_GPU,      /* the slots of mpi.slots_per_gpu: the usable GPUs (lib/slots, node.c) */
 	.isolate = true,        /* the shared directory, scans: a dead server must not hang the run */
+	.leave = discovery_leave,       /* the runner's last leave, isolated (runner_leave) */
 	.announce = disc_announce,      /* the node's state changed: its record says so */
 };

@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Inside the discovery step: "this node's facts" (node.c), one file per
- * method behind struct disc_method_ops (shared.c, static.c, scan.c), and the
- * step itself (discovery.c), which runs a method and owns the one loop that
- * waits for discovery.expect nodes.
+ * What the discovery step's files share (docs/conventions.md "Peers",
+ * docs/cluster.md).  The folder holds: the step itself (discovery.c), which
+ * runs a method and owns the one loop that waits for discovery.expect
+ * nodes; this node's facts (node.c); what a peer must be to be used
+ * (admit.c); what the step and its methods share about a run (run.c: the
+ * clock, when expect is met); and one file per method behind struct
+ * disc_method_ops, listed in disc_methods[] (discovery.c): shared.c and
+ * etcd.c keep peer records (agent/base/record.c) in a rendezvous, static.c
+ * resolves discovery.hosts, scan.c probes cluster.network.
  *
- * Adding a method (etcd): one file defining a const struct disc_method_ops and
- * one line in disc_methods[] (discovery.c).
+ * Adding a method: one file defining a const struct disc_method_ops and one
+ * line in disc_methods[].
  */
 #ifndef HPCINIT_DISCOVERY_H
 #define HPCINIT_DISCOVERY_H
@@ -26,7 +31,7 @@
  */
 #define DISC_CLOCK_SKEW_S 60
 
-/* Where "now" comes from (run.c): time(2), or a skewed clock in tests (STYLE.md 6). */
+/* Where "now" comes from (run.c): time(2), or a skewed clock in tests (docs/conventions.md "Ops tables"). */
 struct disc_clock {
 	int64_t (*now)(void);
 };

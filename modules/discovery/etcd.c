@@ -19,6 +19,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -484,12 +485,13 @@ static int64_t take_list(struct disc_run *run, const char *p, const char *end)
 	struct rv_frame f;
 
 	while (rv_frame_next(&p, end, &f)) {
+		const char *q;
 		long long v;
 
 		if (f.kind == RV_F_KV)
 			take_kv(run, f.key, f.key_len, f.value, f.value_len);
 		else if (f.kind == RV_F_LINE && f.line_len > 4 && !memcmp(f.line, "rev ", 4) &&
-			 sscanf(f.line, "rev %lld", &v) == 1)
+			 (q = f.line + 4, num_ll_field(&q, LLONG_MIN, LLONG_MAX, &v)))
 			rev = v;
 	}
 	return rev;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * This node's facts: what it publishes about itself whichever method runs
- * (DESIGN.md "Peers"): hostname, cluster and IPoIB addresses, usable cores,
+ * (docs/conventions.md "Peers"): hostname, cluster and IPoIB addresses, usable cores,
  * role, boot id, SSH host keys, the cluster users' public keys, and its
  * state (ready, degraded or failed with the worst finding's tag, and the
  * boot's time to ready: c->node, which the runner keeps).
@@ -242,14 +242,9 @@ static char *boot_id(const struct ctx *c)
 
 static char *self_hostname(const struct ctx *c)
 {
-	char buf[256];
+	char buf[NODE_HOSTNAME_MAX];
 
-	if (c->hostname)
-		return xstrdup(c->hostname);
-	if (gethostname(buf, sizeof(buf)) < 0)
-		return NULL;
-	buf[sizeof(buf) - 1] = '\0';
-	return xstrdup(buf);
+	return node_hostname(c, buf, sizeof(buf)) ? xstrdup(buf) : NULL;
 }
 
 /* A finding's tag as a record's reason: [A-Za-z0-9._-], 1 to 127 bytes. */

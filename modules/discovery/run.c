@@ -125,6 +125,10 @@ int disc_record_judge(struct disc_run *run, int r, const char *err, const char *
 	else if (r == -EKEYREJECTED)
 		disc_reject(run, "bad-hmac", "record %s: bad HMAC (tampered, or written with another cluster "
 			    "secret); rejected", name);
+	else if (r == -EPROTONOSUPPORT)
+		/* docs/formats.md: a new format is one this node would misread, so the node is left out */
+		disc_reject(run, "format-newer", "record %s: %s; the node is left out until this node runs "
+			    "a release that reads its format (docs/formats.md)", name, err);
 	else if (r == -ENOKEY)
 		disc_reject(run, "no-hmac", "record %s: no HMAC while cluster.secret_file is set; rejected", name);
 	else if (r < 0)

@@ -15,6 +15,7 @@
 #include "gpu_step.h"
 #include "hpcinit.h"
 #include "proc.h"
+#include "systemd.h"
 
 #define PEERMEM_MODULE "/sys/module/nvidia_peermem"
 /* What NCCL itself tests (src/transport/net_ib.cc, ncclIbGdrSupport). */
@@ -129,7 +130,7 @@ void gpu_check_fabric(struct ctx *c, struct report *r, const struct gpu_inventor
 
 	if (!inv->n_nvswitch)
 		return;
-	pid = fs_daemon_pid(c, GPU_FM_PIDFILE, GPU_FM_COMM, true, how, sizeof(how));
+	pid = daemon_pid(c, GPU_FM_PIDFILE, GPU_FM_COMM, DAEMON_SCAN, how, sizeof(how));
 	fm_version(c, ver, sizeof(ver), &from);
 	if (!pid)
 		report_finding(r, ST_FAILED, "gpu.fabricmanager.down", "nvidia-fabricmanager is not running (no live "

@@ -17,14 +17,6 @@
 #include "strbuf.h"
 #include "strlist.h"
 
-static bool listed(const struct strlist *l, const char *s)
-{
-	for (size_t i = 0; i < l->n; i++)
-		if (strcmp(l->v[i], s) == 0)
-			return true;
-	return false;
-}
-
 static bool in_inventory(const struct gpu_inventory *inv, const char *pci)
 {
 	for (size_t i = 0; i < inv->n; i++)
@@ -45,17 +37,17 @@ void gpu_check_seen(struct ctx *c, struct report *r, const struct gpu_inventory 
 			nl = strchr(line, '\n');
 			if (nl)
 				*nl = '\0';
-			if (*line && strlen(line) < sizeof(inv->gpu[0].pci) && !listed(&seen, line))
+			if (*line && strlen(line) < sizeof(inv->gpu[0].pci) && !strlist_has(&seen, line))
 				strlist_push(&seen, line);
 		}
 	free(text);
 	for (size_t i = 0; i < seen.n; i++)
-		if (!in_inventory(inv, seen.v[i]) && !listed(named, seen.v[i]))
+		if (!in_inventory(inv, seen.v[i]) && !strlist_has(named, seen.v[i]))
 			report_finding(r, ST_FAILED, "gpu.missing", "%s: a GPU was there earlier this boot (" GPU_SEEN_PATH
 				       ") and is gone from the PCI bus: it fell off the bus; drain the node, then "
 				       "deallocate and redeploy the VM", seen.v[i]);
 	for (size_t i = 0; i < inv->n; i++)
-		if (!listed(&seen, inv->gpu[i].pci)) {
+		if (!strlist_has(&seen, inv->gpu[i].pci)) {
 			strlist_push(&seen, inv->gpu[i].pci);
 			grew = true;
 		}

@@ -111,10 +111,7 @@ static bool first_time(struct strlist *said, const char *pci, unsigned xid)
 	char key[48];
 
 	snprintf(key, sizeof(key), "%s %u", pci, xid);
-	for (size_t i = 0; i < said->n; i++)
-		if (strcmp(said->v[i], key) == 0)
-			return false;
-	if (said->n >= 16)
+	if (strlist_has(said, key) || said->n >= 16)
 		return false;
 	strlist_push(said, key);
 	return true;

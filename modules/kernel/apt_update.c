@@ -39,6 +39,7 @@
 
 #include "fsutil.h"
 #include "kernel.h"
+#include "number.h"
 #include "proc.h"
 
 #define APT_CACHE_PATH "/run/hpcinit/kernel-update"
@@ -209,22 +210,33 @@ void apt_depends_newest(const char *deps, struct kernel_update *u, bool *found)
 	}
 }
 
+/* prog (apt-cache, apt-get) with the root's options, words, then metas: its output in *out, or -errno. */
+static int ask_metas(const struct ctx *c, struct report *r, const char *prog, const char *const *words,
+		     const struct strlist *metas, char **out)
+{
+	struct strlist av = { 0 };
+	int ret;
+
+	apt_args(c, prog, &av);
+	for (; *words; words++)
+		strlist_push(&av, *words);
+	for (size_t i = 0; i < metas->n; i++)
+		strlist_push(&av, metas->v[i]);
+	ret = run_apt(r, &av, out);
+	strlist_free(&av);
+	return ret;
+}
+
 /* apt-cache show --no-all-versions metas: the newest kernel image their candidates depend on. */
 static int ask_candidates(const struct ctx *c, struct report *r, const struct strlist *metas,
 			  struct kernel_update *u)
 {
-	struct strlist av = { 0 };
+	static const char *const words[] = { "show", "--no-all-versions", NULL };
 	bool found = false;
 	char *out;
 	int ret;
 
-	apt_args(c, "apt-cache", &av);
-	strlist_push(&av, "show");
-	strlist_push(&av, "--no-all-versions");
-	for (size_t i = 0; i < metas->n; i++)
-		strlist_push(&av, metas->v[i]);
-	ret = run_apt(r, &av, &out);
-	strlist_free(&av);
+	ret = ask_metas(c, r, "apt-cache", words, metas, &out);
 	if (ret < 0)
 		return ret;
 	for (const char *l = out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
@@ -240,18 +252,11 @@ static int ask_candidates(const struct ctx *c, struct report *r, const struct st
 /* apt-get -s install metas: every package that upgrade would install. */
 static int ask_inst(const struct ctx *c, struct report *r, const struct strlist *metas, struct strlist *inst)
 {
-	struct strlist av = { 0 };
+	static const char *const words[] = { "-s", "-q", "install", NULL };
 	char *out;
 	int ret;
 
-	apt_args(c, "apt-get", &av);
-	strlist_push(&av, "-s");
-	strlist_push(&av, "-q");
-	strlist_push(&av, "install");
-	for (size_t i = 0; i < metas->n; i++)
-		strlist_push(&av, metas->v[i]);
-	ret = run_apt(r, &av, &out);
-	strlist_free(&av);
+	ret = ask_metas(c, r, "apt-get", words, metas, &out);
 	if (ret < 0)
 		return ret;
 	for (const char *l = out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
@@ -496,9 +501,13 @@ static bool cache_load(const struct ctx *c, const char *key, struct apt_upd *a)
 		} else if (strcmp(l, "none") == 0) {
 			a->ret = -ENOENT;
 		} else if (strcmp(l, "newest") == 0) {
-			if (sscanf(v, "%127s %191s %95s", a->u.rel, a->u.pkg, a->u.version) < 2 ||
-			    !valid_release(a->u.rel))
+			const char *q = v;
+
+			if (!num_word_field(&q, a->u.rel, sizeof(a->u.rel)) ||
+			    !num_word_field(&q, a->u.pkg, sizeof(a->u.pkg)) || !valid_release(a->u.rel))
 				ok = false;
+			else
+				(void)num_word_field(&q, a->u.version, sizeof(a->u.version));
 			if (strcmp(a->u.version, "-") == 0)
 				a->u.version[0] = '\0';
 			a->ret = 0;

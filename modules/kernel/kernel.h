@@ -25,14 +25,6 @@ struct os_info {
 	char pretty[128];
 };
 
-static inline bool strlist_has(const struct strlist *l, const char *s)
-{
-	for (size_t i = 0; i < l->n; i++)
-		if (strcmp(l->v[i], s) == 0)
-			return true;
-	return false;
-}
-
 /* os.c */
 const char *distro_name(enum distro d);
 /* ID decides; ID_LIKE (space-separated) is the fallback for derivatives. */

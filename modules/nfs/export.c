@@ -205,9 +205,7 @@ enum rstatus do_exports(struct ctx *c, struct report *r, unsigned *ret_n)
 			exportfs_reload(c, r, &st);
 		return st;
 	}
-	if (c->hostname)
-		snprintf(hostname, sizeof(hostname), "%s", c->hostname);
-	else if (gethostname(hostname, sizeof(hostname) - 1) < 0)
+	if (!node_hostname(c, hostname, sizeof(hostname)))
 		snprintf(hostname, sizeof(hostname), "this-node");
 	sb_printf(&body, "# Written by hpcinit from nfs.exports of cluster %s; edit the spec, not this file.\n",
 		  s->cluster.name);

@@ -9,7 +9,7 @@
  * result (mountinfo, statfs magic, a write probe).  The head role writes
  * /etc/exports.d/hpcinit.exports and runs `exportfs -ra`.
  *
- * Network and mount-point access sit behind struct nfs_ops (STYLE.md item 6)
+ * Network and mount-point access sit behind struct nfs_ops (docs/conventions.md "Ops tables")
  * so unit tests swap the table.  Everything that can block on a server
  * (libnfs calls in the helper hpcinit-nfs-probe, statfs of a hard mount
  * whose server died) runs in a child under the engine of agent/base/proc.c; a

@@ -359,6 +359,7 @@ static int rpc_probe_real(const char *host, const char *export, int vers, unsign
 struct inspect_args {
 	const char *hostpath;
 	bool write_probe;
+	char host[64];          /* this node's name (node_hostname), "node" when none */
 };
 
 static void inspect_child(const void *argp, void *outp)
@@ -368,7 +369,6 @@ static void inspect_child(const void *argp, void *outp)
 	struct statfs sfs;
 	struct stat st;
 	char name[PATH_MAX];
-	char host[64] = "node";
 	int fd;
 
 	mp->write_err = -1;
@@ -382,9 +382,7 @@ static void inspect_child(const void *argp, void *outp)
 		mp->mode = (unsigned)(st.st_mode & 07777);
 	if (!a->write_probe)
 		return;
-	(void)gethostname(host, sizeof(host) - 1);
-	host[sizeof(host) - 1] = '\0';
-	snprintf(name, sizeof(name), "%s/.hpcinit-probe.%s.%ld", a->hostpath, host, (long)getpid());
+	snprintf(name, sizeof(name), "%s/.hpcinit-probe.%s.%ld", a->hostpath, a->host, (long)getpid());
 	snprintf(mp->write_step, sizeof(mp->write_step), "create");
 	fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0) {
@@ -410,11 +408,14 @@ static void inspect_child(const void *argp, void *outp)
 static int inspect_real(const char *hostpath, bool write_probe, unsigned timeout_ms,
 			struct mp_info *ret)
 {
-	struct inspect_args a = { hostpath, write_probe };
+	struct inspect_args a = { hostpath, write_probe, "node" };
+	char host[NODE_HOSTNAME_MAX];
 	struct proc_stuck blocked;
 	char *key = xasprintf("nfs.inspect.%s", hostpath);
 	int r;
 
+	if (node_hostname(NULL, host, sizeof(host)))
+		snprintf(a.host, sizeof(a.host), "%.63s", host);
 	memset(ret, 0, sizeof(*ret));
 	/* One stuck probe per mount point: a dead hard mount does not collect one per run. */
 	r = run_bounded(inspect_child, &a, ret, sizeof(*ret), timeout_ms, key, &blocked);

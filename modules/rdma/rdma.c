@@ -14,6 +14,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fnmatch.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -411,15 +412,16 @@ static bool kvp_ipoib_data(const struct ctx *c, char *out, size_t n)
 /* "00:00:09:27:fe:80:00:00:00:00:00:00:00:15:5d:ff:fe:33:ff:2c" -> "00155d33ff2c"; false when not 20 bytes. */
 static bool ipoib_short_mac(const char *addr, char out[13])
 {
-	unsigned b[20];
-	int k = 0;
+	unsigned long long b[20];
+	const char *p = addr;
 
-	if (sscanf(addr, "%x:%x:%x:%x:%x:%x:%x:%x:%x:%x:%x:%x:%x:%x:%x:%x:%x:%x:%x:%x%n", &b[0], &b[1], &b[2],
-		   &b[3], &b[4], &b[5], &b[6], &b[7], &b[8], &b[9], &b[10], &b[11], &b[12], &b[13], &b[14],
-		   &b[15], &b[16], &b[17], &b[18], &b[19], &k) != 20 || addr[k])
-		return false;
-	snprintf(out, 13, "%02x%02x%02x%02x%02x%02x", b[12] & 0xff, b[13] & 0xff, b[14] & 0xff, b[17] & 0xff,
-		 b[18] & 0xff, b[19] & 0xff);
+	for (int i = 0; i < 20; i++) {
+		if (!num_ull_prefix(p, 16, 0xff, &b[i], &p) || *p != (i < 19 ? ':' : '\0'))
+			return false;
+		p += i < 19;
+	}
+	snprintf(out, 13, "%02x%02x%02x%02x%02x%02x", (unsigned)b[12], (unsigned)b[13], (unsigned)b[14],
+		 (unsigned)b[17], (unsigned)b[18], (unsigned)b[19]);
 	return true;
 }
 
@@ -430,12 +432,14 @@ static void check_kvp(const struct ctx *c, struct report *r, struct anomalies *a
 	char *hp;
 	DIR *d;
 	struct dirent *e;
-	unsigned want = 0, got = 0;
+	unsigned long long want = 0;
+	unsigned got = 0;
 	const char *p;
 
 	if (!kvp_ipoib_data(c, data, sizeof(data)))
 		return;
-	if (sscanf(data, "NUMPAIRS:%u", &want) != 1 || !(p = strchr(data, '|'))) {
+	if (strncmp(data, "NUMPAIRS:", 9) != 0 || !num_ull_prefix(data + 9, 10, UINT_MAX, &want, NULL) ||
+	    !(p = strchr(data, '|'))) {
 		report_detail(r, "IPoIB_Data (Hyper-V KVP, " KVP_POOL "): \"%.60s\" is not NUMPAIRS:<n>|<MAC>:<IPv4>|...: "
 			      "not compared", data);
 		return;
@@ -460,11 +464,15 @@ static void check_kvp(const struct ctx *c, struct report *r, struct anomalies *a
 
 		p += strlen(tok);
 		p += *p == '|';
-		if (sscanf(tok, "%15[0-9A-Fa-f]:%47[0-9.]", mac, ip) != 2 || strlen(mac) != 12) {
+		size_t ml = strspn(tok, "0123456789abcdefABCDEF"), il = strspn(tok + ml + (tok[ml] == ':'), "0123456789.");
+
+		if (ml != 12 || tok[ml] != ':' || il == 0 || il >= sizeof(ip)) {
 			report_detail(r, "IPoIB_Data: pair \"%.40s\" is not <MAC>:<IPv4>: skipped", tok);
 			free(tok);
 			continue;
 		}
+		memcpy(mac, tok, ml);
+		memcpy(ip, tok + ml + 1, il);
 		free(tok);
 		got++;
 		for (char *m = mac; *m; m++)
@@ -497,7 +505,7 @@ static void check_kvp(const struct ctx *c, struct report *r, struct anomalies *a
 		}
 	}
 	if (got != want)
-		report_detail(r, "IPoIB_Data says NUMPAIRS:%u but lists %u pair(s)", want, got);
+		report_detail(r, "IPoIB_Data says NUMPAIRS:%llu but lists %u pair(s)", want, got);
 	strlist_free(&ifs);
 }
 

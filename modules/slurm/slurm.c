@@ -63,16 +63,6 @@ static uint64_t slurm_timeout_ms(const struct spec *s)
 	return 120 * 1000 + slurm_window_of(s);
 }
 
-static bool under_systemd(const struct ctx *c)
-{
-	char *hp = ctx_path(c, "/run/systemd/system");
-	struct stat st;
-	bool r = stat(hp, &st) == 0 && S_ISDIR(st.st_mode);
-
-	free(hp);
-	return r;
-}
-
 /* Run argv under the step's deadline (at most CMD_MS); its exit code, or -errno. */
 static int run(const struct ctx *c, const char *const argv[], struct proc_result *res)
 {
@@ -112,21 +102,15 @@ static int run_logged(struct ctx *c, struct report *rep, const char *const argv[
 	return r;
 }
 
-/* A daemon from its pid file: alive and named comm (fs_daemon_pid, no /proc scan). */
-static pid_t daemon_pid(const struct ctx *c, const char *pidfile, const char *comm)
-{
-	return fs_daemon_pid(c, pidfile, comm, false, NULL, 0);
-}
-
 /* Stop a daemon we may have started: TERM, then wait for it to go (up to 10 s). */
 static void stop_pid(const struct ctx *c, const char *pidfile, const char *comm)
 {
-	pid_t pid = daemon_pid(c, pidfile, comm);
+	pid_t pid = daemon_pid(c, pidfile, comm, 0, NULL, 0);
 	uint64_t delay = 50, until = now_ms() + 10000;
 
 	if (!pid || kill(pid, SIGTERM) < 0)
 		return;
-	while (daemon_pid(c, pidfile, comm) == pid && now_ms() < until) {
+	while (daemon_pid(c, pidfile, comm, 0, NULL, 0) == pid && now_ms() < until) {
 		if (!ctx_backoff(c, &delay, 200))
 			break;
 	}
@@ -261,7 +245,7 @@ static int install_key(struct ctx *c, struct report *rep, bool *changed)
 	if (c->spec->slurm.auth == SLURM_AUTH_SLURM || !services_live(c))
 		return 0;       /* no daemon of its own (slurmd reads it when it starts); --root: slurm_run */
 	/* munged, with this key */
-	if (under_systemd(c)) {
+	if (systemd_booted(c)) {
 		const char *argv[] = { "systemctl", *changed ? "restart" : "start", "munge.service", NULL };
 
 		r = run_logged(c, rep, argv);
@@ -271,7 +255,7 @@ static int install_key(struct ctx *c, struct report *rep, bool *changed)
 
 		if (*changed)
 			stop_pid(c, MUNGE_PID, "munged");
-		if (daemon_pid(c, MUNGE_PID, "munged"))
+		if (daemon_pid(c, MUNGE_PID, "munged", 0, NULL, 0))
 			return 0;
 		r = fs_mkdir_p(c, rep, MUNGE_DIR, 0755, uid, gid);
 		if (r >= 0)
@@ -334,12 +318,7 @@ static enum rstatus readiness(const struct ctx *c, struct strlist *tags, bool *r
 
 static const char *node_name(const struct ctx *c, char *buf, size_t size)
 {
-	if (c->hostname)
-		return c->hostname;
-	if (gethostname(buf, size) < 0)
-		return NULL;
-	buf[size - 1] = '\0';
-	return buf;
+	return node_hostname(c, buf, size);
 }
 
 /* What the controller says about this node; -errno when it cannot be asked. */
@@ -623,7 +602,7 @@ static int start_slurmd(struct ctx *c, struct report *rep, const char *name)
 		report_finding(rep, ST_CHANGED, "slurm.register", "would start slurmd -Z --conf-server %s "
 			       "--conf \"%s\" -N %s", sb_str(&servers), conf, name);
 		r = 0;
-	} else if (under_systemd(c)) {
+	} else if (systemd_booted(c)) {
 		/* A transient unit: slurmd gets the unit's limits (locked memory for RDMA), not
 		 * hpcinit's, and is not started at the next boot before hpcinit says it may. */
 		const char *reset[] = { "systemctl", "reset-failed", SLURMD_UNIT ".service", NULL };
@@ -674,9 +653,9 @@ static bool slurmd_running(const struct ctx *c)
 	struct proc_result res = { 0 };
 	bool r;
 
-	if (daemon_pid(c, SLURMD_PID, "slurmd"))
+	if (daemon_pid(c, SLURMD_PID, "slurmd", 0, NULL, 0))
 		return true;
-	if (!under_systemd(c))
+	if (!systemd_booted(c))
 		return false;
 	/* "activating": between two tries (Restart=on-failure below) */
 	r = run(c, argv, &res) >= 0 && res.out &&
@@ -688,7 +667,7 @@ static bool slurmd_running(const struct ctx *c)
 
 static void stop_slurmd(struct ctx *c)
 {
-	if (under_systemd(c)) {
+	if (systemd_booted(c)) {
 		const char *stop[] = { "systemctl", "stop", SLURMD_UNIT ".service", NULL };
 		struct proc_result res = { 0 };
 

@@ -121,14 +121,6 @@ bool slurm_reason_ours(const char *reason)
 	return reason && strncmp(reason, SLURM_REASON_PREFIX, strlen(SLURM_REASON_PREFIX)) == 0;
 }
 
-static bool listed(const struct strlist *l, const char *s)
-{
-	for (size_t i = 0; i < l->n; i++)
-		if (strcmp(l->v[i], s) == 0)
-			return true;
-	return false;
-}
-
 static void push_feature(struct strlist *l, const char *f)
 {
 	char *s = xstrdup(f);
@@ -138,7 +130,7 @@ static void push_feature(struct strlist *l, const char *f)
 		if (!isalnum((unsigned char)*p) && *p != '_' && *p != '.' && *p != '-')
 			*p = '_';
 	}
-	if (*s && !listed(l, s))
+	if (*s && !strlist_has(l, s))
 		strlist_push(l, s);
 	free(s);
 }
@@ -157,7 +149,7 @@ void slurm_features(const char *cluster, const char *vm_size, const char *ib_dom
 		free(f);
 	}
 	for (size_t i = 0; extra && i < extra->n; i++)
-		if (!listed(ret, extra->v[i]))
+		if (!strlist_has(ret, extra->v[i]))
 			strlist_push(ret, extra->v[i]);
 }
 

@@ -93,7 +93,7 @@ char *ak_render(const struct spec *s, const struct peerset *ps, const char *user
 
 	for (size_t i = 0; ps && i < ps->n; i++) {
 		const struct peer *p = &ps->v[i];
-		const char *host = valid_hostname(p->hostname) ? p->hostname : "peer";
+		const char *host = record_hostname_valid(p->hostname) ? p->hostname : "peer";
 
 		if (p->self) {
 			char *canon = self_pub ? sshkey_canonical(self_pub) : NULL;

@@ -507,7 +507,7 @@ static int sshd_reload(struct ctx *c, struct report *r)
 		}
 		proc_result_free(&pr);
 	}
-	if (fs_exists(c, "/run/systemd/system")) {
+	if (systemd_booted(c)) {
 		/* Debian's unit is ssh.service, RHEL's sshd.service: found, not assumed. */
 		const char *unit = sshd_unit(c);
 		const char *argv[] = { "systemctl", "reload-or-restart", unit ? unit : "ssh.service", NULL };
@@ -540,25 +540,13 @@ static int sshd_reload(struct ctx *c, struct report *r)
 	text = NULL;
 	if (!pidfile)
 		pidfile = xstrdup("/run/sshd.pid");
-	ret = fs_read(c, pidfile, &text, NULL);
-	if (ret == 0) {
-		long long n = 0;
-		const char *end;
-		/* the pid file: a pid and a newline; anything else names no process */
-		long pid = num_ll_prefix(text, 2, INT32_MAX, &n, &end) && (*end == '\n' || !*end) ? (long)n : 0;
-		char comm[64] = "", *cp = xasprintf("/proc/%ld/comm", pid);
-		FILE *f = pid > 1 ? fopen(cp, "re") : NULL;
+	{
+		pid_t pid = daemon_pid(c, pidfile, "sshd", 0, NULL, 0);
 
-		if (f) {
-			if (!fgets(comm, sizeof(comm), f))
-				comm[0] = '\0';
-			fclose(f);
-		}
-		if (strncmp(comm, "sshd", 4) != 0 || kill((pid_t)pid, SIGHUP) < 0)
+		if (!pid || kill(pid, SIGHUP) < 0)
 			ret = -ESRCH;
 		else
-			report_detail(r, "sshd reloaded (SIGHUP to %ld from %s)", pid, pidfile);
-		free(cp);
+			report_detail(r, "sshd reloaded (SIGHUP to %ld from %s)", (long)pid, pidfile);
 	}
 	if (ret < 0)
 		report_finding(r, ST_DEGRADED, "ssh.sshd.not-reloaded",

@@ -11,8 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/evp.h>
-
+#include "base64.h"
 #include "sshkey.h"
 #include "ssh.h"
 
@@ -57,30 +56,14 @@ static const unsigned char *rd_str(struct rd *r, size_t *len)
 
 static char *b64(const unsigned char *p, size_t n)
 {
-	char *out = xmalloc(4 * ((n + 2) / 3) + 1);
-
-	EVP_EncodeBlock((unsigned char *)out, p, (int)n);
-	return out;
+	return b64_encode(p, n);
 }
 
 static unsigned char *unb64(const char *s, size_t sl, size_t *ret_len)
 {
-	unsigned char *out;
-	int n;
-	size_t pad = 0;
-
-	if (sl == 0 || sl % 4 != 0 || sl > 64 * 1024)
+	if (sl == 0 || sl > 64 * 1024)
 		return NULL;
-	out = xmalloc(sl / 4 * 3 + 1);
-	n = EVP_DecodeBlock(out, (const unsigned char *)s, (int)sl);
-	if (n < 0) {
-		free(out);
-		return NULL;
-	}
-	while (pad < 2 && s[sl - 1 - pad] == '=')
-		pad++;
-	*ret_len = (size_t)n - pad;
-	return out;
+	return b64_decode(s, sl, ret_len);
 }
 
 void sshcert_free(struct sshcert *c)

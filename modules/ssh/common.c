@@ -106,52 +106,6 @@ bool smap_add(struct smap *m, const char *key, size_t val)
 	return smap_put(m, key, val, NULL);
 }
 
-bool strlist_has(const struct strlist *l, const char *s)
-{
-	for (size_t i = 0; i < l->n; i++)
-		if (strcmp(l->v[i], s) == 0)
-			return true;
-	return false;
-}
-
-void strlist_add_unique(struct strlist *l, const char *s)
-{
-	if (!strlist_has(l, s))
-		strlist_push(l, s);
-}
-
-void strlist_add_unique_n(struct strlist *l, const char *s, size_t n)
-{
-	for (size_t i = 0; i < l->n; i++)
-		if (strncmp(l->v[i], s, n) == 0 && l->v[i][n] == '\0')
-			return;
-	strlist_push_take(l, xstrndup(s, n));
-}
-
-void strlist_copy(struct strlist *dst, const struct strlist *src)
-{
-	strlist_free(dst);
-	for (size_t i = 0; i < src->n; i++)
-		strlist_push(dst, src->v[i]);
-}
-
-/*
- * Names end up in known_hosts and in a "Host" pattern list, where '*', '?',
- * '!', ',' or blanks would widen what a record may claim.  Accept only
- * plain host names.
- */
-bool valid_hostname(const char *s)
-{
-	size_t n = s ? strlen(s) : 0;
-
-	if (n == 0 || n > 253 || s[0] == '-' || s[0] == '.')
-		return false;
-	for (const char *p = s; *p; p++)
-		if (!(isalnum((unsigned char)*p) || *p == '-' || *p == '.' || *p == '_'))
-			return false;
-	return true;
-}
-
 bool valid_addr(const char *s)
 {
 	unsigned char buf[sizeof(struct in6_addr)];

@@ -320,7 +320,7 @@ static int helper_fetch(const char *host, unsigned port, unsigned timeout_ms, ch
 }
 
 static const struct fetch_ops helper_fetch_ops = { helper_fetch };
-/* Tests swap this table (STYLE.md 6). */
+/* Tests swap this table (docs/conventions.md "Ops tables for hardware, network and time"). */
 static const struct fetch_ops *fetch_ops = &helper_fetch_ops;
 /* ---- building the wanted known_hosts ---- */
 
@@ -515,7 +515,7 @@ void want_build(struct ctx *c, struct report *r, const struct peerset *ps, struc
 
 		if (p->self != (n < ps->n))
 			continue;
-		if (!valid_hostname(p->hostname)) {
+		if (!record_hostname_valid(p->hostname)) {
 			report_cluster(r, "ssh.peer.bad-hostname",
 				       "a peer record has an invalid hostname; ignored");
 			continue;
@@ -557,14 +557,9 @@ void want_build(struct ctx *c, struct report *r, const struct peerset *ps, struc
 		free(id);
 	}
 	if (!have_self) {
-		char name[256] = "";
-		char *id;
+		char name[NODE_HOSTNAME_MAX];
+		char *id = node_hostname(c, name, sizeof(name)) ? lowercase(name) : NULL;
 
-		if (c->hostname)
-			snprintf(name, sizeof(name), "%s", c->hostname);
-		else
-			(void)gethostname(name, sizeof(name) - 1);
-		id = valid_hostname(name) ? lowercase(name) : NULL;
 		if (id && smap_get(&ids, id, NULL)) {
 			report_cluster(r, "ssh.peer.hostname-claimed-twice",
 				       "%s: a peer record carries this node's hostname", id);

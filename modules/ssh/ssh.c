@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ssh: passwordless SSH between cluster nodes with host-key checking on
- * (DESIGN.md "Trust").  Inputs are the peers discovery found; outputs:
+ * (docs/conventions.md "Trust").  Inputs are the peers discovery found; outputs:
  *
  *   ~user/.ssh/id_<type>{,.pub}     the user's key pair, made if absent
  *   ~user/.ssh/authorized_keys      a managed block per cluster: every peer's
@@ -29,13 +29,11 @@
 static void self_hostname(const struct ctx *c, const struct peerset *ps, char *buf, size_t len)
 {
 	for (size_t i = 0; ps && i < ps->n; i++)
-		if (ps->v[i].self && valid_hostname(ps->v[i].hostname)) {
+		if (ps->v[i].self && record_hostname_valid(ps->v[i].hostname)) {
 			snprintf(buf, len, "%s", ps->v[i].hostname);
 			return;
 		}
-	if (c->hostname)
-		snprintf(buf, len, "%s", c->hostname);
-	else if (gethostname(buf, len - 1) < 0 || !valid_hostname(buf))
+	if (!node_hostname(c, buf, len))
 		snprintf(buf, len, "localhost");
 }
 

@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Inside the ssh step (DESIGN.md "Trust"): known_hosts and the ssh_config
- * drop-in (known_hosts.c), authorized_keys (authorized_keys.c), the users'
- * key pairs (userkeys.c), small shared pieces (common.c), and the step
- * itself (ssh.c).
+ * What the ssh step's files share (docs/conventions.md "Trust", docs/ssh.md).
+ * The folder holds: the step itself (ssh.c), known_hosts and the ssh_config
+ * drop-in (known_hosts.c), authorized_keys (authorized_keys.c), the spec's
+ * users as NSS resolves them (users.c), host certificates and host-based
+ * login (ca.c on every node, ca_head.c on the head, certs.c the certs/
+ * collection both read, cert.c an OpenSSH certificate's fields), and small
+ * shared pieces (common.c).  The users' key pairs are lib/sshkeys; libssh
+ * lives in the helper hpcinit-ssh (libexec/hpcinit-ssh.c).
  */
 #ifndef HPCINIT_SSH_H
 #define HPCINIT_SSH_H
@@ -71,14 +75,6 @@ bool smap_get(const struct smap *m, const char *key, size_t *ret);
 bool smap_add(struct smap *m, const char *key, size_t val);
 /* Insert key with val when absent (true); else false and its value in *ret (when not NULL). */
 bool smap_put(struct smap *m, const char *key, size_t val, size_t *ret);
-bool strlist_has(const struct strlist *l, const char *s);
-/* For the few names or keys of one node; lists of N use a struct smap. */
-void strlist_add_unique(struct strlist *l, const char *s);
-/* The same for the n bytes at s (no NUL needed). */
-void strlist_add_unique_n(struct strlist *l, const char *s, size_t n);
-void strlist_copy(struct strlist *dst, const struct strlist *src);
-/* A plain host name: no pattern characters, nothing that widens a Host line. */
-bool valid_hostname(const char *s);
 bool valid_addr(const char *s);
 char *lowercase(const char *s);
 

@@ -10,7 +10,7 @@
 # but nothing installable and no network, a build is carried to it:
 #   1. Here, after `make -C build`:   bash tests/device/gpu-real.sh --pack
 #      puts build/gpu-carry/: the hpcinit binary and the shared libraries it
-#      links that are not glibc's (ldd: libyaml, libcrypto), about 7 MB.  The
+#      links that are not glibc's (ldd: libyaml; libcrypto is loaded only to sign).  The
 #      helpers (hpcinit-ssh, -etcd, -rdma-probe, -mpiverify: libssh, libcurl,
 #      json-c, libibverbs, MPI ...) are left behind: `check --only gpu` runs
 #      none of them, and with them the carry passes the runner's 64 MiB.

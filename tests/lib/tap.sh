@@ -6,7 +6,8 @@
 fails=0
 passes=0
 ok() { passes=$((passes + 1)); echo "ok - $*${TAP_SECONDS:+ [${SECONDS}s]}"; }   # TAP_SECONDS=1: the time too
-not_ok() { fails=$((fails + 1)); echo "not ok - $*"; }
+# not_ok DESCRIPTION [LINE...]: a failure; the lines after it (what went wrong) as "#   LINE"
+not_ok() { fails=$((fails + 1)); echo "not ok - $1"; shift; [ $# -eq 0 ] || printf '%s\n' "$@" | sed 's/^/#   /'; }
 # bail_out DESCRIPTION: a failure the rest cannot go on from: count it, say so, exit 1
 bail_out() { not_ok "$*"; echo "Bail out! $*"; exit 1; }
 # check DESCRIPTION COMMAND...: run the command, count the result

@@ -79,6 +79,7 @@ check "degraded message names the fix" contains "$T/apply5" "pam_limits is NOT a
 mkdir -p "$R/proc/4242"
 printf '%s\n' 'Limit                     Soft Limit           Hard Limit           Units' \
 	'Max locked memory         65536                65536                bytes' >"$R/proc/4242/limits"
+echo sshd >"$R/proc/4242/comm"
 echo 4242 >"$R/run/sshd.pid"
 run_hpc "$T/check3" check -v --root "$R" -c "$SPEC"
 check "check reports sshd's memlock" contains "$T/check3" "sshd (pid 4242) runs with memlock soft 64 KiB, hard 64 KiB"
@@ -92,4 +93,10 @@ run_hpc_stdout "$T/statusj" status --json --root "$R"
 check "status --json is JSON" python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["modules"][0]["name"]=="memlock"' "$T/statusj"
 run_hpc_stdout "$T/applyj" apply --json --root "$R" -c "$SPEC"
 check "apply --json is JSON with exit_code" python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["exit_code"]==3 and d["result"]=="degraded"' "$T/applyj"
+# a step whose need was skipped (hostfile without a discovery section): skipped, tagged
+mkroot "$T/needs"
+printf 'version: 1\ncluster: {name: fx}\nhostfile: {formats: [openmpi]}\n' >"$T/needs.yaml"
+run_hpc_stdout "$T/needs.json" apply --root "$T/needs" -c "$T/needs.yaml" --json
+check "a need skipped: exit 0" [ "$rc" -eq 0 ]
+check "...the step skipped, tagged runner.needs.skipped" contains "$T/needs.json" '"tag": "runner.needs.skipped"'
 done_testing

@@ -13,8 +13,8 @@ mkroot "$R"
 mkdir -p "$R/shared" "$R/etc/hpcinit" "$R/home/azureuser"
 openssl rand -hex 32 > "$R/etc/hpcinit/cluster.key"
 chmod 0600 "$R/etc/hpcinit/cluster.key"
-# head SQUASH SECRET: the head's spec
-head() {
+# on_head SQUASH SECRET: the head's spec
+on_head() {
 	cat <<-EOF
 	version: 1
 	cluster: {name: glocluster, role: head, network: 10.0.0.0/24$2}
@@ -23,8 +23,8 @@ head() {
 	EOF
 }
 export HPCINIT_ADDRESS=10.0.0.4
-head no_root_squash "" > "$T/open.yaml"
-head no_root_squash ", secret_file: /etc/hpcinit/cluster.key" > "$T/secret.yaml"
+on_head no_root_squash "" > "$T/open.yaml"
+on_head no_root_squash ", secret_file: /etc/hpcinit/cluster.key" > "$T/secret.yaml"
 cp "$TOP_SRCDIR/conf/head.yaml" "$T/shipped.yaml"
 
 run_hpc "$T/first.out" apply --root "$R" -c "$T/secret.yaml" --only discovery --hostname head

@@ -37,6 +37,7 @@ echo kernel/drivers/infiniband/core/ib_core.ko >"$R/lib/modules/$NEW/modules.bui
 run_check
 is "pending kernel with modules: exit 0" "$rc" 0
 has_detail "pending kernel with modules: noted" "$T/out" kernel "^newer kernel $NEW installed; the next reboot boots it, and the listed modules exist for it$"
+has_tag "pending kernel with modules" "$T/out" kernel info kernel.pending.ok
 # Also found from dpkg alone (a linux-image package without /boot in the tree).
 held_fixture
 printf 'Package: linux-image-%s\nStatus: install ok installed\nPriority: optional\nSection: kernel\nMaintainer: K <k@example.org>\nArchitecture: amd64\nVersion: 5.15.0-1061.70\nDescription: kernel\n\n' "$NEW" >>"$R/var/lib/dpkg/status"
@@ -57,6 +58,7 @@ mkdir -p "$R/var/lib/dkms/mlnx-ofed-kernel/24.01/5.15.0-1057-azure/x86_64/module
 run_check
 is "DKMS-built, not installed: summary" "$(jget "$T/out" kernel summary)" \
 	"module mlx5_ib: built by DKMS (/var/lib/dkms/mlnx-ofed-kernel/24.01/5.15.0-1057-azure/x86_64/module/mlx5_ib.ko) but not installed for 5.15.0-1057-azure; run dkms install (+2 more)"
+has_tag "DKMS-built, not installed" "$T/out" kernel failed kernel.module.dkms-not-installed
 
 # Present but not loaded.
 fixture kernel/debian "$R"
@@ -64,6 +66,7 @@ rm -r "$R/sys/module/rdma_ucm"
 run_check
 is "module not loaded: summary" "$(jget "$T/out" kernel summary)" \
 	"module rdma_ucm: present (/lib/modules/5.15.0-1057-azure/kernel/drivers/infiniband/core/rdma_ucm.ko) but not loaded; modprobe rdma_ucm (+2 more)"
+has_tag "module not loaded" "$T/out" kernel failed kernel.module.not-loaded
 
 # kernel.expect, and --kernel-release taking precedence over the root's file.
 held_fixture
@@ -71,6 +74,7 @@ run_check --kernel-release 6.1.0-18-cloud-amd64
 is "--kernel-release mismatching kernel.expect: exit 1" "$rc" 1
 is "kernel.expect mismatch: summary" "$(jget "$T/out" kernel summary)" \
 	"running kernel 6.1.0-18-cloud-amd64 does not match kernel.expect '5.15.0-*-azure' (+5 more)"
+has_tag "kernel.expect mismatch" "$T/out" kernel failed kernel.expect.mismatch
 has_detail "the override is named as the source" "$T/out" kernel '^running kernel 6.1.0-18-cloud-amd64 \(from --kernel-release\)'
 
 # An unknown distribution cannot be held.
@@ -80,6 +84,7 @@ run_check
 is "unknown distro: exit 1" "$rc" 1
 is "unknown distro: summary" "$(jget "$T/out" kernel summary)" \
 	"cannot hold the kernel: unknown distribution 'arch' in /etc/os-release (known: Debian/Ubuntu, RHEL/Alma/Rocky/CentOS, SLES/openSUSE, Azure Linux)"
+has_tag "unknown distro" "$T/out" kernel failed kernel.hold.unknown-distro
 
 # apt holding the dpkg lock at boot (unattended-upgrades): apply waits for it, then holds.
 fixture kernel/debian "$R"

@@ -2,7 +2,7 @@
 # memlock: the reg_mr probe proves the node, not the spec.  It registers memory
 # under the limit a job gets here (a new PAM session of the spec's user, and
 # systemd services), never under memlock.limit.  The process runs with a 4 MiB
-# soft limit (hard 8 MiB: the most root may set on this host, TESTBED.md) and
+# soft limit (hard 8 MiB: the most root may set on this host, docs/testing.md "Memlock") and
 # the spec asks for 8M; reg_mr is 6M.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/rdma-lib.sh"
@@ -69,6 +69,7 @@ has_detail "99-site.conf: reg_mr under the job's limit, both numbers named" "$T/
 	"^reg-mr-enomem: mlx5_ib0: ibv_reg_mr of 6 MiB failed with ENOMEM: the memlock limit in force is 4096 KiB \\(hard 4096 KiB; a job gets: PAM session of azureuser 4096 KiB, systemd services 8192 KiB\\); set memlock: unlimited and restart the services that use RDMA$"
 run_hpc_stdout "$T/mout" check --root "$R" -c "$R/node.yaml" --only memlock --json
 is "99-site.conf: memlock failed" "$(jget "$T/mout" memlock status)" failed
+has_tag "no sshd running in the root: said, as information" "$T/mout" memlock info memlock.sshd.absent
 is "99-site.conf: memlock names the file" "$(jget "$T/mout" memlock summary)" \
 	"/etc/security/limits.d/99-site.conf:2 sets memlock 4096 KiB for user azureuser, below memlock.limit 8192 KiB: it overrides /etc/security/limits.d/90-hpcinit.conf (pam_limits reads limits.d in name order; a later or more specific line wins)"
 
@@ -81,6 +82,7 @@ run_hpc_stdout "$T/mout" check --root "$R" -c "$R/node.yaml" --only memlock --js
 is "services 4M: memlock failed" "$(jget "$T/mout" memlock status)" failed
 has_detail "services 4M: names the drop-in" "$T/mout" memlock \
 	'^/etc/systemd/system.conf.d/99-site.conf:2 sets DefaultLimitMEMLOCK 4096 KiB, below memlock.limit 8192 KiB'
+has_tag "services 4M: names the drop-in" "$T/mout" memlock failed memlock.systemd.overridden
 
 # Slurm: what a job gets is read from the running slurmd (/proc/PID/limits) and
 # slurm.conf.  With PropagateResourceLimits=ALL (Slurm's default) the submitting
@@ -136,6 +138,7 @@ fake_systemctl
 run_hpc_stdout "$T/c1" check --root "$R" -c "$R/node.yaml" --only memlock --json
 has_detail "check: the running manager is stale" "$T/c1" memlock \
 	'^systemd: the running manager still gives services memlock 64 KiB, not 8192 KiB; apply runs systemctl daemon-reload$'
+has_tag "check: the running manager is stale" "$T/c1" memlock change memlock.systemd.stale
 check "check did not reload" [ ! -e "$R/run/fake-systemd-calls" ]
 run_hpc_stdout "$T/a1" apply --root "$R" -c "$R/node.yaml" --only memlock --json
 has_detail "apply reloads and verifies" "$T/a1" memlock \
@@ -143,6 +146,7 @@ has_detail "apply reloads and verifies" "$T/a1" memlock \
 is "one daemon-reload" "$(cat "$R/run/fake-systemd-calls")" reload
 run_hpc_stdout "$T/a2" apply --root "$R" -c "$R/node.yaml" --only memlock --json
 has_detail "the next apply finds it live" "$T/a2" memlock '^systemd: services started now get memlock 8192 KiB \(systemctl show\)$'
+has_tag "the next apply finds it live" "$T/a2" memlock info memlock.systemd.live
 is "no second daemon-reload" "$(cat "$R/run/fake-systemd-calls")" reload
 
 # A first boot: sshd started before hpcinit and runs with 4 MiB.  Once the
@@ -150,6 +154,7 @@ is "no second daemon-reload" "$(cat "$R/run/fake-systemd-calls")" reload
 # node is not left degraded by a limit only a restart fixes; check only says so.
 rm -f "$R/run/fake-systemd-calls"
 mkdir -p "$R/proc/4242"
+echo sshd >"$R/proc/4242/comm"
 echo 4242 >"$R/run/sshd.pid"
 printf 'Limit                     Soft Limit           Hard Limit           Units     \nMax locked memory         4194304              4194304              bytes     \n' >"$R/proc/4242/limits"
 run_hpc_stdout "$T/c3" check --root "$R" -c "$R/node.yaml" --only memlock --json
@@ -158,6 +163,7 @@ check "check did not restart sshd" [ ! -e "$R/run/fake-systemd-calls" ]
 run_hpc_stdout "$T/a3" apply --root "$R" -c "$R/node.yaml" --only memlock --json
 has_detail "apply restarts the low sshd" "$T/a3" memlock \
 	'^sshd ran with memlock 4096 KiB \(started before the systemd default\); restarted \(systemctl try-restart\), open sessions kept$'
+has_tag "apply restarts the low sshd" "$T/a3" memlock change memlock.sshd.restarted
 has_detail "... and reads its new limit" "$T/a3" memlock '^sshd \(pid 4242\) runs with memlock soft 8192 KiB, hard 8192 KiB$'
 is "apply: not degraded" "$(jget "$T/a3" memlock status)" changed
 is "one restart" "$(cat "$R/run/fake-systemd-calls")" "restart ssh.service"
@@ -183,6 +189,30 @@ fake_systemctl
 run_hpc_stdout "$T/s1" apply --root "$R" -c "$R/node.yaml" --only memlock --json
 has_detail "a slow reload: apply waits for the manager's answer" "$T/s1" memlock \
 	'^systemd: reloaded \(systemctl daemon-reload gave up: Input/output error; the manager answered later\); services started from now on get memlock 8192 KiB'
+has_tag "a slow reload: apply waits" "$T/s1" memlock change memlock.systemd.reloaded
 is "a slow reload: one daemon-reload" "$(cat "$R/run/fake-systemd-calls")" reload
 is "a slow reload: not failed" "$(jget "$T/s1" memlock status)" changed
+# sshd low and no unit to restart it by: degraded, said so (not changed).
+setup
+fake_systemctl
+echo 8388608 >"$R/run/fake-systemd-memlock"
+echo nosuch.service >"$R/run/fake-sshd-unit"
+mkdir -p "$R/proc/4242"
+echo 4242 >"$R/run/sshd.pid"
+printf 'Limit                     Soft Limit           Hard Limit           Units     \nMax locked memory         4194304              4194304              bytes     \n' >"$R/proc/4242/limits"
+run_hpc_stdout "$T/r1" apply --root "$R" -c "$R/node.yaml" --only memlock --json
+is "sshd restart fails: degraded" "$(jget "$T/r1" memlock status)" degraded
+has_tag "sshd restart fails" "$T/r1" memlock degraded memlock.sshd.restart-failed
+# A manager that does not answer systemctl show: not known, degraded.
+setup
+fake_systemctl
+printf '#!/bin/sh\necho "Failed to connect to bus" >&2\nexit 1\n' >"$R/usr/bin/systemctl"
+run_hpc_stdout "$T/u1" check --root "$R" -c "$R/node.yaml" --only memlock --json
+has_tag "systemctl show fails" "$T/u1" memlock degraded memlock.systemd.unknown
+# memlock.users that covers nobody who runs jobs here (ssh.users: azureuser).
+setup
+sed -i 's/users: \["\*"\]/users: [bob]/' "$R/node.yaml"
+hpcinit apply --root "$R" -c "$R/node.yaml" --only memlock >/dev/null 2>&1 || true
+run_hpc_stdout "$T/j1" check --root "$R" -c "$R/node.yaml" --only memlock --json
+has_tag "memlock.users covers no job user" "$T/j1" memlock failed memlock.job.uncovered
 done_testing

@@ -54,6 +54,7 @@ is "HBv4, link_layer any: still only mlx5_ib0" "$(jget "$T/out" rdma summary)" \
 run_case hbv4 "sed -i 's/^rdma:/rdma:\n  devices: \"mlx5_an*\"/' \$R/node.yaml"
 is "HBv4, devices mlx5_an*: no fabric, said why" "$(jget "$T/out" rdma summary)" \
 	"no-fabric: no RDMA fabric: the only device is accelerated networking's Ethernet VF (found: mlx5_an0 (Ethernet), mlx5_ib0 (InfiniBand)), which carries the VM's Ethernet, not MPI; this VM size has no InfiniBand, or its driver is not loaded"
+has_tag "HBv4, devices mlx5_an*: no fabric, said why: the finding" "$T/out" rdma failed rdma.no-fabric
 
 # ND H100 v5: eight HCAs, the VF left out.
 run_case ndh100v5
@@ -69,6 +70,7 @@ run_case ndh100v5 "sed -i 's/^ipoib ib3 172.16.1.12 /ipoib ib3 172.16.1.13 /; s/
 is "ND H100 v5, ib3 and ib4 swapped: failed" "$(jget "$T/out" rdma status)" failed
 is "ND H100 v5, swapped: the summary names the wrong one" "$(jget "$T/out" rdma summary)" \
 	"ipoib-kvp: ib3 is wrong: it has 172.16.1.13 where the host intends 172.16.1.12 (Hyper-V KVP IPoIB_Data, MAC 0c42a1e41a03); waagent assigns it with OS.EnableRDMA=y (+1 more)"
+has_tag "ND H100 v5, swapped: the summary names the wrong one: the finding" "$T/out" rdma failed rdma.ipoib-kvp
 has_detail "swapped: ib4 too" "$T/out" rdma '^ipoib-kvp: ib4 is wrong: it has 172\.16\.1\.12 where the host intends 172\.16\.1\.13 '
 run_case ndh100v5 "sed -i 's/^ipoib ib5 172.16.1.14 /ipoib ib5 - /' \$R/etc/hpcinit/fake-rdma"
 has_detail "no address on ib5: named" "$T/out" rdma '^ipoib-kvp: ib5 is wrong: it has no address where the host intends 172\.16\.1\.14 '
@@ -82,6 +84,7 @@ run_case mana-only
 is "MANA only: exit 1" "$rc" 1
 is "MANA only: no fabric" "$(jget "$T/out" rdma summary)" \
 	"no-fabric: no RDMA fabric: the only device is accelerated networking's Ethernet VF (found: mana_0 (Ethernet)), which carries the VM's Ethernet, not MPI; this VM size has no InfiniBand, or its driver is not loaded"
+has_tag "MANA only: no fabric: the finding" "$T/out" rdma failed rdma.no-fabric
 run_case mana-only "sed -i 's/link_layer: infiniband/link_layer: ethernet/' \$R/node.yaml"
 is "MANA only, link_layer ethernet: still no fabric" "$(jget "$T/out" rdma status)" failed
 

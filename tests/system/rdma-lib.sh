@@ -46,7 +46,7 @@ empty_files() {
 
 # in_verbs_ns SCRIPT: run SCRIPT (bash) in a private mount namespace whose /dev is an
 # overlay with /dev/infiniband/uverbs0 (char 231:192), so the real libibverbs lists a
-# fixture device (TESTBED.md).  Exits 77 (SKIP, never a pass) where that cannot work.
+# fixture device (docs/testing.md "A verbs device without hardware").  Exits 77 (SKIP, never a pass) where that cannot work.
 in_verbs_ns() {
 	if [ "$(id -u)" != 0 ] || ! unshare --mount --propagation private true 2>/dev/null; then
 		echo "SKIP: needs root and mount namespaces (unshare --mount)"; exit 77
@@ -75,4 +75,18 @@ need_fixture_ops() {
 		echo "SKIP: hpcinit-rdma-probe has no fixture ops (configure --enable-test-backends)"; exit 77
 	fi
 	rm -rf "$r"
+}
+# has_tag DESC FILE MODULE SEVERITY TAG: MODULE's findings in a --json report include TAG
+# with SEVERITY (failed, degraded, ok, changed, skipped): the finding tags index the tests
+# (tests/system/tests-findable.sh).
+has_tag() {
+	local f
+	f=$("$PY" -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+for m in d["modules"]:
+    if m["name"] == sys.argv[2]:
+        for x in m.get("findings", []):
+            print(x["severity"], x["tag"])' "$2" "$3")
+	if grep -qxF -- "$4 $5" <<<"$f"; then ok "$1 ($5)"; else
+		not_ok "$1: no $4 finding $5"; echo "  findings of $3:"; sed 's/^/  | /' <<<"$f"; fi
 }

@@ -43,6 +43,7 @@ run_hpc_stdout "$T/out" check --root "$R" -c "$R/node.yaml" --only rdma --json
 is "ethernet, deny: failed" "$(jget "$T/out" rdma status)" failed
 is "ethernet, deny: summary" "$(jget "$T/out" rdma summary)" \
 	"software-device: rxe0 is a software RoCE device on eth0 (rdma_rxe, fw 0.0.0), not an HCA; rdma.software: deny"
+has_tag "ethernet, deny: the finding" "$T/out" rdma failed rdma.software-device
 
 # link_layer any: auto allows it; infiniband: auto refuses it (and says how to accept it).
 rxe_root any ""

@@ -22,6 +22,7 @@ case $summary in
 "open-failed: mlx5_ib0: ibv_open_device failed: "E[A-Z]*" ("*")") ok "open failure named: $summary" ;;
 *) not_ok "open failure named"; echo "  got: $summary" ;;
 esac
+has_tag "open failure" "$T/out" rdma failed rdma.open-failed
 has_detail "sysfs inventory read through the root" "$T/out" rdma '^mlx5_ib0 port 1: ACTIVE, LinkUp, 200 Gb/sec \(4X HDR\), InfiniBand'
 
 # Control: the same tree without the device node is not listed, and that is named too.
@@ -29,6 +30,7 @@ run_hpc_stdout "$T/out2" check --root "$R" -c "$R/node.yaml" --only rdma --json
 has_detail "without /dev/infiniband/uverbs0 libibverbs lists nothing" "$T/out2" rdma '^verbs: libibverbs lists 0 device\(s\)$'
 is "and the anomaly is not-listed" "$(jget "$T/out2" rdma summary)" \
 	"not-listed: mlx5_ib0 has uverbs0 but the verbs library does not list it: /dev/infiniband/uverbs0 is missing or no provider (ibverbs-providers) drives it"
+has_tag "and the anomaly is not-listed: the finding" "$T/out2" rdma failed rdma.not-listed
 # The real librdmacm path: ipoib on this machine's loopback (real getifaddrs).  There is
 # no rdma_cm device here, so rdma_resolve_addr's setup fails, and says which call and why.
 mkdir -p "$R/sys/class/net/lo"

@@ -6,7 +6,8 @@
 # are printed either way, so the numbers are there to read.  And one rule
 # kept by text: numbers are read through agent/text/number.c, never a bare
 # strtol/strtoul/strtoll/strtoull/strtod (agent/loader/units.c checks its
-# own grammar before its strtod).
+# own grammar before its strtod), nor sscanf (number.c's field readers,
+# num_ll_field, num_ull_field and num_word_field, read a line's fields).
 . "$(dirname "$0")/lib.sh"
 
 cd "$TOP_SRCDIR"
@@ -38,4 +39,8 @@ check "no function over 120 lines" not_contains "$T/long-functions" "lines"
 grep -nE '\<strto(l|ul|ll|ull|d|f|ld|imax|umax)[[:space:]]*\(' $(grep '\.c$' "$T/files") |
 	grep -v -e '^agent/text/number\.c:' -e '^agent/loader/units\.c:.*strtod(' >"$T/strto" || true
 check "numbers are read through agent/text/number.c (no strto* elsewhere)" not_contains "$T/strto" ":"
+# shellcheck disable=SC2046
+grep -nE '\<v?sscanf[[:space:]]*\(' $(grep '\.c$' "$T/files") | grep -v '^agent/text/number\.c:' >"$T/sscanf" || true
+sed 's/^/#   /' "$T/sscanf"
+check "fields are read through agent/text/number.c (no sscanf elsewhere)" not_contains "$T/sscanf" ":"
 done_testing

@@ -39,7 +39,7 @@ YAML
 }
 spec head >"$T/head.yaml"
 spec compute >"$T/compute.yaml"
-head() {        # head OUT ARGS...: hpcinit on the head's root
+on_head() {        # on_head OUT ARGS...: hpcinit on the head's root
 	local out=$1
 	shift
 	HPCINIT_ADDRESS=198.18.10.1 run_hpc "$out" "$@" --root "$H" --hostname hd1 -c "$T/head.yaml"
@@ -61,7 +61,7 @@ compute "$T/c0b" refresh -v
 check "no certs/ yet: refresh is degraded (exit 3), not failed" [ "$rc" -eq 3 ]
 check "... saying no certificate yet" contains "$T/c0b" "no certificate for this node yet"
 check "... and not 'Bad file descriptor'" not_contains "$T/c0b" "Bad file descriptor"
-head "$T/h1" apply
+on_head "$T/h1" apply
 check "head signs (exit 0)" [ "$rc" -eq 0 ]
 check "certs/ made, owned by root, 0755" [ "$(stat -c '%u %a' "$CERTS")" = "0 755" ]
 check "the compute's certificate is there" [ -s "$CERTS/cn2.cert" ]
@@ -89,7 +89,7 @@ mkdir -p "$H/etc/victim"
 printf 'keep me\n' >"$H/etc/victim/gone.cert"
 mv "$CERTS" "$CERTS.real"
 ln -s "$H/etc/victim" "$CERTS"
-head "$T/h2" apply
+on_head "$T/h2" apply
 check "linked certs/: the head fails the step (exit 1)" [ "$rc" -eq 1 ]
 check "linked certs/: nothing deleted in the target" [ -f "$H/etc/victim/gone.cert" ]
 check "linked certs/: nothing written in the target" [ "$(ls "$H/etc/victim")" = gone.cert ]
@@ -125,7 +125,7 @@ mv "$T/cn2.cert.saved" "$CERTS/cn2.cert"
 
 # 4. The head exports the share with root_squash: certs/ is the anonymous uid's.
 spec head "nfs: {exports: [{path: /shared, options: [rw, root_squash]}]}" >"$T/head.yaml"
-head "$T/h4" apply --only discovery,ssh
+on_head "$T/h4" apply --only discovery,ssh
 check "root_squash head: ssh signs there (degraded only for the missing cluster secret)" [ "$rc" -eq 3 ]
 check "root_squash head: the ssh step changed, not failed" grep -q '^ssh  *changed' "$T/h4"
 check "root_squash head: certs/ owned by 65534" [ "$(stat -c '%u' "$CERTS")" = 65534 ]

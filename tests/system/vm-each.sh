@@ -12,8 +12,7 @@ cat > "$T/harness.sh" <<'SH'
 set -Eeuo pipefail
 W=$1
 names() { echo head; echo c1; echo c2; }
-ok() { echo "ok - $1"; }
-notok() { echo "not ok - $1"; shift; printf '#   %s\n' "$@"; }
+. "$3"    # tests/lib/tap.sh, as cluster.sh sources it
 # stand-in for the 9p agent: c2 (the last waited for) fails with output, c1 silently
 vm_exec() {
 	case $1 in
@@ -30,7 +29,7 @@ echo "harness went on"
 SH
 mkdir "$T/w"
 rc=0
-bash "$T/harness.sh" "$T/w" "$TOP_SRCDIR/tests/vm/checks-cluster.sh" > "$T/out" 2>&1 || rc=$?
+bash "$T/harness.sh" "$T/w" "$TOP_SRCDIR/tests/vm/checks-cluster.sh" "$TOP_SRCDIR/tests/lib/tap.sh" > "$T/out" 2>&1 || rc=$?
 check "the harness under set -e goes on after a failing VM script (exit $rc)" contains "$T/out" "harness went on"
 check "...the check is not ok" contains "$T/out" "not ok - a check failing on c1 and c2"
 check "...with the failing VM's output" contains "$T/out" "#   c2 says no"

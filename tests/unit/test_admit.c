@@ -219,6 +219,28 @@ static void test_reserved(struct ctx *c, struct spec *spec)
 	report_free(&rep);
 	unplant("slurmhead");
 	unplant("NFSclient1");
+	/* a name this node's /etc/hosts gives another address (outside hpcinit's block) */
+	{
+		char *etc = xasprintf("%s/etc", c->root), *hosts = xasprintf("%s/etc/hosts", c->root);
+		FILE *f;
+
+		mkdir(etc, 0755);
+		f = fopen(hosts, "w");
+		TEST_CHECK(f != NULL);
+		if (f) {
+			fputs("10.0.0.99 storage1\n", f);
+			fclose(f);
+		}
+		plant_ipoib("storage1", "10.0.0.32", NULL);
+		TEST_INTEQ(run(c, &rep), 0);
+		TEST_CHECK(!peer_named(c, "storage1"));
+		TEST_CHECK(cluster_finding(&rep, "discovery.record.resolves-elsewhere"));
+		report_free(&rep);
+		unplant("storage1");
+		unlink(hosts);
+		free(etc);
+		free(hosts);
+	}
 	strlist_free(&spec->slurm.conf_servers);
 	spec->nfs.exports = NULL;
 	spec->nfs.n_exports = 0;

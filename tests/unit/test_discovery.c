@@ -474,6 +474,11 @@ static void test_many(struct ctx *c, struct spec *spec)
 	TEST_CHECK(detail(&rep, "record groupw.rec: writable by group or others (mode 0664); rejected"));
 	TEST_CHECK(detail(&rep, "record trunc.rec: truncated"));
 	TEST_CHECK(detail(&rep, "record Bad Name.rec: file name is not <hostname>.rec; rejected"));
+	TEST_CHECK(detail(&rep, "record newer.rec: format 2 (written by hpcinit 9.0.0) is newer than hpcinit "
+			  PACKAGE_VERSION " reads (formats 1 to 1); the node is left out until this node runs "
+			  "a release that reads its format (docs/formats.md)"));
+	TEST_CHECK(cluster_finding(&rep, "discovery.record.format-newer"));
+	TEST_CHECK(exists(NODES "/newer.rec"));
 	TEST_CHECK(detail(&rep, "record many103.rec: bad HMAC"));
 	TEST_CHECK(detail(&rep, "record many353.rec: bad HMAC"));
 	TEST_CHECK(!detail(&rep, "record many104.rec"));
@@ -495,6 +500,32 @@ static void test_many(struct ctx *c, struct spec *spec)
 	TEST_INTEQ(cidr_parse("10.0.0.0/24", &spec->cluster.network), 0);
 }
 
+/* A name in discovery.hosts the loader would refuse (a spec built in code): a finding, not a peer. */
+static void test_static_bad_name(void)
+{
+	struct spec spec = { 0 };
+	struct ctx c = { .spec = &spec, .mode = RUN_APPLY, .hostname = "node1" };
+	struct report rep;
+	struct disc_run run = { .c = &c, .rep = &rep };
+	char self[] = "node1";
+	bool found = false;
+
+	report_init(&rep);
+	report_init(&run.notes);
+	run.self.hostname = self;
+	strlist_push(&spec.discovery.hosts, "-bad..name");
+	TEST_INTEQ(static_open(&run), 0);
+	static_list(&run);
+	for (size_t i = 0; i < run.notes.n_findings; i++)
+		found |= strcmp(run.notes.findings[i].tag, "discovery.static.bad-name") == 0;
+	TEST_CHECK(found);
+	TEST_INTEQ(run.found.n, 0);
+	static_close(&run);
+	report_free(&run.notes);
+	report_free(&rep);
+	strlist_free(&spec.discovery.hosts);
+}
+
 int main(void)
 {
 	struct spec spec = { 0 };
@@ -504,6 +535,7 @@ int main(void)
 	char *p, *before = NULL, *after = NULL;
 	struct stat st;
 
+	test_static_bad_name();
 	disc_test_setup(&c, &spec);
 
 	/* first apply: directories and the record are made */
@@ -546,7 +578,32 @@ int main(void)
 	free(p);
 	put(NODES "/trunc.rec", "# hpcinit peer record\nformat: 1\ncluster: glo\nhost", 0644);
 	put(NODES "/Bad Name.rec", "x", 0644);
+	/* a newer format (docs/formats.md): refused before its lines are read, kept for its writer */
+	put(NODES "/newer.rec", "# hpcinit peer record\nformat: 2\ncluster: glo\nhostname: newer\n"
+	    "addr: 10.0.0.11\nslots: many\nversion: 9.0.0\n...\n", 0644);
 	put(NODES "/README", "not a record\n", 0644);
+	/* a link, a directory, a record too large, one naming another host than its file */
+	{
+		char *lp = host(NODES "/linked.rec"), *dp = host(NODES "/adir.rec");
+		char *big = xmalloc(RECORD_MAX_BYTES + 2);
+
+		TEST_INTEQ(symlink("node2.rec", lp), 0);
+		TEST_INTEQ(mkdir(dp, 0755), 0);
+		memset(big, 'x', RECORD_MAX_BYTES + 1);
+		big[RECORD_MAX_BYTES + 1] = '\0';
+		put(NODES "/huge.rec", big, 0644);
+		free(big);
+		free(lp);
+		free(dp);
+	}
+	plant("node11", "10.0.0.11", 0, KEY);
+	{
+		char *from = host(NODES "/node11.rec"), *to = host(NODES "/node12.rec");
+
+		TEST_INTEQ(rename(from, to), 0);
+		free(from);
+		free(to);
+	}
 	put(NODES "/node9.rec.hpcinit-tmp.abcdef", "left by a crash", 0644);
 	{
 		char *hp = host(NODES "/node9.rec.hpcinit-tmp.abcdef");
@@ -574,6 +631,11 @@ int main(void)
 	TEST_CHECK(detail(&rep, "record groupw.rec: writable by group or others (mode 0664); rejected"));
 	TEST_CHECK(detail(&rep, "record trunc.rec: truncated"));
 	TEST_CHECK(detail(&rep, "record Bad Name.rec: file name is not <hostname>.rec; rejected"));
+	TEST_CHECK(detail(&rep, "record newer.rec: format 2 (written by hpcinit 9.0.0) is newer than hpcinit "
+			  PACKAGE_VERSION " reads (formats 1 to 1); the node is left out until this node runs "
+			  "a release that reads its format (docs/formats.md)"));
+	TEST_CHECK(cluster_finding(&rep, "discovery.record.format-newer"));
+	TEST_CHECK(exists(NODES "/newer.rec"));
 	TEST_CHECK(detail(&rep, "record gone.rec: lease expired (scale-in); removed"));
 	TEST_CHECK(detail(&rep, "stale temporary file; removed"));
 	TEST_CHECK(detail(&rep, "address 10.0.0.2 is claimed by node2 and stale-ip; keeping node2"));
@@ -584,6 +646,10 @@ int main(void)
 	TEST_CHECK(cluster_finding(&rep, "discovery.record.writable"));
 	TEST_CHECK(cluster_finding(&rep, "discovery.record.truncated"));
 	TEST_CHECK(cluster_finding(&rep, "discovery.record.bad-name"));
+	TEST_CHECK(cluster_finding(&rep, "discovery.record.symlink"));
+	TEST_CHECK(cluster_finding(&rep, "discovery.record.not-a-file"));
+	TEST_CHECK(cluster_finding(&rep, "discovery.record.too-large"));
+	TEST_CHECK(cluster_finding(&rep, "discovery.record.malformed"));
 	TEST_CHECK(finding(&rep, "discovery.address.claimed-twice", ST_OK));
 	TEST_CHECK(!exists(NODES "/gone.rec"));
 	TEST_CHECK(!exists(NODES "/node9.rec.hpcinit-tmp.abcdef"));

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* fsutil: root prefix, atomic writes that skip unchanged content, managed blocks, plan mode. */
+/*
+ * fsutil: root prefix, atomic writes that skip unchanged content, what a
+ * write syncs (fsync counted), managed blocks, plan mode.
+ */
 #include "config.h"
 
 #include <dirent.h>
@@ -11,7 +14,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* fsutil.c's fsync calls, counted (test_write_sync) */
+static int fsyncs;
+static int counted_fsync(int fd)
+{
+	fsyncs++;
+	return fsync(fd);
+}
+#define fsync counted_fsync
 #include "../../agent/base/fsutil.c"
+#undef fsync
 #include "proc.h"
 #include "test.h"
 #include "testfs.h"
@@ -366,40 +378,41 @@ static void test_read_sizes(void)
 	TEST_INTEQ(fs_read_host("/proc/self/status", 10, &got, &len), -EFBIG);
 }
 
-/* fs_daemon_pid: the pid file's process when it lives with that name, else by name in /proc. */
-static void test_daemon_pid(void)
+/* Syncs by flag: file and directory, the file only, none; FS_REPLACE writes the same content anew. */
+static void test_write_sync(void)
 {
-	struct ctx c = { .root = root, .mode = RUN_CHECK };
-	struct ctx host = { .root = "/", .mode = RUN_CHECK };
-	char how[64] = "", self[24];
+	struct ctx c = { .root = root, .mode = RUN_APPLY };
+	struct report r;
+	struct stat st1, st2;
+	char *t;
 
-	TEST_INTEQ(fs_daemon_pid(&c, "/run/x.pid", "xd", true, how, sizeof(how)), 0);
-	put("/run/x.pid", "812\n");
-	put("/proc/812/comm", "xd\n");
-	TEST_INTEQ(fs_daemon_pid(&c, "/run/x.pid", "xd", false, how, sizeof(how)), 812);
-	TEST_STREQ(how, "/run/x.pid");
-	put("/proc/812/comm", "xdd\n");               /* the pid went to another program */
-	TEST_INTEQ(fs_daemon_pid(&c, "/run/x.pid", "xd", false, how, sizeof(how)), 0);
-	put("/proc/9000/comm", "xd\n");
-	put("/proc/700/comm", "xd\n");
-	put("/proc/self/comm", "xd\n");                /* not a pid */
-	TEST_INTEQ(fs_daemon_pid(&c, "/run/x.pid", "xd", true, how, sizeof(how)), 700);
-	TEST_STREQ(how, "a process named xd");
-	put("/run/x.pid", "-3\n");
-	TEST_INTEQ(fs_daemon_pid(&c, "/run/x.pid", "xd", false, NULL, 0), 0);
-	/* the real root: this very process, found by its name in this mount namespace */
-	snprintf(self, sizeof(self), "%ld", (long)getpid());
-	put("/run/self.pid", self);
-	{
-		char *pf = fs_rooted(root, "/run/self.pid"), *comm = NULL;
-
-		TEST_CHECK(fs_read_host("/proc/self/comm", 64, &comm, NULL) == 0);
-		comm[strcspn(comm, "\n")] = '\0';
-		TEST_INTEQ(fs_daemon_pid(&host, pf, comm, false, NULL, 0), getpid());
-		TEST_CHECK(fs_daemon_pid(&host, NULL, comm, true, NULL, 0) > 0);
-		free(comm);
-		free(pf);
-	}
+	report_init(&r);
+	TEST_INTEQ(fs_mkdir_p(&c, &r, "/etc/s", 0755, 0, 0), 1);
+	fsyncs = 0;
+	TEST_INTEQ(fs_write(&c, &r, "/etc/s/f", "1\n", 2, 0644, 0, 0), 1);
+	TEST_INTEQ(fsyncs, 2);
+	fsyncs = 0;
+	TEST_INTEQ(fs_write_opt(&c, &r, "/etc/s/f", "2\n", 2, 0644, 0, 0, FS_SYNC_FILE), 1);
+	TEST_INTEQ(fsyncs, 1);
+	fsyncs = 0;
+	TEST_INTEQ(fs_write_opt(&c, &r, "/etc/s/f", "3\n", 2, 0644, 0, 0, FS_NO_SYNC), 1);
+	TEST_INTEQ(fsyncs, 0);
+	t = slurp("/etc/s/f");
+	TEST_STREQ(t, "3\n");
+	free(t);
+	/* unchanged: nothing written, nothing synced */
+	TEST_INTEQ(fs_write(&c, &r, "/etc/s/f", "3\n", 2, 0644, 0, 0), 0);
+	TEST_INTEQ(fsyncs, 0);
+	/* FS_REPLACE does not read the old file: the same content is written again (a new inode) */
+	st1 = stat_of("/etc/s/f");
+	TEST_INTEQ(fs_write_opt(&c, &r, "/etc/s/f", "3\n", 2, 0644, 0, 0, FS_REPLACE | FS_NO_SYNC), 1);
+	st2 = stat_of("/etc/s/f");
+	TEST_CHECK(st2.st_ino != st1.st_ino);
+	TEST_INTEQ(st2.st_mode & 07777, 0644);
+	t = slurp("/etc/s/f");
+	TEST_STREQ(t, "3\n");
+	free(t);
+	report_free(&r);
 }
 
 int main(void)
@@ -417,13 +430,13 @@ int main(void)
 	test_rooted();
 	test_read_sizes();
 	test_write();
+	test_write_sync();
 	test_plan_and_check();
 	test_managed_block();
 	test_diff();
 	test_mkdir_safety();
 	test_truncated_block();
 	test_temp_names();
-	test_daemon_pid();
 	test_rm_rf(root);
 	TEST_EXIT();
 }

@@ -8,19 +8,58 @@
 
 static void test_names(void)
 {
-	TEST_CHECK(valid_hostname("hps-1"));
-	TEST_CHECK(valid_hostname("node1.cluster.example"));
-	TEST_CHECK(!valid_hostname("*"));
-	TEST_CHECK(!valid_hostname("a,b"));
-	TEST_CHECK(!valid_hostname("a b"));
-	TEST_CHECK(!valid_hostname("!bad"));
-	TEST_CHECK(!valid_hostname("-x"));
-	TEST_CHECK(!valid_hostname(""));
-	TEST_CHECK(!valid_hostname(NULL));
+	/* the one host-name rule (a peer record's): nothing that widens a Host line */
+	TEST_CHECK(record_hostname_valid("hps-1"));
+	TEST_CHECK(record_hostname_valid("node1.cluster.example"));
+	TEST_CHECK(!record_hostname_valid("*"));
+	TEST_CHECK(!record_hostname_valid("a,b"));
+	TEST_CHECK(!record_hostname_valid("a b"));
+	TEST_CHECK(!record_hostname_valid("!bad"));
+	TEST_CHECK(!record_hostname_valid("-x"));
+	TEST_CHECK(!record_hostname_valid(""));
+	TEST_CHECK(!record_hostname_valid(NULL));
 	TEST_CHECK(valid_addr("198.18.3.1"));
 	TEST_CHECK(valid_addr("fd00::1"));
 	TEST_CHECK(!valid_addr("198.18.3.*"));
 	TEST_CHECK(!valid_addr(NULL));
+}
+
+/*
+ * Names the ssh step's own rule (valid_hostname, gone) let into known_hosts
+ * and the Host line while the loader's and a record's rule refuse them: a
+ * label ending in '-', an empty label, a label over 63 bytes.  Each peer is
+ * left out with ssh.peer.bad-hostname; this node stays.
+ */
+static void test_bad_names(struct spec *s)
+{
+	struct ctx c = { .spec = s, .root = root, .mode = RUN_APPLY };
+	char long_label[80];
+	const char *bad[] = { "hps-", "hps..sim", "hps.-x", "hps.sim.", long_label };
+	size_t nbad = sizeof(bad) / sizeof(bad[0]);
+	struct peerset ps = { 0 };
+	struct khosts old = { 0 }, want = { 0 };
+	struct ssh_tally t = { 0 };
+	struct report r;
+	size_t n = 0;
+
+	memset(long_label, 'a', 64);
+	long_label[64] = '\0';
+	ps.v = xcalloc(nbad + 1, sizeof(*ps.v));
+	ps.n = nbad + 1;
+	peer_init(&ps.v[0], "hps-1", "198.18.3.11", "b1", NULL);
+	ps.v[0].self = true;
+	for (size_t i = 0; i < nbad; i++)
+		peer_init(&ps.v[i + 1], bad[i], "198.18.3.12", "b2", NULL);
+	report_init(&r);
+	want_hosts(&c, &r, &ps, &old, &want, &t);
+	TEST_INTEQ(want.n, 1);
+	TEST_STREQ(want.n ? want.v[0].id : NULL, "hps-1");
+	for (size_t i = 0; i < r.n_findings; i++)
+		n += strcmp(r.findings[i].tag, "ssh.peer.bad-hostname") == 0;
+	TEST_INTEQ(n, nbad);
+	khosts_free(&want);
+	report_free(&r);
+	peers_free(&ps);
 }
 
 /* known_hosts: names, self from /etc/ssh, round trip, the change rule, pruning. */
@@ -402,6 +441,7 @@ int main(void)
 	khost_self = ssh_test_host_key();
 	test_names();
 	test_known_hosts(&s, khost_self, k1, k2);
+	test_bad_names(&s);
 	test_parse_odd(k1);
 	test_judge_steady(&s, k1, k2);
 	test_compare(k1, k2);

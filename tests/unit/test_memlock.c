@@ -52,13 +52,35 @@ int main(void)
 	TEST_CHECK(strstr(t, "DefaultLimitMEMLOCK=infinity\n") != NULL);
 	free(t);
 
-	TEST_CHECK(valid_domain("*"));
-	TEST_CHECK(valid_domain("@hpc"));
-	TEST_CHECK(valid_domain("azureuser"));
-	TEST_CHECK(valid_domain("%grp"));
-	TEST_CHECK(!valid_domain("a b"));
-	TEST_CHECK(!valid_domain("x\n* hard memlock 0"));
-	TEST_CHECK(!valid_domain(""));
+	/*
+	 * limits.conf domains: the loader's one rule (name_check_pam_domain),
+	 * asked again before a line is written.  The step's own looser rule took
+	 * "%grp", "a:b", "a*b", "@" and 64-byte names the spec refuses.
+	 */
+	{
+		static const char *const ok[] = { "*", "@hpc", "azureuser", NULL };
+		static const char *const bad[] = { "%grp", "a:b", "a*b", "@", "-x", "a b", "x\n* hard memlock 0", "",
+						   "a123456789012345678901234567890123", NULL };
+		struct ctx w = { .spec = &s, .root = root, .mode = RUN_APPLY };
+		struct report r;
+
+		for (const char *const *d = ok; *d; d++)
+			TEST_CHECK(name_check_pam_domain(*d) == NULL);
+		for (const char *const *d = bad; *d; d++) {
+			char *p = fs_rooted(root, LIMITS_PATH);
+
+			strlist_free(&s.memlock.users);
+			strlist_push(&s.memlock.users, *d);
+			report_init(&r);
+			TEST_INTEQ(write_files(&w, &r), -EINVAL);
+			TEST_INTEQ(r.status, ST_FAILED);
+			TEST_CHECK(access(p, F_OK) < 0);        /* nothing written */
+			report_free(&r);
+			free(p);
+		}
+		strlist_free(&s.memlock.users);
+		strlist_push(&s.memlock.users, "*");
+	}
 
 	/* PAM: Debian (@include), RHEL (include / substack), commented lines do not count. */
 	put("/etc/pam.d/common-session", "session required pam_unix.so\nsession required pam_limits.so\n");
@@ -97,6 +119,8 @@ int main(void)
 	TEST_INTEQ(read_proc_memlock(&c, "79", &soft, &hard), -ENODATA);
 	TEST_INTEQ(soft, 8388608);
 	put("/proc/78/stat", "78 (sshd) S 1 78 78 0 -1 4194560\n");
+	put("/proc/78/comm", "sshd\n");
+	put("/proc/77/comm", "sshd\n");
 	put("/proc/78/limits", "Max locked memory         65536                65536                bytes\n");
 	t = find_sshd(&c);
 	TEST_STREQ(t, "78");

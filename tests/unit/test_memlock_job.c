@@ -21,6 +21,20 @@ int main(void)
 	char name[] = "glo";
 	s.cluster.name = name;
 
+	/*
+	 * memlock_lt, the one comparison: unlimited is the largest; a limit not
+	 * known (unset) is below nothing and nothing is below it.  The memlock
+	 * step's old copy took unset for unlimited (4096 < unset), this file's
+	 * took it for the smallest (unset < 4096): each fails one line here.
+	 */
+	TEST_CHECK(memlock_lt(4096, 8192) && !memlock_lt(8192, 4096) && !memlock_lt(4096, 4096));
+	TEST_CHECK(memlock_lt(0, 1) && memlock_lt(1LL << 40, MEMLOCK_UNLIMITED));
+	TEST_CHECK(!memlock_lt(MEMLOCK_UNLIMITED, 4096) && !memlock_lt(MEMLOCK_UNLIMITED, MEMLOCK_UNLIMITED));
+	TEST_CHECK(!memlock_lt(MEMLOCK_UNSET, 4096));
+	TEST_CHECK(!memlock_lt(4096, MEMLOCK_UNSET));
+	TEST_CHECK(!memlock_lt(MEMLOCK_UNSET, MEMLOCK_UNLIMITED) && !memlock_lt(MEMLOCK_UNLIMITED, MEMLOCK_UNSET));
+	TEST_CHECK(!memlock_lt(MEMLOCK_UNSET, MEMLOCK_UNSET));
+
 	/* pam_limits' reading: order, specificity, '-' and KiB values */
 
 	{

@@ -126,6 +126,25 @@ static void test_events_down(void)
 	md_events_free(&ev);
 }
 
+/* md_next_word: words cut out in place, runs of spaces skipped, the rest of the line when asked. */
+static void test_next_word(void)
+{
+	char line[] = "mine  ev-1 Terminate Scheduled  3 vm1 vm2", *p = line;
+
+	TEST_STREQ(md_next_word(&p, false), "mine");
+	TEST_STREQ(md_next_word(&p, false), "ev-1");
+	TEST_STREQ(md_next_word(&p, false), "Terminate");
+	TEST_STREQ(md_next_word(&p, false), "Scheduled");
+	TEST_STREQ(md_next_word(&p, true), "3 vm1 vm2");
+	TEST_CHECK(md_next_word(&p, false) == NULL);
+	TEST_CHECK(md_next_word(&p, true) == NULL);
+	{
+		char blank[] = "   ", *q = blank;
+
+		TEST_CHECK(md_next_word(&q, false) == NULL);
+	}
+}
+
 /* An instance fact: asked once a boot, kept by a run that may write, per URL; a failure not kept. */
 static void test_fact(void)
 {
@@ -185,6 +204,7 @@ static void test_fact(void)
 
 int main(void)
 {
+	test_next_word();
 	test_fact();
 	test_imds();
 	test_events_parse();

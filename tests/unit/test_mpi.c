@@ -289,6 +289,7 @@ static void test_parse(void)
 		"min_bw_MiBps=100.0 limit_us=5\n", 5, 0), 1);
 	TEST_INTEQ(r.status, ST_FAILED);
 	TEST_STREQ(r.summary, "slow pair n1 <-> n2: latency 12.50 us is above max_latency_us 5");
+	TEST_CHECK(r.n_findings == 1 && strcmp(r.findings[0].tag, "mpi.verify.slow-pair") == 0);
 	report_free(&r);
 
 	/* bandwidth is judged too: min_bandwidth 1 GiB/s, the narrow pair named */
@@ -299,13 +300,33 @@ static void test_parse(void)
 		"min_bw_MiBps=100.0 narrowest=n1,n2 limit_MiBps=1024\n", 0, 1ull << 30), 1);
 	TEST_INTEQ(r.status, ST_FAILED);
 	TEST_STREQ(r.summary, "narrow pair n1 <-> n2: bandwidth 100.0 MiB/s at 4 MiB is below min_bandwidth 1024.0 MiB/s");
+	TEST_CHECK(r.n_findings == 1 && strcmp(r.findings[0].tag, "mpi.verify.low-bandwidth") == 0);
 	report_free(&r);
 
 	report_init(&r);
 	TEST_INTEQ(verify_parse(&r, "result status=error nodes=2 pairs=1 reason=same-host host=n1\n", 0, 0), 1);
 	TEST_INTEQ(r.status, ST_FAILED);
 	TEST_CHECK(strstr(r.summary, "two ranks ran on n1") != NULL);
+	TEST_CHECK(r.n_findings == 1 && strcmp(r.findings[0].tag, "mpi.verify.rank-twice") == 0);
 	report_free(&r);
+	/* a launch that fails, one that runs out of time: each its own tag */
+	{
+		struct proc_result pr = { 0 };
+
+		pr.exit_code = 1;
+		pr.err = xstrdup("ssh: connect to host n2 port 22: Connection refused\n");
+		report_init(&r);
+		launch_report(&r, &pr, 2);
+		TEST_CHECK(r.n_findings == 1 && strcmp(r.findings[0].tag, "mpi.verify.launch-failed") == 0);
+		report_free(&r);
+		free(pr.err);
+		memset(&pr, 0, sizeof(pr));
+		pr.timed_out = true;
+		report_init(&r);
+		launch_report(&r, &pr, 1);
+		TEST_CHECK(r.n_findings == 1 && strcmp(r.findings[0].tag, "mpi.verify.timeout") == 0);
+		report_free(&r);
+	}
 
 	report_init(&r);
 	TEST_INTEQ(verify_parse(&r, "hello rank=0 host=n1\nresult status=ok nodes=1 pairs=0\n", 0, 0), 1);

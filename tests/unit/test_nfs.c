@@ -579,6 +579,42 @@ static void test_fake_root(void)
 	TEST_CHECK(strstr(sb_str(&r.details), "the kernel has no NFS client support (mount: mount.nfs: "
 			  "No such device; ENODEV") != NULL);
 	report_free(&r);
+	/* each failure mount.nfs names is its own finding (the tags index the tests) */
+	{
+		static const struct { const char *says, *tag; } fails[] = {
+			{ "mount: wrong fs type, bad option, bad superblock on 10.0.0.7:/shared, missing "
+			  "codepage or helper program, or other error", "nfs.mount.no-mount-nfs" },
+			{ "mount.nfs: rpc.statd is not running but is required for remote locking.",
+			  "nfs.mount.no-statd" },
+			{ "mount.nfs: access denied by server while mounting 10.0.0.7:/shared", "nfs.mount.denied" },
+			{ "mount.nfs: mounting 10.0.0.7:/shared failed, reason given by server: No such file or "
+			  "directory", "nfs.mount.no-export" },
+			{ "mount.nfs: Connection timed out", "nfs.mount.timeout" },
+			{ "mount.nfs: Connection refused", "nfs.mount.unreachable" },
+		};
+		for (size_t i = 0; i < sizeof(fails) / sizeof(fails[0]); i++) {
+			char *script = xasprintf("#!/bin/sh\necho '%s' >&2\nexit 32\n", fails[i].says);
+
+			spit(path, script);
+			free(script);
+			report_init(&r);
+			TEST_CHECK(nfs_apply(&c, &r) < 0);
+			TEST_INTEQ(r.status, ST_FAILED);
+			TEST_CHECK(r.n_findings == 1 && strcmp(r.findings[0].tag, fails[i].tag) == 0);
+			if (r.n_findings != 1 || strcmp(r.findings[0].tag, fails[i].tag) != 0)
+				fprintf(stderr, "  mount says '%s': %s, not %s\n", fails[i].says,
+					r.n_findings ? r.findings[0].tag : "no finding", fails[i].tag);
+			report_free(&r);
+		}
+	}
+	/* a mount program that cannot be started */
+	setenv("HPCINIT_MOUNT_PROG", "/nonexistent/mount", 1);
+	report_init(&r);
+	TEST_CHECK(nfs_apply(&c, &r) < 0);
+	TEST_CHECK(r.n_findings == 1 && strcmp(r.findings[0].tag, "nfs.mount.cannot-run") == 0);
+	if (r.n_findings)
+		fprintf(stderr, "  no mount program: %s\n", r.findings[0].tag);
+	report_free(&r);
 	unsetenv("HPCINIT_MOUNT_PROG");
 
 	/* a mount removed entirely: the block goes, the file is as it was (plus a final newline) */
@@ -611,6 +647,148 @@ static void test_timeout(void)
 }
 
 
+/* has_tag: r's findings include tag (each printed when not) */
+static bool has_tag(const struct report *r, const char *tag)
+{
+	for (size_t i = 0; i < r->n_findings; i++)
+		if (strcmp(r->findings[i].tag, tag) == 0)
+			return true;
+	fprintf(stderr, "  no finding %s; the findings:\n", tag);
+	for (size_t i = 0; i < r->n_findings; i++)
+		fprintf(stderr, "    %s: %s\n", r->findings[i].tag, r->findings[i].text);
+	return false;
+}
+
+/* tag_run MODE, with the fixture mountinfo MI: the report's findings for one mount at PATH */
+static void tag_run(struct report *r, const char *root, const char *mi, const char *mpath, enum run_mode mode)
+{
+	static const char *const v3[] = { "vers=3", "hard", "proto=tcp", NULL };
+	struct spec *s = spec_new("glocluster");
+	char path[512];
+	struct ctx c;
+
+	snprintf(path, sizeof(path), "%s/proc/self/mountinfo", root);
+	spit(path, mi);
+	s->nfs.n_mounts = 1;
+	s->nfs.mounts = xcalloc(1, sizeof(*s->nfs.mounts));
+	mount_init(&s->nfs.mounts[0], "10.0.0.7", "/shared", mpath, v3, 2000);
+	ctx_setup(&c, s, root, mode);
+	report_init(r);
+	if (mode == RUN_CHECK)
+		nfs_check(&c, r);
+	else
+		nfs_apply(&c, r);
+	spec_free(s);
+}
+
+/* Each finding of a mount and its mount point, by its tag (the tags index the tests). */
+static void test_finding_tags(void)
+{
+	static const char *const root_line = "25 1 8:1 / / rw - ext4 /dev/sda1 rw\n";
+	char root[] = "/tmp/test_nfs_tags.XXXXXX", path[600], mi[512];
+	struct nfs_target t;
+	struct spec_nfs_mount m;
+	struct nfs_probe_result pr;
+	struct report r;
+
+	TEST_CHECK(mkdtemp(root) != NULL);
+	snprintf(path, sizeof(path), "%s/etc", root);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/proc", root);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/proc/self", root);
+	mkdir(path, 0755);
+	snprintf(mi, sizeof(mi), "%s60 25 0:50 / /scratch rw,relatime - nfs 10.0.0.7:/shared "
+		 "rw,vers=3,hard,proto=tcp\n", root_line);
+
+	/* mounted, and the probe of it does not come back */
+	fakes_reset();
+	fake_inspect_rc = -ETIMEDOUT;
+	tag_run(&r, root, mi, "/scratch", RUN_CHECK);
+	TEST_INTEQ(r.status, ST_FAILED);
+	TEST_CHECK(has_tag(&r, "nfs.mounted.not-answering"));
+	report_free(&r);
+	/* mounted, and stat of it fails */
+	fakes_reset();
+	fake_stat_err = EIO;
+	tag_run(&r, root, mi, "/scratch", RUN_CHECK);
+	TEST_CHECK(has_tag(&r, "nfs.mounted.stat-failed"));
+	report_free(&r);
+	/* mounted with other options than the spec's (vers=4.1 where it says 3) */
+	fakes_reset();
+	snprintf(mi, sizeof(mi), "%s60 25 0:50 / /scratch rw,relatime - nfs4 10.0.0.7:/shared "
+		 "rw,vers=4.1,hard,proto=tcp\n", root_line);
+	tag_run(&r, root, mi, "/scratch", RUN_APPLY);
+	TEST_CHECK(has_tag(&r, "nfs.mounted.options-differ"));
+	report_free(&r);
+	/* another filesystem at the mount point */
+	fakes_reset();
+	snprintf(mi, sizeof(mi), "%s60 25 8:2 / /scratch rw,relatime - ext4 /dev/sdb1 rw\n", root_line);
+	tag_run(&r, root, mi, "/scratch", RUN_APPLY);
+	TEST_INTEQ(r.status, ST_FAILED);
+	TEST_CHECK(has_tag(&r, "nfs.mountpoint.busy"));
+	report_free(&r);
+	/* the mount point is a file; its parent is a file */
+	fakes_reset();
+	snprintf(path, sizeof(path), "%s/afile", root);
+	spit(path, "x\n");
+	tag_run(&r, root, root_line, "/afile", RUN_APPLY);
+	TEST_CHECK(has_tag(&r, "nfs.mountpoint.not-dir"));
+	report_free(&r);
+	tag_run(&r, root, root_line, "/afile/scratch", RUN_APPLY);
+	TEST_CHECK(has_tag(&r, "nfs.mountpoint.mkdir"));
+	report_free(&r);
+	/* mounted now, and the write probe of the fresh mount fails (EIO, not a squashed root) */
+	fakes_reset();
+	fake_write_err = EIO;
+	snprintf(path, sizeof(path), "%s/fake-mount", root);
+	{
+		char *script = xasprintf("#!/bin/sh\necho \"61 25 0:51 / /scratch rw - nfs $5 rw,$4\" "
+					 ">>%s/proc/self/mountinfo\n", root);
+
+		spit(path, script);
+		free(script);
+	}
+	chmod(path, 0755);
+	setenv("HPCINIT_MOUNT_PROG", path, 1);
+	tag_run(&r, root, root_line, "/scratch", RUN_APPLY);
+	TEST_CHECK(has_tag(&r, "nfs.mounted.write-failed"));
+	report_free(&r);
+	unsetenv("HPCINIT_MOUNT_PROG");
+	/* mount(8) says it mounted, and mountinfo shows nothing there */
+	fakes_reset();
+	setenv("HPCINIT_MOUNT_PROG", "/bin/true", 1);
+	tag_run(&r, root, root_line, "/scratch", RUN_APPLY);
+	TEST_CHECK(has_tag(&r, "nfs.mount.not-visible"));
+	report_free(&r);
+	unsetenv("HPCINIT_MOUNT_PROG");
+	/* /etc/fstab cannot be written (a directory) */
+	snprintf(path, sizeof(path), "%s/etc/fstab", root);
+	unlink(path);
+	mkdir(path, 0755);
+	tag_run(&r, root, mi, "/scratch", RUN_APPLY);
+	TEST_CHECK(has_tag(&r, "nfs.fstab.write"));
+	report_free(&r);
+
+	/* the server's answers before a mount: no such export, permission denied */
+	mount_init(&m, "198.18.2.2", "/export", "/scratch", NULL, 1000);
+	target_init(&t, &m);
+	memset(&pr, 0, sizeof(pr));
+	pr.err = NE_NOEXPORT;
+	report_init(&r);
+	explain_probe(&r, &t, &pr, 1000, 2);
+	TEST_CHECK(has_tag(&r, "nfs.server.no-export"));
+	report_free(&r);
+	pr.err = NE_DENIED;
+	report_init(&r);
+	explain_probe(&r, &t, &pr, 1000, 2);
+	TEST_CHECK(has_tag(&r, "nfs.server.denied"));
+	report_free(&r);
+	target_free(&t);
+	mount_fini(&m);
+	rm_rf(root);
+}
+
 int main(void)
 {
 	nfs_io = &fake_ops;
@@ -623,5 +801,6 @@ int main(void)
 	test_wait_zero();
 	test_fake_root();
 	test_timeout();
+	test_finding_tags();
 	TEST_EXIT();
 }

@@ -153,10 +153,62 @@ static void test_self_probe(void)
 	spec_del(s);
 }
 
+/* An export directory that cannot be made, an exports file that cannot be written: by their tags. */
+static void test_export_tags(void)
+{
+	char root[] = "/tmp/test_nfs_export.XXXXXX";
+	char path[512];
+	struct spec *s = load("version: 1\ncluster: {name: glocluster, role: head, network: 10.0.0.0/24}\n"
+			      "nfs:\n  exports:\n    - {path: /afile/shared}\n");
+	struct report r;
+	struct ctx c;
+	bool found;
+
+	TEST_CHECK(s != NULL);
+	if (!s)
+		return;
+	TEST_CHECK(mkdtemp(root) != NULL);
+	snprintf(path, sizeof(path), "%s/etc", root);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/afile", root);
+	spit(path, "a file where the export's parent would be\n");
+	ctx_setup(&c, s, root, RUN_APPLY);
+	report_init(&r);
+	nfs_apply(&c, &r);
+	TEST_INTEQ(r.status, ST_FAILED);
+	found = false;
+	for (size_t i = 0; i < r.n_findings; i++)
+		found |= strcmp(r.findings[i].tag, "nfs.exports.mkdir") == 0;
+	TEST_CHECK(found);
+	report_free(&r);
+
+	/* /etc/exports.d is a file: the exports file cannot be written there */
+	spec_free(s);
+	s = load("version: 1\ncluster: {name: glocluster, role: head, network: 10.0.0.0/24}\n"
+		 "nfs:\n  exports:\n    - {path: /shared}\n");
+	snprintf(path, sizeof(path), "%s/etc/exports.d", root);
+	spit(path, "not a directory\n");
+	ctx_setup(&c, s, root, RUN_APPLY);
+	report_init(&r);
+	nfs_apply(&c, &r);
+	TEST_INTEQ(r.status, ST_FAILED);
+	found = false;
+	for (size_t i = 0; i < r.n_findings; i++)
+		found |= strcmp(r.findings[i].tag, "nfs.exports.write") == 0;
+	TEST_CHECK(found);
+	if (!found)
+		for (size_t i = 0; i < r.n_findings; i++)
+			fprintf(stderr, "  %s: %s\n", r.findings[i].tag, r.findings[i].text);
+	report_free(&r);
+	rm_rf(root);
+	spec_free(s);
+}
+
 int main(void)
 {
 	nfs_io = &fake_ops;
 	test_exports();
 	test_self_probe();
+	test_export_tags();
 	TEST_EXIT();
 }

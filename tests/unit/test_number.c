@@ -72,5 +72,45 @@ int main(void)
 	TEST_CHECK(d == 7);
 	TEST_CHECK(num_double_prefix("100 Gb/sec", 0, 1e6, &d, &end) && d == 100 && *end == ' ');
 	TEST_CHECK(num_double_prefix("2.5e3", 0, 1e6, &d, &end) && d == 2.5 && *end == 'e');
+	/* fields of a line: blanks between, a number ends at a blank, newline or the end */
+	{
+		const char *p = "kv 12\t34 -1\nrest", *q;
+		long long l = 0;
+		char w[8];
+
+		u = 0;
+
+		TEST_CHECK(num_word_field(&p, w, sizeof(w)));
+		TEST_STREQ(w, "kv");
+		TEST_CHECK(num_ull_field(&p, 10, ULLONG_MAX, &u) && u == 12);
+		TEST_CHECK(num_ll_field(&p, LLONG_MIN, LLONG_MAX, &l) && l == 34);
+		TEST_CHECK(num_ll_field(&p, -1, 5, &l) && l == -1);
+		TEST_INTEQ(*p, '\n');
+		/* nothing left on the line: no field, p untouched */
+		q = p + 1 + 4;
+		TEST_CHECK(!num_word_field(&q, w, sizeof(w)) && !num_ll_field(&q, 0, 9, &l) && *q == '\0');
+		/* junk after the digits, out of range, '+', none: false, p and the value untouched */
+		q = "12x 3";
+		TEST_CHECK(!num_ull_field(&q, 10, 100, &u) && u == 12 && q[0] == '1');
+		q = " 101";
+		TEST_CHECK(!num_ull_field(&q, 10, 100, &u) && q[0] == ' ');
+		q = "+5";
+		TEST_CHECK(!num_ll_field(&q, 0, 9, &l));
+		q = "-5";
+		TEST_CHECK(!num_ull_field(&q, 10, 9, &u));
+		/* base 16: /proc's "0x" allowed */
+		q = "0x7ffd1a2b 0X10 ff";
+		TEST_CHECK(num_ull_field(&q, 16, ULLONG_MAX, &u) && u == 0x7ffd1a2bULL);
+		TEST_CHECK(num_ull_field(&q, 16, ULLONG_MAX, &u) && u == 16);
+		TEST_CHECK(num_ull_field(&q, 16, ULLONG_MAX, &u) && u == 255 && *q == '\0');
+		q = "0x";
+		TEST_CHECK(!num_ull_field(&q, 16, ULLONG_MAX, &u));
+		/* a word too long for its buffer: false, never cut (sscanf's %7s split it in two) */
+		q = "12345678 x";
+		TEST_CHECK(!num_word_field(&q, w, sizeof(w)) && q[0] == '1');
+		q = "1234567 x";
+		TEST_CHECK(num_word_field(&q, w, sizeof(w)));
+		TEST_STREQ(w, "1234567");
+	}
 	TEST_EXIT();
 }

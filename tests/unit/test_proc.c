@@ -179,7 +179,7 @@ static void test_build_tree(void)
 	struct stat exe = { .st_uid = 0, .st_mode = S_IFREG | 0755 };
 
 	if (geteuid() != 0)
-		return;         /* chown: helper-path.sh runs the binary */
+		return;         /* chown: core-helper-path.sh runs the binary */
 	TEST_CHECK(mkdtemp(base) != NULL);
 	TEST_INTEQ(chmod(base, 0755), 0);
 	u = xasprintf("%s/u", base);

@@ -444,7 +444,12 @@ static void test_strict(void)
 		{ "slots: 120", "slots: 99999999999999999999999", -EBADMSG, "slots" },
 		{ "slots: 120", "slots: -1", -EBADMSG, "slots" },
 		{ "role: compute", "role: boss", -EBADMSG, "role" },
-		{ "format: 1", "format: 2", -EBADMSG, "not supported" },
+		{ "format: 1", "format: 0", -EBADMSG, "format: expected a number" },
+		{ "format: 1", "format: 01", -EBADMSG, "format: expected a number" },
+		{ "format: 1", "format: one", -EBADMSG, "format: expected a number" },
+		{ "format: 1", "format: 2", -EPROTONOSUPPORT, "format 2 (written by hpcinit 0.1.0) is newer" },
+		{ "format: 1", "format: 10", -EPROTONOSUPPORT, "format 10 (written by hpcinit 0.1.0) is newer" },
+		{ "format: 1\n", "", -EBADMSG, "format is missing" },
 		{ "cluster: glo", "cluster: other", -EXDEV, "other" },
 		{ "updated: 1700000000", "updated: soon", -EBADMSG, "updated" },
 		{ "  - ssh-ed25519", "  - ssh-ed25519 AAAA$(reboot) x\n  - ssh-ed25519", -EBADMSG, "host key" },
@@ -521,6 +526,72 @@ static void test_strict(void)
 	/* no error buffer is fine */
 	TEST_INTEQ(record_parse("x", 1, "glo", NULL, 0, &q, NULL, 0), -ENODATA);
 	free(t);
+	peer_clear(&p);
+}
+
+/*
+ * Versions (docs/formats.md): the format this agent writes and every older
+ * one read; a newer one refused as such (-EPROTONOSUPPORT, naming the format,
+ * the writer's version and the formats read) before any other line is read,
+ * so a field whose meaning changed is never misread as what it meant before.
+ */
+static void test_formats(void)
+{
+	/* a record exactly as release 0.1.0 (commit 1033c06) writes it */
+	static const char *const rel010 =
+		"# hpcinit peer record; written by hpcinit, do not edit\n"
+		"format: 1\ncluster: glo\nhostname: node3\naddr: 10.0.0.3\nslots: 4\nrole: compute\n"
+		"version: 0.1.0\nupdated: 1700000000\nformed: true\nstate: ready\n"
+		"users: alice=10001:10001\nhost_keys: []\nuser_keys: []\n...\n";
+	struct peer p, q;
+	char err[320];
+	char *t, *t2;
+
+	TEST_INTEQ(RECORD_FORMAT, 1);
+	TEST_CHECK(RECORD_FORMAT <= RECORD_FORMAT_READ);
+	TEST_INTEQ(parse_str(rel010, NULL, &q, err, sizeof(err)), 0);
+	TEST_STREQ(q.hostname, "node3");
+	TEST_CHECK(q.formed && q.state == PEER_READY);
+	peer_clear(&q);
+
+	/* what this agent writes says its format first */
+	fill(&p);
+	t = record_format(&p, "glo", NULL, 0);
+	TEST_CHECK(strncmp(strchr(t, '\n') + 1, "format: 1\n", 10) == 0);
+
+	/* format 2 whose other lines mean what format 1 cannot read: told as newer, not as malformed */
+	t2 = xstrdup("# hpcinit peer record\n\nformat: 2\ncluster: other\nhostname: ../x\nslots: many\n"
+		     "version: 0.9.0\nlayout: v2\n");
+	memset(&q, 0x5a, sizeof(q));
+	TEST_INTEQ(parse_str(t2, NULL, &q, err, sizeof(err)), -EPROTONOSUPPORT);
+	TEST_STREQ(err, "format 2 (written by hpcinit 0.9.0) is newer than hpcinit " PACKAGE_VERSION
+		   " reads (formats 1 to 1)");
+	TEST_INTEQ(((unsigned char *)&q)[0], 0x5a);             /* nothing handed back */
+	free(t2);
+	/* with the cluster secret: refused as newer, not as a bad HMAC */
+	t2 = replace(t, "format: 1", "format: 3");
+	TEST_INTEQ(parse_str(t2, "0123456789abcdef", &q, err, sizeof(err)), -EPROTONOSUPPORT);
+	TEST_CHECK(strstr(err, "format 3 (written by hpcinit 0.1.0)") != NULL);
+	free(t2);
+	/* a writer's version in no shape this agent reads is left out of the message */
+	t2 = replace(t, "format: 1", "format: 2");
+	free(t);
+	t = replace(t2, "version: 0.1.0", "version: 0.9$(reboot)");
+	TEST_INTEQ(parse_str(t, NULL, &q, err, sizeof(err)), -EPROTONOSUPPORT);
+	TEST_STREQ(err, "format 2 is newer than hpcinit " PACKAGE_VERSION " reads (formats 1 to 1)");
+	free(t);
+	free(t2);
+	/* a newer format not first (no writer of this project puts it there): refused all the same */
+	fill(&q);
+	t = record_format(&q, "glo", NULL, 0);
+	t2 = replace(t, "format: 1\n", "");
+	free(t);
+	t = replace(t2, "slots: 120", "slots: 120\nformat: 2");
+	TEST_INTEQ(parse_str(t, NULL, &p, err, sizeof(err)), -EPROTONOSUPPORT);
+	TEST_CHECK(strstr(err, "format 2 is newer") != NULL);
+	free(t);
+	free(t2);
+	peer_clear(&q);
 	peer_clear(&p);
 }
 
@@ -655,5 +726,6 @@ int main(void)
 	test_users();
 	test_truncation();
 	test_strict();
+	test_formats();
 	TEST_EXIT();
 }

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -557,6 +558,90 @@ static void test_frames(void)
 	}
 }
 
+/*
+ * A frame's header is read within its line: the byte after the buffer's end
+ * is a page nobody may read (sscanf measured the whole rest of the buffer
+ * with strlen, which read past an answer's end and made a list of 10,000
+ * keys quadratic); a negative lease, a "del", a number that is no number.
+ */
+static void test_frames_bounded(void)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	char *map = mmap(NULL, (size_t)pg * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	static const char text[] = "kv 3 2 -1\nk/aav\n";
+	unsigned long long kl = 0, vl = 0;
+	long long lease = 0;
+	struct rv_frame f;
+	const char *p, *end;
+
+	TEST_CHECK(map != MAP_FAILED);
+	if (map == MAP_FAILED)
+		return;
+	TEST_INTEQ(mprotect(map + pg, (size_t)pg, PROT_NONE), 0);
+	memcpy(map + pg - (sizeof(text) - 1), text, sizeof(text) - 1);  /* no NUL: the next byte cannot be read */
+	p = map + pg - (sizeof(text) - 1);
+	end = map + pg;
+	TEST_INTEQ(rv_frame_next(&p, end, &f), 1);
+	TEST_INTEQ(f.kind, RV_F_KV);
+	TEST_INTEQ(f.lease, -1);
+	TEST_CHECK(f.key_len == 3 && f.value_len == 2 && memcmp(f.value, "av", 2) == 0);
+	TEST_CHECK(p == end);
+	munmap(map, (size_t)pg * 2);
+	TEST_INTEQ(etcd_frame_header("del 12\n", "del 12\n" + 6, &kl, &vl, &lease), 2);
+	TEST_INTEQ(kl, 12);
+	TEST_INTEQ(etcd_frame_header("kv 1 2 3\n", "kv 1 2 3\n" + 8, &kl, &vl, &lease), 1);
+	TEST_CHECK(kl == 1 && vl == 2 && lease == 3);
+	TEST_INTEQ(etcd_frame_header("kv 1 x 3\n", "kv 1 x 3\n" + 8, &kl, &vl, &lease), 0);
+	TEST_INTEQ(etcd_frame_header("kv 1 2 3 4\n", "kv 1 2 3 4\n" + 10, &kl, &vl, &lease), 0);
+	TEST_INTEQ(etcd_frame_header("kv 1 2 \n", "kv 1 2 \n" + 7, &kl, &vl, &lease), 0);
+	TEST_INTEQ(etcd_frame_header("del \n", "del \n" + 4, &kl, &vl, &lease), 0);
+	TEST_INTEQ(etcd_frame_header("rev 7\n", "rev 7\n" + 5, &kl, &vl, &lease), 0);
+}
+
+/*
+ * The step's helper ("serve") and its way out: a helper that stopped reading
+ * its requests (stdin closed) is stopped, and the call runs in a helper of
+ * its own; the write to it must not kill this process (SIGPIPE).  The helper
+ * is a stand-in (a shell script: no etcd here): served, it closes its stdin,
+ * answers one call ("rev 5") and lingers; run on its own it prints "rev 7".
+ */
+static void test_session(struct ctx *c)
+{
+	static const char *const list[] = { "list", "/hpcinit/t/nodes/", NULL };
+	char dir[] = "/tmp/hpcinit-test-sess.XXXXXX", *helper;
+	struct proc_result res = { 0 };
+	FILE *f;
+
+	TEST_CHECK(mkdtemp(dir) != NULL);
+	helper = xasprintf("%s/hpcinit-etcd", dir);
+	f = fopen(helper, "w");
+	TEST_CHECK(f != NULL);
+	if (!f)
+		return;
+	fputs("#!/bin/sh\n# stand-in for hpcinit-etcd (test_rendezvous: no etcd)\n"
+	      "for a; do [ \"$a\" = serve ] && { exec <&-; printf 'done 0 6 0\\nrev 5\\n'; sleep 2; exit 0; }; done\n"
+	      "printf 'rev 7\\n'\n", f);
+	fclose(f);
+	chmod(helper, 0755);
+	setenv("HPCINIT_LIBEXEC_DIR", dir, 1);
+	sess.armed = 1;
+	TEST_INTEQ(rv_etcd_run(c, NULL, NULL, &res, list), 0);
+	TEST_CHECK(res.out && (!strcmp(res.out, "rev 5\n") || !strcmp(res.out, "rev 7\n")));
+	proc_result_free(&res);
+	memset(&res, 0, sizeof(res));
+	/* The helper no longer reads: the call runs on its own. */
+	TEST_INTEQ(rv_etcd_run(c, NULL, NULL, &res, list), 0);
+	TEST_STREQ(res.out ? res.out : "", "rev 7\n");
+	TEST_CHECK(!sess.up);
+	proc_result_free(&res);
+	sess.armed = 0;
+	sess_stop(true);
+	unsetenv("HPCINIT_LIBEXEC_DIR");
+	unlink(helper);
+	rmdir(dir);
+	free(helper);
+}
+
 /* The sync's answer as the session reads it: the lease, the put, etcd's Date, then the list whole. */
 static void test_sync_answer(void)
 {
@@ -614,6 +699,36 @@ static void test_stream(void)
 	TEST_INTEQ(m.in.len, 0);
 	rv_stream_free(&m);
 	sb_free(&t);
+	/* Many keys (the index grows), every third deleted, every key put again: one entry each. */
+	{
+		struct strbuf one = STRBUF_INIT;
+		char k[32];
+
+		for (int round = 0; round < 2; round++)
+			for (int i = 0; i < 1000; i++) {
+				snprintf(k, sizeof(k), "k/n%04d", i);
+				sb_reset(&one);
+				if (round == 0 || i % 3)
+					sb_printf(&one, "kv 7 1 0\n%sv\n", k);
+				else
+					sb_printf(&one, "del 7\n%s\n", k);
+				rv_stream_feed(&m, sb_str(&one), one.len, &changes);
+			}
+		TEST_INTEQ(m.n, 1000 - 334);
+		for (int i = 0; i < 1000; i += 3) {
+			snprintf(k, sizeof(k), "k/n%04d", i);
+			sb_reset(&one);
+			sb_printf(&one, "kv 7 1 0\n%sw\n", k);
+			rv_stream_feed(&m, sb_str(&one), one.len, &changes);
+		}
+		TEST_INTEQ(m.n, 1000);
+		TEST_INTEQ(members_find(&m, "k/n0999", 7), members_find(&m, "k/n0999", 7));
+		TEST_CHECK(members_find(&m, "k/n0999", 7) < m.n);
+		TEST_CHECK(members_find(&m, "k/n1000", 7) == m.n);
+		TEST_INTEQ(memcmp(m.item[members_find(&m, "k/n0003", 7)] + 16, "w", 1), 0);
+		rv_stream_free(&m);
+		sb_free(&one);
+	}
 	/* The view a watcher hands the runs it starts: set, read, cleared. */
 	{
 		size_t l = 1;
@@ -680,6 +795,7 @@ int main(void)
 	char *p;
 
 	test_frames();
+	test_frames_bounded();
 	test_sync_answer();
 	test_status();
 
@@ -699,6 +815,7 @@ int main(void)
 	test_dir_squash(&c, &spec);
 	test_dir_mount(&c, &spec);
 	test_stream();
+	test_session(&c);
 	test_names_sum(&c);
 	{
 		/* The shared directory has no stream to watch: its users list it again. */

@@ -7,6 +7,8 @@
  */
 #include "config.h"
 
+#include <signal.h>
+
 #include "../../agent/core/runner.c"
 #include "../../agent/core/status.c"
 #include "../../agent/cmd/status_read.c"
@@ -90,17 +92,50 @@ static int g_check(struct ctx *c, struct report *r)
 	return 0;
 }
 
+/*
+ * leave: c's runs here, a's (the first step's: the record's removal) in a
+ * child, after c's; each writes "<step> <pid>" to <root>/leave (a stand-in
+ * for slurm's drain and discovery's removal).
+ */
+static char root[];
+static bool a_leave_fails;
+static void leave_note(const char *step)
+{
+	char *p = fs_rooted(root, "/leave"), *line = xasprintf("%s %ld\n", step, (long)getpid());
+	FILE *f = fopen(p, "a");
+
+	if (f) {
+		fputs(line, f);
+		fclose(f);
+	}
+	free(line);
+	free(p);
+}
+static int a_leave(struct ctx *c, struct report *r)
+{
+	leave_note("a");
+	if (a_leave_fails)
+		return -EIO;
+	report_set(r, ST_CHANGED, "removed node1's record");
+	return 0;
+}
+static int c_leave(struct ctx *c, struct report *r)
+{
+	leave_note(c->module);
+	return 0;
+}
+
 static const char *const needs_b[] = { "b", NULL };
 static const char *const needs_a[] = { "a", NULL };
 static const struct module ma = { .name = "a", .enabled = on, .timeout_ms = t5, .check = a_apply,
-				  .apply = a_apply, .outputs = OUT_PEERS };
+				  .apply = a_apply, .outputs = OUT_PEERS, .leave = a_leave };
 static const struct module mb = { .name = "b", .enabled = on, .check = b_apply, .apply = b_apply };
 static const struct module mc = { .name = "c", .enabled = on, .needs = needs_b, .check = c_apply,
-				  .apply = c_apply };
+				  .apply = c_apply, .leave = c_leave };
 static const struct module md = { .name = "d", .enabled = on, .needs = needs_a, .check = d_apply,
 				  .apply = d_apply, .inputs = OUT_PEERS };
 static const struct module me = { .name = "e", .enabled = off, .check = c_apply, .apply = c_apply,
-				  .outputs = OUT_RDMA | OUT_GPU };
+				  .outputs = OUT_RDMA | OUT_GPU, .leave = c_leave };
 static const struct module mf = { .name = "f", .enabled = on, .apply = f_apply };
 static const struct module mg = { .name = "g", .check = g_check };
 const struct module *const module_table[] = { &ma, &mb, &mc, &md, &me, &mf, &mg, NULL };
@@ -114,6 +149,41 @@ const struct module *module_find(const char *name)
 }
 
 static char root[] = "/tmp/hpcinit-test-runner.XXXXXX";
+
+/* runner_leave: enabled steps' leave hooks, last step first, the first step's in a child, under the lock. */
+static void test_leave(struct ctx *c)
+{
+	char *t, want[64];
+	int lock_fd = -1;
+
+	snprintf(want, sizeof(want), "c %ld\na ", (long)getpid());
+	TEST_INTEQ(runner_leave(c, 1000), 0);
+	t = test_get(root, "/leave");
+	TEST_CHECK(t && strncmp(t, want, strlen(want)) == 0);     /* c here, then a; e is off */
+	TEST_CHECK(t && strlen(t) > strlen(want) && atol(t + strlen(want)) != (long)getpid());
+	TEST_CHECK(t && !strstr(t, "e "));
+	free(t);
+	/* the record's removal failed: 1 */
+	test_put(root, "/leave", "");
+	a_leave_fails = true;
+	TEST_INTEQ(runner_leave(c, 1000), 1);
+	a_leave_fails = false;
+	/* the run lock held by a run in flight: no step's leave runs, 1 */
+	test_put(root, "/leave", "");
+	TEST_INTEQ(runner_take_lock(c, 1000, &lock_fd), 0);
+	if (fork() == 0)
+		_exit(runner_leave(c, 200));
+	{
+		int st = 0;
+
+		wait(&st);
+		TEST_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+	}
+	close(lock_fd);
+	t = test_get(root, "/leave");
+	TEST_STREQ(t, "");
+	free(t);
+}
 
 /* The worst-first summary, straight from report.c. */
 static void test_summarize(void)
@@ -268,6 +338,15 @@ static int iso_peers_step(struct ctx *c, struct report *r)
 	return 0;
 }
 
+/* A step whose child dies before it answers (a crash in a library it calls). */
+static int iso_crash_step(struct ctx *c, struct report *r)
+{
+	(void)c;
+	(void)r;
+	raise(SIGKILL);
+	return 0;
+}
+
 static void test_isolated_roundtrip(void)
 {
 	struct spec s = { 0 };
@@ -320,6 +399,20 @@ static void test_isolated_roundtrip(void)
 	}
 	view.peers = peerset_free(view.peers);
 	report_free(&rep);
+
+	/* the child killed before it answers: the step fails, tagged runner.crashed, the signal named */
+	{
+		const struct module mcr = { .name = "crash", .apply = iso_crash_step, .check = iso_crash_step,
+					   .isolate = true };
+
+		report_init(&rep);
+		r = run_isolated(&c, &mcr, mcr.apply, &rep, &view, 20000);
+		TEST_INTEQ(r, -EIO);
+		TEST_INTEQ(rep.status, ST_FAILED);
+		TEST_CHECK(rep.n_findings == 1 && strcmp(rep.findings[0].tag, "runner.crashed") == 0);
+		TEST_CHECK(rep.n_findings == 1 && strstr(rep.findings[0].text, "signal Killed") != NULL);
+		report_free(&rep);
+	}
 }
 
 static void test_iso_header(void)
@@ -413,6 +506,7 @@ int main(void)
 	TEST_STREQ(res.reports[1].summary, "Input/output error");
 	TEST_INTEQ(res.reports[2].status, ST_SKIPPED);
 	TEST_STREQ(res.reports[2].summary, "needs b, which failed");
+	TEST_CHECK(res.reports[2].n_findings == 1 && strcmp(res.reports[2].findings[0].tag, NEEDS_FAILED_TAG) == 0);
 	TEST_INTEQ(res.reports[3].status, ST_DEGRADED);
 	TEST_INTEQ(res.reports[4].status, ST_SKIPPED);
 	TEST_STREQ(res.reports[4].summary, "no e section in the spec");
@@ -503,6 +597,7 @@ int main(void)
 		TEST_INTEQ(status_print(&c, STATUS_PATH, out), 0);
 		fclose(out);
 	}
+	test_leave(&c);
 	test_rm_rf(root);
 	TEST_EXIT();
 }

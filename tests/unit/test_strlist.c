@@ -2,7 +2,8 @@
 /*
  * agent/loader/strlist.c: growable NULL-terminated string lists: copies or
  * takes its strings, stays NULL-terminated across every growth, reserve
- * keeps the entries, free empties it for reuse.
+ * keeps the entries, free empties it for reuse; membership (the one
+ * strlist_has), adding once and copying.
  */
 #include "config.h"
 
@@ -83,5 +84,28 @@ int main(void)
 	TEST_CHECK(l.v != NULL);
 	l.v[0] = NULL;
 	strlist_free(&l);
+	/* membership: byte for byte, an empty list has nothing */
+	{
+		struct strlist a = { 0 }, b = { 0 };
+
+		TEST_CHECK(!strlist_has(&a, ""));
+		strlist_push(&a, "node01");
+		strlist_push(&a, "");
+		TEST_CHECK(strlist_has(&a, "node01") && strlist_has(&a, ""));
+		TEST_CHECK(!strlist_has(&a, "NODE01") && !strlist_has(&a, "node0") && !strlist_has(&a, "node011"));
+		strlist_add_unique(&a, "node01");
+		strlist_add_unique(&a, "node02");
+		TEST_INTEQ(a.n, 3);
+		strlist_add_unique_n(&a, "node02.example", 6);   /* "node02": there */
+		strlist_add_unique_n(&a, "node0", 4);            /* "node": new */
+		TEST_INTEQ(a.n, 4);
+		TEST_STREQ(a.v[3], "node");
+		strlist_push(&b, "old");
+		strlist_copy(&b, &a);
+		TEST_INTEQ(b.n, 4);
+		TEST_CHECK(!strlist_has(&b, "old") && strlist_has(&b, "node") && b.v[4] == NULL);
+		strlist_free(&a);
+		strlist_free(&b);
+	}
 	TEST_EXIT();
 }

@@ -51,6 +51,73 @@ static char *calls(void)
 	return t ? t : xstrdup("");
 }
 
+/* daemon_pid: the pid file's process when it lives with that name, else by name in /proc. */
+static void test_daemon_pid(void)
+{
+	struct ctx c = { .root = root, .mode = RUN_CHECK };
+	struct ctx host = { .root = "/", .mode = RUN_CHECK };
+	char how[64] = "", self[24], *pf;
+
+	TEST_INTEQ(daemon_pid(&c, "/run/x.pid", "xd", DAEMON_SCAN, how, sizeof(how)), 0);
+	test_put(root, "/run/x.pid", "812\n");
+	test_put(root, "/proc/812/comm", "xd\n");
+	TEST_INTEQ(daemon_pid(&c, "/run/x.pid", "xd", 0, how, sizeof(how)), 812);
+	TEST_STREQ(how, "/run/x.pid");
+	test_put(root, "/proc/812/comm", "xdd\n");               /* the pid went to another program */
+	TEST_INTEQ(daemon_pid(&c, "/run/x.pid", "xd", 0, how, sizeof(how)), 0);
+	test_put(root, "/proc/9000/comm", "xd\n");
+	test_put(root, "/proc/700/comm", "xd\n");
+	test_put(root, "/proc/self/comm", "xd\n");                /* not a pid */
+	TEST_INTEQ(daemon_pid(&c, "/run/x.pid", "xd", DAEMON_SCAN, how, sizeof(how)), 700);
+	TEST_STREQ(how, "a process named xd");
+	/* DAEMON_TOP: only a child of pid 1 (the daemon, not its per-connection children); a zombie is none */
+	test_put(root, "/proc/700/stat", "700 (xd) S 650 700 700 0 -1 4194560\n");
+	test_put(root, "/proc/9000/stat", "9000 (x d)) S 1 9000 9000 0 -1 4194560\n");
+	TEST_INTEQ(daemon_pid(&c, NULL, "xd", DAEMON_SCAN | DAEMON_TOP, how, sizeof(how)), 9000);
+	test_put(root, "/proc/9000/stat", "9000 (xd) Z 1 9000 9000 0 -1 4194560\n");
+	TEST_INTEQ(daemon_pid(&c, NULL, "xd", DAEMON_SCAN | DAEMON_TOP, how, sizeof(how)), 0);
+	test_put(root, "/proc/700/stat", "700 (xd) R 1 700 700 0 -1 4194560\n");
+	TEST_INTEQ(daemon_pid(&c, NULL, "xd", DAEMON_SCAN | DAEMON_TOP, how, sizeof(how)), 700);
+	/* the pid file's first number is the pid (words after it are not read) */
+	test_put(root, "/run/x.pid", "812 junk\n");
+	test_put(root, "/proc/812/comm", "xd\n");
+	TEST_INTEQ(daemon_pid(&c, "/run/x.pid", "xd", 0, NULL, 0), 812);
+	test_put(root, "/run/x.pid", "-3\n");
+	TEST_INTEQ(daemon_pid(&c, "/run/x.pid", "xd", 0, NULL, 0), 0);
+	/* the real root: this very process, found by its name in this mount namespace */
+	snprintf(self, sizeof(self), "%ld", (long)getpid());
+	test_put(root, "/run/self.pid", self);
+	{
+		char *comm = NULL;
+
+		pf = fs_rooted(root, "/run/self.pid");
+
+		TEST_CHECK(fs_read_host("/proc/self/comm", 64, &comm, NULL) == 0);
+		comm[strcspn(comm, "\n")] = '\0';
+		TEST_INTEQ(daemon_pid(&host, pf, comm, 0, NULL, 0), getpid());
+		TEST_CHECK(daemon_pid(&host, NULL, comm, DAEMON_SCAN, NULL, 0) > 0);
+		free(comm);
+		free(pf);
+	}
+}
+
+/* systemd_booted: /run/systemd/system under the root is a directory */
+static void test_booted(void)
+{
+	struct ctx c = { .root = root, .mode = RUN_CHECK };
+	char *p = fs_rooted(root, "/run/systemd/system");
+
+	rm_rel("/run/systemd/system");
+	TEST_CHECK(!systemd_booted(&c));
+	test_put(root, "/run/systemd/system", "a file\n");      /* a file is not the manager */
+	TEST_CHECK(!systemd_booted(&c));
+	rm_rel("/run/systemd/system");
+	TEST_INTEQ(mkdir(p, 0755), 0);
+	TEST_CHECK(systemd_booted(&c));
+	TEST_INTEQ(rmdir(p), 0);
+	free(p);
+}
+
 int main(void)
 {
 	struct spec s = { 0 };
@@ -177,6 +244,8 @@ int main(void)
 	TEST_STREQ(t, "restart ssh.service\n");
 	free(t);
 
+	test_daemon_pid();
+	test_booted();
 	test_rm_rf(root);
 	TEST_EXIT();
 }

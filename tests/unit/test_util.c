@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agent/base/util.c: the clock and a step's deadline.  The backoff's
+ * agent/base/util.c: the clock, a step's deadline and this node's name.  The backoff's
  * delays are checked as values (doubled, capped, cut to what is left of
  * the deadline), never as measured times.
  */
@@ -8,6 +8,8 @@
 
 #include "../../agent/base/util.c"
 #include "test.h"
+
+#include <unistd.h>
 
 int main(void)
 {
@@ -55,5 +57,45 @@ int main(void)
 	TEST_CHECK(!ctx_backoff(&c, &d, 60000));
 	TEST_CHECK(d <= 100);
 	TEST_INTEQ(ctx_remaining_ms(&c), 0);
+
+	/* this node's name: --hostname first, else gethostname(2), one validity rule */
+	{
+		char buf[NODE_HOSTNAME_MAX], sys[NODE_HOSTNAME_MAX] = "", small[4];
+		char long_label[80];
+
+		c.hostname = "node-07.cluster";
+		TEST_STREQ(node_hostname(&c, buf, sizeof(buf)), "node-07.cluster");
+		c.hostname = "ip_10_0_0_7";         /* '_' as some images name themselves */
+		TEST_STREQ(node_hostname(&c, buf, sizeof(buf)), "ip_10_0_0_7");
+		/* what a record may not carry: NULL and "", never the system's name instead */
+		static const char *const bad[] = { "", "-node", "node-", "a..b", ".a", "a b", "a*", "a,b",
+						   "n\xe9", "node.-x", NULL };
+		for (const char *const *b = bad; *b; b++) {
+			c.hostname = *b;
+			strcpy(buf, "x");
+			TEST_CHECK(node_hostname(&c, buf, sizeof(buf)) == NULL);
+			TEST_STREQ(buf, "");
+		}
+		memset(long_label, 'a', 64);
+		long_label[64] = '\0';             /* a label of 64 */
+		c.hostname = long_label;
+		TEST_CHECK(node_hostname(&c, buf, sizeof(buf)) == NULL);
+		long_label[63] = '\0';             /* of 63: fine */
+		TEST_STREQ(node_hostname(&c, buf, sizeof(buf)), long_label);
+		/* too long for the buffer: none, not a truncated name */
+		c.hostname = "node1";
+		TEST_CHECK(node_hostname(&c, small, sizeof(small)) == NULL);
+		TEST_STREQ(small, "");
+		TEST_CHECK(node_hostname(&c, small, 0) == NULL);
+		/* no --hostname (and no ctx): the system's name when it is a valid one */
+		c.hostname = NULL;
+		TEST_CHECK(gethostname(sys, sizeof(sys) - 1) == 0);
+		if (name_host_valid(sys, NAME_UNDERSCORE)) {
+			TEST_STREQ(node_hostname(&c, buf, sizeof(buf)), sys);
+			TEST_STREQ(node_hostname(NULL, buf, sizeof(buf)), sys);
+		} else {
+			TEST_CHECK(node_hostname(&c, buf, sizeof(buf)) == NULL);
+		}
+	}
 	TEST_EXIT();
 }

@@ -35,6 +35,7 @@ static bool fake_rpc_v3_off;            /* v3 gives no answer (a server with ver
 static unsigned fake_mode = 0755;
 static int fake_inspect_rc;
 static int fake_write_err;
+static int fake_stat_err;               /* inspect: stat of the mount fails with it */
 static unsigned fake_inspect_calls;
 static bool fake_inspect_wrote;
 
@@ -99,6 +100,7 @@ static int fake_inspect(const char *hostpath, bool write_probe, unsigned timeout
 	ret->fstype = NFS_SUPER_MAGIC_;
 	ret->mode = fake_mode;
 	ret->write_err = write_probe ? fake_write_err : -1;
+	ret->stat_err = fake_stat_err;
 	snprintf(ret->write_step, sizeof(ret->write_step), "create");
 	return 0;
 }
@@ -122,6 +124,7 @@ static inline void fakes_reset(void)
 	fake_mode = 0755;
 	fake_inspect_rc = 0;
 	fake_write_err = 0;
+	fake_stat_err = 0;
 	fake_inspect_calls = 0;
 	fake_inspect_wrote = false;
 }

@@ -1,6 +1,6 @@
 # tests/vm/cluster.sh's checks, sourced by it (not run alone): The cluster's basics: each VM booted and ready, NFS, /etc/hosts, SSH trust,
 # MPI across the VMs, hpcinit verify.
-# Each check_NAME is run by --checks NAME; ok/notok, each_vm, vm_exec and the
+# Each check_NAME is run by --checks NAME; ok/not_ok, each_vm, vm_exec and the
 # cluster's variables are cluster.sh's.
 # shellcheck shell=bash
 
@@ -20,7 +20,7 @@ each_vm() {
 		[ "$(cat "$ev/$n.rc" 2>/dev/null)" = 0 ] || msgs+=("$n:" "$(cat "$ev/$n.out" 2>/dev/null)")
 	done
 	rm -rf "$ev"
-	if [ ${#msgs[@]} -eq 0 ]; then ok "$check"; else notok "$check" "${msgs[@]}"; fi
+	if [ ${#msgs[@]} -eq 0 ]; then ok "$check"; else not_ok "$check" "${msgs[@]}"; fi
 }
 
 check_boot() {
@@ -32,7 +32,7 @@ check_boot() {
 		msgs+=("$n: /var/log/cloud-init-output.log, apt lines left out:"
 			"$(vm_exec "$n" 60 'grep -vE "^(Get|Hit|Ign|Reading|Building|Selecting|Preparing|Unpacking|Setting up|Processing|Fetched|\(Reading|debconf|Created symlink)" /var/log/cloud-init-output.log | tail -40' 2>&1)")
 	done
-	[ ${#msgs[@]} -eq 0 ] && ok "boot: cloud-init status done on every VM" || notok "boot: cloud-init status done on every VM" "${msgs[@]}"
+	[ ${#msgs[@]} -eq 0 ] && ok "boot: cloud-init status done on every VM" || not_ok "boot: cloud-init status done on every VM" "${msgs[@]}"
 	# one line per VM: the boot run's steps, their status and time
 	for n in $(names); do
 		echo "#   $n boot run: $(vm_exec "$n" 60 '
@@ -111,7 +111,7 @@ check_nfs() {
 		[ "$got" = "$want" ] || msgs+=("$n sees records: '$got', want '$want'")
 	done
 	[ ${#msgs[@]} -eq 0 ] && ok "nfs: every node sees every record in the rendezvous directory on the share" ||
-		notok "nfs: every node sees every record in the rendezvous directory on the share" "${msgs[@]}"
+		not_ok "nfs: every node sees every record in the rendezvous directory on the share" "${msgs[@]}"
 }
 
 # The head (no expect) is ready alone at boot and learns the computes from
@@ -182,19 +182,19 @@ check_mpi() {
 	fi
 	if out=$(mpi_hello "$hf" "$(same_release | wc -l)" 2>&1); then
 		for n in $(same_release); do grep -q "$n" <<< "$out" || miss+=("$n"); done
-		[ ${#miss[@]} -eq 0 ] && ok "$name" || notok "$name" "no rank on: ${miss[*]}" "$out"
+		[ ${#miss[@]} -eq 0 ] && ok "$name" || not_ok "$name" "no rank on: ${miss[*]}" "$out"
 	else
-		notok "$name" "$out"
+		not_ok "$name" "$out"
 	fi
 	[ -n "$others" ] || return 0
 	name="mpi: across releases the hello fails for the one reason: ${others% } has no orted (Open MPI 4.1's daemon; 5.0 has prted)"
 	if out=$(mpi_hello /etc/hpcinit/hostfile.openmpi "$((N + 1))" 2>&1); then
-		notok "$name" "it ran (the releases' Open MPI launch each other now: make the check a plain hello again)" "$out"
+		not_ok "$name" "it ran (the releases' Open MPI launch each other now: make the check a plain hello again)" "$out"
 	elif grep -q 'orted: command not found' <<< "$out"; then
 		ok "$name"
 		grep -m1 'orted: command not found' <<< "$out" | sed 's/^/#   head: mpirun said: /'
 	else
-		notok "$name" "$out"
+		not_ok "$name" "$out"
 	fi
 }
 
@@ -212,7 +212,7 @@ check_verify() {
 			ok "$name"
 			grep -oE '(head|c2) has no prted[^"]*' <<< "$out" | head -1 | sed 's/^/#   /'
 		else
-			notok "$name" "$out"
+			not_ok "$name" "$out"
 		fi
 		return
 	fi
@@ -222,6 +222,6 @@ check_verify() {
 		ok "verify: hpcinit verify runs its MPI check across all VMs, over UCX on rxe0"
 		grep '^mpi' <<< "$out" | sed 's/^/#   /'
 	else
-		notok "verify: hpcinit verify runs its MPI check across all VMs, over UCX on rxe0" "$out"
+		not_ok "verify: hpcinit verify runs its MPI check across all VMs, over UCX on rxe0" "$out"
 	fi
 }

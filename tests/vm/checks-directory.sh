@@ -3,7 +3,7 @@
 # (conf/cloud-init/directory-server.yaml), sssd-ldap on every node
 # (directory-client.yaml), alice (in ssh.users) and bob (not listed) with
 # 0700 homes on /shared, exported with root_squash, ssh.hostbased on.
-# ok/notok, each_vm, vm_exec, names and the cluster's variables are cluster.sh's.
+# ok/not_ok, each_vm, vm_exec, names and the cluster's variables are cluster.sh's.
 # shellcheck shell=bash
 
 # json_findings FILE TAG SEVERITY (in the VM): the texts of that finding in hpcinit's --json report
@@ -42,7 +42,7 @@ check_directory() {
 		ok "directory: a slow directory is waited for at boot (the head's ssh step waited for alice, then ready)"
 		sed 's/^/#   /' <<< "$out"
 	else
-		notok "directory: a slow directory is waited for at boot (the head's ssh step waited for alice, then ready)" "$out"
+		not_ok "directory: a slow directory is waited for at boot (the head's ssh step waited for alice, then ready)" "$out"
 	fi
 	each_vm "directory: alice and bob resolve through sssd with the directory's ids, not from /etc/passwd" '
 		set -e
@@ -64,28 +64,28 @@ check_directory() {
 		sed 's/^/#   /' <<< "$out
 $out2"
 	else
-		notok "directory: alice's key pair and authorized_keys are in her NFS home, hers (root on a compute cannot list it: root_squash)" "$out" "${out2:-}"
+		not_ok "directory: alice's key pair and authorized_keys are in her NFS home, hers (root on a compute cannot list it: root_squash)" "$out" "${out2:-}"
 	fi
 	# (b) bob, in no list: host-based login from every node to every node, strict host checking, no key
-	local script='set -e' f0=$FAILN
+	local script='set -e' f0=$fails
 	for n in $(names); do
 		script+="
 		h=\$(cd /tmp && runuser -u bob -- ssh -o BatchMode=yes -o StrictHostKeyChecking=yes -o PreferredAuthentications=hostbased -o ConnectTimeout=30 $n 'echo \$(hostname) \$(id -un) \$(id -u)' 2>&1) || { echo \"ssh $n: \$h\"; exit 1; }
 		[ \"\$h\" = '$n bob 10002' ] || { echo \"ssh $n: \$h\"; exit 1; }"
 	done
 	each_vm "directory: bob (directory only, in no list) logs in host-based from every VM to every VM, StrictHostKeyChecking=yes" "$script"
-	[ "$FAILN" = "$f0" ] || dir_hostbased_debug
+	[ "$fails" = "$f0" ] || dir_hostbased_debug
 	if out=$(vm_exec head 60 'ls -la /shared/home/bob; ! ls /shared/home/bob/.ssh/id_* /shared/home/bob/.ssh/authorized_keys 2>/dev/null' 2>&1); then
 		ok "directory: no key was made for bob"
 	else
-		notok "directory: no key was made for bob" "$out"
+		not_ok "directory: no key was made for bob" "$out"
 	fi
 	# alice too, from a compute (her key or host-based: both in place)
 	if out=$(vm_exec c1 60 'cd /tmp && runuser -u alice -- ssh -o BatchMode=yes -o StrictHostKeyChecking=yes c2 "id -un; id -u"' 2>&1) &&
 		[ "$(echo $out)" = "alice 10001" ]; then
 		ok "directory: alice logs in from c1 to c2, StrictHostKeyChecking=yes"
 	else
-		notok "directory: alice logs in from c1 to c2, StrictHostKeyChecking=yes" "$out"
+		not_ok "directory: alice logs in from c1 to c2, StrictHostKeyChecking=yes" "$out"
 	fi
 	# (c) mpirun as bob across the cluster (its daemons start over host-based ssh)
 	if out=$(vm_exec head 300 '
@@ -99,10 +99,10 @@ $out2"
 			ok "directory: mpirun runs as bob on every VM"
 			sed 's/^/#   /' <<< "$out"
 		else
-			notok "directory: mpirun runs as bob on every VM" "no rank as bob on: ${miss[*]}" "$out"
+			not_ok "directory: mpirun runs as bob on every VM" "no rank as bob on: ${miss[*]}" "$out"
 		fi
 	else
-		notok "directory: mpirun runs as bob on every VM" "$out"
+		not_ok "directory: mpirun runs as bob on every VM" "$out"
 	fi
 	# (a) a user that does not resolve: c2's sssd stopped (and its cache gone) -> ssh.user.unresolved, not ready
 	if out=$(vm_exec c2 120 "$DIR_FINDINGS"'
@@ -122,7 +122,7 @@ $out2"
 		ok "directory: a user that does not resolve fails the node (ssh.user.unresolved names alice); back when sssd is"
 		sed 's/^/#   /' <<< "$out"
 	else
-		notok "directory: a user that does not resolve fails the node (ssh.user.unresolved names alice); back when sssd is" "$out"
+		not_ok "directory: a user that does not resolve fails the node (ssh.user.unresolved names alice); back when sssd is" "$out"
 	fi
 	# (d) c2 resolves alice to a per-VM UID (libnss-extrausers before sss, as Entra ID login makes them)
 	if out=$(vm_exec c2 400 "$DIR_FINDINGS"'
@@ -150,7 +150,7 @@ $out2"
 		sed 's/^/#   /' <<< "$out
 $out2"
 	else
-		notok "directory: c2 resolving alice to a per-VM UID fails itself (ssh.user.ids-differ) and the head names it" "$out" "${out2:-}"
+		not_ok "directory: c2 resolving alice to a per-VM UID fails itself (ssh.user.ids-differ) and the head names it" "$out" "${out2:-}"
 	fi
 	# c2 back: the directory's alice again, ready
 	if out=$(vm_exec c2 400 '
@@ -160,7 +160,7 @@ $out2"
 		[ "$rc" = 0 ] && grep -qE "^users: (.*,)?alice=10001:10001(,|$)" /shared/.hpcinit/glocluster/nodes/c2.rec' 2>&1); then
 		ok "directory: c2 ready again with the directory's alice"
 	else
-		notok "directory: c2 ready again with the directory's alice" "$out"
+		not_ok "directory: c2 ready again with the directory's alice" "$out"
 	fi
 }
 

@@ -1,6 +1,6 @@
 # tests/vm/cluster.sh's checks, sourced by it (not run alone): The fabric on Soft-RoCE: rdma, rdma_cm, memlock, MPI over the fabric and
 # its memlock limit, the verbs benchmark beside perftest.
-# Each check_NAME is run by --checks NAME; ok/notok, each_vm, vm_exec and the
+# Each check_NAME is run by --checks NAME; ok/not_ok, each_vm, vm_exec and the
 # cluster's variables are cluster.sh's.
 # shellcheck shell=bash
 
@@ -23,7 +23,7 @@ check_rdma() {
 # rdma_resolve_route, rdma_connect, RDMA reads and writes).
 check_rdmacm() {
 	local srv=c2 cli=c1 a out
-	[ "$N" -ge 2 ] || { notok "rdmacm: c1 reaches c2 with rdma_cm over rxe" "needs 2 computes"; return; }
+	[ "$N" -ge 2 ] || { not_ok "rdmacm: c1 reaches c2 with rdma_cm over rxe" "needs 2 computes"; return; }
 	a=$(addr_of "$srv")
 	vm_exec "$srv" 30 "rm -f /tmp/rping-srv.*; (timeout 120 rping -s -a $a -v -C 3 > /tmp/rping-srv.out 2>&1; echo \$? > /tmp/rping-srv.rc) > /dev/null 2>&1 &
 		sleep 2; rdma resource show cm_id | grep -q LISTEN || { echo no rping listener; cat /tmp/rping-srv.out; exit 1; }" > /dev/null 2>&1 || true
@@ -32,7 +32,7 @@ check_rdmacm() {
 		ok "rdmacm: c1 reaches c2 with rdma_cm over rxe (rping: resolve address and route, connect, 3 RDMA pings)"
 		grep -m1 '^ping data' <<< "$out" | sed 's/^/#   /'
 	else
-		notok "rdmacm: c1 reaches c2 with rdma_cm over rxe" "$out" "server: $(vm_exec "$srv" 30 'cat /tmp/rping-srv.out /tmp/rping-srv.rc' 2>&1)"
+		not_ok "rdmacm: c1 reaches c2 with rdma_cm over rxe" "$out" "server: $(vm_exec "$srv" 30 'cat /tmp/rping-srv.out /tmp/rping-srv.rc' 2>&1)"
 	fi
 }
 
@@ -79,7 +79,7 @@ fabric_counters() {
 check_fabric() {
 	local n out rc t0 msgs bytes pkts tcpmax msgs_l=() pair a b
 	declare -A before=() after=()
-	[ "$N" -ge 2 ] || { notok "fabric: an MPI job over rxe0 between c1 and c2" "needs 2 computes"; return; }
+	[ "$N" -ge 2 ] || { not_ok "fabric: an MPI job over rxe0 between c1 and c2" "needs 2 computes"; return; }
 	pair=$(fabric_pair)
 	read -r a b <<< "$pair"
 	fabric_params
@@ -95,7 +95,7 @@ check_fabric() {
 	pkts=$((bytes / 4096))
 	tcpmax=$((bytes / 1448 / 4))
 	if [ "$rc" != 0 ] || ! grep -q '^result status=ok' <<< "$out"; then
-		notok "fabric: an MPI job with the files hpcinit wrote runs between $a and $b (rc $rc, $((SECONDS - t0)) s)" "$out"
+		not_ok "fabric: an MPI job with the files hpcinit wrote runs between $a and $b (rc $rc, $((SECONDS - t0)) s)" "$out"
 		return
 	fi
 	ok "fabric: an MPI job with the files hpcinit wrote runs between $a and $b ($((SECONDS - t0)) s)"
@@ -111,7 +111,7 @@ check_fabric() {
 		[ $((p1 - p0)) -lt "$tcpmax" ] || msgs_l+=("$n: TCP sent $((p1 - p0)) segments, want < $tcpmax (a quarter of $bytes bytes in 1448-byte segments)")
 	done
 	[ ${#msgs_l[@]} -eq 0 ] && ok "fabric: its messages went over rxe0's verbs (rxe0's counters on $a and $b), not TCP" ||
-		notok "fabric: its messages went over rxe0's verbs (rxe0's counters on $a and $b), not TCP" "${msgs_l[@]}"
+		not_ok "fabric: its messages went over rxe0's verbs (rxe0's counters on $a and $b), not TCP" "${msgs_l[@]}"
 	check_fabric_memlock
 }
 fabric_params() {
@@ -138,7 +138,7 @@ check_fabric_releases() {
 	vm_exec c2 30 "rm -f /tmp/rping-big.*; (timeout 200 rping -s -a $a -C 100 -S 65535 > /tmp/rping-big.out 2>&1 &) ; sleep 2" > /dev/null 2>&1 || true
 	out=$(vm_exec c1 200 "timeout 180 rping -c -a $a -C 100 -S 65535 2>&1 | tail -5; echo rc=\${PIPESTATUS[0]}" 2>&1) || true
 	for n in c1 c2; do after[$n]=$(fabric_counters "$n" 2>&1) || true; done
-	grep -q '^rc=0$' <<< "$out" || { notok "$name" "$out" "server: $(vm_exec c2 30 'cat /tmp/rping-big.out' 2>&1)"; return; }
+	grep -q '^rc=0$' <<< "$out" || { not_ok "$name" "$out" "server: $(vm_exec c2 30 'cat /tmp/rping-big.out' 2>&1)"; return; }
 	read -r s0 _ _ <<< "${before[c1]}"; read -r s1 _ _ <<< "${after[c1]}"
 	[[ "$s0$s1" =~ ^[0-9]+$ ]] && [ $((s1 - s0)) -ge "$pkts" ] || msgs_l+=("c1: rxe0 sent_pkts ${before[c1]} -> ${after[c1]}, want +$pkts")
 	read -r _ r0 _ <<< "${before[c2]}"; read -r _ r1 _ <<< "${after[c2]}"
@@ -147,7 +147,7 @@ check_fabric_releases() {
 		ok "$name"
 		echo "#   c1 rxe0 sent_pkts +$((s1 - s0)), c2 rxe0 rcvd_pkts +$((r1 - r0)) (payload 100 x 65535 bytes: >= $pkts packets)"
 	else
-		notok "$name" "${msgs_l[@]}" "$out"
+		not_ok "$name" "${msgs_l[@]}" "$out"
 	fi
 }
 check_fabric_memlock() {
@@ -175,7 +175,7 @@ check_fabric_memlock() {
 			back+=("$n: hpcinit apply after the memlock proof:" "$out")
 	done
 	[ ${#back[@]} -eq 0 ] && ok "fabric: $pair ready again after the memlock proof (hpcinit apply)" ||
-		notok "fabric: $pair ready again after the memlock proof (hpcinit apply)" "${back[@]}"
+		not_ok "fabric: $pair ready again after the memlock proof (hpcinit apply)" "${back[@]}"
 	if grep -q '^rc=1$' <<< "$chk" && grep -q '99-vmcheck.conf:1 sets memlock 64 KiB' <<< "$chk" &&
 		grep -q 'reg-mr-enomem: rxe0: ibv_reg_mr of .* failed with ENOMEM' <<< "$chk" && [ "$rc" != 0 ] &&
 		! grep -q '^result status=ok' <<< "$job" && grep -q 'ibv_reg_mr(.*) failed: Cannot allocate memory' <<< "$job"; then
@@ -183,7 +183,7 @@ check_fabric_memlock() {
 		grep -m2 -E '^hpcinit\[(memlock|rdma)\]: error' <<< "$chk" | sed 's/^/#   check: /'
 		grep -m1 'ibv_reg_mr(.*) failed' <<< "$job" | sed 's/^/#   job: /'
 	else
-		notok "$name" "hpcinit check --only memlock,rdma:" "$chk" "the job (rc $rc):" "$job"
+		not_ok "$name" "hpcinit check --only memlock,rdma:" "$chk" "the job (rc $rc):" "$job"
 	fi
 }
 
@@ -208,7 +208,7 @@ check_verbsbench() {
 	out=$(vm_exec c1 900 'hpcinit verify' 2>&1) || true
 	pair=$(grep -m1 -oE 'pair [^ ]+ <-> [^ ]+: latency [0-9.]+ us .*, bandwidth [0-9.]+ MiB/s' <<< "$out") || true
 	if ! grep -q "^result: ready" <<< "$out" || ! grep -qF "UCX on rxe0:1" <<< "$out" || [ -z "$pair" ]; then
-		notok "verbsbench: hpcinit verify over rxe0 on c1 ($((SECONDS - t0)) s)" "$out"
+		not_ok "verbsbench: hpcinit verify over rxe0 on c1 ($((SECONDS - t0)) s)" "$out"
 		return
 	fi
 	ok "verbsbench: hpcinit verify over rxe0 on c1 ($((SECONDS - t0)) s)"
@@ -217,10 +217,10 @@ check_verbsbench() {
 	bw=$(sed -E 's/.*bandwidth ([0-9.]+) MiB\/s.*/\1/' <<< "$pair")
 	out=$(perftest_pair ib_send_lat "$b" "$a" -n 1000 -s 8 2>&1) || true
 	plat=$(awk '$1 == 8 && NF >= 5 { print $5 }' <<< "$out")
-	[ -n "$plat" ] || { notok "verbsbench: perftest ib_send_lat $a -> $b on rxe0 (the baseline)" "$out"; return; }
+	[ -n "$plat" ] || { not_ok "verbsbench: perftest ib_send_lat $a -> $b on rxe0 (the baseline)" "$out"; return; }
 	out=$(perftest_pair ib_write_bw "$b" "$a" -n 20 -s 4194304 2>&1) || true
 	pbw=$(awk '$1 == 4194304 && NF >= 4 { print $4 }' <<< "$out")
-	[ -n "$pbw" ] || { notok "verbsbench: perftest ib_write_bw $a -> $b on rxe0 (the baseline)" "$out"; return; }
+	[ -n "$pbw" ] || { not_ok "verbsbench: perftest ib_write_bw $a -> $b on rxe0 (the baseline)" "$out"; return; }
 	ok "verbsbench: perftest ib_send_lat and ib_write_bw $a -> $b on rxe0 (the baseline)"
 	printf '# %-34s %14s %18s\n' "$a <-> $b over rxe0" "latency (us)" "bandwidth (MiB/s)"
 	printf '# %-34s %14s %18s\n' "hpcinit verify (MPI over UCX)" "$lat" "$bw"

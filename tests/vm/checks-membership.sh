@@ -1,6 +1,6 @@
 # tests/vm/cluster.sh's checks, sourced by it (not run alone): Membership: a node joining (scale-out), leaving, scaled in by its lease,
 # and a head that boots late.
-# Each check_NAME is run by --checks NAME; ok/notok, each_vm, vm_exec and the
+# Each check_NAME is run by --checks NAME; ok/not_ok, each_vm, vm_exec and the
 # cluster's variables are cluster.sh's.
 # shellcheck shell=bash
 
@@ -78,7 +78,7 @@ watch_within() {
 		ok "$check"
 		echo "$lags"
 	else
-		notok "$check" "$lags"
+		not_ok "$check" "$lags"
 	fi
 }
 
@@ -98,7 +98,7 @@ check_scaleout() {
 	end=$(($(date +%s) + BOOT_TIMEOUT))
 	while [ ! -e "$W/vm/$n/out/agent-start" ]; do
 		[ "$(date +%s)" -lt "$end" ] && kill -0 "${PID[$n]:-}" 2>/dev/null ||
-			{ notok "scaleout: $n boots into the running cluster, ready" "no agent (console: $W/vm/$n/console.log)"; return; }
+			{ not_ok "scaleout: $n boots into the running cluster, ready" "no agent (console: $W/vm/$n/console.log)"; return; }
 		sleep 1
 	done
 	k=$(awk -v l="${T_LAUNCH[$n]}" '{printf "%.1f", $1 - $2 - l}' "$W/vm/$n/out/agent-start")
@@ -117,7 +117,7 @@ check_scaleout() {
 	if grep -q "result: ready" <<< "$out"; then
 		ok "scaleout: $n boots into the running cluster, ready"
 	else
-		notok "scaleout: $n boots into the running cluster, ready" "$out"
+		not_ok "scaleout: $n boots into the running cluster, ready" "$out"
 		return
 	fi
 	old=$(names | tr '\n' ' ')
@@ -126,7 +126,7 @@ check_scaleout() {
 		T_JOINED=$(since "${T_LAUNCH[$n]}")
 		ok "scaleout: $n in every old node's hostfiles, known_hosts, nodeset and /etc/hosts"
 	else
-		notok "scaleout: $n in every old node's hostfiles, known_hosts, nodeset and /etc/hosts" \
+		not_ok "scaleout: $n in every old node's hostfiles, known_hosts, nodeset and /etc/hosts" \
 			"after $(since "${T_LAUNCH[$n]}") s: $left" \
 			"$(vm_exec head 30 'systemctl list-timers --no-pager hpcinit-refresh.timer; journalctl -b -u hpcinit-refresh.service --no-pager | tail -5' 2>&1)"
 		return
@@ -142,7 +142,7 @@ check_scaleout() {
 			watch_within "scaleout: every old node's watch listed $n within 15 s of its boot run's discovery step" 15 \
 				"the join of $n (from its boot run's discovery line)" "$(awk -v t="$tj" -v o="$noff" 'BEGIN{printf "%.3f", t - o}')" $old
 		else
-			notok "scaleout: every old node's watch listed $n within 15 s of its boot run's discovery step" "no discovery line in $n's journal: $tj"
+			not_ok "scaleout: every old node's watch listed $n within 15 s of its boot run's discovery step" "no discovery line in $n's journal: $tj"
 		fi
 	fi
 	echo "#   (cloud-init done is when the harness saw it; the last step waits for the old nodes' refresh timer, 1 min)"
@@ -156,10 +156,10 @@ check_leave() {
 	local n t0 end out left
 	n=$(late)
 	[ -n "${PID[$n]:-}" ] && kill -0 "${PID[$n]:-}" 2>/dev/null ||
-		{ notok "leave: $n (booted by scaleout) shuts down" "$n is not running (run scaleout first)"; return; }
+		{ not_ok "leave: $n (booted by scaleout) shuts down" "$n is not running (run scaleout first)"; return; }
 	out=$(vm_exec "$n" 30 'systemctl is-active hpcinit-leave.service; systemctl is-enabled hpcinit-leave.service; ls /shared/.hpcinit/glocluster/nodes/' 2>&1) || true
 	grep -q "^active$" <<< "$out" && grep -q "^$n.rec$" <<< "$out" ||
-		{ notok "leave: hpcinit-leave.service active on $n, its record on the share" "$out"; return; }
+		{ not_ok "leave: hpcinit-leave.service active on $n, its record on the share" "$out"; return; }
 	if [ "$WATCH" = 1 ]; then
 		local v bad=""
 		for v in $(names) "$n"; do
@@ -167,14 +167,14 @@ check_leave() {
 			[ "$out" = active ] || bad+=" $v: $out;"
 		done
 		[ -z "$bad" ] && ok "watch: hpcinit-watch.service active on every node" ||
-			notok "watch: hpcinit-watch.service active on every node" "$bad"
+			not_ok "watch: hpcinit-watch.service active on every node" "$bad"
 	fi
 	t0=$(date +%s.%N)
 	vm_exec "$n" 10 'systemctl poweroff --no-block' >/dev/null 2>&1 || true
 	end=$(($(date +%s) + 180))
 	local t_left=
 	while kill -0 "${PID[$n]:-}" 2>/dev/null; do
-		[ "$(date +%s)" -lt "$end" ] || { notok "leave: $n powers off" "still running after 180 s"; return; }
+		[ "$(date +%s)" -lt "$end" ] || { not_ok "leave: $n powers off" "still running after 180 s"; return; }
 		# when hpcinit leave has run: the console says so (host clock, to 0.1 s)
 		[ -n "$t_left" ] || ! grep -aq 'Stopped.*hpcinit-leave' "$W/vm/$n/console.log" || t_left=$(date +%s.%N)
 		sleep 0.1
@@ -184,7 +184,7 @@ check_leave() {
 	t_off=$(date +%s.%N)
 	out=$(vm_exec head 30 "ls /shared/.hpcinit/glocluster/nodes/" 2>&1) || true
 	if grep -q "^$n.rec$" <<< "$out"; then
-		notok "leave: hpcinit leave ran at poweroff (its record is gone from the share when it is off)" \
+		not_ok "leave: hpcinit leave ran at poweroff (its record is gone from the share when it is off)" \
 			"records: $(tr '\n' ' ' <<< "$out")" "console:" "$(grep -a -i 'leave\|hpcinit' "$W/vm/$n/console.log" | tail -8)"
 	else
 		ok "leave: hpcinit leave ran at poweroff (its record is gone from the share when it is off)"
@@ -202,14 +202,14 @@ check_leave() {
 		# says when its refresh dropped the VM, and that must be within lim.
 		if [ "$WATCH" = 1 ]; then
 			if [ -z "$t_left" ]; then
-				notok "leave: every node's watch dropped $n within $lim s of its leave" "no \"Stopped hpcinit-leave\" on its console"
+				not_ok "leave: every node's watch dropped $n within $lim s of its leave" "no \"Stopped hpcinit-leave\" on its console"
 			else
 				watch_within "leave: every node's watch dropped $n within $lim s of its leave" "$lim" \
 					"the leave of $n (from its console's \"Stopped hpcinit-leave\")" "$t_left" $(names)
 			fi
 		fi
 	else
-		notok "leave: $n gone from every node's hostfiles, known_hosts, nodeset and /etc/hosts before its lease" "after $(since "$t0") s: $left"
+		not_ok "leave: $n gone from every node's hostfiles, known_hosts, nodeset and /etc/hosts before its lease" "after $(since "$t0") s: $left"
 	fi
 }
 
@@ -219,7 +219,7 @@ lease_s() { awk -v l="${LEASE:-5m}" 'BEGIN{v=l+0; if (l ~ /m$/) v*=60; if (l ~ /
 check_scalein() {
 	local n=c2 t0 left lease_s
 	lease_s=$(lease_s)
-	[ "$N" -ge 2 ] && kill -0 "${PID[$n]:-}" 2>/dev/null || { notok "scalein: $n powered off hard" "$n is not running"; return; }
+	[ "$N" -ge 2 ] && kill -0 "${PID[$n]:-}" 2>/dev/null || { not_ok "scalein: $n powered off hard" "$n is not running"; return; }
 	t0=$(date +%s.%N)
 	kill -9 "${PID[$n]}"
 	wait "${PID[$n]}" 2>/dev/null || true
@@ -230,7 +230,7 @@ check_scalein() {
 	if vm_exec head 30 "ls /shared/.hpcinit/glocluster/nodes/$n.rec" >/dev/null 2>&1; then
 		ok "scalein: $n's record stays on the share (no leave ran)"
 	else
-		notok "scalein: $n's record stays on the share (no leave ran)"
+		not_ok "scalein: $n's record stays on the share (no leave ran)"
 	fi
 	if left=$(wait_member "$n" "$(addr_of "$n")" out $((lease_s + 180)) $others); then
 		local t
@@ -238,20 +238,20 @@ check_scalein() {
 		if awk -v t="$t" -v l="$lease_s" 'BEGIN{exit !(t >= l - 70)}'; then
 			ok "scalein: $n gone from every other node's hostfiles, known_hosts, nodeset and /etc/hosts after its lease ($t s after the power cut, lease $lease_s s)"
 		else
-			notok "scalein: $n dropped after its lease" "gone after $t s, before its lease ($lease_s s) could have run out"
+			not_ok "scalein: $n dropped after its lease" "gone after $t s, before its lease ($lease_s s) could have run out"
 		fi
 	else
-		notok "scalein: $n gone from every other node's hostfiles after its lease" "after $(since "$t0") s: $left"
+		not_ok "scalein: $n gone from every other node's hostfiles after its lease" "after $(since "$t0") s: $left"
 	fi
 	vm_exec head 30 "ls /shared/.hpcinit/glocluster/nodes/$n.rec" >/dev/null 2>&1 &&
-		notok "scalein: $n's expired record removed from the share" || ok "scalein: $n's expired record removed from the share"
+		not_ok "scalein: $n's expired record removed from the share" || ok "scalein: $n's expired record removed from the share"
 }
 
 # (2) The head booted --late-head seconds after the computes: their boot run
 # waited for its NFS server (the mount's wait), then everything converged
 # (the boot, nfs and hosts checks judge the rest).
 check_latehead() {
-	[ "$LATE_HEAD" -gt 0 ] || { notok "latehead: computes wait for a late head" "run with --late-head SECONDS"; return; }
+	[ "$LATE_HEAD" -gt 0 ] || { not_ok "latehead: computes wait for a late head" "run with --late-head SECONDS"; return; }
 	local n out msgs=() info=() name="latehead: computes booted ${LATE_HEAD} s before the head waited for its server, then mounted and were ready"
 	for n in $(names); do
 		[ "$n" = head ] && continue
@@ -266,5 +266,5 @@ check_latehead() {
 		findmnt -n /shared >/dev/null
 		hpcinit status | grep -q "result: ready"' 2>&1); then info+=("$n $out"); else msgs+=("$n:" "$out"); fi
 	done
-	if [ ${#msgs[@]} -eq 0 ]; then ok "$name"; printf '#   %s\n' "${info[@]}"; else notok "$name" "${msgs[@]}"; fi
+	if [ ${#msgs[@]} -eq 0 ]; then ok "$name"; printf '#   %s\n' "${info[@]}"; else not_ok "$name" "${msgs[@]}"; fi
 }

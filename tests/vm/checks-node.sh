@@ -1,5 +1,5 @@
 # tests/vm/cluster.sh's checks, sourced by it (not run alone): One node's own: slurmd gated on readiness, the kernel hold, a reboot.
-# Each check_NAME is run by --checks NAME; ok/notok, each_vm, vm_exec and the
+# Each check_NAME is run by --checks NAME; ok/not_ok, each_vm, vm_exec and the
 # cluster's variables are cluster.sh's.
 # shellcheck shell=bash
 
@@ -51,7 +51,7 @@ check_reboot() {
 	end=$(($(date +%s) + BOOT_TIMEOUT))
 	while [ "$(cat "$W/vm/$n/out/agent-start" 2>/dev/null)" = "$before" ]; do
 		[ "$(date +%s)" -lt "$end" ] && kill -0 "${PID[$n]:-}" 2>/dev/null ||
-			{ notok "reboot: $n comes back with /shared mounted and hpcinit ready" "it did not come back (console: $W/vm/$n/console.log)"; return; }
+			{ not_ok "reboot: $n comes back with /shared mounted and hpcinit ready" "it did not come back (console: $W/vm/$n/console.log)"; return; }
 		sleep 1
 	done
 	if out=$(vm_exec "$n" "$BOOT_TIMEOUT" '
@@ -65,7 +65,7 @@ check_reboot() {
 		hpcinit status | grep -q "result: ready"' 2>&1); then
 		ok "reboot: $n comes back with /shared mounted and hpcinit ready"
 	else
-		notok "reboot: $n comes back with /shared mounted and hpcinit ready" "$out"
+		not_ok "reboot: $n comes back with /shared mounted and hpcinit ready" "$out"
 	fi
 }
 
@@ -161,6 +161,6 @@ for m in json.load(open(sys.argv[1]))[\"modules\"]:
 		ok "kupdate: kernel.updates: when_modules holds a kernel that lacks a module and lets in one that has them all (real apt)"
 		printf '%s\n' "$out" | sed 's/^/#   /'
 	else
-		notok "kupdate: kernel.updates: when_modules holds a kernel that lacks a module and lets in one that has them all (real apt)" "$out"
+		not_ok "kupdate: kernel.updates: when_modules holds a kernel that lacks a module and lets in one that has them all (real apt)" "$out"
 	fi
 }

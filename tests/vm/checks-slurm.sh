@@ -1,5 +1,5 @@
 # tests/vm/cluster.sh's checks, sourced by it (not run alone): --slurm: the cluster of conf/cloud-init/slurm-*.yaml (docs/slurm.md).
-# Each check_NAME is run by --checks NAME; ok/notok, each_vm, vm_exec and the
+# Each check_NAME is run by --checks NAME; ok/not_ok, each_vm, vm_exec and the
 # cluster's variables are cluster.sh's.
 # shellcheck shell=bash
 
@@ -9,7 +9,7 @@ slurm_computes() { names | grep -v '^head$'; }
 slurm_on_head() {
 	local out
 	if out=$(vm_exec head 300 "$2" 2>&1); then ok "$1"; [ -z "$out" ] || sed 's/^/#   /' <<< "$out"
-	else notok "$1" "$out"; fi
+	else not_ok "$1" "$out"; fi
 }
 # sinfo_wait NODE "STATE REASON": on the head, until sinfo says so for NODE (up to 120 s).
 sinfo_wait() {
@@ -27,7 +27,7 @@ live_agree() {
 	if [ "$got" = "$3 $4 $5" ]; then
 		ok "slurm: $1 $2: health $3, hpcinit_ready $4, hpcinit status exit $5 (Slurm agrees)"
 	else
-		notok "slurm: $1 $2: health, hpcinit_ready, hpcinit status exit agree with Slurm" "got: $got" "want: $3 $4 $5"
+		not_ok "slurm: $1 $2: health, hpcinit_ready, hpcinit status exit agree with Slurm" "got: $got" "want: $3 $4 $5"
 	fi
 }
 check_slurm() {
@@ -83,7 +83,7 @@ check_slurm() {
 		for m in $(slurm_computes); do
 			why+=("$m: slurmd.log, errors:" "$(vm_exec "$m" 60 'grep -iE "error|fail|pmix|cgroup" /var/log/slurm/slurmd.log | tail -25' 2>&1)")
 		done
-		notok "slurm: srun -N$N hostname runs on every compute" "got: $got" "want: $want" "${why[@]}"
+		not_ok "slurm: srun -N$N hostname runs on every compute" "got: $got" "want: $want" "${why[@]}"
 	fi
 	# An MPI job through srun (MpiDefault=pmix, the custom-data's libpmix-dev): the harness's
 	# hello (each VM's /hpcvm/mpi-hello), one rank a compute, over TCP on the cluster network.
@@ -91,7 +91,7 @@ check_slurm() {
 	if printf '%s\n' "$got" | grep -q "^allreduce: $N of $N ranks"; then
 		ok "slurm: an MPI hello through srun (pmix) runs one rank on each of the $N computes"
 	else
-		notok "slurm: an MPI hello through srun (pmix) runs one rank on each of the $N computes" "got: $got"
+		not_ok "slurm: an MPI hello through srun (pmix) runs one rank on each of the $N computes" "got: $got"
 	fi
 	# What a job gets (memlock), read from the running slurmd (hpcinit-slurmd under real
 	# systemd) and slurm.conf's PropagateResourceLimitsExcept=MEMLOCK (slurm-head.yaml): the
@@ -102,7 +102,7 @@ check_slurm() {
 	if [ -n "$said" ] && [ "$said" = "$got" ]; then
 		ok "slurm: $c1: hpcinit check says a Slurm job gets memlock $said, and srun's job has $got"
 	else
-		notok "slurm: $c1: what hpcinit check says a Slurm job gets (memlock) is what srun's job has" \
+		not_ok "slurm: $c1: what hpcinit check says a Slurm job gets (memlock) is what srun's job has" \
 			"hpcinit check said: '$said'" "srun printed: '$got'"
 	fi
 	each_vm "slurm: computes: hpcinit-health.socket (enabled by the custom-data) answers 200 Healthy on 127.0.0.1:9119/health" '
@@ -183,7 +183,7 @@ check_slurmgpu() {
 		ok "slurmgpu: $c1 (2 stand-in GPUs): hpcinit apply registers $(grep '^Gres=' <<< "$out"), gres.conf lines name /dev/nvidia0 and /dev/nvidia1"
 		sed 's/^/#   /' <<< "$out"
 	else
-		notok "slurmgpu: $c1 (2 stand-in GPUs): hpcinit apply registers gpu:2 with its gres.conf lines" "$out"
+		not_ok "slurmgpu: $c1 (2 stand-in GPUs): hpcinit apply registers gpu:2 with its gres.conf lines" "$out"
 	fi
 	slurm_on_head "slurmgpu: $c1 is idle in sinfo with GRES gpu:...2" "$(sinfo_wait "$c1" "idle none")
 		g=\$(sinfo -h -n $c1 -o %G); echo \"$c1 GRES \$g\"; case \$g in gpu:*2|gpu:*2\\(*) exit 0 ;; esac; exit 1"
@@ -191,7 +191,7 @@ check_slurmgpu() {
 	if [ "$out" = "CUDA_VISIBLE_DEVICES=0,1" ]; then
 		ok "slurmgpu: srun -w $c1 --gres=gpu:2 runs with $out (Slurm's gpu_generic binding)"
 	else
-		notok "slurmgpu: srun -w $c1 --gres=gpu:2 runs with CUDA_VISIBLE_DEVICES=0,1" "got: $out"
+		not_ok "slurmgpu: srun -w $c1 --gres=gpu:2 runs with CUDA_VISIBLE_DEVICES=0,1" "got: $out"
 	fi
 	[ -n "$c2" ] || return 0
 	out=$(vm_exec "$c2" 600 "$(slurm_gpu_standin 1)
@@ -204,7 +204,7 @@ check_slurmgpu() {
 		ok "slurmgpu: $c2 short of /dev/nvidia1: apply exits 1, says why, starts no slurmd"
 		sed 's/^/#   /' <<< "$out"
 	else
-		notok "slurmgpu: $c2 short of /dev/nvidia1: apply exits 1, says why, starts no slurmd" "$out"
+		not_ok "slurmgpu: $c2 short of /dev/nvidia1: apply exits 1, says why, starts no slurmd" "$out"
 	fi
 	slurm_on_head "slurmgpu: $c2 (short of a GPU) is not in sinfo" \
 		"sleep 5; ! sinfo -N -h -o %N | grep -qx $c2 || { sinfo -N -o '%N %t %G %E'; exit 1; }"
@@ -212,7 +212,7 @@ check_slurmgpu() {
 		hpcinit apply > /tmp/gpu-apply2.txt 2>&1 || { echo \"apply exit \$?\"; cat /tmp/gpu-apply2.txt; exit 1; }
 		grep -o 'Gres=gpu[^) ]*' /tmp/gpu-apply2.txt" 2>&1) && rc=0 || rc=$?
 	if [ "$rc" = 0 ]; then ok "slurmgpu: $c2 given /dev/nvidia1 back: apply registers it ($out)"
-	else notok "slurmgpu: $c2 given /dev/nvidia1 back: apply registers it" "$out"; fi
+	else not_ok "slurmgpu: $c2 given /dev/nvidia1 back: apply registers it" "$out"; fi
 }
 
 # The boot split to Slurm, per compute, in seconds after power-on (printed,
@@ -232,7 +232,7 @@ check_slurmbench() {
 import json
 p = {x[\"phase\"]: x[\"since_boot_ms\"] / 1000 for x in json.load(open(\"/run/hpcinit/boot.json\"))[\"phases\"] if \"since_boot_ms\" in x}
 print(\" \".join(\"%.1f\" % p[k] if k in p else \"?\" for k in (\"cloud-init.start\", \"ready\", \"slurm\", \"cloud-init.end\")))
-"' 2>&1) || { notok "slurmbench: /run/hpcinit/boot.json of $n" "$ph"; return; }
+"' 2>&1) || { not_ok "slurmbench: /run/hpcinit/boot.json of $n" "$ph"; return; }
 		# Slurm's own times (head clock, unix seconds)
 		out=$(vm_exec head 60 "
 			t() { [ -n \"\$1\" ] && date -d \"\$1\" +%s || echo ?; }
@@ -315,6 +315,6 @@ check_slurmleave() {
 		ok "slurmleave: $v: hpcinit leave drains it, stops hpcinit-slurmd.service, deletes it from Slurm"
 		sed 's/^/#   /' <<< "$out"
 	else
-		notok "slurmleave: $v: hpcinit leave drains it, stops hpcinit-slurmd.service, deletes it from Slurm" "$out"
+		not_ok "slurmleave: $v: hpcinit leave drains it, stops hpcinit-slurmd.service, deletes it from Slurm" "$out"
 	fi
 }

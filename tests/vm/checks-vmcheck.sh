@@ -1,5 +1,5 @@
 # tests/vm/cluster.sh's checks, sourced by it (not run alone): tests/vmcheck/*.sh inside the VMs, and the boot-to-ready benchmark.
-# Each check_NAME is run by --checks NAME; ok/notok, each_vm, vm_exec and the
+# Each check_NAME is run by --checks NAME; ok/not_ok, each_vm, vm_exec and the
 # cluster's variables are cluster.sh's.
 # shellcheck shell=bash
 
@@ -34,7 +34,7 @@ check_vmcheck() {
 			ok "vmcheck: $b on $v ($((SECONDS - t0)) s)"
 			grep '^ok - ' <<< "$out" | sed 's/^/#   /'
 		else
-			notok "vmcheck: $b on $v" "$out"
+			not_ok "vmcheck: $b on $v" "$out"
 		fi
 		# put the node back to its own spec (and prove it is back)
 		if ! out=$(vm_exec "$v" 300 '
@@ -47,7 +47,7 @@ check_vmcheck() {
 			m=$(systemctl show -p DefaultLimitMEMLOCK --value)
 			want=infinity; [ "$(hostname)" = head ] && want=$m
 			[ "$m" = "$want" ] || [ "$m" = 18446744073709551615 ] || { echo "DefaultLimitMEMLOCK=$m after apply"; exit 1; }' 2>&1); then
-			notok "vmcheck: $v back to its spec after $b" "$out"
+			not_ok "vmcheck: $v back to its spec after $b" "$out"
 		fi
 	done
 }
@@ -73,7 +73,7 @@ check_bench() {
 			run=$(journalctl -b -u hpcinit.service -o cat | sed -n "s/^result: .*, \([0-9]*\) ms)$/\1/p" | head -1)
 			re=$(hpcinit apply 2>&1 | sed -n "s/^result: .*, \([0-9]*\) ms)$/\1/p")
 			echo "$(s "$ud") $(s "$ci") $(s "$hs") $(s "$he") $(s "$cf") ${run:-?} ${re:-?}"' 2>&1) ||
-			{ notok "bench: timestamps from $n" "$out"; return; }
+			{ not_ok "bench: timestamps from $n" "$out"; return; }
 		read -r ud ci hs he cf run re <<< "$out"
 		awk -v n="$n" -v k="$k" -v ud="$ud" -v ci="$ci" -v hs="$hs" -v he="$he" -v cf="$cf" -v run="$run" -v re="$re" \
 			'BEGIN{printf "# %-6s %8.1fs %8.1fs %10.1fs %10.1fs %10.1fs %10.1fs %10s %10s\n", n, k, k + ud, k + ci, k + hs, k + he, k + cf, run, re}'

@@ -9,7 +9,8 @@
 # conf/cloud-init/vmss-head.yaml or vmss-compute.yaml, with the test
 # network's addresses filled in; cloud-init writes the spec and runs
 # hpcinit exactly as on Azure.  Then named checks run; each prints
-# "ok - NAME" or "not ok - NAME", and the run ends with "# N passed, N failed".
+# "ok - NAME" or "not ok - NAME" (TAP, tests/lib/tap.sh, like the rest of the
+# suite), and the run ends with "# N passed, N failed".
 #
 #   tests/vm/cluster.sh [-n N] [--checks "boot nfs ..."] [--keep]
 #
@@ -147,15 +148,14 @@ NET=198.18.50
 NS=hpcvm$$
 # An MPI hello built on this (Debian 12) host against the same Open MPI as the image's.
 MPI_HELLO=${HPCINIT_VM_MPI_HELLO:-$SRC/build/tests/cluster/mpi-hello}
-PASS=0 FAILN=0
 T_START=$(date +%s)
 
 say() { echo "# $(date +%T) $*"; }
-ok() { echo "ok - $1"; PASS=$((PASS + 1)); }
-notok() { echo "not ok - $1"; shift; [ $# -eq 0 ] || printf '%s\n' "$@" | sed 's/^/#   /'; FAILN=$((FAILN + 1)); }
+# ok, not_ok NAME [LINE...], done_testing: the suite's one TAP library
+. "$SRC/tests/lib/tap.sh"
 finish() {
-	echo "# $PASS passed, $FAILN failed ($(($(date +%s) - T_START)) s)"
-	[ "$FAILN" -eq 0 ] && [ "$PASS" -gt 0 ]
+	say "$(($(date +%s) - T_START)) s in all"
+	done_testing
 }
 
 # ---- preflight: a host that cannot run qemu fails, it does not skip ----
@@ -167,7 +167,7 @@ preflight() {
 	[ -c /dev/net/tun ] || why="/dev/net/tun missing (tap devices)"
 	ip netns add "$NS-probe" 2>/dev/null && ip netns del "$NS-probe" || why="cannot make a network namespace"
 	if [ -n "$why" ]; then
-		notok "host can run qemu VMs" "$why"
+		not_ok "host can run qemu VMs" "$why"
 		finish
 		exit 1
 	fi
@@ -216,7 +216,7 @@ trap 'exit 130' INT TERM
 # ---- the image ----
 say "image (tests/vm/image.sh)"
 t0=$(date +%s)
-IMG=$(bash "$SRC/tests/vm/image.sh" ${HPCINIT_VM_DEBS:+--debs "$HPCINIT_VM_DEBS"} 2> "$W/image.log" | tail -1) || { tail -40 "$W/image.log"; notok "image" "tests/vm/image.sh failed"; finish; exit 1; }
+IMG=$(bash "$SRC/tests/vm/image.sh" ${HPCINIT_VM_DEBS:+--debs "$HPCINIT_VM_DEBS"} 2> "$W/image.log" | tail -1) || { tail -40 "$W/image.log"; not_ok "image" "tests/vm/image.sh failed"; finish; exit 1; }
 sed 's/^/#   /' "$W/image.log" | grep "#   image:" || true
 say "image ready in $(($(date +%s) - t0)) s: $IMG"
 # image.sh prunes old images, never one held like this (the qemus inherit the lock)
@@ -227,7 +227,7 @@ declare -A IMG_SUITE=([bookworm]=$IMG)
 for s in $(printf '%s\n' "${SUITE_OF[@]}" | sort -u); do
 	t0=$(date +%s)
 	IMG_SUITE[$s]=$(bash "$SRC/tests/vm/image.sh" --suite "$s" 2> "$W/image-$s.log" | tail -1) ||
-		{ tail -40 "$W/image-$s.log"; notok "image $s" "tests/vm/image.sh --suite $s failed"; finish; exit 1; }
+		{ tail -40 "$W/image-$s.log"; not_ok "image $s" "tests/vm/image.sh --suite $s failed"; finish; exit 1; }
 	sed 's/^/#   /' "$W/image-$s.log" | grep "#   image:" || true
 	say "image $s ready in $(($(date +%s) - t0)) s: ${IMG_SUITE[$s]}"
 	exec {fd}< "${IMG_SUITE[$s]}/done"
@@ -508,9 +508,9 @@ for part in cluster fabric node membership vmcheck slurm directory; do
 	. "$SRC/tests/vm/checks-$part.sh"
 done
 for c in $CHECKS; do
-	if [ $BOOT_OK = 0 ]; then notok "$c" "the VMs did not come up (consoles: $W/vm/*/console.log)"; continue; fi
+	if [ $BOOT_OK = 0 ]; then not_ok "$c" "the VMs did not come up (consoles: $W/vm/*/console.log)"; continue; fi
 	t_c=$(date +%s)
-	if declare -f "check_$c" >/dev/null; then "check_$c"; else notok "$c" "no such check (tests/vm/checks-*.sh define check_NAME)"; fi
+	if declare -f "check_$c" >/dev/null; then "check_$c"; else not_ok "$c" "no such check (tests/vm/checks-*.sh define check_NAME)"; fi
 	say "check $c: $(($(date +%s) - t_c)) s"
 done
 
