@@ -688,7 +688,7 @@ static int wait_registered(struct ctx *c, struct report *rep, const char *name, 
 {
 	uint64_t delay = 100, local = now_ms() + 3000;
 
-	while (!daemon_pid(c, SLURMD_PID, "slurmd") && now_ms() < local && ctx_backoff(c, &delay, 200))
+	while (!daemon_pid(c, SLURMD_PID, "slurmd", 0, NULL, 0) && now_ms() < local && ctx_backoff(c, &delay, 200))
 		;
 	delay = 100;
 	for (;;) {
