@@ -68,6 +68,7 @@ static void spec_defaults(struct spec *s)
 	s->mpi.launcher = MPI_OPENMPI;
 	s->slurm.memory_margin_pct = 3;
 	s->slurm.leave_wait_ms = 60 * SEC_MS;
+	s->slurm.register_window_ms = UINT64_MAX;       /* unset: modules/slurm scales it to the cluster */
 }
 
 static void spec_late_defaults(struct spec *s)

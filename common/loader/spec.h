@@ -197,6 +197,7 @@ struct spec_slurm {
 	enum slurm_auth auth;           /* whose key key_file is: munge's (default) or Slurm's auth/slurm */
 	char *key_file;                 /* the key, root's alone like cluster.secret_file; NULL: none */
 	uint64_t leave_wait_ms;         /* leave: how long to wait for jobs before the delete; default 60 s */
+	uint64_t register_window_ms;    /* registrations spread over it; UINT64_MAX: unset (scaled to discovery.expect) */
 };
 
 struct spec {

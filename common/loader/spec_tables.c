@@ -201,6 +201,7 @@ static const struct list_arg features_list = {
 	"Slurm feature names", "a feature name like hbv4", name_check_feature, 64, false, true };
 static const struct int_arg margin_int = { 0, 50, 4 };
 static const struct dur_arg leave_wait_dur = { 0, 24 * HOUR_MS };
+static const struct dur_arg register_window_dur = { 0, HOUR_MS };
 static const struct list_arg ssh_users_list = {
 	"user names", "a user name", name_check_user, 1024, false, true };
 
@@ -454,6 +455,8 @@ static const struct field slurm_fields[] = {
 	{ "key_file", &T_PATH, offsetof(struct spec_slurm, key_file), NULL, 0, M_SLURM_KEY, NULL },
 	{ "leave_wait", &T_DURATION, offsetof(struct spec_slurm, leave_wait_ms), &leave_wait_dur, 0,
 	  M_NONE, NULL },
+	{ "register_window", &T_DURATION, offsetof(struct spec_slurm, register_window_ms), &register_window_dur,
+	  0, M_NONE, NULL },
 	{ NULL, NULL, 0, NULL, 0, M_NONE, NULL }
 };
 

@@ -57,9 +57,10 @@ static bool slurm_enabled(const struct spec *s)
 	return s->slurm.present;
 }
 
+/* the registration's own two minutes, after this node's slot of slurm.register_window */
 static uint64_t slurm_timeout_ms(const struct spec *s)
 {
-	return 120 * 1000;
+	return 120 * 1000 + slurm_window_of(s);
 }
 
 /* Run argv under the step's deadline (at most CMD_MS); its exit code, or -errno. */
@@ -555,7 +556,7 @@ static int start_slurmd(struct ctx *c, struct report *rep, const char *name)
 	const struct spec *s = c->spec;
 	struct strlist feats = { 0 };
 	struct strbuf servers = { 0 };
-	char *meminfo = NULL, *size = vm_size(c), *dom = ib_domain(c), *conf, *gres;
+	char *meminfo = NULL, *size = vm_size(c), *dom = ib_domain(c), *conf, *gres, *addr = slurm_node_addr(c);
 	size_t n;
 	uint64_t kib = 0;
 	int r;
@@ -572,14 +573,30 @@ static int start_slurmd(struct ctx *c, struct report *rep, const char *name)
 		free(conf);
 		conf = with;
 	}
+	/* the address goes with the registration: slurmctld resolves no name (arrival.c) */
+	if (addr) {
+		char *with = xasprintf("NodeAddr=%s NodeHostname=%s %s", addr, name, conf);
+
+		free(conf);
+		conf = with;
+	} else {
+		report_detail(rep, "no address of this node in cluster.network: slurmctld resolves %s", name);
+	}
 	for (size_t i = 0; i < s->slurm.conf_servers.n; i++)
 		sb_printf(&servers, "%s%s", i ? "," : "", s->slurm.conf_servers.v[i]);
 	if (gres_short(c, rep)) {
 		r = -EPROTO;
 		goto out;
 	}
-	if (ctx_may_write(c) && ((r = write_gres_conf(c, rep)) < 0 ||
-				 (r = version_gate(c, rep, sb_str(&servers))) < 0))
+	if (ctx_may_write(c) && (r = write_gres_conf(c, rep)) < 0)
+		goto out;
+	/* before the first word to slurmctld (the version gate's scontrol is one) */
+	if ((r = slurm_pace(c, rep, name, addr)) < 0) {
+		report_finding(rep, ST_FAILED, "slurm.register.timeout", "%s: the step's deadline passed in "
+			       "its slot of slurm.register_window", name);
+		goto out;
+	}
+	if (ctx_may_write(c) && (r = version_gate(c, rep, sb_str(&servers))) < 0)
 		goto out;
 	if (!ctx_may_write(c)) {
 		report_finding(rep, ST_CHANGED, "slurm.register", "would start slurmd -Z --conf-server %s "
@@ -616,6 +633,7 @@ static int start_slurmd(struct ctx *c, struct report *rep, const char *name)
 			       "%s as a dynamic node (%s)", name, sb_str(&servers), conf);
 out:
 	free(gres);
+	free(addr);
 	strlist_free(&feats);
 	sb_free(&servers);
 	free(conf);
@@ -660,11 +678,19 @@ static void stop_slurmd(struct ctx *c)
 	}
 }
 
-/* Until the controller lists the node and hears from it, or the deadline. */
+/*
+ * Until the controller lists the node and hears from it, or the deadline.
+ * slurmd writes its pid file once it has its configuration, just before it
+ * registers: wait for that here first (at most 3 s), asking slurmctld nothing,
+ * then ask (a poll a second at most: at 1,000 nodes each query is an RPC).
+ */
 static int wait_registered(struct ctx *c, struct report *rep, const char *name, struct slurm_node *n)
 {
-	uint64_t delay = 100;
+	uint64_t delay = 100, local = now_ms() + 3000;
 
+	while (!daemon_pid(c, SLURMD_PID, "slurmd", 0, NULL, 0) && now_ms() < local && ctx_backoff(c, &delay, 200))
+		;
+	delay = 100;
 	for (;;) {
 		if (query(c, name, n) == 0 && n->found && !n->down)
 			return 0;
@@ -747,6 +773,12 @@ static int slurm_run(struct ctx *c, struct report *rep)
 			free(want);
 			return r;
 		}
+	} else if (c->mode == RUN_CHECK && slurm_told_same(c, name, want)) {
+		/* steady state: the HealthCheckProgram asks slurmctld nothing (arrival.c) */
+		report_set(rep, rep->status, "%s: %s%s, as last told to slurmctld (not asked: no change)", name,
+			   want ? "drained with reason " : "ready", want ? want : "");
+		free(want);
+		return 0;
 	} else if ((r = query(c, name, &n)) < 0) {
 		report_finding(rep, st == ST_FAILED ? ST_FAILED : ST_DEGRADED, "slurm.controller",
 			       "slurmd runs but scontrol cannot ask the controller about %s: %s", name,
@@ -756,6 +788,10 @@ static int slurm_run(struct ctx *c, struct report *rep)
 	}
 	/* Debian 12's Slurm 22.05 cannot register drained: drain right after registering. */
 	r = reconcile(c, rep, name, &n, want);
+	if (r == 0 && n.found && ctx_may_write(c))
+		r = slurm_fix_addr(c, rep, name, n.addr);
+	if (r == 0 && n.found && c->mode != RUN_PLAN)
+		slurm_told_write(c, name, want);
 	if (r == 0 && !rep->summary[0] && report_problems(rep) == 0 && !want)
 		report_set(rep, rep->status, "%s in Slurm: %s", name, n.state);
 	free(want);
@@ -779,6 +815,7 @@ static int slurm_leave(struct ctx *c, struct report *rep)
 		return 0;
 	}
 	c->deadline_ms = now_ms() + c->spec->slurm.leave_wait_ms + 2 * CMD_MS;
+	slurm_told_write(c, NULL, NULL);        /* whatever it was, it is no more */
 	r = query(c, name, &n);
 	if (r < 0 || !n.found) {
 		report_set(rep, ST_OK, "%s is not in Slurm%s", name, r < 0 ? " (no controller answered)" : "");

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The slurm step (modules/slurm): its pure parts (words.c: scontrol's answers,
- * reasons, features, memory; gres.c: GRES and Slurm versions), shared with
- * slurm.c and the unit test. */
+ * reasons, features, memory, the arrival's window and slot; gres.c: GRES and
+ * Slurm versions), shared with slurm.c and the unit test, and arrival.c's side
+ * of the arrival (the address, the wait, what was last told). */
 #ifndef HPCINIT_SLURM_H
 #define HPCINIT_SLURM_H
 
@@ -29,6 +30,7 @@ struct slurm_node {
 	bool found;             /* false: "Node X not found" (not registered) */
 	char state[128];        /* "IDLE+DRAIN+DYNAMIC_NORM" */
 	char reason[256];       /* without the " [user@time]" scontrol appends; "" when none */
+	char addr[64];          /* NodeAddr: the address slurmctld talks to it by; "" when not said */
 	bool drain;             /* DRAIN in the state (draining or drained) */
 	bool busy;              /* jobs on it: ALLOCATED, MIXED or COMPLETING */
 	bool down;              /* DOWN or NOT_RESPONDING */
@@ -53,6 +55,50 @@ uint64_t slurm_real_memory_mb(uint64_t memtotal_kib, unsigned margin_pct);
 uint64_t slurm_meminfo_total_kib(const char *meminfo);
 /* slurmd --conf's value: "RealMemory=N Feature=a,b". malloc'd. */
 char *slurm_node_conf(uint64_t real_memory_mb, const struct strlist *features);
+
+/* ---- arrival: when a node registers, and from where (words.c; arrival.c the step's side) ---- */
+
+/* slurm.register_window unset: SLURM_WINDOW_PER_NODE_MS a node of discovery.expect, at most SLURM_WINDOW_MAX_MS. */
+#define SLURM_WINDOW_AUTO UINT64_MAX
+#define SLURM_WINDOW_PER_NODE_MS 10u
+#define SLURM_WINDOW_MAX_MS 60000u
+/* The window: spec_ms when set; else scaled to expect (the cluster's size; 1 or less: unknown, 0 ms). */
+uint64_t slurm_register_window_ms(uint64_t spec_ms, unsigned expect);
+/*
+ * This node's place in the window: slot index mod slots, delay slot * window / slots,
+ * where slots is expect when the cluster's size is known (> 1), else the window's
+ * milliseconds.  index is the host part of the node's address in cluster.network
+ * (a scale set's consecutive addresses land in consecutive slots: N nodes, N even
+ * slots) or, without one, slurm_name_index of its name.
+ */
+uint64_t slurm_register_delay_ms(uint64_t window_ms, unsigned expect, uint64_t index);
+/* FNV-1a of the node's name: the index of a node without an address in cluster.network. */
+uint64_t slurm_name_index(const char *name);
+/*
+ * The state a node last told slurmctld, as /run/hpcinit/slurm-told keeps it:
+ * "<name> <want>\n", want the drain reason or "ready".  malloc'd.
+ */
+char *slurm_told_line(const char *name, const char *want);
+
+/* arrival.c: the step's side of the same (reads interfaces, sleeps, keeps /run/hpcinit/slurm-told). */
+struct ctx;
+struct report;
+struct spec;
+/* The address slurmctld is given: this node's record's, else its first in cluster.network; NULL: none known. */
+char *slurm_node_addr(const struct ctx *c);
+/* slurm.register_window as it applies to this spec (scaled to discovery.expect when unset). */
+uint64_t slurm_window_of(const struct spec *s);
+/* Wait this node's slot of the window (apply; plan and check only say it); 0 or -ETIMEDOUT. */
+int slurm_pace(struct ctx *c, struct report *rep, const char *name, const char *addr);
+/*
+ * apply: slurmctld's NodeAddr for the node (have) is not its address (22.05 takes the
+ * address a dynamic node registered from, whatever --conf says): set it.  0 or -errno.
+ */
+int slurm_fix_addr(struct ctx *c, struct report *rep, const char *name, const char *have);
+/* The node's state is what it last told slurmctld in this boot. */
+bool slurm_told_same(const struct ctx *c, const char *name, const char *want);
+/* Keep what was told (want NULL: ready); name NULL forgets it. */
+void slurm_told_write(const struct ctx *c, const char *name, const char *want);
 
 /* ---- gres.c: GPUs and versions --------------------------------------------- */
 

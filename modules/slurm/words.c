@@ -62,6 +62,7 @@ int slurm_parse_node(const char *text, struct slurm_node *ret)
 	if (!field(text, "NodeName", name, sizeof(name)) || !field(text, "State", ret->state, sizeof(ret->state)))
 		return -EBADMSG;
 	ret->found = true;
+	(void)field(text, "NodeAddr", ret->addr, sizeof(ret->addr));
 	ret->drain = has_word(ret->state, "DRAIN") || has_word(ret->state, "DRAINED") ||
 		     has_word(ret->state, "DRAINING");
 	ret->busy = has_word(ret->state, "ALLOCATED") || has_word(ret->state, "MIXED") ||
@@ -185,4 +186,40 @@ char *slurm_node_conf(uint64_t real_memory_mb, const struct strlist *features)
 	for (size_t i = 0; i < features->n; i++)
 		sb_printf(&sb, "%s%s", i ? "," : " Feature=", features->v[i]);
 	return sb_steal(&sb);
+}
+
+uint64_t slurm_register_window_ms(uint64_t spec_ms, unsigned expect)
+{
+	uint64_t w;
+
+	if (spec_ms != SLURM_WINDOW_AUTO)
+		return spec_ms;
+	if (expect <= 1)
+		return 0;
+	w = (uint64_t)expect * SLURM_WINDOW_PER_NODE_MS;
+	return w < SLURM_WINDOW_MAX_MS ? w : SLURM_WINDOW_MAX_MS;
+}
+
+uint64_t slurm_register_delay_ms(uint64_t window_ms, unsigned expect, uint64_t index)
+{
+	uint64_t slots = expect > 1 ? expect : window_ms;
+
+	if (!window_ms || !slots)
+		return 0;
+	/* slot < slots <= 2^32 or window_ms (at most an hour): no overflow */
+	return index % slots * window_ms / slots;
+}
+
+uint64_t slurm_name_index(const char *name)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		h = (h ^ *p) * 0x100000001b3ull;
+	return h;
+}
+
+char *slurm_told_line(const char *name, const char *want)
+{
+	return xasprintf("%s %s\n", name, want ? want : "ready");
 }

@@ -18,6 +18,12 @@
 #     slurmd and PropagateResourceLimits(Except)) is what srun's job shows;
 #   - a junk record in nodes/ (another node's problem, a cluster finding) drains nobody;
 #   - "hpcinit leave" drains the node, stops slurmd and deletes the dynamic node.
+# Arrival (docs/slurm.md): the head cannot resolve the computes' names (its
+# /etc/hosts knows only itself), so srun working at all shows slurmctld was
+# given each node's address (NodeAddr: its cluster.network one, though it
+# registers from another network); a registration is paced by its slot of
+# slurm.register_window; and in steady state "hpcinit check" asks slurmctld
+# nothing (sdiag's RPC counts, and a counting scontrol on PATH).
 # The munge key reaches every node as the cluster secret does (a root-only
 # file the custom-data writes); hpcinit installs it for munged.
 #
@@ -36,6 +42,10 @@ done
 H=$(node 1) C1=$(node 2) C2=$(node 3) C3=$(node 4)
 sim up 4 --shared "$SHARED" --dns >/dev/null
 HA=$(sim addr "$H")
+# The head's resolver knows no compute (the computes know each other, for MPI):
+# slurmctld must be given their addresses.  (sim.sh rewrites /etc/hosts only when
+# a node is added or removed: not in this test.)
+on "$H" sh -c "printf '127.0.0.1\tlocalhost\n%s\t%s\n' '$HA' '$H' > /etc/hosts"
 
 # The munge key, written on every node as custom-data writes the cluster secret.
 head -c 128 /dev/urandom > "$T/munge.key"
@@ -116,15 +126,23 @@ compute_spec() {
 	local x
 	for x in "$@"; do echo "$x"; done
 }
-compute_spec 2 30s > "$T/c1.yaml"
+compute_spec 2 30s | sed 's|^slurm: {|slurm: {register_window: 2s, |' > "$T/c1.yaml"
 compute_spec 3 2s > "$T/c2.yaml"
 compute_spec 2 30s "nfs: {mounts: [{source: \"$HA:/never\", path: /shared, wait: 2s}]}" > "$T/c3.yaml"
 install_spec "$C1" "$T/c1.yaml"
 install_spec "$C2" "$T/c2.yaml"
 install_spec "$C3" "$T/c3.yaml"
+# C1 reaches the head from a second address, outside cluster.network (a VM's other
+# network): slurmctld must still be given C1's address in cluster.network, not the one
+# its registration came from (Slurm 22.05's choice when none is given).  Undone once C1
+# is registered, so that nothing else (srun, MPI) sees the second network.
+OTHER_NET=198.18.77
+on "$H" ip addr add "$OTHER_NET.1/24" dev eth0
+on "$C1" ip addr add "$OTHER_NET.2/24" dev eth0
+on "$C1" ip route replace "$HA/32" dev eth0 src "$OTHER_NET.2"
 rc1=0 rc2=0 rc3=0
 hpc "$C2" apply > "$T/c2.out" 2>&1 || rc2=$?
-hpc "$C1" apply > "$T/c1.out" 2>&1 & p1=$!
+hpc "$C1" apply -v > "$T/c1.out" 2>&1 & p1=$!
 hpc "$C3" apply > "$T/c3.out" 2>&1 & p3=$!
 wait $p1 || rc1=$?
 wait $p3 || rc3=$?
@@ -141,6 +159,26 @@ hpc "$C1" status > "$T/c1.status" 2>&1 || true
 hpc "$C3" status > "$T/c3.status" 2>&1 || true
 check "$C1: hpcinit status times its registration with Slurm" grep -qE '^  slurm +[0-9]+\.[0-9]{3}$' "$T/c1.status"
 check "$C3 (failed): no registration among its boot's phases" eval '! grep -qE "^  (slurm|ready) " "$T/c3.status"'
+
+# Arrival: C1's slot of its 2 s window, from its address (2 nodes expected: host part mod 2).
+C1A=$(sim addr "$C1")
+C1_DELAY=$(( ${C1A##*.} % 2 * 1000 ))
+check "$C1: registration paced: ${C1_DELAY} ms, its address's slot of the 2 s window" \
+	contains "$T/c1.out" "registration paced: $C1_DELAY ms into a 2000 ms window (slot of address $C1A, 2 nodes)"
+node_addr_is() {
+	local got
+	got=$(on "$H" scontrol --oneliner show node "$1" | grep -o 'NodeAddr=[^ ]*')
+	same_text "$got" "NodeAddr=$2"
+}
+check "$C1: slurmctld has its address in cluster.network (NodeAddr=$C1A), not the one it registered from" \
+	node_addr_is "$C1" "$C1A"
+check "$C1: its apply said so (Slurm 22.05 ignores NodeAddr in a dynamic node's --conf: one scontrol update)" \
+	contains "$T/c1.out" "slurmctld had NodeAddr=$OTHER_NET.2 (where it registered from); set to $C1A"
+on "$C1" ip route del "$HA/32" dev eth0 src "$OTHER_NET.2"
+on "$C1" ip addr del "$OTHER_NET.2/24" dev eth0
+on "$H" ip addr del "$OTHER_NET.1/24" dev eth0
+check "$C2: slurmctld has its address from the registration" node_addr_is "$C2" "$(sim addr "$C2")"
+check "the head cannot resolve $C1 (so nothing below needs it to)" eval '! on "$H" getent hosts "$C1"'
 
 # sinfo on the head, one line a node: name state features reason
 on "$H" sinfo -N -h -o '%N %t %f %E' > "$T/sinfo1"
@@ -197,10 +235,42 @@ else
 	not_ok "mpi-hello not built (configure found no Open MPI): cannot run the MPI check"
 fi
 
-# An admin's drain is left alone by hpcinit check.
+# Steady state: C1 is ready and told slurmctld so; five health checks (what slurmd's
+# HealthCheckProgram runs every HealthCheckInterval) ask slurmctld nothing, by
+# slurmctld's own RPC counts (sdiag, reset first; REQUEST_STATS_INFO is sdiag itself;
+# the old check's scontrol showed there as REQUEST_NODE_INFO and REQUEST_PARTITION_INFO,
+# two a check).  (A counting scontrol on PATH would see nothing: proc.c runs programs
+# with its own PATH.)
+ctld_rpcs() {   # RPCs slurmctld served since the reset, by type, but sdiag's own
+	on "$H" sdiag | sed -n '/by message type/,/by user/p' |
+		awk '/count:/ && $1 != "REQUEST_STATS_INFO" { sub("count:", "", $4); print $1, $4 }' | sort
+}
+run_hpc "$T/refresh0.out" "$C1" refresh   # the nodes that came since its apply: no drift below
+on "$H" sdiag --reset >/dev/null
+steady_rc=0
+for i in 1 2 3 4 5; do
+	hpc "$C1" check > "$T/steady$i.out" 2>&1 || steady_rc=$?
+done
+ctld_rpcs > "$T/steady.rpcs"
+steady_zero() {
+	[ "$steady_rc" = 0 ] && [ ! -s "$T/steady.rpcs" ] || {
+		echo "  last check exited $steady_rc; slurmctld served:"; sed 's/^/  | /' "$T/steady.rpcs"
+		show "$T/steady5.out" "$steady_rc"; }
+}
+check "$C1: 5 checks in steady state: 0 RPCs to slurmctld (sdiag)" steady_zero
+check "$C1: the check says it did not ask (its state is what it last told)" \
+	grep -q "^slurm  *ok .*ready, as last told to slurmctld (not asked: no change)" "$T/steady5.out"
+
+# An admin's drain is left alone by hpcinit check: in steady state it is not even
+# seen; once the node's state changes the check asks, and leaves it alone.
 on "$H" scontrol update nodename="$C1" state=drain reason="bad dimm"
 run_hpc "$T/admin.out" "$C1" check
-check "$C1: hpcinit check says the admin's drain is left alone" contains "$T/admin.out" 'reason "bad dimm"): left alone'
+st=$(on "$H" sinfo -h -n "$C1" -o '%t %E')
+check "$C1: steady check with an admin's drain: exit 0, still drained with the admin's reason" \
+	eval '[ $rc = 0 ] && [ "${st/\*/}" = "drain bad dimm" ] || { echo "  sinfo: $st"; show "$T/admin.out" $rc; }'
+on "$C1" rm -f /run/hpcinit/slurm-told     # as after a reboot: the next check asks
+run_hpc "$T/admin.out" "$C1" check
+check "$C1: hpcinit check that asks says the admin's drain is left alone" contains "$T/admin.out" 'reason "bad dimm"): left alone'
 st=$(on "$H" sinfo -h -n "$C1" -o '%t %E')
 check "$C1: still drained with the admin's reason" same_text "${st/\*/}" "drain bad dimm"
 on "$H" scontrol update nodename="$C1" state=resume
@@ -365,6 +435,10 @@ on "$C3" chmod 0644 /etc/hpcinit/slurm.key
 run_hpc "$T/auth3.out" "$C3" apply
 check "$C3 auth/slurm: a key file others may read is refused (exit 1)" \
 	eval '[ $rc = 1 ] && grep -q "must be a regular file owned by root" "$T/auth3.out" || show "$T/auth3.out" $rc'
+
+# Nothing in the run made slurmctld resolve a compute's name.
+check "slurmctld's log: no name it could not resolve" \
+	eval '! grep -iE "resolve|getaddrinfo|name or service" "$T/slurmctld.log"'
 
 # Stop the daemons of this test (sim down ends everything in the nodes anyway).
 on "$H" scontrol shutdown >/dev/null 2>&1 || true

@@ -38,6 +38,7 @@ static void test_parse(void)
 	TEST_CHECK(n.found);
 	TEST_STREQ(n.state, "IDLE+DRAIN+DYNAMIC_NORM");
 	TEST_STREQ(n.reason, "hpcinit:nfs.mount.failed");
+	TEST_STREQ(n.addr, "198.19.41.13");
 	TEST_CHECK(n.drain && !n.busy && !n.down);
 	TEST_CHECK(slurm_reason_ours(n.reason));
 
@@ -410,6 +411,63 @@ static void test_spec(void)
 	TEST_CHECK(strstr(m, "conf_servers") != NULL);
 }
 
+/* Arrival: the window scales with the cluster, N consecutive addresses take N even slots. */
+static void test_arrival(void)
+{
+	struct diags d = { NULL, 0 };
+	struct spec *s = NULL;
+	unsigned line = 0, col = 0;
+	static char seen[10000];
+	uint64_t last = 0, prev = 0;
+	size_t n = 0;
+	char *t;
+
+	TEST_CHECK(slurm_register_window_ms(SLURM_WINDOW_AUTO, 1000) == 10000);
+	TEST_CHECK(slurm_register_window_ms(SLURM_WINDOW_AUTO, 1) == 0);     /* size unknown: no wait */
+	TEST_CHECK(slurm_register_window_ms(SLURM_WINDOW_AUTO, 0) == 0);
+	TEST_CHECK(slurm_register_window_ms(SLURM_WINDOW_AUTO, 100000) == SLURM_WINDOW_MAX_MS);
+	TEST_CHECK(slurm_register_window_ms(5000, 1) == 5000);
+	TEST_CHECK(slurm_register_window_ms(0, 1000) == 0);
+	/* a scale set's 1000 addresses from .4 (Azure keeps the first four): 1000 slots 10 ms apart */
+	for (uint64_t host = 4; host < 1004; host++) {
+		uint64_t ms = slurm_register_delay_ms(10000, 1000, host);
+
+		TEST_CHECK(ms < 10000 && ms % 10 == 0 && !seen[ms]);
+		seen[ms] = 1;
+		if (ms > last)
+			last = ms;
+	}
+	for (size_t i = 0; i < sizeof(seen); i++)
+		if (seen[i]) {
+			TEST_CHECK(n == 0 || i - prev == 10);
+			prev = i;
+			n++;
+		}
+	TEST_CHECK(n == 1000 && last == 9990);
+	TEST_CHECK(slurm_register_delay_ms(0, 1000, 77) == 0);
+	/* size unknown, a window given: the name's hash, in milliseconds, inside the window */
+	TEST_CHECK(slurm_register_delay_ms(2000, 0, slurm_name_index("cn-0042")) < 2000);
+	TEST_CHECK(slurm_name_index("cn-0042") == slurm_name_index("cn-0042"));
+	TEST_CHECK(slurm_name_index("cn-0042") != slurm_name_index("cn-0043"));
+	t = slurm_told_line("cn1", NULL);
+	TEST_STREQ(t, "cn1 ready\n");
+	free(t);
+	t = slurm_told_line("cn1", "hpcinit:nfs.mount.failed");
+	TEST_STREQ(t, "cn1 hpcinit:nfs.mount.failed\n");
+	free(t);
+	/* the spec key; unset is "scaled" (UINT64_MAX), at most an hour */
+	TEST_INTEQ(spec_load_buffer("t.yaml", "version: 1\ncluster: {name: c1, role: head}\nslurm: {}\n", 52,
+				    &s, &d), 0);
+	TEST_CHECK(s && s->slurm.register_window_ms == SLURM_WINDOW_AUTO);
+	s = spec_free(s);
+	TEST_INTEQ(spec_load_buffer("t.yaml", "version: 1\ncluster: {name: c1, role: head}\n"
+				    "slurm: {register_window: 30s}\n", 73, &s, &d), 0);
+	TEST_CHECK(s && s->slurm.register_window_ms == 30000);
+	s = spec_free(s);
+	first_error("version: 1\ncluster: {name: c1, role: head}\nslurm: {register_window: 2h}\n", &line, &col);
+	TEST_CHECK(line == 3 && col == 26);
+}
+
 static struct gpu_inventory inv_of(size_t n, const char *type)
 {
 	struct gpu_inventory inv;
@@ -581,6 +639,7 @@ int main(void)
 	test_ib_domain();
 	test_key();
 	test_spec();
+	test_arrival();
 	test_gres();
 	test_version();
 	test_gres_write();

@@ -256,6 +256,53 @@ print(\" \".join(\"%.1f\" % p[k] if k in p else \"?\" for k in (\"cloud-init.sta
 	ok "slurmbench: boot split to srun printed (not asserted)"
 }
 
+# hpcinit's own part of each compute's boot, from its run's own report: the first
+# apply's table (cloud-init ran it; its output is in cloud-init-output.log: each step's
+# time, including what it waited for: systemd, munged, slurmctld), the phases boot.json
+# recorded, and the CPU (user+sys, bash's time: hpcinit and the programs it ran and
+# waited for, not the daemons they started) of hpcinit apply and check run again now
+# on the converged node, and of the boot's registration done again on c1 (hpcinit leave,
+# munge's key removed: apply installs the key, restarts munged, starts slurmd and waits
+# for slurmctld to list the node, as at boot).  Printed, not asserted.
+check_slurmshare() {
+	local n out
+	out=$(vm_exec c1 300 '
+		hpcinit leave > /tmp/share.leave 2>&1 || { cat /tmp/share.leave; exit 1; }
+		rm -f /etc/munge/munge.key
+		# hpcinit'"'"'s own CPU apart from the programs it ran: /proc/PID/stat of the
+		# exited, not yet reaped process (utime stime, and cutime cstime: its children)
+		python3 -c "
+import os, subprocess, time
+t0 = time.time()
+p = subprocess.Popen([\"hpcinit\", \"apply\"], stdout=open(\"/tmp/share.reg\", \"w\"), stderr=subprocess.STDOUT)
+os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOWAIT)
+f = open(\"/proc/%d/stat\" % p.pid).read().rsplit(\")\", 1)[1].split()
+hz = os.sysconf(\"SC_CLK_TCK\")
+wall = time.time() - t0
+p.wait()
+print(\"registration again: hpcinit apply: %.2f s wall; hpcinit itself %.2f s CPU (user %.2f, sys %.2f); the programs it ran %.2f s\" % (wall, (int(f[11]) + int(f[12])) / hz, int(f[11]) / hz, int(f[12]) / hz, (int(f[13]) + int(f[14])) / hz))
+"
+		grep -E "^(memlock|slurm) |^result" /tmp/share.reg' 2>&1) ||
+		{ notok "slurmshare: c1's registration again" "$out"; return; }
+	sed "s/^/# c1: /" <<< "$out"
+	for n in $(slurm_computes); do
+		out=$(vm_exec "$n" 300 '
+			sed -n "/^MODULE  *RESULT/,/^\$/p" /var/log/cloud-init-output.log | head -14
+			python3 -c "
+import json
+b = json.load(open(\"/run/hpcinit/boot.json\"))
+print(\"boot.json:\", \" \".join(\"%s=%.3f\" % (x[\"phase\"], x[\"since_boot_ms\"] / 1000) for x in b[\"phases\"] if \"since_boot_ms\" in x))
+"
+			TIMEFORMAT="%R s wall, %U s user, %S s sys"
+			for a in apply check; do
+				{ time hpcinit $a > /tmp/share.$a 2>&1; } 2> /tmp/share.$a.t || true
+				echo "again now: hpcinit $a: $(cat /tmp/share.$a.t), its programs included ($(tail -1 /tmp/share.$a))"
+			done' 2>&1) || { notok "slurmshare: $n" "$out"; return; }
+		sed "s/^/# $n: /" <<< "$out"
+	done
+	ok "slurmshare: hpcinit's part of each compute's boot printed (not asserted)"
+}
+
 # hpcinit leave on the last compute, under systemd: drained, slurmd's unit
 # stopped, the dynamic node deleted.
 check_slurmleave() {

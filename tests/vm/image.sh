@@ -31,6 +31,9 @@
 # distribution builds a package per release; --debs applies to bookworm only.
 # Each suite other than bookworm has its own layers (base-SUITE, deb-SUITE,
 # img-SUITE), so pruning one release never deletes the other's.
+# HPCINIT_VM_BAKE="pkg ...": the img layer also installs these packages (a baked
+# image; its own img/KEY), as tests/bench/vm-slurm-boot.sh --baked does with the
+# Slurm custom-data's packages.
 # Pruning: after a build, each layer keeps its newest N entries (by last
 # use; --keep N or HPCINIT_VM_KEEP, default 2; the ones this run uses
 # always stay) and the rest is deleted and printed ("image: pruned ...").
@@ -174,6 +177,20 @@ final_build() {
 	echo 'deb [trusted=yes] file:/srv/hpcinit-repo ./' > "$R/etc/apt/sources.list"
 	rm -rf "$R"/var/lib/apt/lists/*_dists_*
 	chroot "$R" env DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
+	# HPCINIT_VM_BAKE: packages baked into the image, as a real deployment bakes what its
+	# custom-data names (conf/cloud-init/image-build.yaml; tests/bench/vm-slurm-boot.sh
+	# --baked): installed from the local repository, enabled as Debian enables them but
+	# slurmd.service (hpcinit starts a compute's slurmd; on a head, which has a slurm.conf,
+	# the package's unit failed at boot: "Unable to determine this slurmd's NodeName"),
+	# and no munge key of the image's own (its postinst made one; hpcinit installs the cluster's).
+	if [ -n "${HPCINIT_VM_BAKE:-}" ]; then
+		# shellcheck disable=SC2086 # a list of package names
+		chroot "$R" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+			$HPCINIT_VM_BAKE >&2
+		chroot "$R" apt-get clean
+		chroot "$R" systemctl disable slurmd.service >&2 2>/dev/null || true
+		rm -f "$R/etc/munge/munge.key"
+	fi
 	chroot "$R" hpcinit --version >&2
 	# A getty on the serial console hangs up the line (later console output is lost).
 	# e2scrub_reap takes minutes under emulation; the timers only add load.
@@ -373,7 +390,7 @@ elif [ -z "$DDIR" ]; then
 fi
 ls "$DDIR"/hpcinit_*.deb >/dev/null 2>&1 || die "no hpcinit_*.deb in $DDIR"
 
-FKEY=$( { echo "$BKEY"; cat "$DDIR"/hpcinit*.deb | sha256sum; declare -f final_build; } | hash_of)
+FKEY=$( { echo "$BKEY"; cat "$DDIR"/hpcinit*.deb | sha256sum; declare -f final_build; echo "${HPCINIT_VM_BAKE:-}"; } | hash_of)
 IMG=$CACHE/img$LSFX/$FKEY
 if [ -f "$IMG/done" ]; then
 	log "image $FKEY: cached"
@@ -384,7 +401,7 @@ else
 	rm -rf "$IMG"
 	mkdir -p "$IMG/ovl/upper" "$IMG/ovl/work" "$IMG/ovl/root"
 	export -f final_build
-	export SUITE MIRROR
+	export SUITE MIRROR HPCINIT_VM_BAKE
 	unshare --mount --propagation private -- bash -c '
 		set -Eeuo pipefail
 		mount -t overlay overlay -o "lowerdir=$1/root,upperdir=$2/upper,workdir=$2/work" "$2/root"
