@@ -43,7 +43,7 @@ int64_t mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-void sleep_ms(int64_t ms)
+void helper_sleep_ms(int64_t ms)
 {
 	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
 
@@ -320,7 +320,7 @@ static bool ask_again(const char *path, const char *what, size_t busy, int64_t e
 	(*attempt)++;
 	fprintf(stderr, "hpcinit-etcd: %s: %s: %s (busy); asking again in %" PRId64 " ms (timeout %ld ms)\n",
 		path, etcd_endpoints[busy], what, pause, *tmo);
-	sleep_ms(pause);
+	helper_sleep_ms(pause);
 	return true;
 }
 

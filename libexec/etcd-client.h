@@ -86,7 +86,7 @@ struct range_ops {
 
 /* ---- etcd-client.c ---- */
 int64_t mono_ms(void);
-void sleep_ms(int64_t ms);
+void helper_sleep_ms(int64_t ms);
 unsigned char *b64_str(const char *s, size_t *ret_len);
 char *prefix_end_b64(const char *prefix);
 json_object *jget(json_object *j, const char *k, json_type t);

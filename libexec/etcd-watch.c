@@ -164,7 +164,7 @@ int cmd_watch(const char *prefix, int64_t from)
 				gap_ms = quiet ? LIST_RETRY_S * 1000 : since > 60000 ? 0 :
 					gap_ms ? (gap_ms * 2 < LIST_RETRY_S * 1000 ? gap_ms * 2 : LIST_RETRY_S * 1000) : 200;
 				fflush(stdout);
-				sleep_ms(gap_ms - since);
+				helper_sleep_ms(gap_ms - since);
 			}
 			/*
 			 * First start, or events may be lost (a reconnect, a
@@ -177,7 +177,7 @@ int cmd_watch(const char *prefix, int64_t from)
 			quiet = r == R_LIMIT && rev > 0;
 			if (r < 0 && !quiet) {
 				fflush(stdout);
-				sleep_ms(backoff_ms);
+				helper_sleep_ms(backoff_ms);
 				if (backoff_ms < 2000)
 					backoff_ms *= 2;
 				rev = 0;
@@ -211,7 +211,7 @@ int cmd_watch(const char *prefix, int64_t from)
 		/* Events between the drop and the new stream would be lost: list anew. */
 		etcd_cur = (etcd_cur + 1) % etcd_n_endpoints;
 		rev = 0;
-		sleep_ms(100);
+		helper_sleep_ms(100);
 	}
 	return EX_OK;
 }
@@ -505,7 +505,7 @@ int cmd_await(const char *prefix, int64_t expect, long ms, int64_t from, const c
 			break;
 		}
 		if (a.restart && !a.done)
-			sleep_ms(200);  /* never a tight loop of ranges (an endpoint ending every watch) */
+			helper_sleep_ms(200);  /* never a tight loop of ranges (an endpoint ending every watch) */
 		if (!a.done && !a.restart) {
 			/* Out of time: the stream kept the membership current; a failed stream did not. */
 			current = cc == CURLE_OPERATION_TIMEDOUT;

@@ -308,11 +308,9 @@ int runner_take_lock_while(struct ctx *c, uint64_t timeout_ms, void (*wait)(void
 				 *holder ? holder : "?", path, (unsigned long long)(timeout_ms / 1000));
 			told = true;
 		}
-		struct timespec ts = { 0, 50 * 1000 * 1000 };
-
 		if (wait)
 			wait(arg);
-		nanosleep(&ts, NULL);
+		sleep_ms(50);
 	}
 	char pid[32];
 	int len = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());

@@ -26,11 +26,18 @@ uint64_t ctx_remaining_ms(const struct ctx *c)
 	return c->deadline_ms > now ? c->deadline_ms - now : 0;
 }
 
+void sleep_ms(uint64_t ms)
+{
+	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
 bool ctx_backoff(const struct ctx *c, uint64_t *delay_ms, uint64_t cap_ms)
 {
 	uint64_t left = ctx_remaining_ms(c);
 	uint64_t d = *delay_ms ? *delay_ms : 100;
-	struct timespec ts;
 
 	if (left == 0)
 		return false;
@@ -38,10 +45,7 @@ bool ctx_backoff(const struct ctx *c, uint64_t *delay_ms, uint64_t cap_ms)
 		d = cap_ms;
 	if (d > left)
 		d = left;
-	ts.tv_sec = (time_t)(d / 1000);
-	ts.tv_nsec = (long)(d % 1000) * 1000000L;
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
+	sleep_ms(d);
 	*delay_ms = d * 2;
 	return ctx_remaining_ms(c) > 0;
 }

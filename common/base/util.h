@@ -11,6 +11,8 @@ struct ctx;
 
 uint64_t now_ms(void);          /* CLOCK_MONOTONIC */
 uint64_t ctx_remaining_ms(const struct ctx *c);   /* 0 when the deadline passed */
+/* Sleep ms milliseconds, the whole of them (a signal does not cut it short). */
+void sleep_ms(uint64_t ms);
 /* Sleep with exponential backoff capped at cap_ms and at the deadline; false when out of time. */
 bool ctx_backoff(const struct ctx *c, uint64_t *delay_ms, uint64_t cap_ms);
 

@@ -45,13 +45,6 @@ char *users_resolved_text(const struct ctx *c, const struct strlist *users)
 	return sb_steal(&sb);
 }
 
-static void sleep_ms(uint64_t ms)
-{
-	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
 
 size_t users_wait(const struct ctx *c, const struct strlist *users, uint64_t wait_ms,
 		  uint64_t poll_ms, bool *ret_ok)

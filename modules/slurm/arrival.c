@@ -111,11 +111,10 @@ int slurm_pace(struct ctx *c, struct report *rep, const char *name, const char *
 	until = now_ms() + delay;
 	while (now_ms() < until) {
 		uint64_t left = until - now_ms();
-		struct timespec ts = { (time_t)(left / 1000), (long)(left % 1000) * 1000000L };
 
 		if (ctx_remaining_ms(c) <= left)
 			return -ETIMEDOUT;
-		(void)nanosleep(&ts, NULL);
+		sleep_ms(left);
 	}
 	return 0;
 }

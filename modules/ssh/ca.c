@@ -396,13 +396,12 @@ static bool cert_ready(struct rendezvous *st, const struct khost *self)
 static void wait_for_cert(struct ctx *c, struct report *r, const struct khost *self,
 			  struct rendezvous *st)
 {
-	struct timespec ts = { 0, 250 * 1000 * 1000 };
 	unsigned waited = 0;
 	struct report scratch;
 
 	report_init(&scratch);
 	while (!cert_ready(st, self) && waited < CERT_WAIT_MS) {
-		nanosleep(&ts, NULL);
+		sleep_ms(250);
 		waited += 250;
 		if (!st->ops) {
 			/* certs/ did not exist yet: the head makes it with the first certificate. */

@@ -9,12 +9,37 @@
 #include "../../common/base/util.c"
 #include "test.h"
 
+#include <signal.h>
+#include <sys/time.h>
 #include <unistd.h>
+
+static volatile sig_atomic_t alarms;
+static void on_alarm(int sig) { (void)sig; alarms++; }
+
+/* sleep_ms sleeps the whole time it is asked, though a signal arrives (EINTR) meanwhile. */
+static void test_sleep_ms(void)
+{
+	struct sigaction sa = { .sa_handler = on_alarm };       /* no SA_RESTART: nanosleep sees EINTR */
+	struct itimerval it = { .it_value = { 0, 20 * 1000 } };
+	uint64_t t0;
+
+	sigemptyset(&sa.sa_mask);
+	TEST_INTEQ(sigaction(SIGALRM, &sa, NULL), 0);
+	TEST_INTEQ(setitimer(ITIMER_REAL, &it, NULL), 0);
+	t0 = now_ms();
+	sleep_ms(120);
+	TEST_CHECK(alarms == 1);                                /* the signal came, in the middle */
+	TEST_CHECK(now_ms() - t0 >= 120);                       /* and the sleep went on to its end */
+	signal(SIGALRM, SIG_DFL);
+}
 
 int main(void)
 {
 	struct ctx c = { 0 };
 	uint64_t t0 = now_ms(), t1, d;
+
+	test_sleep_ms();
+	t0 = now_ms();
 
 	/* monotonic: never goes back */
 	for (int i = 0; i < 1000; i++) {
