@@ -31,6 +31,23 @@ const struct module *const module_table[] = {
 	NULL,
 };
 
+uint64_t modules_wake_at(const struct ctx *c)
+{
+	uint64_t first = 0;
+
+	for (size_t i = 0; module_table[i]; i++) {
+		const struct module *m = module_table[i];
+		uint64_t t;
+
+		if (!m->wake_at || (m->enabled && !m->enabled(c->spec)))
+			continue;
+		t = m->wake_at(c);
+		if (t && (!first || t < first))
+			first = t;
+	}
+	return first;
+}
+
 const struct module *module_find(const char *name)
 {
 	for (size_t i = 0; module_table[i]; i++)

@@ -9,5 +9,7 @@
 extern const struct module *const module_table[];
 /* The module called name, NULL when there is none. */
 const struct module *module_find(const char *name);
+/* The earliest time an enabled step wants a refresh (its wake_at hook), 0: none. */
+uint64_t modules_wake_at(const struct ctx *c);
 
 #endif

@@ -40,7 +40,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../modules/discovery/discovery.h"   /* discovery_held_until: a held record's refresh */
 #include "escape.h"
 #include "fsutil.h"
 #include "log.h"
@@ -424,8 +423,8 @@ static int watch_etcd(struct ctx *c, const struct run_opts *ro_in)
 	while (!stop) {
 		struct pollfd pf[3];
 		unsigned changes = 0;
-		/* A record held since it vanished (discovery's held.c): a refresh when its grace ends. */
-		uint64_t now = now_ms(), wake, held = discovery_held_until(c);
+		/* A time a step asked for (a record held since it vanished: its grace's end): a refresh then. */
+		uint64_t now = now_ms(), wake, held = modules_wake_at(c);
 		int n = 0, t, efd = events_fd(c, &ev), ei = -1, erri = -1;
 
 		if (!mem.running && now >= restart_at) {

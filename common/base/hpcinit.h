@@ -125,6 +125,11 @@ struct module {
 	 * state before the run: tell the cluster (discovery puts it in this node's
 	 * record).  Run isolated, like leave.  NULL: nothing to do. */
 	int (*announce)(struct ctx *, struct report *);
+	/* When this step wants a refresh without a change in the cluster (a
+	 * record held since it vanished: discovery's grace ends), in now_ms()
+	 * time; 0: no such time.  Read by a watcher (hpcinit watch) through
+	 * modules_wake_at.  NULL: never. */
+	uint64_t (*wake_at)(const struct ctx *);
 };
 
 /* True when the mode may change the system. */

@@ -400,4 +400,5 @@ const struct module discovery_module = {
 	.isolate = true,        /* the shared directory, scans: a dead server must not hang the run */
 	.leave = discovery_leave,       /* the runner's last leave, isolated (runner_leave) */
 	.announce = disc_announce,      /* the node's state changed: its record says so */
+	.wake_at = discovery_held_until,        /* a record held since it vanished: its grace's end */
 };

@@ -14,7 +14,7 @@
 #  - each program file (the commands in agent/cmd/, the helpers in libexec/)
 #    is in the table of the tests that run it, and those tests exist;
 #  - one owner each: only lib/rendezvous/etcd.c names the etcd helper, the
-#    commands read no directory by hand, no step asks the host name or
+#    commands read no directory by hand and include no step's header, no step asks the host name or
 #    whether systemd runs by itself.
 . "$(dirname "$0")/lib.sh"
 cd "$TOP_SRCDIR"
@@ -157,6 +157,8 @@ hits=$(grep -rln '"hpcinit-etcd"\|ETCD_HELPER_NAME' agent lib modules common 2>/
 check "only lib/rendezvous/etcd.c runs hpcinit-etcd${hits:+ (also: $hits)}" test -z "$hits"
 hits=$(grep -rn 'opendir' agent/cmd || true)
 check "the commands read no directory by hand${hits:+ ($hits)}" test -z "$hits"
+hits=$(grep -rn '#include "[./]*modules/[a-z_]*/' agent/cmd agent/core || true)
+check "no command or core file includes a step's header${hits:+ ($hits)}" test -z "$hits"
 hits=$(grep -rn 'gethostname\|/run/systemd/system' modules || true)
 check "no step asks the host name or whether systemd runs by itself${hits:+ ($(echo "$hits" | cut -d: -f1,2 | tr '\n' ' '))}" test -z "$hits"
 
