@@ -372,7 +372,8 @@ sync_again:
 }
 
 /* One key of the list: a peer, this node, or a rejection. */
-static void take_kv(struct disc_run *run, const char *k, size_t kl, const char *v, size_t vl)
+/* A record of the list judged: true when it counts (a member admitted, or this node's own). */
+static bool take_kv(struct disc_run *run, const char *k, size_t kl, const char *v, size_t vl)
 {
 	const struct spec *spec = run->c->spec;
 	struct etcd *e = run->priv;
@@ -389,7 +390,7 @@ static void take_kv(struct disc_run *run, const char *k, size_t kl, const char *
 		esc_append(&sk, k, kl < 200 ? kl : 200, false);
 		disc_reject(run, "bad-name", "key %s: not %s<hostname>; rejected", sb_str(&sk), e->prefix);
 		sb_free(&sk);
-		return;
+		return false;
 	}
 	memcpy(host, k + pl, kl - pl);
 	host[kl - pl] = '\0';
@@ -399,12 +400,12 @@ static void take_kv(struct disc_run *run, const char *k, size_t kl, const char *
 		esc_append(&sk, host, strlen(host) < 64 ? strlen(host) : 64, false);
 		disc_reject(run, "bad-name", "key %s%s: not a valid host name; rejected", e->prefix, sb_str(&sk));
 		sb_free(&sk);
-		return;
+		return false;
 	}
 	if (vl > RECORD_MAX_BYTES) {
 		disc_reject(run, "too-large", "record %s: %zu bytes, over the %d-byte limit; rejected", host, vl,
 		       RECORD_MAX_BYTES);
-		return;
+		return false;
 	}
 	if (strcmp(host, run->self.hostname) == 0 &&
 	    disc_record_parse(spec->cluster.name, v, vl, e->secret, e->secret_len, host, &p, err,
@@ -414,11 +415,11 @@ static void take_kv(struct disc_run *run, const char *k, size_t kl, const char *
 		report_finding(&run->notes, ST_DEGRADED, "discovery.record.self-refused",
 			       "this node's own record %s%s: %s; its peers reject it too (the next "
 			       "apply or refresh writes it again)", e->prefix, host, err);
-		return;
+		return false;
 	}
 	if (strcmp(host, run->self.hostname) != 0 &&
 	    disc_record_take(run, v, vl, e->secret, e->secret_len, host, host, &p) < 0)
-		return;
+		return false;
 	if (strcmp(host, run->self.hostname) == 0) {
 		struct peer tmp = run->self;
 		char *want, *have;
@@ -432,7 +433,7 @@ static void take_kv(struct disc_run *run, const char *k, size_t kl, const char *
 		free(want);
 		free(have);
 		peer_clear(&p);
-		return;
+		return true;
 	}
 	/* The cluster's rules for records (admit.c), counted here like every rejection. */
 	tag = admit_future(&p, disc_now() + e->offset, err, sizeof(err));
@@ -441,9 +442,10 @@ static void take_kv(struct disc_run *run, const char *k, size_t kl, const char *
 	if (tag) {
 		disc_reject(run, tag, "record %s: %s; rejected", host, err);
 		peer_clear(&p);
-		return;
+		return false;
 	}
 	*peerset_add(&run->found) = p;
+	return true;
 }
 
 /*
@@ -480,8 +482,11 @@ static void wait_for_change(struct disc_run *run, int64_t rev, const char *membe
 	report_free(&scratch);
 }
 
-/* The helper's list output (frames: "kv", "rev N") into run->found; its revision. */
-static int64_t take_list(struct disc_run *run, const char *p, const char *end)
+/*
+ * The helper's list output (frames: "kv", "rev N") into run->found; its
+ * revision.  kept (may be NULL): the frames of the records that count.
+ */
+static int64_t take_list(struct disc_run *run, const char *p, const char *end, struct strbuf *kept)
 {
 	int64_t rev = 0;
 	struct rv_frame f;
@@ -490,31 +495,30 @@ static int64_t take_list(struct disc_run *run, const char *p, const char *end)
 		const char *q;
 		long long v;
 
-		if (f.kind == RV_F_KV)
-			take_kv(run, f.key, f.key_len, f.value, f.value_len);
-		else if (f.kind == RV_F_LINE && f.line_len > 4 && !memcmp(f.line, "rev ", 4) &&
+		if (f.kind == RV_F_KV) {
+			if (take_kv(run, f.key, f.key_len, f.value, f.value_len) && kept)
+				sb_appendn(kept, p - f.size, f.size);
+		} else if (f.kind == RV_F_LINE && f.line_len > 4 && !memcmp(f.line, "rev ", 4) &&
 			 (q = f.line + 4, num_ll_field(&q, LLONG_MIN, LLONG_MAX, &v)))
 			rev = v;
 	}
 	return rev;
 }
 
-/* Keep the list's keys and values (not its revision) for on_unreachable: degrade. */
-static void keep_members(struct disc_run *run, const char *out, size_t len)
+/*
+ * Keep the records of the list that counted (members admitted, this node's
+ * own; not its revision, not a record rejected) for on_unreachable: degrade,
+ * and as the last membership a vanished record is held from (held.c): a
+ * record that was never a member is not held.
+ */
+static void keep_members(struct disc_run *run, struct strbuf *sb)
 {
 	struct report scratch;
-	struct strbuf sb = STRBUF_INIT;
-	const char *p = out, *end = out + len;
-	struct rv_frame f;
 
-	while (rv_frame_next(&p, end, &f))
-		if (f.kind == RV_F_KV)
-			sb_appendn(&sb, p - f.size, f.size);
 	report_init(&scratch);
 	if (fs_mkdir_p(run->c, &scratch, "/run/hpcinit", 0755, 0, 0) >= 0)
-		(void)fs_write(run->c, &scratch, MEMBERS_FILE, sb.len ? sb_str(&sb) : "", sb.len, 0600, 0, 0);
+		(void)fs_write(run->c, &scratch, MEMBERS_FILE, sb->len ? sb_str(sb) : "", sb->len, 0600, 0, 0);
 	report_free(&scratch);
-	sb_free(&sb);
 }
 
 /* disc_left_fn: key's record left gracefully: its tombstone holds the boot id that left (one list). */
@@ -583,10 +587,13 @@ static int etcd_list(struct disc_run *run)
 
 		memcpy(copy, view, vlen);
 		copy[vlen] = '\0';
+		struct strbuf kept = STRBUF_INIT;
+
 		hold_vanished(run, &copy, &vlen);
+		(void)take_list(run, copy, copy + vlen, &kept);
 		if (ctx_may_write(run->c))
-			keep_members(run, copy, vlen);
-		(void)take_list(run, copy, copy + vlen);
+			keep_members(run, &kept);
+		sb_free(&kept);
 		free(copy);
 		return 1;
 	}
@@ -613,15 +620,20 @@ static int etcd_list(struct disc_run *run)
 			return -EIO;
 		}
 		e->stale = true;
-		(void)take_list(run, text, text + len);
+		(void)take_list(run, text, text + len, NULL);
 		free(text);
 		return 1;
 	}
 	e->listed = true;
 	hold_vanished(run, &res.out, &res.out_len);
-	if (ctx_may_write(run->c))
-		keep_members(run, res.out, res.out_len);
-	rev = take_list(run, res.out, res.out + res.out_len);
+	{
+		struct strbuf kept = STRBUF_INIT;
+
+		rev = take_list(run, res.out, res.out + res.out_len, &kept);
+		if (ctx_may_write(run->c))
+			keep_members(run, &kept);
+		sb_free(&kept);
+	}
 	if (disc_expect_met(run)) {
 		proc_result_free(&res);
 		return 1;

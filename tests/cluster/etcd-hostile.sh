@@ -432,14 +432,17 @@ wait_for 20 grep -q '^held 1$' "$T/imds/log" || true
 wait_for 20 grep -q 'start (the stream' "$T/watch" || true
 run node2 10.0.0.2 "$T/se-join"
 # The watch must refresh on node2's join while the stand-in still holds the metadata request.
+# (node2's put is the only change its stream sees; the count is not 3: the records deleted by
+# hand above, without a leave's tombstone, are held for the grace, discovery.lease here.)
 joined_early() {
-	grep -q 'membership changed.*3 nodes known through etcd' "$T/watch" || return 1
+	grep -q 'membership changed.*nodes known through etcd' "$T/watch" || return 1
 	! grep -q '^dropped' "$T/imds/log"
 }
-wait_for 30 grep -q 'membership changed.*3 nodes known through etcd' "$T/watch" || true
+wait_for 30 grep -q 'membership changed.*nodes known through etcd' "$T/watch" || true
 check "events: a metadata service that does not answer does not hold up the watch: node2's join is refreshed while the request is still held" \
 	joined_early
 echo "# stand-in log when the join was refreshed: $(tr '\n' ' ' < "$T/imds/log")"
+joined_early >/dev/null 2>&1 || sed 's/^/#   watch: /' "$T/watch" | head -40
 rm -f "$T/imds/hold"
 touch "$T/imds/long"
 wait_for 30 bash -c "test \$(grep -c '^served long' '$T/imds/log') -ge 3" || true

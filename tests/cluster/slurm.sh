@@ -174,6 +174,9 @@ check "$C1: slurmctld has its address in cluster.network (NodeAddr=$C1A), not th
 	node_addr_is "$C1" "$C1A"
 check "$C1: its apply said so (Slurm 22.05 ignores NodeAddr in a dynamic node's --conf: one scontrol update)" \
 	contains "$T/c1.out" "slurmctld had NodeAddr=$OTHER_NET.2 (where it registered from); set to $C1A"
+on "$C1" cat /run/hpcinit/apply.json > "$T/c1.apply.json" 2>/dev/null || true
+check "$C1: ... as the finding slurm.nodeaddr (its apply's part of the status)" \
+	contains "$T/c1.apply.json" '"tag": "slurm.nodeaddr"'
 on "$C1" ip route del "$HA/32" dev eth0 src "$OTHER_NET.2"
 on "$C1" ip addr del "$OTHER_NET.2/24" dev eth0
 on "$H" ip addr del "$OTHER_NET.1/24" dev eth0

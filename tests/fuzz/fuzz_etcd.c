@@ -97,6 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(a.keys);
 		free(a.items);
 		free(a.item_len);
+		free(a.slot);
 		break;
 	}
 	case 3:

@@ -18,7 +18,9 @@ trap 'exit 1' INT TERM
 
 mkdir -p "$work/corpus" "$work/artifacts"
 cp "$here"/record-corpus/* "$work/corpus/"
-printf '#define _GNU_SOURCE 1\n' >"$work/config.h"
+# The version a record names (record.c says which release wrote a format it cannot read).
+version=$(sed -n 's/^AC_INIT(\[hpcinit\], \[\([^]]*\)\].*/\1/p' "$top/configure.ac")
+printf '#define _GNU_SOURCE 1\n#define PACKAGE_VERSION "%s"\n' "${version:-0}" >"$work/config.h"
 cat >"$work/record.dict" <<'DICT'
 "format: 1\x0a"
 "cluster: simc\x0a"
@@ -50,7 +52,7 @@ DICT
 clang -g -O1 -fno-omit-frame-pointer \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-I"$work" -I"$top/common/base" -I"$top/common/loader" -I"$top/common/text" \
-	"$here/fuzz_record.c" "$top/common/base/record.c" "$top/common/base/hmac.c" "$top/common/loader/names.c" "$top/common/text/number.c" \
+	"$here/fuzz_record.c" "$top/common/base/record.c" "$top/common/base/hmac.c" "$top/common/base/crypto.c" "$top/common/loader/names.c" "$top/common/text/number.c" \
 	"$top/common/loader/strlist.c" "$top/common/text/strbuf.c" \
 	$(pkg-config --cflags --libs libcrypto) -o "$work/fuzz_record"
 

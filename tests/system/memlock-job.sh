@@ -198,6 +198,7 @@ fake_systemctl
 echo 8388608 >"$R/run/fake-systemd-memlock"
 echo nosuch.service >"$R/run/fake-sshd-unit"
 mkdir -p "$R/proc/4242"
+echo sshd >"$R/proc/4242/comm"   # the pid file's process is sshd (daemon_pid checks its name)
 echo 4242 >"$R/run/sshd.pid"
 printf 'Limit                     Soft Limit           Hard Limit           Units     \nMax locked memory         4194304              4194304              bytes     \n' >"$R/proc/4242/limits"
 run_hpc_stdout "$T/r1" apply --root "$R" -c "$R/node.yaml" --only memlock --json

@@ -45,6 +45,15 @@ mkdir -p "$T/ovl" "$T/shared"
 chmod 0755 "$T"
 overlay_root "$T/ovl"
 R=$OVERLAY_ROOT
+# The overlay's /tmp and /run are empty tmpfs: a build tree under them (a clone in /tmp) is
+# bound in at its own path, read-only, so the binary and its helpers run there too.
+for d in "$(dirname "$HPCINIT")" "${HPCINIT_LIBEXEC_DIR:-}"; do
+	case $d in
+	/tmp/* | /run/*)
+		[ -d "$R$d" ] && [ -n "$(ls -A "$R$d" 2>/dev/null)" ] && continue
+		mkdir -p "$R$d" && mount --bind "$d" "$R$d" && mount -o remount,bind,ro "$R$d" ;;
+	esac
+done
 mkdir -p "$R/shared" "$R/var/lib/extrausers" "$R/etc/hpcinit" "$R/etc/ssh" "$R/home/alice"
 mount --bind "$T/shared" "$R/shared"
 rm -rf "$R/etc/hpcinit/"* "$R/run/hpcinit" "$R/var/lib/hpcinit"
