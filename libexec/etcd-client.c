@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * hpcinit-etcd's etcd client: base64, JSON access, HTTP through libcurl
- * with endpoint failover and token auth, and ranges under a prefix read
+ * hpcinit-etcd's etcd client: base64, JSON access, requests (HTTP:
+ * etcd-http.c) with endpoint failover and token auth, and ranges under a prefix read
  * page by page (etcd-client.h).
  */
 #include "config.h"
@@ -18,7 +18,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
 #include <json-c/json.h>
 
 #include "base64.h"
@@ -32,7 +31,6 @@ const char *etcd_cacert, *etcd_cert, *etcd_key, *etcd_auth_file;
 long etcd_timeout_ms = 5000;
 int64_t etcd_deadline_ms;
 char *etcd_token;                     /* etcd auth token, after authenticate */
-CURL *etcd_curl;
 int64_t etcd_date;
 
 int64_t mono_ms(void)
@@ -215,62 +213,6 @@ size_t on_stream(char *data, size_t size, size_t nmemb, void *arg)
 	return n;
 }
 
-void setup_handle(CURL *h, const char *url, const char *body, struct curl_slist *hdrs)
-{
-	curl_easy_reset(h);
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, etcd_timeout_ms < CONNECT_MS ? etcd_timeout_ms : CONNECT_MS);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(h, CURLOPT_NOPROXY, "*");      /* etcd is never reached through a proxy */
-	if (etcd_cacert)
-		curl_easy_setopt(h, CURLOPT_CAINFO, etcd_cacert);
-	if (etcd_cert) {
-		curl_easy_setopt(h, CURLOPT_SSLCERT, etcd_cert);
-		curl_easy_setopt(h, CURLOPT_SSLKEY, etcd_key);
-	}
-}
-
-struct curl_slist *headers(void)
-{
-	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
-
-	if (etcd_token) {
-		char *a = malloc(strlen(etcd_token) + 32);
-
-		if (!a)
-			abort();
-		sprintf(a, "Authorization: %s", etcd_token);
-		h = curl_slist_append(h, a);
-		free(a);
-	}
-	return h;
-}
-
-/*
- * A header line of an answer: its Date is etcd's clock (1 s), which the
- * agent takes as the cluster's clock for the records' dates.
- */
-static size_t on_header(char *data, size_t size, size_t n, void *arg)
-{
-	char line[128];
-	size_t len = size * n;
-	time_t t;
-
-	(void)arg;
-	if (len > 5 && len < sizeof(line) && strncasecmp(data, "date:", 5) == 0) {
-		memcpy(line, data + 5, len - 5);
-		line[len - 5] = '\0';
-		line[strcspn(line, "\r\n")] = '\0';
-		t = curl_getdate(line, NULL);
-		if (t > 0)
-			etcd_date = (int64_t)t;
-	}
-	return len;
-}
-
 static bool answered;                   /* an endpoint has answered this process */
 
 /* What one endpoint answered, for the message when none would do. */
@@ -278,26 +220,6 @@ struct tried {
 	char what[256];
 };
 
-
-/* What a transfer that got no HTTP answer says, with the TLS setting to look at (never a key or a password). */
-static void curl_failure(size_t i, CURLcode cc, char *what, size_t size)
-{
-	bool tls = strncmp(etcd_endpoints[i], "https:", 6) == 0;
-	const char *hint = "";
-
-	if (cc == CURLE_PEER_FAILED_VERIFICATION)
-		hint = etcd_cacert ? " (the member's certificate does not verify against "
-			"discovery.ca_file, or does not name this address)" :
-			" (the member's certificate does not verify against the system's CAs: "
-			"set discovery.ca_file)";
-	else if (tls && !etcd_cert && (cc == CURLE_RECV_ERROR || cc == CURLE_SSL_CONNECT_ERROR ||
-				  cc == CURLE_SEND_ERROR))
-		hint = " (TLS handshake refused: a member with --client-cert-auth needs "
-			"discovery.cert_file and key_file)";
-	else if (tls && (cc == CURLE_SSL_CERTPROBLEM || cc == CURLE_SSL_CONNECT_ERROR))
-		hint = " (check discovery.cert_file and key_file)";
-	snprintf(what, size, "%s%s", curl_easy_strerror(cc), hint);
-}
 
 /*
  * An endpoint took the request and gave no answer in time: a member busy
@@ -345,33 +267,22 @@ again:
 		size_t i = (etcd_cur + k) % etcd_n_endpoints;
 		char url[1024];
 		struct http_buf b = { 0 };
-		struct curl_slist *hdrs = headers();
-		long status = 0;
-		curl_off_t connected = 0;
-		CURLcode cc;
+		struct http_call hc = { .url = url, .body = body, .timeout_ms = tmo, .on_data = on_body, .arg = &b };
+		long status;
+		int rc;
 
-		snprintf(url, sizeof(url), "%s%s%s", etcd_endpoints[i],
-			 etcd_endpoints[i][strlen(etcd_endpoints[i]) - 1] == '/' ? path + 1 : path, "");
-		setup_handle(etcd_curl, url, body, hdrs);
-		curl_easy_setopt(etcd_curl, CURLOPT_TIMEOUT_MS, tmo);
-		curl_easy_setopt(etcd_curl, CURLOPT_WRITEFUNCTION, on_body);
-		curl_easy_setopt(etcd_curl, CURLOPT_WRITEDATA, &b);
-		curl_easy_setopt(etcd_curl, CURLOPT_HEADERFUNCTION, on_header);
-		cc = curl_easy_perform(etcd_curl);
-		curl_easy_setopt(etcd_curl, CURLOPT_HEADERFUNCTION, NULL);
-		curl_slist_free_all(hdrs);
+		snprintf(url, sizeof(url), "%s%s", etcd_endpoints[i],
+			 etcd_endpoints[i][strlen(etcd_endpoints[i]) - 1] == '/' ? path + 1 : path);
+		rc = http_post(&hc);
+		status = hc.status;
 		/*
 		 * It took the request and did not answer in time: busy, not
 		 * down.  A connection kept from an earlier answer reports no
 		 * connect time: an endpoint that answered this process before
 		 * counts as up too.
 		 */
-		if (cc == CURLE_OPERATION_TIMEDOUT &&
-		    (answered || (curl_easy_getinfo(etcd_curl, CURLINFO_CONNECT_TIME_T, &connected) == CURLE_OK &&
-				  connected > 0)) && !slow++)
+		if (hc.fail == HTTP_TIMEDOUT && (answered || hc.connected) && !slow++)
 			slow_k = k;
-		if (cc == CURLE_OK)
-			curl_easy_getinfo(etcd_curl, CURLINFO_RESPONSE_CODE, &status);
 		if (b.too_big) {
 			/* Not the endpoint's failure: every one would say as much. */
 			fprintf(stderr, "hpcinit-etcd: %s: the answer of %s passes the %d MiB limit of one "
@@ -379,8 +290,8 @@ again:
 			free(b.p);
 			return R_LIMIT;
 		}
-		if (cc != CURLE_OK) {
-			curl_failure(i, cc, tried[k].what, sizeof(tried[k].what));
+		if (rc < 0) {
+			snprintf(tried[k].what, sizeof(tried[k].what), "%s", hc.what);
 		} else if (status >= 500 || status == 0) {
 			json_object *j = b.p ? json_tokener_parse(b.p) : NULL, *m = NULL;
 

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Inside hpcinit-etcd: the etcd client (etcd-client.c: base64, JSON, HTTP
- * with endpoint failover and token auth, ranges read page by page), the
- * watch and await streams (etcd-watch.c), and the subcommands and main
- * (hpcinit-etcd.c).  The helper's protocol with the agent: lib/rendezvous/etcd-proto.h.
+ * Inside hpcinit-etcd: the etcd client (etcd-client.c: base64, JSON,
+ * requests with endpoint failover and token auth, ranges read page by
+ * page), HTTP (etcd-http.c: its own HTTP/1.1 for http://, libcurl loaded
+ * for https://), the watch and await streams (etcd-watch.c), and the
+ * subcommands and main (hpcinit-etcd.c).  The helper's protocol with the agent: lib/rendezvous/etcd-proto.h.
  */
 #ifndef HPCINIT_ETCD_CLIENT_H
 #define HPCINIT_ETCD_CLIENT_H
@@ -12,7 +13,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <curl/curl.h>
 #include <json-c/json.h>
 
 #include "../lib/rendezvous/etcd-proto.h"
@@ -48,7 +48,6 @@ extern const char *etcd_cacert, *etcd_cert, *etcd_key, *etcd_auth_file;
 extern long etcd_timeout_ms;
 extern int64_t etcd_deadline_ms;             /* monotonic ms: retries end here (0: per call) */
 extern char *etcd_token;                     /* etcd auth token, after authenticate */
-extern CURL *etcd_curl;
 extern int64_t etcd_date;                    /* the last answer's HTTP Date (etcd's clock), 0: none */
 
 struct http_buf {
@@ -84,6 +83,37 @@ struct range_ops {
 };
 
 
+/* The answer's bytes as they arrive (curl's write callback's type): fewer than size * nmemb taken ends the call. */
+typedef size_t (*http_data_fn)(char *data, size_t size, size_t nmemb, void *arg);
+
+/* How a call ended without a whole HTTP answer. */
+enum http_fail {
+	HTTP_OK,
+	HTTP_TIMEDOUT,                  /* no connection, or no (more of the) answer, in time */
+	HTTP_ENDED,                     /* on_data took fewer bytes than it was given */
+	HTTP_FAILED,                    /* anything else: refused, reset, not HTTP... (what says) */
+};
+
+/* One POST (etcd-http.c): the inputs, then what came of it. */
+struct http_call {
+	const char *url, *body;         /* body: JSON, sent as application/json with etcd_token */
+	long timeout_ms;                /* the whole call; 0: none */
+	bool stream;                    /* a watch: TCP keepalive, and no byte for 10 minutes ends it */
+	http_data_fn on_data;
+	void *arg;
+	long status;                    /* the HTTP status of a whole answer */
+	bool connected;                 /* a connection was made (or a kept one used) */
+	enum http_fail fail;
+	char what[256];                 /* the failure in words (curl's), when fail */
+};
+
+/* ---- etcd-http.c ---- */
+/* 0: a whole answer (c->status, the body given to on_data); -1: c->fail and c->what.  Sets etcd_date. */
+int http_post(struct http_call *c);
+int64_t http_date(const char *s);       /* an IMF-fixdate's seconds since the epoch, 0 when not one */
+void http_close(void);                  /* the kept connection closed (a stream left half read) */
+void http_cleanup(void);                /* all of it, at exit */
+
 /* ---- etcd-client.c ---- */
 int64_t mono_ms(void);
 void helper_sleep_ms(int64_t ms);
@@ -97,8 +127,6 @@ bool jtrue(json_object *j, const char *k);
 const char *safe_str(const char *s, int slot);
 size_t on_body(char *data, size_t size, size_t nmemb, void *arg);
 size_t on_stream(char *data, size_t size, size_t nmemb, void *arg);
-void setup_handle(CURL *h, const char *url, const char *body, struct curl_slist *hdrs);
-struct curl_slist *headers(void);
 int64_t get_i64(json_object *j, const char *k);
 int64_t header_rev(json_object *j);
 int authenticate(void);

@@ -16,7 +16,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
 #include <json-c/json.h>
 
 #include "escape.h"
@@ -85,7 +84,7 @@ static bool watch_message(json_object *j, void *arg)
 	return !w->restart;
 }
 
-/* curl's bytes: the messages they complete, then "synced" once for all their events. */
+/* The stream's bytes: the messages they complete, then "synced" once for all their events. */
 static size_t on_watch(char *data, size_t size, size_t nmemb, void *arg)
 {
 	struct jstream *s = arg;
@@ -100,18 +99,16 @@ static size_t on_watch(char *data, size_t size, size_t nmemb, void *arg)
 }
 
 /*
- * Open the watch stream of prefix from revision rev on the current
- * endpoint: the request set up on the handle, js's tokener made, the
- * stream's bytes to on_data.  The headers and *ret_body are the caller's
- * to free after the transfer.
+ * The watch stream of prefix from revision rev on the current endpoint:
+ * the request in *hc (its URL in url), js's tokener made, the stream's
+ * bytes to on_data.  The body (malloc'd) returned, for watch_end.
  */
-static struct curl_slist *watch_start(const char *prefix, int64_t rev, struct jstream *js,
-				      curl_write_callback on_data, char **ret_body)
+static char *watch_start(const char *prefix, int64_t rev, struct jstream *js, http_data_fn on_data,
+			struct http_call *hc, char url[static 1024])
 {
 	const char *ep = etcd_endpoints[etcd_cur];
-	char url[1024], *end = prefix_end_b64(prefix), *body;
+	char *end = prefix_end_b64(prefix), *body;
 	json_object *req, *cr = json_object_new_object();
-	struct curl_slist *hdrs;
 
 	json_object_object_add(cr, "key", b64_obj(prefix, strlen(prefix)));
 	json_object_object_add(cr, "range_end", str_obj(end));
@@ -119,18 +116,22 @@ static struct curl_slist *watch_start(const char *prefix, int64_t rev, struct js
 	free(end);
 	req = json_object_new_object();
 	json_object_object_add(req, "create_request", cr);
+	snprintf(url, 1024, "%s%s", ep, ep[strlen(ep) - 1] == '/' ? "v3/watch" : "/v3/watch");
 	body = strdup(json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN));
+	*hc = (struct http_call){ .url = url, .body = body, .on_data = on_data, .arg = js };
 	json_object_put(req);
-	hdrs = headers();
-	snprintf(url, sizeof(url), "%s%s", ep, ep[strlen(ep) - 1] == '/' ? "v3/watch" : "/v3/watch");
-	setup_handle(etcd_curl, url, body, hdrs);
 	js->tok = json_tokener_new();
-	if (!js->tok)
+	if (!body || !js->tok)
 		abort();
-	curl_easy_setopt(etcd_curl, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(etcd_curl, CURLOPT_WRITEDATA, js);
-	*ret_body = body;
-	return hdrs;
+	return body;
+}
+
+/* The end of a stream: what watch_start made freed, and the connection (left mid-answer) closed. */
+static void watch_end(struct jstream *js, char *body)
+{
+	free(body);
+	json_tokener_free(js->tok);
+	http_close();
 }
 
 int cmd_watch(const char *prefix, int64_t from)
@@ -143,9 +144,9 @@ int cmd_watch(const char *prefix, int64_t from)
 	for (;;) {
 		struct watch_state w = { 0 };
 		struct jstream js = { .on_msg = watch_message, .arg = &w };
-		struct curl_slist *hdrs;
-		char *body;
-		CURLcode cc;
+		struct http_call hc;
+		char url[1024], *body;
+		int rc;
 
 		if (rev == 0) {
 			int r;
@@ -191,23 +192,17 @@ int cmd_watch(const char *prefix, int64_t from)
 		}
 		w.quiet = quiet;
 		backoff_ms = 100;
-		hdrs = watch_start(prefix, rev, &js, on_watch, &body);
-		/* A dead member without a reset: no byte for this long ends the stream. */
-		curl_easy_setopt(etcd_curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
-		curl_easy_setopt(etcd_curl, CURLOPT_LOW_SPEED_TIME, 600L);
-		curl_easy_setopt(etcd_curl, CURLOPT_TCP_KEEPALIVE, 1L);
-		curl_easy_setopt(etcd_curl, CURLOPT_TCP_KEEPIDLE, 5L);
-		curl_easy_setopt(etcd_curl, CURLOPT_TCP_KEEPINTVL, 2L);
-		cc = curl_easy_perform(etcd_curl);
-		curl_slist_free_all(hdrs);
-		free(body);
-		json_tokener_free(js.tok);
+		body = watch_start(prefix, rev, &js, on_watch, &hc, url);
+		/* A dead member without a reset: TCP keepalive, and no byte for 10 minutes ends the stream. */
+		hc.stream = true;
+		rc = http_post(&hc);
+		watch_end(&js, body);
 		if (w.restart && w.next_rev == 0) {
 			rev = 0;
 			continue;
 		}
 		fprintf(stderr, "hpcinit-etcd: watch on %s ended: %s; trying the next endpoint\n",
-			etcd_endpoints[etcd_cur], cc == CURLE_OK ? "stream closed" : curl_easy_strerror(cc));
+			etcd_endpoints[etcd_cur], rc == 0 ? "stream closed" : hc.what);
 		/* Events between the drop and the new stream would be lost: list anew. */
 		etcd_cur = (etcd_cur + 1) % etcd_n_endpoints;
 		rev = 0;
@@ -477,10 +472,9 @@ int cmd_await(const char *prefix, int64_t expect, long ms, int64_t from, const c
 
 	while (!a.done) {
 		struct jstream js = { .on_msg = await_message, .arg = &a };
-		struct curl_slist *hdrs;
-		char *body;
+		struct http_call hc;
+		char url[1024], *body;
 		int64_t left = deadline - mono_ms();
-		CURLcode cc;
 
 		if (!have)
 			r = await_keys(&a, prefix);
@@ -490,12 +484,10 @@ int cmd_await(const char *prefix, int64_t expect, long ms, int64_t from, const c
 		if ((int64_t)a.n >= expect || a.formed || left <= 0)
 			break;
 		a.restart = false;
-		hdrs = watch_start(prefix, a.rev + 1, &js, on_stream, &body);
-		curl_easy_setopt(etcd_curl, CURLOPT_TIMEOUT_MS, (long)left);
-		cc = curl_easy_perform(etcd_curl);   /* ends when enough keys, at the timeout, or an error */
-		curl_slist_free_all(hdrs);
-		free(body);
-		json_tokener_free(js.tok);
+		body = watch_start(prefix, a.rev + 1, &js, on_stream, &hc, url);
+		hc.timeout_ms = (long)left;
+		http_post(&hc);         /* ends when enough keys, at the timeout, or an error */
+		watch_end(&js, body);
 		waited = true;
 		if (a.too_big) {
 			fprintf(stderr, "hpcinit-etcd: the keys under %s hold more than %d MiB: over "
@@ -508,7 +500,7 @@ int cmd_await(const char *prefix, int64_t expect, long ms, int64_t from, const c
 			helper_sleep_ms(200);  /* never a tight loop of ranges (an endpoint ending every watch) */
 		if (!a.done && !a.restart) {
 			/* Out of time: the stream kept the membership current; a failed stream did not. */
-			current = cc == CURLE_OPERATION_TIMEDOUT;
+			current = hc.fail == HTTP_TIMEDOUT;
 			break;
 		}
 	}

@@ -74,7 +74,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
 #include <json-c/json.h>
 
 #include "escape.h"
@@ -522,10 +521,6 @@ int main(int argc, char **argv)
 		return usage();
 	signal(SIGPIPE, SIG_DFL);
 	srandom((unsigned)getpid() ^ (unsigned)mono_ms());      /* the retries' jitter differs by node */
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0 || !(etcd_curl = curl_easy_init())) {
-		fprintf(stderr, "hpcinit-etcd: libcurl did not start\n");
-		return EX_DOWN;
-	}
 	if (etcd_auth_file && !auth_over_tls())
 		return EX_REFUSED;
 	if (etcd_auth_file && etcd_n_endpoints) {
@@ -536,8 +531,7 @@ int main(int argc, char **argv)
 	}
 	ret = !strcmp(argv[i], "serve") && argc - i == 1 ? serve() : run(argc, argv, i, deadline);
 	fflush(stdout);
-	curl_easy_cleanup(etcd_curl);
-	curl_global_cleanup();
+	http_cleanup();
 	free(etcd_token);
 	return ret;
 }

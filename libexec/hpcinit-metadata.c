@@ -31,6 +31,8 @@
 #include "etcd-client.h"
 #include "number.h"
 
+static CURL *curl;              /* this helper links libcurl (hpcinit-etcd loads it for https only) */
+
 /* ---- Azure Scheduled Events ---- */
 
 /* One request to one URL with "Metadata: true"; 0 and the body, or -1 (stderr says why). */
@@ -42,21 +44,21 @@ static int imds(const char *url, const char *body, struct http_buf *b)
 
 	if (body)
 		h = curl_slist_append(h, "Content-Type: application/json");
-	curl_easy_reset(etcd_curl);
-	curl_easy_setopt(etcd_curl, CURLOPT_URL, url);
-	curl_easy_setopt(etcd_curl, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(etcd_curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(etcd_curl, CURLOPT_NOPROXY, "*");       /* IMDS is never proxied */
-	curl_easy_setopt(etcd_curl, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(etcd_curl, CURLOPT_TIMEOUT_MS, etcd_timeout_ms);
-	curl_easy_setopt(etcd_curl, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(etcd_curl, CURLOPT_WRITEDATA, b);
+	curl_easy_reset(curl);
+	curl_easy_setopt(curl, CURLOPT_URL, url);
+	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(curl, CURLOPT_NOPROXY, "*");       /* IMDS is never proxied */
+	curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, etcd_timeout_ms);
+	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(curl, CURLOPT_WRITEDATA, b);
 	if (body)
-		curl_easy_setopt(etcd_curl, CURLOPT_POSTFIELDS, body);
-	cc = curl_easy_perform(etcd_curl);
+		curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+	cc = curl_easy_perform(curl);
 	curl_slist_free_all(h);
 	if (cc == CURLE_OK)
-		curl_easy_getinfo(etcd_curl, CURLINFO_RESPONSE_CODE, &status);
+		curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
 	if (cc != CURLE_OK || status < 200 || status > 299) {
 		fprintf(stderr, "hpcinit-metadata: %s: %s\n", url,
 			cc != CURLE_OK ? curl_easy_strerror(cc) : "unexpected HTTP status");
@@ -186,7 +188,7 @@ int main(int argc, char **argv)
 	if (i >= argc)
 		return usage();
 	signal(SIGPIPE, SIG_DFL);
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0 || !(etcd_curl = curl_easy_init())) {
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0 || !(curl = curl_easy_init())) {
 		fprintf(stderr, "hpcinit-metadata: libcurl did not start\n");
 		return EX_DOWN;
 	}
@@ -197,7 +199,7 @@ int main(int argc, char **argv)
 	else
 		ret = usage();
 	fflush(stdout);
-	curl_easy_cleanup(etcd_curl);
+	curl_easy_cleanup(curl);
 	curl_global_cleanup();
 	return ret;
 }
