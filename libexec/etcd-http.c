@@ -593,7 +593,7 @@ static struct {
 } cu;
 /* Calls through cu: CU(curl_easy_setopt)(...) (the name in parentheses: curl.h makes some of them macros). */
 #define CU(f) (cu.f)
-static CURL *curl;
+static CURL *curl_h;
 
 static void curl_die(const char *what)
 {
@@ -617,7 +617,7 @@ static void curl_load(void)
 	*(void **)&cu.f = sym;
 	CURL_FUNCTIONS(CURL_LOOKUP)
 #undef CURL_LOOKUP
-	if (CU(curl_global_init)(CURL_GLOBAL_DEFAULT) != 0 || !(curl = CU(curl_easy_init)()))
+	if (CU(curl_global_init)(CURL_GLOBAL_DEFAULT) != 0 || !(curl_h = CU(curl_easy_init)()))
 		curl_die("libcurl did not start");
 }
 
@@ -664,7 +664,7 @@ static int curl_post(struct http_call *c)
 	curl_off_t connected = 0;
 	CURLcode cc;
 
-	if (!curl)
+	if (!curl_h)
 		curl_load();
 	hdrs = CU(curl_slist_append)(NULL, "Content-Type: application/json");
 	if (etcd_token) {
@@ -676,42 +676,42 @@ static int curl_post(struct http_call *c)
 		hdrs = CU(curl_slist_append)(hdrs, a);
 		free(a);
 	}
-	CU(curl_easy_reset)(curl);
-	CU(curl_easy_setopt)(curl, CURLOPT_URL, c->url);
-	CU(curl_easy_setopt)(curl, CURLOPT_POSTFIELDS, c->body);
-	CU(curl_easy_setopt)(curl, CURLOPT_HTTPHEADER, hdrs);
-	CU(curl_easy_setopt)(curl, CURLOPT_NOSIGNAL, 1L);
-	CU(curl_easy_setopt)(curl, CURLOPT_CONNECTTIMEOUT_MS, etcd_timeout_ms < CONNECT_MS ? etcd_timeout_ms : CONNECT_MS);
-	CU(curl_easy_setopt)(curl, CURLOPT_PROTOCOLS_STR, "https");
-	CU(curl_easy_setopt)(curl, CURLOPT_NOPROXY, "*");      /* etcd is never reached through a proxy */
+	CU(curl_easy_reset)(curl_h);
+	CU(curl_easy_setopt)(curl_h, CURLOPT_URL, c->url);
+	CU(curl_easy_setopt)(curl_h, CURLOPT_POSTFIELDS, c->body);
+	CU(curl_easy_setopt)(curl_h, CURLOPT_HTTPHEADER, hdrs);
+	CU(curl_easy_setopt)(curl_h, CURLOPT_NOSIGNAL, 1L);
+	CU(curl_easy_setopt)(curl_h, CURLOPT_CONNECTTIMEOUT_MS, etcd_timeout_ms < CONNECT_MS ? etcd_timeout_ms : CONNECT_MS);
+	CU(curl_easy_setopt)(curl_h, CURLOPT_PROTOCOLS_STR, "https");
+	CU(curl_easy_setopt)(curl_h, CURLOPT_NOPROXY, "*");      /* etcd is never reached through a proxy */
 	if (etcd_cacert)
-		CU(curl_easy_setopt)(curl, CURLOPT_CAINFO, etcd_cacert);
+		CU(curl_easy_setopt)(curl_h, CURLOPT_CAINFO, etcd_cacert);
 	if (etcd_cert) {
-		CU(curl_easy_setopt)(curl, CURLOPT_SSLCERT, etcd_cert);
-		CU(curl_easy_setopt)(curl, CURLOPT_SSLKEY, etcd_key);
+		CU(curl_easy_setopt)(curl_h, CURLOPT_SSLCERT, etcd_cert);
+		CU(curl_easy_setopt)(curl_h, CURLOPT_SSLKEY, etcd_key);
 	}
 	if (c->timeout_ms)
-		CU(curl_easy_setopt)(curl, CURLOPT_TIMEOUT_MS, c->timeout_ms);
+		CU(curl_easy_setopt)(curl_h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
 	if (c->stream) {
 		/* A dead member without a reset: no byte for this long ends the stream. */
-		CU(curl_easy_setopt)(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
-		CU(curl_easy_setopt)(curl, CURLOPT_LOW_SPEED_TIME, (long)(STREAM_IDLE_MS / 1000));
-		CU(curl_easy_setopt)(curl, CURLOPT_TCP_KEEPALIVE, 1L);
-		CU(curl_easy_setopt)(curl, CURLOPT_TCP_KEEPIDLE, 5L);
-		CU(curl_easy_setopt)(curl, CURLOPT_TCP_KEEPINTVL, 2L);
+		CU(curl_easy_setopt)(curl_h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+		CU(curl_easy_setopt)(curl_h, CURLOPT_LOW_SPEED_TIME, (long)(STREAM_IDLE_MS / 1000));
+		CU(curl_easy_setopt)(curl_h, CURLOPT_TCP_KEEPALIVE, 1L);
+		CU(curl_easy_setopt)(curl_h, CURLOPT_TCP_KEEPIDLE, 5L);
+		CU(curl_easy_setopt)(curl_h, CURLOPT_TCP_KEEPINTVL, 2L);
 	}
-	CU(curl_easy_setopt)(curl, CURLOPT_WRITEFUNCTION, c->on_data);
-	CU(curl_easy_setopt)(curl, CURLOPT_WRITEDATA, c->arg);
-	CU(curl_easy_setopt)(curl, CURLOPT_HEADERFUNCTION, on_header);
-	cc = CU(curl_easy_perform)(curl);
+	CU(curl_easy_setopt)(curl_h, CURLOPT_WRITEFUNCTION, c->on_data);
+	CU(curl_easy_setopt)(curl_h, CURLOPT_WRITEDATA, c->arg);
+	CU(curl_easy_setopt)(curl_h, CURLOPT_HEADERFUNCTION, on_header);
+	cc = CU(curl_easy_perform)(curl_h);
 	CU(curl_slist_free_all)(hdrs);
 	/* A connection kept from an earlier answer reports no connect time: the caller knows that case. */
-	c->connected = CU(curl_easy_getinfo)(curl, CURLINFO_CONNECT_TIME_T, &connected) == CURLE_OK && connected > 0;
+	c->connected = CU(curl_easy_getinfo)(curl_h, CURLINFO_CONNECT_TIME_T, &connected) == CURLE_OK && connected > 0;
 	if (cc != CURLE_OK) {
 		curl_failure(c, cc);
 		return -1;
 	}
-	CU(curl_easy_getinfo)(curl, CURLINFO_RESPONSE_CODE, &c->status);
+	CU(curl_easy_getinfo)(curl_h, CURLINFO_RESPONSE_CODE, &c->status);
 	return 0;
 }
 
@@ -737,9 +737,9 @@ int http_post(struct http_call *c)
 void http_cleanup(void)
 {
 	http_close();
-	if (curl) {
-		CU(curl_easy_cleanup)(curl);
+	if (curl_h) {
+		CU(curl_easy_cleanup)(curl_h);
 		CU(curl_global_cleanup)();
-		curl = NULL;
+		curl_h = NULL;
 	}
 }

@@ -10,7 +10,7 @@
  *   3  a Scheduled Events document
  *   4  an error answer (answer_error, header_rev, get_i64)
  * Crashes, leaks, UB and timeouts are the findings.  The helper itself is
- * compiled in (its three files and hpcinit-metadata.c; their mains renamed); stdout goes to /dev/null (run-etcd.sh
+ * compiled in (its four files and hpcinit-metadata.c; their mains renamed); stdout goes to /dev/null (run-etcd.sh
  * closes the target's stderr too; crash reports still show).
  * Build and run: tests/fuzz/run-etcd.sh; make check replays etcd-corpus.
  */
@@ -18,6 +18,7 @@
 int hpcinit_etcd_main(int argc, char **argv);
 #include "../../libexec/hpcinit-etcd.c"
 #include "../../libexec/etcd-client.c"
+#include "../../libexec/etcd-http.c"
 #include "../../libexec/etcd-watch.c"
 #undef main
 /* The Scheduled Events reader is hpcinit-metadata's (the same HTTP and JSON client). */
