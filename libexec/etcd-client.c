@@ -27,19 +27,8 @@
 
 const char *etcd_endpoints[MAX_ENDPOINTS];
 size_t etcd_n_endpoints, etcd_cur;         /* cur: the endpoint that answered last */
-const char *etcd_cacert, *etcd_cert, *etcd_key, *etcd_auth_file;
-long etcd_timeout_ms = 5000;
+const char *etcd_auth_file;
 int64_t etcd_deadline_ms;
-char *etcd_token;                     /* etcd auth token, after authenticate */
-int64_t etcd_date;
-
-int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 void helper_sleep_ms(int64_t ms)
 {

@@ -41,12 +41,14 @@ enum { EX_OK = ETCD_EX_OK, EX_DOWN = ETCD_EX_DOWN, EX_USAGE = ETCD_EX_USAGE, EX_
 /* request()'s failures: no endpoint answered, etcd refused, over a limit (a refusal too). */
 enum { R_DOWN = -1, R_REFUSED = -2, R_LIMIT = -3 };
 
-/* The options (main sets them) and the connection. */
+/* The options (main sets them) and the connection: etcd-client.c's... */
 extern const char *etcd_endpoints[MAX_ENDPOINTS];
 extern size_t etcd_n_endpoints, etcd_cur;         /* cur: the endpoint that answered last */
-extern const char *etcd_cacert, *etcd_cert, *etcd_key, *etcd_auth_file;
-extern long etcd_timeout_ms;
+extern const char *etcd_auth_file;
 extern int64_t etcd_deadline_ms;             /* monotonic ms: retries end here (0: per call) */
+/* ... and etcd-http.c's (it reads them; the client sets the token). */
+extern const char *etcd_cacert, *etcd_cert, *etcd_key;
+extern long etcd_timeout_ms;
 extern char *etcd_token;                     /* etcd auth token, after authenticate */
 extern int64_t etcd_date;                    /* the last answer's HTTP Date (etcd's clock), 0: none */
 
@@ -108,6 +110,7 @@ struct http_call {
 };
 
 /* ---- etcd-http.c ---- */
+int64_t mono_ms(void);
 /* 0: a whole answer (c->status, the body given to on_data); -1: c->fail and c->what.  Sets etcd_date. */
 int http_post(struct http_call *c);
 int64_t http_date(const char *s);       /* an IMF-fixdate's seconds since the epoch, 0 when not one */
@@ -115,7 +118,6 @@ void http_close(void);                  /* the kept connection closed (a stream 
 void http_cleanup(void);                /* all of it, at exit */
 
 /* ---- etcd-client.c ---- */
-int64_t mono_ms(void);
 void helper_sleep_ms(int64_t ms);
 unsigned char *b64_str(const char *s, size_t *ret_len);
 char *prefix_end_b64(const char *prefix);

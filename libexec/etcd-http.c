@@ -41,12 +41,43 @@
 
 #include <curl/curl.h>
 
+#include "escape.h"
 #include "etcd-client.h"
 #include "number.h"
+#include "strbuf.h"
 
 #ifndef CURL_SONAME
 #define CURL_SONAME "libcurl.so.4"
 #endif
+
+/* The connection's options (main sets them; etcd-client.c's authenticate the token) and etcd's clock. */
+const char *etcd_cacert, *etcd_cert, *etcd_key;
+long etcd_timeout_ms = 5000;
+char *etcd_token;
+int64_t etcd_date;
+
+int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Text from the peer (a status line, a header) made safe for a message: escaped, at most 80 bytes. */
+static const char *peer_text(const char *s)
+{
+	static struct strbuf sb;
+	size_t n = strlen(s);
+
+	sb.len = 0;
+	if (sb.buf)
+		sb.buf[0] = '\0';
+	esc_append(&sb, s, n < 80 ? n : 80, false);
+	if (n > 80)
+		sb_append(&sb, "...");
+	return sb_str(&sb);
+}
 
 #define STREAM_IDLE_MS (600 * 1000)     /* a watch: no byte for this long ends it (a dead member) */
 #define HEADERS_MAX (64 * 1024)         /* an answer's status line and headers, in all */
@@ -427,7 +458,7 @@ static bool body_chunked(struct answer *a)
 		if (!line)
 			return false;
 		if (!num_ull_prefix(line, 16, UINT64_MAX / 2, &size, &end) || (*end && *end != ';' && *end != ' ')) {
-			fail(a->c, HTTP_FAILED, "Weird server reply (a chunk size of \"%s\")", safe_str(line, 3));
+			fail(a->c, HTTP_FAILED, "Weird server reply (a chunk size of \"%s\")", peer_text(line));
 			return false;
 		}
 		if (size == 0)
@@ -469,7 +500,7 @@ static bool read_head(struct answer *a, struct head *h)
 		p = line + 9;
 		if (strncmp(line, "HTTP/1.", 7) || (line[7] != '0' && line[7] != '1') || line[8] != ' ' ||
 		    !num_ull_prefix(p, 10, 999, &status, &p) || p != line + 12 || (*p && *p != ' ') || status < 100) {
-			fail(a->c, HTTP_FAILED, "Weird server reply (status line \"%s\")", safe_str(line, 3));
+			fail(a->c, HTTP_FAILED, "Weird server reply (status line \"%s\")", peer_text(line));
 			return false;
 		}
 		a->c->status = (long)status;
@@ -489,7 +520,7 @@ static bool read_head(struct answer *a, struct head *h)
 			if (!strcasecmp(line, "content-length")) {
 				if (!num_ull(v, 10, UINT64_MAX / 2, &h->length)) {
 					fail(a->c, HTTP_FAILED, "Weird server reply (Content-Length \"%s\")",
-					     safe_str(v, 3));
+					     peer_text(v));
 					return false;
 				}
 				h->has_length = true;
