@@ -26,7 +26,7 @@ ssh-keygen -q -t ed25519 -N '' -f "$R/etc/ssh/ssh_host_ed25519_key"
 cat >"$T/shared.yaml" <<-YAML
 	version: 1
 	cluster: {name: glocluster, network: 10.0.0.0/24, secret_file: /etc/hpcinit/cluster.key}
-	discovery: {method: shared, dir: /shared/.hpcinit, expect: 2, wait: 1s}
+	discovery: {method: shared, dir: /shared/.hpcinit, expect: 2, wait: 0s}
 	ssh: {}
 	hostfile: {formats: [plain]}
 YAML
