@@ -35,8 +35,8 @@ static inline void store_be32(unsigned char *p, uint32_t v)
 	p[3] = (unsigned char)v;
 }
 
-/* FIPS 180-4 6.2.2: the compression of nblocks 64-byte blocks. */
-static void blocks(uint32_t h[8], const unsigned char *p, size_t nblocks)
+/* FIPS 180-4 6.2.2: the compression of nblocks 64-byte blocks, portable C. */
+static void blocks_c(uint32_t h[8], const unsigned char *p, size_t nblocks)
 {
 	uint32_t w[64];
 
@@ -73,6 +73,106 @@ static void blocks(uint32_t h[8], const unsigned char *p, size_t nblocks)
 		h[6] += g;
 		h[7] += k;
 	}
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#include <immintrin.h>
+#define SHA256_X86 1
+
+/*
+ * The same compression with the x86 SHA extensions (Intel's, on every Azure
+ * HPC size's AMD EPYC and on Intel since Ice Lake): about 4x the portable
+ * code, as fast as libcrypto's.  Four rounds a step: the message schedule by
+ * sha256msg1/msg2, two rounds at a time by sha256rnds2 on the state held as
+ * ABEF and CDGH.
+ */
+__attribute__((target("sha,sse4.1")))
+static void blocks_x86(uint32_t h[8], const unsigned char *p, size_t nblocks)
+{
+	const __m128i bswap = _mm_set_epi64x(0x0c0d0e0f08090a0bLL, 0x0405060700010203LL);
+	__m128i tmp = _mm_loadu_si128((const __m128i *)&h[0]);
+	__m128i st1 = _mm_loadu_si128((const __m128i *)&h[4]);
+	__m128i st0;
+
+	tmp = _mm_shuffle_epi32(tmp, 0xB1);             /* CDAB */
+	st1 = _mm_shuffle_epi32(st1, 0x1B);             /* EFGH */
+	st0 = _mm_alignr_epi8(tmp, st1, 8);             /* ABEF */
+	st1 = _mm_blend_epi16(st1, tmp, 0xF0);          /* CDGH */
+	for (; nblocks--; p += SHA256_BLOCK) {
+		__m128i abef = st0, cdgh = st1, m[4];
+
+		for (int i = 0; i < 16; i++) {
+			__m128i msg;
+
+			if (i < 4)
+				m[i] = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(p + 16 * i)), bswap);
+			else
+				m[i & 3] = _mm_sha256msg2_epu32(
+					_mm_add_epi32(_mm_sha256msg1_epu32(m[i & 3], m[(i + 1) & 3]),
+						      _mm_alignr_epi8(m[(i + 3) & 3], m[(i + 2) & 3], 4)),
+					m[(i + 3) & 3]);
+			msg = _mm_add_epi32(m[i & 3], _mm_loadu_si128((const __m128i *)&K[4 * i]));
+			st1 = _mm_sha256rnds2_epu32(st1, st0, msg);
+			st0 = _mm_sha256rnds2_epu32(st0, st1, _mm_shuffle_epi32(msg, 0x0E));
+		}
+		st0 = _mm_add_epi32(st0, abef);
+		st1 = _mm_add_epi32(st1, cdgh);
+	}
+	tmp = _mm_shuffle_epi32(st0, 0x1B);             /* FEBA */
+	st1 = _mm_shuffle_epi32(st1, 0xB1);             /* DCHG */
+	st0 = _mm_blend_epi16(tmp, st1, 0xF0);          /* DCBA */
+	st1 = _mm_alignr_epi8(st1, tmp, 8);             /* HGFE */
+	_mm_storeu_si128((__m128i *)&h[0], st0);
+	_mm_storeu_si128((__m128i *)&h[4], st1);
+}
+
+/* CPUID: SHA (leaf 7, EBX bit 29), SSSE3 and SSE4.1 (leaf 1, ECX bits 9 and 19). */
+static bool cpu_has_sha(void)
+{
+	unsigned a, b, c, d;
+
+	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 9)) || !(c & (1u << 19)))
+		return false;
+	return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 29));
+}
+#endif
+
+/* 0 unknown, 1 portable, 2 x86 SHA extensions; the same answer on every thread. */
+static int impl;
+
+static void blocks(uint32_t h[8], const unsigned char *p, size_t nblocks)
+{
+	int i = __atomic_load_n(&impl, __ATOMIC_RELAXED);
+
+	if (!i) {
+		i = 1;
+#ifdef SHA256_X86
+		if (cpu_has_sha())
+			i = 2;
+#endif
+		__atomic_store_n(&impl, i, __ATOMIC_RELAXED);
+	}
+#ifdef SHA256_X86
+	if (i == 2) {
+		blocks_x86(h, p, nblocks);
+		return;
+	}
+#endif
+	blocks_c(h, p, nblocks);
+}
+
+bool sha256_accelerated(void)
+{
+	unsigned char md[SHA256_LEN];
+
+	sha256("", 0, md);      /* the choice made */
+	return __atomic_load_n(&impl, __ATOMIC_RELAXED) == 2;
+}
+
+void sha256_force_portable(bool portable)
+{
+	__atomic_store_n(&impl, portable ? 1 : 0, __ATOMIC_RELAXED);
 }
 
 void sha256_init(struct sha256 *s)

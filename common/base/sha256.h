@@ -52,6 +52,11 @@ void hmac_sha256_wipe(struct hmac_sha256 *h);
 void hmac_sha256(const void *key, size_t keylen, const void *data, size_t len,
 		 unsigned char out[SHA256_LEN]);
 
+/* Whether the x86 SHA extensions do the work (CPUID says, once). */
+bool sha256_accelerated(void);
+/* For the tests: the portable code from now on, or (false) the best this CPU has again. */
+void sha256_force_portable(bool portable);
+
 /* Whether a and b's n bytes are equal, in time that depends on n only (for MACs). */
 bool ct_equal(const void *a, const void *b, size_t n);
 

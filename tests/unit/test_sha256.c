@@ -5,6 +5,7 @@
  * cases 1-7, streaming split at every offset, the keyed context reused, and
  * both against OpenSSL's SHA256() and HMAC() (this test links libcrypto) for
  * random keys and messages of 0..300 bytes and a few large ones; ct_equal.
+ * Twice: the x86 SHA extensions where the CPU has them, the portable code.
  */
 #include "config.h"
 
@@ -249,10 +250,15 @@ static void test_ct_equal(void)
 
 int main(void)
 {
-	test_fips();
-	test_rfc4231();
-	test_streaming();
-	test_openssl();
+	/* each twice where the CPU has the SHA extensions: with them, and the portable code */
+	for (int portable = 0; portable < 2; portable++) {
+		sha256_force_portable(portable);
+		printf("# %s\n", sha256_accelerated() ? "x86 SHA extensions" : "portable C");
+		test_fips();
+		test_rfc4231();
+		test_streaming();
+		test_openssl();
+	}
 	test_ct_equal();
 	TEST_EXIT();
 }
