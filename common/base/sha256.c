@@ -35,7 +35,16 @@ static inline void store_be32(unsigned char *p, uint32_t v)
 	p[3] = (unsigned char)v;
 }
 
-/* FIPS 180-4 6.2.2: the compression of nblocks 64-byte blocks, portable C. */
+/* FIPS 180-4 6.2.2: one round; the eight working variables rotate by name, not by copies. */
+#define S0(x) (ror(x, 2) ^ ror(x, 13) ^ ror(x, 22))
+#define S1(x) (ror(x, 6) ^ ror(x, 11) ^ ror(x, 25))
+#define ROUND(a, b, c, d, e, f, g, h, t) do { \
+	uint32_t t1_ = h + S1(e) + ((e & f) ^ (~e & g)) + K[t] + w[t]; \
+	d += t1_; \
+	h = t1_ + S0(a) + ((a & b) ^ (a & c) ^ (b & c)); \
+} while (0)
+
+/* The compression of nblocks 64-byte blocks, portable C. */
 static void blocks_c(uint32_t h[8], const unsigned char *p, size_t nblocks)
 {
 	uint32_t w[64];
@@ -51,18 +60,15 @@ static void blocks_c(uint32_t h[8], const unsigned char *p, size_t nblocks)
 
 			w[t] = w[t - 16] + s0 + w[t - 7] + s1;
 		}
-		for (int t = 0; t < 64; t++) {
-			uint32_t t1 = k + (ror(e, 6) ^ ror(e, 11) ^ ror(e, 25)) + ((e & f) ^ (~e & g)) + K[t] + w[t];
-			uint32_t t2 = (ror(a, 2) ^ ror(a, 13) ^ ror(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
-
-			k = g;
-			g = f;
-			f = e;
-			e = d + t1;
-			d = c;
-			c = b;
-			b = a;
-			a = t1 + t2;
+		for (int t = 0; t < 64; t += 8) {
+			ROUND(a, b, c, d, e, f, g, k, t);
+			ROUND(k, a, b, c, d, e, f, g, t + 1);
+			ROUND(g, k, a, b, c, d, e, f, t + 2);
+			ROUND(f, g, k, a, b, c, d, e, t + 3);
+			ROUND(e, f, g, k, a, b, c, d, t + 4);
+			ROUND(d, e, f, g, k, a, b, c, t + 5);
+			ROUND(c, d, e, f, g, k, a, b, t + 6);
+			ROUND(b, c, d, e, f, g, k, a, t + 7);
 		}
 		h[0] += a;
 		h[1] += b;
