@@ -34,6 +34,7 @@
 # Memory: N apply processes and their helpers at the cold start, then N watches and N
 # helpers (about 3 MB of PSS per node together); use a smaller N on a small machine.
 # Usage: tests/bench/etcd-load.sh [N] [MINUTES]   (run by hand; not by make check)
+#        BENCH_DISK=node|host: the nodes' disks (tests/bench/node-disk.sh; default node)
 #        WAVE=50: how many watches start at a time; LEASE=90: the nodes' lease, seconds (at
 #        1,000 use LEASE=300: nothing renews a lease between a node's apply and its watch, and
 #        starting 1,000 watches can take longer than 90 s; then the keys expire and every
@@ -59,16 +60,25 @@ command -v etcd >/dev/null || { echo "etcd-load.sh: needs etcd (Debian package e
 command -v strace >/dev/null || { echo "etcd-load.sh: needs strace" >&2; exit 2; }
 command -v etcdctl >/dev/null || { echo "etcd-load.sh: needs etcdctl (Debian package etcd-client)" >&2; exit 2; }
 command -v inotifywait >/dev/null || { echo "etcd-load.sh: needs inotifywait (Debian package inotify-tools)" >&2; exit 2; }
+. "$TOP/tests/bench/node-disk.sh"
 T=$(mktemp -d /tmp/hpcinit-bench-etcd.XXXXXX)
 PIDS=() APIDS=()
 cleanup() {
 	local p
 	for p in "${APIDS[@]}" "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
 	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-	if [ "${KEEP:-0}" = 1 ]; then echo "KEEP=1: the nodes' roots and logs are kept in $T" >&2; else rm -rf "$T"; fi
+	if [ "${KEEP:-0}" = 1 ]; then
+		echo "KEEP=1: the nodes' roots and logs are kept in $T (umount it when done: BENCH_DISK)" >&2
+	else
+		rm -rf "${T:?}"/*
+		node_disk_release
+		rm -rf "$T"
+	fi
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
+# The nodes' roots (and the bench's files) on a node-like file system (node-disk.sh says why).
+node_disk "$T"
 
 # 1,000 watch streams are 1,000 client connections to the member: more than a soft limit of 1,024
 # descriptors once its own are counted.
