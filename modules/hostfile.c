@@ -213,7 +213,8 @@ static int one_file(struct ctx *c, struct report *rep, const char *dir, const ch
 	int r;
 
 	if (want) {
-		r = fs_write(c, rep, path, text->buf, text->len, 0644, 0, 0);
+		/* hpcinit's alone, written again by every apply: the file synced, not its directory */
+		r = fs_write_opt(c, rep, path, text->buf, text->len, 0644, 0, 0, FS_SYNC_FILE);
 		if (r >= 0)
 			sb_printf(written, "%s%s", written->len ? ", " : "", name + strlen("hostfile."));
 	} else {
@@ -246,7 +247,7 @@ static int clush_files(struct ctx *c, struct report *rep, bool want, const char 
 	yaml = xasprintf(HEADER_MARK " cluster %s; generated, do not edit\n"
 			 "# clustershell group source: nodeset -f @hpcinit:%s\n"
 			 "hpcinit:\n  %s: '%s'\n", cluster, cluster, cluster, group);
-	r = fs_write(c, rep, CLUSH_YAML, yaml, strlen(yaml), 0644, 0, 0);
+	r = fs_write_opt(c, rep, CLUSH_YAML, yaml, strlen(yaml), 0644, 0, 0, FS_SYNC_FILE);
 	free(yaml);
 	if (r < 0)
 		return r;
