@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 #
-# What the hostfile step syncs to disk.  The hostfiles and the clustershell group
-# are hpcinit's alone and written again by every apply: each is synced as a file
+# What a cold apply (discovery, hostfile) syncs to disk.  The hostfiles, the
+# clustershell group and the node's record are hpcinit's alone and written again by
+# every apply (the record at every lease refresh): each is synced as a file
 # (after a crash its name holds the old file or the new one, whole), and their
 # directory is not synced for each (at 1,000 nodes a join rewrites them on every
 # watcher).  A file that is the admin's too (/etc/hosts, the clustershell
@@ -32,5 +33,8 @@ for f in hostfile.openmpi hostfile.mpich hostfile.plain; do
 done
 check "/etc/hpcinit (the hostfiles' directory) is not synced" test "$(synced /etc/hpcinit)" = 0
 check "/etc (for /etc/hosts, a managed block) is synced" test "$(synced /etc)" -ge 1
+check "the node's record is synced once, as a file" \
+	test "$(grep -c "fsync([0-9]*<$R/shared/.hpcinit/syncc/nodes/n1\.rec\.hpcinit-tmp\." "$T/sync" || true)" = 1
+check "the records' directory is not synced" test "$(synced /shared/.hpcinit/syncc/nodes)" = 0
 check "nothing under /run is synced" test "$(grep -c "<$R/run" "$T/sync" || true)" = 0
 done_testing
