@@ -327,6 +327,10 @@ static bool send_all(struct http_call *c, const char *p, size_t n, int64_t end)
 			fail(c, HTTP_TIMEDOUT, "Timeout was reached (sending the request)");
 			return false;
 		}
+		if (r < 0 && errno != EINTR) {
+			fail(c, HTTP_FAILED, "Failed sending data to the peer (%s)", strerror(errno));
+			return false;
+		}
 	}
 	return true;
 }

@@ -2,8 +2,10 @@
 /*
  * hpcinit-etcd: every etcd call of hpcinit, in its own process so that the
  * agent never maps libcurl or json-c (a node that does not use etcd never
- * runs this).  It talks to etcd's v3 JSON gateway (etcd 3.4 and 3.5: the
- * same /v3/... calls); keys and values travel base64-encoded in the JSON.
+ * runs this).  Its HTTP is its own on http:// endpoints, and libcurl,
+ * loaded on first use, on https:// (etcd-http.c).  It talks to etcd's v3
+ * JSON gateway (etcd 3.4 and 3.5: the same /v3/... calls); keys and values
+ * travel base64-encoded in the JSON.
  * JSON is parsed with json-c, the library Debian's own tools use, which
  * also parses the watch stream object by object.
  *
