@@ -9,6 +9,9 @@
  *   2  await's messages (the membership it keeps)
  *   3  a Scheduled Events document
  *   4  an error answer (answer_error, header_rev, get_i64)
+ *   0x80 and up: an HTTP answer, read by the helper's own client
+ *      (etcd-http.c) from a socket that holds these bytes and then ends;
+ *      the same text as a Date header and as a URL too
  * Crashes, leaks, UB and timeouts are the findings.  The helper itself is
  * compiled in (its four files and hpcinit-metadata.c; their mains renamed); stdout goes to /dev/null (run-etcd.sh
  * closes the target's stderr too; crash reports still show).
@@ -38,6 +41,32 @@ static bool fuzz_stop(json_object *j, void *arg)
 	return true;
 }
 
+static void fuzz_http(const uint8_t *p, size_t n, const char *text)
+{
+	struct http_buf b = { 0 };
+	struct http_call c = { .on_data = on_body, .arg = &b, .timeout_ms = 1000 };
+	struct answer a = { .c = &c };
+	struct url u;
+	int sv[2];
+
+	(void)http_date(text);
+	(void)url_parse(text, &u);
+	if (n > 65536 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0)
+		return;
+	if (write(sv[1], p, n) == (ssize_t)n) {
+		shutdown(sv[1], SHUT_WR);
+		http_close();
+		cn.fd = sv[0];
+		a.end = mono_ms() + 1000;
+		(void)exchange(&c, "", 0, &a);
+		http_close();
+	} else {
+		close(sv[0]);
+	}
+	close(sv[1]);
+	free(b.p);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static bool init;
@@ -56,6 +85,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	memcpy(text, data + 1, size - 1);
 	text[size - 1] = '\0';
+	if (data[0] >= 0x80) {
+		fuzz_http(data + 1, size - 1, text);
+		free(text);
+		return 0;
+	}
 	switch (data[0] % 5) {
 	case 0: {
 		const struct range_ops ops = { .on_rev = print_rev, .on_kv = print_put };

@@ -1,6 +1,6 @@
 #!/bin/sh
-# Fuzz hpcinit-etcd's JSON handling (what an etcd endpoint or the Scheduled
-# Events address answers) with libFuzzer for $1 seconds (default 300):
+# Fuzz hpcinit-etcd's JSON and HTTP handling (what an etcd endpoint or the
+# Scheduled Events address answers) with libFuzzer for $1 seconds (default 300):
 # tests/fuzz/fuzz_etcd.c, which compiles libexec/hpcinit-etcd.c in, built with
 # clang -fsanitize=fuzzer,address,undefined straight from the sources, run on
 # a copy of tests/fuzz/etcd-corpus with a dictionary of the answers' words.
@@ -50,6 +50,13 @@ cat >"$work/etcd.dict" <<'DICT'
 "true"
 "[]"
 "{}"
+"HTTP/1.1 200 OK\x0d\x0a"
+"\x0d\x0a"
+"Content-Length: "
+"Transfer-Encoding: chunked\x0d\x0a"
+"Connection: close\x0d\x0a"
+"Date: Sun, 06 Nov 1994 08:49:37 GMT\x0d\x0a"
+"http://[::1]:2379/"
 DICT
 # shellcheck disable=SC2046
 clang -g -O1 -fno-omit-frame-pointer \
