@@ -14,9 +14,11 @@
 #     refused endpoint before it named in curl's words.
 #  3. Stand-in server, each call ending at its deadline with a precise
 #     message, never hanging: one that accepts and never answers ("Timeout
-#     was reached"), one that closes mid-body ("Transferred a partial
-#     file"), one with a bad status line ("Weird server reply"), one that
-#     closes without a byte ("Empty reply from server"); answers chunked
+#     was reached", asked again as a busy member), one that never accepts
+#     (a connect timeout: not busy, not asked again), one that closes
+#     mid-body ("Transferred a partial file"), one with a bad status line
+#     ("Weird server reply"), one that closes without a byte ("Empty reply
+#     from server"); answers chunked
 #     and cut into pieces at odd places (size lines, CRLFs and JSON split
 #     across writes) read whole, for a range and for a watch stream; a
 #     serve session's calls share one kept-alive connection, and a kept
@@ -53,7 +55,8 @@ cat > "$T/standin.py" <<'EOF'
 # not etcd).  Port base+k: k=0 never answers, 1 closes mid-body, 2 a bad
 # status line, 3 closes without a byte, 4 answers range and watch chunked,
 # cut at odd places, keeping the connection, 5 answers once per connection
-# then closes it without saying so.  conns-N counts port N's connections.
+# then closes it without saying so, 6 never accepts (its queue is full: a
+# connect times out).  conns-N counts port N's connections.
 import base64, json, socket, sys, threading, time
 base, state = int(sys.argv[1]), sys.argv[2]
 conns = [0] * 6
@@ -125,6 +128,13 @@ def accept(k):
         open("%s/conns-%d" % (state, k), "w").write("%d\n" % conns[k])
         threading.Thread(target=serve_closing, args=(k, c), daemon=True).start()
 for k in range(6): threading.Thread(target=accept, args=(k,), daemon=True).start()
+full = socket.socket(); full.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+full.bind(("127.0.0.1", base + 6)); full.listen(0)
+fillers = [socket.socket() for _ in range(3)]
+for f in fillers:
+    f.setblocking(False)
+    try: f.connect(("127.0.0.1", base + 6))
+    except BlockingIOError: pass
 open(state + "/ready", "w").write("1\n")
 time.sleep(600)
 EOF
@@ -203,6 +213,9 @@ standin 0 "$T/silent"
 check "stand-in that never answers: exit 1 by the deadline (${took}s)" test "$rc" = 1 -a "$took" -le 4
 check "... 'Timeout was reached', asked again as a busy member" \
 	bash -c "grep -q 'Timeout was reached (no answer in' '$T/silent' && grep -q '(busy); asking again' '$T/silent'"
+standin 6 "$T/noaccept"
+check "stand-in that never accepts: exit 1 at once, 'Timeout was reached (no connection in 400 ms)', not asked again" \
+	bash -c "[ $rc = 1 ] && grep -q 'Timeout was reached (no connection in 400 ms)' '$T/noaccept' && ! grep -q busy '$T/noaccept'"
 standin 1 "$T/midbody"
 check "stand-in that closes mid-body: exit 1, 'Transferred a partial file'" \
 	bash -c "[ $rc = 1 ] && grep -q 'Transferred a partial file' '$T/midbody'"
@@ -212,7 +225,7 @@ check "stand-in with a bad status line: exit 1, 'Weird server reply (status line
 standin 3 "$T/empty"
 check "stand-in that closes without a byte: exit 1, 'Empty reply from server'" \
 	bash -c "[ $rc = 1 ] && grep -q 'Empty reply from server' '$T/empty'"
-for f in silent midbody status empty; do echo "# $f: $(grep -o 'answered.*' "$T/$f" | head -1)"; done
+for f in silent noaccept midbody status empty; do echo "# $f: $(grep -o 'answered.*' "$T/$f" | head -1)"; done
 standin 4 "$T/chunked"
 check "stand-in answering chunked, cut at odd places: the whole list" \
 	bash -c "[ $rc = 0 ] && grep -q '^rev 7' '$T/chunked' && grep -q '^/p/aone' '$T/chunked' && grep -qx 'lines' '$T/chunked'"
