@@ -40,7 +40,8 @@
 #        starting 1,000 watches can take longer than 90 s; then the keys expire and every
 #        watcher refreshes for each)
 #        COLD_WAIT=180: how long a cold-start apply waits for the N nodes, seconds;
-#        KEEP=1: keep the nodes' roots and logs (the watches' refresh lines) for a look afterwards
+#        KEEP=1: keep the nodes' roots and logs (the watches' refresh lines) for a look afterwards;
+#        LOSS=0: skip the member loss (it waits twice the lease: etcd's, then the watchers' grace)
 set -euo pipefail
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${TOP_BUILDDIR:-$TOP/build}
@@ -258,6 +259,7 @@ jl_req2=$(metric grpc_server_started_total) jl_by2=$(($(metric etcd_network_clie
 
 # A member lost while all watch: a node's watch and its helper killed (a crash: no leave, no
 # lease revoked); etcd drops its key when the lease runs out, and every watcher then drops it.
+if [ "${LOSS:-1}" = 1 ]; then
 K=$(((N + 1) / 2))
 kkey=$(printf '/hpcinit/bench/nodes/node%s' "$K" | base64 -w0)
 key_there() { curl -s -X POST -d "{\"key\":\"$kkey\",\"count_only\":true}" "http://127.0.0.1:$PORT/v3/kv/range" | grep -q '"count":"1"'; }
@@ -284,7 +286,10 @@ else
 	N=$N_ALL
 	sleep 2
 	watchers_snap "$T/cpu.l1" || true
-	loss="etcd dropped node$K's key $(((te - tk) / 1000000)) ms after it was killed (lease ${LEASE}s); no hostfile of the $((N - 1)) others lists it $lost_ms later (goal at 1,000: under 2000 ms); watchers' CPU $(cpu_line "$(watchers_delta "$T/cpu.l0" "$T/cpu.l1")" $((N - 1))) (the wait for the lease and 2 s of idle keepalives included); etcd $(($(metric grpc_server_started_total) - lo_req0)) requests, $(($(etcd_rb) - lo_by0)) bytes (the wait included)"
+	loss="etcd dropped node$K's key $(((te - tk) / 1000000)) ms after it was killed (lease ${LEASE}s); no hostfile of the $((N - 1)) others lists it $lost_ms later (the bound: the grace a vanished record is held, discovery.lease = ${LEASE} s, plus a refresh: docs/cluster.md); watchers' CPU $(cpu_line "$(watchers_delta "$T/cpu.l0" "$T/cpu.l1")" $((N - 1))) (the wait for the lease and 2 s of idle keepalives included); etcd $(($(metric grpc_server_started_total) - lo_req0)) requests, $(($(etcd_rb) - lo_by0)) bytes (the wait included)"
+fi
+else
+	loss="not measured (LOSS=0)"
 fi
 
 # Memory of a watch (agent and helper): RSS counts the shared libraries' pages in every
