@@ -46,8 +46,8 @@ NODES_DIR=$SHARED/.hpcinit/$CLUSTER/nodes
 # And what N1's runs said (its /run/hpcinit/status.json, through a process of the node).
 N1_RUN=/proc/$(cat "$SIM_STATE/nodes/$N1/sshd.pid")/root/run/hpcinit/status.json
 ( while [ -d "$T" ] && [ ! -e "$T/states.stop" ]; do
-	grep -H '^state: ' "$NODES_DIR"/*.rec 2>/dev/null
-	grep -ho '"tag": *"discovery[.a-z-]*"' "$N1_RUN" 2>/dev/null >>"$T/status-during"
+	grep -rH --include='*.rec' '^state: ' "$NODES_DIR" 2>/dev/null || true
+	grep -ho '"tag": *"discovery[.a-z-]*"' "$N1_RUN" 2>/dev/null >>"$T/status-during" || true
 	sleep 0.02
   done >"$T/states" ) &
 STATES=$!
@@ -81,6 +81,8 @@ wait "$STATES" 2>/dev/null || true
 failed=$(grep 'state: failed' "$T/states" | sort -u)
 echo "# record states seen from the stall on: $(sed 's/.*state: //' "$T/states" | sort | uniq -c | tr '\n' ' ')"
 [ -z "$failed" ] || echo "$failed" | head -8 | sed 's/^/#   /'
+echo "# $N1's status.json from the stall on, discovery's tags: $(sort "$T/status-during" 2>/dev/null | uniq -c | tr -s ' \n' ' ')"
+check "stall: the record states were seen all along ($(wc -l <"$T/states") samples)" test "$(wc -l <"$T/states")" -gt 100
 check "stall: no node's record said failed for its own share's outage (degraded at worst)" test -z "$failed"
 check "stall: a run during it said why: the rendezvous unreachable (discovery.rendezvous.unreachable)" \
 	grep -q "discovery.rendezvous.unreachable" "$T/status-during"
