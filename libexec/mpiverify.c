@@ -278,8 +278,16 @@ int main(int argc, char **argv)
 		MPI_Finalize();
 		return 2;
 	}
-	if (gethostname(host, sizeof(host) - 1) < 0)
-		snprintf(host, sizeof(host), "rank%d", rank);
+	{
+		/* MPI's own name for the host this rank runs on (the node's host name in both MPIs) */
+		char pname[MPI_MAX_PROCESSOR_NAME + 1] = "";
+		int plen = 0;
+
+		if (MPI_Get_processor_name(pname, &plen) != MPI_SUCCESS || plen <= 0)
+			snprintf(host, sizeof(host), "rank%d", rank);
+		else
+			snprintf(host, sizeof(host), "%.*s", plen, pname);
+	}
 	if (rank == 0)
 		hosts = calloc((size_t)size, HOST_LEN);
 	MPI_Gather(host, HOST_LEN, MPI_CHAR, hosts, HOST_LEN, MPI_CHAR, 0, MPI_COMM_WORLD);

@@ -213,7 +213,8 @@ static int one_file(struct ctx *c, struct report *rep, const char *dir, const ch
 	int r;
 
 	if (want) {
-		r = fs_write(c, rep, path, text->buf, text->len, 0644, 0, 0);
+		/* hpcinit's alone, written again by every apply: the file synced, not its directory */
+		r = fs_write_opt(c, rep, path, text->buf, text->len, 0644, 0, 0, FS_SYNC_FILE);
 		if (r >= 0)
 			sb_printf(written, "%s%s", written->len ? ", " : "", name + strlen("hostfile."));
 	} else {
@@ -246,7 +247,7 @@ static int clush_files(struct ctx *c, struct report *rep, bool want, const char 
 	yaml = xasprintf(HEADER_MARK " cluster %s; generated, do not edit\n"
 			 "# clustershell group source: nodeset -f @hpcinit:%s\n"
 			 "hpcinit:\n  %s: '%s'\n", cluster, cluster, cluster, group);
-	r = fs_write(c, rep, CLUSH_YAML, yaml, strlen(yaml), 0644, 0, 0);
+	r = fs_write_opt(c, rep, CLUSH_YAML, yaml, strlen(yaml), 0644, 0, 0, FS_SYNC_FILE);
 	free(yaml);
 	if (r < 0)
 		return r;
@@ -617,8 +618,11 @@ static bool loopback_text(const char *a)
 /*
  * Check every peer's name against its recorded address.  Returns how many
  * do not resolve there; the first one is described in first (malloc'd).
+ * stop_first: stop at the first wrong one (returns 1): all a decision needs.
+ * A name not in /etc/hosts is a DNS query, so at 1,000 nodes every full pass
+ * is 1,000 queries (two packets each) from every node.
  */
-static size_t names_wrong(const struct ctx *c, const struct peerset *peers, char **first)
+static size_t names_wrong(const struct ctx *c, const struct peerset *peers, bool stop_first, char **first)
 {
 	char *hosts_text = NULL;
 	struct hosts_index hosts;
@@ -641,6 +645,8 @@ static size_t names_wrong(const struct ctx *c, const struct peerset *peers, char
 			*first = r < 0 ? xasprintf("%s does not resolve (%s)", p->hostname, other) :
 				 xasprintf("%s resolves to %s, its record says %s", p->hostname, other,
 					   p->addr);
+		if (stop_first)
+			break;
 	}
 	hosts_index_free(&hosts);
 	return bad;
@@ -650,7 +656,10 @@ static size_t names_wrong(const struct ctx *c, const struct peerset *peers, char
  * The managed block of /etc/hosts: one "address name" line per node.
  * etc_hosts: always writes it, never removes it, auto writes it when a
  * node's name does not resolve to its recorded address and keeps it once
- * written (the block itself then makes the names resolve).
+ * written (the block itself then makes the names resolve).  Names are
+ * resolved once a run where that suffices: the decision stops at the first
+ * wrong name (the block is then written and answers for all of them), and a
+ * full pass that found every name right is not repeated when nothing changed.
  */
 static int etc_hosts(struct ctx *c, struct report *rep, bool *managed)
 {
@@ -659,7 +668,7 @@ static int etc_hosts(struct ctx *c, struct report *rep, bool *managed)
 	enum hf_etc_hosts mode = spec->hostfile.etc_hosts;
 	char *old = NULL, *have = NULL, *why = NULL;
 	struct strbuf body = STRBUF_INIT;
-	bool want;
+	bool want, all_right = false;
 	size_t bad;
 	int r;
 
@@ -668,13 +677,14 @@ static int etc_hosts(struct ctx *c, struct report *rep, bool *managed)
 	free(old);
 	want = mode == HF_HOSTS_ALWAYS || (mode == HF_HOSTS_AUTO && have);
 	if (mode == HF_HOSTS_AUTO && !have && spec->hostfile.address == HF_ADDR_HOSTNAME) {
-		bad = names_wrong(c, peers, &why);
+		bad = names_wrong(c, peers, true, &why);
 		if (bad) {
 			want = true;
-			report_detail(rep, "%zu node name%s not resolving to the recorded address "
-				      "(first: %s): %s " ETC_HOSTS, bad, bad == 1 ? "" : "s", why,
+			report_detail(rep, "node names not resolving to the recorded address "
+				      "(first: %s): %s " ETC_HOSTS, why,
 				      ctx_may_write(c) ? "writing them to" : "apply writes them to");
 		}
+		all_right = !bad;
 		free(why);
 		why = NULL;
 	}
@@ -692,8 +702,8 @@ static int etc_hosts(struct ctx *c, struct report *rep, bool *managed)
 	if (r < 0)
 		return r;
 	/* What a launcher will really get: a line above the block or DNS can still win. */
-	if (ctx_may_write(c) || r == 0) {
-		bad = names_wrong(c, peers, &why);
+	if ((ctx_may_write(c) || r == 0) && !(all_right && !want && r == 0)) {
+		bad = names_wrong(c, peers, false, &why);
 		if (bad) {
 			report_detail(rep, "%zu node name%s resolve%s elsewhere (first: %s); ssh and "
 				      "mpirun would reach the wrong host or none", bad,

@@ -6,8 +6,10 @@
  * on a timer on every node (docs/performance.md).  So the agent does not link
  * it: the first call of crypto() dlopens it (its soname, CRYPTO_SONAME) and
  * looks up the functions the agent uses, each typed from OpenSSL's own
- * headers, so a caller writes crypto()->EVP_Digest(...) and the compiler
- * checks it as it checks a direct call.
+ * headers, so a caller writes crypto()->BIO_free(...) and the compiler
+ * checks it as it checks a direct call.  Only the PEM private keys of
+ * sshkey.c need it now: the records' HMAC and the key fingerprints are
+ * sha256.c's, so signing or checking records never loads it.
  * Which library: the one the package depends on (debian/control, the rpm's
  * libcrypto.so.3()(64bit)).  Where it cannot be loaded, crypto() does what
  * the dynamic loader did when it was linked, only later: it says which
@@ -31,11 +33,7 @@
 
 /* Every libcrypto function the agent calls (add one here to call it). */
 #define CRYPTO_FUNCTIONS(X) \
-	X(OPENSSL_init_crypto) X(CRYPTO_memcmp) \
-	X(EVP_MAC_fetch) X(EVP_MAC_free) X(EVP_MAC_CTX_new) X(EVP_MAC_CTX_free) \
-	X(EVP_MAC_init) X(EVP_MAC_update) X(EVP_MAC_final) \
-	X(OSSL_PARAM_construct_utf8_string) X(OSSL_PARAM_construct_end) \
-	X(EVP_Digest) X(EVP_sha256) \
+	X(OPENSSL_init_crypto) \
 	X(BIO_new_mem_buf) X(BIO_free) X(PEM_read_bio_PrivateKey) \
 	X(EVP_PKEY_free) X(EVP_PKEY_get_base_id) X(EVP_PKEY_get_bn_param) \
 	X(EVP_PKEY_get_utf8_string_param) X(EVP_PKEY_get_octet_string_param) \

@@ -356,6 +356,9 @@ int fs_write_opt(struct ctx *c, struct report *r, const char *path, const void *
 	bool exists, same_content = false, same_meta = false;
 	int ret;
 
+	/* /run is a tmpfs a crash empties: no later boot reads what is there (fsutil.h) */
+	if (!(flags & (FS_SYNC_FILE | FS_NO_SYNC)) && strncmp(path, "/run/", 5) == 0)
+		flags |= FS_NO_SYNC;
 	exists = lstat(hp, &st) == 0;
 	if (exists && !S_ISREG(st.st_mode)) {
 		report_detail(r, "%s: exists and is not a regular file; remove it or fix the spec", path);

@@ -62,7 +62,9 @@ int fs_write(struct ctx *c, struct report *r, const char *path,
  * rewritten every run, /var/lib/hpcinit/last-run.json).  FS_NO_SYNC: neither,
  * for a file no later boot reads (the status files under /run, a tmpfs a
  * crash empties anyway, written by `check` on a timer all day); the rename
- * still replaces it whole for every reader.
+ * still replaces it whole for every reader.  Every write under /run/ is
+ * FS_NO_SYNC unless it asks for FS_SYNC_FILE (the steps' state files there:
+ * a node's cold start made 12 fsyncs of them).
  */
 #define FS_SYNC_FILE 2u
 #define FS_NO_SYNC 4u

@@ -60,10 +60,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "crypto.h"
 #include "names.h"
 #include "number.h"
 #include "record.h"
+#include "sha256.h"
 #include "strbuf.h"
 
 #define RECORD_END "...\n"
@@ -786,7 +786,7 @@ static int check_whole(struct parser *ps, const struct rec *rc, const void *key,
 		return perr(ps, -ENOKEY, "no hmac, and cluster.secret_file is set");
 	if (record_hmac(key, keylen, ps->text, (size_t)(rc->hmac_line - ps->text), want) < 0)
 		return perr(ps, -EIO, "cannot compute the HMAC");
-	if (crypto()->CRYPTO_memcmp(want, rc->mac, RECORD_HMAC_HEX) != 0)
+	if (!ct_equal(want, rc->mac, RECORD_HMAC_HEX))
 		return perr(ps, -EKEYREJECTED,
 			    "HMAC does not match (tampered, or written with another cluster secret)");
 	return 0;

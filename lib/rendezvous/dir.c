@@ -592,9 +592,14 @@ static int dir_put(struct rendezvous *rv, struct report *rep, const char *name, 
 		   size_t len)
 {
 	char *path = xasprintf("%s/%s", rv->tree.levels[2], name);
-	/* No readdir of 10,000 entries before each put: the list removes this node's leftovers. */
+	/*
+	 * No readdir of 10,000 entries before each put: the list removes this
+	 * node's leftovers.  The record is synced as a file, not its directory:
+	 * it is this node's alone and written again at every lease refresh, so
+	 * after a crash its name holding the old record or the new one is enough.
+	 */
 	int r = fs_write_opt(rv->c, rep, path, data, len, 0644, rv->tree.trusted, rv->tree.trusted_gid,
-			     FS_KEEP_TEMPS);
+			     FS_KEEP_TEMPS | FS_SYNC_FILE);
 
 	free(path);
 	return r;

@@ -681,6 +681,7 @@ static int shared_list(struct disc_run *run)
 	struct ctx *c = run->c;
 	const struct spec *spec = c->spec;
 	struct shared *sh = run->priv;
+	bool was_ready = run->ready;
 	int r;
 
 	if (run->waited && disc_now() - sh->written > lease_s(spec) / 3) {
@@ -693,6 +694,20 @@ static int shared_list(struct disc_run *run)
 	disc_rejects_reset(run);
 	sh->expired = 0;
 	r = read_records(run, ctx_may_write(c));
+	/*
+	 * A record read in this pass says the cluster formed, and this node had
+	 * not seen that before: its writer formed on records that may have
+	 * arrived after this pass listed the directory (a directory is not
+	 * listed at one instant; many nodes start at once).  One more pass,
+	 * listed after that mark was read, holds them.
+	 */
+	if (r >= 0 && !was_ready && disc_expect_met(run) && run->ready &&
+	    run->found.n + 1 < (size_t)spec->discovery.expect) {
+		disc_run_reset(run);
+		disc_rejects_reset(run);
+		sh->expired = 0;
+		r = read_records(run, ctx_may_write(c));
+	}
 	if (r < 0) {
 		disc_notes_commit(run);
 		report_set(run->rep, ST_FAILED, "cannot read %s", sh->nodes);

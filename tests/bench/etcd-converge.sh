@@ -16,6 +16,7 @@
 # Goal (issue 16): under 1 s with etcd.
 # Usage: tests/bench/etcd-converge.sh [N]   (root; run by hand, not by make check)
 #        PER_RECORD_US: the per-record term of the per-node CPU goal (see the end)
+#        BENCH_DISK=node|host: the nodes' disks (tests/bench/node-disk.sh; default node)
 set -euo pipefail
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${TOP_BUILDDIR:-$TOP/build}
@@ -27,6 +28,19 @@ SIM_PREFIX=bec SIM_NET=198.19.42
 . "$TOP/tests/cluster/lib.sh"
 . "$TOP/tests/cluster/etcd-lib.sh"
 . "$TOP/tests/bench/etcd-check.sh"
+. "$TOP/tests/bench/node-disk.sh"
+# The nodes' disks and the shared directory on a node-like file system (node-disk.sh says why).
+node_disk "$T/disk" >"$T/disk.txt"
+SIM_STATE=$T/disk/sim SHARED=$T/disk/shared
+mkdir -m 0755 "$SHARED"
+export SIM_STATE
+_cleanup() {
+	local rc=$?
+	bash "$SIM_SH" down || true
+	node_disk_release
+	rm -rf "$T"
+	exit $rc
+}
 
 # child_cpu: CHILD_CPU = user+system CPU of this shell's waited-for children so far, in ms
 # (bash's times; not in a $(...) subshell, whose children are its own)
@@ -160,6 +174,7 @@ REQS="-"
 hostfile_count() { grep -vc '^#' "$SIM_STATE/nodes/$1/ovl/etc/upper/hpcinit/hostfile.plain" 2>/dev/null || echo 0; }
 
 echo "convergence of $N simulated nodes started at once, $(nproc) cores"
+cat "$T/disk.txt"
 run_method etcd
 run_method shared
 printf '%-8s %s\n' method "all $N applied and listing $N (ms)"

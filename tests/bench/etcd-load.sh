@@ -34,6 +34,7 @@
 # Memory: N apply processes and their helpers at the cold start, then N watches and N
 # helpers (about 3 MB of PSS per node together); use a smaller N on a small machine.
 # Usage: tests/bench/etcd-load.sh [N] [MINUTES]   (run by hand; not by make check)
+#        BENCH_DISK=node|host: the nodes' disks (tests/bench/node-disk.sh; default node)
 #        WAVE=50: how many watches start at a time; LEASE=90: the nodes' lease, seconds (at
 #        1,000 use LEASE=300: nothing renews a lease between a node's apply and its watch, and
 #        starting 1,000 watches can take longer than 90 s; then the keys expire and every
@@ -55,20 +56,30 @@ PORT=23379
 GEN=$BUILD/tests/bench/gen-records
 [ -x "$GEN" ] || make -s -C "$BUILD" tests/bench/gen-records
 . "$TOP/tests/bench/etcd-check.sh"
+. "$TOP/tests/bench/etcd-bench-lib.sh"
 command -v etcd >/dev/null || { echo "etcd-load.sh: needs etcd (Debian package etcd-server)" >&2; exit 2; }
 command -v strace >/dev/null || { echo "etcd-load.sh: needs strace" >&2; exit 2; }
 command -v etcdctl >/dev/null || { echo "etcd-load.sh: needs etcdctl (Debian package etcd-client)" >&2; exit 2; }
 command -v inotifywait >/dev/null || { echo "etcd-load.sh: needs inotifywait (Debian package inotify-tools)" >&2; exit 2; }
+. "$TOP/tests/bench/node-disk.sh"
 T=$(mktemp -d /tmp/hpcinit-bench-etcd.XXXXXX)
 PIDS=() APIDS=()
 cleanup() {
 	local p
 	for p in "${APIDS[@]}" "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
 	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-	if [ "${KEEP:-0}" = 1 ]; then echo "KEEP=1: the nodes' roots and logs are kept in $T" >&2; else rm -rf "$T"; fi
+	if [ "${KEEP:-0}" = 1 ]; then
+		echo "KEEP=1: the nodes' roots and logs are kept in $T (umount it when done: BENCH_DISK)" >&2
+	else
+		rm -rf "${T:?}"/*
+		node_disk_release
+		rm -rf "$T"
+	fi
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
+# The nodes' roots (and the bench's files) on a node-like file system (node-disk.sh says why).
+node_disk "$T"
 
 # 1,000 watch streams are 1,000 client connections to the member: more than a soft limit of 1,024
 # descriptors once its own are counted.
@@ -79,7 +90,6 @@ etcd --name b1 --data-dir "$T/etcd" --listen-client-urls "http://127.0.0.1:$PORT
 	--initial-cluster "b1=http://127.0.0.1:$((PORT + 1))" >"$T/etcd.log" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$PORT/health" >/dev/null && break; sleep 0.1; done
-metric() { curl -s "http://127.0.0.1:$PORT/metrics" | awk -v m="$1" '$1 ~ "^"m {s += $2} END {printf "%.0f", s}'; }
 
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$T/cluster.key"
 chmod 0600 "$T/cluster.key"
@@ -104,34 +114,6 @@ etcd_cpu() { awk -v t="$(getconf CLK_TCK)" '{printf "%d", ($14 + $15) * 1000 / t
 nkeys() { curl -s -X POST -d '{"key":"L2hwY2luaXQvYmVuY2gvbm9kZXMv","range_end":"L2hwY2luaXQvYmVuY2gvbm9kZXMw","count_only":true}' \
 	"http://127.0.0.1:$PORT/v3/kv/range" | sed -n 's/.*"count":"\([0-9]*\)".*/\1/p' | grep . || echo 0; }
 etcd_rb() { echo $(($(metric etcd_network_client_grpc_received_bytes_total) + $(metric etcd_network_client_grpc_sent_bytes_total))); }
-# span WHAT A B: B - A when both are counts and B >= A (a counter read twice), else "not
-# measured (...)": a figure is printed only when its inputs verify (a process gone between its
-# two reads, a counter that did not parse, a counter that went down are not a cost).
-span() {
-	if [[ $2 =~ ^[0-9]+$ && $3 =~ ^[0-9]+$ ]] && [ "$3" -ge "$2" ]; then
-		echo $(($3 - $2))
-	else
-		echo "not measured ($1 read as '$2' then '$3')"
-	fi
-}
-# goal "MS ..." LIMIT: "met" when the first word is a count of ms under LIMIT
-goal() { if [[ ${1%% *} =~ ^[0-9]+$ ]] && [ "${1%% *}" -lt "$2" ]; then echo met; else echo "NOT met"; fi; }
-# cpu_line MS N: "MS ms in all, X ms a node", or MS as given when it is not a count of ms
-cpu_line() {
-	if [[ $1 =~ ^[0-9]+$ ]]; then
-		echo "$1 ms in all, $(awk -v c="$1" -v n="$2" 'BEGIN{printf "%.2f", c / n}') ms a node"
-	else
-		echo "$1"
-	fi
-}
-# child_cpu: CHILD_CPU = user+system CPU, ms, of this shell's waited-for children so far
-# (bash's times; not in a $(...) subshell, whose children are its own)
-child_cpu() {
-	times >"$T/times"
-	CHILD_CPU=$(tail -1 "$T/times" | awk '{ t = 0
-		for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60000 + a[2] * 1000 }
-		printf "%d", t }')
-}
 
 echo "$N nodes on the etcd rendezvous (one member), fake roots, $(nproc) cores, lease ${LEASE}s;" \
 	"load average $(cut -d' ' -f1-3 /proc/loadavg) before"
@@ -247,91 +229,6 @@ e_req=$(((r1 - r0) / (MINUTES > 0 ? MINUTES : 1))) e_bytes=$((((in1 - in0) + (ou
 # returning until every watcher's hostfile lists it (no longer lists it), the watchers' CPU
 # for each (agents, their helpers and the refreshes they waited for, from /proc), and etcd's
 # requests and bytes.
-# The watchers' CPU between two moments, from /proc: each sample is one read of the stat files
-# of every watch agent and of every child it has (helpers, refreshes), "pid starttime ticks role",
-# where ticks are user+system CPU with the children waited for (cutime, cstime).  Between two
-# samples a process in both counts its growth; a child new in the second counts whole; a child
-# gone by the second was waited for by its agent (whose cutime now holds all of it): what it had
-# at the first is taken off.  An earlier version summed the live processes and printed the
-# difference of two sums: a sample whose read failed (a child gone between the listing and the
-# read: mawk stops at a file it cannot open, and the sum came out empty) printed -18,940 ms.
-# Now a figure is printed only when its inputs verify: every listed process read in the same
-# sample (else the sample is taken again, at most 5 times), the same watch agents in both, and
-# no process's CPU going down; else "not measured" and why.
-watchers_snap() { # watchers_snap FILE
-	local out=$1 helpers p files
-	for _ in 1 2 3 4 5; do
-		helpers=$(ps -o pid= --ppid "$(IFS=,; echo "${WPIDS[*]}")" | tr -d ' ')
-		files=()
-		# shellcheck disable=SC2086
-		for p in "${WPIDS[@]}" $helpers; do files+=("/proc/$p/stat"); done
-		# the command name in (...) may hold spaces: the fields are counted after it
-		cat "${files[@]}" 2>/dev/null | awk -v agents=" ${WPIDS[*]} " '{
-			pid = $1; sub(/^[^(]*\(.*\) /, "")
-			print pid, $20, $12 + $13 + $14 + $15, index(agents, " " pid " ") ? "agent" : "child" }' >"$out"
-		[ "$(wc -l <"$out")" = "${#files[@]}" ] && return 0
-		sleep 0.05
-	done
-	echo "not measured (a sample of ${#files[@]} processes could not be read whole in 5 tries)" >"$out.err"
-	return 1
-}
-# watchers_delta A B: "MS" (ms of CPU from sample A to sample B), or "not measured (why)"
-watchers_delta() {
-	[ ! -s "$1.err" ] || { cat "$1.err"; return 0; }
-	[ ! -s "$2.err" ] || { cat "$2.err"; return 0; }
-	awk -v tck="$(getconf CLK_TCK)" 'FNR == NR { a[$1 " " $2] = $3; role[$1 " " $2] = $4; next }
-		{ k = $1 " " $2
-		  if (k in a) { d = $3 - a[k]; if (d < 0) bad = "process " $1 "'"'"'s CPU went down"; s += d; seen[k] = 1 }
-		  else if ($4 == "agent") bad = "watch " $1 " is not in the first sample"
-		  else s += $3 }
-		END { for (k in a) if (!(k in seen)) {
-			if (role[k] == "agent") bad = "watch " k " is gone by the second sample"; else s -= a[k] }
-		      if (s < 0) bad = "the sum is negative"
-		      if (bad != "") print "not measured (" bad ")"; else printf "%d\n", s * 1000 / tck }' "$1" "$2"
-}
-# until_all PRESENT|ABSENT NAME: when every watcher's hostfile lists (no longer lists) NAME:
-# "ALL FIRST HALF", ns since the epoch (the last watcher, the first, half of them), or
-# "timeout (K of N)" after 5 minutes; since REF "ALL FIRST HALF": "ALL ms (first F, half H)" in ms
-# after REF
-until_all() {
-	local want=$1 name=$2 got i files=() first="" half="" now
-	for i in $(seq 1 "${N_ALL:-$N}"); do
-		[ "$i" = "${files_skip:-0}" ] || files+=("$T/n$i/etc/hpcinit/hostfile.plain")
-	done
-	for _ in $(seq 1 6000); do
-		got=$(grep -lx -- "$name" "${files[@]}" 2>/dev/null | wc -l)
-		now=$(date +%s%N)
-		[ "$want" = PRESENT ] || got=$((N - got))       # the watchers done
-		[ -n "$first" ] || [ "$got" -lt 1 ] || first=$now
-		[ -n "$half" ] || [ "$got" -lt $(((N + 1) / 2)) ] || half=$now
-		if [ "$got" = "$N" ]; then
-			echo "$now $first $half"
-			return 0
-		fi
-		sleep 0.05
-	done
-	echo "timeout ($got of $N)"
-}
-since() {
-	local ref=$1 all first half
-	read -r all first half <<<"$2"
-	if [[ -n $ref && $all =~ ^[0-9]+$ ]]; then
-		echo "$(((all - ref) / 1000000)) ms (first $(((first - ref) / 1000000)), half $(((half - ref) / 1000000)))"
-	else
-		echo "${2:-?}"
-	fi
-}
-# When etcd took a key's put and its deletion (a watch of the bench's own): stamps into FILE.
-stamp_key() { # stamp_key KEY FILE; STAMP_PID: the etcdctl to kill afterwards
-	( echo "$BASHPID" >"$2.pid"
-	  exec etcdctl --endpoints "http://127.0.0.1:$PORT" watch "$1" ) |
-		while read -r l; do case $l in PUT | DELETE) echo "$l $(date +%s%N)" ;; esac; done >"$2" &
-	PIDS+=($!)
-	sleep 0.3
-	STAMP_PID=$(cat "$2.pid")
-	PIDS+=("$STAMP_PID")
-}
-stamp_of() { awk -v k="$1" '$1 == k { print $2; exit }' "$2"; }
 J=$((N + 1))
 mkroot "$T/n$J"
 stamp_key "/hpcinit/bench/nodes/node$J" "$T/jstamps"
@@ -522,8 +419,9 @@ else
 	echo "steady state: not measured (MINUTES=0); shared+timer per minute: $s_ops_min file system calls, $s_bytes_min bytes"
 fi
 echo "shared: one refresh = $s_ops file system calls for the share ($ops_n with $rec_opens records, $ops_0 with none), $s_bytes bytes of records"
-echo "join while $N watch: every hostfile lists node$J $join_ms after its apply returned, ${join_put_ms:-?} after etcd took its record (goal at 1,000: under 1000 ms; $(goal "$join_put_ms" 1000)); watchers' CPU $(cpu_line "$(watchers_delta "$T/cpu.j0" "$T/cpu.j1")" "$N") (2 s of idle keepalives included); etcd $((jl_req1 - jl_req0)) requests, $((jl_by1 - jl_by0)) bytes"
-echo "leave while $N watch: no hostfile lists node$J $leave_ms after its leave returned, ${leave_del_ms:-?} after etcd deleted its key (goal at 1,000: under 2000 ms; $(goal "$leave_ms" 2000)); watchers' CPU $(cpu_line "$(watchers_delta "$T/cpu.j1" "$T/cpu.j2")" "$N"); etcd $((jl_req2 - jl_req1)) requests, $((jl_by2 - jl_by1)) bytes"
+jcpu=$(watchers_delta "$T/cpu.j0" "$T/cpu.j1") lcpu=$(watchers_delta "$T/cpu.j1" "$T/cpu.j2")
+echo "join while $N watch: every hostfile lists node$J $join_ms after its apply returned, ${join_put_ms:-?} after etcd took its record (goal at 1,000: under 1000 ms; $(goal "$join_put_ms" 1000)); watchers' CPU $(cpu_line "$jcpu" "$N") (2 s of idle keepalives included; on these $(nproc) cores that CPU alone takes at least $(cpu_floor "$jcpu") of wall time); etcd $((jl_req1 - jl_req0)) requests, $((jl_by1 - jl_by0)) bytes"
+echo "leave while $N watch: no hostfile lists node$J $leave_ms after its leave returned, ${leave_del_ms:-?} after etcd deleted its key (goal at 1,000: under 2000 ms; $(goal "$leave_ms" 2000)); watchers' CPU $(cpu_line "$lcpu" "$N") (on these $(nproc) cores at least $(cpu_floor "$lcpu") of wall time); etcd $((jl_req2 - jl_req1)) requests, $((jl_by2 - jl_by1)) bytes"
 echo "member loss while $((N - 1)) watch: $loss"
 [ -z "$SH_LINE" ] || { echo "$SH_LINE"; echo "$SH_CPU_LINE"; echo "$SH_INV"; }
 echo "watch memory, mean KiB a process (process count, RSS, PSS, private):"

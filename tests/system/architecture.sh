@@ -161,5 +161,7 @@ hits=$(grep -rn '#include "[./]*modules/[a-z_]*/' agent/cmd agent/core || true)
 check "no command or core file includes a step's header${hits:+ ($hits)}" test -z "$hits"
 hits=$(grep -rn 'gethostname\|/run/systemd/system' modules || true)
 check "no step asks the host name or whether systemd runs by itself${hits:+ ($(echo "$hits" | cut -d: -f1,2 | tr '\n' ' '))}" test -z "$hits"
+hits=$(grep -rln 'gethostname *(' agent lib modules common libexec --include=*.c | grep -v '^common/base/util.c$' || true)
+check "one gethostname(2) caller, node_hostname in common/base/util.c${hits:+ (also: $hits)}" test -z "$hits"
 
 done_testing

@@ -403,6 +403,14 @@ static void test_write_sync(void)
 	/* unchanged: nothing written, nothing synced */
 	TEST_INTEQ(fs_write(&c, &r, "/etc/s/f", "3\n", 2, 0644, 0, 0), 0);
 	TEST_INTEQ(fsyncs, 0);
+	/* under /run (a tmpfs no later boot reads): a plain fs_write syncs nothing, unless asked */
+	TEST_INTEQ(fs_mkdir_p(&c, &r, "/run/s", 0755, 0, 0), 1);
+	fsyncs = 0;
+	TEST_INTEQ(fs_write(&c, &r, "/run/s/f", "1\n", 2, 0644, 0, 0), 1);
+	TEST_INTEQ(fsyncs, 0);
+	TEST_INTEQ(fs_write_opt(&c, &r, "/run/s/f", "2\n", 2, 0644, 0, 0, FS_SYNC_FILE), 1);
+	TEST_INTEQ(fsyncs, 1);
+
 	/* FS_REPLACE does not read the old file: the same content is written again (a new inode) */
 	st1 = stat_of("/etc/s/f");
 	TEST_INTEQ(fs_write_opt(&c, &r, "/etc/s/f", "3\n", 2, 0644, 0, 0, FS_REPLACE | FS_NO_SYNC), 1);
