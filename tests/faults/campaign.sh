@@ -401,7 +401,7 @@ outage_begin() {        # outage_begin SECONDS_UNTIL_BACK [ACTION]: the window a
 	later $(($1 + LEASE + GRACE_S + 2)) outagecheck
 }
 a_outagecheck() {
-	local t0 names lost
+	local t0 names lost t
 	[ -n "$OUTAGE" ] || return 0
 	read -r t0 names <<<"$OUTAGE"
 	kill "$OUTAGE_REC" 2>/dev/null
@@ -410,6 +410,18 @@ a_outagecheck() {
 	lost=$(python3 "$FDIR/versions.py" lost "$OUTAGE_OUT" "$t0" "$(python3 "$FDIR/versions.py" now)" $names)
 	log "outage over: $(wc -l <"$OUTAGE_OUT") versions of the files of $names recorded, $(grep -c . <<<"$lost") lacking a live node"
 	while IFS= read -r m; do [ -z "$m" ] || violation "${m%% *}" "a live node lost during an outage (etcd or the share): $m"; done <<<"$lost"
+	if [ -n "${SHARE_POLL:-}" ]; then
+		rm -f "$FT/share-poll.on"
+		wait "$SHARE_POLL" 2>/dev/null
+		SHARE_POLL=""
+		# "PATH-reason: discovery...." follows "PATH:state: failed" (grep -A1): failed for discovery
+		lost=$(grep -E -- '-reason: discovery[.]' "$FT/share-states" 2>/dev/null | sort -u | head -5)
+		while IFS= read -r m; do
+			t=${m##*/}
+			[ -z "$m" ] || violation "${t%%.rec-reason:*}" "its record said state: failed for its own share's outage (${m#*-reason: })"
+		done <<<"$lost"
+		: >"$FT/share-states"
+	fi
 	OUTAGE=""
 }
 f_etcd_outage() {
@@ -472,12 +484,21 @@ f_share_stop() {
 	rnd 5 25
 	later "$R" shareup
 }
-# share_outage: the same for longer than the lease, checked on every version (outage_begin)
+# share_outage: the same for longer than the lease, checked on every version (outage_begin), and
+# no record in the share may say failed for a discovery the outage failed (a_outagecheck)
 f_share_outage() {
 	local n
 	[ -z "$SHARE_DOWN" ] || { log "share: stopped already"; return; }
 	rnd $((LEASE + 2)) $((LEASE + 5))
 	outage_begin "$R" shareup
+	# every record in the share, as the host sees it (a 50 ms poll), until the check: a node whose
+	# own run failed for the outage is not a failed node (docs/cluster.md); its record must not say so
+	touch "$FT/share-poll.on"
+	( while [ -e "$FT/share-poll.on" ]; do
+		grep -rH --include='*.rec' -A1 '^state: failed' "$SHARED/.hpcinit/$CLUSTER/nodes" 2>/dev/null
+		sleep 0.05
+	  done >>"$FT/share-states" ) &
+	SHARE_POLL=$!
 	log "share outage: its server stops for ${R}s (lease ${LEASE}s; fuse_stall on $SHARED in every node)"
 	SHARE_DOWN=1
 	for n in $(live_nodes); do
