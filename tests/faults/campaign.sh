@@ -656,17 +656,18 @@ status_sample() {
 # report to land (node.sh keeps each run's in $FT/outs.NODE); the report is that of the last
 # run that ended with its hostfile step ok or changed.
 hostfile_invariant() {
-	local when=$1 n f last why
+	local when=$1 n f last why i runs
 	shift
 	for n; do
 		on "$n" flock -w 30 /run/hpcinit/lock sh -c 'sleep 0.3; cat /etc/hpcinit/hostfile.plain' \
 			>"$FT/hf.$n" 2>/dev/null || continue
 		last=""
-		# shellcheck disable=SC2012
-		for f in $(ls -r "$FT/outs.$n" 2>/dev/null); do
-			[[ $f != *.running ]] || continue
+		runs=("$FT/outs.$n"/*)          # START_NS.KIND: the glob sorts them by start
+		for ((i = ${#runs[@]} - 1; i >= 0; i--)); do
+			f=${runs[$i]}
+			[[ -f $f && $f != *.running ]] || continue
 			awk '$1 == "hostfile" && ($2 == "ok" || $2 == "changed") { f = 1 } END { exit !f }' \
-				"$FT/outs.$n/$f" && { last=$FT/outs.$n/$f; break; }
+				"$f" && { last=$f; break; }
 		done
 		[ -n "$last" ] || continue
 		if [ "$SELFTEST" = hostfile ] && [ "$QUIETS" = 1 ] && [ "$n" = "$1" ]; then
