@@ -24,6 +24,7 @@
 
 #include "blocked.h"
 #include "fsutil.h"
+#include "iso.h"
 #include "log.h"
 #include "number.h"
 #include "proc.h"
@@ -358,130 +359,17 @@ struct iso {
 	struct outputs *view;
 };
 
-/* "T A N\n", then N bytes of text and "\n".  No printf: one of these per peer. */
-static void iso_put(struct strbuf *sb, char tag, const char *a, const char *text)
-{
-	char num[24];
-	size_t i = sizeof(num), n = strlen(text), l = n;
-	const char pre[2] = { tag, ' ' };
-
-	num[--i] = '\n';
-	do {
-		num[--i] = (char)('0' + l % 10);
-		l /= 10;
-	} while (l);
-	num[--i] = ' ';
-	sb_appendn(sb, pre, 2);
-	sb_append(sb, a);
-	sb_appendn(sb, num + i, sizeof(num) - i);
-	sb_appendn(sb, text, n);
-	sb_appendn(sb, "\n", 1);
-}
-
 static void iso_child(void *arg, int fd)
 {
 	struct iso *a = arg;
-	struct ctx *c = a->c;
-	struct strbuf sb = STRBUF_INIT, one = STRBUF_INIT;
-	char *js;
-	struct peerset *peers;
-	int r = a->hook(c, a->rep);
+	struct strbuf sb = STRBUF_INIT;
+	int r = a->hook(a->c, a->rep);
+	char *js = report_to_json(a->m->name, a->rep);
 
-	sb_printf(&sb, "R %d\n", r);
-	js = report_to_json(a->m->name, a->rep);
-	iso_put(&sb, 'J', "-", js);
+	iso_answer(&sb, r, js, (a->m->outputs & OUT_PEERS) ? a->view->peers : NULL);
 	free(js);
-	peers = a->view->peers;
-	for (size_t i = 0; peers && (a->m->outputs & OUT_PEERS) && i < peers->n; i++) {
-		sb_reset(&one);
-		record_pack(&one, &peers->v[i]);
-		iso_put(&sb, 'P', peers->v[i].self ? "1" : "0", sb_str(&one));
-	}
-	sb_free(&one);
-	sb_append(&sb, "E\n");
 	(void)fd_write_all(fd, sb_str(&sb), sb.len);
 	sb_free(&sb);
-}
-
-/*
- * "T A N" (tag, a word of at most 7 characters, a length), the line from p
- * to nl.  Not sscanf: it measures the whole rest of the answer on every call,
- * which made reading back 10,000 peers quadratic.
- */
-static bool iso_header(const char *p, const char *nl, char a[8], size_t *ret_n)
-{
-	const char *w = p + 2, *sp;
-	unsigned long long n;
-	const char *end;
-
-	if (nl - p < 5 || p[1] != ' ' || !(sp = memchr(w, ' ', (size_t)(nl - w))) || sp == w || sp - w > 7 ||
-	    sp[1] < '0' || sp[1] > '9')
-		return false;
-	memcpy(a, w, (size_t)(sp - w));
-	a[sp - w] = '\0';
-	if (!num_ull_prefix(sp + 1, 10, SIZE_MAX, &n, &end) || end != nl)
-		return false;
-	*ret_n = (size_t)n;
-	return true;
-}
-
-/* Parse the child's answer; false when it is incomplete. */
-static bool iso_parse(struct ctx *c, const char *text, size_t len, struct report *rep, struct outputs *view,
-		      int *ret)
-{
-	const char *p = text, *end = text + len;
-	struct peerset *peers = NULL;
-	bool done = false, have_report = false;
-
-	while (p < end && !done) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		char tag, a[8];
-		size_t n;
-
-		if (!nl)
-			break;
-		tag = *p;
-		if (tag == 'E') {
-			done = true;
-		} else if (tag == 'R') {
-			long long v;
-			const char *e;
-
-			/* "R -errno": anything else is no answer (strtol read junk as 0, success) */
-			if (p[1] != ' ' || !num_ll_prefix(p + 2, INT_MIN, INT_MAX, &v, &e) || e != nl)
-				break;
-			*ret = (int)v;
-		} else if ((tag == 'J' || tag == 'P') && iso_header(p, nl, a, &n) &&
-			   n <= (size_t)(end - nl - 1)) {
-			const char *body = nl + 1;
-
-			if (tag == 'J') {
-				have_report = report_from_json(body, n, rep) == 0;
-			} else {
-				struct peer pe;
-
-				if (record_unpack(body, n, &pe) == 0) {
-					struct peer *slot;
-
-					if (!peers)
-						peers = xcalloc(1, sizeof(*peers));
-					slot = peerset_add(peers);
-					*slot = pe;
-					slot->self = a[0] == '1';
-				}
-			}
-			nl = body + n;
-		} else {
-			break;
-		}
-		p = nl + 1;
-	}
-	if (!done || !have_report) {
-		peerset_free(peers);
-		return false;
-	}
-	view->peers = peers;
-	return true;
 }
 
 static int run_isolated(struct ctx *c, const struct module *m, int (*hook)(struct ctx *, struct report *),
@@ -489,6 +377,8 @@ static int run_isolated(struct ctx *c, const struct module *m, int (*hook)(struc
 {
 	struct iso a = { c, m, hook, rep, view };
 	struct proc_child ch = { 0 };
+	struct strbuf bad = STRBUF_INIT;
+	struct peerset *got = NULL;
 	uint64_t until = c->deadline_ms + ISO_GRACE_MS;
 	int r = -EIO, ret;
 	bool eof = false;
@@ -557,7 +447,18 @@ static int run_isolated(struct ctx *c, const struct module *m, int (*hook)(struc
 
 		proc_wait(&ch, 1, &reap);
 	}
-	if (!iso_parse(c, ch.out.buf ? ch.out.buf : "", ch.out.len, rep, view, &r)) {
+	ret = iso_parse(ch.out.buf ? ch.out.buf : "", ch.out.len, rep, &got, &r, &bad);
+	if (ret == 0) {
+		view->peers = got;
+	} else if (ret == -EBADMSG) {
+		/* A peer dropped here would be a hostfile shorter than discovery's own count: fail. */
+		report_free(rep);
+		report_init(rep);
+		report_finding(rep, ST_FAILED, "runner.peer-unreadable", "the runner cannot read back the "
+			       "step's answer: %s; the step failed rather than hand on a shorter list of nodes",
+			       sb_str(&bad));
+		r = -EBADMSG;
+	} else if (ret < 0) {
 		int sig = ch.exited && WIFSIGNALED(ch.status) ? WTERMSIG(ch.status) : 0;
 
 		report_free(rep);
@@ -566,6 +467,7 @@ static int run_isolated(struct ctx *c, const struct module *m, int (*hook)(struc
 			       sig ? ": signal " : "", sig ? strsignal(sig) : "");
 		r = -EIO;
 	}
+	sb_free(&bad);
 	proc_child_free(&ch);
 	return r;
 }

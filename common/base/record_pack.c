@@ -100,9 +100,10 @@ static bool unpack_span(struct unpack *u, const char **ret, size_t *ret_n)
 		u->p++;
 		return false;
 	}
-	while (u->p < u->end && *u->p >= '0' && *u->p <= '9' && n <= RECORD_MAX_BYTES)
+	/* bounded by what is left, not by a record's limits: whatever record_pack wrote reads back */
+	while (u->p < u->end && *u->p >= '0' && *u->p <= '9' && n <= (size_t)(u->end - u->p))
 		n = n * 10 + (size_t)(*u->p++ - '0');
-	if (u->p >= u->end || *u->p != ':' || n > RECORD_MAX_BYTES || n > (size_t)(u->end - u->p - 1)) {
+	if (u->p >= u->end || *u->p != ':' || n > (size_t)(u->end - u->p - 1)) {
 		u->bad = true;
 		return false;
 	}
@@ -179,14 +180,19 @@ int record_unpack(const char *data, size_t len, struct peer *ret)
 	p->boot_id = unpack_str(&u);
 	p->slots = (unsigned)unpack_num(&u, 0, UINT_MAX);
 	p->updated = unpack_num(&u, INT64_MIN, INT64_MAX);
-	flags = unpack_num(&u, 0, 31);
+	flags = unpack_num(&u, 0, ((int64_t)PEER_FAILED << 3) | 7);     /* the bits record_pack sets */
 	p->head = flags & 1;
 	p->formed = flags & 2;
 	p->self = flags & 4;
 	p->state = (enum peer_state)(flags >> 3);
 	p->reason = unpack_str(&u);
 	p->ready_ms = unpack_num(&u, 0, INT64_MAX);
-	n = unpack_num(&u, 0, RECORD_MAX_KEYS);
+	/*
+	 * Counts up to what the rest could hold (a key is 2 bytes at least), not RECORD_MAX_KEYS:
+	 * this node's own peer is not a parsed record, and one it cannot read back would be a
+	 * step failed (runner.peer-unreadable) for a list the step had whole.
+	 */
+	n = unpack_num(&u, 0, u.end - u.p);
 	for (int64_t i = 0; i < n && !u.bad; i++) {
 		char *k = unpack_str(&u);
 
@@ -195,7 +201,7 @@ int record_unpack(const char *data, size_t len, struct peer *ret)
 		else
 			u.bad = true;
 	}
-	n = unpack_num(&u, 0, RECORD_MAX_KEYS);
+	n = unpack_num(&u, 0, (u.end - u.p) / 4);
 	if (!u.bad && n > 0)
 		p->user_keys = xcalloc((size_t)n, sizeof(*p->user_keys));
 	for (int64_t i = 0; i < n && !u.bad; i++) {

@@ -149,6 +149,14 @@ int node_facts(struct ctx *c, struct report *rep, struct peer *ret);
 /* p's state, reason and time to ready from the node's state (c->node; unknown outside a run). */
 void node_state_set(const struct ctx *c, struct peer *p);
 /*
+ * The finding of a rendezvous this node cannot reach (shared.c's disc_unreachable): an
+ * outage of the share, not a sick node.  A last run that failed for it alone is published
+ * as degraded (node_state_set), never failed: hostfile.exclude: failed drops failed nodes.
+ */
+#define DISC_UNREACHABLE_TAG "discovery.rendezvous.unreachable"
+/* -errno r says the rendezvous is away (its server stalled or gone), not refused. */
+bool disc_unreachable(int r);
+/*
  * dst says src's state (shallow: dst owns nothing of it): check and plan
  * compare this node's record but for its state, which the runner keeps
  * (the announce hook puts it), so a state is never drift.

@@ -269,6 +269,15 @@ void node_state_set(const struct ctx *c, struct peer *p)
 	p->reason = NULL;
 	p->state = !n->known ? PEER_UNKNOWN : n->status == ST_FAILED ? PEER_FAILED :
 		n->status == ST_DEGRADED ? PEER_DEGRADED : PEER_READY;
+	/*
+	 * Failed for its own rendezvous outage alone (the worst finding of its last run is
+	 * DISC_UNREACHABLE_TAG): the node itself is fine.  Said as degraded, with that reason, so
+	 * that its peers keep it in their MPI hostfiles when the share is back (hostfile.exclude:
+	 * failed) -- the outage's cost, not a node's leave.  A crashed node writes nothing: the
+	 * crash bound (its record's lease, then the grace) is untouched.
+	 */
+	if (p->state == PEER_FAILED && strcmp(n->reason, DISC_UNREACHABLE_TAG) == 0)
+		p->state = PEER_DEGRADED;
 	if (p->state != PEER_READY && p->state != PEER_UNKNOWN && reason_valid(n->reason))
 		p->reason = xstrdup(n->reason);
 	p->ready_ms = n->known && n->ready_ms > 0 ? n->ready_ms : 0;

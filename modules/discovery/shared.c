@@ -215,6 +215,29 @@ static void prune(struct disc_run *run, const char *name, const char *why)
 	}
 }
 
+bool disc_unreachable(int r)
+{
+	return r == -ENOTCONN || r == -EIO || r == -ETIMEDOUT || r == -EHOSTDOWN || r == -EHOSTUNREACH ||
+	       r == -ENETUNREACH || r == -ECONNREFUSED || r == -ECONNRESET;
+}
+
+/*
+ * The directory away (issue 37): its server stalled or gone (a FUSE or NFS client answers
+ * ENOTCONN, EIO, ETIMEDOUT), not this node sick.  The step still fails, so the steps that
+ * need it are skipped and keep what they wrote: the hostfiles hold the last known members.
+ * Tagged apart (DISC_UNREACHABLE_TAG): this node's record, written again when the share is
+ * back, says degraded for it, not failed (node.c), so no peer drops a live node.
+ */
+static void unreachable_finding(struct disc_run *run, struct report *rep, const char *what, int r)
+{
+	report_finding(rep, ST_FAILED, "discovery.rendezvous.unreachable",
+		       "rendezvous directory %s unreachable (%s: %s): an outage of the share, not of this "
+		       "node; the hostfiles keep the last known members, and this node's record says "
+		       "degraded, not failed, when the share is back (its peers keep it for the grace of "
+		       "%" PRIu64 " s meanwhile)", run->c->spec->discovery.dir, what, strerror(-r),
+		       disc_grace_ms(run->c->spec) / 1000);
+}
+
 /* One pass over the nodes directory, as the library's list callbacks see it. */
 struct pass {
 	struct disc_run *run;
@@ -364,7 +387,9 @@ static int read_records(struct disc_run *run, bool do_prune)
 	};
 	int r = rv_list_prep(&sh->rv, run->rep, &l);
 
-	if (r < 0)
+	if (r < 0 && disc_unreachable(r))
+		unreachable_finding(run, &run->notes, "listing", r);
+	else if (r < 0)
 		report_finding(&run->notes, ST_FAILED, "discovery.dir.unreadable",
 			       "rendezvous directory %s: %s", sh->nodes, strerror(-r));
 	return r;
@@ -563,8 +588,11 @@ static int shared_open(struct disc_run *run)
 		report_set(run->rep, ST_CHANGED, "rendezvous directory %s missing", spec->discovery.dir);
 		return 1;
 	}
+	if (r < 0 && disc_unreachable(r))
+		unreachable_finding(run, run->rep, "open", r);
 	if (r < 0 && r != -ENOMEDIUM)   /* -ENOMEDIUM: its finding names the mount that is not there */
-		report_set(run->rep, ST_FAILED, "rendezvous directory %s refused", spec->discovery.dir);
+		report_set(run->rep, ST_FAILED, "rendezvous directory %s %s", spec->discovery.dir,
+			   disc_unreachable(r) ? "unreachable" : "refused");
 	return r;
 }
 
@@ -635,6 +663,8 @@ static int shared_publish(struct disc_run *run)
 				      "to the uid root is squashed to: hpcinit on the head that exports the share "
 				      "makes it so; for another server, chown -R 65534:65534 %s on it",
 				      sh->nodes, sh->rv.tree.levels[0]);
+		if (disc_unreachable(r))
+			unreachable_finding(run, run->rep, "writing this node's record", r);
 		report_set(run->rep, ST_FAILED, "cannot write this node's record in %s", sh->nodes);
 		return r;
 	}

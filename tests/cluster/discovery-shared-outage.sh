@@ -9,6 +9,9 @@
 # that never answers below its top, as a hard NFS mount whose server died; killing it and
 # unmounting is the server back, as in the fault campaign).  When it is back every record in
 # it is past its lease -- no node could write meanwhile -- and no version may lack a live node.
+# A node's own run fails while its share is away: that is the share's outage, not the node
+# sick, so no record in the directory may say "state: failed" from the stall on (the old code's
+# did, and hostfile.exclude: failed dropped a live node from its peers' hostfiles for a moment).
 # Then a node is killed: it still leaves every hostfile, within lease + a refresh period.
 SIM_PREFIX=sou SIM_NET=198.19.38
 . "$(dirname "$0")/lib.sh"
@@ -38,6 +41,17 @@ python3 "$VERSIONS" "$T/versions" "${args[@]}" &
 REC=$!
 sleep 1
 
+# Every record state written from here on, as the host sees the directory (a 20 ms poll).
+NODES_DIR=$SHARED/.hpcinit/$CLUSTER/nodes
+# And what N1's runs said (its /run/hpcinit/status.json, through a process of the node).
+N1_RUN=/proc/$(cat "$SIM_STATE/nodes/$N1/sshd.pid")/root/run/hpcinit/status.json
+( while [ -d "$T" ] && [ ! -e "$T/states.stop" ]; do
+	grep -rH --include='*.rec' '^state: ' "$NODES_DIR" 2>/dev/null || true
+	grep -ho '"tag": *"discovery[.a-z-]*"' "$N1_RUN" 2>/dev/null >>"$T/status-during" || true
+	sleep 0.02
+  done >"$T/states" ) &
+STATES=$!
+
 # The share stops answering for four leases, in every node at once.
 t0=$(now_ms)
 for n in "${ALL[@]}"; do on "$n" "$STALL" -a "$SHARED" >"$T/stall.$n" 2>&1 & done
@@ -62,6 +76,16 @@ echo "# stall: $(awk -v t="$t0" '$1 >= t' "$T/versions" | wc -l) versions writte
 check "stall: the share away $((4 * LEASE)) s (lease ${LEASE}s): no hostfile or known_hosts version lacked a live node" \
 	test -z "$lost"
 for n in "${ALL[@]}"; do check "$n's hostfiles list the 4 after the stall" hostfiles_list "$n" "${ALL[@]}"; done
+touch "$T/states.stop"
+wait "$STATES" 2>/dev/null || true
+failed=$(grep 'state: failed' "$T/states" | sort -u)
+echo "# record states seen from the stall on: $(sed 's/.*state: //' "$T/states" | sort | uniq -c | tr '\n' ' ')"
+[ -z "$failed" ] || echo "$failed" | head -8 | sed 's/^/#   /'
+echo "# $N1's status.json from the stall on, discovery's tags: $(sort "$T/status-during" 2>/dev/null | uniq -c | tr -s ' \n' ' ')"
+check "stall: the record states were seen all along ($(wc -l <"$T/states") samples)" test "$(wc -l <"$T/states")" -gt 100
+check "stall: no node's record said failed for its own share's outage (degraded at worst)" test -z "$failed"
+check "stall: a run during it said why: the rendezvous unreachable (discovery.rendezvous.unreachable)" \
+	grep -q "discovery.rendezvous.unreachable" "$T/status-during"
 
 # A node killed: still gone from every other hostfile, not before its lease.
 for p in $(ip netns pids "$N4"); do

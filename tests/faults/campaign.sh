@@ -8,7 +8,7 @@
 # invariants are checked all along and at quiet points.
 #
 #   campaign.sh [--seed N] [--time S] [--method shared|etcd] [--nodes N] [--quiet S]
-#               [--faults KIND,...] [--selftest]
+#               [--faults KIND,...] [--selftest | --selftest-hostfile]
 #
 # --time is the injection time (setup and the last quiet point come on top);
 # a quiet point every --quiet seconds: the faults stop and heal, and within a
@@ -19,7 +19,12 @@
 # timing of the processes is the machine's, so a replay is close, not exact).
 # Prints each fault kind's count and every violation with the seed; exits 1
 # on any violation.  --selftest breaks one node's files at the first quiet point (the
-# run must then report violations and exit 1: the harness can fail).  Needs root (lib.sh exits 77 otherwise).  docs/faults.md
+# run must then report violations and exit 1: the harness can fail); --selftest-hostfile
+# breaks only the invariant "a hostfile agrees with the report of the run that wrote it" (at
+# the first quiet point one node's last report is read with one node more in discovery's count:
+# the cluster is left alone, so only that check can fail).  At every quiet point each live node's hostfile.plain,
+# read under its run lock, must agree with the report of the last run that wrote one
+# (hostfile_agrees, tests/bench/etcd-check.sh: one rule for the benches and this).  Needs root (lib.sh exits 77 otherwise).  docs/faults.md
 # says what a run covers and what it does not yet.  FAULTS_OUT: where the evidence
 # goes (default /tmp/hpcinit-faults.SEED.PID); FAULTS_KEEP=1 keeps every run's log there;
 # LEASE_S=N sets discovery.lease (default 15 s; the bound grows with it); FAULTS_NET=198.19.X
@@ -39,8 +44,9 @@ while [ $# -gt 0 ]; do
 	--nodes) NNODES=$2; shift 2 ;;
 	--quiet) QUIET=$2; shift 2 ;;
 	--selftest) SELFTEST=1; shift ;;
+	--selftest-hostfile) SELFTEST=hostfile; shift ;;
 	--faults) ONLY=$2; shift 2 ;;
-	*) echo "usage: campaign.sh [--seed N] [--time S] [--method shared|etcd] [--nodes N] [--quiet S] [--faults KIND,...] [--selftest]" >&2; exit 2 ;;
+	*) echo "usage: campaign.sh [--seed N] [--time S] [--method shared|etcd] [--nodes N] [--quiet S] [--faults KIND,...] [--selftest | --selftest-hostfile]" >&2; exit 2 ;;
 	esac
 done
 case $METHOD in shared | etcd) ;; *) echo "campaign: --method shared or etcd" >&2; exit 2 ;; esac
@@ -54,11 +60,13 @@ if [ -z "${TOP_BUILDDIR:-}" ] && [ -x "$TOP_SRCDIR/build/hpcinit" ]; then TOP_BU
 SIM_PREFIX=flt SIM_NET=${FAULTS_NET:-198.19.60}
 . "$TOP_SRCDIR/tests/cluster/lib.sh"
 [ "$METHOD" != etcd ] || . "$TOP_SRCDIR/tests/cluster/etcd-lib.sh"
+. "$TOP_SRCDIR/tests/bench/etcd-check.sh"       # hostfile_agrees: the invariant's one rule
 set +eu
 export HPCINIT
 
 echo "campaign: seed $SEED, method $METHOD, $NNODES nodes, ${DURATION}s of faults, quiet point every ${QUIET}s"
 REPLAY="$0 --seed $SEED --time $DURATION --method $METHOD --nodes $NNODES --quiet $QUIET${ONLY:+ --faults $ONLY}${SELFTEST:+ --selftest}"
+[ "$SELFTEST" != hostfile ] || REPLAY=${REPLAY% --selftest}" --selftest-hostfile"
 echo "campaign: replay with: $REPLAY"
 RANDOM=$SEED
 
@@ -82,6 +90,7 @@ PROCS_PEAK=0
 QUIETS=0
 TICKS=0
 SSH_PAIRS=0
+HF_CHECKED=0                    # hostfiles checked against the report of the run that wrote them
 
 rnd() { R=$(($1 + RANDOM % ($2 - $1 + 1))); }    # R from A to B; never in $(...): RANDOM must advance here
 pick() { local a=("$@"); R=${a[$((RANDOM % ${#a[@]}))]}; }
@@ -392,7 +401,7 @@ outage_begin() {        # outage_begin SECONDS_UNTIL_BACK [ACTION]: the window a
 	later $(($1 + LEASE + GRACE_S + 2)) outagecheck
 }
 a_outagecheck() {
-	local t0 names lost
+	local t0 names lost t
 	[ -n "$OUTAGE" ] || return 0
 	read -r t0 names <<<"$OUTAGE"
 	kill "$OUTAGE_REC" 2>/dev/null
@@ -401,6 +410,18 @@ a_outagecheck() {
 	lost=$(python3 "$FDIR/versions.py" lost "$OUTAGE_OUT" "$t0" "$(python3 "$FDIR/versions.py" now)" $names)
 	log "outage over: $(wc -l <"$OUTAGE_OUT") versions of the files of $names recorded, $(grep -c . <<<"$lost") lacking a live node"
 	while IFS= read -r m; do [ -z "$m" ] || violation "${m%% *}" "a live node lost during an outage (etcd or the share): $m"; done <<<"$lost"
+	if [ -n "${SHARE_POLL:-}" ]; then
+		rm -f "$FT/share-poll.on"
+		wait "$SHARE_POLL" 2>/dev/null
+		SHARE_POLL=""
+		# "PATH-reason: discovery...." follows "PATH:state: failed" (grep -A1): failed for discovery
+		lost=$(grep -E -- '-reason: discovery[.]' "$FT/share-states" 2>/dev/null | sort -u | head -5)
+		while IFS= read -r m; do
+			t=${m##*/}
+			[ -z "$m" ] || violation "${t%%.rec-reason:*}" "its record said state: failed for its own share's outage (${m#*-reason: })"
+		done <<<"$lost"
+		: >"$FT/share-states"
+	fi
 	OUTAGE=""
 }
 f_etcd_outage() {
@@ -463,12 +484,21 @@ f_share_stop() {
 	rnd 5 25
 	later "$R" shareup
 }
-# share_outage: the same for longer than the lease, checked on every version (outage_begin)
+# share_outage: the same for longer than the lease, checked on every version (outage_begin), and
+# no record in the share may say failed for a discovery the outage failed (a_outagecheck)
 f_share_outage() {
 	local n
 	[ -z "$SHARE_DOWN" ] || { log "share: stopped already"; return; }
 	rnd $((LEASE + 2)) $((LEASE + 5))
 	outage_begin "$R" shareup
+	# every record in the share, as the host sees it (a 50 ms poll), until the check: a node whose
+	# own run failed for the outage is not a failed node (docs/cluster.md); its record must not say so
+	touch "$FT/share-poll.on"
+	( while [ -e "$FT/share-poll.on" ]; do
+		grep -rH --include='*.rec' -A1 '^state: failed' "$SHARED/.hpcinit/$CLUSTER/nodes" 2>/dev/null
+		sleep 0.05
+	  done >>"$FT/share-states" ) &
+	SHARE_POLL=$!
 	log "share outage: its server stops for ${R}s (lease ${LEASE}s; fuse_stall on $SHARED in every node)"
 	SHARE_DOWN=1
 	for n in $(live_nodes); do
@@ -619,6 +649,40 @@ status_sample() {
 	bad=$(python3 "$FDIR/check.py" parse "$CLUSTER" "" "" "$n=$(etc_of "$n"):$(run_of "$n")")
 	[ -z "$bad" ] || violation "$n" "hpcinit status says ready (exit 0) while: $bad"
 }
+# hostfile_invariant WHEN NODE...: each node's hostfile.plain agrees with the report of the run
+# that wrote it (issue 37; hostfile_agrees: the hostfile step's count, discovery's less the failed
+# left out, the file's header and its lines are one number).  The file is read under the node's
+# run lock (no run is between writing it and reporting), after a moment for the last run's
+# report to land (node.sh keeps each run's in $FT/outs.NODE); the report is that of the last
+# run that ended with its hostfile step ok or changed.
+hostfile_invariant() {
+	local when=$1 n f last why i runs
+	shift
+	for n; do
+		on "$n" flock -w 30 /run/hpcinit/lock sh -c 'sleep 0.3; cat /etc/hpcinit/hostfile.plain' \
+			>"$FT/hf.$n" 2>/dev/null || continue
+		last=""
+		runs=("$FT/outs.$n"/*)          # START_NS.KIND: the glob sorts them by start
+		for ((i = ${#runs[@]} - 1; i >= 0; i--)); do
+			f=${runs[$i]}
+			[[ -f $f && $f != *.running ]] || continue
+			awk '$1 == "hostfile" && ($2 == "ok" || $2 == "changed") { f = 1 } END { exit !f }' \
+				"$f" && { last=$f; break; }
+		done
+		[ -n "$last" ] || continue
+		if [ "$SELFTEST" = hostfile ] && [ "$QUIETS" = 1 ] && [ "$n" = "$1" ]; then
+			# --selftest-hostfile: the report read says one node more than discovery found (as
+			# the 1,000-node runs did: "1000 nodes known", a hostfile of fewer); nothing else
+			log "selftest: $n's last report read with one node more in discovery's count"
+			awk '$1 == "discovery" && !d { for (i = 4; i <= NF; i++) if ($i ~ /^[0-9]+$/) { $i++; d = 1; break } } 1' \
+				"$last" >"$FT/selftest.report"
+			last=$FT/selftest.report
+		fi
+		HF_CHECKED=$((HF_CHECKED + 1))
+		why=$(hostfile_agrees "$last" "$FT/hf.$n") ||
+			violation "$n" "$when: hostfile.plain disagrees with the report of the run that wrote it ($(head -1 "$last")): $why"
+	done
+}
 # quiet_point: faults healed (crashed nodes come back or, one in two, stay down: departed);
 # within BOUND every live member is everywhere, every departed one nowhere, strict ssh works
 quiet_point() {
@@ -632,7 +696,7 @@ quiet_point() {
 	PENDING=()
 	for n in $(sim list); do [ "${STATE[$n]}" = crashed ] && later 1 reboot "$n"; done
 	mapfile -t live < <(live_nodes)
-	if [ -n "$SELFTEST" ] && [ "$QUIETS" = 1 ]; then
+	if [ "$SELFTEST" = 1 ] && [ "$QUIETS" = 1 ]; then
 		# --selftest: the harness must see a broken node.  Its units stop (nothing repairs it),
 		# its hostfile is cut short and its known_hosts loses every key.
 		n=${live[0]}
@@ -662,6 +726,7 @@ quiet_point() {
 		sleep 1
 	done
 	[ -n "$out" ] || log "quiet point $QUIETS: converged after $((SECONDS - t0))s"
+	hostfile_invariant "quiet point $QUIETS" "${live[@]}"
 	# a node never reports ready while an invariant about it is false
 	for n in "${live[@]}"; do
 		rc=0
@@ -752,6 +817,7 @@ echo "campaign: hpcinit status exit codes sampled during faults and at quiet poi
 touch "$FT/sigkills"    # none: 0, not an empty count
 echo "campaign: SIGKILLs of a run: $(grep -c killed-after "$FT/sigkills") hit it mid-run, $(grep -c ended-before "$FT/sigkills") came after it had ended"
 echo "campaign: $TICKS rounds of continuous checks; $QUIETS quiet points, $SSH_PAIRS strict ssh logins checked, peak $PROCS_PEAK hpcinit processes on a node, watch RSS peak ${RSS_PEAK} kB"
+echo "campaign: $HF_CHECKED hostfiles checked against the report of the run that wrote them (hostfile_agrees)"
 echo "campaign: run exit codes: $(awk '{print $3 "=" $5}' "$FT"/runs.* 2>/dev/null | sort | uniq -c | awk '{printf "%s x%s, ", $2, $1}')"
 FAULTS=0
 for k in "${!COUNT[@]}"; do [[ $k == *status:* ]] || FAULTS=$((FAULTS + COUNT[$k])); done

@@ -9,16 +9,22 @@
 #   node.sh kill-after MS KIND ARGS...  the same, SIGKILLed MS ms after it started (the pid is
 #                           added to $FT/killed first: its exit status is the harness's doing)
 # Every run is logged to $FT/runs.NODE as "TIME NODE KIND PID RC"; its output goes to
-# $FT/out.NODE.  A file $FT/clock.NODE holding a FAKETIME offset (e.g. "+300s") makes the
+# $FT/out.NODE (a watch's as it prints; any other run's when it ends, whole, and also kept
+# as $FT/outs.NODE/START_NS.KIND: the report of that run, for the campaign's invariant
+# "a hostfile agrees with the report of the run that wrote it").  A file $FT/clock.NODE holding a FAKETIME offset (e.g. "+300s") makes the
 # runs started while it exists see the wall clock jumped (libfaketime; the monotonic
 # clock is left alone, and so are file times from stat(2): they are the file system's,
 # as an NFS server's are on a real node whose own clock is off).
 : "${HPCINIT:?}" "${FT:?}" "${NODE:?}" "${FT_REFRESH:=5}"
 
 run() {     # run KIND ARGS...: one run, logged
-	local kind=$1 pid rc off
+	local kind=$1 pid rc off dest=$FT/out.$NODE
 	shift
 	off=$(cat "$FT/clock.$NODE" 2>/dev/null || true)
+	if [ "$kind" != watch ]; then
+		mkdir -p "$FT/outs.$NODE"
+		dest=$FT/outs.$NODE/$(date +%s%N).$kind.running
+	fi
 	{
 		echo "=== $(date +%s.%N) $kind${off:+ (clock $off)}"
 		if [ -n "$off" ]; then
@@ -27,7 +33,7 @@ run() {     # run KIND ARGS...: one run, logged
 		else
 			exec "$HPCINIT" "$@"
 		fi
-	} >>"$FT/out.$NODE" 2>&1 &
+	} >>"$dest" 2>&1 &
 	pid=$!
 	echo "$pid" > "/run/faults.$kind.pid"
 	if [ -n "${KILL_AFTER:-}" ]; then   # the harness's SIGKILL, MS after the start
@@ -44,6 +50,10 @@ run() {     # run KIND ARGS...: one run, logged
 	fi
 	rc=0
 	wait "$pid" || rc=$?
+	if [ "$dest" != "$FT/out.$NODE" ]; then
+		cat "$dest" >>"$FT/out.$NODE"
+		mv "$dest" "${dest%.running}"
+	fi
 	echo "$(date +%s) $NODE $kind $pid $rc" >>"$FT/runs.$NODE"
 	return "$rc"
 }

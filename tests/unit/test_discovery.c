@@ -631,6 +631,44 @@ static void test_static_bad_name(void)
 	strlist_free(&spec.discovery.hosts);
 }
 
+/*
+ * A rendezvous this node cannot reach is an outage, not a sick node (issue 37): a last run
+ * that failed for it (its worst finding the outage's) is published as degraded, so that
+ * hostfile.exclude: failed keeps the node in its peers' hostfiles; failed for anything else
+ * is still failed.  The outage's finding carries that tag, for the errors of a share away.
+ */
+static void test_unreachable_state(void)
+{
+	struct spec spec = { 0 };
+	char dir[] = "/share/.hpcinit";
+	struct ctx c = { .spec = &spec };
+	struct disc_run run = { .c = &c };
+	struct report rep;
+	struct peer p = { 0 };
+
+	c.node.known = true;
+	c.node.status = ST_FAILED;
+	snprintf(c.node.reason, sizeof(c.node.reason), "%s", DISC_UNREACHABLE_TAG);
+	node_state_set(&c, &p);
+	TEST_CHECK(p.state == PEER_DEGRADED);
+	TEST_STREQ(p.reason, DISC_UNREACHABLE_TAG);
+	snprintf(c.node.reason, sizeof(c.node.reason), "nfs.mounted.not-answering");
+	node_state_set(&c, &p);
+	TEST_CHECK(p.state == PEER_FAILED);
+	peer_clear(&p);
+
+	TEST_CHECK(disc_unreachable(-ENOTCONN) && disc_unreachable(-EIO) && disc_unreachable(-ETIMEDOUT));
+	TEST_CHECK(!disc_unreachable(-EACCES) && !disc_unreachable(-ENOENT) && !disc_unreachable(-ENOMEDIUM));
+	spec.discovery.dir = dir;
+	spec.discovery.lease_ms = 15000;
+	report_init(&rep);
+	unreachable_finding(&run, &rep, "open", -ENOTCONN);
+	TEST_CHECK(rep.n_findings == 1 && strcmp(rep.findings[0].tag, DISC_UNREACHABLE_TAG) == 0);
+	TEST_CHECK(rep.n_findings == 1 && rep.findings[0].sev == ST_FAILED &&
+		   strstr(rep.findings[0].text, "/share/.hpcinit unreachable (open: ") != NULL);
+	report_free(&rep);
+}
+
 int main(void)
 {
 	struct spec spec = { 0 };
@@ -641,6 +679,7 @@ int main(void)
 	struct stat st;
 
 	test_static_bad_name();
+	test_unreachable_state();
 	disc_test_setup(&c, &spec);
 
 	/* first apply: directories and the record are made */

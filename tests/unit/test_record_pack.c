@@ -88,6 +88,31 @@ static void test_pack(void)
 	TEST_STREQ(q.hostname, "n1");
 	peer_clear(&q);
 	peer_clear(&p);
+	/*
+	 * more keys than a record holds (RECORD_MAX_KEYS): this node's own peer is no parsed
+	 * record (ssh.users can name more), and whatever record_pack wrote reads back -- the
+	 * runner fails a step whose peer does not (runner.peer-unreadable, agent/core/iso.c)
+	 */
+	memset(&p, 0, sizeof(p));
+	p.hostname = xstrdup("n1");
+	p.addr = xstrdup("10.0.0.1");
+	p.self = true;
+	p.state = PEER_FAILED;
+	p.user_keys = xcalloc(RECORD_MAX_KEYS + 8, sizeof(*p.user_keys));
+	for (size_t i = 0; i < RECORD_MAX_KEYS + 8; i++) {
+		strlist_push(&p.host_keys, KEY2);
+		p.user_keys[i].user = xasprintf("u%zu", i);
+		p.user_keys[i].key = xstrdup(KEY1);
+		p.n_user_keys++;
+	}
+	sb_reset(&sb);
+	record_pack(&sb, &p);
+	TEST_INTEQ(record_unpack(sb.buf, sb.len, &q), 0);
+	TEST_INTEQ(q.host_keys.n, RECORD_MAX_KEYS + 8);
+	TEST_INTEQ(q.n_user_keys, RECORD_MAX_KEYS + 8);
+	TEST_CHECK(q.self && q.state == PEER_FAILED);
+	peer_clear(&q);
+	peer_clear(&p);
 	/* the exact bytes, appended after what sb holds */
 	memset(&p, 0, sizeof(p));
 	p.hostname = xstrdup("n1");
