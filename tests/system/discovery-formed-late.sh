@@ -35,14 +35,17 @@ as() {
 	shift
 	rm -rf "$R/run/hpcinit"
 	rc=0
-	HPCINIT_ADDRESS=10.0.0.${n#c} hpcinit "$@" --root "$R" --hostname "$n" >"$T/$n.out" 2>&1 || rc=$?
+	HPCINIT_ADDRESS=10.0.0.${n#c} LD_PRELOAD=${AS_PRELOAD:-} HPCINIT_LATE_SHIM=${AS_SHIM:-} \
+		hpcinit "$@" --root "$R" --hostname "$n" >"$T/$n.out" 2>&1 || rc=$?
 }
+# An ASan build checks that its runtime comes first; the shim comes before it here.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
 # c1 formed (its record says so); c2-c4 wrote theirs, moved aside to arrive late.
 for n in c1 c2 c3 c4; do as "$n" apply --only discovery -c "$T/one.yaml"; done
 check "c1's record says the cluster formed" grep -qx 'formed: true' "$NODES/c1.rec"
 mv "$NODES/c2.rec" "$NODES/c3.rec" "$NODES/c4.rec" "$T/late/"
 
-HPCINIT_LATE_SHIM="c1.rec:$T/late:$NODES" LD_PRELOAD=$SHIM as c5 apply --only discovery,hostfile -c "$T/five.yaml"
+AS_SHIM="c1.rec:$T/late:$NODES" AS_PRELOAD=$SHIM as c5 apply --only discovery,hostfile -c "$T/five.yaml"
 check "c5 applies (exit 0)" test "$rc" = 0
 check "the late records arrived during c5's run (the shim fired)" test ! -e "$T/late/c2.rec"
 check "c5 knows all 5 nodes, not the 2 of its first listing" contains "$T/c5.out" "5 nodes known (expect 5)"
