@@ -90,7 +90,7 @@ PROCS_PEAK=0
 QUIETS=0
 TICKS=0
 SSH_PAIRS=0
-HF_CHECKED=0                    # hostfiles checked against the report of the run that wrote them
+HF_CHECKED=0 HF_WATCH=0                    # hostfiles checked against the report of the run that wrote them
 
 rnd() { R=$(($1 + RANDOM % ($2 - $1 + 1))); }    # R from A to B; never in $(...): RANDOM must advance here
 pick() { local a=("$@"); R=${a[$((RANDOM % ${#a[@]}))]}; }
@@ -670,6 +670,29 @@ hostfile_invariant() {
 				"$f" && { last=$f; break; }
 		done
 		[ -n "$last" ] || continue
+		# The watch's refreshes write the hostfiles too, and report on one line each in
+		# out.NODE ("refresh exit 0 ...: N nodes known"), not in outs.NODE: a file changed
+		# after the last run there ended is the watch's (file times are the kernel's, not the
+		# faked clock's), and is held to the watch's last refresh (its discovery's count).
+		hf_t=$(on "$n" stat -c %.9Y /etc/hpcinit/hostfile.plain 2>/dev/null | tr -d .)
+		run_t=$(stat -c %.9Y "$last" | tr -d .)
+		if [[ $hf_t =~ ^[0-9]+$ && $run_t =~ ^[0-9]+$ ]] && [ "$hf_t" -gt "$run_t" ]; then
+			wl=$(grep -a 'hpcinit watch: .*refresh exit [013] in .*: [0-9]* nodes\{0,1\} known' "$FT/out.$n" | tail -1)
+			d=$(sed -n 's/.*: \([0-9]*\) nodes\{0,1\} known.*/\1/p' <<<"$wl")
+			[ -n "$d" ] || continue
+			if [ "$SELFTEST" = hostfile ] && [ "$QUIETS" = 1 ] && [ "$n" = "$1" ]; then
+				log "selftest: $n's last watch refresh read with one node less in discovery's count"
+				d=$((d - 1))
+			fi
+			# its line gives discovery's count only: the file must agree with itself and hold
+			# no more nodes than that (the failed ones may be left out)
+			hdr=$(sed -n '1s/^# hpcinit: cluster [^,]*, \([0-9]*\) nodes\{0,1\};.*/\1/p' "$FT/hf.$n")
+			lines=$(grep -vc '^#' "$FT/hf.$n" || true)
+			HF_CHECKED=$((HF_CHECKED + 1)) HF_WATCH=$((HF_WATCH + 1))
+			[ -n "$hdr" ] && [ "$hdr" = "$lines" ] && [ "$lines" -le "$d" ] ||
+				violation "$n" "$when: hostfile.plain disagrees with the watch's refresh that wrote it (${wl#hpcinit watch: }): the file's header ${hdr:-nothing}, the file lists $lines"
+			continue
+		fi
 		if [ "$SELFTEST" = hostfile ] && [ "$QUIETS" = 1 ] && [ "$n" = "$1" ]; then
 			# --selftest-hostfile: the report read says one node more than discovery found (as
 			# the 1,000-node runs did: "1000 nodes known", a hostfile of fewer); nothing else
@@ -817,7 +840,7 @@ echo "campaign: hpcinit status exit codes sampled during faults and at quiet poi
 touch "$FT/sigkills"    # none: 0, not an empty count
 echo "campaign: SIGKILLs of a run: $(grep -c killed-after "$FT/sigkills") hit it mid-run, $(grep -c ended-before "$FT/sigkills") came after it had ended"
 echo "campaign: $TICKS rounds of continuous checks; $QUIETS quiet points, $SSH_PAIRS strict ssh logins checked, peak $PROCS_PEAK hpcinit processes on a node, watch RSS peak ${RSS_PEAK} kB"
-echo "campaign: $HF_CHECKED hostfiles checked against the report of the run that wrote them (hostfile_agrees)"
+echo "campaign: $HF_CHECKED hostfiles checked against the report of the run that wrote them (hostfile_agrees; ${HF_WATCH:-0} of them the watch's)"
 echo "campaign: run exit codes: $(awk '{print $3 "=" $5}' "$FT"/runs.* 2>/dev/null | sort | uniq -c | awk '{printf "%s x%s, ", $2, $1}')"
 FAULTS=0
 for k in "${!COUNT[@]}"; do [[ $k == *status:* ]] || FAULTS=$((FAULTS + COUNT[$k])); done
