@@ -11,7 +11,7 @@
 #      read-only tree used to prove for every test, the last stage checks for the whole run)
 #   5. build variants: --without-libnfs and --without-mpi compile with -Werror
 #      (and run the few quick unit tests their options touch)
-#   6. libFuzzer: the spec loader and the peer-record parser, 30 s each
+#   6. libFuzzer: the spec loader, the peer-record parser and the etcd helper's input, 20 s each
 #   6b. the fault campaign (tests/faults), 30 s of faults on each method
 #   7. packaging: .deb (lintian, install, remove) and .rpm
 #   8. real VMs: tests/vm/cluster.sh, a head and 2 computes under qemu (each check counted)
@@ -101,9 +101,9 @@ stage "build --without-mpi (-Werror)" bash -c "$(declare -f variant); cd '$SRC' 
 
 # Short libFuzzer runs of the parsers (the long runs are by hand: run.sh 3600).
 # A fuzzer is one process on one core: with 2 or more cores two run at once, each still
-# with a core of its own for its 30 s (a third at once would share them: fewer runs).
+# with a core of its own for its 20 s (a third at once would share them: fewer runs).
 fuzz_start() {  # fuzz_start NAME SCRIPT: run it in the background, output in build/fuzz-NAME.out
-	sh "$2" 30 >"build/fuzz-$1.out" 2>&1 &
+	sh "$2" 20 >"build/fuzz-$1.out" 2>&1 &
 	FUZZ_PID[$1]=$!
 }
 fuzz_wait() {   # fuzz_wait NAME: its exit status, its last lines
@@ -115,10 +115,10 @@ declare -A FUZZ_PID=() FUZZ_RC=()
 fuzz_start spec tests/fuzz/run.sh
 [ "$J" -ge 2 ] || fuzz_wait spec >/dev/null || true
 fuzz_start record tests/fuzz/run-record.sh
-stage "fuzz: spec loader, 30 s" fuzz_wait spec
+stage "fuzz: spec loader, 20 s" fuzz_wait spec
 fuzz_start etcd tests/fuzz/run-etcd.sh
-stage "fuzz: peer records, 30 s" fuzz_wait record
-stage "fuzz: etcd helper's JSON, 30 s" fuzz_wait etcd
+stage "fuzz: peer records, 20 s" fuzz_wait record
+stage "fuzz: etcd helper's JSON, 20 s" fuzz_wait etcd
 
 # The fault campaign (issue 26), short: random faults on 4 simulated nodes with invariants,
 # each method, then the long etcd outages alone with a 3 s lease (issue 37; about a minute).
