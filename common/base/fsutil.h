@@ -64,7 +64,7 @@ int fs_write(struct ctx *c, struct report *r, const char *path,
  * crash empties anyway, written by `check` on a timer all day); the rename
  * still replaces it whole for every reader.  Every write under /run/ is
  * FS_NO_SYNC unless it asks for FS_SYNC_FILE (the steps' state files there:
- * a node's cold start made 12 fsyncs of them).
+ * on a fake root, a cold start made 6 of its 21 fsyncs there).
  */
 #define FS_SYNC_FILE 2u
 #define FS_NO_SYNC 4u
