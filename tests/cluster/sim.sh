@@ -212,8 +212,24 @@ add_node() {
 	ip -n "$name" link set eth0 up
 	: > "$SIM_STATE/ns/$name.uts"
 	: > "$SIM_STATE/ns/$name.mnt"
-	nsenter --net="/run/netns/$name" unshare --uts="$SIM_STATE/ns/$name.uts" \
-		--mount="$SIM_STATE/ns/$name.mnt" --propagation private true
+	# Keeping the mount namespace binds its nsfs file, which the kernel refuses (EINVAL,
+	# "mount namespace loop") unless it is newer than the caller's by id; ids come from
+	# per-CPU batches, so inside a private namespace (tests/fresh-demo.sh, README's check) a
+	# node made on another CPU can get an older one.  Then make it on each CPU in turn: the
+	# caller's own CPU hands out newer ones.
+	local cpu made=0 pin
+	for cpu in any $(seq 0 $(($(getconf _NPROCESSORS_ONLN) - 1))); do
+		umount "$SIM_STATE/ns/$name.uts" 2>/dev/null || true
+		pin=()
+		[ "$cpu" = any ] || pin=(taskset -c "$cpu")
+		if nsenter --net="/run/netns/$name" "${pin[@]}" \
+			unshare --uts="$SIM_STATE/ns/$name.uts" --mount="$SIM_STATE/ns/$name.mnt" \
+			--propagation private true 2>"$SIM_STATE/ns/$name.err"; then
+			made=1
+			break
+		fi
+	done
+	[ "$made" = 1 ] || { cat "$SIM_STATE/ns/$name.err" >&2; return 1; }
 	in_node "$name" "$SELF" _inside "$name" "$i"
 }
 
