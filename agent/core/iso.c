@@ -1,22 +1,34 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The frames of an isolated step's answer (iso.h), between its child and the
- * runner: "R r\n", then "J - N\n" and N bytes of the report's JSON, one
- * "P S N\n" and N bytes of record_pack a peer (S: 1 for this node), "E\n".
- * A peer the runner cannot read back fails the whole answer: a list one
- * node shorter than the step's own report said is a hostfile that silently
- * lacks a live node.
+ * Isolated steps (iso.h): the child a step runs in, and the frames of its
+ * answer to the runner: "R r\n", then "J - N\n" and N bytes of the report's
+ * JSON, one "P S N\n" and N bytes of record_pack a peer (S: 1 for this node),
+ * "E\n".  A peer the runner cannot read back fails the whole answer: a list
+ * one node shorter than the step's own report said is a hostfile that
+ * silently lacks a live node.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include "blocked.h"
+#include "fsutil.h"
 #include "iso.h"
+#include "log.h"
 #include "number.h"
+#include "proc.h"
+#include "runner.h"
 #include "status.h"
+
+#define ISO_GRACE_MS 1000u       /* an isolated step may overrun its deadline this much to report */
 
 /* "T A N\n", then N bytes of text and "\n".  No printf: one of these per peer. */
 static void iso_put(struct strbuf *sb, char tag, const char *a, const char *text, size_t n)
@@ -145,4 +157,351 @@ int iso_parse(const char *text, size_t len, struct report *rep, struct peerset *
 	}
 	*ret_peers = peers;
 	return 0;
+}
+
+bool iso_whole(const char *text, size_t len, size_t *pos)
+{
+	const char *p = text + *pos, *end = text + len;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		char a[8];
+		size_t n;
+
+		if (!nl)
+			return false;
+		if (*p == 'E' || (*p != 'R' && *p != 'J' && *p != 'P'))
+			return true;    /* its end, or no frame: iso_parse says which */
+		if (*p != 'R') {
+			if (!iso_header(p, nl, a, &n))
+				return true;
+			if (n >= (size_t)(end - nl - 1))
+				return false;   /* the body and its "\n" not all here yet */
+			nl += 1 + n;
+		}
+		p = nl + 1;
+		*pos = (size_t)(p - text);
+	}
+	return false;
+}
+
+/* ---- the child: steps that touch shared storage or the network ------------- */
+
+/*
+ * A step flagged isolate runs in a child (the child engine, common/base/proc.c):
+ * every step that touches shared storage, users' homes or the network
+ * (discovery, nfs, ssh, hostfile, mpi, slurm).
+ * A hard NFS mount whose server died, or a FUSE server that never answers,
+ * puts the process that touches it to sleep in the kernel where no signal
+ * reaches it; in a child that only costs the child.  The child sends back
+ * the step's return value, its report (the status document's module entry)
+ * and its peers (record_pack: every field, not a record to parse again),
+ * then "E".  At the deadline the runner looks at what the child is blocked
+ * in (/proc/PID/syscall, the descriptor's path, wchan), kills it, leaves it behind if it cannot die, and the run goes on.
+ */
+struct iso {
+	struct ctx *c;
+	const struct module *m;
+	int (*hook)(struct ctx *, struct report *);     /* m's check, apply, or a leave */
+	struct report *rep;
+	struct outputs *view;
+	bool stay;              /* after the answer, wait for the announce (struct lingering) */
+};
+
+/*
+ * The step with an announce hook (discovery) in a run that records itself:
+ * its child stays after its answer, holding what it opened (etcd: the
+ * helper's session, its connection and lease), until the runner knows the
+ * node's state.  When the state changed, the runner writes the new state
+ * (struct node_state) on the child's stdin and the child runs the announce
+ * there: no second child, helper or connection (issue 37: a cold start's
+ * announce had cost a node 2-3 ms of CPU).  Otherwise the runner closes the
+ * child's stdin and it ends.  One at a time: the runner runs one step after
+ * another.
+ */
+static struct lingering {
+	bool live;              /* ch stays, waiting */
+	struct module m;        /* its module (resolved: a copy, the run frees its table first) */
+	struct proc_child ch;
+} lg;
+
+static void close_fd_quiet(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* len bytes from fd, or what came before its end of file; -1 on an error. */
+static ssize_t fd_read_full(int fd, void *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = read(fd, (char *)buf + got, len - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+/* fd_write_all, where a reader that is gone is an error, not this process's end (SIGPIPE). */
+static int write_no_sigpipe(int fd, const void *data, size_t len)
+{
+	struct sigaction ign = { .sa_handler = SIG_IGN }, old;
+	int r;
+
+	sigemptyset(&ign.sa_mask);
+	sigaction(SIGPIPE, &ign, &old);
+	r = fd_write_all(fd, data, len);
+	sigaction(SIGPIPE, &old, NULL);
+	return r;
+}
+
+/* The child's side: the new state on stdin, then the announce's answer; nothing on EOF. */
+static void iso_stay(struct iso *a, int fd)
+{
+	struct node_state st;
+	struct strbuf sb = STRBUF_INIT;
+	struct report rep;
+	char *js;
+	int r;
+
+	if (fd_read_full(0, &st, sizeof(st)) != (ssize_t)sizeof(st))
+		return;         /* no announce: what the step opened ends with this process */
+	a->c->node = st;
+	a->c->deadline_ms = now_ms() + a->m->timeout_ms(a->c->spec);
+	report_init(&rep);
+	r = a->m->announce(a->c, &rep);
+	js = report_to_json(a->m->name, &rep);
+	iso_answer(&sb, r, js, NULL);
+	free(js);
+	report_free(&rep);
+	(void)fd_write_all(fd, sb_str(&sb), sb.len);
+	sb_free(&sb);
+}
+
+static void iso_child(void *arg, int fd)
+{
+	struct iso *a = arg;
+	struct strbuf sb = STRBUF_INIT;
+	int r;
+	char *js;
+
+	a->c->step_stays = a->stay;
+	r = a->hook(a->c, a->rep);
+	js = report_to_json(a->m->name, a->rep);
+
+	iso_answer(&sb, r, js, (a->m->outputs & OUT_PEERS) ? a->view->peers : NULL);
+	free(js);
+	(void)fd_write_all(fd, sb_str(&sb), sb.len);
+	sb_free(&sb);
+	if (a->stay)
+		iso_stay(a, fd);
+}
+
+enum iso_got { ISO_LATE, ISO_EOF, ISO_WHOLE };
+
+/*
+ * Read the child's answer until the deadline (until; ISO_LATE): to its end
+ * of file (ISO_EOF), or (whole: a child that stays) until the answer is
+ * whole (ISO_WHOLE: the child lives on).  It may write more than a pipe holds.
+ */
+static enum iso_got iso_read(struct proc_child *ch, uint64_t until, bool whole)
+{
+	size_t pos = 0;
+
+	for (;;) {
+		uint64_t now = now_ms();
+		struct pollfd pf = { .fd = ch->out_fd, .events = POLLIN };
+		ssize_t n;
+
+		if (whole && iso_whole(ch->out.buf ? ch->out.buf : "", ch->out.len, &pos))
+			return ISO_WHOLE;
+		if (now >= until)
+			return ISO_LATE;
+		if (poll(&pf, 1, (int)(until - now)) <= 0)
+			continue;
+		/* Straight into the answer's buffer (megabytes for 10,000 peers), a pipe's worth at a time. */
+		if (ch->out.cap - ch->out.len < 65536 + 1)
+			sb_reserve(&ch->out, 65536);
+		n = read(ch->out_fd, ch->out.buf + ch->out.len, ch->out.cap - ch->out.len - 1);
+		if (n > 0) {
+			ch->out.len += (size_t)n;
+			ch->out.buf[ch->out.len] = '\0';
+		} else if (n == 0 || errno != EINTR) {
+			return ISO_EOF;
+		}
+	}
+}
+
+/* Past the deadline: the child killed (or left behind), the step failed naming what it waited for. */
+static int iso_overrun(struct proc_child *ch, const char *name, struct report *rep, uint64_t tmo)
+{
+	struct strbuf why = STRBUF_INIT;
+	const struct proc_limits kill_now = { .timeout_ms = 0, .term_grace_ms = 0, .reap_ms = 500 };
+	char *key;
+
+	close_fd_quiet(&ch->in_fd);
+	proc_describe_blocked(ch->pid, &why);
+	ch->stuck_key = key = xasprintf("step.%s", name);
+	ch->stuck_what = sb_str(&why);
+	proc_wait(ch, 1, &kill_now);
+	free(key);
+	report_free(rep);
+	report_init(rep);
+	report_finding(rep, ST_FAILED, "runner.deadline",
+		       "did not finish within its deadline (%llu s): blocked in %s; the step was killed%s",
+		       (unsigned long long)((tmo + 999) / 1000), sb_str(&why),
+		       ch->abandoned ? " but cannot die (asleep in the kernel) and was left behind" : "");
+	sb_free(&why);
+	proc_child_free(ch);
+	return -ETIMEDOUT;
+}
+
+/* The answer read (reaped first unless the child stays): the step's return value, rep, view's peers. */
+static int iso_take(struct proc_child *ch, struct report *rep, struct outputs *view, bool stays)
+{
+	struct strbuf bad = STRBUF_INIT;
+	struct peerset *got = NULL;
+	int r = -EIO, ret;
+
+	if (!stays) {
+		const struct proc_limits reap = { .timeout_ms = ISO_GRACE_MS, .reap_ms = 500, .eof_ends = true };
+
+		close_fd_quiet(&ch->in_fd);
+		proc_wait(ch, 1, &reap);
+	}
+	ret = iso_parse(ch->out.buf ? ch->out.buf : "", ch->out.len, rep, &got, &r, &bad);
+	if (ret == 0) {
+		if (view)
+			view->peers = got;
+		else
+			peerset_free(got);
+	} else if (ret == -EBADMSG) {
+		/* A peer dropped here would be a hostfile shorter than discovery's own count: fail. */
+		report_free(rep);
+		report_init(rep);
+		report_finding(rep, ST_FAILED, "runner.peer-unreadable", "the runner cannot read back the "
+			       "step's answer: %s; the step failed rather than hand on a shorter list of nodes",
+			       sb_str(&bad));
+		r = -EBADMSG;
+	} else if (ret < 0) {
+		int sig = ch->exited && WIFSIGNALED(ch->status) ? WTERMSIG(ch->status) : 0;
+
+		report_free(rep);
+		report_init(rep);
+		report_finding(rep, ST_FAILED, "runner.crashed", "the step's child ended without an answer%s%s",
+			       sig ? ": signal " : "", sig ? strsignal(sig) : "");
+		r = -EIO;
+	}
+	sb_free(&bad);
+	return r;
+}
+
+int iso_run(struct ctx *c, const struct module *m, int (*hook)(struct ctx *, struct report *),
+	    struct report *rep, struct outputs *view, uint64_t tmo, bool stay)
+{
+	struct iso a = { c, m, hook, rep, view, stay };
+	struct proc_child ch = { 0 };
+	uint64_t until = c->deadline_ms + ISO_GRACE_MS;
+	enum iso_got got;
+	int r, ret;
+	char *key;
+
+	ch.keep_stderr = true;  /* the step's log lines */
+	ch.cmd_stdin = stay;
+	ch.stuck_key = key = xasprintf("step.%s", m->name);
+	ret = proc_start_fn(&ch, iso_child, &a, 0);
+	free(key);
+	ch.stuck_key = NULL;
+	if (ret == -EBUSY) {
+		/* The last run's child of this step still sleeps in the kernel: start no second one. */
+		struct strbuf why = STRBUF_INIT;
+
+		proc_stuck_text(&ch.blocked, &why);
+		report_finding(rep, ST_FAILED, "runner.still-blocked", "%s; no new child started", sb_str(&why));
+		sb_free(&why);
+		return -ETIMEDOUT;
+	}
+	if (ret < 0) {
+		report_set(rep, ST_FAILED, "cannot start the step in a child: %s", strerror(-ret));
+		return ret;
+	}
+	got = iso_read(&ch, until, stay);
+	if (got == ISO_LATE)
+		return iso_overrun(&ch, m->name, rep, tmo);
+	/* A child that stays has answered and waits: it is the announce's (iso_announce). */
+	stay = got == ISO_WHOLE;
+	r = iso_take(&ch, rep, view, stay);
+	if (stay && r == -EIO) {
+		/* what it sent is no answer: it does not stay */
+		const struct proc_limits kill_now = { .timeout_ms = 0, .term_grace_ms = 0, .reap_ms = 500 };
+
+		close_fd_quiet(&ch.in_fd);
+		proc_wait(&ch, 1, &kill_now);
+	} else if (stay) {
+		lg.live = true;
+		lg.m = *m;
+		lg.ch = ch;
+		return r;
+	}
+	proc_child_free(&ch);
+	return r;
+}
+
+void iso_end(void)
+{
+	const struct proc_limits reap = { .timeout_ms = ISO_GRACE_MS, .reap_ms = 500, .eof_ends = true };
+
+	if (!lg.live)
+		return;
+	close_fd_quiet(&lg.ch.in_fd);
+	proc_wait(&lg.ch, 1, &reap);
+	proc_child_free(&lg.ch);
+	lg.live = false;
+}
+
+int iso_announce(struct ctx *c, struct report *rep)
+{
+	uint64_t tmo = lg.m.timeout_ms(c->spec);
+	struct proc_child *ch = &lg.ch;
+	char *sd = ctx_path(c, STATUS_DIR "/stuck");
+	int r;
+
+	lg.live = false;
+	sb_reset(&ch->out);
+	proc_stuck_dir(sd);
+	free(sd);
+	log_set_module(lg.m.name);
+	if (write_no_sigpipe(ch->in_fd, &c->node, sizeof(c->node)) < 0) {
+		r = iso_take(ch, rep, NULL, false);     /* it is gone: says how */
+		proc_child_free(ch);
+	} else {
+		close_fd_quiet(&ch->in_fd);
+		if (iso_read(ch, now_ms() + tmo + ISO_GRACE_MS, false) == ISO_LATE) {
+			r = iso_overrun(ch, lg.m.name, rep, tmo);
+		} else {
+			r = iso_take(ch, rep, NULL, false);
+			proc_child_free(ch);
+		}
+	}
+	log_set_module(NULL);
+	proc_stuck_dir(NULL);
+	if (r < 0)
+		report_raise(rep, ST_FAILED);
+	if (!rep->summary[0])
+		report_summarize(rep);
+	return r;
+}
+
+pid_t iso_staying(const char *name)
+{
+	return lg.live && strcmp(lg.m.name, name) == 0 ? lg.ch.pid : 0;
 }

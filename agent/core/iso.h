@@ -2,11 +2,16 @@
 #ifndef HPCINIT_ISO_H
 #define HPCINIT_ISO_H
 /*
- * The answer an isolated step's child sends the runner (iso.c): its return
- * value, its report as JSON, its peers (record_pack), then "E".  For the
- * runner only (runner.c's run_isolated).
+ * Isolated steps (iso.c): a step's hook run in a child under its deadline,
+ * and the answer the child sends the runner: its return value, its report as
+ * JSON, its peers (record_pack), then "E".  For the runner only (runner.c).
  */
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "hpcinit.h"
 
 #include "record.h"
 #include "report.h"
@@ -24,5 +29,29 @@ void iso_answer(struct strbuf *sb, int r, const char *report_json, const struct 
  */
 int iso_parse(const char *text, size_t len, struct report *rep, struct peerset **ret_peers, int *ret,
 	      struct strbuf *why);
+
+/*
+ * Whether text holds a whole answer: true once its "E" line is in (or what
+ * is no frame at all: iso_parse then says why), false while a frame is still
+ * coming.  *pos (0 at first) keeps where the scan goes on, so reading an
+ * answer a pipe's worth at a time scans it once.  For a child that stays
+ * after its answer (runner.c's announce): no end of file tells it is whole.
+ */
+bool iso_whole(const char *text, size_t len, size_t *pos);
+
+/*
+ * m's hook in a child (module m resolved: its timeout_ms set), reading its
+ * answer until c->deadline_ms plus a grace: the hook's return value, its
+ * report in rep, its peers in view.  stay: the child stays after its answer
+ * for m's announce (iso_announce, or iso_end): what the step opened stays open.
+ */
+int iso_run(struct ctx *c, const struct module *m, int (*hook)(struct ctx *, struct report *),
+	    struct report *rep, struct outputs *view, uint64_t tmo, bool stay);
+/* The pid of the child that stays for module name's announce; 0: none. */
+pid_t iso_staying(const char *name);
+/* The announce in the child that stayed, with c->node, under the step's deadline from now. */
+int iso_announce(struct ctx *c, struct report *rep);
+/* Nothing to announce: the child that stayed ends (its stdin closed), reaped. */
+void iso_end(void);
 
 #endif

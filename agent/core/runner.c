@@ -15,14 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
 #include <sys/file.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "blocked.h"
 #include "fsutil.h"
 #include "iso.h"
 #include "log.h"
@@ -33,7 +31,12 @@
 #include "status.h"
 
 #define DEFAULT_TIMEOUT_MS (60u * 1000)
-#define ISO_GRACE_MS 1000u       /* an isolated step may overrun its deadline this much to report */
+
+/*
+ * This run records itself (an apply): the step with an announce hook runs in
+ * a child that stays for the announce (iso.c, iso_run).
+ */
+static bool want_stay;
 
 /* ---- hook defaults --------------------------------------------------------- */
 
@@ -337,141 +340,6 @@ static const struct module *find_idx(const char *name, size_t *ret)
 	return NULL;
 }
 
-/* ---- isolation: steps that touch shared storage or the network -------------- */
-
-/*
- * A step flagged isolate runs in a child (the child engine, common/base/proc.c):
- * every step that touches shared storage, users' homes or the network
- * (discovery, nfs, ssh, hostfile, mpi, slurm).
- * A hard NFS mount whose server died, or a FUSE server that never answers,
- * puts the process that touches it to sleep in the kernel where no signal
- * reaches it; in a child that only costs the child.  The child sends back
- * the step's return value, its report (the status document's module entry)
- * and its peers (record_pack: every field, not a record to parse again),
- * then "E".  At the deadline the runner looks at what the child is blocked
- * in (/proc/PID/syscall, the descriptor's path, wchan), kills it, leaves it behind if it cannot die, and the run goes on.
- */
-struct iso {
-	struct ctx *c;
-	const struct module *m;
-	int (*hook)(struct ctx *, struct report *);     /* m's check, apply, or a leave */
-	struct report *rep;
-	struct outputs *view;
-};
-
-static void iso_child(void *arg, int fd)
-{
-	struct iso *a = arg;
-	struct strbuf sb = STRBUF_INIT;
-	int r = a->hook(a->c, a->rep);
-	char *js = report_to_json(a->m->name, a->rep);
-
-	iso_answer(&sb, r, js, (a->m->outputs & OUT_PEERS) ? a->view->peers : NULL);
-	free(js);
-	(void)fd_write_all(fd, sb_str(&sb), sb.len);
-	sb_free(&sb);
-}
-
-static int run_isolated(struct ctx *c, const struct module *m, int (*hook)(struct ctx *, struct report *),
-			struct report *rep, struct outputs *view, uint64_t tmo)
-{
-	struct iso a = { c, m, hook, rep, view };
-	struct proc_child ch = { 0 };
-	struct strbuf bad = STRBUF_INIT;
-	struct peerset *got = NULL;
-	uint64_t until = c->deadline_ms + ISO_GRACE_MS;
-	int r = -EIO, ret;
-	bool eof = false;
-	char *key;
-
-	ch.keep_stderr = true;  /* the step's log lines */
-	ch.stuck_key = key = xasprintf("step.%s", m->name);
-	ret = proc_start_fn(&ch, iso_child, &a, 0);
-	free(key);
-	ch.stuck_key = NULL;
-	if (ret == -EBUSY) {
-		/* The last run's child of this step still sleeps in the kernel: start no second one. */
-		struct strbuf why = STRBUF_INIT;
-
-		proc_stuck_text(&ch.blocked, &why);
-		report_finding(rep, ST_FAILED, "runner.still-blocked", "%s; no new child started", sb_str(&why));
-		sb_free(&why);
-		return -ETIMEDOUT;
-	}
-	if (ret < 0) {
-		report_set(rep, ST_FAILED, "cannot start the step in a child: %s", strerror(-ret));
-		return ret;
-	}
-	/* Read the answer until the deadline; the child may write more than a pipe holds. */
-	while (!eof) {
-		uint64_t now = now_ms();
-		struct pollfd pf = { .fd = ch.out_fd, .events = POLLIN };
-		ssize_t n;
-
-		if (now >= until)
-			break;
-		if (poll(&pf, 1, (int)(until - now)) <= 0)
-			continue;
-		/* Straight into the answer's buffer (megabytes for 10,000 peers), a pipe's worth at a time. */
-		if (ch.out.cap - ch.out.len < 65536 + 1)
-			sb_reserve(&ch.out, 65536);
-		n = read(ch.out_fd, ch.out.buf + ch.out.len, ch.out.cap - ch.out.len - 1);
-		if (n > 0) {
-			ch.out.len += (size_t)n;
-			ch.out.buf[ch.out.len] = '\0';
-		} else if (n == 0 || errno != EINTR) {
-			eof = true;
-		}
-	}
-	if (!eof) {
-		struct strbuf why = STRBUF_INIT;
-		const struct proc_limits kill_now = { .timeout_ms = 0, .term_grace_ms = 0, .reap_ms = 500 };
-
-		proc_describe_blocked(ch.pid, &why);
-		ch.stuck_key = key = xasprintf("step.%s", m->name);
-		ch.stuck_what = sb_str(&why);
-		proc_wait(&ch, 1, &kill_now);
-		free(key);
-		report_free(rep);
-		report_init(rep);
-		report_finding(rep, ST_FAILED, "runner.deadline",
-			       "did not finish within its deadline (%llu s): blocked in %s; the step was killed%s",
-			       (unsigned long long)((tmo + 999) / 1000), sb_str(&why),
-			       ch.abandoned ? " but cannot die (asleep in the kernel) and was left behind" : "");
-		sb_free(&why);
-		proc_child_free(&ch);
-		return -ETIMEDOUT;
-	}
-	{
-		const struct proc_limits reap = { .timeout_ms = ISO_GRACE_MS, .reap_ms = 500, .eof_ends = true };
-
-		proc_wait(&ch, 1, &reap);
-	}
-	ret = iso_parse(ch.out.buf ? ch.out.buf : "", ch.out.len, rep, &got, &r, &bad);
-	if (ret == 0) {
-		view->peers = got;
-	} else if (ret == -EBADMSG) {
-		/* A peer dropped here would be a hostfile shorter than discovery's own count: fail. */
-		report_free(rep);
-		report_init(rep);
-		report_finding(rep, ST_FAILED, "runner.peer-unreadable", "the runner cannot read back the "
-			       "step's answer: %s; the step failed rather than hand on a shorter list of nodes",
-			       sb_str(&bad));
-		r = -EBADMSG;
-	} else if (ret < 0) {
-		int sig = ch.exited && WIFSIGNALED(ch.status) ? WTERMSIG(ch.status) : 0;
-
-		report_free(rep);
-		report_init(rep);
-		report_finding(rep, ST_FAILED, "runner.crashed", "the step's child ended without an answer%s%s",
-			       sig ? ": signal " : "", sig ? strsignal(sig) : "");
-		r = -EIO;
-	}
-	sb_free(&bad);
-	proc_child_free(&ch);
-	return r;
-}
-
 /*
  * Run module i with its view of the outputs: its declared inputs and its own
  * outputs.  Afterwards its outputs go back into res->out.
@@ -513,7 +381,8 @@ static void run_one(struct ctx *c, const struct module *m, size_t i, struct run_
 	c->run = &sofar;
 	log_set_module(m->name);
 	if (m->isolate)
-		r = run_isolated(c, m, c->mode == RUN_CHECK ? m->check : m->apply, rep, &view, tmo);
+		r = iso_run(c, m, c->mode == RUN_CHECK ? m->check : m->apply, rep, &view, tmo,
+			    want_stay && m->announce);
 	else if (c->mode == RUN_CHECK)
 		r = m->check(c, rep);
 	else
@@ -585,7 +454,8 @@ static void announce(struct ctx *c)
 		if (!m->announce || (m->enabled && !m->enabled(c->spec)))
 			continue;
 		report_init(&rep);
-		if (runner_call_isolated(c, m->name, m->announce, &rep) < 0 || rep.status == ST_FAILED)
+		if ((iso_staying(m->name) ? iso_announce(c, &rep) :
+		     runner_call_isolated(c, m->name, m->announce, &rep)) < 0 || rep.status == ST_FAILED)
 			log_msg(LOG_LVL_WARN, "%s: cannot tell the cluster this node's state: %s", m->name,
 				rep.summary[0] ? rep.summary : "failed");
 		report_free(&rep);
@@ -669,9 +539,11 @@ int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
 	}
 	if (record)
 		prior = status_prior_load(c, &c->node);   /* what the last runs left: this run's record says it */
+	want_stay = record && c->mode == RUN_APPLY;
 	for (size_t i = 0; i < n; i++)
 		if (res->ran[i])
 			run_one(c, &mods[i], i, res);
+	want_stay = false;
 	proc_stuck_dir(NULL);
 	free(mods);
 	res->duration_ms = now_ms() - t0;
@@ -685,6 +557,7 @@ int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
 			announce(c);
 		close(lock_fd);   /* releases the flock */
 	}
+	iso_end();
 	return res->exit_code;
 }
 
@@ -708,7 +581,7 @@ int runner_call_isolated(struct ctx *c, const char *name, int (*hook)(struct ctx
 	proc_stuck_dir(sd);
 	free(sd);
 	log_set_module(name);
-	r = run_isolated(c, &one, hook, rep, &view, tmo);
+	r = iso_run(c, &one, hook, rep, &view, tmo, false);
 	log_set_module(NULL);
 	proc_stuck_dir(NULL);
 	outputs_free(&view);

@@ -77,6 +77,8 @@ struct ctx {
 	bool json;
 	bool verify;            /* hpcinit verify: the mpi module runs its cluster check */
 	bool refresh;           /* hpcinit refresh or watch: discovery looks once, never waits for expect */
+	bool step_stays;        /* in a step's child that stays for the announce (runner.c):
+				 * a step may keep its session open for it */
 	uint64_t deadline_ms;   /* CLOCK_MONOTONIC ms when the running module must give up */
 	const char *module;     /* name of the running module, for logs */
 	/* Overrides a fake root may supply (documented; tests use them). */

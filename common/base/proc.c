@@ -502,7 +502,7 @@ out_close_pipes:
 
 int proc_start_fn(struct proc_child *ch, void (*fn)(void *arg, int fd), void *arg, size_t want)
 {
-	int p[2], ret;
+	int p[2], cp[2] = { -1, -1 }, ret;
 
 	child_init(ch);
 	ch->want = want;
@@ -510,6 +510,13 @@ int proc_start_fn(struct proc_child *ch, void (*fn)(void *arg, int fd), void *ar
 		return ret;
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -errno;
+	if (ch->cmd_stdin && pipe2(cp, O_CLOEXEC) < 0) {
+		int e = errno;
+
+		close(p[0]);
+		close(p[1]);
+		return -e;
+	}
 	/*
 	 * A step's answer can be megabytes (10,000 peers: 2.9 MB): a 1 MiB pipe
 	 * moves it in a few wake-ups instead of 45.  The default where refused.
@@ -522,10 +529,14 @@ int proc_start_fn(struct proc_child *ch, void (*fn)(void *arg, int fd), void *ar
 
 		close(p[0]);
 		close(p[1]);
+		if (cp[0] >= 0) {
+			close(cp[0]);
+			close(cp[1]);
+		}
 		return -e;
 	}
 	if (ch->pid == 0) {
-		int keep[3] = { -1, -1, ch->keep_stderr ? 2 : -1 }, fd = p[1];
+		int keep[3] = { cp[0], -1, ch->keep_stderr ? 2 : -1 }, fd = p[1];
 
 		/* The answer pipe keeps its number (above 2), so no descriptor of the parent's reappears. */
 		if (fd < 3 && (fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0)
@@ -538,6 +549,10 @@ int proc_start_fn(struct proc_child *ch, void (*fn)(void *arg, int fd), void *ar
 	}
 	close(p[1]);
 	ch->out_fd = p[0];
+	if (cp[0] >= 0) {
+		close(cp[0]);
+		ch->in_fd = cp[1];
+	}
 	return 0;
 }
 

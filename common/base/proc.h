@@ -45,6 +45,8 @@ struct proc_child {
 	pid_t pid;
 	bool own_group;         /* signals go to its process group (argv children) */
 	bool keep_stderr;       /* set before proc_start_fn: the child writes to our stderr (logs) */
+	bool cmd_stdin;         /* set before proc_start_fn: the child's stdin is a pipe, its write end
+				 * in_fd (words to a child that stays for more: runner.c's announce) */
 	int out_fd, err_fd, in_fd;      /* parent's ends; -1 once closed */
 	const char *in_data;    /* written to the child's stdin (argv children) */
 	size_t in_len, in_off;
@@ -79,7 +81,8 @@ int proc_start_argv(struct proc_child *ch, const char *prog, const char *const a
 		    const char *const envp[], const char *stdin_data);
 /*
  * Fork and run fn(arg, fd) in the child, then _exit(0); fd is its only open
- * descriptor besides /dev/null on 0-2, and is read into ch->out.  The child
+ * descriptor besides /dev/null on 0-2 (with cmd_stdin, stdin is the parent's
+ * in_fd, which the caller closes before proc_wait), and is read into ch->out.  The child
  * dies with its parent (PR_SET_PDEATHSIG).  want: see struct proc_child.
  */
 int proc_start_fn(struct proc_child *ch, void (*fn)(void *arg, int fd), void *arg, size_t want);

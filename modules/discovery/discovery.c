@@ -226,6 +226,17 @@ static int wait_for_peers(const struct disc_method_ops *m, struct disc_run *run)
 	}
 }
 
+/*
+ * What the step's method opened, kept for the announce in the same child
+ * (runner.c: the child stays after the step when the run records itself):
+ * etcd's helper session, its connection and lease, so the announce starts
+ * no second helper.  The process's end closes it when no announce comes.
+ */
+static struct {
+	const struct disc_method_ops *m;
+	void *priv;
+} kept;
+
 static int disc_run(struct ctx *c, struct report *rep)
 {
 	const struct disc_method_ops *m = method_of(c->spec);
@@ -308,6 +319,11 @@ static int disc_run(struct ctx *c, struct report *rep)
 	c->out->peers = set;
 	r = 0;
 out:
+	if (m && r == 0 && c->step_stays && rep->status != ST_FAILED && m->keep && m->keep(&run)) {
+		kept.m = m;
+		kept.priv = run.priv;
+		run.priv = NULL;
+	}
 	if (m)
 		m->close(&run);
 	disc_run_reset(&run);
@@ -365,8 +381,12 @@ static int disc_announce(struct ctx *c, struct report *rep)
 	report_init(&run.notes);
 	r = node_facts(&w, rep, &run.self);
 	run.self.formed = disc_ready_before(&w) || c->spec->discovery.expect <= 1;
-	if (r >= 0)
+	if (r >= 0 && kept.priv && kept.m == m) {
+		run.priv = kept.priv;   /* the step's session, in this same child */
+		kept.priv = NULL;
+	} else if (r >= 0) {
 		r = m->open(&run);
+	}
 	if (r == 0)
 		r = m->publish(&run);
 	if (r >= 0 && rep->status != ST_FAILED)

@@ -108,6 +108,12 @@ struct disc_method_ops {
 	/* Take this node out of the cluster (hpcinit leave): remove what publish made. */
 	int (*leave)(struct disc_run *);
 	void (*close)(struct disc_run *);
+	/*
+	 * The step's child stays for the announce (c->step_stays): keep what
+	 * open made (run->priv) for it, made ready for one more publish; false
+	 * when it should not be kept (then close).  NULL: never kept.
+	 */
+	bool (*keep)(struct disc_run *);
 };
 
 extern const struct disc_method_ops disc_method_shared;

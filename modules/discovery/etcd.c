@@ -769,6 +769,25 @@ static void etcd_close(struct disc_run *run)
 	run->priv = NULL;
 }
 
+/*
+ * The step's session kept for the announce (runner.c): only one that reached
+ * etcd; what the step listed is not the announce's (it lists nothing, as a
+ * fresh open would not).
+ */
+static bool etcd_keep(struct disc_run *run)
+{
+	struct etcd *e = run->priv;
+
+	if (!e || !e->rv_open || e->unreachable || e->stale)
+		return false;
+	free(e->pending);
+	e->pending = NULL;
+	e->pending_len = 0;
+	e->listed = false;
+	e->self_seen = e->self_same = false;
+	return true;
+}
+
 const struct disc_method_ops disc_method_etcd = {
 	.name = "etcd",
 	.id = DISC_ETCD,
@@ -780,4 +799,5 @@ const struct disc_method_ops disc_method_etcd = {
 	.finish = etcd_finish,
 	.leave = etcd_leave,
 	.close = etcd_close,
+	.keep = etcd_keep,
 };

@@ -23,9 +23,25 @@ for n in "${ALL[@]}"; do install_spec "$n" "$T/node.yaml"; done
 val() { etcdctl_ get --print-value-only "/hpcinit/$CLUSTER/nodes/$1"; }
 rev() { etcdctl_ get -w json "/hpcinit/$CLUSTER/nodes/$1" | sed 's/.*"mod_revision":\([0-9]*\).*/\1/'; }
 
+# The helpers, with hpcinit-etcd counting its starts (a line a start, per node) before it runs.
+REAL_LIBEXEC=${HPCINIT_LIBEXEC_DIR:-$TOP_BUILDDIR}
+mkdir "$T/libexec"
+for h in "$REAL_LIBEXEC"/hpcinit-*; do ln -s "$h" "$T/libexec/"; done
+rm "$T/libexec/hpcinit-etcd"
+printf '#!/bin/bash\necho start >> "%s/helper-starts.$(</proc/sys/kernel/hostname)"\nexec "%s/hpcinit-etcd" "$@"\n' \
+	"$T" "$REAL_LIBEXEC" > "$T/libexec/hpcinit-etcd"
+chmod 0755 "$T/libexec/hpcinit-etcd"
+starts() { cat "$T/helper-starts.$1" 2>/dev/null | wc -l; }
+
+export HPCINIT_LIBEXEC_DIR=$T/libexec
 check "apply on 3 nodes at once: every one exits 0" apply_all "$T/apply" "${ALL[@]}"
+export HPCINIT_LIBEXEC_DIR=$REAL_LIBEXEC
 check "every key's record says ready" \
 	same_text "$(for n in "${ALL[@]}"; do val "$n" | grep -c '^state: ready$'; done | tr '\n' ' ')" "1 1 1 "
+# The state went from nothing to ready: the announce put it through the discovery step's own
+# helper (its child stayed for it: agent/core/runner.c), not a second one (issue 37).
+check "a cold start starts one etcd helper a node (the announce on the step's session)" \
+	same_text "$(for n in "${ALL[@]}"; do starts "$n"; done | tr '\n' ' ')" "1 1 1 "
 
 # N3 fails: its hostfiles' directory is a file.
 on "$N3" touch /etc/blocked

@@ -98,6 +98,31 @@ static void test_iso_peers(void)
 	add(&ps, "n3", "10.0.0.3");
 	ps.v[1].self = true;
 	iso_answer(&sb, 0, js, &ps);
+	{
+		/*
+		 * iso_whole (a child that stays sends no end of file): not whole at any
+		 * byte before the end, whole at it, the scan going on where it stopped
+		 * -- read a byte at a time and in two pieces cut at every offset
+		 */
+		size_t pos = 0, early = 0;
+
+		for (size_t n = 0; n < sb.len; n++)
+			early += iso_whole(sb.buf, n, &pos);
+		TEST_INTEQ(early, 0);
+		TEST_CHECK(iso_whole(sb.buf, sb.len, &pos));
+		for (size_t cut = 0; cut < sb.len; cut++) {
+			pos = 0;
+			early += iso_whole(sb.buf, cut, &pos);
+			if (!iso_whole(sb.buf, sb.len, &pos))
+				early++;
+		}
+		TEST_INTEQ(early, 0);
+		/* what is no frame ends the wait (iso_parse then says why) */
+		pos = 0;
+		TEST_CHECK(iso_whole("R 0\nX junk\n", 11, &pos));
+		pos = 0;
+		TEST_CHECK(iso_whole("R 0\nJ - x\n", 10, &pos));
+	}
 	report_init(&back);
 	TEST_INTEQ(iso_parse(sb.buf, sb.len, &back, &got, &ret, &why), 0);
 	TEST_INTEQ(ret, 0);

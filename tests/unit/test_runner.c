@@ -364,6 +364,89 @@ static int iso_crash_step(struct ctx *c, struct report *r)
 	return 0;
 }
 
+/*
+ * A step whose child stays for the announce (iso.c's struct lingering):
+ * what the step opened (here a mark in the child's memory, and its pid)
+ * is still there when the announce runs, with the state the runner sends.
+ */
+static int stay_mark;
+
+static int iso_stay_step(struct ctx *c, struct report *r)
+{
+	stay_mark = c->step_stays ? 42 : 7;
+	report_set(r, ST_OK, "step in %d", (int)getpid());
+	return 0;
+}
+
+static int iso_stay_announce(struct ctx *c, struct report *r)
+{
+	report_set(r, ST_CHANGED, "announce in %d, mark %d, state %s %s, deadline %s", (int)getpid(), stay_mark,
+		   rstatus_name(c->node.status, RUN_APPLY), c->node.reason,
+		   c->deadline_ms > now_ms() + 5000 ? "renewed" : "old");
+	return 0;
+}
+
+static void test_isolated_stays(void)
+{
+	struct spec s = { 0 };
+	char name[] = "glo";
+	struct ctx c = { .spec = &s, .root = "", .mode = RUN_APPLY };
+	const struct module ms = { .name = "stay", .apply = iso_stay_step, .check = iso_stay_step,
+				   .announce = iso_stay_announce, .isolate = true,
+				   .timeout_ms = default_timeout_ms };
+	const struct module mcr = { .name = "crash", .apply = iso_crash_step, .check = iso_crash_step,
+				    .announce = iso_stay_announce, .isolate = true };
+	struct outputs view = { 0 };
+	struct report rep;
+	char pid[32] = "", want[160];
+	int r;
+
+	s.cluster.name = name;
+	c.out = &view;
+
+	/* the step answers and its child stays: the announce runs in it, with the state sent */
+	c.deadline_ms = now_ms() + 20000;
+	report_init(&rep);
+	r = iso_run(&c, &ms, ms.apply, &rep, &view, 20000, true);
+	TEST_INTEQ(r, 0);
+	TEST_CHECK(iso_staying("stay") > 0);
+	TEST_CHECK(sscanf(rep.summary, "step in %31s", pid) == 1);
+	TEST_INTEQ(stay_mark, 0);       /* the step ran in the child, not here */
+	report_free(&rep);
+	c.node = (struct node_state){ .known = true, .status = ST_FAILED, .reason = "hostfile.failed" };
+	c.deadline_ms = now_ms();       /* the step's deadline is gone: the announce gets its own */
+	report_init(&rep);
+	r = iso_announce(&c, &rep);
+	TEST_INTEQ(r, 0);
+	TEST_CHECK(iso_staying("stay") == 0);
+	snprintf(want, sizeof(want), "announce in %s, mark 42, state failed hostfile.failed, deadline renewed", pid);
+	TEST_STREQ(rep.summary, want);
+	report_free(&rep);
+
+	/* nothing to announce: the child ends when its stdin closes, reaped */
+	report_init(&rep);
+	r = iso_run(&c, &ms, ms.apply, &rep, &view, 20000, true);
+	TEST_INTEQ(r, 0);
+	TEST_CHECK(iso_staying("stay") > 0);
+	report_free(&rep);
+	{
+		pid_t p = iso_staying("stay");
+
+		iso_end();
+		TEST_CHECK(iso_staying("stay") == 0);
+		TEST_CHECK(kill(p, 0) < 0 && errno == ESRCH);
+	}
+
+	/* a child that dies before its answer does not stay: the step failed, runner.crashed */
+	c.deadline_ms = now_ms() + 20000;
+	report_init(&rep);
+	r = iso_run(&c, &mcr, mcr.apply, &rep, &view, 20000, true);
+	TEST_INTEQ(r, -EIO);
+	TEST_CHECK(iso_staying("stay") == 0);
+	TEST_CHECK(rep.n_findings == 1 && strcmp(rep.findings[0].tag, "runner.crashed") == 0);
+	report_free(&rep);
+}
+
 static void test_isolated_roundtrip(void)
 {
 	struct spec s = { 0 };
@@ -380,7 +463,7 @@ static void test_isolated_roundtrip(void)
 	c.out = &view;
 	c.deadline_ms = now_ms() + 20000;
 	report_init(&rep);
-	r = run_isolated(&c, &m, m.apply, &rep, &view, 20000);
+	r = iso_run(&c, &m, m.apply, &rep, &view, 20000, false);
 	TEST_INTEQ(r, 0);
 	/* the report the hook makes, made here: the child's must read back the same */
 	report_init(&want);
@@ -404,7 +487,7 @@ static void test_isolated_roundtrip(void)
 
 	c.mode = RUN_APPLY;
 	report_init(&rep);
-	r = run_isolated(&c, &mp, mp.apply, &rep, &view, 20000);
+	r = iso_run(&c, &mp, mp.apply, &rep, &view, 20000, false);
 	TEST_INTEQ(r, 0);
 	TEST_STREQ(rep.summary, "3000 peers");
 	TEST_CHECK(view.peers != NULL);
@@ -427,7 +510,7 @@ static void test_isolated_roundtrip(void)
 					    .check = iso_bad_peer_step, .outputs = OUT_PEERS, .isolate = true };
 
 		report_init(&rep);
-		r = run_isolated(&c, &mbad, mbad.apply, &rep, &view, 20000);
+		r = iso_run(&c, &mbad, mbad.apply, &rep, &view, 20000, false);
 		TEST_INTEQ(r, -EBADMSG);
 		TEST_INTEQ(rep.status, ST_FAILED);
 		TEST_CHECK(rep.n_findings == 1 && strcmp(rep.findings[0].tag, "runner.peer-unreadable") == 0);
@@ -443,7 +526,7 @@ static void test_isolated_roundtrip(void)
 					   .isolate = true };
 
 		report_init(&rep);
-		r = run_isolated(&c, &mcr, mcr.apply, &rep, &view, 20000);
+		r = iso_run(&c, &mcr, mcr.apply, &rep, &view, 20000, false);
 		TEST_INTEQ(r, -EIO);
 		TEST_INTEQ(rep.status, ST_FAILED);
 		TEST_CHECK(rep.n_findings == 1 && strcmp(rep.findings[0].tag, "runner.crashed") == 0);
@@ -465,6 +548,7 @@ int main(void)
 	test_summarize();
 	test_check_table();
 	test_isolated_roundtrip();
+	test_isolated_stays();
 	if (!mkdtemp(root))
 		return 1;
 	char name[] = "glo";
