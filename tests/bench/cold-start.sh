@@ -1,0 +1,139 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# One node's cold start, its CPU split into a fixed part and a per-record term (issue 37: "a
+# node's CPU for a cold-start apply within 1.5x the process-start floor plus a linear
+# per-record term you measure and publish").  One simulated node (tests/cluster/sim.sh, its
+# disk a journaled ext4: tests/bench/node-disk.sh) and a real 3-member etcd; before each apply
+# the rendezvous holds R records of other nodes (tests/bench/gen-records: the real format,
+# HMAC-signed; in etcd, or files in the shared directory) and the node has none of its own
+# state: nothing under /run/hpcinit or /var/lib/hpcinit, no hostfiles, /etc/hosts as before the
+# first run.  "hpcinit apply" (discovery with expect R+1, hostfile) then finds every record at
+# once: no waiting, no other node's processes on the cores, only this node's work.  Its CPU
+# (the apply, its children and helpers, and nsenter into the node) is bash's count of its
+# waited-for children.  The floor in the same runs: "hpcinit --version" started the same way.
+# Every apply must exit 0 with a hostfile of R+1 hosts, else the bench fails and prints no
+# figure.  With BASELINE=<an older hpcinit binary> each run is made with both, interleaved,
+# and the ratio printed.
+# Printed, for each method (and binary): the mean CPU at each R, the fixed part (at the
+# smallest R, less the floor) and the per-record term (the slope between the smallest and
+# the largest R, microseconds a record).
+# Usage: tests/bench/cold-start.sh [RUNS] [R...]   (root; by hand, not by make check;
+#        default 30 runs, R 0 and 127)
+set -euo pipefail
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${TOP_BUILDDIR:-$TOP/build}
+RUNS=${1:-30}
+shift || true
+SIZES=("$@")
+[ "${#SIZES[@]}" -gt 1 ] || SIZES=(0 127)
+[[ $RUNS =~ ^[1-9][0-9]*$ ]] || { echo "usage: $0 [RUNS] [R...] (at least two R)" >&2; exit 2; }
+for r in "${SIZES[@]}"; do [[ $r =~ ^[0-9]+$ ]] || { echo "usage: $0 [RUNS] [R...]" >&2; exit 2; }; done
+export TOP_SRCDIR=$TOP TOP_BUILDDIR=$BUILD HPCINIT=${HPCINIT:-$BUILD/hpcinit}
+export HPCINIT_LIBEXEC_DIR=${HPCINIT_LIBEXEC_DIR:-$BUILD}
+GEN=$BUILD/tests/bench/gen-records
+[ -x "$GEN" ] || make -s -C "$BUILD" tests/bench/gen-records
+BINS=("$HPCINIT")
+[ -z "${BASELINE:-}" ] || { [ -x "$BASELINE" ] || { echo "BASELINE $BASELINE: not an executable" >&2; exit 2; }; BINS+=("$BASELINE"); }
+SIM_PREFIX=bcs SIM_NET=198.19.44
+. "$TOP/tests/cluster/lib.sh"
+. "$TOP/tests/cluster/etcd-lib.sh"
+. "$TOP/tests/bench/node-disk.sh"
+. "$TOP/tests/bench/etcd-bench-lib.sh"   # child_cpu
+node_disk "$T/disk" >"$T/disk.txt"
+SIM_STATE=$T/disk/sim SHARED=$T/disk/shared
+mkdir -m 0755 "$SHARED"
+export SIM_STATE
+_cleanup() {
+	local rc=$?
+	bash "$SIM_SH" down || true
+	node_disk_release
+	rm -rf "$T"
+	exit $rc
+}
+
+sim up 1 --no-ssh-trust --shared "$SHARED" >/dev/null
+etcd_up
+n=$(node 1)
+IN=(nsenter --net="/run/netns/$n" --uts="$SIM_STATE/ns/$n.uts" --mount="$SIM_STATE/ns/$n.mnt" --)
+# The records' addresses (gen-records: 198.19.<i/250>.<i%250+1>) are in the cluster's network.
+for r in "${SIZES[@]}"; do
+	etcd_spec 60s $((r + 1)) | sed "s|network: $SIM_NET.0/24|network: 198.19.0.0/16|" >"$T/etcd.$r.yaml"
+	spec 5m $((r + 1)) | sed "s|network: $SIM_NET.0/24|network: 198.19.0.0/16|" >"$T/shared.$r.yaml"
+done
+"${IN[@]}" install -D -m 0600 "$T/cluster.key" /etc/hpcinit/cluster.key
+"${IN[@]}" cat /etc/hosts >"$T/hosts.orig"
+
+# cold METHOD R: the node as before its first run, the rendezvous holding R records of others
+cold() {
+	"${IN[@]}" sh -c 'rm -rf /run/hpcinit /var/lib/hpcinit /etc/hpcinit/hostfile.* \
+		/etc/openmpi/openmpi-default-hostfile /etc/clustershell/groups.d/hpcinit.yaml \
+		/var/lib/prometheus/node-exporter/hpcinit.prom' 2>/dev/null
+	"${IN[@]}" sh -c 'cat > /etc/hosts' <"$T/hosts.orig"
+	"${IN[@]}" install -m 0644 "$T/$1.$2.yaml" /etc/hpcinit/node.yaml
+	rm -rf "$SHARED/.hpcinit"
+	etcdctl_ del --prefix /hpcinit/ >/dev/null
+	[ "$2" -gt 0 ] || return 0
+	if [ "$1" = etcd ]; then
+		"$GEN" -s "$T/cluster.key" -n 198.19 -e "/hpcinit/$CLUSTER/nodes/" -u "$(etcd_client_url 1)/v3/kv/put" \
+			"$T" "$CLUSTER" "$2" >"$T/put.cfg"
+		ip netns exec "$ETCD_NS" curl -sf -K "$T/put.cfg" >/dev/null
+	else
+		mkdir -p "$SHARED/.hpcinit/$CLUSTER/nodes"
+		chmod 0755 "$SHARED/.hpcinit" "$SHARED/.hpcinit/$CLUSTER"
+		"$GEN" -s "$T/cluster.key" -n 198.19 "$SHARED/.hpcinit/$CLUSTER/nodes" "$CLUSTER" "$2"
+	fi
+}
+
+declare -A SUM
+FLOOR=0
+for i in $(seq 1 "$RUNS"); do
+	for r in "${SIZES[@]}"; do
+		for m in etcd shared; do
+			for b in "${!BINS[@]}"; do
+				cold "$m" "$r"
+				child_cpu
+				c0=$CHILD_CPU
+				if ! "${IN[@]}" "${BINS[$b]}" apply >"$T/out" 2>&1; then
+					echo "cold-start.sh: apply ($m, $r records, ${BINS[$b]}) failed; no figures:" >&2
+					sed 's/^/  | /' "$T/out" >&2
+					exit 1
+				fi
+				child_cpu
+				SUM[$m.$r.$b]=$((${SUM[$m.$r.$b]:-0} + CHILD_CPU - c0))
+				got=$("${IN[@]}" grep -vc '^#' /etc/hpcinit/hostfile.plain || true)
+				if [ "$got" != $((r + 1)) ]; then
+					echo "cold-start.sh: the hostfile ($m, $r records, ${BINS[$b]}) lists $got hosts, not $((r + 1)); no figures" >&2
+					exit 1
+				fi
+			done
+		done
+	done
+	child_cpu
+	c0=$CHILD_CPU
+	"${IN[@]}" "$HPCINIT" --version >/dev/null
+	child_cpu
+	FLOOR=$((FLOOR + CHILD_CPU - c0))
+done
+
+echo "one node's cold start, $RUNS runs of each, $(nproc) cores; $(cat "$T/disk.txt")"
+lo=${SIZES[0]} hi=${SIZES[${#SIZES[@]} - 1]}
+awk -v f="$FLOOR" -v k="$RUNS" 'BEGIN { printf "floor: \"hpcinit --version\" the same way: %.2f ms\n", f / k }'
+for m in etcd shared; do
+	for b in "${!BINS[@]}"; do
+		line="$m"
+		[ "$b" = 0 ] || line+=" (baseline ${BINS[$b]})"
+		for r in "${SIZES[@]}"; do
+			line+=$(awk -v s="${SUM[$m.$r.$b]}" -v k="$RUNS" -v r="$r" 'BEGIN { printf "; %d records: %.2f ms", r, s / k }')
+		done
+		line+=$(awk -v a="${SUM[$m.$lo.$b]}" -v z="${SUM[$m.$hi.$b]}" -v f="$FLOOR" -v k="$RUNS" -v lo="$lo" -v hi="$hi" 'BEGIN {
+			printf "; fixed part %.2f ms over the floor; per record %.1f us", (a - f) / k, (z - a) / k / (hi - lo) * 1000 }')
+		echo "$line"
+	done
+	if [ "${#BINS[@]}" -gt 1 ]; then
+		for r in "${SIZES[@]}"; do
+			awk -v a="${SUM[$m.$r.0]}" -v z="${SUM[$m.$r.1]}" -v r="$r" -v m="$m" 'BEGIN {
+				printf "%s, %d records: this binary / baseline = %.2fx\n", m, r, a / z }'
+		done
+	fi
+done
