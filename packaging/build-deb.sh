@@ -51,6 +51,7 @@ if [ "${1:-}" = --inner ]; then
 	for f in /usr/sbin/hpcinit /usr/libexec/hpcinit/hpcinit-ssh /lib/systemd/system/hpcinit.service \
 		/usr/share/man/man8/hpcinit.8.gz /usr/share/man/man5/hpcinit.yaml.5.gz \
 		/usr/share/hpcinit/systemd/slurmd-wait-hpcinit.conf \
+		/usr/lib/tmpfiles.d/hpcinit.conf \
 		/usr/share/doc/hpcinit/examples/full.yaml \
 		/usr/share/doc/hpcinit/examples/cloud-init/vmss-compute.yaml \
 		/usr/share/doc/hpcinit/copyright; do

@@ -49,7 +49,7 @@ RPM=$(find "$W/RPMS" -name "hpcinit-$VERSION-*.rpm" | head -1)
 
 # What an admin would check first: the binary, the unit, the man pages.
 rpm -qlp "$RPM" > "$W/files"
-for f in /usr/sbin/hpcinit /usr/lib/systemd/system/hpcinit.service \
+for f in /usr/sbin/hpcinit /usr/lib/systemd/system/hpcinit.service /usr/lib/tmpfiles.d/hpcinit.conf \
 	/usr/share/man/man8/hpcinit.8 /usr/share/man/man5/hpcinit.yaml.5; do
 	grep -q "^$f" "$W/files" || { cat "$W/files"; fail "$f is not in the rpm"; }
 done

@@ -100,4 +100,18 @@ printf 'hpcinit_bad{x="1" 1\n' >"$D/broken.prom"
 scrape "$T/m3"
 check "node_exporter flags a malformed file" contains "$T/m3" "node_textfile_scrape_error 1"
 rm -f "$D/broken.prom"
+
+# The next boot: the real systemd-tmpfiles with the package's tmpfiles.d entry, as
+# systemd-tmpfiles-setup.service runs it early at boot, removes the file the last boot left
+# (its hpcinit_ready said the last boot's state) and nothing else of the exporter's.
+echo 'other_metric 1' >"$D/other.prom"
+check "before the reboot: the last boot's textfile" contains "$PROM" "hpcinit_ready"
+check "systemd-tmpfiles --boot --remove exits 0" \
+	systemd-tmpfiles --root "$R" --boot --remove "$TOP_SRCDIR/packaging/tmpfiles/hpcinit.conf"
+check "at boot: the last boot's hpcinit.prom removed" [ ! -e "$PROM" ]
+check "at boot: another exporter's file kept" [ -e "$D/other.prom" ]
+scrape "$T/m5"
+check "the exporter then serves no hpcinit_ready (not the last boot's 1)" not_contains "$T/m5" "hpcinit_ready"
+run_hpc "$T/a5" apply --root "$R" -c "$SPEC" --hostname node01 --kernel-release 6.9.1
+check "this boot's first run writes it again" contains "$PROM" "hpcinit_ready"
 done_testing
