@@ -95,7 +95,13 @@ int metrics_write(struct ctx *c, const char *text)
 	if (!r)
 		return 0;
 	report_init(&scratch);
-	r = fs_write(c, &scratch, TEXTFILE_DIR "/" TEXTFILE_NAME, text, strlen(text), 0644, 0, 0);
+	/*
+	 * Not synced: no later boot reads it (packaging/tmpfiles/hpcinit.conf removes it at boot);
+	 * the rename still gives the collector the old file or the new one, whole.  Every check
+	 * writes it (every 2 minutes on every node).
+	 */
+	r = fs_write_opt(c, &scratch, TEXTFILE_DIR "/" TEXTFILE_NAME, text, strlen(text), 0644, 0, 0,
+			 FS_NO_SYNC);
 	report_free(&scratch);
 	return r < 0 ? r : 1;
 }

@@ -14,7 +14,7 @@ command -v strace >/dev/null || { echo "SKIP: needs strace"; exit 77; }
 
 R=$T/root
 mkroot "$R"
-mkdir -p "$R/etc/hpcinit" "$R/shared"
+mkdir -p "$R/etc/hpcinit" "$R/shared" "$R/var/lib/prometheus/node-exporter"
 openssl rand -hex 32 > "$R/etc/hpcinit/cluster.key"
 chmod 0600 "$R/etc/hpcinit/cluster.key"
 cat > "$T/node.yaml" <<-EOF
@@ -38,4 +38,8 @@ check "the node's record is synced once, as a file" \
 	test "$(grep -c "fsync([0-9]*<$R/shared/.hpcinit/syncc/nodes/n1\.rec\.hpcinit-tmp\." "$T/sync" || true)" = 1
 check "the records' directory is not synced" test "$(synced /shared/.hpcinit/syncc/nodes)" = 0
 check "nothing under /run is synced" test "$(grep -c "<$R/run" "$T/sync" || true)" = 0
+# the node_exporter textfile: written, not synced (no later boot reads it: tmpfiles.d removes it)
+check "the node_exporter textfile is written" test -s "$R/var/lib/prometheus/node-exporter/hpcinit.prom"
+check "the textfile and its directory are not synced" \
+	test "$(grep -c "<$R/var/lib/prometheus" "$T/sync" || true)" = 0
 done_testing
