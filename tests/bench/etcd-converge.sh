@@ -29,28 +29,10 @@ SIM_PREFIX=bec SIM_NET=198.19.42
 . "$TOP/tests/cluster/etcd-lib.sh"
 . "$TOP/tests/bench/etcd-check.sh"
 . "$TOP/tests/bench/node-disk.sh"
+. "$TOP/tests/bench/etcd-bench-lib.sh"   # child_cpu
 # The nodes' disks and the shared directory on a node-like file system (node-disk.sh says why).
-node_disk "$T/disk" >"$T/disk.txt"
-SIM_STATE=$T/disk/sim SHARED=$T/disk/shared
-mkdir -m 0755 "$SHARED"
-export SIM_STATE
-_cleanup() {
-	local rc=$?
-	bash "$SIM_SH" down || true
-	node_disk_release
-	rm -rf "$T"
-	exit $rc
-}
+node_disk_sim
 
-# child_cpu: CHILD_CPU = user+system CPU of this shell's waited-for children so far, in ms
-# (bash's times; not in a $(...) subshell, whose children are its own)
-child_cpu() {
-	times >"$T/times"
-	CHILD_CPU=$(tail -1 "$T/times" | awk '{
-		t = 0
-		for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60000 + a[2] * 1000 }
-		printf "%d", t }')
-}
 declare -A MS LASTPUT AFTER CPU INV
 FLOOR=0 FLOOR_CPU=0 ETCD_CPU=0
 run_method() {

@@ -44,3 +44,20 @@ node_disk_release() {
 		NODE_DISK_IMG=""
 	fi
 }
+# node_disk_sim: for a benchmark on tests/cluster/lib.sh's simulated nodes: their disks
+# (SIM_STATE) and the shared directory (SHARED) on $T/disk (node_disk; the line saying which
+# in $T/disk.txt), and lib.sh's teardown releasing it after the nodes are down.
+node_disk_sim() {
+	node_disk "$T/disk" >"$T/disk.txt"
+	SIM_STATE=$T/disk/sim SHARED=$T/disk/shared
+	mkdir -m 0755 "$SHARED"
+	export SIM_STATE
+	_cleanup() {
+		local rc=$?
+		bash "$SIM_SH" down || true
+		node_disk_release
+		rm -rf "$T"
+		exit $rc
+	}
+}
+
