@@ -33,8 +33,9 @@
 #define DEFAULT_TIMEOUT_MS (60u * 1000)
 
 /*
- * This run records itself (an apply): the step with an announce hook runs in
- * a child that stays for the announce (iso.c, iso_run).
+ * This run is a node's first apply this boot (it records itself, its state
+ * was unknown): the step with an announce hook runs in a child that stays
+ * for the announce (iso.c, iso_run).
  */
 static bool want_stay;
 
@@ -539,7 +540,12 @@ int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
 	}
 	if (record)
 		prior = status_prior_load(c, &c->node);   /* what the last runs left: this run's record says it */
-	want_stay = record && c->mode == RUN_APPLY;
+	/*
+	 * Only where the state surely changes: a node's first apply this boot (unknown before).
+	 * A converged apply keeps no child waiting (1.04x its CPU when it did); a later change of
+	 * state is announced by a child of its own, as before.
+	 */
+	want_stay = record && c->mode == RUN_APPLY && !c->node.known;
 	for (size_t i = 0; i < n; i++)
 		if (res->ran[i])
 			run_one(c, &mods[i], i, res);
