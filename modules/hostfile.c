@@ -812,4 +812,5 @@ const struct module hostfile_module = {
 	.apply = hf_run,
 	.inputs = OUT_PEERS,
 	.isolate = true,        /* hostfile.dir and /etc/hosts may sit on shared storage */
+	.shares_child = true,   /* reads its peers and the spec only */
 };

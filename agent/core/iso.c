@@ -24,6 +24,7 @@
 #include "iso.h"
 #include "log.h"
 #include "number.h"
+#include "outputs.h"
 #include "proc.h"
 #include "runner.h"
 #include "status.h"
@@ -205,25 +206,46 @@ struct iso {
 	int (*hook)(struct ctx *, struct report *);     /* m's check, apply, or a leave */
 	struct report *rep;
 	struct outputs *view;
-	bool stay;              /* after the answer, wait for the announce (struct lingering) */
+	const struct outputs *stay;     /* NULL, or the run's outputs before m: the child stays (struct lingering) */
 };
 
 /*
- * The step with an announce hook (discovery) in a run that records itself:
- * its child stays after its answer, holding what it opened (etcd: the
- * helper's session, its connection and lease), until the runner knows the
- * node's state.  When the state changed, the runner writes the new state
- * (struct node_state) on the child's stdin and the child runs the announce
- * there: no second child, helper or connection (issue 37: a cold start's
- * announce had cost a node 2-3 ms of CPU).  Otherwise the runner closes the
- * child's stdin and it ends.  One at a time: the runner runs one step after
- * another.
+ * The step with an announce hook (discovery) in a node's first apply of the
+ * boot: its child stays after its answer, holding what it opened (etcd: the
+ * helper's session, its connection and lease), and does what the runner
+ * writes on its stdin (struct iso_cmd), one thing at a time:
+ *   - a later step that may share it (module .shares_child), when the child
+ *     holds that step's inputs as they are (no step elsewhere set them since
+ *     it started: stale), under the step's own deadline: its answer as from a
+ *     child of its own, and it stays;
+ *   - the announce, once the runner knows the node's state and it changed:
+ *     on the session the step opened, then it ends;
+ *   - its stdin closed: it ends.
+ * A cold start so forks one child for discovery, ssh, hostfile and mpi and
+ * starts one etcd helper (issue 37: the announce's own child and helper had
+ * cost a node 2-3 ms of CPU, a child of its own for hostfile 0.5-0.7 ms).  A
+ * child that overran, crashed or answered nonsense stays no more: the next
+ * step gets a child of its own, the announce too.
  */
 static struct lingering {
 	bool live;              /* ch stays, waiting */
 	struct module m;        /* its module (resolved: a copy, the run frees its table first) */
+	unsigned stale;         /* outputs set elsewhere since it started: what it holds of them is old */
 	struct proc_child ch;
 } lg;
+
+/*
+ * A word to a staying child.  The child is a fork of this process: a module's
+ * pointers (name, hooks, needs) are the same there.
+ */
+struct iso_cmd {
+	char op;                /* 'S': run m's hook; 'A': m's announce, with node */
+	struct module m;
+	int (*hook)(struct ctx *, struct report *);
+	uint64_t deadline_ms;
+	struct node_state node;
+};
+_Static_assert(sizeof(struct iso_cmd) <= PIPE_BUF, "a word to the child is one write");
 
 static void close_fd_quiet(int *fd)
 {
@@ -264,44 +286,77 @@ static int write_no_sigpipe(int fd, const void *data, size_t len)
 	return r;
 }
 
-/* The child's side: the new state on stdin, then the announce's answer; nothing on EOF. */
-static void iso_stay(struct iso *a, int fd)
+/* Send a's answer: r, rep as JSON, peers (NULL: none). */
+static void iso_send(int fd, const char *name, int r, const struct report *rep, const struct peerset *peers)
 {
-	struct node_state st;
 	struct strbuf sb = STRBUF_INIT;
+	char *js = report_to_json(name, rep);
+
+	iso_answer(&sb, r, js, peers);
+	free(js);
+	(void)fd_write_all(fd, sb_str(&sb), sb.len);
+	sb_free(&sb);
+}
+
+/*
+ * A later step in the child that stayed: its view from what the child holds
+ * (all), no run so far (c->run NULL: a step that shares the child reads none),
+ * then the context as the staying step had it, for the announce.
+ */
+static void iso_serve_step(struct iso *a, const struct iso_cmd *cmd, const struct outputs *all, int fd)
+{
+	struct ctx *c = a->c, saved = *c;
+	struct outputs v = { 0 };
 	struct report rep;
-	char *js;
 	int r;
 
-	if (fd_read_full(0, &st, sizeof(st)) != (ssize_t)sizeof(st))
-		return;         /* no announce: what the step opened ends with this process */
-	a->c->node = st;
+	outputs_copy(&v, all, cmd->m.inputs | cmd->m.outputs);
+	c->out = &v;
+	c->run = NULL;
+	c->module = cmd->m.name;
+	c->deadline_ms = cmd->deadline_ms;
+	c->step_stays = false;
+	log_set_module(cmd->m.name);
+	report_init(&rep);
+	r = cmd->hook(c, &rep);
+	iso_send(fd, cmd->m.name, r, &rep, (cmd->m.outputs & OUT_PEERS) ? v.peers : NULL);
+	report_free(&rep);
+	log_set_module(a->m->name);
+	*c = saved;
+}
+
+/* The child's side after its answer: the runner's words on stdin (struct iso_cmd); nothing more on EOF. */
+static void iso_stay(struct iso *a, int fd)
+{
+	struct outputs all = *a->stay;  /* the run's outputs when this child started, and its step's */
+	struct iso_cmd cmd;
+	struct report rep;
+	int r;
+
+	outputs_copy(&all, a->view, a->m->outputs);
+	for (;;) {
+		if (fd_read_full(0, &cmd, sizeof(cmd)) != (ssize_t)sizeof(cmd))
+			return;         /* no announce: what the step opened ends with this process */
+		if (cmd.op != 'S')
+			break;
+		iso_serve_step(a, &cmd, &all, fd);
+	}
+	a->c->node = cmd.node;
 	a->c->deadline_ms = now_ms() + a->m->timeout_ms(a->c->spec);
 	report_init(&rep);
 	r = a->m->announce(a->c, &rep);
-	js = report_to_json(a->m->name, &rep);
-	iso_answer(&sb, r, js, NULL);
-	free(js);
+	iso_send(fd, a->m->name, r, &rep, NULL);
 	report_free(&rep);
-	(void)fd_write_all(fd, sb_str(&sb), sb.len);
-	sb_free(&sb);
 }
 
 static void iso_child(void *arg, int fd)
 {
 	struct iso *a = arg;
-	struct strbuf sb = STRBUF_INIT;
 	int r;
-	char *js;
 
-	a->c->step_stays = a->stay;
+	a->c->step_stays = a->stay != NULL;
 	r = a->hook(a->c, a->rep);
-	js = report_to_json(a->m->name, a->rep);
-
-	iso_answer(&sb, r, js, (a->m->outputs & OUT_PEERS) ? a->view->peers : NULL);
-	free(js);
-	(void)fd_write_all(fd, sb_str(&sb), sb.len);
-	sb_free(&sb);
+	iso_send(fd, a->m->name, r, a->rep, (a->m->outputs & OUT_PEERS) ? a->view->peers : NULL);
 	if (a->stay)
 		iso_stay(a, fd);
 }
@@ -405,8 +460,79 @@ static int iso_take(struct proc_child *ch, struct report *rep, struct outputs *v
 	return r;
 }
 
+/* Kill a child that is no use (it overran, or its answer was nonsense) and reap it. */
+static void iso_kill(struct proc_child *ch)
+{
+	const struct proc_limits kill_now = { .timeout_ms = 0, .term_grace_ms = 0, .reap_ms = 500 };
+
+	close_fd_quiet(&ch->in_fd);
+	proc_wait(ch, 1, &kill_now);
+}
+
+/*
+ * Whether m runs in the child that stays: it may share it, the child holds its
+ * inputs as they are, and no child of an earlier run of m still sleeps in the
+ * kernel (that is iso_run's to report: runner.still-blocked).
+ */
+static bool iso_serves(const struct module *m)
+{
+	struct proc_stuck st;
+	char *key;
+	bool stuck;
+
+	if (!lg.live || !m->shares_child || (m->inputs & lg.stale))
+		return false;
+	key = xasprintf("step.%s", m->name);
+	stuck = proc_stuck_find(key, &st) == 1;
+	free(key);
+	return !stuck;
+}
+
+/*
+ * m's hook in the child that stays (iso_serves): 1 when it ran there (*ret its
+ * return value); 0 when the child had ended before (reaped): m needs a child
+ * of its own.
+ */
+static int iso_serve(struct ctx *c, const struct module *m, int (*hook)(struct ctx *, struct report *),
+		     struct report *rep, struct outputs *view, uint64_t tmo, int *ret)
+{
+	struct iso_cmd cmd;
+	struct proc_child *ch = &lg.ch;
+	enum iso_got got;
+
+	memset(&cmd, 0, sizeof(cmd));   /* its padding too: all of it goes down the pipe */
+	cmd.op = 'S';
+	cmd.m = *m;
+	cmd.hook = hook;
+	cmd.deadline_ms = c->deadline_ms;
+	sb_reset(&ch->out);
+	if (write_no_sigpipe(ch->in_fd, &cmd, sizeof(cmd)) < 0) {
+		const struct proc_limits reap = { .timeout_ms = ISO_GRACE_MS, .reap_ms = 500, .eof_ends = true };
+
+		lg.live = false;
+		close_fd_quiet(&ch->in_fd);
+		proc_wait(ch, 1, &reap);
+		proc_child_free(ch);
+		return 0;
+	}
+	got = iso_read(ch, c->deadline_ms + ISO_GRACE_MS, true);
+	if (got == ISO_LATE) {
+		lg.live = false;
+		*ret = iso_overrun(ch, m->name, rep, tmo);
+		return 1;
+	}
+	*ret = iso_take(ch, rep, view, got == ISO_WHOLE);
+	if (got == ISO_WHOLE && *ret != -EIO)
+		return 1;       /* it answered, and waits for more */
+	if (got == ISO_WHOLE)
+		iso_kill(ch);   /* what it sent is no answer: it stays no more */
+	lg.live = false;
+	proc_child_free(ch);
+	return 1;
+}
+
 int iso_run(struct ctx *c, const struct module *m, int (*hook)(struct ctx *, struct report *),
-	    struct report *rep, struct outputs *view, uint64_t tmo, bool stay)
+	    struct report *rep, struct outputs *view, uint64_t tmo, const struct outputs *stay)
 {
 	struct iso a = { c, m, hook, rep, view, stay };
 	struct proc_child ch = { 0 };
@@ -415,8 +541,15 @@ int iso_run(struct ctx *c, const struct module *m, int (*hook)(struct ctx *, str
 	int r, ret;
 	char *key;
 
+	if (!stay && iso_serves(m) && iso_serve(c, m, hook, rep, view, tmo, &r)) {
+		lg.stale |= m->outputs;
+		return r;
+	}
+	if (stay)
+		iso_end();      /* one child stays at a time */
+	iso_outputs_set(m->outputs);
 	ch.keep_stderr = true;  /* the step's log lines */
-	ch.cmd_stdin = stay;
+	ch.cmd_stdin = stay != NULL;
 	ch.stuck_key = key = xasprintf("step.%s", m->name);
 	ret = proc_start_fn(&ch, iso_child, &a, 0);
 	free(key);
@@ -434,26 +567,28 @@ int iso_run(struct ctx *c, const struct module *m, int (*hook)(struct ctx *, str
 		report_set(rep, ST_FAILED, "cannot start the step in a child: %s", strerror(-ret));
 		return ret;
 	}
-	got = iso_read(&ch, until, stay);
+	got = iso_read(&ch, until, stay != NULL);
 	if (got == ISO_LATE)
 		return iso_overrun(&ch, m->name, rep, tmo);
-	/* A child that stays has answered and waits: it is the announce's (iso_announce). */
-	stay = got == ISO_WHOLE;
-	r = iso_take(&ch, rep, view, stay);
-	if (stay && r == -EIO) {
-		/* what it sent is no answer: it does not stay */
-		const struct proc_limits kill_now = { .timeout_ms = 0, .term_grace_ms = 0, .reap_ms = 500 };
-
-		close_fd_quiet(&ch.in_fd);
-		proc_wait(&ch, 1, &kill_now);
-	} else if (stay) {
+	/* A child that stays has answered and waits: for later steps and the announce. */
+	r = iso_take(&ch, rep, view, got == ISO_WHOLE);
+	if (got == ISO_WHOLE && r == -EIO) {
+		iso_kill(&ch);  /* what it sent is no answer: it does not stay */
+	} else if (got == ISO_WHOLE) {
 		lg.live = true;
 		lg.m = *m;
+		lg.stale = 0;
 		lg.ch = ch;
 		return r;
 	}
 	proc_child_free(&ch);
 	return r;
+}
+
+void iso_outputs_set(unsigned bits)
+{
+	if (lg.live)
+		lg.stale |= bits;
 }
 
 void iso_end(void)
@@ -470,17 +605,23 @@ void iso_end(void)
 
 int iso_announce(struct ctx *c, struct report *rep)
 {
+	struct iso_cmd cmd;
 	uint64_t tmo = lg.m.timeout_ms(c->spec);
 	struct proc_child *ch = &lg.ch;
 	char *sd = ctx_path(c, STATUS_DIR "/stuck");
 	int r;
+
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.op = 'A';
+	cmd.m = lg.m;
+	cmd.node = c->node;
 
 	lg.live = false;
 	sb_reset(&ch->out);
 	proc_stuck_dir(sd);
 	free(sd);
 	log_set_module(lg.m.name);
-	if (write_no_sigpipe(ch->in_fd, &c->node, sizeof(c->node)) < 0) {
+	if (write_no_sigpipe(ch->in_fd, &cmd, sizeof(cmd)) < 0) {
 		r = iso_take(ch, rep, NULL, false);     /* it is gone: says how */
 		proc_child_free(ch);
 	} else {

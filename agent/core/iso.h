@@ -42,11 +42,16 @@ bool iso_whole(const char *text, size_t len, size_t *pos);
 /*
  * m's hook in a child (module m resolved: its timeout_ms set), reading its
  * answer until c->deadline_ms plus a grace: the hook's return value, its
- * report in rep, its peers in view.  stay: the child stays after its answer
- * for m's announce (iso_announce, or iso_end): what the step opened stays open.
+ * report in rep, its peers in view.  stay (the run's outputs before m, or
+ * NULL): the child stays after its answer, with what the step opened, for
+ * m's announce (iso_announce, or iso_end) and for later steps that may share
+ * it (module .shares_child): iso_run runs such a step there, not in a child
+ * of its own, while the child holds its inputs as they are.
  */
 int iso_run(struct ctx *c, const struct module *m, int (*hook)(struct ctx *, struct report *),
-	    struct report *rep, struct outputs *view, uint64_t tmo, bool stay);
+	    struct report *rep, struct outputs *view, uint64_t tmo, const struct outputs *stay);
+/* A step in the runner's own process set these outputs: a child that stays holds old ones. */
+void iso_outputs_set(unsigned bits);
 /* The pid of the child that stays for module name's announce; 0: none. */
 pid_t iso_staying(const char *name);
 /* The announce in the child that stayed, with c->node, under the step's deadline from now. */

@@ -25,6 +25,7 @@
 #include "iso.h"
 #include "log.h"
 #include "number.h"
+#include "outputs.h"
 #include "proc.h"
 #include "record.h"
 #include "runner.h"
@@ -33,11 +34,13 @@
 #define DEFAULT_TIMEOUT_MS (60u * 1000)
 
 /*
- * This run is a node's first apply this boot (it records itself, its state
- * was unknown): the step with an announce hook runs in a child that stays
- * for the announce (iso.c, iso_run).
+ * The step whose child stays after its answer (iso.c, iso_run's stay): the
+ * first selected one with an announce hook (discovery), when the announce
+ * surely comes (a node's first apply this boot: its state was unknown) or a
+ * later selected step may share the child (shares_child: ssh, hostfile, mpi).
+ * SIZE_MAX: none.
  */
-static bool want_stay;
+static size_t stay_at = SIZE_MAX;
 
 /* ---- hook defaults --------------------------------------------------------- */
 
@@ -72,68 +75,6 @@ static void module_resolve(const struct module *m, struct module *ret)
 		ret->check = m->apply;
 	if (!ret->apply)
 		ret->apply = m->check;
-}
-
-/* ---- typed outputs --------------------------------------------------------- */
-
-static void free_peers(void *p)
-{
-	peerset_free(p);
-}
-
-/* One line an output: its bit, its name in messages, its field, who frees it. */
-static const struct output_desc {
-	unsigned id;
-	const char *name;
-	size_t offset;
-	void (*free)(void *);
-} output_descs[] = {
-	{ OUT_PEERS, "peers", offsetof(struct outputs, peers), free_peers },
-	{ OUT_RDMA, "rdma", offsetof(struct outputs, rdma), NULL },     /* the rdma module's static */
-	{ OUT_GPU, "gpu", offsetof(struct outputs, gpu), NULL },        /* the gpu module's static */
-};
-#define N_OUTPUTS (sizeof(output_descs) / sizeof(output_descs[0]))
-
-_Static_assert(sizeof(struct outputs) == N_OUTPUTS * sizeof(void *),
-	       "every field of struct outputs is a pointer with a line in output_descs");
-
-static void *output_get(const struct outputs *o, const struct output_desc *d)
-{
-	void *p;
-
-	memcpy(&p, (const char *)o + d->offset, sizeof(p));
-	return p;
-}
-
-/* Copy the outputs named by bits from src to dst. */
-static void outputs_copy(struct outputs *dst, const struct outputs *src, unsigned bits)
-{
-	for (size_t k = 0; k < N_OUTPUTS; k++)
-		if (bits & output_descs[k].id)
-			memcpy((char *)dst + output_descs[k].offset,
-			       (const char *)src + output_descs[k].offset, sizeof(void *));
-}
-
-static void outputs_free(struct outputs *o)
-{
-	for (size_t k = 0; k < N_OUTPUTS; k++) {
-		void *p = output_get(o, &output_descs[k]);
-
-		if (p && output_descs[k].free)
-			output_descs[k].free(p);
-	}
-	memset(o, 0, sizeof(*o));
-}
-
-static void bits_names(struct strbuf *sb, unsigned bits)
-{
-	bool first = true;
-
-	for (size_t k = 0; k < N_OUTPUTS; k++)
-		if (bits & output_descs[k].id) {
-			sb_printf(sb, "%s%s", first ? "" : ", ", output_descs[k].name);
-			first = false;
-		}
 }
 
 static int table_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -182,7 +123,7 @@ int runner_check_table(const struct module *const *table)
 			/* run_isolated brings back the report and peers only */
 			struct strbuf names = STRBUF_INIT;
 
-			bits_names(&names, m->outputs & ~(unsigned)OUT_PEERS);
+			outputs_names(&names, m->outputs & ~(unsigned)OUT_PEERS);
 			r = table_err("%s runs isolated, but its output %s cannot come back from the child",
 				      m->name, sb_str(&names));
 			sb_free(&names);
@@ -190,12 +131,12 @@ int runner_check_table(const struct module *const *table)
 		if (m->outputs & m->inputs) {
 			struct strbuf names = STRBUF_INIT;
 
-			bits_names(&names, m->outputs & m->inputs);
+			outputs_names(&names, m->outputs & m->inputs);
 			r = table_err("%s both produces and reads %s", m->name, sb_str(&names));
 			sb_free(&names);
 		}
 	}
-	for (size_t k = 0; k < N_OUTPUTS; k++) {
+	for (size_t k = 0; k < n_output_descs; k++) {
 		const struct output_desc *o = &output_descs[k];
 		size_t producer = 0, n_producers = 0;
 
@@ -381,13 +322,13 @@ static void run_one(struct ctx *c, const struct module *m, size_t i, struct run_
 	sofar = (struct run_so_far){ i, module_table, res->reports, res->ran };
 	c->run = &sofar;
 	log_set_module(m->name);
-	if (m->isolate)
+	if (m->isolate) {
 		r = iso_run(c, m, c->mode == RUN_CHECK ? m->check : m->apply, rep, &view, tmo,
-			    want_stay && m->announce);
-	else if (c->mode == RUN_CHECK)
-		r = m->check(c, rep);
-	else
-		r = m->apply(c, rep);
+			    i == stay_at ? &res->out : NULL);
+	} else {
+		r = c->mode == RUN_CHECK ? m->check(c, rep) : m->apply(c, rep);
+		iso_outputs_set(m->outputs);
+	}
 	outputs_copy(&res->out, &view, m->outputs);
 	c->out = NULL;
 	c->run = NULL;
@@ -489,6 +430,28 @@ static int lock_for_record(struct ctx *c, const struct run_opts *o, int *lock_fd
 	return r;
 }
 
+/*
+ * stay_at for this run: the first selected, enabled step with an announce
+ * hook, isolated, when the announce surely comes (announce) or a later
+ * selected, enabled step may share its child.  Where neither, no child waits
+ * for nothing (a converged apply on static discovery: 1.04x its CPU when one
+ * did).
+ */
+static size_t stay_index(const struct ctx *c, const struct module *mods, const bool *ran, size_t n,
+			 bool announce)
+{
+	for (size_t i = 0; i < n; i++) {
+		bool stay = announce;
+
+		if (!ran[i] || !mods[i].announce || !mods[i].isolate || !mods[i].enabled(c->spec))
+			continue;
+		for (size_t j = i + 1; j < n && !stay; j++)
+			stay = ran[j] && mods[j].isolate && mods[j].shares_child && mods[j].enabled(c->spec);
+		return stay ? i : SIZE_MAX;
+	}
+	return SIZE_MAX;
+}
+
 int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
 {
 	size_t n = 0;
@@ -540,16 +503,11 @@ int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
 	}
 	if (record)
 		prior = status_prior_load(c, &c->node);   /* what the last runs left: this run's record says it */
-	/*
-	 * Only where the state surely changes: a node's first apply this boot (unknown before).
-	 * A converged apply keeps no child waiting (1.04x its CPU when it did); a later change of
-	 * state is announced by a child of its own, as before.
-	 */
-	want_stay = record && c->mode == RUN_APPLY && !c->node.known;
+	stay_at = stay_index(c, mods, res->ran, n, record && c->mode == RUN_APPLY && !c->node.known);
 	for (size_t i = 0; i < n; i++)
 		if (res->ran[i])
 			run_one(c, &mods[i], i, res);
-	want_stay = false;
+	stay_at = SIZE_MAX;
 	proc_stuck_dir(NULL);
 	free(mods);
 	res->duration_ms = now_ms() - t0;
@@ -587,7 +545,7 @@ int runner_call_isolated(struct ctx *c, const char *name, int (*hook)(struct ctx
 	proc_stuck_dir(sd);
 	free(sd);
 	log_set_module(name);
-	r = iso_run(c, &one, hook, rep, &view, tmo, false);
+	r = iso_run(c, &one, hook, rep, &view, tmo, NULL);
 	log_set_module(NULL);
 	proc_stuck_dir(NULL);
 	outputs_free(&view);

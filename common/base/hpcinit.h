@@ -120,6 +120,12 @@ struct module {
 	/* Touches shared storage or the network: the runner runs the hook in a child
 	 * (common/base/proc.c) and gives up on it at the deadline, naming what it waited for. */
 	bool isolate;
+	/* With isolate: the step may run in the child an earlier step left waiting
+	 * (agent/core/iso.c: discovery's, in a node's first apply of the boot)
+	 * instead of a child of its own.  Such a step reads nothing of the run but
+	 * the spec, c->node and its declared inputs (c->run is NULL there), and
+	 * leaves its process as it found it (file-system identity, signals, cwd). */
+	bool shares_child;
 	/* hpcinit leave (and Scheduled Events): take this node out before discovery
 	 * removes its record.  NULL: nothing to do. */
 	int (*leave)(struct ctx *, struct report *);

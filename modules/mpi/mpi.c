@@ -321,4 +321,5 @@ const struct module mpi_module = {
 	.apply = mpi_run,
 	.inputs = OUT_RDMA | OUT_PEERS | OUT_GPU,      /* GPU: each GPU's HCA in the profile */
 	.isolate = true,        /* the profile, users' homes, mpirun over the network */
+	.shares_child = true,   /* reads its inputs and the spec only; mpirun in children of its own */
 };

@@ -263,4 +263,5 @@ const struct module ssh_module = {
 	.inputs = OUT_PEERS,
 	/* users' homes (~/.ssh) on NFS; host_keys: ca's certs/ in the rendezvous */
 	.isolate = true,
+	.shares_child = true,   /* reads its peers and the spec; sshkey.c gives back the fs identity it takes */
 };

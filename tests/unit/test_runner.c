@@ -396,7 +396,7 @@ static void test_isolated_stays(void)
 				   .timeout_ms = default_timeout_ms };
 	const struct module mcr = { .name = "crash", .apply = iso_crash_step, .check = iso_crash_step,
 				    .announce = iso_stay_announce, .isolate = true };
-	struct outputs view = { 0 };
+	struct outputs view = { 0 }, all = { 0 };
 	struct report rep;
 	char pid[32] = "", want[160];
 	int r;
@@ -407,7 +407,7 @@ static void test_isolated_stays(void)
 	/* the step answers and its child stays: the announce runs in it, with the state sent */
 	c.deadline_ms = now_ms() + 20000;
 	report_init(&rep);
-	r = iso_run(&c, &ms, ms.apply, &rep, &view, 20000, true);
+	r = iso_run(&c, &ms, ms.apply, &rep, &view, 20000, &all);
 	TEST_INTEQ(r, 0);
 	TEST_CHECK(iso_staying("stay") > 0);
 	TEST_CHECK(sscanf(rep.summary, "step in %31s", pid) == 1);
@@ -425,7 +425,7 @@ static void test_isolated_stays(void)
 
 	/* nothing to announce: the child ends when its stdin closes, reaped */
 	report_init(&rep);
-	r = iso_run(&c, &ms, ms.apply, &rep, &view, 20000, true);
+	r = iso_run(&c, &ms, ms.apply, &rep, &view, 20000, &all);
 	TEST_INTEQ(r, 0);
 	TEST_CHECK(iso_staying("stay") > 0);
 	report_free(&rep);
@@ -440,11 +440,176 @@ static void test_isolated_stays(void)
 	/* a child that dies before its answer does not stay: the step failed, runner.crashed */
 	c.deadline_ms = now_ms() + 20000;
 	report_init(&rep);
-	r = iso_run(&c, &mcr, mcr.apply, &rep, &view, 20000, true);
+	r = iso_run(&c, &mcr, mcr.apply, &rep, &view, 20000, &all);
 	TEST_INTEQ(r, -EIO);
 	TEST_CHECK(iso_staying("stay") == 0);
 	TEST_CHECK(rep.n_findings == 1 && strcmp(rep.findings[0].tag, "runner.crashed") == 0);
 	report_free(&rep);
+}
+
+/*
+ * Later steps in the child that stays (iso.c, iso_serves): one that may share
+ * it runs there (same pid, what the staying step left in memory, its peers as
+ * its input, no run so far, its own deadline); one that may not, or whose
+ * input was set elsewhere since, gets a child of its own; one that crashes or
+ * overruns there ends the child, and the next gets a child of its own; the
+ * announce still runs in the child after the steps it served, as its step.
+ */
+static int iso_share_step(struct ctx *c, struct report *r)
+{
+	report_set(r, ST_OK, "in %d mark %d peers %zu run %s module %s deadline %llu", (int)getpid(), stay_mark,
+		   c->out && c->out->peers ? c->out->peers->n : (size_t)0, c->run ? "set" : "none", c->module,
+		   (unsigned long long)c->deadline_ms);
+	return 0;
+}
+
+static int iso_share_announce(struct ctx *c, struct report *r)
+{
+	report_set(r, ST_CHANGED, "announce in %d module %s peers %zu", (int)getpid(), c->module,
+		   c->out && c->out->peers ? c->out->peers->n : (size_t)0);
+	return 0;
+}
+
+static int iso_stay_peers_step(struct ctx *c, struct report *r)
+{
+	stay_mark = 42;
+	return iso_peers_step(c, r);
+}
+
+static int iso_slow_step(struct ctx *c, struct report *r)
+{
+	(void)c;
+	(void)r;
+	sleep(30);
+	return 0;
+}
+
+static void test_isolated_serves(void)
+{
+	struct spec s = { 0 };
+	char name[] = "glo";
+	struct ctx c = { .spec = &s, .root = "", .mode = RUN_APPLY, .module = "stay" };
+	const struct run_so_far sofar = { 0 };
+	const struct module mst = { .name = "stay", .apply = iso_stay_peers_step, .check = iso_stay_peers_step,
+				    .announce = iso_share_announce, .isolate = true, .outputs = OUT_PEERS,
+				    .timeout_ms = default_timeout_ms };
+	const struct module msh = { .name = "share", .apply = iso_share_step, .check = iso_share_step,
+				    .isolate = true, .shares_child = true, .inputs = OUT_PEERS };
+	const struct module mown = { .name = "own", .apply = iso_share_step, .check = iso_share_step,
+				     .isolate = true, .inputs = OUT_PEERS };
+	const struct module mrdma = { .name = "rdmain", .apply = iso_share_step, .check = iso_share_step,
+				      .isolate = true, .shares_child = true, .inputs = OUT_RDMA };
+	const struct module mcr = { .name = "crash", .apply = iso_crash_step, .check = iso_crash_step,
+				    .isolate = true, .shares_child = true };
+	const struct module mslow = { .name = "slow", .apply = iso_slow_step, .check = iso_slow_step,
+				      .isolate = true, .shares_child = true };
+	struct outputs view = { 0 }, all = { 0 }, v2;
+	struct report rep;
+	char pid[32], want[200];
+	pid_t p;
+	uint64_t dl;
+	int r;
+
+	s.cluster.name = name;
+	c.out = &view;
+	c.run = &sofar;
+	stay_mark = 0;
+
+	c.deadline_ms = now_ms() + 20000;
+	report_init(&rep);
+	r = iso_run(&c, &mst, mst.apply, &rep, &view, 20000, &all);
+	TEST_INTEQ(r, 0);
+	p = iso_staying("stay");
+	TEST_CHECK(p > 0);
+	TEST_CHECK(view.peers && view.peers->n == 3000);
+	report_free(&rep);
+	snprintf(pid, sizeof(pid), "%d", (int)p);
+
+	/* may share: runs in the staying child, on its peers, under the deadline it was given */
+	v2 = (struct outputs){ 0 };
+	c.out = &v2;
+	c.module = "share";
+	dl = c.deadline_ms = now_ms() + 15000;
+	report_init(&rep);
+	r = iso_run(&c, &msh, msh.apply, &rep, &v2, 15000, NULL);
+	TEST_INTEQ(r, 0);
+	snprintf(want, sizeof(want), "in %s mark 42 peers 3000 run none module share deadline %llu", pid,
+		 (unsigned long long)dl);
+	TEST_STREQ(rep.summary, want);
+	TEST_CHECK(iso_staying("stay") == p);
+	TEST_CHECK(v2.peers == NULL);   /* it sends none back: not its output */
+	report_free(&rep);
+
+	/* may not share: a child of its own; the child that stays waits on */
+	report_init(&rep);
+	r = iso_run(&c, &mown, mown.apply, &rep, &v2, 15000, NULL);
+	TEST_INTEQ(r, 0);
+	TEST_CHECK(strncmp(rep.summary, "in ", 3) == 0 && strncmp(rep.summary + 3, pid, strlen(pid)) != 0);
+	TEST_CHECK(strstr(rep.summary, " mark 0 ") != NULL);
+	TEST_CHECK(iso_staying("stay") == p);
+	report_free(&rep);
+
+	/* its input set here since the child started: what the child holds is old, a child of its own */
+	iso_outputs_set(OUT_RDMA);
+	report_init(&rep);
+	r = iso_run(&c, &mrdma, mrdma.apply, &rep, &v2, 15000, NULL);
+	TEST_INTEQ(r, 0);
+	TEST_CHECK(strstr(rep.summary, " mark 0 ") != NULL);
+	report_free(&rep);
+	/* another input, still the child's: shared */
+	report_init(&rep);
+	r = iso_run(&c, &msh, msh.apply, &rep, &v2, 15000, NULL);
+	TEST_CHECK(r == 0 && strstr(rep.summary, " mark 42 ") != NULL);
+	report_free(&rep);
+
+	/* the announce, after the steps it served: in the child, as its step, on its step's peers */
+	c.out = &view;
+	c.node = (struct node_state){ .known = true, .status = ST_OK };
+	report_init(&rep);
+	r = iso_announce(&c, &rep);
+	TEST_INTEQ(r, 0);
+	snprintf(want, sizeof(want), "announce in %s module stay peers 3000", pid);
+	TEST_STREQ(rep.summary, want);
+	TEST_CHECK(iso_staying("stay") == 0);
+	report_free(&rep);
+
+	/* a step that crashes in it: the step failed (runner.crashed), the child stays no more */
+	view.peers = peerset_free(view.peers);
+	c.deadline_ms = now_ms() + 20000;
+	report_init(&rep);
+	TEST_INTEQ(iso_run(&c, &mst, mst.apply, &rep, &view, 20000, &all), 0);
+	report_free(&rep);
+	p = iso_staying("stay");
+	report_init(&rep);
+	r = iso_run(&c, &mcr, mcr.apply, &rep, &v2, 15000, NULL);
+	TEST_INTEQ(r, -EIO);
+	TEST_CHECK(rep.n_findings == 1 && strcmp(rep.findings[0].tag, "runner.crashed") == 0);
+	TEST_CHECK(iso_staying("stay") == 0);
+	TEST_CHECK(kill(p, 0) < 0 && errno == ESRCH);
+	report_free(&rep);
+	/* the next one that may share gets a child of its own */
+	report_init(&rep);
+	r = iso_run(&c, &msh, msh.apply, &rep, &v2, 15000, NULL);
+	TEST_CHECK(r == 0 && strstr(rep.summary, " mark 0 ") != NULL);
+	report_free(&rep);
+
+	/* a step that overruns in it: killed at its deadline (runner.deadline), the child with it */
+	view.peers = peerset_free(view.peers);
+	c.deadline_ms = now_ms() + 20000;
+	report_init(&rep);
+	TEST_INTEQ(iso_run(&c, &mst, mst.apply, &rep, &view, 20000, &all), 0);
+	report_free(&rep);
+	p = iso_staying("stay");
+	c.deadline_ms = now_ms() + 200;
+	report_init(&rep);
+	r = iso_run(&c, &mslow, mslow.apply, &rep, &v2, 200, NULL);
+	TEST_INTEQ(r, -ETIMEDOUT);
+	TEST_CHECK(rep.n_findings == 1 && strcmp(rep.findings[0].tag, "runner.deadline") == 0);
+	TEST_CHECK(iso_staying("stay") == 0);
+	TEST_CHECK(kill(p, 0) < 0 && errno == ESRCH);
+	report_free(&rep);
+	peerset_free(view.peers);
+	c.run = NULL;
 }
 
 static void test_isolated_roundtrip(void)
@@ -463,7 +628,7 @@ static void test_isolated_roundtrip(void)
 	c.out = &view;
 	c.deadline_ms = now_ms() + 20000;
 	report_init(&rep);
-	r = iso_run(&c, &m, m.apply, &rep, &view, 20000, false);
+	r = iso_run(&c, &m, m.apply, &rep, &view, 20000, NULL);
 	TEST_INTEQ(r, 0);
 	/* the report the hook makes, made here: the child's must read back the same */
 	report_init(&want);
@@ -487,7 +652,7 @@ static void test_isolated_roundtrip(void)
 
 	c.mode = RUN_APPLY;
 	report_init(&rep);
-	r = iso_run(&c, &mp, mp.apply, &rep, &view, 20000, false);
+	r = iso_run(&c, &mp, mp.apply, &rep, &view, 20000, NULL);
 	TEST_INTEQ(r, 0);
 	TEST_STREQ(rep.summary, "3000 peers");
 	TEST_CHECK(view.peers != NULL);
@@ -510,7 +675,7 @@ static void test_isolated_roundtrip(void)
 					    .check = iso_bad_peer_step, .outputs = OUT_PEERS, .isolate = true };
 
 		report_init(&rep);
-		r = iso_run(&c, &mbad, mbad.apply, &rep, &view, 20000, false);
+		r = iso_run(&c, &mbad, mbad.apply, &rep, &view, 20000, NULL);
 		TEST_INTEQ(r, -EBADMSG);
 		TEST_INTEQ(rep.status, ST_FAILED);
 		TEST_CHECK(rep.n_findings == 1 && strcmp(rep.findings[0].tag, "runner.peer-unreadable") == 0);
@@ -526,7 +691,7 @@ static void test_isolated_roundtrip(void)
 					   .isolate = true };
 
 		report_init(&rep);
-		r = iso_run(&c, &mcr, mcr.apply, &rep, &view, 20000, false);
+		r = iso_run(&c, &mcr, mcr.apply, &rep, &view, 20000, NULL);
 		TEST_INTEQ(r, -EIO);
 		TEST_INTEQ(rep.status, ST_FAILED);
 		TEST_CHECK(rep.n_findings == 1 && strcmp(rep.findings[0].tag, "runner.crashed") == 0);
@@ -549,6 +714,7 @@ int main(void)
 	test_check_table();
 	test_isolated_roundtrip();
 	test_isolated_stays();
+	test_isolated_serves();
 	if (!mkdtemp(root))
 		return 1;
 	char name[] = "glo";
