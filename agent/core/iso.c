@@ -247,32 +247,6 @@ struct iso_cmd {
 };
 _Static_assert(sizeof(struct iso_cmd) <= PIPE_BUF, "a word to the child is one write");
 
-static void close_fd_quiet(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
-
-/* len bytes from fd, or what came before its end of file; -1 on an error. */
-static ssize_t fd_read_full(int fd, void *buf, size_t len)
-{
-	size_t got = 0;
-
-	while (got < len) {
-		ssize_t n = read(fd, (char *)buf + got, len - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	return (ssize_t)got;
-}
-
 /* fd_write_all, where a reader that is gone is an error, not this process's end (SIGPIPE). */
 static int write_no_sigpipe(int fd, const void *data, size_t len)
 {
@@ -403,7 +377,7 @@ static int iso_overrun(struct proc_child *ch, const char *name, struct report *r
 	const struct proc_limits kill_now = { .timeout_ms = 0, .term_grace_ms = 0, .reap_ms = 500 };
 	char *key;
 
-	close_fd_quiet(&ch->in_fd);
+	fd_close(&ch->in_fd);
 	proc_describe_blocked(ch->pid, &why);
 	ch->stuck_key = key = xasprintf("step.%s", name);
 	ch->stuck_what = sb_str(&why);
@@ -430,7 +404,7 @@ static int iso_take(struct proc_child *ch, struct report *rep, struct outputs *v
 	if (!stays) {
 		const struct proc_limits reap = { .timeout_ms = ISO_GRACE_MS, .reap_ms = 500, .eof_ends = true };
 
-		close_fd_quiet(&ch->in_fd);
+		fd_close(&ch->in_fd);
 		proc_wait(ch, 1, &reap);
 	}
 	ret = iso_parse(ch->out.buf ? ch->out.buf : "", ch->out.len, rep, &got, &r, &bad);
@@ -465,7 +439,7 @@ static void iso_kill(struct proc_child *ch)
 {
 	const struct proc_limits kill_now = { .timeout_ms = 0, .term_grace_ms = 0, .reap_ms = 500 };
 
-	close_fd_quiet(&ch->in_fd);
+	fd_close(&ch->in_fd);
 	proc_wait(ch, 1, &kill_now);
 }
 
@@ -510,7 +484,7 @@ static int iso_serve(struct ctx *c, const struct module *m, int (*hook)(struct c
 		const struct proc_limits reap = { .timeout_ms = ISO_GRACE_MS, .reap_ms = 500, .eof_ends = true };
 
 		lg.live = false;
-		close_fd_quiet(&ch->in_fd);
+		fd_close(&ch->in_fd);
 		proc_wait(ch, 1, &reap);
 		proc_child_free(ch);
 		return 0;
@@ -597,7 +571,7 @@ void iso_end(void)
 
 	if (!lg.live)
 		return;
-	close_fd_quiet(&lg.ch.in_fd);
+	fd_close(&lg.ch.in_fd);
 	proc_wait(&lg.ch, 1, &reap);
 	proc_child_free(&lg.ch);
 	lg.live = false;
@@ -625,7 +599,7 @@ int iso_announce(struct ctx *c, struct report *rep)
 		r = iso_take(ch, rep, NULL, false);     /* it is gone: says how */
 		proc_child_free(ch);
 	} else {
-		close_fd_quiet(&ch->in_fd);
+		fd_close(&ch->in_fd);
 		if (iso_read(ch, now_ms() + tmo + ISO_GRACE_MS, false) == ISO_LATE) {
 			r = iso_overrun(ch, lg.m.name, rep, tmo);
 		} else {

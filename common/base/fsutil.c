@@ -152,6 +152,31 @@ int fd_write_all(int fd, const void *data, size_t len)
 	return 0;
 }
 
+ssize_t fd_read_full(int fd, void *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = read(fd, (char *)buf + got, len - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+void fd_close(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
 /*
  * Temp files carry this node's name: two nodes writing the same shared home
  * (NFS) each remove only their own leftovers, never the other's live file.

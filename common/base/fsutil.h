@@ -117,6 +117,10 @@ int fs_lookup_user(const struct ctx *c, const char *user, uid_t *ret_uid, gid_t 
 		   char **ret_home);
 /* All len bytes to fd (again after EINTR and short writes): 0 or -errno. */
 int fd_write_all(int fd, const void *data, size_t len);
+/* len bytes from fd (again after EINTR and short reads), or what came before its end of file: the count, or -errno. */
+ssize_t fd_read_full(int fd, void *buf, size_t len);
+/* Close *fd when open, and mark it closed (-1). */
+void fd_close(int *fd);
 struct strlist;
 /*
  * The names of the groups user is in: its primary group (gid, when

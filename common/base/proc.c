@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "blocked.h"
+#include "fsutil.h"
 #include "hpcinit.h"
 #include "log.h"
 #include "proc.h"
@@ -421,13 +422,6 @@ static void child_init(struct proc_child *ch)
 	ch->t_start = now_ms();
 }
 
-static void close_fd(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
-
 int proc_start_argv(struct proc_child *ch, const char *prog, const char *const argv[],
 		    const char *const envp[], const char *stdin_data)
 {
@@ -469,17 +463,17 @@ int proc_start_argv(struct proc_child *ch, const char *prog, const char *const a
 		_exit(127);
 	}
 	setpgid(ch->pid, ch->pid);
-	close_fd(&inp[0]);
-	close_fd(&outp[1]);
-	close_fd(&errp[1]);
-	close_fd(&execp[1]);
+	fd_close(&inp[0]);
+	fd_close(&outp[1]);
+	fd_close(&errp[1]);
+	fd_close(&execp[1]);
 	if (read(execp[0], &exec_errno, sizeof(exec_errno)) == (ssize_t)sizeof(exec_errno)) {
 		waitpid(ch->pid, &status, 0);
 		ch->pid = -1;
 		r = -exec_errno;
 		goto out_close_pipes;
 	}
-	close_fd(&execp[0]);
+	fd_close(&execp[0]);
 	ch->out_fd = outp[0];
 	ch->err_fd = errp[0];
 	if (in_len) {
@@ -492,10 +486,10 @@ int proc_start_argv(struct proc_child *ch, const char *prog, const char *const a
 
 out_close_pipes:
 	for (int i = 0; i < 2; i++) {
-		close_fd(&outp[i]);
-		close_fd(&errp[i]);
-		close_fd(&inp[i]);
-		close_fd(&execp[i]);
+		fd_close(&outp[i]);
+		fd_close(&errp[i]);
+		fd_close(&inp[i]);
+		fd_close(&execp[i]);
 	}
 	return r;
 }
@@ -558,9 +552,9 @@ int proc_start_fn(struct proc_child *ch, void (*fn)(void *arg, int fd), void *ar
 
 void proc_child_free(struct proc_child *ch)
 {
-	close_fd(&ch->out_fd);
-	close_fd(&ch->err_fd);
-	close_fd(&ch->in_fd);
+	fd_close(&ch->out_fd);
+	fd_close(&ch->err_fd);
+	fd_close(&ch->in_fd);
 	sb_free(&ch->out);
 	sb_free(&ch->err);
 }
@@ -587,9 +581,9 @@ static void child_stop_reading(struct proc_child *ch, uint64_t now)
 {
 	if (child_reading(ch) && !ch->eof)
 		ch->ms = now - ch->t_start;
-	close_fd(&ch->out_fd);
-	close_fd(&ch->err_fd);
-	close_fd(&ch->in_fd);
+	fd_close(&ch->out_fd);
+	fd_close(&ch->err_fd);
+	fd_close(&ch->in_fd);
 }
 
 /* Deadline, escalation and giving up for one child; returns the next time it needs attention. */
@@ -661,7 +655,7 @@ static void child_io(struct proc_child *ch, int fd, short revents)
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
 		if (n < 0 || ch->in_off == ch->in_len)
-			close_fd(&ch->in_fd);
+			fd_close(&ch->in_fd);
 		return;
 	}
 	n = read(fd, buf, sizeof(buf));
@@ -676,9 +670,9 @@ static void child_io(struct proc_child *ch, int fd, short revents)
 	else if (n > 0 && fd == ch->out_fd)
 		ch->out_cut = true;
 	if (n <= 0 || (fd == ch->out_fd && ch->want && ch->out.len >= ch->want)) {
-		close_fd(fd == ch->out_fd ? &ch->out_fd : &ch->err_fd);
+		fd_close(fd == ch->out_fd ? &ch->out_fd : &ch->err_fd);
 		if (ch->out_fd < 0 && ch->err_fd < 0) {
-			close_fd(&ch->in_fd);
+			fd_close(&ch->in_fd);
 			ch->eof = true;
 			ch->ms = now_ms() - ch->t_start;
 		}

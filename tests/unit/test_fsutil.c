@@ -12,6 +12,7 @@
 #include <pwd.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* fsutil.c's fsync calls, counted (test_write_sync) */
@@ -423,6 +424,44 @@ static void test_write_sync(void)
 	report_free(&r);
 }
 
+/*
+ * fd_read_full: n bytes however the writer cuts them, or what came before the
+ * end of file; an error as -errno.  fd_close: closes once, leaves -1.
+ */
+static void test_fd_read_full(void)
+{
+	char buf[16] = "";
+	int p[2], fd;
+	pid_t pid;
+
+	TEST_CHECK(pipe(p) == 0);
+	pid = fork();
+	if (pid == 0) {
+		/* "hello" then "world", a pause between: the reader must read twice */
+		close(p[0]);
+		(void)fd_write_all(p[1], "hello", 5);
+		usleep(100 * 1000);
+		(void)fd_write_all(p[1], "world!", 6);
+		_exit(0);
+	}
+	fd_close(&p[1]);
+	TEST_INTEQ(p[1], -1);
+	TEST_INTEQ(fd_read_full(p[0], buf, 10), 10);
+	TEST_CHECK(memcmp(buf, "helloworld", 10) == 0);
+	/* one byte left, then the end of file: the count of what came */
+	TEST_INTEQ(fd_read_full(p[0], buf, sizeof(buf)), 1);
+	TEST_CHECK(buf[0] == '!');
+	TEST_INTEQ(fd_read_full(p[0], buf, sizeof(buf)), 0);
+	waitpid(pid, NULL, 0);
+	fd = p[0];
+	fd_close(&p[0]);
+	TEST_INTEQ(p[0], -1);
+	TEST_CHECK(fcntl(fd, F_GETFD) < 0 && errno == EBADF);      /* closed */
+	fd_close(&p[0]);        /* closed already: nothing */
+	TEST_INTEQ(p[0], -1);
+	TEST_INTEQ(fd_read_full(fd, buf, 1), -EBADF);
+}
+
 int main(void)
 {
 	if (!mkdtemp(root)) {
@@ -445,6 +484,7 @@ int main(void)
 	test_mkdir_safety();
 	test_truncated_block();
 	test_temp_names();
+	test_fd_read_full();
 	test_rm_rf(root);
 	TEST_EXIT();
 }
