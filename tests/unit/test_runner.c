@@ -484,6 +484,33 @@ static int iso_slow_step(struct ctx *c, struct report *r)
 	return 0;
 }
 
+/* The staying step run again (the peers it gave before freed): its child's pid. */
+static pid_t stay_again(struct ctx *c, const struct module *m, struct outputs *view, const struct outputs *all)
+{
+	struct report rep;
+
+	view->peers = peerset_free(view->peers);
+	c->deadline_ms = now_ms() + 20000;
+	report_init(&rep);
+	TEST_INTEQ(iso_run(c, m, m->apply, &rep, view, 20000, all), 0);
+	report_free(&rep);
+	return iso_staying(m->name);
+}
+
+/* m, in the child p that stays, fails with ret and its one finding tag; the child ends with it. */
+static void ends_child(struct ctx *c, const struct module *m, uint64_t tmo, int ret, const char *tag, pid_t p,
+		       struct outputs *v)
+{
+	struct report rep;
+
+	report_init(&rep);
+	TEST_INTEQ(iso_run(c, m, m->apply, &rep, v, tmo, NULL), ret);
+	TEST_CHECK(rep.n_findings == 1 && strcmp(rep.findings[0].tag, tag) == 0);
+	TEST_CHECK(iso_staying("stay") == 0);
+	TEST_CHECK(kill(p, 0) < 0 && errno == ESRCH);
+	report_free(&rep);
+}
+
 static void test_isolated_serves(void)
 {
 	struct spec s = { 0 };
@@ -574,19 +601,8 @@ static void test_isolated_serves(void)
 	report_free(&rep);
 
 	/* a step that crashes in it: the step failed (runner.crashed), the child stays no more */
-	view.peers = peerset_free(view.peers);
-	c.deadline_ms = now_ms() + 20000;
-	report_init(&rep);
-	TEST_INTEQ(iso_run(&c, &mst, mst.apply, &rep, &view, 20000, &all), 0);
-	report_free(&rep);
-	p = iso_staying("stay");
-	report_init(&rep);
-	r = iso_run(&c, &mcr, mcr.apply, &rep, &v2, 15000, NULL);
-	TEST_INTEQ(r, -EIO);
-	TEST_CHECK(rep.n_findings == 1 && strcmp(rep.findings[0].tag, "runner.crashed") == 0);
-	TEST_CHECK(iso_staying("stay") == 0);
-	TEST_CHECK(kill(p, 0) < 0 && errno == ESRCH);
-	report_free(&rep);
+	p = stay_again(&c, &mst, &view, &all);
+	ends_child(&c, &mcr, 15000, -EIO, "runner.crashed", p, &v2);
 	/* the next one that may share gets a child of its own */
 	report_init(&rep);
 	r = iso_run(&c, &msh, msh.apply, &rep, &v2, 15000, NULL);
@@ -594,20 +610,9 @@ static void test_isolated_serves(void)
 	report_free(&rep);
 
 	/* a step that overruns in it: killed at its deadline (runner.deadline), the child with it */
-	view.peers = peerset_free(view.peers);
-	c.deadline_ms = now_ms() + 20000;
-	report_init(&rep);
-	TEST_INTEQ(iso_run(&c, &mst, mst.apply, &rep, &view, 20000, &all), 0);
-	report_free(&rep);
-	p = iso_staying("stay");
+	p = stay_again(&c, &mst, &view, &all);
 	c.deadline_ms = now_ms() + 200;
-	report_init(&rep);
-	r = iso_run(&c, &mslow, mslow.apply, &rep, &v2, 200, NULL);
-	TEST_INTEQ(r, -ETIMEDOUT);
-	TEST_CHECK(rep.n_findings == 1 && strcmp(rep.findings[0].tag, "runner.deadline") == 0);
-	TEST_CHECK(iso_staying("stay") == 0);
-	TEST_CHECK(kill(p, 0) < 0 && errno == ESRCH);
-	report_free(&rep);
+	ends_child(&c, &mslow, 200, -ETIMEDOUT, "runner.deadline", p, &v2);
 	peerset_free(view.peers);
 	c.run = NULL;
 }
