@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: MIT
 # Isolated steps that share the child the discovery step leaves waiting
 # (agent/core/iso.c, module .shares_child; issue 37): in a node's first apply,
-# a converged apply and a check, hostfile runs in discovery's child, not in a
-# child of its own: the run forks one child, and that child both reads the
-# rendezvous and writes (or reads) the hostfiles.  (The binary before printed
+# a converged apply, a check and a refresh, hostfile runs in discovery's child,
+# not in a child of its own: the run forks one child, and that child both reads
+# the rendezvous and writes (or reads) the hostfiles.  (The binary before printed
 # "not ok" for each: two children, hostfile's its own.)
 # Real binary on a fake root; strace -f shows which process touched what.
 . "$(dirname "$0")/lib.sh"
@@ -61,4 +61,8 @@ check "the check exits 0" test "$rc" = 0
 check "the check forks one child" test "$(forks chk)" = 1
 check "the check: discovery and hostfile ran in that child" one_child chk
 
+traced ref refresh
+check "the refresh exits 0" test "$rc" = 0
+check "the refresh forks one child" test "$(forks ref)" = 1
+check "the refresh: discovery and hostfile ran in that child" one_child ref
 done_testing
