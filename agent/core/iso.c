@@ -481,12 +481,7 @@ static int iso_serve(struct ctx *c, const struct module *m, int (*hook)(struct c
 	cmd.deadline_ms = c->deadline_ms;
 	sb_reset(&ch->out);
 	if (write_no_sigpipe(ch->in_fd, &cmd, sizeof(cmd)) < 0) {
-		const struct proc_limits reap = { .timeout_ms = ISO_GRACE_MS, .reap_ms = 500, .eof_ends = true };
-
-		lg.live = false;
-		fd_close(&ch->in_fd);
-		proc_wait(ch, 1, &reap);
-		proc_child_free(ch);
+		iso_end();      /* it had ended: reaped */
 		return 0;
 	}
 	got = iso_read(ch, c->deadline_ms + ISO_GRACE_MS, true);
@@ -516,7 +511,7 @@ int iso_run(struct ctx *c, const struct module *m, int (*hook)(struct ctx *, str
 	char *key;
 
 	if (!stay && iso_serves(m) && iso_serve(c, m, hook, rep, view, tmo, &r)) {
-		lg.stale |= m->outputs;
+		iso_outputs_set(m->outputs);
 		return r;
 	}
 	if (stay)

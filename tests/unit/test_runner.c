@@ -484,6 +484,28 @@ static int iso_slow_step(struct ctx *c, struct report *r)
 	return 0;
 }
 
+/* Whether p became a zombie (dead, not reaped) within 5 s. */
+static bool zombie(pid_t p)
+{
+	for (int i = 0; i < 500; i++) {
+		char path[64], buf[256] = "";
+		FILE *f;
+		const char *st;
+
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)p);
+		if ((f = fopen(path, "r"))) {
+			if (!fgets(buf, sizeof(buf), f))
+				buf[0] = '\0';
+			fclose(f);
+		}
+		st = strrchr(buf, ')');
+		if (st && st[1] == ' ' && st[2] == 'Z')
+			return true;
+		usleep(10 * 1000);
+	}
+	return false;
+}
+
 /* The staying step run again (the peers it gave before freed): its child's pid. */
 static pid_t stay_again(struct ctx *c, const struct module *m, struct outputs *view, const struct outputs *all)
 {
@@ -607,6 +629,17 @@ static void test_isolated_serves(void)
 	report_init(&rep);
 	r = iso_run(&c, &msh, msh.apply, &rep, &v2, 15000, NULL);
 	TEST_CHECK(r == 0 && strstr(rep.summary, " mark 0 ") != NULL);
+	report_free(&rep);
+
+	/* the child that stays died before the step was sent: reaped, the step in a child of its own */
+	p = stay_again(&c, &mst, &view, &all);
+	TEST_CHECK(kill(p, SIGKILL) == 0);
+	TEST_CHECK(zombie(p));
+	report_init(&rep);
+	r = iso_run(&c, &msh, msh.apply, &rep, &v2, 15000, NULL);
+	TEST_CHECK(r == 0 && strstr(rep.summary, " mark 0 ") != NULL);
+	TEST_CHECK(iso_staying("stay") == 0);
+	TEST_CHECK(kill(p, 0) < 0 && errno == ESRCH);
 	report_free(&rep);
 
 	/* a step that overruns in it: killed at its deadline (runner.deadline), the child with it */
