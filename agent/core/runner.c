@@ -465,6 +465,7 @@ int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
 	while (module_table[n])
 		n++;
 	c->command = o->command;
+	fs_run_begin();
 	memset(res, 0, sizeof(*res));
 	res->n = n;
 	res->reports = xcalloc(n, sizeof(*res->reports));
@@ -610,6 +611,7 @@ int runner_leave(struct ctx *c, uint64_t lock_timeout_ms)
 		       strerror(-r));
 		return 1;
 	}
+	fs_run_begin();
 	/*
 	 * Last step first, and the step that publishes the node (OUT_PEERS:
 	 * discovery) after all of them: the scheduler lets the node go before

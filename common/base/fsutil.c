@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,10 +195,57 @@ static char *tmp_prefix(const struct ctx *c, const char *hostpath)
 }
 
 /*
+ * What this process learnt in this run, so that a run writing many files in
+ * one directory walks to it and reads it once (a cold start wrote seven
+ * files in /run/hpcinit, three in /etc/hpcinit: each walked from / and read
+ * the whole directory).  Two kinds of entry: "d<uid>:<dir>", a directory
+ * fs_mkdir_p found (or made) safe for files of <uid>; "t<dir>", a directory
+ * remove_stale_temps read that held no temp file of this node at all.  A
+ * temp file made there later in the run is a live write of this run (the
+ * run lock), not a killed run's: the next run looks again.  Only the
+ * process that learnt an entry uses it (a forked child starts afresh) and
+ * only until fs_run_begin, which the runner calls at each run's start (a
+ * watch's next run looks again).
+ */
+#define FS_SEEN_MAX 16
+static struct {
+	bool fork_hook;
+	size_t n;
+	char *what[FS_SEEN_MAX];
+} fs_seen;
+
+void fs_run_begin(void)
+{
+	for (size_t i = 0; i < fs_seen.n; i++)
+		free(fs_seen.what[i]);
+	fs_seen.n = 0;
+}
+
+static bool seen_has(const char *what)
+{
+	for (size_t i = 0; i < fs_seen.n; i++)
+		if (strcmp(fs_seen.what[i], what) == 0)
+			return true;
+	return false;
+}
+
+static void seen_add(char *what)
+{
+	/* a forked child (iso.c, proc.c) starts afresh: its parent may have learnt more since */
+	if (!fs_seen.fork_hook)
+		fs_seen.fork_hook = pthread_atfork(NULL, NULL, fs_run_begin) == 0;
+	if (fs_seen.fork_hook && fs_seen.n < FS_SEEN_MAX && !seen_has(what))
+		fs_seen.what[fs_seen.n++] = what;
+	else
+		free(what);
+}
+
+/*
  * A run killed between creating its temp file and the rename leaves
  * "<name>.hpcinit-tmp.<node>.XXXXXX" behind; the next write of <name> on
  * the same node removes it.  Writers hold the run lock, so no live temp
- * file of this node is removed.
+ * file of this node is removed.  A directory with no temp file of this
+ * node is not read again in this run (fs_seen).
  */
 static void remove_stale_temps(const struct ctx *c, const char *hostpath)
 {
@@ -206,15 +254,26 @@ static void remove_stale_temps(const struct ctx *c, const char *hostpath)
 	char *full = tmp_prefix(c, hostpath);
 	const char *prefix = slash ? full + (slash + 1 - hostpath) : full;
 	size_t pl = strlen(prefix);
-	DIR *d = opendir(dir);
+	char *key = xasprintf("t%s", dir);
+	const char *mark = strstr(full + strlen(hostpath), ".hpcinit-tmp.");  /* any name's: ".hpcinit-tmp.<node>." */
+	bool any = false;
+	DIR *d = seen_has(key) ? NULL : opendir(dir);
 	struct dirent *de;
 
 	if (d) {
-		while ((de = readdir(d)))
+		while ((de = readdir(d))) {
 			if (strncmp(de->d_name, prefix, pl) == 0 && strlen(de->d_name) == pl + 6)
 				(void)unlinkat(dirfd(d), de->d_name, 0);
+			else if (!any && strstr(de->d_name, mark))
+				any = true;
+		}
 		closedir(d);
+		if (!any) {
+			seen_add(key);
+			key = NULL;
+		}
 	}
+	free(key);
 	free(full);
 	free(dir);
 }
@@ -488,11 +547,17 @@ int fs_mkdir_p(struct ctx *c, struct report *r, const char *path,
 	char *save = NULL, *name;
 	struct strbuf done = STRBUF_INIT;      /* the target path walked so far */
 	struct stat pst, st;
+	char *key;
 	int dfd, ret = 0;
 
 	if (uid == FS_KEEP_OWNER) {
 		uid = 0;
 		gid = 0;
+	}
+	key = xasprintf("d%u:%s", (unsigned)uid, hp);
+	if (seen_has(key)) {            /* walked to and found safe for uid in this run */
+		dfd = -1;
+		goto out;
 	}
 	dfd = open(rootdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0 || fstat(dfd, &pst) < 0) {
@@ -578,9 +643,14 @@ int fs_mkdir_p(struct ctx *c, struct report *r, const char *path,
 		pst = st;
 		name = next;
 	}
+	if (ret == 0 || (ret == 1 && ctx_may_write(c))) {
+		seen_add(key);
+		key = NULL;
+	}
 out:
 	if (dfd >= 0)
 		close(dfd);
+	free(key);
 	sb_free(&done);
 	free(walk);
 	free(rootdir);

@@ -72,6 +72,12 @@ int fs_write(struct ctx *c, struct report *r, const char *path,
 #define FS_REPLACE 8u
 int fs_write_opt(struct ctx *c, struct report *r, const char *path, const void *data, size_t len,
 		 mode_t mode, uid_t uid, gid_t gid, unsigned flags);
+/*
+ * A run's start: what this process learnt of directories in the last run
+ * (fs_mkdir_p's walk, the look for temp files a killed run left) is
+ * forgotten; within a run each directory is walked to and read once.
+ */
+void fs_run_begin(void);
 /* name (a file name, no directory) is a temp file fs_write on this node made: "*.hpcinit-tmp.<node>.XXXXXX" */
 bool fs_is_own_temp(const struct ctx *c, const char *name);
 

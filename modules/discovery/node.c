@@ -75,10 +75,20 @@ static int env_address(const char *var, char **ret)
  * This node's address: the first interface address inside cluster.network
  * (without a network: the first non-loopback IPv4, then IPv6, address).
  */
-static int local_address(const struct ctx *c, struct report *rep, char **ret)
+/* The interfaces, listed once for the record's addresses (*ifa: NULL until then). */
+static int interfaces(struct ifaddrs **ifa)
+{
+	if (!*ifa && getifaddrs(ifa) < 0) {
+		*ifa = NULL;
+		return -errno;
+	}
+	return 0;
+}
+
+static int local_address(const struct ctx *c, struct report *rep, struct ifaddrs **ifa, char **ret)
 {
 	const struct spec *spec = c->spec;
-	struct ifaddrs *ifa, *i;
+	struct ifaddrs *i;
 	char *best = NULL;
 	int r = env_address("HPCINIT_ADDRESS", ret);
 
@@ -88,13 +98,13 @@ static int local_address(const struct ctx *c, struct report *rep, char **ret)
 	}
 	if (r > 0)
 		return 0;
-	if (getifaddrs(&ifa) < 0) {
-		r = -errno;
-		report_detail(rep, "cannot list interfaces: %s", strerror(errno));
+	r = interfaces(ifa);
+	if (r < 0) {
+		report_detail(rep, "cannot list interfaces: %s", strerror(-r));
 		return r;
 	}
 	for (int pass = 0; pass < 2 && !best; pass++)
-		for (i = ifa; i && !best; i = i->ifa_next) {
+		for (i = *ifa; i && !best; i = i->ifa_next) {
 			int fam = pass == 0 ? AF_INET : AF_INET6;
 
 			if (!i->ifa_addr || i->ifa_addr->sa_family != fam ||
@@ -106,7 +116,6 @@ static int local_address(const struct ctx *c, struct report *rep, char **ret)
 			if (node_in_network(spec, i->ifa_addr))
 				best = node_sa_text(i->ifa_addr);
 		}
-	freeifaddrs(ifa);
 	if (!best) {
 		if (spec->cluster.has_network)
 			report_detail(rep, "no interface has an address inside cluster.network %s",
@@ -185,25 +194,24 @@ int node_ipoib_network(const struct ctx *c, struct cidr *ret)
 }
 
 /* The IPoIB address: rdma.ipoib's interface, else the first ib* interface with IPv4. */
-static char *ipoib_address(const struct ctx *c)
+static char *ipoib_address(const struct ctx *c, struct ifaddrs **ifa)
 {
 	const char *want = c->spec->rdma.present ? c->spec->rdma.ipoib : NULL;
-	struct ifaddrs *ifa, *i;
+	struct ifaddrs *i;
 	char *ret = NULL;
 	struct cidr net;
 	bool has;
 
 	if (env_ipoib(&ret, &net, &has) > 0)
 		return ret;
-	if (getifaddrs(&ifa) < 0)
+	if (interfaces(ifa) < 0)
 		return NULL;
-	for (i = ifa; i && !ret; i = i->ifa_next) {
+	for (i = *ifa; i && !ret; i = i->ifa_next) {
 		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP))
 			continue;
 		if (want ? strcmp(i->ifa_name, want) == 0 : strncmp(i->ifa_name, "ib", 2) == 0)
 			ret = node_sa_text(i->ifa_addr);
 	}
-	freeifaddrs(ifa);
 	return ret;
 }
 
@@ -293,6 +301,7 @@ void node_state_like(struct peer *dst, const struct peer *src)
 int node_facts(struct ctx *c, struct report *rep, struct peer *p)
 {
 	const struct spec *spec = c->spec;
+	struct ifaddrs *ifa = NULL;
 	int r;
 
 	memset(p, 0, sizeof(*p));
@@ -304,10 +313,13 @@ int node_facts(struct ctx *c, struct report *rep, struct peer *p)
 			      p->hostname ? p->hostname : "");
 		return -EINVAL;
 	}
-	r = local_address(c, rep, &p->addr);
+	r = local_address(c, rep, &ifa, &p->addr);
+	if (r >= 0)
+		p->ipoib_addr = ipoib_address(c, &ifa);
+	if (ifa)
+		freeifaddrs(ifa);
 	if (r < 0)
 		return r;
-	p->ipoib_addr = ipoib_address(c);
 	rdma_node_identity(c, rep, p);  /* fabric devices, P_Key, placement group (lib/ib/identity.c) */
 	p->slots = slots_node(c, rep, usable_cores());   /* mpi.slots, mpi.slots_per_gpu (lib/slots) */
 	p->head = spec->cluster.role == ROLE_HEAD;

@@ -331,6 +331,7 @@ static void test_temp_names(void)
 	 * went back before the next run): the converged write still tidies.
 	 */
 	usleep(20000);
+	fs_run_begin();         /* the next run: it looks again (test_run_memo) */
 	put("/home/shared/authorized_keys.hpcinit-tmp.node1.mnopqr", "killed with other content");
 	TEST_INTEQ(fs_write(&c, &r, "/home/shared/authorized_keys", "k\n", 2, 0600, 0, 0), 0);
 	TEST_CHECK(!fs_exists(&c, "/home/shared/authorized_keys.hpcinit-tmp.node1.mnopqr"));
@@ -462,6 +463,57 @@ static void test_fd_read_full(void)
 	TEST_INTEQ(fd_read_full(fd, buf, 1), -EBADF);
 }
 
+/*
+ * Within a run a directory is walked to and looked through once (fs_seen):
+ * a temp file made there later in the run is a live write's, left alone;
+ * the next run (fs_run_begin) and a forked child look again.  A directory
+ * that held a temp file of this node is looked through at every write.
+ */
+static void test_run_memo(void)
+{
+	struct ctx c = { .root = root, .mode = RUN_APPLY, .hostname = "node1" };
+	struct report r;
+	char *p = fs_rooted(root, "/srv/memo");
+	pid_t pid;
+	int st;
+
+	report_init(&r);
+	fs_run_begin();
+	TEST_INTEQ(fs_mkdir_p(&c, &r, "/srv/memo", 0755, 0, 0), 1);
+	TEST_INTEQ(fs_write(&c, &r, "/srv/memo/a", "a\n", 2, 0644, 0, 0), 1);
+	put("/srv/memo/b.hpcinit-tmp.node1.abcdef", "made after the look, in this run");
+	TEST_INTEQ(fs_write(&c, &r, "/srv/memo/b", "b\n", 2, 0644, 0, 0), 1);
+	TEST_CHECK(fs_exists(&c, "/srv/memo/b.hpcinit-tmp.node1.abcdef"));
+	fs_run_begin();
+	TEST_INTEQ(fs_write(&c, &r, "/srv/memo/b", "B\n", 2, 0644, 0, 0), 1);
+	TEST_CHECK(!fs_exists(&c, "/srv/memo/b.hpcinit-tmp.node1.abcdef"));
+
+	/* a killed run's temp file of another name: every write looks */
+	fs_run_begin();
+	put("/srv/memo/z.hpcinit-tmp.node1.zzzzzz", "a killed run's");
+	TEST_INTEQ(fs_write(&c, &r, "/srv/memo/a", "A\n", 2, 0644, 0, 0), 1);
+	put("/srv/memo/b.hpcinit-tmp.node1.ghijkl", "a killed run's too");
+	TEST_INTEQ(fs_write(&c, &r, "/srv/memo/b", "b\n", 2, 0644, 0, 0), 1);
+	TEST_CHECK(!fs_exists(&c, "/srv/memo/b.hpcinit-tmp.node1.ghijkl"));
+	TEST_CHECK(fs_exists(&c, "/srv/memo/z.hpcinit-tmp.node1.zzzzzz"));
+
+	/* the walk: found safe once in this run; a forked child and the next run walk again */
+	TEST_INTEQ(fs_mkdir_p(&c, &r, "/srv/memo", 0755, 0, 0), 0);
+	TEST_INTEQ(chmod(p, 0777), 0);
+	TEST_INTEQ(fs_mkdir_p(&c, &r, "/srv/memo", 0755, 0, 0), 0);
+	pid = fork();
+	if (pid == 0)
+		_exit(fs_mkdir_p(&c, &r, "/srv/memo", 0755, 0, 0) == -EPERM ? 0 : 1);
+	TEST_INTEQ(waitpid(pid, &st, 0), pid);
+	TEST_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	fs_run_begin();
+	TEST_INTEQ(fs_mkdir_p(&c, &r, "/srv/memo", 0755, 0, 0), -EPERM);
+	TEST_INTEQ(chmod(p, 0755), 0);
+	fs_run_begin();
+	free(p);
+	report_free(&r);
+}
+
 int main(void)
 {
 	if (!mkdtemp(root)) {
@@ -484,6 +536,7 @@ int main(void)
 	test_mkdir_safety();
 	test_truncated_block();
 	test_temp_names();
+	test_run_memo();
 	test_fd_read_full();
 	test_rm_rf(root);
 	TEST_EXIT();
