@@ -154,22 +154,63 @@ static int read_stdin(char **ret, size_t *ret_len, size_t max)
 	return 0;
 }
 
+/*
+ * What this process (serve: one step's calls) last put: a node's record is
+ * put by its own node only, so a second sync of the same key under the same
+ * lease with a different value (the announce after the first publish) needs
+ * no range to know it differs, and a lease this process granted or kept
+ * alive less than half its TTL ago needs no keepalive (etcd keeps a lease
+ * its TTL from the grant; a leader change only lengthens it).  A lease
+ * revoked in between (hpcinit leave takes the run lock; an admin) makes the
+ * put fail: then a new lease is granted and the put made again.
+ */
+static struct {
+	char *key, *value;
+	size_t vlen;
+	int64_t lease, ttl, at_ms;      /* the lease's TTL as of at_ms (mono_ms) */
+} mine;
+
+static void mine_note(const char *k, const char *value, size_t vlen, int64_t lease, int64_t ttl, bool alive)
+{
+	if (!mine.key || strcmp(mine.key, k)) {
+		free(mine.key);
+		mine.key = strdup(k);
+	}
+	free(mine.value);
+	mine.value = malloc(vlen + 1);
+	if (!mine.key || !mine.value)
+		abort();
+	memcpy(mine.value, value, vlen);
+	mine.vlen = vlen;
+	if (alive || mine.lease != lease) {
+		mine.ttl = alive ? ttl : 0;
+		mine.at_ms = mono_ms();
+	}
+	mine.lease = lease;
+}
+
 static int cmd_sync(const char *k, int64_t ttl_s, int64_t lease)
 {
 	json_object *req, *j = NULL, *kvs = NULL;
-	int64_t ttl = 0, rev = 0;
+	int64_t ttl = 0, rev = 0, age;
 	char *value = NULL;
 	size_t vlen = 0;
-	bool same = false, fresh = false;
+	bool same = false, fresh = false, alive = false, mine_lease;
 	int r;
 
 	read_stdin(&value, &vlen, STDIN_MAX);
 	if (ttl_s == 0)
 		lease = 0;
-	if (lease > 0) {
+	age = mono_ms() - mine.at_ms;
+	mine_lease = lease > 0 && lease == mine.lease && mine.ttl > 0 && age < mine.ttl * 1000 / 2;
+again:
+	if (mine_lease) {
+		ttl = mine.ttl - (age + 999) / 1000;
+	} else if (lease > 0) {
 		r = lease_keepalive(lease, &ttl);
 		if (r < 0)
 			goto out;
+		alive = ttl > 0;
 	}
 	if (ttl <= 0 && ttl_s > 0) {
 		fresh = true;
@@ -187,12 +228,14 @@ static int cmd_sync(const char *k, int64_t ttl_s, int64_t lease)
 			r = R_REFUSED;
 			goto out;
 		}
+		alive = true;
 	}
 	/*
 	 * Put only what differs: an unchanged record wakes no watcher.  The
 	 * caller that knows it differs (--put always) saves the range.
 	 */
-	if (put_always)
+	if (put_always || (mine.key && !strcmp(mine.key, k) && mine.lease == lease &&
+			   (mine.vlen != vlen || memcmp(mine.value, value, vlen))))
 		fresh = true;
 	req = json_object_new_object();
 	json_object_object_add(req, "key", b64_obj(k, strlen(k)));
@@ -220,10 +263,21 @@ static int cmd_sync(const char *k, int64_t ttl_s, int64_t lease)
 		json_object_object_add(req, "value", b64_obj(value, vlen));
 		json_object_object_add(req, "lease", i64_obj(lease));
 		r = request("/v3/kv/put", req, &j);
+		if (r == R_REFUSED && mine_lease) {
+			/* the lease this process held is gone (revoked): ask as a first sync would */
+			json_object_put(j);
+			j = NULL;
+			mine_lease = false;
+			mine.lease = 0;
+			fresh = false;
+			goto again;
+		}
 		if (r < 0)
 			goto out;
 		rev = header_rev(j);
 	}
+	if (lease > 0)
+		mine_note(k, value, vlen, lease, ttl, alive);
 	printf("lease %" PRId64 "\nttl %" PRId64 "\nput %d\nrev %" PRId64 "\n", lease, ttl, !same, rev);
 	if (etcd_date)
 		printf("date %" PRId64 "\n", etcd_date);
@@ -491,7 +545,19 @@ static int serve(void)
 	return EX_OK;
 }
 
+#ifdef HPCINIT_ETCD_MODULE
+/*
+ * hpcinit-etcd.so: this program as a module, entered in a child the agent
+ * forked (proc_start_module): the same process it would be, without the
+ * exec, the dynamic loader and libc's start (on a VM each start asks the
+ * CPU for its features and caches, and every such question traps to the
+ * hypervisor).  Only this symbol is visible.
+ */
+__attribute__((visibility("default"))) int hpcinit_etcd_main(int argc, char **argv);
+__attribute__((visibility("default"))) int hpcinit_etcd_main(int argc, char **argv)
+#else
 int main(int argc, char **argv)
+#endif
 {
 	int i = 1, ret;
 	int64_t deadline = 0;

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 #include "config.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -422,8 +424,62 @@ static void child_init(struct proc_child *ch)
 	ch->t_start = now_ms();
 }
 
+/*
+ * In a forked child: prog's module entered in place of exec, when it loads
+ * (0 is never returned: the child exits with the entry's code).  The child
+ * is made what an exec would make it: the environment, caught signals back
+ * to their default, no input the parent's stdio had buffered; fd 3 (the
+ * exec report, close-on-exec) closed, which tells the parent it started.
+ */
+static void enter_module(const char *module, const char *entry, char *const argv[], char *const envp[])
+{
+	void *h = dlopen(module, RTLD_NOW | RTLD_LOCAL), *sym = h ? dlsym(h, entry) : NULL;
+	int (*fn)(int, char **);
+	int argc = 0, code;
+	union { char *const *c; char **m; } av = { argv };
+
+	if (!sym)
+		return;                 /* not there or not loadable: the program is exec'd */
+	memcpy(&fn, &sym, sizeof(fn));
+	for (int s = 1; s < NSIG; s++) {
+		struct sigaction sa;
+
+		if (sigaction(s, NULL, &sa) == 0 && sa.sa_handler != SIG_DFL &&
+		    sa.sa_handler != SIG_IGN)
+			signal(s, SIG_DFL);
+	}
+	while (argv[argc])
+		argc++;
+	{
+		union { char *const *c; char **m; } ev = { envp };
+
+		environ = ev.m;
+	}
+	__fpurge(stdin);
+	close(3);
+	code = fn(argc, av.m);
+	fflush(stdout);
+	fflush(stderr);
+	_exit(code & 0xff);
+}
+
+static int start_argv(struct proc_child *ch, const char *module, const char *entry, const char *prog,
+		      const char *const argv[], const char *const envp[], const char *stdin_data);
+
 int proc_start_argv(struct proc_child *ch, const char *prog, const char *const argv[],
 		    const char *const envp[], const char *stdin_data)
+{
+	return start_argv(ch, NULL, NULL, prog, argv, envp, stdin_data);
+}
+
+int proc_start_module(struct proc_child *ch, const char *module, const char *entry, const char *prog,
+		      const char *const argv[], const char *const envp[], const char *stdin_data)
+{
+	return start_argv(ch, module, entry, prog, argv, envp, stdin_data);
+}
+
+static int start_argv(struct proc_child *ch, const char *module, const char *entry, const char *prog,
+		      const char *const argv[], const char *const envp[], const char *stdin_data)
 {
 	static const char *const default_env[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL };
 	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, inp[2] = { -1, -1 }, execp[2] = { -1, -1 };
@@ -457,6 +513,8 @@ int proc_start_argv(struct proc_child *ch, const char *prog, const char *const a
 		/* execve's prototype predates const; the arrays are not modified. */
 		union { const char *const *c; char *const *m; } av = { argv }, ev = { envp ? envp : default_env };
 
+		if (module)
+			enter_module(module, entry, av.m, ev.m);
 		execve(prog, av.m, ev.m);
 		e = errno;
 		(void)!write(3, &e, sizeof(e));

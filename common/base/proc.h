@@ -80,6 +80,14 @@ struct proc_limits {
 int proc_start_argv(struct proc_child *ch, const char *prog, const char *const argv[],
 		    const char *const envp[], const char *stdin_data);
 /*
+ * As proc_start_argv, but the forked child enters module's entry (its
+ * main(argc, argv), dlopen'd: libexec/hpcinit-etcd.so) in place of
+ * exec'ing prog: the same program without a process start.  Where module
+ * does not load, prog is exec'd as by proc_start_argv.
+ */
+int proc_start_module(struct proc_child *ch, const char *module, const char *entry, const char *prog,
+		      const char *const argv[], const char *const envp[], const char *stdin_data);
+/*
  * Fork and run fn(arg, fd) in the child, then _exit(0); fd is its only open
  * descriptor besides /dev/null on 0-2 (with cmd_stdin, stdin is the parent's
  * in_fd, which the caller closes before proc_wait), and is read into ch->out.  The child

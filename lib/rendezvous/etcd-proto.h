@@ -21,6 +21,9 @@
 #define HPCINIT_ETCD_PROTO_H
 
 #define ETCD_HELPER_NAME "hpcinit-etcd"
+/* The same program as a module a step's session enters in a forked child (proc_start_module). */
+#define ETCD_HELPER_MODULE "hpcinit-etcd.so"
+#define ETCD_HELPER_ENTRY "hpcinit_etcd_main"
 
 /* Exit codes. */
 enum {

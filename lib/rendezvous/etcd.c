@@ -208,6 +208,7 @@ static int sess_talk(const struct ctx *c, uint64_t end, struct proc_result *res)
 	if (!sess.up) {
 		struct strlist argv = { 0 };
 		const char **av;
+		char *module;
 
 		rv_etcd_argv(c, &argv, RV_CALL_TIMEOUT_MS);
 		strlist_push(&argv, "serve");
@@ -215,7 +216,11 @@ static int sess_talk(const struct ctx *c, uint64_t end, struct proc_result *res)
 		for (size_t i = 0; i < argv.n; i++)
 			av[i] = argv.v[i];
 		memset(&sess.ch, 0, sizeof(sess.ch));
-		r = proc_start_argv(&sess.ch, av[0], av, NULL, sess.req);     /* the first request: its stdin */
+		/* the helper entered in the forked child, not exec'd (hpcinit-etcd.c, ETCD_HELPER_MODULE) */
+		module = proc_helper_path(ETCD_HELPER_MODULE);
+		r = proc_start_module(&sess.ch, module, ETCD_HELPER_ENTRY, av[0], av, NULL,
+				      sess.req);     /* the first request: its stdin */
+		free(module);
 		free(av);
 		strlist_free(&argv);
 		if (r < 0)

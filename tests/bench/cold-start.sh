@@ -14,7 +14,8 @@
 # waited-for children.  The floor in the same runs: "hpcinit --version" started the same way.
 # Every apply must exit 0 with a hostfile of R+1 hosts, else the bench fails and prints no
 # figure.  With BASELINE=<an older hpcinit binary> each run is made with both, interleaved,
-# and the ratio printed.
+# and the ratio printed; BASELINE_LIBEXEC=<its build directory> gives it its own helpers
+# (hpcinit-etcd), else it runs this build's.
 # Printed, for each method (and binary): the mean CPU at each R, the fixed part (at the
 # smallest R, less the floor) and the per-record term (the slope between the smallest and
 # the largest R, microseconds a record).
@@ -84,7 +85,9 @@ for i in $(seq 1 "$RUNS"); do
 				cold "$m" "$r"
 				child_cpu
 				c0=$CHILD_CPU
-				if ! "${IN[@]}" "${BINS[$b]}" apply >"$T/out" 2>&1; then
+				lx=$HPCINIT_LIBEXEC_DIR
+				[ "$b" = 0 ] || lx=${BASELINE_LIBEXEC:-$lx}
+				if ! HPCINIT_LIBEXEC_DIR=$lx "${IN[@]}" "${BINS[$b]}" apply >"$T/out" 2>&1; then
 					echo "cold-start.sh: apply ($m, $r records, ${BINS[$b]}) failed; no figures:" >&2
 					sed 's/^/  | /' "$T/out" >&2
 					exit 1

@@ -220,8 +220,58 @@ static void test_build_tree(void)
 	free(u);
 }
 
+static void on_term(int sig)
+{
+	(void)sig;
+}
+
+/* What proc_start_module makes of its child, and its exec where the module does not load. */
+static void test_module(void)
+{
+	const struct proc_limits lim = { .timeout_ms = 10000, .term_grace_ms = 1000, .reap_ms = 500 };
+	const char *argv[] = { "echo", "a b", NULL }, *envp[] = { "HPCINIT_TEST_ENV=child", NULL };
+	char *exe = realpath("/proc/self/exe", NULL), *module;
+	struct sigaction sa = { .sa_handler = on_term }, old;
+	const char *modules[] = { NULL, "/nonexistent-hpcinit/x.so", NULL };
+	const char *entries[] = { "test_module_main", "test_module_main", "no_such_entry" };
+
+	TEST_CHECK(exe != NULL);
+	if (!exe)
+		return;
+	*strrchr(exe, '/') = '\0';
+	module = xasprintf("%s/test-module.so", exe);
+	modules[0] = modules[2] = module;
+	/* what a child must not keep of its parent: a handler, the environment, buffered input */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, &old);
+	setenv("HPCINIT_TEST_ENV", "parent", 1);
+	ungetc('X', stdin);
+	for (int i = 0; i < 3; i++) {
+		struct proc_child ch = { 0 };
+
+		TEST_INTEQ(proc_start_module(&ch, modules[i], entries[i], "/bin/echo", argv, envp, "line\n"), 0);
+		proc_wait(&ch, 1, &lim);
+		TEST_CHECK(ch.exited && WIFEXITED(ch.status));
+		if (i == 0) {
+			TEST_INTEQ(WEXITSTATUS(ch.status), 7);
+			TEST_STREQ(sb_str(&ch.out), "argc 2 [a b] env child sigterm default fd3 closed stdin line\n");
+		} else {
+			/* not there, or no such entry: the program exec'd */
+			TEST_INTEQ(WEXITSTATUS(ch.status), 0);
+			TEST_STREQ(sb_str(&ch.out), "a b\n");
+		}
+		proc_child_free(&ch);
+	}
+	sigaction(SIGTERM, &old, NULL);
+	unsetenv("HPCINIT_TEST_ENV");
+	(void)getc(stdin);
+	free(module);
+	free(exe);
+}
+
 int main(void)
 {
+	test_module();
 	test_engine();
 	test_exit_wakes();
 	test_build_tree();
