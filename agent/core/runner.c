@@ -504,11 +504,14 @@ int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
 	}
 	if (record)
 		prior = status_prior_load(c, &c->node);   /* what the last runs left: this run's record says it */
-	stay_at = stay_index(c, mods, res->ran, n, record && c->mode == RUN_APPLY && !c->node.known);
+	/* the node's state goes from unknown to known (a whole apply): the announce surely comes */
+	c->announce_follows = record && c->mode == RUN_APPLY && !c->node.known && status_records_apply(c, o);
+	stay_at = stay_index(c, mods, res->ran, n, c->announce_follows);
 	for (size_t i = 0; i < n; i++)
 		if (res->ran[i])
 			run_one(c, &mods[i], i, res);
 	stay_at = SIZE_MAX;
+	c->announce_follows = false;
 	proc_stuck_dir(NULL);
 	free(mods);
 	res->duration_ms = now_ms() - t0;

@@ -71,6 +71,11 @@ static enum part_id part_of(const struct ctx *c, const struct run_opts *o)
 	return PART_REFRESH;
 }
 
+bool status_records_apply(const struct ctx *c, const struct run_opts *o)
+{
+	return part_of(c, o) == PART_APPLY;
+}
+
 static char *part_path(enum part_id p)
 {
 	return xasprintf("%s/%s.json", STATUS_DIR, status_part_names[p]);

@@ -10,6 +10,9 @@
 /* The exit code of hpcinit status (and a part's) when the node's state is unknown. */
 #define STATUS_EXIT_UNKNOWN 4
 
+/* Does this run record the apply part (a whole apply: after it the node's state is known)? */
+bool status_records_apply(const struct ctx *c, const struct run_opts *o);
+
 /*
  * The parts on record before a run that records itself, read once under the
  * run lock: *ret_node is the node's state they say (the state the last runs

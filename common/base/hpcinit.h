@@ -79,6 +79,9 @@ struct ctx {
 	bool refresh;           /* hpcinit refresh or watch: discovery looks once, never waits for expect */
 	bool step_stays;        /* in a step's child that stays for the announce (runner.c):
 				 * a step may keep its session open for it */
+	bool announce_follows;  /* this run ends with the announce of the node's state (the first
+				 * apply of the boot: runner.c); a step may leave to that put what
+				 * it would put itself (discovery: "formed: true") */
 	uint64_t deadline_ms;   /* CLOCK_MONOTONIC ms when the running module must give up */
 	const char *module;     /* name of the running module, for logs */
 	/* Overrides a fake root may supply (documented; tests use them). */

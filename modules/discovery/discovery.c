@@ -286,9 +286,17 @@ static int disc_run(struct ctx *c, struct report *rep)
 	if (r == 0 && !run.ready && run.found.n + 1 >= c->spec->discovery.expect)
 		run.ready = true;
 	if (r == 0 && run.ready && !marked && ctx_may_write(c)) {
-		/* Formed now: remember it for this boot, and tell the next node to join. */
+		/*
+		 * Formed now: remember it for this boot, and tell the next node to
+		 * join.  Where the run ends with the announce of this node's state
+		 * (its first apply of the boot), that put says it (disc_announce
+		 * reads the mark): one change of the record fewer for every
+		 * watcher and every waiting node to read, at a cold start.
+		 */
 		disc_mark_ready(c);
-		if (!run.self.formed && !left) {
+		if (!run.self.formed && !left && c->announce_follows) {
+			run.self.formed = true;
+		} else if (!run.self.formed && !left) {
 			struct report *keep = run.rep, scratch;
 
 			run.self.formed = true;

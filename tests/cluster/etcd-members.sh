@@ -43,16 +43,23 @@ grpc() {
 	done
 	echo "$s"
 }
-ka0=$(grpc LeaseKeepAlive) rg0=$(grpc Range)
+ka0=$(grpc LeaseKeepAlive) rg0=$(grpc Range) pt0=$(grpc Put)
 HPCINIT_WRAPPER_WAS=${HPCINIT_WRAPPER:-}
 HPCINIT_WRAPPER="$T/trace-wrap $HPCINIT_WRAPPER_WAS"
 check "apply on 3 nodes at once: every one exits 0" apply_all "$T/apply" "${ALL[@]}"
 HPCINIT_WRAPPER=$HPCINIT_WRAPPER_WAS
-ka=$(($(grpc LeaseKeepAlive) - ka0)) rg=$(($(grpc Range) - rg0))
+ka=$(($(grpc LeaseKeepAlive) - ka0)) rg=$(($(grpc Range) - rg0)) pt=$(($(grpc Put) - pt0))
 # The announce is one put: the lease its session granted a moment before needs no keepalive,
 # and the record it put then differs from the one it puts now without asking (hpcinit-etcd.c).
 check "the 3 cold starts kept no lease alive (etcd counted $ka) and ranged once a node at most (their list; $rg)" \
 	test "$ka" = 0 -a "$rg" -le 3
+# A node's record changes twice on its way in: its first put, and the announce of its state,
+# which also says the cluster formed (discovery leaves "formed: true" to it: one change fewer
+# for every watcher and every waiting node to read).
+check "the 3 cold starts put 2 records a node (etcd counted $pt): the first, and the announce saying formed" \
+	test "$pt" = 6
+check "... every key's record says the cluster formed" \
+	same_text "$(for n in "${ALL[@]}"; do val "$n" | grep -c '^formed: true$'; done | tr '\n' ' ')" "1 1 1 "
 check "every key's record says ready" \
 	same_text "$(for n in "${ALL[@]}"; do val "$n" | grep -c '^state: ready$'; done | tr '\n' ' ')" "1 1 1 "
 # The state went from nothing to ready: the announce put it through the discovery step's own
