@@ -425,11 +425,12 @@ static void child_init(struct proc_child *ch)
 }
 
 /*
- * In a forked child: prog's module entered in place of exec, when it loads
- * (0 is never returned: the child exits with the entry's code).  The child
- * is made what an exec would make it: the environment, caught signals back
- * to their default, no input the parent's stdio had buffered; fd 3 (the
- * exec report, close-on-exec) closed, which tells the parent it started.
+ * In a forked child: prog's module entered in place of exec.  Returns only
+ * where the module does not load (the caller then execs prog); else the
+ * child exits with the entry's code.  The child is made what an exec would
+ * make it: the environment, caught signals back to their default, no input
+ * the parent's stdio had buffered; fd 3 (the exec report, close-on-exec)
+ * closed, which tells the parent it started.
  */
 static void enter_module(const char *module, const char *entry, char *const argv[], char *const envp[])
 {
