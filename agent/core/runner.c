@@ -505,7 +505,7 @@ int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
 	if (record)
 		prior = status_prior_load(c, &c->node);   /* what the last runs left: this run's record says it */
 	/* the node's state goes from unknown to known (a whole apply): the announce surely comes */
-	c->announce_follows = record && c->mode == RUN_APPLY && !c->node.known && status_records_apply(c, o);
+	c->announce_follows = record && c->mode == RUN_APPLY && !c->node.known && status_part_of(c, o) == PART_APPLY;
 	stay_at = stay_index(c, mods, res->ran, n, c->announce_follows);
 	for (size_t i = 0; i < n; i++)
 		if (res->ran[i])

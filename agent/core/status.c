@@ -60,22 +60,6 @@ struct part {
 	size_t n;
 };
 
-static enum part_id part_of(const struct ctx *c, const struct run_opts *o)
-{
-	if (c->mode == RUN_CHECK)
-		return PART_CHECK;
-	if (c->verify)
-		return PART_VERIFY;
-	if (strcmp(o->command, "apply") == 0 && o->only.n == 0)
-		return PART_APPLY;
-	return PART_REFRESH;
-}
-
-bool status_records_apply(const struct ctx *c, const struct run_opts *o)
-{
-	return part_of(c, o) == PART_APPLY;
-}
-
 static char *part_path(enum part_id p)
 {
 	return xasprintf("%s/%s.json", STATUS_DIR, status_part_names[p]);
@@ -664,7 +648,7 @@ void status_write(struct ctx *c, const struct run_opts *o, const struct run_resu
 	struct report scratch;
 	struct status_prior own;
 	struct part *parts = prior ? prior->parts : own.parts;
-	enum part_id id = part_of(c, o);
+	enum part_id id = status_part_of(c, o);
 	char *json, *pp = part_path(id), *status = NULL, *textfile = NULL;
 	const char *paths[] = { STATUS_PATH, LAST_RUN_PATH };
 	struct boot boot;

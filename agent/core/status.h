@@ -4,14 +4,12 @@
 #define HPCINIT_STATUS_H
 
 #include <stdio.h>
+#include <string.h>
 
 #include "runner.h"
 
 /* The exit code of hpcinit status (and a part's) when the node's state is unknown. */
 #define STATUS_EXIT_UNKNOWN 4
-
-/* Does this run record the apply part (a whole apply: after it the node's state is known)? */
-bool status_records_apply(const struct ctx *c, const struct run_opts *o);
 
 /*
  * The parts on record before a run that records itself, read once under the
@@ -36,6 +34,17 @@ void runner_print_table(const struct ctx *c, const struct run_result *res, FILE 
 
 /* The kinds of run status.json is composed from, and their names there. */
 enum part_id { PART_APPLY, PART_REFRESH, PART_VERIFY, PART_CHECK, N_PARTS };
+/* The part a run records (PART_APPLY: a whole apply, after which the node's state is known). */
+static inline enum part_id status_part_of(const struct ctx *c, const struct run_opts *o)
+{
+	if (c->mode == RUN_CHECK)
+		return PART_CHECK;
+	if (c->verify)
+		return PART_VERIFY;
+	if (strcmp(o->command, "apply") == 0 && o->only.n == 0)
+		return PART_APPLY;
+	return PART_REFRESH;
+}
 extern const char *const status_part_names[N_PARTS];
 /* "ready", "degraded" or "failed" for an exit code 0, 3 or 1. */
 const char *status_result_word(int code);
