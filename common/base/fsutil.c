@@ -240,6 +240,14 @@ static void seen_add(char *what)
 		free(what);
 }
 
+/* name is a temp file of this node's, mark its ".hpcinit-tmp.<node>." (tmp_prefix of "") */
+static bool own_temp(const char *name, const char *mark)
+{
+	const char *at = strstr(name, mark);
+
+	return at && at > name && strlen(at) == strlen(mark) + 6;
+}
+
 /*
  * A run killed between creating its temp file and the rename leaves
  * "<name>.hpcinit-tmp.<node>.XXXXXX" behind; the next write of <name> on
@@ -264,8 +272,8 @@ static void remove_stale_temps(const struct ctx *c, const char *hostpath)
 		while ((de = readdir(d))) {
 			if (strncmp(de->d_name, prefix, pl) == 0 && strlen(de->d_name) == pl + 6)
 				(void)unlinkat(dirfd(d), de->d_name, 0);
-			else if (!any && strstr(de->d_name, mark))
-				any = true;
+			else if (!any)
+				any = own_temp(de->d_name, mark);
 		}
 		closedir(d);
 		if (!any) {
@@ -295,12 +303,10 @@ static bool dir_changed_since(const char *hostpath, const struct stat *st)
 
 bool fs_is_own_temp(const struct ctx *c, const char *name)
 {
-	char *prefix = tmp_prefix(c, "");
-	const char *mark = strstr(name, prefix);
-	size_t pl = strlen(prefix);
-	bool own = mark && mark > name && strlen(mark) == pl + 6;
+	char *mark = tmp_prefix(c, "");
+	bool own = own_temp(name, mark);
 
-	free(prefix);
+	free(mark);
 	return own;
 }
 

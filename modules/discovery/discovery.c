@@ -294,19 +294,19 @@ static int disc_run(struct ctx *c, struct report *rep)
 		 * watcher and every waiting node to read, at a cold start.
 		 */
 		disc_mark_ready(c);
-		if (!run.self.formed && !left && c->announce_follows) {
+		if (!run.self.formed && !left) {
 			run.self.formed = true;
-		} else if (!run.self.formed && !left) {
-			struct report *keep = run.rep, scratch;
+			if (!c->announce_follows) {
+				struct report *keep = run.rep, scratch;
 
-			run.self.formed = true;
-			report_init(&scratch);
-			run.rep = &scratch;
-			if (m->publish(&run) < 0)
-				report_detail(keep, "this node's record does not say the cluster formed yet "
-					      "(the next refresh writes it)");
-			run.rep = keep;
-			report_free(&scratch);
+				report_init(&scratch);
+				run.rep = &scratch;
+				if (m->publish(&run) < 0)
+					report_detail(keep, "this node's record does not say the cluster formed "
+						      "yet (the next refresh writes it)");
+				run.rep = keep;
+				report_free(&scratch);
+			}
 		}
 	}
 

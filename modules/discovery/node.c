@@ -71,10 +71,6 @@ static int env_address(const char *var, char **ret)
 	return 1;
 }
 
-/*
- * This node's address: the first interface address inside cluster.network
- * (without a network: the first non-loopback IPv4, then IPv6, address).
- */
 /* The interfaces, listed once for the record's addresses (*ifa: NULL until then). */
 static int interfaces(struct ifaddrs **ifa)
 {
@@ -85,6 +81,10 @@ static int interfaces(struct ifaddrs **ifa)
 	return 0;
 }
 
+/*
+ * This node's address: the first interface address inside cluster.network
+ * (without a network: the first non-loopback IPv4, then IPv6, address).
+ */
 static int local_address(const struct ctx *c, struct report *rep, struct ifaddrs **ifa, char **ret)
 {
 	const struct spec *spec = c->spec;
