@@ -33,16 +33,10 @@ chmod 0755 "$T/trace-wrap"
 starts() { cat "$T/trace.$1".* | grep -Ec 'execve\(".*/hpcinit-etcd", .* = 0$|openat\(.*/hpcinit-etcd\.so", .* = [0-9]+$' || true; }
 execs() { cat "$T/trace.$1".* | grep -Ec 'execve\(".*/hpcinit-etcd", .* = 0$' || true; }
 
-# What the cold starts ask of etcd, counted by the members (gRPC calls the JSON gateway makes).
-grpc() {
-	local i s=0
-	for i in 1 2 3; do
-		s=$((s + $(ip netns exec "$ETCD_NS" curl -s "$(etcd_client_url "$i")/metrics" |
-			awk -v m="grpc_method=\"$1\"" 'index($0, "grpc_server_started_total{") == 1 && index($0, m) {s += $2}
-				END {printf "%d", s}')))
-	done
-	echo "$s"
-}
+# What the cold starts ask of etcd, counted by the members (tests/lib/etcd-metrics.sh).
+. "$TOP_SRCDIR/tests/lib/etcd-metrics.sh"
+in_etcd() { ip netns exec "$ETCD_NS" "$@"; }
+grpc() { etcd_grpc_started "$1" in_etcd "$(etcd_client_url 1)" "$(etcd_client_url 2)" "$(etcd_client_url 3)"; }
 ka0=$(grpc LeaseKeepAlive) rg0=$(grpc Range) pt0=$(grpc Put)
 HPCINIT_WRAPPER_WAS=${HPCINIT_WRAPPER:-}
 HPCINIT_WRAPPER="$T/trace-wrap $HPCINIT_WRAPPER_WAS"

@@ -50,8 +50,9 @@ ip netns exec "$NS" etcd --name r1 --data-dir "$T/etcd" --listen-client-urls "$U
 ETCD_PID=$!     # ip execs etcd: this PID is etcd's
 for _ in $(seq 1 100); do in_ns curl -sf "$URL/health" >/dev/null 2>&1 && break; sleep 0.1; done
 in_ns curl -sf "$URL/health" >/dev/null || bail_out "etcd did not start: $(tail -3 "$T/etcd.log")"
-# ranges: the Range calls etcd has started so far
-ranges() { in_ns curl -s "$URL/metrics" | awk '/^grpc_server_started_total\{.*grpc_method="Range"/ {s += $2} END {printf "%d", s}'; }
+# ranges: the Range calls etcd has started so far (tests/lib/etcd-metrics.sh)
+. "$TOP_SRCDIR/tests/lib/etcd-metrics.sh"
+ranges() { etcd_grpc_started Range in_ns "$URL"; }
 put() { in_ns curl -sf -X POST -d "{\"key\":\"$(printf %s "$1" | base64 -w0)\",\"value\":\"$(printf %s "$2" | base64 -w0)\"}" "$URL/v3/kv/put" >/dev/null; }
 helper() { in_ns "$HELPER" --endpoint "$URL" "$@"; }
 
