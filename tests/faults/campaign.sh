@@ -346,7 +346,11 @@ f_netcut() {
 	rnd 2 $((2 * LEASE))
 	later "$R" netup "$n"
 }
-a_netup() { [ "${STATE[$1]}" != up ] || { log "netcut: $1's link up"; ip -n "$1" link set eth0 up; }; }
+# The link comes back unless the node crashed meanwhile (its reboot brings the link up) or is
+# gone.  A node that left meanwhile gets it back too: seed 3702 (shared, 2026-12-07) cut
+# fltc41-15's link, the node left before the link was due back, the old test here skipped it,
+# and the node rejoined with no link for good (every other node's files "missing fltc41-15").
+a_netup() { case ${STATE[$1]:-} in up | left) log "netcut: $1's link up"; ip -n "$1" link set eth0 up ;; esac; }
 f_runfull() {
 	log "/run full on $1 (8 MiB tmpfs)"
 	on "$1" sh -c 'cat /dev/zero > /run/fill' 2>/dev/null
