@@ -473,6 +473,8 @@ int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
 	res->started_unix = (uint64_t)time(NULL);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	res->started_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	res->started_boot_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 	for (size_t i = 0; i < n; i++)
 		report_init(&res->reports[i]);
 	if (runner_check_table(module_table) < 0) {

@@ -40,7 +40,8 @@ struct run_result {
 	size_t n;
 	struct outputs out;             /* the typed outputs the steps handed on; freed with res */
 	uint64_t started_unix;
-	int64_t started_ms;             /* the same, in ms: which part ran a step last */
+	int64_t started_ms;             /* the same, in ms */
+	int64_t started_boot_ms;        /* CLOCK_BOOTTIME, ms: which part ran a step last (status.c) */
 	bool recorded;                  /* the run wrote its status part */
 	uint64_t duration_ms;
 	int exit_code;

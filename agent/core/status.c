@@ -53,6 +53,7 @@ struct part {
 	char *command_buf;              /* owned copy behind command */
 	long long started, duration_ms;
 	long long started_ms;           /* which part ran a step last (older files: started * 1000) */
+	long long boot_ms;              /* started_boot_ms, the boot clock's: this boot's order (0: none) */
 	long long peers;                /* peers known after the run; -1: discovery did not run */
 	int exit_code;
 	struct report *reports;         /* by module_table index */
@@ -198,6 +199,7 @@ static void part_load(const struct ctx *c, enum part_id id, struct part *p)
 	p->command = p->command_buf = xstrdup(ydoc_get(&doc, root, "command") ?: status_part_names[id]);
 	p->started = parse_ll(ydoc_get(&doc, root, "started"), &v) ? v : 0;
 	p->started_ms = parse_ll(ydoc_get(&doc, root, "started_ms"), &v) ? v : p->started * 1000;
+	p->boot_ms = parse_ll(ydoc_get(&doc, root, "started_boot_ms"), &v) && v > 0 ? v : 0;
 	p->duration_ms = parse_ll(ydoc_get(&doc, root, "duration_ms"), &v) ? v : 0;
 	p->peers = parse_ll(ydoc_get(&doc, root, "peers"), &v) && v >= 0 ? v : -1;
 	p->exit_code = parse_ll(ydoc_get(&doc, root, "exit_code"), &v) && v >= 0 && v < 256 ? (int)v : 1;
@@ -226,6 +228,7 @@ static void part_from_result(struct part *p, const struct run_opts *o, const str
 	p->command = o->command;
 	p->started = (long long)res->started_unix;
 	p->started_ms = (long long)res->started_ms;
+	p->boot_ms = (long long)res->started_boot_ms;
 	p->duration_ms = (long long)res->duration_ms;
 	p->exit_code = res->exit_code;
 	p->peers = res->out.peers ? (long long)res->out.peers->n : -1;
@@ -245,6 +248,15 @@ static bool blocked(const struct report *r)
 	return false;
 }
 
+/*
+ * Part a started no earlier than b: by the boot clock, which a wall clock stepped back does
+ * not move (/run/hpcinit holds this boot's parts); an older release's part by the wall clock.
+ */
+static bool ran_after(const struct part *a, const struct part *b)
+{
+	return a->boot_ms && b->boot_ms ? a->boot_ms >= b->boot_ms : a->started_ms >= b->started_ms;
+}
+
 /* For every module, the part whose run of it is the latest (-1: none); checks too or not. */
 static int latest_of(const struct part *parts, size_t i, bool checks)
 {
@@ -252,7 +264,7 @@ static int latest_of(const struct part *parts, size_t i, bool checks)
 
 	for (int k = 0; k < N_PARTS; k++)
 		if (parts[k].present && i < parts[k].n && parts[k].ran[i] && (checks || k != PART_CHECK) &&
-		    (best < 0 || parts[k].started_ms >= parts[best].started_ms))
+		    (best < 0 || ran_after(&parts[k], &parts[best])))
 			best = k;
 	return best;
 }
@@ -404,6 +416,7 @@ static void json_identity(struct strbuf *sb, const struct ctx *c, const struct r
 	json_kv_str(sb, "cluster", c->spec ? c->spec->cluster.name : NULL, 0);
 	json_kv_int(sb, "started", (long long)res->started_unix, 0);
 	json_kv_int(sb, "started_ms", (long long)res->started_ms, 0);
+	json_kv_int(sb, "started_boot_ms", (long long)res->started_boot_ms, 0);
 	json_kv_int(sb, "duration_ms", (long long)res->duration_ms, 0);
 }
 
@@ -413,7 +426,7 @@ static long long latest_peers(const struct part *parts)
 	int best = -1;
 
 	for (int k = 0; k < N_PARTS; k++)
-		if (parts[k].present && parts[k].peers >= 0 && (best < 0 || parts[k].started_ms >= parts[best].started_ms))
+		if (parts[k].present && parts[k].peers >= 0 && (best < 0 || ran_after(&parts[k], &parts[best])))
 			best = k;
 	return best < 0 ? -1 : parts[best].peers;
 }

@@ -12,6 +12,8 @@
 #   5. drift never clears a failure apply left
 #   6. a check that cannot get the run lock (an apply runs) records nothing;
 #      a check --only records nothing; a check writes nothing but its status
+#   7. a wall clock stepped back: a failed apply made under the clock ahead does not
+#      outrank the clean check after it
 # "Everywhere" is: the Azure health answer (hpcinit health under
 # systemd-socket-activate, asked with curl as health-endpoint.sh does),
 # hpcinit_ready and hpcinit_state from a real node_exporter's scrape, and
@@ -160,4 +162,24 @@ agree recorded failed
 rm -f "$SITE"
 run c10 check
 agree end ready
+
+# 7. A wall clock stepped back (600 s ahead, then put right, as NTP does): the apply made under
+#    the wrong clock does not outrank the check after it (this boot's runs are ordered by the
+#    boot clock, started_boot_ms: status.c).  The apply's part gets the times that clock wrote.
+#    The old order (the wall clock's) kept the node failed for those 600 s (fault campaign,
+#    seed 3703: a node 262 s ahead, its failed apply, then ready and its record still failed).
+printf '*  soft  memlock  8192\n' >"$SITE"
+run a4 apply
+check "apply with the site file fails" [ "$rc" -eq 1 ]
+python3 - "$R/run/hpcinit/apply.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["started"] += 600
+d["started_ms"] += 600000
+json.dump(d, open(sys.argv[1], "w"))
+PY
+rm -f "$SITE"
+run c11 check
+check "the clock put right, the check in sync (exit 0)" [ "$rc" -eq 0 ]
+agree clock-back ready
 done_testing

@@ -203,6 +203,26 @@ static void test_check_part(void)
 	/* degraded found by a check: degraded */
 	fake(&parts[PART_CHECK], &f[PART_CHECK], 5000, ST_DEGRADED);
 	TEST_INTEQ(current_exit(parts), 3);
+	/*
+	 * A wall clock stepped back between runs (a node's clock was ahead and NTP put it right):
+	 * the apply made under the wrong clock says it started after the refresh that followed it.
+	 * The order is the boot clock's (started_boot_ms): the refresh's verdict is the node's.
+	 * Seed 3703 of the fault campaign: a node's clock 262 s ahead, its apply failed (no link),
+	 * then it was ready again, and its record said failed until the wall clock passed the
+	 * apply's started_ms.  Parts without the boot clock (older files) go by the wall clock.
+	 */
+	fake(&parts[PART_CHECK], &f[PART_CHECK], 1, ST_OK);
+	parts[PART_CHECK].present = false;
+	fake(&parts[PART_APPLY], &f[PART_APPLY], 9000 + 262000, ST_FAILED);
+	parts[PART_APPLY].boot_ms = 500000;
+	fake(&parts[PART_REFRESH], &f[PART_REFRESH], 9500, ST_OK);
+	parts[PART_REFRESH].boot_ms = 500400;
+	TEST_INTEQ(latest_of(parts, 0, true), PART_REFRESH);
+	TEST_INTEQ(current_exit(parts), 0);
+	parts[PART_REFRESH].boot_ms = 0;       /* an older file: the wall clock's order */
+	TEST_INTEQ(latest_of(parts, 0, true), PART_APPLY);
+	TEST_INTEQ(current_exit(parts), 1);
+	parts[PART_REFRESH].present = false;
 	/* no apply since boot: failed, whatever the check says */
 	parts[PART_APPLY].present = false;
 	fake(&parts[PART_CHECK], &f[PART_CHECK], 6000, ST_OK);
