@@ -15,4 +15,7 @@ check() { local d=$1; shift; if "$@"; then ok "$d"; else not_ok "$d"; fi; }
 done_testing() { echo "# $passes passed, $fails failed"; [ "$fails" -eq 0 ] && [ "$passes" -gt 0 ]; }
 # contains FILE TEXT / not_contains FILE TEXT: for check; the file is shown when it fails
 contains() { grep -qF -- "$2" "$1" || { echo "  '$2' not found in $1:"; sed 's/^/  | /' "$1"; return 1; }; }
+# contains_line FILE LINE: LINE is a whole line of FILE (a metric's sample: its HELP text may hold
+# the same words, "# HELP hpcinit_ready 1 when ...", which contains would take for the sample)
+contains_line() { grep -qxF -- "$2" "$1" || { echo "  no line '$2' in $1:"; sed 's/^/  | /' "$1"; return 1; }; }
 not_contains() { ! grep -qF -- "$2" "$1" || { echo "  '$2' unexpectedly in $1:"; sed 's/^/  | /' "$1"; return 1; }; }

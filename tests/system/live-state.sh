@@ -64,7 +64,7 @@ agree() {
 	check "$name: health answers $h" [ "$(health "$name")" = "$h" ]
 	curl -s "http://127.0.0.1:$NPORT/metrics" >"$T/$name.prom" || true
 	check "$name: node_exporter read the textfile" contains "$T/$name.prom" "node_textfile_scrape_error 0"
-	check "$name: hpcinit_ready $ready" contains "$T/$name.prom" "hpcinit_ready $ready"
+	check "$name: hpcinit_ready $ready" contains_line "$T/$name.prom" "hpcinit_ready $ready"
 	check "$name: hpcinit_state $want" contains "$T/$name.prom" "hpcinit_state{state=\"$want\"} 1"
 	run_hpc "$T/$name.status" status --root "$R"
 	check "$name: hpcinit status exits $code" [ "$rc" -eq "$code" ]

@@ -49,7 +49,7 @@ for _ in $(seq 100); do
 done
 scrape "$T/m1"
 check "node_exporter read the textfile without error" contains "$T/m1" "node_textfile_scrape_error 0"
-check "hpcinit_ready 1" contains "$T/m1" "hpcinit_ready 1"
+check "hpcinit_ready 1" contains_line "$T/m1" "hpcinit_ready 1"
 check "state ready" contains "$T/m1" 'hpcinit_state{state="ready"} 1'
 check "kernel step ok" contains "$T/m1" 'hpcinit_step_result{result="ok",step="kernel"} 1'
 check "a skipped step" contains "$T/m1" 'hpcinit_step_result{result="skipped",step="nfs"} 1'
@@ -74,7 +74,7 @@ printf 'session required pam_unix.so\n' >"$R/etc/pam.d/sshd"
 run_hpc "$T/a2" apply --root "$R" -c "$SPEC" --hostname node01 --kernel-release 6.9.1
 check "apply degraded" [ "$rc" -eq 3 ]
 scrape "$T/m2"
-check "degraded: hpcinit_ready 0" contains "$T/m2" "hpcinit_ready 0"
+check "degraded: hpcinit_ready 0" contains_line "$T/m2" "hpcinit_ready 0"
 check "degraded: state" contains "$T/m2" 'hpcinit_state{state="degraded"} 1'
 check "degraded: the reason's tag" contains "$T/m2" 'hpcinit_finding{severity="degraded",step="memlock",tag="memlock.pam.inactive"} 1'
 check "the boot's ready stays the first" contains "$T/m2" "$ready1"
