@@ -147,6 +147,10 @@ void disc_held_merge(struct disc_run *run, const char *prev, size_t prev_len, ch
 void disc_shared_written(struct ctx *c, struct report *rep);
 /* shared: how long records past their lease are still kept (the grace after the directory came back), 0: not. */
 uint64_t disc_shared_kept_ms(const struct ctx *c);
+/* shared: a list found most records overdue at once (an outage or a partition, not a scale-in): marked now. */
+void disc_shared_most_overdue(struct ctx *c);
+/* shared: how long records past their lease are still held after the last such list, 0: not. */
+uint64_t disc_shared_held_ms(const struct ctx *c);
 
 /* ---- this node's facts (node.c) ---- */
 

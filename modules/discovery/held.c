@@ -224,6 +224,7 @@ void disc_held_merge(struct disc_run *run, const char *prev, size_t prev_len, ch
  */
 #define SHARED_WRITTEN "/run/hpcinit/shared-written"    /* this node's last write of its record */
 #define SHARED_BACK "/run/hpcinit/shared-back"          /* the write that found the directory back */
+#define SHARED_HELD "/run/hpcinit/shared-held"          /* the last list that found most records overdue */
 
 static uint64_t mono_file(const struct ctx *c, const char *path)
 {
@@ -271,4 +272,27 @@ uint64_t disc_shared_kept_ms(const struct ctx *c)
 	uint64_t back = mono_file(c, SHARED_BACK), now = now_ms(), grace = disc_grace_ms(c->spec);
 
 	return back && now - back < grace ? back + grace - now : 0;
+}
+
+/*
+ * Method shared, the other side of an outage: this node reaches the
+ * directory and most of its peers do not (a partition between them and the
+ * server, or their mounts stalled and this node's not).  To this node their
+ * records pass their lease together, which no node can tell from a mass
+ * crash.  A list that finds most records overdue (shared.c) marks it here;
+ * for the grace after the last such list, records past their lease are held
+ * (up to lease + grace old) rather than pruned, while their nodes write
+ * them again.
+ */
+void disc_shared_most_overdue(struct ctx *c)
+{
+	if (ctx_may_write(c))
+		mono_write(c, SHARED_HELD, now_ms());
+}
+
+uint64_t disc_shared_held_ms(const struct ctx *c)
+{
+	uint64_t seen = mono_file(c, SHARED_HELD), now = now_ms(), grace = disc_grace_ms(c->spec);
+
+	return seen && now - seen < grace ? seen + grace - now : 0;
 }

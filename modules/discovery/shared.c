@@ -244,6 +244,8 @@ struct pass {
 	bool do_prune;
 	int64_t now, lease;
 	uint64_t kept_ms;               /* > 0: the directory was away; past the lease is kept (held.c) */
+	size_t valid, overdue;          /* records taken; of them, older than half the lease */
+	struct peerset late;            /* past their lease: judged at the pass's end (settle_late) */
 };
 
 /* Names: <hostname>.rec of another node is read; a bad name is rejected unread. */
@@ -304,6 +306,23 @@ static void parsed_free(void *arg)
 	free(pr);
 }
 
+/* A fresh record (or one kept): admitted as a peer, or rejected saying why. */
+static int take_peer(struct disc_run *run, struct peer *pp, const char *name)
+{
+	struct peer p = *pp;
+	char err[640];
+	const char *tag;
+
+	tag = admit_record(&run->admit, &p, &run->notes, err, sizeof(err));
+	if (tag) {
+		disc_reject(run, tag, "record %s: %s; rejected", name, err);
+		peer_clear(&p);
+		return 0;
+	}
+	*peerset_add(&run->found) = p;
+	return 0;
+}
+
 /* One record the library read and parsed (or refused): a peer, or a rejection saying why. */
 static int take_record(void *arg, const struct rv_entry *e)
 {
@@ -312,8 +331,6 @@ static int take_record(void *arg, const struct rv_entry *e)
 	struct shared *sh = run->priv;
 	struct parsed *pr = e->prep;
 	const char *name = e->name;
-	char err[640];
-	const char *tag;
 	struct peer p;
 	int r;
 
@@ -351,42 +368,96 @@ static int take_record(void *arg, const struct rv_entry *e)
 		peer_clear(&p);
 		return 0;
 	}
+	ps->valid++;
+	if ((ps->now - p.updated) * 2000 > (int64_t)run->c->spec->discovery.lease_ms)
+		ps->overdue++;  /* not written for half the lease */
 	if (ps->now - p.updated > ps->lease && ps->kept_ms) {
 		report_detail(run->rep, "record %s: past its lease by %" PRId64 " s, kept: the directory was "
 			      "away, its node may not have written it since (%" PRIu64 " s of the grace left)",
 			      name, ps->now - p.updated - ps->lease, (ps->kept_ms + 999) / 1000);
 	} else if (ps->now - p.updated > ps->lease) {
-		sh->expired++;
-		if (ps->do_prune)
-			prune(run, name, "lease expired (scale-in)");
-		peer_clear(&p);
+		*peerset_add(&ps->late) = p;    /* a scale-in, or most nodes cut off: settle_late */
 		return 0;
 	}
-	tag = admit_record(&run->admit, &p, &run->notes, err, sizeof(err));
-	if (tag) {
-		disc_reject(run, tag, "record %s: %s; rejected", name, err);
-		peer_clear(&p);
-		return 0;
+	return take_peer(run, &p, name);
+}
+
+/*
+ * The records past their lease, once the pass has read every record.  One
+ * among fresh ones is a node that stopped writing (a crash, a VM deleted
+ * without a leave): pruned, a scale-in.  Most records, two or more, overdue
+ * at once (not written for half the lease, which a live node's never is: it
+ * writes every third of the lease in the watch, every timer period else,
+ * and the period is at most half the lease) is what this node sees when the
+ * others cannot reach the directory and it can (a partition, their mounts
+ * stalled): no node can tell that from a mass crash, so for the grace after
+ * the last pass that found it so (held.c), a record past its lease is held
+ * as it was last written, up to lease + grace old, while its node writes it
+ * again.  A lone peer past its lease is a crash either way.
+ */
+static void settle_late(struct pass *ps)
+{
+	struct disc_run *run = ps->run;
+	struct shared *sh = run->priv;
+	int64_t grace = (int64_t)(disc_grace_ms(run->c->spec) / 1000);
+	bool most = ps->overdue >= 2 && ps->overdue * 2 > ps->valid, held;
+
+	if (most) {
+		report_detail(run->rep, "%zu of %zu records not written for half the lease or more: most nodes "
+			      "stopped at once (an outage of the share, or a partition between them and it), not "
+			      "a scale-in; records past their lease are held for the grace of %" PRId64 " s",
+			      ps->overdue, ps->valid, grace);
+		disc_shared_most_overdue(run->c);
 	}
-	*peerset_add(&run->found) = p;
-	return 0;
+	held = most || (ps->late.n && disc_shared_held_ms(run->c));
+	for (size_t i = 0; i < ps->late.n; i++) {
+		struct peer *p = &ps->late.v[i];
+		char *name = xasprintf("%s.rec", p->hostname);
+		int64_t past = ps->now - p->updated - ps->lease;
+
+		if (held && past <= grace) {
+			report_detail(run->rep, "record %s: past its lease by %" PRId64 " s, held: most records "
+				      "stopped at once (%" PRId64 " s of the grace left for it)", name, past,
+				      grace - past);
+			(void)take_peer(run, p, name);
+		} else {
+			sh->expired++;
+			if (ps->do_prune)
+				prune(run, name, held ? "past its lease and the grace (scale-in)"
+					       : "lease expired (scale-in)");
+			peer_clear(p);
+		}
+		free(name);
+	}
+	free(ps->late.v);
+	ps->late.v = NULL;
+	ps->late.n = 0;
 }
 
 /*
  * One pass over the nodes directory: every fresh, trusted, well-formed
  * record becomes a peer; each rejected one gets a line saying why.  With
- * do_prune (apply), records past their lease are removed as they are met.
+ * do_prune (apply), records past their lease are removed at the pass's end
+ * (settle_late), unless most nodes stopped at once.
  */
 static int read_records(struct disc_run *run, bool do_prune)
 {
 	struct shared *sh = run->priv;
-	struct pass ps = { run, do_prune, shared_now(sh), lease_s(run->c->spec), disc_shared_kept_ms(run->c) };
+	struct pass ps = { .run = run, .do_prune = do_prune, .now = shared_now(sh), .lease = lease_s(run->c->spec),
+			   .kept_ms = disc_shared_kept_ms(run->c) };
 	struct rv_lister l = {
 		.want = want_record, .prep = parse_record, .prep_free = parsed_free,
 		.thread_end = record_thread_end, .each = take_record, .arg = &ps,
 	};
 	int r = rv_list_prep(&sh->rv, run->rep, &l);
 
+	if (r >= 0) {
+		settle_late(&ps);
+	} else {                        /* a pass cut short: its counts say nothing; prune nothing */
+		for (size_t i = 0; i < ps.late.n; i++)
+			peer_clear(&ps.late.v[i]);
+		free(ps.late.v);
+	}
 	if (r < 0 && disc_unreachable(r))
 		unreachable_finding(run, &run->notes, "listing", r);
 	else if (r < 0)

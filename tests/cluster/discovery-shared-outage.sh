@@ -12,6 +12,11 @@
 # A node's own run fails while its share is away: that is the share's outage, not the node
 # sick, so no record in the directory may say "state: failed" from the stall on (the old code's
 # did, and hostfile.exclude: failed dropped a live node from its peers' hostfiles for a moment).
+# Then a partition: the share stops answering in three nodes and not in the fourth, for lease
+# + 2 s.  The fourth sees the other three records pass their lease together, which it cannot
+# tell from three crashes: it holds them for the grace (modules/discovery/shared.c,
+# settle_late) and no version of any node's files may lack a live node (the old code pruned
+# them as a scale-in: N1's hostfiles of 1 host).
 # Then a node is killed: it still leaves every hostfile, within lease + a refresh period.
 SIM_PREFIX=sou SIM_NET=198.19.38
 . "$(dirname "$0")/lib.sh"
@@ -48,25 +53,46 @@ N1_RUN=/proc/$(cat "$SIM_STATE/nodes/$N1/sshd.pid")/root/run/hpcinit/status.json
 ( while [ -d "$T" ] && [ ! -e "$T/states.stop" ]; do
 	grep -rH --include='*.rec' '^state: ' "$NODES_DIR" 2>/dev/null || true
 	grep -ho '"tag": *"discovery[.a-z-]*"' "$N1_RUN" 2>/dev/null >>"$T/status-during" || true
+	grep -ho '[0-9]* of [0-9]* records not written for half the lease or more: most nodes stopped at once' \
+		"${N1_RUN%/*}/refresh.json" 2>/dev/null >>"$T/held-during" || true
 	sleep 0.02
   done >"$T/states" ) &
 STATES=$!
 
+# stall NODE...: the share stops answering in these nodes (the stand-in mounted, waited for)
+stall() {
+	local n dev
+	for n in "$@"; do
+		dev=$(on "$n" stat -c %d "$SHARED")
+		on "$n" "$STALL" -a "$SHARED" >"$T/stall.$n" 2>&1 &
+		for _ in $(seq 50); do
+			[ "$(on "$n" stat -c %d "$SHARED" 2>/dev/null)" = "$dev" ] || continue 2
+			sleep 0.1
+		done
+		echo "# the stand-in did not mount in $n within 5 s"
+	done
+}
+# unstall NODE...: its server back in these nodes
+unstall() {
+	local n p a
+	for n in "$@"; do
+		for p in $(ip netns pids "$n" 2>/dev/null); do
+			a=()
+			mapfile -d '' -n 1 a 2>/dev/null <"/proc/$p/cmdline" || continue
+			[ "${a[0]}" != "$STALL" ] || kill -KILL "$p"
+		done
+		on "$n" umount -l "$SHARED" 2>/dev/null || true
+	done
+}
+
 # The share stops answering for four leases, in every node at once.
 t0=$(now_ms)
-for n in "${ALL[@]}"; do on "$n" "$STALL" -a "$SHARED" >"$T/stall.$n" 2>&1 & done
+stall "${ALL[@]}"
 sleep $((4 * LEASE))
 # (the host sees the directory itself: what the nodes find when their server is back)
 old=$(find "$SHARED/.hpcinit/$CLUSTER/nodes" -name '*.rec' -newermt "@$(($(date +%s) - LEASE))" | wc -l)
 all=$(find "$SHARED/.hpcinit/$CLUSTER/nodes" -name '*.rec' | wc -l)
-for n in "${ALL[@]}"; do
-	for p in $(ip netns pids "$n" 2>/dev/null); do
-		a=()
-		mapfile -d '' -n 1 a 2>/dev/null <"/proc/$p/cmdline" || continue
-		[ "${a[0]}" != "$STALL" ] || kill -KILL "$p"
-	done
-	on "$n" umount -l "$SHARED" 2>/dev/null || true
-done
+unstall "${ALL[@]}"
 check "stall: when the share is back, its $all records are past their lease ($old written within it)" \
 	test "$old" = 0 -a "$all" = 4
 sleep $((3 * LEASE + 5))
@@ -86,6 +112,23 @@ check "stall: the record states were seen all along ($(wc -l <"$T/states") sampl
 check "stall: no node's record said failed for its own share's outage (degraded at worst)" test -z "$failed"
 check "stall: a run during it said why: the rendezvous unreachable (discovery.rendezvous.unreachable)" \
 	grep -q "discovery.rendezvous.unreachable" "$T/status-during"
+
+# A partition: the share away in N2, N3 and N4 for lease + 2 s; N1 reaches it all along.
+sleep $((LEASE + 5))            # the stall's marks (shared-back) past their grace
+tp=$(now_ms)
+stall "$N2" "$N3" "$N4"
+sleep $((LEASE + 2))
+unstall "$N2" "$N3" "$N4"
+sleep $((2 * LEASE + 2))
+lost=$(python3 "$VERSIONS" missing "$T/versions" "$tp" "$(now_ms)" "${ALL[@]}")
+echo "# partition: $(awk -v t="$tp" '$1 >= t' "$T/versions" | wc -l) versions written from its start to $((2 * LEASE + 2)) s after it"
+[ -z "$lost" ] || echo "$lost" | head -20 | sed 's/^/#   lost: /'
+check "partition: $N1 reached the share, the 3 others not, $((LEASE + 2)) s (lease ${LEASE}s): no version lacked a live node" \
+	test -z "$lost"
+echo "# $N1's refreshes said: $(sort "$T/held-during" 2>/dev/null | uniq -c | tr -s ' \n' ' ')"
+check "partition: $N1's refreshes held the 3 records past their lease, not pruned" \
+	grep -q "^3 of 3 records not written for half the lease" "$T/held-during"
+for n in "${ALL[@]}"; do check "$n's hostfiles list the 4 after the partition" hostfiles_list "$n" "${ALL[@]}"; done
 
 # A node killed: still gone from every other hostfile, not before its lease.
 for p in $(ip netns pids "$N4"); do

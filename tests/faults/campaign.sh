@@ -542,6 +542,16 @@ f_share_stop() {
 	rnd 5 25
 	later "$R" shareup
 }
+# every record in the share, as the host sees it (a 50 ms poll), until the outage's check: a node
+# whose own run failed for the outage is not a failed node (docs/cluster.md); its record must not say so
+share_poll() {
+	touch "$FT/share-poll.on"
+	( while [ -e "$FT/share-poll.on" ]; do
+		grep -rH --include='*.rec' -A1 '^state: failed' "$SHARED/.hpcinit/$CLUSTER/nodes" 2>/dev/null
+		sleep 0.05
+	  done >>"$FT/share-states" ) &
+	SHARE_POLL=$!
+}
 # share_outage: the same for longer than the lease, checked on every version (outage_begin), and
 # no record in the share may say failed for a discovery the outage failed (a_outagecheck)
 f_share_outage() {
@@ -549,17 +559,23 @@ f_share_outage() {
 	[ -z "$SHARE_DOWN" ] || { log "share: stopped already"; return; }
 	rnd $((LEASE + 2)) $((LEASE + 5))
 	outage_begin "$R" shareup
-	# every record in the share, as the host sees it (a 50 ms poll), until the check: a node whose
-	# own run failed for the outage is not a failed node (docs/cluster.md); its record must not say so
-	touch "$FT/share-poll.on"
-	( while [ -e "$FT/share-poll.on" ]; do
-		grep -rH --include='*.rec' -A1 '^state: failed' "$SHARED/.hpcinit/$CLUSTER/nodes" 2>/dev/null
-		sleep 0.05
-	  done >>"$FT/share-states" ) &
-	SHARE_POLL=$!
+	share_poll
 	log "share outage: its server stops for ${R}s (lease ${LEASE}s; fuse_stall on $SHARED in every node)"
 	SHARE_DOWN=1
 	for n in $(sim list); do stall_in "$n"; done
+}
+# share_part NODE: a partition, not the server down: the share away in every node but NODE, for
+# longer than the lease (checked as share_outage).  NODE sees the others' records pass their lease
+# together; the old code pruned them as a scale-in (tests/cluster/discovery-shared-outage.sh)
+f_share_part() {
+	local keep=$1 n
+	[ -z "$SHARE_DOWN" ] || { log "share: stopped already"; return; }
+	rnd $((LEASE + 2)) $((LEASE + 5))
+	outage_begin "$R" shareup
+	share_poll
+	log "share partition: for ${R}s (lease ${LEASE}s) only $keep reaches the share (fuse_stall in the others)"
+	SHARE_DOWN=1
+	for n in $(sim list); do [ "$n" = "$keep" ] || stall_in "$n"; done
 }
 a_shareup() {
 	local n p a=()
@@ -578,8 +594,11 @@ KINDS=(sigkill sigkill tworuns crash reuse destroy leave burst netcut runfull cl
 [ "$METHOD" != etcd ] || KINDS+=(etcd_member etcd_member etcd_majority etcd_compact etcd_outage etcd_leader)
 if [ "$METHOD" = shared ]; then
 	[ -x "$STALL" ] || make -C "$TOP_BUILDDIR" tests/system/fuse_stall >/dev/null 2>&1
-	# share_outage only when named (--faults): docs/faults.md says what it still finds
-	if [ -x "$STALL" ] && [ -e /dev/fuse ]; then KINDS+=(share_stop); [[ ,$ONLY, != *,share_outage,* ]] || KINDS+=(share_outage)
+	# share_outage and share_part only when named (--faults): docs/faults.md says why
+	if [ -x "$STALL" ] && [ -e /dev/fuse ]; then
+		KINDS+=(share_stop)
+		[[ ,$ONLY, != *,share_outage,* ]] || KINDS+=(share_outage)
+		[[ ,$ONLY, != *,share_part,* ]] || KINDS+=(share_part)
 	else log "share_stop not injected: no $STALL or no /dev/fuse"; fi
 fi
 if [ -n "$ONLY" ]; then          # --faults a,b: only these kinds
@@ -598,7 +617,7 @@ inject() {
 		kind=$R
 		# a long outage's window (outage_begin) must end before --time does: else another kind
 		case $kind in
-		etcd_outage | etcd_leader | share_outage)
+		etcd_outage | etcd_leader | share_outage | share_part)
 			[ $((SECONDS + 2 * LEASE + GRACE_S + 10)) -le "$END" ] || kind=sigkill ;;
 		esac
 	fi
@@ -607,11 +626,11 @@ inject() {
 	# out during the cut, the grace ended in the outage, and a peer's files lost it (2 violations
 	# of "no live node lost", the crash bound kept)
 	case $kind in
-	etcd_outage | etcd_leader | share_outage) ! cut_recently || kind=sigkill ;;
+	etcd_outage | etcd_leader | share_outage | share_part) ! cut_recently || kind=sigkill ;;
 	esac
 	INJECTED=$((INJECTED + 1))
 	case $kind in
-	leave | destroy | crash) [ ${#live[@]} -gt 3 ] || kind=sigkill ;;
+	leave | destroy | crash | share_part) [ ${#live[@]} -gt 3 ] || kind=sigkill ;;
 	esac
 	case $kind in
 	burst | reuse | etcd_*) n="" ;;

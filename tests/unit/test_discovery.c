@@ -5,7 +5,8 @@
  * addresses, each rejection with its own message, directory refusals,
  * check/plan changing nothing, the expect wait giving up degraded, leave,
  * clocks, and the head's tree on a root-squashing export.  What a peer must
- * be (admit.c) is test_admit.c.
+ * be (admit.c) is test_admit.c; what a vanished or stale record means
+ * (held.c, an outage, a partition) is test_held.c.
  */
 #define TESTDISC_SEAM
 #include "testdisc.h"
@@ -514,111 +515,6 @@ static void test_many(struct ctx *c, struct spec *spec)
 	TEST_INTEQ(cidr_parse("10.0.0.0/24", &spec->cluster.network), 0);
 }
 
-/* An outage is not a mass leave (issue 37; held.c). */
-static void put_ms(const char *rel, uint64_t ms)
-{
-	char *text = xasprintf("%" PRIu64 "\n", ms);
-
-	put(rel, text, 0644);
-	free(text);
-}
-
-/* shared: a directory that was away keeps the records past their lease for the grace. */
-static void test_outage_shared(struct ctx *c, struct spec *spec)
-{
-	struct report rep;
-	int64_t past = (int64_t)(spec->discovery.lease_ms / 1000) + 30;
-
-	/* this node wrote its record a moment ago: a record past its lease goes, as before */
-	TEST_INTEQ(run(c, &rep), 0);
-	report_free(&rep);
-	plant("crashed", "10.0.0.31", past, KEY);
-	TEST_INTEQ(run(c, &rep), 0);
-	TEST_CHECK(!has_peer(c, "crashed"));
-	TEST_CHECK(!exists(NODES "/crashed.rec"));
-	report_free(&rep);
-	/* its last write a lease ago: the directory was away, nobody could write; kept */
-	plant("stalled", "10.0.0.32", past, KEY);
-	put_ms("/run/hpcinit/shared-written", now_ms() - spec->discovery.lease_ms);
-	TEST_INTEQ(run(c, &rep), 0);
-	TEST_CHECK(has_peer(c, "stalled"));
-	TEST_CHECK(exists(NODES "/stalled.rec"));
-	TEST_CHECK(detail(&rep, "the directory was away; records past their lease are kept for the grace"));
-	TEST_CHECK(detail(&rep, "record stalled.rec: past its lease by 30 s, kept: the directory was away"));
-	report_free(&rep);
-	/* still within the grace: kept by the next run too */
-	TEST_INTEQ(run(c, &rep), 0);
-	TEST_CHECK(has_peer(c, "stalled"));
-	report_free(&rep);
-	/* the grace over and the record not written again: gone */
-	put_ms("/run/hpcinit/shared-back", now_ms() - disc_grace_ms(spec) - 1);
-	TEST_INTEQ(run(c, &rep), 0);
-	TEST_CHECK(!has_peer(c, "stalled"));
-	TEST_CHECK(!exists(NODES "/stalled.rec"));
-	report_free(&rep);
-}
-
-static void frame(struct strbuf *sb, const char *key, const char *boot)
-{
-	char *v = xasprintf("# record\nboot_id: %s\n...\n", boot);
-
-	sb_printf(sb, "kv %zu %zu 0\n%s%s\n", strlen(key), strlen(v), key, v);
-	free(v);
-}
-
-static bool tombstone_of(void *arg, const char *key, const char *boot)
-{
-	(void)key;
-	return strcmp(boot, arg) == 0;
-}
-
-/* etcd: a vanished record is held for the grace, one with its tombstone goes at once. */
-static void test_held_merge(struct ctx *c, struct spec *spec)
-{
-	struct report rep;
-	struct disc_run run = { .c = c, .rep = &rep };
-	struct strbuf prev = STRBUF_INIT, now = STRBUF_INIT;
-	char *text, tomb[] = "B";
-	size_t len;
-
-	frame(&prev, "/p/node1", "self");
-	frame(&prev, "/p/a", "A");
-	frame(&prev, "/p/b", "B");
-	frame(&prev, "/p/c", "C");
-	frame(&now, "/p/node1", "self");
-	frame(&now, "/p/a", "A");
-	report_init(&rep);
-	text = xstrdup(sb_str(&now));
-	len = now.len;
-	disc_held_merge(&run, sb_str(&prev), prev.len, &text, &len, "/p/node1", tombstone_of, tomb);
-	TEST_CHECK(strstr(text, "/p/a") && strstr(text, "/p/c") && !strstr(text, "/p/b"));
-	TEST_CHECK(detail(&rep, "/p/b: gone, with its tombstone (a graceful leave)"));
-	TEST_CHECK(detail(&rep, "/p/c: its record vanished 0 ms ago without a leave"));
-	TEST_CHECK(exists("/run/hpcinit/etcd-held"));
-	TEST_CHECK(discovery_held_until(c) > now_ms());
-	report_free(&rep);
-	free(text);
-	/* the grace over: dropped, and nothing held any more */
-	{
-		char *line = xasprintf("%" PRIu64 " /p/c\n", now_ms() - disc_grace_ms(spec) - 1);
-
-		put("/run/hpcinit/etcd-held", line, 0600);
-		free(line);
-	}
-	report_init(&rep);
-	text = xstrdup(sb_str(&now));
-	len = now.len;
-	disc_held_merge(&run, sb_str(&prev), prev.len, &text, &len, "/p/node1", tombstone_of, tomb);
-	TEST_CHECK(!strstr(text, "/p/c"));
-	TEST_CHECK(detail(&rep, "/p/c: its record stayed away for the grace"));
-	TEST_CHECK(!exists("/run/hpcinit/etcd-held"));
-	TEST_INTEQ(discovery_held_until(c), 0);
-	report_free(&rep);
-	free(text);
-	sb_free(&prev);
-	sb_free(&now);
-}
-
 /* A name in discovery.hosts the loader would refuse (a spec built in code): a finding, not a peer. */
 static void test_static_bad_name(void)
 {
@@ -959,8 +855,6 @@ int main(void)
 	test_clock_skew(&c, &spec);
 	test_clock_first_write(&c, &spec);
 	test_head_squash(&c, &spec);
-	test_outage_shared(&c, &spec);
-	test_held_merge(&c, &spec);
 
 	out.peers = peerset_free(out.peers);
 	free(before);
