@@ -242,9 +242,10 @@ static void unreachable_finding(struct disc_run *run, struct report *rep, const 
 struct pass {
 	struct disc_run *run;
 	bool do_prune;
-	int64_t now, lease;
+	int64_t now, lease, grace;
 	uint64_t kept_ms;               /* > 0: the directory was away; past the lease is kept (held.c) */
-	size_t valid, overdue;          /* records taken; of them, older than half the lease */
+	size_t valid, overdue;          /* records taken but those past lease + grace; of them, older
+					 * than half the lease */
 	struct peerset late;            /* past their lease: judged at the pass's end (settle_late) */
 };
 
@@ -368,9 +369,11 @@ static int take_record(void *arg, const struct rv_entry *e)
 		peer_clear(&p);
 		return 0;
 	}
-	ps->valid++;
-	if ((ps->now - p.updated) * 2000 > (int64_t)run->c->spec->discovery.lease_ms)
-		ps->overdue++;  /* not written for half the lease */
+	if (ps->now - p.updated <= ps->lease + ps->grace) {     /* older: gone long ago, not "at once" */
+		ps->valid++;
+		if ((ps->now - p.updated) * 2000 > (int64_t)run->c->spec->discovery.lease_ms)
+			ps->overdue++;  /* not written for half the lease */
+	}
 	if (ps->now - p.updated > ps->lease && ps->kept_ms) {
 		report_detail(run->rep, "record %s: past its lease by %" PRId64 " s, kept: the directory was "
 			      "away, its node may not have written it since (%" PRIu64 " s of the grace left)",
@@ -399,7 +402,7 @@ static void settle_late(struct pass *ps)
 {
 	struct disc_run *run = ps->run;
 	struct shared *sh = run->priv;
-	int64_t grace = (int64_t)(disc_grace_ms(run->c->spec) / 1000);
+	int64_t grace = ps->grace;
 	bool most = ps->overdue >= 2 && ps->overdue * 2 > ps->valid, held;
 
 	if (most) {
@@ -444,7 +447,7 @@ static int read_records(struct disc_run *run, bool do_prune)
 {
 	struct shared *sh = run->priv;
 	struct pass ps = { .run = run, .do_prune = do_prune, .now = shared_now(sh), .lease = lease_s(run->c->spec),
-			   .kept_ms = disc_shared_kept_ms(run->c) };
+			   .grace = (int64_t)(disc_grace_ms(run->c->spec) / 1000), .kept_ms = disc_shared_kept_ms(run->c) };
 	struct rv_lister l = {
 		.want = want_record, .prep = parse_record, .prep_free = parsed_free,
 		.thread_end = record_thread_end, .each = take_record, .arg = &ps,

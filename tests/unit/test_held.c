@@ -109,6 +109,21 @@ static void test_partition_shared(struct ctx *c, struct spec *spec)
 	TEST_CHECK(detail(&rep, "record cut4.rec: past its lease and the grace (scale-in); removed"));
 	TEST_CHECK(!has_peer(c, "cut4") && !exists(NODES "/cut4.rec"));
 	report_free(&rep);
+	/* records long gone (past lease + grace: an old deployment's) are not "most stopped at once" */
+	put_ms("/run/hpcinit/shared-held", now_ms() - disc_grace_ms(spec) - 1);
+	for (int i = 1; i <= 6; i++) {          /* more than the 5 fresh ones */
+		char name[16];
+
+		snprintf(name, sizeof(name), "old%d", i);
+		snprintf(addr, sizeof(addr), "10.0.0.%d", 50 + i);
+		plant(name, addr, lease + grace + 60, KEY);
+	}
+	TEST_INTEQ(run(c, &rep), 0);
+	TEST_CHECK(!detail(&rep, "records not written for half the lease or more"));
+	TEST_CHECK(detail(&rep, "record old1.rec: lease expired (scale-in); removed"));
+	TEST_CHECK(!exists(NODES "/old6.rec"));
+	TEST_CHECK(!exists("/run/hpcinit/shared-held") || !disc_shared_held_ms(c));
+	report_free(&rep);
 	/* the mark's grace over: one past its lease among fresh ones is pruned at once */
 	put_ms("/run/hpcinit/shared-held", now_ms() - disc_grace_ms(spec) - 1);
 	plant("cut4", "10.0.0.44", lease + 1, KEY);
