@@ -10,6 +10,19 @@
  */
 #include "testdisc.h"
 
+/*
+ * A detail naming N seconds past a record's lease, planted N s past it: N or N + 1, as a
+ * second may begin between the plant and the run's clock (valgrind makes that likely).
+ */
+static bool detail_past(const struct report *rep, const char *pre, int n, const char *post)
+{
+	char a[256], b[256];
+
+	snprintf(a, sizeof(a), "%s%d s%s", pre, n, post);
+	snprintf(b, sizeof(b), "%s%d s%s", pre, n + 1, post);
+	return detail(rep, a) || detail(rep, b);
+}
+
 /* An outage is not a mass leave (issue 37; held.c). */
 static void put_ms(const char *rel, uint64_t ms)
 {
@@ -40,7 +53,7 @@ static void test_outage_shared(struct ctx *c, struct spec *spec)
 	TEST_CHECK(has_peer(c, "stalled"));
 	TEST_CHECK(exists(NODES "/stalled.rec"));
 	TEST_CHECK(detail(&rep, "the directory was away; records past their lease are kept for the grace"));
-	TEST_CHECK(detail(&rep, "record stalled.rec: past its lease by 30 s, kept: the directory was away"));
+	TEST_CHECK(detail_past(&rep, "record stalled.rec: past its lease by ", 30, ", kept: the directory was away"));
 	report_free(&rep);
 	/* still within the grace: kept by the next run too */
 	TEST_INTEQ(run(c, &rep), 0);
@@ -83,7 +96,7 @@ static void test_partition_shared(struct ctx *c, struct spec *spec)
 	c->mode = RUN_APPLY;
 	TEST_INTEQ(run(c, &rep), 0);
 	TEST_CHECK(detail(&rep, "4 of 6 records not written for half the lease or more: most nodes stopped at once"));
-	TEST_CHECK(detail(&rep, "record cut1.rec: past its lease by 1 s, held: most records stopped at once"));
+	TEST_CHECK(detail_past(&rep, "record cut1.rec: past its lease by ", 1, ", held: most records stopped at once"));
 	TEST_CHECK(has_peer(c, "cut1") && has_peer(c, "cut2") && has_peer(c, "cut3") && has_peer(c, "cut4"));
 	TEST_CHECK(has_peer(c, "node2") && has_peer(c, "node10"));
 	for (size_t i = 0; i < 4; i++) {
