@@ -53,8 +53,6 @@ N1_RUN=/proc/$(cat "$SIM_STATE/nodes/$N1/sshd.pid")/root/run/hpcinit/status.json
 ( while [ -d "$T" ] && [ ! -e "$T/states.stop" ]; do
 	grep -rH --include='*.rec' '^state: ' "$NODES_DIR" 2>/dev/null || true
 	grep -ho '"tag": *"discovery[.a-z-]*"' "$N1_RUN" 2>/dev/null >>"$T/status-during" || true
-	grep -ho '[0-9]* of [0-9]* records not written for half the lease or more: most nodes stopped at once' \
-		"${N1_RUN%/*}/refresh.json" 2>/dev/null >>"$T/held-during" || true
 	sleep 0.02
   done >"$T/states" ) &
 STATES=$!
@@ -115,11 +113,20 @@ check "stall: a run during it said why: the rendezvous unreachable (discovery.re
 
 # A partition: the share away in N2, N3 and N4 for lease + 2 s; N1 reaches it all along.
 sleep $((LEASE + 5))            # the stall's marks (shared-back) past their grace
+# What N1's refreshes said from here on (its /run/hpcinit/refresh.json, a 20 ms poll).
+( while [ -d "$T" ] && [ ! -e "$T/part.stop" ]; do
+	grep -ho '[0-9]* of [0-9]* records not written for half the lease or more: most nodes stopped at once' \
+		"${N1_RUN%/*}/refresh.json" 2>/dev/null || true
+	sleep 0.02
+  done >"$T/held-during" ) &
+HELDP=$!
 tp=$(now_ms)
 stall "$N2" "$N3" "$N4"
 sleep $((LEASE + 2))
 unstall "$N2" "$N3" "$N4"
 sleep $((2 * LEASE + 2))
+touch "$T/part.stop"
+wait "$HELDP" 2>/dev/null || true
 lost=$(python3 "$VERSIONS" missing "$T/versions" "$tp" "$(now_ms)" "${ALL[@]}")
 echo "# partition: $(awk -v t="$tp" '$1 >= t' "$T/versions" | wc -l) versions written from its start to $((2 * LEASE + 2)) s after it"
 [ -z "$lost" ] || echo "$lost" | head -20 | sed 's/^/#   lost: /'
