@@ -267,11 +267,17 @@ void disc_shared_written(struct ctx *c, struct report *rep)
 	mono_write(c, SHARED_WRITTEN, now);
 }
 
+/* What is left of the grace since the time a mark file holds, 0: none (no mark, or over). */
+static uint64_t grace_left(const struct ctx *c, const char *path)
+{
+	uint64_t since = mono_file(c, path), now = now_ms(), grace = disc_grace_ms(c->spec);
+
+	return since && now - since < grace ? since + grace - now : 0;
+}
+
 uint64_t disc_shared_kept_ms(const struct ctx *c)
 {
-	uint64_t back = mono_file(c, SHARED_BACK), now = now_ms(), grace = disc_grace_ms(c->spec);
-
-	return back && now - back < grace ? back + grace - now : 0;
+	return grace_left(c, SHARED_BACK);
 }
 
 /*
@@ -292,7 +298,5 @@ void disc_shared_most_overdue(struct ctx *c)
 
 uint64_t disc_shared_held_ms(const struct ctx *c)
 {
-	uint64_t seen = mono_file(c, SHARED_HELD), now = now_ms(), grace = disc_grace_ms(c->spec);
-
-	return seen && now - seen < grace ? seen + grace - now : 0;
+	return grace_left(c, SHARED_HELD);
 }
