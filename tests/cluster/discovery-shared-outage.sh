@@ -57,30 +57,17 @@ N1_RUN=/proc/$(cat "$SIM_STATE/nodes/$N1/sshd.pid")/root/run/hpcinit/status.json
   done >"$T/states" ) &
 STATES=$!
 
-# stall NODE...: the share stops answering in these nodes (the stand-in mounted, waited for)
+# stall NODE...: the share stops answering in these nodes (lib.sh's share_stall)
 stall() {
-	local n dev
+	local n
 	for n in "$@"; do
-		dev=$(on "$n" stat -c %d "$SHARED")
-		on "$n" "$STALL" -a "$SHARED" >"$T/stall.$n" 2>&1 &
-		for _ in $(seq 50); do
-			[ "$(on "$n" stat -c %d "$SHARED" 2>/dev/null)" = "$dev" ] || continue 2
-			sleep 0.1
-		done
-		echo "# the stand-in did not mount in $n within 5 s"
+		share_stall "$STALL" "$SHARED" "$n" "$T/stall.$n" || echo "# the stand-in did not mount in $n within 5 s"
 	done
 }
 # unstall NODE...: its server back in these nodes
 unstall() {
-	local n p a
-	for n in "$@"; do
-		for p in $(ip netns pids "$n" 2>/dev/null); do
-			a=()
-			mapfile -d '' -n 1 a 2>/dev/null <"/proc/$p/cmdline" || continue
-			[ "${a[0]}" != "$STALL" ] || kill -KILL "$p"
-		done
-		on "$n" umount -l "$SHARED" 2>/dev/null || true
-	done
+	local n
+	for n in "$@"; do share_unstall "$STALL" "$SHARED" "$n"; done
 }
 
 # The share stops answering for four leases, in every node at once.

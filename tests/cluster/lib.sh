@@ -120,3 +120,31 @@ hostfiles_list() {
 		got=$(on "$n" cat /etc/hpcinit/hostfile.mpich) && same_text "$got" "$want_m" &&
 		got=$(on "$n" cat /etc/hpcinit/hostfile.plain) && same_text "$got" "$want_p"
 }
+
+# The shared directory's server stopped, as one node sees it: tests/system/fuse_stall -a
+# mounted on the directory inside the node, a file system that never answers below its top (a
+# hard NFS mount whose server died).  Used by tests/cluster/discovery-shared-outage.sh and the
+# fault campaign (tests/faults/campaign.sh).
+# share_stall STALL DIR NODE LOG: the stand-in STALL mounted on DIR in NODE, its output in LOG,
+# waited for (DIR's device changes); 1 when it did not mount within 5 s
+share_stall() {
+	local stall=$1 dir=$2 n=$3 log=$4 dev
+	dev=$(on "$n" stat -c %d "$dir" 2>/dev/null)
+	on "$n" "$stall" -a "$dir" >"$log" 2>&1 &
+	for _ in $(seq 50); do
+		[ "$(on "$n" stat -c %d "$dir" 2>/dev/null)" = "$dev" ] || return 0
+		sleep 0.1
+	done
+	return 1
+}
+# share_unstall STALL DIR NODE: the server back in NODE: the stand-in killed (by PID, each
+# process of NODE's network namespace whose program is STALL; the kernel then answers ENOTCONN)
+# and DIR unmounted there
+share_unstall() {
+	local stall=$1 dir=$2 n=$3 p a=()
+	for p in $(ip netns pids "$n" 2>/dev/null); do
+		mapfile -d '' -n 1 a 2>/dev/null <"/proc/$p/cmdline" || continue
+		[ "${a[0]}" != "$stall" ] || kill -KILL "$p"
+	done
+	on "$n" umount -l "$dir" 2>/dev/null || true
+}

@@ -524,14 +524,7 @@ SHARE_DOWN=""
 # wrote to the share for the 20 s the others could not, pruned their records as they passed the
 # lease, and each node back listed only the nodes back before it (10 violations).
 stall_in() {
-	local n=$1 dev
-	dev=$(on "$n" stat -c %d "$SHARED" 2>/dev/null)
-	on "$n" "$STALL" -a "$SHARED" >"$FT/stall.$n" 2>&1 &
-	for _ in $(seq 50); do
-		[ "$(on "$n" stat -c %d "$SHARED" 2>/dev/null)" = "$dev" ] || return 0
-		sleep 0.1
-	done
-	log "share: the stand-in did not mount in $n within 5 s"
+	share_stall "$STALL" "$SHARED" "$1" "$FT/stall.$1" || log "share: the stand-in did not mount in $1 within 5 s"
 }
 f_share_stop() {
 	local n
@@ -581,16 +574,10 @@ f_share_part() {
 	for n in $(sim list); do [ "$n" = "$keep" ] || stall_in "$n"; done
 }
 a_shareup() {
-	local n p a=()
+	local n
 	SHARE_DOWN=""
 	log "share: its server is back"
-	for n in $(sim list); do
-		for p in $(ip netns pids "$n" 2>/dev/null); do
-			mapfile -d '' -n 1 a 2>/dev/null <"/proc/$p/cmdline" || continue
-			[ "${a[0]}" != "$STALL" ] || kill -KILL "$p"
-		done
-		on "$n" umount -l "$SHARED" 2>/dev/null
-	done
+	for n in $(sim list); do share_unstall "$STALL" "$SHARED" "$n"; done
 }
 
 KINDS=(sigkill sigkill tworuns crash reuse destroy leave burst netcut runfull clock)
