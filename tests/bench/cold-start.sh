@@ -20,6 +20,10 @@
 # and an overlay adds its own work to every file operation there (0.4-0.8 ms of a cold start:
 # docs/performance.md); a VM has none.  So the bench copies them onto the node disk and mounts
 # the copies in the node (BENCH_ETC=plain, the default); BENCH_ETC=overlay keeps the overlays.
+# PERF=1: each apply under "perf record -F 25000 -g" (this binary only, no BASELINE); printed,
+# in place of the CPU figures (perf's own cost inflates them), the samples a cold start by
+# process (the agent, the step's child, the etcd helper: by PID order) and, for each process,
+# where they fall: the system call or page fault in the sample's kernel call chain, or user space.
 # Printed, for each method (and binary): the mean CPU at each R, the fixed part (at the
 # smallest R, less the floor) and the per-record term (the slope between the smallest and
 # the largest R, microseconds a record).
@@ -39,6 +43,11 @@ export HPCINIT_LIBEXEC_DIR=${HPCINIT_LIBEXEC_DIR:-$BUILD}
 GEN=$BUILD/tests/bench/gen-records
 [ -x "$GEN" ] || make -s -C "$BUILD" tests/bench/gen-records
 BINS=("$HPCINIT")
+PERF_CMD=()
+if [ "${PERF:-0}" = 1 ]; then
+	command -v perf >/dev/null || { echo "PERF=1: perf is not installed (linux-perf)" >&2; exit 2; }
+	[ -z "${BASELINE:-}" ] || { echo "PERF=1 profiles this binary only: no BASELINE" >&2; exit 2; }
+fi
 [ -z "${BASELINE:-}" ] || { [ -x "$BASELINE" ] || { echo "BASELINE $BASELINE: not an executable" >&2; exit 2; }; BINS+=("$BASELINE"); }
 SIM_PREFIX=bcs SIM_NET=198.19.44
 . "$TOP/tests/cluster/lib.sh"
@@ -46,6 +55,7 @@ SIM_PREFIX=bcs SIM_NET=198.19.44
 . "$TOP/tests/bench/node-disk.sh"
 . "$TOP/tests/bench/etcd-bench-lib.sh"   # child_cpu
 node_disk_sim
+[ "${PERF:-0}" != 1 ] || mkdir -p "$T/perf"
 
 sim up 1 --no-ssh-trust --shared "$SHARED" >/dev/null
 etcd_up
@@ -100,7 +110,8 @@ for i in $(seq 1 "$RUNS"); do
 				c0=$CHILD_CPU
 				lx=$HPCINIT_LIBEXEC_DIR
 				[ "$b" = 0 ] || lx=${BASELINE_LIBEXEC:-$lx}
-				if ! HPCINIT_LIBEXEC_DIR=$lx "${IN[@]}" "${BINS[$b]}" apply >"$T/out" 2>&1; then
+				[ "${PERF:-0}" != 1 ] || PERF_CMD=(perf record -F 25000 -g -q -o "$T/perf/$m.$r.$i.data" --)
+				if ! HPCINIT_LIBEXEC_DIR=$lx "${IN[@]}" "${PERF_CMD[@]}" "${BINS[$b]}" apply >"$T/out" 2>&1; then
 					echo "cold-start.sh: apply ($m, $r records, ${BINS[$b]}) failed; no figures:" >&2
 					sed 's/^/  | /' "$T/out" >&2
 					exit 1
@@ -123,6 +134,43 @@ for i in $(seq 1 "$RUNS"); do
 done
 
 echo "one node's cold start, $RUNS runs of each, $(nproc) cores; $(cat "$T/disk.txt"); $ETC_TXT"
+if [ "${PERF:-0}" = 1 ]; then
+	echo "PERF=1: samples a cold start at 25 kHz, by process and where they fall (no CPU figures: perf's own cost is in them)"
+	for m in etcd shared; do
+		for r in "${SIZES[@]}"; do
+			for f in "$T/perf/$m.$r".*.data; do
+				perf script -i "$f" -F pid,ip,sym 2>/dev/null | awk '
+				# a sample: its PID alone on a line, then its call chain (kernel frames first)
+				function flush() { if (pid != "") { if (key == "") key = kern ? "kernel, other" : "user space"; n[pid]++; c[pid, key]++ } pid = ""; key = ""; kern = 0 }
+				NF == 1 && $1 ~ /^[0-9]+$/ { flush(); pid = $1; next }
+				NF == 0 { flush(); next }
+				pid != "" { if ($1 ~ /^ffff/) kern = 1
+					if ($2 ~ /^(__x64_sys_|__do_sys_)/) { key = $2; sub(/^__(x64|do)_sys_/, "", key) }
+					else if (key == "" && $2 ~ /^(asm_)?exc_page_fault$/) key = "page faults" }
+				END { flush(); for (p in n) print "n", p, n[p]; for (k in c) { split(k, x, SUBSEP); print "c", x[1], c[k], x[2] } }'
+				echo "end"
+			done | awk -v m="$m" -v r="$r" '
+			function role(i) { return i == 1 ? "agent" : i == 2 ? "step'"'"'s child" : i == 3 ? "etcd helper" : "other" }
+			# one run: its PIDs in order are the agent, the child, the helper
+			$1 == "n" { pids[$2] = $3; next }
+			$1 == "c" { k = $2; $1 = ""; $2 = ""; v = $3; $3 = ""; sub(/^ +/, ""); cat[k, $0] += v; next }
+			$1 == "end" { np = 0; for (p in pids) ord[++np] = p + 0
+				for (i = 1; i <= np; i++) for (j = i + 1; j <= np; j++) if (ord[j] < ord[i]) { t = ord[i]; ord[i] = ord[j]; ord[j] = t }
+				for (i = 1; i <= np; i++) { R = role(i); tot[R] += pids[ord[i]]; seen[R] = 1
+					for (kk in cat) { split(kk, x, SUBSEP); if (x[1] == ord[i]) share[R, x[2]] += cat[kk] } }
+				runs++; delete pids; delete cat; delete ord; next }
+			END { line = m ", " r " records, " runs " runs:"
+				for (i = 1; i <= 4; i++) if (role(i) in seen) line = line sprintf(" %s %.0f,", role(i), tot[role(i)] / runs)
+				sub(/,$/, "", line); print line
+				for (i = 1; i <= 4; i++) { R = role(i); if (!(R in seen)) continue
+					nk = 0; for (kk in share) { split(kk, x, SUBSEP); if (x[1] == R) { nk++; key[nk] = x[2]; val[nk] = share[kk] } }
+					for (a = 1; a <= nk; a++) for (b = a + 1; b <= nk; b++) if (val[b] > val[a]) { t = val[a]; val[a] = val[b]; val[b] = t; t = key[a]; key[a] = key[b]; key[b] = t }
+					out = "  " R ":"; for (a = 1; a <= nk && a <= 8; a++) out = out sprintf(" %s %.0f%%,", key[a], 100 * val[a] / tot[R])
+					sub(/,$/, "", out); print out; delete key; delete val } }'
+		done
+	done
+	exit 0
+fi
 lo=${SIZES[0]} hi=${SIZES[${#SIZES[@]} - 1]}
 awk -v f="$FLOOR" -v k="$RUNS" 'BEGIN { printf "floor: \"hpcinit --version\" the same way: %.2f ms\n", f / k }'
 for m in etcd shared; do
