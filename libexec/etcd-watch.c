@@ -18,6 +18,7 @@
 
 #include <json-c/json.h>
 
+#include "base64.h"
 #include "escape.h"
 #include "etcd-client.h"
 
@@ -36,50 +37,39 @@ static void say_synced(void)
 		exit(0);        /* the reader is gone */
 }
 
-/* One JSON message of the stream; false ends the stream (reconnect or list again). */
-static bool watch_message(json_object *j, void *arg)
+/* One message of the stream; false ends the stream (reconnect or list again). */
+static bool watch_message(struct wmsg *m, void *arg)
 {
 	struct watch_state *w = arg;
-	json_object *res = jget(j, "result", json_type_object), *ev;
-	size_t n;
 
-	if (!res) {
-		json_object *m = jget(j, "error", json_type_object);
-		const char *text = m ? json_object_to_json_string(m) : jstr(j, "error");
-
-		if (text)
-			fprintf(stderr, "hpcinit-etcd: watch: %s\n", safe_str(text, 0));
+	if (!m->result) {
+		if (m->error)
+			fprintf(stderr, "hpcinit-etcd: watch: %s\n", safe_str(m->error, 0));
 		w->restart = true;
 		return false;
 	}
-	if (get_i64(res, "compact_revision") > 0) {
+	if (m->compact_revision > 0) {
 		/* The revision we asked for is compacted away: list again. */
 		fprintf(stderr, "hpcinit-etcd: watch: revision compacted (now %" PRId64 "); listing again\n",
-			get_i64(res, "compact_revision"));
+			m->compact_revision);
 		w->restart = true;
 		w->next_rev = 0;
-	} else if (jtrue(res, "canceled")) {
+	} else if (m->canceled) {
 		w->restart = true;
-	} else if (jtrue(res, "created")) {
+	} else if (m->created) {
 		w->created = true;
 	}
-	ev = jget(res, "events", json_type_array);
-	if (!w->restart && (n = jlen(ev)) > 0) {
+	if (!w->restart && m->n_events > 0) {
 		if (w->quiet) {
 			/* The prefix changed: it may fit now; list again (not more often than LIST_RETRY_S). */
 			w->restart = true;
 			w->next_rev = 0;
 			return false;
 		}
-		for (size_t i = 0; i < n; i++) {
-			json_object *kv;
-			bool deleted;
-
-			if (event_kv(json_object_array_get_idx(ev, i), &kv, &deleted))
-				print_kv(kv, deleted);
-		}
+		for (size_t i = 0; i < m->n_ev; i++)
+			print_wkv(&m->ev[i]);
 		w->changed = true;
-		w->next_rev = header_rev(res) + 1;
+		w->next_rev = m->revision + 1;
 	}
 	return !w->restart;
 }
@@ -130,7 +120,7 @@ static char *watch_start(const char *prefix, int64_t rev, struct jstream *js, ht
 static void watch_end(struct jstream *js, char *body)
 {
 	free(body);
-	json_tokener_free(js->tok);
+	jstream_free(js);
 	http_close();
 }
 
@@ -322,15 +312,15 @@ static void await_drop(struct await_state *a, size_t i)
 }
 
 /* A put (the key and its value, kept) or a deletion, into the membership. */
-static void await_event(struct await_state *a, json_object *kv, bool deleted)
+static void await_event(struct await_state *a, const struct wkv *e)
 {
 	char *k = NULL, *item = NULL;
 	size_t len = 0, i;
 
-	if (deleted) {
+	if (e->deleted) {
 		size_t kl = 0;
 
-		if (!(k = (char *)b64_str(jstr(kv, "key"), &kl)))
+		if (!e->key || !(k = (char *)b64_decode(e->key, e->key_len, &kl)))
 			return;
 		k[kl] = '\0';
 		if ((i = key_find(a, k)) < a->n)
@@ -338,7 +328,7 @@ static void await_event(struct await_state *a, json_object *kv, bool deleted)
 		free(k);
 		return;
 	}
-	item = kv_item(kv, &k, &len);
+	item = kv_item_b64(e, &k, &len);
 	if (!item)
 		return;
 	i = key_find(a, k);
@@ -362,22 +352,16 @@ static void await_event(struct await_state *a, json_object *kv, bool deleted)
 		a->too_big = true;
 }
 
-static bool await_message(json_object *j, void *arg)
+static bool await_message(struct wmsg *m, void *arg)
 {
 	struct await_state *a = arg;
-	json_object *res = jget(j, "result", json_type_object), *ev;
 
-	if (!res || get_i64(res, "compact_revision") > 0 || jtrue(res, "canceled"))
+	if (!m->result || m->compact_revision > 0 || m->canceled) {
 		a->restart = true;
-	else if ((ev = jget(res, "events", json_type_array))) {
-		a->rev = header_rev(res);
-		for (size_t k = 0; k < jlen(ev); k++) {
-			json_object *kv;
-			bool deleted;
-
-			if (event_kv(json_object_array_get_idx(ev, k), &kv, &deleted))
-				await_event(a, kv, deleted);
-		}
+	} else if (m->events) {
+		a->rev = m->revision;
+		for (size_t k = 0; k < m->n_ev; k++)
+			await_event(a, &m->ev[k]);
 	}
 	if ((int64_t)a->n >= a->expect || a->formed)
 		a->done = true;
@@ -396,7 +380,9 @@ static void await_rev(int64_t rev, void *arg)
 
 static int await_put(json_object *kv, void *arg)
 {
-	await_event(arg, kv, false);
+	struct wkv e = wkv_of(kv, false);       /* a range's kv, as a watch's put */
+
+	await_event(arg, &e);
 	return 0;
 }
 
