@@ -471,18 +471,20 @@ size_t on_stream(char *data, size_t size, size_t nmemb, void *arg)
 	}
 	memcpy(s->buf + s->len, data, n);
 	s->len += n;
+	/*
+	 * A scan that needed more is tried again when a message may have
+	 * ended: the bytes end in "}" or white space, or a newline came (the
+	 * gateway's end of a message), or they have doubled -- never the
+	 * whole of a long message again for each piece of it.
+	 */
+	if (s->tried && memchr(data, '\n', n))
+		s->tried = 0;
 	while (s->len) {
 		char last = s->buf[s->len - 1];
 		size_t used = 0;
 		bool go = true;
 		int r;
 
-		/*
-		 * A whole message ends in "}" (then white space): a scan that
-		 * needed more is tried again when the bytes end so, or when they
-		 * have doubled -- never the whole of a long message again for
-		 * each piece of it.
-		 */
 		if (s->tried && last != '}' && last != '\n' && last != ' ' && last != '\r' && last != '\t' &&
 		    s->len < 2 * s->tried)
 			break;
