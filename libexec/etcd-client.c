@@ -162,6 +162,46 @@ size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
 }
 
 
+size_t on_stream(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct jstream *s = arg;
+	size_t n = size * nmemb, off = 0;
+
+	while (off < n) {
+		size_t chunk = n - off > 65536 ? 65536 : n - off;
+		json_object *j = json_tokener_parse_ex(s->tok, data + off, (int)chunk);
+		bool go;
+
+		if (!j) {
+			if (json_tokener_get_error(s->tok) != json_tokener_continue) {
+				fprintf(stderr, "hpcinit-etcd: watch stream: %s\n",
+					json_tokener_error_desc(json_tokener_get_error(s->tok)));
+				json_tokener_reset(s->tok);
+				return 0;
+			}
+			off += chunk;
+			s->held += chunk;
+			if (s->held > RESP_MAX) {
+				/* json-c would hold it all: end the stream (the caller lists again). */
+				fprintf(stderr, "hpcinit-etcd: watch stream: one message passes %d MiB; "
+					"ending the stream\n", RESP_MAX >> 20);
+				json_tokener_reset(s->tok);
+				s->held = 0;
+				return 0;
+			}
+			continue;
+		}
+		off += json_tokener_get_parse_end(s->tok);
+		s->held = 0;
+		json_tokener_reset(s->tok);
+		go = s->on_msg(j, s->arg);
+		json_object_put(j);
+		if (!go)
+			return 0;
+	}
+	return n;
+}
+
 static bool answered;                   /* an endpoint has answered this process */
 
 /* What one endpoint answered, for the message when none would do. */
@@ -435,23 +475,24 @@ int exit_of(int r)
 
 /* ---- ranges: keys and values under a prefix, page by page ---- */
 
-/* A put's item as list prints it (malloc'd, *ret_len bytes); NULL when its key does not decode. */
-char *kv_item_b64(const struct wkv *e, char **ret_key, size_t *ret_len)
+/* A put's item as list prints it (malloc'd, *ret_len bytes); NULL when kv is not whole. */
+char *kv_item(json_object *kv, char **ret_key, size_t *ret_len)
 {
 	unsigned char *kb, *vb;
 	size_t kl = 0, vl = 0;
 	char *item = NULL;
+	const char *v = jstr(kv, "value");
 
-	kb = e->key ? b64_decode(e->key, e->key_len, &kl) : NULL;
+	kb = b64_str(jstr(kv, "key"), &kl);
 	if (!kb)
 		return NULL;
-	vb = e->value ? b64_decode(e->value, e->value_len, &vl) : (unsigned char *)strdup("");
+	vb = v ? b64_str(v, &vl) : (unsigned char *)strdup("");
 	if (vb) {
 		FILE *f = open_memstream(&item, ret_len);
 
 		if (!f)
 			abort();
-		fprintf(f, "kv %zu %zu %" PRId64 "\n", kl, vl, e->lease);
+		fprintf(f, "kv %zu %zu %" PRId64 "\n", kl, vl, get_i64(kv, "lease"));
 		fwrite(kb, 1, kl, f);
 		fwrite(vb, 1, vl, f);
 		fputc('\n', f);
@@ -467,34 +508,15 @@ char *kv_item_b64(const struct wkv *e, char **ret_key, size_t *ret_len)
 	return item;
 }
 
-/* kv (a range's, or a watch message's that json-c read) as struct wkv: its strings are kv's. */
-struct wkv wkv_of(json_object *kv, bool deleted)
-{
-	struct wkv e = { .deleted = deleted, .key = jstr(kv, "key"), .value = jstr(kv, "value"),
-			 .lease = get_i64(kv, "lease") };
-
-	e.key_len = e.key ? strlen(e.key) : 0;
-	e.value_len = e.value ? strlen(e.value) : 0;
-	return e;
-}
-
-/* A put's item as list prints it (malloc'd, *ret_len bytes); NULL when kv is not whole. */
-char *kv_item(json_object *kv, char **ret_key, size_t *ret_len)
-{
-	struct wkv e = wkv_of(kv, false);
-
-	return kv_item_b64(&e, ret_key, ret_len);
-}
-
-/* A deletion's item: "del KL\n" KEY "\n" (malloc'd, *ret_len bytes); NULL when it has no key. */
-static char *del_item(const struct wkv *e, size_t *ret_len)
+/* A deletion's item: "del KL\n" KEY "\n" (malloc'd, *ret_len bytes); NULL when kv has no key. */
+static char *del_item(json_object *kv, size_t *ret_len)
 {
 	unsigned char *kb;
 	size_t kl = 0;
 	char *item = NULL;
 	FILE *f;
 
-	if (!e->key || !(kb = b64_decode(e->key, e->key_len, &kl)))
+	if (!(kb = b64_str(jstr(kv, "key"), &kl)))
 		return NULL;
 	if (!(f = open_memstream(&item, ret_len)))
 		abort();
@@ -507,21 +529,14 @@ static char *del_item(const struct wkv *e, size_t *ret_len)
 }
 
 /* One key and value as "kv KL VL LEASE\n" KEY VALUE "\n" ("del KL\n" KEY "\n" for a deletion). */
-void print_wkv(const struct wkv *e)
+void print_kv(json_object *kv, bool deleted)
 {
 	size_t len = 0;
-	char *item = e->deleted ? del_item(e, &len) : kv_item_b64(e, NULL, &len);
+	char *item = deleted ? del_item(kv, &len) : kv_item(kv, NULL, &len);
 
 	if (item)
 		fwrite(item, 1, len, stdout);
 	free(item);
-}
-
-void print_kv(json_object *kv, bool deleted)
-{
-	struct wkv e = wkv_of(kv, deleted);
-
-	print_wkv(&e);
 }
 
 /* An event of a watch message: its kv and whether it is a deletion; false when it has no kv. */

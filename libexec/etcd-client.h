@@ -59,51 +59,17 @@ struct http_buf {
 };
 
 /*
- * One event of a watch message: a put (key, value, lease) or a deletion
- * (key).  Key and value as sent, base64, not NUL-terminated; they point
- * into the stream's bytes, or into json-c's objects for a message json-c
- * read, and live while on_msg runs.  value NULL: the put named none.
- */
-struct wkv {
-	bool deleted;
-	const char *key, *value;
-	size_t key_len, value_len;
-	int64_t lease;
-};
-
-/*
- * One watch message, as the watch and await read it (etcd-watch.c): a
- * "result" object, or none (error: the "error" member's text, when there
- * is one); the result's flags and revisions (header's revision, 0 when
- * absent, as json-c's reading gave them) and its events (events: an
- * array was there; n_events: its length, kv or not; ev: those with a kv).
- */
-struct wmsg {
-	bool result, canceled, created, events;
-	int64_t compact_revision, revision;
-	const char *error;
-	size_t n_events, n_ev, cap_ev;
-	struct wkv *ev;
-};
-
-/*
  * A stream of JSON messages (the gateway's watch: one object per line),
- * each to on_msg as it completes, however the bytes come cut.  The
- * gateway's messages are read by a scanner that takes only what struct
- * wmsg holds (a waiting node reads every put of every other node: json-c
- * building each message's objects was most of it); a message the scanner
- * does not take whole (an escape in a string, a fraction, an error
- * message, not JSON) goes to json-c, which decides.  on_msg returns false
- * to end the stream; bytes that are not JSON end it too (the caller
- * reconnects).  jstream_free frees what the stream held.
+ * split by json-c's own incremental tokener: each whole object goes to
+ * on_msg as it completes, however curl cuts the bytes, and no byte is
+ * parsed twice.  on_msg returns false to end the stream; bytes that are
+ * not JSON end it too (the caller reconnects).
  */
 struct jstream {
 	json_tokener *tok;
-	bool (*on_msg)(struct wmsg *msg, void *arg);
+	bool (*on_msg)(json_object *msg, void *arg);
 	void *arg;
-	char *buf;                      /* bytes of the message not yet whole */
-	size_t len, cap, tried;         /* tried: len when a scan last needed more */
-	struct wmsg m;
+	size_t held;                    /* bytes of the message not yet whole */
 };
 
 /*
@@ -162,6 +128,7 @@ json_object *jget_idx_str(json_object *a, size_t i);
 bool jtrue(json_object *j, const char *k);
 const char *safe_str(const char *s, int slot);
 size_t on_body(char *data, size_t size, size_t nmemb, void *arg);
+size_t on_stream(char *data, size_t size, size_t nmemb, void *arg);
 int64_t get_i64(json_object *j, const char *k);
 int64_t header_rev(json_object *j);
 int authenticate(void);
@@ -171,10 +138,7 @@ json_object *b64_obj(const void *p, size_t n);
 json_object *i64_obj(int64_t v);
 int exit_of(int r);
 char *kv_item(json_object *kv, char **ret_key, size_t *ret_len);
-char *kv_item_b64(const struct wkv *e, char **ret_key, size_t *ret_len);
-struct wkv wkv_of(json_object *kv, bool deleted);     /* its strings are kv's */
 void print_kv(json_object *kv, bool deleted);
-void print_wkv(const struct wkv *e);
 bool event_kv(json_object *e, json_object **ret_kv, bool *ret_deleted);
 int range_prefix(const char *prefix, const struct range_ops *ops, int64_t *ret_rev);
 void print_rev(int64_t rev, void *arg);
@@ -183,8 +147,6 @@ int list_prefix(const char *prefix, int64_t *ret_rev);
 int cmd_list(const char *prefix);
 
 /* ---- etcd-watch.c ---- */
-size_t on_stream(char *data, size_t size, size_t nmemb, void *arg);
-void jstream_free(struct jstream *s);
 int cmd_watch(const char *prefix, int64_t from);
 int cmd_await(const char *prefix, int64_t expect, long ms, int64_t from, const char *seed, size_t seed_len,
 	      bool formed_ends);

@@ -18,7 +18,6 @@
 
 #include <json-c/json.h>
 
-#include "base64.h"
 #include "escape.h"
 #include "etcd-client.h"
 
@@ -37,39 +36,50 @@ static void say_synced(void)
 		exit(0);        /* the reader is gone */
 }
 
-/* One message of the stream; false ends the stream (reconnect or list again). */
-static bool watch_message(struct wmsg *m, void *arg)
+/* One JSON message of the stream; false ends the stream (reconnect or list again). */
+static bool watch_message(json_object *j, void *arg)
 {
 	struct watch_state *w = arg;
+	json_object *res = jget(j, "result", json_type_object), *ev;
+	size_t n;
 
-	if (!m->result) {
-		if (m->error)
-			fprintf(stderr, "hpcinit-etcd: watch: %s\n", safe_str(m->error, 0));
+	if (!res) {
+		json_object *m = jget(j, "error", json_type_object);
+		const char *text = m ? json_object_to_json_string(m) : jstr(j, "error");
+
+		if (text)
+			fprintf(stderr, "hpcinit-etcd: watch: %s\n", safe_str(text, 0));
 		w->restart = true;
 		return false;
 	}
-	if (m->compact_revision > 0) {
+	if (get_i64(res, "compact_revision") > 0) {
 		/* The revision we asked for is compacted away: list again. */
 		fprintf(stderr, "hpcinit-etcd: watch: revision compacted (now %" PRId64 "); listing again\n",
-			m->compact_revision);
+			get_i64(res, "compact_revision"));
 		w->restart = true;
 		w->next_rev = 0;
-	} else if (m->canceled) {
+	} else if (jtrue(res, "canceled")) {
 		w->restart = true;
-	} else if (m->created) {
+	} else if (jtrue(res, "created")) {
 		w->created = true;
 	}
-	if (!w->restart && m->n_events > 0) {
+	ev = jget(res, "events", json_type_array);
+	if (!w->restart && (n = jlen(ev)) > 0) {
 		if (w->quiet) {
 			/* The prefix changed: it may fit now; list again (not more often than LIST_RETRY_S). */
 			w->restart = true;
 			w->next_rev = 0;
 			return false;
 		}
-		for (size_t i = 0; i < m->n_ev; i++)
-			print_wkv(&m->ev[i]);
+		for (size_t i = 0; i < n; i++) {
+			json_object *kv;
+			bool deleted;
+
+			if (event_kv(json_object_array_get_idx(ev, i), &kv, &deleted))
+				print_kv(kv, deleted);
+		}
 		w->changed = true;
-		w->next_rev = m->revision + 1;
+		w->next_rev = header_rev(res) + 1;
 	}
 	return !w->restart;
 }
@@ -120,7 +130,7 @@ static char *watch_start(const char *prefix, int64_t rev, struct jstream *js, ht
 static void watch_end(struct jstream *js, char *body)
 {
 	free(body);
-	jstream_free(js);
+	json_tokener_free(js->tok);
 	http_close();
 }
 
@@ -312,15 +322,15 @@ static void await_drop(struct await_state *a, size_t i)
 }
 
 /* A put (the key and its value, kept) or a deletion, into the membership. */
-static void await_event(struct await_state *a, const struct wkv *e)
+static void await_event(struct await_state *a, json_object *kv, bool deleted)
 {
 	char *k = NULL, *item = NULL;
 	size_t len = 0, i;
 
-	if (e->deleted) {
+	if (deleted) {
 		size_t kl = 0;
 
-		if (!e->key || !(k = (char *)b64_decode(e->key, e->key_len, &kl)))
+		if (!(k = (char *)b64_str(jstr(kv, "key"), &kl)))
 			return;
 		k[kl] = '\0';
 		if ((i = key_find(a, k)) < a->n)
@@ -328,7 +338,7 @@ static void await_event(struct await_state *a, const struct wkv *e)
 		free(k);
 		return;
 	}
-	item = kv_item_b64(e, &k, &len);
+	item = kv_item(kv, &k, &len);
 	if (!item)
 		return;
 	i = key_find(a, k);
@@ -352,16 +362,22 @@ static void await_event(struct await_state *a, const struct wkv *e)
 		a->too_big = true;
 }
 
-static bool await_message(struct wmsg *m, void *arg)
+static bool await_message(json_object *j, void *arg)
 {
 	struct await_state *a = arg;
+	json_object *res = jget(j, "result", json_type_object), *ev;
 
-	if (!m->result || m->compact_revision > 0 || m->canceled) {
+	if (!res || get_i64(res, "compact_revision") > 0 || jtrue(res, "canceled"))
 		a->restart = true;
-	} else if (m->events) {
-		a->rev = m->revision;
-		for (size_t k = 0; k < m->n_ev; k++)
-			await_event(a, &m->ev[k]);
+	else if ((ev = jget(res, "events", json_type_array))) {
+		a->rev = header_rev(res);
+		for (size_t k = 0; k < jlen(ev); k++) {
+			json_object *kv;
+			bool deleted;
+
+			if (event_kv(json_object_array_get_idx(ev, k), &kv, &deleted))
+				await_event(a, kv, deleted);
+		}
 	}
 	if ((int64_t)a->n >= a->expect || a->formed)
 		a->done = true;
@@ -380,9 +396,7 @@ static void await_rev(int64_t rev, void *arg)
 
 static int await_put(json_object *kv, void *arg)
 {
-	struct wkv e = wkv_of(kv, false);       /* a range's kv, as a watch's put */
-
-	await_event(arg, &e);
+	await_event(arg, kv, false);
 	return 0;
 }
 

@@ -9,14 +9,11 @@
  *   2  await's messages (the membership it keeps)
  *   3  a Scheduled Events document
  *   4  an error answer (answer_error, header_rev, get_i64)
- *   0x40 to 0x7f: watch messages read by the stream's scanner
- *      (etcd-stream.c) and by json-c: a message the scanner takes whole
- *      must read the same both ways, else abort
  *   0x80 and up: an HTTP answer, read by the helper's own client
  *      (etcd-http.c) from a socket that holds these bytes and then ends;
  *      the same text as a Date header and as a URL too
  * Crashes, leaks, UB and timeouts are the findings.  The helper itself is
- * compiled in (its five files and hpcinit-metadata.c; their mains renamed); stdout goes to /dev/null (run-etcd.sh
+ * compiled in (its four files and hpcinit-metadata.c; their mains renamed); stdout goes to /dev/null (run-etcd.sh
  * closes the target's stderr too; crash reports still show).
  * Build and run: tests/fuzz/run-etcd.sh; make check replays etcd-corpus.
  */
@@ -26,7 +23,6 @@ int hpcinit_etcd_main(int argc, char **argv);
 #include "../../libexec/etcd-client.c"
 #include "../../libexec/etcd-http.c"
 #include "../../libexec/etcd-watch.c"
-#include "../../libexec/etcd-stream.c"
 #undef main
 /* The Scheduled Events reader is hpcinit-metadata's (the same HTTP and JSON client). */
 #define main hpcinit_metadata_main
@@ -38,62 +34,11 @@ int hpcinit_metadata_main(int argc, char **argv);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static bool fuzz_stop(struct wmsg *m, void *arg)
+static bool fuzz_stop(json_object *j, void *arg)
 {
-	(void)m;
+	(void)j;
 	(void)arg;
 	return true;
-}
-
-static bool same_bytes(const char *a, size_t an, const char *b, size_t bn)
-{
-	return (!a) == (!b) && (!a || (an == bn && !memcmp(a, b, an)));
-}
-
-/* Two readings of one message the same, as the watch and await use them. */
-static bool wmsg_same(const struct wmsg *a, const struct wmsg *b)
-{
-	if (a->result != b->result || a->canceled != b->canceled || a->created != b->created ||
-	    a->events != b->events || a->compact_revision != b->compact_revision ||
-	    a->revision != b->revision || a->n_events != b->n_events || a->n_ev != b->n_ev)
-		return false;
-	for (size_t i = 0; i < a->n_ev; i++) {
-		const struct wkv *x = &a->ev[i], *y = &b->ev[i];
-
-		if (x->deleted != y->deleted || x->lease != y->lease ||
-		    !same_bytes(x->key, x->key_len, y->key, y->key_len) ||
-		    !same_bytes(x->value, x->value_len, y->value, y->value_len))
-			return false;
-	}
-	return true;
-}
-
-/*
- * The watch stream's scanner (etcd-stream.c) against json-c: every message
- * the scanner takes whole, json-c must read the same from the same bytes;
- * a difference aborts (a finding).
- */
-static void fuzz_scan(const char *p, size_t n)
-{
-	struct wmsg a = { 0 }, b = { 0 };
-	size_t used;
-
-	while (n && wmsg_scan(p, n, &a, &used) == SCAN_DONE) {
-		json_tokener *tok = json_tokener_new();
-		json_object *j = tok ? json_tokener_parse_ex(tok, p, (int)used) : NULL;
-
-		if (!j)
-			abort();        /* the scanner took what json-c does not read */
-		wmsg_of_json(j, &b);
-		if (!wmsg_same(&a, &b))
-			abort();
-		json_object_put(j);
-		json_tokener_free(tok);
-		p += used;
-		n -= used;
-	}
-	free(a.ev);
-	free(b.ev);
 }
 
 static void fuzz_http(const uint8_t *p, size_t n, const char *text)
@@ -145,11 +90,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(text);
 		return 0;
 	}
-	if (data[0] >= 0x40) {
-		fuzz_scan(text, size - 1);
-		free(text);
-		return 0;
-	}
 	switch (data[0] % 5) {
 	case 0: {
 		const struct range_ops ops = { .on_rev = print_rev, .on_kv = print_put };
@@ -177,7 +117,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (on_watch(text + off, 1, n, &js) != n)
 				break;
 		}
-		jstream_free(&js);
+		json_tokener_free(js.tok);
 		break;
 	}
 	case 2: {
@@ -186,7 +126,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		js.tok = json_tokener_new();
 		(void)on_stream(text, 1, size - 1, &js);
-		jstream_free(&js);
+		json_tokener_free(js.tok);
 		while (a.n)
 			await_drop(&a, a.n - 1);
 		free(a.keys);
@@ -210,7 +150,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		json_object_put(j);
 		js.tok = json_tokener_new();
 		(void)on_stream(text, 1, size - 1, &js);
-		jstream_free(&js);
+		json_tokener_free(js.tok);
 		break;
 	}
 	}
