@@ -21,7 +21,7 @@ start_standin() {       # start_standin PG [hang]: sets IMDS_PID, PORT
 	[ ! -f "$R/node.yaml" ] || sed -i -E "s|http://127\.0\.0\.1:[0-9]+/|http://127.0.0.1:$PORT/|" "$R/node.yaml"
 }
 stop_standin() { kill "$IMDS_PID" 2>/dev/null; wait "$IMDS_PID" 2>/dev/null || true; }
-trap 'stop_standin' EXIT
+cleanup_add stop_standin   # lib.sh's trap also removes $T
 start_standin pg-a
 cat >>"$R/node.yaml" <<YAML
 discovery: {method: shared, dir: /shared, expect: 1, wait: 1s}
