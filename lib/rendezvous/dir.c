@@ -13,6 +13,17 @@
  * a FIFO or a device is refused without blocking; what is checked (owner,
  * mode, type, size) is what is read; an entry replaced by rename on another
  * NFS client (ESTALE from open, fstat or read) is opened again.
+ *
+ * A run that lists the collection again and again (a node waiting for
+ * discovery.expect) asks for what it read to be cached (rv_lister.reuse_ms):
+ * an entry whose file is still the one read -- device, inode, size, change
+ * and modification times, owner and mode, as one fstatat sees them -- is
+ * given from the cache, not opened and read again, for at most reuse_ms
+ * after it was read.  Writers replace entries by rename, and any write,
+ * chown or chmod sets the change time, which only the kernel sets; so what
+ * is checked is still what was read.  The bound covers a client whose
+ * cached attributes lag the server's (NFS revalidates them on open, not on
+ * stat).
  */
 #include "config.h"
 
@@ -458,8 +469,9 @@ static int refuse(struct rv_entry *e, char *why, const char *tag, int r, const c
 	return r;
 }
 
+/* stout (optional): the stat of the descriptor read, when the entry was read (0). */
 static int read_entry(int dfd, const char *name, const struct rv_tree *t, bool reown, size_t max,
-		      struct rv_entry *e, char **ret, char *why)
+		      struct rv_entry *e, char **ret, char *why, struct stat *stout)
 {
 	struct stat st;
 	ssize_t len;
@@ -544,6 +556,8 @@ reopen:
 	e->value = buf;
 	e->len = (size_t)len;
 	*ret = buf;
+	if (stout)
+		*stout = st;
 	return 0;
 }
 
@@ -552,7 +566,102 @@ int rv_dir_read_entry(int dfd, const char *name, const struct rv_tree *t, bool r
 {
 	static char why[WHY_LEN];
 
-	return read_entry(dfd, name, t, reown, max, e, ret, why);
+	return read_entry(dfd, name, t, reown, max, e, ret, why, NULL);
+}
+
+/* ---- the read cache: what earlier passes of this run read, by name (open addressing) ---- */
+struct rv_cached {
+	char *name;                     /* NULL: an empty slot */
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtim, ctim;
+	uid_t uid;
+	mode_t mode;
+	uint64_t read_ms;               /* the start of the pass that read it (CLOCK_MONOTONIC) */
+	char *val;
+	size_t len;
+};
+
+struct rv_read_cache {
+	struct rv_cached *v;
+	size_t cap, n;                  /* cap: a power of two, at least twice n */
+	size_t reused;                  /* entries given from here (tests, benches) */
+};
+
+static size_t cache_slot(const struct rv_read_cache *k, const char *name)
+{
+	uint64_t h = 14695981039346656037ULL;   /* FNV-1a */
+	size_t i;
+
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		h = (h ^ *p) * 1099511628211ULL;
+	for (i = (size_t)h & (k->cap - 1); k->v[i].name && strcmp(k->v[i].name, name) != 0;
+	     i = (i + 1) & (k->cap - 1))
+		;
+	return i;
+}
+
+static const struct rv_cached *cache_find(const struct rv_read_cache *k, const char *name)
+{
+	const struct rv_cached *e = k->cap ? &k->v[cache_slot(k, name)] : NULL;
+
+	return e && e->name ? e : NULL;
+}
+
+static bool cache_same(const struct rv_cached *e, const struct stat *st)
+{
+	return S_ISREG(st->st_mode) && e->dev == st->st_dev && e->ino == st->st_ino &&
+	       e->size == st->st_size && e->uid == st->st_uid && e->mode == st->st_mode &&
+	       e->mtim.tv_sec == st->st_mtim.tv_sec && e->mtim.tv_nsec == st->st_mtim.tv_nsec &&
+	       e->ctim.tv_sec == st->st_ctim.tv_sec && e->ctim.tv_nsec == st->st_ctim.tv_nsec;
+}
+
+/* Keep val (taken) as name's entry, read from the file st describes. */
+static void cache_put(struct rv_read_cache *k, const char *name, const struct stat *st, char *val, size_t len,
+		     uint64_t read_ms)
+{
+	struct rv_cached *e;
+
+	if (2 * (k->n + 1) > k->cap) {
+		struct rv_read_cache old = *k;
+
+		k->cap = k->cap ? 2 * k->cap : 64;
+		k->v = xcalloc(k->cap, sizeof(*k->v));
+		for (size_t i = 0; i < old.cap; i++)
+			if (old.v[i].name)
+				k->v[cache_slot(k, old.v[i].name)] = old.v[i];
+		free(old.v);
+	}
+	e = &k->v[cache_slot(k, name)];
+	if (e->name) {
+		free(e->val);
+	} else {
+		e->name = xstrdup(name);
+		k->n++;
+	}
+	e->dev = st->st_dev;
+	e->ino = st->st_ino;
+	e->size = st->st_size;
+	e->mtim = st->st_mtim;
+	e->ctim = st->st_ctim;
+	e->uid = st->st_uid;
+	e->mode = st->st_mode;
+	e->read_ms = read_ms;
+	e->val = val;
+	e->len = len;
+}
+
+static void cache_free(struct rv_read_cache *k)
+{
+	if (!k)
+		return;
+	for (size_t i = 0; i < k->cap; i++) {
+		free(k->v[i].name);
+		free(k->v[i].val);
+	}
+	free(k->v);
+	free(k);
 }
 
 static int open_coll(const struct rendezvous *rv, DIR **ret)
@@ -662,8 +771,10 @@ int rv_dir_now(struct rendezvous *rv, int64_t *ret)
 struct slot {
 	size_t name_off;                /* in the batch's name pool */
 	bool temp;
+	bool kept;                      /* val is the cache's: given, not read */
 	int r;
 	char *val;
+	struct stat st;                 /* with a cache: the descriptor read */
 	struct rv_entry e;
 	char why[WHY_LEN];
 };
@@ -678,14 +789,38 @@ struct batch {
 	bool reown;
 	size_t max;
 	const struct rv_lister *l;
+	struct rv_read_cache *cache;    /* NULL: nothing cached (reuse_ms 0); read-only while reading */
+	uint64_t start_ms;              /* the pass's start */
 	size_t next;                    /* the next slot to read: taken atomically */
 };
+
+/* The slot's entry from the cache, when its file is the one read within reuse_ms (any thread). */
+static bool reuse(const struct batch *b, struct slot *s)
+{
+	const struct rv_cached *k = cache_find(b->cache, s->e.name);
+	struct stat st;
+
+	if (!k || b->start_ms - k->read_ms >= b->l->reuse_ms)
+		return false;
+	if (fstatat(b->dfd, s->e.name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !cache_same(k, &st) ||
+	    st.st_uid != b->t->trusted)
+		return false;   /* gone, changed or not the same: read as any other */
+	s->kept = true;
+	s->r = 0;
+	s->val = k->val;
+	s->e.value = k->val;
+	s->e.len = k->len;
+	s->e.mtime = (int64_t)st.st_mtime;
+	return true;
+}
 
 static void read_slot(struct batch *b, struct slot *s)
 {
 	if (s->temp)
 		return;
-	s->r = read_entry(b->dfd, s->e.name, b->t, b->reown, b->max, &s->e, &s->val, s->why);
+	if (!b->cache || !reuse(b, s))
+		s->r = read_entry(b->dfd, s->e.name, b->t, b->reown, b->max, &s->e, &s->val, s->why,
+				  b->cache ? &s->st : NULL);
 	if (s->r == 0 && b->l->prep)
 		s->e.prep = b->l->prep(b->l->arg, &s->e);
 }
@@ -754,7 +889,12 @@ static int batch_each(struct batch *b, int stop)
 			stop = b->l->each(b->l->arg, &s->e);
 		else if (s->e.prep && b->l->prep_free)
 			b->l->prep_free(s->e.prep);
-		free(s->val);
+		if (s->kept)
+			b->cache->reused++;
+		else if (b->cache && s->r == 0 && s->val && !s->e.reowned)
+			cache_put(b->cache, s->e.name, &s->st, s->val, s->e.len, b->start_ms);
+		else
+			free(s->val);
 	}
 	b->n = 0;
 	sb_reset(&b->names);
@@ -805,6 +945,12 @@ int rv_dir_list_prep(struct rendezvous *rv, struct report *rep, const struct rv_
 	if ((r = open_coll(rv, &d)) < 0)
 		return r;
 	b.dfd = dirfd(d);
+	if (l->reuse_ms) {
+		if (!rv->read_cache)
+			rv->read_cache = xcalloc(1, sizeof(*rv->read_cache));
+		b.cache = rv->read_cache;
+		b.start_ms = now_ms();
+	}
 	b.s = xmalloc(LIST_BATCH * sizeof(*b.s));
 	for (;;) {
 		errno = 0;
@@ -841,6 +987,8 @@ static void dir_close(struct rendezvous *rv)
 {
 	for (int i = 0; i < 3; i++)
 		free(rv->tree.levels[i]);
+	cache_free(rv->read_cache);
+	rv->read_cache = NULL;
 }
 
 const struct rv_ops rv_dir_ops = {

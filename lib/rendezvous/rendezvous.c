@@ -127,10 +127,10 @@ int rv_list_prep(struct rendezvous *rv, struct report *rep, const struct rv_list
 
 	if (!rv->ops)
 		return -EBADF;
-	if (!l->prep)
-		return rv->ops->list(rv, rep, l->want, l->each, l->arg);
 	if (rv->ops == &rv_dir_ops)
 		return rv_dir_list_prep(rv, rep, l);
+	if (!l->prep)
+		return rv->ops->list(rv, rep, l->want, l->each, l->arg);
 	return rv->ops->list(rv, rep, l->want ? want_inline : NULL, prep_inline, &copy);
 }
 

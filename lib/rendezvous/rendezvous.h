@@ -120,6 +120,8 @@ struct rv_tree {
 	bool head_squash;               /* this node exports the share, root squashed */
 };
 
+struct rv_read_cache;
+
 struct rendezvous {
 	const struct rv_ops *ops;
 	struct ctx *c;
@@ -130,6 +132,7 @@ struct rendezvous {
 	struct strlist names, vals;     /* etcd: the collection as the last list gave it */
 	bool listed;
 	int64_t lease;                  /* etcd: the lease this node holds (RV_LEASE_FILE), 0: none */
+	struct rv_read_cache *read_cache; /* dir: what passes with reuse_ms read (dir.c), NULL: none */
 };
 
 extern const struct rv_ops rv_dir_ops;
@@ -160,7 +163,11 @@ int rv_list(struct rendezvous *rv, struct report *rep, rv_want_fn want, rv_each_
  * stopped); thread_end (optional) runs on each worker thread as it ends,
  * to free what prep kept per thread.  The dir backend reads and preps
  * large collections on up to RV_LIST_THREADS threads (as many as this
- * process may run on); etcd calls prep in line.
+ * process may run on); etcd calls prep in line.  reuse_ms (dir; 0: off):
+ * a run that lists again and again caches what it read, and a later pass
+ * gives an entry whose file is unchanged (dir.c: inode, size, times, owner,
+ * mode) from what it cached, read at most reuse_ms before, without opening
+ * it again; prep still runs on it.
  */
 #define RV_LIST_THREADS 4
 struct rv_lister {
@@ -170,6 +177,7 @@ struct rv_lister {
 	void (*thread_end)(void);
 	rv_each_fn each;
 	void *arg;
+	uint64_t reuse_ms;
 };
 int rv_list_prep(struct rendezvous *rv, struct report *rep, const struct rv_lister *l);
 /* Every name in the collection (refused entries included), appended to ret. */

@@ -448,9 +448,18 @@ static int read_records(struct disc_run *run, bool do_prune)
 	struct shared *sh = run->priv;
 	struct pass ps = { .run = run, .do_prune = do_prune, .now = shared_now(sh), .lease = lease_s(run->c->spec),
 			   .grace = (int64_t)(disc_grace_ms(run->c->spec) / 1000), .kept_ms = disc_shared_kept_ms(run->c) };
+	/*
+	 * A run that may wait lists again every few seconds: a record whose
+	 * file is unchanged is not read again (lib/rendezvous/dir.c), for a
+	 * sixth of the lease after it was read.  A waiting writer rewrites its
+	 * record every third of the lease, so a record given from that cache
+	 * is never older than half the lease for being cached (settle_late's
+	 * "overdue").
+	 */
 	struct rv_lister l = {
 		.want = want_record, .prep = parse_record, .prep_free = parsed_free,
 		.thread_end = record_thread_end, .each = take_record, .arg = &ps,
+		.reuse_ms = ctx_may_write(run->c) && !run->c->refresh ? run->c->spec->discovery.lease_ms / 6 : 0,
 	};
 	int r = rv_list_prep(&sh->rv, run->rep, &l);
 

@@ -422,6 +422,143 @@ static void test_dir_parallel(struct ctx *c)
 	report_free(&rep);
 }
 
+/* ---- rv_lister.reuse_ms: an unchanged entry is given from the read cache, a changed one read ---- */
+
+static int kv_each(void *arg, const struct rv_entry *e)
+{
+	struct strlist *l = arg;
+
+	if (e->refused)
+		strlist_push_take(l, xasprintf("%s:%s", e->name, e->refused));
+	else
+		strlist_push_take(l, xasprintf("%s=%.*s", e->name, (int)e->len, e->value));
+	return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* One pass: what each saw, sorted into one line; *reused: how many came from the cache. */
+static char *kv_pass(struct rendezvous *rv, struct report *rep, uint64_t reuse_ms, size_t *reused)
+{
+	struct strlist l = { 0 };
+	struct rv_lister lister = { .each = kv_each, .arg = &l, .reuse_ms = reuse_ms };
+	size_t before = rv->read_cache ? rv->read_cache->reused : 0;
+	struct strbuf sb = { 0 };
+	char *ret;
+
+	TEST_INTEQ(rv_list_prep(rv, rep, &lister), 0);
+	if (l.n)
+		qsort(l.v, l.n, sizeof(*l.v), cmp_str);
+	for (size_t i = 0; i < l.n; i++)
+		sb_printf(&sb, "%s%s", i ? " " : "", l.v[i]);
+	*reused = (rv->read_cache ? rv->read_cache->reused : 0) - before;
+	strlist_free(&l);
+	ret = xstrdup(sb_str(&sb));
+	sb_free(&sb);
+	return ret;
+}
+
+#define KV_PASS(rv, rep, ms, want_line, want_reused) do {                                       \
+		size_t reused_;                                                                 \
+		char *line_ = kv_pass(rv, rep, ms, &reused_);                                   \
+		TEST_STREQ(line_, want_line);                                                   \
+		TEST_INTEQ(reused_, want_reused);                                               \
+		free(line_);                                                                    \
+	} while (0)
+
+static void test_dir_cache(struct ctx *c)
+{
+	struct rv_opts o = { .collection = "cached", .self = "node1", .max_bytes = 1024, .create = true };
+	struct rendezvous rv;
+	struct report rep;
+	struct stat st;
+	char *p;
+
+	report_init(&rep);
+	TEST_INTEQ(rv_open(c, &rep, &o, &rv), 0);
+	TEST_INTEQ(rv_put(&rv, &rep, "a", "A1", 2), 1);
+	TEST_INTEQ(rv_put(&rv, &rep, "b", "B1", 2), 1);
+	TEST_INTEQ(rv_put(&rv, &rep, "c", "C1", 2), 1);
+	/* Without reuse_ms nothing is cached; with it, the first pass reads all, the next none. */
+	KV_PASS(&rv, &rep, 0, "a=A1 b=B1 c=C1", 0);
+	TEST_CHECK(rv.read_cache == NULL);
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B1 c=C1", 0);
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B1 c=C1", 3);
+	/* Replaced by rename (as every writer does), the same size: read again. */
+	TEST_INTEQ(rv_put(&rv, &rep, "b", "B2", 2), 1);
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B2 c=C1", 2);
+	/* Written in place, the same size, its modification time put back: the change time tells. */
+	usleep(20000);  /* past the file clock's tick: a change time that differs */
+	p = host("/share/.hpcinit/glo/cached/c");
+	TEST_INTEQ(stat(p, &st), 0);
+	{
+		struct timespec t[2] = { st.st_atim, st.st_mtim };
+		int fd = open(p, O_WRONLY);
+
+		TEST_CHECK(fd >= 0 && pwrite(fd, "C2", 2, 0) == 2);
+		close(fd);
+		TEST_INTEQ(utimensat(AT_FDCWD, p, t, 0), 0);
+	}
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B2 c=C2", 2);
+	/* A mode, an owner or a type that the checks refuse is refused, not given from the cache. */
+	TEST_INTEQ(chmod(p, 0666), 0);
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B2 c:writable", 2);
+	TEST_INTEQ(chmod(p, 0644), 0);
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B2 c=C2", 2);
+	if (geteuid() == 0) {
+		TEST_INTEQ(chown(p, 1000, 1000), 0);
+		KV_PASS(&rv, &rep, 60000, "a=A1 b=B2 c:wrong-owner", 2);
+		TEST_INTEQ(chown(p, 0, 0), 0);
+	}
+	TEST_INTEQ(unlink(p), 0);
+	{
+		char *secret = host("/etc-secret");
+
+		TEST_INTEQ(symlink(secret, p), 0);
+		free(secret);
+	}
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B2 c:symlink", 2);
+	TEST_INTEQ(unlink(p), 0);
+	free(p);
+	/* Gone: not listed.  Past reuse_ms: read again. */
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B2", 2);
+	usleep(5000);
+	KV_PASS(&rv, &rep, 2, "a=A1 b=B2", 0);
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B2", 2);
+	rv_close(&rv);
+	TEST_CHECK(rv.read_cache == NULL);
+
+	/* Many entries: read and given on several threads (LIST_PAR_MIN), the cache grown. */
+	TEST_INTEQ(rv_open(c, &rep, &o, &rv), 0);
+	for (unsigned i = 0; i < 700; i++) {
+		char name[16], val[16];
+
+		snprintf(name, sizeof(name), "n%03u", i);
+		snprintf(val, sizeof(val), "v%u", i);
+		TEST_INTEQ(rv_put(&rv, &rep, name, val, strlen(val)), 1);
+	}
+	{
+		size_t r1, r2, r3;
+		char *l1 = kv_pass(&rv, &rep, 60000, &r1), *l2 = kv_pass(&rv, &rep, 60000, &r2), *l3;
+
+		TEST_STREQ(l1, l2);
+		TEST_INTEQ(r1, 0);
+		TEST_INTEQ(r2, 702);
+		TEST_INTEQ(rv_put(&rv, &rep, "n123", "changed", 7), 1);
+		l3 = kv_pass(&rv, &rep, 60000, &r3);
+		TEST_INTEQ(r3, 701);
+		TEST_CHECK(strstr(l3, "n123=changed") != NULL && strstr(l1, "n123=v123") != NULL);
+		free(l1);
+		free(l2);
+		free(l3);
+	}
+	rv_close(&rv);
+	report_free(&rep);
+}
+
 /* The head exports the share root squashed: levels and entries are the anonymous uid's. */
 static void test_dir_squash(struct ctx *c, struct spec *spec)
 {
@@ -817,6 +954,7 @@ int main(void)
 
 	test_dir(&c);
 	test_dir_parallel(&c);
+	test_dir_cache(&c);
 	test_dir_squash(&c, &spec);
 	test_dir_mount(&c, &spec);
 	test_stream();
