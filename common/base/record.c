@@ -91,6 +91,34 @@ void peer_clear(struct peer *p)
 	memset(p, 0, sizeof(*p));
 }
 
+static char *dup_opt(const char *s)
+{
+	return s ? xstrdup(s) : NULL;
+}
+
+/* Field by field as peer_clear frees them: a field added to one is added to both. */
+void peer_copy(struct peer *dst, const struct peer *src)
+{
+	*dst = *src;    /* the numbers and flags */
+	dst->hostname = dup_opt(src->hostname);
+	dst->addr = dup_opt(src->addr);
+	dst->ipoib_addr = dup_opt(src->ipoib_addr);
+	dst->fabric = dup_opt(src->fabric);
+	dst->pkey = dup_opt(src->pkey);
+	dst->placement_group = dup_opt(src->placement_group);
+	memset(&dst->host_keys, 0, sizeof(dst->host_keys));
+	strlist_copy(&dst->host_keys, &src->host_keys);
+	dst->user_keys = src->n_user_keys ? xcalloc(src->n_user_keys, sizeof(*dst->user_keys)) : NULL;
+	for (size_t i = 0; i < src->n_user_keys; i++) {
+		dst->user_keys[i].user = dup_opt(src->user_keys[i].user);
+		dst->user_keys[i].key = dup_opt(src->user_keys[i].key);
+	}
+	dst->version = dup_opt(src->version);
+	dst->boot_id = dup_opt(src->boot_id);
+	dst->reason = dup_opt(src->reason);
+	dst->users = dup_opt(src->users);
+}
+
 struct peerset *peerset_free(struct peerset *s)
 {
 	if (!s)

@@ -77,6 +77,8 @@ struct peerset {
 };
 
 void peer_clear(struct peer *p);
+/* dst (uninitialized) becomes a deep copy of src: peer_clear frees each apart. */
+void peer_copy(struct peer *dst, const struct peer *src);
 struct peerset *peerset_free(struct peerset *s);
 /* Natural sort ("node2" < "node10"), head first. */
 void peerset_sort(struct peerset *s);

@@ -19,7 +19,8 @@
  * an entry whose file is still the one read -- device, inode, size, change
  * and modification times, owner and mode, as one fstatat sees them -- is
  * given from the cache, not opened and read again, for at most reuse_ms
- * after it was read.  Writers replace entries by rename, and any write,
+ * after it was read; with the lister's prep_copy, a copy of its prep too
+ * (discovery: the record parsed and its HMAC checked), not made again.  Writers replace entries by rename, and any write,
  * chown or chmod sets the change time, which only the kernel sets; so what
  * is checked is still what was read.  The bound covers a client whose
  * cached attributes lag the server's (NFS revalidates them on open, not on
@@ -581,12 +582,15 @@ struct rv_cached {
 	uint64_t read_ms;               /* the start of the pass that read it (CLOCK_MONOTONIC) */
 	char *val;
 	size_t len;
+	void *prep;                     /* the lister's prep of it (a copy: prep_copy), or NULL */
 };
 
 struct rv_read_cache {
 	struct rv_cached *v;
 	size_t cap, n;                  /* cap: a power of two, at least twice n */
 	size_t reused;                  /* entries given from here (tests, benches) */
+	size_t prep_reused;             /* of them, with their prep copied, not made again */
+	void (*prep_free)(void *);      /* the lister's, for the preps kept */
 };
 
 static size_t cache_slot(const struct rv_read_cache *k, const char *name)
@@ -602,9 +606,9 @@ static size_t cache_slot(const struct rv_read_cache *k, const char *name)
 	return i;
 }
 
-static const struct rv_cached *cache_find(const struct rv_read_cache *k, const char *name)
+static struct rv_cached *cache_find(const struct rv_read_cache *k, const char *name)
 {
-	const struct rv_cached *e = k->cap ? &k->v[cache_slot(k, name)] : NULL;
+	struct rv_cached *e = k->cap ? &k->v[cache_slot(k, name)] : NULL;
 
 	return e && e->name ? e : NULL;
 }
@@ -617,9 +621,18 @@ static bool cache_same(const struct rv_cached *e, const struct stat *st)
 	       e->ctim.tv_sec == st->st_ctim.tv_sec && e->ctim.tv_nsec == st->st_ctim.tv_nsec;
 }
 
-/* Keep val (taken) as name's entry, read from the file st describes. */
+static void cached_clear(const struct rv_read_cache *k, struct rv_cached *e)
+{
+	free(e->val);
+	if (e->prep && k->prep_free)
+		k->prep_free(e->prep);
+	e->val = NULL;
+	e->prep = NULL;
+}
+
+/* Keep val and prep (taken) as name's entry, read from the file st describes. */
 static void cache_put(struct rv_read_cache *k, const char *name, const struct stat *st, char *val, size_t len,
-		     uint64_t read_ms)
+		      void *prep, uint64_t read_ms)
 {
 	struct rv_cached *e;
 
@@ -635,7 +648,7 @@ static void cache_put(struct rv_read_cache *k, const char *name, const struct st
 	}
 	e = &k->v[cache_slot(k, name)];
 	if (e->name) {
-		free(e->val);
+		cached_clear(k, e);
 	} else {
 		e->name = xstrdup(name);
 		k->n++;
@@ -650,6 +663,7 @@ static void cache_put(struct rv_read_cache *k, const char *name, const struct st
 	e->read_ms = read_ms;
 	e->val = val;
 	e->len = len;
+	e->prep = prep;
 }
 
 static void cache_free(struct rv_read_cache *k)
@@ -658,7 +672,7 @@ static void cache_free(struct rv_read_cache *k)
 		return;
 	for (size_t i = 0; i < k->cap; i++) {
 		free(k->v[i].name);
-		free(k->v[i].val);
+		cached_clear(k, &k->v[i]);
 	}
 	free(k->v);
 	free(k);
@@ -771,9 +785,11 @@ int rv_dir_now(struct rendezvous *rv, int64_t *ret)
 struct slot {
 	size_t name_off;                /* in the batch's name pool */
 	bool temp;
-	bool kept;                      /* val is the cache's: given, not read */
+	bool hit;                       /* given from the cache: val is the cache's */
+	bool prep_hit;                  /* and its prep a copy of the cache's */
 	int r;
 	char *val;
+	void *cache_prep;               /* the copy of its prep the cache will keep */
 	struct stat st;                 /* with a cache: the descriptor read */
 	struct rv_entry e;
 	char why[WHY_LEN];
@@ -805,12 +821,16 @@ static bool reuse(const struct batch *b, struct slot *s)
 	if (fstatat(b->dfd, s->e.name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !cache_same(k, &st) ||
 	    st.st_uid != b->t->trusted)
 		return false;   /* gone, changed or not the same: read as any other */
-	s->kept = true;
+	s->hit = true;
 	s->r = 0;
 	s->val = k->val;
 	s->e.value = k->val;
 	s->e.len = k->len;
 	s->e.mtime = (int64_t)st.st_mtime;
+	if (k->prep && b->l->prep_copy) {
+		s->e.prep = b->l->prep_copy(b->l->arg, k->prep);
+		s->prep_hit = true;
+	}
 	return true;
 }
 
@@ -821,8 +841,11 @@ static void read_slot(struct batch *b, struct slot *s)
 	if (!b->cache || !reuse(b, s))
 		s->r = read_entry(b->dfd, s->e.name, b->t, b->reown, b->max, &s->e, &s->val, s->why,
 				  b->cache ? &s->st : NULL);
-	if (s->r == 0 && b->l->prep)
+	if (s->r == 0 && b->l->prep && !s->e.prep) {
 		s->e.prep = b->l->prep(b->l->arg, &s->e);
+		if (b->cache && s->e.prep && b->l->prep_copy)
+			s->cache_prep = b->l->prep_copy(b->l->arg, s->e.prep);
+	}
 }
 
 static void batch_work(struct batch *b)
@@ -879,7 +902,12 @@ static void batch_read(struct batch *b, unsigned threads)
 		pthread_join(tid[i], NULL);
 }
 
-/* each for every slot, in order; after a stop, only frees.  The first non-zero return. */
+/*
+ * each for every slot, in order; after a stop, only frees.  The first
+ * non-zero return.  What was read goes into the cache only after every
+ * each of the batch: a name readdir gave twice (a directory changed while
+ * listed) replaces no value an earlier slot still lends.
+ */
 static int batch_each(struct batch *b, int stop)
 {
 	for (size_t i = 0; i < b->n; i++) {
@@ -889,12 +917,26 @@ static int batch_each(struct batch *b, int stop)
 			stop = b->l->each(b->l->arg, &s->e);
 		else if (s->e.prep && b->l->prep_free)
 			b->l->prep_free(s->e.prep);
-		if (s->kept)
+	}
+	for (size_t i = 0; i < b->n; i++) {
+		struct slot *s = &b->s[i];
+
+		if (s->hit) {
+			struct rv_cached *k = cache_find(b->cache, s->e.name);
+
 			b->cache->reused++;
-		else if (b->cache && s->r == 0 && s->val && !s->e.reowned)
-			cache_put(b->cache, s->e.name, &s->st, s->val, s->e.len, b->start_ms);
-		else
+			b->cache->prep_reused += s->prep_hit;
+			if (s->cache_prep && k && !k->prep)
+				k->prep = s->cache_prep;        /* cached before it had a prep */
+			else if (s->cache_prep && b->l->prep_free)
+				b->l->prep_free(s->cache_prep);
+		} else if (b->cache && s->r == 0 && s->val && !s->e.reowned) {
+			cache_put(b->cache, s->e.name, &s->st, s->val, s->e.len, s->cache_prep, b->start_ms);
+		} else {
 			free(s->val);
+			if (s->cache_prep && b->l->prep_free)
+				b->l->prep_free(s->cache_prep);
+		}
 	}
 	b->n = 0;
 	sb_reset(&b->names);
@@ -949,6 +991,8 @@ int rv_dir_list_prep(struct rendezvous *rv, struct report *rep, const struct rv_
 		if (!rv->read_cache)
 			rv->read_cache = xcalloc(1, sizeof(*rv->read_cache));
 		b.cache = rv->read_cache;
+		if (l->prep_copy)
+			b.cache->prep_free = l->prep_free;
 		b.start_ms = now_ms();
 	}
 	b.s = xmalloc(LIST_BATCH * sizeof(*b.s));

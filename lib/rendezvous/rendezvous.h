@@ -167,7 +167,11 @@ int rv_list(struct rendezvous *rv, struct report *rep, rv_want_fn want, rv_each_
  * a run that lists again and again caches what it read, and a later pass
  * gives an entry whose file is unchanged (dir.c: inode, size, times, owner,
  * mode) from what it cached, read at most reuse_ms before, without opening
- * it again; prep still runs on it.
+ * it again.  prep_copy (optional, with reuse_ms): a copy of prep's result,
+ * on any thread; with it the cache keeps a copy of each entry's prep too,
+ * and an unchanged entry comes with a copy of that, prep not called again
+ * (so prep must depend on the entry alone, and on what stays the same for
+ * the rendezvous's life).
  */
 #define RV_LIST_THREADS 4
 struct rv_lister {
@@ -178,6 +182,7 @@ struct rv_lister {
 	rv_each_fn each;
 	void *arg;
 	uint64_t reuse_ms;
+	void *(*prep_copy)(void *arg, const void *prep);
 };
 int rv_list_prep(struct rendezvous *rv, struct report *rep, const struct rv_lister *l);
 /* Every name in the collection (refused entries included), appended to ret. */

@@ -297,6 +297,20 @@ static void *parse_record(void *arg, const struct rv_entry *e)
 	return pr;
 }
 
+/* prep_copy: the read cache keeps one, and an unchanged record's list gets a copy of it. */
+static void *parsed_copy(void *arg, const void *prep)
+{
+	const struct parsed *pr = prep;
+	struct parsed *cp = xcalloc(1, sizeof(*cp));
+
+	(void)arg;
+	cp->r = pr->r;
+	cp->err = pr->err ? xstrdup(pr->err) : NULL;
+	if (pr->r == 0)
+		peer_copy(&cp->p, &pr->p);
+	return cp;
+}
+
 static void parsed_free(void *arg)
 {
 	struct parsed *pr = arg;
@@ -450,8 +464,9 @@ static int read_records(struct disc_run *run, bool do_prune)
 			   .grace = (int64_t)(disc_grace_ms(run->c->spec) / 1000), .kept_ms = disc_shared_kept_ms(run->c) };
 	/*
 	 * A run that may wait lists again every few seconds: a record whose
-	 * file is unchanged is not read again (lib/rendezvous/dir.c), for a
-	 * sixth of the lease after it was read.  A waiting writer rewrites its
+	 * file is unchanged is not read, parsed or checked again
+	 * (lib/rendezvous/dir.c: a copy of its parse), for a sixth of the lease
+	 * after it was read.  A waiting writer rewrites its
 	 * record every third of the lease, so a record given from that cache
 	 * is never older than half the lease for being cached (settle_late's
 	 * "overdue").
@@ -460,6 +475,7 @@ static int read_records(struct disc_run *run, bool do_prune)
 		.want = want_record, .prep = parse_record, .prep_free = parsed_free,
 		.thread_end = record_thread_end, .each = take_record, .arg = &ps,
 		.reuse_ms = ctx_may_write(run->c) && !run->c->refresh ? run->c->spec->discovery.lease_ms / 6 : 0,
+		.prep_copy = parsed_copy,
 	};
 	int r = rv_list_prep(&sh->rv, run->rep, &l);
 

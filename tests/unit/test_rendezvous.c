@@ -469,6 +469,43 @@ static char *kv_pass(struct rendezvous *rv, struct report *rep, uint64_t reuse_m
 		free(line_);                                                                    \
 	} while (0)
 
+/* prep and prep_copy for the cache: the value as prep saw it; calls counted (any thread). */
+struct cp {
+	pthread_mutex_t mu;
+	unsigned preps, copies, eaches, wrong;
+};
+
+static void *cp_prep(void *arg, const struct rv_entry *e)
+{
+	struct cp *c = arg;
+
+	pthread_mutex_lock(&c->mu);
+	c->preps++;
+	pthread_mutex_unlock(&c->mu);
+	return xstrndup(e->value, e->len);
+}
+
+static void *cp_copy(void *arg, const void *prep)
+{
+	struct cp *c = arg;
+
+	pthread_mutex_lock(&c->mu);
+	c->copies++;
+	pthread_mutex_unlock(&c->mu);
+	return xstrdup(prep);
+}
+
+static int cp_each(void *arg, const struct rv_entry *e)
+{
+	struct cp *c = arg;
+
+	c->eaches++;
+	if (!e->prep || strcmp(e->prep, e->value) != 0)
+		c->wrong++;
+	free(e->prep);
+	return 0;
+}
+
 static void test_dir_cache(struct ctx *c)
 {
 	struct rv_opts o = { .collection = "cached", .self = "node1", .max_bytes = 1024, .create = true };
@@ -554,6 +591,35 @@ static void test_dir_cache(struct ctx *c)
 		free(l1);
 		free(l2);
 		free(l3);
+	}
+	/*
+	 * With prep_copy the cache keeps each entry's prep: an unchanged entry
+	 * comes with a copy of it, prep is not called again; a changed one is
+	 * read and prepped.  Every prep and copy freed (ASan and valgrind count).
+	 */
+	{
+		struct cp cp = { .mu = PTHREAD_MUTEX_INITIALIZER };
+		struct rv_lister l = { .prep = cp_prep, .prep_free = free, .prep_copy = cp_copy, .each = cp_each,
+				       .arg = &cp, .reuse_ms = 60000 };
+		size_t pr0 = rv.read_cache->prep_reused;
+
+		TEST_INTEQ(rv_list_prep(&rv, &rep, &l), 0);     /* cached without preps: prepped, kept now */
+		TEST_INTEQ(cp.preps, 702);
+		TEST_INTEQ(rv.read_cache->prep_reused - pr0, 0);
+		TEST_INTEQ(rv_put(&rv, &rep, "n007", "again", 5), 1);
+		TEST_INTEQ(rv_list_prep(&rv, &rep, &l), 0);     /* n007 read and prepped, the rest copied */
+		TEST_INTEQ(cp.preps, 703);
+		TEST_INTEQ(rv.read_cache->prep_reused - pr0, 701);
+		TEST_INTEQ(rv_list_prep(&rv, &rep, &l), 0);
+		TEST_INTEQ(cp.preps, 703);
+		TEST_INTEQ(rv_put(&rv, &rep, "n008", "twice", 5), 1);
+		TEST_INTEQ(rv_list_prep(&rv, &rep, &l), 0);
+		TEST_INTEQ(rv_list_prep(&rv, &rep, &l), 0);
+		TEST_INTEQ(cp.preps, 704);                      /* only n008 again, read after its change */
+		TEST_INTEQ(rv.read_cache->prep_reused - pr0, 701 + 702 + 701 + 702);
+		TEST_INTEQ(cp.eaches, 5 * 702);
+		TEST_INTEQ(cp.wrong, 0);
+		TEST_INTEQ(cp.copies, 704 + 701 + 702 + 701 + 702);   /* one kept a prep, one given a hit */
 	}
 	rv_close(&rv);
 	report_free(&rep);
