@@ -227,9 +227,9 @@ int rv_secret_load(const struct ctx *c, struct report *rep, char **key, size_t *
 /* ---- the dir backend's pieces the discovery method uses too (dir.c) ---- */
 
 /*
- * Read the entry name in the open directory dfd with every check above
- * (t: whom the tree trusts; reown: apply on a squashed head may give a
- * root-owned entry to the trusted uid, e->reowned says so).  0 and the
+ * dirlist.c: read the entry name in the open directory dfd with every
+ * check above (t: whom the tree trusts; reown: apply on a squashed head may
+ * give a root-owned entry to the trusted uid, e->reowned says so).  0 and the
  * value (malloc'd, NUL-terminated, also in e->value); -ENOENT; else -errno
  * with e->refused and e->why (valid until the next call).
  */
@@ -242,7 +242,7 @@ int rv_dir_read_entry(int dfd, const char *name, const struct rv_tree *t, bool r
  * the clock every node's writes are dated by.  0, or -errno.
  */
 int rv_dir_now(struct rendezvous *rv, int64_t *ret);
-/* rv_list_prep on the dir backend. */
+/* rv_list_prep on the dir backend (dirlist.c). */
 int rv_dir_list_prep(struct rendezvous *rv, struct report *rep, const struct rv_lister *l);
 
 /* ---- etcd: the one helper runner, the one frame reader (etcd.c) ---- */

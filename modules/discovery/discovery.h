@@ -265,6 +265,21 @@ int disc_record_parse(const char *cluster, const char *data, size_t len, const v
 		      const char *host, struct peer *ret, char *err, size_t errlen);
 int disc_record_judge(struct disc_run *run, int r, const char *err, const char *name);
 /*
+ * A record parsed where it was read (a list's prep, on any thread): the
+ * peer, or why not; its copy and its free are the list's prep_copy (the
+ * shared directory's read cache keeps one: lib/rendezvous/dirlist.c) and
+ * prep_free.
+ */
+struct disc_parsed {
+	int r;
+	char *err;                      /* r < 0 */
+	struct peer p;                  /* r == 0 */
+};
+struct disc_parsed *disc_parsed_new(const char *cluster, const char *data, size_t len, const void *key,
+				    size_t key_len, const char *host);
+void *disc_parsed_copy(void *arg, const void *prep);
+void disc_parsed_free(void *prep);
+/*
  * Whether two peers of s have the same key (without case when nocase): one
  * pass through an open addressing table of the keys' hashes, so that the
  * n log n comparisons of a sort are made only when some are equal.

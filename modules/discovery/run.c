@@ -118,6 +118,41 @@ int disc_record_parse(const char *cluster, const char *data, size_t len, const v
 	return r;
 }
 
+struct disc_parsed *disc_parsed_new(const char *cluster, const char *data, size_t len, const void *key,
+				    size_t key_len, const char *host)
+{
+	struct disc_parsed *pr = xcalloc(1, sizeof(*pr));
+	char err[640] = "";
+
+	pr->r = disc_record_parse(cluster, data, len, key, key_len, host, &pr->p, err, sizeof(err));
+	if (pr->r < 0)
+		pr->err = xstrdup(err);
+	return pr;
+}
+
+void *disc_parsed_copy(void *arg, const void *prep)
+{
+	const struct disc_parsed *pr = prep;
+	struct disc_parsed *cp = xcalloc(1, sizeof(*cp));
+
+	(void)arg;
+	cp->r = pr->r;
+	cp->err = pr->err ? xstrdup(pr->err) : NULL;
+	if (pr->r == 0)
+		peer_copy(&cp->p, &pr->p);
+	return cp;
+}
+
+void disc_parsed_free(void *prep)
+{
+	struct disc_parsed *pr = prep;
+
+	if (pr->r == 0)
+		peer_clear(&pr->p);
+	free(pr->err);
+	free(pr);
+}
+
 int disc_record_judge(struct disc_run *run, int r, const char *err, const char *name)
 {
 	if (r == -ENODATA)

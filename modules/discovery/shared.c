@@ -272,53 +272,17 @@ static bool want_record(void *arg, const char *name)
 	return strcmp(host, ps->run->self.hostname) != 0;
 }
 
-/* A record parsed on a reading thread (rv_list_prep): the peer, or why not. */
-struct parsed {
-	int r;
-	char *err;                      /* r < 0 */
-	struct peer p;                  /* r == 0 */
-};
-
 /* prep: parse and check the record where it was read; touches nothing shared. */
 static void *parse_record(void *arg, const struct rv_entry *e)
 {
 	const struct pass *ps = arg;
 	const struct shared *sh = ps->run->priv;
-	struct parsed *pr = xcalloc(1, sizeof(*pr));
 	size_t nl = strlen(e->name);
-	char host[256], err[640] = "";
+	char host[256];
 
 	memcpy(host, e->name, nl - 4);  /* want_record took only <hostname>.rec */
 	host[nl - 4] = '\0';
-	pr->r = disc_record_parse(ps->run->c->spec->cluster.name, e->value, e->len, sh->sec.key,
-				  sh->sec.len, host, &pr->p, err, sizeof(err));
-	if (pr->r < 0)
-		pr->err = xstrdup(err);
-	return pr;
-}
-
-/* prep_copy: the read cache keeps one, and an unchanged record's list gets a copy of it. */
-static void *parsed_copy(void *arg, const void *prep)
-{
-	const struct parsed *pr = prep;
-	struct parsed *cp = xcalloc(1, sizeof(*cp));
-
-	(void)arg;
-	cp->r = pr->r;
-	cp->err = pr->err ? xstrdup(pr->err) : NULL;
-	if (pr->r == 0)
-		peer_copy(&cp->p, &pr->p);
-	return cp;
-}
-
-static void parsed_free(void *arg)
-{
-	struct parsed *pr = arg;
-
-	if (pr->r == 0)
-		peer_clear(&pr->p);
-	free(pr->err);
-	free(pr);
+	return disc_parsed_new(ps->run->c->spec->cluster.name, e->value, e->len, sh->sec.key, sh->sec.len, host);
 }
 
 /* A fresh record (or one kept): admitted as a peer, or rejected saying why. */
@@ -344,7 +308,7 @@ static int take_record(void *arg, const struct rv_entry *e)
 	struct pass *ps = arg;
 	struct disc_run *run = ps->run;
 	struct shared *sh = run->priv;
-	struct parsed *pr = e->prep;
+	struct disc_parsed *pr = e->prep;
 	const char *name = e->name;
 	struct peer p;
 	int r;
@@ -465,17 +429,16 @@ static int read_records(struct disc_run *run, bool do_prune)
 	/*
 	 * A run that may wait lists again every few seconds: a record whose
 	 * file is unchanged is not read, parsed or checked again
-	 * (lib/rendezvous/dir.c: a copy of its parse), for a sixth of the lease
-	 * after it was read.  A waiting writer rewrites its
-	 * record every third of the lease, so a record given from that cache
-	 * is never older than half the lease for being cached (settle_late's
-	 * "overdue").
+	 * (lib/rendezvous/dirlist.c: a copy of its parse), for a sixth of the
+	 * lease after it was read.  A waiting writer rewrites its record every
+	 * third of the lease, so a record given from that cache is never older
+	 * than half the lease for being cached (settle_late's "overdue").
 	 */
 	struct rv_lister l = {
-		.want = want_record, .prep = parse_record, .prep_free = parsed_free,
+		.want = want_record, .prep = parse_record, .prep_free = disc_parsed_free,
 		.thread_end = record_thread_end, .each = take_record, .arg = &ps,
 		.reuse_ms = ctx_may_write(run->c) && !run->c->refresh ? run->c->spec->discovery.lease_ms / 6 : 0,
-		.prep_copy = parsed_copy,
+		.prep_copy = disc_parsed_copy,
 	};
 	int r = rv_list_prep(&sh->rv, run->rep, &l);
 

@@ -1,0 +1,483 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lib/rendezvous/dirlist.c: a list of the shared directory's collection on a
+ * fake root -- entries read and prepped on several threads, each called in
+ * readdir's order, a walk each stops -- and the read cache of a run that
+ * lists again and again (rv_lister.reuse_ms, prep_copy): what it gives, and
+ * what it reads again (a file replaced, written in place, re-moded,
+ * re-owned, made a link, removed; past reuse_ms).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../lib/rendezvous/rendezvous.c"
+#include "../../lib/rendezvous/dir.c"
+#include "../../lib/rendezvous/dirlist.c"
+#include "../../lib/rendezvous/etcd.c"
+#include "../../lib/rendezvous/stream.c"
+#include "spec.h"
+#include "test.h"
+#include "testfs.h"
+
+static char root[] = "/tmp/hpcinit-test-dirlist.XXXXXX";
+static char s_name[] = "glo", s_dir[] = "/share/.hpcinit";
+
+static char *host(const char *rel)
+{
+	return fs_rooted(root, rel);
+}
+
+static void put_file(const char *rel, const char *text, mode_t mode, uid_t uid)
+{
+	char *p = host(rel);
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, mode);
+
+	if (fd >= 0) {
+		if (write(fd, text, strlen(text)) < 0)
+			perror(p);
+		if (fchown(fd, uid, uid) < 0)
+			perror(p);
+		if (fchmod(fd, mode) < 0)
+			perror(p);
+		close(fd);
+	}
+	free(p);
+}
+
+struct seen {
+	struct strlist names, refused;
+};
+
+static int collect(void *arg, const struct rv_entry *e)
+{
+	struct seen *s = arg;
+
+	if (e->refused)
+		strlist_push_take(&s->refused, xasprintf("%s:%s", e->name, e->refused));
+	else
+		strlist_push(&s->names, e->name);
+	return 0;
+}
+
+static bool has(const struct strlist *l, const char *s)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (strcmp(l->v[i], s) == 0)
+			return true;
+	return false;
+}
+
+/* ---- rv_list_prep: entries read and prepped on several threads, each in order ---- */
+
+struct prepped {
+	pthread_t tid;
+	char *copy;                     /* the value prep saw */
+};
+
+struct par {
+	struct strlist order;           /* each's names and refusals, in its order */
+	pthread_t tids[16];
+	unsigned ntids;
+	pthread_mutex_t mu;
+	unsigned preps, freed, lib_freed, thread_ends, stop_after, eaches;
+	bool mismatch;
+};
+
+static void *par_prep(void *arg, const struct rv_entry *e)
+{
+	struct par *pa = arg;
+	struct prepped *pp = xcalloc(1, sizeof(*pp));
+	bool known = false;
+
+	pp->tid = pthread_self();
+	pp->copy = xstrndup(e->value, e->len);
+	usleep(50);     /* long enough that a worker thread surely gets its share of a batch */
+	pthread_mutex_lock(&pa->mu);
+	pa->preps++;
+	for (unsigned i = 0; i < pa->ntids; i++)
+		known = known || pthread_equal(pa->tids[i], pp->tid);
+	if (!known && pa->ntids < 16)
+		pa->tids[pa->ntids++] = pp->tid;
+	pthread_mutex_unlock(&pa->mu);
+	return pp;
+}
+
+static void par_prep_free(void *arg)
+{
+	struct prepped *pp = arg;
+
+	free(pp->copy);
+	free(pp);
+}
+
+static struct par *par_current;
+
+/* prep_free as the library calls it: after a stop, for the entries each never saw */
+static void par_lib_free(void *arg)
+{
+	par_current->lib_freed++;
+	par_prep_free(arg);
+}
+
+static void par_thread_end(void)
+{
+	pthread_mutex_lock(&par_current->mu);
+	par_current->thread_ends++;
+	pthread_mutex_unlock(&par_current->mu);
+}
+
+static int par_each(void *arg, const struct rv_entry *e)
+{
+	struct par *pa = arg;
+	struct prepped *pp = e->prep;
+
+	if (pa->stop_after && pa->eaches == pa->stop_after) {
+		if (pp) {       /* each owns the prep of the entry it is given, also when it stops */
+			pa->freed++;
+			par_prep_free(pp);
+		}
+		return 7;
+	}
+	pa->eaches++;
+	if (e->refused) {
+		strlist_push_take(&pa->order, xasprintf("%s:%s", e->name, e->refused));
+		pa->mismatch = pa->mismatch || pp != NULL;
+		return 0;
+	}
+	strlist_push(&pa->order, e->name);
+	if (!pp || strcmp(pp->copy, e->value) != 0) {
+		pa->mismatch = true;
+	} else {
+		pa->freed++;
+		par_prep_free(pp);
+	}
+	return 0;
+}
+
+static bool want_not_skip(void *arg, const char *name)
+{
+	(void)arg;
+	return strncmp(name, "skip", 4) != 0;
+}
+
+static void test_dir_parallel(struct ctx *c)
+{
+	struct rv_opts o = { .collection = "many", .self = "node1", .max_bytes = 1024, .create = true };
+	struct rendezvous rv;
+	struct report rep;
+	struct seen s = { 0 };
+	struct par pa = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	struct rv_lister l = { .want = want_not_skip, .prep = par_prep, .prep_free = par_lib_free,
+			       .thread_end = par_thread_end, .each = par_each, .arg = &pa };
+	unsigned threads = list_threads(), n = 2600;
+	bool same = true;
+
+	par_current = &pa;
+	report_init(&rep);
+	TEST_INTEQ(rv_open(c, &rep, &o, &rv), 0);
+	/* Three batches: entries to read, refused ones, temp files, names want declines. */
+	for (unsigned i = 0; i < n; i++) {
+		char rel[96], text[32];
+
+		snprintf(text, sizeof(text), "value %u\n", i);
+		if (i % 500 == 7)
+			snprintf(rel, sizeof(rel), "/share/.hpcinit/glo/many/w%04u.cert", i);
+		else if (i % 500 == 9)
+			snprintf(rel, sizeof(rel), "/share/.hpcinit/glo/many/t%04u.cert.hpcinit-tmp.1", i);
+		else if (i % 500 == 11)
+			snprintf(rel, sizeof(rel), "/share/.hpcinit/glo/many/skip%04u", i);
+		else
+			snprintf(rel, sizeof(rel), "/share/.hpcinit/glo/many/e%04u.cert", i);
+		put_file(rel, text, i % 500 == 7 ? 0666 : 0644, 0);
+	}
+	/* The order the walk on one thread gives (no prep: rv_list). */
+	TEST_INTEQ(rv_list(&rv, &rep, want_not_skip, collect, &s), 0);
+	TEST_INTEQ(s.names.n, n - 3 * 6);       /* the temp files come as refused "temp" */
+	TEST_INTEQ(s.refused.n, 2 * 6);
+	TEST_CHECK(has(&s.refused, "w0007.cert:writable"));
+	TEST_CHECK(has(&s.refused, "t0009.cert.hpcinit-tmp.1:temp"));
+	TEST_CHECK(!has(&s.names, "skip0011"));
+
+	TEST_INTEQ(rv_list_prep(&rv, &rep, &l), 0);
+	TEST_INTEQ(pa.order.n, n - 6);
+	TEST_CHECK(!pa.mismatch);
+	TEST_INTEQ(pa.preps, n - 3 * 6);        /* only entries read: not refused, temp or declined */
+	TEST_INTEQ(pa.freed, pa.preps);
+	TEST_INTEQ(pa.lib_freed, 0);
+	/* each saw the entries in the walk's order, refusals included */
+	{
+		size_t a = 0, b = 0;
+
+		for (size_t i = 0; i < pa.order.n && same; i++) {
+			const char *x = pa.order.v[i], *want;
+
+			if (strchr(x, ':'))
+				want = b < s.refused.n ? s.refused.v[b++] : "";
+			else
+				want = a < s.names.n ? s.names.v[a++] : "";
+			if (strcmp(x, want) != 0) {
+				fprintf(stderr, "# order: %s, expected %s at %zu\n", x, want, i);
+				same = false;
+			}
+		}
+	}
+	TEST_CHECK(same);
+	/* Several threads did the reading and the prep, each ended its own (3 batches). */
+	fprintf(stderr, "# %u CPUs usable: %u threads prepped, %u worker ends\n", threads, pa.ntids,
+		pa.thread_ends);
+	if (threads > 1) {
+		TEST_CHECK(pa.ntids >= 2);
+		TEST_INTEQ(pa.thread_ends, 3 * (threads - 1));
+	} else {
+		TEST_INTEQ(pa.ntids, 1);
+		TEST_INTEQ(pa.thread_ends, 0);
+	}
+	/* A walk each stops: its value returned, every prep made freed (ASan and valgrind count). */
+	strlist_free(&pa.order);
+	pa.preps = pa.freed = pa.eaches = 0;
+	pa.stop_after = 1500;
+	TEST_INTEQ(rv_list_prep(&rv, &rep, &l), 7);
+	TEST_INTEQ(pa.eaches, 1500);
+	TEST_INTEQ(pa.freed + pa.lib_freed, pa.preps);
+	TEST_CHECK(pa.lib_freed > 0);
+	strlist_free(&pa.order);
+	strlist_free(&s.names);
+	strlist_free(&s.refused);
+	rv_close(&rv);
+	report_free(&rep);
+}
+
+/* ---- rv_lister.reuse_ms: an unchanged entry is given from the read cache, a changed one read ---- */
+
+static int kv_each(void *arg, const struct rv_entry *e)
+{
+	struct strlist *l = arg;
+
+	if (e->refused)
+		strlist_push_take(l, xasprintf("%s:%s", e->name, e->refused));
+	else
+		strlist_push_take(l, xasprintf("%s=%.*s", e->name, (int)e->len, e->value));
+	return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* One pass: what each saw, sorted into one line; *reused: how many came from the cache. */
+static char *kv_pass(struct rendezvous *rv, struct report *rep, uint64_t reuse_ms, size_t *reused)
+{
+	struct strlist l = { 0 };
+	struct rv_lister lister = { .each = kv_each, .arg = &l, .reuse_ms = reuse_ms };
+	size_t before = rv->read_cache ? rv->read_cache->reused : 0;
+	struct strbuf sb = { 0 };
+	char *ret;
+
+	TEST_INTEQ(rv_list_prep(rv, rep, &lister), 0);
+	if (l.n)
+		qsort(l.v, l.n, sizeof(*l.v), cmp_str);
+	for (size_t i = 0; i < l.n; i++)
+		sb_printf(&sb, "%s%s", i ? " " : "", l.v[i]);
+	*reused = (rv->read_cache ? rv->read_cache->reused : 0) - before;
+	strlist_free(&l);
+	ret = xstrdup(sb_str(&sb));
+	sb_free(&sb);
+	return ret;
+}
+
+#define KV_PASS(rv, rep, ms, want_line, want_reused) do {                                       \
+		size_t reused_;                                                                 \
+		char *line_ = kv_pass(rv, rep, ms, &reused_);                                   \
+		TEST_STREQ(line_, want_line);                                                   \
+		TEST_INTEQ(reused_, want_reused);                                               \
+		free(line_);                                                                    \
+	} while (0)
+
+/* prep and prep_copy for the cache: the value as prep saw it; calls counted (any thread). */
+struct cp {
+	pthread_mutex_t mu;
+	unsigned preps, copies, eaches, wrong;
+};
+
+static void *cp_prep(void *arg, const struct rv_entry *e)
+{
+	struct cp *c = arg;
+
+	pthread_mutex_lock(&c->mu);
+	c->preps++;
+	pthread_mutex_unlock(&c->mu);
+	return xstrndup(e->value, e->len);
+}
+
+static void *cp_copy(void *arg, const void *prep)
+{
+	struct cp *c = arg;
+
+	pthread_mutex_lock(&c->mu);
+	c->copies++;
+	pthread_mutex_unlock(&c->mu);
+	return xstrdup(prep);
+}
+
+static int cp_each(void *arg, const struct rv_entry *e)
+{
+	struct cp *c = arg;
+
+	c->eaches++;
+	if (!e->prep || strcmp(e->prep, e->value) != 0)
+		c->wrong++;
+	free(e->prep);
+	return 0;
+}
+
+static void test_dir_cache(struct ctx *c)
+{
+	struct rv_opts o = { .collection = "cached", .self = "node1", .max_bytes = 1024, .create = true };
+	struct rendezvous rv;
+	struct report rep;
+	struct stat st;
+	char *p;
+
+	report_init(&rep);
+	TEST_INTEQ(rv_open(c, &rep, &o, &rv), 0);
+	TEST_INTEQ(rv_put(&rv, &rep, "a", "A1", 2), 1);
+	TEST_INTEQ(rv_put(&rv, &rep, "b", "B1", 2), 1);
+	TEST_INTEQ(rv_put(&rv, &rep, "c", "C1", 2), 1);
+	/* Without reuse_ms nothing is cached; with it, the first pass reads all, the next none. */
+	KV_PASS(&rv, &rep, 0, "a=A1 b=B1 c=C1", 0);
+	TEST_CHECK(rv.read_cache == NULL);
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B1 c=C1", 0);
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B1 c=C1", 3);
+	/* Replaced by rename (as every writer does), the same size: read again. */
+	TEST_INTEQ(rv_put(&rv, &rep, "b", "B2", 2), 1);
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B2 c=C1", 2);
+	/* Written in place, the same size, its modification time put back: the change time tells. */
+	usleep(20000);  /* past the file clock's tick: a change time that differs */
+	p = host("/share/.hpcinit/glo/cached/c");
+	TEST_INTEQ(stat(p, &st), 0);
+	{
+		struct timespec t[2] = { st.st_atim, st.st_mtim };
+		int fd = open(p, O_WRONLY);
+
+		TEST_CHECK(fd >= 0 && pwrite(fd, "C2", 2, 0) == 2);
+		close(fd);
+		TEST_INTEQ(utimensat(AT_FDCWD, p, t, 0), 0);
+	}
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B2 c=C2", 2);
+	/* A mode, an owner or a type that the checks refuse is refused, not given from the cache. */
+	TEST_INTEQ(chmod(p, 0666), 0);
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B2 c:writable", 2);
+	TEST_INTEQ(chmod(p, 0644), 0);
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B2 c=C2", 2);
+	if (geteuid() == 0) {
+		TEST_INTEQ(chown(p, 1000, 1000), 0);
+		KV_PASS(&rv, &rep, 60000, "a=A1 b=B2 c:wrong-owner", 2);
+		TEST_INTEQ(chown(p, 0, 0), 0);
+	}
+	TEST_INTEQ(unlink(p), 0);
+	{
+		char *secret = host("/etc-secret");
+
+		TEST_INTEQ(symlink(secret, p), 0);
+		free(secret);
+	}
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B2 c:symlink", 2);
+	TEST_INTEQ(unlink(p), 0);
+	free(p);
+	/* Gone: not listed.  Past reuse_ms: read again. */
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B2", 2);
+	usleep(5000);
+	KV_PASS(&rv, &rep, 2, "a=A1 b=B2", 0);
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B2", 2);
+	rv_close(&rv);
+	TEST_CHECK(rv.read_cache == NULL);
+
+	/* Many entries: read and given on several threads (LIST_PAR_MIN), the cache grown. */
+	TEST_INTEQ(rv_open(c, &rep, &o, &rv), 0);
+	for (unsigned i = 0; i < 700; i++) {
+		char name[16], val[16];
+
+		snprintf(name, sizeof(name), "n%03u", i);
+		snprintf(val, sizeof(val), "v%u", i);
+		TEST_INTEQ(rv_put(&rv, &rep, name, val, strlen(val)), 1);
+	}
+	{
+		size_t r1, r2, r3;
+		char *l1 = kv_pass(&rv, &rep, 60000, &r1), *l2 = kv_pass(&rv, &rep, 60000, &r2), *l3;
+
+		TEST_STREQ(l1, l2);
+		TEST_INTEQ(r1, 0);
+		TEST_INTEQ(r2, 702);
+		TEST_INTEQ(rv_put(&rv, &rep, "n123", "changed", 7), 1);
+		l3 = kv_pass(&rv, &rep, 60000, &r3);
+		TEST_INTEQ(r3, 701);
+		TEST_CHECK(strstr(l3, "n123=changed") != NULL && strstr(l1, "n123=v123") != NULL);
+		free(l1);
+		free(l2);
+		free(l3);
+	}
+	/*
+	 * With prep_copy the cache keeps each entry's prep: an unchanged entry
+	 * comes with a copy of it, prep is not called again; a changed one is
+	 * read and prepped.  Every prep and copy freed (ASan and valgrind count).
+	 */
+	{
+		struct cp cp = { .mu = PTHREAD_MUTEX_INITIALIZER };
+		struct rv_lister l = { .prep = cp_prep, .prep_free = free, .prep_copy = cp_copy, .each = cp_each,
+				       .arg = &cp, .reuse_ms = 60000 };
+		size_t pr0 = rv.read_cache->prep_reused;
+
+		TEST_INTEQ(rv_list_prep(&rv, &rep, &l), 0);     /* cached without preps: prepped, kept now */
+		TEST_INTEQ(cp.preps, 702);
+		TEST_INTEQ(rv.read_cache->prep_reused - pr0, 0);
+		TEST_INTEQ(rv_put(&rv, &rep, "n007", "again", 5), 1);
+		TEST_INTEQ(rv_list_prep(&rv, &rep, &l), 0);     /* n007 read and prepped, the rest copied */
+		TEST_INTEQ(cp.preps, 703);
+		TEST_INTEQ(rv.read_cache->prep_reused - pr0, 701);
+		TEST_INTEQ(rv_list_prep(&rv, &rep, &l), 0);
+		TEST_INTEQ(cp.preps, 703);
+		TEST_INTEQ(rv_put(&rv, &rep, "n008", "twice", 5), 1);
+		TEST_INTEQ(rv_list_prep(&rv, &rep, &l), 0);
+		TEST_INTEQ(rv_list_prep(&rv, &rep, &l), 0);
+		TEST_INTEQ(cp.preps, 704);                      /* only n008 again, read after its change */
+		TEST_INTEQ(rv.read_cache->prep_reused - pr0, 701 + 702 + 701 + 702);
+		TEST_INTEQ(cp.eaches, 5 * 702);
+		TEST_INTEQ(cp.wrong, 0);
+		TEST_INTEQ(cp.copies, 704 + 701 + 702 + 701 + 702);   /* one kept a prep, one given a hit */
+	}
+	rv_close(&rv);
+	report_free(&rep);
+}
+
+int main(void)
+{
+	struct spec spec = { 0 };
+	struct outputs out = { 0 };
+	struct ctx c = { .spec = &spec, .mode = RUN_APPLY, .hostname = "node1", .out = &out };
+	char *p;
+
+	TEST_CHECK(mkdtemp(root) != NULL);
+	c.root = root;
+	spec.cluster.name = s_name;
+	spec.discovery.present = true;
+	spec.discovery.method = DISC_SHARED;
+	spec.discovery.dir = s_dir;
+	c.deadline_ms = now_ms() + 60000;
+	p = host("/share");
+	mkdir(p, 0755);
+	free(p);
+	put_file("/etc-secret", "root-only secret\n", 0600, 0);   /* what a planted link points to */
+
+	test_dir_parallel(&c);
+	test_dir_cache(&c);
+
+	test_rm_rf(root);
+	TEST_EXIT();
+}
