@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -213,4 +214,77 @@ pid_t daemon_pid(const struct ctx *c, const char *pidfile, const char *comm, uns
 	if (best && ret_how)
 		snprintf(ret_how, how_len, "a process named %s", comm);
 	return (pid_t)best;
+}
+
+/* The inodes of a /proc/PID/net/tcp{,6}'s LISTEN lines ("sl local rem st tx:rx tr:tm retr uid timeout inode"). */
+static size_t listen_lines(const struct ctx *c, const char *path, unsigned long long *ino, size_t max, size_t n)
+{
+	char *text = NULL;
+
+	if (fs_read(c, path, &text, NULL) < 0)
+		return n;
+	for (const char *line = strchr(text, '\n'); line && n < max; line = strchr(line + 1, '\n')) {
+		const char *p = line + 1;
+		char w[80], st[8];
+		unsigned long long v;
+		int i;
+
+		for (i = 0; i < 3 && num_word_field(&p, w, sizeof(w)); i++)
+			;
+		if (i < 3 || !num_word_field(&p, st, sizeof(st)) || strcmp(st, "0A") != 0)
+			continue;
+		for (i = 0; i < 5 && num_word_field(&p, w, sizeof(w)); i++)
+			;
+		if (i == 5 && num_ull_field(&p, 10, ULLONG_MAX, &v) && v)
+			ino[n++] = v;
+	}
+	free(text);
+	return n;
+}
+
+int daemon_listening(const struct ctx *c, pid_t pid, unsigned long long *ino, size_t max)
+{
+	unsigned long long all[256];
+	size_t n_all = 0, n = 0;
+	char *path, *dir;
+	struct dirent *de;
+	DIR *d;
+
+	path = xasprintf("/proc/%ld/net/tcp", (long)pid);
+	n_all = listen_lines(c, path, all, 256, n_all);
+	free(path);
+	path = xasprintf("/proc/%ld/net/tcp6", (long)pid);
+	n_all = listen_lines(c, path, all, 256, n_all);
+	free(path);
+	path = xasprintf("/proc/%ld/fd", (long)pid);
+	dir = ctx_path(c, path);
+	free(path);
+	d = opendir(dir);
+	if (!d) {
+		int r = -errno;
+
+		free(dir);
+		return r;
+	}
+	while ((de = readdir(d)) && n < max) {
+		char link[64], *fd = xasprintf("%s/%s", dir, de->d_name);
+		ssize_t k = readlink(fd, link, sizeof(link) - 1);
+		unsigned long long v;
+		const char *p = link + 8;
+
+		free(fd);
+		if (k <= 9 || strncmp(link, "socket:[", 8) != 0 || link[k - 1] != ']')
+			continue;
+		link[k - 1] = '\0';
+		if (!num_ull_field(&p, 10, ULLONG_MAX, &v))
+			continue;
+		for (size_t i = 0; i < n_all; i++)
+			if (all[i] == v) {
+				ino[n++] = v;
+				break;
+			}
+	}
+	closedir(d);
+	free(dir);
+	return (int)n;
 }

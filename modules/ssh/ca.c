@@ -22,6 +22,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -485,11 +486,77 @@ static int hostbased_files(struct ctx *c, struct report *r, const struct khosts 
 
 /* ---- sshd ---- */
 
-static int sshd_reload(struct ctx *c, struct report *r)
+/* sshd's pid file: PidFile of /etc/ssh/sshd_config, else /run/sshd.pid.  malloc'd. */
+static char *sshd_pidfile(struct ctx *c)
 {
 	char *text = NULL, *pidfile = NULL;
+
+	if (fs_read(c, "/etc/ssh/sshd_config", &text, NULL) == 0)
+		for (char *p = text, *nl; p && *p; p = nl ? nl + 1 : NULL) {
+			char *w;
+
+			nl = strchr(p, '\n');
+			if (nl)
+				*nl = '\0';
+			w = p + strspn(p, " \t");
+			if (strncasecmp(w, "PidFile", 7) == 0 && (w[7] == ' ' || w[7] == '\t')) {
+				w += 7 + strspn(w + 7, " \t");
+				pidfile = xstrdup(w);
+				break;
+			}
+		}
+	free(text);
+	return pidfile ? pidfile : xstrdup("/run/sshd.pid");
+}
+
+/*
+ * sshd reloads by re-executing itself on SIGHUP (systemd's reload of
+ * ssh.service is that SIGHUP too): its listening sockets closed, then new
+ * ones opened.  A run that returned in between left a node whose sshd
+ * refused the peers that now trust it (tests/cluster/ssh-ca-etcd.sh: an
+ * old node's ssh to a new one right after the new one's apply, "Connection
+ * refused").  So a reload waits, up to SSHD_RELISTEN_MS, until sshd listens
+ * on sockets none of which it held before (old: n_old > 0; with none, no
+ * daemon listened -- socket activation, or none running -- and nothing is
+ * waited for).
+ */
+#define SSHD_RELISTEN_MS 5000
+#define SSHD_LISTEN_MAX 16
+
+static void sshd_relisten(struct ctx *c, struct report *r, const char *pidfile, const unsigned long long *old,
+			  int n_old)
+{
+	uint64_t start = now_ms(), left = ctx_remaining_ms(c);
+	uint64_t end = start + (left < SSHD_RELISTEN_MS ? left : SSHD_RELISTEN_MS);
+
+	if (n_old <= 0)
+		return;
+	for (;;) {
+		unsigned long long cur[SSHD_LISTEN_MAX];
+		pid_t pid = daemon_pid(c, pidfile, "sshd", 0, NULL, 0);
+		int n = pid ? daemon_listening(c, pid, cur, SSHD_LISTEN_MAX) : 0;
+		bool fresh = n > 0;
+
+		for (int i = 0; i < n && fresh; i++)
+			for (int j = 0; j < n_old; j++)
+				fresh = fresh && cur[i] != old[j];
+		if (fresh)
+			return;
+		if (now_ms() >= end) {
+			report_detail(r, "sshd not listening again %" PRIu64 " ms after its reload", now_ms() - start);
+			return;
+		}
+		usleep(10000);
+	}
+}
+
+static int sshd_reload(struct ctx *c, struct report *r)
+{
+	char *pidfile = NULL;
 	struct proc_result pr = { 0 };
-	int ret;
+	unsigned long long old[SSHD_LISTEN_MAX];
+	int ret, n_old = 0;
+	pid_t pid;
 
 	if (services_refused(c, r, "sshd reload"))
 		return 0;
@@ -506,6 +573,10 @@ static int sshd_reload(struct ctx *c, struct report *r)
 		}
 		proc_result_free(&pr);
 	}
+	pidfile = sshd_pidfile(c);
+	pid = daemon_pid(c, pidfile, "sshd", 0, NULL, 0);
+	if (pid)
+		n_old = daemon_listening(c, pid, old, SSHD_LISTEN_MAX);
 	if (systemd_booted(c)) {
 		/* Debian's unit is ssh.service, RHEL's sshd.service: found, not assumed. */
 		const char *unit = sshd_unit(c);
@@ -516,43 +587,23 @@ static int sshd_reload(struct ctx *c, struct report *r)
 			argv[2] = "sshd.service";
 			ret = ca_keygen(r, argv);
 		}
-		if (ret == 0)
+		if (ret == 0) {
 			report_detail(r, "sshd reloaded (systemctl reload-or-restart %s)", argv[2]);
+			sshd_relisten(c, r, pidfile, old, n_old);
+		}
+		free(pidfile);
 		return ret;
 	}
 	/* No systemd (containers, the simulated cluster): SIGHUP by sshd's PidFile. */
-	if (fs_read(c, "/etc/ssh/sshd_config", &text, NULL) == 0)
-		for (char *p = text, *nl; p && *p; p = nl ? nl + 1 : NULL) {
-			char *w;
-
-			nl = strchr(p, '\n');
-			if (nl)
-				*nl = '\0';
-			w = p + strspn(p, " \t");
-			if (strncasecmp(w, "PidFile", 7) == 0 && (w[7] == ' ' || w[7] == '\t')) {
-				w += 7 + strspn(w + 7, " \t");
-				pidfile = xstrdup(w);
-				break;
-			}
-		}
-	free(text);
-	text = NULL;
-	if (!pidfile)
-		pidfile = xstrdup("/run/sshd.pid");
-	{
-		pid_t pid = daemon_pid(c, pidfile, "sshd", 0, NULL, 0);
-
-		if (!pid || kill(pid, SIGHUP) < 0)
-			ret = -ESRCH;
-		else
-			report_detail(r, "sshd reloaded (SIGHUP to %ld from %s)", (long)pid, pidfile);
-	}
-	if (ret < 0)
+	if (!pid || kill(pid, SIGHUP) < 0) {
 		report_finding(r, ST_DEGRADED, "ssh.sshd.not-reloaded",
 			       "no running sshd found (%s): the new " SSHD_CONF_PATH " takes effect "
 			       "when sshd starts", pidfile);
+	} else {
+		report_detail(r, "sshd reloaded (SIGHUP to %ld from %s)", (long)pid, pidfile);
+		sshd_relisten(c, r, pidfile, old, n_old);
+	}
 	free(pidfile);
-	free(text);
 	return 0;
 }
 

@@ -85,10 +85,26 @@ new=$(bash "$SIM" add)
 [ "$new" = hps-5 ] || bail_out "sim add gave '$new'"
 prepare_node hps-5
 on hps-5 sed -i '1i Include /etc/ssh/sshd_config.d/*.conf' /etc/ssh/sshd_config
+# hps-5's sshd comes back slowly from a reload: sshd re-executes /usr/sbin/sshd on SIGHUP, and
+# there that is a script that waits 0.5 s, then runs the real sshd (a copy, named sshd too).
+mkdir -p "$T/realsshd"
+cp /usr/sbin/sshd "$T/realsshd/sshd"
+printf '#!/bin/sh\nsleep 0.5\nexec %s "$@"\n' "$T/realsshd/sshd" > "$T/slow-sshd"
+chmod 0755 "$T/slow-sshd"
+on hps-5 mount --bind "$T/slow-sshd" /usr/sbin/sshd
 [ -z "$(etcdctl_ get --keys-only "$P/hps-5.cert" | sed '/^$/d')" ] || bail_out "test bug: hps-5 has a certificate before it joined"
+# sshd's listening sockets (their inodes): a reload re-executes sshd, which listens on new ones.
+sshd_listen() { { on "$1" ss -Hltne 'sport = :22' || true; } | { grep -o 'ino:[0-9]*' || true; } | sort | tr '\n' ' '; }
+l0=$(sshd_listen hps-5)
+[ -n "$l0" ] || bail_out "test bug: no sshd listening on hps-5"
 t0=$(now)
 on hps-5 "$HPCINIT" apply -c "$T/node.yaml" --json > "$T/out.hps-5" 2> "$T/err.hps-5" || bail_out "apply on hps-5: $(cat "$T/err.hps-5")"
 t1=$(now)
+# The apply reloaded sshd for its certificate (SIGHUP: sshd closes its sockets and re-executes,
+# here slowly); it returned only once sshd listened again, so a peer's ssh now is never refused.
+l1=$(sshd_listen hps-5)
+grep -q 'sshd reloaded' "$T/out.hps-5" || bail_out "hps-5's apply did not reload sshd: $(cat "$T/out.hps-5")"
+[ -n "$l1" ] && [ "$l1" != "$l0" ] || bail_out "hps-5's apply returned with sshd not listening again (sockets before: $l0; after: ${l1:-none})"
 for s in hps-2 hps-3 hps-4; do
 	got=$(sshs "$s" alice "$(addr hps-5)" 2>&1) || bail_out "old node $s -> new hps-5: $got"
 	[ "$got" = hps-5 ] || bail_out "$s -> hps-5: got '$got'"

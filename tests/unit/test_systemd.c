@@ -7,10 +7,15 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../../common/base/systemd.c"
@@ -116,6 +121,78 @@ static void test_booted(void)
 	TEST_CHECK(systemd_booted(&c));
 	TEST_INTEQ(rmdir(p), 0);
 	free(p);
+}
+
+/* daemon_listening: the TCP sockets a process listens on (its own here), by inode; a new socket a new inode. */
+static bool listed(pid_t pid, unsigned long long ino, int *n)
+{
+	struct ctx real = { .root = "", .mode = RUN_CHECK };
+	unsigned long long v[16];
+
+	*n = daemon_listening(&real, pid, v, 16);
+	for (int i = 0; i < *n; i++)
+		if (v[i] == ino)
+			return true;
+	return false;
+}
+
+static void test_listening(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), s6, n;
+	struct stat st, st6;
+
+	TEST_CHECK(s >= 0 && bind(s, (struct sockaddr *)&a, sizeof(a)) == 0 && fstat(s, &st) == 0);
+	TEST_CHECK(!listed(getpid(), st.st_ino, &n));      /* bound, not listening */
+	TEST_INTEQ(n, 0);
+	TEST_INTEQ(listen(s, 4), 0);
+	TEST_CHECK(listed(getpid(), st.st_ino, &n));
+	TEST_INTEQ(n, 1);
+	/* IPv6 too (tcp6), where this machine has it */
+	s6 = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s6 >= 0 && bind(s6, (struct sockaddr *)&a6, sizeof(a6)) == 0 && listen(s6, 4) == 0 &&
+	    fstat(s6, &st6) == 0) {
+		TEST_CHECK(listed(getpid(), st6.st_ino, &n));
+		TEST_INTEQ(n, 2);
+	} else {
+		fprintf(stderr, "# no IPv6 loopback here: tcp6 not tried\n");
+	}
+	if (s6 >= 0)
+		close(s6);
+	close(s);
+	TEST_CHECK(!listed(getpid(), st.st_ino, &n));
+	TEST_INTEQ(n, 0);
+	/* a listening socket another process holds is not this one's */
+	{
+		int p[2];
+		pid_t child;
+		char c;
+
+		TEST_INTEQ(pipe(p), 0);
+		child = fork();
+		if (child == 0) {
+			int t = socket(AF_INET, SOCK_STREAM, 0);
+			struct sockaddr_in b = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+
+			if (t < 0 || bind(t, (struct sockaddr *)&b, sizeof(b)) < 0 || listen(t, 1) < 0)
+				_exit(1);
+			if (write(p[1], "x", 1) != 1)
+				_exit(1);
+			pause();
+			_exit(0);
+		}
+		TEST_CHECK(child > 0 && read(p[0], &c, 1) == 1);
+		TEST_CHECK(!listed(getpid(), 0, &n));
+		TEST_INTEQ(n, 0);
+		TEST_CHECK(!listed(child, 0, &n));
+		TEST_INTEQ(n, 1);
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+		close(p[0]);
+		close(p[1]);
+		TEST_CHECK(daemon_listening(&(struct ctx){ .root = "", .mode = RUN_CHECK }, child, NULL, 0) < 0);
+	}
 }
 
 int main(void)
@@ -246,6 +323,7 @@ int main(void)
 
 	test_daemon_pid();
 	test_booted();
+	test_listening();
 	test_rm_rf(root);
 	TEST_EXIT();
 }
