@@ -7,7 +7,8 @@
 # spec whose expect (R + 2) is never met: "hpcinit apply --only discovery,hostfile" lists the
 # directory after 50 ms, doubling to 5 s, for WAIT seconds (discovery.wait), then ends degraded
 # (exit 3) with R + 1 hosts in its hostfile -- checked after every run, else the bench fails and
-# prints no figure.  Its CPU is bash's count of its waited-for children.  With BASELINE=<an
+# prints no figure.  Its CPU is bash's count of its waited-for children; its peak RSS, of one
+# more run, runstat's (its own ru_maxrss).  With BASELINE=<an
 # older hpcinit binary> each run is made with both, interleaved, and the ratio printed.
 # Usage: tests/bench/shared-wait.sh [RUNS] [R] [WAIT]   (root; by hand, not by make check;
 #        default 10 runs, 300 records, 4 s)
@@ -68,10 +69,22 @@ for i in $(seq 1 "$RUNS"); do
 	done
 done
 
+# Peak RSS: one more run of each (tests/bench/runstat.c: the child's own ru_maxrss).
+cc -O2 -o "$T/runstat" "$TOP/tests/bench/runstat.c"
+declare -A RSS
+for b in "${!BINS[@]}"; do
+	rm -rf "$S/run/hpcinit" "$S/var" "$S"/etc/hpcinit/hostfile.* "$NODES"/*
+	mkdir -p "$S/run/hpcinit"
+	"$GEN" -s "$T/cluster.key" -n 10.0 "$NODES" bench "$R" >/dev/null
+	RSS[$b]=$(HPCINIT_ADDRESS=10.255.0.1 RUNSTAT_OK=3 "$T/runstat" 1 "${BINS[$b]}" apply --only discovery,hostfile \
+		--root "$S" -c "$S/etc/hpcinit/node.yaml" --hostname waiter | awk '{ print $3 }') ||
+		{ echo "shared-wait.sh: the peak RSS run of ${BINS[$b]} failed; no figures" >&2; exit 1; }
+done
+
 echo "a node waiting ${WAIT} s on the shared directory for $((R + 2)) nodes, $R records there; $RUNS runs of each, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for b in "${!BINS[@]}"; do
-	printf '%s: %.2f ms of CPU a run\n' "$([ "$b" = 0 ] && echo "this binary" || echo "baseline ($BASELINE)")" \
-		"$(echo "${SUM[$b]} $RUNS" | awk '{ print $1 / $2 }')"
+	printf '%s: %.2f ms of CPU a run, peak RSS %.2f MB\n' "$([ "$b" = 0 ] && echo "this binary" || echo "baseline ($BASELINE)")" \
+		"$(echo "${SUM[$b]} $RUNS" | awk '{ print $1 / $2 }')" "$(echo "${RSS[$b]}" | awk '{ print $1 / 1024 }')"
 done
 if [ "${#BINS[@]}" = 2 ]; then
 	printf 'this binary / baseline = %.2fx\n' "$(echo "${SUM[0]} ${SUM[1]}" | awk '{ print $1 / $2 }')"
