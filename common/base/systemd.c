@@ -216,8 +216,23 @@ pid_t daemon_pid(const struct ctx *c, const char *pidfile, const char *comm, uns
 	return (pid_t)best;
 }
 
-/* The inodes of a /proc/PID/net/tcp{,6}'s LISTEN lines ("sl local rem st tx:rx tr:tm retr uid timeout inode"). */
-static size_t listen_lines(const struct ctx *c, const char *path, unsigned long long *ino, size_t max, size_t n)
+/* Whether v is one of the n inodes in set. */
+static int ino_in(const unsigned long long *set, size_t n, unsigned long long v)
+{
+	for (size_t i = 0; i < n; i++)
+		if (set[i] == v)
+			return 1;
+	return 0;
+}
+
+/*
+ * The LISTEN lines of a /proc/PID/net/tcp{,6} ("sl local rem st tx:rx tr:tm
+ * retr uid timeout inode") whose inode is one of the process's sockets
+ * (mine, n_mine): appended to ino (n of max), the new count.  Every line is
+ * read: a node may listen on many more sockets than the daemon holds.
+ */
+static size_t listen_lines(const struct ctx *c, const char *path, const unsigned long long *mine,
+			   size_t n_mine, unsigned long long *ino, size_t max, size_t n)
 {
 	char *text = NULL;
 
@@ -235,7 +250,8 @@ static size_t listen_lines(const struct ctx *c, const char *path, unsigned long 
 			continue;
 		for (i = 0; i < 5 && num_word_field(&p, w, sizeof(w)); i++)
 			;
-		if (i == 5 && num_ull_field(&p, 10, ULLONG_MAX, &v) && v)
+		if (i == 5 && num_ull_field(&p, 10, ULLONG_MAX, &v) && v && ino_in(mine, n_mine, v) &&
+		    !ino_in(ino, n, v))
 			ino[n++] = v;
 	}
 	free(text);
@@ -244,18 +260,12 @@ static size_t listen_lines(const struct ctx *c, const char *path, unsigned long 
 
 int daemon_listening(const struct ctx *c, pid_t pid, unsigned long long *ino, size_t max)
 {
-	unsigned long long all[256];
-	size_t n_all = 0, n = 0;
+	unsigned long long *mine = NULL;
+	size_t n_mine = 0, cap = 0, n = 0;
 	char *path, *dir;
 	struct dirent *de;
 	DIR *d;
 
-	path = xasprintf("/proc/%ld/net/tcp", (long)pid);
-	n_all = listen_lines(c, path, all, 256, n_all);
-	free(path);
-	path = xasprintf("/proc/%ld/net/tcp6", (long)pid);
-	n_all = listen_lines(c, path, all, 256, n_all);
-	free(path);
 	path = xasprintf("/proc/%ld/fd", (long)pid);
 	dir = ctx_path(c, path);
 	free(path);
@@ -266,7 +276,7 @@ int daemon_listening(const struct ctx *c, pid_t pid, unsigned long long *ino, si
 		free(dir);
 		return r;
 	}
-	while ((de = readdir(d)) && n < max) {
+	while ((de = readdir(d))) {
 		char link[64], *fd = xasprintf("%s/%s", dir, de->d_name);
 		ssize_t k = readlink(fd, link, sizeof(link) - 1);
 		unsigned long long v;
@@ -278,13 +288,22 @@ int daemon_listening(const struct ctx *c, pid_t pid, unsigned long long *ino, si
 		link[k - 1] = '\0';
 		if (!num_ull_field(&p, 10, ULLONG_MAX, &v))
 			continue;
-		for (size_t i = 0; i < n_all; i++)
-			if (all[i] == v) {
-				ino[n++] = v;
-				break;
-			}
+		if (n_mine == cap) {
+			cap = cap ? 2 * cap : 16;
+			mine = xrealloc(mine, cap * sizeof(*mine));
+		}
+		mine[n_mine++] = v;
 	}
 	closedir(d);
 	free(dir);
+	if (n_mine) {
+		path = xasprintf("/proc/%ld/net/tcp", (long)pid);
+		n = listen_lines(c, path, mine, n_mine, ino, max, n);
+		free(path);
+		path = xasprintf("/proc/%ld/net/tcp6", (long)pid);
+		n = listen_lines(c, path, mine, n_mine, ino, max, n);
+		free(path);
+	}
+	free(mine);
 	return (int)n;
 }

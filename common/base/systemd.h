@@ -61,8 +61,8 @@ pid_t daemon_pid(const struct ctx *c, const char *pidfile, const char *comm, uns
 /*
  * The TCP sockets pid listens on: the inodes (up to max, into ino) of the
  * LISTEN sockets of its network namespace (/proc/PID/net/tcp and tcp6,
- * under c's root) that one of its descriptors holds.  How many, or -errno
- * (pid gone).  A daemon that re-executes itself to reload (sshd on SIGHUP)
+ * under c's root, every line read) that one of its descriptors holds.  How
+ * many, or -errno (pid gone).  A daemon that re-executes itself to reload (sshd on SIGHUP)
  * listens again on sockets with new inodes.
  */
 int daemon_listening(const struct ctx *c, pid_t pid, unsigned long long *ino, size_t max);

@@ -453,11 +453,12 @@ static int batch_each(struct batch *b, int stop)
 		struct slot *s = &b->s[i];
 
 		if (s->hit) {
-			struct rv_cached *k = cache_find(b->cache, s->e.name);
+			/* the entry looked up only for a prep to keep: a hit that brought none needs no lookup */
+			struct rv_cached *k = s->cache_prep ? cache_find(b->cache, s->e.name) : NULL;
 
 			b->cache->reused++;
 			b->cache->prep_reused += s->prep_hit;
-			if (s->cache_prep && k && !k->prep)
+			if (k && !k->prep)
 				k->prep = s->cache_prep;        /* cached before it had a prep */
 			else if (s->cache_prep && b->l->prep_free)
 				b->l->prep_free(s->cache_prep);

@@ -28,50 +28,7 @@
 static char root[] = "/tmp/hpcinit-test-dirlist.XXXXXX";
 static char s_name[] = "glo", s_dir[] = "/share/.hpcinit";
 
-static char *host(const char *rel)
-{
-	return fs_rooted(root, rel);
-}
-
-static void put_file(const char *rel, const char *text, mode_t mode, uid_t uid)
-{
-	char *p = host(rel);
-	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, mode);
-
-	if (fd >= 0) {
-		if (write(fd, text, strlen(text)) < 0)
-			perror(p);
-		if (fchown(fd, uid, uid) < 0)
-			perror(p);
-		if (fchmod(fd, mode) < 0)
-			perror(p);
-		close(fd);
-	}
-	free(p);
-}
-
-struct seen {
-	struct strlist names, refused;
-};
-
-static int collect(void *arg, const struct rv_entry *e)
-{
-	struct seen *s = arg;
-
-	if (e->refused)
-		strlist_push_take(&s->refused, xasprintf("%s:%s", e->name, e->refused));
-	else
-		strlist_push(&s->names, e->name);
-	return 0;
-}
-
-static bool has(const struct strlist *l, const char *s)
-{
-	for (size_t i = 0; i < l->n; i++)
-		if (strcmp(l->v[i], s) == 0)
-			return true;
-	return false;
-}
+#include "testrv.h"
 
 /* ---- rv_list_prep: entries read and prepped on several threads, each in order ---- */
 

@@ -172,11 +172,15 @@ static void test_listening(void)
 		TEST_INTEQ(pipe(p), 0);
 		child = fork();
 		if (child == 0) {
-			int t = socket(AF_INET, SOCK_STREAM, 0);
 			struct sockaddr_in b = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 
-			if (t < 0 || bind(t, (struct sockaddr *)&b, sizeof(b)) < 0 || listen(t, 1) < 0)
-				_exit(1);
+			/* 900 listeners: far more LISTEN lines in the namespace than this process holds */
+			for (int i = 0; i < 900; i++) {
+				int t = socket(AF_INET, SOCK_STREAM, 0);
+
+				if (t < 0 || bind(t, (struct sockaddr *)&b, sizeof(b)) < 0 || listen(t, 1) < 0)
+					_exit(1);
+			}
 			if (write(p[1], "x", 1) != 1)
 				_exit(1);
 			pause();
@@ -186,7 +190,27 @@ static void test_listening(void)
 		TEST_CHECK(!listed(getpid(), 0, &n));
 		TEST_INTEQ(n, 0);
 		TEST_CHECK(!listed(child, 0, &n));
-		TEST_INTEQ(n, 1);
+		TEST_INTEQ(n, 16);     /* max: the first 16 of its 900 */
+		/* 8 of this process's among the other's 900: all 8 found, wherever the kernel lists them */
+		{
+			int own[8], found = 0;
+			unsigned long long v[16];
+
+			for (int i = 0; i < 8; i++) {
+				own[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+				TEST_CHECK(own[i] >= 0 && bind(own[i], (struct sockaddr *)&a, sizeof(a)) == 0 &&
+					   listen(own[i], 1) == 0);
+			}
+			n = daemon_listening(&(struct ctx){ .root = "", .mode = RUN_CHECK }, getpid(), v, 16);
+			TEST_INTEQ(n, 8);
+			for (int i = 0; i < 8; i++) {
+				TEST_CHECK(fstat(own[i], &st) == 0);
+				for (int j = 0; j < n; j++)
+					found += v[j] == st.st_ino;
+				close(own[i]);
+			}
+			TEST_INTEQ(found, 8);
+		}
 		kill(child, SIGKILL);
 		waitpid(child, NULL, 0);
 		close(p[0]);
