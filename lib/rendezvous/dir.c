@@ -486,8 +486,11 @@ int rv_dir_now(struct rendezvous *rv, int64_t *ret)
 		close(fd);
 		(void)unlink(hp);
 	}
-	if (r == 0)
+	if (r == 0) {
 		*ret = (int64_t)st.st_mtime;
+		rv->dir_clock = st.st_mtim;     /* for dirlist.c: whether the directory has been quiet */
+		rv->dir_clock_ms = now_ms();
+	}
 	free(rel);
 	free(hp);
 	return r;

@@ -18,6 +18,20 @@
  * change time, which only the kernel sets; so what is checked is still what
  * was read.  The bound covers a client whose cached attributes lag the
  * server's (NFS revalidates them on open, not on stat).
+ *
+ * A directory that has not changed is not listed again (a quiet pass): a
+ * pass that began with the directory's times settled -- older, by
+ * RV_QUIET_MARGIN_S, than the directory's own clock then (rv_dir_now's
+ * probe, counted on by this node's clock less a tenth) -- and ended with
+ * the directory as it began keeps its names; a later pass that finds the
+ * directory the same (device, inode, size, links, owner, mode, change and
+ * modification times: one fstat) takes them, readdir not called, and gives
+ * each cached entry without its fstatat.  Any name added, removed or
+ * replaced by rename changes the directory's times, and a change made after
+ * the first fstat carries a later time than the settled one.  What a quiet
+ * pass does not see is a cached file changed in place (chmod, chown, a
+ * write): its entry is the one checked when read, given until reuse_ms ends
+ * or the directory changes.
  */
 #include "config.h"
 
@@ -213,6 +227,11 @@ struct rv_read_cache {
 	size_t reused;                  /* entries given from here (tests, benches) */
 	size_t prep_reused;             /* of them, with their prep copied, not made again */
 	void (*prep_free)(void *);      /* the lister's, for the preps kept */
+	/* the last pass that can stand for the next while the directory stays as it began */
+	bool quiet;
+	struct stat quiet_dir;          /* the directory's fstat as that pass began */
+	struct strbuf quiet_names;      /* its names (not ".*"), NUL-separated, in readdir's order */
+	size_t quiet_passes;            /* passes that took them (tests, benches) */
 };
 
 static size_t cache_slot(const struct rv_read_cache *k, const char *name)
@@ -297,6 +316,7 @@ void rv_read_cache_free(struct rv_read_cache *k)
 		cached_clear(k, &k->v[i]);
 	}
 	free(k->v);
+	sb_free(&k->quiet_names);
 	free(k);
 }
 
@@ -338,6 +358,7 @@ struct batch {
 	const struct rv_lister *l;
 	struct rv_read_cache *cache;    /* NULL: nothing cached (reuse_ms 0); read-only while reading */
 	uint64_t start_ms;              /* the pass's start */
+	bool quiet;                     /* a quiet pass: the directory as the cache's names were read */
 	size_t next;                    /* the next slot to read: taken atomically */
 };
 
@@ -347,17 +368,17 @@ static bool reuse(const struct batch *b, struct slot *s)
 	const struct rv_cached *k = cache_find(b->cache, s->e.name);
 	struct stat st;
 
-	if (!k || b->start_ms - k->read_ms >= b->l->reuse_ms)
+	if (!k || b->start_ms - k->read_ms >= b->l->reuse_ms || k->uid != b->t->trusted)
 		return false;
-	if (fstatat(b->dfd, s->e.name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !cache_same(k, &st) ||
-	    st.st_uid != b->t->trusted)
+	/* a quiet pass: the directory unchanged since a pass that saw this entry */
+	if (!b->quiet && (fstatat(b->dfd, s->e.name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !cache_same(k, &st)))
 		return false;   /* gone, changed or not the same: read as any other */
 	s->hit = true;
 	s->r = 0;
 	s->val = k->val;
 	s->e.value = k->val;
 	s->e.len = k->len;
-	s->e.mtime = (int64_t)st.st_mtime;
+	s->e.mtime = (int64_t)k->mtim.tv_sec;
 	if (k->prep && b->l->prep_copy) {
 		s->e.prep = b->l->prep_copy(b->l->arg, k->prep);
 		s->prep_hit = true;
@@ -506,12 +527,70 @@ static void batch_add(struct batch *b, const char *name)
 		s->e.mtime = (int64_t)st.st_mtime;
 }
 
+#define RV_QUIET_MARGIN_S 2              /* over any file system's time granularity (FAT's 2 s) */
+
+static int64_t ts_ns(const struct timespec *t)
+{
+	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
+
+/*
+ * Whether a change to the directory after st was read at at_ms (now_ms())
+ * shows in its times: the directory's clock then -- at least the probe's
+ * time plus what this node's clock counted since, less a tenth for a clock
+ * slewed back -- was past both of st's times by RV_QUIET_MARGIN_S.  No probe
+ * this run: never.
+ */
+static bool quiet_settled(const struct rendezvous *rv, const struct stat *st, uint64_t at_ms)
+{
+	int64_t since, clock_ns, newest;
+
+	if (!rv->dir_clock_ms || at_ms < rv->dir_clock_ms)
+		return false;
+	since = (int64_t)(at_ms - rv->dir_clock_ms);
+	clock_ns = ts_ns(&rv->dir_clock) + (since - since / 10) * 1000000;
+	newest = ts_ns(&st->st_mtim) > ts_ns(&st->st_ctim) ? ts_ns(&st->st_mtim) : ts_ns(&st->st_ctim);
+	return newest + (int64_t)RV_QUIET_MARGIN_S * 1000000000 <= clock_ns;
+}
+
+static bool dir_same(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+	       a->st_nlink == b->st_nlink && a->st_uid == b->st_uid && a->st_mode == b->st_mode &&
+	       ts_ns(&a->st_mtim) == ts_ns(&b->st_mtim) && ts_ns(&a->st_ctim) == ts_ns(&b->st_ctim);
+}
+
+/* The next name of the pass: readdir's, or (a quiet pass) the cache's next; NULL at the end (errno). */
+static const char *next_name(struct batch *b, DIR *d, size_t *at)
+{
+	struct dirent *de;
+
+	if (b->quiet) {
+		const struct strbuf *q = &b->cache->quiet_names;
+		const char *name;
+
+		errno = 0;
+		if (*at >= q->len)
+			return NULL;
+		name = q->buf + *at;
+		*at += strlen(name) + 1;
+		return name;
+	}
+	errno = 0;
+	de = readdir(d);
+	return de ? de->d_name : NULL;
+}
+
 int rv_dir_list_prep(struct rendezvous *rv, struct report *rep, const struct rv_lister *l)
 {
 	struct batch b = { .c = rv->c, .t = &rv->tree, .reown = ctx_may_write(rv->c), .max = rv->o.max_bytes,
 			   .l = l };
 	unsigned threads = list_threads();
-	struct dirent *de;
+	struct strbuf seen = STRBUF_INIT;  /* a full pass's names, for the passes after it */
+	struct stat before;
+	bool keep = false;
+	const char *name;
+	size_t at = 0;
 	int r = 0, err;
 	DIR *d;
 
@@ -525,25 +604,42 @@ int rv_dir_list_prep(struct rendezvous *rv, struct report *rep, const struct rv_
 		b.cache = rv->read_cache;
 		if (l->prep_copy)
 			b.cache->prep_free = l->prep_free;
+		if (fstat(b.dfd, &before) == 0) {
+			b.quiet = b.cache->quiet && dir_same(&before, &b.cache->quiet_dir);
+			keep = !b.quiet && quiet_settled(rv, &before, now_ms());
+		}
+		if (!b.quiet)
+			b.cache->quiet = false;
+		b.cache->quiet_passes += b.quiet;
 		b.start_ms = now_ms();
 	}
 	b.s = xmalloc(LIST_BATCH * sizeof(*b.s));
 	for (;;) {
-		errno = 0;
-		de = readdir(d);
+		name = next_name(&b, d, &at);
 		err = errno;
-		if (de && de->d_name[0] != '.' &&
-		    (strstr(de->d_name, RV_TMP_MARK) || !l->want || l->want(l->arg, de->d_name)))
-			batch_add(&b, de->d_name);
-		if (b.n == LIST_BATCH || (!de && b.n)) {
+		if (name && name[0] != '.') {
+			if (keep)
+				sb_appendn(&seen, name, strlen(name) + 1);
+			if (strstr(name, RV_TMP_MARK) || !l->want || l->want(l->arg, name))
+				batch_add(&b, name);
+		}
+		if (b.n == LIST_BATCH || (!name && b.n)) {
 			batch_read(&b, threads);
 			if ((r = batch_each(&b, 0)) != 0)
 				break;
 		}
-		if (!de) {
+		if (!name) {
 			r = err ? -err : 0;
 			break;
 		}
+	}
+	/* A whole pass over a settled directory that did not change meanwhile: the next may stand on it. */
+	if (keep && r == 0 && fstat(b.dfd, &b.cache->quiet_dir) == 0 && dir_same(&before, &b.cache->quiet_dir)) {
+		sb_free(&b.cache->quiet_names);
+		b.cache->quiet_names = seen;
+		b.cache->quiet = true;
+	} else {
+		sb_free(&seen);
 	}
 	free(b.s);
 	sb_free(&b.names);

@@ -133,6 +133,9 @@ struct rendezvous {
 	bool listed;
 	int64_t lease;                  /* etcd: the lease this node holds (RV_LEASE_FILE), 0: none */
 	struct rv_read_cache *read_cache; /* dir: what passes with reuse_ms read (dir.c), NULL: none */
+	/* dir: the directory's clock as rv_dir_now last read it (a probe file's time), and when */
+	struct timespec dir_clock;
+	uint64_t dir_clock_ms;          /* now_ms() after that read; 0: never read */
 };
 
 extern const struct rv_ops rv_dir_ops;

@@ -413,6 +413,115 @@ static void test_dir_cache(struct ctx *c)
 	report_free(&rep);
 }
 
+/*
+ * A quiet directory: a pass over a directory whose times were settled (past
+ * the directory's clock by RV_QUIET_MARGIN_S) keeps its names; while the
+ * directory stays the same the next passes take them, readdir and the
+ * entries' fstatat not called.  Any change to the directory ends that.
+ */
+/* The directory's clock as the probe read it (base), or as if read s seconds later. */
+static void set_clock(struct rendezvous *rv, struct timespec base, int s)
+{
+	rv->dir_clock = base;
+	rv->dir_clock.tv_sec += s;
+}
+
+static void test_dir_quiet(struct ctx *c)
+{
+	struct rv_opts o = { .collection = "quiet", .self = "node1", .max_bytes = 1024, .create = true };
+	struct rendezvous rv;
+	struct report rep;
+	struct timespec base, n;
+	int64_t now;
+	char *p;
+
+	report_init(&rep);
+	TEST_INTEQ(rv_open(c, &rep, &o, &rv), 0);
+	TEST_INTEQ(rv_put(&rv, &rep, "a", "A1", 2), 1);
+	TEST_INTEQ(rv_put(&rv, &rep, "b", "B1", 2), 1);
+	TEST_INTEQ(rv_put(&rv, &rep, "c", "C1", 2), 1);
+	/* No probe of the directory's clock in this run: never quiet. */
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B1 c=C1", 0);
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B1 c=C1", 3);
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B1 c=C1", 3);
+	TEST_INTEQ(rv.read_cache->quiet_passes, 0);
+	/* The real clock: probed (which changes the directory), then 2.6 s of quiet. */
+	TEST_INTEQ(rv_dir_now(&rv, &now), 0);
+	base = rv.dir_clock;
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B1 c=C1", 3);       /* not settled yet: kept nothing */
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B1 c=C1", 3);
+	TEST_INTEQ(rv.read_cache->quiet_passes, 0);
+	usleep(2600000);
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B1 c=C1", 3);       /* settled: its names kept */
+	TEST_INTEQ(rv.read_cache->quiet_passes, 0);
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B1 c=C1", 3);
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B1 c=C1", 3);
+	TEST_INTEQ(rv.read_cache->quiet_passes, 2);
+	/*
+	 * A change in place leaves the directory as it was: a quiet pass gives
+	 * the entry as checked when read (no fstatat: that is the saving).
+	 */
+	p = host("/share/.hpcinit/glo/quiet/c");
+	TEST_INTEQ(chmod(p, 0666), 0);
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B1 c=C1", 3);
+	TEST_INTEQ(rv.read_cache->quiet_passes, 3);
+	/* Replaced by rename: the directory's times change, every entry is checked again. */
+	TEST_INTEQ(rv_put(&rv, &rep, "b", "B2", 2), 1);
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B2 c:writable", 1);
+	TEST_INTEQ(chmod(p, 0644), 0);
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B2 c=C1", 2);        /* changed 0 s ago: not settled */
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B2 c=C1", 3);
+	TEST_INTEQ(rv.read_cache->quiet_passes, 3);
+	set_clock(&rv, base, 10);
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B2 c=C1", 3);        /* kept */
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B2 c=C1", 3);        /* quiet */
+	TEST_INTEQ(rv.read_cache->quiet_passes, 4);
+	/* A name added: seen at once, and no pass kept until the directory settles. */
+	set_clock(&rv, base, 0);
+	TEST_INTEQ(rv_put(&rv, &rep, "d", "D1", 2), 1);
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B2 c=C1 d=D1", 3);
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B2 c=C1 d=D1", 4);
+	TEST_INTEQ(rv.read_cache->quiet_passes, 4);
+	set_clock(&rv, base, 10);
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B2 c=C1 d=D1", 4);
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B2 c=C1 d=D1", 4);
+	TEST_INTEQ(rv.read_cache->quiet_passes, 5);
+	/* One removed: gone at once (a full pass, kept: the clock says settled). */
+	TEST_INTEQ(unlink(p), 0);
+	free(p);
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B2 d=D1", 3);
+	TEST_INTEQ(rv.read_cache->quiet_passes, 5);
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B2 d=D1", 3);
+	TEST_INTEQ(rv.read_cache->quiet_passes, 6);
+	/* A writer's temporary file is listed as one in a quiet pass too. */
+	put_file("/share/.hpcinit/glo/quiet/e" RV_TMP_MARK "node9.x", "E", 0600, 0);
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B2 d=D1 e.hpcinit-tmp.node9.x:temp", 3);
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B2 d=D1 e.hpcinit-tmp.node9.x:temp", 3);
+	TEST_INTEQ(rv.read_cache->quiet_passes, 7);
+	/* Past reuse_ms a quiet pass reads the entries again (their names from the cache). */
+	usleep(5000);
+	KV_PASS(&rv, &rep, 2, "a=A1 b=B2 d=D1 e.hpcinit-tmp.node9.x:temp", 0);
+	TEST_INTEQ(rv.read_cache->quiet_passes, 8);
+	/*
+	 * A clock read long ago counts for a tenth less: read 20 s ago as 17 s
+	 * behind this machine's clock now, it says 1 s after now (not settled);
+	 * 15 s behind, 3 s after (settled).
+	 */
+	TEST_INTEQ(rv_put(&rv, &rep, "f", "F1", 2), 1);
+	TEST_INTEQ(clock_gettime(CLOCK_REALTIME, &n), 0);
+	rv.dir_clock_ms = now_ms() - 20000;
+	set_clock(&rv, n, -17);
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B2 d=D1 e.hpcinit-tmp.node9.x:temp f=F1", 3);
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B2 d=D1 e.hpcinit-tmp.node9.x:temp f=F1", 4);
+	TEST_INTEQ(rv.read_cache->quiet_passes, 8);
+	set_clock(&rv, n, -15);
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B2 d=D1 e.hpcinit-tmp.node9.x:temp f=F1", 4);
+	KV_PASS(&rv, &rep, 60000, "a=A1 b=B2 d=D1 e.hpcinit-tmp.node9.x:temp f=F1", 4);
+	TEST_INTEQ(rv.read_cache->quiet_passes, 9);
+	rv_close(&rv);
+	report_free(&rep);
+}
+
 int main(void)
 {
 	struct spec spec = { 0 };
@@ -434,6 +543,7 @@ int main(void)
 
 	test_dir_parallel(&c);
 	test_dir_cache(&c);
+	test_dir_quiet(&c);
 
 	test_rm_rf(root);
 	TEST_EXIT();
