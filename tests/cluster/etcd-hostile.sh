@@ -43,10 +43,13 @@ command -v python3 >/dev/null || { echo "SKIP: python3 not installed"; exit 77; 
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (the fake root's files are root's)"; exit 77; }
 T=$(mktemp -d /tmp/hpcinit-etcd-hostile.XXXXXX)
 PIDS=()
+. "$(dirname "$0")/../lib/faketime.sh"
+faketime_since "$T/.faketime-since"
 cleanup() {
 	local p
 	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
 	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+	faketime_sweep "$T/.faketime-since"     # libfaketime's files of the clocked runs' killed processes
 	[ "${KEEP:-0}" = 1 ] && echo "# kept $T" || rm -rf "$T"
 }
 trap cleanup EXIT

@@ -31,9 +31,12 @@ chmod 0755 "$T"
 export SIM_STATE=$T/sim
 SHARED=$T/shared
 mkdir -m 0755 "$SHARED"
+. "$TOP_SRCDIR/tests/lib/faketime.sh"
+faketime_since "$T/.faketime-since"
 _cleanup() {
 	local rc=$?
 	bash "$SIM_SH" down || true
+	faketime_sweep "$T/.faketime-since"     # libfaketime's files of the runs killed (tests/faults/node.sh)
 	rm -rf "$T"
 	exit $rc
 }
