@@ -232,6 +232,7 @@ struct rv_read_cache {
 	struct stat quiet_dir;          /* the directory's fstat as that pass began */
 	struct strbuf quiet_names;      /* its names (not ".*"), NUL-separated, in readdir's order */
 	size_t quiet_passes;            /* passes that took them (tests, benches) */
+	size_t passes;                  /* passes with this cache */
 };
 
 static size_t cache_slot(const struct rv_read_cache *k, const char *name)
@@ -305,6 +306,15 @@ static void cache_put(struct rv_read_cache *k, const char *name, const struct st
 	e->val = val;
 	e->len = len;
 	e->prep = prep;
+}
+
+void rv_dir_list_stats(const struct rendezvous *rv, struct rv_list_stats *ret)
+{
+	const struct rv_read_cache *k = rv->read_cache;
+
+	*ret = (struct rv_list_stats){ 0 };
+	if (k)
+		*ret = (struct rv_list_stats){ .passes = k->passes, .quiet = k->quiet_passes, .reused = k->reused };
 }
 
 void rv_read_cache_free(struct rv_read_cache *k)
@@ -611,6 +621,7 @@ int rv_dir_list_prep(struct rendezvous *rv, struct report *rep, const struct rv_
 		if (!b.quiet)
 			b.cache->quiet = false;
 		b.cache->quiet_passes += b.quiet;
+		b.cache->passes++;
 		b.start_ms = now_ms();
 	}
 	b.s = xmalloc(LIST_BATCH * sizeof(*b.s));

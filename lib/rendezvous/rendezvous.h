@@ -247,6 +247,13 @@ int rv_dir_read_entry(int dfd, const char *name, const struct rv_tree *t, bool r
 int rv_dir_now(struct rendezvous *rv, int64_t *ret);
 /* rv_list_prep on the dir backend (dirlist.c). */
 int rv_dir_list_prep(struct rendezvous *rv, struct report *rep, const struct rv_lister *l);
+/* dir: what this rendezvous's lists with reuse_ms did (dirlist.c); all 0 without any. */
+struct rv_list_stats {
+	size_t passes;                  /* lists */
+	size_t quiet;                   /* of them, over the directory unchanged: no readdir, no stat of an entry */
+	size_t reused;                  /* entries given from what an earlier list read */
+};
+void rv_dir_list_stats(const struct rendezvous *rv, struct rv_list_stats *ret);
 
 /* ---- etcd: the one helper runner, the one frame reader (etcd.c) ---- */
 

@@ -787,6 +787,14 @@ static int shared_finish(struct disc_run *run, const struct peerset *set)
 	struct shared *sh = run->priv;
 
 	disc_rejects_log(run);
+	if (run->waited) {
+		struct rv_list_stats st;
+
+		rv_dir_list_stats(&sh->rv, &st);
+		report_detail(rep, "waiting: %zu lists of %s, %zu of them over the directory unchanged (one stat "
+			      "of it), %zu records taken from an earlier list's read", st.passes, sh->nodes,
+			      st.quiet, st.reused);
+	}
 	if (set->n >= spec->discovery.expect) {
 		report_set(rep, ST_OK, "%zu node%s known (expect %u)%s%s", set->n,
 			   set->n == 1 ? "" : "s", spec->discovery.expect,
