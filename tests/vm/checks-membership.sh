@@ -268,3 +268,56 @@ check_latehead() {
 	done
 	if [ ${#msgs[@]} -eq 0 ]; then ok "$name"; printf '#   %s\n' "${info[@]}"; else not_ok "$name" "${msgs[@]}"; fi
 }
+
+# (7) A node waiting on the share over kernel NFS: once the directory has not changed for a
+# few seconds its lists are one stat of the directory (lib/rendezvous/dirlist.c), and the
+# record another NFS client writes after that still ends its wait.  A fake root on c1 (cluster
+# qwait, expect 2, its own secret) waits; 15 s later one on c2 writes its record; c1's apply
+# must end ready with both, and say that some of its lists were over the directory unchanged.
+# Were those lists blind to c2's record (the client's attribute cache, the server's clock), c1
+# would list the unchanged directory until its 60 s wait ended, degraded.
+qwait_root() {   # the fake root's script for VM $1 (hpcinit's spec: expect 2, wait $2)
+	cat <<-EOF
+	set -e
+	export R=/var/tmp/qwait
+	rm -rf "\$R"
+	mkdir -p "\$R/etc/hpcinit" "\$R/run" "\$R/var/lib" /shared/.hpcinit/qwait/nodes
+	printf 'root:x:0:0:root:/root:/bin/bash\n' > "\$R/etc/passwd"
+	(umask 077; echo $QW_KEY > "\$R/etc/hpcinit/cluster.key")
+	ln -s /shared "\$R/shared"
+	printf '%s\n' 'version: 1' 'cluster: {name: qwait, network: $NET.0/24, secret_file: /etc/hpcinit/cluster.key}' \
+		'discovery: {method: shared, dir: /shared/.hpcinit, expect: 2, wait: $2}' 'hostfile: {}' > "\$R/etc/hpcinit/node.yaml"
+	EOF
+}
+check_quietwait() {
+	local QW_KEY out rc
+	QW_KEY=$(openssl rand -hex 32)
+	out=$(vm_exec c1 60 "$(qwait_root c1 60s)
+		nohup setsid sh -c 'HPCINIT_ADDRESS=$NET.201 hpcinit apply -v --only discovery,hostfile --root \$R \
+			-c \$R/etc/hpcinit/node.yaml --hostname qw1 > \$R/out 2>&1; echo \$? > \$R/rc' >/dev/null 2>&1 </dev/null &
+		for i in \$(seq 1 100); do [ -e /shared/.hpcinit/qwait/nodes/qw1.rec ] && exit 0; sleep 0.1; done
+		echo 'no record of qw1 on the share after 10 s'; cat \$R/out; exit 1" 2>&1) ||
+		{ not_ok "quietwait: a node waiting on the share (c1, expect 2) wrote its record" "$out"; return; }
+	sleep 15
+	out=$(vm_exec c2 60 "$(qwait_root c2 0s)
+		HPCINIT_ADDRESS=$NET.202 hpcinit apply --only discovery,hostfile --root \$R -c \$R/etc/hpcinit/node.yaml \
+			--hostname qw2 > \$R/out 2>&1 || { echo \"exit \$?\"; cat \$R/out; exit 1; }" 2>&1) ||
+		{ not_ok "quietwait: a second node (c2) writes its record 15 s later" "$out"; return; }
+	out=$(vm_exec c1 90 '
+		R=/var/tmp/qwait
+		for i in $(seq 1 600); do [ -e $R/rc ] && break; sleep 0.1; done
+		[ -e $R/rc ] || { echo "c1'"'"'s apply still waiting 60 s after c2 wrote"; cat $R/out; exit 1; }
+		rc=$(cat $R/rc)
+		echo "# exit $rc after $(( $(stat -c %Y $R/rc) - $(stat -c %Y $R/etc/hpcinit/node.yaml) )) s; $(grep -o "waiting: .*" $R/out)"
+		[ "$rc" = 0 ] && grep -qx qw2 $R/etc/hpcinit/hostfile.plain || { cat $R/out; exit 1; }
+		q=$(sed -n "s/.*waiting: [0-9]* lists of .*, \([0-9]*\) of them over the directory unchanged.*/\1/p" $R/out)
+		[ "${q:-0}" -ge 1 ] || { echo "no list over the directory unchanged"; exit 1; }' 2>&1) && rc=0 || rc=$?
+	if [ "$rc" = 0 ]; then
+		ok "quietwait: c1, waiting on kernel NFS, listed the unchanged directory by one stat and still saw c2's record (exit 0, both in its hostfile)"
+		grep '^# ' <<< "$out" | sed 's/^# /#   /'
+	else
+		not_ok "quietwait: c1, waiting on kernel NFS, listed the unchanged directory by one stat and still saw c2's record (exit 0, both in its hostfile)" "$out"
+	fi
+	vm_exec c1 30 'rm -rf /shared/.hpcinit/qwait /var/tmp/qwait' >/dev/null 2>&1 || true
+	vm_exec c2 30 'rm -rf /var/tmp/qwait' >/dev/null 2>&1 || true
+}

@@ -78,7 +78,7 @@ set -Eeuo pipefail
 
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 N=2
-CHECKS_ALL="boot nfs hosts ssh mpi verify rdma rdmacm fabric memlock kernel gating vmcheck"
+CHECKS_ALL="boot nfs hosts ssh mpi verify quietwait rdma rdmacm fabric memlock kernel gating vmcheck"
 # bench and reboot run before gating and vmcheck (which restart hpcinit and
 # the head's NFS server); scaleout, leave and scalein come last (they add a
 # VM, shut it down, and pull the plug of c2).
