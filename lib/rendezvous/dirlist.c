@@ -32,6 +32,15 @@
  * pass does not see is a cached file changed in place (chmod, chown, a
  * write): its entry is the one checked when read, given until reuse_ms ends
  * or the directory changes.
+ *
+ * While the directory changes (nodes arriving), a lister's recheck_ms
+ * spares most of the fstatat calls: an entry checked (read, or its fstatat)
+ * less than recheck_ms before, that readdir gives with the inode number it
+ * had then, is given as it was.  A writer's rename puts a new inode under
+ * the name, which readdir shows; what readdir cannot show -- a change in
+ * place, or a name replaced twice with its first inode's number used again
+ * -- is seen at the first pass recheck_ms after the last check.  So an
+ * entry a list gives is at most recheck_ms older than the file, no more.
  */
 #include "config.h"
 
@@ -216,6 +225,8 @@ struct rv_cached {
 	uid_t uid;
 	mode_t mode;
 	uint64_t read_ms;               /* the start of the pass that read it (CLOCK_MONOTONIC) */
+	uint64_t checked_ms;            /* ... that last read or fstatat it */
+	ino_t d_ino;                    /* readdir's inode number for it then (0: none given) */
 	char *val;
 	size_t len;
 	void *prep;                     /* the lister's prep of it (a copy: prep_copy), or NULL */
@@ -233,6 +244,7 @@ struct rv_read_cache {
 	struct strbuf quiet_names;      /* its names (not ".*"), NUL-separated, in readdir's order */
 	size_t quiet_passes;            /* passes that took them (tests, benches) */
 	size_t passes;                  /* passes with this cache */
+	size_t checked;                 /* hits whose file a pass checked by fstatat (tests) */
 };
 
 static size_t cache_slot(const struct rv_read_cache *k, const char *name)
@@ -273,8 +285,8 @@ static void cached_clear(const struct rv_read_cache *k, struct rv_cached *e)
 }
 
 /* Keep val and prep (taken) as name's entry, read from the file st describes. */
-static void cache_put(struct rv_read_cache *k, const char *name, const struct stat *st, char *val, size_t len,
-		      void *prep, uint64_t read_ms)
+static void cache_put(struct rv_read_cache *k, const char *name, const struct stat *st, ino_t d_ino, char *val,
+		      size_t len, void *prep, uint64_t read_ms)
 {
 	struct rv_cached *e;
 
@@ -303,6 +315,8 @@ static void cache_put(struct rv_read_cache *k, const char *name, const struct st
 	e->uid = st->st_uid;
 	e->mode = st->st_mode;
 	e->read_ms = read_ms;
+	e->checked_ms = read_ms;
+	e->d_ino = d_ino;
 	e->val = val;
 	e->len = len;
 	e->prep = prep;
@@ -348,6 +362,8 @@ struct slot {
 	bool temp;
 	bool hit;                       /* given from the cache: val is the cache's */
 	bool prep_hit;                  /* and its prep a copy of the cache's */
+	bool checked;                   /* and its file checked by fstatat in this pass */
+	ino_t d_ino;                    /* readdir's inode number (0: none given, or a quiet pass) */
 	int r;
 	char *val;
 	void *cache_prep;               /* the copy of its prep the cache will keep */
@@ -380,9 +396,17 @@ static bool reuse(const struct batch *b, struct slot *s)
 
 	if (!k || b->start_ms - k->read_ms >= b->l->reuse_ms || k->uid != b->t->trusted)
 		return false;
-	/* a quiet pass: the directory unchanged since a pass that saw this entry */
-	if (!b->quiet && (fstatat(b->dfd, s->e.name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !cache_same(k, &st)))
-		return false;   /* gone, changed or not the same: read as any other */
+	/*
+	 * No fstatat in a quiet pass (the directory unchanged since a pass
+	 * that saw this entry), nor for an entry checked within recheck_ms
+	 * that readdir gives with the inode number it had then.
+	 */
+	if (!b->quiet && !(b->l->recheck_ms && s->d_ino && s->d_ino == k->d_ino &&
+			   b->start_ms - k->checked_ms < b->l->recheck_ms)) {
+		if (fstatat(b->dfd, s->e.name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !cache_same(k, &st))
+			return false;   /* gone, changed or not the same: read as any other */
+		s->checked = true;
+	}
 	s->hit = true;
 	s->r = 0;
 	s->val = k->val;
@@ -484,9 +508,14 @@ static int batch_each(struct batch *b, int stop)
 		struct slot *s = &b->s[i];
 
 		if (s->hit) {
-			/* the entry looked up only for a prep to keep: a hit that brought none needs no lookup */
-			struct rv_cached *k = s->cache_prep ? cache_find(b->cache, s->e.name) : NULL;
+			/* looked up only for a prep to keep or a check to note: most hits need no lookup */
+			struct rv_cached *k = s->cache_prep || s->checked ? cache_find(b->cache, s->e.name) : NULL;
 
+			if (k && s->checked) {
+				k->checked_ms = b->start_ms;
+				k->d_ino = s->d_ino;
+			}
+			b->cache->checked += s->checked;
 			b->cache->reused++;
 			b->cache->prep_reused += s->prep_hit;
 			if (k && !k->prep)
@@ -494,7 +523,7 @@ static int batch_each(struct batch *b, int stop)
 			else if (s->cache_prep && b->l->prep_free)
 				b->l->prep_free(s->cache_prep);
 		} else if (b->cache && s->r == 0 && s->val && !s->e.reowned) {
-			cache_put(b->cache, s->e.name, &s->st, s->val, s->e.len, s->cache_prep, b->start_ms);
+			cache_put(b->cache, s->e.name, &s->st, s->d_ino, s->val, s->e.len, s->cache_prep, b->start_ms);
 		} else {
 			free(s->val);
 			if (s->cache_prep && b->l->prep_free)
@@ -512,7 +541,7 @@ static int batch_each(struct batch *b, int stop)
  * (writers hold the run lock, as fs_write's own clean-up assumes): removed,
  * since rv_put does not look for them (FS_KEEP_TEMPS).
  */
-static void batch_add(struct batch *b, const char *name)
+static void batch_add(struct batch *b, const char *name, ino_t d_ino)
 {
 	struct slot *s;
 	struct stat st;
@@ -525,6 +554,7 @@ static void batch_add(struct batch *b, const char *name)
 
 	memset(s, 0, sizeof(*s));
 	s->name_off = b->names.len;
+	s->d_ino = d_ino;
 	sb_appendn(&b->names, name, strlen(name) + 1);
 	if (!strstr(name, RV_TMP_MARK))
 		return;
@@ -570,11 +600,15 @@ static bool dir_same(const struct stat *a, const struct stat *b)
 	       ts_ns(&a->st_mtim) == ts_ns(&b->st_mtim) && ts_ns(&a->st_ctim) == ts_ns(&b->st_ctim);
 }
 
-/* The next name of the pass: readdir's, or (a quiet pass) the cache's next; NULL at the end (errno). */
-static const char *next_name(struct batch *b, DIR *d, size_t *at)
+/*
+ * The next name of the pass and its inode number (0: not given): readdir's,
+ * or (a quiet pass) the cache's next; NULL at the end (errno).
+ */
+static const char *next_name(struct batch *b, DIR *d, size_t *at, ino_t *ino)
 {
 	struct dirent *de;
 
+	*ino = 0;
 	if (b->quiet) {
 		const struct strbuf *q = &b->cache->quiet_names;
 		const char *name;
@@ -588,7 +622,10 @@ static const char *next_name(struct batch *b, DIR *d, size_t *at)
 	}
 	errno = 0;
 	de = readdir(d);
-	return de ? de->d_name : NULL;
+	if (!de)
+		return NULL;
+	*ino = de->d_ino;
+	return de->d_name;
 }
 
 int rv_dir_list_prep(struct rendezvous *rv, struct report *rep, const struct rv_lister *l)
@@ -601,6 +638,7 @@ int rv_dir_list_prep(struct rendezvous *rv, struct report *rep, const struct rv_
 	bool keep = false;
 	const char *name;
 	size_t at = 0;
+	ino_t ino;
 	int r = 0, err;
 	DIR *d;
 
@@ -626,13 +664,13 @@ int rv_dir_list_prep(struct rendezvous *rv, struct report *rep, const struct rv_
 	}
 	b.s = xmalloc(LIST_BATCH * sizeof(*b.s));
 	for (;;) {
-		name = next_name(&b, d, &at);
+		name = next_name(&b, d, &at, &ino);
 		err = errno;
 		if (name && name[0] != '.') {
 			if (keep)
 				sb_appendn(&seen, name, strlen(name) + 1);
 			if (strstr(name, RV_TMP_MARK) || !l->want || l->want(l->arg, name))
-				batch_add(&b, name);
+				batch_add(&b, name, ino);
 		}
 		if (b.n == LIST_BATCH || (!name && b.n)) {
 			batch_read(&b, threads);

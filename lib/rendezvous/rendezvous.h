@@ -186,6 +186,13 @@ struct rv_lister {
 	void *arg;
 	uint64_t reuse_ms;
 	void *(*prep_copy)(void *arg, const void *prep);
+	/*
+	 * recheck_ms (dir, with reuse_ms; 0: every pass): a cached entry that
+	 * a pass checked (fstatat) or read less than recheck_ms before, and
+	 * that readdir gives with the same inode number as then, is given
+	 * without its fstatat.
+	 */
+	uint64_t recheck_ms;
 };
 int rv_list_prep(struct rendezvous *rv, struct report *rep, const struct rv_lister *l);
 /* Every name in the collection (refused entries included), appended to ret. */

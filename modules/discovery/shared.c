@@ -433,6 +433,12 @@ static int read_records(struct disc_run *run, bool do_prune)
 	 * lease after it was read.  A waiting writer rewrites its record every
 	 * third of the lease, so a record given from that cache is never older
 	 * than half the lease for being cached (settle_late's "overdue").
+	 * Within that sixth its file is not checked again (fstatat) while
+	 * readdir gives it under the inode number it was read from: every
+	 * writer renames a new file into place, and what readdir cannot show
+	 * (a change in place, a name replaced twice with its first inode's
+	 * number used again) leaves the record as read, no older than the
+	 * cache's bound above (recheck_ms = reuse_ms).
 	 */
 	struct rv_lister l = {
 		.want = want_record, .prep = parse_record, .prep_free = disc_parsed_free,
@@ -440,8 +446,10 @@ static int read_records(struct disc_run *run, bool do_prune)
 		.reuse_ms = ctx_may_write(run->c) && !run->c->refresh ? run->c->spec->discovery.lease_ms / 6 : 0,
 		.prep_copy = disc_parsed_copy,
 	};
-	int r = rv_list_prep(&sh->rv, run->rep, &l);
+	int r;
 
+	l.recheck_ms = l.reuse_ms;
+	r = rv_list_prep(&sh->rv, run->rep, &l);
 	if (r >= 0) {
 		settle_late(&ps);
 	} else {                        /* a pass cut short: its counts say nothing; prune nothing */

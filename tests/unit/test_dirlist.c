@@ -522,6 +522,92 @@ static void test_dir_quiet(struct ctx *c)
 	report_free(&rep);
 }
 
+/*
+ * rv_lister.recheck_ms: an entry checked (read or fstatat) less than
+ * recheck_ms before, that readdir gives with the inode number it had then,
+ * is given without its fstatat; a new inode (a rename) is read at once.
+ */
+static char *kv_pass_re(struct rendezvous *rv, struct report *rep, uint64_t recheck_ms)
+{
+	struct strlist l = { 0 };
+	struct rv_lister lister = { .each = kv_each, .arg = &l, .reuse_ms = 60000, .recheck_ms = recheck_ms };
+	struct strbuf sb = { 0 };
+	char *ret;
+
+	TEST_INTEQ(rv_list_prep(rv, rep, &lister), 0);
+	if (l.n)
+		qsort(l.v, l.n, sizeof(*l.v), cmp_str);
+	for (size_t i = 0; i < l.n; i++)
+		sb_printf(&sb, "%s%s", i ? " " : "", l.v[i]);
+	strlist_free(&l);
+	ret = xstrdup(sb_str(&sb));
+	sb_free(&sb);
+	return ret;
+}
+
+#define RE_PASS(rv, rep, ms, want_line) do {                                                    \
+		char *line_ = kv_pass_re(rv, rep, ms);                                          \
+		TEST_STREQ(line_, want_line);                                                   \
+		free(line_);                                                                    \
+	} while (0)
+
+static void test_dir_recheck(struct ctx *c)
+{
+	struct rv_opts o = { .collection = "recheck", .self = "node1", .max_bytes = 1024, .create = true };
+	struct rendezvous rv;
+	struct report rep;
+	char *p;
+
+	report_init(&rep);
+	TEST_INTEQ(rv_open(c, &rep, &o, &rv), 0);
+	TEST_INTEQ(rv_put(&rv, &rep, "a", "A1", 2), 1);
+	TEST_INTEQ(rv_put(&rv, &rep, "b", "B1", 2), 1);
+	RE_PASS(&rv, &rep, 60000, "a=A1 b=B1");
+	p = host("/share/.hpcinit/glo/recheck/b");
+	/* Changed in place within recheck_ms: given as checked when read (no fstatat). */
+	TEST_INTEQ(chmod(p, 0666), 0);
+	RE_PASS(&rv, &rep, 60000, "a=A1 b=B1");
+	/* Without recheck_ms every pass checks it: refused at once. */
+	RE_PASS(&rv, &rep, 0, "a=A1 b:writable");
+	TEST_INTEQ(chmod(p, 0644), 0);
+	RE_PASS(&rv, &rep, 0, "a=A1 b=B1");
+	/* Past recheck_ms: checked again, refused. */
+	TEST_INTEQ(chmod(p, 0666), 0);
+	RE_PASS(&rv, &rep, 60000, "a=A1 b=B1");
+	usleep(5000);
+	RE_PASS(&rv, &rep, 2, "a=A1 b:writable");
+	TEST_INTEQ(chmod(p, 0644), 0);
+	RE_PASS(&rv, &rep, 2, "a=A1 b=B1");
+	/* A check starts recheck_ms again: 50 ms after it, 40 ms checks; at once after, it does not. */
+	{
+		size_t n0;
+
+		usleep(50000);
+		n0 = rv.read_cache->checked;
+		RE_PASS(&rv, &rep, 40, "a=A1 b=B1");
+		TEST_INTEQ(rv.read_cache->checked - n0, 2);
+		RE_PASS(&rv, &rep, 40, "a=A1 b=B1");
+		TEST_INTEQ(rv.read_cache->checked - n0, 2);
+	}
+	/* Replaced by rename within recheck_ms: a new inode, read at once. */
+	TEST_INTEQ(rv_put(&rv, &rep, "b", "B2", 2), 1);
+	RE_PASS(&rv, &rep, 60000, "a=A1 b=B2");
+	/* Removed, or made a link (a new inode): never given from the cache. */
+	{
+		char *secret = host("/etc-secret");
+
+		TEST_INTEQ(unlink(p), 0);
+		RE_PASS(&rv, &rep, 60000, "a=A1");
+		TEST_INTEQ(symlink(secret, p), 0);
+		RE_PASS(&rv, &rep, 60000, "a=A1 b:symlink");
+		TEST_INTEQ(unlink(p), 0);
+		free(secret);
+	}
+	free(p);
+	rv_close(&rv);
+	report_free(&rep);
+}
+
 int main(void)
 {
 	struct spec spec = { 0 };
@@ -544,6 +630,7 @@ int main(void)
 	test_dir_parallel(&c);
 	test_dir_cache(&c);
 	test_dir_quiet(&c);
+	test_dir_recheck(&c);
 
 	test_rm_rf(root);
 	TEST_EXIT();
