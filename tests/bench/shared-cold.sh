@@ -11,7 +11,8 @@
 # hosts, or the bench fails and prints no figure.  The CPU is bash's count of its waited-for
 # children: the N applies and their children, nothing else (no subshell or command of the
 # bench's own between its two readings).  With BASELINE=<an older hpcinit binary> the runs
-# alternate this binary, the baseline, ... and the ratio is printed.
+# alternate this binary, the baseline, ... and the ratio is printed.  The floor, in each run:
+# N "hpcinit --version" (this binary) started and waited for the same way, its CPU a node.
 # Usage: tests/bench/shared-cold.sh [N] [RUNS]   (root; by hand, not by make check;
 #        default 1,000 nodes, 2 runs of each)
 set -euo pipefail
@@ -91,10 +92,29 @@ one_run() {
 	fi
 }
 
+# the floor: N "hpcinit --version" started and waited for as the applies are; CPU in FLOOR_CPU
+floor_run() {
+	local i c0
+	local -a pids=()
+	child_cpu
+	c0=$CHILD_CPU
+	for ((i = 1; i <= N; i++)); do
+		"$HPCINIT" --version >/dev/null 2>&1 &
+		pids+=($!)
+	done
+	for p in "${pids[@]}"; do wait "$p"; done
+	child_cpu
+	FLOOR_CPU=$((CHILD_CPU - c0))
+}
+
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$TOPT/cluster.key"
 mkfifo "$TOPT/never"
 declare -A CPU WALL
+FLOOR=0
 for ((r = 1; r <= RUNS; r++)); do
+	floor_run
+	FLOOR=$((FLOOR + FLOOR_CPU))
+	echo "# run $r, the floor: $FLOOR_CPU ms of CPU ($(awk -v c="$FLOOR_CPU" -v n="$N" 'BEGIN { printf "%.2f", c / n }') ms a node)"
 	for b in "${!BINS[@]}"; do
 		one_run "${BINS[$b]}"
 		CPU[$b]=$((${CPU[$b]:-0} + RUN_CPU))
@@ -103,6 +123,8 @@ for ((r = 1; r <= RUNS; r++)); do
 	done
 done
 echo "$N nodes' cold start on the shared directory, waves of $WAVE, expect $N; $RUNS runs of each, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+printf 'floor (%s --version, %d at once): %.2f ms of CPU a node\n' "$HPCINIT" "$N" \
+	"$(awk -v c="$FLOOR" -v n="$N" -v r="$RUNS" 'BEGIN { print c / n / r }')"
 for b in "${!BINS[@]}"; do
 	printf '%s: %.2f ms of CPU a node, all done in %.0f ms\n' "$([ "$b" = 0 ] && echo "this binary" || echo "baseline ($BASELINE)")" \
 		"$(awk -v c="${CPU[$b]}" -v n="$N" -v r="$RUNS" 'BEGIN { print c / n / r }')" \
