@@ -751,6 +751,7 @@ static void etcd_close(struct disc_run *run)
 {
 	struct etcd *e = run->priv;
 
+	disc_rejects_reset(run);        /* the run's, also when its session was kept (etcd_keep) */
 	if (!e)
 		return;
 	if (e->secret) {
@@ -764,7 +765,6 @@ static void etcd_close(struct disc_run *run)
 	free(e->key);
 	free(e->prefix);
 	free(e->pending);
-	disc_rejects_reset(run);
 	free(e);
 	run->priv = NULL;
 }

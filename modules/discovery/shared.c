@@ -41,6 +41,9 @@
 #include "rendezvous/rendezvous.h"
 
 
+/* How long write_self trusts its own last probe of the directory's clock (probe_fresh). */
+#define PROBE_REUSE_MS 2000
+
 struct secret {
 	char *key;                      /* NULL: no cluster secret */
 	size_t len;
@@ -72,6 +75,9 @@ struct shared {
 	const char *nodes;              /* its directory (target path) */
 	int64_t written;                /* when this node's record was last written (own clock) */
 	int64_t offset;                 /* cluster clock - own clock; 0 within the skew */
+	/* write_self's last probe of the directory's clock: when (0: none), own clock then, offset */
+	uint64_t probe_ms;
+	int64_t probe_mine, probe_off;
 	size_t expired, pruned;         /* expired: of the last pass (rejected: run->rejected) */
 };
 
@@ -516,6 +522,27 @@ static int write_record(struct ctx *c, struct report *rep, struct rendezvous *rv
 }
 
 /*
+ * A probe of the directory's clock this process made moments ago still holds
+ * (PROBE_REUSE_MS; the announce after the step, in the step's child, writes
+ * the record again tens of milliseconds later): the offset it gave is the
+ * offset now, unless this node's clock was stepped in between, which its
+ * wall clock against the monotonic one shows (more than a second apart).
+ * No new probe file then: one create and one unlink fewer on the share (an
+ * NFS client's four or five calls to the server).
+ */
+static bool probe_fresh(const struct shared *sh, int64_t mine)
+{
+	uint64_t now = now_ms();
+	int64_t mono_s, wall_s;
+
+	if (!sh->probe_ms || now < sh->probe_ms || now - sh->probe_ms >= PROBE_REUSE_MS)
+		return false;
+	mono_s = (int64_t)((now - sh->probe_ms) / 1000);
+	wall_s = mine - sh->probe_mine;
+	return wall_s >= mono_s - 1 && wall_s <= mono_s + 1;
+}
+
+/*
  * Learn the cluster clock, then write this node's record stamped with it.
  * The clock comes first (a probe file's time, lib/rendezvous/dir.c): a
  * record stamped with a wrong clock, even for the moment before a second
@@ -529,21 +556,28 @@ static int write_self(struct ctx *c, struct report *rep, struct shared *sh, stru
 	int64_t mine = disc_now(), dir_now, off;
 	int r;
 
-	r = rv_dir_now(&sh->rv, &dir_now);
-	/*
-	 * Found on real VMs (tests/vm): a compute that mounted the share the
-	 * moment the head exported it got ESTALE on its first write, and the
-	 * same write worked a few seconds later.  Retry a few times.
-	 */
-	for (int i = 0; r == -ESTALE && i < 5; i++) {
-		report_detail(rep, "stale NFS file handle writing in %s; retrying in 1 s", sh->nodes);
-		sleep(1);
-		mine = disc_now();
+	if (probe_fresh(sh, mine)) {
+		off = sh->probe_off;
+	} else {
 		r = rv_dir_now(&sh->rv, &dir_now);
+		/*
+		 * Found on real VMs (tests/vm): a compute that mounted the share the
+		 * moment the head exported it got ESTALE on its first write, and the
+		 * same write worked a few seconds later.  Retry a few times.
+		 */
+		for (int i = 0; r == -ESTALE && i < 5; i++) {
+			report_detail(rep, "stale NFS file handle writing in %s; retrying in 1 s", sh->nodes);
+			sleep(1);
+			mine = disc_now();
+			r = rv_dir_now(&sh->rv, &dir_now);
+		}
+		if (r < 0)
+			return r;       /* this node could not write its record either */
+		off = dir_now - mine;
+		sh->probe_ms = now_ms();
+		sh->probe_mine = mine;
+		sh->probe_off = off;
 	}
-	if (r < 0)
-		return r;       /* this node could not write its record either */
-	off = dir_now - mine;
 	sh->offset = off > DISC_CLOCK_SKEW_S || off < -DISC_CLOCK_SKEW_S ? off : 0;
 	if (sh->offset)
 		report_finding(rep, ST_DEGRADED, "discovery.clock.skew",
@@ -850,13 +884,25 @@ static void shared_close(struct disc_run *run)
 {
 	struct shared *sh = run->priv;
 
+	disc_rejects_reset(run);        /* the run's, also when its session was kept (shared_keep) */
 	if (!sh)
 		return;
 	secret_free(&sh->sec);
 	rv_close(&sh->rv);
-	disc_rejects_reset(run);
 	free(sh);
 	run->priv = NULL;
+}
+
+/*
+ * The step's child stays for the announce: keep the open tree, the secret
+ * and the clock's probe for its one publish (no second open, key read or
+ * probe file).  Only a session whose tree opened: else the announce opens.
+ */
+static bool shared_keep(struct disc_run *run)
+{
+	const struct shared *sh = run->priv;
+
+	return sh && sh->nodes && sh->written;
 }
 
 const struct disc_method_ops disc_method_shared = {
@@ -876,6 +922,7 @@ const struct disc_method_ops disc_method_shared = {
 	.finish = shared_finish,
 	.leave = shared_leave,
 	.close = shared_close,
+	.keep = shared_keep,
 };
 
 int disc_secret_load(const struct ctx *c, struct report *rep, char **key, size_t *len)

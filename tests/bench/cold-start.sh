@@ -24,6 +24,7 @@
 # in place of the CPU figures (perf's own cost inflates them), the samples a cold start by
 # process (the agent, the step's child, the etcd helper: by PID order) and, for each process,
 # where they fall: the system call or page fault in the sample's kernel call chain, or user space.
+# PERF_KEEP=DIR keeps the perf.data files there (METHOD.R.RUN.data) for "perf report -i".
 # Printed, for each method (and binary): the mean CPU at each R, the fixed part (at the
 # smallest R, less the floor) and the per-record term (the slope between the smallest and
 # the largest R, microseconds a record).
@@ -170,6 +171,7 @@ if [ "${PERF:-0}" = 1 ]; then
 					sub(/,$/, "", out); print out; delete key; delete val } }'
 		done
 	done
+	[ -z "${PERF_KEEP:-}" ] || { mkdir -p "$PERF_KEEP" && cp "$T"/perf/*.data "$PERF_KEEP"/ && echo "PERF_KEEP: perf.data files in $PERF_KEEP"; }
 	exit 0
 fi
 lo=${SIZES[0]} hi=${SIZES[${#SIZES[@]} - 1]}

@@ -38,6 +38,18 @@ static int64_t record_updated(const char *name)
 	return u;
 }
 
+/* Does name's record hold text (its state's reason, say)? */
+static bool record_says(const char *name, const char *text)
+{
+	char *rel = xasprintf(NODES "/%s.rec", name), *hp = host(rel), *data = NULL;
+	bool r = fs_read_host(hp, 100000, &data, NULL) == 0 && strstr(data, text) != NULL;
+
+	free(data);
+	free(hp);
+	free(rel);
+	return r;
+}
+
 static int64_t diff_abs(int64_t a, int64_t b)
 {
 	return a > b ? a - b : b - a;
@@ -203,6 +215,65 @@ static void test_clock_first_write(struct ctx *c, struct spec *spec)
 		TEST_CHECK(strcmp(rep.findings[i].tag, "discovery.clock.skew") != 0);
 	report_free(&rep);
 	seam_peer = false;
+	disc_clock = &system_clock;
+}
+
+/*
+ * The announce after the step, in the step's child (c->step_stays): the
+ * step's session is kept (shared_keep), and its probe of the directory's
+ * clock, moments old, gives the offset (probe_fresh): one probe file for
+ * the two writes of the record.  A clock stepped in between, or a probe
+ * past PROBE_REUSE_MS, is probed again; either way the record the announce
+ * writes says the new state, stamped by the directory's clock.
+ */
+static void test_announce_kept(struct ctx *c, struct spec *spec)
+{
+	struct report rep;
+
+	spec->discovery.expect = 1;
+	spec->discovery.wait_ms = 0;
+	disc_clock = &skewed_clock;
+	for (int k = 0; k < 3; k++) {
+		/* 0: announced at once; 1: the clock stepped an hour in between; 2: the probe 2 s old */
+		clock_skew = 0;
+		seam_probes = 0;
+		c->step_stays = true;
+		TEST_INTEQ(run(c, &rep), 0);
+		c->step_stays = false;
+		TEST_INTEQ(seam_probes, 1);
+		TEST_CHECK(kept.priv != NULL && kept.m == &disc_method_shared);
+		report_free(&rep);
+		if (k == 1)
+			clock_skew = -3600;
+		if (k == 2 && kept.priv) {     /* as if made PROBE_REUSE_MS ago, both clocks agreeing */
+			((struct shared *)kept.priv)->probe_ms -= PROBE_REUSE_MS;
+			((struct shared *)kept.priv)->probe_mine -= PROBE_REUSE_MS / 1000;
+		}
+		c->node.known = true;
+		c->node.status = ST_DEGRADED;
+		snprintf(c->node.reason, sizeof(c->node.reason), "kept.%d", k);
+		report_init(&rep);
+		TEST_INTEQ(disc_announce(c, &rep), 0);
+		TEST_INTEQ(seam_probes, k == 0 ? 1 : 2);
+		TEST_CHECK(kept.priv == NULL);
+		TEST_CHECK(strstr(rep.summary, "this node's record says degraded: kept.") != NULL);
+		TEST_CHECK(record_says("node1", "kept."));
+		TEST_CHECK(k != 1 || finding(&rep, "discovery.clock.skew", ST_DEGRADED));
+		TEST_CHECK(diff_abs(record_updated("node1"), (int64_t)time(NULL)) <= DISC_CLOCK_SKEW_S);
+		TEST_CHECK(!exists(NODES "/.hpcinit-clock.node1"));
+		report_free(&rep);
+	}
+	/* without step_stays nothing is kept: the announce opens and probes on its own */
+	clock_skew = 0;
+	seam_probes = 0;
+	TEST_INTEQ(run(c, &rep), 0);
+	TEST_CHECK(kept.priv == NULL);
+	report_free(&rep);
+	report_init(&rep);
+	TEST_INTEQ(disc_announce(c, &rep), 0);
+	TEST_INTEQ(seam_probes, 2);
+	report_free(&rep);
+	memset(&c->node, 0, sizeof(c->node));
 	disc_clock = &system_clock;
 }
 
@@ -854,6 +925,7 @@ int main(void)
 
 	test_clock_skew(&c, &spec);
 	test_clock_first_write(&c, &spec);
+	test_announce_kept(&c, &spec);
 	test_head_squash(&c, &spec);
 
 	out.peers = peerset_free(out.peers);
