@@ -49,9 +49,9 @@ t0=$(date +%s)
 apply_as c4 >"$T/c4.out" 2>&1 &
 c4=$!
 cleanup_add "kill $c4 2>/dev/null || true"
-# meanwhile c2 waits 6 s for 5 and ends with 3 (c1, c4 and itself): its lists after the
-# directory settled were stats of it.
-sleep 0.5
+# meanwhile, once c4's record is there, c2 waits 6 s for 5 and ends with 3 (c1, c4 and
+# itself): its lists after the directory settled (2 s after its own record) were stats of it.
+for _ in $(seq 100); do [ -e "$T/share/.hpcinit/quiet/nodes/c4.rec" ] && break; sleep 0.1; done
 rc=0; apply_as c2 >"$T/c2.out" 2>&1 || rc=$?
 check "c2 (expect 5, wait 6 s) ends degraded with 3 nodes" test "$rc" = 3
 check "... 3 nodes after its wait" grep -q 'only 3 of 5 expected nodes after waiting 6 s' "$T/c2.out"
