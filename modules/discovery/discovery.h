@@ -123,6 +123,10 @@ extern const struct disc_method_ops disc_method_etcd;
 
 /* The cluster secret (cluster.secret_file) for a method: *key NULL without one (shared.c). */
 int disc_secret_load(const struct ctx *c, struct report *rep, char **key, size_t *len);
+
+/* Method shared: make <dir>/<cluster>/nodes exist, decide whom to trust, say what the admin must know (tree.c). */
+struct rendezvous;
+int disc_tree_open(struct ctx *c, struct report *rep, const struct peer *self, struct rendezvous *rv);
 /* The default for a hook a method does not need: does nothing, returns 0 (run.c). */
 int disc_nop(struct disc_run *run);
 
