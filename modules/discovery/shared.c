@@ -122,15 +122,21 @@ static void prune(struct disc_run *run, const char *name, const char *why)
 	}
 }
 
+/*
+ * A FUSE client answers ENOTCONN once its daemon is gone, and ECONNABORTED to
+ * a call that was in flight when it went (the kernel's fuse_abort_conn): a
+ * stalled share's daemon killed, or blobfuse crashing, fails the call the run
+ * was blocked in with the second (the fault campaign, seed 4801).
+ */
 bool disc_unreachable(int r)
 {
-	return r == -ENOTCONN || r == -EIO || r == -ETIMEDOUT || r == -EHOSTDOWN || r == -EHOSTUNREACH ||
-	       r == -ENETUNREACH || r == -ECONNREFUSED || r == -ECONNRESET;
+	return r == -ENOTCONN || r == -ECONNABORTED || r == -EIO || r == -ETIMEDOUT || r == -EHOSTDOWN ||
+	       r == -EHOSTUNREACH || r == -ENETUNREACH || r == -ECONNREFUSED || r == -ECONNRESET;
 }
 
 /*
  * The directory away (issue 37): its server stalled or gone (a FUSE or NFS client answers
- * ENOTCONN, EIO, ETIMEDOUT), not this node sick.  The step still fails, so the steps that
+ * ENOTCONN, ECONNABORTED, EIO, ETIMEDOUT), not this node sick.  The step still fails, so the steps that
  * need it are skipped and keep what they wrote: the hostfiles hold the last known members.
  * Tagged apart (DISC_UNREACHABLE_TAG): this node's record, written again when the share is
  * back, says degraded for it, not failed (node.c), so no peer drops a live node.

@@ -639,6 +639,7 @@ static void test_unreachable_state(void)
 	peer_clear(&p);
 
 	TEST_CHECK(disc_unreachable(-ENOTCONN) && disc_unreachable(-EIO) && disc_unreachable(-ETIMEDOUT));
+	TEST_CHECK(disc_unreachable(-ECONNABORTED));    /* a FUSE call in flight when its daemon went */
 	TEST_CHECK(!disc_unreachable(-EACCES) && !disc_unreachable(-ENOENT) && !disc_unreachable(-ENOMEDIUM));
 	spec.discovery.dir = dir;
 	spec.discovery.lease_ms = 15000;
