@@ -47,7 +47,7 @@ for e in ECONNABORTED ENOTCONN; do
 	check "... the share is unreachable: $(grep -m1 -o 'rendezvous directory [^ ]* unreachable ([^)]*)' "$T/$e.out")" \
 		grep -q 'rendezvous directory [^ ]* unreachable (listing: ' "$T/$e.out"
 	check "... an outage of the share, not of this node (the finding's text)" grep -q 'an outage of the share, not of this node' "$T/$e.out"
-	check "... discovery's finding is discovery.rendezvous.unreachable (its record says degraded for it), not discovery.dir.unreadable: $(tags)" \
+	check "... discovery's finding is discovery.rendezvous.unreachable (its record says degraded for it), not a refusal: $(tags)" \
 		test "$(tags | cut -d' ' -f1)" = discovery.rendezvous.unreachable
 	check "... the hostfile keeps the last known members" grep -qx c1 "$R/etc/hpcinit/hostfile.plain"
 done
