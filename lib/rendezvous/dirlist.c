@@ -36,10 +36,11 @@
  * While the directory changes (nodes arriving), a lister's recheck_ms
  * spares most of the fstatat calls: an entry checked (read, or its fstatat)
  * less than recheck_ms before, that readdir gives as a regular file with
- * the inode number it had then, is given as it was.  A writer's rename puts a new inode under
- * the name, which readdir shows; what readdir cannot show -- a change in
- * place, or a name replaced twice with its first inode's number used again
- * -- is seen at the first pass recheck_ms after the last check.  So an
+ * the inode number it had then, is given as it was.  A writer's rename puts
+ * a new inode under the name, which readdir shows; what readdir cannot show
+ * -- a change in place, or a name replaced twice with its first inode's
+ * number used again -- is seen at the first pass recheck_ms after the last
+ * check.  So an
  * entry a list gives is at most recheck_ms older than the file, no more.
  */
 #include "config.h"
@@ -399,7 +400,8 @@ static bool reuse(const struct batch *b, struct slot *s)
 	/*
 	 * No fstatat in a quiet pass (the directory unchanged since a pass
 	 * that saw this entry), nor for an entry checked within recheck_ms
-	 * that readdir gives with the inode number it had then.
+	 * that readdir gives as a regular file with the inode number it had
+	 * then (next_name).
 	 */
 	if (!b->quiet && !(b->l->recheck_ms && s->d_ino && s->d_ino == k->d_ino &&
 			   b->start_ms - k->checked_ms < b->l->recheck_ms)) {

@@ -189,8 +189,8 @@ struct rv_lister {
 	/*
 	 * recheck_ms (dir, with reuse_ms; 0: every pass): a cached entry that
 	 * a pass checked (fstatat) or read less than recheck_ms before, and
-	 * that readdir gives with the same inode number as then, is given
-	 * without its fstatat.
+	 * that readdir gives as a regular file with the same inode number as
+	 * then, is given without its fstatat.
 	 */
 	uint64_t recheck_ms;
 };

@@ -347,11 +347,11 @@ static int read_records(struct disc_run *run, bool do_prune)
 	 * third of the lease, so a record given from that cache is never older
 	 * than half the lease for being cached (settle_late's "overdue").
 	 * Within that sixth its file is not checked again (fstatat) while
-	 * readdir gives it under the inode number it was read from: every
-	 * writer renames a new file into place, and what readdir cannot show
-	 * (a change in place, a name replaced twice with its first inode's
-	 * number used again) leaves the record as read, no older than the
-	 * cache's bound above (recheck_ms = reuse_ms).
+	 * readdir gives it as a regular file under the inode number it was
+	 * read from: every writer renames a new file into place, and what
+	 * readdir cannot show (a change in place, a name replaced twice with
+	 * its first inode's number used again) leaves the record as read, no
+	 * older than the cache's bound above (recheck_ms = reuse_ms).
 	 */
 	struct rv_lister l = {
 		.want = want_record, .prep = parse_record, .prep_free = disc_parsed_free,
@@ -803,13 +803,14 @@ static void shared_close(struct disc_run *run)
 /*
  * The step's child stays for the announce: keep the open tree, the secret
  * and the clock's probe for its one publish (no second open, key read or
- * probe file).  Only a session whose tree opened: else the announce opens.
+ * probe file).  Only a session that wrote this node's record (so its tree
+ * opened): else the announce opens.
  */
 static bool shared_keep(struct disc_run *run)
 {
 	const struct shared *sh = run->priv;
 
-	return sh && sh->nodes && sh->written;
+	return sh && sh->written;
 }
 
 const struct disc_method_ops disc_method_shared = {
