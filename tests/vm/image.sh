@@ -6,6 +6,13 @@
 #
 #   tests/vm/image.sh [--suite bookworm|trixie] [--debs DIR] [--keep N]
 #                      prints the image directory on its last line
+#   tests/vm/image.sh [--suite bookworm|trixie] --prepare
+#                      builds (or reuses) only the layers that need no .deb of
+#                      the caller's: the base, and for a suite other than
+#                      bookworm its deb layer too; prints nothing.  tests/run-all.sh
+#                      runs it in the background from its start (beside make
+#                      check, whose tests mostly wait), so that on a fresh machine
+#                      the VM stage finds the minutes of debootstrap done
 #
 # The image directory holds disk.img (raw ext4, root=/dev/vda), vmlinuz and
 # initrd.img (booted with qemu -kernel/-initrd, no boot loader) and
@@ -50,13 +57,15 @@ CACHE=${HPCINIT_VM_CACHE:-/var/cache/hpcinit-vm}
 MIRROR=${HPCINIT_VM_MIRROR:-http://deb.debian.org/debian}
 SUITE=bookworm
 DDIR=
+PREPARE=
 KEEPN=${HPCINIT_VM_KEEP:-2}
 while [ $# -gt 0 ]; do
 	case $1 in
 	--suite) SUITE=$2; shift 2 ;;
 	--debs) DDIR=$(readlink -f "$2"); shift 2 ;;
 	--keep) KEEPN=$2; shift 2 ;;
-	*) echo "usage: $0 [--suite bookworm|trixie] [--debs DIR] [--keep N]" >&2; exit 2 ;;
+	--prepare) PREPARE=1; shift ;;
+	*) echo "usage: $0 [--suite bookworm|trixie] [--debs DIR] [--keep N] [--prepare]" >&2; exit 2 ;;
 	esac
 done
 case $SUITE in
@@ -64,6 +73,7 @@ bookworm) LSFX= ;;
 trixie) LSFX=-trixie ;;
 *) echo "image: --suite: bookworm or trixie, not '$SUITE'" >&2; exit 2 ;;
 esac
+[ -z "$DDIR" ] || [ -z "$PREPARE" ] || { echo "image: --prepare builds no image: --debs has no use there" >&2; exit 2; }
 [ -z "$DDIR" ] || [ "$SUITE" = bookworm ] ||
 	{ echo "image: --debs: the .debs of Debian 12 do not install on $SUITE (it builds its own)" >&2; exit 2; }
 case $KEEPN in ''|*[!0-9]*|0) echo "image: --keep wants a number >= 1" >&2; exit 2 ;; esac
@@ -339,6 +349,8 @@ else
 	touch "$BASE/done"
 	log "base $BKEY: built in $(($(date +%s) - t0)) s"
 fi
+# --prepare: Debian 12's deb layer is the packaging stage's .debs (--debs) or build-deb.sh's.
+[ -z "$PREPARE" ] || [ "$SUITE" != bookworm ] || { log "prepared: base $BKEY"; exit 0; }
 
 if [ -z "$DDIR" ] && [ "$SUITE" != bookworm ]; then
 	SKEY=$( { cd "$SRC" && { git ls-files -z 2>/dev/null || find . -path ./build -prune -o -type f -print0; } |
@@ -389,6 +401,7 @@ elif [ -z "$DDIR" ]; then
 	touch "$DDIR/done"
 fi
 ls "$DDIR"/hpcinit_*.deb >/dev/null 2>&1 || die "no hpcinit_*.deb in $DDIR"
+[ -z "$PREPARE" ] || { log "prepared: base $BKEY, deb $(basename "$DDIR")"; exit 0; }
 
 FKEY=$( { echo "$BKEY"; cat "$DDIR"/hpcinit*.deb | sha256sum; declare -f final_build; echo "${HPCINIT_VM_BAKE:-}"; } | hash_of)
 IMG=$CACHE/img$LSFX/$FKEY
