@@ -444,9 +444,14 @@ static int dir_put(struct rendezvous *rv, struct report *rep, const char *name, 
 	 * node's leftovers.  The record is synced as a file, not its directory:
 	 * it is this node's alone and written again at every lease refresh, so
 	 * after a crash its name holding the old record or the new one is enough.
+	 * A collection whose values always differ from the ones they replace
+	 * (puts_differ: a record carries its time, and its writer read the old
+	 * one already) is not read again to compare (on NFS, an open and a read
+	 * fewer); plan and check still read it, for the difference they print.
 	 */
+	unsigned replace = rv->o.puts_differ && ctx_may_write(rv->c) ? FS_REPLACE : 0;
 	int r = fs_write_opt(rv->c, rep, path, data, len, 0644, rv->tree.trusted, rv->tree.trusted_gid,
-			     FS_KEEP_TEMPS | FS_SYNC_FILE);
+			     FS_KEEP_TEMPS | FS_SYNC_FILE | replace);
 
 	free(path);
 	return r;

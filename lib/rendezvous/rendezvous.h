@@ -39,6 +39,8 @@ struct rv_opts {
 	size_t max_bytes;               /* the largest entry read */
 	bool create;                    /* apply: create missing levels (else -ENOENT) */
 	bool no_list;                   /* etcd: no list at open (the caller syncs, lists, awaits) */
+	bool puts_differ;               /* dir: each put's value differs from the one it replaces (a
+					 * record carries its time): apply does not read that to compare */
 };
 
 /* rv_sync: this node's own entry, kept under its lease (etcd). */

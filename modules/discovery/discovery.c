@@ -235,12 +235,14 @@ static int wait_for_peers(const struct disc_method_ops *m, struct disc_run *run)
 static struct {
 	const struct disc_method_ops *m;
 	void *priv;
+	struct peer self;               /* the step's facts: addresses and boot id (node_facts_known) */
 } kept;
 
 static int disc_run(struct ctx *c, struct report *rep)
 {
 	const struct disc_method_ops *m = method_of(c->spec);
 	struct disc_run run = { .c = c, .rep = rep, .start_ms = now_ms() };
+	struct peer facts = { 0 };      /* this node's addresses and boot id, for the announce */
 	struct peerset *set;
 	char when[64];
 	bool marked, left = false;
@@ -252,6 +254,9 @@ static int disc_run(struct ctx *c, struct report *rep)
 		report_set(rep, ST_FAILED, "cannot describe this node");
 		goto out;
 	}
+	facts.addr = xstrdup(run.self.addr);
+	facts.ipoib_addr = run.self.ipoib_addr ? xstrdup(run.self.ipoib_addr) : NULL;
+	facts.boot_id = run.self.boot_id ? xstrdup(run.self.boot_id) : NULL;
 	/* A node alone is its own cluster: formed from the start. */
 	marked = disc_ready_before(c);
 	run.ready = marked || c->spec->discovery.expect <= 1;
@@ -331,7 +336,11 @@ out:
 		kept.m = m;
 		kept.priv = run.priv;
 		run.priv = NULL;
+		peer_clear(&kept.self);
+		kept.self = facts;
+		memset(&facts, 0, sizeof(facts));
 	}
+	peer_clear(&facts);
 	if (m)
 		m->close(&run);
 	disc_run_reset(&run);
@@ -379,6 +388,7 @@ static int disc_announce(struct ctx *c, struct report *rep)
 	/* a recorded check announces too: putting this node's record is the one write it makes here */
 	struct ctx w = *c;
 	struct disc_run run = { .c = &w, .rep = rep, .start_ms = now_ms(), .announce = true };
+	bool same_child = kept.priv && kept.m == m;
 	char when[64];
 	int r;
 
@@ -387,14 +397,20 @@ static int disc_announce(struct ctx *c, struct report *rep)
 	if (!m || m->names_from_spec || c->mode == RUN_PLAN || disc_left(&w, when, sizeof(when)))
 		return 0;
 	report_init(&run.notes);
-	r = node_facts(&w, rep, &run.self);
+	/*
+	 * In the step's child, moments after the step: its session, and its
+	 * addresses and boot id (no second listing of the interfaces); the host
+	 * and user keys are read again (the ssh step may have made them since).
+	 */
+	r = node_facts_known(&w, rep, &run.self, same_child ? &kept.self : NULL);
 	run.self.formed = disc_ready_before(&w) || c->spec->discovery.expect <= 1;
-	if (r >= 0 && kept.priv && kept.m == m) {
+	if (r >= 0 && same_child) {
 		run.priv = kept.priv;   /* the step's session, in this same child */
 		kept.priv = NULL;
 	} else if (r >= 0) {
 		r = m->open(&run);
 	}
+	peer_clear(&kept.self);
 	if (r == 0)
 		r = m->publish(&run);
 	if (r >= 0 && rep->status != ST_FAILED)

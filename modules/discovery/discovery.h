@@ -160,6 +160,13 @@ uint64_t disc_shared_held_ms(const struct ctx *c);
 
 /* Everything this node publishes into *ret.  Failures that leave a usable record are details. */
 int node_facts(struct ctx *c, struct report *rep, struct peer *ret);
+/*
+ * node_facts, with the addresses and the boot id of known (this node's facts
+ * as the same process found them moments before: the announce after the
+ * discovery step, in the step's child) in place of listing the interfaces and
+ * reading the boot id again; NULL: as node_facts.
+ */
+int node_facts_known(struct ctx *c, struct report *rep, struct peer *ret, const struct peer *known);
 /* p's state, reason and time to ready from the node's state (c->node; unknown outside a run). */
 void node_state_set(const struct ctx *c, struct peer *p);
 /*

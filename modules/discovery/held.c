@@ -245,8 +245,9 @@ static void mono_write(struct ctx *c, const char *path, uint64_t v)
 	char *text = xasprintf("%" PRIu64 "\n", v);
 
 	report_init(&scratch);
+	/* a time, read by the caller already: not read again to compare */
 	if (fs_mkdir_p(c, &scratch, "/run/hpcinit", 0755, 0, 0) >= 0)
-		(void)fs_write(c, &scratch, path, text, strlen(text), 0644, 0, 0);
+		(void)fs_write_opt(c, &scratch, path, text, strlen(text), 0644, 0, 0, FS_REPLACE);
 	report_free(&scratch);
 	free(text);
 }

@@ -300,9 +300,14 @@ void node_state_like(struct peer *dst, const struct peer *src)
 
 int node_facts(struct ctx *c, struct report *rep, struct peer *p)
 {
+	return node_facts_known(c, rep, p, NULL);
+}
+
+int node_facts_known(struct ctx *c, struct report *rep, struct peer *p, const struct peer *known)
+{
 	const struct spec *spec = c->spec;
 	struct ifaddrs *ifa = NULL;
-	int r;
+	int r = 0;
 
 	memset(p, 0, sizeof(*p));
 	p->self = true;
@@ -313,18 +318,23 @@ int node_facts(struct ctx *c, struct report *rep, struct peer *p)
 			      p->hostname ? p->hostname : "");
 		return -EINVAL;
 	}
-	r = local_address(c, rep, &ifa, &p->addr);
-	if (r >= 0)
-		p->ipoib_addr = ipoib_address(c, &ifa);
-	if (ifa)
-		freeifaddrs(ifa);
-	if (r < 0)
-		return r;
+	if (known && known->addr) {
+		p->addr = xstrdup(known->addr);
+		p->ipoib_addr = known->ipoib_addr ? xstrdup(known->ipoib_addr) : NULL;
+	} else {
+		r = local_address(c, rep, &ifa, &p->addr);
+		if (r >= 0)
+			p->ipoib_addr = ipoib_address(c, &ifa);
+		if (ifa)
+			freeifaddrs(ifa);
+		if (r < 0)
+			return r;
+	}
 	rdma_node_identity(c, rep, p);  /* fabric devices, P_Key, placement group (lib/ib/identity.c) */
 	p->slots = slots_node(c, rep, usable_cores());   /* mpi.slots, mpi.slots_per_gpu (lib/slots) */
 	p->head = spec->cluster.role == ROLE_HEAD;
 	p->version = xstrdup(PACKAGE_VERSION);
-	p->boot_id = boot_id(c);
+	p->boot_id = known ? (known->boot_id ? xstrdup(known->boot_id) : NULL) : boot_id(c);
 	p->updated = disc_now();
 	node_state_set(c, p);
 	r = sshkey_host_pubkeys(c, &p->host_keys);

@@ -97,6 +97,7 @@ int disc_tree_open(struct ctx *c, struct report *rep, const struct peer *self, s
 		.self = self->hostname,
 		.max_bytes = RECORD_MAX_BYTES,
 		.create = true,
+		.puts_differ = true,    /* a record carries its time (write_record, shared.c) */
 	};
 	int r;
 
