@@ -140,19 +140,22 @@ stage "fuzz: etcd helper's JSON, 20 s" fuzz_wait etcd
 # build/campaign-SEED.out, printed in seed order: they mostly wait (measured: 25 s of CPU
 # in a 70 s run), and one after the other they took 3 minutes.
 campaigns() {
-	local rc=0 s
-	TOP_BUILDDIR=$SRC/build FAULTS_NET=198.19.60 bash tests/faults/campaign.sh --seed 10 --time 30 --quiet 20 \
-		--method shared >build/campaign-10.out 2>&1 &
-	local p10=$!
-	TOP_BUILDDIR=$SRC/build FAULTS_NET=198.19.61 bash tests/faults/campaign.sh --seed 11 --time 30 --quiet 20 \
-		--method etcd >build/campaign-11.out 2>&1 &
-	local p11=$!
-	TOP_BUILDDIR=$SRC/build FAULTS_NET=198.19.62 LEASE_S=3 bash tests/faults/campaign.sh --seed 12 --time 30 \
-		--quiet 60 --method etcd --faults etcd_outage,etcd_leader >build/campaign-12.out 2>&1 &
-	local p12=$!
-	wait $p10 || rc=1
-	wait $p11 || rc=1
-	wait $p12 || rc=1
+	local rc=0 s p pids=()
+	# camp SEED NET [VAR=VALUE...] -- ARGS...: 30 s of campaign.sh ARGS in the background, on
+	# NET.0/24 (its own: the three run side by side), its output in build/campaign-SEED.out
+	camp() {
+		local seed=$1 net=$2 envs=()
+		shift 2
+		while [ "$1" != -- ]; do envs+=("$1"); shift; done
+		shift
+		env TOP_BUILDDIR="$SRC/build" FAULTS_NET="$net" "${envs[@]}" bash tests/faults/campaign.sh \
+			--seed "$seed" --time 30 "$@" >"build/campaign-$seed.out" 2>&1 &
+		pids+=($!)
+	}
+	camp 10 198.19.60 -- --quiet 20 --method shared
+	camp 11 198.19.61 -- --quiet 20 --method etcd
+	camp 12 198.19.62 LEASE_S=3 -- --quiet 60 --method etcd --faults etcd_outage,etcd_leader
+	for p in "${pids[@]}"; do wait "$p" || rc=1; done
 	for s in 10 11 12; do cat "build/campaign-$s.out"; done
 	return $rc
 }
