@@ -25,14 +25,15 @@
 # process (the agent, the step's child, the etcd helper: by PID order) and, for each process,
 # where they fall: the system call or page fault in the sample's kernel call chain, or user space.
 # PERF_KEEP=DIR keeps the perf.data files there (METHOD.R.RUN.data) for "perf report -i".
-# STAT=1: each apply and each floor run under "perf stat -e task-clock,page-faults" inside
-# the node, so nsenter is not in the count: hpcinit's own CPU (the agent, its children and
-# helpers) and page faults; printed in place of bash's figures (which would count perf's own
-# start), as medians over the runs: each method's CPU and faults at each R, the fixed part over
-# the floor, the per-record term, and with BASELINE the ratios.  For comparing binaries and
-# counting faults, not for the goal: task-clock came out lower than bash's count of the same
-# applies, the more so the more processes an apply has (docs/performance.md), for a cause not
-# found; the goal is judged by the default figures.
+# STAT=1: each apply and each floor run under "perf stat" inside the node, so nsenter is not
+# in the count: hpcinit's own CPU (task-clock of the agent, its children and helpers; medians),
+# its page faults, context switches and CPU migrations (means); printed in place of bash's
+# figures (which would count perf's own start): each method's figures at each R, the fixed part
+# over the floor, the per-record term, and with BASELINE the ratios.  For comparing binaries and
+# counting, not for the goal: task-clock comes out lower than bash's count of the same applies,
+# the more so the more processes and switches an apply has (docs/performance.md); likely the
+# switches themselves, which task-clock leaves out (its clock stops when a task is switched
+# out).  The goal is judged by the default figures.
 # Printed, for each method (and binary): the mean CPU at each R, the fixed part (at the
 # smallest R, less the floor) and the per-record term (the slope between the smallest and
 # the largest R, microseconds a record).
@@ -72,7 +73,7 @@ if [ "${STAT:-0}" = 1 ]; then
 fi
 stat_cmd() { # stat_cmd NAME: PERF_CMD for one run counted into $T/stat/NAME (STAT=1)
 	PERF_CMD=()
-	[ "${STAT:-0}" != 1 ] || PERF_CMD=(perf stat -x, -o "$T/stat/$1" -e task-clock,page-faults --)
+	[ "${STAT:-0}" != 1 ] || PERF_CMD=(perf stat -x, -o "$T/stat/$1" -e task-clock,page-faults,context-switches,cpu-migrations --)
 }
 
 sim up 1 --no-ssh-trust --shared "$SHARED" >/dev/null
@@ -199,20 +200,22 @@ if [ "${STAT:-0}" = 1 ]; then
 	# each file: KEY.R.B.RUN, its task-clock (ms) and page faults; one line per KEY.R.B
 	for f in "$T"/stat/*; do
 		awk -F, -v k="${f##*/}" '$3 == "task-clock" { t = $1 } $3 == "page-faults" { p = $1 }
-			END { if (t == "" || p == "") exit 1; sub(/\.[0-9]+$/, "", k); print k, t, p }' "$f" ||
+			$3 == "context-switches" { cs = $1 } $3 == "cpu-migrations" { mg = $1 }
+			END { if (t == "" || p == "" || cs == "" || mg == "") exit 1; sub(/\.[0-9]+$/, "", k); print k, t, p, cs, mg }' "$f" ||
 			{ echo "cold-start.sh: $f holds no count; no figures" >&2; exit 1; }
 	done | sort -k1,1 -k2,2n | awk -v lo="$lo" -v hi="$hi" -v nb="${#BINS[@]}" -v base="${BASELINE:-}" '
 	function med(k,   m) { m = n[k]; return m % 2 ? v[k, (m + 1) / 2] : (v[k, m / 2] + v[k, m / 2 + 1]) / 2 }
-	{ k = $1; n[k]++; v[k, n[k]] = $2; pf[k] += $3 }
+	{ k = $1; n[k]++; v[k, n[k]] = $2; pf[k] += $3; cs[k] += $4; mg[k] += $5 }
+	function counts(k) { return sprintf("%.0f faults, %.1f switches, %.1f migrations", pf[k] / n[k], cs[k] / n[k], mg[k] / n[k]) }
 	END {
 		fl = med("floor.x.0")
-		printf "floor: \"hpcinit --version\": %.3f ms, %.0f page faults\n", fl, pf["floor.x.0"] / n["floor.x.0"]
+		printf "floor: \"hpcinit --version\": %.3f ms, %s\n", fl, counts("floor.x.0")
 		for (mi = 1; mi <= 2; mi++) { m = mi == 1 ? "etcd" : "shared"
 			for (b = 0; b < nb; b++) {
 				a = med(m "." lo "." b); z = med(m "." hi "." b)
 				line = m (b ? " (baseline " base ")" : "")
-				line = line sprintf("; %d records: %.3f ms, %.0f faults", lo, a, pf[m "." lo "." b] / n[m "." lo "." b])
-				line = line sprintf("; %d records: %.3f ms, %.0f faults", hi, z, pf[m "." hi "." b] / n[m "." hi "." b])
+				line = line sprintf("; %d records: %.3f ms, %s", lo, a, counts(m "." lo "." b))
+				line = line sprintf("; %d records: %.3f ms, %s", hi, z, counts(m "." hi "." b))
 				line = line sprintf("; fixed part %.3f ms over the floor", a - fl)
 				if (z < a) line = line "; per record: not measured (noise)"
 				else line = line sprintf("; per record %.1f us", (z - a) / (hi - lo) * 1000)
