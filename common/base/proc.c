@@ -466,6 +466,7 @@ static void enter_module(const char *module, const char *entry, char *const argv
 }
 
 static struct {
+	unsigned depth;                 /* begins not yet ended: the outermost pins and unpins */
 	bool pinned;
 	cpu_set_t all;                  /* the set before the pin */
 } pin;
@@ -475,7 +476,7 @@ void proc_pin_begin(void)
 	cpu_set_t one;
 	int cpu;
 
-	if (pin.pinned || sched_getaffinity(0, sizeof(pin.all), &pin.all) < 0 || CPU_COUNT(&pin.all) < 2)
+	if (pin.depth++ > 0 || sched_getaffinity(0, sizeof(pin.all), &pin.all) < 0 || CPU_COUNT(&pin.all) < 2)
 		return;
 	cpu = sched_getcpu();
 	if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &pin.all))
@@ -487,6 +488,8 @@ void proc_pin_begin(void)
 
 void proc_pin_end(void)
 {
+	if (pin.depth == 0 || --pin.depth > 0)
+		return;
 	if (pin.pinned && sched_setaffinity(0, sizeof(pin.all), &pin.all) < 0)
 		log_warn("cannot give this process its CPUs back: %s", strerror(errno));
 	pin.pinned = false;

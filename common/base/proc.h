@@ -177,7 +177,8 @@ char *proc_which(const char *name);
  * start about as much as its own work (docs/performance.md).
  * proc_pin_begin keeps this thread, and what it forks, on the CPU it runs
  * on (one of its allowed set; nothing when that set has one CPU, or it
- * cannot be read); proc_pin_end gives the set back.  What runs beside the
+ * cannot be read); proc_pin_end gives the set back (the outermost of nested
+ * begins and ends pins and unpins).  What runs beside the
  * chain gets the whole set: a program started through this file (the
  * child restores it before execve: proc_unpin_child), the record readers'
  * threads (lib/rendezvous/dirlist.c), and what counts the node's cores

@@ -300,6 +300,8 @@ static void test_pin(void)
 	n = CPU_COUNT(&before);
 	snprintf(want, sizeof(want), "%d\n", n);
 	proc_pin_begin();
+	proc_pin_begin();       /* nested: the outer pair pins and unpins */
+	proc_pin_end();
 	TEST_INTEQ(sched_getaffinity(0, sizeof(now), &now), 0);
 	TEST_INTEQ(CPU_COUNT(&now), n >= 2 ? 1 : n);
 	TEST_CHECK(CPU_COUNT(&now) == 1 ? CPU_ISSET(sched_getcpu(), &now) && CPU_ISSET(sched_getcpu(), &before) : 1);
