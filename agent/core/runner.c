@@ -452,20 +452,7 @@ static size_t stay_index(const struct ctx *c, const struct module *mods, const b
 	return SIZE_MAX;
 }
 
-static int run_steps(struct ctx *c, const struct run_opts *o, struct run_result *res);
-
-/* The run on one CPU: its processes hand work to each other (proc_pin_begin, common/base/proc.h). */
 int runner_run(struct ctx *c, const struct run_opts *o, struct run_result *res)
-{
-	int code;
-
-	proc_pin_begin();
-	code = run_steps(c, o, res);
-	proc_pin_end();
-	return code;
-}
-
-static int run_steps(struct ctx *c, const struct run_opts *o, struct run_result *res)
 {
 	size_t n = 0;
 	int lock_fd = -1;

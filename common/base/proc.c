@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdio_ext.h>
@@ -465,51 +464,6 @@ static void enter_module(const char *module, const char *entry, char *const argv
 	_exit(code & 0xff);
 }
 
-static struct {
-	unsigned depth;                 /* begins not yet ended: the outermost pins and unpins */
-	bool pinned;
-	cpu_set_t all;                  /* the set before the pin */
-} pin;
-
-void proc_pin_begin(void)
-{
-	cpu_set_t one;
-	int cpu;
-
-	if (pin.depth++ > 0 || sched_getaffinity(0, sizeof(pin.all), &pin.all) < 0 || CPU_COUNT(&pin.all) < 2)
-		return;
-	cpu = sched_getcpu();
-	if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &pin.all))
-		return;
-	CPU_ZERO(&one);
-	CPU_SET(cpu, &one);
-	pin.pinned = sched_setaffinity(0, sizeof(one), &one) == 0;
-}
-
-void proc_pin_end(void)
-{
-	if (pin.depth == 0 || --pin.depth > 0)
-		return;
-	if (pin.pinned && sched_setaffinity(0, sizeof(pin.all), &pin.all) < 0)
-		log_warn("cannot give this process its CPUs back: %s", strerror(errno));
-	pin.pinned = false;
-}
-
-int proc_cpus(cpu_set_t *set)
-{
-	if (pin.pinned) {
-		*set = pin.all;
-		return 0;
-	}
-	return sched_getaffinity(0, sizeof(*set), set) < 0 ? -errno : 0;
-}
-
-void proc_unpin_child(void)
-{
-	if (pin.pinned)
-		(void)sched_setaffinity(0, sizeof(pin.all), &pin.all);
-}
-
 static int start_argv(struct proc_child *ch, const char *module, const char *entry, const char *prog,
 		      const char *const argv[], const char *const envp[], const char *stdin_data);
 
@@ -562,7 +516,6 @@ static int start_argv(struct proc_child *ch, const char *module, const char *ent
 
 		if (module)
 			enter_module(module, entry, av.m, ev.m);
-		proc_unpin_child();     /* a program: the CPUs the agent had */
 		execve(prog, av.m, ev.m);
 		e = errno;
 		(void)!write(3, &e, sizeof(e));

@@ -11,7 +11,6 @@
 #ifndef HPCINIT_PROC_H
 #define HPCINIT_PROC_H
 
-#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -167,29 +166,5 @@ int proc_stuck_find(const char *key, struct proc_stuck *st);
 void proc_stuck_text(const struct proc_stuck *st, struct strbuf *sb);
 /* Find a program in the fixed safe PATH (under no root). malloc'd or NULL. */
 char *proc_which(const char *name);
-
-/*
- * One CPU for a run's handoffs.  A run is a chain of processes that wait on
- * each other (the agent, a step's child, an etcd helper, each writing to
- * the next and sleeping until it answers, and fsync's wait for the journal);
- * on a VM each wakeup of a process on another CPU is an interrupt sent
- * between virtual CPUs, and the sleeping CPU's wakeup, which cost a cold
- * start about as much as its own work (docs/performance.md).
- * proc_pin_begin keeps this thread, and what it forks, on the CPU it runs
- * on (one of its allowed set; nothing when that set has one CPU, or it
- * cannot be read); proc_pin_end gives the set back (the outermost of nested
- * begins and ends pins and unpins).  What runs beside the
- * chain gets the whole set: a program started through this file (the
- * child restores it before execve: proc_unpin_child), the record readers'
- * threads (lib/rendezvous/dirlist.c), and what counts the node's cores
- * (proc_cpus: a record's slots).  A module entered in place of an exec
- * (hpcinit-etcd.so) is part of the chain: it stays.
- */
-void proc_pin_begin(void);
-void proc_pin_end(void);
-/* The CPUs this process may run on, as before a pin.  0, or -errno. */
-int proc_cpus(cpu_set_t *set);
-/* In a forked child about to exec a program: the set back, as before a pin. */
-void proc_unpin_child(void);
 
 #endif

@@ -59,7 +59,6 @@
 #include <unistd.h>
 
 #include "fsutil.h"
-#include "proc.h"
 #include "rendezvous.h"
 #include "dirlist.h"
 
@@ -461,7 +460,7 @@ static unsigned list_threads(void)
 	cpu_set_t set;
 	int n;
 
-	if (proc_cpus(&set) < 0)        /* as before a run's pin (proc.h) */
+	if (sched_getaffinity(0, sizeof(set), &set) < 0)
 		return 1;
 	n = CPU_COUNT(&set);
 	return n < 1 ? 1 : n > RV_LIST_THREADS ? RV_LIST_THREADS : (unsigned)n;
@@ -478,21 +477,13 @@ static void batch_read(struct batch *b, unsigned threads)
 	b->next = 0;
 	if (threads > 1 && b->n >= LIST_PAR_MIN) {
 		sigset_t all, old;
-		pthread_attr_t attr;
-		cpu_set_t cpus;
-		bool attr_ok = pthread_attr_init(&attr) == 0;
 
-		/* the workers on every CPU this process had before a run's pin (proc.h) */
-		if (attr_ok && proc_cpus(&cpus) == 0)
-			(void)pthread_attr_setaffinity_np(&attr, sizeof(cpus), &cpus);
 		sigfillset(&all);
 		pthread_sigmask(SIG_SETMASK, &all, &old);
 		for (unsigned i = 1; i < threads; i++)
-			if (pthread_create(&tid[started], attr_ok ? &attr : NULL, batch_worker, b) == 0)
+			if (pthread_create(&tid[started], NULL, batch_worker, b) == 0)
 				started++;
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		if (attr_ok)
-			pthread_attr_destroy(&attr);
 	}
 	batch_work(b);
 	for (unsigned i = 0; i < started; i++)

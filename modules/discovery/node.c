@@ -23,7 +23,6 @@
 #include "discovery.h"
 #include "fsutil.h"
 #include "names.h"
-#include "proc.h"
 #include "sshkey.h"
 #include "sshkeys/resolve.h"
 #include "sshkeys/userkeys.h"
@@ -221,7 +220,7 @@ static unsigned usable_cores(void)
 	cpu_set_t set;
 	long n;
 
-	if (proc_cpus(&set) == 0 && CPU_COUNT(&set) > 0)    /* as before a run's pin (proc.h) */
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
 		return (unsigned)CPU_COUNT(&set);
 	n = sysconf(_SC_NPROCESSORS_ONLN);
 	return n > 0 ? (unsigned)n : 1;

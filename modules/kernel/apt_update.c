@@ -332,7 +332,6 @@ static void scan_child(void *arg, int fd)
 		close(p[0]);
 		close(p[1]);
 		close(fd);
-		proc_unpin_child();
 		execve(s->argv[0], s->argv, envp);
 		_exit(127);
 	}

@@ -269,63 +269,8 @@ static void test_module(void)
 	free(exe);
 }
 
-/* Writes how many CPUs it may run on (a step's child: on the run's one CPU). */
-static void fn_cpus(void *arg, int fd)
-{
-	cpu_set_t set;
-	char msg[32];
-	int n;
-
-	(void)arg;
-	n = snprintf(msg, sizeof(msg), "%d", sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : -1);
-	(void)!write(fd, msg, (size_t)n);
-}
-
-/*
- * A run on one CPU (proc_pin_begin): this process and a function child on
- * the CPU it ran on; a program it starts, and proc_cpus, see the whole set;
- * proc_pin_end gives it back.  With one CPU allowed, no pin at all.
- */
-static void test_pin(void)
-{
-	const struct proc_limits lim = { .timeout_ms = 10000, .reap_ms = 500, .eof_ends = true };
-	const char *cpus_argv[] = { "nproc", NULL };
-	cpu_set_t before, now, said;
-	struct proc_child ch = { 0 };
-	struct proc_result r;
-	char want[16];
-	int n;
-
-	TEST_INTEQ(sched_getaffinity(0, sizeof(before), &before), 0);
-	n = CPU_COUNT(&before);
-	snprintf(want, sizeof(want), "%d\n", n);
-	proc_pin_begin();
-	proc_pin_begin();       /* nested: the outer pair pins and unpins */
-	proc_pin_end();
-	TEST_INTEQ(sched_getaffinity(0, sizeof(now), &now), 0);
-	TEST_INTEQ(CPU_COUNT(&now), n >= 2 ? 1 : n);
-	TEST_CHECK(CPU_COUNT(&now) == 1 ? CPU_ISSET(sched_getcpu(), &now) && CPU_ISSET(sched_getcpu(), &before) : 1);
-	TEST_INTEQ(proc_cpus(&said), 0);
-	TEST_CHECK(CPU_EQUAL(&said, &before));
-	/* a function child: the chain's one CPU */
-	TEST_INTEQ(proc_start_fn(&ch, fn_cpus, NULL, 0), 0);
-	proc_wait(&ch, 1, &lim);
-	TEST_STREQ(sb_str(&ch.out), "1");
-	proc_child_free(&ch);
-	/* a program: every CPU the process had (nproc prints what it may run on) */
-	TEST_INTEQ(proc_run(cpus_argv, NULL, NULL, 5000, &r), 0);
-	TEST_STREQ(r.out, want);
-	proc_result_free(&r);
-	proc_pin_end();
-	TEST_INTEQ(sched_getaffinity(0, sizeof(now), &now), 0);
-	TEST_CHECK(CPU_EQUAL(&now, &before));
-	if (n < 2)
-		printf("# test_pin: one CPU allowed here: nothing to pin, and nothing was\n");
-}
-
 int main(void)
 {
-	test_pin();
 	test_module();
 	test_engine();
 	test_exit_wakes();

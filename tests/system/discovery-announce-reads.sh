@@ -1,16 +1,13 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 #
-# What a node's first apply calls: what it read twice and no longer does, and its one CPU.  The announce after the steps
+# What a node's first apply reads twice, and no longer does.  The announce after the steps
 # (agent/core/iso.c), in the discovery step's child moments after the step, puts the record
 # again with the node's state: it takes the step's addresses and boot id rather than listing
 # the interfaces again (node_facts_known), reads its old record once, through the
 # directory's descriptor, not again by path to compare (a record carries its time: the
 # rendezvous's puts_differ), and reads /run/hpcinit/shared-written once for each write of it.
 # On NFS each of those reads is a round trip to the server, for every node of a boot.
-# And the run on one CPU (common/base/proc.h, proc_pin_begin): the agent keeps itself, and the
-# children it forks, on the CPU it runs on while they hand work to each other, and gives its
-# CPUs back at the run's end; the record still counts every CPU of the node (slots).
 # Real binary on a fake root, in a network namespace of its own with one interface in
 # cluster.network (so the address comes from the interfaces, not HPCINIT_ADDRESS); strace
 # shows the calls.
@@ -42,7 +39,7 @@ EOF
 REC=$R/shared/.hpcinit/annc/nodes/n1.rec
 rc=0
 # (LeakSanitizer cannot run under ptrace: an ASan build's leak check is off for this one run)
-ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" strace -f -qq -e trace=openat,sendto,rename,sched_setaffinity \
+ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" strace -f -qq -e trace=openat,sendto,rename \
 	-o "$T/calls" "$HPCINIT" apply --root "$R" -c "$T/node.yaml" --hostname n1 >"$T/out" 2>&1 || rc=$?
 check "the cold apply exits 0" test "$rc" = 0
 check "it announced: the record says ready" grep -qx 'state: ready' "$REC"
@@ -56,14 +53,5 @@ check "the announce read the old record once, through the directory" \
 check "and never opened it by its path" test "$(grep -c "openat(AT_FDCWD, \"$REC\"" "$T/calls" || true)" = 0
 check "shared-written was read once for each of its two writes" \
 	test "$(grep -c 'openat(AT_FDCWD, "[^"]*/run/hpcinit/shared-written", O_RDONLY' "$T/calls" || true)" = 2
-n=$(nproc)
-pins=$(grep -c 'sched_setaffinity(0, ' "$T/calls" || true)
-if [ "$n" -ge 2 ]; then
-	check "the run kept itself on one CPU, then gave its $n back (2 calls)" test "$pins" = 2
-	check "the first of them: to one CPU" grep -qE 'sched_setaffinity\(0, [0-9]+, \[[0-9]+\]\) += 0' "$T/calls"
-else
-	check "one CPU allowed here: nothing pinned" test "$pins" = 0
-fi
-check "the record counts every CPU this node may run on (slots: $n), not the run's one" grep -qx "slots: $n" "$REC"
 [ "$rc" = 0 ] || sed 's/^/  | /' "$T/out"
 done_testing
