@@ -27,7 +27,7 @@
 # PERF_KEEP=DIR keeps the perf.data files there (METHOD.R.RUN.data) for "perf report -i".
 # STAT=1: each apply and each floor run under "perf stat" inside the node, so nsenter is not
 # in the count: hpcinit's own CPU (task-clock of the agent, its children and helpers; medians),
-# its page faults, context switches and CPU migrations (means); printed in place of bash's
+# its page faults, context switches, CPU migrations and wall time (means); printed in place of bash's
 # figures (which would count perf's own start): each method's figures at each R, the fixed part
 # over the floor, the per-record term, and with BASELINE the ratios.  For comparing binaries and
 # counting, not for the goal: task-clock comes out lower than bash's count of the same applies,
@@ -73,7 +73,7 @@ if [ "${STAT:-0}" = 1 ]; then
 fi
 stat_cmd() { # stat_cmd NAME: PERF_CMD for one run counted into $T/stat/NAME (STAT=1)
 	PERF_CMD=()
-	[ "${STAT:-0}" != 1 ] || PERF_CMD=(perf stat -x, -o "$T/stat/$1" -e task-clock,page-faults,context-switches,cpu-migrations --)
+	[ "${STAT:-0}" != 1 ] || PERF_CMD=(perf stat -x, -o "$T/stat/$1" -e task-clock,page-faults,context-switches,cpu-migrations,duration_time --)
 }
 
 sim up 1 --no-ssh-trust --shared "$SHARED" >/dev/null
@@ -200,13 +200,15 @@ if [ "${STAT:-0}" = 1 ]; then
 	# each file: KEY.R.B.RUN, its task-clock (ms) and page faults; one line per KEY.R.B
 	for f in "$T"/stat/*; do
 		awk -F, -v k="${f##*/}" '$3 == "task-clock" { t = $1 } $3 == "page-faults" { p = $1 }
-			$3 == "context-switches" { cs = $1 } $3 == "cpu-migrations" { mg = $1 }
-			END { if (t == "" || p == "" || cs == "" || mg == "") exit 1; sub(/\.[0-9]+$/, "", k); print k, t, p, cs, mg }' "$f" ||
+			$3 == "context-switches" { cs = $1 } $3 == "cpu-migrations" { mg = $1 } $3 == "duration_time" { w = $1 / 1e6 }
+			END { if (t == "" || p == "" || cs == "" || mg == "" || w == "") exit 1
+				sub(/\.[0-9]+$/, "", k); print k, t, p, cs, mg, w }' "$f" ||
 			{ echo "cold-start.sh: $f holds no count; no figures" >&2; exit 1; }
 	done | sort -k1,1 -k2,2n | awk -v lo="$lo" -v hi="$hi" -v nb="${#BINS[@]}" -v base="${BASELINE:-}" '
 	function med(k,   m) { m = n[k]; return m % 2 ? v[k, (m + 1) / 2] : (v[k, m / 2] + v[k, m / 2 + 1]) / 2 }
-	{ k = $1; n[k]++; v[k, n[k]] = $2; pf[k] += $3; cs[k] += $4; mg[k] += $5 }
-	function counts(k) { return sprintf("%.0f faults, %.1f switches, %.1f migrations", pf[k] / n[k], cs[k] / n[k], mg[k] / n[k]) }
+	{ k = $1; n[k]++; v[k, n[k]] = $2; pf[k] += $3; cs[k] += $4; mg[k] += $5; wall[k] += $6 }
+	function counts(k) { return sprintf("%.0f faults, %.1f switches, %.1f migrations, wall %.2f ms",
+		pf[k] / n[k], cs[k] / n[k], mg[k] / n[k], wall[k] / n[k]) }
 	END {
 		fl = med("floor.x.0")
 		printf "floor: \"hpcinit --version\": %.3f ms, %s\n", fl, counts("floor.x.0")
