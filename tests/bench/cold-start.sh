@@ -29,11 +29,10 @@
 # in the count: hpcinit's own CPU (task-clock of the agent, its children and helpers; medians),
 # its page faults, context switches, CPU migrations and wall time (means); printed in place of bash's
 # figures (which would count perf's own start): each method's figures at each R, the fixed part
-# over the floor, the per-record term, and with BASELINE the ratios.  For comparing binaries and
-# counting, not for the goal: task-clock comes out lower than bash's count of the same applies,
-# the more so the more processes and switches an apply has (docs/performance.md); likely the
-# switches themselves, which task-clock leaves out (its clock stops when a task is switched
-# out).  The goal is judged by the default figures.
+# over the floor, the per-record term, and with BASELINE the ratios.  For counting and for
+# comparing binaries, not for the goal: the fixed part by task-clock and by bash's count of the
+# same applies was 1.7 ms apart in one hour and 0.2 ms in another (docs/performance.md).  The
+# goal is judged by the default figures.
 # Printed, for each method (and binary): the mean CPU at each R, the fixed part (at the
 # smallest R, less the floor) and the per-record term (the slope between the smallest and
 # the largest R, microseconds a record).
