@@ -105,14 +105,18 @@ cold() {
 	"${IN[@]}" install -m 0644 "$T/$1.$2.yaml" /etc/hpcinit/node.yaml
 	rm -rf "$SHARED/.hpcinit"
 	etcdctl_ del --prefix /hpcinit/ >/dev/null
+	if [ "$1" = shared ]; then
+		# the tree as every node but the cluster's first finds it, at every R (at 0 too: the
+		# node made it when R was 0, three mkdirs the others never pay, and the slope was off)
+		mkdir -p "$SHARED/.hpcinit/$CLUSTER/nodes"
+		chmod 0755 "$SHARED/.hpcinit" "$SHARED/.hpcinit/$CLUSTER"
+	fi
 	[ "$2" -gt 0 ] || return 0
 	if [ "$1" = etcd ]; then
 		"$GEN" -s "$T/cluster.key" -n 198.19 -e "/hpcinit/$CLUSTER/nodes/" -u "$(etcd_client_url 1)/v3/kv/put" \
 			"$T" "$CLUSTER" "$2" >"$T/put.cfg"
 		ip netns exec "$ETCD_NS" curl -sf -K "$T/put.cfg" >/dev/null
 	else
-		mkdir -p "$SHARED/.hpcinit/$CLUSTER/nodes"
-		chmod 0755 "$SHARED/.hpcinit" "$SHARED/.hpcinit/$CLUSTER"
 		"$GEN" -s "$T/cluster.key" -n 198.19 "$SHARED/.hpcinit/$CLUSTER/nodes" "$CLUSTER" "$2"
 	fi
 }
