@@ -335,13 +335,16 @@ said_memlock() {   # what hpcinit check on C1 says a job gets ("" when it says n
 		sed 's/.* memlock //; s/ KiB$//'
 }
 srun_memlock() {   # ulimit -l in a job srun starts on C1 from a head shell with soft limit $1 KiB
-	on "$H" timeout 60 bash -c "ulimit -S -l $1 && srun -N1 -w $C1 bash -c 'ulimit -l'" 2>&1
+	# stdout only: srun says on stderr when the job waited ("srun: job 5 queued and waiting
+	# for resources", after a reconfigure), which is no limit; kept for a failure's message
+	on "$H" timeout 60 bash -c "ulimit -S -l $1 && srun -N1 -w $C1 bash -c 'ulimit -l'" 2>"$T/srun-memlock.err"
 }
 job_agrees() {     # $1: the submitting shell's soft limit; $2: what the job must get
 	local said got
 	said=$(said_memlock) got=$(srun_memlock "$1")
 	[ "$said" = "$2" ] && [ "$got" = "$2" ] || {
 		echo "  hpcinit check said: '$said'; srun printed: '$got'; expected $2"
+		sed 's/^/  srun stderr: /' "$T/srun-memlock.err"
 		grep -oE '"[^"]*job: a Slurm job[^"]*"' "$T/jm.out" | sort -u | sed 's/^/  | /'; return 1; }
 }
 prlimit --pid "$SLURMD1" --memlock=$((4096 * 1024)):$((8192 * 1024))
