@@ -157,11 +157,13 @@ check "$C1: slurmd -Z is told the GRES it found, the controller's version was co
 on "$H" sinfo -N -h -o '%N %t %G' > "$T/sinfo1"
 check "$C1 is idle with GRES gpu:a100:2" grep -qx "$C1 idle gpu:a100:2" "$T/sinfo1"
 rc=0
+# (stdout compared: srun's stderr says when a job waited for resources, shown with a failure)
 on "$H" timeout 60 srun -N1 -w "$C1" --gres=gpu:2 sh -c 'echo "CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"' \
-	> "$T/srun.out" 2>&1 || rc=$?
+	> "$T/srun.out" 2>"$T/srun.err" || rc=$?
+srun_same() { same_text "$1" "$2" || { sed 's/^/  srun stderr: /' "$3"; return 1; }; }
 check "srun --gres=gpu:2 runs on $C1 with CUDA_VISIBLE_DEVICES=0,1" \
-	same_text "$(cat "$T/srun.out"; echo "rc=$rc")" "CUDA_VISIBLE_DEVICES=0,1
-rc=0"
+	srun_same "$(cat "$T/srun.out"; echo "rc=$rc")" "CUDA_VISIBLE_DEVICES=0,1
+rc=0" "$T/srun.err"
 rc=0
 on "$H" timeout 30 srun -N1 -w "$C1" --gres=gpu:3 true > "$T/srun3.out" 2>&1 || rc=$?
 check "srun --gres=gpu:3 on $C1 is refused (it has 2)" eval '[ $rc != 0 ] || show "$T/srun3.out" $rc'

@@ -214,9 +214,11 @@ check "$C2 is idle again" idle_now "$C2"
 
 # srun on every registered node, and MPI through srun.
 rc=0
-on "$H" timeout 60 srun -N2 hostname > "$T/srun.out" 2>&1 || rc=$?
+# (stdout compared: srun's stderr says when a job waited for resources, shown with a failure)
+on "$H" timeout 60 srun -N2 hostname > "$T/srun.out" 2>"$T/srun.err" || rc=$?
+srun_same() { same_text "$1" "$2" || { sed 's/^/  srun stderr: /' "$3"; return 1; }; }
 check "srun -N2 hostname runs on $C1 and $C2" \
-	same_text "$(sort "$T/srun.out"; echo "rc=$rc")" "$(printf '%s\n' "$C1" "$C2" | sort; echo rc=0)"
+	srun_same "$(sort "$T/srun.out"; echo "rc=$rc")" "$(printf '%s\n' "$C1" "$C2" | sort; echo rc=0)" "$T/srun.err"
 MPI_TYPE=$(on "$H" srun --mpi=list 2>&1 | grep -o 'pmix' | head -1 || true)
 [ -n "$MPI_TYPE" ] || MPI_TYPE=pmi2
 if [ -x "$MPI_HELLO" ]; then

@@ -73,7 +73,9 @@ check_slurm() {
 	local want got
 	want=$(slurm_computes | sort | tr '\n' ' ')
 	SRUN_T0=$(date +%s.%N)
-	got=$(vm_exec head 300 "timeout 240 srun -N$N --job-name=hpcinit-first hostname | sort | tr '\\n' ' '" 2>&1) || true
+	# (stdout compared: srun's stderr, "srun: job N queued and waiting for resources" when a job
+	# waited, goes to a file the failure shows)
+	got=$(vm_exec head 300 "timeout 240 srun -N$N --job-name=hpcinit-first hostname 2>/tmp/srun-first.err | sort | tr '\\n' ' '" 2>&1) || true
 	SRUN_T1=$(date +%s.%N)
 	if [ "$got" = "$want" ]; then
 		ok "slurm: srun -N$N hostname runs on every compute ($(since "$SRUN_T0") s)"
@@ -83,7 +85,8 @@ check_slurm() {
 		for m in $(slurm_computes); do
 			why+=("$m: slurmd.log, errors:" "$(vm_exec "$m" 60 'grep -iE "error|fail|pmix|cgroup" /var/log/slurm/slurmd.log | tail -25' 2>&1)")
 		done
-		not_ok "slurm: srun -N$N hostname runs on every compute" "got: $got" "want: $want" "${why[@]}"
+		not_ok "slurm: srun -N$N hostname runs on every compute" "got: $got" "want: $want" \
+			"srun's stderr: $(vm_exec head 60 'cat /tmp/srun-first.err' 2>&1)" "${why[@]}"
 	fi
 	# An MPI job through srun (MpiDefault=pmix, the custom-data's libpmix-dev): the harness's
 	# hello (each VM's /hpcvm/mpi-hello), one rank a compute, over TCP on the cluster network.
@@ -98,12 +101,13 @@ check_slurm() {
 	# number hpcinit check states on c1 is what ulimit -l prints in a job srun starts there.
 	local said got
 	said=$(vm_exec "$c1" 120 "hpcinit check --only memlock -v 2>&1 | grep -oE 'job: a Slurm job gets memlock ([0-9]+ KiB|unlimited)' | head -1 | sed 's/.* memlock //; s/ KiB\$//'" 2>&1) || true
-	got=$(vm_exec head 120 "timeout 60 srun -N1 -w $c1 bash -c 'ulimit -l'" 2>&1) || true
+	got=$(vm_exec head 120 "timeout 60 srun -N1 -w $c1 bash -c 'ulimit -l' 2>/tmp/srun-memlock.err" 2>&1) || true
 	if [ -n "$said" ] && [ "$said" = "$got" ]; then
 		ok "slurm: $c1: hpcinit check says a Slurm job gets memlock $said, and srun's job has $got"
 	else
 		not_ok "slurm: $c1: what hpcinit check says a Slurm job gets (memlock) is what srun's job has" \
-			"hpcinit check said: '$said'" "srun printed: '$got'"
+			"hpcinit check said: '$said'" "srun printed: '$got'" \
+			"srun's stderr: $(vm_exec head 60 'cat /tmp/srun-memlock.err' 2>&1)"
 	fi
 	each_vm "slurm: computes: hpcinit-health.socket (enabled by the custom-data) answers 200 Healthy on 127.0.0.1:9119/health" '
 		[ "$(hostname)" = head ] && exit 0
@@ -187,11 +191,12 @@ check_slurmgpu() {
 	fi
 	slurm_on_head "slurmgpu: $c1 is idle in sinfo with GRES gpu:...2" "$(sinfo_wait "$c1" "idle none")
 		g=\$(sinfo -h -n $c1 -o %G); echo \"$c1 GRES \$g\"; case \$g in gpu:*2|gpu:*2\\(*) exit 0 ;; esac; exit 1"
-	out=$(vm_exec head 300 "timeout 240 srun -N1 -w $c1 --gres=gpu:2 bash -c 'echo CUDA_VISIBLE_DEVICES=\$CUDA_VISIBLE_DEVICES'" 2>&1) || true
+	out=$(vm_exec head 300 "timeout 240 srun -N1 -w $c1 --gres=gpu:2 bash -c 'echo CUDA_VISIBLE_DEVICES=\$CUDA_VISIBLE_DEVICES' 2>/tmp/srun-gpu.err" 2>&1) || true
 	if [ "$out" = "CUDA_VISIBLE_DEVICES=0,1" ]; then
 		ok "slurmgpu: srun -w $c1 --gres=gpu:2 runs with $out (Slurm's gpu_generic binding)"
 	else
-		not_ok "slurmgpu: srun -w $c1 --gres=gpu:2 runs with CUDA_VISIBLE_DEVICES=0,1" "got: $out"
+		not_ok "slurmgpu: srun -w $c1 --gres=gpu:2 runs with CUDA_VISIBLE_DEVICES=0,1" "got: $out" \
+			"srun's stderr: $(vm_exec head 60 'cat /tmp/srun-gpu.err' 2>&1)"
 	fi
 	[ -n "$c2" ] || return 0
 	out=$(vm_exec "$c2" 600 "$(slurm_gpu_standin 1)
