@@ -200,7 +200,7 @@ fi
 lo=${SIZES[0]} hi=${SIZES[${#SIZES[@]} - 1]}
 if [ "${STAT:-0}" = 1 ]; then
 	echo "STAT=1: perf stat inside the node (no nsenter in the count), medians of $RUNS runs"
-	# each file: KEY.R.B.RUN, its task-clock (ms) and page faults; one line per KEY.R.B
+	# each file: KEY.R.B.RUN; one line each: KEY.R.B, task-clock (ms), faults, switches, migrations, wall (ms)
 	for f in "$T"/stat/*; do
 		awk -F, -v k="${f##*/}" '$3 == "task-clock" { t = $1 } $3 == "page-faults" { p = $1 }
 			$3 == "context-switches" { cs = $1 } $3 == "cpu-migrations" { mg = $1 } $3 == "duration_time" { w = $1 / 1e6 }
